@@ -1,0 +1,1 @@
+// TEMPORARY placeholder; removed once sim has sources.

@@ -1,0 +1,111 @@
+// The oracle: simulate one placed training step. A pure function over immutable values.
+//
+//   const Cluster c = load_cluster("paper-4gpu");
+//   const Graph g = read_graph_json("nmt.json");
+//   const Placement p = *builtin_placement("single-gpu", g, c);
+//   const Outcome o = simulate(c, g, p);                      // default options, roofline costs
+//   std::cout << o.step_time.seconds() << (o.oom ? " OOM" : "") << "\n";
+//
+//   BatchOracle oracle(c, g, SimOptions{}, KernelCostModel{});  // shares per-graph precomputation
+//   std::vector<Outcome> r = oracle.evaluate(placements);       // oneTBB; bit-identical to serial
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cluster.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/graph.hpp"
+#include "sim/placement.hpp"
+#include "sim/units.hpp"
+
+namespace placesim::sim {
+
+class TraceSink;
+
+struct SimOptions {
+  bool stop_at_first_oom = false;          ///< end the simulation at the first allocation over capacity
+  bool record_critical_path = true;
+  TraceSink* trace = nullptr;              ///< optional Chrome-trace sink (not thread-safe; one per simulate)
+};
+
+struct DeviceOutcome {
+  std::string name;
+  Duration busy;                           ///< time any compute stream / worker was busy (union)
+  double utilization = 0.0;                ///< busy / step time
+  Bytes peak_memory;
+  Bytes memory_capacity;
+  bool oom = false;
+  int ops = 0;
+};
+
+struct LinkOutcome {
+  std::string name;
+  Bytes bytes;                             ///< bytes carried, both directions
+  Duration busy;                           ///< time at least one flow was active on it
+};
+
+struct OomInfo {
+  DeviceId device = -1;
+  std::string device_name;
+  Bytes needed;                            ///< peak demand
+  Bytes capacity;
+};
+
+/// An item on the critical path: an op run or a copy.
+struct PathItem {
+  enum class Kind { Op, Copy, Launch } kind = Kind::Op;
+  std::string name;                        ///< op name, or "<tensor> -> <device>" for a copy
+  DeviceId device = -1;                    ///< device of the op / destination of the copy
+  SimTime start = 0, end = 0;
+};
+
+struct Outcome {
+  Duration step_time;
+  bool oom = false;
+  bool unreachable = false;                ///< a needed copy had no route
+  std::vector<OomInfo> oom_devices;        ///< every device over capacity (first = earliest)
+  std::vector<DeviceOutcome> devices;
+  std::vector<LinkOutcome> links;
+  std::int64_t transfers = 0;              ///< copies (staged copies count their segments)
+  Bytes transferred;
+  std::int64_t events = 0;
+  std::vector<PathItem> critical_path;
+  double sim_wall_s = 0.0;                 ///< wall time of simulate() itself (not deterministic)
+};
+
+/// Simulates one step. Never throws for an expected outcome (OOM, unreachable); throws
+/// InputError if the placement does not fit the graph/cluster (size mismatch, constraint broken).
+Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,
+                 const SimOptions& options = {}, const KernelCostModel& costs = {});
+
+/// Evaluates many placements of one graph on one cluster in parallel (oneTBB), sharing the
+/// per-graph precomputation (kernel times per op × device kind, consumer lists). Results are
+/// bit-identical to calling simulate() one by one, on any thread count (sim_wall_s aside).
+class BatchOracle {
+ public:
+  BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions options = {},
+              KernelCostModel costs = {});
+  ~BatchOracle();
+  BatchOracle(const BatchOracle&) = delete;
+  BatchOracle& operator=(const BatchOracle&) = delete;
+
+  [[nodiscard]] Outcome evaluate(const Placement& p) const;
+  /// `max_threads` <= 0 uses oneTBB's default.
+  [[nodiscard]] std::vector<Outcome> evaluate(const std::vector<Placement>& ps,
+                                              int max_threads = 0) const;
+  [[nodiscard]] const Cluster& cluster() const;
+  [[nodiscard]] const Graph& graph() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// JSON report of an outcome (keys in docs/formats.md: step_time_s, oom, devices, links, ...).
+std::string outcome_to_json(const Outcome& o, int indent = 2);
+
+}  // namespace placesim::sim

@@ -1,0 +1,5 @@
+// TEMPORARY: filled in by the owner of this subcommand.
+#include "tools/commands.hpp"
+namespace placesim::tools {
+void register_calibrate(CLI::App& /*app*/) {}
+}  // namespace placesim::tools
