@@ -74,6 +74,8 @@ struct Op {
   std::optional<DeviceKind> device_kind;   ///< constraint, e.g. CPU-only ops
   std::string layer;                       ///< layer/module path, "encoder/lstm_1"
   Phase phase = Phase::Forward;
+  /// Pins the op to one compute stream of its GPU (trace replay); unset = the engine picks.
+  std::optional<std::int32_t> stream;
 };
 
 struct Graph {
