@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The README's second command: the whole test suite with CTest, on the Release build (build/,
+# made by tools/setup.sh; built here if missing) and on an ASan + UBSan build of everything that
+# does not link LibTorch (build-asan/).
+#
+#   tools/test.sh               # both configurations
+#   PLACESIM_SKIP_ASAN=1 tools/test.sh    # Release build only (quick local runs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+if [ ! -f build/build.ninja ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLACESIM_WERROR=ON
+fi
+cmake --build build -j "$jobs"
+echo "== tests: Release build (build/)"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+if [ -z "${PLACESIM_SKIP_ASAN:-}" ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLACESIM_SANITIZE=ON \
+    -DPLACESIM_WITH_TORCH=OFF -DPLACESIM_WITH_MPI=OFF -DPLACESIM_BUILD_BENCHMARKS=OFF \
+    -DPLACESIM_WERROR=ON
+  cmake --build build-asan -j "$jobs"
+  echo "== tests: ASan + UBSan build without LibTorch (build-asan/), slow tests excluded"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow
+fi
