@@ -1,0 +1,422 @@
+#include "calibration/trace.hpp"
+
+#include <sqlite3.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace placesim::calibration {
+
+using nlohmann::json;
+using sim::InputError;
+
+std::string to_string(EventKind k) {
+  switch (k) {
+    case EventKind::CpuOp: return "cpu_op";
+    case EventKind::Runtime: return "runtime";
+    case EventKind::Kernel: return "kernel";
+    case EventKind::Memcpy: return "memcpy";
+    case EventKind::Memset: return "memset";
+    case EventKind::Sync: return "sync";
+    case EventKind::Annotation: return "annotation";
+    case EventKind::GpuAnnotation: return "gpu_annotation";
+    case EventKind::Other: return "other";
+  }
+  return "other";
+}
+
+std::string read_maybe_gzip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "a readable file, got none (cannot open)");
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f ||
+      static_cast<unsigned char>(raw[1]) != 0x8b)
+    return raw;
+  z_stream zs{};
+  // 16 + MAX_WBITS: accept the gzip wrapper.
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw InputError(path, "", "gzip data, zlib failed to start");
+  zs.next_in = reinterpret_cast<Bytef*>(raw.data());
+  zs.avail_in = static_cast<uInt>(raw.size());
+  std::string out;
+  std::vector<char> buf(1 << 20);
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf.data());
+    zs.avail_out = static_cast<uInt>(buf.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&zs);
+      throw InputError(path, "", "valid gzip data, got a corrupt or truncated stream");
+    }
+    out.append(buf.data(), buf.size() - zs.avail_out);
+    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
+      inflateEnd(&zs);
+      throw InputError(path, "", "a complete gzip stream, got a truncated one");
+    }
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+namespace {
+
+// Kineto writes ts/dur in microseconds, as integers in older releases and with three decimals
+// (nanoseconds) since 2023.
+std::int64_t us_to_ns(const json& v) {
+  if (v.is_number_integer()) return v.get<std::int64_t>() * 1000;
+  if (v.is_number_float()) return std::llround(v.get<double>() * 1000.0);
+  if (v.is_string()) {
+    try {
+      return std::llround(std::stod(v.get<std::string>()) * 1000.0);
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+std::string scalar_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+  if (v.is_number_unsigned()) return std::to_string(v.get<std::uint64_t>());
+  if (v.is_number_float()) {
+    std::ostringstream s;
+    s << v.get<double>();
+    return s.str();
+  }
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
+}
+
+std::int64_t int_arg(const json& args, const char* key, std::int64_t dflt) {
+  auto it = args.find(key);
+  if (it == args.end()) return dflt;
+  if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
+  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_string()) {
+    try {
+      return std::stoll(it->get<std::string>(), nullptr, 0);
+    } catch (const std::exception&) {
+      return dflt;
+    }
+  }
+  return dflt;
+}
+
+EventKind kind_of_category(const std::string& cat, bool& pre2022) {
+  // Current names first, then the pre-2022 ones (PyTorch 1.8-1.10 Kineto).
+  if (cat == "cpu_op" || cat == "user_annotation" ) return cat == "cpu_op" ? EventKind::CpuOp : EventKind::Annotation;
+  if (cat == "cuda_runtime" || cat == "cuda_driver") return EventKind::Runtime;
+  if (cat == "kernel") return EventKind::Kernel;
+  if (cat == "gpu_memcpy") return EventKind::Memcpy;
+  if (cat == "gpu_memset") return EventKind::Memset;
+  if (cat == "cuda_sync") return EventKind::Sync;
+  if (cat == "gpu_user_annotation") return EventKind::GpuAnnotation;
+  if (cat == "Operator") { pre2022 = true; return EventKind::CpuOp; }
+  if (cat == "Runtime") { pre2022 = true; return EventKind::Runtime; }
+  if (cat == "Kernel") { pre2022 = true; return EventKind::Kernel; }
+  if (cat == "Memcpy") { pre2022 = true; return EventKind::Memcpy; }
+  if (cat == "Memset") { pre2022 = true; return EventKind::Memset; }
+  if (cat == "user_annotation" || cat == "User Annotation" ) return EventKind::Annotation;
+  if (cat == "gpu_user_annotation" || cat == "GPU User Annotation") return EventKind::GpuAnnotation;
+  return EventKind::Other;
+}
+
+std::string id_text(const json& v) { return v.is_null() ? std::string() : scalar_text(v); }
+
+void sort_events(std::vector<TraceEvent>& ev) {
+  std::stable_sort(ev.begin(), ev.end(), [](const TraceEvent& a, const TraceEvent& b) {
+    if (a.ts_ns != b.ts_ns) return a.ts_ns < b.ts_ns;
+    return a.dur_ns > b.dur_ns;  // enclosing event before the events it contains
+  });
+}
+
+}  // namespace
+
+Profile parse_kineto_json(const std::string& text, const std::string& origin) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(origin, "byte " + std::to_string(e.byte),
+                     "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
+  }
+  Profile p;
+  p.source = origin;
+  const json* events = nullptr;
+  bool bare = false;
+  if (doc.is_array()) {
+    events = &doc;
+    bare = true;
+  } else if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) {
+    events = &doc["traceEvents"];
+  } else {
+    throw InputError(origin, "traceEvents", "a list of trace events (Kineto/PyTorch profiler output), got none");
+  }
+  if (doc.is_object()) {
+    if (auto it = doc.find("deviceProperties"); it != doc.end() && it->is_array() && !it->empty() &&
+                                                 (*it)[0].contains("name"))
+      p.device_name = scalar_text((*it)[0]["name"]);
+    if (auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
+      p.rank = static_cast<int>(int_arg(*it, "rank", -1));
+      p.world_size = static_cast<int>(int_arg(*it, "world_size", 0));
+    }
+  }
+  bool pre2022 = false;
+  bool any_cat = false;
+  std::size_t index = 0;
+  for (const json& e : *events) {
+    ++index;
+    if (!e.is_object()) continue;
+    const std::string ph = e.value("ph", std::string());
+    if (ph != "X") continue;  // flows, metadata and instants carry no durations
+    TraceEvent t;
+    t.name = e.contains("name") ? scalar_text(e["name"]) : std::string();
+    if (!e.contains("ts")) throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].ts", "a timestamp in microseconds, got none");
+    t.ts_ns = us_to_ns(e["ts"]);
+    t.dur_ns = e.contains("dur") ? us_to_ns(e["dur"]) : 0;
+    if (t.dur_ns < 0) throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].dur", "a non-negative duration, got " + scalar_text(e["dur"]));
+    t.pid = e.contains("pid") ? id_text(e["pid"]) : std::string();
+    t.tid = e.contains("tid") ? id_text(e["tid"]) : std::string();
+    if (e.contains("cat")) {
+      any_cat = true;
+      t.kind = kind_of_category(scalar_text(e["cat"]), pre2022);
+    } else {
+      // Debian's torch 1.13 CPU build: no categories; every event is a CPU operator, except the
+      // step annotations it also writes as plain events.
+      t.kind = t.name.rfind("ProfilerStep#", 0) == 0 ? EventKind::Annotation : EventKind::CpuOp;
+    }
+    if (t.kind == EventKind::Other) continue;
+    if (t.kind == EventKind::CpuOp && t.name.rfind("ProfilerStep#", 0) == 0) t.kind = EventKind::Annotation;
+    const json empty = json::object();
+    const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty;
+    t.correlation = int_arg(args, "correlation", -1);
+    t.external_id = int_arg(args, "External id", -1);
+    if (t.on_gpu() || t.kind == EventKind::Sync || t.kind == EventKind::GpuAnnotation) {
+      t.device = static_cast<int>(int_arg(args, "device", -1));
+      if (t.device < 0 && e.contains("pid") && e["pid"].is_number()) t.device = e["pid"].get<int>();
+      t.stream = int_arg(args, "stream", -1);
+      if (t.stream < 0 && e.contains("tid") && e["tid"].is_number()) t.stream = e["tid"].get<std::int64_t>();
+      t.bytes = int_arg(args, "bytes", 0);
+    }
+    if (auto it = args.find("Input Dims"); it != args.end() && it->is_array()) {
+      for (const json& d : *it) {
+        std::vector<std::int64_t> dims;
+        if (d.is_array())
+          for (const json& x : d)
+            if (x.is_number()) dims.push_back(x.get<std::int64_t>());
+        t.input_dims.push_back(std::move(dims));
+      }
+    }
+    if (auto it = args.find("Input type"); it != args.end() && it->is_array())
+      for (const json& d : *it) t.input_types.push_back(d.is_string() ? d.get<std::string>() : std::string());
+    for (auto it = args.begin(); it != args.end(); ++it) {
+      if (it->is_primitive() && it.key() != "Input Dims" && it.key() != "Input type")
+        t.args[it.key()] = scalar_text(*it);
+    }
+    p.events.push_back(std::move(t));
+  }
+  if (bare || !any_cat)
+    p.dialect = "torch-bare-list";
+  else
+    p.dialect = pre2022 ? "kineto-pre2022" : "kineto";
+  sort_events(p.events);
+
+  bool has_gpu = false, has_runtime = false, has_dims = false, has_step = false;
+  for (const TraceEvent& t : p.events) {
+    has_gpu |= t.on_gpu();
+    has_runtime |= t.kind == EventKind::Runtime;
+    has_dims |= !t.input_dims.empty();
+    has_step |= t.kind == EventKind::Annotation && t.name.rfind("ProfilerStep#", 0) == 0;
+  }
+  if (!has_gpu) p.missing.push_back("no GPU activity (kernels, memcpys, memsets): CPU-only trace");
+  if (has_gpu && !has_runtime) p.missing.push_back("no runtime launch events: kernels cannot be tied to CPU ops");
+  if (!has_dims)
+    p.missing.push_back("no input shapes (record_shapes=False, or torch 1.13 export): signatures carry the op name only");
+  if (!has_step) p.missing.push_back("no ProfilerStep#N annotations: the whole trace span is one step");
+  return p;
+}
+
+namespace {
+
+struct Db {
+  sqlite3* db = nullptr;
+  ~Db() {
+    if (db) sqlite3_close(db);
+  }
+};
+
+struct Stmt {
+  sqlite3_stmt* st = nullptr;
+  ~Stmt() {
+    if (st) sqlite3_finalize(st);
+  }
+};
+
+std::set<std::string> table_columns(sqlite3* db, const std::string& table) {
+  std::set<std::string> cols;
+  Stmt s;
+  const std::string q = "PRAGMA table_info(" + table + ")";
+  if (sqlite3_prepare_v2(db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK) return cols;
+  while (sqlite3_step(s.st) == SQLITE_ROW)
+    cols.insert(reinterpret_cast<const char*>(sqlite3_column_text(s.st, 1)));
+  return cols;
+}
+
+std::string col_text(sqlite3_stmt* st, int i) {
+  const unsigned char* t = sqlite3_column_text(st, i);
+  return t ? reinterpret_cast<const char*>(t) : std::string();
+}
+
+}  // namespace
+
+Profile read_nsys_sqlite(const std::string& path) {
+  Db d;
+  if (sqlite3_open_v2(path.c_str(), &d.db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+    throw InputError(path, "", "an Nsight Systems SQLite export, got a file SQLite cannot open");
+  Profile p;
+  p.source = path;
+  p.dialect = "nsys-sqlite";
+
+  const bool has_strings = !table_columns(d.db, "StringIds").empty();
+  if (!has_strings) throw InputError(path, "StringIds", "an Nsight Systems export with a StringIds table, got none");
+
+  struct GpuTable {
+    const char* table;
+    EventKind kind;
+    std::vector<std::string> required;
+  };
+  const std::vector<GpuTable> gpu_tables = {
+      {"CUPTI_ACTIVITY_KIND_KERNEL", EventKind::Kernel, {"start", "end", "deviceId", "streamId", "correlationId"}},
+      {"CUPTI_ACTIVITY_KIND_MEMCPY", EventKind::Memcpy, {"start", "end", "deviceId", "streamId", "correlationId", "bytes"}},
+      {"CUPTI_ACTIVITY_KIND_MEMSET", EventKind::Memset, {"start", "end", "deviceId", "streamId", "correlationId", "bytes"}},
+      {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", EventKind::Sync, {"start", "end", "deviceId", "streamId", "correlationId"}},
+  };
+  for (const GpuTable& g : gpu_tables) {
+    const auto cols = table_columns(d.db, g.table);
+    if (cols.empty()) {
+      p.missing.push_back(std::string("table ") + g.table + " absent (no such activity was recorded)");
+      continue;
+    }
+    for (const std::string& c : g.required)
+      if (!cols.count(c))
+        throw InputError(path, std::string(g.table) + "." + c,
+                         "the column of Nsight Systems schema 2.x, got a table without it (unsupported export version)");
+    std::string name_expr = "''";
+    if (g.kind == EventKind::Kernel) {
+      name_expr = cols.count("demangledName") ? "(SELECT value FROM StringIds WHERE id = t.demangledName)"
+                  : cols.count("shortName")   ? "(SELECT value FROM StringIds WHERE id = t.shortName)"
+                                              : "'kernel'";
+    } else if (g.kind == EventKind::Memcpy) {
+      name_expr = cols.count("copyKind") ? "'Memcpy kind ' || t.copyKind" : "'Memcpy'";
+    } else if (g.kind == EventKind::Memset) {
+      name_expr = "'Memset'";
+    } else {
+      name_expr = cols.count("syncType") ? "'Sync type ' || t.syncType" : "'Sync'";
+    }
+    const std::string bytes_expr = cols.count("bytes") ? "t.bytes" : "0";
+    const std::string q = "SELECT t.start, t.end, t.deviceId, t.streamId, t.correlationId, " + bytes_expr + ", " +
+                          name_expr + " FROM " + g.table + " t ORDER BY t.start";
+    Stmt s;
+    if (sqlite3_prepare_v2(d.db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK)
+      throw InputError(path, g.table, std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+    while (sqlite3_step(s.st) == SQLITE_ROW) {
+      TraceEvent t;
+      t.kind = g.kind;
+      t.ts_ns = sqlite3_column_int64(s.st, 0);
+      t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
+      t.device = sqlite3_column_int(s.st, 2);
+      t.stream = sqlite3_column_int64(s.st, 3);
+      t.correlation = sqlite3_column_int64(s.st, 4);
+      t.bytes = sqlite3_column_int64(s.st, 5);
+      t.name = col_text(s.st, 6);
+      t.pid = std::to_string(t.device);
+      t.tid = std::to_string(t.stream);
+      p.events.push_back(std::move(t));
+    }
+  }
+  const auto rcols = table_columns(d.db, "CUPTI_ACTIVITY_KIND_RUNTIME");
+  if (rcols.empty()) {
+    p.missing.push_back("table CUPTI_ACTIVITY_KIND_RUNTIME absent: GPU work cannot be tied to host launches");
+  } else {
+    for (const char* c : {"start", "end", "globalTid", "correlationId", "nameId"})
+      if (!rcols.count(c))
+        throw InputError(path, std::string("CUPTI_ACTIVITY_KIND_RUNTIME.") + c,
+                         "the column of Nsight Systems schema 2.x, got a table without it");
+    Stmt s;
+    const char* q =
+        "SELECT r.start, r.end, r.globalTid, r.correlationId, (SELECT value FROM StringIds WHERE id = r.nameId) "
+        "FROM CUPTI_ACTIVITY_KIND_RUNTIME r ORDER BY r.start";
+    if (sqlite3_prepare_v2(d.db, q, -1, &s.st, nullptr) != SQLITE_OK)
+      throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME", std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+    while (sqlite3_step(s.st) == SQLITE_ROW) {
+      TraceEvent t;
+      t.kind = EventKind::Runtime;
+      t.ts_ns = sqlite3_column_int64(s.st, 0);
+      t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
+      const std::int64_t gtid = sqlite3_column_int64(s.st, 2);
+      // globalTid packs the process id in bits 24..47 and the thread id in the low 24 bits.
+      t.pid = std::to_string((gtid >> 24) & 0xFFFFFF);
+      t.tid = std::to_string(gtid & 0xFFFFFF);
+      t.correlation = sqlite3_column_int64(s.st, 3);
+      t.name = col_text(s.st, 4);
+      // Strip the version suffix ("cudaLaunchKernel_v7000") so names match Kineto's.
+      if (auto at = t.name.find("_v"); at != std::string::npos && at + 2 < t.name.size() &&
+                                        std::isdigit(static_cast<unsigned char>(t.name[at + 2])))
+        t.name.resize(at);
+      p.events.push_back(std::move(t));
+    }
+  }
+  if (!table_columns(d.db, "TARGET_INFO_GPU").empty()) {
+    Stmt s;
+    if (sqlite3_prepare_v2(d.db, "SELECT name FROM TARGET_INFO_GPU ORDER BY id LIMIT 1", -1, &s.st, nullptr) == SQLITE_OK &&
+        sqlite3_step(s.st) == SQLITE_ROW)
+      p.device_name = col_text(s.st, 0);
+  }
+  if (table_columns(d.db, "NVTX_EVENTS").empty())
+    p.missing.push_back("table NVTX_EVENTS absent: no framework ops or step ranges");
+  p.missing.push_back("Nsight exports carry no framework operators or input shapes: calibration keys on kernel names");
+  p.missing.push_back("CUDA event record/wait pairs are not exported per stream: cross-stream waits are inferred");
+  sort_events(p.events);
+  return p;
+}
+
+Profile read_profile(const std::string& path) {
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, "", "a readable profile file, got none (cannot open)");
+    char magic[16] = {};
+    in.read(magic, sizeof magic);
+    if (in.gcount() == 16 && std::string(magic, 15) == "SQLite format 3") return read_nsys_sqlite(path);
+  }
+  return parse_kineto_json(read_maybe_gzip(path), path);
+}
+
+std::vector<StepWindow> profile_steps(const Profile& p) {
+  std::map<std::string, std::vector<StepWindow>> by_thread;
+  for (const TraceEvent& e : p.events)
+    if (e.kind == EventKind::Annotation && e.name.rfind("ProfilerStep#", 0) == 0)
+      by_thread[e.pid + "/" + e.tid].push_back({e.name, e.ts_ns, e.end_ns()});
+  const std::vector<StepWindow>* best = nullptr;
+  for (const auto& [thread, steps] : by_thread)
+    if (!best || steps.size() > best->size()) best = &steps;
+  if (best) return *best;
+  std::int64_t lo = 0, hi = 0;
+  bool first = true;
+  for (const TraceEvent& e : p.events) {
+    if (e.kind == EventKind::Annotation || e.kind == EventKind::GpuAnnotation) continue;
+    if (first || e.ts_ns < lo) lo = e.ts_ns;
+    if (first || e.end_ns() > hi) hi = e.end_ns();
+    first = false;
+  }
+  return {{"trace", lo, hi}};
+}
+
+}  // namespace placesim::calibration

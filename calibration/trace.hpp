@@ -1,0 +1,88 @@
+// Readers of real profiles into one event list: PyTorch-profiler / Kineto Chrome-trace JSON
+// (.json, .json.gz; current and pre-2022 category names; ROCm traces; the bare-list dialect that
+// Debian's torch 1.13 writes) and Nsight Systems SQLite exports.
+//
+//   using namespace placesim::calibration;
+//   Profile p = read_profile("trace.json.gz");          // dispatches on the file's content
+//   for (const TraceEvent& e : p.events)
+//     if (e.kind == EventKind::Kernel) use(e.name, e.dur_ns, e.device, e.stream);
+//   for (const std::string& m : p.missing) std::cerr << "note: " << m << "\n";
+//
+// Times are integer nanoseconds on the trace's own clock (Kineto microseconds × 1000, rounded).
+// Links between events: a CPU op's `external_id` equals the `external_id` of the runtime calls it
+// issued; a runtime call's `correlation` equals that of the GPU activity it launched.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace placesim::calibration {
+
+enum class EventKind {
+  CpuOp,          ///< framework operator on a CPU thread (cpu_op / Operator)
+  Runtime,        ///< CUDA/HIP runtime or driver call on a CPU thread (cuda_runtime / Runtime)
+  Kernel,         ///< GPU kernel (kernel / Kernel)
+  Memcpy,         ///< GPU copy (gpu_memcpy / Memcpy)
+  Memset,         ///< GPU memset (gpu_memset / Memset)
+  Sync,           ///< GPU-side synchronisation record (cuda_sync)
+  Annotation,     ///< CPU user annotation (ProfilerStep#N, record_function ranges)
+  GpuAnnotation,  ///< GPU user annotation
+  Other
+};
+std::string to_string(EventKind k);
+
+struct TraceEvent {
+  EventKind kind = EventKind::Other;
+  std::string name;
+  std::int64_t ts_ns = 0;
+  std::int64_t dur_ns = 0;
+  std::string pid;                 ///< as written (a number or a label such as "CPU functions")
+  std::string tid;
+  int device = -1;                 ///< GPU index for GPU events
+  std::int64_t stream = -1;        ///< GPU stream for GPU events
+  std::int64_t correlation = -1;
+  std::int64_t external_id = -1;
+  std::int64_t bytes = 0;          ///< memcpy/memset size
+  std::vector<std::vector<std::int64_t>> input_dims;   ///< "Input Dims" when recorded
+  std::vector<std::string> input_types;                ///< "Input type" when recorded
+  std::map<std::string, std::string> args;             ///< other scalar args (NCCL collective name, sizes, ...)
+  [[nodiscard]] std::int64_t end_ns() const { return ts_ns + dur_ns; }
+  [[nodiscard]] bool on_gpu() const {
+    return kind == EventKind::Kernel || kind == EventKind::Memcpy || kind == EventKind::Memset;
+  }
+};
+
+struct Profile {
+  std::string source;              ///< file path
+  std::string dialect;             ///< "kineto", "kineto-pre2022", "torch-bare-list", "nsys-sqlite"
+  std::string device_name;         ///< GPU name when the file says ("NVIDIA A100-PG509-200"), else ""
+  int rank = -1;                   ///< distributed rank when the file says
+  int world_size = 0;
+  std::vector<TraceEvent> events;  ///< sorted by (ts, longer first, file order)
+  std::vector<std::string> missing;  ///< what the file lacks that calibration/validation would use
+};
+
+/// Reads a Kineto/PyTorch Chrome-trace JSON (optionally gzip-compressed) or an Nsight Systems
+/// SQLite export, chosen by content (SQLite magic, gzip magic, else JSON). Throws sim::InputError.
+Profile read_profile(const std::string& path);
+/// Parses Chrome-trace JSON text; `origin` names the file in errors.
+Profile parse_kineto_json(const std::string& text, const std::string& origin);
+/// Reads an Nsight Systems SQLite export (kernel, memcpy, memset, runtime, sync tables).
+Profile read_nsys_sqlite(const std::string& path);
+
+/// Whole file content, gunzipped when it starts with the gzip magic. Throws sim::InputError.
+std::string read_maybe_gzip(const std::string& path);
+
+/// A profiled step: a `ProfilerStep#N` annotation, or the whole trace span when there is none.
+struct StepWindow {
+  std::string name;
+  std::int64_t begin_ns = 0, end_ns = 0;
+};
+/// Steps of the profile in time order (one per ProfilerStep#N on the busiest CPU thread, else one
+/// window spanning every event).
+std::vector<StepWindow> profile_steps(const Profile& p);
+
+}  // namespace placesim::calibration
