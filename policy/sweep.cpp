@@ -1,0 +1,680 @@
+// Sweep specs, grid expansion, the CSV and its journal, and the parallel (oneTBB) and
+// distributed (SweepComm) runner. Evaluating a point is the caller's evaluator.
+#include "policy/sweep.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <mutex>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <yaml-cpp/yaml.h>
+
+#include "sim/error.hpp"
+
+namespace placesim::policy {
+
+namespace {
+
+using sim::InputError;
+
+const std::vector<std::string> kPlainAxes = {
+    "gpus", "gpu_model", "interconnect", "pcie_generation", "nvlink_links",
+    "host_link_bandwidth", "peer_access", "gpu_memory"};
+const std::vector<std::string> kPrefixAxes = {"link_scale.", "link_bandwidth."};
+
+bool is_known_axis(const std::string& name) {
+  if (std::find(kPlainAxes.begin(), kPlainAxes.end(), name) != kPlainAxes.end()) return true;
+  for (const auto& p : kPrefixAxes)
+    if (name.size() > p.size() && name.compare(0, p.size(), p) == 0) return true;
+  return false;
+}
+
+std::string scalar(const YAML::Node& n, const std::string& origin, const std::string& key) {
+  if (!n.IsScalar()) throw InputError(origin, key, "a scalar value");
+  return n.Scalar();
+}
+
+bool parse_positive_int(const std::string& s, int& out) {
+  if (s.empty() || s.size() > 6) return false;
+  for (char ch : s)
+    if (ch < '0' || ch > '9') return false;
+  out = std::stoi(s);
+  return out > 0;
+}
+
+bool parse_positive_double(const std::string& s, double& out) {
+  std::istringstream is(s);
+  is.imbue(std::locale::classic());
+  is >> out;
+  return is && is.eof() && std::isfinite(out) && out > 0.0;
+}
+
+/// Checks one axis value where it can be checked without other engineers' catalogs.
+void check_axis_value(const std::string& axis, const std::string& v, const std::string& origin,
+                      const std::string& key) {
+  int i = 0;
+  double d = 0.0;
+  auto fail = [&](const std::string& what) {
+    throw InputError(origin, key, what + ", got \"" + v + "\"");
+  };
+  if (axis == "gpus" || axis == "nvlink_links") {
+    if (!parse_positive_int(v, i)) fail("a positive integer");
+  } else if (axis == "gpu_model") {
+    if (v.empty()) fail("a GPU catalog name");
+  } else if (axis == "interconnect") {
+    if (v != "pcie" && v != "nvlink" && v != "nvswitch") fail("pcie, nvlink or nvswitch");
+  } else if (axis == "pcie_generation") {
+    if (v != "pcie3" && v != "pcie4" && v != "pcie5") fail("pcie3, pcie4 or pcie5");
+  } else if (axis == "peer_access") {
+    if (v != "on" && v != "off") fail("on or off");
+  } else if (axis == "host_link_bandwidth" || axis.rfind("link_bandwidth.", 0) == 0) {
+    try {
+      if (sim::parse_bandwidth(v).bytes_per_s <= 0) fail("a positive bandwidth");
+    } catch (const InputError& e) {
+      fail(std::string("a bandwidth such as \"16 GB/s\" (") + e.what() + ")");
+    }
+  } else if (axis == "gpu_memory") {
+    try {
+      if (sim::parse_bytes(v).v <= 0) fail("a positive size");
+    } catch (const InputError& e) {
+      fail(std::string("a size such as \"16 GiB\" (") + e.what() + ")");
+    }
+  } else if (axis.rfind("link_scale.", 0) == 0) {
+    if (!parse_positive_double(v, d)) fail("a positive factor such as 0.5 or 2");
+  }
+}
+
+std::string normalize_bool(const std::string& v) {
+  if (v == "true" || v == "yes" || v == "on") return "on";
+  if (v == "false" || v == "no" || v == "off") return "off";
+  return v;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+std::string csv_escape(const std::string& f) {
+  std::string s = f;
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
+  if (s.find_first_of(",\"") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) {
+    if (ch == '"') q += '"';
+    q += ch;
+  }
+  return q + "\"";
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string s;
+  for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? "," : "") + csv_escape(fields[i]);
+  return s;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os.imbue(std::locale::classic());
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+const std::vector<std::string> kResultColumns = {
+    "step_time_s", "oom", "unreachable", "peak_memory_bytes", "peak_memory_device",
+    "busiest_device", "busiest_utilization", "most_loaded_link", "most_loaded_link_busy",
+    "most_loaded_link_bytes", "chosen", "error"};
+
+/// Rows already known: key -> full line, plus the order they were read in.
+struct KnownRows {
+  std::map<std::string, std::string> by_key;
+  std::vector<std::string> order;
+  void add(const std::string& key, const std::string& line) {
+    if (by_key.emplace(key, line).second) order.push_back(key);
+  }
+};
+
+/// Reads a CSV (or journal) written by this code. A missing file is empty; a header that differs
+/// is an error; a last line cut short by an interruption (no newline, wrong field count) is
+/// dropped.
+void read_rows(const std::string& path, const std::vector<std::string>& header,
+               std::size_t key_columns, KnownRows& rows) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t pos = 0;
+  std::size_t line_no = 0;
+  const std::string expected_header = csv_line(header);
+  while (pos < content.size()) {
+    const std::size_t nl = content.find('\n', pos);
+    if (nl == std::string::npos) break;  // unterminated: interrupted while writing
+    std::string line = content.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (line_no == 1) {
+      if (line != expected_header)
+        throw InputError(path, "line 1",
+                         "the columns of this sweep (" + expected_header +
+                             "); the file belongs to another spec: pick another -o or delete it, "
+                             "got \"" + line + "\"");
+      continue;
+    }
+    auto fields = split_csv_line(line);
+    if (!fields || fields->size() != header.size()) continue;
+    std::vector<std::string> key(fields->begin(), fields->begin() + key_columns);
+    rows.add(csv_line(key), line);
+  }
+}
+
+void write_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(path, "", "a writable path for the sweep CSV");
+    out << text;
+    out.flush();
+    if (!out) throw InputError(path, "", "a writable path for the sweep CSV (write failed)");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+/// Progress bar with ETA; redraws in place on a terminal, prints a line every few seconds
+/// otherwise (logs stay short).
+class Progress {
+ public:
+  Progress(std::ostream* out, std::size_t total, std::size_t already)
+      : out_(out), total_(total), done_(already), start_done_(already),
+        start_(std::chrono::steady_clock::now()), tty_(isatty(STDERR_FILENO) != 0) {}
+
+  void advance(std::size_t n) {
+    done_ += n;
+    if (!out_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double since_print = std::chrono::duration<double>(now - last_print_).count();
+    if (done_ < total_ && since_print < (tty_ ? 0.2 : 5.0)) return;
+    last_print_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const std::size_t fresh = done_ - start_done_;
+    const double eta = fresh ? elapsed / static_cast<double>(fresh) *
+                                   static_cast<double>(total_ - done_)
+                             : 0.0;
+    const int width = 30;
+    const int filled = total_ ? static_cast<int>(width * done_ / total_) : width;
+    std::ostringstream line;
+    line << "[" << std::string(filled, '#') << std::string(width - filled, '.') << "] " << done_
+         << "/" << total_ << " points, " << fixed(elapsed, 1) << " s elapsed, ETA "
+         << fixed(eta, 1) << " s";
+    *out_ << (tty_ ? "\r" : "") << line.str() << (tty_ && done_ < total_ ? "" : "\n")
+          << std::flush;
+  }
+
+ private:
+  std::ostream* out_;
+  std::size_t total_, done_, start_done_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_print_{};
+  bool tty_;
+};
+
+std::string encode_results(const std::vector<std::pair<std::size_t, std::string>>& rows) {
+  std::string s;
+  for (const auto& [i, line] : rows) s += std::to_string(i) + "\t" + line + "\n";
+  return s;
+}
+
+std::vector<std::pair<std::size_t, std::string>> decode_results(const std::string& s) {
+  std::vector<std::pair<std::size_t, std::string>> out;
+  std::istringstream is(s);
+  std::string line;
+  while (std::getline(is, line)) {
+    const auto tab = line.find('\t');
+    out.emplace_back(std::stoull(line.substr(0, tab)), line.substr(tab + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> sweep_axis_names() {
+  std::vector<std::string> v = kPlainAxes;
+  v.insert(v.end(), kPrefixAxes.begin(), kPrefixAxes.end());
+  return v;
+}
+
+std::vector<std::string> SweepPoint::key_fields() const {
+  std::vector<std::string> k;
+  for (const auto& [axis, value] : axis_values) k.push_back(value);
+  k.push_back(workload_label);
+  k.push_back(method_label);
+  return k;
+}
+
+std::string SweepPoint::key() const { return csv_line(key_fields()); }
+
+SweepSpec load_sweep_spec(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "a readable sweep spec file");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_sweep_spec(text, path);
+}
+
+SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(origin, "line " + std::to_string(e.mark.line + 1),
+                     "valid YAML (" + e.msg + ")");
+  }
+  if (!root.IsMap()) throw InputError(origin, "", "a YAML mapping with base, axes, workloads, methods");
+  static const std::set<std::string> kTop = {"name", "question", "base", "axes",
+                                             "points", "workloads", "methods"};
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    if (!kTop.count(k))
+      throw InputError(origin, k, "one of name, question, base, axes, points, workloads, methods");
+  }
+  SweepSpec spec;
+  spec.origin = origin;
+  if (root["name"]) spec.name = scalar(root["name"], origin, "name");
+  if (root["question"]) spec.question = scalar(root["question"], origin, "question");
+
+  const YAML::Node base = root["base"];
+  if (!base) throw InputError(origin, "base", "a base cluster (built-in name, file, or template)");
+  if (base.IsScalar()) {
+    spec.base.cluster = base.Scalar();
+  } else if (base.IsMap()) {
+    for (const auto& kv : base) {
+      const std::string k = kv.first.as<std::string>();
+      const std::string v = scalar(kv.second, origin, "base." + k);
+      if (k == "template") spec.base.template_name = v;
+      else if (k == "cluster") spec.base.cluster = v;
+      else spec.base.params[k] = v;
+    }
+    if (spec.base.template_name.empty() == spec.base.cluster.empty())
+      throw InputError(origin, "base", "exactly one of base.cluster or base.template");
+    if (!spec.base.cluster.empty() && !spec.base.params.empty())
+      throw InputError(origin, "base." + spec.base.params.begin()->first,
+                       "no template parameters with base.cluster");
+  } else {
+    throw InputError(origin, "base", "a cluster name or a mapping with cluster or template");
+  }
+
+  if (const YAML::Node axes = root["axes"]) {
+    if (!axes.IsMap()) throw InputError(origin, "axes", "a mapping from axis name to a list of values");
+    for (const auto& kv : axes) {
+      SweepAxis a;
+      a.name = kv.first.as<std::string>();
+      const std::string key = "axes." + a.name;
+      if (!is_known_axis(a.name))
+        throw InputError(origin, key, "an axis among " + join(sweep_axis_names(), ", ") +
+                                          " (prefixes take a link kind, e.g. link_scale.pcie)");
+      if (!kv.second.IsSequence() || kv.second.size() == 0)
+        throw InputError(origin, key, "a non-empty list of values");
+      std::set<std::string> seen;
+      for (std::size_t i = 0; i < kv.second.size(); ++i) {
+        std::string v = scalar(kv.second[i], origin, key + "[" + std::to_string(i) + "]");
+        if (a.name == "peer_access") v = normalize_bool(v);
+        check_axis_value(a.name, v, origin, key + "[" + std::to_string(i) + "]");
+        if (!seen.insert(v).second)
+          throw InputError(origin, key + "[" + std::to_string(i) + "]",
+                           "distinct values, got \"" + v + "\" twice");
+        a.values.push_back(v);
+      }
+      spec.axes.push_back(std::move(a));
+    }
+  }
+
+  if (const YAML::Node pts = root["points"]) {
+    if (!pts.IsSequence() || pts.size() == 0)
+      throw InputError(origin, "points", "a non-empty list of mappings axis -> value");
+    if (spec.axes.empty())
+      throw InputError(origin, "points", "an axes section declaring the axes the points use");
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      const std::string key = "points[" + std::to_string(i) + "]";
+      if (!pts[i].IsMap()) throw InputError(origin, key, "a mapping axis -> value");
+      std::map<std::string, std::string> p;
+      for (const auto& kv : pts[i]) {
+        const std::string axis = kv.first.as<std::string>();
+        auto it = std::find_if(spec.axes.begin(), spec.axes.end(),
+                               [&](const SweepAxis& a) { return a.name == axis; });
+        if (it == spec.axes.end())
+          throw InputError(origin, key + "." + axis, "an axis declared under axes");
+        std::string v = scalar(kv.second, origin, key + "." + axis);
+        if (axis == "peer_access") v = normalize_bool(v);
+        check_axis_value(axis, v, origin, key + "." + axis);
+        p[axis] = v;
+      }
+      for (const auto& a : spec.axes)
+        if (!p.count(a.name)) throw InputError(origin, key, "a value for axis " + a.name);
+      spec.points.push_back(std::move(p));
+    }
+  }
+
+  const YAML::Node wl = root["workloads"];
+  if (!wl || !wl.IsSequence() || wl.size() == 0)
+    throw InputError(origin, "workloads", "a non-empty list of workloads (name or {graph, options, label})");
+  std::set<std::string> labels;
+  for (std::size_t i = 0; i < wl.size(); ++i) {
+    const std::string key = "workloads[" + std::to_string(i) + "]";
+    SweepWorkload w;
+    if (wl[i].IsScalar()) {
+      w.graph = wl[i].Scalar();
+    } else if (wl[i].IsMap()) {
+      for (const auto& kv : wl[i]) {
+        const std::string k = kv.first.as<std::string>();
+        const std::string v = scalar(kv.second, origin, key + "." + k);
+        if (k == "graph") w.graph = v;
+        else if (k == "options") w.options = v;
+        else if (k == "label") w.label = v;
+        else throw InputError(origin, key + "." + k, "graph, options or label");
+      }
+    } else {
+      throw InputError(origin, key, "a workload name or a mapping {graph, options, label}");
+    }
+    if (w.graph.empty()) throw InputError(origin, key + ".graph", "a graph name or file");
+    if (w.label.empty()) w.label = w.options.empty() ? w.graph : w.graph + "(" + w.options + ")";
+    if (!labels.insert(w.label).second)
+      throw InputError(origin, key, "distinct workload labels, got \"" + w.label + "\" twice");
+    spec.workloads.push_back(std::move(w));
+  }
+
+  const YAML::Node ms = root["methods"];
+  if (!ms || !ms.IsSequence() || ms.size() == 0)
+    throw InputError(origin, "methods", "a non-empty list of placement methods");
+  labels.clear();
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const std::string key = "methods[" + std::to_string(i) + "]";
+    SweepMethod m;
+    if (ms[i].IsScalar()) {
+      m.candidates = {ms[i].Scalar()};
+      m.label = ms[i].Scalar();
+    } else if (ms[i].IsMap() && ms[i].size() == 1 && ms[i]["best_of"]) {
+      const YAML::Node c = ms[i]["best_of"];
+      if (!c.IsSequence() || c.size() < 2)
+        throw InputError(origin, key + ".best_of", "a list of at least two baselines");
+      for (std::size_t j = 0; j < c.size(); ++j)
+        m.candidates.push_back(scalar(c[j], origin, key + ".best_of[" + std::to_string(j) + "]"));
+      m.label = "best-of(" + join(m.candidates, "|") + ")";
+    } else {
+      throw InputError(origin, key, "a baseline name or {best_of: [baseline, ...]}");
+    }
+    for (const auto& c : m.candidates)
+      if (c.empty()) throw InputError(origin, key, "non-empty method names");
+    if (!labels.insert(m.label).second)
+      throw InputError(origin, key, "distinct methods, got \"" + m.label + "\" twice");
+    spec.methods.push_back(std::move(m));
+  }
+  return spec;
+}
+
+std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> combos;
+  if (!spec.points.empty()) {
+    for (const auto& p : spec.points) {
+      std::vector<std::pair<std::string, std::string>> c;
+      for (const auto& a : spec.axes) c.emplace_back(a.name, p.at(a.name));
+      combos.push_back(std::move(c));
+    }
+  } else {
+    std::vector<std::size_t> idx(spec.axes.size(), 0);
+    while (true) {
+      std::vector<std::pair<std::string, std::string>> c;
+      for (std::size_t a = 0; a < spec.axes.size(); ++a)
+        c.emplace_back(spec.axes[a].name, spec.axes[a].values[idx[a]]);
+      combos.push_back(std::move(c));
+      // Odometer: the last axis varies fastest.
+      std::size_t a = spec.axes.size();
+      while (a > 0) {
+        --a;
+        if (++idx[a] < spec.axes[a].values.size()) break;
+        idx[a] = 0;
+        if (a == 0) { a = spec.axes.size() + 1; break; }
+      }
+      if (spec.axes.empty() || a == spec.axes.size() + 1) break;
+    }
+  }
+  std::vector<SweepPoint> points;
+  std::set<std::string> keys;
+  for (const auto& c : combos)
+    for (std::size_t w = 0; w < spec.workloads.size(); ++w)
+      for (std::size_t m = 0; m < spec.methods.size(); ++m) {
+        SweepPoint p;
+        p.index = points.size();
+        p.axis_values = c;
+        p.workload = w;
+        p.method = m;
+        p.workload_label = spec.workloads[w].label;
+        p.method_label = spec.methods[m].label;
+        if (!keys.insert(p.key()).second)
+          throw InputError(spec.origin, "points",
+                           "distinct points, got " + p.key() + " twice");
+        points.push_back(std::move(p));
+      }
+  return points;
+}
+
+std::vector<std::string> csv_header(const SweepSpec& spec) {
+  std::vector<std::string> h;
+  for (const auto& a : spec.axes) h.push_back(a.name);
+  h.push_back("workload");
+  h.push_back("method");
+  h.insert(h.end(), kResultColumns.begin(), kResultColumns.end());
+  return h;
+}
+
+std::string csv_row(const SweepPoint& point, const PointResult& r) {
+  std::vector<std::string> f = point.key_fields();
+  const bool ok = r.error.empty();
+  f.push_back(ok ? fixed(r.step_time.seconds(), 9) : "");
+  f.push_back(ok ? (r.oom ? "1" : "0") : "");
+  f.push_back(ok ? (r.unreachable ? "1" : "0") : "");
+  f.push_back(ok ? std::to_string(r.peak_memory.v) : "");
+  f.push_back(r.peak_memory_device);
+  f.push_back(r.busiest_device);
+  f.push_back(ok ? fixed(r.busiest_utilization, 4) : "");
+  f.push_back(r.most_loaded_link);
+  f.push_back(ok && !r.most_loaded_link.empty() ? fixed(r.most_loaded_link_busy, 4) : "");
+  f.push_back(ok && !r.most_loaded_link.empty() ? std::to_string(r.most_loaded_link_bytes.v) : "");
+  f.push_back(r.chosen);
+  f.push_back(r.error);
+  return csv_line(f);
+}
+
+std::optional<std::vector<std::string>> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::size_t i = 0;
+  while (true) {
+    cur.clear();
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      while (true) {
+        if (i >= line.size()) return std::nullopt;
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            cur += '"';
+            i += 2;
+          } else {
+            ++i;
+            break;
+          }
+        } else {
+          cur += line[i++];
+        }
+      }
+      if (i < line.size() && line[i] != ',') return std::nullopt;
+    } else {
+      while (i < line.size() && line[i] != ',') {
+        if (line[i] == '"') return std::nullopt;
+        cur += line[i++];
+      }
+    }
+    out.push_back(cur);
+    if (i >= line.size()) break;
+    ++i;  // the comma
+  }
+  return out;
+}
+
+SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
+                        const std::string& csv_path, const SweepRunOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const SweepComm single;
+  const SweepComm& comm = options.comm ? *options.comm : single;
+  const int rank = comm.rank();
+  const int size = comm.size();
+  const bool root = rank == 0;
+
+  const std::vector<SweepPoint> points = expand_points(spec);
+  const std::vector<std::string> header = csv_header(spec);
+  const std::size_t key_columns = spec.axes.size() + 2;
+  const std::string journal_path = csv_path + ".partial";
+
+  SweepRunStats stats;
+  stats.total = points.size();
+
+  // Rank 0 decides what is left; the others learn it from the broadcast (they may not see the
+  // same file system).
+  KnownRows known;
+  std::string error_text;
+  std::vector<std::size_t> todo;
+  std::string todo_text;
+  if (root) {
+    try {
+      read_rows(csv_path, header, key_columns, known);
+      read_rows(journal_path, header, key_columns, known);
+    } catch (const InputError& e) {
+      error_text = e.what();
+    }
+    if (error_text.empty()) {
+      std::ostringstream os;
+      for (const auto& p : points)
+        if (!known.by_key.count(p.key())) os << p.index << "\n";
+      todo_text = os.str();
+    } else {
+      todo_text = "!" + error_text;
+    }
+  }
+  todo_text = comm.broadcast(todo_text);
+  if (!todo_text.empty() && todo_text[0] == '!') throw InputError(todo_text.substr(1));
+  {
+    std::istringstream is(todo_text);
+    std::size_t i = 0;
+    while (is >> i) todo.push_back(i);
+  }
+  stats.skipped = points.size() - todo.size();
+
+  // The journal: rows in the order they finish, each flushed, so a killed run loses nothing.
+  std::ofstream journal;
+  std::mutex journal_mutex;
+  if (root) {
+    const bool fresh = !std::filesystem::exists(journal_path);
+    journal.open(journal_path, std::ios::binary | std::ios::app);
+    if (!journal) throw InputError(journal_path, "", "a writable path next to the sweep CSV");
+    if (fresh) journal << csv_line(header) << "\n" << std::flush;
+  }
+  std::map<std::size_t, std::string> fresh_rows;   // point index -> line, on rank 0
+  Progress progress(root ? options.progress : nullptr, points.size(), stats.skipped);
+
+  tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
+  const std::size_t limit = options.stop_after;
+  std::size_t per_round = std::max<std::size_t>(
+      static_cast<std::size_t>(size) * static_cast<std::size_t>(std::max(1, arena.max_concurrency())) * 8,
+      todo.size() / 20 + 1);
+  if (size == 1) per_round = std::max<std::size_t>(todo.size(), 1);
+
+  bool stopped = false;
+  for (std::size_t begin = 0; begin < todo.size() && !stopped; begin += per_round) {
+    const std::size_t end = std::min(todo.size(), begin + per_round);
+    std::vector<std::size_t> mine;
+    for (std::size_t k = begin; k < end; ++k)
+      if (todo[k] % static_cast<std::size_t>(size) == static_cast<std::size_t>(rank))
+        mine.push_back(todo[k]);
+    if (limit && size == 1 && mine.size() > limit - stats.evaluated)
+      mine.resize(limit - stats.evaluated);
+
+    std::vector<std::string> lines(mine.size());
+    arena.execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, mine.size(), 1),
+          [&](const tbb::blocked_range<std::size_t>& r) {
+            for (std::size_t k = r.begin(); k != r.end(); ++k) {
+              const SweepPoint& p = points[mine[k]];
+              PointResult res;
+              try {
+                res = evaluate(p);
+              } catch (const InputError& e) {
+                res = PointResult{};
+                res.error = e.what();
+              }
+              lines[k] = csv_row(p, res);
+              if (root) {
+                const std::lock_guard lock(journal_mutex);
+                journal << lines[k] << "\n" << std::flush;
+                fresh_rows[mine[k]] = lines[k];
+                progress.advance(1);
+              }
+            }
+          },
+          tbb::simple_partitioner());
+    });
+
+    // Rows of the other ranks reach rank 0 once per round.
+    std::vector<std::pair<std::size_t, std::string>> out;
+    for (std::size_t k = 0; k < mine.size(); ++k) out.emplace_back(mine[k], lines[k]);
+    const std::vector<std::string> gathered = comm.gather(root ? std::string() : encode_results(out));
+    std::size_t round_count = mine.size();
+    if (root) {
+      for (std::size_t r = 1; r < gathered.size(); ++r)
+        for (auto& [i, line] : decode_results(gathered[r])) {
+          journal << line << "\n";
+          fresh_rows[i] = std::move(line);
+          ++round_count;
+          progress.advance(1);
+        }
+      journal.flush();
+    }
+    if (size > 1) round_count = end - begin;
+    stats.evaluated += round_count;
+    if (limit && stats.evaluated >= limit) stopped = true;
+  }
+
+  stats.completed = !stopped || stats.evaluated + stats.skipped >= stats.total;
+  if (root && stats.completed) {
+    journal.close();
+    std::string text = csv_line(header) + "\n";
+    std::set<std::string> written;
+    for (const auto& p : points) {
+      if (auto it = fresh_rows.find(p.index); it != fresh_rows.end()) {
+        text += it->second + "\n";
+      } else {
+        text += known.by_key.at(p.key()) + "\n";
+      }
+      written.insert(p.key());
+    }
+    // Rows of points the spec no longer lists (an axis value removed) are kept, after the rest.
+    for (const auto& k : known.order)
+      if (!written.count(k)) text += known.by_key.at(k) + "\n";
+    write_atomic(csv_path, text);
+    std::filesystem::remove(journal_path);
+  }
+  stats.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return stats;
+}
+
+}  // namespace placesim::policy

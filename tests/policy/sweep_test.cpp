@@ -1,0 +1,255 @@
+// Sweep spec parsing, grid expansion, the CSV (order, determinism across thread counts, resume
+// after an interruption) with an injected evaluator, so these tests do not depend on the engine.
+#include "policy/sweep.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "policy/mpi_util.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::policy {
+namespace {
+
+const char* kSpec = R"(
+name: tiny
+question: does it work?
+base: paper-4gpu
+axes:
+  gpus: [2, 4]
+  link_scale.pcie: [0.5, 1, 2]
+  peer_access: [on, off]
+workloads:
+  - rnnlm
+  - {graph: nmt, options: "layers=2"}
+methods:
+  - single-gpu
+  - best_of: [scotch, metis]
+)";
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A deterministic stand-in for the simulator: results depend only on the point.
+PointResult fake(const SweepPoint& p) {
+  PointResult r;
+  std::size_t h = std::hash<std::string>{}(p.key());
+  r.step_time = sim::Duration{static_cast<std::int64_t>(h % 1000000) + 1};
+  r.oom = h % 7 == 0;
+  r.peak_memory = sim::Bytes{static_cast<std::int64_t>(h % 4096)};
+  r.peak_memory_device = "gpu0";
+  r.busiest_device = "gpu1";
+  r.busiest_utilization = static_cast<double>(h % 100) / 100.0;
+  r.most_loaded_link = h % 3 ? "gpu0-sw0" : "";
+  r.most_loaded_link_busy = 0.25;
+  r.most_loaded_link_bytes = sim::Bytes{1234};
+  if (p.method_label.rfind("best-of", 0) == 0) r.chosen = "metis";
+  if (p.workload_label == "rnnlm" && p.axis_values[0].second == "2" &&
+      p.axis_values[2].second == "off")
+    throw sim::InputError("<point>", "method", "a placement, got \"comma, and \"quote\"\"");
+  return r;
+}
+
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("sweep_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& f) const { return (dir_ / f).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST(SweepSpec, ParsesAxesWorkloadsMethods) {
+  const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  EXPECT_EQ(s.name, "tiny");
+  EXPECT_EQ(s.base.cluster, "paper-4gpu");
+  ASSERT_EQ(s.axes.size(), 3u);
+  EXPECT_EQ(s.axes[1].name, "link_scale.pcie");
+  EXPECT_EQ(s.axes[1].values, (std::vector<std::string>{"0.5", "1", "2"}));
+  ASSERT_EQ(s.workloads.size(), 2u);
+  EXPECT_EQ(s.workloads[1].label, "nmt(layers=2)");
+  EXPECT_EQ(s.workloads[1].options, "layers=2");
+  ASSERT_EQ(s.methods.size(), 2u);
+  EXPECT_EQ(s.methods[1].label, "best-of(scotch|metis)");
+  EXPECT_EQ(s.methods[1].candidates.size(), 2u);
+}
+
+TEST(SweepSpec, RejectsBadInputNamingTheKey) {
+  auto msg = [](const std::string& text) {
+    try {
+      parse_sweep_spec(text, "bad.yaml");
+    } catch (const sim::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string tail = "workloads: [nmt]\nmethods: [heft]\n";
+  EXPECT_NE(msg("base: x\naxes:\n  warp_drive: [1]\n" + tail).find("axes.warp_drive"),
+            std::string::npos);
+  EXPECT_NE(msg("base: x\naxes:\n  gpus: [2, zero]\n" + tail).find("axes.gpus[1]"),
+            std::string::npos);
+  EXPECT_NE(msg("base: x\naxes:\n  host_link_bandwidth: [16]\n" + tail)
+                .find("axes.host_link_bandwidth[0]"),
+            std::string::npos);
+  EXPECT_NE(msg("base: x\naxes:\n  gpus: []\n" + tail).find("non-empty"), std::string::npos);
+  EXPECT_NE(msg("axes:\n  gpus: [2]\n" + tail).find("base"), std::string::npos);
+  EXPECT_NE(msg("base: x\nworkloads: [nmt]\nmethods: [{best_of: [heft]}]\n").find("methods[0]"),
+            std::string::npos);
+  EXPECT_NE(msg("base: x\naxes:\n  gpus: [2]\npoints:\n  - {gpus: 2, peer_access: on}\n" + tail)
+                .find("points[0].peer_access"),
+            std::string::npos);
+  EXPECT_NE(msg("base: [\n").find("bad.yaml"), std::string::npos);
+}
+
+TEST(SweepSpec, ExpandsGridLastAxisFastest) {
+  const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  const auto pts = expand_points(s);
+  ASSERT_EQ(pts.size(), 2u * 3u * 2u * 2u * 2u);
+  EXPECT_EQ(pts[0].key(), "2,0.5,on,rnnlm,single-gpu");
+  EXPECT_EQ(pts[1].key(), "2,0.5,on,rnnlm,best-of(scotch|metis)");
+  EXPECT_EQ(pts[2].key(), "2,0.5,on,nmt(layers=2),single-gpu");
+  EXPECT_EQ(pts[4].key(), "2,0.5,off,rnnlm,single-gpu");
+  EXPECT_EQ(pts.back().key(), "4,2,off,nmt(layers=2),best-of(scotch|metis)");
+  for (std::size_t i = 0; i < pts.size(); ++i) EXPECT_EQ(pts[i].index, i);
+}
+
+TEST(SweepSpec, ListedPointsInsteadOfGrid) {
+  const std::string text =
+      "base: {template: pcie-tree, gpu_model: V100-SXM2-16GB}\n"
+      "axes:\n  gpus: [2, 4, 8]\n  peer_access: [on, off]\n"
+      "points:\n  - {gpus: 8, peer_access: off}\n  - {gpus: 2, peer_access: true}\n"
+      "workloads: [nmt]\nmethods: [heft]\n";
+  const SweepSpec s = parse_sweep_spec(text, "p.yaml");
+  EXPECT_EQ(s.base.template_name, "pcie-tree");
+  EXPECT_EQ(s.base.params.at("gpu_model"), "V100-SXM2-16GB");
+  const auto pts = expand_points(s);
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(pts[0].key(), "8,off,nmt,heft");
+  EXPECT_EQ(pts[1].key(), "2,on,nmt,heft");
+}
+
+TEST(SweepCsv, SplitRoundTripsQuoting) {
+  const std::vector<std::string> f = {"a", "b,c", "say \"hi\"", ""};
+  SweepPoint p;
+  p.workload_label = "w,1";
+  p.method_label = "m";
+  PointResult r;
+  r.error = "bad, \"really\"";
+  const auto fields = split_csv_line(csv_row(p, r));
+  ASSERT_TRUE(fields);
+  EXPECT_EQ((*fields)[0], "w,1");
+  EXPECT_EQ(fields->back(), "bad, \"really\"");
+  EXPECT_FALSE(split_csv_line("a,\"unterminated"));
+}
+
+TEST_F(SweepTest, IdenticalCsvOnOneAndTwoThreads) {
+  const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  SweepRunOptions o1;
+  o1.threads = 1;
+  const auto st1 = run_sweep(s, fake, path("a.csv"), o1);
+  SweepRunOptions o2;
+  o2.threads = 2;
+  const auto st2 = run_sweep(s, fake, path("b.csv"), o2);
+  EXPECT_TRUE(st1.completed);
+  EXPECT_EQ(st1.evaluated, 48u);
+  EXPECT_EQ(st2.evaluated, 48u);
+  const std::string a = read_file(path("a.csv"));
+  EXPECT_EQ(a, read_file(path("b.csv")));
+  EXPECT_FALSE(std::filesystem::exists(path("a.csv.partial")));
+  // Header + one row per point, in point order; the failing point keeps its error.
+  std::istringstream is(a);
+  std::string line;
+  std::getline(is, line);
+  EXPECT_EQ(line.rfind("gpus,link_scale.pcie,peer_access,workload,method,step_time_s", 0), 0u);
+  const auto pts = expand_points(s);
+  for (const auto& p : pts) {
+    ASSERT_TRUE(std::getline(is, line));
+    EXPECT_EQ(line.rfind(p.key() + ",", 0), 0u) << line;
+  }
+  EXPECT_NE(a.find("\"<point>: method: expected a placement, got \"\"comma, and \"\"quote\"\"\"\"\""),
+            std::string::npos);
+}
+
+TEST_F(SweepTest, ResumesAfterInterruptionWithoutRepeatingWork) {
+  const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  run_sweep(s, fake, path("full.csv"), {});
+
+  std::atomic<int> calls{0};
+  auto counting = [&](const SweepPoint& p) {
+    ++calls;
+    return fake(p);
+  };
+  SweepRunOptions stop;
+  stop.threads = 2;
+  stop.stop_after = 10;
+  const auto st = run_sweep(s, counting, path("r.csv"), stop);
+  EXPECT_FALSE(st.completed);
+  EXPECT_FALSE(std::filesystem::exists(path("r.csv")));
+  ASSERT_TRUE(std::filesystem::exists(path("r.csv.partial")));
+  EXPECT_EQ(calls.load(), 10);
+  // A kill in the middle of a write leaves a cut line; it is dropped and redone.
+  {
+    std::ofstream j(path("r.csv.partial"), std::ios::app | std::ios::binary);
+    j << "4,2,off,nmt(layers=2),single-gpu,0.00";
+  }
+  calls = 0;
+  const auto st2 = run_sweep(s, counting, path("r.csv"), {});
+  EXPECT_TRUE(st2.completed);
+  EXPECT_EQ(st2.skipped, 10u);
+  EXPECT_EQ(calls.load(), 38);
+  EXPECT_EQ(read_file(path("r.csv")), read_file(path("full.csv")));
+  EXPECT_FALSE(std::filesystem::exists(path("r.csv.partial")));
+
+  // Running a finished sweep again evaluates nothing and leaves the file as it was.
+  calls = 0;
+  const auto st3 = run_sweep(s, counting, path("r.csv"), {});
+  EXPECT_EQ(calls.load(), 0);
+  EXPECT_EQ(st3.skipped, 48u);
+  EXPECT_EQ(read_file(path("r.csv")), read_file(path("full.csv")));
+}
+
+TEST_F(SweepTest, AddingAnAxisValueEvaluatesOnlyTheNewPoints) {
+  SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  run_sweep(s, fake, path("x.csv"), {});
+  s.axes[0].values.push_back("8");
+  std::atomic<int> calls{0};
+  run_sweep(s, [&](const SweepPoint& p) { ++calls; return fake(p); }, path("x.csv"), {});
+  EXPECT_EQ(calls.load(), 24);
+  run_sweep(s, fake, path("y.csv"), {});
+  EXPECT_EQ(read_file(path("x.csv")), read_file(path("y.csv")));
+}
+
+TEST_F(SweepTest, RefusesACsvOfAnotherSpec) {
+  {
+    std::ofstream o(path("other.csv"));
+    o << "a,b,c\n1,2,3\n";
+  }
+  const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  EXPECT_THROW(run_sweep(s, fake, path("other.csv"), {}), sim::InputError);
+  EXPECT_EQ(read_file(path("other.csv")), "a,b,c\n1,2,3\n");
+}
+
+TEST(MpiUtil, SingleRankIsIdentity) {
+  MpiRuntime rt;  // not under mpirun in a unit test
+  MpiComm comm(rt);
+  EXPECT_EQ(comm.size(), 1);
+  std::vector<double> v = {1.5, -2.0};
+  allreduce_sum_fixed_order(comm, v);
+  EXPECT_EQ(v, (std::vector<double>{1.5, -2.0}));
+}
+
+}  // namespace
+}  // namespace placesim::policy
