@@ -1,0 +1,178 @@
+#include "sim/catalog.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+#include <utility>
+
+namespace placesim::sim {
+namespace {
+
+constexpr double kT = 1e12;
+constexpr double kG = 1e9;
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+// Launch overheads are assumed defaults bracketed by measurements (docs/catalog.md): the median
+// host-side cudaLaunchKernel in the A100 AlexNet Kineto trace (tests/data) is 9 us under the
+// profiler; TensorFlow 1.x on Kepler added executor work per op for ~10 us in total.
+constexpr Duration kLaunchKepler{10'000};
+constexpr Duration kLaunchPascalVolta{8'000};
+constexpr Duration kLaunchAmpereOn{6'000};
+constexpr Duration kLaunchCpuOp{2'000};
+
+DeviceSpec gpu(std::string model, std::initializer_list<std::pair<Dtype, double>> peaks_tflops,
+               double mem_bw_gb_s, std::int64_t mem_gib, int copy_engines, Duration launch,
+               std::string source) {
+  DeviceSpec s;
+  s.model = std::move(model);
+  s.kind = DeviceKind::Gpu;
+  for (const auto& [d, t] : peaks_tflops) s.peak_flops[d] = FlopRate{t * kT};
+  s.memory_bandwidth = Bandwidth{mem_bw_gb_s * kG};
+  s.memory_capacity = Bytes{mem_gib * kGiB};
+  s.compute_streams = 1;
+  // deviceQuery reports "N copy engine(s)"; one serves host-to-device, one device-to-host, the
+  // rest (at least one, shared with a direction on 2-engine parts) peer copies.
+  s.h2d_engines = 1;
+  s.d2h_engines = 1;
+  s.peer_engines = std::max(1, copy_engines - 2);
+  s.launch_overhead = launch;
+  s.source = std::move(source);
+  return s;
+}
+
+DeviceSpec cpu(std::string model, double f64_gflops, double f32_gflops, double mem_bw_gb_s,
+               std::int64_t mem_gib, int threads, std::string source) {
+  DeviceSpec s;
+  s.model = std::move(model);
+  s.kind = DeviceKind::Cpu;
+  s.peak_flops[Dtype::F64] = FlopRate{f64_gflops * kG};
+  s.peak_flops[Dtype::F32] = FlopRate{f32_gflops * kG};
+  s.memory_bandwidth = Bandwidth{mem_bw_gb_s * kG};
+  s.memory_capacity = Bytes{mem_gib * kGiB};
+  s.worker_threads = threads;
+  s.h2d_engines = 0;
+  s.d2h_engines = 0;
+  s.peer_engines = 0;
+  s.launch_overhead = kLaunchCpuOp;
+  s.source = std::move(source);
+  return s;
+}
+
+std::vector<DeviceSpec> build_catalog() {
+  using D = Dtype;
+  std::vector<DeviceSpec> c;
+  // CPUs. Peak = cores x base clock x FLOP/cycle (AVX2 2xFMA: 16 F64 / 32 F32; AVX-512 2xFMA:
+  // 32 / 64). Memory bandwidth = channels x MT/s x 8 bytes. Capacity is a typical host
+  // configuration; scenarios override it.
+  c.push_back(cpu("Xeon-E5-2690v3", 499.2, 998.4, 68.0, 128, 24,
+                  "Intel ARK Xeon E5-2690 v3: 12 cores/24 threads, 2.6 GHz, 4x DDR4-2133 (68 GB/s); "
+                  "Haswell AVX2 2 FMA units (16 F64 / 32 F32 FLOP/cycle); capacity assumed 128 GiB"));
+  c.push_back(cpu("Xeon-E5-2698v4", 704.0, 1408.0, 76.8, 256, 40,
+                  "Intel ARK Xeon E5-2698 v4: 20 cores/40 threads, 2.2 GHz, 4x DDR4-2400 (76.8 GB/s); "
+                  "Broadwell AVX2 2 FMA; 256 GiB per socket per NVIDIA DGX-1 datasheet (512 GB total)"));
+  c.push_back(cpu("EPYC-7742", 2304.0, 4608.0, 204.8, 512, 128,
+                  "AMD EPYC 7742 product page: 64 cores/128 threads, 2.25 GHz, 8x DDR4-3200 "
+                  "(204.8 GB/s); Zen 2 2x256-bit FMA (16 F64 / 32 F32 FLOP/cycle); 512 GiB per "
+                  "socket per NVIDIA DGX A100 user guide (1 TB total)"));
+  c.push_back(cpu("Xeon-Platinum-8480C", 3584.0, 7168.0, 307.2, 1024, 112,
+                  "Intel Xeon Platinum 8480+ (8480C is the DGX H100 part): 56 cores/112 threads, "
+                  "2.0 GHz, 8x DDR5-4800 (307.2 GB/s); AVX-512 2 FMA (32 F64 / 64 F32 FLOP/cycle); "
+                  "1 TiB per socket per NVIDIA DGX H100 user guide (2 TB total)"));
+  // GPUs: dense peaks (no structured sparsity) at boost clock from the datasheets.
+  c.push_back(gpu("K40", {{D::F64, 1.43}, {D::F32, 4.29}}, 288.0, 12, 2, kLaunchKepler,
+                  "NVIDIA Tesla K40 datasheet (base clock 745 MHz: 1.43 F64 / 4.29 F32 TFLOP/s, "
+                  "288 GB/s, 12 GB GDDR5); deviceQuery: 2 copy engines"));
+  c.push_back(gpu("K80-GK210", {{D::F64, 1.455}, {D::F32, 4.365}}, 240.0, 12, 2, kLaunchKepler,
+                  "NVIDIA Tesla K80 datasheet, one of the board's two GK210 dies = half the board: "
+                  "2.91/2 F64, 8.73/2 F32 TFLOP/s at boost, 480/2 GB/s, 24/2 GB GDDR5; deviceQuery "
+                  "per die: 2 copy engines"));
+  c.push_back(gpu("P100-SXM2-16GB", {{D::F64, 5.3}, {D::F32, 10.6}, {D::F16, 21.2}}, 732.0, 16, 2,
+                  kLaunchPascalVolta,
+                  "NVIDIA Tesla P100 datasheet (SXM2): 5.3 F64, 10.6 F32, 21.2 F16 TFLOP/s, 732 GB/s "
+                  "HBM2, 16 GB; habitat devices.yml measured 501 GB/s (P100)"));
+  c.push_back(gpu("P100-PCIe-16GB", {{D::F64, 4.7}, {D::F32, 9.3}, {D::F16, 18.7}}, 732.0, 16, 2,
+                  kLaunchPascalVolta,
+                  "NVIDIA Tesla P100 datasheet (PCIe): 4.7 F64, 9.3 F32, 18.7 F16 TFLOP/s, 732 GB/s, "
+                  "16 GB"));
+  c.push_back(gpu("V100-SXM2-16GB",
+                  {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 16, 5,
+                  kLaunchPascalVolta,
+                  "NVIDIA Tesla V100 datasheet (SXM2): 7.8 F64, 15.7 F32, 125 F16 tensor TFLOP/s, "
+                  "900 GB/s HBM2, 16 GB (no BF16 units: F32 rate); deviceQuery V100-SXM2: 5 copy "
+                  "engines; habitat devices.yml measured 739 GB/s"));
+  c.push_back(gpu("V100-SXM2-32GB",
+                  {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 32, 5,
+                  kLaunchPascalVolta,
+                  "NVIDIA Tesla V100 datasheet (SXM2 32 GB): as V100-SXM2-16GB with 32 GB; "
+                  "deviceQuery V100-SXM2-32GB: 5 copy engines"));
+  c.push_back(gpu("V100-PCIe-16GB",
+                  {{D::F64, 7.0}, {D::F32, 14.0}, {D::F16, 112.0}, {D::BF16, 14.0}}, 900.0, 16, 5,
+                  kLaunchPascalVolta,
+                  "NVIDIA Tesla V100 datasheet (PCIe): 7 F64, 14 F32, 112 F16 tensor TFLOP/s, "
+                  "900 GB/s, 16 GB; copy engines as V100-SXM2"));
+  const std::initializer_list<std::pair<Dtype, double>> a100 = {
+      {D::F64, 19.5}, {D::F32, 19.5}, {D::TF32, 156.0}, {D::F16, 312.0}, {D::BF16, 312.0}};
+  c.push_back(gpu("A100-SXM4-40GB", a100, 1555.0, 40, 3, kLaunchAmpereOn,
+                  "NVIDIA A100 datasheet (SXM4 40GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
+                  "F16/BF16 dense TFLOP/s, 1555 GB/s HBM2; 3 copy engines assumed (deviceQuery "
+                  "on Ampere datacenter parts)"));
+  c.push_back(gpu("A100-SXM4-80GB", a100, 2039.0, 80, 3, kLaunchAmpereOn,
+                  "NVIDIA A100 datasheet (SXM4 80GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
+                  "F16/BF16 dense TFLOP/s, 2039 GB/s HBM2e; 3 copy engines assumed"));
+  c.push_back(gpu("A100-PCIe-40GB", a100, 1555.0, 40, 3, kLaunchAmpereOn,
+                  "NVIDIA A100 datasheet (PCIe 40GB): compute as SXM4, 1555 GB/s; 3 copy engines "
+                  "assumed"));
+  c.push_back(gpu("A100-PCIe-80GB", a100, 1935.0, 80, 3, kLaunchAmpereOn,
+                  "NVIDIA A100 datasheet (PCIe 80GB): compute as SXM4, 1935 GB/s HBM2e; 3 copy "
+                  "engines assumed"));
+  c.push_back(gpu("H100-SXM5-80GB",
+                  {{D::F64, 67.0}, {D::F32, 67.0}, {D::TF32, 494.5}, {D::F16, 989.5},
+                   {D::BF16, 989.5}, {D::FP8, 1979.0}},
+                  3350.0, 80, 3, kLaunchAmpereOn,
+                  "NVIDIA H100 datasheet (SXM): 67 F64 tensor, 67 F32, 494.5 TF32, 989.5 F16/BF16, "
+                  "1979 FP8 dense TFLOP/s (half the with-sparsity figures), 3.35 TB/s HBM3, 80 GB; "
+                  "3 copy engines assumed"));
+  c.push_back(gpu("H100-PCIe-80GB",
+                  {{D::F64, 51.0}, {D::F32, 51.0}, {D::TF32, 378.0}, {D::F16, 756.0},
+                   {D::BF16, 756.0}, {D::FP8, 1513.0}},
+                  2000.0, 80, 3, kLaunchAmpereOn,
+                  "NVIDIA H100 datasheet (PCIe): 51 F64 tensor, 51 F32, 378 TF32, 756 F16/BF16, "
+                  "1513 FP8 dense TFLOP/s, 2 TB/s HBM2e, 80 GB; 3 copy engines assumed"));
+  c.push_back(gpu("H200-SXM-141GB",
+                  {{D::F64, 67.0}, {D::F32, 67.0}, {D::TF32, 494.5}, {D::F16, 989.5},
+                   {D::BF16, 989.5}, {D::FP8, 1979.0}},
+                  4800.0, 141, 3, kLaunchAmpereOn,
+                  "NVIDIA H200 datasheet (SXM): compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB; 3 copy "
+                  "engines assumed"));
+  c.push_back(gpu("RTX-4090",
+                  {{D::F64, 1.29}, {D::F32, 82.6}, {D::TF32, 82.6}, {D::F16, 165.2},
+                   {D::BF16, 165.2}, {D::FP8, 330.3}},
+                  1008.0, 24, 2, kLaunchAmpereOn,
+                  "NVIDIA Ada Lovelace architecture whitepaper v2.1, RTX 4090 column: 82.6 F32, "
+                  "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "
+                  "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"));
+  std::sort(c.begin(), c.end(),
+            [](const DeviceSpec& a, const DeviceSpec& b) { return a.model < b.model; });
+  return c;
+}
+
+const std::vector<DeviceSpec>& catalog() {
+  static const std::vector<DeviceSpec> kCatalog = build_catalog();
+  return kCatalog;
+}
+
+}  // namespace
+
+const DeviceSpec* find_device_model(std::string_view model) {
+  for (const DeviceSpec& s : catalog()) {
+    if (s.model == model) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> device_model_names() {
+  std::vector<std::string> names;
+  for (const DeviceSpec& s : catalog()) names.push_back(s.model);
+  return names;
+}
+
+}  // namespace placesim::sim

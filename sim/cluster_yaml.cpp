@@ -1,0 +1,671 @@
+// The cluster YAML format (docs/formats.md): reader with key-path + line errors, writer, and the
+// search for built-in scenarios.
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <initializer_list>
+#include <set>
+
+#include "sim/catalog.hpp"
+#include "sim/cluster.hpp"
+#include "sim/error.hpp"
+#include "sim/io_util.hpp"
+
+namespace placesim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Reading context: the file name for messages and helpers that turn a YAML node into a typed
+// value or a one-line InputError naming the key path and the line.
+class Reader {
+ public:
+  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& path,
+                         const std::string& expected) const {
+    std::string key = path;
+    if (n.IsDefined() && n.Mark().line >= 0) {
+      key += (key.empty() ? "line " : " (line ") + std::to_string(n.Mark().line + 1) +
+             (path.empty() ? "" : ")");
+    }
+    throw InputError(origin_, key, expected);
+  }
+  [[noreturn]] void fail_at(const std::string& path, const std::string& expected) const {
+    throw InputError(origin_, path, expected);
+  }
+
+  static std::string shown(const YAML::Node& n) {
+    if (!n.IsDefined() || n.IsNull()) return "nothing";
+    if (n.IsScalar()) return "\"" + printable(n.Scalar()) + "\"";
+    if (n.IsSequence()) return "a list";
+    return "a mapping";
+  }
+
+  void expect_map(const YAML::Node& n, const std::string& path,
+                  std::initializer_list<std::string_view> allowed) const {
+    if (!n.IsMap()) fail(n, path, "a mapping, got " + shown(n));
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) fail(kv.first, path, "string keys");
+      const std::string k = kv.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+        std::string list;
+        for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(kv.first, path.empty() ? k : path + "." + k,
+             "a known key (one of: " + list + "), got unknown key \"" + printable(k) + "\"");
+      }
+    }
+  }
+
+  std::string str(const YAML::Node& n, const std::string& path) const {
+    if (!n.IsScalar()) fail(n, path, "a string, got " + shown(n));
+    if (n.Scalar().empty()) fail(n, path, "a non-empty string");
+    return n.Scalar();
+  }
+
+  std::int64_t integer(const YAML::Node& n, const std::string& path, std::int64_t lo,
+                       std::int64_t hi) const {
+    if (!n.IsScalar()) fail(n, path, "an integer, got " + shown(n));
+    std::int64_t v = 0;
+    const std::string& s = n.Scalar();
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) {
+      fail(n, path, "an integer, got " + shown(n));
+    }
+    if (v < lo || v > hi) {
+      fail(n, path,
+           "an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " +
+               std::to_string(v));
+    }
+    return v;
+  }
+
+  template <typename T, typename Parse>
+  T unit(const YAML::Node& n, const std::string& path, Parse parse) const {
+    if (!n.IsScalar()) fail(n, path, "a quantity with a unit, got " + shown(n));
+    try {
+      return parse(n.Scalar());
+    } catch (const InputError& e) {
+      std::string msg = e.what();
+      if (msg.rfind("expected ", 0) == 0) msg = msg.substr(9);
+      fail(n, path, msg);
+    }
+  }
+
+  Bandwidth positive_bandwidth(const YAML::Node& n, const std::string& path) const {
+    const Bandwidth b = unit<Bandwidth>(n, path, parse_bandwidth);
+    if (!(b.bytes_per_s > 0)) {
+      fail(n, path, "a positive bandwidth such as \"12 GB/s\", got " + shown(n));
+    }
+    return b;
+  }
+  Bytes positive_bytes(const YAML::Node& n, const std::string& path) const {
+    const Bytes b = unit<Bytes>(n, path, parse_bytes);
+    if (b.v <= 0) fail(n, path, "a positive size such as \"16 GiB\", got " + shown(n));
+    return b;
+  }
+  FlopRate positive_rate(const YAML::Node& n, const std::string& path) const {
+    const FlopRate r = unit<FlopRate>(n, path, parse_flop_rate);
+    if (!(r.per_s > 0)) fail(n, path, "a positive rate such as \"8.7 TFLOP/s\", got " + shown(n));
+    return r;
+  }
+  Duration duration(const YAML::Node& n, const std::string& path) const {
+    return unit<Duration>(n, path, parse_duration);
+  }
+
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::string origin_;
+};
+
+std::string idx(const std::string& list, std::size_t i) {
+  return list + "[" + std::to_string(i) + "]";
+}
+
+void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string& path,
+                       DeviceSpec& s) {
+  if (d["peak_flops"]) {
+    const YAML::Node pf = d["peak_flops"];
+    if (!pf.IsMap()) rd.fail(pf, path + ".peak_flops", "a mapping dtype -> rate, got " + Reader::shown(pf));
+    for (const auto& kv : pf) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+      const auto dt = parse_dtype(key);
+      if (!dt) {
+        rd.fail(kv.first, path + ".peak_flops",
+                "a dtype key (f64, f32, tf32, f16, bf16, fp8, i8), got \"" + printable(key) + "\"");
+      }
+      s.peak_flops[*dt] = rd.positive_rate(kv.second, path + ".peak_flops." + key);
+    }
+  }
+  if (d["memory_bandwidth"]) {
+    s.memory_bandwidth = rd.positive_bandwidth(d["memory_bandwidth"], path + ".memory_bandwidth");
+  }
+  if (d["memory_capacity"]) {
+    s.memory_capacity = rd.positive_bytes(d["memory_capacity"], path + ".memory_capacity");
+  }
+  if (d["compute_streams"]) {
+    s.compute_streams =
+        static_cast<int>(rd.integer(d["compute_streams"], path + ".compute_streams", 1, 1024));
+  }
+  if (d["worker_threads"]) {
+    s.worker_threads =
+        static_cast<int>(rd.integer(d["worker_threads"], path + ".worker_threads", 1, 1 << 20));
+  }
+  if (d["copy_engines"]) {
+    const YAML::Node ce = d["copy_engines"];
+    rd.expect_map(ce, path + ".copy_engines", {"h2d", "d2h", "peer"});
+    if (ce["h2d"]) s.h2d_engines = static_cast<int>(rd.integer(ce["h2d"], path + ".copy_engines.h2d", 0, 64));
+    if (ce["d2h"]) s.d2h_engines = static_cast<int>(rd.integer(ce["d2h"], path + ".copy_engines.d2h", 0, 64));
+    if (ce["peer"]) s.peer_engines = static_cast<int>(rd.integer(ce["peer"], path + ".copy_engines.peer", 0, 64));
+  }
+  if (d["launch_overhead"]) {
+    s.launch_overhead = rd.duration(d["launch_overhead"], path + ".launch_overhead");
+  }
+  if (d["source"]) s.source = rd.str(d["source"], path + ".source");
+}
+
+void check_name(const Reader& rd, const YAML::Node& n, const std::string& path,
+                std::set<std::string>& seen, const std::string& name) {
+  if (!seen.insert(name).second) {
+    rd.fail(n, path, "a unique name, got \"" + printable(name) + "\" a second time");
+  }
+}
+
+const YAML::Node& require(const Reader& rd, const YAML::Node& parent, const YAML::Node& n,
+                          const std::string& path, const std::string& what) {
+  if (!n) rd.fail(parent, path, what + " (the key is missing)");
+  return n;
+}
+
+SharingPolicy parse_sharing(const Reader& rd, const YAML::Node& n, const std::string& path) {
+  const std::string s = rd.str(n, path);
+  if (s == "shared") return SharingPolicy::Shared;
+  if (s == "split-duplex" || s == "split_duplex") return SharingPolicy::SplitDuplex;
+  if (s == "fat-pipe" || s == "fat_pipe") return SharingPolicy::FatPipe;
+  rd.fail(n, path, "one of shared, split-duplex, fat-pipe, got \"" + printable(s) + "\"");
+}
+
+}  // namespace
+
+Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
+  const Reader rd(origin);
+  if (text.find('\0') != std::string::npos) {
+    rd.fail_at("", "a YAML text file, got binary data (a NUL byte)");
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    rd.fail_at("line " + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1),
+               "valid YAML (" + printable(e.msg, 120) + ")");
+  }
+  if (!root.IsDefined() || root.IsNull()) {
+    rd.fail_at("", "a YAML mapping with 'devices' and 'links', got an empty document");
+  }
+  try {
+    rd.expect_map(root, "",
+                  {"name", "description", "sources", "devices", "switches", "host_bridges", "nics",
+                   "links", "peer_access", "routes"});
+    Cluster c;
+    c.source_file = origin;
+    c.name = root["name"] ? rd.str(root["name"], "name") : fs::path(origin).stem().string();
+
+    std::set<std::string> names;
+    const YAML::Node devs = require(rd, root, root["devices"], "devices", "a list of devices");
+    if (!devs.IsSequence() || devs.size() == 0) {
+      rd.fail(devs, "devices", "a non-empty list of devices, got " + Reader::shown(devs));
+    }
+    std::vector<std::string> host_names(devs.size());
+    for (std::size_t i = 0; i < devs.size(); ++i) {
+      const std::string path = idx("devices", i);
+      const YAML::Node d = devs[i];
+      rd.expect_map(d, path,
+                    {"name", "kind", "model", "node", "host", "peak_flops", "memory_bandwidth",
+                     "memory_capacity", "compute_streams", "worker_threads", "copy_engines",
+                     "launch_overhead", "source"});
+      Device dev;
+      dev.name = rd.str(require(rd, d, d["name"], path + ".name", "a device name"), path + ".name");
+      check_name(rd, d["name"], path + ".name", names, dev.name);
+      std::optional<DeviceKind> kind;
+      if (d["kind"]) {
+        const std::string k = rd.str(d["kind"], path + ".kind");
+        if (k == "cpu") kind = DeviceKind::Cpu;
+        else if (k == "gpu") kind = DeviceKind::Gpu;
+        else rd.fail(d["kind"], path + ".kind", "cpu or gpu, got \"" + printable(k) + "\"");
+      }
+      if (d["model"]) {
+        const std::string m = rd.str(d["model"], path + ".model");
+        const DeviceSpec* spec = find_device_model(m);
+        if (spec == nullptr) {
+          std::string list;
+          for (const std::string& n : device_model_names()) list += (list.empty() ? "" : ", ") + n;
+          rd.fail(d["model"], path + ".model",
+                  "a catalog model (" + list + ") or explicit specs without 'model', got \"" +
+                      printable(m) + "\"");
+        }
+        dev.spec = *spec;
+        if (kind && *kind != spec->kind) {
+          rd.fail(d["kind"], path + ".kind",
+                  to_string(spec->kind) + " as the catalog says for " + m + ", got " +
+                      to_string(*kind));
+        }
+      } else {
+        if (!kind) rd.fail(d, path, "either 'model' (from the catalog) or 'kind' with explicit specs");
+        dev.spec = DeviceSpec{};
+        dev.spec.model = "custom";
+        dev.spec.kind = *kind;
+        if (*kind == DeviceKind::Cpu) {
+          dev.spec.h2d_engines = dev.spec.d2h_engines = dev.spec.peer_engines = 0;
+        }
+        for (const char* key : {"peak_flops", "memory_bandwidth", "memory_capacity"}) {
+          if (!d[key]) rd.fail(d, path + "." + key, std::string("'") + key + "' for a device without a catalog model (the key is missing)");
+        }
+        dev.spec.source = "explicit in " + origin;
+      }
+      apply_spec_fields(rd, d, path, dev.spec);
+      if (dev.spec.peak_flops.empty() || dev.spec.peak_for(Dtype::F32).per_s <= 0) {
+        rd.fail(d, path + ".peak_flops", "a peak rate for f32 at least");
+      }
+      dev.node = d["node"] ? rd.str(d["node"], path + ".node") : "node0";
+      if (d["host"]) host_names[i] = rd.str(d["host"], path + ".host");
+      c.devices.push_back(std::move(dev));
+      c.vertices.push_back({c.devices.back().name, VertexKind::Device, c.devices.back().node});
+    }
+    // Hosts: a GPU's host is named or the first CPU of its node.
+    for (std::size_t i = 0; i < c.devices.size(); ++i) {
+      Device& dev = c.devices[i];
+      const std::string path = idx("devices", i) + ".host";
+      if (dev.spec.kind == DeviceKind::Cpu) {
+        if (!host_names[i].empty() && host_names[i] != dev.name) {
+          rd.fail(devs[i]["host"], path, "no host for a CPU (or itself), got \"" + host_names[i] + "\"");
+        }
+        dev.host = static_cast<DeviceId>(i);
+        continue;
+      }
+      if (!host_names[i].empty()) {
+        const DeviceId h = c.device_index(host_names[i]);
+        if (h < 0 || c.devices[static_cast<std::size_t>(h)].spec.kind != DeviceKind::Cpu) {
+          rd.fail(devs[i]["host"], path,
+                  "the name of a CPU device, got \"" + printable(host_names[i]) + "\"");
+        }
+        dev.host = h;
+      } else {
+        for (std::size_t j = 0; j < c.devices.size(); ++j) {
+          if (c.devices[j].spec.kind == DeviceKind::Cpu && c.devices[j].node == dev.node) {
+            dev.host = static_cast<DeviceId>(j);
+            break;
+          }
+        }
+        if (dev.host < 0) {
+          rd.fail(devs[i], idx("devices", i),
+                  "a CPU device in node " + dev.node + " to host GPU " + dev.name + " (none found)");
+        }
+      }
+    }
+
+    // Fabric vertices.
+    const std::array<std::pair<const char*, VertexKind>, 3> fabric{
+        {{"switches", VertexKind::Switch}, {"host_bridges", VertexKind::HostBridge},
+         {"nics", VertexKind::Nic}}};
+    for (const auto& [key, vk] : fabric) {
+      const YAML::Node list = root[key];
+      if (!list) continue;
+      if (!list.IsSequence()) rd.fail(list, key, "a list, got " + Reader::shown(list));
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string path = idx(key, i);
+        const YAML::Node v = list[i];
+        Vertex vx;
+        vx.kind = vk;
+        if (v.IsScalar()) {
+          vx.name = rd.str(v, path);
+          vx.node = "node0";
+          check_name(rd, v, path, names, vx.name);
+        } else {
+          rd.expect_map(v, path, {"name", "node", "kind", "source"});
+          vx.name = rd.str(require(rd, v, v["name"], path + ".name", "a name"), path + ".name");
+          check_name(rd, v["name"], path + ".name", names, vx.name);
+          vx.node = v["node"] ? rd.str(v["node"], path + ".node") : "node0";
+        }
+        c.vertices.push_back(std::move(vx));
+      }
+    }
+
+    // Links.
+    const YAML::Node links = require(rd, root, root["links"], "links", "a list of links");
+    if (!links.IsSequence()) rd.fail(links, "links", "a list of links, got " + Reader::shown(links));
+    std::set<std::string> link_names;
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const std::string path = idx("links", i);
+      const YAML::Node l = links[i];
+      rd.expect_map(l, path, {"name", "between", "bandwidth", "latency", "sharing", "kind"});
+      Link link;
+      const YAML::Node ends = require(rd, l, l["between"], path + ".between", "two endpoint names");
+      if (!ends.IsSequence() || ends.size() != 2) {
+        rd.fail(ends, path + ".between", "a list of two endpoint names, got " + Reader::shown(ends));
+      }
+      for (int e = 0; e < 2; ++e) {
+        const std::string ep = path + ".between[" + std::to_string(e) + "]";
+        const std::string n = rd.str(ends[e], ep);
+        const VertexId v = c.vertex_index(n);
+        if (v < 0) {
+          rd.fail(ends[e], ep, "the name of a device, switch, host bridge or NIC, got unknown \"" +
+                                   printable(n) + "\"");
+        }
+        (e == 0 ? link.a : link.b) = v;
+      }
+      if (link.a == link.b) rd.fail(ends, path + ".between", "two different endpoints");
+      link.bandwidth = rd.positive_bandwidth(
+          require(rd, l, l["bandwidth"], path + ".bandwidth", "a bandwidth"), path + ".bandwidth");
+      if (l["latency"]) link.latency = rd.duration(l["latency"], path + ".latency");
+      if (l["sharing"]) link.sharing = parse_sharing(rd, l["sharing"], path + ".sharing");
+      if (l["kind"]) link.kind = rd.str(l["kind"], path + ".kind");
+      if (l["name"]) {
+        link.name = rd.str(l["name"], path + ".name");
+        if (link_names.count(link.name) != 0) {
+          rd.fail(l["name"], path + ".name", "a unique link name, got \"" + printable(link.name) + "\" a second time");
+        }
+      } else {
+        const std::string base = c.vertices[static_cast<std::size_t>(link.a)].name + "-" +
+                                 c.vertices[static_cast<std::size_t>(link.b)].name;
+        link.name = base;
+        for (int k = 2; link_names.count(link.name) != 0; ++k) link.name = base + "#" + std::to_string(k);
+      }
+      link_names.insert(link.name);
+      c.links.push_back(std::move(link));
+    }
+
+    // Peer access: "all" (default), "none", or {groups: [[...]], pairs: [[a, b]]}.
+    const std::size_t n = c.devices.size();
+    c.peer_access.assign(n, std::vector<bool>(n, false));
+    auto set_peer = [&](DeviceId a, DeviceId b) {
+      if (a == b) return;
+      c.peer_access[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = true;
+      c.peer_access[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] = true;
+    };
+    const auto gpu_ids = c.gpus();
+    const YAML::Node pa = root["peer_access"];
+    auto gpu_by_name = [&](const YAML::Node& node, const std::string& path) {
+      const std::string nm = rd.str(node, path);
+      const DeviceId d = c.device_index(nm);
+      if (d < 0 || c.devices[static_cast<std::size_t>(d)].spec.kind != DeviceKind::Gpu) {
+        rd.fail(node, path, "the name of a GPU device, got \"" + printable(nm) + "\"");
+      }
+      return d;
+    };
+    if (!pa || (pa.IsScalar() && pa.Scalar() == "all")) {
+      for (DeviceId a : gpu_ids) for (DeviceId b : gpu_ids) set_peer(a, b);
+    } else if (pa.IsScalar() && pa.Scalar() == "none") {
+    } else if (pa.IsMap()) {
+      rd.expect_map(pa, "peer_access", {"groups", "pairs"});
+      for (const char* key : {"groups", "pairs"}) {
+        const YAML::Node list = pa[key];
+        if (!list) continue;
+        const std::string lp = std::string("peer_access.") + key;
+        if (!list.IsSequence()) rd.fail(list, lp, "a list of lists of GPU names");
+        for (std::size_t i = 0; i < list.size(); ++i) {
+          const YAML::Node grp = list[i];
+          const std::string gp = idx(lp, i);
+          if (!grp.IsSequence() || grp.size() < 2 || (std::string(key) == "pairs" && grp.size() != 2)) {
+            rd.fail(grp, gp, std::string(key) == "pairs" ? "a list of two GPU names" : "a list of at least two GPU names");
+          }
+          std::vector<DeviceId> ids;
+          for (std::size_t k = 0; k < grp.size(); ++k) ids.push_back(gpu_by_name(grp[k], idx(gp, k)));
+          for (DeviceId a : ids) for (DeviceId b : ids) set_peer(a, b);
+        }
+      }
+    } else {
+      rd.fail(pa, "peer_access", "all, none, or a mapping with groups/pairs, got " + Reader::shown(pa));
+    }
+
+    compute_routes(c);
+
+    // Explicit routes replace computed ones for their pair (one segment, as given).
+    if (const YAML::Node routes = root["routes"]) {
+      if (!routes.IsSequence()) rd.fail(routes, "routes", "a list of routes");
+      for (std::size_t i = 0; i < routes.size(); ++i) {
+        const std::string path = idx("routes", i);
+        const YAML::Node r = routes[i];
+        rd.expect_map(r, path, {"from", "to", "links"});
+        const std::string from = rd.str(require(rd, r, r["from"], path + ".from", "a device name"), path + ".from");
+        const std::string to = rd.str(require(rd, r, r["to"], path + ".to", "a device name"), path + ".to");
+        const DeviceId a = c.device_index(from);
+        const DeviceId b = c.device_index(to);
+        if (a < 0) rd.fail(r["from"], path + ".from", "a device name, got unknown \"" + printable(from) + "\"");
+        if (b < 0 || b == a) rd.fail(r["to"], path + ".to", "another device's name, got \"" + printable(to) + "\"");
+        const YAML::Node ls = require(rd, r, r["links"], path + ".links", "a list of link names");
+        if (!ls.IsSequence() || ls.size() == 0) rd.fail(ls, path + ".links", "a non-empty list of link names");
+        std::vector<LinkId> ids;
+        VertexId at = a;
+        for (std::size_t k = 0; k < ls.size(); ++k) {
+          const std::string lp = idx(path + ".links", k);
+          const std::string ln = rd.str(ls[k], lp);
+          LinkId id = -1;
+          for (std::size_t q = 0; q < c.links.size(); ++q) {
+            if (c.links[q].name == ln) id = static_cast<LinkId>(q);
+          }
+          if (id < 0) rd.fail(ls[k], lp, "a link name, got unknown \"" + printable(ln) + "\"");
+          const Link& lk = c.links[static_cast<std::size_t>(id)];
+          if (lk.a != at && lk.b != at) {
+            rd.fail(ls[k], lp, "a link touching " + c.vertices[static_cast<std::size_t>(at)].name +
+                                   " (the route must be a connected chain), got " + ln);
+          }
+          at = lk.a == at ? lk.b : lk.a;
+          ids.push_back(id);
+        }
+        if (at != b) rd.fail(ls, path + ".links", "a chain of links ending at " + to);
+        RouteSegment seg;
+        seg.from = a;
+        seg.to = b;
+        at = a;
+        double bottleneck = std::numeric_limits<double>::infinity();
+        for (LinkId id : ids) {
+          const Link& lk = c.links[static_cast<std::size_t>(id)];
+          seg.hops.push_back({id, lk.a == at});
+          at = lk.a == at ? lk.b : lk.a;
+          seg.latency += lk.latency;
+          bottleneck = std::min(bottleneck, lk.bandwidth.bytes_per_s);
+        }
+        seg.bottleneck = Bandwidth{bottleneck};
+        c.routes[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)].segments = {seg};
+      }
+    }
+    return c;
+  } catch (const YAML::Exception& e) {
+    // Conversions inside yaml-cpp (e.g. a bad map access) still name the line.
+    rd.fail_at("line " + std::to_string(e.mark.line + 1), "a well-formed cluster (" + printable(e.msg, 120) + ")");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer: every number spelled with a unit such that reading it back gives the same value.
+
+namespace {
+
+std::string exact_double(double v) {
+  std::array<char, 64> buf{};
+  for (int prec = 6; prec <= 17; ++prec) {
+    std::snprintf(buf.data(), buf.size(), "%.*g", prec, v);
+    if (std::strtod(buf.data(), nullptr) == v) break;
+  }
+  return buf.data();
+}
+
+template <typename Parse, typename Get>
+std::string spell(double v, std::initializer_list<std::pair<double, const char*>> units, Parse parse,
+                  Get get) {
+  for (const auto& [scale, u] : units) {
+    if (std::fabs(v) < scale) continue;
+    const std::string s = exact_double(v / scale) + " " + u;
+    if (get(parse(s)) == v) return s;
+  }
+  const auto& last = *(units.end() - 1);
+  return exact_double(v / last.first) + " " + last.second;
+}
+
+std::string spell_bandwidth(Bandwidth b) {
+  return spell(b.bytes_per_s, {{1e12, "TB/s"}, {1e9, "GB/s"}, {1e6, "MB/s"}, {1.0, "B/s"}},
+               parse_bandwidth, [](Bandwidth x) { return x.bytes_per_s; });
+}
+std::string spell_rate(FlopRate r) {
+  return spell(r.per_s, {{1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1.0, "FLOP/s"}}, parse_flop_rate,
+               [](FlopRate x) { return x.per_s; });
+}
+std::string spell_bytes(Bytes b) {
+  constexpr std::array<std::pair<std::int64_t, const char*>, 4> units{
+      {{std::int64_t{1} << 40, "TiB"}, {std::int64_t{1} << 30, "GiB"}, {std::int64_t{1} << 20, "MiB"}, {1024, "KiB"}}};
+  for (const auto& [scale, u] : units) {
+    if (b.v != 0 && b.v % scale == 0) return std::to_string(b.v / scale) + " " + u;
+  }
+  return std::to_string(b.v) + " B";
+}
+std::string spell_duration(Duration d) {
+  if (d.ns != 0 && d.ns % 1'000'000 == 0) return std::to_string(d.ns / 1'000'000) + " ms";
+  if (d.ns != 0 && d.ns % 1000 == 0) return std::to_string(d.ns / 1000) + " us";
+  return std::to_string(d.ns) + " ns";
+}
+
+}  // namespace
+
+std::string cluster_to_yaml(const Cluster& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << c.name;
+  out << YAML::Key << "devices" << YAML::Value << YAML::BeginSeq;
+  for (const Device& d : c.devices) {
+    const DeviceSpec& s = d.spec;
+    out << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << d.name;
+    out << YAML::Key << "kind" << YAML::Value << to_string(s.kind);
+    if (find_device_model(s.model) != nullptr) out << YAML::Key << "model" << YAML::Value << s.model;
+    out << YAML::Key << "node" << YAML::Value << d.node;
+    if (s.kind == DeviceKind::Gpu && d.host >= 0) {
+      out << YAML::Key << "host" << YAML::Value << c.devices[static_cast<std::size_t>(d.host)].name;
+    }
+    out << YAML::Key << "peak_flops" << YAML::Value << YAML::BeginMap;
+    for (const auto& [dt, r] : s.peak_flops) out << YAML::Key << to_string(dt) << YAML::Value << spell_rate(r);
+    out << YAML::EndMap;
+    out << YAML::Key << "memory_bandwidth" << YAML::Value << spell_bandwidth(s.memory_bandwidth);
+    out << YAML::Key << "memory_capacity" << YAML::Value << spell_bytes(s.memory_capacity);
+    out << YAML::Key << "compute_streams" << YAML::Value << s.compute_streams;
+    out << YAML::Key << "worker_threads" << YAML::Value << s.worker_threads;
+    out << YAML::Key << "copy_engines" << YAML::Value << YAML::Flow << YAML::BeginMap
+        << YAML::Key << "h2d" << YAML::Value << s.h2d_engines << YAML::Key << "d2h" << YAML::Value
+        << s.d2h_engines << YAML::Key << "peer" << YAML::Value << s.peer_engines << YAML::EndMap;
+    out << YAML::Key << "launch_overhead" << YAML::Value << spell_duration(s.launch_overhead);
+    if (!s.source.empty()) out << YAML::Key << "source" << YAML::Value << s.source;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  const std::array<std::pair<const char*, VertexKind>, 3> fabric{
+      {{"switches", VertexKind::Switch}, {"host_bridges", VertexKind::HostBridge}, {"nics", VertexKind::Nic}}};
+  for (const auto& [key, vk] : fabric) {
+    bool any = false;
+    for (const Vertex& v : c.vertices) any = any || v.kind == vk;
+    if (!any) continue;
+    out << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    for (const Vertex& v : c.vertices) {
+      if (v.kind != vk) continue;
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << v.name
+          << YAML::Key << "node" << YAML::Value << v.node << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  out << YAML::Key << "links" << YAML::Value << YAML::BeginSeq;
+  for (const Link& l : c.links) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << l.name;
+    out << YAML::Key << "between" << YAML::Value << YAML::Flow << YAML::BeginSeq
+        << c.vertices[static_cast<std::size_t>(l.a)].name << c.vertices[static_cast<std::size_t>(l.b)].name
+        << YAML::EndSeq;
+    out << YAML::Key << "bandwidth" << YAML::Value << spell_bandwidth(l.bandwidth);
+    out << YAML::Key << "latency" << YAML::Value << spell_duration(l.latency);
+    out << YAML::Key << "sharing" << YAML::Value << to_string(l.sharing);
+    if (!l.kind.empty()) out << YAML::Key << "kind" << YAML::Value << l.kind;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  // Peer access as explicit pairs so that any pattern round-trips.
+  out << YAML::Key << "peer_access" << YAML::Value;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (std::size_t i = 0; i < c.peer_access.size(); ++i) {
+    for (std::size_t j = i + 1; j < c.peer_access[i].size(); ++j) {
+      if (c.peer_access[i][j]) pairs.emplace_back(c.devices[i].name, c.devices[j].name);
+    }
+  }
+  if (pairs.empty()) {
+    out << "none";
+  } else {
+    out << YAML::BeginMap << YAML::Key << "pairs" << YAML::Value << YAML::BeginSeq;
+    for (const auto& [a, b] : pairs) out << YAML::Flow << YAML::BeginSeq << a << b << YAML::EndSeq;
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding built-ins.
+
+namespace {
+
+std::vector<fs::path> scenario_dirs() {
+  std::vector<fs::path> dirs;
+#ifdef PLACESIM_SCENARIO_DIR
+  dirs.emplace_back(fs::path(PLACESIM_SCENARIO_DIR) / "clusters");
+#endif
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    dirs.push_back(exe.parent_path() / "scenarios" / "clusters");
+    dirs.push_back(exe.parent_path().parent_path() / "scenarios" / "clusters");
+    dirs.push_back(exe.parent_path().parent_path().parent_path() / "scenarios" / "clusters");
+  }
+  dirs.emplace_back(fs::path("scenarios") / "clusters");
+  return dirs;
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_cluster_names() {
+  std::set<std::string> names;
+  for (const fs::path& dir : scenario_dirs()) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".yaml") names.insert(entry.path().stem().string());
+    }
+    if (!names.empty()) break;
+  }
+  return {names.begin(), names.end()};
+}
+
+Cluster load_cluster(const std::string& name_or_path) {
+  std::error_code ec;
+  const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                               name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
+  if (looks_like_path || fs::exists(name_or_path, ec)) {
+    return parse_cluster_yaml(read_text_file(name_or_path), name_or_path);
+  }
+  for (const fs::path& dir : scenario_dirs()) {
+    const fs::path p = dir / (name_or_path + ".yaml");
+    if (fs::is_regular_file(p, ec)) {
+      Cluster c = parse_cluster_yaml(read_text_file(p.string()), p.string());
+      return c;
+    }
+  }
+  std::string list;
+  for (const std::string& n : builtin_cluster_names()) list += (list.empty() ? "" : ", ") + n;
+  throw InputError("--cluster", printable(name_or_path),
+                   "a built-in cluster name (" + (list.empty() ? std::string("none found") : list) +
+                       ") or the path of a cluster YAML file");
+}
+
+}  // namespace placesim::sim

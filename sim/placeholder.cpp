@@ -1,1 +1,0 @@
-// TEMPORARY placeholder; removed once sim has sources.
