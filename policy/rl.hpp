@@ -1,0 +1,169 @@
+// The reinforcement-learning placer of Mirhoseini et al. (ICML 2017): a seq2seq policy (group
+// embeddings -> LSTM encoder -> LSTM decoder with attention, one device per group) trained with
+// REINFORCE against the simulator. LibTorch stays inside policy/rl_*.cpp; this header is free of
+// it, so the CLI and tests compile fast. Only available when built with PLACESIM_WITH_TORCH.
+//
+//   TrainConfig cfg;                                  // defaults: hidden 256, 16 samples
+//   cfg.iterations = 200;
+//   cfg.checkpoint_dir = "ckpt";                      // model + Adam + RNG + baseline + best
+//   TrainResult r = train_placement(graph, cluster, cfg);
+//   sim::write_placement_json(sim::to_placement_file(r.best, graph, cluster, meta), "p.json");
+//
+// The trainer alone works against any reward (tests use a synthetic one):
+//
+//   Trainer t(problem, RlOptions{.hidden = 32}, [](const auto& placements) { ... }, 1.0);
+//   for (int i = 0; i < 50; ++i) t.step();
+//   std::vector<sim::DeviceId> g = t.greedy();
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/grouping.hpp"
+#include "sim/cluster.hpp"
+#include "sim/graph.hpp"
+#include "sim/placement.hpp"
+
+namespace placesim::policy {
+
+/// How the decoder scores encoder states. Dot (Luong) is the default: on this machine it is about
+/// ten times cheaper than Additive (Bahdanau) for 256 groups and 16 samples (docs/rl.md).
+enum class AttentionScore { Dot, Additive };
+
+struct RlOptions {
+  int hidden = 256;                 ///< LSTM and embedding width (the paper's 256)
+  int samples = 16;                 ///< K placements sampled per iteration
+  std::uint64_t seed = 1;           ///< torch::manual_seed for the weights; our own RNG samples
+  double temperature = 1.0;         ///< softmax temperature when sampling and in the gradient
+  double logit_clip = 5.0;          ///< logits = C * tanh(u): keeps exploration alive
+  double learning_rate = 3e-3;      ///< Adam
+  double grad_clip = 1.0;           ///< global L2 norm
+  double baseline_decay = 0.9;      ///< EMA of the mean reward per iteration
+  double entropy_weight = 0.0;      ///< bonus on the mean per-group entropy
+  /// An OOM placement is scored as if it took oom_penalty × reference × (1 + overflow) seconds,
+  /// reference being the trainer's `oom_reference_s` and overflow the fraction by which the worst
+  /// device exceeds its memory: worse than any sane placement, and less bad the closer it fits.
+  double oom_penalty = 3.0;
+  AttentionScore attention = AttentionScore::Dot;
+};
+
+/// The placement problem as the policy sees it: groups in sequence order.
+struct PolicyProblem {
+  std::vector<std::vector<float>> features;   ///< [group][feature], same width for every group
+  int num_devices = 0;
+  /// [group][device]: may the group go there (device-kind constraints). Empty = everywhere.
+  std::vector<std::vector<bool>> allowed;
+  [[nodiscard]] int num_groups() const { return static_cast<int>(features.size()); }
+};
+
+/// Features per group (op-type counts, log output bytes / FLOPs / parameters, in/out degree and
+/// where its neighbours sit in the sequence) and the device-kind mask.
+PolicyProblem make_problem(const models::Grouping& grouping, const sim::Cluster& cluster);
+
+/// What the reward oracle says about one placement.
+struct Evaluation {
+  double step_time_s = 0.0;
+  bool oom = false;                 ///< includes "unreachable": a placement that cannot run
+  double overflow = 0.0;            ///< worst device's (peak - capacity) / capacity when oom
+};
+
+using DevicesOfGroups = std::vector<sim::DeviceId>;
+using RewardFn = std::function<std::vector<Evaluation>(const std::vector<DevicesOfGroups>&)>;
+
+/// One REINFORCE iteration, as written to the training-curve CSV.
+struct IterationStats {
+  int iteration = 0;                ///< 1-based
+  double best_step_s = 0.0;         ///< best non-OOM step time so far (0 = none yet)
+  double mean_step_s = 0.0;         ///< mean over this iteration's non-OOM samples (0 = none)
+  double min_step_s = 0.0;          ///< best of this iteration (0 = none)
+  double oom_fraction = 0.0;
+  double mean_reward = 0.0;
+  double baseline = 0.0;            ///< after this iteration's update
+  double entropy = 0.0;             ///< mean per-group policy entropy (nats)
+  double sample_s = 0.0, reward_s = 0.0, grad_s = 0.0;   ///< wall time split (not deterministic)
+};
+
+class Trainer {
+ public:
+  /// `oom_reference_s` scales the OOM penalty (train_placement uses the single-GPU step time).
+  Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, double oom_reference_s);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Samples K placements, scores them, takes one Adam step. Deterministic for a given seed.
+  IterationStats step();
+  /// Most likely device per group (ties to the lowest index). Does not touch the RNG.
+  [[nodiscard]] DevicesOfGroups greedy() const;
+  /// Samples `k` placements with the trainer's RNG (advances it).
+  std::vector<DevicesOfGroups> sample(int k);
+
+  [[nodiscard]] const DevicesOfGroups& best() const;   ///< empty until a sample fit in memory
+  [[nodiscard]] double best_step_s() const;            ///< 0 until then
+  /// Offers a placement found elsewhere (the greedy decode) as the best if it is better.
+  void offer(const DevicesOfGroups& placement, const Evaluation& e);
+  [[nodiscard]] int iteration() const;
+  [[nodiscard]] const std::vector<IterationStats>& history() const;
+  [[nodiscard]] const RlOptions& options() const;
+
+  /// Model, Adam state, RNG state, baseline, best so far and the history; written to a temporary
+  /// name and renamed. `load` throws sim::InputError naming `path` for a missing, unreadable or
+  /// mismatched checkpoint (other problem size, device count or hidden size).
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Progress reported after every iteration.
+struct Progress {
+  int iteration = 0;
+  std::optional<int> total_iterations;
+  double elapsed_s = 0.0;           ///< this process's training wall time
+  std::optional<double> time_left_s;
+  double evals_per_s = 0.0;
+};
+
+struct TrainConfig {
+  RlOptions rl;
+  int max_groups = 256;             ///< models::group_graph
+  std::optional<int> iterations;    ///< total, counting iterations before a resume
+  std::optional<double> minutes;    ///< wall budget of this process; whichever ends first
+  std::string checkpoint_dir;       ///< empty = no checkpoints
+  bool resume = false;              ///< load checkpoint_dir/checkpoint.pt if it exists
+  int checkpoint_every = 10;        ///< iterations
+  int sim_threads = 0;              ///< oneTBB threads for the oracle; <= 0 = default
+  const std::atomic<bool>* stop = nullptr;   ///< set (e.g. by SIGINT) to checkpoint and return
+  std::function<void(const IterationStats&, const Progress&)> on_iteration;
+};
+
+struct TrainResult {
+  sim::Placement best;              ///< per op
+  DevicesOfGroups best_groups;
+  double best_step_s = 0.0;
+  bool best_oom = false;            ///< nothing fitted: `best` is the greedy decode
+  int groups = 0;
+  std::vector<IterationStats> history;   ///< all iterations, including those before a resume
+  bool interrupted = false;         ///< stopped by `stop`
+  bool resumed = false;
+  double wall_s = 0.0;
+  std::int64_t evaluations = 0;     ///< simulations run by this process
+};
+
+/// Groups the graph, trains on the batch oracle (LibTorch on one thread, simulations on oneTBB)
+/// and returns the best placement seen. Checkpoints every `checkpoint_every` iterations, at the
+/// end and when stopped.
+TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster,
+                            const TrainConfig& config);
+
+/// The training curve as CSV (one row per IterationStats), written atomically.
+void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path);
+
+}  // namespace placesim::policy

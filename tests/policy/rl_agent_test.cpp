@@ -1,0 +1,187 @@
+// The RL trainer against synthetic rewards (fast, no simulator): it learns, it is deterministic,
+// a resumed run equals an uninterrupted one, masks hold, bad checkpoints are input errors.
+#ifdef PLACESIM_WITH_TORCH
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "policy/rl.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::policy {
+namespace {
+
+PolicyProblem chain_problem(int groups, int devices) {
+  PolicyProblem p;
+  p.num_devices = devices;
+  for (int i = 0; i < groups; ++i)
+    p.features.push_back({static_cast<float>(i % 3 == 0), static_cast<float>(i % 3 == 1),
+                          static_cast<float>(i) / static_cast<float>(groups), 0.5f});
+  return p;
+}
+
+// Step time = 1 + number of groups away from `target`: a single best placement.
+RewardFn prefer_device(int target) {
+  return [target](const std::vector<DevicesOfGroups>& ps) {
+    std::vector<Evaluation> out;
+    for (const auto& p : ps) {
+      double t = 1.0;
+      for (auto d : p) t += d != target ? 1.0 : 0.0;
+      out.push_back({.step_time_s = t});
+    }
+    return out;
+  };
+}
+
+// A load-balancing reward with OOM: step time = max device load + 0.1 per cut edge; a device
+// with more than 60% of the groups runs out of memory.
+RewardFn balance(int devices) {
+  return [devices](const std::vector<DevicesOfGroups>& ps) {
+    std::vector<Evaluation> out;
+    for (const auto& p : ps) {
+      std::vector<double> load(static_cast<size_t>(devices), 0.0);
+      double cut = 0.0;
+      for (size_t i = 0; i < p.size(); ++i) {
+        load[static_cast<size_t>(p[i])] += 1.0 + static_cast<double>(i % 3) * 0.5;
+        if (i > 0 && p[i] != p[i - 1]) cut += 0.1;
+      }
+      std::vector<int> count(static_cast<size_t>(devices), 0);
+      for (auto d : p) ++count[static_cast<size_t>(d)];
+      Evaluation e{.step_time_s = *std::max_element(load.begin(), load.end()) + cut};
+      const int most = *std::max_element(count.begin(), count.end());
+      if (most > static_cast<int>(0.6 * static_cast<double>(p.size()))) {
+        e.oom = true;
+        e.overflow = most / (0.6 * static_cast<double>(p.size())) - 1.0;
+      }
+      out.push_back(e);
+    }
+    return out;
+  };
+}
+
+RlOptions small(std::uint64_t seed) {
+  return RlOptions{.hidden = 24, .samples = 8, .seed = seed, .learning_rate = 1e-2};
+}
+
+TEST(RlTrainer, LearnsASinglePreferredDevice) {
+  Trainer t(chain_problem(8, 3), small(3), prefer_device(2), 1.0);
+  for (int i = 0; i < 30; ++i) t.step();
+  const DevicesOfGroups g = t.greedy();
+  EXPECT_EQ(g, DevicesOfGroups(8, 2));
+  EXPECT_DOUBLE_EQ(t.best_step_s(), 1.0);
+  EXPECT_LT(t.history().back().entropy, t.history().front().entropy);
+}
+
+TEST(RlTrainer, SameSeedSameRunOtherSeedOtherSamples) {
+  Trainer a(chain_problem(12, 3), small(7), balance(3), 10.0);
+  Trainer b(chain_problem(12, 3), small(7), balance(3), 10.0);
+  Trainer c(chain_problem(12, 3), small(8), balance(3), 10.0);
+  for (int i = 0; i < 5; ++i) {
+    const auto sa = a.step(), sb = b.step();
+    c.step();
+    EXPECT_EQ(sa.mean_reward, sb.mean_reward);
+    EXPECT_EQ(sa.entropy, sb.entropy);
+  }
+  EXPECT_EQ(a.best(), b.best());
+  EXPECT_EQ(a.sample(4), b.sample(4));
+  EXPECT_NE(a.sample(4), c.sample(4));
+}
+
+TEST(RlTrainer, ResumedRunEqualsUninterruptedRun) {
+  const auto dir = std::filesystem::temp_directory_path() / "placesim_rl_resume_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "checkpoint.pt").string();
+  Trainer whole(chain_problem(12, 3), small(11), balance(3), 10.0);
+  for (int i = 0; i < 6; ++i) whole.step();
+  {
+    Trainer first(chain_problem(12, 3), small(11), balance(3), 10.0);
+    for (int i = 0; i < 3; ++i) first.step();
+    first.save(path);
+  }
+  // A different seed for the fresh trainer: everything must come from the checkpoint.
+  Trainer resumed(chain_problem(12, 3), small(99), balance(3), 10.0);
+  resumed.load(path);
+  EXPECT_EQ(resumed.iteration(), 3);
+  for (int i = 0; i < 3; ++i) resumed.step();
+  ASSERT_EQ(resumed.history().size(), whole.history().size());
+  for (size_t i = 0; i < whole.history().size(); ++i) {
+    EXPECT_EQ(resumed.history()[i].iteration, whole.history()[i].iteration);
+    EXPECT_EQ(resumed.history()[i].mean_reward, whole.history()[i].mean_reward) << i;
+    EXPECT_EQ(resumed.history()[i].entropy, whole.history()[i].entropy) << i;
+    EXPECT_EQ(resumed.history()[i].baseline, whole.history()[i].baseline) << i;
+  }
+  EXPECT_EQ(resumed.best(), whole.best());
+  EXPECT_EQ(resumed.best_step_s(), whole.best_step_s());
+  EXPECT_EQ(resumed.greedy(), whole.greedy());
+  EXPECT_EQ(resumed.sample(3), whole.sample(3));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RlTrainer, MaskedDevicesAreNeverSampled) {
+  PolicyProblem p = chain_problem(8, 4);
+  p.allowed.assign(8, std::vector<bool>(4, true));
+  for (int d = 1; d < 4; ++d) p.allowed[0][d] = false;          // group 0: device 0 only
+  p.allowed[5] = {false, true, false, true};                     // group 5: devices 1 or 3
+  Trainer t(p, small(5), prefer_device(2), 1.0);
+  for (int i = 0; i < 3; ++i) t.step();
+  for (const auto& s : t.sample(64)) {
+    EXPECT_EQ(s[0], 0);
+    EXPECT_TRUE(s[5] == 1 || s[5] == 3) << s[5];
+  }
+  const auto g = t.greedy();
+  EXPECT_EQ(g[0], 0);
+  EXPECT_TRUE(g[5] == 1 || g[5] == 3);
+}
+
+TEST(RlTrainer, OomPenaltyIsDocumentedScale) {
+  // Every placement is 50% over memory: reward = -sqrt(oom_penalty × reference × 1.5).
+  RewardFn all_oom = [](const std::vector<DevicesOfGroups>& ps) {
+    return std::vector<Evaluation>(ps.size(), Evaluation{.step_time_s = 0.1, .oom = true, .overflow = 0.5});
+  };
+  Trainer t(chain_problem(6, 3), small(2), all_oom, 10.0);
+  const auto st = t.step();
+  EXPECT_EQ(st.oom_fraction, 1.0);
+  EXPECT_NEAR(st.mean_reward, -std::sqrt(3.0 * 10.0 * 1.5), 1e-12);
+  EXPECT_TRUE(t.best().empty());
+  EXPECT_EQ(st.best_step_s, 0.0);
+}
+
+TEST(RlTrainer, AdditiveAttentionTrainsToo) {
+  RlOptions o = small(4);
+  o.attention = AttentionScore::Additive;
+  Trainer t(chain_problem(6, 2), o, prefer_device(0), 1.0);
+  for (int i = 0; i < 30; ++i) t.step();
+  EXPECT_EQ(t.greedy(), DevicesOfGroups(6, 0));
+}
+
+TEST(RlTrainer, BadCheckpointsAreInputErrors) {
+  const auto dir = std::filesystem::temp_directory_path() / "placesim_rl_badckpt_test";
+  std::filesystem::create_directories(dir);
+  Trainer t(chain_problem(5, 2), small(1), prefer_device(0), 1.0);
+  EXPECT_THROW(t.load((dir / "missing.pt").string()), sim::InputError);
+  const std::string junk = (dir / "junk.pt").string();
+  std::ofstream(junk) << "not a checkpoint";
+  EXPECT_THROW(t.load(junk), sim::InputError);
+  Trainer other(chain_problem(7, 2), small(1), prefer_device(0), 1.0);
+  const std::string p = (dir / "other.pt").string();
+  other.save(p);
+  try {
+    t.load(p);
+    FAIL() << "a checkpoint for 7 groups loaded into a 5-group trainer";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("7 groups"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RlTrainer, RejectsBadOptions) {
+  EXPECT_THROW(Trainer(chain_problem(3, 2), RlOptions{.samples = 0}, prefer_device(0), 1.0),
+               sim::InputError);
+  EXPECT_THROW(Trainer(PolicyProblem{.num_devices = 2}, RlOptions{}, prefer_device(0), 1.0),
+               sim::InputError);
+}
+
+}  // namespace
+}  // namespace placesim::policy
+#endif  // PLACESIM_WITH_TORCH
