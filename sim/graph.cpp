@@ -1,0 +1,595 @@
+#include "sim/graph.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <set>
+
+#include "sim/error.hpp"
+#include "sim/io_util.hpp"
+
+namespace placesim::sim {
+
+using nlohmann::json;
+
+std::string to_string(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Update: return "update";
+    case Phase::Other: return "other";
+  }
+  return "other";
+}
+
+std::optional<Phase> parse_phase(std::string_view s) {
+  if (s == "forward" || s == "fwd") return Phase::Forward;
+  if (s == "backward" || s == "bwd") return Phase::Backward;
+  if (s == "update" || s == "optimizer") return Phase::Update;
+  if (s == "other") return Phase::Other;
+  return std::nullopt;
+}
+
+std::string Signature::key() const {
+  std::string k = op_type;
+  for (const auto& shape : input_shapes) {
+    k += '[';
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (i != 0) k += ',';
+      k += std::to_string(shape[i]);
+    }
+    k += ']';
+  }
+  k += ':';
+  k += to_string(dtype);
+  return k;
+}
+
+OpId Graph::op_index(std::string_view n) const {
+  const auto it = index.find(std::string(n));
+  return it == index.end() ? -1 : it->second;
+}
+
+const std::string& Graph::group_of(OpId id) const {
+  const Op& op = ops[static_cast<std::size_t>(id)];
+  return op.group.empty() ? op.name : op.group;
+}
+
+void Graph::finalize(const std::string& origin) {
+  const std::size_t n = ops.size();
+  auto where = [&](std::size_t i) {
+    return "ops[" + std::to_string(i) + "] (\"" + printable(ops[i].name) + "\")";
+  };
+  index.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = ops[i];
+    if (op.name.empty()) throw InputError(origin, "ops[" + std::to_string(i) + "].name", "a non-empty op name");
+    if (!index.emplace(op.name, static_cast<OpId>(i)).second) {
+      throw InputError(origin, where(i) + ".name",
+                       "a unique op name, got a second op named \"" + printable(op.name) +
+                           "\" (first is ops[" + std::to_string(index[op.name]) + "])");
+    }
+    if (op.flops.v < 0 || !std::isfinite(op.flops.v)) throw InputError(origin, where(i) + ".flops", "a finite non-negative FLOP count");
+    if (op.bytes_read.v < 0) throw InputError(origin, where(i) + ".bytes_read", "a non-negative byte count");
+    if (op.bytes_written.v < 0) throw InputError(origin, where(i) + ".bytes_written", "a non-negative byte count");
+    if (op.persistent.v < 0) throw InputError(origin, where(i) + ".persistent_bytes", "a non-negative byte count");
+    if (op.measured && op.measured->ns < 0) throw InputError(origin, where(i) + ".measured", "a non-negative duration");
+    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+      if (op.outputs[k].bytes.v < 0) {
+        throw InputError(origin, where(i) + ".outputs[" + std::to_string(k) + "].bytes", "a non-negative byte count");
+      }
+    }
+  }
+  consumers_of.assign(n, {});
+  std::vector<std::int32_t> indegree(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = ops[i];
+    std::vector<OpId> preds;
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+      const TensorRef& in = op.inputs[k];
+      if (in.op < 0 || static_cast<std::size_t>(in.op) >= n) {
+        throw InputError(origin, where(i) + ".inputs[" + std::to_string(k) + "]",
+                         "an existing producer op, got op id " + std::to_string(in.op));
+      }
+      const Op& prod = ops[static_cast<std::size_t>(in.op)];
+      if (in.output < 0 || static_cast<std::size_t>(in.output) >= prod.outputs.size()) {
+        throw InputError(origin, where(i) + ".inputs[" + std::to_string(k) + "]",
+                         prod.outputs.empty()
+                             ? "a producer with outputs, but \"" + printable(prod.name) + "\" has none"
+                             : "an output index of \"" + printable(prod.name) + "\" below " +
+                                   std::to_string(prod.outputs.size()) + ", got " +
+                                   std::to_string(in.output));
+      }
+      preds.push_back(in.op);
+    }
+    for (std::size_t k = 0; k < op.control_inputs.size(); ++k) {
+      const OpId c = op.control_inputs[k];
+      if (c < 0 || static_cast<std::size_t>(c) >= n) {
+        throw InputError(origin, where(i) + ".control_inputs[" + std::to_string(k) + "]",
+                         "an existing op, got op id " + std::to_string(c));
+      }
+      preds.push_back(c);
+    }
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    for (OpId p : preds) {
+      if (static_cast<std::size_t>(p) == i) {
+        throw InputError(origin, where(i), "an acyclic graph, got an op that consumes its own output");
+      }
+      consumers_of[static_cast<std::size_t>(p)].push_back(static_cast<OpId>(i));
+    }
+    indegree[i] = static_cast<std::int32_t>(preds.size());
+  }
+  // consumers_of lists are built in increasing consumer id, so already sorted and distinct.
+
+  // Kahn's algorithm, lowest id first, so the order does not depend on anything but the ids.
+  topo_order.clear();
+  topo_order.reserve(n);
+  std::priority_queue<OpId, std::vector<OpId>, std::greater<>> ready;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (indegree[i] == 0) ready.push(static_cast<OpId>(i));
+  }
+  while (!ready.empty()) {
+    const OpId u = ready.top();
+    ready.pop();
+    topo_order.push_back(u);
+    for (OpId v : consumers_of[static_cast<std::size_t>(u)]) {
+      if (--indegree[static_cast<std::size_t>(v)] == 0) ready.push(v);
+    }
+  }
+  if (topo_order.size() != n) {
+    // Walk predecessors among the ops left over until one repeats: it lies on a cycle.
+    std::size_t start = 0;
+    while (indegree[start] == 0) ++start;
+    std::vector<int> seen(n, -1);
+    std::vector<OpId> walk;
+    auto cur = static_cast<OpId>(start);
+    while (seen[static_cast<std::size_t>(cur)] < 0) {
+      seen[static_cast<std::size_t>(cur)] = static_cast<int>(walk.size());
+      walk.push_back(cur);
+      OpId next = -1;
+      const Op& op = ops[static_cast<std::size_t>(cur)];
+      for (const TensorRef& in : op.inputs) {
+        if (indegree[static_cast<std::size_t>(in.op)] > 0) { next = in.op; break; }
+      }
+      if (next < 0) {
+        for (OpId c : op.control_inputs) {
+          if (indegree[static_cast<std::size_t>(c)] > 0) { next = c; break; }
+        }
+      }
+      cur = next;
+    }
+    std::vector<OpId> cycle(walk.begin() + seen[static_cast<std::size_t>(cur)], walk.end());
+    std::reverse(cycle.begin(), cycle.end());
+    std::string names;
+    for (std::size_t k = 0; k < cycle.size() && k < 6; ++k) {
+      names += "\"" + printable(ops[static_cast<std::size_t>(cycle[k])].name) + "\" -> ";
+    }
+    names += cycle.size() > 6 ? "..." : "\"" + printable(ops[static_cast<std::size_t>(cycle[0])].name) + "\"";
+    throw InputError(origin, where(static_cast<std::size_t>(cycle[0])),
+                     "an acyclic graph, got a cycle: " + names);
+  }
+}
+
+GraphStats graph_stats(const Graph& g) {
+  GraphStats s;
+  s.ops = g.num_ops();
+  std::set<std::string> groups;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    switch (op.phase) {
+      case Phase::Forward: ++s.forward_ops; break;
+      case Phase::Backward: ++s.backward_ops; break;
+      case Phase::Update: ++s.update_ops; break;
+      case Phase::Other: break;
+    }
+    s.flops.v += op.flops.v;
+    s.bytes_read += op.bytes_read;
+    s.bytes_written += op.bytes_written;
+    s.persistent_bytes += op.persistent;
+    for (const TensorOut& t : op.outputs) s.output_bytes += t.bytes;
+    groups.insert(g.group_of(static_cast<OpId>(i)));
+  }
+  s.groups = static_cast<int>(groups.size());
+  // Longest chain by op count and heaviest chain by FLOPs, over the topological order.
+  std::vector<int> len(g.ops.size(), 0);
+  std::vector<double> heavy(g.ops.size(), 0.0);
+  const bool have_order = g.topo_order.size() == g.ops.size();
+  for (std::size_t k = 0; k < g.ops.size(); ++k) {
+    const auto u = static_cast<std::size_t>(have_order ? g.topo_order[k] : static_cast<OpId>(k));
+    len[u] += 1;
+    heavy[u] += g.ops[u].flops.v;
+    s.longest_path_ops = std::max(s.longest_path_ops, len[u]);
+    s.critical_path_flops.v = std::max(s.critical_path_flops.v, heavy[u]);
+    if (u < g.consumers_of.size()) {
+      for (OpId v : g.consumers_of[u]) {
+        len[static_cast<std::size_t>(v)] = std::max(len[static_cast<std::size_t>(v)], len[u]);
+        heavy[static_cast<std::size_t>(v)] = std::max(heavy[static_cast<std::size_t>(v)], heavy[u]);
+      }
+    }
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON.
+
+namespace {
+
+std::string line_col(const std::string& text, std::size_t byte) {
+  byte = std::min(byte, text.size());
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i + 1 < byte; ++i) {
+    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+  }
+  return "line " + std::to_string(line) + ":" + std::to_string(col);
+}
+
+std::string shown(const json& v) {
+  if (v.is_string()) return "\"" + printable(v.get_ref<const std::string&>()) + "\"";
+  if (v.is_null()) return "null";
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "a list";
+  return printable(v.dump());
+}
+
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& origin) : origin_(origin) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& expected) const {
+    throw InputError(origin_, key, expected);
+  }
+  void expect_object(const json& v, const std::string& key,
+                     std::initializer_list<std::string_view> allowed) const {
+    if (!v.is_object()) fail(key, "an object, got " + shown(v));
+    for (const auto& [k, _] : v.items()) {
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+        std::string list;
+        for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(key.empty() ? k : key + "." + k,
+             "a known key (one of: " + list + "), got unknown key \"" + printable(k) + "\"");
+      }
+    }
+  }
+  std::string str(const json& v, const std::string& key) const {
+    if (!v.is_string()) fail(key, "a string, got " + shown(v));
+    return v.get<std::string>();
+  }
+  double number(const json& v, const std::string& key) const {
+    if (!v.is_number()) fail(key, "a non-negative number, got " + shown(v));
+    const double d = v.get<double>();
+    if (!(d >= 0) || !std::isfinite(d)) fail(key, "a non-negative number, got " + shown(v));
+    return d;
+  }
+  std::int64_t integer(const json& v, const std::string& key, std::int64_t lo, std::int64_t hi) const {
+    if (!v.is_number_integer()) fail(key, "an integer, got " + shown(v));
+    std::int64_t x = 0;
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(hi)) fail(key, "an integer up to " + std::to_string(hi) + ", got " + shown(v));
+      x = static_cast<std::int64_t>(u);
+    } else {
+      x = v.get<std::int64_t>();
+    }
+    if (x < lo || x > hi) {
+      fail(key, "an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + shown(v));
+    }
+    return x;
+  }
+  /// Bytes as an integer count or a string with a unit ("4 KiB").
+  Bytes bytes(const json& v, const std::string& key) const {
+    if (v.is_string()) {
+      try {
+        return parse_bytes(v.get_ref<const std::string&>());
+      } catch (const InputError& e) {
+        std::string m = e.what();
+        if (m.rfind("expected ", 0) == 0) m = m.substr(9);
+        fail(key, m);
+      }
+    }
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (!(d >= 0) || d >= 9.2e18 || d != std::floor(d)) fail(key, "a non-negative whole byte count, got " + shown(v));
+      return Bytes{static_cast<std::int64_t>(d)};
+    }
+    return Bytes{integer(v, key, 0, std::numeric_limits<std::int64_t>::max())};
+  }
+  Dtype dtype(const json& v, const std::string& key) const {
+    const std::string s = str(v, key);
+    const auto d = parse_dtype(s);
+    if (!d) fail(key, "a dtype (f64, f32, tf32, f16, bf16, fp8, i64, i32, i8, u8, bool), got " + shown(v));
+    return *d;
+  }
+  std::vector<std::int64_t> shape(const json& v, const std::string& key) const {
+    if (!v.is_array()) fail(key, "a list of dimensions, got " + shown(v));
+    std::vector<std::int64_t> s;
+    s.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      s.push_back(integer(v[i], key + "[" + std::to_string(i) + "]", -1, std::numeric_limits<std::int64_t>::max()));
+    }
+    return s;
+  }
+
+ private:
+  const std::string& origin_;
+};
+
+// An input as written: "producer" (output 0), "producer:K", or {"op": ..., "output": K}.
+struct PendingRef {
+  std::string op;
+  std::int32_t output = 0;
+  bool explicit_output = false;
+};
+
+}  // namespace
+
+Graph parse_graph_json(const std::string& text, const std::string& origin) {
+  const JsonReader rd(origin);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    rd.fail("", "a JSON graph object with \"ops\", got an empty file");
+  }
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string msg = e.what();
+    if (const auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
+    rd.fail(line_col(text, e.byte), "valid JSON (" + printable(msg, 120) + ")");
+  }
+  rd.expect_object(root, "", {"format", "version", "name", "metadata", "ops"});
+  Graph g;
+  if (root.contains("version")) {
+    const auto ver = rd.integer(root["version"], "version", 1, 1);
+    (void)ver;
+  }
+  if (root.contains("name")) g.name = rd.str(root["name"], "name");
+  if (root.contains("metadata")) {
+    const json& md = root["metadata"];
+    if (!md.is_object()) rd.fail("metadata", "an object of strings, got " + shown(md));
+    for (const auto& [k, v] : md.items()) {
+      g.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    }
+  }
+  if (!root.contains("ops")) rd.fail("ops", "a list of ops (the key is missing)");
+  const json& ops = root["ops"];
+  if (!ops.is_array()) rd.fail("ops", "a list of ops, got " + shown(ops));
+  g.ops.reserve(ops.size());
+  std::vector<std::vector<PendingRef>> pending_inputs(ops.size());
+  std::vector<std::vector<std::string>> pending_control(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const json& o = ops[i];
+    const std::string path = "ops[" + std::to_string(i) + "]";
+    rd.expect_object(o, path,
+                     {"name", "type", "phase", "flops", "bytes_read", "bytes_written", "dtype",
+                      "signature", "measured", "outputs", "inputs", "control_inputs",
+                      "persistent_bytes", "group", "device_kind", "layer", "stream"});
+    Op op;
+    if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
+    op.name = rd.str(o["name"], path + ".name");
+    const std::string p = path + " (\"" + printable(op.name) + "\")";
+    op.type = o.contains("type") ? rd.str(o["type"], p + ".type") : std::string();
+    if (o.contains("phase")) {
+      const std::string ph = rd.str(o["phase"], p + ".phase");
+      const auto parsed = parse_phase(ph);
+      if (!parsed) rd.fail(p + ".phase", "forward, backward, update or other, got \"" + printable(ph) + "\"");
+      op.phase = *parsed;
+    }
+    if (o.contains("flops")) op.flops = Flops{rd.number(o["flops"], p + ".flops")};
+    if (o.contains("bytes_read")) op.bytes_read = rd.bytes(o["bytes_read"], p + ".bytes_read");
+    if (o.contains("bytes_written")) op.bytes_written = rd.bytes(o["bytes_written"], p + ".bytes_written");
+    if (o.contains("dtype")) op.dtype = rd.dtype(o["dtype"], p + ".dtype");
+    if (o.contains("signature")) {
+      const json& s = o["signature"];
+      rd.expect_object(s, p + ".signature", {"op_type", "input_shapes", "dtype"});
+      Signature sig;
+      sig.op_type = s.contains("op_type") ? rd.str(s["op_type"], p + ".signature.op_type") : op.type;
+      if (s.contains("input_shapes")) {
+        const json& sh = s["input_shapes"];
+        if (!sh.is_array()) rd.fail(p + ".signature.input_shapes", "a list of shapes, got " + shown(sh));
+        for (std::size_t k = 0; k < sh.size(); ++k) {
+          sig.input_shapes.push_back(rd.shape(sh[k], p + ".signature.input_shapes[" + std::to_string(k) + "]"));
+        }
+      }
+      sig.dtype = s.contains("dtype") ? rd.dtype(s["dtype"], p + ".signature.dtype") : op.dtype;
+      op.signature = std::move(sig);
+    }
+    if (o.contains("measured")) {
+      const json& m = o["measured"];
+      if (m.is_string()) {
+        try {
+          op.measured = parse_duration(m.get_ref<const std::string&>());
+        } catch (const InputError& e) {
+          std::string msg = e.what();
+          if (msg.rfind("expected ", 0) == 0) msg = msg.substr(9);
+          rd.fail(p + ".measured", msg);
+        }
+      } else {
+        rd.fail(p + ".measured", "a duration string such as \"12.5 us\", got " + shown(m));
+      }
+    }
+    if (o.contains("outputs")) {
+      const json& outs = o["outputs"];
+      if (!outs.is_array()) rd.fail(p + ".outputs", "a list of outputs, got " + shown(outs));
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        const std::string op_path = p + ".outputs[" + std::to_string(k) + "]";
+        const json& t = outs[k];
+        TensorOut out;
+        if (t.is_number() || t.is_string()) {
+          out.bytes = rd.bytes(t, op_path);
+        } else {
+          rd.expect_object(t, op_path, {"name", "bytes", "shape", "dtype"});
+          if (!t.contains("bytes")) rd.fail(op_path + ".bytes", "a byte count (the key is missing)");
+          out.bytes = rd.bytes(t["bytes"], op_path + ".bytes");
+          if (t.contains("name")) out.name = rd.str(t["name"], op_path + ".name");
+          if (t.contains("shape")) out.shape = rd.shape(t["shape"], op_path + ".shape");
+          if (t.contains("dtype")) out.dtype = rd.dtype(t["dtype"], op_path + ".dtype");
+        }
+        op.outputs.push_back(std::move(out));
+      }
+    }
+    if (o.contains("inputs")) {
+      const json& ins = o["inputs"];
+      if (!ins.is_array()) rd.fail(p + ".inputs", "a list of inputs, got " + shown(ins));
+      for (std::size_t k = 0; k < ins.size(); ++k) {
+        const std::string ip = p + ".inputs[" + std::to_string(k) + "]";
+        const json& in = ins[k];
+        PendingRef ref;
+        if (in.is_string()) {
+          ref.op = in.get<std::string>();
+        } else if (in.is_object()) {
+          rd.expect_object(in, ip, {"op", "output"});
+          if (!in.contains("op")) rd.fail(ip + ".op", "a producer op name (the key is missing)");
+          ref.op = rd.str(in["op"], ip + ".op");
+          if (in.contains("output")) {
+            ref.output = static_cast<std::int32_t>(rd.integer(in["output"], ip + ".output", 0, 1 << 30));
+          }
+          ref.explicit_output = true;
+        } else {
+          rd.fail(ip, "a producer name (\"op\" or \"op:1\") or {\"op\": ..., \"output\": N}, got " + shown(in));
+        }
+        pending_inputs[i].push_back(std::move(ref));
+      }
+    }
+    if (o.contains("control_inputs")) {
+      const json& cs = o["control_inputs"];
+      if (!cs.is_array()) rd.fail(p + ".control_inputs", "a list of op names, got " + shown(cs));
+      for (std::size_t k = 0; k < cs.size(); ++k) {
+        pending_control[i].push_back(rd.str(cs[k], p + ".control_inputs[" + std::to_string(k) + "]"));
+      }
+    }
+    if (o.contains("persistent_bytes")) op.persistent = rd.bytes(o["persistent_bytes"], p + ".persistent_bytes");
+    if (o.contains("group")) op.group = rd.str(o["group"], p + ".group");
+    if (o.contains("device_kind")) {
+      const std::string k = rd.str(o["device_kind"], p + ".device_kind");
+      if (k == "cpu") op.device_kind = DeviceKind::Cpu;
+      else if (k == "gpu") op.device_kind = DeviceKind::Gpu;
+      else rd.fail(p + ".device_kind", "cpu or gpu, got \"" + printable(k) + "\"");
+    }
+    if (o.contains("layer")) op.layer = rd.str(o["layer"], p + ".layer");
+    if (o.contains("stream")) op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], p + ".stream", 0, 1023));
+    g.ops.push_back(std::move(op));
+  }
+
+  // Resolve names now that every op is known (inputs may name later ops; finalize finds cycles).
+  std::map<std::string, OpId, std::less<>> ids;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    if (!ids.emplace(g.ops[i].name, static_cast<OpId>(i)).second) {
+      rd.fail("ops[" + std::to_string(i) + "] (\"" + printable(g.ops[i].name) + "\").name",
+              "a unique op name, got a second op named \"" + printable(g.ops[i].name) + "\" (first is ops[" +
+                  std::to_string(ids[g.ops[i].name]) + "])");
+    }
+  }
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const std::string p = "ops[" + std::to_string(i) + "] (\"" + printable(g.ops[i].name) + "\")";
+    for (std::size_t k = 0; k < pending_inputs[i].size(); ++k) {
+      const PendingRef& ref = pending_inputs[i][k];
+      TensorRef t;
+      auto it = ids.find(ref.op);
+      t.output = ref.output;
+      if (it == ids.end() && !ref.explicit_output) {
+        // "name:K" — op names may themselves contain ':' ("aten::mm"), so only a numeric suffix
+        // after the last ':' of a string that is not an op name counts as an output index.
+        const auto colon = ref.op.rfind(':');
+        if (colon != std::string::npos && colon + 1 < ref.op.size() &&
+            ref.op.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
+            ref.op.size() - colon - 1 <= 9) {
+          it = ids.find(std::string_view(ref.op).substr(0, colon));
+          t.output = static_cast<std::int32_t>(std::stol(ref.op.substr(colon + 1)));
+        }
+      }
+      if (it == ids.end()) {
+        rd.fail(p + ".inputs[" + std::to_string(k) + "]",
+                "the name of a producer op in this graph, got unknown \"" + printable(ref.op) + "\"");
+      }
+      t.op = it->second;
+      g.ops[i].inputs.push_back(t);
+    }
+    for (std::size_t k = 0; k < pending_control[i].size(); ++k) {
+      const auto it = ids.find(pending_control[i][k]);
+      if (it == ids.end()) {
+        rd.fail(p + ".control_inputs[" + std::to_string(k) + "]",
+                "the name of an op in this graph, got unknown \"" + printable(pending_control[i][k]) + "\"");
+      }
+      g.ops[i].control_inputs.push_back(it->second);
+    }
+  }
+  g.finalize(origin);
+  return g;
+}
+
+Graph read_graph_json(const std::string& path) { return parse_graph_json(read_text_file(path), path); }
+
+std::string graph_to_json(const Graph& g) {
+  json root = json::object();
+  root["format"] = "placesim-graph";
+  root["version"] = 1;
+  root["name"] = g.name;
+  if (!g.metadata.empty()) root["metadata"] = g.metadata;
+  json ops = json::array();
+  ops.get_ref<json::array_t&>().reserve(g.ops.size());
+  for (const Op& op : g.ops) {
+    json o = json::object();
+    o["name"] = op.name;
+    if (!op.type.empty()) o["type"] = op.type;
+    o["phase"] = to_string(op.phase);
+    if (op.flops.v != 0) o["flops"] = op.flops.v;
+    if (op.bytes_read.v != 0) o["bytes_read"] = op.bytes_read.v;
+    if (op.bytes_written.v != 0) o["bytes_written"] = op.bytes_written.v;
+    if (op.dtype != Dtype::F32) o["dtype"] = to_string(op.dtype);
+    if (op.signature) {
+      json s = json::object();
+      s["op_type"] = op.signature->op_type;
+      s["input_shapes"] = op.signature->input_shapes;
+      s["dtype"] = to_string(op.signature->dtype);
+      o["signature"] = std::move(s);
+    }
+    if (op.measured) o["measured"] = std::to_string(op.measured->ns) + " ns";
+    if (!op.outputs.empty()) {
+      json outs = json::array();
+      for (const TensorOut& t : op.outputs) {
+        if (t.name.empty() && t.shape.empty() && t.dtype == Dtype::F32) {
+          outs.push_back(t.bytes.v);
+          continue;
+        }
+        json jt = json::object();
+        if (!t.name.empty()) jt["name"] = t.name;
+        jt["bytes"] = t.bytes.v;
+        if (!t.shape.empty()) jt["shape"] = t.shape;
+        if (t.dtype != Dtype::F32) jt["dtype"] = to_string(t.dtype);
+        outs.push_back(std::move(jt));
+      }
+      o["outputs"] = std::move(outs);
+    }
+    if (!op.inputs.empty()) {
+      json ins = json::array();
+      for (const TensorRef& in : op.inputs) {
+        const std::string& pn = g.ops[static_cast<std::size_t>(in.op)].name;
+        if (in.output == 0) {
+          ins.push_back(pn);
+        } else {
+          ins.push_back(json{{"op", pn}, {"output", in.output}});
+        }
+      }
+      o["inputs"] = std::move(ins);
+    }
+    if (!op.control_inputs.empty()) {
+      json cs = json::array();
+      for (OpId c : op.control_inputs) cs.push_back(g.ops[static_cast<std::size_t>(c)].name);
+      o["control_inputs"] = std::move(cs);
+    }
+    if (op.persistent.v != 0) o["persistent_bytes"] = op.persistent.v;
+    if (!op.group.empty()) o["group"] = op.group;
+    if (op.device_kind) o["device_kind"] = to_string(*op.device_kind);
+    if (!op.layer.empty()) o["layer"] = op.layer;
+    if (op.stream) o["stream"] = *op.stream;
+    ops.push_back(std::move(o));
+  }
+  root["ops"] = std::move(ops);
+  return root.dump(1) + "\n";
+}
+
+void write_graph_json(const Graph& g, const std::string& path) {
+  write_file_atomic(path, graph_to_json(g));
+}
+
+}  // namespace placesim::sim

@@ -1,0 +1,194 @@
+#include "sim/cluster.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/catalog.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::sim {
+namespace {
+
+std::vector<std::string> link_names(const Cluster& c, const RouteSegment& s) {
+  std::vector<std::string> out;
+  for (const Hop& h : s.hops) out.push_back(c.links[h.link].name);
+  return out;
+}
+
+TEST(Catalog, EveryModelHasSourceAndPositiveNumbers) {
+  const auto names = device_model_names();
+  EXPECT_GE(names.size(), 12u);
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  for (const std::string& n : names) {
+    const DeviceSpec* s = find_device_model(n);
+    ASSERT_NE(s, nullptr) << n;
+    EXPECT_FALSE(s->source.empty()) << n;
+    EXPECT_GT(s->peak_for(Dtype::F32).per_s, 0) << n;
+    EXPECT_GT(s->memory_bandwidth.bytes_per_s, 0) << n;
+    EXPECT_GT(s->memory_capacity.v, 0) << n;
+  }
+  EXPECT_EQ(find_device_model("K80"), nullptr);
+  // One K80 die is half the board: 8.73 / 2 TFLOP/s F32.
+  EXPECT_DOUBLE_EQ(find_device_model("K80-GK210")->peak_for(Dtype::F32).per_s, 4.365e12);
+}
+
+TEST(Cluster, EveryBuiltinLoadsWithRoutesBetweenAllDevices) {
+  const auto names = builtin_cluster_names();
+  for (const char* expected : {"paper-2gpu", "paper-4gpu", "dgx1-v100", "dgx-a100", "hgx-h100",
+                               "pcie-4090x8", "2x-dgx-a100"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  }
+  for (const std::string& n : names) {
+    const Cluster c = load_cluster(n);
+    EXPECT_EQ(c.name, n);
+    for (DeviceId i = 0; i < c.num_devices(); ++i) {
+      for (DeviceId j = 0; j < c.num_devices(); ++j) {
+        if (i != j) EXPECT_FALSE(c.route(i, j).empty()) << n << " " << i << "->" << j;
+      }
+    }
+  }
+}
+
+TEST(Cluster, Paper4gpuPeersBehindOneSwitchAndStagesAcrossBoards) {
+  const Cluster c = load_cluster("paper-4gpu");
+  ASSERT_EQ(c.gpus().size(), 4u);
+  const DeviceId g0 = c.device_index("gpu0"), g1 = c.device_index("gpu1"),
+                 g2 = c.device_index("gpu2"), cpu = c.device_index("cpu0");
+  const Route& same = c.route(g0, g1);
+  ASSERT_EQ(same.segments.size(), 1u);
+  EXPECT_EQ(link_names(c, same.segments[0]), (std::vector<std::string>{"plx0-gpu0", "plx0-gpu1"}));
+  EXPECT_FALSE(same.segments[0].hops[0].forward);
+  EXPECT_TRUE(same.segments[0].hops[1].forward);
+  const Route& across = c.route(g0, g2);
+  ASSERT_TRUE(across.staged());
+  EXPECT_EQ(across.segments[0].to, cpu);
+  EXPECT_EQ(across.segments[1].from, cpu);
+  EXPECT_EQ(across.segments[1].to, g2);
+  EXPECT_DOUBLE_EQ(across.segments[0].bottleneck.bytes_per_s, 15.75e9);
+  EXPECT_EQ(across.segments[0].latency.ns, 2100);
+}
+
+TEST(Cluster, Dgx1HybridCubeMeshMatchesNvidiaSmiTopo) {
+  const Cluster c = load_cluster("dgx1-v100");
+  // NV2 pairs from dgx1v_nvidia-smi-topo.txt get 50 GB/s, NV1 pairs 25 GB/s, single hop.
+  const std::vector<std::pair<int, int>> nv2 = {{0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3}, {4, 7}, {5, 6}, {6, 7}};
+  const std::vector<std::pair<int, int>> nv1 = {{0, 1}, {0, 2}, {1, 3}, {2, 6}, {3, 7}, {4, 5}, {4, 6}, {5, 7}};
+  auto gpu = [&](int i) { return c.device_index("gpu" + std::to_string(i)); };
+  for (const auto& [a, b] : nv2) {
+    const Route& r = c.route(gpu(a), gpu(b));
+    ASSERT_EQ(r.segments.size(), 1u);
+    EXPECT_EQ(r.segments[0].hops.size(), 1u) << a << "-" << b;
+    EXPECT_DOUBLE_EQ(r.segments[0].bottleneck.bytes_per_s, 50e9) << a << "-" << b;
+  }
+  for (const auto& [a, b] : nv1) {
+    const Route& r = c.route(gpu(b), gpu(a));
+    EXPECT_EQ(r.segments[0].hops.size(), 1u) << a << "-" << b;
+    EXPECT_DOUBLE_EQ(r.segments[0].bottleneck.bytes_per_s, 25e9) << a << "-" << b;
+  }
+  // GPU0 and GPU5 share no NVLink (SYS): the route leaves NVLink for PCIe and the CPUs.
+  EXPECT_GT(c.route(gpu(0), gpu(5)).segments[0].hops.size(), 1u);
+}
+
+TEST(Cluster, YamlRoundTripGivesTheSameCluster) {
+  for (const std::string& n : builtin_cluster_names()) {
+    const Cluster a = load_cluster(n);
+    const Cluster b = parse_cluster_yaml(cluster_to_yaml(a), "roundtrip.yaml");
+    ASSERT_EQ(a.devices.size(), b.devices.size()) << n;
+    for (std::size_t i = 0; i < a.devices.size(); ++i) {
+      const DeviceSpec& x = a.devices[i].spec;
+      const DeviceSpec& y = b.devices[i].spec;
+      EXPECT_EQ(a.devices[i].name, b.devices[i].name);
+      EXPECT_EQ(a.devices[i].host, b.devices[i].host);
+      EXPECT_EQ(a.devices[i].node, b.devices[i].node);
+      EXPECT_EQ(x.model, y.model);
+      EXPECT_EQ(x.peak_flops, y.peak_flops) << n << " " << a.devices[i].name;
+      EXPECT_EQ(x.memory_bandwidth, y.memory_bandwidth);
+      EXPECT_EQ(x.memory_capacity, y.memory_capacity);
+      EXPECT_EQ(x.launch_overhead, y.launch_overhead);
+      EXPECT_EQ(x.peer_engines, y.peer_engines);
+      EXPECT_EQ(x.worker_threads, y.worker_threads);
+    }
+    ASSERT_EQ(a.links.size(), b.links.size());
+    for (std::size_t l = 0; l < a.links.size(); ++l) {
+      EXPECT_EQ(a.links[l].name, b.links[l].name);
+      EXPECT_EQ(a.links[l].a, b.links[l].a);
+      EXPECT_EQ(a.links[l].b, b.links[l].b);
+      EXPECT_EQ(a.links[l].bandwidth, b.links[l].bandwidth);
+      EXPECT_EQ(a.links[l].latency, b.links[l].latency);
+      EXPECT_EQ(a.links[l].sharing, b.links[l].sharing);
+    }
+    EXPECT_EQ(a.peer_access, b.peer_access);
+    for (DeviceId i = 0; i < a.num_devices(); ++i) {
+      for (DeviceId j = 0; j < a.num_devices(); ++j) {
+        ASSERT_EQ(a.route(i, j).segments.size(), b.route(i, j).segments.size());
+        for (std::size_t s = 0; s < a.route(i, j).segments.size(); ++s) {
+          EXPECT_EQ(link_names(a, a.route(i, j).segments[s]), link_names(b, b.route(i, j).segments[s]));
+        }
+      }
+    }
+  }
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_cluster_yaml(yaml, "c.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kBase = R"(
+devices:
+  - {name: cpu0, model: Xeon-E5-2690v3}
+  - {name: gpu0, model: K80-GK210}
+  - {name: gpu1, model: K80-GK210}
+switches: [sw0]
+links:
+  - {between: [cpu0, sw0], bandwidth: 12 GB/s}
+  - {between: [gpu0, sw0], bandwidth: 12 GB/s}
+  - {between: [gpu1, sw0], bandwidth: 12 GB/s}
+)";
+
+TEST(Cluster, ExplicitRoutesOverrideAndPeerAccessNoneStages) {
+  EXPECT_EQ(error_of(kBase), "");
+  const Cluster c = parse_cluster_yaml(std::string(kBase) + "peer_access: none\n", "c.yaml");
+  EXPECT_TRUE(c.route(1, 2).staged());
+  EXPECT_EQ(c.devices[1].host, 0);
+}
+
+TEST(Cluster, ErrorsNameKeyPathAndLine) {
+  std::string y = kBase;
+  std::string m = error_of(y.replace(y.rfind("12 GB/s"), 7, "0 GB/s"));
+  EXPECT_NE(m.find("c.yaml: links[2].bandwidth (line 10)"), std::string::npos) << m;
+  y = kBase;
+  m = error_of(y.replace(y.find("[gpu0, sw0]"), 11, "[gpu7, sw0]"));
+  EXPECT_NE(m.find("links[1].between[0]"), std::string::npos) << m;
+  EXPECT_NE(m.find("gpu7"), std::string::npos) << m;
+  y = kBase;
+  m = error_of(y.replace(y.find("name: gpu1"), 10, "name: gpu0"));
+  EXPECT_NE(m.find("devices[2].name"), std::string::npos) << m;
+  y = kBase;
+  m = error_of(y.replace(y.find("  - {between: [gpu1"), 42, ""));
+  EXPECT_NE(m.find("route"), std::string::npos) << m;
+  m = error_of("devices: [\n  {name: a");
+  EXPECT_NE(m.find("c.yaml: line"), std::string::npos) << m;
+  EXPECT_NE(error_of("").find("empty"), std::string::npos);
+  y = kBase;
+  m = error_of(y.replace(y.find("model: K80-GK210"), 16, "model: K81"));
+  EXPECT_NE(m.find("devices[1].model"), std::string::npos) << m;
+  y = kBase;
+  m = error_of(y.replace(y.find("bandwidth: 12 GB/s"), 18, "bandwdth: 12 GB/s"));
+  EXPECT_NE(m.find("unknown key \"bandwdth\""), std::string::npos) << m;
+}
+
+TEST(Cluster, UnknownBuiltinListsTheKnownOnes) {
+  try {
+    load_cluster("paper-3gpu");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("paper-4gpu"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace placesim::sim
