@@ -18,6 +18,7 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -181,10 +182,28 @@ void set_link_bandwidth(sim::Cluster& c, const std::string& kind_prefix, sim::Ba
 void set_pcie_generation(sim::Cluster& c, const std::string& gen, const std::string& origin);
 /// Sets every NVLink connection to `links` bonded links of its generation.
 void set_nvlink_links(sim::Cluster& c, int links, const std::string& origin);
-/// Sets the bandwidth of the host links (those touching a CPU device or a host bridge).
+/// Sets the bandwidth of the host links: those touching a CPU device (its memory bus into the
+/// root complex, which every staged copy and host transfer crosses).
 void set_host_link_bandwidth(sim::Cluster& c, sim::Bandwidth bw);
 void set_peer_access(sim::Cluster& c, bool on);
 void set_gpu_memory(sim::Cluster& c, sim::Bytes capacity);
+
+/// The real evaluator (sweep_eval.cpp): builds the point's cluster (cached per axis values),
+/// takes the workload's graph (all loaded up front), makes the placement with make_placement
+/// (the best of the candidates for a best-of method) and simulates it. Thread-safe.
+class SimulationEvaluator {
+ public:
+  /// Loads the base cluster and every workload; throws sim::InputError naming the spec.
+  explicit SimulationEvaluator(const SweepSpec& spec);
+  ~SimulationEvaluator();
+  SimulationEvaluator(const SimulationEvaluator&) = delete;
+  SimulationEvaluator& operator=(const SimulationEvaluator&) = delete;
+  [[nodiscard]] PointResult operator()(const SweepPoint& point) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// The axis names parse_sweep_spec accepts (prefixes end in '.').
 std::vector<std::string> sweep_axis_names();

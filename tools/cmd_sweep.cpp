@@ -1,5 +1,122 @@
-// TEMPORARY: filled in by the owner of this subcommand.
+// `placesim sweep SPEC.yaml [-o results.csv] [--plot DIR] [--threads N]`: evaluates every point
+// of a topology sweep in parallel (oneTBB threads, MPI ranks under mpirun) into one CSV.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "policy/mpi_util.hpp"
+#include "policy/sweep.hpp"
+#include "sim/error.hpp"
 #include "tools/commands.hpp"
+
 namespace placesim::tools {
-void register_sweep(CLI::App& /*app*/) {}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string find_plot_script() {
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back(exe.parent_path() / "tools" / "plot_sweep.py");
+    candidates.push_back(exe.parent_path().parent_path() / "tools" / "plot_sweep.py");
+  }
+  if (const char* src = std::getenv("PLACESIM_SOURCE_DIR"))
+    candidates.push_back(fs::path(src) / "tools" / "plot_sweep.py");
+  candidates.push_back(fs::path("tools") / "plot_sweep.py");
+  for (const auto& c : candidates)
+    if (fs::is_regular_file(c, ec)) return c.string();
+  return {};
+}
+
+/// Runs the plotting script without a shell, so paths need no quoting.
+int run_plot(const std::string& script, const std::string& csv, const std::string& dir,
+             const std::string& title) {
+  std::vector<std::string> args = {"/usr/bin/python3", script, csv, dir};
+  if (!title.empty()) {
+    args.push_back("--title");
+    args.push_back(title);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+void register_sweep(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Evaluate a topology sweep (docs/sweeps.md) into a CSV, one row per point; resumes an "
+      "interrupted run; splits points across MPI ranks under mpirun");
+  struct Args {
+    std::string spec;
+    std::string out;
+    std::string plot_dir;
+    int threads = 0;
+    bool quiet = false;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("spec", args->spec, "sweep spec YAML")->required();
+  cmd->add_option("-o,--output", args->out, "result CSV (default: <spec name>.csv)");
+  cmd->add_option("--plot", args->plot_dir, "write PNG plots (lines, heatmaps) into this folder");
+  cmd->add_option("--threads", args->threads, "oneTBB threads per rank (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("-q,--quiet", args->quiet, "no progress bar");
+  cmd->callback([args] {
+    policy::MpiRuntime mpi;
+    policy::MpiComm comm(mpi);
+    try {
+      const policy::SweepSpec spec = policy::load_sweep_spec(args->spec);
+      std::string out = args->out;
+      if (out.empty()) out = fs::path(args->spec).stem().string() + ".csv";
+      const policy::SimulationEvaluator evaluator(spec);
+      policy::SweepRunOptions opt;
+      opt.threads = args->threads;
+      opt.comm = &comm;
+      if (!args->quiet) opt.progress = &std::cerr;
+      const policy::SweepRunStats st =
+          policy::run_sweep(spec, [&](const policy::SweepPoint& p) { return evaluator(p); }, out, opt);
+      if (comm.rank() != 0) return;
+      std::cerr << "sweep: " << st.total << " points (" << st.skipped << " already in " << out
+                << ", " << st.evaluated << " evaluated on " << comm.size() << " rank(s)) in "
+                << st.wall_s << " s\n";
+      std::cout << out << "\n";
+      if (!args->plot_dir.empty()) {
+        const std::string script = find_plot_script();
+        if (script.empty())
+          throw sim::InputError("<flag --plot>", "", "tools/plot_sweep.py next to the placesim binary or under $PLACESIM_SOURCE_DIR");
+        std::error_code ec;
+        fs::create_directories(args->plot_dir, ec);
+        const int rc = run_plot(script, out, args->plot_dir, spec.question.empty() ? spec.name : spec.question);
+        if (rc != 0) {
+          std::cerr << "placesim: plotting failed (tools/plot_sweep.py exit " << rc
+                    << "); the CSV is complete\n";
+          throw CliExit{1};
+        }
+      }
+    } catch (const sim::InputError&) {
+      // Every rank sees the same bad input; one message is enough.
+      if (comm.rank() != 0) throw CliExit{2};
+      throw;
+    }
+  });
+}
+
 }  // namespace placesim::tools

@@ -1,0 +1,105 @@
+// The real sweep evaluator: cluster transformation, placement and simulation of one point.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "models/registry.hpp"
+#include "policy/methods.hpp"
+#include "policy/sweep.hpp"
+#include "sim/error.hpp"
+#include "sim/simulate.hpp"
+
+namespace placesim::policy {
+
+struct SimulationEvaluator::Impl {
+  SweepSpec spec;
+  sim::Cluster base;
+  std::vector<sim::Graph> graphs;
+  mutable std::mutex mutex;
+  /// Clusters per axis-value key: every method and workload of a grid point shares one.
+  mutable std::map<std::string, std::shared_ptr<const sim::Cluster>> clusters;
+
+  std::shared_ptr<const sim::Cluster> cluster_for(const SweepPoint& p) const {
+    std::string key;
+    for (const auto& [a, v] : p.axis_values) key += a + "=" + v + "\n";
+    {
+      const std::lock_guard lock(mutex);
+      if (auto it = clusters.find(key); it != clusters.end()) return it->second;
+    }
+    // Built outside the lock; two threads building the same key build equal clusters.
+    auto c = std::make_shared<const sim::Cluster>(apply_axes(spec.base, base, p.axis_values, spec.origin));
+    const std::lock_guard lock(mutex);
+    return clusters.emplace(key, std::move(c)).first->second;
+  }
+};
+
+namespace {
+
+PointResult summarize(const sim::Outcome& o) {
+  PointResult r;
+  r.step_time = o.step_time;
+  r.oom = o.oom;
+  r.unreachable = o.unreachable;
+  for (const auto& d : o.devices) {
+    if (r.peak_memory_device.empty() || d.peak_memory > r.peak_memory) {
+      r.peak_memory = d.peak_memory;
+      r.peak_memory_device = d.name;
+    }
+    if (r.busiest_device.empty() || d.utilization > r.busiest_utilization) {
+      r.busiest_utilization = d.utilization;
+      r.busiest_device = d.name;
+    }
+  }
+  sim::Duration best{-1};
+  for (const auto& l : o.links) {
+    if (l.busy.ns <= 0 || l.busy <= best) continue;
+    best = l.busy;
+    r.most_loaded_link = l.name;
+    r.most_loaded_link_bytes = l.bytes;
+    r.most_loaded_link_busy =
+        o.step_time.ns > 0 ? static_cast<double>(l.busy.ns) / static_cast<double>(o.step_time.ns) : 0.0;
+  }
+  return r;
+}
+
+/// Orders outcomes: runnable before OOM/unreachable, then by step time.
+auto rank_of(const PointResult& r) { return std::make_tuple(r.unreachable, r.oom, r.step_time.ns); }
+
+}  // namespace
+
+SimulationEvaluator::SimulationEvaluator(const SweepSpec& spec) : impl_(std::make_unique<Impl>()) {
+  impl_->spec = spec;
+  impl_->base = make_base_cluster(spec.base, spec.origin);
+  for (const auto& w : spec.workloads) impl_->graphs.push_back(models::load_graph(w.graph, w.options));
+}
+
+SimulationEvaluator::~SimulationEvaluator() = default;
+
+PointResult SimulationEvaluator::operator()(const SweepPoint& p) const {
+  const auto cluster = impl_->cluster_for(p);
+  const sim::Graph& graph = impl_->graphs.at(p.workload);
+  const SweepMethod& method = impl_->spec.methods.at(p.method);
+  sim::SimOptions opts;
+  opts.record_critical_path = false;
+  std::optional<PointResult> best;
+  std::string last_error;
+  for (const std::string& name : method.candidates) {
+    PointResult r;
+    try {
+      const sim::Placement placement = make_placement(name, graph, *cluster);
+      r = summarize(sim::simulate(*cluster, graph, placement, opts));
+    } catch (const sim::InputError& e) {
+      // One candidate that cannot place this graph does not sink a best-of.
+      if (method.candidates.size() == 1) throw;
+      last_error = name + ": " + e.what();
+      continue;
+    }
+    if (method.candidates.size() > 1) r.chosen = name;
+    if (!best || rank_of(r) < rank_of(*best)) best = std::move(r);
+  }
+  if (!best) throw sim::InputError("every candidate failed; last: " + last_error);
+  return *best;
+}
+
+}  // namespace placesim::policy
