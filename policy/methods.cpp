@@ -1,9 +1,35 @@
 // Dispatch from a method name to its implementation (see methods.hpp for the accepted names).
 #include "policy/methods.hpp"
 
+#include <functional>
+#include <map>
+
+#include "policy/baselines.hpp"
+#include "policy/group_dag.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::policy {
+namespace {
+
+using GroupMethod = std::function<GroupPlacement(const GroupDag&, const sim::Graph&,
+                                                 const sim::Cluster&, const MethodOptions&)>;
+
+const std::map<std::string, GroupMethod>& group_methods() {
+  static const std::map<std::string, GroupMethod> methods = {
+      {"round-robin", [](const GroupDag& d, const sim::Graph&, const sim::Cluster& c,
+                         const MethodOptions&) { return place_round_robin(d, c); }},
+      {"expert", place_expert},
+      {"scotch", place_scotch},
+      {"metis", place_metis},
+      {"heft", place_heft},
+      {"m-topo", place_m_topo},
+      {"m-etf", place_m_etf},
+      {"m-sct", place_m_sct},
+  };
+  return methods;
+}
+
+}  // namespace
 
 std::vector<std::string> method_names() {
   return {"single-cpu", "single-gpu", "round-robin", "random:1", "expert", "scotch",
@@ -11,8 +37,17 @@ std::vector<std::string> method_names() {
 }
 
 sim::Placement make_placement(const std::string& method, const sim::Graph& graph,
-                              const sim::Cluster& cluster, const MethodOptions& /*options*/) {
-  if (auto p = sim::builtin_placement(method, graph, cluster)) return *p;
+                              const sim::Cluster& cluster, const MethodOptions& options) {
+  if (cluster.num_devices() == 0)
+    throw sim::InputError(cluster.source_file, "devices", "at least one device, got none");
+  const auto it = group_methods().find(method);
+  if (it != group_methods().end()) {
+    const GroupDag dag = build_group_dag(graph);
+    return dag.expand(it->second(dag, graph, cluster, options));
+  }
+  if (method == "single-cpu" || method == "single-gpu" || method.rfind("random:", 0) == 0) {
+    if (auto p = sim::builtin_placement(method, graph, cluster)) return *p;
+  }
   throw sim::InputError("<flag --method>", "",
                         "one of single-cpu, single-gpu, round-robin, random:SEED, expert, "
                         "scotch, metis, heft, m-topo, m-etf, m-sct, got \"" + method + "\"");

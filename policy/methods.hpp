@@ -6,6 +6,7 @@
 //   for (const auto& name : policy::method_names()) ...
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace placesim::policy {
 
 struct MethodOptions {
   sim::KernelCostModel costs;              ///< the cost model methods use for op times
+  std::uint64_t seed = 1;                  ///< seed of the randomised partitioners (scotch, metis)
 };
 
 sim::Placement make_placement(const std::string& method, const sim::Graph& graph,

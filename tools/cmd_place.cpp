@@ -1,5 +1,112 @@
-// TEMPORARY: filled in by the owner of this subcommand.
+// `placesim place` (one method, a placement file) and `placesim compare` (every method, a table).
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "models/registry.hpp"
+#include "policy/compare.hpp"
+#include "policy/methods.hpp"
+#include "sim/error.hpp"
+#include "sim/io_util.hpp"
+#include "sim/simulate.hpp"
 #include "tools/commands.hpp"
+
 namespace placesim::tools {
-void register_place(CLI::App& /*app*/) {}
+namespace {
+
+struct Common {
+  std::string graph, graph_opt, cluster, calibration;
+  std::uint64_t seed = 1;
+};
+
+void add_common(CLI::App* cmd, Common& c) {
+  cmd->add_option("--graph", c.graph, "built-in workload (rnnlm, nmt, inception_v3, ...) or graph file")->required();
+  cmd->add_option("--graph-opt", c.graph_opt, "workload options, k=v,k=v (e.g. batch=64,layers=2)");
+  cmd->add_option("--cluster", c.cluster, "built-in cluster (paper-2gpu, paper-4gpu, ...) or YAML file")->required();
+  cmd->add_option("--calibration", c.calibration, "calibration YAML for the kernel cost model");
+  cmd->add_option("--seed", c.seed, "seed of the randomised partitioners (scotch, metis)");
+}
+
+policy::MethodOptions method_options(const Common& c) {
+  policy::MethodOptions o;
+  o.seed = c.seed;
+  if (!c.calibration.empty())
+    o.costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(c.calibration)));
+  return o;
+}
+
+std::vector<std::string> split_methods(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) throw sim::InputError("<flag --methods>", "", "a comma-separated list of methods, got \"" + text + "\"");
+  return out;
+}
+
+}  // namespace
+
+void register_place(CLI::App& app) {
+  auto place_opts = std::make_shared<Common>();
+  auto method = std::make_shared<std::string>();
+  auto output = std::make_shared<std::string>();
+  CLI::App* place = app.add_subcommand("place", "place a graph with one method and write the placement file");
+  add_common(place, *place_opts);
+  place->add_option("--method", *method,
+                    "single-cpu, single-gpu, round-robin, random:SEED, expert, scotch, metis, heft, m-topo, m-etf, m-sct")
+      ->required();
+  place->add_option("-o,--output", *output, "placement JSON to write")->required();
+  place->callback([place_opts, method, output] {
+    const sim::Graph g = models::load_graph(place_opts->graph, place_opts->graph_opt);
+    const sim::Cluster c = sim::load_cluster(place_opts->cluster);
+    const policy::MethodOptions mo = method_options(*place_opts);
+    const auto t0 = std::chrono::steady_clock::now();
+    const sim::Placement p = policy::make_placement(*method, g, c, mo);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sim::SimOptions so;
+    so.record_critical_path = false;
+    const sim::Outcome o = sim::simulate(c, g, p, so, mo.costs);
+    sim::PlacementMetadata md;
+    md.method = *method;
+    md.graph = g.name;
+    md.cluster = c.name;
+    md.predicted_step_time_s = o.step_time.seconds();
+    if (*method == "scotch" || *method == "metis") md.seed = place_opts->seed;
+    if (method->rfind("random:", 0) == 0) md.seed = std::stoull(method->substr(7));
+    if (!place_opts->graph_opt.empty()) md.extra["graph_options"] = place_opts->graph_opt;
+    md.extra["oom"] = o.oom ? "true" : "false";
+    md.extra["method_wall_s"] = std::to_string(wall);
+    sim::write_placement_json(sim::to_placement_file(p, g, c, md), *output);
+    std::cout << *method << ": predicted step time " << o.step_time.seconds() << " s"
+              << (o.oom ? " (OOM on " + o.oom_devices.front().device_name + ")" : std::string())
+              << ", placement written to " << *output << "\n";
+  });
+
+  auto cmp_opts = std::make_shared<Common>();
+  auto methods = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto csv = std::make_shared<std::string>();
+  CLI::App* compare = app.add_subcommand("compare", "run every placement method on one graph and cluster, side by side");
+  add_common(compare, *cmp_opts);
+  compare->add_option("--methods", *methods, "comma-separated methods (default: all baselines)");
+  compare->add_flag("--json", *json, "print the rows as JSON instead of a table");
+  compare->add_option("--csv", *csv, "also write the rows as CSV to this file");
+  compare->callback([cmp_opts, methods, json, csv] {
+    const std::vector<std::string> names = methods->empty() ? policy::method_names() : split_methods(*methods);
+    const sim::Graph g = models::load_graph(cmp_opts->graph, cmp_opts->graph_opt);
+    const sim::Cluster c = sim::load_cluster(cmp_opts->cluster);
+    const auto rows = policy::compare_methods(g, c, names, method_options(*cmp_opts));
+    if (!csv->empty()) sim::write_file_atomic(*csv, policy::compare_to_csv(rows));
+    if (*json) {
+      std::cout << policy::compare_to_json(rows);
+    } else {
+      std::cout << "graph " << g.name << " (" << g.num_ops() << " ops) on cluster " << c.name << "\n"
+                << policy::format_compare_table(rows);
+    }
+  });
+}
+
 }  // namespace placesim::tools
