@@ -1,0 +1,510 @@
+#include "models/builder.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <numeric>
+#include <utility>
+
+#include "sim/error.hpp"
+
+namespace placesim::models {
+
+std::int64_t num_elements(const Shape& s) {
+  std::int64_t n = 1;
+  for (const std::int64_t d : s) n *= d;
+  return n;
+}
+
+std::int64_t tensor_bytes(const Tensor& t) {
+  return num_elements(t.shape) * sim::dtype_size(t.dtype);
+}
+
+std::optional<Optimizer> parse_optimizer(std::string_view s) {
+  if (s == "sgd") return Optimizer::Sgd;
+  if (s == "momentum") return Optimizer::Momentum;
+  if (s == "adam") return Optimizer::Adam;
+  if (s == "rmsprop") return Optimizer::RmsProp;
+  return std::nullopt;
+}
+
+std::string to_string(Optimizer o) {
+  switch (o) {
+    case Optimizer::Sgd: return "sgd";
+    case Optimizer::Momentum: return "momentum";
+    case Optimizer::Adam: return "adam";
+    case Optimizer::RmsProp: return "rmsprop";
+  }
+  return "sgd";
+}
+
+int optimizer_slots(Optimizer o) {
+  switch (o) {
+    case Optimizer::Sgd: return 0;
+    case Optimizer::Momentum: return 1;
+    case Optimizer::Adam: return 2;
+    case Optimizer::RmsProp: return 2;
+  }
+  return 0;
+}
+
+namespace {
+
+// FLOPs per parameter element of one update (TensorFlow's Apply* kernels).
+double update_flops_per_elem(Optimizer o) {
+  switch (o) {
+    case Optimizer::Sgd: return 2;
+    case Optimizer::Momentum: return 4;
+    case Optimizer::Adam: return 10;
+    case Optimizer::RmsProp: return 8;
+  }
+  return 2;
+}
+
+std::string update_type(Optimizer o, bool sparse) {
+  std::string base;
+  switch (o) {
+    case Optimizer::Sgd: base = "GradientDescent"; break;
+    case Optimizer::Momentum: base = "Momentum"; break;
+    case Optimizer::Adam: base = "Adam"; break;
+    case Optimizer::RmsProp: base = "RMSProp"; break;
+  }
+  return (sparse ? "SparseApply" : "Apply") + base;
+}
+
+double d(std::int64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+GraphBuilder::GraphBuilder(std::string name) { g_.name = std::move(name); }
+
+Tensor GraphBuilder::out_of(sim::OpId op, int out) const {
+  const auto& o = g_.ops[static_cast<std::size_t>(op)].outputs[static_cast<std::size_t>(out)];
+  return Tensor{op, out, o.shape, o.dtype};
+}
+
+sim::OpId GraphBuilder::add(sim::Op op) {
+  std::int64_t rd = 0;
+  sim::Signature sig;
+  sig.op_type = op.type;
+  sig.dtype = op.dtype;
+  for (const auto& in : op.inputs) {
+    const auto& t = g_.ops[static_cast<std::size_t>(in.op)].outputs[static_cast<std::size_t>(in.output)];
+    rd += t.bytes.v;
+    sig.input_shapes.push_back(t.shape);
+  }
+  std::int64_t wr = 0;
+  for (const auto& o : op.outputs) wr += o.bytes.v;
+  op.bytes_read = sim::Bytes{rd};
+  op.bytes_written = sim::Bytes{wr};
+  op.signature = std::move(sig);
+  const sim::OpId id = g_.add_op(std::move(op));
+  info_.emplace_back();
+  return id;
+}
+
+Tensor GraphBuilder::input(const std::string& name, Shape shape, sim::Dtype dtype) {
+  sim::Op op;
+  op.name = layer_.empty() ? name : layer_ + "/" + name;
+  op.type = "Placeholder";
+  op.dtype = dtype;
+  op.layer = layer_;
+  op.phase = sim::Phase::Other;
+  op.outputs.push_back({.bytes = sim::Bytes{num_elements(shape) * sim::dtype_size(dtype)},
+                        .shape = shape, .dtype = dtype});
+  return out_of(add(std::move(op)), 0);
+}
+
+Tensor GraphBuilder::variable(const std::string& name, Shape shape) {
+  sim::Op op;
+  op.name = layer_.empty() ? name : layer_ + "/" + name;
+  op.type = "VariableV2";
+  op.layer = layer_;
+  op.phase = sim::Phase::Other;
+  op.group = op.name;
+  const std::int64_t bytes = num_elements(shape) * 4;
+  op.persistent = sim::Bytes{bytes};
+  op.outputs.push_back({.bytes = sim::Bytes{bytes}, .shape = shape});
+  params_ += num_elements(shape);
+  const sim::OpId id = add(std::move(op));
+  info_[static_cast<std::size_t>(id)].needs_grad = true;
+  variables_.push_back(id);
+  return out_of(id, 0);
+}
+
+std::vector<Tensor> GraphBuilder::op(const std::string& name, const std::string& type,
+                                     const std::vector<Tensor>& inputs,
+                                     const std::vector<Shape>& out_shapes, double flops,
+                                     std::vector<GradRule> grads, sim::Dtype out_dtype) {
+  sim::Op op;
+  op.name = layer_.empty() ? name : layer_ + "/" + name;
+  op.type = type;
+  op.layer = layer_;
+  op.phase = sim::Phase::Forward;
+  op.group = op.name;
+  op.flops = sim::Flops{flops};
+  bool needs = false;
+  for (const auto& t : inputs) {
+    assert(t.op >= 0);
+    op.inputs.push_back({t.op, t.out});
+    needs = needs || info_[static_cast<std::size_t>(t.op)].needs_grad;
+  }
+  for (const auto& s : out_shapes) {
+    op.outputs.push_back({.bytes = sim::Bytes{num_elements(s) * sim::dtype_size(out_dtype)},
+                          .shape = s, .dtype = out_dtype});
+  }
+  const sim::OpId id = add(std::move(op));
+  info_[static_cast<std::size_t>(id)].needs_grad = needs;
+  info_[static_cast<std::size_t>(id)].grads = std::move(grads);
+  std::vector<Tensor> outs;
+  for (std::size_t i = 0; i < out_shapes.size(); ++i) outs.push_back(out_of(id, static_cast<int>(i)));
+  return outs;
+}
+
+Tensor GraphBuilder::matmul(const std::string& name, const Tensor& a, const Tensor& b,
+                            bool transpose_b) {
+  assert(a.shape.size() == 2 && b.shape.size() == 2);
+  const std::int64_t m = a.shape[0], k = a.shape[1];
+  const std::int64_t n = transpose_b ? b.shape[0] : b.shape[1];
+  assert((transpose_b ? b.shape[1] : b.shape[0]) == k);
+  const double f = 2.0 * d(m) * d(n) * d(k);
+  return op(name, "MatMul", {a, b}, {{m, n}}, f,
+            {GradRule{.type = "MatMul", .flops = f, .wrt = {0}, .saved_inputs = {1}},
+             GradRule{.type = "MatMul", .flops = f, .wrt = {1}, .saved_inputs = {0}}})[0];
+}
+
+Tensor GraphBuilder::batch_matmul(const std::string& name, const Tensor& a, const Tensor& b) {
+  const std::size_t r = a.shape.size();
+  assert(r >= 3 && b.shape.size() == r);
+  const std::int64_t m = a.shape[r - 2], k = a.shape[r - 1], n = b.shape[r - 1];
+  std::int64_t batch = 1;
+  for (std::size_t i = 0; i + 2 < r; ++i) batch *= a.shape[i];
+  Shape out = a.shape;
+  out[r - 1] = n;
+  const double f = 2.0 * d(batch) * d(m) * d(n) * d(k);
+  return op(name, "BatchMatMul", {a, b}, {out}, f,
+            {GradRule{.type = "BatchMatMul", .flops = f, .wrt = {0}, .saved_inputs = {1}},
+             GradRule{.type = "BatchMatMul", .flops = f, .wrt = {1}, .saved_inputs = {0}}})[0];
+}
+
+Tensor GraphBuilder::bias_add(const std::string& name, const Tensor& x, const Tensor& bias) {
+  const double n = d(num_elements(x.shape));
+  return op(name, "BiasAdd", {x, bias}, {x.shape}, n,
+            {GradRule{.wrt = {0}, .passthrough = true},
+             GradRule{.type = "BiasAddGrad", .flops = n, .wrt = {1}}})[0];
+}
+
+Tensor GraphBuilder::unary(const std::string& name, const std::string& type, const Tensor& x,
+                           double flops_per_elem, bool grad_reads_output) {
+  const double n = d(num_elements(x.shape));
+  GradRule g{.type = type + "Grad", .flops = n * std::max(1.0, flops_per_elem), .wrt = {0}};
+  if (grad_reads_output) {
+    g.saved_outputs = {0};
+  } else {
+    g.saved_inputs = {0};
+  }
+  return op(name, type, {x}, {x.shape}, n * flops_per_elem, {g})[0];
+}
+
+Tensor GraphBuilder::add(const std::string& name, const Tensor& a, const Tensor& b) {
+  const Tensor& big = num_elements(a.shape) >= num_elements(b.shape) ? a : b;
+  const double n = d(num_elements(big.shape));
+  std::vector<GradRule> rules;
+  for (int i = 0; i < 2; ++i) {
+    const Tensor& t = i == 0 ? a : b;
+    if (t.shape == big.shape) {
+      rules.push_back(GradRule{.wrt = {i}, .passthrough = true});
+    } else {
+      // Broadcast input: its gradient sums the output gradient over the broadcast axes.
+      rules.push_back(GradRule{.type = "Sum", .flops = n, .wrt = {i}});
+    }
+  }
+  return op(name, "Add", {a, b}, {big.shape}, n, std::move(rules))[0];
+}
+
+Tensor GraphBuilder::mul(const std::string& name, const Tensor& a, const Tensor& b) {
+  const Tensor& big = num_elements(a.shape) >= num_elements(b.shape) ? a : b;
+  const double n = d(num_elements(big.shape));
+  std::vector<GradRule> rules;
+  for (int i = 0; i < 2; ++i) {
+    const Tensor& t = i == 0 ? a : b;
+    // A broadcast operand's gradient is the product summed over the broadcast axes.
+    rules.push_back(GradRule{.type = t.shape == big.shape ? "Mul" : "MulSum",
+                             .flops = t.shape == big.shape ? n : 2 * n,
+                             .wrt = {i}, .saved_inputs = {1 - i}});
+  }
+  return op(name, "Mul", {a, b}, {big.shape}, n, std::move(rules))[0];
+}
+
+Tensor GraphBuilder::concat(const std::string& name, const std::vector<Tensor>& xs, int axis) {
+  Shape out = xs.at(0).shape;
+  const auto ax = static_cast<std::size_t>(axis);
+  out[ax] = 0;
+  std::vector<GradRule> rules;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    out[ax] += xs[i].shape[ax];
+    rules.push_back(GradRule{.type = "Slice", .flops = 0, .wrt = {static_cast<int>(i)}});
+  }
+  return op(name, "ConcatV2", xs, {out}, 0, std::move(rules))[0];
+}
+
+std::vector<Tensor> GraphBuilder::split(const std::string& name, const Tensor& x, int axis,
+                                        int parts) {
+  Shape part = x.shape;
+  const auto ax = static_cast<std::size_t>(axis);
+  assert(part[ax] % parts == 0);
+  part[ax] /= parts;
+  return op(name, "Split", {x}, std::vector<Shape>(static_cast<std::size_t>(parts), part), 0,
+            {GradRule{.type = "ConcatV2", .flops = 0, .wrt = {0}}});
+}
+
+Tensor GraphBuilder::reshape(const std::string& name, const Tensor& x, Shape shape) {
+  assert(num_elements(shape) == num_elements(x.shape));
+  return op(name, "Reshape", {x}, {std::move(shape)}, 0,
+            {GradRule{.type = "Reshape", .flops = 0, .wrt = {0}}})[0];
+}
+
+Tensor GraphBuilder::gather(const std::string& name, const Tensor& params, const Tensor& ids) {
+  Shape out = ids.shape;
+  out.push_back(params.shape.at(1));
+  // TensorFlow returns the gradient as IndexedSlices: values [ids..., E], not a dense [V, E].
+  return op(name, "Gather", {params, ids}, {out}, 0,
+            {GradRule{.type = "GatherGrad", .flops = 0, .wrt = {0}, .saved_inputs = {1},
+                      .out_shapes = {out}}})[0];
+}
+
+Tensor GraphBuilder::softmax(const std::string& name, const Tensor& x) {
+  const double n = d(num_elements(x.shape));
+  return op(name, "Softmax", {x}, {x.shape}, 5 * n,
+            {GradRule{.type = "SoftmaxGrad", .flops = 3 * n, .wrt = {0}, .saved_outputs = {0}}})[0];
+}
+
+Tensor GraphBuilder::sparse_softmax_xent(const std::string& name, const Tensor& logits,
+                                         const Tensor& labels) {
+  const double n = d(num_elements(logits.shape));
+  // Outputs: per-example loss and the backprop (softmax - onehot), as TensorFlow's kernel does.
+  const auto outs = op(name, "SparseSoftmaxCrossEntropyWithLogits", {logits, labels},
+                       {{logits.shape[0]}, logits.shape}, 6 * n,
+                       {GradRule{.type = "Mul", .flops = n, .wrt = {0}, .saved_outputs = {1}}});
+  return outs[0];
+}
+
+Tensor GraphBuilder::reduce_mean(const std::string& name, const Tensor& x) {
+  const double n = d(num_elements(x.shape));
+  return op(name, "Mean", {x}, {Shape{}}, n,
+            {GradRule{.type = "MeanGrad", .flops = n, .wrt = {0}}})[0];
+}
+
+Tensor GraphBuilder::add_n(const std::string& name, const std::vector<Tensor>& xs) {
+  std::vector<GradRule> rules;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    rules.push_back(GradRule{.wrt = {static_cast<int>(i)}, .passthrough = true});
+  }
+  const double n = d(num_elements(xs.at(0).shape)) * d(static_cast<std::int64_t>(xs.size()) - 1);
+  return op(name, "AddN", xs, {xs[0].shape}, n, std::move(rules))[0];
+}
+
+Tensor GraphBuilder::conv2d(const std::string& name, const Tensor& x, const Tensor& filter,
+                            int stride, bool same) {
+  assert(x.shape.size() == 4 && filter.shape.size() == 4 && filter.shape[2] == x.shape[3]);
+  const std::int64_t n = x.shape[0], h = x.shape[1], w = x.shape[2], cin = x.shape[3];
+  const std::int64_t kh = filter.shape[0], kw = filter.shape[1], cout = filter.shape[3];
+  const std::int64_t ho = same ? (h + stride - 1) / stride : (h - kh) / stride + 1;
+  const std::int64_t wo = same ? (w + stride - 1) / stride : (w - kw) / stride + 1;
+  const double f = 2.0 * d(n) * d(ho) * d(wo) * d(cout) * d(kh) * d(kw) * d(cin);
+  return op(name, "Conv2D", {x, filter}, {{n, ho, wo, cout}}, f,
+            {GradRule{.type = "Conv2DBackpropInput", .flops = f, .wrt = {0}, .saved_inputs = {1}},
+             GradRule{.type = "Conv2DBackpropFilter", .flops = f, .wrt = {1},
+                      .saved_inputs = {0}}})[0];
+}
+
+Tensor GraphBuilder::batch_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
+                                const Tensor& beta) {
+  const double n = d(num_elements(x.shape));
+  const Shape c{x.shape.back()};
+  // Outputs: y, batch mean, batch variance (the latter two saved for the gradient).
+  const auto outs = op(name, "FusedBatchNorm", {x, gamma, beta}, {x.shape, c, c}, 5 * n,
+                       {GradRule{.type = "FusedBatchNormGrad", .flops = 8 * n, .wrt = {0, 1, 2},
+                                 .saved_inputs = {0, 1}, .saved_outputs = {1, 2}}});
+  return outs[0];
+}
+
+Tensor GraphBuilder::layer_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
+                                const Tensor& beta) {
+  const double n = d(num_elements(x.shape));
+  Shape stats = x.shape;
+  stats.back() = 1;
+  const auto outs = op(name, "LayerNorm", {x, gamma, beta}, {x.shape, stats, stats}, 5 * n,
+                       {GradRule{.type = "LayerNormGrad", .flops = 8 * n, .wrt = {0, 1, 2},
+                                 .saved_inputs = {0, 1}, .saved_outputs = {1, 2}}});
+  return outs[0];
+}
+
+Tensor GraphBuilder::pool(const std::string& name, const std::string& type, const Tensor& x,
+                          int k, int stride, bool same) {
+  const std::int64_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  const std::int64_t ho = same ? (h + stride - 1) / stride : (h - k) / stride + 1;
+  const std::int64_t wo = same ? (w + stride - 1) / stride : (w - k) / stride + 1;
+  const Shape out{n, ho, wo, c};
+  const double f = d(num_elements(out)) * k * k;
+  GradRule g{.type = type + "Grad", .flops = f, .wrt = {0}};
+  if (type == "MaxPool") {
+    g.saved_inputs = {0};
+    g.saved_outputs = {0};
+  }
+  return op(name, type, {x}, {out}, f, {g})[0];
+}
+
+void GraphBuilder::contribute(const Tensor& target, const Tensor& grad, const std::string& group,
+                              Accumulation acc) {
+  const auto key = std::make_pair(target.op, target.out);
+  auto& list = grad_[key];
+  if (list.empty() || acc == Accumulation::AddN) {
+    list.push_back(grad);
+    return;
+  }
+  // Chain: sum as soon as a contribution arrives, so one partial sum is live at a time.
+  const int k = ++acc_count_[key];
+  const auto& target_op = g_.ops[static_cast<std::size_t>(target.op)];
+  sim::Op op;
+  op.name = "gradients/" + target_op.name + "_" + std::to_string(target.out) + "/acc_" +
+            std::to_string(k);
+  op.type = "Add";
+  op.layer = target_op.layer;
+  op.phase = sim::Phase::Backward;
+  op.group = group;
+  // A dense gradient plus IndexedSlices is dense (a tied embedding): keep the larger shape.
+  const Tensor& big = num_elements(list[0].shape) >= num_elements(grad.shape) ? list[0] : grad;
+  op.flops = sim::Flops{d(num_elements(big.shape))};
+  op.inputs = {{list[0].op, list[0].out}, {grad.op, grad.out}};
+  op.outputs.push_back({.bytes = sim::Bytes{tensor_bytes(big)}, .shape = big.shape,
+                        .dtype = big.dtype});
+  list[0] = out_of(add(std::move(op)), 0);
+}
+
+std::optional<Tensor> GraphBuilder::gradient_of(const Tensor& t, Accumulation acc) {
+  const auto key = std::make_pair(t.op, t.out);
+  const auto it = grad_.find(key);
+  if (it == grad_.end() || it->second.empty()) return std::nullopt;
+  auto& list = it->second;
+  if (list.size() == 1) return list[0];
+  assert(acc == Accumulation::AddN);
+  (void)acc;
+  const auto& target_op = g_.ops[static_cast<std::size_t>(t.op)];
+  sim::Op op;
+  op.name = "gradients/" + target_op.name + "_" + std::to_string(t.out) + "/AddN";
+  op.type = "AddN";
+  op.layer = target_op.layer;
+  op.phase = sim::Phase::Backward;
+  std::size_t big = 0;
+  for (std::size_t i = 1; i < list.size(); ++i) {
+    if (num_elements(list[i].shape) > num_elements(list[big].shape)) big = i;
+  }
+  op.flops = sim::Flops{d(num_elements(list[big].shape)) * d(static_cast<std::int64_t>(list.size()) - 1)};
+  for (const auto& x : list) op.inputs.push_back({x.op, x.out});
+  op.outputs.push_back({.bytes = sim::Bytes{tensor_bytes(list[big])}, .shape = list[big].shape,
+                        .dtype = list[big].dtype});
+  const Tensor sum = out_of(add(std::move(op)), 0);
+  list.assign(1, sum);
+  return sum;
+}
+
+void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
+  assert(!trained_);
+  trained_ = true;
+  const sim::OpId last = loss.op;
+  for (sim::OpId f = last; f >= 0; --f) {
+    const auto fi = static_cast<std::size_t>(f);
+    if (!info_[fi].needs_grad || info_[fi].grads.empty()) continue;
+    // Copies: adding ops below may reallocate g_.ops.
+    const std::string fname = g_.ops[fi].name;
+    const std::string fgroup = g_.ops[fi].group;
+    const std::string flayer = g_.ops[fi].layer;
+    const std::vector<sim::TensorRef> fin = g_.ops[fi].inputs;
+    const std::size_t nout = g_.ops[fi].outputs.size();
+    std::vector<std::optional<Tensor>> dy(nout);
+    bool any = f == last;
+    for (std::size_t o = 0; o < nout; ++o) {
+      dy[o] = gradient_of(out_of(f, static_cast<int>(o)), acc);
+      any = any || dy[o].has_value();
+    }
+    if (!any) continue;
+    const std::vector<GradRule> rules = info_[fi].grads;
+    for (std::size_t r = 0; r < rules.size(); ++r) {
+      const GradRule& rule = rules[r];
+      std::vector<int> wanted;
+      for (const int i : rule.wrt) {
+        const auto& ref = fin[static_cast<std::size_t>(i)];
+        if (info_[static_cast<std::size_t>(ref.op)].needs_grad) wanted.push_back(i);
+      }
+      if (wanted.empty()) continue;
+      if (rule.passthrough) {
+        if (!dy[0]) continue;
+        for (const int i : wanted) {
+          const auto& ref = fin[static_cast<std::size_t>(i)];
+          contribute(out_of(ref.op, ref.output), *dy[0], fgroup, acc);
+        }
+        continue;
+      }
+      sim::Op op;
+      op.name = "gradients/" + fname + "_grad/" + rule.type +
+                (rules.size() > 1 ? "_" + std::to_string(r) : std::string{});
+      op.type = rule.type;
+      op.layer = flayer;
+      op.phase = sim::Phase::Backward;
+      op.group = fgroup;
+      op.flops = sim::Flops{rule.flops};
+      for (const auto& t : dy) {
+        if (t) op.inputs.push_back({t->op, t->out});
+      }
+      for (const int i : rule.saved_inputs) op.inputs.push_back(fin[static_cast<std::size_t>(i)]);
+      for (const int o : rule.saved_outputs) op.inputs.push_back({f, o});
+      std::vector<Tensor> targets;
+      for (std::size_t w = 0; w < rule.wrt.size(); ++w) {
+        const int i = rule.wrt[w];
+        if (std::find(wanted.begin(), wanted.end(), i) == wanted.end()) continue;
+        const auto& ref = fin[static_cast<std::size_t>(i)];
+        const Tensor target = out_of(ref.op, ref.output);
+        const Shape s = w < rule.out_shapes.size() ? rule.out_shapes[w] : target.shape;
+        op.outputs.push_back({.bytes = sim::Bytes{num_elements(s) * sim::dtype_size(target.dtype)},
+                              .shape = s, .dtype = target.dtype});
+        targets.push_back(target);
+      }
+      const sim::OpId gid = add(std::move(op));
+      for (std::size_t k = 0; k < targets.size(); ++k) {
+        contribute(targets[k], out_of(gid, static_cast<int>(k)), fgroup, acc);
+      }
+    }
+  }
+  const int slots = optimizer_slots(opt);
+  for (const sim::OpId v : variables_) {
+    const Tensor var = out_of(v, 0);
+    const auto g = gradient_of(var, acc);
+    if (!g) continue;
+    const auto& vop = g_.ops[static_cast<std::size_t>(v)];
+    const bool sparse = g->shape != var.shape;
+    const std::int64_t bytes = tensor_bytes(var);
+    const double elems = d(num_elements(g->shape));
+    sim::Op op;
+    op.name = "update/" + vop.name;
+    op.type = update_type(opt, sparse);
+    op.layer = vop.layer;
+    op.phase = sim::Phase::Update;
+    op.group = vop.group;
+    op.flops = sim::Flops{elems * update_flops_per_elem(opt)};
+    op.inputs = {{v, 0}, {g->op, g->out}};
+    op.persistent = sim::Bytes{bytes * slots};
+    const sim::OpId u = add(std::move(op));
+    // Kernel traffic: the touched rows of the parameter and its slots, read and written.
+    const std::int64_t touched = tensor_bytes(*g);
+    g_.ops[static_cast<std::size_t>(u)].bytes_read = sim::Bytes{touched * (2 + slots)};
+    g_.ops[static_cast<std::size_t>(u)].bytes_written = sim::Bytes{touched * (1 + slots)};
+  }
+}
+
+sim::Graph GraphBuilder::finish(std::map<std::string, std::string> metadata) {
+  g_.metadata = std::move(metadata);
+  g_.finalize("<builder " + g_.name + ">");
+  return std::move(g_);
+}
+
+}  // namespace placesim::models

@@ -1,0 +1,149 @@
+// Building one training step (forward, backward, optimizer update) op by op. A builder records
+// forward ops with a gradient rule each; train() derives the backward ops in reverse creation
+// order (reverse-mode differentiation, as tf.gradients does), accumulates gradients of tensors
+// with several consumers, and adds one optimizer update op per variable. Used by the built-in
+// workloads and by the ONNX importer.
+//
+//   GraphBuilder b("mlp");
+//   b.scope("fc1");
+//   Tensor x = b.input("x", {64, 784});
+//   Tensor w = b.variable("w", {784, 256});
+//   Tensor y = b.matmul("mm", x, w);
+//   Tensor loss = b.reduce_mean("loss", y);
+//   b.train(loss, Optimizer::Adam);
+//   sim::Graph g = b.finish({{"builder", "mlp"}});
+//
+// Co-location, as TensorFlow forces it in Mirhoseini et al. 2017: a forward op, its gradient ops
+// share one group (colocate_gradients_with_ops); a variable and its update op share one group.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/graph.hpp"
+
+namespace placesim::models {
+
+using Shape = std::vector<std::int64_t>;
+
+struct Tensor {
+  sim::OpId op = -1;
+  std::int32_t out = 0;
+  Shape shape;
+  sim::Dtype dtype = sim::Dtype::F32;
+};
+
+std::int64_t num_elements(const Shape& s);
+std::int64_t tensor_bytes(const Tensor& t);
+
+enum class Optimizer { Sgd, Momentum, Adam, RmsProp };
+/// "sgd", "momentum", "adam", "rmsprop"; nullopt otherwise.
+std::optional<Optimizer> parse_optimizer(std::string_view s);
+std::string to_string(Optimizer o);
+/// Optimizer state tensors per parameter (Adam: m and v; momentum: one; RMSProp: ms and mom).
+int optimizer_slots(Optimizer o);
+
+/// How gradients of a tensor with several consumers are summed. Chain: a running Add as each
+/// contribution arrives (what a while-loop RNN's accumulator does; one gradient live at a time).
+/// AddN: one AddN over all contributions (tf.gradients' default on a statically unrolled graph;
+/// every per-step weight gradient stays live until the sum).
+enum class Accumulation { Chain, AddN };
+
+/// How to compute the gradient of some inputs of a forward op.
+struct GradRule {
+  std::string type;                ///< op type of the gradient op, e.g. "Conv2DBackpropFilter"
+  double flops = 0.0;
+  std::vector<int> wrt;            ///< forward input indices whose gradients it produces
+  std::vector<int> saved_inputs;   ///< forward inputs it reads besides the output gradients
+  std::vector<int> saved_outputs;  ///< forward outputs it reads
+  /// Output shapes when they differ from the inputs' (IndexedSlices of a Gather gradient).
+  std::vector<Shape> out_shapes;
+  /// The gradient is the output gradient itself (Identity/Add/Reshape-like): no op.
+  bool passthrough = false;
+};
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(std::string name);
+
+  /// Layer/module path for the ops that follow, e.g. "encoder/lstm_1".
+  void scope(std::string layer) { layer_ = std::move(layer); }
+  [[nodiscard]] const std::string& current_scope() const { return layer_; }
+
+  /// A fed tensor (no gradient).
+  Tensor input(const std::string& name, Shape shape, sim::Dtype dtype = sim::Dtype::F32);
+  /// A trainable variable (its output is the parameter tensor; persistent bytes = its size).
+  Tensor variable(const std::string& name, Shape shape);
+  /// A generic forward op. Names are prefixed with the scope. Returns its outputs.
+  std::vector<Tensor> op(const std::string& name, const std::string& type,
+                         const std::vector<Tensor>& inputs, const std::vector<Shape>& out_shapes,
+                         double flops, std::vector<GradRule> grads,
+                         sim::Dtype out_dtype = sim::Dtype::F32);
+
+  // Common ops (FLOPs: a multiply-add counts 2; an elementwise op 1 per element unless noted).
+  Tensor matmul(const std::string& name, const Tensor& a, const Tensor& b,
+                bool transpose_b = false);
+  /// [batch..., m, k] x [batch..., k, n]
+  Tensor batch_matmul(const std::string& name, const Tensor& a, const Tensor& b);
+  Tensor bias_add(const std::string& name, const Tensor& x, const Tensor& bias);
+  /// Elementwise unary op with a gradient op reading its output (Relu, Sigmoid, Tanh) or input.
+  Tensor unary(const std::string& name, const std::string& type, const Tensor& x,
+               double flops_per_elem = 1.0, bool grad_reads_output = true);
+  Tensor add(const std::string& name, const Tensor& a, const Tensor& b);
+  Tensor mul(const std::string& name, const Tensor& a, const Tensor& b);
+  Tensor concat(const std::string& name, const std::vector<Tensor>& xs, int axis);
+  std::vector<Tensor> split(const std::string& name, const Tensor& x, int axis, int parts);
+  Tensor reshape(const std::string& name, const Tensor& x, Shape shape);
+  /// Embedding look-up: params [V, E], ids [...] -> [..., E]. Gradient: IndexedSlices values.
+  Tensor gather(const std::string& name, const Tensor& params, const Tensor& ids);
+  Tensor softmax(const std::string& name, const Tensor& x);
+  /// Returns the per-example loss; logits [N, C], labels [N] (int).
+  Tensor sparse_softmax_xent(const std::string& name, const Tensor& logits, const Tensor& labels);
+  Tensor reduce_mean(const std::string& name, const Tensor& x);
+  Tensor add_n(const std::string& name, const std::vector<Tensor>& xs);
+  /// NHWC conv, filter [kh, kw, cin, cout]; "SAME" padding when same, else "VALID".
+  Tensor conv2d(const std::string& name, const Tensor& x, const Tensor& filter, int stride,
+                bool same);
+  /// Batch norm with scale and offset (training mode: batch statistics).
+  Tensor batch_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
+                    const Tensor& beta);
+  Tensor layer_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
+                    const Tensor& beta);
+  Tensor pool(const std::string& name, const std::string& type, const Tensor& x, int k,
+              int stride, bool same);
+
+  /// Derives the backward and update ops from the scalar `loss`.
+  void train(const Tensor& loss, Optimizer opt, Accumulation acc = Accumulation::Chain);
+  /// Finalizes the graph (throws InputError on a builder bug such as a duplicate name).
+  sim::Graph finish(std::map<std::string, std::string> metadata);
+
+  [[nodiscard]] const sim::Graph& graph() const { return g_; }
+  /// Total trainable parameters (elements) so far.
+  [[nodiscard]] std::int64_t parameter_count() const { return params_; }
+
+ private:
+  struct FwdInfo {
+    std::vector<GradRule> grads;
+    bool needs_grad = false;
+  };
+  Tensor out_of(sim::OpId op, int out) const;
+  sim::OpId add(sim::Op op);
+  void contribute(const Tensor& target, const Tensor& grad, const std::string& group,
+                  Accumulation acc);
+  std::optional<Tensor> gradient_of(const Tensor& t, Accumulation acc);
+
+  sim::Graph g_;
+  std::string layer_;
+  std::int64_t params_ = 0;
+  std::vector<FwdInfo> info_;                       // per op
+  std::vector<sim::OpId> variables_;
+  // Per (op, output): accumulated gradient so far, or pending AddN contributions.
+  std::map<std::pair<sim::OpId, int>, std::vector<Tensor>> grad_;
+  std::map<std::pair<sim::OpId, int>, int> acc_count_;
+  bool trained_ = false;
+};
+
+}  // namespace placesim::models

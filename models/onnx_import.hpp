@@ -1,0 +1,30 @@
+// Importing an ONNX model as a placesim graph: shapes from ONNX shape inference, FLOPs and bytes
+// per node, parameters from initializers (or, for export_params=False, from the graph inputs that
+// carry the weight shapes), and optionally the derived backward and optimizer-update ops.
+//
+//   OnnxImportOptions o;
+//   o.training = true;
+//   o.batch = 32;                    // replaces a symbolic or fixed batch dimension of the inputs
+//   sim::Graph g = import_onnx("resnet18.onnx", o);   // throws InputError
+//
+// FLOPs count a multiply-add as 2 (Conv, Gemm, MatMul); elementwise ops 1 per output element.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/builder.hpp"
+#include "sim/graph.hpp"
+
+namespace placesim::models {
+
+struct OnnxImportOptions {
+  bool training = false;
+  std::int64_t batch = 0;          ///< 0 = keep the model's batch dimension (1 if symbolic)
+  Optimizer optimizer = Optimizer::Sgd;
+};
+
+sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options);
+
+}  // namespace placesim::models

@@ -1,0 +1,164 @@
+#include "models/registry.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+
+#include "models/onnx_import.hpp"
+#include "models/workloads.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::models {
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+struct Builtin {
+  const char* name;
+  sim::Graph (*build)(GraphOptions&);
+};
+
+constexpr Builtin kBuiltins[] = {
+    {"gpt", &build_gpt},
+    {"inception_v3", &build_inception_v3},
+    {"nmt", &build_nmt},
+    {"resnet50", &build_resnet50},
+    {"rnnlm", &build_rnnlm},
+};
+
+}  // namespace
+
+GraphOptions::GraphOptions(const std::string& text, std::string origin) : origin_(std::move(origin)) {
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    // Surrounding spaces are forgiven ("batch=8, layers=4").
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item.empty()) {
+      if (end >= text.size()) break;
+      continue;
+    }
+    const std::size_t eq = item.find('=');
+    std::string key = eq == std::string::npos ? item : item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "true" : item.substr(eq + 1);
+    if (key.empty()) throw sim::InputError(origin_, item, "key=value, got an empty key");
+    if (given_.contains(key)) throw sim::InputError(origin_, key, "each key once, got it twice");
+    given_[key] = value;
+    if (end >= text.size()) break;
+  }
+}
+
+void GraphOptions::accept(const std::vector<std::string>& keys) const {
+  for (const auto& [k, v] : given_) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+      std::vector<std::string> sorted = keys;
+      std::sort(sorted.begin(), sorted.end());
+      throw sim::InputError(origin_, k, "one of the accepted keys (" + join(sorted) + "), got \"" + k + "\"");
+    }
+  }
+}
+
+std::int64_t GraphOptions::get_int(const std::string& key, std::int64_t def, std::int64_t min,
+                                   std::int64_t max) {
+  std::int64_t v = def;
+  if (const auto it = given_.find(key); it != given_.end()) {
+    const std::string& s = it->second;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size() || v < min || v > max) {
+      throw sim::InputError(origin_, key, "an integer in [" + std::to_string(min) + ", " +
+                                              std::to_string(max) + "], got \"" + s + "\"");
+    }
+  }
+  resolved_[key] = std::to_string(v);
+  return v;
+}
+
+bool GraphOptions::get_bool(const std::string& key, bool def) {
+  bool v = def;
+  if (const auto it = given_.find(key); it != given_.end()) {
+    const std::string& s = it->second;
+    if (s == "true" || s == "1" || s == "yes") {
+      v = true;
+    } else if (s == "false" || s == "0" || s == "no") {
+      v = false;
+    } else {
+      throw sim::InputError(origin_, key, "true or false, got \"" + s + "\"");
+    }
+  }
+  resolved_[key] = v ? "true" : "false";
+  return v;
+}
+
+std::string GraphOptions::get_choice(const std::string& key, const std::string& def,
+                                     const std::vector<std::string>& choices) {
+  std::string v = def;
+  if (const auto it = given_.find(key); it != given_.end()) {
+    v = it->second;
+    if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+      throw sim::InputError(origin_, key, "one of " + join(choices) + ", got \"" + v + "\"");
+    }
+  }
+  resolved_[key] = v;
+  return v;
+}
+
+std::string GraphOptions::resolved() const {
+  std::string s;
+  for (const auto& [k, v] : resolved_) s += (s.empty() ? "" : ",") + k + "=" + v;
+  return s;
+}
+
+Optimizer optimizer_option(GraphOptions& o, Optimizer def) {
+  return *parse_optimizer(o.get_choice("optimizer", to_string(def), {"sgd", "momentum", "adam", "rmsprop"}));
+}
+
+Accumulation accumulation_option(GraphOptions& o) {
+  return o.get_choice("grad_accumulation", "chain", {"chain", "addn"}) == "addn" ? Accumulation::AddN
+                                                                               : Accumulation::Chain;
+}
+
+std::vector<std::string> builtin_graph_names() {
+  std::vector<std::string> names;
+  for (const auto& b : kBuiltins) names.emplace_back(b.name);
+  return names;
+}
+
+sim::Graph load_graph(const std::string& name_or_path, const std::string& options) {
+  for (const auto& b : kBuiltins) {
+    if (name_or_path == b.name) {
+      GraphOptions o(options, "--graph-opt");
+      return b.build(o);
+    }
+  }
+  if (ends_with(name_or_path, ".json")) {
+    GraphOptions o(options, "--graph-opt");
+    o.accept({});
+    return sim::read_graph_json(name_or_path);
+  }
+  if (ends_with(name_or_path, ".onnx")) {
+    GraphOptions o(options, "--graph-opt");
+    o.accept({"training", "batch", "optimizer"});
+    OnnxImportOptions io;
+    io.training = o.get_bool("training", false);
+    io.batch = o.get_int("batch", 0, 0);
+    io.optimizer = optimizer_option(o, Optimizer::Sgd);
+    return import_onnx(name_or_path, io);
+  }
+  throw sim::InputError("--graph", name_or_path,
+                        "a built-in workload (" + join(builtin_graph_names()) +
+                            "), a .json graph file or an .onnx model");
+}
+
+}  // namespace placesim::models

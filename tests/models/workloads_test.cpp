@@ -1,0 +1,181 @@
+// Built-in workloads checked against published totals (parameter counts, multiply-adds) and the
+// structure of a training step.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "models/registry.hpp"
+#include "models/workloads.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::models {
+namespace {
+
+std::int64_t params_of(const sim::Graph& g) {
+  std::int64_t n = 0;
+  for (const auto& op : g.ops) {
+    if (op.type == "VariableV2") n += num_elements(op.outputs.at(0).shape);
+  }
+  return n;
+}
+
+// Forward multiply-adds of convolutions and matrix products (the convention of torchvision's
+// and most papers' "FLOPs" tables).
+double forward_macs(const sim::Graph& g) {
+  double f = 0;
+  for (const auto& op : g.ops) {
+    if (op.phase == sim::Phase::Forward &&
+        (op.type == "Conv2D" || op.type == "MatMul" || op.type == "BatchMatMul")) {
+      f += op.flops.v / 2;
+    }
+  }
+  return f;
+}
+
+TEST(Workloads, ResNet50MatchesTorchvision) {
+  const sim::Graph g = load_graph("resnet50", "batch=2");
+  // torchvision.models.resnet50: sum(p.numel()) = 25,557,032.
+  EXPECT_EQ(params_of(g), 25557032);
+  // 4.09 G multiply-adds per 224x224 image (He et al. 2016 quote 3.8 G for v1; v1.5 moves the
+  // stride to the 3x3 conv: 4.09 G as torchvision and fvcore count).
+  EXPECT_NEAR(forward_macs(g) / 2, 4.09e9, 0.03 * 4.09e9);
+}
+
+TEST(Workloads, InceptionV3MatchesTorchvision) {
+  const sim::Graph with_aux = load_graph("inception_v3", "batch=1");
+  const sim::Graph no_aux = load_graph("inception_v3", "batch=1,aux_head=false");
+  // torchvision.models.inception_v3(aux_logits=True): 27,161,264; minus the AuxLogits module
+  // (3,326,696): 23,834,568 (Keras quotes 23.85 M incl. non-trainable BN statistics).
+  EXPECT_EQ(params_of(with_aux), 27161264);
+  EXPECT_EQ(params_of(no_aux), 23834568);
+  // torchvision's table: 5.71 G multiply-adds per 299x299 image (Szegedy et al.: ~5 G).
+  EXPECT_NEAR(forward_macs(no_aux), 5.71e9, 0.03 * 5.71e9);
+  for (const char* block : {"Mixed_5b", "Mixed_5c", "Mixed_5d", "Mixed_6a", "Mixed_6b", "Mixed_6c",
+                            "Mixed_6d", "Mixed_6e", "Mixed_7a", "Mixed_7b", "Mixed_7c"}) {
+    EXPECT_GE(no_aux.op_index(std::string("InceptionV3/") + block + "/concat"), 0) << block;
+  }
+}
+
+TEST(Workloads, Gpt2SmallParameters) {
+  const sim::Graph g = load_graph("gpt", "batch=1,seq=64");
+  // GPT-2 small (Radford et al. 2019; Hugging Face gpt2): 124,439,808 with the tied head.
+  EXPECT_EQ(params_of(g), 124439808);
+  // Forward matmul FLOPs: 2 x non-embedding weights x tokens, attention 2 x 2 x L x T^2 x H x B,
+  // and the tied head 2 x H x V x tokens.
+  const double tokens = 64, layers = 12, h = 768, t = 64, v = 50257;
+  const double weights = layers * 12 * h * h;
+  EXPECT_NEAR(forward_macs(g) * 2, 2 * weights * tokens + 4 * layers * t * t * h + 2 * h * v * tokens,
+              1.0);
+}
+
+TEST(Workloads, RnnlmStructure) {
+  const sim::Graph g = load_graph("rnnlm", "steps=3,hidden=64,vocab=100,batch=4");
+  // Embedding V x H, two LSTM layers of (2H x 4H + 4H), softmax H x V + V.
+  const std::int64_t h = 64, v = 100;
+  EXPECT_EQ(params_of(g), v * h + 2 * (2 * h * 4 * h + 4 * h) + h * v + v);
+  int matmuls = 0, updates = 0, backward = 0;
+  for (const auto& op : g.ops) {
+    matmuls += op.type == "MatMul" && op.phase == sim::Phase::Forward;
+    updates += op.phase == sim::Phase::Update;
+    backward += op.phase == sim::Phase::Backward;
+  }
+  EXPECT_EQ(matmuls, 3 * (2 + 1));  // per step: one per LSTM layer and the softmax projection
+  EXPECT_EQ(updates, 7);            // one per variable (embedding, 2 x kernel+bias, softmax w, b)
+  EXPECT_GT(backward, matmuls * 2);
+}
+
+TEST(Workloads, EveryVariableHasOneUpdateInItsGroup) {
+  for (const auto& [name, opts] : std::map<std::string, std::string>{
+           {"rnnlm", "steps=2,hidden=32,vocab=50"}, {"nmt", "src_len=2,tgt_len=2,hidden=32,vocab=50"},
+           {"gpt", "layers=2,hidden=64,heads=4,seq=8,vocab=100,batch=1"},
+           {"resnet50", "batch=1,image_size=32"}, {"inception_v3", "batch=1,image_size=75"}}) {
+    const sim::Graph g = load_graph(name, opts);
+    std::map<std::string, int> vars, updates;
+    for (const auto& op : g.ops) {
+      if (op.type == "VariableV2") {
+        ++vars[op.group];
+        EXPECT_GT(op.persistent.v, 0) << op.name;
+      }
+      if (op.phase == sim::Phase::Update) ++updates[op.group];
+      if (op.phase == sim::Phase::Forward || op.phase == sim::Phase::Backward) {
+        EXPECT_TRUE(op.signature.has_value()) << op.name;
+        EXPECT_FALSE(op.layer.empty()) << op.name;
+      }
+    }
+    EXPECT_EQ(vars, updates) << name;
+    EXPECT_FALSE(g.metadata.at("options").empty());
+  }
+}
+
+TEST(Workloads, GradientOpsShareTheForwardOpsGroup) {
+  const sim::Graph g = load_graph("rnnlm", "steps=2,hidden=16,vocab=20,batch=2");
+  const sim::OpId mm = g.op_index("rnnlm/lstm_0/t1/MatMul");
+  ASSERT_GE(mm, 0);
+  int grads = 0;
+  for (const auto& op : g.ops) {
+    if (op.phase == sim::Phase::Backward && op.group == g.ops[static_cast<std::size_t>(mm)].group) {
+      ++grads;
+      EXPECT_EQ(op.type, "MatMul");
+    }
+  }
+  EXPECT_EQ(grads, 2);  // dX and dW
+}
+
+TEST(Workloads, UnknownOptionListsAcceptedKeys) {
+  try {
+    load_graph("nmt", "layers=4,bogus=1");
+    FAIL() << "expected InputError";
+  } catch (const sim::InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--graph-opt"), std::string::npos) << m;
+    EXPECT_NE(m.find("bogus"), std::string::npos) << m;
+    EXPECT_NE(m.find("tgt_len"), std::string::npos) << m;
+  }
+  EXPECT_THROW(load_graph("rnnlm", "batch=0"), sim::InputError);
+  EXPECT_THROW(load_graph("rnnlm", "batch=abc"), sim::InputError);
+  EXPECT_THROW(load_graph("rnnlm", "optimizer=lion"), sim::InputError);
+  EXPECT_THROW(load_graph("gpt", "hidden=100,heads=7"), sim::InputError);
+  EXPECT_THROW(load_graph("no_such_model"), sim::InputError);
+}
+
+TEST(Workloads, NmtFourLayers) {
+  const sim::Graph g2 = load_graph("nmt", "src_len=2,tgt_len=2,hidden=32,vocab=50");
+  const sim::Graph g4 = load_graph("nmt", "layers=4,src_len=2,tgt_len=2,hidden=32,vocab=50");
+  EXPECT_GE(g4.op_index("nmt/encoder/lstm_3/t1/MatMul"), 0);
+  EXPECT_GE(g4.op_index("nmt/decoder/lstm_3/t1/MatMul"), 0);
+  EXPECT_LT(g2.op_index("nmt/encoder/lstm_3/t1/MatMul"), 0);
+  EXPECT_GT(g4.num_ops(), g2.num_ops());
+}
+
+TEST(Workloads, JsonRoundTrip) {
+  for (const auto& [name, opts] : std::map<std::string, std::string>{
+           {"rnnlm", "steps=2,hidden=32,vocab=50"}, {"nmt", "src_len=2,tgt_len=2,hidden=32,vocab=50"},
+           {"gpt", "layers=1,hidden=64,heads=4,seq=8,vocab=100,batch=1"},
+           {"resnet50", "batch=1,image_size=32"}, {"inception_v3", "batch=1,image_size=75"}}) {
+    const sim::Graph g = load_graph(name, opts);
+    const std::string text = sim::graph_to_json(g);
+    const sim::Graph back = sim::parse_graph_json(text, name);
+    EXPECT_EQ(sim::graph_to_json(back), text) << name;
+    ASSERT_EQ(back.num_ops(), g.num_ops());
+    for (int i = 0; i < g.num_ops(); ++i) {
+      const auto& a = g.ops[static_cast<std::size_t>(i)];
+      const auto& b = back.ops[static_cast<std::size_t>(i)];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.inputs, b.inputs);
+      EXPECT_EQ(a.flops.v, b.flops.v);
+      EXPECT_EQ(a.persistent, b.persistent);
+      EXPECT_EQ(a.group, b.group);
+      EXPECT_EQ(a.signature, b.signature);
+    }
+  }
+}
+
+TEST(Workloads, BuiltinNamesSorted) {
+  EXPECT_EQ(builtin_graph_names(),
+            (std::vector<std::string>{"gpt", "inception_v3", "nmt", "resnet50", "rnnlm"}));
+}
+
+}  // namespace
+}  // namespace placesim::models
