@@ -251,5 +251,120 @@ TEST(MpiUtil, SingleRankIsIdentity) {
   EXPECT_EQ(v, (std::vector<double>{1.5, -2.0}));
 }
 
+// Cluster transformations, on the built-in clusters of scenarios/clusters (sources in their
+// headers) and on the generated templates.
+std::string scenario(const std::string& name) {
+  return std::string(PLACESIM_SOURCE_DIR) + "/scenarios/clusters/" + name + ".yaml";
+}
+
+int links_of_kind(const sim::Cluster& c, const std::string& prefix) {
+  int n = 0;
+  for (const auto& l : c.links) n += l.kind.rfind(prefix, 0) == 0;
+  return n;
+}
+
+TEST(SweepCluster, TemplatesBuildRoutableClusters) {
+  for (const std::string ic : {"pcie", "nvlink", "nvswitch"}) {
+    SweepBase b;
+    b.template_name = "pcie-tree";
+    b.params = {{"gpu_model", "V100-SXM2-16GB"}, {"gpus", "8"}, {"interconnect", ic}};
+    const sim::Cluster c = make_base_cluster(b, "t.yaml");
+    EXPECT_EQ(c.gpus().size(), 8u) << ic;
+    EXPECT_EQ(c.cpus().size(), 1u);
+    EXPECT_EQ(links_of_kind(c, "pcie3"), 4 + 8);   // 4 switch uplinks, 8 GPU links
+    const int nv = links_of_kind(c, "nvlink2");
+    EXPECT_EQ(nv, ic == "pcie" ? 0 : ic == "nvlink" ? 6 * 2 + 4 : 8) << ic;
+    const auto& r = c.route(c.device_index("gpu0"), c.device_index("gpu7"));
+    ASSERT_FALSE(r.empty());
+    EXPECT_FALSE(r.staged());
+  }
+  SweepBase b;
+  b.template_name = "nvswitch";
+  b.params = {{"gpu_model", "A100-SXM4-40GB"}, {"gpus", "4"}};
+  const sim::Cluster a100 = make_base_cluster(b, "t.yaml");
+  EXPECT_EQ(links_of_kind(a100, "pcie4"), 2 + 4);
+  EXPECT_EQ(links_of_kind(a100, "nvlink3"), 4);
+  for (const auto& l : a100.links)
+    if (l.kind == "nvlink3") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 12 * 25e9);
+  b.params["gpu_model"] = "A100-NOPE";
+  EXPECT_THROW(make_base_cluster(b, "t.yaml"), sim::InputError);
+  b.params = {{"gpu_model", "A100-SXM4-40GB"}, {"warp", "9"}};
+  EXPECT_THROW(make_base_cluster(b, "t.yaml"), sim::InputError);
+}
+
+TEST(SweepCluster, GpuCountShrinksAndClonesTheStructure) {
+  const sim::Cluster base = sim::load_cluster(scenario("paper-4gpu"));
+  sim::Cluster two = with_gpu_count(base, 2, "t.yaml");
+  sim::compute_routes(two);
+  EXPECT_EQ(two.gpus().size(), 2u);
+  EXPECT_EQ(two.vertex_index("plx1"), -1);          // its GPUs are gone, so is the switch
+  EXPECT_NE(two.vertex_index("plx0"), -1);
+  EXPECT_TRUE(two.peer_access[two.device_index("gpu0")][two.device_index("gpu1")]);
+
+  sim::Cluster eight = with_gpu_count(base, 8, "t.yaml");
+  sim::compute_routes(eight);
+  ASSERT_EQ(eight.gpus().size(), 8u);
+  const auto g = [&](const char* n) { return eight.device_index(n); };
+  ASSERT_NE(g("gpu7"), -1);
+  EXPECT_EQ(eight.devices[g("gpu6")].spec.model, "K80-GK210");
+  // gpu4 copies gpu0: same switch, so peer access with gpu0/gpu1/gpu5, none across boards.
+  EXPECT_TRUE(eight.peer_access[g("gpu4")][g("gpu0")]);
+  EXPECT_TRUE(eight.peer_access[g("gpu4")][g("gpu5")]);
+  EXPECT_FALSE(eight.peer_access[g("gpu4")][g("gpu2")]);
+  EXPECT_TRUE(eight.route(g("gpu4"), g("gpu6")).staged());
+  EXPECT_EQ(links_of_kind(eight, "pcie3"), 2 + 8);
+}
+
+TEST(SweepCluster, GpuCountKeepsNvlinkPairsWithinReplicas) {
+  const sim::Cluster base = sim::load_cluster(scenario("dgx1-v100"));
+  const int nv = links_of_kind(base, "nvlink");
+  ASSERT_GT(nv, 0);
+  sim::Cluster sixteen = with_gpu_count(base, 16, "t.yaml");
+  sim::compute_routes(sixteen);
+  EXPECT_EQ(sixteen.gpus().size(), 16u);
+  EXPECT_EQ(links_of_kind(sixteen, "nvlink"), 2 * nv);
+  sim::Cluster four = with_gpu_count(base, 4, "t.yaml");
+  sim::compute_routes(four);
+  EXPECT_EQ(four.gpus().size(), 4u);
+  EXPECT_LT(links_of_kind(four, "nvlink"), nv);
+}
+
+TEST(SweepCluster, LinkAndDeviceAxes) {
+  const sim::Cluster base = sim::load_cluster(scenario("paper-4gpu"));
+  SweepBase b;
+  b.cluster = "paper-4gpu";
+  const sim::Cluster c = apply_axes(b, base,
+                                    {{"pcie_generation", "pcie5"},
+                                     {"gpu_model", "A100-SXM4-40GB"},
+                                     {"host_link_bandwidth", "10 GB/s"},
+                                     {"gpu_memory", "8 GiB"},
+                                     {"peer_access", "off"}},
+                                    "t.yaml");
+  for (const auto& l : c.links) {
+    if (l.kind == "membus") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 10e9);
+    else EXPECT_EQ(l.kind, "pcie5");
+    if (l.kind == "pcie5") EXPECT_NEAR(l.bandwidth.bytes_per_s, 63e9, 1e3);
+  }
+  for (auto g : c.gpus()) {
+    EXPECT_EQ(c.devices[g].spec.model, "A100-SXM4-40GB");
+    EXPECT_EQ(c.devices[g].spec.memory_capacity.v, 8LL << 30);
+  }
+  EXPECT_TRUE(c.route(c.device_index("gpu0"), c.device_index("gpu1")).staged());
+
+  const sim::Cluster s = apply_axes(b, base, {{"link_scale.pcie", "0.5"}, {"peer_access", "on"}}, "t.yaml");
+  for (const auto& l : s.links)
+    if (l.kind == "pcie3") EXPECT_NEAR(l.bandwidth.bytes_per_s, 7.875e9, 1e3);
+  EXPECT_FALSE(s.route(s.device_index("gpu0"), s.device_index("gpu3")).staged());
+  EXPECT_THROW(apply_axes(b, base, {{"interconnect", "nvlink"}}, "t.yaml"), sim::InputError);
+  EXPECT_THROW(apply_axes(b, base, {{"gpu_model", "Xeon-E5-2690v3"}}, "t.yaml"), sim::InputError);
+
+  const sim::Cluster dgx = sim::load_cluster(scenario("dgx1-v100"));
+  SweepBase bd;
+  bd.cluster = "dgx1-v100";
+  const sim::Cluster d4 = apply_axes(bd, dgx, {{"nvlink_links", "4"}}, "t.yaml");
+  for (const auto& l : d4.links)
+    if (l.kind.rfind("nvlink", 0) == 0) EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 100e9);
+}
+
 }  // namespace
 }  // namespace placesim::policy

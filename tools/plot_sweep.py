@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""Plots a `placesim sweep` CSV as PNG: line charts along one axis and heatmaps over two.
+
+    /usr/bin/python3 tools/plot_sweep.py results.csv plots/ [--x AXIS] [--title TEXT]
+
+Columns before `workload` are the sweep's axes. Axes with a single value are ignored. Line
+charts (lines_<workload>.png): step time along --x (default: the last varying axis), one line
+per combination of the other key columns (other axes, method); OOM points are drawn as crosses.
+Heatmaps (heatmap_<workload>_<method>[_<rest>].png), when two or more axes vary: step time over
+the first two varying axes, one file per combination of the remaining axes (at most 12).
+Uses Debian's python3-matplotlib (Agg backend, no display needed).
+"""
+import argparse
+import csv
+import itertools
+import math
+import os
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def sort_key(v):
+    """Numbers (with or without units) in numeric order, others alphabetically."""
+    m = re.match(r"^\s*([0-9]*\.?[0-9]+)", v)
+    return (0, float(m.group(1)), v) if m else (1, 0.0, v)
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_")[:80] or "x"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("outdir")
+    ap.add_argument("--x", help="axis along the line charts")
+    ap.add_argument("--title", default="")
+    a = ap.parse_args()
+
+    with open(a.csv, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        rows = [dict(zip(header, r)) for r in reader if len(r) == len(header)]
+    if "workload" not in header:
+        sys.exit(f"{a.csv}: not a placesim sweep CSV (no workload column)")
+    axes = header[: header.index("workload")]
+    values = {ax: sorted({r[ax] for r in rows}, key=sort_key) for ax in axes}
+    varying = [ax for ax in axes if len(values[ax]) > 1]
+    os.makedirs(a.outdir, exist_ok=True)
+    written = []
+
+    def step(r):
+        try:
+            return float(r["step_time_s"])
+        except ValueError:
+            return math.nan
+
+    x_axis = a.x or (varying[-1] if varying else None)
+    if x_axis is not None and x_axis not in axes:
+        sys.exit(f"--x {x_axis}: not an axis of {a.csv} (axes: {', '.join(axes)})")
+    workloads = sorted({r["workload"] for r in rows})
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    for w in workloads:
+        wr = [r for r in rows if r["workload"] == w]
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        others = [x for x in varying if x != x_axis]
+        series = {}
+        for r in wr:
+            label = ", ".join([f"{o}={r[o]}" for o in others] + [r["method"]])
+            series.setdefault(label, []).append(r)
+        xs = values[x_axis] if x_axis else [""]
+        for label, rs in series.items():
+            by_x = {(r[x_axis] if x_axis else ""): r for r in rs}
+            pts = [(i, step(by_x[x]), by_x[x]["oom"] == "1") for i, x in enumerate(xs) if x in by_x]
+            line = ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker="o", label=label)
+            oom = [p for p in pts if p[2]]
+            if oom:
+                ax.plot([p[0] for p in oom], [p[1] * 1e3 for p in oom], "x", markersize=12,
+                        color=line[0].get_color())
+        ax.set_xticks(range(len(xs)))
+        ax.set_xticklabels(xs)
+        ax.set_xlabel(x_axis or "")
+        ax.set_ylabel("step time (ms)")
+        ax.set_title(f"{a.title}\n{w}" if a.title else w, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        if len(series) <= 16:
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = os.path.join(a.outdir, f"lines_{slug(w)}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+        if len(varying) < 2:
+            continue
+        ya, xa = varying[0], varying[1]
+        rest = varying[2:]
+        combos = list(itertools.product(*[values[r] for r in rest]))[:12]
+        for m in methods:
+            for combo in combos:
+                fixed = dict(zip(rest, combo))
+                cell = {}
+                for r in wr:
+                    if r["method"] == m and all(r[k] == v for k, v in fixed.items()):
+                        cell[(r[ya], r[xa])] = r
+                if not cell:
+                    continue
+                grid = [[step(cell[(y, x)]) * 1e3 if (y, x) in cell else math.nan
+                         for x in values[xa]] for y in values[ya]]
+                fig, ax = plt.subplots(figsize=(1.2 * len(values[xa]) + 3, 0.6 * len(values[ya]) + 2.5))
+                im = ax.imshow(grid, cmap="viridis_r", aspect="auto")
+                for i, y in enumerate(values[ya]):
+                    for j, x in enumerate(values[xa]):
+                        r = cell.get((y, x))
+                        if r is None:
+                            continue
+                        text = "OOM" if r["oom"] == "1" else f"{step(r) * 1e3:.3g}"
+                        ax.text(j, i, text, ha="center", va="center", fontsize=7, color="w")
+                ax.set_xticks(range(len(values[xa])))
+                ax.set_xticklabels(values[xa], fontsize=8)
+                ax.set_yticks(range(len(values[ya])))
+                ax.set_yticklabels(values[ya], fontsize=8)
+                ax.set_xlabel(xa)
+                ax.set_ylabel(ya)
+                sub = ", ".join(f"{k}={v}" for k, v in fixed.items())
+                ax.set_title(f"{w}, {m}" + (f", {sub}" if sub else "") + "\nstep time (ms)", fontsize=9)
+                fig.colorbar(im, ax=ax)
+                fig.tight_layout()
+                name = "_".join([slug(w), slug(m)] + [slug(f"{k}={v}") for k, v in fixed.items()])
+                path = os.path.join(a.outdir, f"heatmap_{name}.png")
+                fig.savefig(path, dpi=110)
+                plt.close(fig)
+                written.append(path)
+    for p in written:
+        print(p)
+
+
+if __name__ == "__main__":
+    main()
