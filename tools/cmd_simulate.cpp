@@ -1,5 +1,132 @@
-// TEMPORARY: filled in by the owner of this subcommand.
+// `placesim simulate`: one placed training step through the engine.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <string>
+
+#include "models/registry.hpp"
+#include "policy/methods.hpp"
+#include "sim/cluster.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/error.hpp"
+#include "sim/placement.hpp"
+#include "sim/simulate.hpp"
+#include "sim/trace.hpp"
 #include "tools/commands.hpp"
+
 namespace placesim::tools {
-void register_simulate(CLI::App& /*app*/) {}
+
+namespace {
+
+struct SimulateArgs {
+  std::string graph, graph_opt, cluster, placement, calibration, trace, report;
+  bool json = false;
+  bool stop_at_oom = false;
+};
+
+void write_atomic(const std::string& path, const std::string& text, const std::string& flag) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
+    out << text;
+    if (!out.flush()) throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
+  }
+}
+
+void print_summary(const sim::Outcome& o, const sim::Cluster& c) {
+  std::printf("step time: %s%s%s\n", sim::format_duration(o.step_time).c_str(),
+              o.oom ? "  (OUT OF MEMORY)" : "", o.unreachable ? "  (UNREACHABLE DEVICE)" : "");
+  for (const sim::OomInfo& x : o.oom_devices)
+    std::printf("  OOM on %s: needs %s, has %s\n", x.device_name.c_str(),
+                sim::format_bytes(x.needed).c_str(), sim::format_bytes(x.capacity).c_str());
+  std::printf("%-12s %6s %12s %6s %22s\n", "device", "ops", "busy", "util", "peak memory");
+  for (const sim::DeviceOutcome& d : o.devices)
+    std::printf("%-12s %6d %12s %5.1f%% %10s / %-10s%s\n", d.name.c_str(), d.ops,
+                sim::format_duration(d.busy).c_str(), 100.0 * d.utilization,
+                sim::format_bytes(d.peak_memory).c_str(), sim::format_bytes(d.memory_capacity).c_str(),
+                d.oom ? " OOM" : "");
+  std::vector<std::size_t> order(o.links.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return o.links[a].busy > o.links[b].busy; });
+  std::printf("transfers: %lld (%s)   events: %lld   simulated in %.3f ms\n",
+              static_cast<long long>(o.transfers), sim::format_bytes(o.transferred).c_str(),
+              static_cast<long long>(o.events), o.sim_wall_s * 1e3);
+  int shown = 0;
+  for (std::size_t i : order) {
+    if (o.links[i].bytes.v == 0 || shown == 5) break;
+    if (shown++ == 0) std::printf("busiest links:\n");
+    std::printf("  %-24s %12s busy  %s\n", o.links[i].name.c_str(),
+                sim::format_duration(o.links[i].busy).c_str(), sim::format_bytes(o.links[i].bytes).c_str());
+  }
+  std::printf("critical path: %zu items", o.critical_path.size());
+  if (!o.critical_path.empty())
+    std::printf(" (%s ... %s)", o.critical_path.front().name.c_str(), o.critical_path.back().name.c_str());
+  std::printf("\n");
+  (void)c;
+}
+
+void run_simulate(const SimulateArgs& a) {
+  const sim::Cluster cluster = sim::load_cluster(a.cluster);
+  const sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
+  sim::KernelCostModel costs;
+  if (!a.calibration.empty())
+    costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration)));
+
+  sim::Placement placement;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(a.placement, ec)) {
+    const sim::PlacementFile f = sim::read_placement_json(a.placement);
+    placement = sim::resolve_placement(f, graph, cluster, a.placement);
+  } else {
+    policy::MethodOptions mo;
+    mo.costs = costs;
+    placement = policy::make_placement(a.placement, graph, cluster, mo);
+  }
+
+  sim::SimOptions opt;
+  opt.stop_at_first_oom = a.stop_at_oom;
+  std::unique_ptr<sim::TraceSink> trace;
+  if (!a.trace.empty()) {
+    trace = std::make_unique<sim::TraceSink>(cluster);
+    opt.trace = trace.get();
+  }
+  const sim::Outcome o = sim::simulate(cluster, graph, placement, opt, costs);
+  if (trace) trace->write(a.trace);
+  const std::string json = sim::outcome_to_json(o);
+  if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
+  if (a.json) std::cout << json << "\n";
+  else print_summary(o, cluster);
+}
+
+}  // namespace
+
+void register_simulate(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a placed graph");
+  cmd->add_option("--graph", args->graph, "graph JSON file, ONNX file or built-in workload name")->required();
+  cmd->add_option("--graph-opt", args->graph_opt, "options of a built-in workload (key=value,...)");
+  cmd->add_option("--cluster", args->cluster, "cluster YAML file or built-in scenario name")->required();
+  cmd->add_option("--placement", args->placement,
+                  "placement JSON file, or a method: single-gpu, single-cpu, random:SEED, ...")
+      ->required();
+  cmd->add_option("--calibration", args->calibration, "calibration YAML (docs/cost-model.md)");
+  cmd->add_option("--trace", args->trace, "write a Chrome-trace JSON timeline (open in Perfetto)");
+  cmd->add_option("--report", args->report, "write the outcome as JSON to this file");
+  cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
+  cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
+  cmd->callback([args] { run_simulate(*args); });
+}
+
 }  // namespace placesim::tools

@@ -1,0 +1,297 @@
+#include "sim/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "sim/error.hpp"
+
+namespace placesim::sim {
+
+namespace {
+
+Duration ceil_seconds(double s) {
+  if (!(s > 0.0)) return {0};
+  return Duration::from_seconds_ceil(s);
+}
+
+double op_bytes(const Op& op) {
+  double b = static_cast<double>(op.bytes_read.v + op.bytes_written.v);
+  if (b <= 0.0) {
+    // Builders that give no kernel traffic still give output sizes: at least those are written.
+    for (const TensorOut& t : op.outputs) b += static_cast<double>(t.bytes.v);
+  }
+  return b;
+}
+
+std::string fmt_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+double OpClassModel::predict_s(double flops, double bytes) const {
+  double t = intercept_s;
+  // F / (P * e(F)) with e(F) = F / (F + F_half): the efficiency cap is folded into flop_rate.
+  if (flop_rate > 0.0 && flops > 0.0) t += (flops + half_flops) / flop_rate;
+  if (byte_rate > 0.0 && bytes > 0.0) t += bytes / byte_rate;
+  return std::max(t, 0.0);
+}
+
+Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) const {
+  const RooflineParams& p = roofline_;
+  const Duration floor = spec.kind == DeviceKind::Gpu ? p.min_kernel : p.min_cpu_op;
+  const double f = op.flops.v;
+  const double b = op_bytes(op);
+  double t = 0.0;
+  const double peak = spec.peak_for(op.dtype).per_s;
+  if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * p.compute_eff_max));
+  const double bw = spec.memory_bandwidth.bytes_per_s;
+  if (b > 0.0 && bw > 0.0) t = std::max(t, (b + p.memory_half_bytes) / (bw * p.memory_eff_max));
+  return std::max(ceil_seconds(t), floor);
+}
+
+KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& device) const {
+  if (op.measured) return {*op.measured, Source::Measured};
+  const DeviceCalibration* cal = nullptr;
+  if (calibration_) {
+    auto it = calibration_->devices.find(device.name);
+    if (it == calibration_->devices.end()) it = calibration_->devices.find(device.spec.model);
+    if (it != calibration_->devices.end()) cal = &it->second;
+  }
+  if (cal) {
+    if (op.signature) {
+      auto e = cal->exact.find(op.signature->key());
+      if (e != cal->exact.end()) return {e->second, Source::Exact};
+    }
+    auto m = cal->by_op_type.find(op.type);
+    if (m != cal->by_op_type.end()) {
+      const Duration floor =
+          device.spec.kind == DeviceKind::Gpu ? roofline_.min_kernel : roofline_.min_cpu_op;
+      const Duration t = ceil_seconds(m->second.predict_s(op.flops.v, op_bytes(op)));
+      return {std::max(t, floor), Source::Fitted};
+    }
+    if (cal->roofline) {
+      const KernelCostModel fitted(*cal->roofline);
+      return {fitted.roofline_time(op, device.spec), Source::Roofline};
+    }
+  }
+  return {roofline_time(op, device.spec), Source::Roofline};
+}
+
+// ---------------------------------------------------------------------------------------------
+// YAML (format in docs/cost-model.md).
+
+namespace {
+
+const YAML::Node need(const YAML::Node& n, const std::string& key, const std::string& file,
+                      const std::string& path) {
+  const YAML::Node v = n[key];
+  if (!v) throw InputError(file, path + key, "a value for required key \"" + key + "\"");
+  return v;
+}
+
+std::string scalar(const YAML::Node& n, const std::string& file, const std::string& path) {
+  if (!n.IsScalar()) throw InputError(file, path, "a scalar value");
+  return n.as<std::string>();
+}
+
+double number(const YAML::Node& n, const std::string& file, const std::string& path) {
+  const std::string s = scalar(n, file, path);
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw InputError(file, path, "a number, got \"" + s + "\"");
+  }
+}
+
+template <class F>
+auto with_units(F parse, const YAML::Node& n, const std::string& file, const std::string& path,
+                const char* what) {
+  const std::string s = scalar(n, file, path);
+  try {
+    return parse(s);
+  } catch (const InputError& e) {
+    throw InputError(file, path, std::string(what) + ", got \"" + s + "\"");
+  }
+}
+
+RooflineParams read_roofline(const YAML::Node& n, const std::string& file, const std::string& path) {
+  RooflineParams p;
+  if (!n.IsMap()) throw InputError(file, path, "a map of roofline parameters");
+  for (const auto& kv : n) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string kp = path + "." + k;
+    if (k == "compute_eff_max") p.compute_eff_max = number(kv.second, file, kp);
+    else if (k == "compute_half_flops") p.compute_half_flops = number(kv.second, file, kp);
+    else if (k == "memory_eff_max") p.memory_eff_max = number(kv.second, file, kp);
+    else if (k == "memory_half_bytes") p.memory_half_bytes = number(kv.second, file, kp);
+    else if (k == "min_kernel") p.min_kernel = with_units(parse_duration, kv.second, file, kp, "a duration such as \"2 us\"");
+    else if (k == "min_cpu_op") p.min_cpu_op = with_units(parse_duration, kv.second, file, kp, "a duration such as \"1 us\"");
+    else
+      throw InputError(file, kp,
+                       "one of compute_eff_max, compute_half_flops, memory_eff_max, "
+                       "memory_half_bytes, min_kernel, min_cpu_op");
+  }
+  if (!(p.compute_eff_max > 0.0 && p.compute_eff_max <= 1.0))
+    throw InputError(file, path + ".compute_eff_max", "a fraction in (0, 1]");
+  if (!(p.memory_eff_max > 0.0 && p.memory_eff_max <= 1.0))
+    throw InputError(file, path + ".memory_eff_max", "a fraction in (0, 1]");
+  if (p.compute_half_flops < 0.0 || p.memory_half_bytes < 0.0)
+    throw InputError(file, path, "non-negative half-efficiency sizes");
+  return p;
+}
+
+OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const std::string& path) {
+  OpClassModel m;
+  if (!n.IsMap()) throw InputError(file, path, "a map with intercept, flop_rate, half_flops, byte_rate");
+  for (const auto& kv : n) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string kp = path + "." + k;
+    if (k == "intercept") {
+      const std::string s = scalar(kv.second, file, kp);
+      // Negative intercepts come out of least-squares fits; parse the magnitude with its unit.
+      const bool neg = !s.empty() && s[0] == '-';
+      const Duration d = with_units(parse_duration, YAML::Node(neg ? s.substr(1) : s), file, kp,
+                                    "a duration such as \"3 us\"");
+      m.intercept_s = (neg ? -1.0 : 1.0) * d.seconds();
+    } else if (k == "flop_rate") {
+      m.flop_rate = with_units(parse_flop_rate, kv.second, file, kp, "a rate such as \"7 TFLOP/s\"").per_s;
+    } else if (k == "half_flops") {
+      m.half_flops = number(kv.second, file, kp);
+    } else if (k == "byte_rate") {
+      m.byte_rate = with_units(parse_bandwidth, kv.second, file, kp, "a bandwidth such as \"700 GB/s\"").bytes_per_s;
+    } else if (k == "samples") {
+      m.samples = static_cast<int>(number(kv.second, file, kp));
+    } else if (k == "cv_error") {
+      m.cv_error = number(kv.second, file, kp);
+    } else {
+      throw InputError(file, kp, "one of intercept, flop_rate, half_flops, byte_rate, samples, cv_error");
+    }
+  }
+  if (m.flop_rate < 0.0 || m.byte_rate < 0.0 || m.half_flops < 0.0)
+    throw InputError(file, path, "non-negative rates and half_flops");
+  return m;
+}
+
+Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
+  Calibration cal;
+  cal.source = file;
+  if (!root.IsMap()) throw InputError(file, "", "a YAML map with keys format, source, devices");
+  if (const YAML::Node f = root["format"]) {
+    const std::string v = scalar(f, file, "format");
+    if (v != "placesim-calibration/1")
+      throw InputError(file, "format", "\"placesim-calibration/1\", got \"" + v + "\"");
+  }
+  if (const YAML::Node s = root["source"]) cal.source = scalar(s, file, "source");
+  const YAML::Node devs = need(root, "devices", file, "");
+  if (!devs.IsMap()) throw InputError(file, "devices", "a map from device model to its calibration");
+  for (const auto& dkv : devs) {
+    const std::string model = dkv.first.as<std::string>();
+    const std::string dp = "devices." + model;
+    DeviceCalibration dc;
+    if (!dkv.second.IsMap()) throw InputError(file, dp, "a map with exact, op_types, roofline");
+    for (const auto& kv : dkv.second) {
+      const std::string k = kv.first.as<std::string>();
+      if (k == "exact") {
+        if (!kv.second.IsMap()) throw InputError(file, dp + ".exact", "a map from signature key to duration");
+        for (const auto& e : kv.second) {
+          const std::string key = e.first.as<std::string>();
+          const std::string ep = dp + ".exact[\"" + key + "\"]";
+          const Duration d = with_units(parse_duration, e.second, file, ep, "a duration such as \"12 us\"");
+          if (d.ns < 0) throw InputError(file, ep, "a non-negative duration");
+          dc.exact[key] = d;
+        }
+      } else if (k == "op_types") {
+        if (!kv.second.IsMap()) throw InputError(file, dp + ".op_types", "a map from op type to model");
+        for (const auto& e : kv.second) {
+          const std::string t = e.first.as<std::string>();
+          dc.by_op_type[t] = read_op_class(e.second, file, dp + ".op_types." + t);
+        }
+      } else if (k == "roofline") {
+        dc.roofline = read_roofline(kv.second, file, dp + ".roofline");
+      } else {
+        throw InputError(file, dp + "." + k, "one of exact, op_types, roofline");
+      }
+    }
+    cal.devices[model] = std::move(dc);
+  }
+  return cal;
+}
+
+std::string quoted(const std::string& s) {
+  YAML::Emitter e;
+  e << YAML::DoubleQuoted << s;
+  return e.c_str();
+}
+
+}  // namespace
+
+Calibration load_calibration(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "a readable calibration YAML file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  YAML::Node root;
+  try {
+    root = YAML::Load(ss.str());
+  } catch (const YAML::Exception& e) {
+    throw InputError(path, "line " + std::to_string(e.mark.line + 1),
+                     "valid YAML (" + e.msg + ")");
+  }
+  try {
+    return parse_calibration(root, path);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path, "line " + std::to_string(e.mark.line + 1), "a well-formed calibration (" + e.msg + ")");
+  }
+}
+
+std::string calibration_to_yaml(const Calibration& c) {
+  // Written by hand so that numbers keep 17 significant digits and units are spelled.
+  std::string out = "format: placesim-calibration/1\n";
+  out += "source: " + quoted(c.source) + "\n";
+  out += "devices:\n";
+  if (c.devices.empty()) out = out.substr(0, out.size() - 1) + " {}\n";
+  for (const auto& [model, dc] : c.devices) {
+    out += "  " + quoted(model) + ":\n";
+    if (dc.roofline) {
+      const RooflineParams& p = *dc.roofline;
+      out += "    roofline:\n";
+      out += "      compute_eff_max: " + fmt_double(p.compute_eff_max) + "\n";
+      out += "      compute_half_flops: " + fmt_double(p.compute_half_flops) + "\n";
+      out += "      memory_eff_max: " + fmt_double(p.memory_eff_max) + "\n";
+      out += "      memory_half_bytes: " + fmt_double(p.memory_half_bytes) + "\n";
+      out += "      min_kernel: \"" + std::to_string(p.min_kernel.ns) + " ns\"\n";
+      out += "      min_cpu_op: \"" + std::to_string(p.min_cpu_op.ns) + " ns\"\n";
+    }
+    out += "    op_types:";
+    out += dc.by_op_type.empty() ? " {}\n" : "\n";
+    for (const auto& [type, m] : dc.by_op_type) {
+      out += "      " + quoted(type) + ":\n";
+      const double ns = m.intercept_s * 1e9;
+      out += "        intercept: \"" + fmt_double(ns) + " ns\"\n";
+      out += "        flop_rate: \"" + fmt_double(m.flop_rate) + " FLOP/s\"\n";
+      out += "        half_flops: " + fmt_double(m.half_flops) + "\n";
+      out += "        byte_rate: \"" + fmt_double(m.byte_rate) + " B/s\"\n";
+      out += "        samples: " + std::to_string(m.samples) + "\n";
+      out += "        cv_error: " + fmt_double(m.cv_error) + "\n";
+    }
+    out += "    exact:";
+    out += dc.exact.empty() ? " {}\n" : "\n";
+    for (const auto& [key, d] : dc.exact)
+      out += "      " + quoted(key) + ": \"" + std::to_string(d.ns) + " ns\"\n";
+  }
+  return out;
+}
+
+}  // namespace placesim::sim

@@ -1,0 +1,179 @@
+#include "sim/maxmin.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace placesim::sim {
+
+int MaxMinSolver::add_constraint(double capacity) {
+  assert(capacity > 0.0);
+  Con c;
+  c.capacity = capacity;
+  cons_.push_back(std::move(c));
+  return static_cast<int>(cons_.size()) - 1;
+}
+
+int MaxMinSolver::add_variable(double bound, std::span<const int> constraints) {
+  int id;
+  if (!free_vars_.empty()) {
+    id = free_vars_.back();
+    free_vars_.pop_back();
+  } else {
+    id = static_cast<int>(vars_.size());
+    vars_.emplace_back();
+  }
+  Var& v = vars_[id];
+  v.bound = bound;
+  v.value = 0.0;
+  v.alive = true;
+  v.fixed = false;
+  v.cons.assign(constraints.begin(), constraints.end());
+  for (int c : constraints) {
+    cons_[c].vars.push_back(id);
+    if (!cons_[c].dirty) {
+      cons_[c].dirty = true;
+      dirty_cons_.push_back(c);
+    }
+  }
+  if (constraints.empty()) dirty_vars_.push_back(id);
+  ++live_vars_;
+  component_ready_ = false;
+  return id;
+}
+
+void MaxMinSolver::remove_variable(int id) {
+  Var& v = vars_[id];
+  assert(v.alive);
+  for (int c : v.cons) {
+    auto& list = cons_[c].vars;
+    list.erase(std::find(list.begin(), list.end(), id));
+    if (!cons_[c].dirty) {
+      cons_[c].dirty = true;
+      dirty_cons_.push_back(c);
+    }
+  }
+  v.alive = false;
+  v.value = 0.0;
+  --live_vars_;
+  // Keep the free list sorted descending so ids are reused lowest first (deterministic).
+  free_vars_.insert(std::upper_bound(free_vars_.begin(), free_vars_.end(), id, std::greater<>()),
+                    id);
+  auto it = std::find(dirty_vars_.begin(), dirty_vars_.end(), id);
+  if (it != dirty_vars_.end()) dirty_vars_.erase(it);
+  component_ready_ = false;
+}
+
+void MaxMinSolver::collect_component() {
+  comp_vars_.clear();
+  comp_cons_.clear();
+  ++stamp_;
+  // Breadth-first over the bipartite graph from the touched constraints, in the order they were
+  // touched; comp_cons_ doubles as the queue.
+  for (int c : dirty_cons_) {
+    if (cons_[c].mark != stamp_) {
+      cons_[c].mark = stamp_;
+      comp_cons_.push_back(c);
+    }
+  }
+  for (std::size_t qi = 0; qi < comp_cons_.size(); ++qi) {
+    const int c = comp_cons_[qi];
+    for (int vid : cons_[c].vars) {
+      Var& v = vars_[vid];
+      if (v.mark == stamp_) continue;
+      v.mark = stamp_;
+      comp_vars_.push_back(vid);
+      for (int c2 : v.cons) {
+        if (cons_[c2].mark != stamp_) {
+          cons_[c2].mark = stamp_;
+          comp_cons_.push_back(c2);
+        }
+      }
+    }
+  }
+  for (int vid : dirty_vars_) {
+    if (vars_[vid].alive && vars_[vid].mark != stamp_) {
+      vars_[vid].mark = stamp_;
+      comp_vars_.push_back(vid);
+    }
+  }
+  component_ready_ = true;
+}
+
+std::span<const int> MaxMinSolver::pending_component() {
+  if (!component_ready_) collect_component();
+  return comp_vars_;
+}
+
+bool MaxMinSolver::solve() {
+  changed_.clear();
+  if (dirty_cons_.empty() && dirty_vars_.empty()) return false;
+  if (!component_ready_) collect_component();
+
+  for (int c : comp_cons_) {
+    Con& con = cons_[c];
+    con.remaining = con.capacity;
+    con.unfixed = static_cast<int>(con.vars.size());
+    con.dirty = false;
+  }
+  for (int vid : comp_vars_) vars_[vid].fixed = false;
+
+  std::size_t left = comp_vars_.size();
+  while (left > 0) {
+    double share = kUnbounded;
+    for (int c : comp_cons_) {
+      const Con& con = cons_[c];
+      if (con.unfixed > 0) share = std::min(share, std::max(con.remaining, 0.0) / con.unfixed);
+    }
+    for (int vid : comp_vars_) {
+      const Var& v = vars_[vid];
+      if (!v.fixed) share = std::min(share, v.bound);
+    }
+    const double limit = share * (1.0 + kRelEps);
+    // Saturated constraints first mark their variables; then bounded variables at the level.
+    for (int c : comp_cons_) {
+      Con& con = cons_[c];
+      if (con.unfixed == 0 || std::max(con.remaining, 0.0) / con.unfixed > limit) continue;
+      for (int vid : con.vars) {
+        Var& v = vars_[vid];
+        if (!v.fixed) v.value = -1.0;   // marked for fixing at `share`
+      }
+    }
+    for (int vid : comp_vars_) {
+      Var& v = vars_[vid];
+      if (v.fixed) continue;
+      if (v.value == -1.0 || v.bound <= limit) {
+        v.value = std::min(share, v.bound);
+        v.fixed = true;
+        --left;
+        for (int c : v.cons) {
+          cons_[c].remaining -= v.value;
+          --cons_[c].unfixed;
+        }
+      }
+    }
+    if (share == kUnbounded) {
+      // Only unconstrained, unbounded variables remain.
+      for (int vid : comp_vars_) {
+        Var& v = vars_[vid];
+        if (!v.fixed) {
+          v.value = kUnbounded;
+          v.fixed = true;
+          --left;
+        }
+      }
+    }
+  }
+  changed_.assign(comp_vars_.begin(), comp_vars_.end());
+  dirty_cons_.clear();
+  dirty_vars_.clear();
+  component_ready_ = false;
+  return true;
+}
+
+double MaxMinSolver::usage(int c) const {
+  double s = 0.0;
+  for (int vid : cons_[c].vars) s += vars_[vid].value;
+  return s;
+}
+
+}  // namespace placesim::sim

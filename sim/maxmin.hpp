@@ -1,0 +1,105 @@
+// Max-min fair bandwidth sharing (the flow-level model of SimGrid's LMM solver, without weights),
+// solved incrementally: only the connected component of constraints and variables touched since
+// the last solve is recomputed.
+//
+//   MaxMinSolver s;
+//   const int link = s.add_constraint(12e9);            // capacity in bytes/s
+//   const int a = s.add_variable(kUnbounded, {&link, 1});
+//   const int b = s.add_variable(5e9, {&link, 1});      // capped at 5 GB/s (a fat-pipe hop)
+//   s.solve();                                          // a = 7e9, b = 5e9
+//   s.remove_variable(b);
+//   s.solve();                                          // a = 12e9
+//
+// The problem. Variables x_v >= 0 (flow rates), constraints c with capacities C_c, each variable
+// crossing a set S(v) of constraints and carrying an optional bound B_v (+inf when none):
+//
+//     for every constraint c:   sum_{v : c in S(v)} x_v  <=  C_c
+//     for every variable v:     x_v <= B_v
+//
+// The max-min fair allocation is the unique feasible x in which no x_v can grow without making
+// some x_w <= x_v shrink. It is computed by progressive filling ("water filling"):
+//
+//     U := all variables, R_c := C_c, n_c := |{v in U : c in S(v)}|
+//     while U is not empty:
+//         s := min( min_{c : n_c > 0} R_c / n_c ,  min_{v in U} B_v )
+//         every v in U with B_v <= s, or crossing a c with R_c / n_c <= s, gets x_v := min(s, B_v)
+//         and leaves U; R_c -= x_v and n_c -= 1 for each c in S(v)
+//
+// Ties are detected with a relative tolerance of kRelEps. A variable with no constraint and no
+// bound gets +inf. Because the allocation of one connected component of the variable-constraint
+// graph does not depend on any other component, adding or removing a variable only requires
+// re-solving the component(s) it touches: `solve()` does exactly that and reports which variables
+// it recomputed (`last_changed()`), so the caller can bring their progress up to date first
+// (`pending_component()` lists them before solving).
+//
+// Determinism: components are explored in the order constraints and variables were created, and
+// all arithmetic is in a fixed order, so equal inputs give bit-identical rates.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+namespace placesim::sim {
+
+inline constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+
+class MaxMinSolver {
+ public:
+  static constexpr double kRelEps = 1e-12;
+
+  /// Adds a constraint with `capacity` (> 0) and returns its id (ids are dense, from 0).
+  int add_constraint(double capacity);
+  /// Adds a variable crossing `constraints` (each at most once) with an upper `bound`; returns its
+  /// id. Ids of removed variables are reused, lowest first.
+  int add_variable(double bound, std::span<const int> constraints);
+  void remove_variable(int v);
+
+  /// The variables whose rate the next `solve()` will recompute (the components touched since
+  /// the last solve), in a deterministic order. Valid until the next add/remove/solve.
+  std::span<const int> pending_component();
+  /// Recomputes the touched components. Returns true if anything was recomputed.
+  bool solve();
+  /// Variables recomputed by the last `solve()`.
+  [[nodiscard]] std::span<const int> last_changed() const { return changed_; }
+
+  [[nodiscard]] double value(int v) const { return vars_[v].value; }
+  [[nodiscard]] bool alive(int v) const { return vars_[v].alive; }
+  [[nodiscard]] int num_constraints() const { return static_cast<int>(cons_.size()); }
+  [[nodiscard]] int num_live_variables() const { return live_vars_; }
+  /// Sum of the rates of the live variables crossing constraint `c` (for checks and reports).
+  [[nodiscard]] double usage(int c) const;
+
+ private:
+  struct Var {
+    double bound = kUnbounded;
+    double value = 0.0;
+    std::vector<int> cons;                 // capacity kept when the id is reused
+    bool alive = false;
+    bool fixed = false;                    // scratch for solve
+    std::uint32_t mark = 0;                // component stamp
+  };
+  struct Con {
+    double capacity = 0.0;
+    std::vector<int> vars;                 // live variables crossing it, in insertion order
+    bool dirty = false;
+    std::uint32_t mark = 0;
+    double remaining = 0.0;                // scratch
+    int unfixed = 0;                       // scratch
+  };
+
+  void collect_component();
+
+  std::vector<Var> vars_;
+  std::vector<Con> cons_;
+  std::vector<int> free_vars_;             // sorted descending so back() is the lowest id
+  std::vector<int> dirty_cons_;
+  std::vector<int> dirty_vars_;            // new variables with no constraint
+  std::vector<int> comp_vars_, comp_cons_, changed_;
+  std::uint32_t stamp_ = 0;
+  bool component_ready_ = false;
+  int live_vars_ = 0;
+};
+
+}  // namespace placesim::sim

@@ -1,0 +1,81 @@
+// The network as a resource model: copies in their bandwidth phase are flows over the links of
+// their route segment, sharing every link by max-min fairness (maxmin.hpp) according to the link's
+// SharingPolicy:
+//   Shared       one constraint per link, capacity = bandwidth, both directions count;
+//   SplitDuplex  one constraint per (link, direction), capacity = bandwidth each;
+//   FatPipe      no constraint; the flow's rate is capped at the link's bandwidth (a bound).
+// A flow that has `remaining` bytes at rate r (bytes/s) since time t0 finishes at
+//   t0 + ceil(remaining / r * 1e9 - 1e-6) ns          (the rounding of units.hpp transfer_time),
+// so a flow alone on a path takes exactly transfer_time(bytes, bottleneck). Rates change only when
+// a flow starts or ends; then only the flows of the touched max-min component have their progress
+// brought up to date and their rates recomputed. Latency is not handled here: the engine holds a
+// copy for its route latency before starting its flow (SimGrid does the same).
+//
+//   FlowNetwork net(cluster);
+//   engine.add_model(&net);
+//   net.start(engine.now(), segment.hops, bytes, /*tag=*/copy_index);
+//   ... in on_resource: for (int tag : net.completed()) ...
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/cluster.hpp"
+#include "sim/engine.hpp"
+#include "sim/maxmin.hpp"
+
+namespace placesim::sim {
+
+class FlowNetwork final : public ResourceModel {
+ public:
+  explicit FlowNetwork(const Cluster& c);
+  /// Forgets all flows and statistics (keeps the link set); for reuse across simulations.
+  void reset();
+
+  /// Starts moving `bytes` over `hops` at time `now`; `tag` is reported back on completion.
+  void start(SimTime now, std::span<const Hop> hops, double bytes, std::int32_t tag);
+
+  SimTime next_completion() override;
+  void advance(SimTime t) override;
+  /// Tags of the flows that completed at the last `advance`, in flow-slot order.
+  [[nodiscard]] std::span<const std::int32_t> completed() const { return completed_; }
+
+  [[nodiscard]] int active_flows() const { return solver_.num_live_variables(); }
+  /// Current rate of the flow started with `tag` (bytes/s); for tests. -1 if not active.
+  [[nodiscard]] double rate_of_tag(std::int32_t tag);
+
+  // Per-link statistics, indexed by LinkId.
+  [[nodiscard]] const std::vector<double>& link_bytes() const { return link_bytes_; }
+  [[nodiscard]] const std::vector<SimTime>& link_busy() const { return link_busy_; }
+
+ private:
+  struct Flow {
+    double remaining = 0.0;
+    double rate = 0.0;
+    double bytes = 0.0;
+    SimTime last = 0;
+    SimTime finish = kNever;
+    std::int32_t tag = -1;
+    std::vector<LinkId> links;             // for statistics
+    bool alive = false;
+  };
+  void resolve();
+  static SimTime finish_time(SimTime from, double remaining, double rate);
+
+  std::vector<int> con_fwd_, con_bwd_;     // constraint per link direction (-1 = none)
+  std::vector<double> fat_bound_;          // per link: bound for FatPipe, +inf otherwise
+  MaxMinSolver solver_;
+  std::vector<Flow> flows_;                // indexed by solver variable id
+  std::vector<int> scratch_cons_;
+  std::vector<std::int32_t> completed_;
+  std::vector<double> link_bytes_;
+  std::vector<SimTime> link_busy_, link_since_;
+  std::vector<int> link_active_;
+  SimTime pending_time_ = 0;
+  bool dirty_ = false;
+  bool min_valid_ = false;
+  SimTime min_finish_ = kNever;
+};
+
+}  // namespace placesim::sim

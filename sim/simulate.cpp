@@ -1,0 +1,856 @@
+// simulate(), BatchOracle and outcome_to_json. The semantics are documented in docs/engine.md;
+// the short version is in the comments of StepRun below.
+#include "sim/simulate.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "sim/engine.hpp"
+#include "sim/error.hpp"
+#include "sim/network.hpp"
+#include "sim/trace.hpp"
+
+namespace placesim::sim {
+
+namespace {
+
+/// Everything about a (cluster, graph, cost model) that does not depend on the placement, in flat
+/// arrays. Shared read-only by every run of a BatchOracle.
+struct Prepared {
+  const Cluster* cluster = nullptr;
+  const Graph* graph = nullptr;
+  int n_ops = 0, n_tensors = 0, n_dev = 0;
+
+  std::vector<std::int32_t> out_begin;     // n_ops + 1: tensors of op o are [out_begin[o], out_begin[o+1])
+  std::vector<std::int64_t> tensor_bytes;
+  std::vector<std::int32_t> tensor_op;
+  std::vector<std::int32_t> cons_begin, cons;   // per tensor: distinct consumer ops, ascending
+  std::vector<std::int32_t> in_begin, ins;      // per op: distinct input tensors
+  std::vector<std::int32_t> ctl_begin, ctl;     // per op: distinct control successors
+  std::vector<std::int32_t> n_ctl_in;           // per op: number of distinct control predecessors
+  std::vector<std::int32_t> rank;               // position in the topological order
+  std::vector<std::int32_t> pinned;             // Op::stream or -1
+  std::vector<std::int8_t> kind_req;            // -1 any, 0 CPU, 1 GPU
+  std::vector<std::int64_t> persistent;
+
+  std::vector<std::int32_t> dev_class;          // device -> cost class
+  std::vector<std::int64_t> kernel_ns;          // class * n_ops + op
+
+  std::vector<bool> is_gpu;
+  std::vector<std::int32_t> streams, workers;
+  std::vector<std::int64_t> launch_ns, capacity;
+  std::vector<std::int32_t> engines;            // device * 3 + kind (H2D, D2H, peer)
+
+  Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs);
+};
+
+bool same_cost_inputs(const Device& a, const Device& b) {
+  return a.spec.model == b.spec.model && a.spec.kind == b.spec.kind &&
+         a.spec.peak_flops == b.spec.peak_flops && a.spec.memory_bandwidth == b.spec.memory_bandwidth;
+}
+
+Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs)
+    : cluster(&c), graph(&g) {
+  n_ops = g.num_ops();
+  n_dev = c.num_devices();
+  if (static_cast<int>(g.topo_order.size()) != n_ops)
+    throw InputError("<graph " + g.name + ">", "", "a finalized graph (call Graph::finalize)");
+
+  out_begin.resize(n_ops + 1);
+  for (int o = 0; o < n_ops; ++o)
+    out_begin[o + 1] = out_begin[o] + static_cast<std::int32_t>(g.ops[o].outputs.size());
+  n_tensors = out_begin[n_ops];
+  tensor_bytes.resize(n_tensors);
+  tensor_op.resize(n_tensors);
+  for (int o = 0; o < n_ops; ++o)
+    for (std::size_t k = 0; k < g.ops[o].outputs.size(); ++k) {
+      tensor_bytes[out_begin[o] + k] = g.ops[o].outputs[k].bytes.v;
+      tensor_op[out_begin[o] + k] = o;
+    }
+
+  // Inputs (distinct tensors) and, transposed, consumers per tensor.
+  in_begin.assign(n_ops + 1, 0);
+  std::vector<std::int32_t> tmp;
+  for (int o = 0; o < n_ops; ++o) {
+    tmp.clear();
+    for (const TensorRef& r : g.ops[o].inputs) tmp.push_back(out_begin[r.op] + r.output);
+    std::sort(tmp.begin(), tmp.end());
+    tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+    ins.insert(ins.end(), tmp.begin(), tmp.end());
+    in_begin[o + 1] = static_cast<std::int32_t>(ins.size());
+  }
+  std::vector<std::int32_t> count(n_tensors + 1, 0);
+  for (std::int32_t t : ins) ++count[t + 1];
+  cons_begin.assign(n_tensors + 1, 0);
+  for (int t = 0; t < n_tensors; ++t) cons_begin[t + 1] = cons_begin[t] + count[t + 1];
+  cons.resize(ins.size());
+  std::vector<std::int32_t> fill(cons_begin.begin(), cons_begin.end() - 1);
+  for (int o = 0; o < n_ops; ++o)
+    for (int i = in_begin[o]; i < in_begin[o + 1]; ++i) cons[fill[ins[i]]++] = o;
+
+  // Control edges.
+  n_ctl_in.assign(n_ops, 0);
+  std::vector<std::vector<std::int32_t>> succ(n_ops);
+  for (int o = 0; o < n_ops; ++o) {
+    tmp.assign(g.ops[o].control_inputs.begin(), g.ops[o].control_inputs.end());
+    std::sort(tmp.begin(), tmp.end());
+    tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+    n_ctl_in[o] = static_cast<std::int32_t>(tmp.size());
+    for (std::int32_t p : tmp) succ[p].push_back(o);
+  }
+  ctl_begin.assign(n_ops + 1, 0);
+  for (int o = 0; o < n_ops; ++o) {
+    ctl.insert(ctl.end(), succ[o].begin(), succ[o].end());
+    ctl_begin[o + 1] = static_cast<std::int32_t>(ctl.size());
+  }
+
+  rank.resize(n_ops);
+  for (int i = 0; i < n_ops; ++i) rank[g.topo_order[i]] = i;
+  pinned.resize(n_ops);
+  kind_req.resize(n_ops);
+  persistent.resize(n_ops);
+  for (int o = 0; o < n_ops; ++o) {
+    const Op& op = g.ops[o];
+    pinned[o] = op.stream ? *op.stream : -1;
+    kind_req[o] = !op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0);
+    persistent[o] = op.persistent.v;
+  }
+
+  // Kernel times once per distinct device (cost class), not per device.
+  dev_class.assign(n_dev, -1);
+  std::vector<DeviceId> reps;
+  for (int d = 0; d < n_dev; ++d) {
+    for (std::size_t k = 0; k < reps.size() && dev_class[d] < 0; ++k) {
+      // Devices share a class only if every op costs the same on both (a calibration keyed by
+      // device name can make two devices of one model differ).
+      if (!same_cost_inputs(c.devices[reps[k]], c.devices[d])) continue;
+      bool equal = true;
+      for (int o = 0; o < n_ops && equal; ++o)
+        equal = costs.op_time(g.ops[o], c.devices[reps[k]]) == costs.op_time(g.ops[o], c.devices[d]);
+      if (equal) dev_class[d] = static_cast<std::int32_t>(k);
+    }
+    if (dev_class[d] < 0) {
+      dev_class[d] = static_cast<std::int32_t>(reps.size());
+      reps.push_back(d);
+    }
+  }
+  kernel_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
+  for (std::size_t k = 0; k < reps.size(); ++k)
+    for (int o = 0; o < n_ops; ++o)
+      kernel_ns[k * n_ops + o] = std::max<std::int64_t>(0, costs.op_time(g.ops[o], c.devices[reps[k]]).ns);
+
+  is_gpu.resize(n_dev);
+  streams.resize(n_dev);
+  workers.resize(n_dev);
+  launch_ns.resize(n_dev);
+  capacity.resize(n_dev);
+  engines.resize(3 * n_dev);
+  for (int d = 0; d < n_dev; ++d) {
+    const DeviceSpec& s = c.devices[d].spec;
+    is_gpu[d] = s.kind == DeviceKind::Gpu;
+    streams[d] = std::max(1, s.compute_streams);
+    workers[d] = std::max(1, s.worker_threads);
+    launch_ns[d] = std::max<std::int64_t>(0, s.launch_overhead.ns);
+    capacity[d] = s.memory_capacity.v;
+    engines[3 * d + 0] = std::max(1, s.h2d_engines);
+    engines[3 * d + 1] = std::max(1, s.d2h_engines);
+    engines[3 * d + 2] = std::max(1, s.peer_engines);
+  }
+}
+
+void check_placement(const Prepared& P, const Placement& p) {
+  const std::string where = "<placement>";
+  if (static_cast<int>(p.device_of.size()) != P.n_ops)
+    throw InputError(where, "", "one device per op (" + std::to_string(P.n_ops) + " ops), got " +
+                                    std::to_string(p.device_of.size()));
+  for (int o = 0; o < P.n_ops; ++o) {
+    const DeviceId d = p.device_of[o];
+    if (d < 0 || d >= P.n_dev)
+      throw InputError(where, "op \"" + P.graph->ops[o].name + "\"",
+                       "a device index in [0, " + std::to_string(P.n_dev) + "), got " + std::to_string(d));
+    if (P.kind_req[o] >= 0 && (P.kind_req[o] == 1) != P.is_gpu[d])
+      throw InputError(where, "op \"" + P.graph->ops[o].name + "\"",
+                       std::string("a ") + (P.kind_req[o] == 1 ? "GPU" : "CPU") + " device, got \"" +
+                           P.cluster->devices[d].name + "\"");
+  }
+}
+
+// Event kinds.
+enum : std::int32_t { kLaunchEnd = 0, kKernelStart = 1, kKernelEnd = 2, kLatencyDone = 3 };
+enum : int { kH2D = 0, kD2H = 1, kPeer = 2 };
+
+/// One simulated step. Item ids for the critical path: op kernel = op, launch = n_ops + op,
+/// copy segment s = 2 * n_ops + s.
+class StepRun {
+ public:
+  StepRun(const Prepared& P, const Placement& pl, const SimOptions& opt)
+      : P_(P), dev_(pl.device_of), opt_(opt), net_(*P.cluster) {}
+
+  Outcome run();
+
+  void on_event(Engine& e, const Event& ev);
+  void on_resource(Engine& e, int model);
+
+ private:
+  struct Copy {
+    std::int32_t tensor;
+    DeviceId dst;
+    std::int32_t refs;        // consumers on dst not yet finished
+    std::int8_t nseg;
+  };
+  struct Seg {
+    std::int32_t copy;
+    std::int8_t k;            // segment index in the route
+    std::int32_t pool;        // engine pool or -1
+    std::int32_t slot;        // engine slot taken (trace)
+    SimTime ready, start, flow_start;
+    std::int32_t ready_pred;
+  };
+  struct ReadyEntry {
+    SimTime t;
+    std::int32_t rank, op;
+    bool operator>(const ReadyEntry& o) const { return t != o.t ? t > o.t : rank > o.rank; }
+  };
+
+  void build_copies();
+  void alloc(DeviceId d, std::int64_t b);
+  void release(DeviceId d, std::int64_t b) { cur_mem_[d] -= b; }
+  void credit(std::int32_t op, std::int32_t pred_item);
+  void make_ready(std::int32_t op, std::int32_t pred_item);
+  void dispatch(DeviceId d);
+  void launch_end(std::int32_t op);
+  void kernel_start(std::int32_t op);
+  void kernel_end(std::int32_t op);
+  void tensor_unref(std::int32_t t);
+  void request_segment(std::int32_t seg, std::int32_t pred);
+  void begin_segment(std::int32_t seg, std::int32_t pred);
+  void segment_done(std::int32_t seg);
+  void busy_up(DeviceId d);
+  void busy_down(DeviceId d);
+  void finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred);
+  [[nodiscard]] bool stream_dep(std::int32_t producer, std::int32_t consumer) const;
+  [[nodiscard]] std::int64_t kernel_time(std::int32_t op) const {
+    return P_.kernel_ns[static_cast<std::size_t>(P_.dev_class[dev_[op]]) * P_.n_ops + op];
+  }
+  [[nodiscard]] const RouteSegment& segment_of(std::int32_t seg) const {
+    const Copy& c = copies_[segs_[seg].copy];
+    return P_.cluster->route(dev_[P_.tensor_op[c.tensor]], c.dst).segments[segs_[seg].k];
+  }
+  [[nodiscard]] bool oom_stop() const { return opt_.stop_at_first_oom && !oom_order_.empty(); }
+  std::string tensor_name(std::int32_t t) const;
+  std::string segment_name(std::int32_t seg) const;
+
+  const Prepared& P_;
+  const std::vector<DeviceId>& dev_;
+  const SimOptions& opt_;
+  Engine engine_;
+  FlowNetwork net_;
+
+  // Ops.
+  std::vector<std::int32_t> missing_;
+  std::vector<std::int32_t> op_stream_;
+  std::vector<SimTime> ready_time_;
+  std::vector<std::int32_t> ready_pred_;
+  // Tensors.
+  std::vector<std::int32_t> tensor_refs_;     // local consumers + outgoing copies not yet done
+  std::vector<std::int32_t> copy_begin_;      // per tensor, into copies_
+  std::vector<Copy> copies_;
+  std::vector<Seg> segs_;
+  // Devices.
+  std::vector<std::vector<ReadyEntry>> ready_;
+  std::vector<bool> launcher_busy_;
+  std::vector<std::int32_t> launcher_last_;   // last launch item per GPU
+  std::vector<SimTime> stream_free_;          // device * max_streams + s
+  std::vector<std::int32_t> stream_last_;
+  std::vector<std::vector<std::int32_t>> free_slots_;   // CPU workers
+  std::vector<std::int32_t> worker_last_;     // last item that freed a worker, per CPU
+  std::vector<std::int32_t> busy_count_;
+  std::vector<SimTime> busy_since_, busy_total_;
+  std::vector<std::int32_t> ops_done_;
+  std::vector<std::int64_t> cur_mem_, peak_mem_;
+  std::vector<bool> oom_;
+  std::vector<DeviceId> oom_order_;
+  // Copy engines: pool = device * 3 + kind.
+  std::vector<std::int32_t> pool_free_;
+  std::vector<std::vector<std::int32_t>> pool_slots_;
+  std::vector<std::vector<std::int32_t>> pool_queue_;
+  std::vector<std::size_t> pool_head_;
+  // Critical path.
+  std::vector<std::int32_t> pred_;
+  std::vector<SimTime> item_start_, item_end_;
+  std::int32_t last_item_ = -1;
+  SimTime end_time_ = 0;
+  int max_streams_ = 1;
+  std::int64_t transfers_ = 0;
+  std::int64_t transferred_ = 0;
+  bool unreachable_ = false;
+  std::vector<std::int32_t> done_scratch_;
+};
+
+bool StepRun::stream_dep(std::int32_t producer, std::int32_t consumer) const {
+  // A GPU input produced on the same stream is usable once the producer is enqueued: stream
+  // order guarantees it runs first (this is how TensorFlow and PyTorch launch ahead).
+  const DeviceId d = dev_[producer];
+  if (!P_.is_gpu[d] || dev_[consumer] != d) return false;
+  if (P_.streams[d] == 1) return true;
+  const auto pp = P_.pinned[producer], pc = P_.pinned[consumer];
+  return pp >= 0 && pc >= 0 && pp % P_.streams[d] == pc % P_.streams[d];
+}
+
+void StepRun::build_copies() {
+  copy_begin_.assign(P_.n_tensors + 1, 0);
+  tensor_refs_.assign(P_.n_tensors, 0);
+  std::vector<std::int32_t> seen(P_.n_dev, -1);
+  std::vector<std::int32_t> on_dev(P_.n_dev, 0);
+  for (int t = 0; t < P_.n_tensors; ++t) {
+    const DeviceId src = dev_[P_.tensor_op[t]];
+    const std::size_t first = copies_.size();
+    std::int32_t local = 0;
+    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
+      const DeviceId d = dev_[P_.cons[i]];
+      if (d == src) {
+        ++local;
+        continue;
+      }
+      if (seen[d] != t) {
+        seen[d] = t;
+        on_dev[d] = 0;
+        copies_.push_back({t, d, 0, 0});
+      }
+      ++on_dev[d];
+    }
+    // Copies of a tensor in ascending destination order (deterministic, independent of consumers).
+    std::sort(copies_.begin() + static_cast<std::ptrdiff_t>(first), copies_.end(),
+              [](const Copy& a, const Copy& b) { return a.dst < b.dst; });
+    for (std::size_t k = first; k < copies_.size(); ++k) {
+      Copy& c = copies_[k];
+      c.refs = on_dev[c.dst];
+      const Route& r = P_.cluster->route(src, c.dst);
+      c.nseg = static_cast<std::int8_t>(r.segments.size());
+    }
+    tensor_refs_[t] = local + static_cast<std::int32_t>(copies_.size() - first);
+    copy_begin_[t + 1] = static_cast<std::int32_t>(copies_.size());
+  }
+  // Two segment slots per copy (the second used only when staged).
+  segs_.resize(2 * copies_.size());
+  for (std::size_t c = 0; c < copies_.size(); ++c) {
+    for (int k = 0; k < 2; ++k) {
+      Seg& s = segs_[2 * c + k];
+      s.copy = static_cast<std::int32_t>(c);
+      s.k = static_cast<std::int8_t>(k);
+      s.pool = -1;
+      s.slot = -1;
+      if (k < copies_[c].nseg) {
+        const RouteSegment& rs = segment_of(static_cast<std::int32_t>(2 * c + k));
+        const bool from_gpu = P_.is_gpu[rs.from], to_gpu = P_.is_gpu[rs.to];
+        if (from_gpu && to_gpu) s.pool = 3 * rs.from + kPeer;
+        else if (from_gpu) s.pool = 3 * rs.from + kD2H;
+        else if (to_gpu) s.pool = 3 * rs.to + kH2D;
+      }
+    }
+  }
+}
+
+void StepRun::alloc(DeviceId d, std::int64_t b) {
+  cur_mem_[d] += b;
+  if (cur_mem_[d] > peak_mem_[d]) peak_mem_[d] = cur_mem_[d];
+  if (cur_mem_[d] > P_.capacity[d] && !oom_[d]) {
+    oom_[d] = true;
+    oom_order_.push_back(d);
+    if (opt_.stop_at_first_oom) engine_.stop();
+  }
+}
+
+void StepRun::finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred) {
+  pred_[item] = pred;
+  item_start_[item] = s;
+  item_end_[item] = e;
+  if (e >= end_time_) {
+    end_time_ = e;
+    last_item_ = item;
+  }
+}
+
+void StepRun::credit(std::int32_t op, std::int32_t pred_item) {
+  if (--missing_[op] == 0) make_ready(op, pred_item);
+}
+
+void StepRun::make_ready(std::int32_t op, std::int32_t pred_item) {
+  const DeviceId d = dev_[op];
+  ready_time_[op] = engine_.now();
+  ready_pred_[op] = pred_item;
+  ready_.at(d).push_back({engine_.now(), P_.rank[op], op});
+  std::push_heap(ready_[d].begin(), ready_[d].end(), std::greater<>());
+  dispatch(d);
+}
+
+void StepRun::dispatch(DeviceId d) {
+  auto& heap = ready_[d];
+  const SimTime now = engine_.now();
+  if (P_.is_gpu[d]) {
+    if (launcher_busy_[d] || heap.empty()) return;
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const std::int32_t op = heap.back().op;
+    heap.pop_back();
+    launcher_busy_[d] = true;
+    const std::int32_t item = P_.n_ops + op;
+    // The launch waited either for its last input or for the launcher; on a tie, the input.
+    pred_[item] = (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
+    item_start_[item] = now;
+    engine_.schedule(now + P_.launch_ns[d], Priority::LaunchEnd, kLaunchEnd, op);
+    return;
+  }
+  auto& slots = free_slots_[d];
+  while (!slots.empty() && !heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const std::int32_t op = heap.back().op;
+    heap.pop_back();
+    const std::int32_t worker = slots.back();
+    slots.pop_back();
+    op_stream_[op] = worker;
+    const std::int32_t launch = P_.n_ops + op;
+    const std::int32_t pred =
+        (ready_time_[op] == now || worker_last_[d] < 0) ? ready_pred_[op] : worker_last_[d];
+    const SimTime ks = now + P_.launch_ns[d];
+    finish_item(launch, now, ks, pred);
+    if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, now, ks);
+    // A CPU op holds its worker for the dispatch cost and the op itself; its outputs are
+    // allocated when the worker takes it.
+    for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+    busy_up(d);
+    pred_[op] = launch;
+    item_start_[op] = ks;
+    engine_.schedule(ks + kernel_time(op), Priority::KernelEnd, kKernelEnd, op);
+  }
+}
+
+void StepRun::launch_end(std::int32_t op) {
+  const DeviceId d = dev_[op];
+  const SimTime now = engine_.now();
+  const std::int32_t item = P_.n_ops + op;
+  finish_item(item, item_start_[item], now, pred_[item]);
+  if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, item_start_[item], now);
+  launcher_busy_[d] = false;
+  launcher_last_[d] = item;
+
+  int s = 0;
+  const int ns = P_.streams[d];
+  if (P_.pinned[op] >= 0) {
+    s = P_.pinned[op] % ns;
+  } else {
+    for (int k = 1; k < ns; ++k)
+      if (stream_free_[d * max_streams_ + k] < stream_free_[d * max_streams_ + s]) s = k;
+  }
+  op_stream_[op] = s;
+  const std::size_t si = static_cast<std::size_t>(d) * max_streams_ + s;
+  const SimTime start = std::max(now, stream_free_[si]);
+  pred_[op] = (start > now && stream_last_[si] >= 0) ? stream_last_[si] : item;
+  stream_free_[si] = start + kernel_time(op);
+  stream_last_[si] = op;
+  // Consumers on the same stream may be launched now.
+  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t)
+    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i)
+      if (stream_dep(op, P_.cons[i])) credit(P_.cons[i], item);
+  if (start == now) kernel_start(op);
+  else engine_.schedule(start, Priority::KernelStart, kKernelStart, op);
+  dispatch(d);
+}
+
+void StepRun::kernel_start(std::int32_t op) {
+  const DeviceId d = dev_[op];
+  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+  busy_up(d);
+  item_start_[op] = engine_.now();
+  engine_.schedule(engine_.now() + kernel_time(op), Priority::KernelEnd, kKernelEnd, op);
+}
+
+void StepRun::busy_up(DeviceId d) {
+  if (busy_count_[d]++ == 0) busy_since_[d] = engine_.now();
+}
+
+void StepRun::busy_down(DeviceId d) {
+  if (--busy_count_[d] == 0) busy_total_[d] += engine_.now() - busy_since_[d];
+}
+
+void StepRun::tensor_unref(std::int32_t t) {
+  if (--tensor_refs_[t] == 0) release(dev_[P_.tensor_op[t]], P_.tensor_bytes[t]);
+}
+
+void StepRun::kernel_end(std::int32_t op) {
+  const DeviceId d = dev_[op];
+  const SimTime now = engine_.now();
+  finish_item(op, item_start_[op], now, pred_[op]);
+  if (opt_.trace)
+    opt_.trace->kernel(d, op_stream_[op], P_.graph->ops[op].name, P_.graph->ops[op].type,
+                       item_start_[op], now);
+  busy_down(d);
+  ++ops_done_[d];
+
+  // Inputs: release the local tensor or the received copy.
+  for (int i = P_.in_begin[op]; i < P_.in_begin[op + 1]; ++i) {
+    const std::int32_t t = P_.ins[i];
+    if (dev_[P_.tensor_op[t]] == d) {
+      tensor_unref(t);
+    } else {
+      for (int c = copy_begin_[t]; c < copy_begin_[t + 1]; ++c) {
+        if (copies_[c].dst != d) continue;
+        if (--copies_[c].refs == 0) release(d, P_.tensor_bytes[t]);
+        break;
+      }
+    }
+  }
+  // Outputs: local consumers, outgoing copies; unconsumed outputs die now.
+  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) {
+    if (tensor_refs_[t] == 0) release(d, P_.tensor_bytes[t]);
+    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
+      const std::int32_t c = P_.cons[i];
+      if (dev_[c] == d && !stream_dep(op, c)) credit(c, op);
+    }
+    for (int c = copy_begin_[t]; c < copy_begin_[t + 1]; ++c) {
+      if (copies_[c].nseg == 0) {
+        unreachable_ = true;
+        continue;
+      }
+      segs_[2 * c].ready = now;
+      request_segment(2 * c, op);
+    }
+  }
+  for (int i = P_.ctl_begin[op]; i < P_.ctl_begin[op + 1]; ++i) credit(P_.ctl[i], op);
+
+  if (!P_.is_gpu[d]) {
+    free_slots_[d].push_back(op_stream_[op]);
+    worker_last_[d] = op;
+    dispatch(d);
+  }
+}
+
+void StepRun::request_segment(std::int32_t seg, std::int32_t pred) {
+  Seg& s = segs_[seg];
+  s.ready = engine_.now();
+  s.ready_pred = pred;
+  if (s.pool < 0 || pool_free_[s.pool] > 0) {
+    begin_segment(seg, pred);
+  } else {
+    pool_queue_[s.pool].push_back(seg);
+  }
+}
+
+void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
+  Seg& s = segs_[seg];
+  const SimTime now = engine_.now();
+  if (s.pool >= 0) {
+    --pool_free_[s.pool];
+    s.slot = pool_slots_[s.pool].back();
+    pool_slots_[s.pool].pop_back();
+  }
+  s.start = now;
+  const std::int32_t item = 2 * P_.n_ops + seg;
+  pred_[item] = pred;
+  const Copy& c = copies_[s.copy];
+  const RouteSegment& rs = segment_of(seg);
+  // The destination buffer (or the staging buffer in host memory) exists while the copy runs.
+  alloc(rs.to, P_.tensor_bytes[c.tensor]);
+  if (rs.latency.ns > 0) {
+    engine_.schedule(now + rs.latency.ns, Priority::LatencyDone, kLatencyDone, seg);
+  } else {
+    s.flow_start = now;
+    net_.start(now, rs.hops, static_cast<double>(P_.tensor_bytes[c.tensor]), seg);
+  }
+}
+
+void StepRun::segment_done(std::int32_t seg) {
+  Seg& s = segs_[seg];
+  const SimTime now = engine_.now();
+  const std::int32_t item = 2 * P_.n_ops + seg;
+  finish_item(item, s.start, now, pred_[item]);
+  Copy& c = copies_[s.copy];
+  const RouteSegment& rs = segment_of(seg);
+  ++transfers_;
+  transferred_ += P_.tensor_bytes[c.tensor];
+  if (opt_.trace) {
+    const std::string name = segment_name(seg);
+    const DeviceId owner = s.pool >= 0 ? s.pool / 3 : rs.from;
+    opt_.trace->copy(owner, static_cast<TraceSink::EngineKind>(s.pool >= 0 ? s.pool % 3 : 0),
+                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], s.start, now);
+    for (const Hop& h : rs.hops) opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], s.flow_start, now);
+  }
+  if (s.pool >= 0) {
+    ++pool_free_[s.pool];
+    pool_slots_[s.pool].push_back(s.slot);
+    auto& q = pool_queue_[s.pool];
+    if (pool_head_[s.pool] < q.size()) {
+      const std::int32_t next = q[pool_head_[s.pool]++];
+      const std::int32_t p = segs_[next].ready == now ? segs_[next].ready_pred : item;
+      begin_segment(next, p);
+    }
+  }
+  const bool last = s.k + 1 == c.nseg;
+  if (s.k == 0) tensor_unref(c.tensor);          // the source buffer is no longer read
+  else release(rs.from, P_.tensor_bytes[c.tensor]);  // the host staging buffer
+  if (!last) {
+    request_segment(seg + 1, item);
+    return;
+  }
+  for (int i = P_.cons_begin[c.tensor]; i < P_.cons_begin[c.tensor + 1]; ++i)
+    if (dev_[P_.cons[i]] == c.dst) credit(P_.cons[i], item);
+}
+
+void StepRun::on_event(Engine& /*e*/, const Event& ev) {
+  switch (ev.kind) {
+    case kLaunchEnd: launch_end(ev.index); break;
+    case kKernelStart: kernel_start(ev.index); break;
+    case kKernelEnd: kernel_end(ev.index); break;
+    case kLatencyDone: {
+      Seg& s = segs_[ev.index];
+      s.flow_start = engine_.now();
+      const RouteSegment& rs = segment_of(ev.index);
+      net_.start(engine_.now(), rs.hops,
+                 static_cast<double>(P_.tensor_bytes[copies_[s.copy].tensor]), ev.index);
+      break;
+    }
+    default: assert(false);
+  }
+}
+
+void StepRun::on_resource(Engine& /*e*/, int /*model*/) {
+  // Copy the tags: finishing a segment may start flows, which does not touch completed(), but
+  // keep the loop independent of that.
+  const auto done = net_.completed();
+  done_scratch_.assign(done.begin(), done.end());
+  for (std::int32_t seg : done_scratch_) segment_done(seg);
+}
+
+std::string StepRun::tensor_name(std::int32_t t) const {
+  const std::int32_t op = P_.tensor_op[t];
+  const Op& o = P_.graph->ops[op];
+  const int k = t - P_.out_begin[op];
+  if (!o.outputs[k].name.empty()) return o.outputs[k].name;
+  return o.name + ":" + std::to_string(k);
+}
+
+std::string StepRun::segment_name(std::int32_t seg) const {
+  const RouteSegment& rs = segment_of(seg);
+  return tensor_name(copies_[segs_[seg].copy].tensor) + " -> " + P_.cluster->devices[rs.to].name;
+}
+
+Outcome StepRun::run() {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const int n = P_.n_ops, nd = P_.n_dev;
+  for (int d = 0; d < nd; ++d) max_streams_ = std::max(max_streams_, P_.streams[d]);
+  missing_.resize(n);
+  for (int o = 0; o < n; ++o) missing_[o] = (P_.in_begin[o + 1] - P_.in_begin[o]) + P_.n_ctl_in[o];
+  op_stream_.assign(n, 0);
+  ready_time_.assign(n, 0);
+  ready_pred_.assign(n, -1);
+  build_copies();
+  const std::size_t items = 2 * static_cast<std::size_t>(n) + segs_.size();
+  pred_.assign(items, -1);
+  item_start_.assign(items, 0);
+  item_end_.assign(items, 0);
+
+  ready_.assign(nd, {});
+  launcher_busy_.assign(nd, false);
+  launcher_last_.assign(nd, -1);
+  stream_free_.assign(static_cast<std::size_t>(nd) * max_streams_, 0);
+  stream_last_.assign(static_cast<std::size_t>(nd) * max_streams_, -1);
+  free_slots_.assign(nd, {});
+  worker_last_.assign(nd, -1);
+  for (int d = 0; d < nd; ++d)
+    if (!P_.is_gpu[d])
+      for (int w = P_.workers[d] - 1; w >= 0; --w) free_slots_[d].push_back(w);
+  busy_count_.assign(nd, 0);
+  busy_since_.assign(nd, 0);
+  busy_total_.assign(nd, 0);
+  ops_done_.assign(nd, 0);
+  cur_mem_.assign(nd, 0);
+  peak_mem_.assign(nd, 0);
+  oom_.assign(nd, false);
+  pool_free_.assign(3 * nd, 0);
+  pool_slots_.assign(3 * nd, {});
+  pool_queue_.assign(3 * nd, {});
+  pool_head_.assign(3 * nd, 0);
+  for (int p = 0; p < 3 * nd; ++p) {
+    pool_free_[p] = P_.engines[p];
+    for (int s = P_.engines[p] - 1; s >= 0; --s) pool_slots_[p].push_back(s);
+  }
+  engine_.queue().reserve(64);
+  engine_.add_model(&net_);
+
+  // Persistent state is resident from t = 0.
+  for (int o = 0; o < n; ++o)
+    if (P_.persistent[o] > 0) alloc(dev_[o], P_.persistent[o]);
+  for (int i = 0; i < n && !oom_stop(); ++i) {
+    const OpId o = P_.graph->topo_order[i];
+    if (missing_[o] == 0) make_ready(o, -1);
+  }
+  if (!oom_stop()) engine_.run(*this);
+
+  Outcome out;
+  out.step_time = Duration{end_time_};
+  if (opt_.stop_at_first_oom && !oom_order_.empty()) out.step_time = Duration{engine_.now()};
+  out.unreachable = unreachable_;
+  out.oom = !oom_order_.empty();
+  for (DeviceId d : oom_order_)
+    out.oom_devices.push_back({d, P_.cluster->devices[d].name, Bytes{peak_mem_[d]}, Bytes{P_.capacity[d]}});
+  out.devices.resize(nd);
+  const double step = static_cast<double>(out.step_time.ns);
+  for (int d = 0; d < nd; ++d) {
+    DeviceOutcome& o = out.devices[d];
+    o.name = P_.cluster->devices[d].name;
+    // An op cut short by stop_at_first_oom still counts up to the stop.
+    if (busy_count_[d] > 0) busy_total_[d] += engine_.now() - busy_since_[d];
+    o.busy = Duration{busy_total_[d]};
+    o.utilization = step > 0 ? static_cast<double>(busy_total_[d]) / step : 0.0;
+    o.peak_memory = Bytes{peak_mem_[d]};
+    o.memory_capacity = Bytes{P_.capacity[d]};
+    o.oom = oom_[d];
+    o.ops = ops_done_[d];
+  }
+  const auto& lb = net_.link_bytes();
+  const auto& lbusy = net_.link_busy();
+  out.links.resize(P_.cluster->links.size());
+  for (std::size_t l = 0; l < out.links.size(); ++l) {
+    out.links[l].name = P_.cluster->links[l].name;
+    out.links[l].bytes = Bytes{static_cast<std::int64_t>(lb[l])};
+    out.links[l].busy = Duration{lbusy[l]};
+  }
+  out.transfers = transfers_;
+  out.transferred = Bytes{transferred_};
+  out.events = engine_.events_processed();
+  if (opt_.record_critical_path && last_item_ >= 0) {
+    for (std::int32_t it = last_item_; it >= 0; it = pred_[it]) {
+      PathItem p;
+      p.start = item_start_[it];
+      p.end = item_end_[it];
+      if (it < n) {
+        p.kind = PathItem::Kind::Op;
+        p.name = P_.graph->ops[it].name;
+        p.device = dev_[it];
+      } else if (it < 2 * n) {
+        p.kind = PathItem::Kind::Launch;
+        p.name = P_.graph->ops[it - n].name;
+        p.device = dev_[it - n];
+      } else {
+        const std::int32_t seg = it - 2 * n;
+        p.kind = PathItem::Kind::Copy;
+        p.name = segment_name(seg);
+        p.device = segment_of(seg).to;
+      }
+      out.critical_path.push_back(std::move(p));
+      if (static_cast<std::size_t>(out.critical_path.size()) > items) break;  // guards a cycle bug
+    }
+    std::reverse(out.critical_path.begin(), out.critical_path.end());
+  }
+  out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+struct BatchOracle::Impl {
+  Cluster cluster;
+  Graph graph;
+  SimOptions options;
+  KernelCostModel costs;
+  std::unique_ptr<Prepared> prepared;
+};
+
+BatchOracle::BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions options,
+                         KernelCostModel costs)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->cluster = cluster;
+  impl_->graph = graph;
+  impl_->options = options;
+  impl_->options.trace = nullptr;   // a sink is not thread-safe
+  impl_->costs = std::move(costs);
+  impl_->prepared = std::make_unique<Prepared>(impl_->cluster, impl_->graph, impl_->costs);
+}
+
+BatchOracle::~BatchOracle() = default;
+
+const Cluster& BatchOracle::cluster() const { return impl_->cluster; }
+const Graph& BatchOracle::graph() const { return impl_->graph; }
+
+Outcome BatchOracle::evaluate(const Placement& p) const {
+  check_placement(*impl_->prepared, p);
+  StepRun run(*impl_->prepared, p, impl_->options);
+  return run.run();
+}
+
+std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps, int max_threads) const {
+  for (const Placement& p : ps) check_placement(*impl_->prepared, p);
+  std::vector<Outcome> out(ps.size());
+  auto body = [&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, ps.size(), 1),
+                      [&](const tbb::blocked_range<std::size_t>& r) {
+                        for (std::size_t i = r.begin(); i != r.end(); ++i) {
+                          StepRun run(*impl_->prepared, ps[i], impl_->options);
+                          out[i] = run.run();
+                        }
+                      });
+  };
+  if (max_threads > 0) {
+    tbb::task_arena arena(max_threads);
+    arena.execute(body);
+  } else {
+    body();
+  }
+  return out;
+}
+
+Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,
+                 const SimOptions& options, const KernelCostModel& costs) {
+  const Prepared prepared(cluster, graph, costs);
+  check_placement(prepared, placement);
+  StepRun run(prepared, placement, options);
+  return run.run();
+}
+
+std::string outcome_to_json(const Outcome& o, int indent) {
+  using nlohmann::json;
+  json j;
+  j["step_time_s"] = o.step_time.seconds();
+  j["step_time_ns"] = o.step_time.ns;
+  j["oom"] = o.oom;
+  j["unreachable"] = o.unreachable;
+  json ooms = json::array();
+  for (const OomInfo& x : o.oom_devices)
+    ooms.push_back({{"device", x.device_name}, {"needed_bytes", x.needed.v}, {"capacity_bytes", x.capacity.v}});
+  j["oom_devices"] = std::move(ooms);
+  json devs = json::array();
+  for (const DeviceOutcome& d : o.devices)
+    devs.push_back({{"name", d.name},
+                    {"busy_s", d.busy.seconds()},
+                    {"utilization", d.utilization},
+                    {"peak_memory_bytes", d.peak_memory.v},
+                    {"memory_capacity_bytes", d.memory_capacity.v},
+                    {"oom", d.oom},
+                    {"ops", d.ops}});
+  j["devices"] = std::move(devs);
+  json links = json::array();
+  for (const LinkOutcome& l : o.links)
+    links.push_back({{"name", l.name}, {"bytes", l.bytes.v}, {"busy_s", l.busy.seconds()}});
+  j["links"] = std::move(links);
+  j["transfers"] = o.transfers;
+  j["transferred_bytes"] = o.transferred.v;
+  j["events"] = o.events;
+  json path = json::array();
+  for (const PathItem& p : o.critical_path) {
+    const char* kind = p.kind == PathItem::Kind::Op ? "op" : p.kind == PathItem::Kind::Copy ? "copy" : "launch";
+    path.push_back({{"kind", kind}, {"name", p.name}, {"device", p.device},
+                    {"start_s", static_cast<double>(p.start) * 1e-9}, {"end_s", static_cast<double>(p.end) * 1e-9}});
+  }
+  j["critical_path"] = std::move(path);
+  j["sim_wall_s"] = o.sim_wall_s;
+  return j.dump(indent);
+}
+
+}  // namespace placesim::sim

@@ -1,0 +1,230 @@
+// The max-min solver and the flow network against hand-computed cases.
+#include "sim/maxmin.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sim/network.hpp"
+
+namespace placesim::sim {
+namespace {
+
+int add(MaxMinSolver& s, double bound, std::vector<int> cons) { return s.add_variable(bound, cons); }
+
+TEST(MaxMin, OneSharedLinkSplitsEvenly) {
+  MaxMinSolver s;
+  const int l = s.add_constraint(10.0);
+  const int a = add(s, kUnbounded, {l});
+  const int b = add(s, kUnbounded, {l});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(a), 5.0);
+  EXPECT_DOUBLE_EQ(s.value(b), 5.0);
+  EXPECT_DOUBLE_EQ(s.usage(l), 10.0);
+}
+
+TEST(MaxMin, MultiHopBottleneckLeavesRestToOthers) {
+  // Flow a crosses A (10) and B (4); flow b only A. a is limited by B to 4, b takes the 6 left.
+  MaxMinSolver s;
+  const int A = s.add_constraint(10.0), B = s.add_constraint(4.0);
+  const int a = add(s, kUnbounded, {A, B});
+  const int b = add(s, kUnbounded, {A});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(a), 4.0);
+  EXPECT_DOUBLE_EQ(s.value(b), 6.0);
+}
+
+TEST(MaxMin, ClassicParkingLot) {
+  // Long flow over L1 and L2 (capacity 1 each), one short flow on each: every flow gets 1/2.
+  MaxMinSolver s;
+  const int l1 = s.add_constraint(1.0), l2 = s.add_constraint(1.0);
+  const int lng = add(s, kUnbounded, {l1, l2});
+  const int s1 = add(s, kUnbounded, {l1});
+  const int s2 = add(s, kUnbounded, {l2});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(lng), 0.5);
+  EXPECT_DOUBLE_EQ(s.value(s1), 0.5);
+  EXPECT_DOUBLE_EQ(s.value(s2), 0.5);
+}
+
+TEST(MaxMin, UnequalCapacitiesTwoLevels) {
+  // L1 = 3 shared by x, y, z; L2 = 1 carries z and w. Level 1: L2 share 0.5 -> z = w = 0.5;
+  // then L1 has 2.5 for x and y -> 1.25 each.
+  MaxMinSolver s;
+  const int l1 = s.add_constraint(3.0), l2 = s.add_constraint(1.0);
+  const int x = add(s, kUnbounded, {l1});
+  const int y = add(s, kUnbounded, {l1});
+  const int z = add(s, kUnbounded, {l1, l2});
+  const int w = add(s, kUnbounded, {l2});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(z), 0.5);
+  EXPECT_DOUBLE_EQ(s.value(w), 0.5);
+  EXPECT_DOUBLE_EQ(s.value(x), 1.25);
+  EXPECT_DOUBLE_EQ(s.value(y), 1.25);
+}
+
+TEST(MaxMin, BoundedVariableGivesSlackToOthers) {
+  MaxMinSolver s;
+  const int l = s.add_constraint(10.0);
+  const int a = add(s, 2.0, {l});
+  const int b = add(s, kUnbounded, {l});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(a), 2.0);
+  EXPECT_DOUBLE_EQ(s.value(b), 8.0);
+}
+
+TEST(MaxMin, UnconstrainedVariables) {
+  MaxMinSolver s;
+  const int a = add(s, kUnbounded, {});
+  const int b = add(s, 3.0, {});
+  s.solve();
+  EXPECT_EQ(s.value(a), kUnbounded);
+  EXPECT_DOUBLE_EQ(s.value(b), 3.0);
+}
+
+TEST(MaxMin, JoinAndLeaveRecomputeOnlyTheTouchedComponent) {
+  MaxMinSolver s;
+  const int l1 = s.add_constraint(10.0), l2 = s.add_constraint(6.0);
+  const int a = add(s, kUnbounded, {l1});
+  const int other = add(s, kUnbounded, {l2});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(a), 10.0);
+  EXPECT_DOUBLE_EQ(s.value(other), 6.0);
+
+  const int b = add(s, kUnbounded, {l1});
+  const auto pending = s.pending_component();
+  EXPECT_EQ(std::vector<int>(pending.begin(), pending.end()), (std::vector<int>{a, b}));
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(a), 5.0);
+  EXPECT_DOUBLE_EQ(s.value(b), 5.0);
+  const auto changed = s.last_changed();
+  EXPECT_EQ(std::find(changed.begin(), changed.end(), other), changed.end());
+
+  s.remove_variable(a);
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(b), 10.0);
+  EXPECT_EQ(s.num_live_variables(), 2);
+  // Removed ids are reused lowest first.
+  EXPECT_EQ(add(s, kUnbounded, {l2}), a);
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(other), 3.0);
+  EXPECT_DOUBLE_EQ(s.value(b), 10.0);
+}
+
+TEST(MaxMin, NothingToSolveIsANoOp) {
+  MaxMinSolver s;
+  s.add_constraint(1.0);
+  EXPECT_FALSE(s.solve());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flow network: completion times with sharing policies, in nanoseconds.
+
+Cluster one_link(SharingPolicy p, double bw = 10e9) {
+  Cluster c;
+  c.links.push_back(Link{"l", 0, 1, Bandwidth{bw}, Duration{0}, p, "test"});
+  c.links.push_back(Link{"m", 1, 2, Bandwidth{bw / 2}, Duration{0}, SharingPolicy::SplitDuplex, "test"});
+  return c;
+}
+
+struct Done {
+  std::int32_t tag;
+  SimTime t;
+};
+
+std::vector<Done> drain(FlowNetwork& net) {
+  std::vector<Done> out;
+  for (SimTime t = net.next_completion(); t != kNever; t = net.next_completion()) {
+    net.advance(t);
+    for (std::int32_t tag : net.completed()) out.push_back({tag, t});
+  }
+  return out;
+}
+
+TEST(FlowNetwork, OppositeDirectionsSharedVsSplitDuplex) {
+  const Hop fwd{0, true}, bwd{0, false};
+  {
+    const Cluster c = one_link(SharingPolicy::Shared);
+    FlowNetwork net(c);
+    net.start(0, {&fwd, 1}, 1e9, 1);
+    net.start(0, {&bwd, 1}, 1e9, 2);
+    const auto d = drain(net);
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_EQ(d[0].t, 200'000'000);   // 1 GB at 5 GB/s each
+    EXPECT_EQ(d[1].t, 200'000'000);
+  }
+  {
+    const Cluster c = one_link(SharingPolicy::SplitDuplex);
+    FlowNetwork net(c);
+    net.start(0, {&fwd, 1}, 1e9, 1);
+    net.start(0, {&bwd, 1}, 1e9, 2);
+    const auto d = drain(net);
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_EQ(d[0].t, 100'000'000);   // each direction has its own 10 GB/s
+    EXPECT_EQ(d[1].t, 100'000'000);
+  }
+}
+
+TEST(FlowNetwork, SameDirectionSplitDuplexShares) {
+  const Cluster c = one_link(SharingPolicy::SplitDuplex);
+  const Hop fwd{0, true};
+  FlowNetwork net(c);
+  net.start(0, {&fwd, 1}, 1e9, 1);
+  net.start(0, {&fwd, 1}, 1e9, 2);
+  const auto d = drain(net);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[1].t, 200'000'000);
+  EXPECT_EQ(net.link_bytes()[0], 2e9);
+  EXPECT_EQ(net.link_busy()[0], 200'000'000);
+}
+
+TEST(FlowNetwork, FatPipeDoesNotContendButCapsEachFlow) {
+  const Cluster c = one_link(SharingPolicy::FatPipe);
+  const Hop fwd{0, true};
+  FlowNetwork net(c);
+  net.start(0, {&fwd, 1}, 1e9, 1);
+  net.start(0, {&fwd, 1}, 1e9, 2);
+  const auto d = drain(net);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].t, 100'000'000);
+  EXPECT_EQ(d[1].t, 100'000'000);
+}
+
+TEST(FlowNetwork, FatPipeThenSplitDuplexHop) {
+  // The fat pipe caps at 10 GB/s, the second hop (5 GB/s) is shared by two flows: 2.5 GB/s each.
+  const Cluster c = one_link(SharingPolicy::FatPipe);
+  const Hop path[2] = {{0, true}, {1, true}};
+  FlowNetwork net(c);
+  net.start(0, path, 1e9, 1);
+  net.start(0, path, 1e9, 2);
+  EXPECT_DOUBLE_EQ(net.rate_of_tag(1), 2.5e9);
+  const auto d = drain(net);
+  EXPECT_EQ(d[1].t, 400'000'000);
+}
+
+TEST(FlowNetwork, FlowsJoiningAndLeaving) {
+  // A: 1 GB from t=0; B: 0.5 GB from t=0 -> both at 5 GB/s, B ends at 0.1 s with A half done;
+  // A alone then takes 0.05 s more -> 0.15 s. C joins at 0.12 s with 0.1 GB: A has 0.3 GB left,
+  // both at 5 GB/s -> C ends at 0.14 s, A has 0.2 GB left -> alone at 10 GB/s -> 0.16 s.
+  const Cluster c = one_link(SharingPolicy::SplitDuplex);
+  const Hop fwd{0, true};
+  FlowNetwork net(c);
+  net.start(0, {&fwd, 1}, 1e9, 1);
+  net.start(0, {&fwd, 1}, 0.5e9, 2);
+  SimTime t = net.next_completion();
+  EXPECT_EQ(t, 100'000'000);
+  net.advance(t);
+  ASSERT_EQ(net.completed().size(), 1u);
+  EXPECT_EQ(net.completed()[0], 2);
+  EXPECT_EQ(net.next_completion(), 150'000'000);
+  // C joins at 0.12 s (the engine would process an event there before A's completion).
+  net.start(120'000'000, {&fwd, 1}, 0.1e9, 3);
+  t = net.next_completion();
+  EXPECT_EQ(t, 140'000'000);
+  net.advance(t);
+  EXPECT_EQ(net.completed()[0], 3);
+  EXPECT_EQ(net.next_completion(), 160'000'000);
+}
+
+}  // namespace
+}  // namespace placesim::sim

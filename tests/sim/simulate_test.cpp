@@ -1,0 +1,326 @@
+// simulate(): hand-computed steps, memory and OOM, properties on random graphs, determinism of the
+// batch oracle across thread counts.
+#include "sim/simulate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "sim/error.hpp"
+#include "sim/trace.hpp"
+#include "tests/sim/sim_fixtures.hpp"
+
+namespace placesim::sim {
+namespace {
+
+using testing::random_graph;
+using testing::random_placement;
+using testing::star_cluster;
+using testing::timed_op;
+
+constexpr std::int64_t kUs = 1000;
+
+Graph graph_of(std::vector<Op> ops) {
+  Graph g;
+  g.name = "hand";
+  for (Op& o : ops) g.add_op(std::move(o));
+  g.finalize();
+  return g;
+}
+
+Placement on(const Cluster& c, std::vector<std::string> devices) {
+  Placement p;
+  for (const auto& d : devices) p.device_of.push_back(c.device_index(d));
+  return p;
+}
+
+TEST(Simulate, ChainOnOneGpuLaunchesAhead) {
+  // launch a [0,2] -> a [2,12]; b is launchable once a is enqueued (same stream): launch
+  // [2,4], waits for the stream -> [12,22]; c: launch [4,6], runs [22,32].
+  const Cluster c = star_cluster(2);
+  const Graph g = graph_of({timed_op("a", 10, 1000), timed_op("b", 10, 1000, {0}), timed_op("c", 10, 1000, {1})});
+  const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu0", "gpu0"}));
+  EXPECT_EQ(o.step_time.ns, 32 * kUs);
+  EXPECT_EQ(o.transfers, 0);
+  EXPECT_EQ(o.devices[1].busy.ns, 30 * kUs);
+  EXPECT_EQ(o.devices[1].ops, 3);
+  ASSERT_EQ(o.critical_path.size(), 4u);
+  EXPECT_EQ(o.critical_path[0].kind, PathItem::Kind::Launch);
+  EXPECT_EQ(o.critical_path[0].name, "a");
+  EXPECT_EQ(o.critical_path[1].name, "a");
+  EXPECT_EQ(o.critical_path[3].name, "c");
+  EXPECT_EQ(o.critical_path[3].end, 32 * kUs);
+}
+
+TEST(Simulate, PeerCopyBetweenGpus) {
+  // a on gpu0 [2,12]; 1 MB over gpu0-sw0-gpu1 at 10 GB/s = 100 us -> [12,112]; b launch
+  // [112,114], runs [114,124].
+  const Cluster c = star_cluster(2);
+  const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
+  const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1"}));
+  EXPECT_EQ(o.step_time.ns, 124 * kUs);
+  EXPECT_EQ(o.transfers, 1);
+  EXPECT_EQ(o.transferred.v, 1'000'000);
+  const auto link = [&](const std::string& n) {
+    return *std::find_if(o.links.begin(), o.links.end(), [&](const LinkOutcome& l) { return l.name == n; });
+  };
+  EXPECT_EQ(link("gpu0-sw0").bytes.v, 1'000'000);
+  EXPECT_EQ(link("gpu0-sw0").busy.ns, 100 * kUs);
+  EXPECT_EQ(link("cpu0-sw0").bytes.v, 0);
+  ASSERT_GE(o.critical_path.size(), 3u);
+  const PathItem& copy = o.critical_path[o.critical_path.size() - 3];
+  EXPECT_EQ(copy.kind, PathItem::Kind::Copy);
+  EXPECT_EQ(copy.start, 12 * kUs);
+  EXPECT_EQ(copy.end, 112 * kUs);
+  // Received copy lives on gpu1 from the copy start to b's end.
+  EXPECT_EQ(o.devices[2].peak_memory.v, 1'000'000 + 8);
+}
+
+TEST(Simulate, LatencyAddsToTheCopy) {
+  const Cluster c = star_cluster(2, "10 GB/s", "1 us");
+  const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
+  const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1"}));
+  EXPECT_EQ(o.step_time.ns, 126 * kUs);   // two hops of 1 us
+}
+
+TEST(Simulate, WithoutPeerAccessCopiesAreStagedThroughHostMemory) {
+  const Cluster c = star_cluster(2, "10 GB/s", "0 ns", /*peer=*/false);
+  const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
+  const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1"}));
+  EXPECT_EQ(o.step_time.ns, 224 * kUs);   // two copies of 100 us
+  EXPECT_EQ(o.transfers, 2);
+  EXPECT_EQ(o.transferred.v, 2'000'000);
+  EXPECT_EQ(o.devices[0].peak_memory.v, 1'000'000);   // the staging buffer on cpu0
+}
+
+TEST(Simulate, ContentionOnTheHostLinkAndCpuWorkers) {
+  // Two GPUs each send 1 MB to cpu0 at t=12 us over cpu0-sw0 (same direction): 5 GB/s each,
+  // both arrive at 212 us. One CPU worker, dispatch 1 us + 10 us per op: [212,223], [223,234].
+  const Cluster c = star_cluster(2);
+  const Graph g = graph_of({timed_op("a0", 10, 1'000'000), timed_op("a1", 10, 1'000'000),
+                            timed_op("c0", 10, 8, {0}), timed_op("c1", 10, 8, {1})});
+  const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1", "cpu0", "cpu0"}));
+  EXPECT_EQ(o.step_time.ns, 234 * kUs);
+  EXPECT_EQ(o.devices[0].busy.ns, 22 * kUs);
+
+  // Two CPU workers run both at once.
+  const Cluster c2 = star_cluster(2, "10 GB/s", "0 ns", true, "1 GiB", 1, "split_duplex", 2);
+  EXPECT_EQ(simulate(c2, g, on(c2, {"gpu0", "gpu1", "cpu0", "cpu0"})).step_time.ns, 223 * kUs);
+}
+
+TEST(Simulate, SharedLinkCountsBothDirections) {
+  // gpu0 -> gpu1 and gpu1 -> gpu0 at the same time: split duplex links carry both at 10 GB/s;
+  // shared links halve them.
+  const Graph g = graph_of({timed_op("a0", 10, 1'000'000), timed_op("a1", 10, 1'000'000),
+                            timed_op("b0", 10, 8, {1}), timed_op("b1", 10, 8, {0})});
+  const Cluster split = star_cluster(2);
+  const Cluster shared = star_cluster(2, "10 GB/s", "0 ns", true, "1 GiB", 1, "shared");
+  const auto p = on(split, {"gpu0", "gpu1", "gpu0", "gpu1"});
+  // Both a's run [2,12]; the b's are launched after 100 us (split) or 200 us (shared) of copy.
+  EXPECT_EQ(simulate(split, g, p).step_time.ns, 124 * kUs);
+  EXPECT_EQ(simulate(shared, g, p).step_time.ns, 224 * kUs);
+}
+
+TEST(Simulate, TwoStreamsOverlapIndependentKernels) {
+  const Graph g = graph_of({timed_op("a", 10, 8), timed_op("b", 10, 8)});
+  const Cluster one = star_cluster(1);
+  const Cluster two = star_cluster(1, "10 GB/s", "0 ns", true, "1 GiB", 2);
+  EXPECT_EQ(simulate(one, g, on(one, {"gpu0", "gpu0"})).step_time.ns, 22 * kUs);
+  EXPECT_EQ(simulate(two, g, on(two, {"gpu0", "gpu0"})).step_time.ns, 14 * kUs);
+}
+
+TEST(Simulate, MemoryPeakAndOutOfMemory) {
+  // gpu0: 100 B persistent; a's 1000 B from a's start; b's 500 B from b's start at 12 us, when a
+  // has ended but its output is still read: peak 1600 B.
+  Op a = timed_op("a", 10, 1000);
+  a.persistent = Bytes{100};
+  const Graph g = graph_of({a, timed_op("b", 10, 500, {0})});
+  const Cluster big = star_cluster(1);
+  const Outcome ok = simulate(big, g, on(big, {"gpu0", "gpu0"}));
+  EXPECT_FALSE(ok.oom);
+  EXPECT_EQ(ok.devices[1].peak_memory.v, 1600);
+
+  const Cluster small = star_cluster(1, "10 GB/s", "0 ns", true, "1500 B");
+  const Outcome o = simulate(small, g, on(small, {"gpu0", "gpu0"}));
+  EXPECT_TRUE(o.oom);
+  ASSERT_EQ(o.oom_devices.size(), 1u);
+  EXPECT_EQ(o.oom_devices[0].device_name, "gpu0");
+  EXPECT_EQ(o.oom_devices[0].needed.v, 1600);
+  EXPECT_EQ(o.oom_devices[0].capacity.v, 1500);
+  EXPECT_EQ(o.step_time.ns, 22 * kUs);   // the step still completes
+
+  SimOptions stop;
+  stop.stop_at_first_oom = true;
+  const Outcome s = simulate(small, g, on(small, {"gpu0", "gpu0"}), stop);
+  EXPECT_TRUE(s.oom);
+  EXPECT_EQ(s.step_time.ns, 12 * kUs);   // stopped at b's allocation
+}
+
+TEST(Simulate, ControlEdgesOrderWithoutCopies) {
+  Op b = timed_op("b", 10, 1'000'000);
+  b.control_inputs = {0};
+  const Graph g = graph_of({timed_op("a", 10, 1'000'000), b});
+  const Cluster c = star_cluster(2);
+  const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1"}));
+  EXPECT_EQ(o.transfers, 0);
+  EXPECT_EQ(o.step_time.ns, 24 * kUs);   // b launched at 12 after a ends, runs [14,24]
+}
+
+TEST(Simulate, BadPlacementIsInputError) {
+  const Cluster c = star_cluster(1);
+  const Graph g = graph_of({timed_op("a", 10, 8)});
+  EXPECT_THROW(simulate(c, g, Placement{}), InputError);
+  EXPECT_THROW(simulate(c, g, Placement{{7}}), InputError);
+  Op gpu_only = timed_op("x", 1, 8);
+  gpu_only.device_kind = DeviceKind::Gpu;
+  const Graph h = graph_of({gpu_only});
+  EXPECT_THROW(simulate(c, h, on(c, {"cpu0"})), InputError);
+}
+
+TEST(Simulate, TraceHasTracksForStreamsEnginesAndLinks) {
+  const Cluster c = star_cluster(2);
+  const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
+  TraceSink trace(c);
+  SimOptions opt;
+  opt.trace = &trace;
+  simulate(c, g, on(c, {"gpu0", "gpu1"}), opt);
+  const auto j = nlohmann::json::parse(trace.to_json());
+  int kernels = 0, launches = 0, copies = 0, flows = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "Test") ++kernels;
+    if (e["ph"] == "X" && e["cat"] == "launch") ++launches;
+    if (e["ph"] == "X" && e["cat"] == "copy") ++copies;
+    if (e["ph"] == "b") ++flows;
+  }
+  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(launches, 2);
+  EXPECT_EQ(copies, 1);
+  EXPECT_EQ(flows, 2);   // two links on the route
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties on random graphs and placements.
+
+std::int64_t longest_kernel_path(const Graph& g, const Cluster& c, const Placement& p) {
+  KernelCostModel km;
+  std::vector<std::int64_t> finish(g.num_ops(), 0);
+  std::int64_t best = 0;
+  for (OpId o : g.topo_order) {
+    std::int64_t start = 0;
+    for (const TensorRef& r : g.ops[o].inputs) start = std::max(start, finish[r.op]);
+    finish[o] = start + km.op_time(g.ops[o], c.devices[p.device_of[o]]).ns;
+    best = std::max(best, finish[o]);
+  }
+  return best;
+}
+
+class Properties : public ::testing::TestWithParam<int> {};
+
+TEST_P(Properties, BoundsConservationAndPathConsistency) {
+  const int seed = GetParam();
+  const Cluster c = star_cluster(3, "12 GB/s", "1 us", seed % 2 == 0);
+  const Graph g = random_graph(300, seed);
+  const Placement p = random_placement(g, c, seed * 7 + 1);
+  const Outcome o = simulate(c, g, p);
+  ASSERT_FALSE(o.unreachable);
+
+  // Step time bounds.
+  EXPECT_GE(o.step_time.ns, longest_kernel_path(g, c, p));
+  KernelCostModel km;
+  std::vector<std::int64_t> work(c.num_devices(), 0);
+  for (int i = 0; i < g.num_ops(); ++i) {
+    const Device& d = c.devices[p.device_of[i]];
+    work[p.device_of[i]] += km.op_time(g.ops[i], d).ns + (d.spec.kind == DeviceKind::Cpu ? d.spec.launch_overhead.ns : 0);
+  }
+  for (int d = 0; d < c.num_devices(); ++d) {
+    EXPECT_GE(o.step_time.ns, work[d]) << c.devices[d].name;
+    EXPECT_LE(o.devices[d].busy.ns, o.step_time.ns);
+  }
+
+  // Bytes conserved: every (tensor, remote device) pair is copied once per route segment, and
+  // each link carries the bytes of the segments crossing it.
+  std::int64_t expect_bytes = 0, expect_transfers = 0;
+  std::vector<std::int64_t> link_bytes(c.links.size(), 0);
+  for (int i = 0; i < g.num_ops(); ++i) {
+    std::vector<DeviceId> dsts;
+    for (OpId k : g.consumers_of[i])
+      if (p.device_of[k] != p.device_of[i]) dsts.push_back(p.device_of[k]);
+    std::sort(dsts.begin(), dsts.end());
+    dsts.erase(std::unique(dsts.begin(), dsts.end()), dsts.end());
+    for (DeviceId d : dsts) {
+      for (const RouteSegment& s : c.route(p.device_of[i], d).segments) {
+        ++expect_transfers;
+        expect_bytes += g.ops[i].outputs[0].bytes.v;
+        for (const Hop& h : s.hops) link_bytes[h.link] += g.ops[i].outputs[0].bytes.v;
+      }
+    }
+  }
+  EXPECT_EQ(o.transfers, expect_transfers);
+  EXPECT_EQ(o.transferred.v, expect_bytes);
+  for (std::size_t l = 0; l < c.links.size(); ++l) EXPECT_EQ(o.links[l].bytes.v, link_bytes[l]) << c.links[l].name;
+
+  // The critical path is a chain in time ending at the step time.
+  ASSERT_FALSE(o.critical_path.empty());
+  EXPECT_EQ(o.critical_path.back().end, o.step_time.ns);
+  for (std::size_t i = 1; i < o.critical_path.size(); ++i)
+    EXPECT_GE(o.critical_path[i].start, o.critical_path[i - 1].end);
+  EXPECT_EQ(o.critical_path.front().start, 0);
+}
+
+TEST_P(Properties, SwappingIdenticalGpusChangesNothing) {
+  const int seed = GetParam();
+  const Cluster c = star_cluster(2, "12 GB/s", "1 us");
+  const Graph g = random_graph(200, seed + 100);
+  const Placement p = random_placement(g, c, seed);
+  Placement q = p;
+  for (DeviceId& d : q.device_of) d = d == 1 ? 2 : d == 2 ? 1 : d;
+  const Outcome a = simulate(c, g, p), b = simulate(c, g, q);
+  EXPECT_EQ(a.step_time, b.step_time);
+  EXPECT_EQ(a.transfers, b.transfers);
+  EXPECT_EQ(a.transferred, b.transferred);
+  EXPECT_EQ(a.devices[0].peak_memory, b.devices[0].peak_memory);
+  EXPECT_EQ(a.devices[1].peak_memory, b.devices[2].peak_memory);
+  EXPECT_EQ(a.devices[1].busy, b.devices[2].busy);
+  EXPECT_EQ(a.devices[2].busy, b.devices[1].busy);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, Properties, ::testing::Values(1, 2, 3, 4, 5, 6));
+
+std::string without_wall(Outcome o) {
+  o.sim_wall_s = 0.0;
+  return outcome_to_json(o);
+}
+
+TEST(BatchOracle, BitIdenticalToSerialOnAnyThreadCount) {
+  const Cluster c = star_cluster(3, "12 GB/s", "1 us", false);
+  const Graph g = random_graph(400, 9);
+  std::vector<Placement> ps;
+  for (int i = 0; i < 12; ++i) ps.push_back(random_placement(g, c, 1000 + i));
+  BatchOracle oracle(c, g);
+  const auto one = oracle.evaluate(ps, 1);
+  const auto two = oracle.evaluate(ps, 2);
+  const auto dflt = oracle.evaluate(ps);
+  ASSERT_EQ(one.size(), ps.size());
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    const std::string serial = without_wall(simulate(c, g, ps[i]));
+    EXPECT_EQ(without_wall(one[i]), serial) << i;
+    EXPECT_EQ(without_wall(two[i]), serial) << i;
+    EXPECT_EQ(without_wall(dflt[i]), serial) << i;
+  }
+}
+
+TEST(OutcomeJson, HasTheDocumentedKeys) {
+  const Cluster c = star_cluster(1);
+  const Graph g = graph_of({timed_op("a", 10, 8)});
+  const auto j = nlohmann::json::parse(outcome_to_json(simulate(c, g, on(c, {"gpu0"}))));
+  for (const char* k : {"step_time_s", "oom", "devices", "links", "transfers", "events", "critical_path", "sim_wall_s"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"name", "busy_s", "utilization", "peak_memory_bytes", "memory_capacity_bytes", "oom"})
+    EXPECT_TRUE(j["devices"][0].contains(k)) << k;
+  for (const char* k : {"name", "bytes", "busy_s"}) EXPECT_TRUE(j["links"][0].contains(k)) << k;
+  EXPECT_DOUBLE_EQ(j["step_time_s"].get<double>(), 12e-6);
+}
+
+}  // namespace
+}  // namespace placesim::sim
