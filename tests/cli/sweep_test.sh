@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `placesim sweep` end to end: a small sweep on 1 and 2 threads gives identical CSVs; a run
+# interrupted (rows missing from the CSV, a cut line in its journal) resumes to the same file
+# evaluating only what was missing; 2 MPI ranks give the same CSV; bad specs exit 2 with one line.
+set -u
+PLACESIM=${1:?usage: sweep_test.sh PATH_TO_placesim}
+SRC=${PLACESIM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cat > "$T/spec.yaml" <<'YAML'
+name: cli-small
+question: Does NVLink help RNNLM on 2 and 4 V100s?
+base: {template: pcie-tree, gpu_model: V100-SXM2-16GB}
+axes:
+  interconnect: [pcie, nvlink]
+  gpus: [2, 4]
+  peer_access: [on, off]
+workloads:
+  - {graph: rnnlm, options: "layers=2,steps=4"}
+methods: [single-gpu, round-robin, {best_of: [single-gpu, round-robin]}]
+YAML
+
+"$PLACESIM" sweep "$T/spec.yaml" -o "$T/a.csv" --threads 1 -q >/dev/null 2>"$T/err" || { cat "$T/err"; fail "1-thread sweep"; }
+rows=$(($(wc -l < "$T/a.csv") - 1))
+[ "$rows" -eq 24 ] || fail "expected 24 rows, got $rows"
+head -1 "$T/a.csv" | grep -q '^interconnect,gpus,peer_access,workload,method,step_time_s,oom' || fail "header: $(head -1 "$T/a.csv")"
+grep -q ',,,,,,,,,,[^,]' "$T/a.csv" && fail "a point failed: $(grep ',,,,,,,,,,[^,]' "$T/a.csv" | head -1)"
+[ ! -e "$T/a.csv.partial" ] || fail "journal left behind after a complete run"
+
+"$PLACESIM" sweep "$T/spec.yaml" -o "$T/b.csv" --threads 2 -q >/dev/null 2>&1 || fail "2-thread sweep"
+cmp -s "$T/a.csv" "$T/b.csv" || fail "1 and 2 threads differ: $(diff "$T/a.csv" "$T/b.csv" | head -4)"
+
+# Interrupted run: the first 9 rows made it to the journal, the 10th was cut mid-line.
+head -10 "$T/a.csv" > "$T/c.csv.partial"
+sed -n 11p "$T/a.csv" | cut -c1-20 | tr -d '\n' >> "$T/c.csv.partial"
+"$PLACESIM" sweep "$T/spec.yaml" -o "$T/c.csv" --threads 2 -q >/dev/null 2>"$T/err" || { cat "$T/err"; fail "resume"; }
+grep -q "24 points (9 already in" "$T/err" || fail "resume did not skip 9 points: $(cat "$T/err")"
+cmp -s "$T/a.csv" "$T/c.csv" || fail "resumed CSV differs"
+"$PLACESIM" sweep "$T/spec.yaml" -o "$T/c.csv" -q >/dev/null 2>"$T/err" || fail "re-run of a finished sweep"
+grep -q "24 already in" "$T/err" || fail "finished sweep re-evaluated points: $(cat "$T/err")"
+cmp -s "$T/a.csv" "$T/c.csv" || fail "re-run changed the CSV"
+
+# Two MPI ranks, when this build has MPI and mpirun is installed.
+if command -v mpirun >/dev/null 2>&1; then
+  mpirun --allow-run-as-root --oversubscribe -np 2 "$PLACESIM" sweep "$T/spec.yaml" -o "$T/m.csv" --threads 1 -q \
+    >/dev/null 2>"$T/err" || { cat "$T/err"; fail "2-rank sweep"; }
+  if grep -q "on 2 rank(s)" "$T/err"; then
+    cmp -s "$T/a.csv" "$T/m.csv" || fail "2 MPI ranks differ from 1 process: $(diff "$T/a.csv" "$T/m.csv" | head -4)"
+  else
+    echo "SKIP: placesim built without MPI" >&2
+  fi
+fi
+
+# Plots.
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  "$PLACESIM" sweep "$T/spec.yaml" -o "$T/a.csv" --plot "$T/plots" -q >/dev/null 2>&1 || fail "--plot"
+  ls "$T/plots"/lines_*.png >/dev/null 2>&1 || fail "no line chart"
+  ls "$T/plots"/heatmap_*.png >/dev/null 2>&1 || fail "no heatmap"
+fi
+
+# Bad input: exit 2, one line naming the file and key, no CSV written.
+bad() {
+  printf '%s\n' "$1" > "$T/bad.yaml"
+  "$PLACESIM" sweep "$T/bad.yaml" -o "$T/bad.csv" -q >"$T/out" 2>"$T/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "bad spec ($2): exit $rc, expected 2"
+  [ "$(wc -l < "$T/err")" -eq 1 ] || fail "bad spec ($2): expected one line, got: $(cat "$T/err")"
+  grep -q "$2" "$T/err" || fail "bad spec: message lacks '$2': $(cat "$T/err")"
+  [ ! -e "$T/bad.csv" ] || fail "bad spec ($2) wrote a CSV"
+}
+bad 'base: paper-4gpu
+axes: {warp: [1]}
+workloads: [nmt]
+methods: [single-gpu]' 'axes.warp'
+bad 'base: paper-4gpu
+axes: {gpus: [2, -1]}
+workloads: [nmt]
+methods: [single-gpu]' 'axes.gpus\[1\]'
+bad 'base: {template: pcie-tree, gpu_model: V99}
+workloads: [nmt]
+methods: [single-gpu]' 'base.gpu_model'
+bad 'base: paper-4gpu
+workloads: [no-such-workload]
+methods: [single-gpu]' 'no-such-workload'
+"$PLACESIM" sweep "$T/missing.yaml" -q >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing spec file"
+echo "sweep_test: ok"
