@@ -1,6 +1,9 @@
 #include "sim/graph.hpp"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <set>
@@ -233,35 +236,49 @@ std::string shown(const json& v) {
   return printable(v.dump());
 }
 
+// A key path built only when an error is reported: "ops[12] (\"mm\")" + ".flops".
+struct Key {
+  Key(const std::string& b) : base(&b) {}  // NOLINT(google-explicit-constructor)
+  Key(const std::string& b, std::string_view s) : base(&b), suffix(s) {}
+  Key(const char* s) : base(&empty()), suffix(s) {}  // NOLINT(google-explicit-constructor)
+  static const std::string& empty() {
+    static const std::string kEmpty;
+    return kEmpty;
+  }
+  [[nodiscard]] std::string str() const { return *base + std::string(suffix); }
+  const std::string* base;
+  std::string_view suffix;
+};
+
 class JsonReader {
  public:
   explicit JsonReader(const std::string& origin) : origin_(origin) {}
-  [[noreturn]] void fail(const std::string& key, const std::string& expected) const {
-    throw InputError(origin_, key, expected);
+  [[noreturn]] void fail(const Key& key, const std::string& expected) const {
+    throw InputError(origin_, key.str(), expected);
   }
-  void expect_object(const json& v, const std::string& key,
+  void expect_object(const json& v, const Key& key,
                      std::initializer_list<std::string_view> allowed) const {
     if (!v.is_object()) fail(key, "an object, got " + shown(v));
-    for (const auto& [k, _] : v.items()) {
+    for (const auto& [k, _] : v.get_ref<const json::object_t&>()) {
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         std::string list;
         for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(key.empty() ? k : key + "." + k,
+        fail(key.str().empty() ? k : key.str() + "." + k,
              "a known key (one of: " + list + "), got unknown key \"" + printable(k) + "\"");
       }
     }
   }
-  std::string str(const json& v, const std::string& key) const {
+  std::string str(const json& v, const Key& key) const {
     if (!v.is_string()) fail(key, "a string, got " + shown(v));
     return v.get<std::string>();
   }
-  double number(const json& v, const std::string& key) const {
+  double number(const json& v, const Key& key) const {
     if (!v.is_number()) fail(key, "a non-negative number, got " + shown(v));
     const double d = v.get<double>();
     if (!(d >= 0) || !std::isfinite(d)) fail(key, "a non-negative number, got " + shown(v));
     return d;
   }
-  std::int64_t integer(const json& v, const std::string& key, std::int64_t lo, std::int64_t hi) const {
+  std::int64_t integer(const json& v, const Key& key, std::int64_t lo, std::int64_t hi) const {
     if (!v.is_number_integer()) fail(key, "an integer, got " + shown(v));
     std::int64_t x = 0;
     if (v.is_number_unsigned()) {
@@ -277,7 +294,7 @@ class JsonReader {
     return x;
   }
   /// Bytes as an integer count or a string with a unit ("4 KiB").
-  Bytes bytes(const json& v, const std::string& key) const {
+  Bytes bytes(const json& v, const Key& key) const {
     if (v.is_string()) {
       try {
         return parse_bytes(v.get_ref<const std::string&>());
@@ -294,18 +311,18 @@ class JsonReader {
     }
     return Bytes{integer(v, key, 0, std::numeric_limits<std::int64_t>::max())};
   }
-  Dtype dtype(const json& v, const std::string& key) const {
+  Dtype dtype(const json& v, const Key& key) const {
     const std::string s = str(v, key);
     const auto d = parse_dtype(s);
     if (!d) fail(key, "a dtype (f64, f32, tf32, f16, bf16, fp8, i64, i32, i8, u8, bool), got " + shown(v));
     return *d;
   }
-  std::vector<std::int64_t> shape(const json& v, const std::string& key) const {
+  std::vector<std::int64_t> shape(const json& v, const Key& key) const {
     if (!v.is_array()) fail(key, "a list of dimensions, got " + shown(v));
     std::vector<std::int64_t> s;
     s.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
-      s.push_back(integer(v[i], key + "[" + std::to_string(i) + "]", -1, std::numeric_limits<std::int64_t>::max()));
+      s.push_back(integer(v[i], key.str() + "[" + std::to_string(i) + "]", -1, std::numeric_limits<std::int64_t>::max()));
     }
     return s;
   }
@@ -367,30 +384,30 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
     op.name = rd.str(o["name"], path + ".name");
     const std::string p = path + " (\"" + printable(op.name) + "\")";
-    op.type = o.contains("type") ? rd.str(o["type"], p + ".type") : std::string();
+    op.type = o.contains("type") ? rd.str(o["type"], Key{p, ".type"}) : std::string();
     if (o.contains("phase")) {
-      const std::string ph = rd.str(o["phase"], p + ".phase");
+      const std::string ph = rd.str(o["phase"], Key{p, ".phase"});
       const auto parsed = parse_phase(ph);
-      if (!parsed) rd.fail(p + ".phase", "forward, backward, update or other, got \"" + printable(ph) + "\"");
+      if (!parsed) rd.fail(Key{p, ".phase"}, "forward, backward, update or other, got \"" + printable(ph) + "\"");
       op.phase = *parsed;
     }
-    if (o.contains("flops")) op.flops = Flops{rd.number(o["flops"], p + ".flops")};
-    if (o.contains("bytes_read")) op.bytes_read = rd.bytes(o["bytes_read"], p + ".bytes_read");
-    if (o.contains("bytes_written")) op.bytes_written = rd.bytes(o["bytes_written"], p + ".bytes_written");
-    if (o.contains("dtype")) op.dtype = rd.dtype(o["dtype"], p + ".dtype");
+    if (o.contains("flops")) op.flops = Flops{rd.number(o["flops"], Key{p, ".flops"})};
+    if (o.contains("bytes_read")) op.bytes_read = rd.bytes(o["bytes_read"], Key{p, ".bytes_read"});
+    if (o.contains("bytes_written")) op.bytes_written = rd.bytes(o["bytes_written"], Key{p, ".bytes_written"});
+    if (o.contains("dtype")) op.dtype = rd.dtype(o["dtype"], Key{p, ".dtype"});
     if (o.contains("signature")) {
       const json& s = o["signature"];
-      rd.expect_object(s, p + ".signature", {"op_type", "input_shapes", "dtype"});
+      rd.expect_object(s, Key{p, ".signature"}, {"op_type", "input_shapes", "dtype"});
       Signature sig;
-      sig.op_type = s.contains("op_type") ? rd.str(s["op_type"], p + ".signature.op_type") : op.type;
+      sig.op_type = s.contains("op_type") ? rd.str(s["op_type"], Key{p, ".signature.op_type"}) : op.type;
       if (s.contains("input_shapes")) {
         const json& sh = s["input_shapes"];
-        if (!sh.is_array()) rd.fail(p + ".signature.input_shapes", "a list of shapes, got " + shown(sh));
+        if (!sh.is_array()) rd.fail(Key{p, ".signature.input_shapes"}, "a list of shapes, got " + shown(sh));
         for (std::size_t k = 0; k < sh.size(); ++k) {
           sig.input_shapes.push_back(rd.shape(sh[k], p + ".signature.input_shapes[" + std::to_string(k) + "]"));
         }
       }
-      sig.dtype = s.contains("dtype") ? rd.dtype(s["dtype"], p + ".signature.dtype") : op.dtype;
+      sig.dtype = s.contains("dtype") ? rd.dtype(s["dtype"], Key{p, ".signature.dtype"}) : op.dtype;
       op.signature = std::move(sig);
     }
     if (o.contains("measured")) {
@@ -401,15 +418,15 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
         } catch (const InputError& e) {
           std::string msg = e.what();
           if (msg.rfind("expected ", 0) == 0) msg = msg.substr(9);
-          rd.fail(p + ".measured", msg);
+          rd.fail(Key{p, ".measured"}, msg);
         }
       } else {
-        rd.fail(p + ".measured", "a duration string such as \"12.5 us\", got " + shown(m));
+        rd.fail(Key{p, ".measured"}, "a duration string such as \"12.5 us\", got " + shown(m));
       }
     }
     if (o.contains("outputs")) {
       const json& outs = o["outputs"];
-      if (!outs.is_array()) rd.fail(p + ".outputs", "a list of outputs, got " + shown(outs));
+      if (!outs.is_array()) rd.fail(Key{p, ".outputs"}, "a list of outputs, got " + shown(outs));
       for (std::size_t k = 0; k < outs.size(); ++k) {
         const std::string op_path = p + ".outputs[" + std::to_string(k) + "]";
         const json& t = outs[k];
@@ -429,7 +446,7 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     }
     if (o.contains("inputs")) {
       const json& ins = o["inputs"];
-      if (!ins.is_array()) rd.fail(p + ".inputs", "a list of inputs, got " + shown(ins));
+      if (!ins.is_array()) rd.fail(Key{p, ".inputs"}, "a list of inputs, got " + shown(ins));
       for (std::size_t k = 0; k < ins.size(); ++k) {
         const std::string ip = p + ".inputs[" + std::to_string(k) + "]";
         const json& in = ins[k];
@@ -452,21 +469,21 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     }
     if (o.contains("control_inputs")) {
       const json& cs = o["control_inputs"];
-      if (!cs.is_array()) rd.fail(p + ".control_inputs", "a list of op names, got " + shown(cs));
+      if (!cs.is_array()) rd.fail(Key{p, ".control_inputs"}, "a list of op names, got " + shown(cs));
       for (std::size_t k = 0; k < cs.size(); ++k) {
         pending_control[i].push_back(rd.str(cs[k], p + ".control_inputs[" + std::to_string(k) + "]"));
       }
     }
-    if (o.contains("persistent_bytes")) op.persistent = rd.bytes(o["persistent_bytes"], p + ".persistent_bytes");
-    if (o.contains("group")) op.group = rd.str(o["group"], p + ".group");
+    if (o.contains("persistent_bytes")) op.persistent = rd.bytes(o["persistent_bytes"], Key{p, ".persistent_bytes"});
+    if (o.contains("group")) op.group = rd.str(o["group"], Key{p, ".group"});
     if (o.contains("device_kind")) {
-      const std::string k = rd.str(o["device_kind"], p + ".device_kind");
+      const std::string k = rd.str(o["device_kind"], Key{p, ".device_kind"});
       if (k == "cpu") op.device_kind = DeviceKind::Cpu;
       else if (k == "gpu") op.device_kind = DeviceKind::Gpu;
-      else rd.fail(p + ".device_kind", "cpu or gpu, got \"" + printable(k) + "\"");
+      else rd.fail(Key{p, ".device_kind"}, "cpu or gpu, got \"" + printable(k) + "\"");
     }
-    if (o.contains("layer")) op.layer = rd.str(o["layer"], p + ".layer");
-    if (o.contains("stream")) op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], p + ".stream", 0, 1023));
+    if (o.contains("layer")) op.layer = rd.str(o["layer"], Key{p, ".layer"});
+    if (o.contains("stream")) op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
     g.ops.push_back(std::move(op));
   }
 
@@ -519,73 +536,170 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
 
 Graph read_graph_json(const std::string& path) { return parse_graph_json(read_text_file(path), path); }
 
-std::string graph_to_json(const Graph& g) {
-  json root = json::object();
-  root["format"] = "placesim-graph";
-  root["version"] = 1;
-  root["name"] = g.name;
-  if (!g.metadata.empty()) root["metadata"] = g.metadata;
-  json ops = json::array();
-  ops.get_ref<json::array_t&>().reserve(g.ops.size());
-  for (const Op& op : g.ops) {
-    json o = json::object();
-    o["name"] = op.name;
-    if (!op.type.empty()) o["type"] = op.type;
-    o["phase"] = to_string(op.phase);
-    if (op.flops.v != 0) o["flops"] = op.flops.v;
-    if (op.bytes_read.v != 0) o["bytes_read"] = op.bytes_read.v;
-    if (op.bytes_written.v != 0) o["bytes_written"] = op.bytes_written.v;
-    if (op.dtype != Dtype::F32) o["dtype"] = to_string(op.dtype);
-    if (op.signature) {
-      json s = json::object();
-      s["op_type"] = op.signature->op_type;
-      s["input_shapes"] = op.signature->input_shapes;
-      s["dtype"] = to_string(op.signature->dtype);
-      o["signature"] = std::move(s);
+namespace {
+
+// A hand-rolled writer: building an nlohmann DOM for 100k ops costs several times the text itself.
+class JsonOut {
+ public:
+  std::string s;
+  void str(std::string_view v) {
+    s += '"';
+    for (char ch : v) {
+      const auto u = static_cast<unsigned char>(ch);
+      switch (ch) {
+        case '"': s += "\\\""; break;
+        case '\\': s += "\\\\"; break;
+        case '\n': s += "\\n"; break;
+        case '\t': s += "\\t"; break;
+        case '\r': s += "\\r"; break;
+        default:
+          if (u < 0x20) {
+            std::array<char, 8> buf{};
+            std::snprintf(buf.data(), buf.size(), "\\u%04x", u);
+            s += buf.data();
+          } else {
+            s += ch;
+          }
+      }
     }
-    if (op.measured) o["measured"] = std::to_string(op.measured->ns) + " ns";
+    s += '"';
+  }
+  void num(std::int64_t v) {
+    std::array<char, 32> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    s.append(buf.data(), r.ptr);
+  }
+  void num(double v) {
+    std::array<char, 32> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    s.append(buf.data(), r.ptr);
+  }
+  void key(std::string_view k) {
+    if (!first_) s += ", ";
+    first_ = false;
+    str(k);
+    s += ": ";
+  }
+  void open_obj() { s += '{'; first_ = true; }
+  void close_obj() { s += '}'; first_ = false; }
+  void shape(const std::vector<std::int64_t>& v) {
+    s += '[';
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i != 0) s += ',';
+      num(v[i]);
+    }
+    s += ']';
+  }
+
+ private:
+  bool first_ = true;
+};
+
+}  // namespace
+
+std::string graph_to_json(const Graph& g) {
+  JsonOut o;
+  o.s.reserve(g.ops.size() * 160 + 256);
+  o.s += "{\n \"format\": \"placesim-graph\",\n \"version\": 1,\n \"name\": ";
+  o.str(g.name);
+  if (!g.metadata.empty()) {
+    o.s += ",\n \"metadata\": ";
+    o.open_obj();
+    for (const auto& [k, v] : g.metadata) {
+      o.key(k);
+      o.str(v);
+    }
+    o.close_obj();
+  }
+  o.s += ",\n \"ops\": [";
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    o.s += i == 0 ? "\n  " : ",\n  ";
+    o.open_obj();
+    o.key("name");
+    o.str(op.name);
+    if (!op.type.empty()) { o.key("type"); o.str(op.type); }
+    o.key("phase");
+    o.str(to_string(op.phase));
+    if (op.flops.v != 0) { o.key("flops"); o.num(op.flops.v); }
+    if (op.bytes_read.v != 0) { o.key("bytes_read"); o.num(op.bytes_read.v); }
+    if (op.bytes_written.v != 0) { o.key("bytes_written"); o.num(op.bytes_written.v); }
+    if (op.dtype != Dtype::F32) { o.key("dtype"); o.str(to_string(op.dtype)); }
+    if (op.signature) {
+      o.key("signature");
+      o.open_obj();
+      o.key("op_type");
+      o.str(op.signature->op_type);
+      o.key("input_shapes");
+      o.s += '[';
+      for (std::size_t k = 0; k < op.signature->input_shapes.size(); ++k) {
+        if (k != 0) o.s += ',';
+        o.shape(op.signature->input_shapes[k]);
+      }
+      o.s += ']';
+      o.key("dtype");
+      o.str(to_string(op.signature->dtype));
+      o.close_obj();
+    }
+    if (op.measured) { o.key("measured"); o.str(std::to_string(op.measured->ns) + " ns"); }
     if (!op.outputs.empty()) {
-      json outs = json::array();
-      for (const TensorOut& t : op.outputs) {
+      o.key("outputs");
+      o.s += '[';
+      for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+        const TensorOut& t = op.outputs[k];
+        if (k != 0) o.s += ", ";
         if (t.name.empty() && t.shape.empty() && t.dtype == Dtype::F32) {
-          outs.push_back(t.bytes.v);
+          o.num(t.bytes.v);
           continue;
         }
-        json jt = json::object();
-        if (!t.name.empty()) jt["name"] = t.name;
-        jt["bytes"] = t.bytes.v;
-        if (!t.shape.empty()) jt["shape"] = t.shape;
-        if (t.dtype != Dtype::F32) jt["dtype"] = to_string(t.dtype);
-        outs.push_back(std::move(jt));
+        o.open_obj();
+        if (!t.name.empty()) { o.key("name"); o.str(t.name); }
+        o.key("bytes");
+        o.num(t.bytes.v);
+        if (!t.shape.empty()) { o.key("shape"); o.shape(t.shape); }
+        if (t.dtype != Dtype::F32) { o.key("dtype"); o.str(to_string(t.dtype)); }
+        o.close_obj();
       }
-      o["outputs"] = std::move(outs);
+      o.s += ']';
     }
     if (!op.inputs.empty()) {
-      json ins = json::array();
-      for (const TensorRef& in : op.inputs) {
+      o.key("inputs");
+      o.s += '[';
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        const TensorRef& in = op.inputs[k];
+        if (k != 0) o.s += ", ";
         const std::string& pn = g.ops[static_cast<std::size_t>(in.op)].name;
         if (in.output == 0) {
-          ins.push_back(pn);
+          o.str(pn);
         } else {
-          ins.push_back(json{{"op", pn}, {"output", in.output}});
+          o.open_obj();
+          o.key("op");
+          o.str(pn);
+          o.key("output");
+          o.num(static_cast<std::int64_t>(in.output));
+          o.close_obj();
         }
       }
-      o["inputs"] = std::move(ins);
+      o.s += ']';
     }
     if (!op.control_inputs.empty()) {
-      json cs = json::array();
-      for (OpId c : op.control_inputs) cs.push_back(g.ops[static_cast<std::size_t>(c)].name);
-      o["control_inputs"] = std::move(cs);
+      o.key("control_inputs");
+      o.s += '[';
+      for (std::size_t k = 0; k < op.control_inputs.size(); ++k) {
+        if (k != 0) o.s += ", ";
+        o.str(g.ops[static_cast<std::size_t>(op.control_inputs[k])].name);
+      }
+      o.s += ']';
     }
-    if (op.persistent.v != 0) o["persistent_bytes"] = op.persistent.v;
-    if (!op.group.empty()) o["group"] = op.group;
-    if (op.device_kind) o["device_kind"] = to_string(*op.device_kind);
-    if (!op.layer.empty()) o["layer"] = op.layer;
-    if (op.stream) o["stream"] = *op.stream;
-    ops.push_back(std::move(o));
+    if (op.persistent.v != 0) { o.key("persistent_bytes"); o.num(op.persistent.v); }
+    if (!op.group.empty()) { o.key("group"); o.str(op.group); }
+    if (op.device_kind) { o.key("device_kind"); o.str(to_string(*op.device_kind)); }
+    if (!op.layer.empty()) { o.key("layer"); o.str(op.layer); }
+    if (op.stream) { o.key("stream"); o.num(static_cast<std::int64_t>(*op.stream)); }
+    o.close_obj();
   }
-  root["ops"] = std::move(ops);
-  return root.dump(1) + "\n";
+  o.s += "\n ]\n}\n";
+  return std::move(o.s);
 }
 
 void write_graph_json(const Graph& g, const std::string& path) {
