@@ -26,6 +26,7 @@
 
 #include "models/grouping.hpp"
 #include "sim/cluster.hpp"
+#include "sim/cost_model.hpp"
 #include "sim/graph.hpp"
 #include "sim/placement.hpp"
 
@@ -64,6 +65,11 @@ struct PolicyProblem {
 /// Features per group (op-type counts, log output bytes / FLOPs / parameters, in/out degree and
 /// where its neighbours sit in the sequence) and the device-kind mask.
 PolicyProblem make_problem(const models::Grouping& grouping, const sim::Cluster& cluster);
+
+/// A grouping from the graph's own co-location groups (an op with its gradient and update),
+/// taken in topological order and cut into at most `max_groups` contiguous runs of about equal op
+/// count. Used when models::group_graph is not the grouper (the default until then).
+models::Grouping colocation_grouping(const sim::Graph& g, int max_groups);
 
 /// What the reward oracle says about one placement.
 struct Evaluation {
@@ -105,8 +111,6 @@ class Trainer {
 
   [[nodiscard]] const DevicesOfGroups& best() const;   ///< empty until a sample fit in memory
   [[nodiscard]] double best_step_s() const;            ///< 0 until then
-  /// Offers a placement found elsewhere (the greedy decode) as the best if it is better.
-  void offer(const DevicesOfGroups& placement, const Evaluation& e);
   [[nodiscard]] int iteration() const;
   [[nodiscard]] const std::vector<IterationStats>& history() const;
   [[nodiscard]] const RlOptions& options() const;
@@ -140,6 +144,7 @@ struct TrainConfig {
   bool resume = false;              ///< load checkpoint_dir/checkpoint.pt if it exists
   int checkpoint_every = 10;        ///< iterations
   int sim_threads = 0;              ///< oneTBB threads for the oracle; <= 0 = default
+  sim::KernelCostModel costs;       ///< kernel times the oracle uses (calibration)
   const std::atomic<bool>* stop = nullptr;   ///< set (e.g. by SIGINT) to checkpoint and return
   std::function<void(const IterationStats&, const Progress&)> on_iteration;
 };

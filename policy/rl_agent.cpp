@@ -326,15 +326,6 @@ int Trainer::iteration() const { return static_cast<int>(impl_->history.size());
 const std::vector<IterationStats>& Trainer::history() const { return impl_->history; }
 const RlOptions& Trainer::options() const { return impl_->opt; }
 
-void Trainer::offer(const DevicesOfGroups& placement, const Evaluation& e) {
-  auto& m = *impl_;
-  if (e.oom) return;
-  if (m.best.empty() || e.step_time_s < m.best_step_s) {
-    m.best = placement;
-    m.best_step_s = e.step_time_s;
-  }
-}
-
 void Trainer::save(const std::string& path) const {
   const auto& m = *impl_;
   torch::serialize::OutputArchive root, model, optim;

@@ -2,6 +2,8 @@
 // shapes", "adjacency information"), from models::Grouping.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "policy/rl.hpp"
 #include "sim/error.hpp"
@@ -85,6 +87,87 @@ PolicyProblem make_problem(const models::Grouping& gr, const sim::Cluster& clust
     }
   }
   return p;
+}
+
+}  // namespace placesim::policy
+
+namespace placesim::policy {
+
+models::Grouping colocation_grouping(const sim::Graph& g, int max_groups) {
+  if (max_groups < 1)
+    throw sim::InputError("<flag --groups>", "", "a positive number of groups, got " + std::to_string(max_groups));
+  models::Grouping gr;
+  const int n = g.num_ops();
+  // The graph's own co-location groups, in the order their first op appears topologically.
+  std::map<std::string, int> colo;
+  std::vector<int> colo_of(static_cast<size_t>(n), -1);
+  std::vector<int> colo_size;
+  for (sim::OpId op : g.topo_order) {
+    auto [it, fresh] = colo.emplace(g.group_of(op), static_cast<int>(colo_size.size()));
+    if (fresh) colo_size.push_back(0);
+    colo_of[static_cast<size_t>(op)] = it->second;
+    ++colo_size[static_cast<size_t>(it->second)];
+  }
+  // Contiguous runs of that order, cut so each holds about the same number of ops.
+  const int m = static_cast<int>(colo_size.size());
+  const int target = std::min(max_groups, m);
+  std::vector<int> chunk_of(static_cast<size_t>(m), 0);
+  {
+    int chunk = 0;
+    std::int64_t done = 0;
+    for (int i = 0; i < m; ++i) {
+      // Leave at least one co-location group for every chunk still to come.
+      const bool must_cut = m - i <= target - chunk - 1;
+      const bool full = done >= static_cast<std::int64_t>(n) * (chunk + 1) / target;
+      if (i > 0 && chunk < target - 1 && (full || must_cut)) ++chunk;
+      chunk_of[static_cast<size_t>(i)] = chunk;
+      done += colo_size[static_cast<size_t>(i)];
+    }
+    gr.names.resize(static_cast<size_t>(chunk + 1));
+  }
+  const int groups = static_cast<int>(gr.names.size());
+  gr.ops_of_group.resize(static_cast<size_t>(groups));
+  gr.group_of_op.resize(static_cast<size_t>(n));
+  for (int op = 0; op < n; ++op) {
+    const int grp = chunk_of[static_cast<size_t>(colo_of[static_cast<size_t>(op)])];
+    gr.group_of_op[static_cast<size_t>(op)] = grp;
+    gr.ops_of_group[static_cast<size_t>(grp)].push_back(op);
+  }
+  std::map<std::string, int> vocab;
+  for (const auto& op : g.ops) vocab.emplace(op.type, 0);
+  int v = 0;
+  for (auto& [type, index] : vocab) {
+    index = v++;
+    gr.type_vocab.push_back(type);
+  }
+  gr.type_counts.assign(static_cast<size_t>(groups), std::vector<float>(vocab.size(), 0.0f));
+  gr.output_bytes.assign(static_cast<size_t>(groups), 0.0);
+  gr.flops.assign(static_cast<size_t>(groups), 0.0);
+  gr.persistent_bytes.assign(static_cast<size_t>(groups), 0.0);
+  gr.constraint.assign(static_cast<size_t>(groups), std::nullopt);
+  std::vector<std::set<std::int32_t>> succ(static_cast<size_t>(groups)), pred(static_cast<size_t>(groups));
+  for (int op = 0; op < n; ++op) {
+    const sim::Op& o = g.ops[static_cast<size_t>(op)];
+    const auto grp = static_cast<size_t>(gr.group_of_op[static_cast<size_t>(op)]);
+    gr.type_counts[grp][static_cast<size_t>(vocab[o.type])] += 1.0f;
+    for (const auto& t : o.outputs) gr.output_bytes[grp] += static_cast<double>(t.bytes.v);
+    gr.flops[grp] += o.flops.v;
+    gr.persistent_bytes[grp] += static_cast<double>(o.persistent.v);
+    if (o.device_kind) gr.constraint[grp] = o.device_kind;
+    for (sim::OpId c : g.consumers_of[static_cast<size_t>(op)]) {
+      const auto cg = gr.group_of_op[static_cast<size_t>(c)];
+      if (cg != static_cast<std::int32_t>(grp)) {
+        succ[grp].insert(cg);
+        pred[static_cast<size_t>(cg)].insert(static_cast<std::int32_t>(grp));
+      }
+    }
+  }
+  for (int i = 0; i < groups; ++i) {
+    gr.names[static_cast<size_t>(i)] = "chunk" + std::to_string(i);
+    gr.succ.emplace_back(succ[static_cast<size_t>(i)].begin(), succ[static_cast<size_t>(i)].end());
+    gr.pred.emplace_back(pred[static_cast<size_t>(i)].begin(), pred[static_cast<size_t>(i)].end());
+  }
+  return gr;
 }
 
 }  // namespace placesim::policy

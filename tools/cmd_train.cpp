@@ -1,5 +1,268 @@
-// TEMPORARY: filled in by the owner of this subcommand.
+// `placesim train`: the README's main job. Trains the RL placer (policy/rl.hpp) against the
+// simulator, writes the best placement, the training curve (CSV + PNG) and prints the baselines
+// table with the learned placement added. With no arguments: nmt on paper-4gpu, 8 minutes.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "models/registry.hpp"
+#include "policy/compare.hpp"
+#include "policy/methods.hpp"
+#include "sim/error.hpp"
+#include "sim/simulate.hpp"
 #include "tools/commands.hpp"
+#ifdef PLACESIM_WITH_TORCH
+#include "policy/rl.hpp"
+#endif
+
 namespace placesim::tools {
-void register_train(CLI::App& /*app*/) {}
+
+#ifdef PLACESIM_WITH_TORCH
+namespace {
+
+// A signal handler can reach nothing but a global; this flag is the only one, and only the
+// `train` command installs the handler that sets it.
+std::atomic<bool> g_stop_requested{false};
+extern "C" void on_sigint(int) { g_stop_requested.store(true); }
+
+struct TrainArgs {
+  std::string graph = "nmt", graph_opt, cluster = "paper-4gpu", calibration;
+  std::optional<double> minutes;
+  std::optional<int> iterations;
+  int samples = 16, hidden = 256, groups = 256, checkpoint_every = 10, threads = 0;
+  std::uint64_t seed = 1;
+  double learning_rate = policy::RlOptions{}.learning_rate;
+  double entropy = policy::RlOptions{}.entropy_weight;
+  double temperature = policy::RlOptions{}.temperature;
+  std::string attention = "dot";
+  std::string checkpoint_dir, output = "rl_placement.json", curve;
+  bool resume = false, no_plot = false, no_table = false;
+};
+
+std::string fmt_ms(double s) {
+  if (s <= 0) return "-";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << s * 1e3 << " ms";
+  return os.str();
+}
+
+std::string fmt_clock(double s) {
+  const long t = std::lround(std::max(0.0, s));
+  std::ostringstream os;
+  os << t / 60 << ':' << std::setw(2) << std::setfill('0') << t % 60;
+  return os.str();
+}
+
+std::filesystem::path find_plot_script() {
+  if (const char* src = std::getenv("PLACESIM_SOURCE_DIR")) {
+    auto p = std::filesystem::path(src) / "tools" / "plot_curve.py";
+    if (std::filesystem::exists(p)) return p;
+  }
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      auto p = dir / "tools" / "plot_curve.py";
+      if (std::filesystem::exists(p)) return p;
+    }
+  return {};
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+// Runs tools/plot_curve.py with Debian's python3 + matplotlib; one line and no PNG if missing.
+void plot_curve(const std::string& csv, const std::string& png, const std::string& title) {
+  const auto script = find_plot_script();
+  if (script.empty()) {
+    std::cerr << "placesim: no plot: tools/plot_curve.py not found (set PLACESIM_SOURCE_DIR); the CSV is " << csv << "\n";
+    return;
+  }
+  if (!std::filesystem::exists("/usr/bin/python3")) {
+    std::cerr << "placesim: no plot: /usr/bin/python3 missing (apt-get install python3-matplotlib); the CSV is " << csv << "\n";
+    return;
+  }
+  const std::string cmd = "/usr/bin/python3 " + shell_quote(script.string()) + " " + shell_quote(csv) +
+                          " " + shell_quote(png) + " " + shell_quote(title);
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0) std::cerr << "placesim: no plot written (plot_curve.py failed); the CSV is " << csv << "\n";
+}
+
+void run_train(const TrainArgs& a) {
+  if (a.samples < 1) throw sim::InputError("<flag --samples>", "", "at least 1, got " + std::to_string(a.samples));
+  if (a.hidden < 1) throw sim::InputError("<flag --hidden>", "", "a positive size, got " + std::to_string(a.hidden));
+  if (a.groups < 1) throw sim::InputError("<flag --groups>", "", "a positive number of groups, got " + std::to_string(a.groups));
+  if (a.minutes && !(*a.minutes > 0)) throw sim::InputError("<flag --minutes>", "", "a positive number of minutes");
+  if (a.iterations && *a.iterations < 1) throw sim::InputError("<flag --iterations>", "", "at least 1 iteration");
+  if (a.resume && a.checkpoint_dir.empty())
+    throw sim::InputError("<flag --resume>", "", "--checkpoint DIR to resume from");
+  policy::AttentionScore score;
+  if (a.attention == "dot") score = policy::AttentionScore::Dot;
+  else if (a.attention == "additive") score = policy::AttentionScore::Additive;
+  else throw sim::InputError("<flag --attention>", "", "dot or additive, got \"" + a.attention + "\"");
+
+  const sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
+  const sim::Cluster cluster = sim::load_cluster(a.cluster);
+  policy::MethodOptions mo;
+  if (!a.calibration.empty())
+    mo.costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration)));
+
+  policy::TrainConfig cfg;
+  cfg.rl.hidden = a.hidden;
+  cfg.rl.samples = a.samples;
+  cfg.rl.seed = a.seed;
+  cfg.rl.learning_rate = a.learning_rate;
+  cfg.rl.entropy_weight = a.entropy;
+  cfg.rl.temperature = a.temperature;
+  cfg.rl.attention = score;
+  cfg.max_groups = a.groups;
+  cfg.iterations = a.iterations;
+  cfg.minutes = a.minutes;
+  if (!a.minutes && !a.iterations) cfg.minutes = 8.0;   // the main job ends within 10 minutes
+  cfg.checkpoint_dir = a.checkpoint_dir;
+  cfg.resume = a.resume;
+  cfg.checkpoint_every = a.checkpoint_every;
+  cfg.sim_threads = a.threads;
+  cfg.costs = mo.costs;
+  cfg.stop = &g_stop_requested;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  cfg.on_iteration = [tty](const policy::IterationStats& st, const policy::Progress& pr) {
+    std::ostringstream line;
+    line << "iter " << pr.iteration;
+    if (pr.total_iterations) line << '/' << *pr.total_iterations;
+    line << "  best " << fmt_ms(st.best_step_s) << "  mean " << fmt_ms(st.mean_step_s);
+    if (st.oom_fraction > 0) line << " (" << std::lround(st.oom_fraction * 100) << "% OOM)";
+    line << "  " << std::fixed << std::setprecision(1) << pr.evals_per_s << " evals/s"
+         << "  [sample " << std::setprecision(2) << st.sample_s << " s, sim " << st.reward_s
+         << " s, grad " << st.grad_s << " s]";
+    if (pr.time_left_s) line << "  " << fmt_clock(*pr.time_left_s) << " left";
+    if (tty) std::cerr << "\r\033[K" << line.str() << std::flush;
+    else if (pr.iteration % 10 == 0 || pr.iteration == 1) std::cerr << line.str() << "\n";
+  };
+
+  std::cerr << "placesim train: " << graph.name << " (" << graph.num_ops() << " ops) on "
+            << cluster.name << " (" << cluster.num_devices() << " devices), " << a.samples
+            << " samples/iteration, seed " << a.seed;
+  if (cfg.iterations) std::cerr << ", " << *cfg.iterations << " iterations";
+  if (cfg.minutes) std::cerr << ", " << *cfg.minutes << " min budget";
+  std::cerr << "; Ctrl-C checkpoints and stops\n";
+
+  g_stop_requested.store(false);
+  auto* previous = std::signal(SIGINT, on_sigint);
+  policy::TrainResult r;
+  try {
+    r = policy::train_placement(graph, cluster, cfg);
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  if (tty) std::cerr << "\n";
+  if (r.resumed) std::cerr << "placesim train: resumed from " << a.checkpoint_dir << "\n";
+
+  sim::PlacementMetadata md;
+  md.method = "rl";
+  md.graph = graph.name;
+  md.cluster = cluster.name;
+  md.predicted_step_time_s = r.best_step_s;
+  md.seed = a.seed;
+  md.extra["iterations"] = std::to_string(r.history.size());
+  md.extra["samples"] = std::to_string(a.samples);
+  md.extra["groups"] = std::to_string(r.groups);
+  md.extra["hidden"] = std::to_string(a.hidden);
+  md.extra["attention"] = a.attention;
+  md.extra["oom"] = r.best_oom ? "true" : "false";
+  if (!a.graph_opt.empty()) md.extra["graph_options"] = a.graph_opt;
+  sim::write_placement_json(sim::to_placement_file(r.best, graph, cluster, md), a.output);
+
+  std::string curve = a.curve;
+  if (curve.empty()) {
+    auto p = std::filesystem::path(a.output);
+    curve = (p.parent_path() / (p.stem().string() + ".curve.csv")).string();
+  }
+  policy::write_curve_csv(r.history, curve);
+  if (!a.no_plot) {
+    auto png = std::filesystem::path(curve).replace_extension(".png").string();
+    plot_curve(curve, png, graph.name + " on " + cluster.name + ", seed " + std::to_string(a.seed));
+  }
+
+  double sample_s = 0, reward_s = 0, grad_s = 0;
+  for (const auto& s : r.history) {
+    sample_s += s.sample_s;
+    reward_s += s.reward_s;
+    grad_s += s.grad_s;
+  }
+  const double n = std::max<double>(1.0, static_cast<double>(r.history.size()));
+  std::cout << std::fixed << std::setprecision(3) << "rl: " << r.history.size() << " iterations, "
+            << r.groups << " groups, " << r.evaluations << " simulations in " << r.wall_s
+            << " s; per iteration: sampling " << sample_s / n << " s, simulation " << reward_s / n
+            << " s, gradient " << grad_s / n << " s\n";
+  std::cout << "rl: best step time " << fmt_ms(r.best_step_s) << (r.best_oom ? " (OOM)" : "")
+            << "; placement " << a.output << ", curve " << curve << "\n";
+  if (r.interrupted) {
+    std::cout << "rl: interrupted; checkpoint in "
+              << (a.checkpoint_dir.empty() ? std::string("(none: no --checkpoint)") : a.checkpoint_dir)
+              << ", continue with --resume\n";
+    throw CliExit{130};
+  }
+  if (!a.no_table) {
+    std::vector<policy::CompareRow> extra{
+        policy::evaluate_row("rl (learned)", graph, cluster, r.best, mo, r.wall_s)};
+    const auto rows = policy::compare_methods(graph, cluster, policy::method_names(), mo, extra);
+    std::cout << "\n" << policy::format_compare_table(rows);
+  }
+}
+
+}  // namespace
+#endif  // PLACESIM_WITH_TORCH
+
+void register_train(CLI::App& app) {
+#ifdef PLACESIM_WITH_TORCH
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "train", "train the RL placer (Mirhoseini et al. 2017) on the simulator; no arguments = nmt on paper-4gpu, 8 minutes");
+  cmd->add_option("--graph", a->graph, "built-in workload or graph file")->capture_default_str();
+  cmd->add_option("--graph-opt", a->graph_opt, "workload options, k=v,k=v");
+  cmd->add_option("--cluster", a->cluster, "built-in cluster or YAML file")->capture_default_str();
+  cmd->add_option("--calibration", a->calibration, "calibration YAML for the kernel cost model");
+  cmd->add_option("--minutes", a->minutes, "wall-clock budget (default 8 when --iterations is not given)");
+  cmd->add_option("--iterations", a->iterations, "total iterations, counting those before --resume");
+  cmd->add_option("--samples", a->samples, "placements sampled per iteration (K)")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "seed: weights and sampling; the same seed gives the same run")->capture_default_str();
+  cmd->add_option("--hidden", a->hidden, "LSTM width")->capture_default_str();
+  cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")->capture_default_str();
+  cmd->add_option("--lr", a->learning_rate, "Adam learning rate")->capture_default_str();
+  cmd->add_option("--entropy", a->entropy, "entropy bonus weight")->capture_default_str();
+  cmd->add_option("--temperature", a->temperature, "softmax temperature")->capture_default_str();
+  cmd->add_option("--attention", a->attention, "dot (Luong, default) or additive (Bahdanau, ~10x slower)")->capture_default_str();
+  cmd->add_option("--checkpoint", a->checkpoint_dir, "directory for checkpoint.pt (atomic, every --checkpoint-every iterations)");
+  cmd->add_option("--checkpoint-every", a->checkpoint_every, "iterations between checkpoints")->capture_default_str();
+  cmd->add_flag("--resume", a->resume, "continue from --checkpoint DIR exactly where it stopped");
+  cmd->add_option("-o,--output", a->output, "best placement JSON")->capture_default_str();
+  cmd->add_option("--curve", a->curve, "training-curve CSV (default: <output stem>.curve.csv; PNG beside it)");
+  cmd->add_option("--threads", a->threads, "simulation threads (oneTBB); 0 = all cores")->capture_default_str();
+  cmd->add_flag("--no-plot", a->no_plot, "skip the PNG plot");
+  cmd->add_flag("--no-table", a->no_table, "skip the baselines table at the end");
+  cmd->callback([a] { run_train(*a); });
+#else
+  CLI::App* cmd = app.add_subcommand("train", "train the RL placer (needs a build with LibTorch)");
+  cmd->allow_extras();
+  cmd->callback([] {
+    throw sim::InputError("<placesim train>", "", "a build with -DPLACESIM_WITH_TORCH=ON; this one has no LibTorch");
+  });
+#endif
+}
+
 }  // namespace placesim::tools

@@ -1,0 +1,177 @@
+// The training loop against the simulator: grouping, batch oracle, budgets, checkpoints.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "policy/rl.hpp"
+#include "sim/error.hpp"
+#include "sim/simulate.hpp"
+
+namespace placesim::policy {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+sim::Placement expand(const models::Grouping& gr, const DevicesOfGroups& dev) {
+  sim::Placement p;
+  p.device_of.resize(gr.group_of_op.size());
+  for (size_t op = 0; op < gr.group_of_op.size(); ++op)
+    p.device_of[op] = dev[static_cast<size_t>(gr.group_of_op[op])];
+  return p;
+}
+
+Evaluation to_evaluation(const sim::Outcome& o) {
+  Evaluation e{.step_time_s = o.step_time.seconds(), .oom = o.oom || o.unreachable};
+  for (const auto& d : o.oom_devices)
+    if (d.capacity.v > 0)
+      e.overflow = std::max(e.overflow, static_cast<double>(d.needed.v - d.capacity.v) /
+                                            static_cast<double>(d.capacity.v));
+  if (o.unreachable) e.overflow = std::max(e.overflow, 1.0);
+  return e;
+}
+
+}  // namespace
+
+void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path) {
+  std::ostringstream os;
+  os << "iteration,best_step_s,mean_step_s,min_step_s,oom_fraction,mean_reward,baseline,entropy,"
+        "sample_s,reward_s,grad_s\n";
+  os << std::setprecision(9);
+  for (const auto& s : history)
+    os << s.iteration << ',' << s.best_step_s << ',' << s.mean_step_s << ',' << s.min_step_s << ','
+       << s.oom_fraction << ',' << s.mean_reward << ',' << s.baseline << ',' << s.entropy << ','
+       << s.sample_s << ',' << s.reward_s << ',' << s.grad_s << '\n';
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw sim::InputError(path, "", "a writable path for the training curve");
+    f << os.str();
+    if (!f) throw sim::InputError(path, "", "room to write the training curve");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster,
+                            const TrainConfig& config) {
+  const auto t_start = std::chrono::steady_clock::now();
+  // One intra-op thread: the gradient pass of a small LSTM gains little from more, and the other
+  // core runs the simulations (oneTBB). The inter-op setting can be made only once per process.
+  at::set_num_threads(1);
+  try {
+    at::set_num_interop_threads(1);
+  } catch (const std::exception&) {
+  }
+  if (config.checkpoint_every < 1)
+    throw sim::InputError("<flag --checkpoint-every>", "", "a positive number of iterations");
+  if (config.iterations && *config.iterations < 0)
+    throw sim::InputError("<flag --iterations>", "", "a non-negative number of iterations");
+  if (config.minutes && !(*config.minutes >= 0))
+    throw sim::InputError("<flag --minutes>", "", "a non-negative number of minutes");
+
+  const models::Grouping grouping = colocation_grouping(graph, config.max_groups);
+  PolicyProblem problem = make_problem(grouping, cluster);
+  sim::SimOptions sim_options;
+  sim_options.record_critical_path = false;
+  const sim::BatchOracle oracle(cluster, graph, sim_options, config.costs);
+
+  TrainResult result;
+  result.groups = grouping.size();
+
+  // The OOM penalty scale: the single-GPU step time (its compute time even if it does not fit).
+  double reference_s = 1.0;
+  if (auto single = sim::builtin_placement(cluster.gpus().empty() ? "single-cpu" : "single-gpu",
+                                           graph, cluster)) {
+    const sim::Outcome o = oracle.evaluate(*single);
+    ++result.evaluations;
+    if (o.step_time.seconds() > 0) reference_s = o.step_time.seconds();
+  }
+
+  std::int64_t evaluations = 0;
+  RewardFn reward = [&](const std::vector<DevicesOfGroups>& ps) {
+    std::vector<sim::Placement> placements;
+    placements.reserve(ps.size());
+    for (const auto& p : ps) placements.push_back(expand(grouping, p));
+    const std::vector<sim::Outcome> outcomes = oracle.evaluate(placements, config.sim_threads);
+    evaluations += static_cast<std::int64_t>(outcomes.size());
+    std::vector<Evaluation> out;
+    out.reserve(outcomes.size());
+    for (const auto& o : outcomes) out.push_back(to_evaluation(o));
+    return out;
+  };
+  Trainer trainer(std::move(problem), config.rl, reward, reference_s);
+
+  std::string checkpoint;
+  if (!config.checkpoint_dir.empty()) {
+    std::filesystem::create_directories(config.checkpoint_dir);
+    checkpoint = (std::filesystem::path(config.checkpoint_dir) / "checkpoint.pt").string();
+    if (config.resume && std::filesystem::exists(checkpoint)) {
+      trainer.load(checkpoint);
+      result.resumed = true;
+    }
+  }
+
+  const auto t_train = std::chrono::steady_clock::now();
+  const int first_iteration = trainer.iteration();
+  const std::optional<double> budget_s =
+      config.minutes ? std::optional<double>(*config.minutes * 60.0) : std::nullopt;
+  const int total = config.iterations ? *config.iterations : (budget_s ? -1 : 100);
+  while (total < 0 || trainer.iteration() < total) {
+    if (config.stop != nullptr && config.stop->load()) {
+      result.interrupted = true;
+      break;
+    }
+    const double elapsed = seconds_since(t_train);
+    if (budget_s && elapsed >= *budget_s) break;
+    const IterationStats st = trainer.step();
+    if (!checkpoint.empty() && trainer.iteration() % config.checkpoint_every == 0)
+      trainer.save(checkpoint);
+    if (config.on_iteration) {
+      Progress pr;
+      pr.iteration = trainer.iteration();
+      if (total >= 0) pr.total_iterations = total;
+      pr.elapsed_s = seconds_since(t_train);
+      pr.evals_per_s = pr.elapsed_s > 0 ? static_cast<double>(evaluations) / pr.elapsed_s : 0.0;
+      const int done = trainer.iteration() - first_iteration;
+      std::optional<double> left;
+      if (total >= 0 && done > 0)
+        left = pr.elapsed_s / done * std::max(0, total - trainer.iteration());
+      if (budget_s) left = std::min(left.value_or(*budget_s), std::max(0.0, *budget_s - pr.elapsed_s));
+      pr.time_left_s = left;
+      config.on_iteration(st, pr);
+    }
+  }
+  if (config.stop != nullptr && config.stop->load()) result.interrupted = true;
+  // Saved before the greedy decode below is looked at, so that a resumed run continues from
+  // exactly the state an uninterrupted one had at this iteration.
+  if (!checkpoint.empty()) trainer.save(checkpoint);
+
+  // The greedy decode is a candidate too; evaluated here, not offered to the trainer.
+  const DevicesOfGroups greedy = trainer.greedy();
+  const sim::Outcome greedy_outcome = oracle.evaluate(expand(grouping, greedy));
+  ++evaluations;
+  const Evaluation ge = to_evaluation(greedy_outcome);
+  if (!trainer.best().empty() && (ge.oom || trainer.best_step_s() <= ge.step_time_s)) {
+    result.best_groups = trainer.best();
+    result.best_step_s = trainer.best_step_s();
+  } else {
+    result.best_groups = greedy;
+    result.best_step_s = ge.step_time_s;
+    result.best_oom = ge.oom;
+  }
+  result.best = expand(grouping, result.best_groups);
+  result.history = trainer.history();
+  result.evaluations += evaluations;
+  result.wall_s = seconds_since(t_start);
+  return result;
+}
+
+}  // namespace placesim::policy

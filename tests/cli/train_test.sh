@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `placesim train` end to end on a small graph: writes placement, curve; a run stopped and resumed
+# from its checkpoint equals an uninterrupted one; bad flags are one-line input errors (exit 2).
+set -euo pipefail
+PLACESIM=${1:?usage: train_test.sh PATH_TO_placesim}
+if ! "$PLACESIM" train --help >/dev/null 2>&1 || "$PLACESIM" train --help | grep -q "needs a build with LibTorch"; then
+  echo "train_test: built without LibTorch, nothing to test"; exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+common=(--graph rnnlm --graph-opt steps=3,layers=2,hidden=256,batch=16 --cluster paper-2gpu
+        --samples 4 --hidden 16 --groups 24 --seed 5 --no-plot --no-table --checkpoint-every 2)
+
+"$PLACESIM" train "${common[@]}" --iterations 6 --checkpoint "$tmp/whole" -o "$tmp/whole.json" >"$tmp/whole.out" 2>"$tmp/whole.err"
+test -s "$tmp/whole.json" || { echo "no placement written"; exit 1; }
+test -s "$tmp/whole.curve.csv" || { echo "no curve written"; exit 1; }
+test -s "$tmp/whole/checkpoint.pt" || { echo "no checkpoint written"; exit 1; }
+[ "$(wc -l <"$tmp/whole.curve.csv")" -eq 7 ] || { echo "curve should have 6 rows"; cat "$tmp/whole.curve.csv"; exit 1; }
+grep -q '"method": *"rl"' "$tmp/whole.json" || { echo "placement lacks method rl"; cat "$tmp/whole.json"; exit 1; }
+
+"$PLACESIM" train "${common[@]}" --iterations 3 --checkpoint "$tmp/part" -o "$tmp/part1.json" >/dev/null 2>&1
+"$PLACESIM" train "${common[@]}" --iterations 6 --checkpoint "$tmp/part" --resume -o "$tmp/part.json" >/dev/null 2>"$tmp/part.err"
+grep -q "resumed" "$tmp/part.err" || { echo "second run did not resume"; cat "$tmp/part.err"; exit 1; }
+# Columns 1-8 are deterministic; 9-11 are wall times.
+diff <(cut -d, -f1-8 "$tmp/whole.curve.csv") <(cut -d, -f1-8 "$tmp/part.curve.csv") \
+  || { echo "resumed curve differs from the uninterrupted one"; exit 1; }
+diff "$tmp/whole.json" "$tmp/part.json" || { echo "resumed placement differs"; exit 1; }
+
+# Bad input: one line, exit 2.
+for bad in "--samples 0" "--resume" "--attention cosine" "--iterations 0"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$PLACESIM" train --graph rnnlm --cluster paper-2gpu $bad >"$tmp/bad.out" 2>"$tmp/bad.err"
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || { echo "train $bad: exit $rc, expected 2"; cat "$tmp/bad.err"; exit 1; }
+  [ "$(wc -l <"$tmp/bad.err")" -eq 1 ] || { echo "train $bad: expected one line"; cat "$tmp/bad.err"; exit 1; }
+done
+echo "train_test: ok"
