@@ -10,6 +10,10 @@
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
 
+#ifdef PLACESIM_WITH_TORCH
+#include "policy/rl.hpp"
+#endif
+
 namespace placesim::policy {
 
 struct SimulationEvaluator::Impl {
@@ -35,6 +39,13 @@ struct SimulationEvaluator::Impl {
 };
 
 namespace {
+
+sim::InputError InputErrorFor(const std::string& origin, const std::string& key,
+                              const std::string& name) {
+  return sim::InputError(origin, key,
+                         "rl:ITERATIONS or rl:ITERATIONS:SEED with a positive iteration budget, got \"" +
+                             name + "\"");
+}
 
 PointResult summarize(const sim::Outcome& o) {
   PointResult r;
@@ -63,6 +74,33 @@ PointResult summarize(const sim::Outcome& o) {
   return r;
 }
 
+struct RlBudget {
+  int iterations = 0;
+  std::uint64_t seed = 1;
+};
+
+/// "rl:ITERATIONS" or "rl:ITERATIONS:SEED"; nullopt for any other method name.
+std::optional<RlBudget> parse_rl(const std::string& name, const std::string& origin,
+                                 const std::string& key) {
+  if (name != "rl" && name.rfind("rl:", 0) != 0) return std::nullopt;
+  RlBudget b;
+  const std::string rest = name.size() > 3 ? name.substr(3) : "";
+  const auto colon = rest.find(':');
+  try {
+    std::size_t used = 0;
+    b.iterations = std::stoi(rest.substr(0, colon), &used);
+    if (used != rest.substr(0, colon).size() || b.iterations <= 0) throw std::invalid_argument("");
+    if (colon != std::string::npos) {
+      const std::string seed = rest.substr(colon + 1);
+      b.seed = std::stoull(seed, &used);
+      if (used != seed.size()) throw std::invalid_argument("");
+    }
+  } catch (const std::exception&) {
+    throw InputErrorFor(origin, key, name);
+  }
+  return b;
+}
+
 /// Orders outcomes: runnable before OOM/unreachable, then by step time.
 auto rank_of(const PointResult& r) { return std::make_tuple(r.unreachable, r.oom, r.step_time.ns); }
 
@@ -70,6 +108,15 @@ auto rank_of(const PointResult& r) { return std::make_tuple(r.unreachable, r.oom
 
 SimulationEvaluator::SimulationEvaluator(const SweepSpec& spec) : impl_(std::make_unique<Impl>()) {
   impl_->spec = spec;
+  for (std::size_t m = 0; m < spec.methods.size(); ++m)
+    for (const std::string& c : spec.methods[m].candidates)
+      if (parse_rl(c, spec.origin, "methods[" + std::to_string(m) + "]")) {
+#ifndef PLACESIM_WITH_TORCH
+        throw sim::InputError(spec.origin, "methods[" + std::to_string(m) + "]",
+                              "a baseline: \"" + c + "\" needs placesim built with LibTorch "
+                              "(PLACESIM_WITH_TORCH=ON)");
+#endif
+      }
   impl_->base = make_base_cluster(spec.base, spec.origin);
   for (const auto& w : spec.workloads) impl_->graphs.push_back(models::load_graph(w.graph, w.options));
 }
@@ -87,7 +134,20 @@ PointResult SimulationEvaluator::operator()(const SweepPoint& p) const {
   for (const std::string& name : method.candidates) {
     PointResult r;
     try {
-      const sim::Placement placement = make_placement(name, graph, *cluster);
+      sim::Placement placement;
+      if (const auto rl = parse_rl(name, impl_->spec.origin, "methods")) {
+#ifdef PLACESIM_WITH_TORCH
+        // A short training run per point; one oracle thread, since the point itself is already
+        // one of many running in parallel.
+        TrainConfig cfg;
+        cfg.iterations = rl->iterations;
+        cfg.rl.seed = rl->seed;
+        cfg.sim_threads = 1;
+        placement = train_placement(graph, *cluster, cfg).best;
+#endif
+      } else {
+        placement = make_placement(name, graph, *cluster);
+      }
       r = summarize(sim::simulate(*cluster, graph, placement, opts));
     } catch (const sim::InputError& e) {
       // One candidate that cannot place this graph does not sink a best-of.

@@ -3,9 +3,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "policy/mpi_util.hpp"
@@ -89,6 +92,12 @@ void register_sweep(CLI::App& app) {
       const policy::SimulationEvaluator evaluator(spec);
       policy::SweepRunOptions opt;
       opt.threads = args->threads;
+      if (opt.threads == 0 && comm.size() > 1) {
+        // Ranks on one machine share its cores; mpirun says how many ranks this node runs.
+        const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        const int per_node = local ? std::max(1, std::atoi(local)) : 1;
+        opt.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / per_node);
+      }
       opt.comm = &comm;
       if (!args->quiet) opt.progress = &std::cerr;
       const policy::SweepRunStats st =

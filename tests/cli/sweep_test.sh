@@ -84,5 +84,8 @@ methods: [single-gpu]' 'base.gpu_model'
 bad 'base: paper-4gpu
 workloads: [no-such-workload]
 methods: [single-gpu]' 'no-such-workload'
+bad 'base: paper-4gpu
+workloads: [rnnlm]
+methods: [rl:zero]' 'methods\[0\]'
 "$PLACESIM" sweep "$T/missing.yaml" -q >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing spec file"
 echo "sweep_test: ok"
