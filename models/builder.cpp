@@ -395,6 +395,8 @@ std::optional<Tensor> GraphBuilder::gradient_of(const Tensor& t, Accumulation ac
   op.type = "AddN";
   op.layer = target_op.layer;
   op.phase = sim::Phase::Backward;
+  // With the producer of the summed tensor (TensorFlow colocates the aggregation with it).
+  op.group = target_op.group.empty() ? target_op.name : target_op.group;
   std::size_t big = 0;
   for (std::size_t i = 1; i < list.size(); ++i) {
     if (num_elements(list[i].shape) > num_elements(list[big].shape)) big = i;
