@@ -1,0 +1,449 @@
+#include "calibration/kernel_fit.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "sim/error.hpp"
+#include "sim/io_util.hpp"
+
+namespace placesim::calibration {
+
+using sim::Dtype;
+using sim::InputError;
+
+namespace {
+
+bool starts(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+std::string base_name(const std::string& op) {
+  // "aten::add_" and "aten::add" are the same kernel family.
+  std::string b = op;
+  if (!b.empty() && b.back() == '_' && b.size() > 1 && b[b.size() - 2] != '_') b.pop_back();
+  return b;
+}
+
+double numel(const std::vector<std::int64_t>& s) {
+  double n = 1.0;
+  for (std::int64_t d : s) n *= static_cast<double>(std::max<std::int64_t>(d, 0));
+  return n;
+}
+
+}  // namespace
+
+std::string op_class_of(const std::string& raw) {
+  const std::string op = base_name(raw);
+  static const std::set<std::string> gemm = {
+      "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::addbmm",
+      "MatMul", "BatchMatMul", "Gemm", "MatMulGrad", "Linear"};
+  static const std::set<std::string> conv = {
+      "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
+      "aten::cudnn_convolution", "aten::mkldnn_convolution", "aten::miopen_convolution",
+      "aten::thnn_conv2d", "aten::_slow_conv2d_forward", "aten::convolution_backward",
+      "Conv2D", "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvTranspose"};
+  static const std::set<std::string> norm = {
+      "aten::batch_norm", "aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::layer_norm",
+      "aten::native_layer_norm", "aten::group_norm", "aten::native_batch_norm_backward",
+      "aten::native_layer_norm_backward", "aten::cudnn_batch_norm_backward",
+      "FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "LayerNorm", "LayerNormalization", "LayerNormGrad"};
+  static const std::set<std::string> reduction = {
+      "aten::sum", "aten::mean", "aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
+      "aten::max", "aten::amax", "aten::norm", "aten::linalg_vector_norm", "aten::nll_loss", "aten::nll_loss_forward",
+      "aten::cross_entropy_loss", "aten::mse_loss", "aten::_softmax_backward_data", "aten::_log_softmax_backward_data",
+      "aten::nll_loss_backward", "aten::max_pool2d", "aten::max_pool2d_with_indices", "aten::avg_pool2d",
+      "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d", "aten::max_pool2d_with_indices_backward",
+      "Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum", "MaxPool", "AveragePool",
+      "GlobalAveragePool", "MaxPool2D", "AvgPool2D", "LogSoftmax"};
+  static const std::set<std::string> rnn = {"aten::lstm_cell", "aten::_thnn_fused_lstm_cell", "aten::gru_cell",
+                                            "aten::lstm", "LSTMCell", "LSTM", "GRU", "BlockLSTM"};
+  static const std::set<std::string> copy = {"aten::copy", "aten::to", "aten::_to_copy", "aten::clone",
+                                             "aten::contiguous", "aten::cat", "aten::stack", "Memcpy", "Memset",
+                                             "Concat", "ConcatV2", "Identity"};
+  if (gemm.count(op)) return "gemm";
+  if (conv.count(op)) return "conv";
+  if (norm.count(op)) return "norm";
+  if (reduction.count(op)) return "reduction";
+  if (rnn.count(op)) return "rnn";
+  if (copy.count(op) || starts(op, "Memcpy") || starts(op, "Memset")) return "copy";
+  return "elementwise";
+}
+
+Dtype dtype_from_profiler(const std::vector<std::string>& types) {
+  for (const std::string& t : types) {
+    if (t == "float") return Dtype::F32;
+    if (t == "c10::Half" || t == "half") return Dtype::F16;
+    if (t == "c10::BFloat16") return Dtype::BF16;
+    if (t == "double") return Dtype::F64;
+    if (t == "long int" || t == "int64_t" || t == "long") return Dtype::I64;
+    if (t == "int") return Dtype::I32;
+    if (t == "signed char") return Dtype::I8;
+    if (t == "unsigned char") return Dtype::U8;
+    if (t == "bool") return Dtype::Bool;
+    if (auto d = sim::parse_dtype(t)) return *d;
+  }
+  return Dtype::F32;
+}
+
+WorkEstimate estimate_work(const std::string& raw, const std::vector<std::vector<std::int64_t>>& shapes, Dtype dtype) {
+  WorkEstimate w;
+  const std::string op = base_name(raw);
+  w.op_class = op_class_of(op);
+  const double es = static_cast<double>(sim::dtype_size(dtype));
+  double in_elems = 0.0, max_elems = 0.0;
+  for (const auto& s : shapes) {
+    if (s.empty()) continue;
+    in_elems += numel(s);
+    max_elems = std::max(max_elems, numel(s));
+  }
+  // Tensors (non-empty shapes) in call order; scalars are dropped.
+  std::vector<std::vector<std::int64_t>> t;
+  for (const auto& s : shapes)
+    if (!s.empty()) t.push_back(s);
+  if (w.op_class == "gemm" && t.size() >= 2) {
+    // The last two tensors are the operands (addmm/baddbmm put the bias first); linear's weight is
+    // [n, k] and multiplies the input's last dimension.
+    const auto& a = (op == "aten::linear") ? t[0] : t[t.size() - 2];
+    const auto& b = (op == "aten::linear") ? t[1] : t[t.size() - 1];
+    if (a.size() >= 2 || op == "aten::linear") {
+      const double k = static_cast<double>(a.back());
+      const double rows = numel(a) / std::max(k, 1.0);
+      double n = 1.0;
+      if (op == "aten::linear") n = static_cast<double>(b.front());
+      else n = static_cast<double>(b.back());
+      w.flops = 2.0 * rows * k * n;
+      w.bytes = (numel(a) + numel(b) + rows * n) * es;
+      return w;
+    }
+  }
+  if (w.op_class == "conv" && t.size() >= 2 && t[0].size() >= 3 && t[1].size() == t[0].size()) {
+    // Output spatial size taken equal to the input's (stride 1, same padding): exact for the
+    // common 3x3/1x1 stride-1 layers, an over-estimate by stride^2 for strided ones.
+    const auto& x = t[0];
+    const auto& wt = t[1];
+    const double n = static_cast<double>(x[0]);
+    const double k = static_cast<double>(wt[0]);
+    double spatial = 1.0, kernel = 1.0;
+    for (std::size_t i = 2; i < x.size(); ++i) spatial *= static_cast<double>(x[i]);
+    for (std::size_t i = 1; i < wt.size(); ++i) kernel *= static_cast<double>(wt[i]);
+    w.flops = 2.0 * n * k * spatial * kernel;
+    w.bytes = (numel(x) + numel(wt) + n * k * spatial) * es;
+    return w;
+  }
+  if (w.op_class == "rnn" && t.size() >= 2) {
+    // lstm_cell(x[B,I], (h,c), w_ih[4H,I], w_hh[4H,H]): two GEMMs and the gates.
+    const double b = static_cast<double>(t[0][0]);
+    double weights = 0.0;
+    for (const auto& s : t)
+      if (s.size() == 2 && s[0] != t[0][0]) weights += numel(s);
+    w.flops = 2.0 * b * weights + 10.0 * in_elems;
+    w.bytes = (in_elems + max_elems) * es;
+    return w;
+  }
+  const double per = w.op_class == "norm" ? 8.0 : w.op_class == "reduction" ? 4.0 : w.op_class == "copy" ? 0.0 : 1.0;
+  w.flops = per * max_elems;
+  w.bytes = (in_elems + max_elems) * es;
+  return w;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Samples.
+
+namespace {
+
+std::string device_key(const Profile& p, const std::string& override_model) {
+  if (!override_model.empty()) return override_model;
+  if (p.device_name.empty()) return "cpu";
+  std::string n = p.device_name;
+  for (const char* prefix : {"NVIDIA ", "Tesla ", "AMD "})
+    if (starts(n, prefix)) n = n.substr(std::string(prefix).size());
+  std::replace(n.begin(), n.end(), ' ', '-');
+  return n;
+}
+
+}  // namespace
+
+std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::string& device_model) {
+  std::vector<OpSample> out;
+  bool any_gpu = false;
+  for (const TraceEvent& e : p.events) any_gpu |= e.on_gpu();
+  const std::string dev = any_gpu ? device_key(p, device_model) : (device_model.empty() ? "cpu" : device_model);
+  if (!any_gpu) {
+    // CPU-only: outermost operators of each thread (their inclusive time is the op's cost).
+    std::map<std::string, std::int64_t> open_until;
+    for (const TraceEvent& e : p.events) {
+      if (e.kind != EventKind::CpuOp) continue;
+      const std::string th = e.pid + "/" + e.tid;
+      auto it = open_until.find(th);
+      if (it != open_until.end() && e.ts_ns < it->second) continue;  // nested in an outer op
+      open_until[th] = e.end_ns();
+      OpSample s;
+      s.device = dev;
+      s.signature.op_type = e.name;
+      s.signature.input_shapes = e.input_dims;
+      s.signature.dtype = dtype_from_profiler(e.input_types);
+      s.seconds = static_cast<double>(e.dur_ns) * 1e-9;
+      s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  // correlation -> GPU time; runtime: correlation -> external id.
+  std::map<std::int64_t, std::int64_t> gpu_ns_by_corr;
+  std::map<std::int64_t, std::int64_t> gpu_ns_by_ext;  // kernels that carry External id themselves
+  for (const TraceEvent& e : p.events) {
+    if (!e.on_gpu()) continue;
+    if (e.correlation >= 0) gpu_ns_by_corr[e.correlation] += e.dur_ns;
+    else if (e.external_id >= 0) gpu_ns_by_ext[e.external_id] += e.dur_ns;
+  }
+  std::map<std::int64_t, std::int64_t> gpu_ns_of_ext;
+  std::set<std::int64_t> covered;
+  bool have_cpu_ops = false;
+  for (const TraceEvent& e : p.events) {
+    have_cpu_ops |= e.kind == EventKind::CpuOp;
+    if (e.kind != EventKind::Runtime || e.correlation < 0) continue;
+    auto it = gpu_ns_by_corr.find(e.correlation);
+    if (it == gpu_ns_by_corr.end()) continue;
+    covered.insert(e.correlation);
+    if (e.external_id >= 0) gpu_ns_of_ext[e.external_id] += it->second;
+  }
+  for (const auto& [ext, ns] : gpu_ns_by_ext) gpu_ns_of_ext[ext] += ns;
+  if (!have_cpu_ops) {
+    // Nsight: no framework ops; a kernel's own name is its signature.
+    for (const TraceEvent& e : p.events) {
+      if (!e.on_gpu()) continue;
+      OpSample s;
+      s.device = dev;
+      s.signature.op_type = e.kind == EventKind::Kernel ? e.name : to_string(e.kind);
+      if (e.bytes > 0) s.signature.input_shapes = {{e.bytes}};
+      s.seconds = static_cast<double>(e.dur_ns) * 1e-9;
+      s.work.op_class = e.kind == EventKind::Kernel ? "kernel" : "copy";
+      s.work.bytes = static_cast<double>(e.bytes);
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  for (const TraceEvent& e : p.events) {
+    if (e.kind != EventKind::CpuOp || e.external_id < 0) continue;
+    auto it = gpu_ns_of_ext.find(e.external_id);
+    if (it == gpu_ns_of_ext.end() || it->second <= 0) continue;
+    OpSample s;
+    s.device = dev;
+    s.signature.op_type = e.name;
+    s.signature.input_shapes = e.input_dims;
+    s.signature.dtype = dtype_from_profiler(e.input_types);
+    s.seconds = static_cast<double>(it->second) * 1e-9;
+    s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<OpSample> op_samples_from_manifest(const std::string& path, const std::string& device_model) {
+  using nlohmann::json;
+  json doc;
+  try {
+    doc = json::parse(sim::read_text_file(path));
+  } catch (const json::parse_error&) {
+    throw InputError(path, "", "a profile_rig.py manifest (JSON), got unparsable text");
+  }
+  if (!doc.is_object() || !doc.contains("ops") || !doc["ops"].is_array())
+    throw InputError(path, "ops", "a list of measured ops (tools/profile_rig.py manifest), got none");
+  std::vector<OpSample> out;
+  const std::string dflt = doc.value("device_model", std::string("cpu"));
+  std::size_t i = 0;
+  for (const json& r : doc["ops"]) {
+    const std::string key = "ops[" + std::to_string(i++) + "]";
+    if (!r.is_object() || !r.contains("name") || !r["name"].is_string())
+      throw InputError(path, key + ".name", "an op name, got none");
+    if (!r.contains("mean_us") || !r["mean_us"].is_number() || r["mean_us"].get<double>() <= 0)
+      throw InputError(path, key + ".mean_us", "a positive mean time in microseconds, got none");
+    OpSample s;
+    s.device = !device_model.empty() ? device_model : r.value("device_model", dflt);
+    s.signature.op_type = r["name"].get<std::string>();
+    if (r.contains("input_shapes") && r["input_shapes"].is_array())
+      for (const json& sh : r["input_shapes"]) {
+        std::vector<std::int64_t> dims;
+        if (sh.is_array())
+          for (const json& d : sh)
+            if (d.is_number_integer()) dims.push_back(d.get<std::int64_t>());
+        s.signature.input_shapes.push_back(std::move(dims));
+      }
+    const std::string dt = r.value("dtype", std::string("float32"));
+    s.signature.dtype = sim::parse_dtype(dt).value_or(Dtype::F32);
+    s.seconds = r["mean_us"].get<double>() * 1e-6;
+    s.count = r.value("count", 1);
+    s.work = estimate_work(s.signature.op_type, s.signature.input_shapes, s.signature.dtype);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fitting.
+
+namespace {
+
+// Weighted least squares on the columns in `use` (subset of {1, F, B}); returns false when the
+// system is singular. Solved by Gaussian elimination with partial pivoting (at most 3x3).
+bool wls(const std::vector<std::array<double, 3>>& x, const std::vector<double>& y, const std::vector<double>& wt,
+         const std::array<bool, 3>& use, std::array<double, 3>& coef) {
+  std::vector<int> cols;
+  for (int c = 0; c < 3; ++c)
+    if (use[static_cast<std::size_t>(c)]) cols.push_back(c);
+  const std::size_t m = cols.size();
+  if (m == 0) return false;
+  // Columns scaled to unit magnitude so F (1e12) and 1 (intercept) do not ruin the conditioning.
+  std::array<double, 3> scale{1, 1, 1};
+  for (int c : cols) {
+    double mx = 0;
+    for (const auto& r : x) mx = std::max(mx, std::abs(r[static_cast<std::size_t>(c)]));
+    scale[static_cast<std::size_t>(c)] = mx > 0 ? mx : 1.0;
+  }
+  std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0.0));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (std::size_t r = 0; r < m; ++r) {
+      const double xr = x[i][static_cast<std::size_t>(cols[r])] / scale[static_cast<std::size_t>(cols[r])];
+      for (std::size_t c = 0; c < m; ++c)
+        a[r][c] += wt[i] * xr * x[i][static_cast<std::size_t>(cols[c])] / scale[static_cast<std::size_t>(cols[c])];
+      a[r][m] += wt[i] * xr * y[i];
+    }
+  for (std::size_t c = 0; c < m; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < m; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+    if (std::abs(a[piv][c]) < 1e-300) return false;
+    std::swap(a[c], a[piv]);
+    for (std::size_t r = 0; r < m; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (std::size_t k = c; k <= m; ++k) a[r][k] -= f * a[c][k];
+    }
+  }
+  coef = {0, 0, 0};
+  for (std::size_t c = 0; c < m; ++c) coef[static_cast<std::size_t>(cols[c])] = a[c][m] / a[c][c] / scale[static_cast<std::size_t>(cols[c])];
+  return true;
+}
+
+double predict(const std::array<double, 3>& c, double f, double b) { return c[0] + c[1] * f + c[2] * b; }
+
+}  // namespace
+
+sim::OpClassModel fit_op_class(const std::vector<double>& flops, const std::vector<double>& bytes,
+                               const std::vector<double>& seconds) {
+  sim::OpClassModel m;
+  m.samples = static_cast<int>(seconds.size());
+  if (seconds.empty()) return m;
+  std::vector<std::array<double, 3>> x;
+  std::vector<double> wt;
+  for (std::size_t i = 0; i < seconds.size(); ++i) {
+    x.push_back({1.0, flops[i], bytes[i]});
+    // Relative error: minimise sum ((pred - t) / t)^2.
+    wt.push_back(1.0 / std::max(seconds[i] * seconds[i], 1e-24));
+  }
+  std::array<double, 3> best{0, 0, 0};
+  double best_err = -1.0;
+  // Non-negative least squares by enumerating the active sets (7 of them for 3 unknowns).
+  for (int mask = 1; mask < 8; ++mask) {
+    const std::array<bool, 3> use{(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
+    std::array<double, 3> c{};
+    if (!wls(x, seconds, wt, use, c)) continue;
+    if (c[0] < 0 || c[1] < 0 || c[2] < 0) continue;
+    double err = 0;
+    for (std::size_t i = 0; i < seconds.size(); ++i) {
+      const double r = (predict(c, flops[i], bytes[i]) - seconds[i]) / seconds[i];
+      err += r * r;
+    }
+    if (best_err < 0 || err < best_err - 1e-15) {
+      best_err = err;
+      best = c;
+    }
+  }
+  m.intercept_s = best[0];
+  m.flop_rate = best[1] > 0 ? 1.0 / best[1] : 0.0;
+  m.byte_rate = best[2] > 0 ? 1.0 / best[2] : 0.0;
+  m.half_flops = 0.0;
+  return m;
+}
+
+CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source) {
+  CalibrationFit fit;
+  fit.calibration.source = source;
+  fit.samples = static_cast<int>(samples.size());
+  // (device, key) -> (sum of seconds x count, count, sample)
+  struct Acc {
+    double weighted = 0;
+    int count = 0;
+    const OpSample* s = nullptr;
+  };
+  std::map<std::pair<std::string, std::string>, Acc> exact;
+  for (const OpSample& s : samples) {
+    Acc& a = exact[{s.device, s.signature.key()}];
+    a.weighted += s.seconds * s.count;
+    a.count += s.count;
+    a.s = &s;
+  }
+  // Per device and class: one point per signature (its mean), and the op names seen.
+  struct ClassData {
+    std::vector<double> f, b, t;
+    std::set<std::string> names;
+  };
+  std::map<std::pair<std::string, std::string>, ClassData> classes;
+  for (const auto& [k, a] : exact) {
+    const double mean = a.weighted / a.count;
+    fit.calibration.devices[k.first].exact[k.second] = sim::Duration::from_seconds_ceil(mean);
+    const OpSample& s = *a.s;
+    if (s.signature.input_shapes.empty() || (s.work.flops <= 0 && s.work.bytes <= 0)) continue;
+    ClassData& c = classes[{k.first, s.work.op_class}];
+    c.f.push_back(s.work.flops);
+    c.b.push_back(s.work.bytes);
+    c.t.push_back(mean);
+    c.names.insert(s.signature.op_type);
+  }
+  static const std::map<std::string, std::vector<std::string>> aliases = {
+      {"gemm", {"MatMul", "BatchMatMul", "Gemm"}},
+      {"conv", {"Conv2D", "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter"}},
+      {"norm", {"FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "LayerNorm", "LayerNormGrad"}},
+      {"reduction", {"Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "MaxPool", "AveragePool", "GlobalAveragePool"}},
+      {"rnn", {"LSTMCell"}},
+      {"elementwise", {"Add", "Mul", "Sub", "Div", "Relu", "Sigmoid", "Tanh", "AddN", "BiasAdd", "BiasAddGrad", "ReluGrad"}},
+  };
+  for (const auto& [key, c] : classes) {
+    ClassFitReport r;
+    r.device = key.first;
+    r.op_class = key.second;
+    r.signatures = static_cast<int>(c.t.size());
+    r.model = fit_op_class(c.f, c.b, c.t);
+    double train = 0;
+    for (std::size_t i = 0; i < c.t.size(); ++i) train += std::abs(r.model.predict_s(c.f[i], c.b[i]) - c.t[i]) / c.t[i];
+    r.fit_error = c.t.empty() ? 0.0 : train / static_cast<double>(c.t.size());
+    if (c.t.size() >= 3) {
+      // Leave one shape out: fit on the others, predict the held-back one.
+      double cv = 0;
+      for (std::size_t h = 0; h < c.t.size(); ++h) {
+        std::vector<double> f, b, t;
+        for (std::size_t i = 0; i < c.t.size(); ++i)
+          if (i != h) {
+            f.push_back(c.f[i]);
+            b.push_back(c.b[i]);
+            t.push_back(c.t[i]);
+          }
+        const sim::OpClassModel m = fit_op_class(f, b, t);
+        cv += std::abs(m.predict_s(c.f[h], c.b[h]) - c.t[h]) / c.t[h];
+      }
+      r.cv_error = cv / static_cast<double>(c.t.size());
+    }
+    r.model.cv_error = r.cv_error;
+    sim::DeviceCalibration& dc = fit.calibration.devices[key.first];
+    for (const std::string& n : c.names) dc.by_op_type[n] = r.model;
+    if (auto it = aliases.find(key.second); it != aliases.end())
+      for (const std::string& n : it->second)
+        if (!dc.by_op_type.count(n)) dc.by_op_type[n] = r.model;
+    fit.classes.push_back(r);
+  }
+  return fit;
+}
+
+}  // namespace placesim::calibration

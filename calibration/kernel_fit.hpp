@@ -1,0 +1,82 @@
+// Kernel calibration: measured op times out of profiles, an exact table per signature and a fitted
+// per-op-class model for unseen shapes, with the fit error measured by leave-one-shape-out
+// cross-validation.
+//
+//   using namespace placesim::calibration;
+//   std::vector<OpSample> s = op_samples_from_profile(read_profile("trace.json"), "A100-SXM4-40GB");
+//   CalibrationFit fit = fit_calibration(s, "trace.json");
+//   std::string yaml = sim::calibration_to_yaml(fit.calibration);   // `placesim calibrate -o`
+//   for (const ClassFitReport& r : fit.classes) print(r.op_class, r.cv_error);
+//
+// Per op class (gemm, conv, elementwise, reduction, norm, ...) the model is
+//   t = a + F / R_f + B / R_b,   a, 1/R_f, 1/R_b >= 0,
+// fitted by non-negative least squares on relative error (each sample weighted by 1/t). With the
+// roofline's efficiency curve e(F) = F / (F + F_half), F / (P e(F)) = F/P + F_half/P: the curve's
+// small-kernel penalty is the intercept a, so sim::OpClassModel's half_flops stays 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibration/trace.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/graph.hpp"
+
+namespace placesim::calibration {
+
+/// FLOPs and bytes of one op from its name and input shapes (shape rules in docs/calibration.md).
+struct WorkEstimate {
+  double flops = 0.0;
+  double bytes = 0.0;
+  std::string op_class;   ///< "gemm", "conv", "elementwise", "reduction", "norm", "copy", "other"
+};
+WorkEstimate estimate_work(const std::string& op, const std::vector<std::vector<std::int64_t>>& shapes,
+                           sim::Dtype dtype);
+/// The class an op name belongs to (aten names and the graph builders' / ONNX type names).
+std::string op_class_of(const std::string& op);
+/// Dtype from the profiler's "Input type" strings ("float", "c10::Half", ...); F32 when unknown.
+sim::Dtype dtype_from_profiler(const std::vector<std::string>& input_types);
+
+struct OpSample {
+  std::string device;        ///< calibration key: device model (or name)
+  sim::Signature signature;
+  double seconds = 0.0;      ///< measured time of one call (GPU time, or CPU time for CPU ops)
+  int count = 1;             ///< calls averaged into `seconds`
+  WorkEstimate work;
+};
+
+/// One sample per framework op that launched GPU work (kernels, memcpys, memsets tied to it by
+/// external id -> runtime correlation); for CPU-only traces, one per outermost CPU op. Nsight
+/// exports (no framework ops) give one sample per kernel name. `device_model` empty = derived
+/// from the profile's device name ("NVIDIA A100-SXM4-40GB" -> "A100-SXM4-40GB") or "cpu".
+std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::string& device_model);
+
+/// Samples from a tools/profile_rig.py manifest (its "ops" table: name, input_shapes, dtype,
+/// count, mean_us per device). Throws sim::InputError.
+std::vector<OpSample> op_samples_from_manifest(const std::string& path, const std::string& device_model);
+
+struct ClassFitReport {
+  std::string device;
+  std::string op_class;
+  int signatures = 0;        ///< distinct shapes fitted
+  double cv_error = -1.0;    ///< mean |pred - meas| / meas over held-back shapes; -1 = too few shapes
+  double fit_error = 0.0;    ///< same on the training shapes
+  sim::OpClassModel model;
+};
+
+struct CalibrationFit {
+  sim::Calibration calibration;
+  std::vector<ClassFitReport> classes;
+  int samples = 0;
+};
+
+/// Exact table (mean per signature key) + per-class fits, written under every op type name of
+/// the class that was seen in the samples plus the builders'/ONNX names of that class.
+CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source);
+
+/// Fits t = a + F/R_f + B/R_b to (flops, bytes, seconds) points; exposed for tests.
+sim::OpClassModel fit_op_class(const std::vector<double>& flops, const std::vector<double>& bytes,
+                               const std::vector<double>& seconds);
+
+}  // namespace placesim::calibration

@@ -1,0 +1,750 @@
+#include "calibration/topo_import.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <map>
+#include <numeric>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "sim/catalog.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::calibration {
+
+using sim::InputError;
+
+double nvlink_gb_s_per_link(const std::string& m, std::string* generation) {
+  // Per direction per link: NVLink 1 = 20 GB/s (P100), NVLink 2/3/4 = 25 GB/s (V100, A100,
+  // H100/H200) — NVIDIA's P100/V100/A100/H100 whitepapers.
+  auto set = [&](const char* g) {
+    if (generation) *generation = g;
+  };
+  if (m.rfind("P100-SXM", 0) == 0) { set("nvlink1"); return 20.0; }
+  if (m.rfind("V100", 0) == 0) { set("nvlink2"); return 25.0; }
+  if (m.rfind("A100", 0) == 0) { set("nvlink3"); return 25.0; }
+  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) { set("nvlink4"); return 25.0; }
+  set("");
+  return 0.0;
+}
+
+double pcie_x16_gb_s(const std::string& m, std::string* generation) {
+  // x16, per direction, after 128b/130b encoding: Gen3 15.75, Gen4 31.5, Gen5 63 GB/s (PCI-SIG).
+  auto set = [&](const char* g) {
+    if (generation) *generation = g;
+  };
+  if (m.rfind("A100", 0) == 0 || m.rfind("RTX-4090", 0) == 0) { set("pcie4"); return 31.5; }
+  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) { set("pcie5"); return 63.0; }
+  set("pcie3");
+  return 15.75;
+}
+
+namespace {
+
+using sim::Bandwidth;
+using sim::Cluster;
+using sim::Device;
+using sim::DeviceKind;
+using sim::Duration;
+using sim::Link;
+using sim::SharingPolicy;
+using sim::Vertex;
+using sim::VertexKind;
+
+std::string default_name(const std::string& origin) {
+  std::string stem = std::filesystem::path(origin).stem().string();
+  return stem.empty() ? "imported" : stem;
+}
+
+const sim::DeviceSpec& catalog_spec(const std::string& model, const std::string& origin, const char* flag) {
+  const sim::DeviceSpec* s = sim::find_device_model(model);
+  if (!s) {
+    std::string names;
+    for (const std::string& n : sim::device_model_names()) names += (names.empty() ? "" : ", ") + n;
+    throw InputError(origin, flag, "a device model from the catalog (" + names + "), got \"" + model + "\"");
+  }
+  return *s;
+}
+
+// Collects vertices and links by name and turns them into a Cluster with CPUs first, then GPUs,
+// then switches, host bridges and NICs.
+class Builder {
+ public:
+  Builder(std::string origin, const TopoOptions& o) : origin_(std::move(origin)), opt_(o) {}
+
+  std::vector<std::string> notes;
+
+  void add_cpu(const std::string& name, const sim::DeviceSpec& spec) { cpus_.push_back({name, spec}); }
+  void add_gpu(const std::string& name, const sim::DeviceSpec& spec, const std::string& host) {
+    gpus_.push_back({name, spec, host});
+  }
+  void add_vertex(const std::string& name, VertexKind k) { others_.push_back({name, k}); }
+  void add_link(const std::string& a, const std::string& b, double gb_s, double latency_us, const std::string& kind,
+                SharingPolicy sharing = SharingPolicy::SplitDuplex) {
+    links_.push_back({a, b, gb_s, latency_us, kind, sharing});
+  }
+  void add_peer(const std::string& a, const std::string& b) { peers_.insert({std::min(a, b), std::max(a, b)}); }
+
+  Cluster build(const std::string& name) {
+    Cluster c;
+    c.name = name;
+    c.source_file = origin_;
+    for (const auto& [n, spec] : cpus_) {
+      Device d;
+      d.name = n;
+      d.spec = spec;
+      d.node = opt_.node;
+      c.devices.push_back(d);
+    }
+    for (const auto& g : gpus_) {
+      Device d;
+      d.name = g.name;
+      d.spec = g.spec;
+      d.node = opt_.node;
+      c.devices.push_back(d);
+    }
+    for (std::size_t i = 0; i < c.devices.size(); ++i) c.vertices.push_back({c.devices[i].name, VertexKind::Device, opt_.node});
+    for (const auto& [n, k] : others_) c.vertices.push_back({n, k, opt_.node});
+    for (std::size_t i = 0; i < cpus_.size(); ++i) c.devices[i].host = static_cast<sim::DeviceId>(i);
+    for (std::size_t i = 0; i < gpus_.size(); ++i) {
+      const sim::DeviceId h = c.device_index(gpus_[i].host);
+      if (h < 0) throw InputError(origin_, gpus_[i].name, "a host CPU for every GPU, got none (internal import error)");
+      c.devices[cpus_.size() + i].host = h;
+    }
+    std::set<std::string> used;
+    for (const auto& l : links_) {
+      Link link;
+      link.a = c.vertex_index(l.a);
+      link.b = c.vertex_index(l.b);
+      if (link.a < 0 || link.b < 0) throw InputError(origin_, l.a + "-" + l.b, "links between known vertices (internal import error)");
+      std::string ln = l.a + "-" + l.b;
+      for (int k = 2; used.count(ln); ++k) ln = l.a + "-" + l.b + "-" + std::to_string(k);
+      used.insert(ln);
+      link.name = ln;
+      link.bandwidth = Bandwidth{l.gb_s * 1e9};
+      link.latency = Duration{static_cast<std::int64_t>(l.latency_us * 1000.0 + 0.5)};
+      link.sharing = l.sharing;
+      link.kind = l.kind;
+      c.links.push_back(link);
+    }
+    const std::size_t n = c.devices.size();
+    c.peer_access.assign(n, std::vector<bool>(n, false));
+    for (const auto& [a, b] : peers_) {
+      const auto i = c.device_index(a), j = c.device_index(b);
+      if (i < 0 || j < 0 || i == j) continue;
+      c.peer_access[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = true;
+      c.peer_access[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)] = true;
+    }
+    sim::compute_routes(c);
+    return c;
+  }
+
+ private:
+  struct GpuRec {
+    std::string name;
+    sim::DeviceSpec spec;
+    std::string host;
+  };
+  struct LinkRec {
+    std::string a, b;
+    double gb_s, latency_us;
+    std::string kind;
+    SharingPolicy sharing;
+  };
+  std::string origin_;
+  TopoOptions opt_;
+  std::vector<std::pair<std::string, sim::DeviceSpec>> cpus_;
+  std::vector<GpuRec> gpus_;
+  std::vector<std::pair<std::string, VertexKind>> others_;
+  std::vector<LinkRec> links_;
+  std::set<std::pair<std::string, std::string>> peers_;
+};
+
+// Link latencies are typical one-hop figures; `placesim calibrate-links` replaces them with
+// measured ones. PCIe hop ~0.5 us and NVLink ~0.7 us follow the P2P=Enabled latency matrix of
+// p2pBandwidthLatencyTest (≈2 us GPU-to-GPU end to end, most of it software).
+constexpr double kPcieLatencyUs = 0.5;
+constexpr double kNvlinkLatencyUs = 0.7;
+constexpr double kSmpLatencyUs = 0.5;
+constexpr double kNicLatencyUs = 1.0;
+// Two QPI/UPI links at 9.6 GT/s (2 x 19.2 GB/s per direction): the Xeon E5 v4 of DGX-1.
+constexpr double kSmpGbS = 38.4;
+// EDR InfiniBand, 100 Gbit/s, when the file gives no speed.
+constexpr double kDefaultNicGbS = 12.5;
+
+std::string cpu_model_or_default(const TopoOptions& o, const std::string& guessed, std::vector<std::string>& notes) {
+  if (!o.cpu_model.empty()) return o.cpu_model;
+  if (!guessed.empty()) return guessed;
+  notes.push_back("CPU model not in the file: assumed Xeon-E5-2698v4 (pass --cpu-model)");
+  return "Xeon-E5-2698v4";
+}
+
+struct Relation {
+  enum Kind { Self, NvLink, Pix, Pxb, Phb, Node, Sys } kind = Sys;
+  int nvlinks = 0;
+};
+
+std::optional<Relation> parse_relation(const std::string& cell) {
+  Relation r;
+  if (cell == "X") r.kind = Relation::Self;
+  else if (cell == "PIX") r.kind = Relation::Pix;
+  else if (cell == "PXB") r.kind = Relation::Pxb;
+  else if (cell == "PHB") r.kind = Relation::Phb;
+  else if (cell == "NODE") r.kind = Relation::Node;
+  else if (cell == "SYS" || cell == "SOC") r.kind = Relation::Sys;  // SOC: drivers before 2019
+  else if (cell.size() > 2 && cell.rfind("NV", 0) == 0 &&
+           std::all_of(cell.begin() + 2, cell.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); })) {
+    r.kind = Relation::NvLink;
+    r.nvlinks = std::stoi(cell.substr(2));
+  } else
+    return std::nullopt;
+  return r;
+}
+
+std::vector<std::string> split_ws(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  std::string t;
+  while (in >> t) out.push_back(t);
+  return out;
+}
+
+struct UnionFind {
+  std::vector<int> p;
+  explicit UnionFind(int n) : p(static_cast<std::size_t>(n)) { std::iota(p.begin(), p.end(), 0); }
+  int find(int x) { return p[static_cast<std::size_t>(x)] == x ? x : p[static_cast<std::size_t>(x)] = find(p[static_cast<std::size_t>(x)]); }
+  void unite(int a, int b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) p[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
+  }
+};
+
+}  // namespace
+
+TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& origin, const TopoOptions& o) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> columns;  // device names of the matrix, in order
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row_names, affinity;
+  std::map<std::string, std::string> nic_legend;  // NIC0 -> mlx5_0
+  int line_no = 0, header_line = 0;
+  bool in_matrix = false;
+  static const std::regex dev_re("^(GPU\\d+|NIC\\d+|mlx\\d+_\\d+|mlx5_\\d+|ib\\w*\\d+|eth\\d+|bnxt\\w*)$");
+  static const std::regex legend_re("^\\s*(NIC\\d+)\\s*:\\s*(\\S+)\\s*$");
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::smatch m;
+    if (std::regex_match(line, m, legend_re)) nic_legend[m[1]] = m[2];
+    const auto tok = split_ws(line);
+    if (tok.empty()) {
+      if (in_matrix && !rows.empty()) in_matrix = false;
+      continue;
+    }
+    if (columns.empty()) {
+      std::vector<std::string> cols;
+      for (const std::string& t : tok) {
+        if (std::regex_match(t, dev_re)) cols.push_back(t);
+        else break;
+      }
+      if (!cols.empty() && std::regex_match(tok[0], dev_re) && line.find_first_not_of(" \t") > 0) {
+        columns = cols;
+        header_line = line_no;
+        in_matrix = true;
+      }
+      continue;
+    }
+    if (!in_matrix) continue;
+    if (!std::regex_match(tok[0], dev_re)) {
+      in_matrix = false;
+      continue;
+    }
+    if (tok.size() < columns.size() + 1)
+      throw InputError(origin, "line " + std::to_string(line_no),
+                       std::to_string(columns.size()) + " relation cells after the device name, got " +
+                           std::to_string(tok.size() - 1));
+    row_names.push_back(tok[0]);
+    rows.emplace_back(tok.begin() + 1, tok.begin() + 1 + static_cast<std::ptrdiff_t>(columns.size()));
+    // The first column after the matrix is the CPU affinity; newer drivers add NUMA affinity.
+    std::string aff = tok.size() > columns.size() + 1 ? tok[columns.size() + 1] : "";
+    if (tok.size() > columns.size() + 2 && std::isdigit(static_cast<unsigned char>(tok[columns.size() + 2][0])))
+      aff = "numa" + tok[columns.size() + 2];
+    affinity.push_back(aff);
+  }
+  if (columns.empty())
+    throw InputError(origin, "", "the matrix of `nvidia-smi topo -m` (a header row GPU0 GPU1 ...), got none");
+  if (row_names != columns)
+    throw InputError(origin, "line " + std::to_string(header_line),
+                     "one row per column device in the same order, got " + std::to_string(row_names.size()) + " rows for " +
+                         std::to_string(columns.size()) + " columns");
+  const int n = static_cast<int>(columns.size());
+  std::vector<std::vector<Relation>> rel(static_cast<std::size_t>(n), std::vector<Relation>(static_cast<std::size_t>(n)));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const auto r = parse_relation(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
+      if (!r)
+        throw InputError(origin, row_names[static_cast<std::size_t>(i)] + "/" + columns[static_cast<std::size_t>(j)],
+                         "a relation X, NV#, PIX, PXB, PHB, NODE, SYS or SOC, got \"" +
+                             rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] + "\"");
+      rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = *r;
+    }
+  auto is_gpu = [&](int i) { return columns[static_cast<std::size_t>(i)].rfind("GPU", 0) == 0; };
+  if (o.gpu_model.empty())
+    throw InputError(origin, "--gpu-model", "a GPU model from the catalog (nvidia-smi topo does not name the GPUs), got none");
+  const sim::DeviceSpec& gspec = catalog_spec(o.gpu_model, "<flag --gpu-model>", "");
+
+  TopoImport out;
+  Builder b(origin, o);
+  // NUMA nodes: GPUs by their affinity; NICs by their closest GPU.
+  UnionFind numa(n);
+  std::map<std::string, int> first_with_affinity;
+  for (int i = 0; i < n; ++i) {
+    if (!is_gpu(i) || affinity[static_cast<std::size_t>(i)].empty() || affinity[static_cast<std::size_t>(i)] == "N/A") continue;
+    auto [it, fresh] = first_with_affinity.emplace(affinity[static_cast<std::size_t>(i)], i);
+    if (!fresh) numa.unite(i, it->second);
+  }
+  UnionFind sw(n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const auto k = rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].kind;
+      if (i == j) continue;
+      if (k == Relation::Pix || k == Relation::Pxb) sw.unite(i, j);
+      if (k == Relation::Pix || k == Relation::Pxb || k == Relation::Phb || k == Relation::Node) {
+        // Same NUMA node; affinity already says so for GPUs, this places the NICs.
+        if (!is_gpu(i) || !is_gpu(j) || first_with_affinity.empty()) numa.unite(i, j);
+      }
+    }
+  std::map<int, int> numa_index;  // root -> numa number, in order of first GPU
+  for (int i = 0; i < n; ++i)
+    if (is_gpu(i)) numa_index.emplace(numa.find(i), static_cast<int>(numa_index.size()));
+  std::vector<int> numa_id(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    auto it = numa_index.find(numa.find(i));
+    if (it != numa_index.end()) {
+      numa_id[static_cast<std::size_t>(i)] = it->second;
+    } else {
+      out.notes.push_back(columns[static_cast<std::size_t>(i)] + ": NUMA node unknown (SYS to every GPU), placed on NUMA 0");
+    }
+  }
+  const int numas = std::max(1, static_cast<int>(numa_index.size()));
+  const std::string cpu_model = cpu_model_or_default(o, "", out.notes);
+  const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
+  auto numa_of = [&](int i) { return numa_id[static_cast<std::size_t>(i)]; };
+  std::string pgen;
+  const double pcie = pcie_x16_gb_s(o.gpu_model, &pgen);
+  for (int k = 0; k < numas; ++k) {
+    const std::string cpu = "cpu" + std::to_string(k), hb = "hb" + std::to_string(k);
+    b.add_cpu(cpu, cspec);
+    b.add_vertex(hb, VertexKind::HostBridge);
+    b.add_link(cpu, hb, cspec.memory_bandwidth.bytes_per_s / 1e9, 0.1, "membus");
+    for (int j = 0; j < k; ++j) b.add_link("hb" + std::to_string(j), hb, kSmpGbS, kSmpLatencyUs, "smp");
+  }
+  if (numas > 1) out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS) + " GB/s smp links (assumed; calibrate-links fits them)");
+  // PCIe switches: components of PIX/PXB with at least two members.
+  std::map<int, std::vector<int>> groups;
+  for (int i = 0; i < n; ++i) groups[sw.find(i)].push_back(i);
+  std::map<int, std::string> switch_of;
+  int nsw = 0;
+  for (const auto& [root, members] : groups) {
+    if (members.size() < 2) continue;
+    const std::string s = "sw" + std::to_string(nsw++);
+    b.add_vertex(s, VertexKind::Switch);
+    b.add_link(s, "hb" + std::to_string(numa_of(root)), pcie, kPcieLatencyUs, pgen);
+    for (int m : members) switch_of[m] = s;
+  }
+  int gpu_count = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::string& name = columns[static_cast<std::size_t>(i)];
+    const std::string up = switch_of.count(i) ? switch_of[i] : "hb" + std::to_string(numa_of(i));
+    if (is_gpu(i)) {
+      const std::string g = "gpu" + name.substr(3);
+      b.add_gpu(g, gspec, "cpu" + std::to_string(numa_of(i)));
+      b.add_link(g, up, pcie, kPcieLatencyUs, pgen);
+      ++gpu_count;
+    } else {
+      const std::string nic = nic_legend.count(name) ? nic_legend[name] : name;
+      b.add_vertex(nic, VertexKind::Nic);
+      b.add_link(nic, up, std::min(pcie, kDefaultNicGbS), kNicLatencyUs, "ib");
+    }
+  }
+  auto gname = [&](int i) { return "gpu" + columns[static_cast<std::size_t>(i)].substr(3); };
+  std::string gen;
+  double per_link = nvlink_gb_s_per_link(o.gpu_model, &gen);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) {
+      if (!is_gpu(i) || !is_gpu(j)) continue;
+      const Relation r = rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      if (r.kind == Relation::NvLink) {
+        if (per_link == 0.0) {
+          out.notes.push_back(o.gpu_model + " has no NVLink in the catalog: NV links assumed 25 GB/s each");
+          per_link = 25.0;
+          gen = "nvlink";
+        }
+        b.add_link(gname(i), gname(j), per_link * r.nvlinks, kNvlinkLatencyUs, gen);
+      }
+      if (r.kind == Relation::NvLink || r.kind == Relation::Pix || r.kind == Relation::Pxb || r.kind == Relation::Phb)
+        b.add_peer(gname(i), gname(j));
+    }
+  if (gpu_count == 0) throw InputError(origin, "", "at least one GPU row, got none");
+  out.cluster = b.build(o.name.empty() ? default_name(origin) : o.name);
+  out.notes.insert(out.notes.end(), b.notes.begin(), b.notes.end());
+  return out;
+}
+
+namespace {
+
+struct XmlNode {
+  std::string tag;
+  std::map<std::string, std::string> attrs;
+  std::vector<XmlNode> children;
+  int line = 0;
+  [[nodiscard]] std::string attr(const std::string& k) const {
+    auto it = attrs.find(k);
+    return it == attrs.end() ? std::string() : it->second;
+  }
+};
+
+// Enough XML for NCCL's topology files: elements, attributes, comments, declarations.
+class XmlParser {
+ public:
+  XmlParser(const std::string& text, std::string origin) : s_(text), origin_(std::move(origin)) {}
+  XmlNode parse() {
+    XmlNode root;
+    root.tag = "#document";
+    std::vector<XmlNode*> stack{&root};
+    while (true) {
+      const std::size_t lt = s_.find('<', pos_);
+      if (lt == std::string::npos) break;
+      advance_to(lt);
+      if (s_.compare(pos_, 4, "<!--") == 0) {
+        const std::size_t e = s_.find("-->", pos_);
+        if (e == std::string::npos) fail("a closed comment");
+        advance_to(e + 3);
+        continue;
+      }
+      if (s_.compare(pos_, 2, "<?") == 0 || s_.compare(pos_, 2, "<!") == 0) {
+        const std::size_t e = s_.find('>', pos_);
+        if (e == std::string::npos) fail("a closed declaration");
+        advance_to(e + 1);
+        continue;
+      }
+      if (s_.compare(pos_, 2, "</") == 0) {
+        const std::size_t e = s_.find('>', pos_);
+        if (e == std::string::npos) fail("a closing tag ending in '>'");
+        const std::string name = trim(s_.substr(pos_ + 2, e - pos_ - 2));
+        if (stack.size() < 2 || stack.back()->tag != name) fail("</" + stack.back()->tag + ">, got </" + name + ">");
+        stack.pop_back();
+        advance_to(e + 1);
+        continue;
+      }
+      ++pos_;
+      XmlNode node;
+      node.line = line_;
+      node.tag = name_token();
+      if (node.tag.empty()) fail("an element name after '<'");
+      bool self_closing = false;
+      while (true) {
+        skip_ws();
+        if (pos_ >= s_.size()) fail("'>' ending <" + node.tag);
+        if (s_[pos_] == '/') {
+          if (pos_ + 1 >= s_.size() || s_[pos_ + 1] != '>') fail("'/>'");
+          pos_ += 2;
+          self_closing = true;
+          break;
+        }
+        if (s_[pos_] == '>') {
+          ++pos_;
+          break;
+        }
+        const std::string key = name_token();
+        if (key.empty()) fail("an attribute name in <" + node.tag + ">");
+        skip_ws();
+        if (pos_ >= s_.size() || s_[pos_] != '=') fail("'=' after attribute " + key);
+        ++pos_;
+        skip_ws();
+        if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\'')) fail("a quoted value for " + key);
+        const char q = s_[pos_];
+        const std::size_t e = s_.find(q, pos_ + 1);
+        if (e == std::string::npos) fail("a closing quote for " + key);
+        node.attrs[key] = s_.substr(pos_ + 1, e - pos_ - 1);
+        advance_to(e + 1);
+      }
+      stack.back()->children.push_back(std::move(node));
+      if (!self_closing) stack.push_back(&stack.back()->children.back());
+    }
+    if (stack.size() != 1) fail("</" + stack.back()->tag + "> before the end of the file");
+    return root;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError(origin_, "line " + std::to_string(line_), what);
+  }
+  void advance_to(std::size_t p) {
+    for (; pos_ < p && pos_ < s_.size(); ++pos_)
+      if (s_[pos_] == '\n') ++line_;
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) {
+      if (s_[pos_] == '\n') ++line_;
+      ++pos_;
+    }
+  }
+  std::string name_token() {
+    const std::size_t b = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '-' ||
+                                s_[pos_] == ':' || s_[pos_] == '.'))
+      ++pos_;
+    return s_.substr(b, pos_ - b);
+  }
+  static std::string trim(std::string t) {
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(t.begin());
+    return t;
+  }
+  const std::string& s_;
+  std::string origin_;
+  std::size_t pos_ = 0;
+  int line_ = 1;
+};
+
+// PCI device ids (NVIDIA vendor 0x10de) of the GPUs in the catalog.
+std::string model_of_pci_device(const std::string& id) {
+  static const std::map<std::string, std::string> ids = {
+      {"0x15f8", "P100-PCIe-16GB"}, {"0x15f9", "P100-SXM2-16GB"}, {"0x1db1", "V100-SXM2-16GB"},
+      {"0x1db5", "V100-SXM2-32GB"}, {"0x1db4", "V100-PCIe-16GB"}, {"0x20b0", "A100-SXM4-40GB"},
+      {"0x20b2", "A100-SXM4-80GB"}, {"0x20f1", "A100-PCIe-40GB"}, {"0x20b5", "A100-PCIe-80GB"},
+      {"0x2330", "H100-SXM5-80GB"}, {"0x2331", "H100-PCIe-80GB"}, {"0x2335", "H200-SXM-141GB"},
+      {"0x2684", "RTX-4090"}};
+  std::string k = id;
+  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  auto it = ids.find(k);
+  return it == ids.end() ? std::string() : it->second;
+}
+
+double pcie_link_gb_s(const std::string& speed, const std::string& width, double fallback) {
+  // Per-lane GB/s after encoding: 2.5 GT/s 0.25, 5 GT/s 0.5, 8 GT/s 0.985, 16 GT/s 1.969, 32 GT/s 3.938.
+  double gt = 0.0;
+  try {
+    gt = speed.empty() ? 0.0 : std::stod(speed);
+  } catch (const std::exception&) {
+    gt = 0.0;
+  }
+  int w = 0;
+  try {
+    w = width.empty() ? 0 : std::stoi(width);
+  } catch (const std::exception&) {
+    w = 0;
+  }
+  if (gt <= 0.0 || w <= 0) return fallback;
+  const double lane = gt < 3 ? 0.25 : gt < 6 ? 0.5 : gt * 128.0 / 130.0 / 8.0;
+  return lane * w;
+}
+
+bool is_gpu_class(const std::string& c) { return c.rfind("0x0302", 0) == 0 || c.rfind("0x0300", 0) == 0; }
+bool is_nic_class(const std::string& c) { return c.rfind("0x0207", 0) == 0 || c.rfind("0x0200", 0) == 0; }
+bool is_bridge_class(const std::string& c) { return c.rfind("0x0604", 0) == 0; }
+
+}  // namespace
+
+TopoImport import_nccl_topo_xml(const std::string& text, const std::string& origin, const TopoOptions& o) {
+  const XmlNode doc = XmlParser(text, origin).parse();
+  const XmlNode* system = nullptr;
+  for (const XmlNode& c : doc.children)
+    if (c.tag == "system") system = &c;
+  if (!system) throw InputError(origin, "system", "an NCCL topology file (<system version=...>), got no <system>");
+  TopoImport out;
+  Builder b(origin, o);
+
+  struct GpuInfo {
+    std::string busid, model, name, host, parent;
+    double pcie_gb_s = 0;
+    int dev = -1;
+    std::vector<std::pair<std::string, int>> nvlinks;  // target busid, count
+    std::vector<std::string> nvswitch_targets;
+    int line = 0;
+  };
+  std::vector<GpuInfo> gpus;
+  struct NicInfo {
+    std::string name, parent;
+    double gb_s;
+  };
+  std::vector<NicInfo> nics;
+  struct SwitchInfo {
+    std::string name, parent;
+    double gb_s;
+  };
+  std::vector<SwitchInfo> switches;
+  std::string guessed_cpu;
+  int numa = 0;
+
+  std::function<void(const XmlNode&, const std::string&, const std::string&)> walk_pci =
+      [&](const XmlNode& p, const std::string& parent, const std::string& cpu) {
+        const std::string cls = p.attr("class");
+        const double bw = pcie_link_gb_s(p.attr("link_speed"), p.attr("link_width"), 0.0);
+        if (is_bridge_class(cls)) {
+          const std::string s = "sw" + std::to_string(switches.size());
+          switches.push_back({s, parent, bw});
+          for (const XmlNode& c : p.children)
+            if (c.tag == "pci") walk_pci(c, s, cpu);
+          return;
+        }
+        if (is_gpu_class(cls)) {
+          GpuInfo g;
+          g.busid = p.attr("busid");
+          g.model = model_of_pci_device(p.attr("device"));
+          g.host = cpu;
+          g.parent = parent;
+          g.pcie_gb_s = bw;
+          g.line = p.line;
+          for (const XmlNode& c : p.children)
+            if (c.tag == "gpu") {
+              if (!c.attr("dev").empty()) g.dev = std::stoi(c.attr("dev"));
+              for (const XmlNode& l : c.children)
+                if (l.tag == "nvlink") {
+                  const int count = l.attr("count").empty() ? 1 : std::stoi(l.attr("count"));
+                  if (l.attr("tclass").rfind("0x0680", 0) == 0) g.nvswitch_targets.push_back(l.attr("target"));
+                  else g.nvlinks.emplace_back(l.attr("target"), count);
+                }
+            }
+          gpus.push_back(g);
+          return;
+        }
+        if (is_nic_class(cls)) {
+          double nic_bw = 0.0;
+          for (const XmlNode& c : p.children)
+            if (c.tag == "nic")
+              for (const XmlNode& net : c.children)
+                if (net.tag == "net" && !net.attr("speed").empty()) nic_bw = std::stod(net.attr("speed")) / 8000.0;
+          nics.push_back({"nic" + std::to_string(nics.size()), parent, nic_bw > 0 ? nic_bw : (bw > 0 ? std::min(bw, kDefaultNicGbS) : kDefaultNicGbS)});
+          return;
+        }
+        for (const XmlNode& c : p.children)
+          if (c.tag == "pci") walk_pci(c, parent, cpu);
+      };
+
+  for (const XmlNode& cpu : system->children) {
+    if (cpu.tag != "cpu") continue;
+    const std::string id = cpu.attr("numaid").empty() ? std::to_string(numa) : cpu.attr("numaid");
+    const std::string cname = "cpu" + id, hb = "hb" + id;
+    ++numa;
+    if (guessed_cpu.empty()) {
+      const std::string vendor = cpu.attr("vendor");
+      if (vendor == "AuthenticAMD") guessed_cpu = "EPYC-7742";
+      else if (vendor == "GenuineIntel" && cpu.attr("modelid") == "143") guessed_cpu = "Xeon-Platinum-8480C";
+    }
+    b.add_vertex(hb, VertexKind::HostBridge);
+    for (const XmlNode& c : cpu.children) {
+      if (c.tag == "pci") walk_pci(c, hb, cname);
+      if (c.tag == "nic")
+        for (const XmlNode& net : c.children)
+          if (net.tag == "net") {
+            const double sp = net.attr("speed").empty() ? 0.0 : std::stod(net.attr("speed")) / 8000.0;
+            nics.push_back({net.attr("name").empty() ? "nic" + std::to_string(nics.size()) : net.attr("name"), hb,
+                            sp > 0 ? sp : kDefaultNicGbS});
+          }
+    }
+  }
+  if (numa == 0) throw InputError(origin, "system.cpu", "at least one <cpu> element, got none");
+  if (gpus.empty()) throw InputError(origin, "system", "at least one GPU (pci class 0x0302/0x0300), got none");
+
+  const std::string cpu_model = cpu_model_or_default(o, guessed_cpu, out.notes);
+  const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
+  std::vector<std::string> hbs;
+  for (const XmlNode& cpu : system->children)
+    if (cpu.tag == "cpu") hbs.push_back(cpu.attr("numaid"));
+  {
+    int k = 0;
+    for (const XmlNode& cpu : system->children) {
+      if (cpu.tag != "cpu") continue;
+      const std::string id = cpu.attr("numaid").empty() ? std::to_string(k) : cpu.attr("numaid");
+      b.add_cpu("cpu" + id, cspec);
+      b.add_link("cpu" + id, "hb" + id, cspec.memory_bandwidth.bytes_per_s / 1e9, 0.1, "membus");
+      for (int j = 0; j < k; ++j) {
+        const std::string other = hbs[static_cast<std::size_t>(j)].empty() ? std::to_string(j) : hbs[static_cast<std::size_t>(j)];
+        b.add_link("hb" + other, "hb" + id, kSmpGbS, kSmpLatencyUs, "smp");
+      }
+      ++k;
+    }
+    if (k > 1) out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS) + " GB/s smp links (assumed; calibrate-links fits them)");
+  }
+
+  // Name GPUs by their CUDA index when the file gives it, else in file order.
+  std::set<int> devs;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    GpuInfo& g = gpus[i];
+    if (g.dev < 0) g.dev = static_cast<int>(i);
+    if (!devs.insert(g.dev).second) throw InputError(origin, "line " + std::to_string(g.line), "distinct GPU dev numbers, got dev " + std::to_string(g.dev) + " twice");
+    g.name = "gpu" + std::to_string(g.dev);
+    if (!o.gpu_model.empty()) g.model = o.gpu_model;
+    if (g.model.empty())
+      throw InputError(origin, "line " + std::to_string(g.line),
+                       "a GPU the file identifies (pci device id) or --gpu-model, got neither for busid " + g.busid);
+  }
+  std::string pgen;
+  const double pcie_default = pcie_x16_gb_s(gpus[0].model, &pgen);
+  for (const SwitchInfo& s : switches) {
+    b.add_vertex(s.name, VertexKind::Switch);
+    b.add_link(s.name, s.parent, s.gb_s > 0 ? s.gb_s : pcie_default, kPcieLatencyUs, pgen);
+  }
+  std::map<std::string, std::string> by_bus;
+  for (const GpuInfo& g : gpus) {
+    b.add_gpu(g.name, catalog_spec(g.model, origin, ("line " + std::to_string(g.line)).c_str()), g.host);
+    b.add_link(g.name, g.parent, g.pcie_gb_s > 0 ? g.pcie_gb_s : pcie_default, kPcieLatencyUs, pgen);
+    by_bus[g.busid] = g.name;
+  }
+  for (const NicInfo& nic : nics) {
+    b.add_vertex(nic.name, VertexKind::Nic);
+    b.add_link(nic.name, nic.parent, nic.gb_s, kNicLatencyUs, "ib");
+  }
+  // NVLinks: a bundle to another GPU (count links), or to NVSwitches (one switch vertex for all).
+  std::set<std::pair<std::string, std::string>> done;
+  bool any_nvlink = false, nvswitch = false;
+  for (const GpuInfo& g : gpus) {
+    std::string gen;
+    const double per = nvlink_gb_s_per_link(g.model, &gen);
+    for (const auto& [target, count] : g.nvlinks) {
+      if (target == g.busid) {
+        out.notes.push_back(g.name + ": NVLink entry targets its own bus id " + target + " (ignored; no GPU-to-GPU NVLink)");
+        continue;
+      }
+      auto it = by_bus.find(target);
+      if (it == by_bus.end()) {
+        out.notes.push_back(g.name + ": NVLink to unknown bus id " + target + " ignored");
+        continue;
+      }
+      const auto key = std::minmax(g.name, it->second);
+      if (!done.insert({key.first, key.second}).second) continue;
+      b.add_link(g.name, it->second, (per > 0 ? per : 25.0) * count, kNvlinkLatencyUs, gen.empty() ? "nvlink" : gen);
+      b.add_peer(g.name, it->second);
+      any_nvlink = true;
+    }
+    if (!g.nvswitch_targets.empty()) {
+      if (!nvswitch) b.add_vertex("nvswitch", VertexKind::Switch);
+      nvswitch = true;
+      b.add_link(g.name, "nvswitch", (per > 0 ? per : 25.0) * static_cast<double>(g.nvswitch_targets.size()), kNvlinkLatencyUs,
+                 gen.empty() ? "nvlink" : gen, SharingPolicy::SplitDuplex);
+      any_nvlink = true;
+    }
+  }
+  if (nvswitch)
+    for (const GpuInfo& g : gpus)
+      for (const GpuInfo& h : gpus)
+        if (g.name < h.name && !g.nvswitch_targets.empty() && !h.nvswitch_targets.empty()) b.add_peer(g.name, h.name);
+  // PCIe peers: GPUs under the same host bridge (NCCL's PHB or closer).
+  for (const GpuInfo& g : gpus)
+    for (const GpuInfo& h : gpus)
+      if (g.name < h.name && g.host == h.host) b.add_peer(g.name, h.name);
+  if (!any_nvlink)
+    out.notes.push_back("no usable NVLink in the file (NCCL completes NVLinks from NVML at run time): PCIe only");
+  out.cluster = b.build(o.name.empty() ? default_name(origin) : o.name);
+  return out;
+}
+
+}  // namespace placesim::calibration

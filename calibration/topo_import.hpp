@@ -1,0 +1,51 @@
+// Imports a real machine's topology into a sim::Cluster: the matrix that `nvidia-smi topo -m`
+// prints (legends NV#, PIX, PXB, PHB, NODE, SYS and the pre-2019 SOC; NIC rows and columns, with
+// or without the "NIC Legend") and NCCL topology XML files (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE).
+//
+//   using namespace placesim::calibration;
+//   TopoOptions o;
+//   o.gpu_model = "V100-SXM2-16GB";                      // nvidia-smi does not name the GPUs
+//   sim::Cluster c = import_nvidia_smi_topo(read_text("topo.txt"), "topo.txt", o);
+//   std::string yaml = sim::cluster_to_yaml(c);          // what `placesim import topo` writes
+//
+// The model built (docs/calibration.md): one CPU device and one PCIe host bridge per NUMA node
+// (NUMA nodes of one machine fully connected by an "smp" link), a PCIe switch per group of devices
+// that `nvidia-smi` reports as PIX/PXB to each other (or per 0x0604 bridge in NCCL XML), a direct
+// link per NVLink bundle (NV# = # links of the GPU's NVLink generation), a NIC vertex per NIC. Peer
+// access: NVLink, PIX, PXB and PHB pairs; NODE and SYS pairs are staged through host memory (as the
+// CUDA driver does on most such systems).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/cluster.hpp"
+
+namespace placesim::calibration {
+
+struct TopoOptions {
+  std::string gpu_model;     ///< catalog name; required when the file does not identify the GPUs
+  std::string cpu_model;     ///< catalog name; empty = guessed from the file, else Xeon-E5-2698v4
+  std::string name;          ///< cluster name; empty = derived from the file name
+  std::string node = "node0";
+};
+
+/// The result and what the importer had to assume (printed by the CLI, written to the YAML's
+/// comments by nobody: the cluster format has no free text).
+struct TopoImport {
+  sim::Cluster cluster;
+  std::vector<std::string> notes;
+};
+
+TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& origin,
+                                  const TopoOptions& options);
+TopoImport import_nccl_topo_xml(const std::string& text, const std::string& origin,
+                                const TopoOptions& options);
+
+/// Per-direction bandwidth of one NVLink of the given GPU model's generation (catalog name), and
+/// its generation name ("nvlink2"); 0/"" when the model has none.
+double nvlink_gb_s_per_link(const std::string& gpu_model, std::string* generation = nullptr);
+/// Per-direction x16 PCIe bandwidth of a GPU model's host interface in GB/s, and "pcie3"/4/5.
+double pcie_x16_gb_s(const std::string& gpu_model, std::string* generation = nullptr);
+
+}  // namespace placesim::calibration

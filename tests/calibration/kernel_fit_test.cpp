@@ -1,0 +1,104 @@
+#include "calibration/kernel_fit.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "calibration/trace.hpp"
+
+namespace pc = placesim::calibration;
+namespace sim = placesim::sim;
+
+namespace {
+std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+}  // namespace
+
+TEST(WorkEstimate, GemmConvElementwise) {
+  const auto mm = pc::estimate_work("aten::mm", {{64, 512}, {512, 1024}}, sim::Dtype::F32);
+  EXPECT_EQ(mm.op_class, "gemm");
+  EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 64 * 512 * 1024);
+  const auto addmm = pc::estimate_work("aten::addmm", {{1024}, {64, 512}, {512, 1024}, {}, {}}, sim::Dtype::F32);
+  EXPECT_DOUBLE_EQ(addmm.flops, mm.flops);
+  const auto lin = pc::estimate_work("aten::linear", {{8, 64, 512}, {1024, 512}, {1024}}, sim::Dtype::F16);
+  EXPECT_DOUBLE_EQ(lin.flops, 2.0 * 8 * 64 * 512 * 1024);
+  const auto conv = pc::estimate_work("aten::conv2d", {{2, 3, 32, 32}, {16, 3, 3, 3}}, sim::Dtype::F32);
+  EXPECT_EQ(conv.op_class, "conv");
+  EXPECT_DOUBLE_EQ(conv.flops, 2.0 * 2 * 16 * 32 * 32 * 27);
+  const auto add = pc::estimate_work("aten::add_", {{1000}, {1000}, {}}, sim::Dtype::F32);
+  EXPECT_EQ(add.op_class, "elementwise");
+  EXPECT_DOUBLE_EQ(add.bytes, 3000 * 4.0);
+}
+
+TEST(FitOpClass, RecoversAKnownLinearModel) {
+  // t = 5 us + F / 10 TFLOP/s + B / 500 GB/s
+  std::vector<double> f, b, t;
+  for (double n : {64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0}) {
+    f.push_back(2 * n * n * n);
+    b.push_back(3 * n * n * 4);
+    t.push_back(5e-6 + f.back() / 10e12 + b.back() / 500e9);
+  }
+  const sim::OpClassModel m = pc::fit_op_class(f, b, t);
+  EXPECT_NEAR(m.intercept_s, 5e-6, 1e-8);
+  EXPECT_NEAR(m.flop_rate, 10e12, 1e10);
+  EXPECT_NEAR(m.byte_rate, 500e9, 1e9);
+  for (std::size_t i = 0; i < t.size(); ++i) EXPECT_NEAR(m.predict_s(f[i], b[i]) / t[i], 1.0, 1e-6);
+}
+
+TEST(Calibrate, RocmTraceGivesExactEntriesWithShapes) {
+  const pc::Profile p = pc::read_profile(data("mi250_rocm_minitoy.json"));
+  const auto samples = pc::op_samples_from_profile(p, "MI250");
+  ASSERT_FALSE(samples.empty());
+  const pc::CalibrationFit fit = pc::fit_calibration(samples, "mi250");
+  ASSERT_EQ(fit.calibration.devices.count("MI250"), 1u);
+  const auto& exact = fit.calibration.devices.at("MI250").exact;
+  bool saw_shape = false;
+  for (const auto& [k, d] : exact) {
+    EXPECT_GT(d.ns, 0);
+    saw_shape |= k.find("[5,128]") != std::string::npos;
+  }
+  EXPECT_TRUE(saw_shape);
+}
+
+TEST(Calibrate, A100AlexnetGpuTimesTieToCpuOps) {
+  const pc::Profile p = pc::read_profile(data("a100_alexnet.json"));
+  const auto samples = pc::op_samples_from_profile(p, "");
+  ASSERT_FALSE(samples.empty());
+  EXPECT_EQ(samples[0].device, "A100-PG509-200");
+  // GPU work is attributed to at most one CPU op; this HTA sample is cropped, so the CPU ops of
+  // the last launches (16% of the GPU time) are not in the file.
+  double total = 0, gpu = 0;
+  for (const auto& s : samples) total += s.seconds;
+  for (const auto& e : p.events)
+    if (e.on_gpu()) gpu += static_cast<double>(e.dur_ns) * 1e-9;
+  EXPECT_LE(total, gpu * 1.000001);
+  EXPECT_GE(total, gpu * 0.8);
+}
+
+TEST(Calibrate, NsysKernelsByName) {
+  const auto samples = pc::op_samples_from_profile(pc::read_profile(data("a100_saxpy.sqlite")), "");
+  EXPECT_EQ(samples.size(), 20u);  // 5 kernels + 15 memcpys
+  EXPECT_EQ(samples[0].device, "A100-SXM4-40GB");
+}
+
+TEST(Calibrate, CrossValidationOnSyntheticNoisyGemms) {
+  std::vector<pc::OpSample> s;
+  std::uint64_t x = 12345;
+  for (std::int64_t n : {32, 48, 64, 96, 128, 192, 256, 384, 512, 768}) {
+    pc::OpSample o;
+    o.device = "dev";
+    o.signature.op_type = "aten::mm";
+    o.signature.input_shapes = {{n, n}, {n, n}};
+    o.work = pc::estimate_work("aten::mm", o.signature.input_shapes, sim::Dtype::F32);
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double noise = 1.0 + 0.04 * (static_cast<double>(x >> 11) / 9007199254740992.0 - 0.5);
+    o.seconds = (4e-6 + o.work.flops / 2e12) * noise;
+    s.push_back(o);
+  }
+  const pc::CalibrationFit fit = pc::fit_calibration(s, "synthetic");
+  ASSERT_EQ(fit.classes.size(), 1u);
+  EXPECT_EQ(fit.classes[0].signatures, 10);
+  EXPECT_GT(fit.classes[0].cv_error, 0.0);
+  EXPECT_LT(fit.classes[0].cv_error, 0.05);
+  EXPECT_EQ(fit.calibration.devices.at("dev").by_op_type.count("MatMul"), 1u);
+  EXPECT_EQ(fit.calibration.devices.at("dev").exact.size(), 10u);
+}

@@ -1,0 +1,160 @@
+#include "calibration/topo_import.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace pc = placesim::calibration;
+namespace sim = placesim::sim;
+
+namespace {
+std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+const sim::Link* link_between(const sim::Cluster& c, const std::string& a, const std::string& b) {
+  const auto va = c.vertex_index(a), vb = c.vertex_index(b);
+  for (const auto& l : c.links)
+    if ((l.a == va && l.b == vb) || (l.a == vb && l.b == va)) return &l;
+  return nullptr;
+}
+int count_kind(const sim::Cluster& c, const std::string& kind) {
+  int n = 0;
+  for (const auto& l : c.links) n += l.kind == kind;
+  return n;
+}
+}  // namespace
+
+TEST(NvidiaSmiTopo, Dgx1HybridCubeMesh) {
+  pc::TopoOptions o;
+  o.gpu_model = "V100-SXM2-16GB";
+  const auto r = pc::import_nvidia_smi_topo(slurp(data("dgx1v_nvidia-smi-topo.txt")), "dgx1v.txt", o);
+  const sim::Cluster& c = r.cluster;
+  EXPECT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.cpus().size(), 2u);  // two CPU affinity sets
+  // NV2 = two NVLink 2 links = 50 GB/s per direction; NV1 = 25 GB/s; SYS = no direct link.
+  const sim::Link* l03 = link_between(c, "gpu0", "gpu3");
+  ASSERT_NE(l03, nullptr);
+  EXPECT_DOUBLE_EQ(l03->bandwidth.bytes_per_s, 50e9);
+  EXPECT_EQ(l03->kind, "nvlink2");
+  const sim::Link* l01 = link_between(c, "gpu0", "gpu1");
+  ASSERT_NE(l01, nullptr);
+  EXPECT_DOUBLE_EQ(l01->bandwidth.bytes_per_s, 25e9);
+  EXPECT_EQ(link_between(c, "gpu0", "gpu5"), nullptr);
+  EXPECT_EQ(count_kind(c, "nvlink2"), 16);  // hybrid cube mesh: 6 links per GPU in 4 bundles, 8 x 4 / 2
+  const sim::Cluster back = sim::parse_cluster_yaml(sim::cluster_to_yaml(c), "roundtrip.yaml");
+  EXPECT_EQ(back.links.size(), c.links.size());
+  EXPECT_EQ(back.peer_access, c.peer_access);
+  // GPU2, GPU3 and the NIC share a PCIe switch (PIX).
+  EXPECT_GE(c.vertex_index("mlx5_0"), 0);
+  EXPECT_TRUE(c.peer_access[static_cast<std::size_t>(c.device_index("gpu0"))][static_cast<std::size_t>(c.device_index("gpu3"))]);
+  EXPECT_FALSE(c.peer_access[static_cast<std::size_t>(c.device_index("gpu0"))][static_cast<std::size_t>(c.device_index("gpu5"))]);
+  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu5"))].host, c.device_index("cpu1"));
+  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu5"))].spec.model, "V100-SXM2-16GB");
+}
+
+TEST(NvidiaSmiTopo, A100PcieNvlinkPairsWithNumaColumns) {
+  pc::TopoOptions o;
+  o.gpu_model = "A100-PCIe-80GB";
+  const auto r = pc::import_nvidia_smi_topo(slurp(data("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt")), "a100.txt", o);
+  const sim::Cluster& c = r.cluster;
+  EXPECT_EQ(c.gpus().size(), 4u);
+  EXPECT_EQ(c.cpus().size(), 4u);  // NUMA affinity 0..3
+  const sim::Link* l = link_between(c, "gpu0", "gpu1");
+  ASSERT_NE(l, nullptr);
+  EXPECT_DOUBLE_EQ(l->bandwidth.bytes_per_s, 300e9);  // NV12 x 25 GB/s
+  EXPECT_EQ(link_between(c, "gpu1", "gpu2"), nullptr);
+  EXPECT_EQ(count_kind(c, "nvlink3"), 2);
+  EXPECT_EQ(count_kind(c, "pcie4"), 4);
+  EXPECT_FALSE(c.route(c.device_index("gpu0"), c.device_index("gpu2")).empty());
+}
+
+TEST(NvidiaSmiTopo, OldSocLegendAndBadCells) {
+  const std::string soc =
+      "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tSOC\t0-7\nGPU1\tSOC\t X \t8-15\n\nLegend:\n  SOC = Path traverses a socket-level link\n";
+  pc::TopoOptions o;
+  o.gpu_model = "K80-GK210";
+  const auto r = pc::import_nvidia_smi_topo(soc, "soc.txt", o);
+  EXPECT_EQ(r.cluster.cpus().size(), 2u);
+  EXPECT_FALSE(r.cluster.peer_access[static_cast<std::size_t>(r.cluster.device_index("gpu0"))]
+                                    [static_cast<std::size_t>(r.cluster.device_index("gpu1"))]);
+  const std::string bad = "\tGPU0\tGPU1\nGPU0\t X \tFOO\nGPU1\tFOO\t X \n";
+  EXPECT_THROW(pc::import_nvidia_smi_topo(bad, "bad.txt", o), sim::InputError);
+  EXPECT_THROW(pc::import_nvidia_smi_topo("hello\n", "empty.txt", o), sim::InputError);
+  pc::TopoOptions none;
+  EXPECT_THROW(pc::import_nvidia_smi_topo(soc, "soc.txt", none), sim::InputError);
+}
+
+TEST(NcclXml, Ncv4FourNumaNodesNoNvlink) {
+  pc::TopoOptions o;  // the file names the GPUs (pci device 0x20b5)
+  const auto r = pc::import_nccl_topo_xml(slurp(data("azhpc_ncv4-topo.xml")), "ncv4.xml", o);
+  const sim::Cluster& c = r.cluster;
+  EXPECT_EQ(c.gpus().size(), 4u);
+  EXPECT_EQ(c.cpus().size(), 4u);
+  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu0"))].spec.model, "A100-PCIe-80GB");
+  EXPECT_EQ(count_kind(c, "nvlink3"), 0);  // self-targeted NVLink entries are not links
+  EXPECT_GE(c.vertex_index("eth0"), 0);
+}
+
+TEST(NcclXml, Ndv4SwitchesAndNics) {
+  pc::TopoOptions o;
+  o.gpu_model = "A100-SXM4-40GB";
+  const auto r = pc::import_nccl_topo_xml(slurp(data("azhpc_ndv4-topo.xml")), "ndv4.xml", o);
+  const sim::Cluster& c = r.cluster;
+  EXPECT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.cpus().size(), 4u);
+  int nics = 0, switches = 0;
+  for (const auto& v : c.vertices) {
+    nics += v.kind == sim::VertexKind::Nic;
+    switches += v.kind == sim::VertexKind::Switch;
+  }
+  EXPECT_EQ(nics, 8);
+  EXPECT_EQ(switches, 4);
+  const sim::Link* l = link_between(c, "gpu0", "sw0");
+  ASSERT_NE(l, nullptr);
+  EXPECT_NEAR(l->bandwidth.bytes_per_s, 31.5e9, 0.1e9);  // 16 GT/s x16
+  // Without --gpu-model the file does not say which GPU it is.
+  EXPECT_THROW(pc::import_nccl_topo_xml(slurp(data("azhpc_ndv4-topo.xml")), "ndv4.xml", pc::TopoOptions{}), sim::InputError);
+}
+
+TEST(NcclXml, Ndv2AndNdv5) {
+  pc::TopoOptions o;
+  o.gpu_model = "V100-SXM2-32GB";
+  const auto v2 = pc::import_nccl_topo_xml(slurp(data("azhpc_ndv2-topo.xml")), "ndv2.xml", o);
+  EXPECT_EQ(v2.cluster.gpus().size(), 8u);
+  EXPECT_EQ(v2.cluster.cpus().size(), 2u);
+  o.gpu_model = "H100-SXM5-80GB";
+  const auto v5 = pc::import_nccl_topo_xml(slurp(data("azhpc_ndv5-topo.xml")), "ndv5.xml", o);
+  EXPECT_EQ(v5.cluster.gpus().size(), 8u);
+  const sim::Link* l = link_between(v5.cluster, "gpu0", "sw0");
+  ASSERT_NE(l, nullptr);
+  EXPECT_NEAR(l->bandwidth.bytes_per_s, 63.0e9, 0.1e9);  // 32 GT/s x16
+}
+
+TEST(NcclXml, NvlinkBundlesAndMalformed) {
+  const std::string xml = R"(<system version="1">
+  <cpu numaid="0" vendor="GenuineIntel" modelid="85">
+    <pci busid="0000:01:00.0" class="0x030200" link_speed="8 GT/s" link_width="16">
+      <gpu dev="0"><nvlink target="0000:02:00.0" count="2" tclass="0x030200"/></gpu>
+    </pci>
+    <pci busid="0000:02:00.0" class="0x030200" link_speed="8 GT/s" link_width="16">
+      <gpu dev="1"><nvlink target="0000:01:00.0" count="2" tclass="0x030200"/></gpu>
+    </pci>
+  </cpu>
+</system>)";
+  pc::TopoOptions o;
+  o.gpu_model = "V100-SXM2-16GB";
+  const auto r = pc::import_nccl_topo_xml(xml, "two.xml", o);
+  const sim::Link* l = link_between(r.cluster, "gpu0", "gpu1");
+  ASSERT_NE(l, nullptr);
+  EXPECT_DOUBLE_EQ(l->bandwidth.bytes_per_s, 50e9);
+  EXPECT_EQ(count_kind(r.cluster, "nvlink2"), 1);
+  EXPECT_THROW(pc::import_nccl_topo_xml("<system><cpu></system>", "bad.xml", o), sim::InputError);
+  EXPECT_THROW(pc::import_nccl_topo_xml("<foo/>", "bad.xml", o), sim::InputError);
+}
