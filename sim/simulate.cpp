@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include <nlohmann/json.hpp>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -59,6 +60,7 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
     : cluster(&c), graph(&g) {
   n_ops = g.num_ops();
   n_dev = c.num_devices();
+  if (n_dev > 32767) throw InputError("<cluster " + c.name + ">", "devices", "at most 32767 devices");
   if (static_cast<int>(g.topo_order.size()) != n_ops)
     throw InputError("<graph " + g.name + ">", "", "a finalized graph (call Graph::finalize)");
 
@@ -189,10 +191,13 @@ enum : int { kH2D = 0, kD2H = 1, kPeer = 2 };
 /// copy segment s = 2 * n_ops + s.
 class StepRun {
  public:
-  StepRun(const Prepared& P, const Placement& pl, const SimOptions& opt)
-      : P_(P), dev_(pl.device_of), opt_(opt), net_(*P.cluster) {}
+  StepRun(const Prepared& P, const SimOptions& opt) : P_(P), opt_(opt), net_(*P.cluster) {
+    engine_.add_model(&net_);
+  }
 
-  Outcome run();
+  /// Simulates one placement. A StepRun may be reused: its buffers keep their capacity, so a
+  /// warm run allocates almost nothing.
+  Outcome run(const Placement& placement);
 
   void on_event(Engine& e, const Event& ev);
   void on_resource(Engine& e, int model);
@@ -240,14 +245,16 @@ class StepRun {
   }
   [[nodiscard]] const RouteSegment& segment_of(std::int32_t seg) const {
     const Copy& c = copies_[segs_[seg].copy];
-    return P_.cluster->route(dev_[P_.tensor_op[c.tensor]], c.dst).segments[segs_[seg].k];
+    return P_.cluster->route(tdev_[c.tensor], c.dst).segments[segs_[seg].k];
   }
   [[nodiscard]] bool oom_stop() const { return opt_.stop_at_first_oom && !oom_order_.empty(); }
   std::string tensor_name(std::int32_t t) const;
   std::string segment_name(std::int32_t seg) const;
 
   const Prepared& P_;
-  const std::vector<DeviceId>& dev_;
+  std::vector<std::int16_t> dev_;              // op -> device (compact: fewer cache misses)
+  std::vector<std::int16_t> tdev_;             // tensor -> producer's device
+  std::vector<bool> single_stream_;            // GPU with one compute stream
   const SimOptions& opt_;
   Engine engine_;
   FlowNetwork net_;
@@ -297,8 +304,8 @@ bool StepRun::stream_dep(std::int32_t producer, std::int32_t consumer) const {
   // A GPU input produced on the same stream is usable once the producer is enqueued: stream
   // order guarantees it runs first (this is how TensorFlow and PyTorch launch ahead).
   const DeviceId d = dev_[producer];
-  if (!P_.is_gpu[d] || dev_[consumer] != d) return false;
-  if (P_.streams[d] == 1) return true;
+  if (dev_[consumer] != d || !P_.is_gpu[d]) return false;
+  if (single_stream_[d]) return true;
   const auto pp = P_.pinned[producer], pc = P_.pinned[consumer];
   return pp >= 0 && pc >= 0 && pp % P_.streams[d] == pc % P_.streams[d];
 }
@@ -309,7 +316,7 @@ void StepRun::build_copies() {
   std::vector<std::int32_t> seen(P_.n_dev, -1);
   std::vector<std::int32_t> on_dev(P_.n_dev, 0);
   for (int t = 0; t < P_.n_tensors; ++t) {
-    const DeviceId src = dev_[P_.tensor_op[t]];
+    const DeviceId src = tdev_[t];
     const std::size_t first = copies_.size();
     std::int32_t local = 0;
     for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
@@ -479,7 +486,7 @@ void StepRun::busy_down(DeviceId d) {
 }
 
 void StepRun::tensor_unref(std::int32_t t) {
-  if (--tensor_refs_[t] == 0) release(dev_[P_.tensor_op[t]], P_.tensor_bytes[t]);
+  if (--tensor_refs_[t] == 0) release(tdev_[t], P_.tensor_bytes[t]);
 }
 
 void StepRun::kernel_end(std::int32_t op) {
@@ -495,7 +502,7 @@ void StepRun::kernel_end(std::int32_t op) {
   // Inputs: release the local tensor or the received copy.
   for (int i = P_.in_begin[op]; i < P_.in_begin[op + 1]; ++i) {
     const std::int32_t t = P_.ins[i];
-    if (dev_[P_.tensor_op[t]] == d) {
+    if (tdev_[t] == d) {
       tensor_unref(t);
     } else {
       for (int c = copy_begin_[t]; c < copy_begin_[t + 1]; ++c) {
@@ -639,10 +646,27 @@ std::string StepRun::segment_name(std::int32_t seg) const {
   return tensor_name(copies_[segs_[seg].copy].tensor) + " -> " + P_.cluster->devices[rs.to].name;
 }
 
-Outcome StepRun::run() {
+Outcome StepRun::run(const Placement& placement) {
   const auto wall0 = std::chrono::steady_clock::now();
   const int n = P_.n_ops, nd = P_.n_dev;
-  for (int d = 0; d < nd; ++d) max_streams_ = std::max(max_streams_, P_.streams[d]);
+  dev_.assign(placement.device_of.begin(), placement.device_of.end());
+  tdev_.resize(P_.n_tensors);
+  for (int t = 0; t < P_.n_tensors; ++t) tdev_[t] = dev_[P_.tensor_op[t]];
+  single_stream_.resize(nd);
+  max_streams_ = 1;
+  for (int d = 0; d < nd; ++d) {
+    max_streams_ = std::max(max_streams_, P_.streams[d]);
+    single_stream_[d] = P_.is_gpu[d] && P_.streams[d] == 1;
+  }
+  engine_.reset();
+  net_.reset();
+  copies_.clear();
+  oom_order_.clear();
+  last_item_ = -1;
+  end_time_ = 0;
+  transfers_ = 0;
+  transferred_ = 0;
+  unreachable_ = false;
   missing_.resize(n);
   for (int o = 0; o < n; ++o) missing_[o] = (P_.in_begin[o + 1] - P_.in_begin[o]) + P_.n_ctl_in[o];
   op_stream_.assign(n, 0);
@@ -654,12 +678,14 @@ Outcome StepRun::run() {
   item_start_.assign(items, 0);
   item_end_.assign(items, 0);
 
-  ready_.assign(nd, {});
+  ready_.resize(nd);
+  for (auto& r : ready_) r.clear();
   launcher_busy_.assign(nd, false);
   launcher_last_.assign(nd, -1);
   stream_free_.assign(static_cast<std::size_t>(nd) * max_streams_, 0);
   stream_last_.assign(static_cast<std::size_t>(nd) * max_streams_, -1);
-  free_slots_.assign(nd, {});
+  free_slots_.resize(nd);
+  for (auto& f : free_slots_) f.clear();
   worker_last_.assign(nd, -1);
   for (int d = 0; d < nd; ++d)
     if (!P_.is_gpu[d])
@@ -672,15 +698,16 @@ Outcome StepRun::run() {
   peak_mem_.assign(nd, 0);
   oom_.assign(nd, false);
   pool_free_.assign(3 * nd, 0);
-  pool_slots_.assign(3 * nd, {});
-  pool_queue_.assign(3 * nd, {});
+  pool_slots_.resize(3 * nd);
+  pool_queue_.resize(3 * nd);
+  for (auto& v : pool_slots_) v.clear();
+  for (auto& v : pool_queue_) v.clear();
   pool_head_.assign(3 * nd, 0);
   for (int p = 0; p < 3 * nd; ++p) {
     pool_free_[p] = P_.engines[p];
     for (int s = P_.engines[p] - 1; s >= 0; --s) pool_slots_[p].push_back(s);
   }
   engine_.queue().reserve(64);
-  engine_.add_model(&net_);
 
   // Persistent state is resident from t = 0.
   for (int o = 0; o < n; ++o)
@@ -761,6 +788,14 @@ struct BatchOracle::Impl {
   SimOptions options;
   KernelCostModel costs;
   std::unique_ptr<Prepared> prepared;
+  // One reusable run per worker thread: warm buffers, no allocation per placement. Which thread
+  // evaluates which placement cannot change a result (each run starts from a full reset).
+  mutable tbb::enumerable_thread_specific<std::unique_ptr<StepRun>> runs;
+  StepRun& local() const {
+    auto& r = runs.local();
+    if (!r) r = std::make_unique<StepRun>(*prepared, options);
+    return *r;
+  }
 };
 
 BatchOracle::BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions options,
@@ -781,8 +816,7 @@ const Graph& BatchOracle::graph() const { return impl_->graph; }
 
 Outcome BatchOracle::evaluate(const Placement& p) const {
   check_placement(*impl_->prepared, p);
-  StepRun run(*impl_->prepared, p, impl_->options);
-  return run.run();
+  return impl_->local().run(p);
 }
 
 std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps, int max_threads) const {
@@ -792,8 +826,7 @@ std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps, int
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, ps.size(), 1),
                       [&](const tbb::blocked_range<std::size_t>& r) {
                         for (std::size_t i = r.begin(); i != r.end(); ++i) {
-                          StepRun run(*impl_->prepared, ps[i], impl_->options);
-                          out[i] = run.run();
+                          out[i] = impl_->local().run(ps[i]);
                         }
                       });
   };
@@ -810,8 +843,8 @@ Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& pl
                  const SimOptions& options, const KernelCostModel& costs) {
   const Prepared prepared(cluster, graph, costs);
   check_placement(prepared, placement);
-  StepRun run(prepared, placement, options);
-  return run.run();
+  StepRun run(prepared, options);
+  return run.run(placement);
 }
 
 std::string outcome_to_json(const Outcome& o, int indent) {
