@@ -282,11 +282,11 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
   }
   if (!root.IsMap()) throw InputError(origin, "", "a YAML mapping with base, axes, workloads, methods");
   static const std::set<std::string> kTop = {"name", "question", "base", "axes",
-                                             "points", "workloads", "methods"};
+                                             "points", "workloads", "methods", "plot"};
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();
     if (!kTop.count(k))
-      throw InputError(origin, k, "one of name, question, base, axes, points, workloads, methods");
+      throw InputError(origin, k, "one of name, question, base, axes, points, workloads, methods, plot");
   }
   SweepSpec spec;
   spec.origin = origin;
@@ -418,6 +418,14 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
     if (!labels.insert(m.label).second)
       throw InputError(origin, key, "distinct methods, got \"" + m.label + "\" twice");
     spec.methods.push_back(std::move(m));
+  }
+  if (const YAML::Node plot = root["plot"]) {
+    if (!plot.IsMap() || plot.size() != 1 || !plot["x"])
+      throw InputError(origin, "plot", "a mapping {x: AXIS}");
+    spec.plot_x = scalar(plot["x"], origin, "plot.x");
+    if (std::none_of(spec.axes.begin(), spec.axes.end(),
+                     [&](const SweepAxis& a) { return a.name == spec.plot_x; }))
+      throw InputError(origin, "plot.x", "one of the axes, got \"" + spec.plot_x + "\"");
   }
   return spec;
 }

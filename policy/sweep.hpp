@@ -67,6 +67,7 @@ struct SweepSpec {
   std::vector<std::map<std::string, std::string>> points;
   std::vector<SweepWorkload> workloads;
   std::vector<SweepMethod> methods;
+  std::string plot_x;                      ///< axis along the line charts; empty: the last one
 };
 
 /// One point: a value for every axis, a workload and a method. `index` is its position in

@@ -40,8 +40,12 @@ std::string find_plot_script() {
 
 /// Runs the plotting script without a shell, so paths need no quoting.
 int run_plot(const std::string& script, const std::string& csv, const std::string& dir,
-             const std::string& title) {
+             const std::string& title, const std::string& x_axis) {
   std::vector<std::string> args = {"/usr/bin/python3", script, csv, dir};
+  if (!x_axis.empty()) {
+    args.push_back("--x");
+    args.push_back(x_axis);
+  }
   if (!title.empty()) {
     args.push_back("--title");
     args.push_back(title);
@@ -113,7 +117,7 @@ void register_sweep(CLI::App& app) {
           throw sim::InputError("<flag --plot>", "", "tools/plot_sweep.py next to the placesim binary or under $PLACESIM_SOURCE_DIR");
         std::error_code ec;
         fs::create_directories(args->plot_dir, ec);
-        const int rc = run_plot(script, out, args->plot_dir, spec.question.empty() ? spec.name : spec.question);
+        const int rc = run_plot(script, out, args->plot_dir, spec.question.empty() ? spec.name : spec.question, spec.plot_x);
         if (rc != 0) {
           std::cerr << "placesim: plotting failed (tools/plot_sweep.py exit " << rc
                     << "); the CSV is complete\n";

@@ -4,8 +4,8 @@
     /usr/bin/python3 tools/plot_sweep.py results.csv plots/ [--x AXIS] [--title TEXT]
 
 Columns before `workload` are the sweep's axes. Axes with a single value are ignored. Line
-charts (lines_<workload>.png): step time along --x (default: the last varying axis), one line
-per combination of the other key columns (other axes, method); OOM points are drawn as crosses.
+charts (lines_<workload>.png): step time along --x (default: the last varying axis), one panel
+per method, one line per combination of the other varying axes; OOM points are drawn as crosses.
 Heatmaps (heatmap_<workload>_<method>[_<rest>].png), when two or more axes vary: step time over
 the first two varying axes, one file per combination of the remaining axes (at most 12).
 Uses Debian's python3-matplotlib (Agg backend, no display needed).
@@ -22,12 +22,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-
-def sort_key(v):
-    """Numbers (with or without units) in numeric order, others alphabetically."""
-    m = re.match(r"^\s*([0-9]*\.?[0-9]+)", v)
-    return (0, float(m.group(1)), v) if m else (1, 0.0, v)
 
 
 def slug(text):
@@ -49,7 +43,8 @@ def main():
     if "workload" not in header:
         sys.exit(f"{a.csv}: not a placesim sweep CSV (no workload column)")
     axes = header[: header.index("workload")]
-    values = {ax: sorted({r[ax] for r in rows}, key=sort_key) for ax in axes}
+    # Spec order: the CSV lists points in expansion order.
+    values = {ax: list(dict.fromkeys(r[ax] for r in rows)) for ax in axes}
     varying = [ax for ax in axes if len(values[ax]) > 1]
     os.makedirs(a.outdir, exist_ok=True)
     written = []
@@ -67,32 +62,39 @@ def main():
     methods = list(dict.fromkeys(r["method"] for r in rows))
     for w in workloads:
         wr = [r for r in rows if r["workload"] == w]
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        # One panel per method, one line per combination of the other varying axes.
+        wmethods = list(dict.fromkeys(r["method"] for r in wr))
+        fig, axs = plt.subplots(1, len(wmethods), figsize=(4.2 * len(wmethods) + 1.5, 4.5),
+                                sharey=True, squeeze=False)
         others = [x for x in varying if x != x_axis]
-        series = {}
-        for r in wr:
-            label = ", ".join([f"{o}={r[o]}" for o in others] + [r["method"]])
-            series.setdefault(label, []).append(r)
         xs = values[x_axis] if x_axis else [""]
-        for label, rs in series.items():
-            by_x = {(r[x_axis] if x_axis else ""): r for r in rs}
-            pts = [(i, step(by_x[x]), by_x[x]["oom"] == "1") for i, x in enumerate(xs) if x in by_x]
-            line = ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker="o", label=label)
-            oom = [p for p in pts if p[2]]
-            if oom:
-                ax.plot([p[0] for p in oom], [p[1] * 1e3 for p in oom], "x", markersize=12,
-                        color=line[0].get_color())
-        ax.set_xticks(range(len(xs)))
-        ax.set_xticklabels(xs)
-        ax.set_xlabel(x_axis or "")
-        ax.set_ylabel("step time (ms)")
-        ax.set_title(f"{a.title}\n{w}" if a.title else w, fontsize=10)
-        ax.grid(True, alpha=0.3)
-        if len(series) <= 16:
-            ax.legend(fontsize=7)
+        for ax, m in zip(axs[0], wmethods):
+            series = {}
+            for r in wr:
+                if r["method"] != m:
+                    continue
+                label = ", ".join(f"{o}={r[o]}" for o in others) or m
+                series.setdefault(label, []).append(r)
+            for label, rs in series.items():
+                by_x = {(r[x_axis] if x_axis else ""): r for r in rs}
+                pts = [(i, step(by_x[x]), by_x[x]["oom"] == "1") for i, x in enumerate(xs) if x in by_x]
+                line = ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker="o", label=label)
+                oom = [p for p in pts if p[2]]
+                if oom:
+                    ax.plot([p[0] for p in oom], [p[1] * 1e3 for p in oom], "x", markersize=12,
+                            color=line[0].get_color())
+            ax.set_xticks(range(len(xs)))
+            ax.set_xticklabels(xs, fontsize=8, rotation=30 if max(len(x) for x in xs) > 6 else 0)
+            ax.set_xlabel(x_axis or "")
+            ax.set_title(m, fontsize=9)
+            ax.grid(True, alpha=0.3)
+            if len(series) <= 18 and len(series) > 1:
+                ax.legend(fontsize=6)
+        axs[0][0].set_ylabel("step time (ms)")
+        fig.suptitle(f"{a.title}\n{w} (x: OOM)" if a.title else f"{w} (x: OOM)", fontsize=10)
         fig.tight_layout()
         path = os.path.join(a.outdir, f"lines_{slug(w)}.png")
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
 
