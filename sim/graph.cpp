@@ -220,9 +220,8 @@ GraphStats graph_stats(const Graph& g) {
 namespace {
 
 std::string line_col(const std::string& text, std::size_t byte) {
-  byte = std::min(byte, text.size());
   std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i + 1 < byte; ++i) {
+  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
     if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
   }
   return "line " + std::to_string(line) + ":" + std::to_string(col);
@@ -352,6 +351,8 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     std::string msg = e.what();
     if (const auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
     rd.fail(line_col(text, e.byte), "valid JSON (" + printable(msg, 120) + ")");
+  } catch (const json::exception& e) {
+    rd.fail("", std::string("valid JSON (") + printable(e.what(), 120) + ")");
   }
   rd.expect_object(root, "", {"format", "version", "name", "metadata", "ops"});
   Graph g;

@@ -23,9 +23,8 @@ std::string shown(const json& v) {
 }
 
 std::string line_col(const std::string& text, std::size_t byte) {
-  byte = std::min(byte, text.size());
   std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i + 1 < byte; ++i) {
+  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
     if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
   }
   return "line " + std::to_string(line) + ":" + std::to_string(col);
@@ -57,6 +56,8 @@ PlacementFile parse_placement_json(const std::string& text, const std::string& o
     std::string msg = e.what();
     if (const auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
     throw InputError(origin, line_col(text, e.byte), "valid JSON (" + printable(msg, 120) + ")");
+  } catch (const json::exception& e) {
+    throw InputError(origin, "", std::string("valid JSON (") + printable(e.what(), 120) + ")");
   }
   if (!root.is_object()) throw InputError(origin, "", "a JSON object, got " + shown(root));
   PlacementFile f;
