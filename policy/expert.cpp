@@ -1,9 +1,9 @@
 // expert: what the human experts of Mirhoseini et al. 2017 (§4.2, "Expert-designed") did.
 //  - RNNLM and NMT: model parallelism by layer, as in Sutskever et al. 2014 and Wu et al. 2016
 //    (the paper's own description: "each layer, including all LSTM layers, the attention layer,
-//    and the softmax layer, is computed by a GPU"). Here: the LSTM layers, in graph order, are
-//    dealt to the GPUs in contiguous blocks (one layer per GPU when there are as many GPUs as
-//    layers); the embedding goes with the first GPU; attention and softmax on the last GPU.
+//    and the softmax layer, is computed by a GPU"). Here: the LSTM layers, in graph order, one
+//    per GPU (gpu k takes layer k; with more layers than GPUs, contiguous blocks of layers); the
+//    embedding on the first GPU; attention and softmax on the last GPU.
 //  - Convolutional models (Inception-V3, ResNet-50): a single GPU, the common practice the paper
 //    cites for Inception-V3.
 //  - Any other graph: a layer-wise pipeline split; layers (Op::layer), in graph order, are cut
@@ -85,7 +85,8 @@ GroupPlacement recurrent_expert(const GroupDag& dag, const sim::Cluster& c,
       case Role::Softmax: out[static_cast<std::size_t>(gi)] = gpus.back(); break;
       case Role::Lstm: {
         const auto k = static_cast<std::size_t>(lstm_index.at(lower(dag.layer[static_cast<std::size_t>(gi)])));
-        out[static_cast<std::size_t>(gi)] = gpus[k * gpus.size() / layers];
+        // One layer per GPU while there are GPUs enough, else contiguous blocks of layers.
+        out[static_cast<std::size_t>(gi)] = layers <= gpus.size() ? gpus[k] : gpus[k * gpus.size() / layers];
         break;
       }
       case Role::Other: break;

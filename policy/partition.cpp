@@ -11,6 +11,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "policy/baselines.hpp"
 
 extern "C" {
@@ -78,6 +81,38 @@ PartGraph part_graph(const GroupDag& dag, const std::vector<std::vector<double>>
   return pg;
 }
 
+// METIS prints warnings ("too many parts", "cannot bisect a graph with 0 vertices") with printf
+// on stdout, where they would corrupt `compare --json`. Standard output is pointed at /dev/null
+// for the duration of the call (callers serialise on a mutex; other threads' stdout writes in
+// that window would be lost, which is why it is scoped to the one library call).
+class SilenceStdout {
+ public:
+  SilenceStdout() {
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    if (saved_ >= 0 && null_fd >= 0) ::dup2(null_fd, STDOUT_FILENO);
+    if (null_fd >= 0) ::close(null_fd);
+  }
+  ~SilenceStdout() {
+    std::fflush(stdout);
+    if (saved_ >= 0) {
+      ::dup2(saved_, STDOUT_FILENO);
+      ::close(saved_);
+    }
+  }
+  SilenceStdout(const SilenceStdout&) = delete;
+  SilenceStdout& operator=(const SilenceStdout&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
+std::mutex& library_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 template <typename Int>
 std::vector<Int> narrow(const std::vector<std::int64_t>& v) {
   return std::vector<Int>(v.begin(), v.end());
@@ -122,9 +157,15 @@ GroupPlacement partition(const GroupDag& dag, const sim::Graph& g, const sim::Cl
       METIS_SetDefaultOptions(options);
       options[METIS_OPTION_SEED] = static_cast<idx_t>(o.seed);
       options[METIS_OPTION_NUMBERING] = 0;
-      const int rc = METIS_PartGraphKway(&n, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
-                                         adjwgt.data(), &np, nullptr, nullptr, options, &objval, p.data());
-      if (rc != METIS_OK) throw std::runtime_error("METIS_PartGraphKway failed with status " + std::to_string(rc));
+      // k-way coarsens to about 30 vertices per part, too coarse for small group graphs; those
+      // go to recursive bisection.
+      const bool small = nv < 64 * nparts;
+      const auto partitioner = small ? METIS_PartGraphRecursive : METIS_PartGraphKway;
+      const std::lock_guard<std::mutex> lock(library_mutex());
+      const SilenceStdout quiet;
+      const int rc = partitioner(&n, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
+                                 adjwgt.data(), &np, nullptr, nullptr, options, &objval, p.data());
+      if (rc != METIS_OK) throw std::runtime_error("METIS partitioning failed with status " + std::to_string(rc));
       part.assign(p.begin(), p.end());
     } else {
       auto xadj = narrow<SCOTCH_Num>(pg.xadj), adjncy = narrow<SCOTCH_Num>(pg.adjncy);
@@ -132,8 +173,7 @@ GroupPlacement partition(const GroupDag& dag, const sim::Graph& g, const sim::Cl
       std::vector<SCOTCH_Num> p(static_cast<std::size_t>(nv), 0);
       // Scotch keeps its random generator in process-wide state; serialise the calls and reset
       // the generator each time so that a placement does not depend on what ran before it.
-      static std::mutex scotch_mutex;
-      const std::lock_guard<std::mutex> lock(scotch_mutex);
+      const std::lock_guard<std::mutex> lock(library_mutex());
       SCOTCH_randomSeed(static_cast<SCOTCH_Num>(o.seed));
       SCOTCH_randomReset();
       SCOTCH_Graph graph;
