@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -242,6 +245,72 @@ TEST_F(SweepTest, RefusesACsvOfAnotherSpec) {
   EXPECT_EQ(read_file(path("other.csv")), "a,b,c\n1,2,3\n");
 }
 
+/// Ranks as threads of one process: the collectives meet at a barrier.
+class ThreadComm : public SweepComm {
+ public:
+  struct Shared {
+    explicit Shared(int n) : size(n), sync(n), slots(static_cast<std::size_t>(n)) {}
+    int size;
+    std::barrier<> sync;
+    std::vector<std::string> slots;
+  };
+  ThreadComm(Shared& s, int rank) : s_(s), rank_(rank) {}
+  [[nodiscard]] int rank() const override { return rank_; }
+  [[nodiscard]] int size() const override { return s_.size; }
+  [[nodiscard]] std::string broadcast(const std::string& from_root) const override {
+    if (rank_ == 0) s_.slots[0] = from_root;
+    s_.sync.arrive_and_wait();
+    std::string v = s_.slots[0];
+    s_.sync.arrive_and_wait();
+    return v;
+  }
+  [[nodiscard]] std::vector<std::string> gather(const std::string& mine) const override {
+    s_.slots[static_cast<std::size_t>(rank_)] = mine;
+    s_.sync.arrive_and_wait();
+    std::vector<std::string> all;
+    if (rank_ == 0) all = s_.slots;
+    s_.sync.arrive_and_wait();
+    return all;
+  }
+
+ private:
+  Shared& s_;
+  int rank_;
+};
+
+TEST_F(SweepTest, RanksSplitPointsModuloAndRankZeroWritesTheSameCsv) {
+  SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  s.axes[1].values = {"0.25", "0.5", "1", "2", "4", "8", "16", "32"};   // 128 points: rounds
+  run_sweep(s, fake, path("one.csv"), {});
+  for (int ranks : {2, 3}) {
+    ThreadComm::Shared shared(ranks);
+    std::vector<std::vector<std::size_t>> seen(static_cast<std::size_t>(ranks));
+    std::vector<std::thread> threads;
+    const std::string out = path("ranks" + std::to_string(ranks) + ".csv");
+    for (int r = 0; r < ranks; ++r)
+      threads.emplace_back([&, r] {
+        ThreadComm comm(shared, r);
+        SweepRunOptions o;
+        o.threads = 1;
+        o.comm = &comm;
+        std::mutex m;
+        run_sweep(s, [&](const SweepPoint& p) {
+          { const std::lock_guard lock(m); seen[static_cast<std::size_t>(r)].push_back(p.index); }
+          return fake(p);
+        }, out, o);
+      });
+    for (auto& t : threads) t.join();
+    std::size_t total = 0;
+    for (int r = 0; r < ranks; ++r) {
+      total += seen[static_cast<std::size_t>(r)].size();
+      for (std::size_t i : seen[static_cast<std::size_t>(r)])
+        EXPECT_EQ(i % static_cast<std::size_t>(ranks), static_cast<std::size_t>(r));
+    }
+    EXPECT_EQ(total, 128u);
+    EXPECT_EQ(read_file(out), read_file(path("one.csv"))) << ranks << " ranks";
+  }
+}
+
 TEST(MpiUtil, SingleRankIsIdentity) {
   MpiRuntime rt;  // not under mpirun in a unit test
   MpiComm comm(rt);
@@ -249,6 +318,20 @@ TEST(MpiUtil, SingleRankIsIdentity) {
   std::vector<double> v = {1.5, -2.0};
   allreduce_sum_fixed_order(comm, v);
   EXPECT_EQ(v, (std::vector<double>{1.5, -2.0}));
+}
+
+TEST(MpiUtil, FixedOrderAllReduceGivesEveryRankTheSameSum) {
+  ThreadComm::Shared shared(3);
+  std::vector<std::vector<float>> data = {{1e8f, 1.0f}, {-1e8f, 2.0f}, {1.0f, 3.0f}};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      ThreadComm comm(shared, r);
+      allreduce_sum_fixed_order(comm, data[static_cast<std::size_t>(r)]);
+    });
+  for (auto& t : threads) t.join();
+  // Rank order: (1e8 + -1e8) + 1 = 1 exactly; another order would lose the 1.
+  for (const auto& d : data) EXPECT_EQ(d, (std::vector<float>{1.0f, 6.0f}));
 }
 
 // Cluster transformations, on the built-in clusters of scenarios/clusters (sources in their
