@@ -1,0 +1,92 @@
+// Link calibration: readers of CUDA-samples p2pBandwidthLatencyTest output, nccl-tests output and
+// Vidur's measured collective CSVs, and the fits that write measured bandwidths and latencies into
+// a cluster.
+//
+//   using namespace placesim::calibration;
+//   P2pMeasurement m = parse_p2p_output(read_text("p2p.txt"), "p2p.txt");
+//   sim::Cluster c = sim::load_cluster("box.yaml");
+//   LinkFitReport r = fit_links_from_p2p(m, c);        // c's links updated in place
+//   std::vector<CollectivePoint> pts = parse_nccl_tests(read_text("ar.txt"), "ar.txt", "all_reduce");
+//   CollectiveFit f = fit_collective(pts);             // t(n) = alpha + n / algbw, per rank count
+//
+// Link model fitted (docs/calibration.md): each GPU pair's measured unidirectional bandwidth (P2P
+// enabled where the cluster gives the pair peer access, else disabled) and latency are attributed
+// to the class (`Link::kind`) of the bottleneck link on the pair's route; a class gets the median
+// over its pairs, and every link of that class gets it (latency split evenly over the route's
+// hops).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/cluster.hpp"
+
+namespace placesim::calibration {
+
+struct P2pMeasurement {
+  int gpus = 0;
+  std::vector<std::string> names;                    ///< "NVIDIA A100 80GB PCIe" per device, when printed
+  std::vector<std::vector<bool>> can_access;         ///< from "Device=i CAN Access Peer Device=j"
+  /// Matrices by name: uni_off, uni_on, bi_off, bi_on (GB/s); lat_gpu_off, lat_cpu_off,
+  /// lat_gpu_on, lat_cpu_on (us). Absent sections are absent keys.
+  std::map<std::string, std::vector<std::vector<double>>> matrix;
+};
+P2pMeasurement parse_p2p_output(const std::string& text, const std::string& origin);
+
+struct LinkClassFit {
+  std::string kind;
+  int pairs = 0;
+  double old_gb_s = 0, new_gb_s = 0;
+  double old_latency_us = 0, new_latency_us = 0;
+};
+struct LinkFitReport {
+  std::vector<LinkClassFit> classes;
+  /// Per measured pair: measured GB/s vs the cluster's route bottleneck before and after.
+  struct Pair {
+    std::string from, to;
+    double measured_gb_s = 0, before_gb_s = 0, after_gb_s = 0;
+  };
+  std::vector<Pair> pairs;
+  std::vector<std::string> notes;
+};
+/// GPU i of the measurement is the cluster's i-th GPU (sim::Cluster::gpus() order). Updates the
+/// links of `cluster` and recomputes its routes. Throws InputError when the GPU counts differ.
+LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& cluster);
+
+struct CollectivePoint {
+  std::string collective;      ///< "all_reduce", "all_gather", ...
+  int ranks = 0;               ///< GPUs taking part (0 = unknown)
+  int nodes = 1;
+  double bytes = 0;            ///< message size
+  double time_s = 0;           ///< out-of-place time
+  double algbw_gb_s = 0;       ///< as printed (nccl-tests) or bytes / time
+};
+/// nccl-tests' table (`*_perf -b 8 -e 128M -f 2`): columns size count type [redop root] time
+/// algbw busbw #wrong (out-of-place, then in-place). `collective` names the binary that ran, as the
+/// output does not. Ranks from "# nThread N nGpus G" x the number of "#  Rank" lines.
+std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
+                                              const std::string& collective);
+/// Vidur's profiling CSV (data/profiling/network/*/all_reduce.csv): time in ms, size in bytes.
+std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text, const std::string& origin);
+
+struct CollectiveFitRow {
+  std::string collective;
+  int ranks = 0, nodes = 1;
+  double alpha_us = 0;          ///< latency term
+  double algbw_gb_s = 0;        ///< asymptotic algorithm bandwidth
+  double busbw_gb_s = 0;        ///< algbw x bus factor (2(n-1)/n for all-reduce, (n-1)/n for gathers)
+  int points = 0;
+  double mean_rel_error = 0;    ///< of t(n) = alpha + n / algbw over the measured sizes
+};
+struct CollectiveFit {
+  std::vector<CollectiveFitRow> rows;
+};
+CollectiveFit fit_collective(const std::vector<CollectivePoint>& points);
+
+/// Writes the busbw of the largest single-node group into the bandwidth of the links that carry
+/// GPU-to-GPU traffic (the bottleneck class of GPU pairs' routes), so the engine's ring
+/// collectives match the measurement. Returns what changed.
+LinkFitReport apply_collective_fit(const CollectiveFit& fit, sim::Cluster& cluster);
+
+}  // namespace placesim::calibration
