@@ -152,7 +152,7 @@ struct KnownRows {
 /// is an error; a last line cut short by an interruption (no newline, wrong field count) is
 /// dropped.
 void read_rows(const std::string& path, const std::vector<std::string>& header,
-               std::size_t key_columns, KnownRows& rows) {
+               std::size_t key_columns, bool drop_errors, KnownRows& rows) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return;
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -175,6 +175,7 @@ void read_rows(const std::string& path, const std::vector<std::string>& header,
     }
     auto fields = split_csv_line(line);
     if (!fields || fields->size() != header.size()) continue;
+    if (drop_errors && !fields->back().empty()) continue;
     std::vector<std::string> key(fields->begin(), fields->begin() + key_columns);
     rows.add(csv_line(key), line);
   }
@@ -564,8 +565,8 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
   std::string todo_text;
   if (root) {
     try {
-      read_rows(csv_path, header, key_columns, known);
-      read_rows(journal_path, header, key_columns, known);
+      read_rows(csv_path, header, key_columns, options.retry_errors, known);
+      read_rows(journal_path, header, key_columns, options.retry_errors, known);
     } catch (const InputError& e) {
       error_text = e.what();
     }

@@ -141,6 +141,8 @@ struct SweepRunOptions {
   /// Stop after this many newly evaluated points without writing the final CSV, as if the run
   /// had been killed (tests of resume). 0: no limit.
   std::size_t stop_after = 0;
+  /// Evaluate again the points whose rows carry an error (e.g. after installing what was missing).
+  bool retry_errors = false;
 };
 
 struct SweepRunStats {

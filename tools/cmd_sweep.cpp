@@ -78,6 +78,7 @@ void register_sweep(CLI::App& app) {
     std::string plot_dir;
     int threads = 0;
     bool quiet = false;
+    bool retry_errors = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("spec", args->spec, "sweep spec YAML")->required();
@@ -86,6 +87,8 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "oneTBB threads per rank (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("-q,--quiet", args->quiet, "no progress bar");
+  cmd->add_flag("--retry-errors", args->retry_errors,
+                "evaluate again the points whose rows in the CSV carry an error");
   cmd->callback([args] {
     policy::MpiRuntime mpi;
     policy::MpiComm comm(mpi);
@@ -103,6 +106,7 @@ void register_sweep(CLI::App& app) {
         opt.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / per_node);
       }
       opt.comm = &comm;
+      opt.retry_errors = args->retry_errors;
       if (!args->quiet) opt.progress = &std::cerr;
       const policy::SweepRunStats st =
           policy::run_sweep(spec, [&](const policy::SweepPoint& p) { return evaluator(p); }, out, opt);

@@ -224,6 +224,18 @@ TEST_F(SweepTest, ResumesAfterInterruptionWithoutRepeatingWork) {
   EXPECT_EQ(read_file(path("r.csv")), read_file(path("full.csv")));
 }
 
+TEST_F(SweepTest, RetryErrorsEvaluatesOnlyTheFailedPointsAgain) {
+  const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  run_sweep(s, fake, path("e.csv"), {});
+  std::atomic<int> calls{0};
+  SweepRunOptions o;
+  o.retry_errors = true;
+  run_sweep(s, [&](const SweepPoint& p) { ++calls; return fake(p); }, path("e.csv"), o);
+  EXPECT_EQ(calls.load(), 6);   // gpus=2, peer_access=off, rnnlm: 3 scales x 2 methods
+  run_sweep(s, fake, path("f.csv"), {});
+  EXPECT_EQ(read_file(path("e.csv")), read_file(path("f.csv")));
+}
+
 TEST_F(SweepTest, AddingAnAxisValueEvaluatesOnlyTheNewPoints) {
   SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
   run_sweep(s, fake, path("x.csv"), {});
