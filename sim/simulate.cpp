@@ -642,8 +642,16 @@ std::string StepRun::tensor_name(std::int32_t t) const {
 }
 
 std::string StepRun::segment_name(std::int32_t seg) const {
-  const RouteSegment& rs = segment_of(seg);
-  return tensor_name(copies_[segs_[seg].copy].tensor) + " -> " + P_.cluster->devices[rs.to].name;
+  const Copy& c = copies_[segs_[seg].copy];
+  std::string name = tensor_name(c.tensor) + " -> " + P_.cluster->devices[c.dst].name;
+  if (c.nseg > 1) {
+    // Staged: say which half and through which host memory.
+    const RouteSegment& rs = segment_of(seg);
+    const DeviceId host = segs_[seg].k == 0 ? rs.to : rs.from;
+    name += " (" + std::to_string(segs_[seg].k + 1) + "/" + std::to_string(c.nseg) + " via " +
+            P_.cluster->devices[host].name + ")";
+  }
+  return name;
 }
 
 Outcome StepRun::run(const Placement& placement) {
