@@ -110,6 +110,22 @@ TEST(Cluster, Dgx1HybridCubeMeshMatchesNvidiaSmiTopo) {
   EXPECT_EQ(rows, 8);
 }
 
+// On NVSwitch systems every GPU pair, including the two GPUs behind one PCIe switch (also two
+// hops apart), must use NVLink.
+TEST(Cluster, NvswitchCarriesEveryGpuPair) {
+  for (const auto& [name, bw] : {std::pair<std::string, double>{"dgx-a100", 300e9}, {"hgx-h100", 450e9}}) {
+    const Cluster c = load_cluster(name);
+    for (DeviceId a : c.gpus()) {
+      for (DeviceId b : c.gpus()) {
+        if (a == b) continue;
+        const Route& r = c.route(a, b);
+        ASSERT_EQ(r.segments.size(), 1u);
+        EXPECT_DOUBLE_EQ(r.segments[0].bottleneck.bytes_per_s, bw) << name << " " << a << "->" << b;
+      }
+    }
+  }
+}
+
 TEST(Cluster, YamlRoundTripGivesTheSameCluster) {
   for (const std::string& n : builtin_cluster_names()) {
     const Cluster a = load_cluster(n);
