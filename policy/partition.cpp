@@ -171,21 +171,36 @@ GroupPlacement partition(const GroupDag& dag, const sim::Graph& g, const sim::Cl
       auto xadj = narrow<SCOTCH_Num>(pg.xadj), adjncy = narrow<SCOTCH_Num>(pg.adjncy);
       auto vwgt = narrow<SCOTCH_Num>(pg.vwgt), adjwgt = narrow<SCOTCH_Num>(pg.adjwgt);
       std::vector<SCOTCH_Num> p(static_cast<std::size_t>(nv), 0);
-      // Scotch keeps its random generator in process-wide state; serialise the calls and reset
-      // the generator each time so that a placement does not depend on what ran before it.
+      // Debian's libscotch is built with threads, and its default context partitions with
+      // several of them and a process-wide random generator: not reproducible. A context of
+      // our own, single-threaded and deterministic, with its own seeded generator, is.
       const std::lock_guard<std::mutex> lock(library_mutex());
-      SCOTCH_randomSeed(static_cast<SCOTCH_Num>(o.seed));
-      SCOTCH_randomReset();
+      SCOTCH_Context context;
       SCOTCH_Graph graph;
+      SCOTCH_Graph bound;
       SCOTCH_Strat strat;
-      if (SCOTCH_graphInit(&graph) != 0) throw std::runtime_error("SCOTCH_graphInit failed");
+      if (SCOTCH_contextInit(&context) != 0) throw std::runtime_error("SCOTCH_contextInit failed");
+      int rc = SCOTCH_contextOptionSetNum(&context, SCOTCH_OPTIONNUMDETERMINISTIC, 1);
+      if (rc == 0) rc = SCOTCH_contextOptionSetNum(&context, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1);
+      if (rc == 0) rc = SCOTCH_contextRandomClone(&context);
+      if (rc == 0) SCOTCH_contextRandomSeed(&context, static_cast<SCOTCH_Num>(o.seed));
+      if (rc == 0) rc = SCOTCH_contextThreadSpawn(&context, 1, nullptr);
+      SCOTCH_graphInit(&graph);
       SCOTCH_stratInit(&strat);
-      int rc = SCOTCH_graphBuild(&graph, 0, nv, xadj.data(), nullptr, vwgt.data(), nullptr,
-                                 static_cast<SCOTCH_Num>(adjncy.size()), adjncy.data(), adjwgt.data());
+      bool bound_ok = false;
+      if (rc == 0)
+        rc = SCOTCH_graphBuild(&graph, 0, nv, xadj.data(), nullptr, vwgt.data(), nullptr,
+                               static_cast<SCOTCH_Num>(adjncy.size()), adjncy.data(), adjwgt.data());
+      if (rc == 0) {
+        rc = SCOTCH_contextBindGraph(&context, &graph, &bound);
+        bound_ok = rc == 0;
+      }
       if (rc == 0) rc = SCOTCH_stratGraphMapBuild(&strat, SCOTCH_STRATQUALITY, nparts, 0.05);
-      if (rc == 0) rc = SCOTCH_graphPart(&graph, nparts, &strat, p.data());
+      if (rc == 0) rc = SCOTCH_graphPart(&bound, nparts, &strat, p.data());
       SCOTCH_stratExit(&strat);
+      if (bound_ok) SCOTCH_graphExit(&bound);
       SCOTCH_graphExit(&graph);
+      SCOTCH_contextExit(&context);
       if (rc != 0) throw std::runtime_error("Scotch partitioning failed with status " + std::to_string(rc));
       part.assign(p.begin(), p.end());
     }

@@ -204,6 +204,18 @@ TEST(Partitioners, BalanceTwoBranchesOverTwoGpus) {
   }
 }
 
+TEST(Partitioners, SameSeedSamePlacementOnAGraphLargeEnoughToReachTheLibraries) {
+  // Scotch's default context is multi-threaded and not reproducible; ours must be.
+  const Graph g = models::load_graph("nmt", "src_len=4,tgt_len=4,hidden=128,vocab=500,batch=8");
+  const sim::Cluster c = sim::load_cluster("paper-4gpu");
+  for (const std::string m : {"scotch", "metis"}) {
+    const sim::Placement first = make_placement(m, g, c);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(first, make_placement(m, g, c)) << m;
+    std::set<DeviceId> used(first.device_of.begin(), first.device_of.end());
+    EXPECT_GE(used.size(), 4u) << m;
+  }
+}
+
 // Ops with large parameters on GPUs that hold only a few of them each: the memory-aware methods
 // spread them; a group larger than any GPU goes to the CPU.
 Graph heavy_parameters(int n, std::int64_t each, std::int64_t giant = 0) {
