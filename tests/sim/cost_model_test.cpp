@@ -1,0 +1,162 @@
+// KernelCostModel: the look-up order, the roofline equations, and the calibration YAML.
+#include "sim/cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/error.hpp"
+#include "tests/sim/sim_fixtures.hpp"
+
+namespace placesim::sim {
+namespace {
+
+Device gpu() {
+  const Cluster c = testing::star_cluster(1);
+  return c.devices[1];   // 10 TFLOP/s f32, 900 GB/s
+}
+
+Op matmul(double flops, std::int64_t bytes) {
+  Op op;
+  op.name = "mm";
+  op.type = "MatMul";
+  op.flops = Flops{flops};
+  op.bytes_read = Bytes{bytes};
+  op.signature = Signature{"MatMul", {{64, 512}, {512, 1024}}, Dtype::F32};
+  return op;
+}
+
+TEST(CostModel, RooflineEquations) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const Device d = gpu();
+  // Compute bound: (F + F_half) / (P * e_max).
+  const Op big = matmul(1e12, 1000);
+  const double expect = (1e12 + p.compute_half_flops) / (10e12 * p.compute_eff_max);
+  EXPECT_EQ(km.op_time(big, d).ns, static_cast<std::int64_t>(std::ceil(expect * 1e9 - 1e-6)));
+  // Memory bound: (B + B_half) / (BW * e_max).
+  const Op copy = matmul(0, 900'000'000);
+  const double mem = (9e8 + p.memory_half_bytes) / (900e9 * p.memory_eff_max);
+  EXPECT_EQ(km.op_time(copy, d).ns, static_cast<std::int64_t>(std::ceil(mem * 1e9 - 1e-6)));
+  // A tiny memory-bound kernel hits the floor; a tiny GEMM costs about F_half / (P * e_max).
+  EXPECT_EQ(km.op_time(matmul(0, 10), d), p.min_kernel);
+  EXPECT_NEAR(static_cast<double>(km.op_time(matmul(10, 0), d).ns),
+              p.compute_half_flops / (10e12 * p.compute_eff_max) * 1e9, 1.0);
+  // Efficiency falls for small kernels: time per FLOP grows.
+  const double t_small = static_cast<double>(km.op_time(matmul(1e8, 0), d).ns) / 1e8;
+  const double t_large = static_cast<double>(km.op_time(matmul(1e11, 0), d).ns) / 1e11;
+  EXPECT_GT(t_small, 2 * t_large);
+}
+
+TEST(CostModel, LookupOrderMeasuredExactFittedRoofline) {
+  auto cal = std::make_shared<Calibration>();
+  DeviceCalibration& dc = cal->devices["custom"];
+  dc.exact[matmul(0, 0).signature->key()] = Duration{77'000};
+  OpClassModel m;
+  m.intercept_s = 3e-6;
+  m.flop_rate = 5e12;
+  m.half_flops = 1e6;
+  dc.by_op_type["MatMul"] = m;
+  KernelCostModel km;
+  km.set_calibration(cal);
+  const Device d = gpu();
+
+  Op op = matmul(2e9, 0);
+  EXPECT_EQ(km.estimate(op, d).source, KernelCostModel::Source::Exact);
+  EXPECT_EQ(km.op_time(op, d).ns, 77'000);
+
+  op.signature->input_shapes = {{1, 1}};
+  const auto fitted = km.estimate(op, d);
+  EXPECT_EQ(fitted.source, KernelCostModel::Source::Fitted);
+  EXPECT_NEAR(static_cast<double>(fitted.time.ns), (3e-6 + (2e9 + 1e6) / 5e12) * 1e9, 1.0);
+
+  op.type = "Conv2D";
+  EXPECT_EQ(km.estimate(op, d).source, KernelCostModel::Source::Roofline);
+
+  op.measured = Duration{5};
+  EXPECT_EQ(km.estimate(op, d).source, KernelCostModel::Source::Measured);
+  EXPECT_EQ(km.op_time(op, d).ns, 5);
+}
+
+TEST(CostModel, CalibrationKeyedByDeviceNameWins) {
+  auto cal = std::make_shared<Calibration>();
+  cal->devices["custom"].exact[matmul(0, 0).signature->key()] = Duration{1000};
+  cal->devices["gpu0"].exact[matmul(0, 0).signature->key()] = Duration{2000};
+  KernelCostModel km;
+  km.set_calibration(cal);
+  EXPECT_EQ(km.op_time(matmul(1, 1), gpu()).ns, 2000);
+}
+
+std::string write_tmp(const std::string& text) {
+  static int n = 0;
+  const auto p = std::filesystem::temp_directory_path() /
+                 ("placesim_cal_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(CalibrationYaml, RoundTrips) {
+  Calibration c;
+  c.source = "rig \"A\": 4x V100";
+  DeviceCalibration& dc = c.devices["V100-SXM2-16GB"];
+  dc.exact["aten::mm[64,512][512,1024]:f32"] = Duration{12'345};
+  dc.exact["aten::add[64]:f16"] = Duration{2'001};
+  OpClassModel m;
+  m.intercept_s = -1.5e-6;
+  m.flop_rate = 7.123456789e12;
+  m.half_flops = 3.5e7;
+  m.byte_rate = 6.5e11;
+  m.samples = 42;
+  m.cv_error = 0.0731;
+  dc.by_op_type["aten::mm"] = m;
+  dc.roofline = RooflineParams{0.61, 1.5e8, 0.77, 3e5, Duration{2500}, Duration{900}};
+  c.devices["cpu-node"];   // empty entry survives too
+
+  const std::string path = write_tmp(calibration_to_yaml(c));
+  const Calibration r = load_calibration(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(r.source, c.source);
+  ASSERT_EQ(r.devices.size(), 2u);
+  const DeviceCalibration& rd = r.devices.at("V100-SXM2-16GB");
+  EXPECT_EQ(rd.exact, dc.exact);
+  const OpClassModel& rm = rd.by_op_type.at("aten::mm");
+  EXPECT_NEAR(rm.intercept_s, m.intercept_s, 1e-9);   // intercepts are kept to the ns
+  EXPECT_DOUBLE_EQ(rm.flop_rate, m.flop_rate);
+  EXPECT_DOUBLE_EQ(rm.half_flops, m.half_flops);
+  EXPECT_DOUBLE_EQ(rm.byte_rate, m.byte_rate);
+  EXPECT_EQ(rm.samples, 42);
+  EXPECT_DOUBLE_EQ(rm.cv_error, m.cv_error);
+  ASSERT_TRUE(rd.roofline.has_value());
+  EXPECT_DOUBLE_EQ(rd.roofline->compute_eff_max, 0.61);
+  EXPECT_EQ(rd.roofline->min_kernel.ns, 2500);
+  EXPECT_EQ(rd.roofline->min_cpu_op.ns, 900);
+  EXPECT_TRUE(r.devices.at("cpu-node").exact.empty());
+}
+
+TEST(CalibrationYaml, BadInputNamesFileAndKey) {
+  const auto expect_error = [](const std::string& text, const std::string& needle) {
+    const std::string path = write_tmp(text);
+    try {
+      load_calibration(path);
+      ADD_FAILURE() << "no error for: " << text;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+      EXPECT_NE(what.find(needle), std::string::npos) << what;
+    }
+    std::filesystem::remove(path);
+  };
+  expect_error("format: placesim-calibration/2\ndevices: {}\n", "format");
+  expect_error("devices:\n  V100:\n    exact:\n      \"mm\": 12\n", "devices.V100.exact");
+  expect_error("devices:\n  V100:\n    op_types:\n      mm: {flop_rate: \"fast\"}\n", "devices.V100.op_types.mm.flop_rate");
+  expect_error("devices:\n  V100:\n    roofline: {compute_eff_max: 1.5}\n", "compute_eff_max");
+  expect_error("devices:\n  V100:\n    typo: {}\n", "devices.V100.typo");
+  expect_error("devices: [\n", "line");
+  expect_error("source: x\n", "devices");
+  EXPECT_THROW(load_calibration("/nonexistent/cal.yaml"), InputError);
+}
+
+}  // namespace
+}  // namespace placesim::sim
