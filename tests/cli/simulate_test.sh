@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `placesim simulate` end to end: the summary, --json keys, --report and --trace files (written
+# whole), a placement file, a calibration file, --stop-at-oom, and bad input (exit 2, one line,
+# no half-written output).
+# Usage: bash simulate_test.sh PATH_TO_placesim
+set -u
+BIN=${1:?usage: simulate_test.sh PATH_TO_placesim}
+HERE=$(cd "$(dirname "$0")" && pwd)
+GOLDEN="$HERE/../data/golden"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Summary.
+out=$("$BIN" simulate --graph rnnlm --graph-opt layers=2,steps=4,batch=32,hidden=256,vocab=1000 \
+      --cluster paper-2gpu --placement single-gpu) || fail "summary run exited $?"
+grep -q '^step time: ' <<<"$out" || fail "no step time in summary: $out"
+grep -q '^gpu0 ' <<<"$out" || fail "no per-device line in summary"
+
+# --json with the documented keys, plus report and trace files.
+"$BIN" simulate --graph "$GOLDEN/tiny_staged_streams/graph.json" --cluster "$GOLDEN/tiny_staged_streams/cluster.yaml" \
+  --placement "$GOLDEN/tiny_staged_streams/placement.json" --json --report "$TMP/r.json" --trace "$TMP/t.json" \
+  > "$TMP/stdout.json" || fail "json run exited $?"
+python3 - "$TMP/stdout.json" "$TMP/r.json" "$TMP/t.json" "$GOLDEN/tiny_staged_streams/expected.json" <<'PY' || fail "json checks"
+import json, sys
+out, rep, trace, expected = (json.load(open(p)) for p in sys.argv[1:5])
+for k in ["step_time_s", "oom", "devices", "links", "transfers", "events", "critical_path", "sim_wall_s"]:
+    assert k in out, k
+for k in ["name", "busy_s", "utilization", "peak_memory_bytes", "memory_capacity_bytes", "oom"]:
+    assert k in out["devices"][0], k
+for k in ["name", "bytes", "busy_s"]:
+    assert k in out["links"][0], k
+out.pop("sim_wall_s"); rep.pop("sim_wall_s")
+assert out == rep, "report differs from stdout"
+assert out == expected, "CLI outcome differs from the golden case"
+names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"}
+for n in ["host launch thread", "stream 0", "stream 1", "D2H copy engine 0", "H2D copy engine 0", "worker 0", "sw0-gpu0"]:
+    assert n in names, (n, names)
+assert any(e.get("ph") == "b" and e["cat"] == "transfer" for e in trace["traceEvents"])
+PY
+
+# Calibration file and --stop-at-oom.
+"$BIN" simulate --graph "$GOLDEN/gpt_paper4gpu_calibrated/graph.json" --cluster "$GOLDEN/gpt_paper4gpu_calibrated/cluster.yaml" \
+  --placement "$GOLDEN/gpt_paper4gpu_calibrated/placement.json" --calibration "$GOLDEN/gpt_paper4gpu_calibrated/calibration.yaml" \
+  --json > "$TMP/cal.json" || fail "calibrated run exited $?"
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); a.pop('sim_wall_s'); assert a==b" \
+  "$TMP/cal.json" "$GOLDEN/gpt_paper4gpu_calibrated/expected.json" || fail "calibrated outcome differs from golden"
+"$BIN" simulate --graph "$GOLDEN/rnnlm_oom/graph.json" --cluster "$GOLDEN/rnnlm_oom/cluster.yaml" \
+  --placement "$GOLDEN/rnnlm_oom/placement.json" --stop-at-oom > "$TMP/oom.txt" || fail "oom run exited $?"
+grep -q 'OUT OF MEMORY' "$TMP/oom.txt" || fail "no OOM in summary"
+grep -q 'OOM on gpu0' "$TMP/oom.txt" || fail "no OOM device line"
+
+# Bad input: exit 2, one line on stderr, no report written.
+check_bad() {
+  local want=$1; shift
+  rm -f "$TMP/bad.json"
+  "$BIN" simulate "$@" --report "$TMP/bad.json" > /dev/null 2> "$TMP/err.txt"
+  local rc=$?
+  [ $rc -eq 2 ] || fail "expected exit 2, got $rc for: $*"
+  [ "$(wc -l < "$TMP/err.txt")" -eq 1 ] || fail "expected one line on stderr for: $* ($(cat "$TMP/err.txt"))"
+  grep -q -- "$want" "$TMP/err.txt" || fail "message lacks '$want': $(cat "$TMP/err.txt")"
+  [ ! -e "$TMP/bad.json" ] || fail "report written despite bad input: $*"
+}
+printf 'format: placesim-calibration/1\ndevices:\n  K80-GK210:\n    exact: {"x": "fast"}\n' > "$TMP/bad-cal.yaml"
+check_bad 'exact' --graph "$GOLDEN/tiny_staged_streams/graph.json" --cluster "$GOLDEN/tiny_staged_streams/cluster.yaml" \
+  --placement "$GOLDEN/tiny_staged_streams/placement.json" --calibration "$TMP/bad-cal.yaml"
+check_bad 'nosuch' --graph "$GOLDEN/tiny_staged_streams/graph.json" --cluster "$GOLDEN/tiny_staged_streams/cluster.yaml" \
+  --placement nosuch-method
+check_bad 'cal.yaml' --graph "$GOLDEN/tiny_staged_streams/graph.json" --cluster "$GOLDEN/tiny_staged_streams/cluster.yaml" \
+  --placement "$GOLDEN/tiny_staged_streams/placement.json" --calibration "$TMP/missing-cal.yaml"
+echo "simulate_test: ok"
