@@ -46,6 +46,9 @@ struct RlOptions {
   double grad_clip = 1.0;           ///< global L2 norm
   double baseline_decay = 0.9;      ///< EMA of the mean reward per iteration
   double entropy_weight = 0.0;      ///< bonus on the mean per-group entropy
+  /// Divide the advantages (reward - EMA baseline) by the standard deviation of this iteration's
+  /// rewards: the gradient's size then does not depend on the workload's step-time scale.
+  bool normalize_advantage = true;
   /// An OOM placement is scored as if it took oom_penalty × reference × (1 + overflow) seconds,
   /// reference being the trainer's `oom_reference_s` and overflow the fraction by which the worst
   /// device exceeds its memory: worse than any sane placement, and less bad the closer it fits.

@@ -299,7 +299,16 @@ IterationStats Trainer::step() {
     }
     auto adv = torch::empty({k}, torch::kFloat);
     auto ad = adv.accessor<float, 1>();
-    for (int s = 0; s < k; ++s) ad[s] = static_cast<float>(rewards[static_cast<size_t>(s)] - m.baseline);
+    double scale = 1.0;
+    if (m.opt.normalize_advantage && k > 1) {
+      double var = 0.0;
+      for (double r : rewards) var += (r - mean_reward) * (r - mean_reward);
+      const double sd = std::sqrt(var / (k - 1));
+      // Identical rewards carry no signal; a floor keeps the step finite instead of exploding.
+      scale = 1.0 / std::max(sd, 1e-3 * std::abs(mean_reward) + 1e-12);
+    }
+    for (int s = 0; s < k; ++s)
+      ad[s] = static_cast<float>((rewards[static_cast<size_t>(s)] - m.baseline) * scale);
     auto mean_entropy = entropy.mean() / g;
     auto loss = -(adv * logp).mean() - m.opt.entropy_weight * mean_entropy;
     m.adam->zero_grad();

@@ -175,6 +175,50 @@ TEST(RlTrainer, BadCheckpointsAreInputErrors) {
   std::filesystem::remove_all(dir);
 }
 
+// A chain x -> a -> b -> c -> d with a's and b's gradient ops co-located with them.
+sim::Graph small_graph() {
+  sim::Graph g;
+  g.name = "chain";
+  auto add = [&g](const std::string& name, const std::string& type, std::vector<sim::OpId> in,
+                  const std::string& group = "") {
+    sim::Op op{.name = name, .type = type, .flops = sim::Flops{1e6}};
+    for (auto i : in) op.inputs.push_back({i, 0});
+    op.outputs = {{.bytes = sim::Bytes{4096}}};
+    op.group = group;
+    return g.add_op(std::move(op));
+  };
+  const auto x = add("x", "Placeholder", {});
+  const auto a = add("a", "MatMul", {x}, "A");
+  const auto b = add("b", "MatMul", {a}, "B");
+  const auto c = add("c", "Relu", {b});
+  const auto d = add("d", "Loss", {c});
+  const auto gb = add("grad_b", "MatMulGrad", {d, b}, "B");
+  add("grad_a", "MatMulGrad", {gb, a}, "A");
+  g.finalize("chain");
+  return g;
+}
+
+TEST(RlGrouping, ColocationGroupsCutIntoContiguousChunks) {
+  const sim::Graph g = small_graph();
+  const models::Grouping all = colocation_grouping(g, 100);
+  EXPECT_EQ(all.size(), 5);   // x, A, B, c, d
+  EXPECT_EQ(all.group_of_op[1], all.group_of_op[6]);   // a with grad_a
+  EXPECT_EQ(all.group_of_op[2], all.group_of_op[5]);   // b with grad_b
+  const models::Grouping two = colocation_grouping(g, 2);
+  ASSERT_EQ(two.size(), 2);
+  for (int op = 0; op < g.num_ops(); ++op) EXPECT_GE(two.group_of_op[static_cast<size_t>(op)], 0);
+  EXPECT_EQ(two.group_of_op[0], 0);
+  EXPECT_EQ(two.group_of_op[4], 1);
+  sim::Cluster c;
+  c.devices.resize(3);
+  const PolicyProblem p = make_problem(two, c);
+  EXPECT_EQ(p.num_devices, 3);
+  ASSERT_EQ(p.num_groups(), 2);
+  EXPECT_EQ(p.features[0].size(), p.features[1].size());
+  EXPECT_TRUE(p.allowed.empty());
+  EXPECT_THROW(colocation_grouping(g, 0), sim::InputError);
+}
+
 TEST(RlTrainer, RejectsBadOptions) {
   EXPECT_THROW(Trainer(chain_problem(3, 2), RlOptions{.samples = 0}, prefer_device(0), 1.0),
                sim::InputError);
