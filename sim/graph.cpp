@@ -1,6 +1,7 @@
 #include "sim/graph.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -337,6 +338,91 @@ struct PendingRef {
   bool explicit_output = false;
 };
 
+// Builds the JSON DOM except for the elements of the top-level "ops" array: each op object is
+// handed to `on_op` as soon as it is complete and then dropped, so a 100k-op file never exists
+// as one DOM (which cost more in allocation and page faults than the parse itself).
+class OpStreamingBuilder {
+ public:
+  using OnOp = std::function<void(const json&, std::size_t)>;
+  OpStreamingBuilder(const JsonReader& rd, const std::string& text, OnOp on_op)
+      : rd_(rd), text_(text), on_op_(std::move(on_op)) {}
+
+  json root;
+
+  bool null() { add(json(nullptr)); return true; }
+  bool boolean(bool v) { add(json(v)); return true; }
+  bool number_integer(json::number_integer_t v) { add(json(v)); return true; }
+  bool number_unsigned(json::number_unsigned_t v) { add(json(v)); return true; }
+  bool number_float(json::number_float_t v, const json::string_t& /*raw*/) { add(json(v)); return true; }
+  bool string(json::string_t& v) { add(json(std::move(v))); return true; }
+  bool binary(json::binary_t& /*v*/) { add(json(nullptr)); return true; }
+  bool start_object(std::size_t /*n*/) {
+    stack_.push_back(add(json::object()));
+    return true;
+  }
+  bool key(json::string_t& k) {
+    if (stack_.size() == 1 && k == "ops" && ops_ != nullptr) rd_.fail("ops", "one \"ops\" list, got a second one");
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() {
+    stack_.pop_back();
+    if (!stack_.empty() && stack_.back() == ops_) {
+      on_op_(ops_->back(), count_ - 1);
+      ops_->get_ref<json::array_t&>().pop_back();
+    }
+    return true;
+  }
+  bool start_array(std::size_t /*n*/) {
+    const bool is_ops = stack_.size() == 1 && key_ == "ops" && stack_.back()->is_object();
+    json* arr = add(json::array());
+    if (is_ops) ops_ = arr;
+    stack_.push_back(arr);
+    return true;
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& ex) {
+    std::string msg = ex.what();
+    if (const auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
+    rd_.fail(line_col(text_, position), "valid JSON (" + printable(msg, 120) + ")");
+  }
+
+ private:
+  json* add(json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      if (&top == ops_) {
+        ++count_;
+        if (!v.is_object()) {
+          rd_.fail("ops[" + std::to_string(count_ - 1) + "]", "an op object, got " + shown(v));
+        }
+      }
+      auto& arr = top.get_ref<json::array_t&>();
+      arr.push_back(std::move(v));
+      return &arr.back();
+    }
+    json& slot = top[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+
+  const JsonReader& rd_;
+  const std::string& text_;
+  OnOp on_op_;
+  std::vector<json*> stack_;
+  std::string key_;
+  json* ops_ = nullptr;
+  std::size_t count_ = 0;
+};
+
 }  // namespace
 
 Graph parse_graph_json(const std::string& text, const std::string& origin) {
@@ -344,38 +430,12 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     rd.fail("", "a JSON graph object with \"ops\", got an empty file");
   }
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string msg = e.what();
-    if (const auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
-    rd.fail(line_col(text, e.byte), "valid JSON (" + printable(msg, 120) + ")");
-  } catch (const json::exception& e) {
-    rd.fail("", std::string("valid JSON (") + printable(e.what(), 120) + ")");
-  }
-  rd.expect_object(root, "", {"format", "version", "name", "metadata", "ops"});
   Graph g;
-  if (root.contains("version")) {
-    const auto ver = rd.integer(root["version"], "version", 1, 1);
-    (void)ver;
-  }
-  if (root.contains("name")) g.name = rd.str(root["name"], "name");
-  if (root.contains("metadata")) {
-    const json& md = root["metadata"];
-    if (!md.is_object()) rd.fail("metadata", "an object of strings, got " + shown(md));
-    for (const auto& [k, v] : md.items()) {
-      g.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
-    }
-  }
-  if (!root.contains("ops")) rd.fail("ops", "a list of ops (the key is missing)");
-  const json& ops = root["ops"];
-  if (!ops.is_array()) rd.fail("ops", "a list of ops, got " + shown(ops));
-  g.ops.reserve(ops.size());
-  std::vector<std::vector<PendingRef>> pending_inputs(ops.size());
-  std::vector<std::vector<std::string>> pending_control(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const json& o = ops[i];
+  std::vector<std::vector<PendingRef>> pending_inputs;
+  std::vector<std::vector<std::string>> pending_control;
+  auto read_op = [&](const json& o, std::size_t i) {
+    pending_inputs.emplace_back();
+    pending_control.emplace_back();
     const std::string path = "ops[" + std::to_string(i) + "]";
     rd.expect_object(o, path,
                      {"name", "type", "phase", "flops", "bytes_read", "bytes_written", "dtype",
@@ -486,7 +546,30 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     if (o.contains("layer")) op.layer = rd.str(o["layer"], Key{p, ".layer"});
     if (o.contains("stream")) op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
     g.ops.push_back(std::move(op));
+  };
+
+  OpStreamingBuilder builder(rd, text, read_op);
+  try {
+    json::sax_parse(text, &builder);
+  } catch (const json::exception& e) {
+    rd.fail("", std::string("valid JSON (") + printable(e.what(), 120) + ")");
   }
+  json& root = builder.root;
+  rd.expect_object(root, "", {"format", "version", "name", "metadata", "ops"});
+  if (root.contains("version")) {
+    const auto ver = rd.integer(root["version"], "version", 1, 1);
+    (void)ver;
+  }
+  if (root.contains("name")) g.name = rd.str(root["name"], "name");
+  if (root.contains("metadata")) {
+    const json& md = root["metadata"];
+    if (!md.is_object()) rd.fail("metadata", "an object of strings, got " + shown(md));
+    for (const auto& [k, v] : md.items()) {
+      g.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    }
+  }
+  if (!root.contains("ops")) rd.fail("ops", "a list of ops (the key is missing)");
+  if (!root["ops"].is_array()) rd.fail("ops", "a list of ops, got " + shown(root["ops"]));
 
   // Resolve names now that every op is known (inputs may name later ops; finalize finds cycles).
   std::map<std::string, OpId, std::less<>> ids;
