@@ -2,55 +2,50 @@
 # Sweep throughput: points per second of `placesim sweep` on 1 and 2 oneTBB threads and on 1 and
 # 2 MPI ranks (one thread each), best of REPEAT runs, and the parallel efficiency 1 -> 2.
 #   tools/bench_sweep.sh build/placesim [SPEC] [REPEAT]
-# Prints a Markdown table (docs/performance.md). "sweep s" is the evaluation phase that
-# run_sweep times (points in parallel); "process s" adds start-up (graph building, MPI start).
+# Prints a Markdown table (docs/performance.md):
+#   sweep s    the evaluation phase that run_sweep times (points in parallel), best run;
+#   efficiency T(1) / (2 T(2)) on sweep s;
+#   CPU s      user + sys of the whole process tree in that run (includes start-up: graph
+#              building on every rank, MPI start); CPU(1)/CPU(2) bounds the efficiency a
+#              machine with two idle cores would show, since it is what the second worker adds.
+#   process s  wall time of the whole command.
 set -eu
-PLACESIM=${1:?usage: bench_sweep.sh PATH_TO_placesim [SPEC] [REPEAT]}
+PLACESIM=$(realpath "${1:?usage: bench_sweep.sh PATH_TO_placesim [SPEC] [REPEAT]}")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 SPEC=${2:-$SRC/scenarios/sweeps/bench_throughput.yaml}
 REPEAT=${3:-3}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+MPI="mpirun --allow-run-as-root --oversubscribe"
 
-run() {  # label, then the command prefix; prints "sweep_s process_s points"
-  local best_s="" best_p="" pts=""
+run() {  # command prefix; prints "sweep_s cpu_s process_s points" of the best run
+  local best=""
   for _ in $(seq "$REPEAT"); do
     rm -f "$T/o.csv" "$T/o.csv.partial"
-    local t0 t1
-    t0=$(date +%s.%N)
-    "$@" sweep "$SPEC" -o "$T/o.csv" -q >/dev/null 2>"$T/err"
-    t1=$(date +%s.%N)
-    local line s
+    /usr/bin/time -o "$T/time" -f "%e %U %S" "$@" "$SPEC" -o "$T/o.csv" -q >/dev/null 2>"$T/err"
+    local line pts s wall user sys
     line=$(grep '^sweep:' "$T/err")
     pts=$(echo "$line" | sed -E 's/^sweep: ([0-9]+) points.*/\1/')
     s=$(echo "$line" | sed -E 's/.* in ([0-9.e+-]+) s$/\1/')
-    local p
-    p=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$best_s" ] || [ "$(echo "$s < $best_s" | bc -l)" = 1 ]; then best_s=$s; best_p=$p; fi
+    read -r wall user sys < "$T/time"
+    if [ -z "$best" ] || [ "$(echo "$s < ${best%% *}" | bc -l)" = 1 ]; then
+      best="$s $(echo "$user + $sys" | bc -l) $wall $pts"
+    fi
   done
-  echo "$best_s $best_p $pts"
+  echo "$best"
 }
 
-MPI="mpirun --allow-run-as-root --oversubscribe"
-cat > "$T/ps1" <<SH
-#!/usr/bin/env bash
-sub=\$1; shift; exec "$PLACESIM" "\$sub" "\$@" --threads 1
-SH
-cat > "$T/ps2" <<SH
-#!/usr/bin/env bash
-sub=\$1; shift; exec "$PLACESIM" "\$sub" "\$@" --threads 2
-SH
-chmod +x "$T/ps1" "$T/ps2"
-read -r s1 p1 n <<<"$(run "$T/ps1")"
-read -r s2 p2 _ <<<"$(run "$T/ps2")"
-read -r r1 q1 _ <<<"$(run $MPI -np 1 "$T/ps1")"
-read -r r2 q2 _ <<<"$(run $MPI -np 2 "$T/ps1")"
-echo "load average before/after: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, $n points, best of $REPEAT"
+read -r s1 c1 p1 n <<<"$(run "$PLACESIM" sweep --threads 1)"
+read -r s2 c2 p2 _ <<<"$(run "$PLACESIM" sweep --threads 2)"
+read -r r1 d1 q1 _ <<<"$(run $MPI -np 1 "$PLACESIM" sweep --threads 1)"
+read -r r2 d2 q2 _ <<<"$(run $MPI -np 2 "$PLACESIM" sweep --threads 1)"
+echo "$(basename "$SPEC"): $n points, best of $REPEAT; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| configuration | sweep s | points/s | efficiency 1->2 | process s |"
-echo "|---|---|---|---|---|"
-row() { printf '| %s | %.3f | %.1f | %s | %.3f |\n' "$1" "$2" "$(echo "$n / $2" | bc -l)" "$3" "$4"; }
-row "1 thread" "$s1" "" "$p1"
-row "2 threads" "$s2" "$(printf '%.0f%%' "$(echo "100 * $s1 / (2 * $s2)" | bc -l)")" "$p2"
-row "1 MPI rank x 1 thread" "$r1" "" "$q1"
-row "2 MPI ranks x 1 thread" "$r2" "$(printf '%.0f%%' "$(echo "100 * $r1 / (2 * $r2)" | bc -l)")" "$q2"
+echo "| configuration | sweep s | points/s | efficiency 1->2 | CPU s | CPU(1)/CPU(2) | process s |"
+echo "|---|---|---|---|---|---|---|"
+pct() { printf '%.0f%%' "$(echo "100 * $1 / ($2)" | bc -l)"; }
+row() { printf '| %s | %.3f | %.1f | %s | %.2f | %s | %.2f |\n' "$1" "$2" "$(echo "$n / $2" | bc -l)" "$3" "$4" "$5" "$6"; }
+row "1 thread" "$s1" "" "$c1" "" "$p1"
+row "2 threads" "$s2" "$(pct "$s1" "2 * $s2")" "$c2" "$(pct "$c1" "$c2")" "$p2"
+row "1 MPI rank x 1 thread" "$r1" "" "$d1" "" "$q1"
+row "2 MPI ranks x 1 thread" "$r2" "$(pct "$r1" "2 * $r2")" "$d2" "$(pct "$d1" "$d2")" "$q2"
