@@ -10,6 +10,7 @@
 #              machine with two idle cores would show, since it is what the second worker adds.
 #   process s  wall time of the whole command.
 set -eu
+calc() { awk "BEGIN { print $* }"; }   # arithmetic without bc
 PLACESIM=$(realpath "${1:?usage: bench_sweep.sh PATH_TO_placesim [SPEC] [REPEAT]}")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 SPEC=${2:-$SRC/scenarios/sweeps/bench_throughput.yaml}
@@ -28,8 +29,8 @@ run() {  # command prefix; prints "sweep_s cpu_s process_s points" of the best r
     pts=$(echo "$line" | sed -E 's/^sweep: ([0-9]+) points.*/\1/')
     s=$(echo "$line" | sed -E 's/.* in ([0-9.e+-]+) s$/\1/')
     read -r wall user sys < "$T/time"
-    if [ -z "$best" ] || [ "$(echo "$s < ${best%% *}" | bc -l)" = 1 ]; then
-      best="$s $(echo "$user + $sys" | bc -l) $wall $pts"
+    if [ -z "$best" ] || [ "$(calc "($s < ${best%% *}) ? 1 : 0")" = 1 ]; then
+      best="$s $(calc "$user + $sys") $wall $pts"
     fi
   done
   echo "$best"
@@ -43,8 +44,8 @@ echo "$(basename "$SPEC"): $n points, best of $REPEAT; $(nproc) cores, load aver
 echo
 echo "| configuration | sweep s | points/s | efficiency 1->2 | CPU s | CPU(1)/CPU(2) | process s |"
 echo "|---|---|---|---|---|---|---|"
-pct() { printf '%.0f%%' "$(echo "100 * $1 / ($2)" | bc -l)"; }
-row() { printf '| %s | %.3f | %.1f | %s | %.2f | %s | %.2f |\n' "$1" "$2" "$(echo "$n / $2" | bc -l)" "$3" "$4" "$5" "$6"; }
+pct() { printf '%.0f%%' "$(calc "100 * $1 / ($2)")"; }
+row() { printf '| %s | %.3f | %.1f | %s | %.2f | %s | %.2f |\n' "$1" "$2" "$(calc "$n / $2")" "$3" "$4" "$5" "$6"; }
 row "1 thread" "$s1" "" "$c1" "" "$p1"
 row "2 threads" "$s2" "$(pct "$s1" "2 * $s2")" "$c2" "$(pct "$c1" "$c2")" "$p2"
 row "1 MPI rank x 1 thread" "$r1" "" "$d1" "" "$q1"
