@@ -196,7 +196,10 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
       sim::OpId& pending_wait = ts.pending_wait;
       auto& pending_wait_stream = ts.pending_wait_stream;
       chain = &prev;
-        if (c->ts_ns > cursor) host_op("HostWork", "cpu", c->ts_ns - cursor);
+        if (c->ts_ns > cursor) {
+          const sim::OpId h = host_op("HostWork", "cpu", c->ts_ns - cursor);
+          rg.measured_end_ns[static_cast<std::size_t>(h)] = c->ts_ns - w.begin_ns;
+        }
         cursor = std::max(cursor, c->end_ns());
         const auto git = gpu_by_corr.find(c->correlation);
         const bool launches = git != gpu_by_corr.end();
@@ -219,6 +222,7 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
           if (target >= 0 && target_end > c->ts_ns) dur = c->end_ns() - target_end;
           const bool waited = target >= 0 && target_end > c->ts_ns;
           const sim::OpId s = host_op("Sync", c->name, waited ? 0 : dur);
+          rg.measured_end_ns[static_cast<std::size_t>(s)] = (waited ? target_end : c->end_ns()) - w.begin_ns;
           if (waited) {
             g.ops[static_cast<std::size_t>(s)].control_inputs.push_back(target);
             host_op("SyncReturn", c->name, std::max<std::int64_t>(0, dur));
@@ -314,7 +318,10 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
     }
     for (auto& [th, ts] : tstate) {
       chain = &ts.prev;
-      if (th == main_thread && ts.cursor < w.end_ns) host_op("HostWork", "step-tail", w.end_ns - ts.cursor);
+      if (th == main_thread && ts.cursor < w.end_ns) {
+        const sim::OpId h = host_op("HostWork", "step-tail", w.end_ns - ts.cursor);
+        rg.measured_end_ns[static_cast<std::size_t>(h)] = w.end_ns - w.begin_ns;
+      }
       measured_max = std::max(measured_max, (th == main_thread ? w.end_ns : ts.cursor) - w.begin_ns);
     }
   }
@@ -442,7 +449,6 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
       const sim::OpId id = rg.graph.op_index(it.name);
       if (id < 0) continue;
       const std::int64_t meas_end = rg.measured_end_ns[static_cast<std::size_t>(id)];
-      if (meas_end == 0 && rg.graph.ops[static_cast<std::size_t>(id)].type == "HostWork") continue;
       const std::int64_t drift = it.end - meas_end;
       if (drift != prev_drift) contrib.push_back({it.name, static_cast<double>(drift - prev_drift) * 1e-9});
       prev_drift = drift;

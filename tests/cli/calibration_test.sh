@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# End to end: import topo, calibrate, calibrate-links, validate through the placesim binary, on the
+# real files of tests/data/calibration; malformed inputs give one line and exit 2.
+set -u
+P="$1"
+D="$(cd "$(dirname "$0")/../data/calibration" && pwd)"
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# `import topo` is registered under engineer C's `import`; skip when that is not there yet.
+if "$P" import topo --help >/dev/null 2>&1; then
+  "$P" import topo --nvidia-smi "$D/a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt" --gpu-model A100-PCIe-80GB -o "$T/a100.yaml" >/dev/null || fail "import topo nvidia-smi"
+  grep -q "nvlink3" "$T/a100.yaml" || fail "no nvlink3 link in the imported cluster"
+  "$P" import topo --nccl-xml "$D/azhpc_ndv4-topo.xml" --gpu-model A100-SXM4-40GB -o "$T/ndv4.yaml" >/dev/null || fail "import topo nccl-xml"
+  out=$("$P" import topo --nvidia-smi "$D/dgx1v_nvidia-smi-topo.txt" -o "$T/x.yaml" 2>&1); rc=$?
+  [ "$rc" = 2 ] || fail "missing --gpu-model should exit 2, got $rc"
+  [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "error should be one line: $out"
+  "$P" calibrate-links --p2p "$D/a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt" --cluster "$T/a100.yaml" -o "$T/a100-cal.yaml" >"$T/links.txt" || fail "calibrate-links --p2p"
+  grep -q "nvlink3" "$T/links.txt" || fail "calibrate-links report lacks the nvlink3 class"
+fi
+
+"$P" calibrate --profile "$D/mi250_rocm_minitoy.json" --device-model MI250 -o "$T/cal.yaml" >/dev/null || fail "calibrate"
+[ -s "$T/cal.yaml" ] || fail "calibration YAML not written"
+"$P" validate --profile "$D/a100_event_sync.json" --json -o "$T/v.json" >/dev/null || fail "validate"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); e=d['steps'][0]['error']; sys.exit(0 if abs(e) < 0.05 else 1)" "$T/v.json" || fail "replay error over 5%"
+
+out=$("$P" validate --profile "$D/does-not-exist.json" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "missing profile should exit 2, got $rc"
+[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "error should be one line: $out"
+printf '{"traceEvents": [' >"$T/bad.json"
+out=$("$P" calibrate --profile "$T/bad.json" -o "$T/bad.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "truncated JSON should exit 2, got $rc"
+[ ! -e "$T/bad.yaml" ] || fail "no output file on error"
+echo "ok"
