@@ -7,6 +7,7 @@
 //   sim::Placement p = dag.expand(dev);
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "policy/group_dag.hpp"
@@ -37,5 +38,9 @@ GroupPlacement place_m_etf(const GroupDag& dag, const sim::Graph& g, const sim::
                            const MethodOptions& o);
 GroupPlacement place_m_sct(const GroupDag& dag, const sim::Graph& g, const sim::Cluster& c,
                            const MethodOptions& o);
+/// m-topo / m-etf / m-sct counting `share` of the activations, without the simulator's check.
+GroupPlacement place_baechi_unchecked(const std::string& method, const GroupDag& dag,
+                                      const sim::Graph& g, const sim::Cluster& c,
+                                      const MethodOptions& o, double share);
 
 }  // namespace placesim::policy

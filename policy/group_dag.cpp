@@ -179,13 +179,13 @@ sim::DeviceId host_for(const sim::Cluster& c, sim::DeviceId gpu) {
 }
 
 double group_memory(const GroupDag& dag, int group, sim::DeviceId d,
-                    const std::vector<sim::DeviceId>& device_of_group) {
+                    const std::vector<sim::DeviceId>& device_of_group, double activation_share) {
   const auto gi = static_cast<std::size_t>(group);
-  double need = dag.persistent_bytes[gi] + dag.output_bytes[gi];
+  double activations = dag.output_bytes[gi];
   for (const OpEdge& e : dag.external_inputs[gi])
     if (device_of_group[static_cast<std::size_t>(dag.group_of_op[static_cast<std::size_t>(e.op)])] != d)
-      need += e.bytes;
-  return need;
+      activations += e.bytes;
+  return dag.persistent_bytes[gi] + activation_share * activations;
 }
 
 }  // namespace placesim::policy

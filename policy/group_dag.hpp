@@ -85,7 +85,9 @@ sim::DeviceId host_for(const sim::Cluster& c, sim::DeviceId gpu);
 /// groups (-1 = not yet): its parameters, every output it produces, and every tensor it reads
 /// from a group that is not known to be on `d` (received copies occupy the destination). The
 /// simulator frees activations after their last use, so its peak never exceeds this sum.
+/// `activation_share` < 1 counts only that share of the outputs and received tensors: an estimate
+/// that is no longer a bound, used by the Baechi methods only with a simulation to confirm it.
 double group_memory(const GroupDag& dag, int group, sim::DeviceId d,
-                    const std::vector<sim::DeviceId>& device_of_group);
+                    const std::vector<sim::DeviceId>& device_of_group, double activation_share = 1.0);
 
 }  // namespace placesim::policy
