@@ -239,7 +239,15 @@ class StepRun {
   void busy_up(DeviceId d);
   void busy_down(DeviceId d);
   void finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred);
-  [[nodiscard]] bool stream_dep(std::int32_t producer, std::int32_t consumer) const;
+  [[nodiscard]] bool stream_dep(std::int32_t producer, std::int32_t consumer) const {
+    // A GPU input produced on the same stream is usable once the producer is enqueued: stream
+    // order guarantees it runs first (this is how TensorFlow and PyTorch launch ahead).
+    const DeviceId d = dev_[producer];
+    if (dev_[consumer] != d || !P_.is_gpu[d]) return false;
+    if (single_stream_[d]) return true;
+    const auto pp = P_.pinned[producer], pc = P_.pinned[consumer];
+    return pp >= 0 && pc >= 0 && pp % P_.streams[d] == pc % P_.streams[d];
+  }
   [[nodiscard]] std::int64_t kernel_time(std::int32_t op) const {
     return P_.kernel_ns[static_cast<std::size_t>(P_.dev_class[dev_[op]]) * P_.n_ops + op];
   }
@@ -299,16 +307,6 @@ class StepRun {
   bool unreachable_ = false;
   std::vector<std::int32_t> done_scratch_;
 };
-
-bool StepRun::stream_dep(std::int32_t producer, std::int32_t consumer) const {
-  // A GPU input produced on the same stream is usable once the producer is enqueued: stream
-  // order guarantees it runs first (this is how TensorFlow and PyTorch launch ahead).
-  const DeviceId d = dev_[producer];
-  if (dev_[consumer] != d || !P_.is_gpu[d]) return false;
-  if (single_stream_[d]) return true;
-  const auto pp = P_.pinned[producer], pc = P_.pinned[consumer];
-  return pp >= 0 && pc >= 0 && pp % P_.streams[d] == pc % P_.streams[d];
-}
 
 void StepRun::build_copies() {
   copy_begin_.assign(P_.n_tensors + 1, 0);
