@@ -607,6 +607,44 @@ std::string cluster_to_yaml(const Cluster& c) {
     for (const auto& [a, b] : pairs) out << YAML::Flow << YAML::BeginSeq << a << b << YAML::EndSeq;
     out << YAML::EndSeq << YAML::EndMap;
   }
+  // Routes that differ from what compute_routes() gives were explicit in the source file; write
+  // them back so the round trip keeps them.
+  Cluster recomputed = c;
+  bool have_recomputed = true;
+  try {
+    compute_routes(recomputed);
+  } catch (const InputError&) {
+    have_recomputed = false;
+  }
+  auto same = [](const Route& x, const Route& y) {
+    if (x.segments.size() != y.segments.size()) return false;
+    for (std::size_t k = 0; k < x.segments.size(); ++k) {
+      const auto& hx = x.segments[k].hops;
+      const auto& hy = y.segments[k].hops;
+      if (hx.size() != hy.size()) return false;
+      for (std::size_t h = 0; h < hx.size(); ++h) {
+        if (hx[h].link != hy[h].link) return false;
+      }
+    }
+    return true;
+  };
+  bool any_route = false;
+  for (std::size_t i = 0; have_recomputed && i < c.routes.size(); ++i) {
+    for (std::size_t j = 0; j < c.routes[i].size(); ++j) {
+      const Route& r = c.routes[i][j];
+      if (i == j || r.segments.size() != 1 || same(r, recomputed.routes[i][j])) continue;
+      if (!any_route) {
+        out << YAML::Key << "routes" << YAML::Value << YAML::BeginSeq;
+        any_route = true;
+      }
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "from" << YAML::Value << c.devices[i].name
+          << YAML::Key << "to" << YAML::Value << c.devices[j].name << YAML::Key << "links"
+          << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const Hop& h : r.segments[0].hops) out << c.links[static_cast<std::size_t>(h.link)].name;
+      out << YAML::EndSeq << YAML::EndMap;
+    }
+  }
+  if (any_route) out << YAML::EndSeq;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

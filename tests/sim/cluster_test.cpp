@@ -192,6 +192,19 @@ TEST(Cluster, ExplicitRoutesOverrideAndPeerAccessNoneStages) {
   const Cluster c = parse_cluster_yaml(std::string(kBase) + "peer_access: none\n", "c.yaml");
   EXPECT_TRUE(c.route(1, 2).staged());
   EXPECT_EQ(c.devices[1].host, 0);
+  // A parallel link and an explicit route that uses it instead of the computed (first) one.
+  const std::string y = std::string(kBase) +
+                        "  - {between: [gpu1, sw0], bandwidth: 24 GB/s}\n"
+                        "routes:\n  - {from: gpu0, to: gpu1, links: [gpu0-sw0, gpu1-sw0#2]}\n";
+  const Cluster e = parse_cluster_yaml(y, "c.yaml");
+  const Route& r = e.route(1, 2);
+  ASSERT_EQ(r.segments.size(), 1u);
+  EXPECT_EQ(link_names(e, r.segments[0]), (std::vector<std::string>{"gpu0-sw0", "gpu1-sw0#2"}));
+  EXPECT_FALSE(r.segments[0].hops[1].forward);
+  EXPECT_DOUBLE_EQ(r.segments[0].bottleneck.bytes_per_s, 12e9);
+  const Cluster back = parse_cluster_yaml(cluster_to_yaml(e), "back.yaml");
+  EXPECT_EQ(link_names(back, back.route(1, 2).segments[0]), link_names(e, r.segments[0]));
+  EXPECT_EQ(link_names(back, back.route(2, 1).segments[0]), link_names(e, e.route(2, 1).segments[0]));
 }
 
 TEST(Cluster, ErrorsNameKeyPathAndLine) {
