@@ -104,7 +104,7 @@ sim::OpId GraphBuilder::add(sim::Op op) {
 
 Tensor GraphBuilder::input(const std::string& name, Shape shape, sim::Dtype dtype) {
   sim::Op op;
-  op.name = layer_.empty() ? name : layer_ + "/" + name;
+  op.name = layer_.empty() || !prefix_ ? name : layer_ + "/" + name;
   op.type = "Placeholder";
   op.dtype = dtype;
   op.layer = layer_;
@@ -114,11 +114,29 @@ Tensor GraphBuilder::input(const std::string& name, Shape shape, sim::Dtype dtyp
   return out_of(add(std::move(op)), 0);
 }
 
-Tensor GraphBuilder::variable(const std::string& name, Shape shape) {
+Tensor GraphBuilder::constant(const std::string& name, Shape shape, sim::Dtype dtype,
+                              const std::string& type) {
   sim::Op op;
-  op.name = layer_.empty() ? name : layer_ + "/" + name;
-  op.type = "VariableV2";
+  op.name = layer_.empty() || !prefix_ ? name : layer_ + "/" + name;
+  op.type = type;
+  op.dtype = dtype;
   op.layer = layer_;
+  op.phase = sim::Phase::Other;
+  const std::int64_t bytes = num_elements(shape) * sim::dtype_size(dtype);
+  op.persistent = sim::Bytes{bytes};
+  op.outputs.push_back({.bytes = sim::Bytes{bytes}, .shape = std::move(shape), .dtype = dtype});
+  return out_of(add(std::move(op)), 0);
+}
+
+Tensor GraphBuilder::variable(const std::string& name, Shape shape) {
+  return variable_named(layer_.empty() ? name : layer_ + "/" + name, std::move(shape), layer_);
+}
+
+Tensor GraphBuilder::variable_named(const std::string& full_name, Shape shape, const std::string& layer) {
+  sim::Op op;
+  op.name = full_name;
+  op.type = "VariableV2";
+  op.layer = layer;
   op.phase = sim::Phase::Other;
   op.group = op.name;
   const std::int64_t bytes = num_elements(shape) * 4;
@@ -136,7 +154,7 @@ std::vector<Tensor> GraphBuilder::op(const std::string& name, const std::string&
                                      const std::vector<Shape>& out_shapes, double flops,
                                      std::vector<GradRule> grads, sim::Dtype out_dtype) {
   sim::Op op;
-  op.name = layer_.empty() ? name : layer_ + "/" + name;
+  op.name = layer_.empty() || !prefix_ ? name : layer_ + "/" + name;
   op.type = type;
   op.layer = layer_;
   op.phase = sim::Phase::Forward;

@@ -72,9 +72,16 @@ class GraphBuilder {
   /// Layer/module path for the ops that follow, e.g. "encoder/lstm_1".
   void scope(std::string layer) { layer_ = std::move(layer); }
   [[nodiscard]] const std::string& current_scope() const { return layer_; }
+  /// When off, op() and input() use the given names verbatim (the scope still sets the layer):
+  /// importers keep the source model's names.
+  void prefix_names(bool on) { prefix_ = on; }
 
   /// A fed tensor (no gradient).
   Tensor input(const std::string& name, Shape shape, sim::Dtype dtype = sim::Dtype::F32);
+  /// A non-trainable persistent tensor (batch-norm running statistics, constants): resident all
+  /// step, no gradient.
+  Tensor constant(const std::string& name, Shape shape, sim::Dtype dtype = sim::Dtype::F32,
+                  const std::string& type = "Const");
   /// A trainable variable (its output is the parameter tensor; persistent bytes = its size).
   Tensor variable(const std::string& name, Shape shape);
   /// A generic forward op. Names are prefixed with the scope. Returns its outputs.
@@ -123,6 +130,12 @@ class GraphBuilder {
   [[nodiscard]] const sim::Graph& graph() const { return g_; }
   /// Total trainable parameters (elements) so far.
   [[nodiscard]] std::int64_t parameter_count() const { return params_; }
+  /// Whether a gradient can flow into `t` (it depends on a variable).
+  [[nodiscard]] bool needs_grad(const Tensor& t) const {
+    return info_[static_cast<std::size_t>(t.op)].needs_grad;
+  }
+  /// Variables are named by the caller exactly (no scope prefix) when `exact` is set.
+  Tensor variable_named(const std::string& full_name, Shape shape, const std::string& layer);
 
  private:
   struct FwdInfo {
@@ -137,6 +150,7 @@ class GraphBuilder {
 
   sim::Graph g_;
   std::string layer_;
+  bool prefix_ = true;
   std::int64_t params_ = 0;
   std::vector<FwdInfo> info_;                       // per op
   std::vector<sim::OpId> variables_;

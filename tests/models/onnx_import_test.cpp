@@ -1,0 +1,131 @@
+// ONNX import of real torchvision exports (tests/data/onnx, made by generate.py there):
+// parameter counts against torchvision's own sum(p.numel()), multiply-adds against torchvision's
+// published table, and the derived training step.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "models/grouping.hpp"
+#include "models/onnx_import.hpp"
+#include "models/registry.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::models {
+namespace {
+
+const std::string kDir = PLACESIM_TEST_DATA "/onnx/";
+
+std::int64_t params_of(const sim::Graph& g) {
+  std::int64_t n = 0;
+  for (const auto& op : g.ops) {
+    if (op.type == "VariableV2") n += num_elements(op.outputs.at(0).shape);
+  }
+  return n;
+}
+
+double forward_macs(const sim::Graph& g) {
+  double f = 0;
+  for (const auto& op : g.ops) {
+    if (op.phase == sim::Phase::Forward && (op.type == "Conv" || op.type == "Gemm" || op.type == "MatMul")) {
+      f += op.flops.v / 2;
+    }
+  }
+  return f;
+}
+
+struct Expected {
+  std::int64_t params;  // torchvision sum(p.numel()), printed by generate.py
+  double macs;          // torchvision's model table ("GFLOPS" = multiply-adds), 224x224
+};
+
+const std::map<std::string, Expected> kModels = {
+    {"resnet18", {11689512, 1.81e9}},
+    {"mobilenet_v2", {3504872, 0.30e9}},
+    {"squeezenet1_0", {1248424, 0.82e9}},
+};
+
+TEST(OnnxImport, ParametersAndMacsMatchTorchvision) {
+  for (const auto& [name, want] : kModels) {
+    SCOPED_TRACE(name);
+    const sim::Graph g = import_onnx(kDir + name + ".onnx", {});
+    EXPECT_EQ(params_of(g), want.params);
+    EXPECT_EQ(g.metadata.at("parameters"), std::to_string(want.params));
+    // Conv biases add one FLOP per output element, hence a little above the table.
+    EXPECT_NEAR(forward_macs(g), want.macs, 0.05 * want.macs);
+    EXPECT_EQ(g.metadata.count("unknown_ops"), 0u);
+    for (const auto& op : g.ops) {
+      EXPECT_NE(op.phase, sim::Phase::Backward);
+      if (op.phase == sim::Phase::Forward) {
+        EXPECT_TRUE(op.signature.has_value());
+        EXPECT_FALSE(op.outputs.empty());
+      }
+    }
+  }
+}
+
+TEST(OnnxImport, ShapesFromInference) {
+  const sim::Graph g = import_onnx(kDir + "resnet18.onnx", {.batch = 4});
+  const sim::OpId fc = g.op_index("/fc/Gemm");
+  ASSERT_GE(fc, 0);
+  EXPECT_EQ(g.ops[static_cast<std::size_t>(fc)].outputs.at(0).shape, (Shape{4, 1000}));
+  EXPECT_EQ(g.ops[static_cast<std::size_t>(fc)].layer, "fc");
+  const sim::OpId conv = g.op_index("/layer1/layer1.0/conv1/Conv");
+  ASSERT_GE(conv, 0);
+  EXPECT_EQ(g.ops[static_cast<std::size_t>(conv)].outputs.at(0).shape, (Shape{4, 64, 56, 56}));
+  // 2 x N x Cout x H x W x Cin x 3 x 3
+  EXPECT_DOUBLE_EQ(g.ops[static_cast<std::size_t>(conv)].flops.v, 2.0 * 4 * 64 * 56 * 56 * 64 * 9);
+  EXPECT_EQ(g.ops[static_cast<std::size_t>(conv)].bytes_written.v, 4LL * 4 * 64 * 56 * 56);
+  const sim::Graph g1 = import_onnx(kDir + "resnet18.onnx", {});
+  EXPECT_NEAR(forward_macs(g), 4 * forward_macs(g1), 1e-6 * forward_macs(g));
+}
+
+TEST(OnnxImport, TrainingAddsBackwardAndColocatedUpdates) {
+  const sim::Graph g = import_onnx(kDir + "mobilenet_v2.onnx", {.training = true, .batch = 2, .optimizer = Optimizer::Adam});
+  std::map<std::string, int> vars, updates;
+  double fwd = 0, bwd = 0;
+  for (const auto& op : g.ops) {
+    if (op.type == "VariableV2") ++vars[op.group];
+    if (op.phase == sim::Phase::Update) {
+      ++updates[op.group];
+      EXPECT_EQ(op.type, "ApplyAdam");
+    }
+    if (op.phase == sim::Phase::Forward) fwd += op.flops.v;
+    if (op.phase == sim::Phase::Backward) bwd += op.flops.v;
+  }
+  EXPECT_EQ(vars, updates);
+  EXPECT_EQ(static_cast<int>(vars.size()), 158);  // conv weights, BN scales and shifts, fc w and b
+  // Backward is about twice the forward (two products per convolution / GEMM).
+  EXPECT_GT(bwd, 1.6 * fwd);
+  EXPECT_LT(bwd, 2.4 * fwd);
+  const sim::OpId conv = g.op_index("/features/features.1/conv/conv.0/conv.0.0/Conv");
+  ASSERT_GE(conv, 0);
+  int grads = 0;
+  for (const auto& op : g.ops) {
+    grads += op.phase == sim::Phase::Backward && op.group == g.ops[static_cast<std::size_t>(conv)].group;
+  }
+  EXPECT_EQ(grads, 2);  // input and filter gradients, colocated with the convolution
+  const Grouping gr = group_graph(g, 64);
+  EXPECT_LE(gr.size(), 64);
+}
+
+TEST(OnnxImport, ThroughLoadGraphAndJsonRoundTrip) {
+  const sim::Graph g = load_graph(kDir + "squeezenet1_0.onnx", "training,batch=2");
+  EXPECT_GT(g.num_ops(), 200);
+  const std::string text = sim::graph_to_json(g);
+  EXPECT_EQ(sim::graph_to_json(sim::parse_graph_json(text, "squeezenet")), text);
+  EXPECT_THROW(load_graph(kDir + "squeezenet1_0.onnx", "layers=2"), sim::InputError);
+}
+
+TEST(OnnxImport, BadFilesAreInputErrors) {
+  EXPECT_THROW(import_onnx(kDir + "missing.onnx", {}), sim::InputError);
+  const std::string junk = ::testing::TempDir() + "junk.onnx";
+  {
+    std::ofstream f(junk, std::ios::binary);
+    f << "this is not a protobuf \x01\x02\x03\xff\xff\xff";
+  }
+  EXPECT_THROW(import_onnx(junk, {}), sim::InputError);
+}
+
+}  // namespace
+}  // namespace placesim::models
