@@ -34,6 +34,27 @@ const std::vector<std::string> kPlainAxes = {
     "host_link_bandwidth", "peer_access", "gpu_memory"};
 const std::vector<std::string> kPrefixAxes = {"link_scale.", "link_bandwidth."};
 
+/// Other spellings users write for the axes; the CSV uses the canonical name.
+std::string canonical_axis(const std::string& name) {
+  static const std::map<std::string, std::string> kAliases = {
+      {"gpu_count", "gpus"}, {"num_gpus", "gpus"}, {"n_gpus", "gpus"},
+      {"gpu", "gpu_model"}, {"model", "gpu_model"},
+      {"pcie_gen", "pcie_generation"}, {"pcie", "pcie_generation"},
+      {"nvlink_lanes", "nvlink_links"}, {"nvlinks", "nvlink_links"},
+      {"host_bandwidth", "host_link_bandwidth"}, {"host_link", "host_link_bandwidth"},
+      {"peer", "peer_access"}, {"p2p", "peer_access"},
+      {"memory", "gpu_memory"}, {"memory_capacity", "gpu_memory"},
+      {"gpu_memory_capacity", "gpu_memory"}};
+  if (auto it = kAliases.find(name); it != kAliases.end()) return it->second;
+  for (const auto& [alias, canon] : {std::pair<std::string, std::string>{"link_bw.", "link_bandwidth."},
+                                     {"bandwidth.", "link_bandwidth."},
+                                     {"bandwidth_scale.", "link_scale."},
+                                     {"scale.", "link_scale."}})
+    if (name.size() > alias.size() && name.compare(0, alias.size(), alias) == 0)
+      return canon + name.substr(alias.size());
+  return name;
+}
+
 bool is_known_axis(const std::string& name) {
   if (std::find(kPlainAxes.begin(), kPlainAxes.end(), name) != kPlainAxes.end()) return true;
   for (const auto& p : kPrefixAxes)
@@ -282,19 +303,21 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
                      "valid YAML (" + e.msg + ")");
   }
   if (!root.IsMap()) throw InputError(origin, "", "a YAML mapping with base, axes, workloads, methods");
-  static const std::set<std::string> kTop = {"name", "question", "base", "axes",
+  static const std::set<std::string> kTop = {"name", "question", "base", "cluster", "axes",
                                              "points", "workloads", "methods", "plot"};
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();
     if (!kTop.count(k))
-      throw InputError(origin, k, "one of name, question, base, axes, points, workloads, methods, plot");
+      throw InputError(origin, k, "one of name, question, base (or cluster), axes, points, workloads, methods, plot");
   }
   SweepSpec spec;
   spec.origin = origin;
   if (root["name"]) spec.name = scalar(root["name"], origin, "name");
   if (root["question"]) spec.question = scalar(root["question"], origin, "question");
 
-  const YAML::Node base = root["base"];
+  if (root["base"] && root["cluster"])
+    throw InputError(origin, "cluster", "either base or cluster, not both");
+  const YAML::Node base = root["base"] ? root["base"] : root["cluster"];
   if (!base) throw InputError(origin, "base", "a base cluster (built-in name, file, or template)");
   if (base.IsScalar()) {
     spec.base.cluster = base.Scalar();
@@ -315,12 +338,27 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
     throw InputError(origin, "base", "a cluster name or a mapping with cluster or template");
   }
 
-  if (const YAML::Node axes = root["axes"]) {
-    if (!axes.IsMap()) throw InputError(origin, "axes", "a mapping from axis name to a list of values");
+  if (const YAML::Node axes_node = root["axes"]) {
+    // Either {name: [values], ...} or [{name: N, values: [...]}, ...].
+    std::vector<std::pair<std::string, YAML::Node>> axes;
+    if (axes_node.IsMap()) {
+      for (const auto& kv : axes_node) axes.emplace_back(kv.first.as<std::string>(), kv.second);
+    } else if (axes_node.IsSequence()) {
+      for (std::size_t i = 0; i < axes_node.size(); ++i) {
+        const YAML::Node& n = axes_node[i];
+        if (!n.IsMap() || !n["name"] || !n["values"] || n.size() != 2)
+          throw InputError(origin, "axes[" + std::to_string(i) + "]", "a mapping {name: AXIS, values: [...]}");
+        axes.emplace_back(scalar(n["name"], origin, "axes[" + std::to_string(i) + "].name"), n["values"]);
+      }
+    } else {
+      throw InputError(origin, "axes", "a mapping from axis name to a list of values");
+    }
     for (const auto& kv : axes) {
       SweepAxis a;
-      a.name = kv.first.as<std::string>();
-      const std::string key = "axes." + a.name;
+      const std::string key = "axes." + kv.first;
+      a.name = canonical_axis(kv.first);
+      for (const auto& prev : spec.axes)
+        if (prev.name == a.name) throw InputError(origin, key, "each axis once, got " + a.name + " twice");
       if (!is_known_axis(a.name))
         throw InputError(origin, key, "an axis among " + join(sweep_axis_names(), ", ") +
                                           " (prefixes take a link kind, e.g. link_scale.pcie)");
@@ -350,7 +388,7 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
       if (!pts[i].IsMap()) throw InputError(origin, key, "a mapping axis -> value");
       std::map<std::string, std::string> p;
       for (const auto& kv : pts[i]) {
-        const std::string axis = kv.first.as<std::string>();
+        const std::string axis = canonical_axis(kv.first.as<std::string>());
         auto it = std::find_if(spec.axes.begin(), spec.axes.end(),
                                [&](const SweepAxis& a) { return a.name == axis; });
         if (it == spec.axes.end())
@@ -378,8 +416,15 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
     } else if (wl[i].IsMap()) {
       for (const auto& kv : wl[i]) {
         const std::string k = kv.first.as<std::string>();
+        if (k == "options" && kv.second.IsMap()) {
+          // {layers: 4, batch: 64} is the same as "layers=4,batch=64".
+          for (const auto& o : kv.second)
+            w.options += (w.options.empty() ? "" : ",") + o.first.as<std::string>() + "=" +
+                         scalar(o.second, origin, key + ".options." + o.first.as<std::string>());
+          continue;
+        }
         const std::string v = scalar(kv.second, origin, key + "." + k);
-        if (k == "graph") w.graph = v;
+        if (k == "graph" || k == "name" || k == "workload") w.graph = v;
         else if (k == "options") w.options = v;
         else if (k == "label") w.label = v;
         else throw InputError(origin, key + "." + k, "graph, options or label");
@@ -404,8 +449,8 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
     if (ms[i].IsScalar()) {
       m.candidates = {ms[i].Scalar()};
       m.label = ms[i].Scalar();
-    } else if (ms[i].IsMap() && ms[i].size() == 1 && ms[i]["best_of"]) {
-      const YAML::Node c = ms[i]["best_of"];
+    } else if (ms[i].IsMap() && ms[i].size() == 1 && (ms[i]["best_of"] || ms[i]["best-of"])) {
+      const YAML::Node c = ms[i]["best_of"] ? ms[i]["best_of"] : ms[i]["best-of"];
       if (!c.IsSequence() || c.size() < 2)
         throw InputError(origin, key + ".best_of", "a list of at least two baselines");
       for (std::size_t j = 0; j < c.size(); ++j)

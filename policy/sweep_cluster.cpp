@@ -47,6 +47,20 @@ bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p,
 const sim::DeviceSpec& catalog_spec(const std::string& model, const std::string& origin,
                                     const std::string& key, DeviceKind kind) {
   const sim::DeviceSpec* s = sim::find_device_model(model);
+  if (!s && !model.empty()) {
+    // "K80" names K80-GK210: a prefix that names exactly one catalog entry of this kind.
+    const sim::DeviceSpec* unique = nullptr;
+    int matches = 0;
+    for (const auto& n : sim::device_model_names()) {
+      const sim::DeviceSpec* d = sim::find_device_model(n);
+      if (d && d->kind == kind && n.size() > model.size() && n.compare(0, model.size(), model) == 0 &&
+          n[model.size()] == '-') {
+        unique = d;
+        ++matches;
+      }
+    }
+    if (matches == 1) s = unique;
+  }
   if (!s || s->kind != kind) {
     std::string names;
     for (const auto& n : sim::device_model_names()) {
@@ -163,7 +177,7 @@ Cluster generate_cluster(const std::string& template_name,
   const sim::DeviceSpec& gspec = catalog_spec(gpu_model, origin, "base.gpu_model", DeviceKind::Gpu);
   const sim::DeviceSpec& cspec = catalog_spec(param(params, "cpu_model", "Xeon-E5-2698v4"), origin,
                                               "base.cpu_model", DeviceKind::Cpu);
-  int pcie_gen = default_pcie_gen(gpu_model);
+  int pcie_gen = default_pcie_gen(gspec.model);
   if (params.count("pcie_generation")) {
     const std::string g = params.at("pcie_generation");
     if (g != "pcie3" && g != "pcie4" && g != "pcie5")
@@ -171,14 +185,14 @@ Cluster generate_cluster(const std::string& template_name,
     pcie_gen = g[4] - '0';
   }
   const int per_switch = int_param(params, "gpus_per_switch", 2, origin);
-  const int nv_gen = default_nvlink_gen(gpu_model);
+  const int nv_gen = default_nvlink_gen(gspec.model);
   const int nv_links = int_param(params, "nvlink_links", interconnect == "nvswitch" ? 12 : 2, origin);
   const std::string peer = param(params, "peer_access", "on");
   if (peer != "on" && peer != "off")
     throw InputError(origin, "base.peer_access", "on or off, got \"" + peer + "\"");
 
   Cluster c;
-  c.name = template_name + "-" + std::to_string(n) + "x" + gpu_model;
+  c.name = template_name + "-" + std::to_string(n) + "x" + gspec.model;
   c.source_file = "<generated " + template_name + " template>";
   sim::Device cpu;
   cpu.name = "cpu0";

@@ -117,6 +117,26 @@ TEST(SweepSpec, RejectsBadInputNamingTheKey) {
   EXPECT_NE(msg("base: [\n").find("bad.yaml"), std::string::npos);
 }
 
+TEST(SweepSpec, AcceptsOtherSpellings) {
+  const SweepSpec s = parse_sweep_spec(
+      "cluster: dgx1-v100\n"
+      "axes:\n  - {name: num_gpus, values: [4, 8]}\n  - {name: pcie_gen, values: [pcie3, pcie4]}\n"
+      "  - {name: link_bw.ib, values: [100 Gbit/s]}\n"
+      "workloads:\n  - {name: gpt, options: {layers: 2, batch: 8}}\n"
+      "methods: [heft, {best-of: [heft, m-etf]}]\n",
+      "alt.yaml");
+  EXPECT_EQ(s.base.cluster, "dgx1-v100");
+  ASSERT_EQ(s.axes.size(), 3u);
+  EXPECT_EQ(s.axes[0].name, "gpus");
+  EXPECT_EQ(s.axes[1].name, "pcie_generation");
+  EXPECT_EQ(s.axes[2].name, "link_bandwidth.ib");
+  EXPECT_EQ(s.workloads[0].graph, "gpt");
+  EXPECT_EQ(s.workloads[0].options, "layers=2,batch=8");
+  EXPECT_EQ(s.methods[1].label, "best-of(heft|m-etf)");
+  EXPECT_THROW(parse_sweep_spec("base: x\naxes: {gpus: [2], num_gpus: [4]}\nworkloads: [a]\nmethods: [b]\n", "d.yaml"),
+               sim::InputError);
+}
+
 TEST(SweepSpec, ExpandsGridLastAxisFastest) {
   const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
   const auto pts = expand_points(s);
@@ -381,6 +401,10 @@ TEST(SweepCluster, TemplatesBuildRoutableClusters) {
   EXPECT_EQ(links_of_kind(a100, "nvlink3"), 4);
   for (const auto& l : a100.links)
     if (l.kind == "nvlink3") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 12 * 25e9);
+  b.params["gpu_model"] = "K80";   // a unique prefix of K80-GK210
+  EXPECT_EQ(make_base_cluster(b, "t.yaml").devices[1].spec.model, "K80-GK210");
+  b.params["gpu_model"] = "A100";  // ambiguous: SXM4/PCIe, 40/80 GB
+  EXPECT_THROW(make_base_cluster(b, "t.yaml"), sim::InputError);
   b.params["gpu_model"] = "A100-NOPE";
   EXPECT_THROW(make_base_cluster(b, "t.yaml"), sim::InputError);
   b.params = {{"gpu_model", "A100-SXM4-40GB"}, {"warp", "9"}};
