@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""Profile this machine for placesim: microbenchmarks and a real model's training steps under
+torch.profiler, on every device that exists (the CPU always, each CUDA GPU when there is one).
+
+Writes into --out:
+  traces/<device>_<bench>.json     Chrome traces from torch.profiler (Kineto on CUDA builds; the
+                                    bare-list dialect on Debian's CPU-only torch 1.13)
+  model.onnx                        the real model (for `placesim import onnx` / models::load_graph)
+  manifest.json                     {"format": "placesim-rig-manifest", "ops": [...], "model": {...}}
+
+The manifest's "ops" rows come from prof.key_averages(group_by_input_shape=True), because the
+1.13 export carries no shapes: name, input_shapes, dtype, count, mean_us (CUDA time on a GPU, CPU
+time otherwise). `placesim calibrate --profile manifest.json --device-model cpu0 -o cal.yaml`
+fits a device from them; "model" holds the measured step times to compare the prediction with.
+
+Usage:  /usr/bin/python3 tools/profile_rig.py --out rig/ [--quick] [--steps 5] [--batch 8]
+                                             [--model resnet18|lenet5] [--threads N]
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import torch
+
+DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64"}
+
+
+def devices():
+    out = ["cpu"]
+    if torch.cuda.is_available():
+        out += ["cuda:%d" % i for i in range(torch.cuda.device_count())]
+    return out
+
+
+def sync(dev):
+    if dev.startswith("cuda"):
+        torch.cuda.synchronize(dev)
+
+
+def benches(dev, quick):
+    """(name, callable) pairs; each callable runs one op on tensors made once."""
+    sizes = [64, 128, 256, 384, 512] if quick else [32, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
+    out = []
+    for n in sizes:
+        a = torch.randn(n, n, device=dev)
+        b = torch.randn(n, n, device=dev)
+        out.append(("gemm_%d" % n, lambda a=a, b=b: torch.mm(a, b)))
+    for m, k, n in ([(32, 512, 512), (128, 1024, 256), (8, 2048, 2048)] if quick else
+                    [(32, 512, 512), (128, 1024, 256), (8, 2048, 2048), (256, 256, 1024), (64, 4096, 1024)]):
+        a = torch.randn(m, k, device=dev)
+        b = torch.randn(k, n, device=dev)
+        out.append(("gemm_%dx%dx%d" % (m, k, n), lambda a=a, b=b: torch.mm(a, b)))
+    convs = [(4, 16, 32, 3), (4, 32, 16, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1), (8, 256, 4, 3)]
+    if not quick:
+        convs += [(8, 64, 32, 3), (8, 128, 16, 3), (8, 256, 8, 3), (8, 512, 4, 3), (16, 64, 16, 1)]
+    for batch, c, hw, k in convs:
+        x = torch.randn(batch, c, hw, hw, device=dev)
+        conv = torch.nn.Conv2d(c, c, k, padding=k // 2).to(dev)
+        out.append(("conv_%d_%d_%d_%d" % (batch, c, hw, k), lambda x=x, conv=conv: conv(x)))
+    for hidden in ([128, 256] if quick else [128, 256, 512]):
+        cell = torch.nn.LSTMCell(hidden, hidden).to(dev)
+        x = torch.randn(16, hidden, device=dev)
+        h = (torch.randn(16, hidden, device=dev), torch.randn(16, hidden, device=dev))
+        out.append(("lstm_cell_%d" % hidden, lambda cell=cell, x=x, h=h: cell(x, h)))
+    for n in ([1 << 14, 1 << 18, 1 << 20] if quick else [1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22]):
+        x = torch.randn(n, device=dev)
+        y = torch.randn(n, device=dev)
+        out.append(("add_%d" % n, lambda x=x, y=y: torch.add(x, y)))
+        out.append(("mul_%d" % n, lambda x=x, y=y: torch.mul(x, y)))
+        out.append(("relu_%d" % n, lambda x=x: torch.relu(x)))
+        out.append(("sum_%d" % n, lambda x=x: torch.sum(x)))
+        xs = x.view(-1, 1024) if n >= 1024 else x.view(1, -1)
+        out.append(("softmax_%d" % n, lambda xs=xs: torch.softmax(xs, dim=-1)))
+    if dev.startswith("cuda"):
+        for n in [1 << 16, 1 << 20, 1 << 24]:
+            host = torch.randn(n).pin_memory()
+            d = torch.randn(n, device=dev)
+            out.append(("h2d_%d" % n, lambda host=host, dev=dev: host.to(dev, non_blocking=True)))
+            out.append(("d2h_%d" % n, lambda d=d: d.to("cpu")))
+            if torch.cuda.device_count() > 1:
+                other = "cuda:1" if dev != "cuda:1" else "cuda:0"
+                out.append(("peer_%d" % n, lambda d=d, other=other: d.to(other)))
+    return out
+
+
+def profile_benches(dev, quick, out_dir, reps):
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.startswith("cuda") else [])
+    rows, traces = [], []
+    tag = dev.replace(":", "")
+    with torch.no_grad():
+        bs = benches(dev, quick)
+        for _, fn in bs:  # warm-up: first calls allocate and pick kernels
+            fn()
+        sync(dev)
+        with profile(activities=acts, record_shapes=True) as prof:
+            for _, fn in bs:
+                for _ in range(reps):
+                    fn()
+                sync(dev)
+    path = os.path.join(out_dir, "traces", "%s_micro.json" % tag)
+    prof.export_chrome_trace(path)
+    traces.append(path)
+    for ev in prof.key_averages(group_by_input_shape=True):
+        if ev.count == 0 or not ev.key.startswith("aten::"):
+            continue
+        shapes = [list(s) for s in (ev.input_shapes or [])]
+        if not any(shapes):
+            continue
+        gpu = getattr(ev, "cuda_time_total", 0) if dev.startswith("cuda") else 0
+        total_us = gpu if gpu > 0 else ev.cpu_time_total
+        if total_us <= 0:
+            continue
+        rows.append({"name": ev.key, "input_shapes": shapes, "dtype": "f32", "count": int(ev.count),
+                     "mean_us": float(total_us) / ev.count, "device": dev})
+    return rows, traces
+
+
+def real_model(name, batch):
+    if name == "lenet5":
+        # LeCun et al. 1998, with ReLU and max pooling: small enough for a test on two cores.
+        m = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 6, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(6, 16, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+            torch.nn.Linear(16 * 5 * 5, 120), torch.nn.ReLU(), torch.nn.Linear(120, 84), torch.nn.ReLU(),
+            torch.nn.Linear(84, 10))
+        return "lenet5-28px", m, torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
+    import torchvision
+    m = torchvision.models.resnet18(num_classes=10)
+    return "resnet18-64px", m, torch.randn(batch, 3, 64, 64), torch.randint(0, 10, (batch,))
+
+
+def profile_model(dev, model, steps, batch, out_dir):
+    from torch.profiler import ProfilerActivity, profile, schedule
+    name, m, x, y = real_model(model, batch)
+    m = m.to(dev)
+    x, y = x.to(dev), y.to(dev)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(m(x), y)
+        loss.backward()
+        opt.step()
+        sync(dev)
+
+    for _ in range(2):
+        step()
+    times = []
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.startswith("cuda") else [])
+    with profile(activities=acts, record_shapes=True, schedule=schedule(wait=0, warmup=0, active=steps)) as prof:
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+            prof.step()
+    tag = dev.replace(":", "")
+    path = os.path.join(out_dir, "traces", "%s_%s_train.json" % (tag, name))
+    prof.export_chrome_trace(path)
+    onnx_path = os.path.join(out_dir, "model.onnx")
+    if not os.path.exists(onnx_path):
+        m_cpu = m.to("cpu").eval()
+        torch.onnx.export(m_cpu, x.to("cpu"), onnx_path, opset_version=13)
+        m.to(dev).train()
+    return {"name": name, "device": dev, "batch": batch, "input": list(x.shape), "optimizer": "sgd",
+            "onnx": onnx_path, "trace": path, "measured_step_s": times,
+            "median_step_s": sorted(times)[len(times) // 2]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true", help="fewer shapes (a minute on two cores)")
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--model", choices=["resnet18", "lenet5"], default="resnet18")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0 = leave)")
+    args = ap.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    os.makedirs(os.path.join(args.out, "traces"), exist_ok=True)
+    manifest = {"format": "placesim-rig-manifest", "device_model": "cpu0", "host": platform.node(),
+                "machine": platform.machine(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                "devices": devices(), "ops": [], "traces": [], "models": []}
+    for dev in devices():
+        rows, traces = profile_benches(dev, args.quick, args.out, args.reps)
+        manifest["ops"] += rows
+        manifest["traces"] += traces
+        manifest["models"].append(profile_model(dev, args.model, args.steps, args.batch, args.out))
+        print("%s: %d op rows, model step %.4f s" % (dev, len(rows), manifest["models"][-1]["median_step_s"]))
+    tmp = os.path.join(args.out, "manifest.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(tmp, os.path.join(args.out, "manifest.json"))
+    print("wrote %s" % os.path.join(args.out, "manifest.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
