@@ -116,13 +116,18 @@ def main():
                          for x in values[xa]] for y in values[ya]]
                 fig, ax = plt.subplots(figsize=(1.2 * len(values[xa]) + 3, 0.6 * len(values[ya]) + 2.5))
                 im = ax.imshow(grid, cmap="viridis_r", aspect="auto")
+                finite = [v for row in grid for v in row if not math.isnan(v)]
+                lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
                 for i, y in enumerate(values[ya]):
                     for j, x in enumerate(values[xa]):
                         r = cell.get((y, x))
                         if r is None:
                             continue
                         text = "OOM" if r["oom"] == "1" else f"{step(r) * 1e3:.3g}"
-                        ax.text(j, i, text, ha="center", va="center", fontsize=7, color="w")
+                        # Dark text on the light (fast, yellow) end of viridis_r.
+                        light = hi == lo or (step(r) * 1e3 - lo) / (hi - lo) < 0.5
+                        ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                                color="k" if light else "w")
                 ax.set_xticks(range(len(values[xa])))
                 ax.set_xticklabels(values[xa], fontsize=8)
                 ax.set_yticks(range(len(values[ya])))
