@@ -99,25 +99,36 @@ class Reader {
     }
   }
 
+  // Bounds keep every derived time (bytes / bandwidth, FLOPs / peak, summed latencies) far
+  // inside the int64 nanosecond range; real hardware sits well within them.
   Bandwidth positive_bandwidth(const YAML::Node& n, const std::string& path) const {
     const Bandwidth b = unit<Bandwidth>(n, path, parse_bandwidth);
     if (!(b.bytes_per_s > 0)) {
       fail(n, path, "a positive bandwidth such as \"12 GB/s\", got " + shown(n));
+    }
+    if (b.bytes_per_s < 1e6 || b.bytes_per_s > 1e18) {
+      fail(n, path, "a bandwidth between 1 MB/s and 1000000 TB/s, got " + shown(n));
     }
     return b;
   }
   Bytes positive_bytes(const YAML::Node& n, const std::string& path) const {
     const Bytes b = unit<Bytes>(n, path, parse_bytes);
     if (b.v <= 0) fail(n, path, "a positive size such as \"16 GiB\", got " + shown(n));
+    if (b.v > (std::int64_t{1} << 60)) fail(n, path, "a size up to 1024 PiB, got " + shown(n));
     return b;
   }
   FlopRate positive_rate(const YAML::Node& n, const std::string& path) const {
     const FlopRate r = unit<FlopRate>(n, path, parse_flop_rate);
     if (!(r.per_s > 0)) fail(n, path, "a positive rate such as \"8.7 TFLOP/s\", got " + shown(n));
+    if (r.per_s < 1e9 || r.per_s > 1e21) {
+      fail(n, path, "a rate between 1 GFLOP/s and 1000000 PFLOP/s, got " + shown(n));
+    }
     return r;
   }
   Duration duration(const YAML::Node& n, const std::string& path) const {
-    return unit<Duration>(n, path, parse_duration);
+    const Duration d = unit<Duration>(n, path, parse_duration);
+    if (d.ns > 1'000'000'000'000) fail(n, path, "a duration up to 1000 s, got " + shown(n));
+    return d;
   }
 
   const std::string& origin() const { return origin_; }
@@ -503,7 +514,7 @@ std::string spell(double v, std::initializer_list<std::pair<double, const char*>
                   Get get) {
   for (const auto& [scale, u] : units) {
     if (std::fabs(v) < scale) continue;
-    const std::string s = exact_double(v / scale) + " " + u;
+    std::string s = exact_double(v / scale) + " " + u;
     if (get(parse(s)) == v) return s;
   }
   const auto& last = *(units.end() - 1);

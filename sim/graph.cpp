@@ -276,6 +276,8 @@ class JsonReader {
     if (!v.is_number()) fail(key, "a non-negative number, got " + shown(v));
     const double d = v.get<double>();
     if (!(d >= 0) || !std::isfinite(d)) fail(key, "a non-negative number, got " + shown(v));
+    // Keeps FLOPs / peak far inside the int64 nanosecond range (1e18 FLOPs is a zettascale op).
+    if (d > 1e18) fail(key, "a number up to 1e18, got " + shown(v));
     return d;
   }
   std::int64_t integer(const json& v, const Key& key, std::int64_t lo, std::int64_t hi) const {
@@ -295,6 +297,11 @@ class JsonReader {
   }
   /// Bytes as an integer count or a string with a unit ("4 KiB").
   Bytes bytes(const json& v, const Key& key) const {
+    const Bytes b = any_bytes(v, key);
+    if (b.v > (std::int64_t{1} << 50)) fail(key, "a size up to 1 PiB, got " + shown(v));
+    return b;
+  }
+  Bytes any_bytes(const json& v, const Key& key) const {
     if (v.is_string()) {
       try {
         return parse_bytes(v.get_ref<const std::string&>());
@@ -483,6 +490,9 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
         }
       } else {
         rd.fail(Key{p, ".measured"}, "a duration string such as \"12.5 us\", got " + shown(m));
+      }
+      if (op.measured->ns > 1'000'000'000'000) {
+        rd.fail(Key{p, ".measured"}, "a duration up to 1000 s, got " + shown(m));
       }
     }
     if (o.contains("outputs")) {

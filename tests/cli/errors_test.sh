@@ -42,6 +42,8 @@ cluster|cluster-bad-alias.yaml|line 5
 cluster|cluster-overflow-rate.yaml|devices[1].peak_flops.f32 (line 3)
 cluster|cluster-bad-dtype.yaml|devices[1].peak_flops (line 3): expected a dtype key
 cluster|cluster-garbage.yaml|expected
+cluster|cluster-tiny-bandwidth.yaml|links[1].bandwidth (line 7): expected a bandwidth between
+cluster|cluster-huge-latency.yaml|links[1].latency (line 7): expected a duration up to 1000 s
 graph|graph-unparsable.json|line 3:
 graph|graph-empty.json|empty file
 graph|graph-cycle.json|expected an acyclic graph, got a cycle
@@ -61,6 +63,8 @@ graph|graph-missing-name.json|ops[0].name
 graph|graph-unknown-key.json|ops[0].colour: expected a known key
 graph|graph-deep-nesting.json|ops
 graph|graph-garbage.json|line 1:
+graph|graph-huge-flops.json|ops[0] ("a").flops: expected a number up to 1e18
+graph|graph-huge-tensor.json|ops[0] ("a").outputs[0]: expected a size up to 1 PiB
 placement|placement-missing-op.json|ops.l3/mm: expected an op of graph tiny
 placement|placement-missing-device.json|groups.l2: expected a device of cluster paper-2gpu
 placement|placement-missing-group.json|groups.l9
