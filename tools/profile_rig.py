@@ -133,6 +133,21 @@ def real_model(name, batch):
     return "resnet18-64px", m, torch.randn(batch, 3, 64, 64), torch.randint(0, 10, (batch,))
 
 
+def dispatch_overhead_us(dev, calls=2000):
+    """Per-op host cost of the framework (Python call, dispatcher, autograd recording) measured on a
+    one-element add with autograd on, as in a training step: the engine's launch_overhead."""
+    x = torch.ones(1, device=dev, requires_grad=True)
+    y = torch.ones(1, device=dev)
+    for _ in range(100):
+        torch.add(x, y)
+    sync(dev)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        torch.add(x, y)
+    sync(dev)
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
 def profile_model(dev, model, steps, batch, out_dir):
     from torch.profiler import ProfilerActivity, profile, schedule
     name, m, x, y = real_model(model, batch)
@@ -192,6 +207,7 @@ def main():
         rows, traces = profile_benches(dev, args.quick, args.out, args.reps)
         manifest["ops"] += rows
         manifest["traces"] += traces
+        manifest.setdefault("dispatch_overhead_us", {})[dev] = dispatch_overhead_us(dev)
         manifest["models"].append(profile_model(dev, args.model, args.steps, args.batch, args.out))
         print("%s: %d op rows, model step %.4f s" % (dev, len(rows), manifest["models"][-1]["median_step_s"]))
     tmp = os.path.join(args.out, "manifest.json.tmp")
