@@ -29,6 +29,12 @@ run() {  # command prefix; prints "sweep_s cpu_s process_s points" of the best r
     pts=$(echo "$line" | sed -E 's/^sweep: ([0-9]+) points.*/\1/')
     s=$(echo "$line" | sed -E 's/.* in ([0-9.e+-]+) s$/\1/')
     read -r wall user sys < "$T/time"
+    # Every configuration must write the same bytes.
+    if [ -e "$T/first.csv" ]; then
+      cmp -s "$T/first.csv" "$T/o.csv" || { echo "CSV differs from the first run: $*" >&2; exit 1; }
+    else
+      cp "$T/o.csv" "$T/first.csv"
+    fi
     if [ -z "$best" ] || [ "$(calc "($s < ${best%% *}) ? 1 : 0")" = 1 ]; then
       best="$s $(calc "$user + $sys") $wall $pts"
     fi
@@ -40,7 +46,7 @@ read -r s1 c1 p1 n <<<"$(run "$PLACESIM" sweep --threads 1)"
 read -r s2 c2 p2 _ <<<"$(run "$PLACESIM" sweep --threads 2)"
 read -r r1 d1 q1 _ <<<"$(run $MPI -np 1 "$PLACESIM" sweep --threads 1)"
 read -r r2 d2 q2 _ <<<"$(run $MPI -np 2 "$PLACESIM" sweep --threads 1)"
-echo "$(basename "$SPEC"): $n points, best of $REPEAT; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$(basename "$SPEC"): $n points, best of $REPEAT, CSVs of all runs byte-identical; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| configuration | sweep s | points/s | efficiency 1->2 | CPU s | CPU(1)/CPU(2) | process s |"
 echo "|---|---|---|---|---|---|---|"
