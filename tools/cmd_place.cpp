@@ -1,6 +1,7 @@
 // `placesim place` (one method, a placement file) and `placesim compare` (every method, a table).
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -75,7 +76,14 @@ void register_place(CLI::App& app) {
     md.cluster = c.name;
     md.predicted_step_time_s = o.step_time.seconds();
     if (*method == "scotch" || *method == "metis") md.seed = place_opts->seed;
-    if (method->rfind("random:", 0) == 0) md.seed = std::stoull(method->substr(7));
+    if (method->rfind("random:", 0) == 0) {
+      // make_placement accepted the spelling, so this is digits; keep the file valid regardless.
+      try {
+        md.seed = std::stoull(method->substr(7));
+      } catch (const std::exception&) {
+        md.seed.reset();
+      }
+    }
     if (!place_opts->graph_opt.empty()) md.extra["graph_options"] = place_opts->graph_opt;
     md.extra["oom"] = o.oom ? "true" : "false";
     md.extra["method_wall_s"] = std::to_string(wall);
