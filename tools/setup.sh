@@ -6,6 +6,8 @@
 #   PLACESIM_SKIP_MAIN_JOB=1 tools/setup.sh   # install + build only (CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache hits across clones: paths under the checkout are hashed relative to it.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 
 if [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive

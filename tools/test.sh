@@ -7,6 +7,8 @@
 #   PLACESIM_SKIP_ASAN=1 tools/test.sh    # Release build only (quick local runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache hits across clones: paths under the checkout are hashed relative to it.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 jobs=$(nproc 2>/dev/null || echo 2)
 
 if [ ! -f build/build.ninja ]; then
