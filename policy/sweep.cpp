@@ -327,7 +327,7 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
       const std::string v = scalar(kv.second, origin, "base." + k);
       if (k == "template") spec.base.template_name = v;
       else if (k == "cluster") spec.base.cluster = v;
-      else spec.base.params[k] = v;
+      else spec.base.params[k] = k == "peer_access" ? normalize_bool(v) : v;
     }
     if (spec.base.template_name.empty() == spec.base.cluster.empty())
       throw InputError(origin, "base", "exactly one of base.cluster or base.template");

@@ -63,6 +63,20 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   ls "$T/plots"/heatmap_*.png >/dev/null 2>&1 || fail "no heatmap"
 fi
 
+# The example specs follow the published schema.
+if /usr/bin/python3 -c 'import jsonschema, yaml' 2>/dev/null; then
+  /usr/bin/python3 - "$SRC" <<'PY' || fail "scenarios/sweeps/*.yaml do not match docs/schemas/sweep.schema.json"
+import glob, json, sys
+import jsonschema, yaml
+src = sys.argv[1]
+schema = json.load(open(f"{src}/docs/schemas/sweep.schema.json"))
+specs = sorted(glob.glob(f"{src}/scenarios/sweeps/*.yaml"))
+assert specs, "no example specs"
+for f in specs:
+    jsonschema.validate(yaml.safe_load(open(f)), schema)
+PY
+fi
+
 # Bad input: exit 2, one line naming the file and key, no CSV written.
 bad() {
   printf '%s\n' "$1" > "$T/bad.yaml"
