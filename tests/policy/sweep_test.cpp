@@ -485,5 +485,36 @@ TEST(SweepCluster, LinkAndDeviceAxes) {
     if (l.kind.rfind("nvlink", 0) == 0) EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 100e9);
 }
 
+TEST_F(SweepTest, RealEvaluatorEndToEnd) {
+  const SweepSpec s = parse_sweep_spec(
+      "base: {template: pcie-tree, gpu_model: V100-SXM2-16GB}\n"
+      "axes:\n  gpus: [2, 4]\n  gpu_memory: [16 GiB, 1 MiB]\n"
+      "workloads:\n  - {graph: rnnlm, options: \"layers=1,steps=2,hidden=256,vocab=1000,batch=8\"}\n"
+      "methods: [single-gpu, {best_of: [single-gpu, round-robin]}]\n",
+      "e2e.yaml");
+  const SimulationEvaluator eval(s);
+  SweepRunOptions o;
+  o.threads = 2;
+  const auto st = run_sweep(s, [&](const SweepPoint& p) { return eval(p); }, path("e2e.csv"), o);
+  EXPECT_EQ(st.evaluated, 8u);
+  std::istringstream is(read_file(path("e2e.csv")));
+  std::string line;
+  std::getline(is, line);
+  int rows = 0;
+  while (std::getline(is, line)) {
+    const auto f = split_csv_line(line);
+    ASSERT_TRUE(f);
+    ++rows;
+    EXPECT_EQ(f->back(), "") << line;                      // no error
+    EXPECT_GT(std::stod((*f)[4]), 0.0) << line;            // step time
+    EXPECT_EQ((*f)[5], (*f)[1] == "1 MiB" ? "1" : "0") << line;   // OOM only with 1 MiB
+    if ((*f)[3].rfind("best-of", 0) == 0) EXPECT_FALSE((*f)[14].empty()) << line;
+  }
+  EXPECT_EQ(rows, 8);
+  EXPECT_THROW(SimulationEvaluator(parse_sweep_spec(
+                   "base: paper-4gpu\nworkloads: [no-such-graph]\nmethods: [single-gpu]\n", "x.yaml")),
+               sim::InputError);
+}
+
 }  // namespace
 }  // namespace placesim::policy
