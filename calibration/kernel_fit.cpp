@@ -73,6 +73,11 @@ std::string op_class_of(const std::string& raw) {
       "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Transpose", "Shape"};
   if (meta.count(op)) return "meta";
+  static const std::set<std::string> conv_bwd = {
+      "aten::convolution_backward", "aten::mkldnn_convolution_backward", "aten::cudnn_convolution_backward",
+      "aten::thnn_conv2d_backward", "aten::_slow_conv2d_backward", "aten::miopen_convolution_backward",
+      "ConvolutionBackward0"};
+  if (conv_bwd.count(op)) return "conv_bwd";
   if (gemm.count(op)) return "gemm";
   if (conv.count(op)) return "conv";
   if (norm.count(op)) return "norm";
@@ -141,6 +146,19 @@ WorkEstimate estimate_work(const std::string& raw, const std::vector<std::vector
     for (std::size_t i = 1; i < wt.size(); ++i) kernel *= static_cast<double>(wt[i]);
     w.flops = 2.0 * n * k * spatial * kernel;
     w.bytes = (numel(x) + numel(wt) + n * k * spatial) * es;
+    return w;
+  }
+  if (w.op_class == "conv_bwd" && t.size() >= 3 && t[0].size() >= 3 && t[1].size() == t[0].size() &&
+      t[2].size() == t[0].size()) {
+    // convolution_backward(grad_out[N,K,H',W'], input[N,C,H,W], weight[K,C,R,S], ...): the input
+    // and weight gradients, each as many FLOPs as the forward convolution.
+    const auto& go = t[0];
+    const auto& wt = t[2];
+    double spatial = 1.0, kernel = 1.0;
+    for (std::size_t i = 2; i < go.size(); ++i) spatial *= static_cast<double>(go[i]);
+    for (std::size_t i = 1; i < wt.size(); ++i) kernel *= static_cast<double>(wt[i]);
+    w.flops = 2.0 * 2.0 * static_cast<double>(go[0]) * static_cast<double>(wt[0]) * spatial * kernel;
+    w.bytes = (numel(t[0]) + 2.0 * numel(t[1]) + 2.0 * numel(t[2])) * es;
     return w;
   }
   if (w.op_class == "rnn" && t.size() >= 2) {
@@ -443,6 +461,10 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
                        "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"}},
       {"meta", {"Flatten", "FlattenGrad", "Reshape", "Identity"}},
   };
+  // Graph op types whose own class model, when fitted, replaces the fallback of a related class
+  // (backward convolutions fall back to the forward model when no backward was profiled).
+  static const std::map<std::string, std::vector<std::string>> preferred = {
+      {"conv_bwd", {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}}};
   for (const auto& [key, c] : classes) {
     ClassFitReport r;
     r.device = key.first;
@@ -474,6 +496,8 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
     if (auto it = aliases.find(key.second); it != aliases.end())
       for (const std::string& n : it->second)
         if (!dc.by_op_type.count(n)) dc.by_op_type[n] = r.model;
+    if (auto it = preferred.find(key.second); it != preferred.end())
+      for (const std::string& n : it->second) dc.by_op_type[n] = r.model;
     fit.classes.push_back(r);
   }
   return fit;

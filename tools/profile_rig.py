@@ -101,9 +101,33 @@ def profile_benches(dev, quick, out_dir, reps):
                 for _ in range(reps):
                     fn()
                 sync(dev)
+    # Backward passes of convolutions and linear layers (autograd on), as a training step runs them.
+    train = []
+    for batch, c, hw, k in ([(4, 16, 32, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1)] if quick else
+                            [(4, 16, 32, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1), (8, 64, 32, 3),
+                             (8, 256, 8, 3), (16, 32, 32, 3)]):
+        conv = torch.nn.Conv2d(c, c, k, padding=k // 2).to(dev)
+        x = torch.randn(batch, c, hw, hw, device=dev, requires_grad=True)
+        gy = torch.ones(batch, c, hw, hw, device=dev)
+        train.append(lambda conv=conv, x=x, gy=gy: conv(x).backward(gy))
+    for _ in range(2):
+        for fn in train:
+            fn()
+    sync(dev)
+    with profile(activities=acts, record_shapes=True) as prof_bwd:
+        for fn in train:
+            for _ in range(reps):
+                fn()
+            sync(dev)
+    collect(prof_bwd, dev, rows)
     path = os.path.join(out_dir, "traces", "%s_micro.json" % tag)
     prof.export_chrome_trace(path)
     traces.append(path)
+    collect(prof, dev, rows)
+    return rows, traces
+
+
+def collect(prof, dev, rows):
     for ev in prof.key_averages(group_by_input_shape=True):
         if ev.count == 0 or not ev.key.startswith("aten::"):
             continue
@@ -116,7 +140,6 @@ def profile_benches(dev, quick, out_dir, reps):
             continue
         rows.append({"name": ev.key, "input_shapes": shapes, "dtype": "f32", "count": int(ev.count),
                      "mean_us": float(total_us) / ev.count, "device": dev})
-    return rows, traces
 
 
 def real_model(name, batch):
