@@ -63,12 +63,14 @@ std::vector<DeviceSpec> build_catalog() {
   // CPUs. Peak = cores x base clock x FLOP/cycle (AVX2 2xFMA: 16 F64 / 32 F32; AVX-512 2xFMA:
   // 32 / 64). Memory bandwidth = channels x MT/s x 8 bytes. Capacity is a typical host
   // configuration; scenarios override it.
-  c.push_back(cpu("Xeon-E5-2690v3", 499.2, 998.4, 68.0, 128, 24,
-                  "Intel ARK Xeon E5-2690 v3: 12 cores/24 threads, 2.6 GHz, 4x DDR4-2133 (68 GB/s); "
-                  "Haswell AVX2 2 FMA units (16 F64 / 32 F32 FLOP/cycle); capacity assumed 128 GiB"));
-  c.push_back(cpu("Xeon-E5-2698v4", 704.0, 1408.0, 76.8, 256, 40,
-                  "Intel ARK Xeon E5-2698 v4: 20 cores/40 threads, 2.2 GHz, 4x DDR4-2400 (76.8 GB/s); "
-                  "Broadwell AVX2 2 FMA; 256 GiB per socket per NVIDIA DGX-1 datasheet (512 GB total)"));
+  c.push_back(
+      cpu("Xeon-E5-2690v3", 499.2, 998.4, 68.0, 128, 24,
+          "Intel ARK Xeon E5-2690 v3: 12 cores/24 threads, 2.6 GHz, 4x DDR4-2133 (68 GB/s); "
+          "Haswell AVX2 2 FMA units (16 F64 / 32 F32 FLOP/cycle); capacity assumed 128 GiB"));
+  c.push_back(
+      cpu("Xeon-E5-2698v4", 704.0, 1408.0, 76.8, 256, 40,
+          "Intel ARK Xeon E5-2698 v4: 20 cores/40 threads, 2.2 GHz, 4x DDR4-2400 (76.8 GB/s); "
+          "Broadwell AVX2 2 FMA; 256 GiB per socket per NVIDIA DGX-1 datasheet (512 GB total)"));
   c.push_back(cpu("EPYC-7742", 2304.0, 4608.0, 204.8, 512, 128,
                   "AMD EPYC 7742 product page: 64 cores/128 threads, 2.25 GHz, 8x DDR4-3200 "
                   "(204.8 GB/s); Zen 2 2x256-bit FMA (16 F64 / 32 F32 FLOP/cycle); 512 GiB per "
@@ -85,14 +87,16 @@ std::vector<DeviceSpec> build_catalog() {
                   "NVIDIA Tesla K80 datasheet, one of the board's two GK210 dies = half the board: "
                   "2.91/2 F64, 8.73/2 F32 TFLOP/s at boost, 480/2 GB/s, 24/2 GB GDDR5; deviceQuery "
                   "per die: 2 copy engines"));
-  c.push_back(gpu("P100-SXM2-16GB", {{D::F64, 5.3}, {D::F32, 10.6}, {D::F16, 21.2}}, 732.0, 16, 2,
-                  kLaunchPascalVolta,
-                  "NVIDIA Tesla P100 datasheet (SXM2): 5.3 F64, 10.6 F32, 21.2 F16 TFLOP/s, 732 GB/s "
-                  "HBM2, 16 GB; habitat devices.yml measured 501 GB/s (P100)"));
-  c.push_back(gpu("P100-PCIe-16GB", {{D::F64, 4.7}, {D::F32, 9.3}, {D::F16, 18.7}}, 732.0, 16, 2,
-                  kLaunchPascalVolta,
-                  "NVIDIA Tesla P100 datasheet (PCIe): 4.7 F64, 9.3 F32, 18.7 F16 TFLOP/s, 732 GB/s, "
-                  "16 GB"));
+  c.push_back(
+      gpu("P100-SXM2-16GB", {{D::F64, 5.3}, {D::F32, 10.6}, {D::F16, 21.2}}, 732.0, 16, 2,
+          kLaunchPascalVolta,
+          "NVIDIA Tesla P100 datasheet (SXM2): 5.3 F64, 10.6 F32, 21.2 F16 TFLOP/s, 732 GB/s "
+          "HBM2, 16 GB; habitat devices.yml measured 501 GB/s (P100)"));
+  c.push_back(
+      gpu("P100-PCIe-16GB", {{D::F64, 4.7}, {D::F32, 9.3}, {D::F16, 18.7}}, 732.0, 16, 2,
+          kLaunchPascalVolta,
+          "NVIDIA Tesla P100 datasheet (PCIe): 4.7 F64, 9.3 F32, 18.7 F16 TFLOP/s, 732 GB/s, "
+          "16 GB"));
   c.push_back(gpu("V100-SXM2-16GB",
                   {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 16, 5,
                   kLaunchPascalVolta,
@@ -125,27 +129,44 @@ std::vector<DeviceSpec> build_catalog() {
                   "NVIDIA A100 datasheet (PCIe 80GB): compute as SXM4, 1935 GB/s HBM2e; 3 copy "
                   "engines assumed"));
   c.push_back(gpu("H100-SXM5-80GB",
-                  {{D::F64, 67.0}, {D::F32, 67.0}, {D::TF32, 494.5}, {D::F16, 989.5},
-                   {D::BF16, 989.5}, {D::FP8, 1979.0}},
+                  {{D::F64, 67.0},
+                   {D::F32, 67.0},
+                   {D::TF32, 494.5},
+                   {D::F16, 989.5},
+                   {D::BF16, 989.5},
+                   {D::FP8, 1979.0}},
                   3350.0, 80, 3, kLaunchAmpereOn,
                   "NVIDIA H100 datasheet (SXM): 67 F64 tensor, 67 F32, 494.5 TF32, 989.5 F16/BF16, "
                   "1979 FP8 dense TFLOP/s (half the with-sparsity figures), 3.35 TB/s HBM3, 80 GB; "
                   "3 copy engines assumed"));
   c.push_back(gpu("H100-PCIe-80GB",
-                  {{D::F64, 51.0}, {D::F32, 51.0}, {D::TF32, 378.0}, {D::F16, 756.0},
-                   {D::BF16, 756.0}, {D::FP8, 1513.0}},
+                  {{D::F64, 51.0},
+                   {D::F32, 51.0},
+                   {D::TF32, 378.0},
+                   {D::F16, 756.0},
+                   {D::BF16, 756.0},
+                   {D::FP8, 1513.0}},
                   2000.0, 80, 3, kLaunchAmpereOn,
                   "NVIDIA H100 datasheet (PCIe): 51 F64 tensor, 51 F32, 378 TF32, 756 F16/BF16, "
                   "1513 FP8 dense TFLOP/s, 2 TB/s HBM2e, 80 GB; 3 copy engines assumed"));
-  c.push_back(gpu("H200-SXM-141GB",
-                  {{D::F64, 67.0}, {D::F32, 67.0}, {D::TF32, 494.5}, {D::F16, 989.5},
-                   {D::BF16, 989.5}, {D::FP8, 1979.0}},
-                  4800.0, 141, 3, kLaunchAmpereOn,
-                  "NVIDIA H200 datasheet (SXM): compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB; 3 copy "
-                  "engines assumed"));
+  c.push_back(
+      gpu("H200-SXM-141GB",
+          {{D::F64, 67.0},
+           {D::F32, 67.0},
+           {D::TF32, 494.5},
+           {D::F16, 989.5},
+           {D::BF16, 989.5},
+           {D::FP8, 1979.0}},
+          4800.0, 141, 3, kLaunchAmpereOn,
+          "NVIDIA H200 datasheet (SXM): compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB; 3 copy "
+          "engines assumed"));
   c.push_back(gpu("RTX-4090",
-                  {{D::F64, 1.29}, {D::F32, 82.6}, {D::TF32, 82.6}, {D::F16, 165.2},
-                   {D::BF16, 165.2}, {D::FP8, 330.3}},
+                  {{D::F64, 1.29},
+                   {D::F32, 82.6},
+                   {D::TF32, 82.6},
+                   {D::F16, 165.2},
+                   {D::BF16, 165.2},
+                   {D::FP8, 330.3}},
                   1008.0, 24, 2, kLaunchAmpereOn,
                   "NVIDIA Ada Lovelace architecture whitepaper v2.1, RTX 4090 column: 82.6 F32, "
                   "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "

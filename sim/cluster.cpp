@@ -1,7 +1,5 @@
 #include "sim/cluster.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <array>
 #include <boost/graph/adjacency_list.hpp>
@@ -14,6 +12,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <yaml-cpp/yaml.h>
 
 #include "sim/catalog.hpp"
 #include "sim/error.hpp"
@@ -24,35 +23,48 @@ namespace placesim::sim {
 // ---------------------------------------------------------------------------------------------
 // Small enums.
 
-std::string to_string(DeviceKind k) { return k == DeviceKind::Cpu ? "cpu" : "gpu"; }
+std::string to_string(DeviceKind k) {
+  return k == DeviceKind::Cpu ? "cpu" : "gpu";
+}
 
 std::string to_string(Dtype d) {
   switch (d) {
-    case Dtype::F64: return "f64";
-    case Dtype::F32: return "f32";
-    case Dtype::TF32: return "tf32";
-    case Dtype::F16: return "f16";
-    case Dtype::BF16: return "bf16";
-    case Dtype::FP8: return "fp8";
-    case Dtype::I64: return "i64";
-    case Dtype::I32: return "i32";
-    case Dtype::I8: return "i8";
-    case Dtype::U8: return "u8";
-    case Dtype::Bool: return "bool";
+    case Dtype::F64:
+      return "f64";
+    case Dtype::F32:
+      return "f32";
+    case Dtype::TF32:
+      return "tf32";
+    case Dtype::F16:
+      return "f16";
+    case Dtype::BF16:
+      return "bf16";
+    case Dtype::FP8:
+      return "fp8";
+    case Dtype::I64:
+      return "i64";
+    case Dtype::I32:
+      return "i32";
+    case Dtype::I8:
+      return "i8";
+    case Dtype::U8:
+      return "u8";
+    case Dtype::Bool:
+      return "bool";
   }
   return "f32";
 }
 
 std::optional<Dtype> parse_dtype(std::string_view s) {
   static constexpr std::array<std::pair<std::string_view, Dtype>, 24> kNames{{
-      {"f64", Dtype::F64},      {"float64", Dtype::F64}, {"double", Dtype::F64},
-      {"f32", Dtype::F32},      {"float32", Dtype::F32}, {"float", Dtype::F32},
-      {"tf32", Dtype::TF32},    {"f16", Dtype::F16},     {"float16", Dtype::F16},
-      {"half", Dtype::F16},     {"bf16", Dtype::BF16},   {"bfloat16", Dtype::BF16},
-      {"fp8", Dtype::FP8},      {"f8", Dtype::FP8},      {"i64", Dtype::I64},
-      {"int64", Dtype::I64},    {"long", Dtype::I64},    {"i32", Dtype::I32},
-      {"int32", Dtype::I32},    {"int", Dtype::I32},     {"i8", Dtype::I8},
-      {"int8", Dtype::I8},      {"u8", Dtype::U8},       {"bool", Dtype::Bool},
+      {"f64", Dtype::F64},   {"float64", Dtype::F64}, {"double", Dtype::F64},
+      {"f32", Dtype::F32},   {"float32", Dtype::F32}, {"float", Dtype::F32},
+      {"tf32", Dtype::TF32}, {"f16", Dtype::F16},     {"float16", Dtype::F16},
+      {"half", Dtype::F16},  {"bf16", Dtype::BF16},   {"bfloat16", Dtype::BF16},
+      {"fp8", Dtype::FP8},   {"f8", Dtype::FP8},      {"i64", Dtype::I64},
+      {"int64", Dtype::I64}, {"long", Dtype::I64},    {"i32", Dtype::I32},
+      {"int32", Dtype::I32}, {"int", Dtype::I32},     {"i8", Dtype::I8},
+      {"int8", Dtype::I8},   {"u8", Dtype::U8},       {"bool", Dtype::Bool},
   }};
   for (const auto& [name, d] : kNames) {
     if (name == s) return d;
@@ -64,16 +76,20 @@ std::optional<Dtype> parse_dtype(std::string_view s) {
 std::int64_t dtype_size(Dtype d) {
   switch (d) {
     case Dtype::F64:
-    case Dtype::I64: return 8;
+    case Dtype::I64:
+      return 8;
     case Dtype::F32:
     case Dtype::TF32:
-    case Dtype::I32: return 4;
+    case Dtype::I32:
+      return 4;
     case Dtype::F16:
-    case Dtype::BF16: return 2;
+    case Dtype::BF16:
+      return 2;
     case Dtype::FP8:
     case Dtype::I8:
     case Dtype::U8:
-    case Dtype::Bool: return 1;
+    case Dtype::Bool:
+      return 1;
   }
   return 4;
 }
@@ -86,19 +102,26 @@ FlopRate DeviceSpec::peak_for(Dtype d) const {
 
 std::string to_string(VertexKind k) {
   switch (k) {
-    case VertexKind::Device: return "device";
-    case VertexKind::Switch: return "switch";
-    case VertexKind::HostBridge: return "host_bridge";
-    case VertexKind::Nic: return "nic";
+    case VertexKind::Device:
+      return "device";
+    case VertexKind::Switch:
+      return "switch";
+    case VertexKind::HostBridge:
+      return "host_bridge";
+    case VertexKind::Nic:
+      return "nic";
   }
   return "device";
 }
 
 std::string to_string(SharingPolicy p) {
   switch (p) {
-    case SharingPolicy::Shared: return "shared";
-    case SharingPolicy::SplitDuplex: return "split-duplex";
-    case SharingPolicy::FatPipe: return "fat-pipe";
+    case SharingPolicy::Shared:
+      return "shared";
+    case SharingPolicy::SplitDuplex:
+      return "split-duplex";
+    case SharingPolicy::FatPipe:
+      return "fat-pipe";
   }
   return "split-duplex";
 }
@@ -158,8 +181,8 @@ struct PathCost {
 struct EdgeProps {
   LinkId link = -1;
 };
-using FabricGraph =
-    boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property, EdgeProps>;
+using FabricGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS,
+                                          boost::no_property, EdgeProps>;
 
 // Devices other than the source never forward traffic: a GPU is not a switch.
 struct NoTransitThroughDevices {
@@ -213,8 +236,8 @@ std::vector<std::optional<std::vector<LinkId>>> shortest_paths_from(const Cluste
   };
   boost::dijkstra_shortest_paths(
       fg, static_cast<FabricGraph::vertex_descriptor>(src),
-      boost::predecessor_map(boost::make_iterator_property_map(pred.begin(),
-                                                               boost::get(boost::vertex_index, g)))
+      boost::predecessor_map(
+          boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
           .distance_map(
               boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)))
           .weight_map(weight)
@@ -258,7 +281,8 @@ void compute_routes(Cluster& c) {
                     EdgeProps{static_cast<LinkId>(l)}, g);
   }
   std::vector<std::vector<std::optional<std::vector<LinkId>>>> paths(n);
-  for (std::size_t s = 0; s < n; ++s) paths[s] = shortest_paths_from(c, g, static_cast<DeviceId>(s));
+  for (std::size_t s = 0; s < n; ++s)
+    paths[s] = shortest_paths_from(c, g, static_cast<DeviceId>(s));
 
   if (c.peer_access.size() != n) c.peer_access.assign(n, std::vector<bool>(n, false));
   c.routes.assign(n, std::vector<Route>(n));
@@ -280,12 +304,14 @@ void compute_routes(Cluster& c) {
             make_segment(c, static_cast<DeviceId>(i), static_cast<DeviceId>(j), *paths[i][j]));
       }
       if (r.empty()) {
-        throw InputError(c.source_file, "devices[" + std::to_string(i) + "] (" + a.name + ")",
-                         "a route to every other device over the links, found none to " + b.name +
-                             (both_gpus && !c.peer_access[i][j]
-                                  ? " (no peer access, so the copy is staged through host " +
-                                        (a.host >= 0 ? c.devices[static_cast<std::size_t>(a.host)].name : "?") + ")"
-                                  : ""));
+        throw InputError(
+            c.source_file, "devices[" + std::to_string(i) + "] (" + a.name + ")",
+            "a route to every other device over the links, found none to " + b.name +
+                (both_gpus && !c.peer_access[i][j]
+                     ? " (no peer access, so the copy is staged through host " +
+                           (a.host >= 0 ? c.devices[static_cast<std::size_t>(a.host)].name : "?") +
+                           ")"
+                     : ""));
       }
       c.routes[i][j] = std::move(r);
     }

@@ -1,8 +1,5 @@
 // The cluster YAML format (docs/formats.md): reader with key-path + line errors, writer, and the
 // search for built-in scenarios.
-#include <unistd.h>
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -12,6 +9,8 @@
 #include <functional>
 #include <initializer_list>
 #include <set>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include "sim/catalog.hpp"
 #include "sim/cluster.hpp"
@@ -145,7 +144,8 @@ void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string&
                        DeviceSpec& s) {
   if (d["peak_flops"]) {
     const YAML::Node pf = d["peak_flops"];
-    if (!pf.IsMap()) rd.fail(pf, path + ".peak_flops", "a mapping dtype -> rate, got " + Reader::shown(pf));
+    if (!pf.IsMap())
+      rd.fail(pf, path + ".peak_flops", "a mapping dtype -> rate, got " + Reader::shown(pf));
     for (const auto& kv : pf) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
       const auto dt = parse_dtype(key);
@@ -173,9 +173,12 @@ void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string&
   if (d["copy_engines"]) {
     const YAML::Node ce = d["copy_engines"];
     rd.expect_map(ce, path + ".copy_engines", {"h2d", "d2h", "peer"});
-    if (ce["h2d"]) s.h2d_engines = static_cast<int>(rd.integer(ce["h2d"], path + ".copy_engines.h2d", 0, 64));
-    if (ce["d2h"]) s.d2h_engines = static_cast<int>(rd.integer(ce["d2h"], path + ".copy_engines.d2h", 0, 64));
-    if (ce["peer"]) s.peer_engines = static_cast<int>(rd.integer(ce["peer"], path + ".copy_engines.peer", 0, 64));
+    if (ce["h2d"])
+      s.h2d_engines = static_cast<int>(rd.integer(ce["h2d"], path + ".copy_engines.h2d", 0, 64));
+    if (ce["d2h"])
+      s.d2h_engines = static_cast<int>(rd.integer(ce["d2h"], path + ".copy_engines.d2h", 0, 64));
+    if (ce["peer"])
+      s.peer_engines = static_cast<int>(rd.integer(ce["peer"], path + ".copy_engines.peer", 0, 64));
   }
   if (d["launch_overhead"]) {
     s.launch_overhead = rd.duration(d["launch_overhead"], path + ".launch_overhead");
@@ -248,9 +251,12 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
       std::optional<DeviceKind> kind;
       if (d["kind"]) {
         const std::string k = rd.str(d["kind"], path + ".kind");
-        if (k == "cpu") kind = DeviceKind::Cpu;
-        else if (k == "gpu") kind = DeviceKind::Gpu;
-        else rd.fail(d["kind"], path + ".kind", "cpu or gpu, got \"" + printable(k) + "\"");
+        if (k == "cpu")
+          kind = DeviceKind::Cpu;
+        else if (k == "gpu")
+          kind = DeviceKind::Gpu;
+        else
+          rd.fail(d["kind"], path + ".kind", "cpu or gpu, got \"" + printable(k) + "\"");
       }
       if (d["model"]) {
         const std::string m = rd.str(d["model"], path + ".model");
@@ -269,7 +275,8 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
                       to_string(*kind));
         }
       } else {
-        if (!kind) rd.fail(d, path, "either 'model' (from the catalog) or 'kind' with explicit specs");
+        if (!kind)
+          rd.fail(d, path, "either 'model' (from the catalog) or 'kind' with explicit specs");
         dev.spec = DeviceSpec{};
         dev.spec.model = "custom";
         dev.spec.kind = *kind;
@@ -277,7 +284,10 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
           dev.spec.h2d_engines = dev.spec.d2h_engines = dev.spec.peer_engines = 0;
         }
         for (const char* key : {"peak_flops", "memory_bandwidth", "memory_capacity"}) {
-          if (!d[key]) rd.fail(d, path + "." + key, std::string("'") + key + "' for a device without a catalog model (the key is missing)");
+          if (!d[key])
+            rd.fail(d, path + "." + key,
+                    std::string("'") + key +
+                        "' for a device without a catalog model (the key is missing)");
         }
         dev.spec.source = "explicit in " + origin;
       }
@@ -296,7 +306,8 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
       const std::string path = idx("devices", i) + ".host";
       if (dev.spec.kind == DeviceKind::Cpu) {
         if (!host_names[i].empty() && host_names[i] != dev.name) {
-          rd.fail(devs[i]["host"], path, "no host for a CPU (or itself), got \"" + host_names[i] + "\"");
+          rd.fail(devs[i]["host"], path,
+                  "no host for a CPU (or itself), got \"" + host_names[i] + "\"");
         }
         dev.host = static_cast<DeviceId>(i);
         continue;
@@ -316,15 +327,17 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
           }
         }
         if (dev.host < 0) {
-          rd.fail(devs[i], idx("devices", i),
-                  "a CPU device in node " + dev.node + " to host GPU " + dev.name + " (none found)");
+          rd.fail(
+              devs[i], idx("devices", i),
+              "a CPU device in node " + dev.node + " to host GPU " + dev.name + " (none found)");
         }
       }
     }
 
     // Fabric vertices.
     const std::array<std::pair<const char*, VertexKind>, 3> fabric{
-        {{"switches", VertexKind::Switch}, {"host_bridges", VertexKind::HostBridge},
+        {{"switches", VertexKind::Switch},
+         {"host_bridges", VertexKind::HostBridge},
          {"nics", VertexKind::Nic}}};
     for (const auto& [key, vk] : fabric) {
       const YAML::Node list = root[key];
@@ -351,7 +364,8 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
 
     // Links.
     const YAML::Node links = require(rd, root, root["links"], "links", "a list of links");
-    if (!links.IsSequence()) rd.fail(links, "links", "a list of links, got " + Reader::shown(links));
+    if (!links.IsSequence())
+      rd.fail(links, "links", "a list of links, got " + Reader::shown(links));
     std::set<std::string> link_names;
     for (std::size_t i = 0; i < links.size(); ++i) {
       const std::string path = idx("links", i);
@@ -360,15 +374,17 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
       Link link;
       const YAML::Node ends = require(rd, l, l["between"], path + ".between", "two endpoint names");
       if (!ends.IsSequence() || ends.size() != 2) {
-        rd.fail(ends, path + ".between", "a list of two endpoint names, got " + Reader::shown(ends));
+        rd.fail(ends, path + ".between",
+                "a list of two endpoint names, got " + Reader::shown(ends));
       }
       for (int e = 0; e < 2; ++e) {
         const std::string ep = path + ".between[" + std::to_string(e) + "]";
         const std::string n = rd.str(ends[e], ep);
         const VertexId v = c.vertex_index(n);
         if (v < 0) {
-          rd.fail(ends[e], ep, "the name of a device, switch, host bridge or NIC, got unknown \"" +
-                                   printable(n) + "\"");
+          rd.fail(ends[e], ep,
+                  "the name of a device, switch, host bridge or NIC, got unknown \"" +
+                      printable(n) + "\"");
         }
         (e == 0 ? link.a : link.b) = v;
       }
@@ -381,13 +397,15 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
       if (l["name"]) {
         link.name = rd.str(l["name"], path + ".name");
         if (link_names.count(link.name) != 0) {
-          rd.fail(l["name"], path + ".name", "a unique link name, got \"" + printable(link.name) + "\" a second time");
+          rd.fail(l["name"], path + ".name",
+                  "a unique link name, got \"" + printable(link.name) + "\" a second time");
         }
       } else {
         const std::string base = c.vertices[static_cast<std::size_t>(link.a)].name + "-" +
                                  c.vertices[static_cast<std::size_t>(link.b)].name;
         link.name = base;
-        for (int k = 2; link_names.count(link.name) != 0; ++k) link.name = base + "#" + std::to_string(k);
+        for (int k = 2; link_names.count(link.name) != 0; ++k)
+          link.name = base + "#" + std::to_string(k);
       }
       link_names.insert(link.name);
       c.links.push_back(std::move(link));
@@ -412,7 +430,8 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
       return d;
     };
     if (!pa || (pa.IsScalar() && pa.Scalar() == "all")) {
-      for (DeviceId a : gpu_ids) for (DeviceId b : gpu_ids) set_peer(a, b);
+      for (DeviceId a : gpu_ids)
+        for (DeviceId b : gpu_ids) set_peer(a, b);
     } else if (pa.IsScalar() && pa.Scalar() == "none") {
     } else if (pa.IsMap()) {
       rd.expect_map(pa, "peer_access", {"groups", "pairs"});
@@ -424,16 +443,22 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
         for (std::size_t i = 0; i < list.size(); ++i) {
           const YAML::Node grp = list[i];
           const std::string gp = idx(lp, i);
-          if (!grp.IsSequence() || grp.size() < 2 || (std::string(key) == "pairs" && grp.size() != 2)) {
-            rd.fail(grp, gp, std::string(key) == "pairs" ? "a list of two GPU names" : "a list of at least two GPU names");
+          if (!grp.IsSequence() || grp.size() < 2 ||
+              (std::string(key) == "pairs" && grp.size() != 2)) {
+            rd.fail(grp, gp,
+                    std::string(key) == "pairs" ? "a list of two GPU names"
+                                                : "a list of at least two GPU names");
           }
           std::vector<DeviceId> ids;
-          for (std::size_t k = 0; k < grp.size(); ++k) ids.push_back(gpu_by_name(grp[k], idx(gp, k)));
-          for (DeviceId a : ids) for (DeviceId b : ids) set_peer(a, b);
+          for (std::size_t k = 0; k < grp.size(); ++k)
+            ids.push_back(gpu_by_name(grp[k], idx(gp, k)));
+          for (DeviceId a : ids)
+            for (DeviceId b : ids) set_peer(a, b);
         }
       }
     } else {
-      rd.fail(pa, "peer_access", "all, none, or a mapping with groups/pairs, got " + Reader::shown(pa));
+      rd.fail(pa, "peer_access",
+              "all, none, or a mapping with groups/pairs, got " + Reader::shown(pa));
     }
 
     compute_routes(c);
@@ -445,14 +470,20 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
         const std::string path = idx("routes", i);
         const YAML::Node r = routes[i];
         rd.expect_map(r, path, {"from", "to", "links"});
-        const std::string from = rd.str(require(rd, r, r["from"], path + ".from", "a device name"), path + ".from");
-        const std::string to = rd.str(require(rd, r, r["to"], path + ".to", "a device name"), path + ".to");
+        const std::string from =
+            rd.str(require(rd, r, r["from"], path + ".from", "a device name"), path + ".from");
+        const std::string to =
+            rd.str(require(rd, r, r["to"], path + ".to", "a device name"), path + ".to");
         const DeviceId a = c.device_index(from);
         const DeviceId b = c.device_index(to);
-        if (a < 0) rd.fail(r["from"], path + ".from", "a device name, got unknown \"" + printable(from) + "\"");
-        if (b < 0 || b == a) rd.fail(r["to"], path + ".to", "another device's name, got \"" + printable(to) + "\"");
+        if (a < 0)
+          rd.fail(r["from"], path + ".from",
+                  "a device name, got unknown \"" + printable(from) + "\"");
+        if (b < 0 || b == a)
+          rd.fail(r["to"], path + ".to", "another device's name, got \"" + printable(to) + "\"");
         const YAML::Node ls = require(rd, r, r["links"], path + ".links", "a list of link names");
-        if (!ls.IsSequence() || ls.size() == 0) rd.fail(ls, path + ".links", "a non-empty list of link names");
+        if (!ls.IsSequence() || ls.size() == 0)
+          rd.fail(ls, path + ".links", "a non-empty list of link names");
         std::vector<LinkId> ids;
         VertexId at = a;
         for (std::size_t k = 0; k < ls.size(); ++k) {
@@ -465,8 +496,9 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
           if (id < 0) rd.fail(ls[k], lp, "a link name, got unknown \"" + printable(ln) + "\"");
           const Link& lk = c.links[static_cast<std::size_t>(id)];
           if (lk.a != at && lk.b != at) {
-            rd.fail(ls[k], lp, "a link touching " + c.vertices[static_cast<std::size_t>(at)].name +
-                                   " (the route must be a connected chain), got " + ln);
+            rd.fail(ls[k], lp,
+                    "a link touching " + c.vertices[static_cast<std::size_t>(at)].name +
+                        " (the route must be a connected chain), got " + ln);
           }
           at = lk.a == at ? lk.b : lk.a;
           ids.push_back(id);
@@ -491,7 +523,8 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
     return c;
   } catch (const YAML::Exception& e) {
     // Conversions inside yaml-cpp (e.g. a bad map access) still name the line.
-    rd.fail_at("line " + std::to_string(e.mark.line + 1), "a well-formed cluster (" + printable(e.msg, 120) + ")");
+    rd.fail_at("line " + std::to_string(e.mark.line + 1),
+               "a well-formed cluster (" + printable(e.msg, 120) + ")");
   }
 }
 
@@ -510,8 +543,8 @@ std::string exact_double(double v) {
 }
 
 template <typename Parse, typename Get>
-std::string spell(double v, std::initializer_list<std::pair<double, const char*>> units, Parse parse,
-                  Get get) {
+std::string spell(double v, std::initializer_list<std::pair<double, const char*>> units,
+                  Parse parse, Get get) {
   for (const auto& [scale, u] : units) {
     if (std::fabs(v) < scale) continue;
     std::string s = exact_double(v / scale) + " " + u;
@@ -531,7 +564,10 @@ std::string spell_rate(FlopRate r) {
 }
 std::string spell_bytes(Bytes b) {
   constexpr std::array<std::pair<std::int64_t, const char*>, 4> units{
-      {{std::int64_t{1} << 40, "TiB"}, {std::int64_t{1} << 30, "GiB"}, {std::int64_t{1} << 20, "MiB"}, {1024, "KiB"}}};
+      {{std::int64_t{1} << 40, "TiB"},
+       {std::int64_t{1} << 30, "GiB"},
+       {std::int64_t{1} << 20, "MiB"},
+       {1024, "KiB"}}};
   for (const auto& [scale, u] : units) {
     if (b.v != 0 && b.v % scale == 0) return std::to_string(b.v / scale) + " " + u;
   }
@@ -555,20 +591,22 @@ std::string cluster_to_yaml(const Cluster& c) {
     out << YAML::BeginMap;
     out << YAML::Key << "name" << YAML::Value << d.name;
     out << YAML::Key << "kind" << YAML::Value << to_string(s.kind);
-    if (find_device_model(s.model) != nullptr) out << YAML::Key << "model" << YAML::Value << s.model;
+    if (find_device_model(s.model) != nullptr)
+      out << YAML::Key << "model" << YAML::Value << s.model;
     out << YAML::Key << "node" << YAML::Value << d.node;
     if (s.kind == DeviceKind::Gpu && d.host >= 0) {
       out << YAML::Key << "host" << YAML::Value << c.devices[static_cast<std::size_t>(d.host)].name;
     }
     out << YAML::Key << "peak_flops" << YAML::Value << YAML::BeginMap;
-    for (const auto& [dt, r] : s.peak_flops) out << YAML::Key << to_string(dt) << YAML::Value << spell_rate(r);
+    for (const auto& [dt, r] : s.peak_flops)
+      out << YAML::Key << to_string(dt) << YAML::Value << spell_rate(r);
     out << YAML::EndMap;
     out << YAML::Key << "memory_bandwidth" << YAML::Value << spell_bandwidth(s.memory_bandwidth);
     out << YAML::Key << "memory_capacity" << YAML::Value << spell_bytes(s.memory_capacity);
     out << YAML::Key << "compute_streams" << YAML::Value << s.compute_streams;
     out << YAML::Key << "worker_threads" << YAML::Value << s.worker_threads;
-    out << YAML::Key << "copy_engines" << YAML::Value << YAML::Flow << YAML::BeginMap
-        << YAML::Key << "h2d" << YAML::Value << s.h2d_engines << YAML::Key << "d2h" << YAML::Value
+    out << YAML::Key << "copy_engines" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+        << "h2d" << YAML::Value << s.h2d_engines << YAML::Key << "d2h" << YAML::Value
         << s.d2h_engines << YAML::Key << "peer" << YAML::Value << s.peer_engines << YAML::EndMap;
     out << YAML::Key << "launch_overhead" << YAML::Value << spell_duration(s.launch_overhead);
     if (!s.source.empty()) out << YAML::Key << "source" << YAML::Value << s.source;
@@ -576,7 +614,9 @@ std::string cluster_to_yaml(const Cluster& c) {
   }
   out << YAML::EndSeq;
   const std::array<std::pair<const char*, VertexKind>, 3> fabric{
-      {{"switches", VertexKind::Switch}, {"host_bridges", VertexKind::HostBridge}, {"nics", VertexKind::Nic}}};
+      {{"switches", VertexKind::Switch},
+       {"host_bridges", VertexKind::HostBridge},
+       {"nics", VertexKind::Nic}}};
   for (const auto& [key, vk] : fabric) {
     bool any = false;
     for (const Vertex& v : c.vertices) any = any || v.kind == vk;
@@ -594,8 +634,8 @@ std::string cluster_to_yaml(const Cluster& c) {
     out << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "name" << YAML::Value << l.name;
     out << YAML::Key << "between" << YAML::Value << YAML::Flow << YAML::BeginSeq
-        << c.vertices[static_cast<std::size_t>(l.a)].name << c.vertices[static_cast<std::size_t>(l.b)].name
-        << YAML::EndSeq;
+        << c.vertices[static_cast<std::size_t>(l.a)].name
+        << c.vertices[static_cast<std::size_t>(l.b)].name << YAML::EndSeq;
     out << YAML::Key << "bandwidth" << YAML::Value << spell_bandwidth(l.bandwidth);
     out << YAML::Key << "latency" << YAML::Value << spell_duration(l.latency);
     out << YAML::Key << "sharing" << YAML::Value << to_string(l.sharing);

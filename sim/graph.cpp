@@ -1,10 +1,10 @@
 #include "sim/graph.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <set>
@@ -18,10 +18,14 @@ using nlohmann::json;
 
 std::string to_string(Phase p) {
   switch (p) {
-    case Phase::Forward: return "forward";
-    case Phase::Backward: return "backward";
-    case Phase::Update: return "update";
-    case Phase::Other: return "other";
+    case Phase::Forward:
+      return "forward";
+    case Phase::Backward:
+      return "backward";
+    case Phase::Update:
+      return "update";
+    case Phase::Other:
+      return "other";
   }
   return "other";
 }
@@ -67,20 +71,27 @@ void Graph::finalize(const std::string& origin) {
   index.clear();
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = ops[i];
-    if (op.name.empty()) throw InputError(origin, "ops[" + std::to_string(i) + "].name", "a non-empty op name");
+    if (op.name.empty())
+      throw InputError(origin, "ops[" + std::to_string(i) + "].name", "a non-empty op name");
     if (!index.emplace(op.name, static_cast<OpId>(i)).second) {
       throw InputError(origin, where(i) + ".name",
                        "a unique op name, got a second op named \"" + printable(op.name) +
                            "\" (first is ops[" + std::to_string(index[op.name]) + "])");
     }
-    if (op.flops.v < 0 || !std::isfinite(op.flops.v)) throw InputError(origin, where(i) + ".flops", "a finite non-negative FLOP count");
-    if (op.bytes_read.v < 0) throw InputError(origin, where(i) + ".bytes_read", "a non-negative byte count");
-    if (op.bytes_written.v < 0) throw InputError(origin, where(i) + ".bytes_written", "a non-negative byte count");
-    if (op.persistent.v < 0) throw InputError(origin, where(i) + ".persistent_bytes", "a non-negative byte count");
-    if (op.measured && op.measured->ns < 0) throw InputError(origin, where(i) + ".measured", "a non-negative duration");
+    if (op.flops.v < 0 || !std::isfinite(op.flops.v))
+      throw InputError(origin, where(i) + ".flops", "a finite non-negative FLOP count");
+    if (op.bytes_read.v < 0)
+      throw InputError(origin, where(i) + ".bytes_read", "a non-negative byte count");
+    if (op.bytes_written.v < 0)
+      throw InputError(origin, where(i) + ".bytes_written", "a non-negative byte count");
+    if (op.persistent.v < 0)
+      throw InputError(origin, where(i) + ".persistent_bytes", "a non-negative byte count");
+    if (op.measured && op.measured->ns < 0)
+      throw InputError(origin, where(i) + ".measured", "a non-negative duration");
     for (std::size_t k = 0; k < op.outputs.size(); ++k) {
       if (op.outputs[k].bytes.v < 0) {
-        throw InputError(origin, where(i) + ".outputs[" + std::to_string(k) + "].bytes", "a non-negative byte count");
+        throw InputError(origin, where(i) + ".outputs[" + std::to_string(k) + "].bytes",
+                         "a non-negative byte count");
       }
     }
   }
@@ -97,12 +108,12 @@ void Graph::finalize(const std::string& origin) {
       }
       const Op& prod = ops[static_cast<std::size_t>(in.op)];
       if (in.output < 0 || static_cast<std::size_t>(in.output) >= prod.outputs.size()) {
-        throw InputError(origin, where(i) + ".inputs[" + std::to_string(k) + "]",
-                         prod.outputs.empty()
-                             ? "a producer with outputs, but \"" + printable(prod.name) + "\" has none"
-                             : "an output index of \"" + printable(prod.name) + "\" below " +
-                                   std::to_string(prod.outputs.size()) + ", got " +
-                                   std::to_string(in.output));
+        throw InputError(
+            origin, where(i) + ".inputs[" + std::to_string(k) + "]",
+            prod.outputs.empty()
+                ? "a producer with outputs, but \"" + printable(prod.name) + "\" has none"
+                : "an output index of \"" + printable(prod.name) + "\" below " +
+                      std::to_string(prod.outputs.size()) + ", got " + std::to_string(in.output));
       }
       preds.push_back(in.op);
     }
@@ -118,7 +129,8 @@ void Graph::finalize(const std::string& origin) {
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
     for (OpId p : preds) {
       if (static_cast<std::size_t>(p) == i) {
-        throw InputError(origin, where(i), "an acyclic graph, got an op that consumes its own output");
+        throw InputError(origin, where(i),
+                         "an acyclic graph, got an op that consumes its own output");
       }
       consumers_of[static_cast<std::size_t>(p)].push_back(static_cast<OpId>(i));
     }
@@ -154,11 +166,17 @@ void Graph::finalize(const std::string& origin) {
       OpId next = -1;
       const Op& op = ops[static_cast<std::size_t>(cur)];
       for (const TensorRef& in : op.inputs) {
-        if (indegree[static_cast<std::size_t>(in.op)] > 0) { next = in.op; break; }
+        if (indegree[static_cast<std::size_t>(in.op)] > 0) {
+          next = in.op;
+          break;
+        }
       }
       if (next < 0) {
         for (OpId c : op.control_inputs) {
-          if (indegree[static_cast<std::size_t>(c)] > 0) { next = c; break; }
+          if (indegree[static_cast<std::size_t>(c)] > 0) {
+            next = c;
+            break;
+          }
         }
       }
       cur = next;
@@ -169,7 +187,9 @@ void Graph::finalize(const std::string& origin) {
     for (std::size_t k = 0; k < cycle.size() && k < 6; ++k) {
       names += "\"" + printable(ops[static_cast<std::size_t>(cycle[k])].name) + "\" -> ";
     }
-    names += cycle.size() > 6 ? "..." : "\"" + printable(ops[static_cast<std::size_t>(cycle[0])].name) + "\"";
+    names += cycle.size() > 6
+                 ? "..."
+                 : "\"" + printable(ops[static_cast<std::size_t>(cycle[0])].name) + "\"";
     throw InputError(origin, where(static_cast<std::size_t>(cycle[0])),
                      "an acyclic graph, got a cycle: " + names);
   }
@@ -182,10 +202,17 @@ GraphStats graph_stats(const Graph& g) {
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
     switch (op.phase) {
-      case Phase::Forward: ++s.forward_ops; break;
-      case Phase::Backward: ++s.backward_ops; break;
-      case Phase::Update: ++s.update_ops; break;
-      case Phase::Other: break;
+      case Phase::Forward:
+        ++s.forward_ops;
+        break;
+      case Phase::Backward:
+        ++s.backward_ops;
+        break;
+      case Phase::Update:
+        ++s.update_ops;
+        break;
+      case Phase::Other:
+        break;
     }
     s.flops.v += op.flops.v;
     s.bytes_read += op.bytes_read;
@@ -223,7 +250,12 @@ namespace {
 std::string line_col(const std::string& text, std::size_t byte) {
   std::size_t line = 1, col = 1;
   for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
   return "line " + std::to_string(line) + ":" + std::to_string(col);
 }
@@ -285,13 +317,15 @@ class JsonReader {
     std::int64_t x = 0;
     if (v.is_number_unsigned()) {
       const auto u = v.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(hi)) fail(key, "an integer up to " + std::to_string(hi) + ", got " + shown(v));
+      if (u > static_cast<std::uint64_t>(hi))
+        fail(key, "an integer up to " + std::to_string(hi) + ", got " + shown(v));
       x = static_cast<std::int64_t>(u);
     } else {
       x = v.get<std::int64_t>();
     }
     if (x < lo || x > hi) {
-      fail(key, "an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + shown(v));
+      fail(key, "an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " +
+                    shown(v));
     }
     return x;
   }
@@ -313,7 +347,8 @@ class JsonReader {
     }
     if (v.is_number_float()) {
       const double d = v.get<double>();
-      if (!(d >= 0) || d >= 9.2e18 || d != std::floor(d)) fail(key, "a non-negative whole byte count, got " + shown(v));
+      if (!(d >= 0) || d >= 9.2e18 || d != std::floor(d))
+        fail(key, "a non-negative whole byte count, got " + shown(v));
       return Bytes{static_cast<std::int64_t>(d)};
     }
     return Bytes{integer(v, key, 0, std::numeric_limits<std::int64_t>::max())};
@@ -321,7 +356,9 @@ class JsonReader {
   Dtype dtype(const json& v, const Key& key) const {
     const std::string s = str(v, key);
     const auto d = parse_dtype(s);
-    if (!d) fail(key, "a dtype (f64, f32, tf32, f16, bf16, fp8, i64, i32, i8, u8, bool), got " + shown(v));
+    if (!d)
+      fail(key,
+           "a dtype (f64, f32, tf32, f16, bf16, fp8, i64, i32, i8, u8, bool), got " + shown(v));
     return *d;
   }
   std::vector<std::int64_t> shape(const json& v, const Key& key) const {
@@ -329,7 +366,8 @@ class JsonReader {
     std::vector<std::int64_t> s;
     s.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
-      s.push_back(integer(v[i], key.str() + "[" + std::to_string(i) + "]", -1, std::numeric_limits<std::int64_t>::max()));
+      s.push_back(integer(v[i], key.str() + "[" + std::to_string(i) + "]", -1,
+                          std::numeric_limits<std::int64_t>::max()));
     }
     return s;
   }
@@ -356,19 +394,41 @@ class OpStreamingBuilder {
 
   json root;
 
-  bool null() { add(json(nullptr)); return true; }
-  bool boolean(bool v) { add(json(v)); return true; }
-  bool number_integer(json::number_integer_t v) { add(json(v)); return true; }
-  bool number_unsigned(json::number_unsigned_t v) { add(json(v)); return true; }
-  bool number_float(json::number_float_t v, const json::string_t& /*raw*/) { add(json(v)); return true; }
-  bool string(json::string_t& v) { add(json(std::move(v))); return true; }
-  bool binary(json::binary_t& /*v*/) { add(json(nullptr)); return true; }
+  bool null() {
+    add(json(nullptr));
+    return true;
+  }
+  bool boolean(bool v) {
+    add(json(v));
+    return true;
+  }
+  bool number_integer(json::number_integer_t v) {
+    add(json(v));
+    return true;
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    add(json(v));
+    return true;
+  }
+  bool number_float(json::number_float_t v, const json::string_t& /*raw*/) {
+    add(json(v));
+    return true;
+  }
+  bool string(json::string_t& v) {
+    add(json(std::move(v)));
+    return true;
+  }
+  bool binary(json::binary_t& /*v*/) {
+    add(json(nullptr));
+    return true;
+  }
   bool start_object(std::size_t /*n*/) {
     stack_.push_back(add(json::object()));
     return true;
   }
   bool key(json::string_t& k) {
-    if (stack_.size() == 1 && k == "ops" && ops_ != nullptr) rd_.fail("ops", "one \"ops\" list, got a second one");
+    if (stack_.size() == 1 && k == "ops" && ops_ != nullptr)
+      rd_.fail("ops", "one \"ops\" list, got a second one");
     key_ = std::move(k);
     return true;
   }
@@ -456,23 +516,29 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     if (o.contains("phase")) {
       const std::string ph = rd.str(o["phase"], Key{p, ".phase"});
       const auto parsed = parse_phase(ph);
-      if (!parsed) rd.fail(Key{p, ".phase"}, "forward, backward, update or other, got \"" + printable(ph) + "\"");
+      if (!parsed)
+        rd.fail(Key{p, ".phase"},
+                "forward, backward, update or other, got \"" + printable(ph) + "\"");
       op.phase = *parsed;
     }
     if (o.contains("flops")) op.flops = Flops{rd.number(o["flops"], Key{p, ".flops"})};
     if (o.contains("bytes_read")) op.bytes_read = rd.bytes(o["bytes_read"], Key{p, ".bytes_read"});
-    if (o.contains("bytes_written")) op.bytes_written = rd.bytes(o["bytes_written"], Key{p, ".bytes_written"});
+    if (o.contains("bytes_written"))
+      op.bytes_written = rd.bytes(o["bytes_written"], Key{p, ".bytes_written"});
     if (o.contains("dtype")) op.dtype = rd.dtype(o["dtype"], Key{p, ".dtype"});
     if (o.contains("signature")) {
       const json& s = o["signature"];
       rd.expect_object(s, Key{p, ".signature"}, {"op_type", "input_shapes", "dtype"});
       Signature sig;
-      sig.op_type = s.contains("op_type") ? rd.str(s["op_type"], Key{p, ".signature.op_type"}) : op.type;
+      sig.op_type =
+          s.contains("op_type") ? rd.str(s["op_type"], Key{p, ".signature.op_type"}) : op.type;
       if (s.contains("input_shapes")) {
         const json& sh = s["input_shapes"];
-        if (!sh.is_array()) rd.fail(Key{p, ".signature.input_shapes"}, "a list of shapes, got " + shown(sh));
+        if (!sh.is_array())
+          rd.fail(Key{p, ".signature.input_shapes"}, "a list of shapes, got " + shown(sh));
         for (std::size_t k = 0; k < sh.size(); ++k) {
-          sig.input_shapes.push_back(rd.shape(sh[k], p + ".signature.input_shapes[" + std::to_string(k) + "]"));
+          sig.input_shapes.push_back(
+              rd.shape(sh[k], p + ".signature.input_shapes[" + std::to_string(k) + "]"));
         }
       }
       sig.dtype = s.contains("dtype") ? rd.dtype(s["dtype"], Key{p, ".signature.dtype"}) : op.dtype;
@@ -506,7 +572,8 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
           out.bytes = rd.bytes(t, op_path);
         } else {
           rd.expect_object(t, op_path, {"name", "bytes", "shape", "dtype"});
-          if (!t.contains("bytes")) rd.fail(op_path + ".bytes", "a byte count (the key is missing)");
+          if (!t.contains("bytes"))
+            rd.fail(op_path + ".bytes", "a byte count (the key is missing)");
           out.bytes = rd.bytes(t["bytes"], op_path + ".bytes");
           if (t.contains("name")) out.name = rd.str(t["name"], op_path + ".name");
           if (t.contains("shape")) out.shape = rd.shape(t["shape"], op_path + ".shape");
@@ -529,32 +596,41 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
           if (!in.contains("op")) rd.fail(ip + ".op", "a producer op name (the key is missing)");
           ref.op = rd.str(in["op"], ip + ".op");
           if (in.contains("output")) {
-            ref.output = static_cast<std::int32_t>(rd.integer(in["output"], ip + ".output", 0, 1 << 30));
+            ref.output =
+                static_cast<std::int32_t>(rd.integer(in["output"], ip + ".output", 0, 1 << 30));
           }
           ref.explicit_output = true;
         } else {
-          rd.fail(ip, "a producer name (\"op\" or \"op:1\") or {\"op\": ..., \"output\": N}, got " + shown(in));
+          rd.fail(ip, "a producer name (\"op\" or \"op:1\") or {\"op\": ..., \"output\": N}, got " +
+                          shown(in));
         }
         pending_inputs[i].push_back(std::move(ref));
       }
     }
     if (o.contains("control_inputs")) {
       const json& cs = o["control_inputs"];
-      if (!cs.is_array()) rd.fail(Key{p, ".control_inputs"}, "a list of op names, got " + shown(cs));
+      if (!cs.is_array())
+        rd.fail(Key{p, ".control_inputs"}, "a list of op names, got " + shown(cs));
       for (std::size_t k = 0; k < cs.size(); ++k) {
-        pending_control[i].push_back(rd.str(cs[k], p + ".control_inputs[" + std::to_string(k) + "]"));
+        pending_control[i].push_back(
+            rd.str(cs[k], p + ".control_inputs[" + std::to_string(k) + "]"));
       }
     }
-    if (o.contains("persistent_bytes")) op.persistent = rd.bytes(o["persistent_bytes"], Key{p, ".persistent_bytes"});
+    if (o.contains("persistent_bytes"))
+      op.persistent = rd.bytes(o["persistent_bytes"], Key{p, ".persistent_bytes"});
     if (o.contains("group")) op.group = rd.str(o["group"], Key{p, ".group"});
     if (o.contains("device_kind")) {
       const std::string k = rd.str(o["device_kind"], Key{p, ".device_kind"});
-      if (k == "cpu") op.device_kind = DeviceKind::Cpu;
-      else if (k == "gpu") op.device_kind = DeviceKind::Gpu;
-      else rd.fail(Key{p, ".device_kind"}, "cpu or gpu, got \"" + printable(k) + "\"");
+      if (k == "cpu")
+        op.device_kind = DeviceKind::Cpu;
+      else if (k == "gpu")
+        op.device_kind = DeviceKind::Gpu;
+      else
+        rd.fail(Key{p, ".device_kind"}, "cpu or gpu, got \"" + printable(k) + "\"");
     }
     if (o.contains("layer")) op.layer = rd.str(o["layer"], Key{p, ".layer"});
-    if (o.contains("stream")) op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
+    if (o.contains("stream"))
+      op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
     g.ops.push_back(std::move(op));
   };
 
@@ -586,8 +662,8 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
     if (!ids.emplace(g.ops[i].name, static_cast<OpId>(i)).second) {
       rd.fail("ops[" + std::to_string(i) + "] (\"" + printable(g.ops[i].name) + "\").name",
-              "a unique op name, got a second op named \"" + printable(g.ops[i].name) + "\" (first is ops[" +
-                  std::to_string(ids[g.ops[i].name]) + "])");
+              "a unique op name, got a second op named \"" + printable(g.ops[i].name) +
+                  "\" (first is ops[" + std::to_string(ids[g.ops[i].name]) + "])");
     }
   }
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
@@ -609,8 +685,9 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
         }
       }
       if (it == ids.end()) {
-        rd.fail(p + ".inputs[" + std::to_string(k) + "]",
-                "the name of a producer op in this graph, got unknown \"" + printable(ref.op) + "\"");
+        rd.fail(
+            p + ".inputs[" + std::to_string(k) + "]",
+            "the name of a producer op in this graph, got unknown \"" + printable(ref.op) + "\"");
       }
       t.op = it->second;
       g.ops[i].inputs.push_back(t);
@@ -619,7 +696,8 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
       const auto it = ids.find(pending_control[i][k]);
       if (it == ids.end()) {
         rd.fail(p + ".control_inputs[" + std::to_string(k) + "]",
-                "the name of an op in this graph, got unknown \"" + printable(pending_control[i][k]) + "\"");
+                "the name of an op in this graph, got unknown \"" +
+                    printable(pending_control[i][k]) + "\"");
       }
       g.ops[i].control_inputs.push_back(it->second);
     }
@@ -628,7 +706,9 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
   return g;
 }
 
-Graph read_graph_json(const std::string& path) { return parse_graph_json(read_text_file(path), path); }
+Graph read_graph_json(const std::string& path) {
+  return parse_graph_json(read_text_file(path), path);
+}
 
 namespace {
 
@@ -641,11 +721,21 @@ class JsonOut {
     for (char ch : v) {
       const auto u = static_cast<unsigned char>(ch);
       switch (ch) {
-        case '"': s += "\\\""; break;
-        case '\\': s += "\\\\"; break;
-        case '\n': s += "\\n"; break;
-        case '\t': s += "\\t"; break;
-        case '\r': s += "\\r"; break;
+        case '"':
+          s += "\\\"";
+          break;
+        case '\\':
+          s += "\\\\";
+          break;
+        case '\n':
+          s += "\\n";
+          break;
+        case '\t':
+          s += "\\t";
+          break;
+        case '\r':
+          s += "\\r";
+          break;
         default:
           if (u < 0x20) {
             std::array<char, 8> buf{};
@@ -674,8 +764,14 @@ class JsonOut {
     str(k);
     s += ": ";
   }
-  void open_obj() { s += '{'; first_ = true; }
-  void close_obj() { s += '}'; first_ = false; }
+  void open_obj() {
+    s += '{';
+    first_ = true;
+  }
+  void close_obj() {
+    s += '}';
+    first_ = false;
+  }
   void shape(const std::vector<std::int64_t>& v) {
     s += '[';
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -712,13 +808,28 @@ std::string graph_to_json(const Graph& g) {
     o.open_obj();
     o.key("name");
     o.str(op.name);
-    if (!op.type.empty()) { o.key("type"); o.str(op.type); }
+    if (!op.type.empty()) {
+      o.key("type");
+      o.str(op.type);
+    }
     o.key("phase");
     o.str(to_string(op.phase));
-    if (op.flops.v != 0) { o.key("flops"); o.num(op.flops.v); }
-    if (op.bytes_read.v != 0) { o.key("bytes_read"); o.num(op.bytes_read.v); }
-    if (op.bytes_written.v != 0) { o.key("bytes_written"); o.num(op.bytes_written.v); }
-    if (op.dtype != Dtype::F32) { o.key("dtype"); o.str(to_string(op.dtype)); }
+    if (op.flops.v != 0) {
+      o.key("flops");
+      o.num(op.flops.v);
+    }
+    if (op.bytes_read.v != 0) {
+      o.key("bytes_read");
+      o.num(op.bytes_read.v);
+    }
+    if (op.bytes_written.v != 0) {
+      o.key("bytes_written");
+      o.num(op.bytes_written.v);
+    }
+    if (op.dtype != Dtype::F32) {
+      o.key("dtype");
+      o.str(to_string(op.dtype));
+    }
     if (op.signature) {
       o.key("signature");
       o.open_obj();
@@ -735,7 +846,10 @@ std::string graph_to_json(const Graph& g) {
       o.str(to_string(op.signature->dtype));
       o.close_obj();
     }
-    if (op.measured) { o.key("measured"); o.str(std::to_string(op.measured->ns) + " ns"); }
+    if (op.measured) {
+      o.key("measured");
+      o.str(std::to_string(op.measured->ns) + " ns");
+    }
     if (!op.outputs.empty()) {
       o.key("outputs");
       o.s += '[';
@@ -747,11 +861,20 @@ std::string graph_to_json(const Graph& g) {
           continue;
         }
         o.open_obj();
-        if (!t.name.empty()) { o.key("name"); o.str(t.name); }
+        if (!t.name.empty()) {
+          o.key("name");
+          o.str(t.name);
+        }
         o.key("bytes");
         o.num(t.bytes.v);
-        if (!t.shape.empty()) { o.key("shape"); o.shape(t.shape); }
-        if (t.dtype != Dtype::F32) { o.key("dtype"); o.str(to_string(t.dtype)); }
+        if (!t.shape.empty()) {
+          o.key("shape");
+          o.shape(t.shape);
+        }
+        if (t.dtype != Dtype::F32) {
+          o.key("dtype");
+          o.str(to_string(t.dtype));
+        }
         o.close_obj();
       }
       o.s += ']';
@@ -785,11 +908,26 @@ std::string graph_to_json(const Graph& g) {
       }
       o.s += ']';
     }
-    if (op.persistent.v != 0) { o.key("persistent_bytes"); o.num(op.persistent.v); }
-    if (!op.group.empty()) { o.key("group"); o.str(op.group); }
-    if (op.device_kind) { o.key("device_kind"); o.str(to_string(*op.device_kind)); }
-    if (!op.layer.empty()) { o.key("layer"); o.str(op.layer); }
-    if (op.stream) { o.key("stream"); o.num(static_cast<std::int64_t>(*op.stream)); }
+    if (op.persistent.v != 0) {
+      o.key("persistent_bytes");
+      o.num(op.persistent.v);
+    }
+    if (!op.group.empty()) {
+      o.key("group");
+      o.str(op.group);
+    }
+    if (op.device_kind) {
+      o.key("device_kind");
+      o.str(to_string(*op.device_kind));
+    }
+    if (!op.layer.empty()) {
+      o.key("layer");
+      o.str(op.layer);
+    }
+    if (op.stream) {
+      o.key("stream");
+      o.num(static_cast<std::int64_t>(*op.stream));
+    }
     o.close_obj();
   }
   o.s += "\n ]\n}\n";

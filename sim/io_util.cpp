@@ -1,13 +1,12 @@
 #include "sim/io_util.hpp"
 
-#include <unistd.h>
-
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <unistd.h>
 
 #include "sim/error.hpp"
 

@@ -25,14 +25,20 @@ std::string shown(const json& v) {
 std::string line_col(const std::string& text, std::size_t byte) {
   std::size_t line = 1, col = 1;
   for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
   return "line " + std::to_string(line) + ":" + std::to_string(col);
 }
 
 std::map<std::string, std::string> name_map(const json& v, const std::string& key,
                                             const std::string& origin) {
-  if (!v.is_object()) throw InputError(origin, key, "an object mapping names to device names, got " + shown(v));
+  if (!v.is_object())
+    throw InputError(origin, key, "an object mapping names to device names, got " + shown(v));
   std::map<std::string, std::string> out;
   for (const auto& [k, d] : v.items()) {
     if (!d.is_string() || d.get_ref<const std::string&>().empty()) {
@@ -47,7 +53,8 @@ std::map<std::string, std::string> name_map(const json& v, const std::string& ke
 
 PlacementFile parse_placement_json(const std::string& text, const std::string& origin) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw InputError(origin, "", "a JSON placement object with \"groups\" or \"ops\", got an empty file");
+    throw InputError(origin, "",
+                     "a JSON placement object with \"groups\" or \"ops\", got an empty file");
   }
   json root;
   try {
@@ -88,18 +95,21 @@ PlacementFile parse_placement_json(const std::string& text, const std::string& o
           m.predicted_step_time_s = mv.get<double>();
         } else if (mk == "seed") {
           if (mv.is_null()) continue;
-          if (!mv.is_number_unsigned()) throw InputError(origin, key, "a non-negative integer, got " + shown(mv));
+          if (!mv.is_number_unsigned())
+            throw InputError(origin, key, "a non-negative integer, got " + shown(mv));
           m.seed = mv.get<std::uint64_t>();
         } else if (mk == "extra") {
           if (!mv.is_object()) throw InputError(origin, key, "an object, got " + shown(mv));
-          for (const auto& [ek, ev] : mv.items()) m.extra[ek] = ev.is_string() ? ev.get<std::string>() : ev.dump();
+          for (const auto& [ek, ev] : mv.items())
+            m.extra[ek] = ev.is_string() ? ev.get<std::string>() : ev.dump();
         } else {
           m.extra[mk] = mv.is_string() ? mv.get<std::string>() : mv.dump();
         }
       }
     } else {
       throw InputError(origin, printable(k),
-                       "a known key (format, version, metadata, groups, ops, default_device), got unknown key \"" +
+                       "a known key (format, version, metadata, groups, ops, default_device), got "
+                       "unknown key \"" +
                            printable(k) + "\"");
     }
   }
@@ -121,7 +131,8 @@ std::string placement_to_json(const PlacementFile& f) {
   if (!f.metadata.method.empty()) md["method"] = f.metadata.method;
   if (!f.metadata.graph.empty()) md["graph"] = f.metadata.graph;
   if (!f.metadata.cluster.empty()) md["cluster"] = f.metadata.cluster;
-  if (f.metadata.predicted_step_time_s) md["predicted_step_time_s"] = *f.metadata.predicted_step_time_s;
+  if (f.metadata.predicted_step_time_s)
+    md["predicted_step_time_s"] = *f.metadata.predicted_step_time_s;
   if (f.metadata.seed) md["seed"] = *f.metadata.seed;
   if (!f.metadata.extra.empty()) md["extra"] = f.metadata.extra;
   root["metadata"] = std::move(md);
@@ -142,8 +153,9 @@ Placement resolve_placement(const PlacementFile& f, const Graph& g, const Cluste
     if (d < 0) {
       std::string list;
       for (const Device& dev : c.devices) list += (list.empty() ? "" : ", ") + dev.name;
-      throw InputError(origin, key,
-                       "a device of cluster " + c.name + " (" + list + "), got \"" + printable(name) + "\"");
+      throw InputError(
+          origin, key,
+          "a device of cluster " + c.name + " (" + list + "), got \"" + printable(name) + "\"");
     }
     return d;
   };
@@ -154,7 +166,8 @@ Placement resolve_placement(const PlacementFile& f, const Graph& g, const Cluste
     for (const auto& [grp, dev] : f.groups) {
       if (groups.count(grp) == 0) {
         throw InputError(origin, "groups." + printable(grp),
-                         "a co-location group (or op name) of graph " + g.name + ", got unknown \"" + printable(grp) + "\"");
+                         "a co-location group (or op name) of graph " + g.name +
+                             ", got unknown \"" + printable(grp) + "\"");
       }
       group_dev[grp] = device(dev, "groups." + printable(grp));
     }
@@ -180,22 +193,27 @@ Placement resolve_placement(const PlacementFile& f, const Graph& g, const Cluste
     if (d < 0) d = fallback;
     const Op& op = g.ops[static_cast<std::size_t>(i)];
     if (d < 0) {
-      throw InputError(origin, "ops",
-                       "a device for every op, but op \"" + printable(op.name) + "\" (group \"" +
-                           printable(grp) + "\") is named by neither \"ops\" nor \"groups\" and there is no \"default_device\"");
+      throw InputError(
+          origin, "ops",
+          "a device for every op, but op \"" + printable(op.name) + "\" (group \"" +
+              printable(grp) +
+              "\") is named by neither \"ops\" nor \"groups\" and there is no \"default_device\"");
     }
     const Device& dev = c.devices[static_cast<std::size_t>(d)];
     if (op.device_kind && *op.device_kind != dev.spec.kind) {
       throw InputError(origin, "ops." + printable(op.name),
-                       "a " + to_string(*op.device_kind) + " device for op \"" + printable(op.name) +
-                           "\" (its device_kind constraint), got " + dev.name + " (" + to_string(dev.spec.kind) + ")");
+                       "a " + to_string(*op.device_kind) + " device for op \"" +
+                           printable(op.name) + "\" (its device_kind constraint), got " + dev.name +
+                           " (" + to_string(dev.spec.kind) + ")");
     }
     const auto [it, inserted] = seen.emplace(grp, std::make_pair(d, i));
     if (!inserted && it->second.first != d) {
-      throw InputError(origin, "ops." + printable(op.name),
-                       "all ops of co-location group \"" + printable(grp) + "\" on one device, got " + dev.name +
-                           " here and " + c.devices[static_cast<std::size_t>(it->second.first)].name +
-                           " for op \"" + printable(g.ops[static_cast<std::size_t>(it->second.second)].name) + "\"");
+      throw InputError(
+          origin, "ops." + printable(op.name),
+          "all ops of co-location group \"" + printable(grp) + "\" on one device, got " + dev.name +
+              " here and " + c.devices[static_cast<std::size_t>(it->second.first)].name +
+              " for op \"" + printable(g.ops[static_cast<std::size_t>(it->second.second)].name) +
+              "\"");
     }
   }
   return p;
@@ -224,8 +242,8 @@ namespace {
 // Uniform integer in [0, n) from a 64-bit engine by rejection, so the sequence is the same with
 // every standard library (std::uniform_int_distribution is implementation-defined).
 std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
-  const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() -
-                              std::numeric_limits<std::uint64_t>::max() % n;
+  const std::uint64_t limit =
+      std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
   std::uint64_t x = 0;
   do {
     x = rng();
@@ -244,7 +262,8 @@ std::optional<Placement> builtin_placement(const std::string& method, const Grap
     const std::string& grp = g.group_of(i);
     auto [it, inserted] = group_kind.emplace(grp, std::nullopt);
     if (inserted) group_order.push_back(grp);
-    if (!it->second && g.ops[static_cast<std::size_t>(i)].device_kind) it->second = g.ops[static_cast<std::size_t>(i)].device_kind;
+    if (!it->second && g.ops[static_cast<std::size_t>(i)].device_kind)
+      it->second = g.ops[static_cast<std::size_t>(i)].device_kind;
   }
   std::map<std::string, DeviceId> chosen;
   if (method == "single-gpu" || method == "single-cpu") {
@@ -253,7 +272,10 @@ std::optional<Placement> builtin_placement(const std::string& method, const Grap
       double best = -1.0;
       for (DeviceId d : c.gpus()) {
         const double r = c.devices[static_cast<std::size_t>(d)].spec.peak_for(Dtype::F32).per_s;
-        if (r > best) { best = r; main = d; }
+        if (r > best) {
+          best = r;
+          main = d;
+        }
       }
     } else {
       const auto cpus = c.cpus();
@@ -263,7 +285,10 @@ std::optional<Placement> builtin_placement(const std::string& method, const Grap
     const DeviceId host = c.devices[static_cast<std::size_t>(main)].host;
     DeviceId gpu_for_cpu = -1;
     for (DeviceId d : c.gpus()) {
-      if (c.devices[static_cast<std::size_t>(d)].host == main) { gpu_for_cpu = d; break; }
+      if (c.devices[static_cast<std::size_t>(d)].host == main) {
+        gpu_for_cpu = d;
+        break;
+      }
     }
     for (const auto& [grp, kind] : group_kind) {
       DeviceId d = main;
@@ -276,16 +301,20 @@ std::optional<Placement> builtin_placement(const std::string& method, const Grap
   } else if (method.rfind("random:", 0) == 0) {
     const std::string seed_text = method.substr(7);
     std::uint64_t seed = 0;
-    const auto [ptr, ec] = std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), seed);
+    const auto [ptr, ec] =
+        std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), seed);
     if (seed_text.empty() || ec != std::errc() || ptr != seed_text.data() + seed_text.size()) {
-      throw InputError("<flag --method>", "", "random:SEED with a non-negative integer seed, got \"" + printable(method) + "\"");
+      throw InputError(
+          "<flag --method>", "",
+          "random:SEED with a non-negative integer seed, got \"" + printable(method) + "\"");
     }
     std::mt19937_64 rng(seed);
     for (const std::string& grp : group_order) {
       const auto kind = group_kind[grp];
       std::vector<DeviceId> allowed;
       for (DeviceId d = 0; d < c.num_devices(); ++d) {
-        if (!kind || c.devices[static_cast<std::size_t>(d)].spec.kind == *kind) allowed.push_back(d);
+        if (!kind || c.devices[static_cast<std::size_t>(d)].spec.kind == *kind)
+          allowed.push_back(d);
       }
       if (allowed.empty()) return std::nullopt;
       chosen[grp] = allowed[static_cast<std::size_t>(uniform_below(rng, allowed.size()))];
@@ -296,7 +325,8 @@ std::optional<Placement> builtin_placement(const std::string& method, const Grap
   }
   Placement p;
   p.device_of.resize(static_cast<std::size_t>(g.num_ops()));
-  for (OpId i = 0; i < g.num_ops(); ++i) p.device_of[static_cast<std::size_t>(i)] = chosen[g.group_of(i)];
+  for (OpId i = 0; i < g.num_ops(); ++i)
+    p.device_of[static_cast<std::size_t>(i)] = chosen[g.group_of(i)];
   return p;
 }
 

@@ -76,9 +76,9 @@ constexpr std::array<UnitScale, 11> kByteUnits{{
     {"GB", 1e9},
     {"TB", 1e12},
     {"KiB", kKi},
-    {"MiB", kKi * kKi},
-    {"GiB", kKi * kKi * kKi},
-    {"TiB", kKi * kKi * kKi * kKi},
+    {"MiB", kKi* kKi},
+    {"GiB", kKi* kKi* kKi},
+    {"TiB", kKi* kKi* kKi* kKi},
     {"PB", 1e15},
 }};
 
@@ -90,9 +90,9 @@ constexpr std::array<UnitScale, 16> kBandwidthUnits{{
     {"GB/s", 1e9},
     {"TB/s", 1e12},
     {"KiB/s", kKi},
-    {"MiB/s", kKi * kKi},
-    {"GiB/s", kKi * kKi * kKi},
-    {"TiB/s", kKi * kKi * kKi * kKi},
+    {"MiB/s", kKi* kKi},
+    {"GiB/s", kKi* kKi* kKi},
+    {"TiB/s", kKi* kKi* kKi* kKi},
     {"Gbit/s", 1e9 / 8},
     {"Gb/s", 1e9 / 8},
     {"Gbps", 1e9 / 8},
@@ -170,8 +170,8 @@ FlopRate parse_flop_rate(std::string_view text) {
 
 std::string format_bytes(Bytes b) {
   const auto v = static_cast<double>(b.v);
-  constexpr std::array<std::pair<double, std::string_view>, 4> steps{{
-      {kKi * kKi * kKi * kKi, "TiB"}, {kKi * kKi * kKi, "GiB"}, {kKi * kKi, "MiB"}, {kKi, "KiB"}}};
+  constexpr std::array<std::pair<double, std::string_view>, 4> steps{
+      {{kKi * kKi * kKi * kKi, "TiB"}, {kKi * kKi * kKi, "GiB"}, {kKi * kKi, "MiB"}, {kKi, "KiB"}}};
   for (const auto& [scale, unit] : steps) {
     if (std::fabs(v) >= scale) return fmt_sig(v / scale) + " " + std::string(unit);
   }

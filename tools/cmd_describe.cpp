@@ -1,15 +1,15 @@
 // `placesim describe`: what a cluster or a graph contains, as text or JSON.
 //
-//   placesim describe --cluster paper-4gpu            # devices, links, bandwidth/latency matrix, routes
-//   placesim describe --graph nmt --graph-opt layers=2 --json
+//   placesim describe --cluster paper-4gpu            # devices, links, bandwidth/latency matrix,
+//   routes placesim describe --graph nmt --graph-opt layers=2 --json
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "models/registry.hpp"
@@ -69,8 +69,9 @@ std::string route_text(const sim::Cluster& c, const sim::Route& r) {
 void describe_cluster_text(const sim::Cluster& c) {
   std::printf("cluster %s  (%s)\n\n", c.name.c_str(), c.source_file.c_str());
   std::printf("devices (%d):\n", c.num_devices());
-  std::printf("  %-12s %-4s %-20s %-7s %-8s %12s %12s %12s %10s %10s %8s\n", "name", "kind", "model",
-              "node", "host", "peak f32", "peak f16", "peak bf16", "mem bw", "memory", "launch");
+  std::printf("  %-12s %-4s %-20s %-7s %-8s %12s %12s %12s %10s %10s %8s\n", "name", "kind",
+              "model", "node", "host", "peak f32", "peak f16", "peak bf16", "mem bw", "memory",
+              "launch");
   for (const sim::Device& d : c.devices) {
     const sim::DeviceSpec& s = d.spec;
     std::printf("  %-12s %-4s %-20s %-7s %-8s %12s %12s %12s %10s %10s %8s\n", d.name.c_str(),
@@ -99,7 +100,8 @@ void describe_cluster_text(const sim::Cluster& c) {
     std::printf("\n");
     for (int i = 0; i < n; ++i) {
       std::printf("  %-10.10s", c.devices[static_cast<std::size_t>(i)].name.c_str());
-      for (int j = 0; j < n; ++j) std::printf(" %10s", i == j ? "-" : cell(summarize(c.route(i, j))).c_str());
+      for (int j = 0; j < n; ++j)
+        std::printf(" %10s", i == j ? "-" : cell(summarize(c.route(i, j))).c_str());
       std::printf("\n");
     }
   };
@@ -111,7 +113,8 @@ void describe_cluster_text(const sim::Cluster& c) {
          });
   matrix("latency (sum over the route's links, us; * = staged):", [](const RouteSummary& s) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f%s", static_cast<double>(s.latency_ns) / 1e3, s.staged ? "*" : "");
+    std::snprintf(buf, sizeof buf, "%.2f%s", static_cast<double>(s.latency_ns) / 1e3,
+                  s.staged ? "*" : "");
     return std::string(buf);
   });
   std::printf("\nroutes:\n");
@@ -119,7 +122,8 @@ void describe_cluster_text(const sim::Cluster& c) {
     for (int j = 0; j < n; ++j) {
       if (i == j) continue;
       std::printf("  %s -> %s: %s\n", c.devices[static_cast<std::size_t>(i)].name.c_str(),
-                  c.devices[static_cast<std::size_t>(j)].name.c_str(), route_text(c, c.route(i, j)).c_str());
+                  c.devices[static_cast<std::size_t>(j)].name.c_str(),
+                  route_text(c, c.route(i, j)).c_str());
     }
   }
 }
@@ -143,14 +147,17 @@ ordered_json describe_cluster_json(const sim::Cluster& c) {
                     {"memory_capacity_bytes", s.memory_capacity.v},
                     {"compute_streams", s.compute_streams},
                     {"worker_threads", s.worker_threads},
-                    {"copy_engines", {{"h2d", s.h2d_engines}, {"d2h", s.d2h_engines}, {"peer", s.peer_engines}}},
+                    {"copy_engines",
+                     {{"h2d", s.h2d_engines}, {"d2h", s.d2h_engines}, {"peer", s.peer_engines}}},
                     {"launch_overhead_ns", s.launch_overhead.ns},
                     {"source", s.source}});
   }
   j["devices"] = devs;
   ordered_json verts = ordered_json::array();
   for (std::size_t v = c.devices.size(); v < c.vertices.size(); ++v) {
-    verts.push_back({{"name", c.vertices[v].name}, {"kind", sim::to_string(c.vertices[v].kind)}, {"node", c.vertices[v].node}});
+    verts.push_back({{"name", c.vertices[v].name},
+                     {"kind", sim::to_string(c.vertices[v].kind)},
+                     {"node", c.vertices[v].node}});
   }
   j["fabric"] = verts;
   ordered_json links = ordered_json::array();
@@ -165,15 +172,17 @@ ordered_json describe_cluster_json(const sim::Cluster& c) {
   }
   j["links"] = links;
   const int n = c.num_devices();
-  ordered_json names = ordered_json::array(), bw = ordered_json::array(), lat = ordered_json::array(),
-               staged = ordered_json::array(), peer = ordered_json::array();
+  ordered_json names = ordered_json::array(), bw = ordered_json::array(),
+               lat = ordered_json::array(), staged = ordered_json::array(),
+               peer = ordered_json::array();
   ordered_json routes = ordered_json::array();
   for (int a = 0; a < n; ++a) {
     names.push_back(c.devices[static_cast<std::size_t>(a)].name);
-    ordered_json brow = ordered_json::array(), lrow = ordered_json::array(), srow = ordered_json::array(),
-                 prow = ordered_json::array();
+    ordered_json brow = ordered_json::array(), lrow = ordered_json::array(),
+                 srow = ordered_json::array(), prow = ordered_json::array();
     for (int b = 0; b < n; ++b) {
-      prow.push_back(static_cast<bool>(c.peer_access[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]));
+      prow.push_back(static_cast<bool>(
+          c.peer_access[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]));
       if (a == b) {
         brow.push_back(nullptr);
         lrow.push_back(nullptr);
@@ -188,7 +197,8 @@ ordered_json describe_cluster_json(const sim::Cluster& c) {
       ordered_json segs = ordered_json::array();
       for (const sim::RouteSegment& seg : r.segments) {
         ordered_json hops = ordered_json::array();
-        for (const sim::Hop& h : seg.hops) hops.push_back(c.links[static_cast<std::size_t>(h.link)].name);
+        for (const sim::Hop& h : seg.hops)
+          hops.push_back(c.links[static_cast<std::size_t>(h.link)].name);
         segs.push_back({{"from", c.devices[static_cast<std::size_t>(seg.from)].name},
                         {"to", c.devices[static_cast<std::size_t>(seg.to)].name},
                         {"links", hops},
@@ -225,7 +235,8 @@ void describe_graph_text(const sim::Graph& g, const sim::GraphStats& s) {
   std::printf("bytes read/written:  %s / %s\n", sim::format_bytes(s.bytes_read).c_str(),
               sim::format_bytes(s.bytes_written).c_str());
   std::printf("output tensors:      %s\n", sim::format_bytes(s.output_bytes).c_str());
-  std::printf("persistent (params + optimizer state): %s\n", sim::format_bytes(s.persistent_bytes).c_str());
+  std::printf("persistent (params + optimizer state): %s\n",
+              sim::format_bytes(s.persistent_bytes).c_str());
   std::printf("critical path:       %d ops (longest chain), %.4g FLOPs (heaviest chain)\n",
               s.longest_path_ops, s.critical_path_flops.v);
   std::map<std::string, std::pair<int, double>> by_type;
@@ -235,10 +246,12 @@ void describe_graph_text(const sim::Graph& g, const sim::GraphStats& s) {
     e.second += op.flops.v;
   }
   std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_type.begin(), by_type.end());
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   std::printf("op types (most frequent first):\n");
   for (std::size_t i = 0; i < rows.size() && i < 15; ++i) {
-    std::printf("  %-28s %8d ops  %12.4g FLOPs\n", rows[i].first.c_str(), rows[i].second.first, rows[i].second.second);
+    std::printf("  %-28s %8d ops  %12.4g FLOPs\n", rows[i].first.c_str(), rows[i].second.first,
+                rows[i].second.second);
   }
   if (rows.size() > 15) std::printf("  ... %zu more types\n", rows.size() - 15);
 }
@@ -291,14 +304,15 @@ void run_describe(const DescribeArgs& a) {
 void register_describe(CLI::App& app) {
   auto args = std::make_shared<DescribeArgs>();
   CLI::App* cmd = app.add_subcommand("describe", "Show what a cluster or a graph contains");
-  cmd->add_option("--cluster", args->cluster,
-                  "built-in cluster name (" + [] {
-                    std::string s;
-                    for (const std::string& n : sim::builtin_cluster_names()) s += (s.empty() ? "" : ", ") + n;
-                    return s;
-                  }() + ") or a cluster YAML file");
+  cmd->add_option(
+      "--cluster", args->cluster, "built-in cluster name (" + [] {
+        std::string s;
+        for (const std::string& n : sim::builtin_cluster_names()) s += (s.empty() ? "" : ", ") + n;
+        return s;
+      }() + ") or a cluster YAML file");
   cmd->add_option("--graph", args->graph, "built-in workload name or a graph JSON/ONNX file");
-  cmd->add_option("--graph-opt", args->graph_opt, "workload options, key=value,... (see build-graph)");
+  cmd->add_option("--graph-opt", args->graph_opt,
+                  "workload options, key=value,... (see build-graph)");
   cmd->add_flag("--json", args->json, "machine-readable JSON on stdout");
   cmd->callback([args] { run_describe(*args); });
 }

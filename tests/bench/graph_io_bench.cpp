@@ -13,8 +13,11 @@ Graph make_graph(int n) {
   Graph g;
   g.name = "bench";
   for (int i = 0; i < n; ++i) {
-    Op op{.name = "layer" + std::to_string(i % 97) + "/op" + std::to_string(i), .type = "MatMul",
-          .flops = Flops{1e6 + i}, .bytes_read = Bytes{4096}, .bytes_written = Bytes{2048}};
+    Op op{.name = "layer" + std::to_string(i % 97) + "/op" + std::to_string(i),
+          .type = "MatMul",
+          .flops = Flops{1e6 + i},
+          .bytes_read = Bytes{4096},
+          .bytes_written = Bytes{2048}};
     if (i > 0) op.inputs.push_back({i - 1, 0});
     if (i > 10) op.inputs.push_back({i - 10, 0});
     op.outputs = {{.bytes = Bytes{2048}}};

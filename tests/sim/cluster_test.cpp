@@ -1,8 +1,7 @@
 #include "sim/cluster.hpp"
 
-#include <gtest/gtest.h>
-
 #include <fstream>
+#include <gtest/gtest.h>
 #include <sstream>
 
 #include "sim/catalog.hpp"
@@ -113,7 +112,8 @@ TEST(Cluster, Dgx1HybridCubeMeshMatchesNvidiaSmiTopo) {
 // On NVSwitch systems every GPU pair, including the two GPUs behind one PCIe switch (also two
 // hops apart), must use NVLink.
 TEST(Cluster, NvswitchCarriesEveryGpuPair) {
-  for (const auto& [name, bw] : {std::pair<std::string, double>{"dgx-a100", 300e9}, {"hgx-h100", 450e9}}) {
+  for (const auto& [name, bw] :
+       {std::pair<std::string, double>{"dgx-a100", 300e9}, {"hgx-h100", 450e9}}) {
     const Cluster c = load_cluster(name);
     for (DeviceId a : c.gpus()) {
       for (DeviceId b : c.gpus()) {
@@ -159,7 +159,8 @@ TEST(Cluster, YamlRoundTripGivesTheSameCluster) {
       for (DeviceId j = 0; j < a.num_devices(); ++j) {
         ASSERT_EQ(a.route(i, j).segments.size(), b.route(i, j).segments.size());
         for (std::size_t s = 0; s < a.route(i, j).segments.size(); ++s) {
-          EXPECT_EQ(link_names(a, a.route(i, j).segments[s]), link_names(b, b.route(i, j).segments[s]));
+          EXPECT_EQ(link_names(a, a.route(i, j).segments[s]),
+                    link_names(b, b.route(i, j).segments[s]));
         }
       }
     }
@@ -204,7 +205,8 @@ TEST(Cluster, ExplicitRoutesOverrideAndPeerAccessNoneStages) {
   EXPECT_DOUBLE_EQ(r.segments[0].bottleneck.bytes_per_s, 12e9);
   const Cluster back = parse_cluster_yaml(cluster_to_yaml(e), "back.yaml");
   EXPECT_EQ(link_names(back, back.route(1, 2).segments[0]), link_names(e, r.segments[0]));
-  EXPECT_EQ(link_names(back, back.route(2, 1).segments[0]), link_names(e, e.route(2, 1).segments[0]));
+  EXPECT_EQ(link_names(back, back.route(2, 1).segments[0]),
+            link_names(e, e.route(2, 1).segments[0]));
 }
 
 TEST(Cluster, ErrorsNameKeyPathAndLine) {

@@ -1,8 +1,7 @@
 #include "sim/graph.hpp"
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
+#include <gtest/gtest.h>
 
 #include "sim/error.hpp"
 
@@ -12,10 +11,12 @@ namespace {
 Graph diamond() {
   Graph g;
   g.name = "diamond";
-  const OpId x = g.add_op({.name = "x", .type = "Placeholder", .outputs = {{.bytes = Bytes{4096}}}});
+  const OpId x =
+      g.add_op({.name = "x", .type = "Placeholder", .outputs = {{.bytes = Bytes{4096}}}});
   Op a{.name = "a", .type = "MatMul", .flops = Flops{2e6}};
   a.inputs = {{x, 0}};
-  a.outputs = {{.bytes = Bytes{1024}}, {.name = "a_aux", .bytes = Bytes{8}, .shape = {2}, .dtype = Dtype::F32}};
+  a.outputs = {{.bytes = Bytes{1024}},
+               {.name = "a_aux", .bytes = Bytes{8}, .shape = {2}, .dtype = Dtype::F32}};
   a.persistent = Bytes{1 << 20};
   a.group = "layer1";
   a.signature = Signature{"aten::mm", {{64, 512}, {512, 1024}}, Dtype::F16};
@@ -94,7 +95,8 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(Graph, CycleIsRejectedNamingAnOpOnIt) {
-  const std::string m = error_of(R"({"ops":[{"name":"s","outputs":[4]},{"name":"a","inputs":["s","b"],"outputs":[4]},
+  const std::string m =
+      error_of(R"({"ops":[{"name":"s","outputs":[4]},{"name":"a","inputs":["s","b"],"outputs":[4]},
                                            {"name":"b","inputs":["a"],"outputs":[4]}]})");
   EXPECT_NE(m.find("cycle"), std::string::npos) << m;
   EXPECT_NE(m.find("\"a\""), std::string::npos) << m;
@@ -119,9 +121,11 @@ TEST(Graph, SyntaxErrorsGiveLineAndColumn) {
 TEST(Graph, WrongTypesNameTheKey) {
   const std::string m = error_of(R"({"ops":[{"name":"a","flops":"many"}]})");
   EXPECT_NE(m.find("ops[0] (\"a\").flops"), std::string::npos) << m;
-  EXPECT_NE(error_of(R"({"ops":[{"name":"a","flops":-1}]})").find("non-negative"), std::string::npos);
-  EXPECT_NE(error_of(R"({"ops":[{"name":"a","outputs":[{"bytes":"3 parsecs"}]}]})").find("unknown unit"),
+  EXPECT_NE(error_of(R"({"ops":[{"name":"a","flops":-1}]})").find("non-negative"),
             std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"ops":[{"name":"a","outputs":[{"bytes":"3 parsecs"}]}]})").find("unknown unit"),
+      std::string::npos);
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
   EXPECT_NE(error_of("[1,2]").find("an object"), std::string::npos);
 }

@@ -10,7 +10,8 @@ namespace {
 Graph small_graph() {
   Graph g;
   g.name = "small";
-  const OpId in = g.add_op({.name = "input", .type = "Placeholder", .outputs = {{.bytes = Bytes{64}}}});
+  const OpId in =
+      g.add_op({.name = "input", .type = "Placeholder", .outputs = {{.bytes = Bytes{64}}}});
   g.ops[in].device_kind = DeviceKind::Cpu;
   Op a{.name = "l1/mm", .type = "MatMul", .flops = Flops{1e6}};
   a.inputs = {{in, 0}};
@@ -76,7 +77,8 @@ TEST(Placement, RejectsMissingOpDeviceSplitGroupAndKindViolation) {
   f.ops = {{"l2/mm", "gpu9"}};
   EXPECT_NE(error_of(f, g, c).find("gpu9"), std::string::npos);
   f.ops = {{"l1/relu", "gpu1"}, {"input", "cpu0"}};
-  EXPECT_NE(error_of(f, g, c).find("co-location group \"l1\""), std::string::npos) << error_of(f, g, c);
+  EXPECT_NE(error_of(f, g, c).find("co-location group \"l1\""), std::string::npos)
+      << error_of(f, g, c);
   f.ops = {};
   EXPECT_NE(error_of(f, g, c).find("device_kind"), std::string::npos) << error_of(f, g, c);
   PlacementFile none;
@@ -97,8 +99,8 @@ TEST(Placement, BuiltinsHonourKindConstraintsAndAreDeterministic) {
   const auto r2 = builtin_placement("random:42", g, c);
   ASSERT_TRUE(r1);
   EXPECT_EQ(*r1, *r2);
-  EXPECT_EQ(r1->device_of[0], 0);                   // CPU-only op
-  EXPECT_EQ(r1->device_of[1], r1->device_of[2]);    // one group, one device
+  EXPECT_EQ(r1->device_of[0], 0);                 // CPU-only op
+  EXPECT_EQ(r1->device_of[1], r1->device_of[2]);  // one group, one device
   bool differs = false;
   for (int s = 0; s < 20 && !differs; ++s) {
     differs = builtin_placement("random:" + std::to_string(s), g, c)->device_of != r1->device_of;
