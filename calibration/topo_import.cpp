@@ -199,6 +199,7 @@ std::optional<Relation> parse_relation(const std::string& cell) {
   else if (cell.size() > 2 && cell.rfind("NV", 0) == 0 &&
            std::all_of(cell.begin() + 2, cell.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); })) {
     r.kind = Relation::NvLink;
+    if (cell.size() > 5) return std::nullopt;  // more than 999 links: not a real bundle
     r.nvlinks = std::stoi(cell.substr(2));
   } else
     return std::nullopt;
@@ -547,6 +548,29 @@ double pcie_link_gb_s(const std::string& speed, const std::string& width, double
   return lane * w;
 }
 
+// An integer attribute of an XML element, or an InputError naming the element's line.
+int int_attr(const XmlNode& n, const std::string& key, int dflt, const std::string& origin) {
+  const std::string v = n.attr(key);
+  if (v.empty()) return dflt;
+  try {
+    std::size_t used = 0;
+    const int x = std::stoi(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw InputError(origin, "line " + std::to_string(n.line), "an integer " + key + "=\"...\" in <" + n.tag + ">, got \"" + v + "\"");
+}
+
+double num_attr(const XmlNode& n, const std::string& key, const std::string& origin) {
+  const std::string v = n.attr(key);
+  if (v.empty()) return 0.0;
+  try {
+    return std::stod(v);
+  } catch (const std::exception&) {
+    throw InputError(origin, "line " + std::to_string(n.line), "a number " + key + "=\"...\" in <" + n.tag + ">, got \"" + v + "\"");
+  }
+}
+
 bool is_gpu_class(const std::string& c) { return c.rfind("0x0302", 0) == 0 || c.rfind("0x0300", 0) == 0; }
 bool is_nic_class(const std::string& c) { return c.rfind("0x0207", 0) == 0 || c.rfind("0x0200", 0) == 0; }
 bool is_bridge_class(const std::string& c) { return c.rfind("0x0604", 0) == 0; }
@@ -605,10 +629,10 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
           g.line = p.line;
           for (const XmlNode& c : p.children)
             if (c.tag == "gpu") {
-              if (!c.attr("dev").empty()) g.dev = std::stoi(c.attr("dev"));
+              g.dev = int_attr(c, "dev", -1, origin);
               for (const XmlNode& l : c.children)
                 if (l.tag == "nvlink") {
-                  const int count = l.attr("count").empty() ? 1 : std::stoi(l.attr("count"));
+                  const int count = int_attr(l, "count", 1, origin);
                   if (l.attr("tclass").rfind("0x0680", 0) == 0) g.nvswitch_targets.push_back(l.attr("target"));
                   else g.nvlinks.emplace_back(l.attr("target"), count);
                 }
@@ -621,7 +645,7 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
           for (const XmlNode& c : p.children)
             if (c.tag == "nic")
               for (const XmlNode& net : c.children)
-                if (net.tag == "net" && !net.attr("speed").empty()) nic_bw = std::stod(net.attr("speed")) / 8000.0;
+                if (net.tag == "net") nic_bw = num_attr(net, "speed", origin) / 8000.0;
           nics.push_back({"nic" + std::to_string(nics.size()), parent, nic_bw > 0 ? nic_bw : (bw > 0 ? std::min(bw, kDefaultNicGbS) : kDefaultNicGbS)});
           return;
         }
@@ -645,7 +669,7 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
       if (c.tag == "nic")
         for (const XmlNode& net : c.children)
           if (net.tag == "net") {
-            const double sp = net.attr("speed").empty() ? 0.0 : std::stod(net.attr("speed")) / 8000.0;
+            const double sp = num_attr(net, "speed", origin) / 8000.0;
             nics.push_back({net.attr("name").empty() ? "nic" + std::to_string(nics.size()) : net.attr("name"), hb,
                             sp > 0 ? sp : kDefaultNicGbS});
           }

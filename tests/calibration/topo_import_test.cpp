@@ -158,3 +158,11 @@ TEST(NcclXml, NvlinkBundlesAndMalformed) {
   EXPECT_THROW(pc::import_nccl_topo_xml("<system><cpu></system>", "bad.xml", o), sim::InputError);
   EXPECT_THROW(pc::import_nccl_topo_xml("<foo/>", "bad.xml", o), sim::InputError);
 }
+
+TEST(NcclXml, NonNumericAttributesAreInputErrors) {
+  pc::TopoOptions o;
+  o.gpu_model = "V100-SXM2-16GB";
+  const std::string xml = R"(<system version="1"><cpu numaid="0">
+    <pci busid="0000:01:00.0" class="0x030200"><gpu dev="zero"/></pci></cpu></system>)";
+  EXPECT_THROW(pc::import_nccl_topo_xml(xml, "bad.xml", o), sim::InputError);
+}
