@@ -201,8 +201,10 @@ sim::Graph build_nmt(GraphOptions& o) {
     // The decoder starts from the encoder's final state.
   }
   b.scope("nmt/softmax");
-  // With one layer the context has no upper layer to feed, so the softmax reads [h, context].
-  const Tensor w_out = b.variable("softmax_w", {L == 1 ? hidden + enc_dim : hidden, tgt_vocab});
+  // Attentional hidden state h~ = tanh(W_c [h; context]) feeds the softmax (Luong et al. 2015,
+  // eq. 5; legacy_seq2seq.attention_decoder's output = linear([cell_output] + attns)).
+  const Tensor w_c = b.variable("attention_output_kernel", {hidden + enc_dim, hidden});
+  const Tensor w_out = b.variable("softmax_w", {hidden, tgt_vocab});
   const Tensor b_out = b.variable("softmax_b", {tgt_vocab});
 
   std::vector<Tensor> losses;
@@ -235,7 +237,8 @@ sim::Graph build_nmt(GraphOptions& o) {
       x = hn;
     }
     b.scope("nmt/softmax");
-    if (L == 1) x = b.concat(st + "/attention_output", {x, ctx}, 1);
+    x = b.unary(st + "/attention_output/Tanh", "Tanh",
+                b.matmul(st + "/attention_output/MatMul", b.concat(st + "/attention_output/concat", {x, ctx}, 1), w_c), 4);
     losses.push_back(softmax_loss(b, st, x, w_out, b_out, labels));
   }
   b.scope("nmt/loss");
