@@ -71,7 +71,7 @@ PolicyProblem make_problem(const models::Grouping& grouping, const sim::Cluster&
 
 /// A grouping from the graph's own co-location groups (an op with its gradient and update),
 /// taken in topological order and cut into at most `max_groups` contiguous runs of about equal op
-/// count. Used when models::group_graph is not the grouper (the default until then).
+/// count. The simpler alternative to models::group_graph (TrainConfig::grouper).
 models::Grouping colocation_grouping(const sim::Graph& g, int max_groups);
 
 /// What the reward oracle says about one placement.
@@ -138,9 +138,14 @@ struct Progress {
   double evals_per_s = 0.0;
 };
 
+/// Which grouping the policy places: models::group_graph (the paper's co-location grouping with
+/// acyclic merges and features) or colocation_grouping (contiguous runs of co-location groups).
+enum class Grouper { GroupGraph, Colocation };
+
 struct TrainConfig {
   RlOptions rl;
-  int max_groups = 256;             ///< models::group_graph
+  Grouper grouper = Grouper::GroupGraph;
+  int max_groups = 64;              ///< groups the policy places, at most (docs/rl.md: why 64)
   std::optional<int> iterations;    ///< total, counting iterations before a resume
   std::optional<double> minutes;    ///< wall budget of this process; whichever ends first
   std::string checkpoint_dir;       ///< empty = no checkpoints

@@ -77,7 +77,9 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   if (config.minutes && !(*config.minutes >= 0))
     throw sim::InputError("<flag --minutes>", "", "a non-negative number of minutes");
 
-  const models::Grouping grouping = colocation_grouping(graph, config.max_groups);
+  const models::Grouping grouping = config.grouper == Grouper::GroupGraph
+                                        ? models::group_graph(graph, config.max_groups)
+                                        : colocation_grouping(graph, config.max_groups);
   PolicyProblem problem = make_problem(grouping, cluster);
   sim::SimOptions sim_options;
   sim_options.record_critical_path = false;
@@ -121,16 +123,16 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
 
   const auto t_train = std::chrono::steady_clock::now();
   const int first_iteration = trainer.iteration();
-  const std::optional<double> budget_s =
-      config.minutes ? std::optional<double>(*config.minutes * 60.0) : std::nullopt;
-  const int total = config.iterations ? *config.iterations : (budget_s ? -1 : 100);
+  const bool has_budget = config.minutes.has_value();
+  const double budget_s = has_budget ? *config.minutes * 60.0 : 0.0;
+  const int total = config.iterations ? *config.iterations : (has_budget ? -1 : 100);
   while (total < 0 || trainer.iteration() < total) {
     if (config.stop != nullptr && config.stop->load()) {
       result.interrupted = true;
       break;
     }
     const double elapsed = seconds_since(t_train);
-    if (budget_s && elapsed >= *budget_s) break;
+    if (has_budget && elapsed >= budget_s) break;
     const IterationStats st = trainer.step();
     if (!checkpoint.empty() && trainer.iteration() % config.checkpoint_every == 0)
       trainer.save(checkpoint);
@@ -144,7 +146,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
       std::optional<double> left;
       if (total >= 0 && done > 0)
         left = pr.elapsed_s / done * std::max(0, total - trainer.iteration());
-      if (budget_s) left = std::min(left.value_or(*budget_s), std::max(0.0, *budget_s - pr.elapsed_s));
+      if (has_budget) left = std::min(left.value_or(budget_s), std::max(0.0, budget_s - pr.elapsed_s));
       pr.time_left_s = left;
       config.on_iteration(st, pr);
     }

@@ -38,12 +38,13 @@ struct TrainArgs {
   std::string graph = "nmt", graph_opt, cluster = "paper-4gpu", calibration;
   std::optional<double> minutes;
   std::optional<int> iterations;
-  int samples = 16, hidden = 256, groups = 256, checkpoint_every = 10, threads = 0;
+  int samples = 16, hidden = 256, groups = 64, checkpoint_every = 10, threads = 0;
   std::uint64_t seed = 1;
   double learning_rate = policy::RlOptions{}.learning_rate;
   double entropy = policy::RlOptions{}.entropy_weight;
   double temperature = policy::RlOptions{}.temperature;
   std::string attention = "dot";
+  std::string grouper = "group_graph";
   std::string checkpoint_dir, output = "rl_placement.json", curve;
   bool resume = false, no_plot = false, no_table = false;
 };
@@ -128,6 +129,9 @@ void run_train(const TrainArgs& a) {
   cfg.rl.temperature = a.temperature;
   cfg.rl.attention = score;
   cfg.max_groups = a.groups;
+  if (a.grouper == "group_graph") cfg.grouper = policy::Grouper::GroupGraph;
+  else if (a.grouper == "colocation") cfg.grouper = policy::Grouper::Colocation;
+  else throw sim::InputError("<flag --grouper>", "", "group_graph or colocation, got \"" + a.grouper + "\"");
   cfg.iterations = a.iterations;
   cfg.minutes = a.minutes;
   if (!a.minutes && !a.iterations) cfg.minutes = 8.0;   // the main job ends within 10 minutes
@@ -183,6 +187,7 @@ void run_train(const TrainArgs& a) {
   md.extra["groups"] = std::to_string(r.groups);
   md.extra["hidden"] = std::to_string(a.hidden);
   md.extra["attention"] = a.attention;
+  md.extra["grouper"] = a.grouper;
   md.extra["oom"] = r.best_oom ? "true" : "false";
   if (!a.graph_opt.empty()) md.extra["graph_options"] = a.graph_opt;
   sim::write_placement_json(sim::to_placement_file(r.best, graph, cluster, md), a.output);
@@ -243,6 +248,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "seed: weights and sampling; the same seed gives the same run")->capture_default_str();
   cmd->add_option("--hidden", a->hidden, "LSTM width")->capture_default_str();
   cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")->capture_default_str();
+  cmd->add_option("--grouper", a->grouper, "group_graph (models::group_graph) or colocation (contiguous co-location runs)")->capture_default_str();
   cmd->add_option("--lr", a->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--entropy", a->entropy, "entropy bonus weight")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "softmax temperature")->capture_default_str();
