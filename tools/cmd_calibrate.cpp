@@ -10,6 +10,7 @@
 #include "calibration/link_fit.hpp"
 #include "calibration/trace.hpp"
 #include "calibration/validate.hpp"
+#include "sim/catalog.hpp"
 #include "sim/cluster.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/error.hpp"
@@ -64,9 +65,15 @@ void run_calibrate(const CalibrateArgs& a) {
   if (samples.empty())
     throw sim::InputError("<flag --profile>", "", "profiles with at least one op that has a measured time, got none");
   const calibration::CalibrationFit fit = calibration::fit_calibration(samples, sources);
-  for (const auto& [dev, dc] : fit.calibration.devices)
+  for (const auto& [dev, dc] : fit.calibration.devices) {
     std::printf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(), dc.exact.size(),
                 dc.by_op_type.size());
+    // simulate looks calibrations up by device name, then by catalog model.
+    if (!sim::find_device_model(dev) && a.device_model.empty())
+      std::printf("  note: \"%s\" is not a catalog model; pass --device-model MODEL (or a device name of your cluster) "
+                  "so that simulate --calibration finds it\n",
+                  dev.c_str());
+  }
   std::printf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept", "FLOP/s", "B/s",
               "fit err", "CV err");
   for (const auto& r : fit.classes) {
