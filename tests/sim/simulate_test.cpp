@@ -287,6 +287,35 @@ TEST_P(Properties, SwappingIdenticalGpusChangesNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, Properties, ::testing::Values(1, 2, 3, 4, 5, 6));
 
+TEST(Simulate, EveryBuiltinClusterRunsARandomPlacementConsistently) {
+  // Real topologies: NVLink meshes, NVSwitch, PCIe trees, two nodes over InfiniBand (staged and
+  // cross-node routes). Same checks as above, on each.
+  const Graph g = random_graph(150, 77);
+  for (const std::string& name : builtin_cluster_names()) {
+    SCOPED_TRACE(name);
+    const Cluster c = load_cluster(name);
+    const Placement p = random_placement(g, c, 5);
+    const Outcome o = simulate(c, g, p);
+    EXPECT_FALSE(o.unreachable);
+    EXPECT_GE(o.step_time.ns, longest_kernel_path(g, c, p));
+    std::int64_t carried = 0, expect = 0;
+    for (const LinkOutcome& l : o.links) carried += l.bytes.v;
+    for (int i = 0; i < g.num_ops(); ++i) {
+      std::vector<DeviceId> dsts;
+      for (OpId k : g.consumers_of[i])
+        if (p.device_of[k] != p.device_of[i]) dsts.push_back(p.device_of[k]);
+      std::sort(dsts.begin(), dsts.end());
+      dsts.erase(std::unique(dsts.begin(), dsts.end()), dsts.end());
+      for (DeviceId d : dsts)
+        for (const RouteSegment& s : c.route(p.device_of[i], d).segments)
+          expect += g.ops[i].outputs[0].bytes.v * static_cast<std::int64_t>(s.hops.size());
+    }
+    EXPECT_EQ(carried, expect);
+    ASSERT_FALSE(o.critical_path.empty());
+    EXPECT_EQ(o.critical_path.back().end, o.step_time.ns);
+  }
+}
+
 std::string without_wall(Outcome o) {
   o.sim_wall_s = 0.0;
   return outcome_to_json(o);
