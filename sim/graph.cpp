@@ -247,19 +247,6 @@ GraphStats graph_stats(const Graph& g) {
 
 namespace {
 
-std::string line_col(const std::string& text, std::size_t byte) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return "line " + std::to_string(line) + ":" + std::to_string(col);
-}
-
 std::string shown(const json& v) {
   if (v.is_string()) return "\"" + printable(v.get_ref<const std::string&>()) + "\"";
   if (v.is_null()) return "null";

@@ -65,4 +65,17 @@ std::string printable(std::string_view s, std::size_t max_len) {
   return out;
 }
 
+std::string line_col(const std::string& text, std::size_t byte) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return "line " + std::to_string(line) + ":" + std::to_string(col);
+}
+
 }  // namespace placesim::sim

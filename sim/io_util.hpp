@@ -18,5 +18,7 @@ void write_file_atomic(const std::string& path, const std::string& content);
 /// At most `max_len` characters of `s`, with control and non-ASCII bytes escaped as \xNN so an
 /// error message stays on one line.
 std::string printable(std::string_view s, std::size_t max_len = 60);
+/// "line L:C" of the 1-based byte offset `byte` in `text` (nlohmann's parse_error::byte).
+std::string line_col(const std::string& text, std::size_t byte);
 
 }  // namespace placesim::sim

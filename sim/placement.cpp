@@ -22,19 +22,6 @@ std::string shown(const json& v) {
   return printable(v.dump());
 }
 
-std::string line_col(const std::string& text, std::size_t byte) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return "line " + std::to_string(line) + ":" + std::to_string(col);
-}
-
 std::map<std::string, std::string> name_map(const json& v, const std::string& key,
                                             const std::string& origin) {
   if (!v.is_object())
