@@ -1,4 +1,5 @@
 #include "calibration/link_fit.hpp"
+#include "calibration/text_util.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,14 +14,6 @@ namespace placesim::calibration {
 using sim::InputError;
 
 namespace {
-
-std::vector<std::string> split_ws(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  std::string t;
-  while (in >> t) out.push_back(t);
-  return out;
-}
 
 bool parse_double(const std::string& s, double& v) {
   try {

@@ -1,4 +1,5 @@
 #include "calibration/topo_import.hpp"
+#include "calibration/text_util.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -204,14 +205,6 @@ std::optional<Relation> parse_relation(const std::string& cell) {
   } else
     return std::nullopt;
   return r;
-}
-
-std::vector<std::string> split_ws(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  std::string t;
-  while (in >> t) out.push_back(t);
-  return out;
 }
 
 struct UnionFind {
