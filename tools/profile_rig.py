@@ -14,7 +14,8 @@ time otherwise). `placesim calibrate --profile manifest.json --device-model cpu0
 fits a device from them; "model" holds the measured step times to compare the prediction with.
 
 Usage:  /usr/bin/python3 tools/profile_rig.py --out rig/ [--quick] [--steps 5] [--batch 8]
-                                             [--model resnet18|lenet5] [--threads N]
+                                             [--model resnet18|lenet5] [--threads N] [--image PX]
+                                             [--devices cpu,cuda:0]
 """
 import argparse
 import json
@@ -134,7 +135,8 @@ def collect(prof, dev, rows):
         shapes = [list(s) for s in (ev.input_shapes or [])]
         if not any(shapes):
             continue
-        gpu = getattr(ev, "cuda_time_total", 0) if dev.startswith("cuda") else 0
+        # torch >= 2.4 names it device_time_total; 1.13 has only cuda_time_total.
+        gpu = (getattr(ev, "device_time_total", 0) or getattr(ev, "cuda_time_total", 0)) if dev.startswith("cuda") else 0
         total_us = gpu if gpu > 0 else ev.cpu_time_total
         if total_us <= 0:
             continue
@@ -142,7 +144,7 @@ def collect(prof, dev, rows):
                      "mean_us": float(total_us) / ev.count, "device": dev})
 
 
-def real_model(name, batch):
+def real_model(name, batch, image=64):
     if name == "lenet5":
         # LeCun et al. 1998, with ReLU and max pooling: small enough for a test on two cores.
         m = torch.nn.Sequential(
@@ -153,7 +155,7 @@ def real_model(name, batch):
         return "lenet5-28px", m, torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
     import torchvision
     m = torchvision.models.resnet18(num_classes=10)
-    return "resnet18-64px", m, torch.randn(batch, 3, 64, 64), torch.randint(0, 10, (batch,))
+    return "resnet18-%dpx" % image, m, torch.randn(batch, 3, image, image), torch.randint(0, 10, (batch,))
 
 
 def dispatch_overhead_us(dev, calls=2000):
@@ -171,9 +173,9 @@ def dispatch_overhead_us(dev, calls=2000):
     return (time.perf_counter() - t0) / calls * 1e6
 
 
-def profile_model(dev, model, steps, batch, out_dir):
-    from torch.profiler import ProfilerActivity, profile, schedule
-    name, m, x, y = real_model(model, batch)
+def profile_model(dev, model, steps, batch, out_dir, image=64):
+    from torch.profiler import ProfilerActivity, profile, record_function
+    name, m, x, y = real_model(model, batch, image)
     m = m.to(dev)
     x, y = x.to(dev), y.to(dev)
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
@@ -190,19 +192,24 @@ def profile_model(dev, model, steps, batch, out_dir):
         step()
     times = []
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.startswith("cuda") else [])
-    with profile(activities=acts, record_shapes=True, schedule=schedule(wait=0, warmup=0, active=steps)) as prof:
-        for _ in range(steps):
+    # Steps are annotated by hand: with a schedule, 1.13 drops every step after the first from the
+    # export when no on_trace_ready handler is set.
+    with profile(activities=acts, record_shapes=True) as prof:
+        for i in range(steps):
             t0 = time.perf_counter()
-            step()
+            with record_function("ProfilerStep#%d" % (i + 1)):
+                step()
             times.append(time.perf_counter() - t0)
-            prof.step()
     tag = dev.replace(":", "")
     path = os.path.join(out_dir, "traces", "%s_%s_train.json" % (tag, name))
     prof.export_chrome_trace(path)
     onnx_path = os.path.join(out_dir, "model.onnx")
     if not os.path.exists(onnx_path):
         m_cpu = m.to("cpu").eval()
-        torch.onnx.export(m_cpu, x.to("cpu"), onnx_path, opset_version=13)
+        try:  # torch >= 2.5 defaults to the dynamo exporter; the TorchScript one matches 1.13's output
+            torch.onnx.export(m_cpu, x.to("cpu"), onnx_path, opset_version=13, dynamo=False)
+        except TypeError:
+            torch.onnx.export(m_cpu, x.to("cpu"), onnx_path, opset_version=13)
         m.to(dev).train()
     return {"name": name, "device": dev, "batch": batch, "input": list(x.shape), "optimizer": "sgd",
             "onnx": onnx_path, "trace": path, "measured_step_s": times,
@@ -218,6 +225,8 @@ def main():
     ap.add_argument("--model", choices=["resnet18", "lenet5"], default="resnet18")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0 = leave)")
+    ap.add_argument("--image", type=int, default=64, help="ResNet-18 input height and width")
+    ap.add_argument("--devices", default="all", help="comma-separated subset of cpu,cuda:0,... (default all)")
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -225,13 +234,18 @@ def main():
     os.makedirs(os.path.join(args.out, "traces"), exist_ok=True)
     manifest = {"format": "placesim-rig-manifest", "device_model": "cpu0", "host": platform.node(),
                 "machine": platform.machine(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-                "devices": devices(), "ops": [], "traces": [], "models": []}
-    for dev in devices():
+                "devices": devices(), "ops": [], "traces": [], "models": [],
+                "gpu_names": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+                if torch.cuda.is_available() else []}
+    devs = devices() if args.devices == "all" else [d for d in args.devices.split(",") if d in devices()]
+    if not devs:
+        sys.exit("profile_rig.py: --devices %s: none of these exists here (have %s)" % (args.devices, ",".join(devices())))
+    for dev in devs:
         rows, traces = profile_benches(dev, args.quick, args.out, args.reps)
         manifest["ops"] += rows
         manifest["traces"] += traces
         manifest.setdefault("dispatch_overhead_us", {})[dev] = dispatch_overhead_us(dev)
-        manifest["models"].append(profile_model(dev, args.model, args.steps, args.batch, args.out))
+        manifest["models"].append(profile_model(dev, args.model, args.steps, args.batch, args.out, args.image))
         print("%s: %d op rows, model step %.4f s" % (dev, len(rows), manifest["models"][-1]["median_step_s"]))
     tmp = os.path.join(args.out, "manifest.json.tmp")
     with open(tmp, "w") as f:
