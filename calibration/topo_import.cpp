@@ -218,6 +218,22 @@ struct UnionFind {
   }
 };
 
+// nvidia-smi (driver 5xx) underlines the header row with terminal escapes ("\x1b[4mGPU0 ...\x1b[0m")
+// even when its output is redirected to a file, as on the H200 rig.
+std::string strip_ansi(const std::string& line) {
+  std::string out;
+  out.reserve(line.size());
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
+      i += 2;
+      while (i < line.size() && !std::isalpha(static_cast<unsigned char>(line[i]))) ++i;
+      continue;
+    }
+    out.push_back(line[i]);
+  }
+  return out;
+}
+
 }  // namespace
 
 TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& origin, const TopoOptions& o) {
@@ -234,6 +250,7 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    line = strip_ansi(line);
     std::smatch m;
     if (std::regex_match(line, m, legend_re)) nic_legend[m[1]] = m[2];
     const auto tok = split_ws(line);

@@ -91,6 +91,7 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
     int rank;
   };
   std::vector<DevPlan> cpus, gpus;
+  std::vector<int> rank_cpu_of;  // rank -> index of its main thread's CPU
   std::vector<std::int32_t> op_dev_slot;  // >=0 cpu index, <0 -(gpu index+1)
   std::int64_t measured_max = 0;
   double annotated_max = 0;
@@ -142,8 +143,22 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
     for (const TraceEvent& e : p.events)
       if (e.kind == EventKind::Runtime && e.ts_ns >= w.begin_ns && e.ts_ns < w.end_ns) threads[e.pid + "/" + e.tid].push_back(&e);
     if (!main_thread.empty()) threads[main_thread];
-    const int cpu_slot = static_cast<int>(cpus.size());
-    cpus.push_back({"cpu" + std::to_string(r), cpu_spec(static_cast<int>(threads.size()) + 1), static_cast<int>(r)});
+    // One CPU device per host thread, the step's main thread first: host ops are measured wall
+    // times of distinct threads, so they must not share one socket's compute (the engine divides a
+    // CPU among the ops running on it, sim/cpu_share.hpp).
+    std::map<std::string, int> slot_of_thread;
+    const int rank_cpu = static_cast<int>(cpus.size());
+    rank_cpu_of.push_back(rank_cpu);
+    auto add_thread_cpu = [&](const std::string& th) {
+      const int k = static_cast<int>(slot_of_thread.size());
+      slot_of_thread.emplace(th, static_cast<int>(cpus.size()));
+      cpus.push_back({"cpu" + std::to_string(r) + (k == 0 ? std::string() : "-t" + std::to_string(k)), cpu_spec(1),
+                      static_cast<int>(r)});
+    };
+    if (!main_thread.empty()) add_thread_cpu(main_thread);
+    for (const auto& [th, calls] : threads)
+      if (!slot_of_thread.contains(th)) add_thread_cpu(th);
+    if (slot_of_thread.empty()) add_thread_cpu("");
 
     std::map<std::pair<int, std::int64_t>, int> stream_index;      // (device, stream) -> index on device
     std::map<int, int> gpu_slot_of_device;
@@ -173,6 +188,7 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
     }
     std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first->ts_ns < b.first->ts_ns; });
     sim::OpId* chain = nullptr;  // the current thread's last host op
+    int cpu_slot = rank_cpu;     // the current thread's CPU device
     auto host_op = [&](const std::string& type, const std::string& name, std::int64_t dur) {
       sim::Op op;
       op.name = rp + "h" + std::to_string(seq++) + ":" + name;
@@ -196,6 +212,7 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
       sim::OpId& pending_wait = ts.pending_wait;
       auto& pending_wait_stream = ts.pending_wait_stream;
       chain = &prev;
+      cpu_slot = slot_of_thread.at(th);
         if (c->ts_ns > cursor) {
           const sim::OpId h = host_op("HostWork", "cpu", c->ts_ns - cursor);
           rg.measured_end_ns[static_cast<std::size_t>(h)] = c->ts_ns - w.begin_ns;
@@ -318,6 +335,7 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
     }
     for (auto& [th, ts] : tstate) {
       chain = &ts.prev;
+      cpu_slot = slot_of_thread.at(th);
       if (th == main_thread && ts.cursor < w.end_ns) {
         const sim::OpId h = host_op("HostWork", "step-tail", w.end_ns - ts.cursor);
         rg.measured_end_ns[static_cast<std::size_t>(h)] = w.end_ns - w.begin_ns;
@@ -370,31 +388,37 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
                             d.name.substr(d.name.find("gpu"));
     dev.spec.compute_streams = std::max(1, streams_per_gpu[key]);
     dev.node = "node" + std::to_string(d.rank);
-    dev.host = d.rank;
+    dev.host = rank_cpu_of[static_cast<std::size_t>(d.rank)];
     c.devices.push_back(dev);
   }
   for (std::size_t i = 0; i < cpus.size(); ++i) c.devices[i].host = static_cast<sim::DeviceId>(i);
   for (const auto& dev : c.devices) c.vertices.push_back({dev.name, sim::VertexKind::Device, dev.node});
-  for (std::size_t i = cpus.size(); i < c.devices.size(); ++i) {
+  // Per rank one host switch that its CPUs (one per host thread) and GPUs hang off, the ranks'
+  // switches on one network switch: every device reaches every other through switches. Replay ops
+  // exchange no tensors, so the links only make the cluster well formed.
+  auto add_link = [&](sim::VertexId from, sim::VertexId to, const std::string& name, double bw, const char* kind) {
     sim::Link l;
-    l.a = static_cast<sim::VertexId>(i);
-    l.b = c.devices[i].host;
-    l.name = c.devices[i].name + "-pcie";
-    l.bandwidth = sim::Bandwidth{16e9};
-    l.kind = "pcie";
+    l.a = from;
+    l.b = to;
+    l.name = name;
+    l.bandwidth = sim::Bandwidth{bw};
+    l.kind = kind;
     c.links.push_back(l);
+  };
+  const auto first_switch = static_cast<sim::VertexId>(c.vertices.size());
+  for (std::size_t r = 0; r < rank_cpu_of.size(); ++r)
+    c.vertices.push_back({"host" + std::to_string(r), sim::VertexKind::Switch, "node" + std::to_string(r)});
+  for (std::size_t i = 0; i < c.devices.size(); ++i) {
+    const bool gpu = i >= cpus.size();
+    const int rank = gpu ? gpus[i - cpus.size()].rank : cpus[i].rank;
+    add_link(static_cast<sim::VertexId>(i), first_switch + rank, c.devices[i].name + (gpu ? "-pcie" : "-host"),
+             gpu ? 16e9 : 100e9, gpu ? "pcie" : "membus");
   }
-  if (cpus.size() > 1) {
+  if (rank_cpu_of.size() > 1) {
     c.vertices.push_back({"net", sim::VertexKind::Switch, "node0"});
-    for (std::size_t i = 0; i < cpus.size(); ++i) {
-      sim::Link l;
-      l.a = static_cast<sim::VertexId>(i);
-      l.b = static_cast<sim::VertexId>(c.vertices.size() - 1);
-      l.name = c.devices[i].name + "-net";
-      l.bandwidth = sim::Bandwidth{12.5e9};
-      l.kind = "net";
-      c.links.push_back(l);
-    }
+    for (std::size_t r = 0; r < rank_cpu_of.size(); ++r)
+      add_link(first_switch + static_cast<sim::VertexId>(r), static_cast<sim::VertexId>(c.vertices.size() - 1),
+               "host" + std::to_string(r) + "-net", 12.5e9, "net");
   }
   c.peer_access.assign(c.devices.size(), std::vector<bool>(c.devices.size(), false));
   sim::compute_routes(c);

@@ -102,6 +102,13 @@ def profile_benches(dev, quick, out_dir, reps):
                 for _ in range(reps):
                     fn()
                 sync(dev)
+    # Export before the next profiler session starts: with torch 2.11 (CUDA 13) a trace exported
+    # after a later session had every GPU activity and runtime call at ts 0, dur 0 (H200 rig,
+    # 2026-11-30), while key_averages() kept the right times.
+    path = os.path.join(out_dir, "traces", "%s_micro.json" % tag)
+    prof.export_chrome_trace(path)
+    traces.append(path)
+    collect(prof, dev, rows)
     # Backward passes of convolutions and linear layers (autograd on), as a training step runs them.
     train = []
     for batch, c, hw, k in ([(4, 16, 32, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1)] if quick else
@@ -120,11 +127,10 @@ def profile_benches(dev, quick, out_dir, reps):
             for _ in range(reps):
                 fn()
             sync(dev)
-    collect(prof_bwd, dev, rows)
-    path = os.path.join(out_dir, "traces", "%s_micro.json" % tag)
-    prof.export_chrome_trace(path)
+    path = os.path.join(out_dir, "traces", "%s_micro_bwd.json" % tag)
+    prof_bwd.export_chrome_trace(path)
     traces.append(path)
-    collect(prof, dev, rows)
+    collect(prof_bwd, dev, rows)
     return rows, traces
 
 
@@ -141,7 +147,19 @@ def collect(prof, dev, rows):
         if total_us <= 0:
             continue
         rows.append({"name": ev.key, "input_shapes": shapes, "dtype": "f32", "count": int(ev.count),
-                     "mean_us": float(total_us) / ev.count, "device": dev})
+                     "mean_us": float(total_us) / ev.count, "device": dev, "device_model": device_model(dev)})
+
+
+def device_model(dev):
+    """Calibration key of a device: "cpu0", or the GPU's name as `placesim calibrate` derives it from a
+    trace ("NVIDIA H200" -> "H200"); pass --device-model to calibrate to use a catalog name instead."""
+    if not dev.startswith("cuda"):
+        return "cpu0"
+    name = torch.cuda.get_device_name(torch.device(dev))
+    for prefix in ("NVIDIA ", "Tesla "):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    return name.replace(" ", "-")
 
 
 def real_model(name, batch, image=64):
