@@ -230,14 +230,19 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
     p.dialect = pre2022 ? "kineto-pre2022" : "kineto";
   sort_events(p.events);
 
-  bool has_gpu = false, has_runtime = false, has_dims = false, has_step = false;
+  bool has_gpu = false, has_runtime = false, has_dims = false, has_step = false, any_gpu_time = false;
   for (const TraceEvent& t : p.events) {
     has_gpu |= t.on_gpu();
+    any_gpu_time |= t.on_gpu() && (t.ts_ns != 0 || t.dur_ns != 0);
     has_runtime |= t.kind == EventKind::Runtime;
     has_dims |= !t.input_dims.empty();
     has_step |= t.kind == EventKind::Annotation && t.name.rfind("ProfilerStep#", 0) == 0;
   }
   if (!has_gpu) p.missing.push_back("no GPU activity (kernels, memcpys, memsets): CPU-only trace");
+  if (has_gpu && !any_gpu_time)
+    p.missing.push_back(
+        "every GPU activity has ts 0 and dur 0 (torch 2.11 writes this when a profiler session is exported after a later "
+        "session ran): no GPU times; export each session before starting the next");
   if (has_gpu && !has_runtime) p.missing.push_back("no runtime launch events: kernels cannot be tied to CPU ops");
   if (!has_dims)
     p.missing.push_back("no input shapes (record_shapes=False, or torch 1.13 export): signatures carry the op name only");
