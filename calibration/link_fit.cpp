@@ -211,7 +211,8 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
   int ranks_lines = 0, gpus_per_thread = 0, threads = 1, line_no = 0;
   std::set<std::string> hosts;
   static const std::regex ngpus_re(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
-  static const std::regex rank_re(R"(^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+))");
+  // nccl-tests before 2.11 print no "Group" column ("#   Rank  0 Pid 9192 on host device 0 ...").
+  static const std::regex rank_re(R"(^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -74,6 +74,40 @@ TEST(NcclTests, ReadsTheDocumentedTable) {
   EXPECT_THROW(pc::parse_nccl_tests("8 2 float sum -1 abc 0 0 0 1 2 3 0\n", "e.txt", "all_reduce"), sim::InputError);
 }
 
+TEST(NcclTests, RealSuperBenchLogOn8xA100) {
+  // A real all_reduce_perf -g 8 log (12 columns: no root), with an NCCL INFO line inside the table
+  // and two zero-byte rows; tests/data/README.md has its source.
+  const auto pts =
+      pc::parse_nccl_tests(slurp(data("superbench_nccl-tests_all_reduce_8xA100.log")), "sb.log", "all_reduce");
+  ASSERT_EQ(pts.size(), 34u);  // 0, 0, 4 B .. 8 GiB
+  EXPECT_EQ(pts[0].ranks, 8);
+  EXPECT_EQ(pts[0].nodes, 1);
+  EXPECT_DOUBLE_EQ(pts.back().bytes, 8589934592.0);
+  EXPECT_NEAR(pts.back().time_s, 63896e-6, 1e-9);
+  EXPECT_NEAR(pts.back().algbw_gb_s, 134.44, 1e-9);
+  const pc::CollectiveFit f = pc::fit_collective(pts);
+  ASSERT_EQ(f.rows.size(), 1u);
+  // Measured busbw at 8 GiB is 235.3 GB/s; the fit over all sizes gives 210.2 GB/s (11.6 % error),
+  // alpha 37.3 us against the measured 34-36 us small-message times.
+  EXPECT_GT(f.rows[0].busbw_gb_s, 190.0);
+  EXPECT_LT(f.rows[0].busbw_gb_s, 240.0);
+  EXPECT_GT(f.rows[0].alpha_us, 30.0);
+  EXPECT_LT(f.rows[0].alpha_us, 45.0);
+}
+
+TEST(NcclTests, RealTwoNodeLogWithoutGroupColumn) {
+  // Older nccl-tests rank lines have no "Group" column; ranks and hosts must still be counted.
+  const auto pts =
+      pc::parse_nccl_tests(slurp(data("perfkit_nccl-tests_all_reduce_2nodes_K80.txt")), "pkb.txt", "all_reduce");
+  ASSERT_EQ(pts.size(), 11u);  // 1 MiB .. 1 GiB
+  EXPECT_EQ(pts[0].ranks, 2);
+  EXPECT_EQ(pts[0].nodes, 2);
+  const pc::CollectiveFit f = pc::fit_collective(pts);
+  ASSERT_EQ(f.rows.size(), 1u);
+  EXPECT_EQ(f.rows[0].nodes, 2);
+  EXPECT_NEAR(f.rows[0].busbw_gb_s, 0.61, 0.03);  // 2 ranks: busbw = algbw, 0.61 GB/s printed
+}
+
 TEST(NcclTests, VidurMeasuredAllReduceOnDgxA100) {
   const auto pts = pc::parse_vidur_collective_csv(slurp(data("a100_dgx_all_reduce.csv")), "vidur.csv");
   EXPECT_EQ(pts.size(), 6u * 994u + 994u);
