@@ -24,13 +24,15 @@ CompareRow evaluate_row(const std::string& method, const sim::Graph& g, const si
   row.unreachable = o.unreachable;
   double fullest = -1.0;
   for (const sim::DeviceOutcome& d : o.devices) {
+    // The reserved part (context, workspaces) is occupied too: report what the device holds.
+    const std::int64_t held = d.peak_memory.v + d.reserved_memory.v;
     const double ratio = d.memory_capacity.v > 0
-                             ? static_cast<double>(d.peak_memory.v) / static_cast<double>(d.memory_capacity.v)
+                             ? static_cast<double>(held) / static_cast<double>(d.memory_capacity.v)
                              : 0.0;
     if (ratio > fullest) {
       fullest = ratio;
       row.fullest_device = d.name;
-      row.peak_memory = d.peak_memory;
+      row.peak_memory = sim::Bytes{held};
       row.capacity = d.memory_capacity;
     }
   }

@@ -25,7 +25,7 @@ struct CompareRow {
   bool oom = false;
   bool unreachable = false;
   std::string fullest_device;              ///< device with the highest peak / capacity
-  sim::Bytes peak_memory;                  ///< its peak
+  sim::Bytes peak_memory;                  ///< its peak, reserved memory included
   sim::Bytes capacity;                     ///< its capacity
   std::optional<double> speedup;           ///< single-GPU step time / this one (both fit)
   double method_wall_s = 0.0;              ///< time the method took to produce the placement

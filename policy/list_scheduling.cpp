@@ -93,9 +93,12 @@ struct Schedule {
         finish(static_cast<std::size_t>(g.num_ops()), 0.0),
         free_mem(static_cast<std::size_t>(cl.num_devices()), 0.0),
         load(static_cast<std::size_t>(cl.num_devices()), 0.0) {
-    for (int dv = 0; dv < cl.num_devices(); ++dv)
-      free_mem[static_cast<std::size_t>(dv)] =
-          static_cast<double>(cl.devices[static_cast<std::size_t>(dv)].spec.memory_capacity.v);
+    // What tensors can use: a GPU's reserved memory (context, workspaces) is never available.
+    for (int dv = 0; dv < cl.num_devices(); ++dv) {
+      const sim::DeviceSpec& s = cl.devices[static_cast<std::size_t>(dv)].spec;
+      const std::int64_t reserved = s.kind == sim::DeviceKind::Gpu ? s.reserved_memory.v : 0;
+      free_mem[static_cast<std::size_t>(dv)] = static_cast<double>(s.memory_capacity.v - reserved);
+    }
   }
   [[nodiscard]] int group(sim::OpId op) const { return dag.group_of_op[static_cast<std::size_t>(op)]; }
   [[nodiscard]] sim::DeviceId device_of_op(sim::OpId op) const { return gdev[static_cast<std::size_t>(group(op))]; }

@@ -14,13 +14,31 @@ constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 // Launch overheads are assumed defaults bracketed by measurements (docs/catalog.md): the median
 // host-side cudaLaunchKernel in the A100 AlexNet Kineto trace (tests/data) is 9 us under the
 // profiler; TensorFlow 1.x on Kepler added executor work per op for ~10 us in total.
-constexpr Duration kLaunchKepler{10'000};
-constexpr Duration kLaunchPascalVolta{8'000};
-constexpr Duration kLaunchAmpereOn{6'000};
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+
+/// Per-generation software/driver costs (docs/catalog.md has the derivations).
+struct Generation {
+  Duration launch;
+  Bytes reserved;        // memory no tensor can use
+  Duration copy_issue;   // host time per cudaMemcpyAsync (framework included)
+  Duration dma_setup;    // issue-to-first-byte latency of a copy
+};
+// Kepler as the paper ran it (TensorFlow 1.x, 2017): a K80 die shows 11441 of 12288 MiB
+// (driver/ECC, 847 MiB), ~150 MiB of CUDA context (assumed), and TF 1.x's GPU allocator leaves
+// max(300 MiB, 5% of what is free) to the system (gpu_device.cc MinSystemMemory): 1562 MiB.
+constexpr Generation kKepler{Duration{10'000}, Bytes{1562 * kMiB}, Duration{10'000}, Duration{2'000}};
+// Pascal/Volta: V100-16GB shows 16160 of 16384 MiB; ~500 MiB of context and libraries (assumed).
+constexpr Generation kPascalVolta{Duration{8'000}, Bytes{768 * kMiB}, Duration{8'000}, Duration{2'000}};
+// Ampere on: measured on an H200 (torch 2.11, CUDA 13): context + cuBLAS + cuDNN take 703 MiB;
+// a copy_ call costs 6.8-7.1 us of host time (cudaMemcpyAsync alone 3.8 us); the copy-time
+// intercept (4 MiB..1 GiB, minus issue and route latency) is ~2 us.
+constexpr Generation kAmpereOn{Duration{6'000}, Bytes{1024 * kMiB}, Duration{7'000}, Duration{2'000}};
+// H200 measured: 144384 MiB nominal (the catalog's 141 GiB) - 143155 MiB visible to CUDA + 703 MiB.
+constexpr Generation kH200{Duration{6'000}, Bytes{2024669184}, Duration{7'000}, Duration{2'000}};
 constexpr Duration kLaunchCpuOp{2'000};
 
 DeviceSpec gpu(std::string model, std::initializer_list<std::pair<Dtype, double>> peaks_tflops,
-               double mem_bw_gb_s, std::int64_t mem_gib, int copy_engines, Duration launch,
+               double mem_bw_gb_s, std::int64_t mem_gib, int copy_engines, const Generation& gen,
                std::string source) {
   DeviceSpec s;
   s.model = std::move(model);
@@ -34,7 +52,10 @@ DeviceSpec gpu(std::string model, std::initializer_list<std::pair<Dtype, double>
   s.h2d_engines = 1;
   s.d2h_engines = 1;
   s.peer_engines = std::max(1, copy_engines - 2);
-  s.launch_overhead = launch;
+  s.launch_overhead = gen.launch;
+  s.reserved_memory = gen.reserved;
+  s.copy_issue_overhead = gen.copy_issue;
+  s.dma_setup_latency = gen.dma_setup;
   s.source = std::move(source);
   return s;
 }
@@ -80,52 +101,52 @@ std::vector<DeviceSpec> build_catalog() {
                   "2.0 GHz, 8x DDR5-4800 (307.2 GB/s); AVX-512 2 FMA (32 F64 / 64 F32 FLOP/cycle); "
                   "1 TiB per socket per NVIDIA DGX H100 user guide (2 TB total)"));
   // GPUs: dense peaks (no structured sparsity) at boost clock from the datasheets.
-  c.push_back(gpu("K40", {{D::F64, 1.43}, {D::F32, 4.29}}, 288.0, 12, 2, kLaunchKepler,
+  c.push_back(gpu("K40", {{D::F64, 1.43}, {D::F32, 4.29}}, 288.0, 12, 2, kKepler,
                   "NVIDIA Tesla K40 datasheet (base clock 745 MHz: 1.43 F64 / 4.29 F32 TFLOP/s, "
                   "288 GB/s, 12 GB GDDR5); deviceQuery: 2 copy engines"));
-  c.push_back(gpu("K80-GK210", {{D::F64, 1.455}, {D::F32, 4.365}}, 240.0, 12, 2, kLaunchKepler,
+  c.push_back(gpu("K80-GK210", {{D::F64, 1.455}, {D::F32, 4.365}}, 240.0, 12, 2, kKepler,
                   "NVIDIA Tesla K80 datasheet, one of the board's two GK210 dies = half the board: "
                   "2.91/2 F64, 8.73/2 F32 TFLOP/s at boost, 480/2 GB/s, 24/2 GB GDDR5; deviceQuery "
                   "per die: 2 copy engines"));
   c.push_back(
       gpu("P100-SXM2-16GB", {{D::F64, 5.3}, {D::F32, 10.6}, {D::F16, 21.2}}, 732.0, 16, 2,
-          kLaunchPascalVolta,
+          kPascalVolta,
           "NVIDIA Tesla P100 datasheet (SXM2): 5.3 F64, 10.6 F32, 21.2 F16 TFLOP/s, 732 GB/s "
           "HBM2, 16 GB; habitat devices.yml measured 501 GB/s (P100)"));
   c.push_back(
       gpu("P100-PCIe-16GB", {{D::F64, 4.7}, {D::F32, 9.3}, {D::F16, 18.7}}, 732.0, 16, 2,
-          kLaunchPascalVolta,
+          kPascalVolta,
           "NVIDIA Tesla P100 datasheet (PCIe): 4.7 F64, 9.3 F32, 18.7 F16 TFLOP/s, 732 GB/s, "
           "16 GB"));
   c.push_back(gpu("V100-SXM2-16GB",
                   {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 16, 5,
-                  kLaunchPascalVolta,
+                  kPascalVolta,
                   "NVIDIA Tesla V100 datasheet (SXM2): 7.8 F64, 15.7 F32, 125 F16 tensor TFLOP/s, "
                   "900 GB/s HBM2, 16 GB (no BF16 units: F32 rate); deviceQuery V100-SXM2: 5 copy "
                   "engines; habitat devices.yml measured 739 GB/s"));
   c.push_back(gpu("V100-SXM2-32GB",
                   {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 32, 5,
-                  kLaunchPascalVolta,
+                  kPascalVolta,
                   "NVIDIA Tesla V100 datasheet (SXM2 32 GB): as V100-SXM2-16GB with 32 GB; "
                   "deviceQuery V100-SXM2-32GB: 5 copy engines"));
   c.push_back(gpu("V100-PCIe-16GB",
                   {{D::F64, 7.0}, {D::F32, 14.0}, {D::F16, 112.0}, {D::BF16, 14.0}}, 900.0, 16, 5,
-                  kLaunchPascalVolta,
+                  kPascalVolta,
                   "NVIDIA Tesla V100 datasheet (PCIe): 7 F64, 14 F32, 112 F16 tensor TFLOP/s, "
                   "900 GB/s, 16 GB; copy engines as V100-SXM2"));
   const std::initializer_list<std::pair<Dtype, double>> a100 = {
       {D::F64, 19.5}, {D::F32, 19.5}, {D::TF32, 156.0}, {D::F16, 312.0}, {D::BF16, 312.0}};
-  c.push_back(gpu("A100-SXM4-40GB", a100, 1555.0, 40, 3, kLaunchAmpereOn,
+  c.push_back(gpu("A100-SXM4-40GB", a100, 1555.0, 40, 3, kAmpereOn,
                   "NVIDIA A100 datasheet (SXM4 40GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
                   "F16/BF16 dense TFLOP/s, 1555 GB/s HBM2; 3 copy engines assumed (deviceQuery "
                   "on Ampere datacenter parts)"));
-  c.push_back(gpu("A100-SXM4-80GB", a100, 2039.0, 80, 3, kLaunchAmpereOn,
+  c.push_back(gpu("A100-SXM4-80GB", a100, 2039.0, 80, 3, kAmpereOn,
                   "NVIDIA A100 datasheet (SXM4 80GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
                   "F16/BF16 dense TFLOP/s, 2039 GB/s HBM2e; 3 copy engines assumed"));
-  c.push_back(gpu("A100-PCIe-40GB", a100, 1555.0, 40, 3, kLaunchAmpereOn,
+  c.push_back(gpu("A100-PCIe-40GB", a100, 1555.0, 40, 3, kAmpereOn,
                   "NVIDIA A100 datasheet (PCIe 40GB): compute as SXM4, 1555 GB/s; 3 copy engines "
                   "assumed"));
-  c.push_back(gpu("A100-PCIe-80GB", a100, 1935.0, 80, 3, kLaunchAmpereOn,
+  c.push_back(gpu("A100-PCIe-80GB", a100, 1935.0, 80, 3, kAmpereOn,
                   "NVIDIA A100 datasheet (PCIe 80GB): compute as SXM4, 1935 GB/s HBM2e; 3 copy "
                   "engines assumed"));
   c.push_back(gpu("H100-SXM5-80GB",
@@ -135,7 +156,7 @@ std::vector<DeviceSpec> build_catalog() {
                    {D::F16, 989.5},
                    {D::BF16, 989.5},
                    {D::FP8, 1979.0}},
-                  3350.0, 80, 3, kLaunchAmpereOn,
+                  3350.0, 80, 3, kAmpereOn,
                   "NVIDIA H100 datasheet (SXM): 67 F64 tensor, 67 F32, 494.5 TF32, 989.5 F16/BF16, "
                   "1979 FP8 dense TFLOP/s (half the with-sparsity figures), 3.35 TB/s HBM3, 80 GB; "
                   "3 copy engines assumed"));
@@ -146,7 +167,7 @@ std::vector<DeviceSpec> build_catalog() {
                    {D::F16, 756.0},
                    {D::BF16, 756.0},
                    {D::FP8, 1513.0}},
-                  2000.0, 80, 3, kLaunchAmpereOn,
+                  2000.0, 80, 3, kAmpereOn,
                   "NVIDIA H100 datasheet (PCIe): 51 F64 tensor, 51 F32, 378 TF32, 756 F16/BF16, "
                   "1513 FP8 dense TFLOP/s, 2 TB/s HBM2e, 80 GB; 3 copy engines assumed"));
   c.push_back(
@@ -157,7 +178,7 @@ std::vector<DeviceSpec> build_catalog() {
            {D::F16, 989.5},
            {D::BF16, 989.5},
            {D::FP8, 1979.0}},
-          4800.0, 141, 3, kLaunchAmpereOn,
+          4800.0, 141, 3, kH200,
           "NVIDIA H200 datasheet (SXM): compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB; 3 copy "
           "engines assumed"));
   c.push_back(gpu("RTX-4090",
@@ -167,7 +188,7 @@ std::vector<DeviceSpec> build_catalog() {
                    {D::F16, 165.2},
                    {D::BF16, 165.2},
                    {D::FP8, 330.3}},
-                  1008.0, 24, 2, kLaunchAmpereOn,
+                  1008.0, 24, 2, kAmpereOn,
                   "NVIDIA Ada Lovelace architecture whitepaper v2.1, RTX 4090 column: 82.6 F32, "
                   "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "
                   "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"));

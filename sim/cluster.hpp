@@ -53,6 +53,19 @@ struct DeviceSpec {
   int d2h_engines = 1;
   int peer_engines = 1;                    ///< engines usable for peer (GPU->GPU) copies
   Duration launch_overhead{5000};          ///< host-side dispatch time per op on this device
+  /// CPU: threads one op may use (its intra-op parallelism); an op alone gets at most
+  /// min(1, intra_op_threads / worker_threads) of the socket. 0 = all worker threads (TensorFlow's
+  /// and PyTorch's default: the intra-op pool spans every core).
+  int intra_op_threads = 0;
+  /// GPU: memory of `memory_capacity` no tensor can use (driver/ECC reservation, CUDA context,
+  /// library handles and workspaces, the framework's own reserve). OOM = peak + reserved > capacity.
+  Bytes reserved_memory{0};
+  /// GPU: host time to issue one copy (framework + cudaMemcpyAsync), on the launching host thread
+  /// of the GPU whose copy engine does it.
+  Duration copy_issue_overhead{0};
+  /// GPU: time from a copy's issue to its first byte on the wire (DMA descriptor setup, doorbell),
+  /// added to the route latency of every copy segment its engines run.
+  Duration dma_setup_latency{0};
   std::string source;                      ///< where the numbers came from
 
   /// Peak rate for `d`, falling back to F32 when the dtype has no entry.

@@ -116,6 +116,12 @@ class Reader {
     if (b.v > (std::int64_t{1} << 60)) fail(n, path, "a size up to 1024 PiB, got " + shown(n));
     return b;
   }
+  Bytes nonneg_bytes(const YAML::Node& n, const std::string& path) const {
+    const Bytes b = unit<Bytes>(n, path, parse_bytes);
+    if (b.v < 0) fail(n, path, "a non-negative size such as \"512 MiB\", got " + shown(n));
+    if (b.v > (std::int64_t{1} << 60)) fail(n, path, "a size up to 1024 PiB, got " + shown(n));
+    return b;
+  }
   FlopRate positive_rate(const YAML::Node& n, const std::string& path) const {
     const FlopRate r = unit<FlopRate>(n, path, parse_flop_rate);
     if (!(r.per_s > 0)) fail(n, path, "a positive rate such as \"8.7 TFLOP/s\", got " + shown(n));
@@ -183,6 +189,19 @@ void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string&
   if (d["launch_overhead"]) {
     s.launch_overhead = rd.duration(d["launch_overhead"], path + ".launch_overhead");
   }
+  if (d["intra_op_threads"]) {
+    s.intra_op_threads = static_cast<int>(
+        rd.integer(d["intra_op_threads"], path + ".intra_op_threads", 0, 1 << 20));
+  }
+  if (d["reserved_memory"]) {
+    s.reserved_memory = rd.nonneg_bytes(d["reserved_memory"], path + ".reserved_memory");
+  }
+  if (d["copy_issue_overhead"]) {
+    s.copy_issue_overhead = rd.duration(d["copy_issue_overhead"], path + ".copy_issue_overhead");
+  }
+  if (d["dma_setup_latency"]) {
+    s.dma_setup_latency = rd.duration(d["dma_setup_latency"], path + ".dma_setup_latency");
+  }
   if (d["source"]) s.source = rd.str(d["source"], path + ".source");
 }
 
@@ -244,7 +263,8 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
       rd.expect_map(d, path,
                     {"name", "kind", "model", "node", "host", "peak_flops", "memory_bandwidth",
                      "memory_capacity", "compute_streams", "worker_threads", "copy_engines",
-                     "launch_overhead", "source"});
+                     "launch_overhead", "intra_op_threads", "reserved_memory",
+                     "copy_issue_overhead", "dma_setup_latency", "source"});
       Device dev;
       dev.name = rd.str(require(rd, d, d["name"], path + ".name", "a device name"), path + ".name");
       check_name(rd, d["name"], path + ".name", names, dev.name);
@@ -609,6 +629,10 @@ std::string cluster_to_yaml(const Cluster& c) {
         << "h2d" << YAML::Value << s.h2d_engines << YAML::Key << "d2h" << YAML::Value
         << s.d2h_engines << YAML::Key << "peer" << YAML::Value << s.peer_engines << YAML::EndMap;
     out << YAML::Key << "launch_overhead" << YAML::Value << spell_duration(s.launch_overhead);
+    out << YAML::Key << "intra_op_threads" << YAML::Value << s.intra_op_threads;
+    out << YAML::Key << "reserved_memory" << YAML::Value << spell_bytes(s.reserved_memory);
+    out << YAML::Key << "copy_issue_overhead" << YAML::Value << spell_duration(s.copy_issue_overhead);
+    out << YAML::Key << "dma_setup_latency" << YAML::Value << spell_duration(s.dma_setup_latency);
     if (!s.source.empty()) out << YAML::Key << "source" << YAML::Value << s.source;
     out << YAML::EndMap;
   }

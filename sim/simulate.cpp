@@ -12,6 +12,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "sim/cpu_share.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
 #include "sim/network.hpp"
@@ -45,7 +46,11 @@ struct Prepared {
 
   std::vector<bool> is_gpu;
   std::vector<std::int32_t> streams, workers;
-  std::vector<std::int64_t> launch_ns, capacity;
+  std::vector<std::int64_t> launch_ns;
+  std::vector<std::int64_t> capacity;           // usable: memory_capacity - reserved_memory
+  std::vector<std::int64_t> reserved;
+  std::vector<std::int64_t> issue_ns, dma_ns;   // per GPU: copy issue cost, DMA setup latency
+  std::vector<double> cpu_cap;                  // per CPU: share of the socket one op can use
   std::vector<std::int32_t> engines;            // device * 3 + kind (H2D, D2H, peer)
 
   Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs);
@@ -152,6 +157,10 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   workers.resize(n_dev);
   launch_ns.resize(n_dev);
   capacity.resize(n_dev);
+  reserved.resize(n_dev);
+  issue_ns.resize(n_dev);
+  dma_ns.resize(n_dev);
+  cpu_cap.resize(n_dev);
   engines.resize(3 * n_dev);
   for (int d = 0; d < n_dev; ++d) {
     const DeviceSpec& s = c.devices[d].spec;
@@ -159,7 +168,13 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
     streams[d] = std::max(1, s.compute_streams);
     workers[d] = std::max(1, s.worker_threads);
     launch_ns[d] = std::max<std::int64_t>(0, s.launch_overhead.ns);
-    capacity[d] = s.memory_capacity.v;
+    reserved[d] = is_gpu[d] ? std::max<std::int64_t>(0, s.reserved_memory.v) : 0;
+    capacity[d] = s.memory_capacity.v - reserved[d];
+    issue_ns[d] = is_gpu[d] ? std::max<std::int64_t>(0, s.copy_issue_overhead.ns) : 0;
+    dma_ns[d] = is_gpu[d] ? std::max<std::int64_t>(0, s.dma_setup_latency.ns) : 0;
+    cpu_cap[d] = s.intra_op_threads <= 0
+                     ? 1.0
+                     : std::min(1.0, static_cast<double>(s.intra_op_threads) / workers[d]);
     engines[3 * d + 0] = std::max(1, s.h2d_engines);
     engines[3 * d + 1] = std::max(1, s.d2h_engines);
     engines[3 * d + 2] = std::max(1, s.peer_engines);
@@ -184,15 +199,17 @@ void check_placement(const Prepared& P, const Placement& p) {
 }
 
 // Event kinds.
-enum : std::int32_t { kLaunchEnd = 0, kKernelStart = 1, kKernelEnd = 2, kLatencyDone = 3 };
+enum : std::int32_t { kLaunchEnd = 0, kKernelStart = 1, kKernelEnd = 2, kLatencyDone = 3, kCopyIssued = 4 };
 enum : int { kH2D = 0, kD2H = 1, kPeer = 2 };
 
 /// One simulated step. Item ids for the critical path: op kernel = op, launch = n_ops + op,
-/// copy segment s = 2 * n_ops + s.
+/// copy segment s = 2 * n_ops + s, host-side issue of segment s = 2 * n_ops + segs + s.
 class StepRun {
  public:
-  StepRun(const Prepared& P, const SimOptions& opt) : P_(P), opt_(opt), net_(*P.cluster) {
-    engine_.add_model(&net_);
+  StepRun(const Prepared& P, const SimOptions& opt)
+      : P_(P), opt_(opt), net_(*P.cluster), cpus_(P.n_dev) {
+    engine_.add_model(&net_);    // model 0: completions of transfers come first at one instant
+    engine_.add_model(&cpus_);   // model 1: CPU ops sharing their socket
   }
 
   /// Simulates one placement. A StepRun may be reused: its buffers keep their capacity, so a
@@ -234,6 +251,12 @@ class StepRun {
   void kernel_end(std::int32_t op);
   void tensor_unref(std::int32_t t);
   void request_segment(std::int32_t seg, std::int32_t pred);
+  void request_engine(std::int32_t seg, std::int32_t pred);
+  void copy_issued(std::int32_t seg);
+  void cpu_begin(std::int32_t op);
+  [[nodiscard]] std::int32_t issue_item(std::int32_t seg) const {
+    return 2 * P_.n_ops + static_cast<std::int32_t>(segs_.size()) + seg;
+  }
   void begin_segment(std::int32_t seg, std::int32_t pred);
   void segment_done(std::int32_t seg);
   void busy_up(DeviceId d);
@@ -266,6 +289,7 @@ class StepRun {
   const SimOptions& opt_;
   Engine engine_;
   FlowNetwork net_;
+  CpuShare cpus_;
 
   // Ops.
   std::vector<std::int32_t> missing_;
@@ -281,6 +305,8 @@ class StepRun {
   std::vector<std::vector<ReadyEntry>> ready_;
   std::vector<bool> launcher_busy_;
   std::vector<std::int32_t> launcher_last_;   // last launch item per GPU
+  std::vector<std::vector<std::int32_t>> issue_q_;   // per GPU: copy segments waiting to be issued
+  std::vector<std::size_t> issue_head_;
   std::vector<SimTime> stream_free_;          // device * max_streams + s
   std::vector<std::int32_t> stream_last_;
   std::vector<std::vector<std::int32_t>> free_slots_;   // CPU workers
@@ -399,7 +425,19 @@ void StepRun::dispatch(DeviceId d) {
   auto& heap = ready_[d];
   const SimTime now = engine_.now();
   if (P_.is_gpu[d]) {
-    if (launcher_busy_[d] || heap.empty()) return;
+    if (launcher_busy_[d]) return;
+    if (issue_head_[d] < issue_q_[d].size()) {
+      // Copies are issued before pending launches: they unblock consumers on other devices.
+      const std::int32_t seg = issue_q_[d][issue_head_[d]++];
+      launcher_busy_[d] = true;
+      const std::int32_t item = issue_item(seg);
+      pred_[item] = (segs_[seg].ready == now || launcher_last_[d] < 0) ? segs_[seg].ready_pred
+                                                                       : launcher_last_[d];
+      item_start_[item] = now;
+      engine_.schedule(now + P_.issue_ns[d], Priority::LaunchEnd, kCopyIssued, seg);
+      return;
+    }
+    if (heap.empty()) return;
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
     const std::int32_t op = heap.back().op;
     heap.pop_back();
@@ -431,8 +469,16 @@ void StepRun::dispatch(DeviceId d) {
     busy_up(d);
     pred_[op] = launch;
     item_start_[op] = ks;
-    engine_.schedule(ks + kernel_time(op), Priority::KernelEnd, kKernelEnd, op);
+    if (ks == now) cpu_begin(op);
+    else engine_.schedule(ks, Priority::KernelStart, kKernelStart, op);
   }
+}
+
+void StepRun::cpu_begin(std::int32_t op) {
+  // The op's kernel time is its work at the whole socket; the socket is shared (cpu_share.hpp).
+  const DeviceId d = dev_[op];
+  item_start_[op] = engine_.now();
+  cpus_.start(engine_.now(), d, static_cast<double>(kernel_time(op)), P_.cpu_cap[d], op);
 }
 
 void StepRun::launch_end(std::int32_t op) {
@@ -469,6 +515,10 @@ void StepRun::launch_end(std::int32_t op) {
 
 void StepRun::kernel_start(std::int32_t op) {
   const DeviceId d = dev_[op];
+  if (!P_.is_gpu[d]) {
+    cpu_begin(op);
+    return;
+  }
   for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
   busy_up(d);
   item_start_[op] = engine_.now();
@@ -539,6 +589,32 @@ void StepRun::request_segment(std::int32_t seg, std::int32_t pred) {
   Seg& s = segs_[seg];
   s.ready = engine_.now();
   s.ready_pred = pred;
+  // A copy run by a GPU's engine is first issued (cudaMemcpyAsync) on that GPU's host thread.
+  if (s.pool >= 0 && P_.issue_ns[s.pool / 3] > 0) {
+    const DeviceId g = s.pool / 3;
+    issue_q_[g].push_back(seg);
+    dispatch(g);
+    return;
+  }
+  request_engine(seg, pred);
+}
+
+void StepRun::copy_issued(std::int32_t seg) {
+  const DeviceId g = segs_[seg].pool / 3;
+  const SimTime now = engine_.now();
+  const std::int32_t item = issue_item(seg);
+  finish_item(item, item_start_[item], now, pred_[item]);
+  if (opt_.trace) opt_.trace->launch(g, "issue " + segment_name(seg), item_start_[item], now);
+  launcher_busy_[g] = false;
+  launcher_last_[g] = item;
+  segs_[seg].ready = now;
+  segs_[seg].ready_pred = item;
+  request_engine(seg, item);
+  dispatch(g);
+}
+
+void StepRun::request_engine(std::int32_t seg, std::int32_t pred) {
+  Seg& s = segs_[seg];
   if (s.pool < 0 || pool_free_[s.pool] > 0) {
     begin_segment(seg, pred);
   } else {
@@ -561,8 +637,9 @@ void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
   const RouteSegment& rs = segment_of(seg);
   // The destination buffer (or the staging buffer in host memory) exists while the copy runs.
   alloc(rs.to, P_.tensor_bytes[c.tensor]);
-  if (rs.latency.ns > 0) {
-    engine_.schedule(now + rs.latency.ns, Priority::LatencyDone, kLatencyDone, seg);
+  const std::int64_t latency = rs.latency.ns + (s.pool >= 0 ? P_.dma_ns[s.pool / 3] : 0);
+  if (latency > 0) {
+    engine_.schedule(now + latency, Priority::LatencyDone, kLatencyDone, seg);
   } else {
     s.flow_start = now;
     net_.start(now, rs.hops, static_cast<double>(P_.tensor_bytes[c.tensor]), seg);
@@ -611,6 +688,7 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
     case kLaunchEnd: launch_end(ev.index); break;
     case kKernelStart: kernel_start(ev.index); break;
     case kKernelEnd: kernel_end(ev.index); break;
+    case kCopyIssued: copy_issued(ev.index); break;
     case kLatencyDone: {
       Seg& s = segs_[ev.index];
       s.flow_start = engine_.now();
@@ -623,12 +701,18 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
   }
 }
 
-void StepRun::on_resource(Engine& /*e*/, int /*model*/) {
-  // Copy the tags: finishing a segment may start flows, which does not touch completed(), but
-  // keep the loop independent of that.
-  const auto done = net_.completed();
-  done_scratch_.assign(done.begin(), done.end());
-  for (std::int32_t seg : done_scratch_) segment_done(seg);
+void StepRun::on_resource(Engine& /*e*/, int model) {
+  // Copy the tags: finishing one may start flows or CPU ops, which does not touch completed(),
+  // but keep the loop independent of that.
+  if (model == 0) {
+    const auto done = net_.completed();
+    done_scratch_.assign(done.begin(), done.end());
+    for (std::int32_t seg : done_scratch_) segment_done(seg);
+  } else {
+    const auto done = cpus_.completed();
+    done_scratch_.assign(done.begin(), done.end());
+    for (std::int32_t op : done_scratch_) kernel_end(op);
+  }
 }
 
 std::string StepRun::tensor_name(std::int32_t t) const {
@@ -666,6 +750,7 @@ Outcome StepRun::run(const Placement& placement) {
   }
   engine_.reset();
   net_.reset();
+  cpus_.reset();
   copies_.clear();
   oom_order_.clear();
   last_item_ = -1;
@@ -679,7 +764,7 @@ Outcome StepRun::run(const Placement& placement) {
   ready_time_.assign(n, 0);
   ready_pred_.assign(n, -1);
   build_copies();
-  const std::size_t items = 2 * static_cast<std::size_t>(n) + segs_.size();
+  const std::size_t items = 2 * static_cast<std::size_t>(n) + 2 * segs_.size();
   pred_.assign(items, -1);
   item_start_.assign(items, 0);
   item_end_.assign(items, 0);
@@ -688,6 +773,9 @@ Outcome StepRun::run(const Placement& placement) {
   for (auto& r : ready_) r.clear();
   launcher_busy_.assign(nd, false);
   launcher_last_.assign(nd, -1);
+  issue_q_.resize(nd);
+  for (auto& q : issue_q_) q.clear();
+  issue_head_.assign(nd, 0);
   stream_free_.assign(static_cast<std::size_t>(nd) * max_streams_, 0);
   stream_last_.assign(static_cast<std::size_t>(nd) * max_streams_, -1);
   free_slots_.resize(nd);
@@ -730,7 +818,8 @@ Outcome StepRun::run(const Placement& placement) {
   out.unreachable = unreachable_;
   out.oom = !oom_order_.empty();
   for (DeviceId d : oom_order_)
-    out.oom_devices.push_back({d, P_.cluster->devices[d].name, Bytes{peak_mem_[d]}, Bytes{P_.capacity[d]}});
+    out.oom_devices.push_back({d, P_.cluster->devices[d].name, Bytes{peak_mem_[d] + P_.reserved[d]},
+                               Bytes{P_.capacity[d] + P_.reserved[d]}, Bytes{P_.reserved[d]}});
   out.devices.resize(nd);
   const double step = static_cast<double>(out.step_time.ns);
   for (int d = 0; d < nd; ++d) {
@@ -741,7 +830,8 @@ Outcome StepRun::run(const Placement& placement) {
     o.busy = Duration{busy_total_[d]};
     o.utilization = step > 0 ? static_cast<double>(busy_total_[d]) / step : 0.0;
     o.peak_memory = Bytes{peak_mem_[d]};
-    o.memory_capacity = Bytes{P_.capacity[d]};
+    o.memory_capacity = Bytes{P_.capacity[d] + P_.reserved[d]};
+    o.reserved_memory = Bytes{P_.reserved[d]};
     o.oom = oom_[d];
     o.ops = ops_done_[d];
   }
@@ -769,11 +859,16 @@ Outcome StepRun::run(const Placement& placement) {
         p.kind = PathItem::Kind::Launch;
         p.name = P_.graph->ops[it - n].name;
         p.device = dev_[it - n];
-      } else {
+      } else if (it < 2 * n + static_cast<std::int32_t>(segs_.size())) {
         const std::int32_t seg = it - 2 * n;
         p.kind = PathItem::Kind::Copy;
         p.name = segment_name(seg);
         p.device = segment_of(seg).to;
+      } else {
+        const std::int32_t seg = it - 2 * n - static_cast<std::int32_t>(segs_.size());
+        p.kind = PathItem::Kind::Issue;
+        p.name = segment_name(seg);
+        p.device = segs_[seg].pool / 3;
       }
       out.critical_path.push_back(std::move(p));
       if (static_cast<std::size_t>(out.critical_path.size()) > items) break;  // guards a cycle bug
@@ -862,7 +957,10 @@ std::string outcome_to_json(const Outcome& o, int indent) {
   j["unreachable"] = o.unreachable;
   json ooms = json::array();
   for (const OomInfo& x : o.oom_devices)
-    ooms.push_back({{"device", x.device_name}, {"needed_bytes", x.needed.v}, {"capacity_bytes", x.capacity.v}});
+    ooms.push_back({{"device", x.device_name},
+                    {"needed_bytes", x.needed.v},
+                    {"capacity_bytes", x.capacity.v},
+                    {"reserved_bytes", x.reserved.v}});
   j["oom_devices"] = std::move(ooms);
   json devs = json::array();
   for (const DeviceOutcome& d : o.devices)
@@ -871,6 +969,7 @@ std::string outcome_to_json(const Outcome& o, int indent) {
                     {"utilization", d.utilization},
                     {"peak_memory_bytes", d.peak_memory.v},
                     {"memory_capacity_bytes", d.memory_capacity.v},
+                    {"reserved_memory_bytes", d.reserved_memory.v},
                     {"oom", d.oom},
                     {"ops", d.ops}});
   j["devices"] = std::move(devs);
@@ -883,7 +982,10 @@ std::string outcome_to_json(const Outcome& o, int indent) {
   j["events"] = o.events;
   json path = json::array();
   for (const PathItem& p : o.critical_path) {
-    const char* kind = p.kind == PathItem::Kind::Op ? "op" : p.kind == PathItem::Kind::Copy ? "copy" : "launch";
+    const char* kind = p.kind == PathItem::Kind::Op     ? "op"
+                       : p.kind == PathItem::Kind::Copy ? "copy"
+                       : p.kind == PathItem::Kind::Issue ? "issue"
+                                                         : "launch";
     path.push_back({{"kind", kind}, {"name", p.name}, {"device", p.device},
                     {"start_s", static_cast<double>(p.start) * 1e-9}, {"end_s", static_cast<double>(p.end) * 1e-9}});
   }

@@ -37,7 +37,8 @@ struct DeviceOutcome {
   Duration busy;                           ///< time any compute stream / worker was busy (union)
   double utilization = 0.0;                ///< busy / step time
   Bytes peak_memory;
-  Bytes memory_capacity;
+  Bytes memory_capacity;                   ///< the device's whole memory, reserved part included
+  Bytes reserved_memory;                   ///< part of it no tensor can use (DeviceSpec)
   bool oom = false;
   int ops = 0;
 };
@@ -51,13 +52,15 @@ struct LinkOutcome {
 struct OomInfo {
   DeviceId device = -1;
   std::string device_name;
-  Bytes needed;                            ///< peak demand
-  Bytes capacity;
+  Bytes needed;                            ///< peak demand of tensors + reserved memory
+  Bytes capacity;                          ///< the device's whole memory
+  Bytes reserved;                          ///< reserved memory included in `needed`
 };
 
 /// An item on the critical path: an op run or a copy.
 struct PathItem {
-  enum class Kind { Op, Copy, Launch } kind = Kind::Op;
+  /// Issue: the host-side cudaMemcpyAsync of a copy segment, on its GPU's launching thread.
+  enum class Kind { Op, Copy, Launch, Issue } kind = Kind::Op;
   std::string name;                        ///< op name, or "<tensor> -> <device>" for a copy
   DeviceId device = -1;                    ///< device of the op / destination of the copy
   SimTime start = 0, end = 0;

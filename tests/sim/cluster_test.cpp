@@ -144,6 +144,10 @@ TEST(Cluster, YamlRoundTripGivesTheSameCluster) {
       EXPECT_EQ(x.launch_overhead, y.launch_overhead);
       EXPECT_EQ(x.peer_engines, y.peer_engines);
       EXPECT_EQ(x.worker_threads, y.worker_threads);
+      EXPECT_EQ(x.intra_op_threads, y.intra_op_threads);
+      EXPECT_EQ(x.reserved_memory, y.reserved_memory) << n << " " << a.devices[i].name;
+      EXPECT_EQ(x.copy_issue_overhead, y.copy_issue_overhead);
+      EXPECT_EQ(x.dma_setup_latency, y.dma_setup_latency);
     }
     ASSERT_EQ(a.links.size(), b.links.size());
     for (std::size_t l = 0; l < a.links.size(); ++l) {
@@ -241,6 +245,41 @@ TEST(Cluster, UnknownBuiltinListsTheKnownOnes) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("paper-4gpu"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace placesim::sim
+
+namespace placesim::sim {
+namespace {
+
+TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
+  const std::string y =
+      "name: t\ndevices:\n"
+      "  - {name: cpu0, model: Xeon-E5-2690v3, intra_op_threads: 6}\n"
+      "  - {name: gpu0, model: K80-GK210, host: cpu0, reserved_memory: 300 MiB,"
+      " copy_issue_overhead: 4 us, dma_setup_latency: 1500 ns}\n"
+      "  - {name: gpu1, model: K80-GK210, host: cpu0}\n"
+      "links:\n  - {between: [cpu0, gpu0], bandwidth: 10 GB/s}\n  - {between: [cpu0, gpu1], bandwidth: 10 GB/s}\n"
+      "peer_access: none\n";
+  const Cluster c = parse_cluster_yaml(y, "t.yaml");
+  EXPECT_EQ(c.devices[0].spec.intra_op_threads, 6);
+  EXPECT_EQ(c.devices[1].spec.reserved_memory.v, 300LL << 20);
+  EXPECT_EQ(c.devices[1].spec.copy_issue_overhead.ns, 4000);
+  EXPECT_EQ(c.devices[1].spec.dma_setup_latency.ns, 1500);
+  // gpu1 keeps the catalog's Kepler defaults (docs/catalog.md).
+  EXPECT_EQ(c.devices[2].spec.reserved_memory.v, 1562LL << 20);
+  EXPECT_EQ(c.devices[2].spec.copy_issue_overhead.ns, 10'000);
+  const Cluster b = parse_cluster_yaml(cluster_to_yaml(c), "roundtrip.yaml");
+  EXPECT_EQ(b.devices[1].spec.reserved_memory, c.devices[1].spec.reserved_memory);
+  EXPECT_EQ(b.devices[1].spec.dma_setup_latency, c.devices[1].spec.dma_setup_latency);
+  EXPECT_EQ(b.devices[0].spec.intra_op_threads, 6);
+  EXPECT_THROW(parse_cluster_yaml(
+                   "name: t\ndevices:\n  - {name: gpu0, model: K80-GK210, reserved_memory: -1 MiB}\n", "t.yaml"),
+               InputError);
+  EXPECT_THROW(parse_cluster_yaml(
+                   "name: t\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3, intra_op_threads: many}\n", "t.yaml"),
+               InputError);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ namespace {
 using testing::random_graph;
 using testing::random_placement;
 using testing::star_cluster;
+using testing::star_cluster_yaml;
 using testing::timed_op;
 
 constexpr std::int64_t kUs = 1000;
@@ -104,9 +105,107 @@ TEST(Simulate, ContentionOnTheHostLinkAndCpuWorkers) {
   EXPECT_EQ(o.step_time.ns, 234 * kUs);
   EXPECT_EQ(o.devices[0].busy.ns, 22 * kUs);
 
-  // Two CPU workers run both at once.
+  // Two CPU workers run both at once, but they share the socket: each op gets half of it, so
+  // both end at 213 + 20 us (before the socket was shared they ended at 223 us, as if the CPU
+  // had two sockets).
   const Cluster c2 = star_cluster(2, "10 GB/s", "0 ns", true, "1 GiB", 1, "split_duplex", 2);
-  EXPECT_EQ(simulate(c2, g, on(c2, {"gpu0", "gpu1", "cpu0", "cpu0"})).step_time.ns, 223 * kUs);
+  EXPECT_EQ(simulate(c2, g, on(c2, {"gpu0", "gpu1", "cpu0", "cpu0"})).step_time.ns, 233 * kUs);
+}
+
+namespace {
+/// The star cluster with `extra` spliced into cpu0's (or every GPU's) inline map.
+Cluster star_with(const std::string& cpu_extra, const std::string& gpu_extra, int gpus = 2,
+                  int cpu_workers = 1, const std::string& gpu_mem = "1 GiB") {
+  std::string y = star_cluster_yaml(gpus, "10 GB/s", "0 ns", true, gpu_mem, 1, "split_duplex", cpu_workers);
+  const auto splice = [&](const std::string& key, const std::string& extra) {
+    if (extra.empty()) return;
+    for (std::size_t at = y.find(key); at != std::string::npos; at = y.find(key, at + 1)) {
+      // The last '}' of the line closes the device map.
+      const std::size_t close = y.rfind('}', y.find('\n', at));
+      y.insert(close, ", " + extra);
+    }
+  };
+  splice("launch_overhead: 1 us", cpu_extra);
+  splice("launch_overhead: 2 us", gpu_extra);
+  return parse_cluster_yaml(y, "<test star>");
+}
+}  // namespace
+
+TEST(Simulate, CpuOpsShareTheSocket) {
+  // Eight independent 100 us ops (work at the whole socket) on a CPU with eight workers: the
+  // socket does 800 us of work, so the step takes 1 us dispatch + 800 us, not 101 us.
+  std::vector<Op> ops;
+  for (int i = 0; i < 8; ++i) ops.push_back(timed_op("c" + std::to_string(i), 100, 8));
+  const Graph g = graph_of(ops);
+  const Cluster c = star_cluster(1, "10 GB/s", "0 ns", true, "1 GiB", 1, "split_duplex", 8);
+  const Outcome o = simulate(c, g, on(c, std::vector<std::string>(8, "cpu0")));
+  EXPECT_EQ(o.step_time.ns, 801 * kUs);
+  EXPECT_EQ(o.devices[0].busy.ns, 801 * kUs);
+
+  // With one worker the ops run one after another: the same total plus one dispatch per op.
+  const Cluster c1 = star_cluster(1);
+  EXPECT_EQ(simulate(c1, g, on(c1, std::vector<std::string>(8, "cpu0"))).step_time.ns, 808 * kUs);
+
+  // An op may use only intra_op_threads / worker_threads of the socket: alone, 4 of 8 threads
+  // take twice the time; two such ops fill the socket and end together.
+  const Graph one = graph_of({timed_op("c0", 100, 8)});
+  const Cluster half = star_with("intra_op_threads: 4", "", 1, 8);
+  EXPECT_EQ(simulate(half, one, on(half, {"cpu0"})).step_time.ns, 201 * kUs);
+  const Graph two = graph_of({timed_op("c0", 100, 8), timed_op("c1", 100, 8)});
+  EXPECT_EQ(simulate(half, two, on(half, {"cpu0", "cpu0"})).step_time.ns, 201 * kUs);
+}
+
+TEST(Simulate, ReservedMemoryCountsTowardsOutOfMemory) {
+  // a (1 MB out) -> b on gpu0 with 2 MiB of memory: fits alone, not with 1.5 MiB reserved.
+  const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
+  const Cluster plain = star_with("", "", 1, 1, "2 MiB");
+  const Outcome fits = simulate(plain, g, on(plain, {"gpu0", "gpu0"}));
+  EXPECT_FALSE(fits.oom);
+  EXPECT_EQ(fits.devices[1].reserved_memory.v, 0);
+
+  const Cluster reserved = star_with("", "reserved_memory: 1536 KiB", 1, 1, "2 MiB");
+  ASSERT_EQ(reserved.devices[1].spec.reserved_memory.v, 1536 * 1024);
+  const Outcome o = simulate(reserved, g, on(reserved, {"gpu0", "gpu0"}));
+  EXPECT_TRUE(o.oom);
+  ASSERT_EQ(o.oom_devices.size(), 1u);
+  EXPECT_EQ(o.oom_devices[0].device_name, "gpu0");
+  EXPECT_EQ(o.oom_devices[0].needed.v, 1'000'008 + 1536 * 1024);   // tensors + reserved
+  EXPECT_EQ(o.oom_devices[0].capacity.v, 2 << 20);
+  EXPECT_EQ(o.oom_devices[0].reserved.v, 1536 * 1024);
+  EXPECT_EQ(o.devices[1].peak_memory.v, 1'000'008);                 // tensors only
+  EXPECT_EQ(o.devices[1].memory_capacity.v, 2 << 20);
+  EXPECT_EQ(o.devices[1].reserved_memory.v, 1536 * 1024);
+  const auto j = nlohmann::json::parse(outcome_to_json(o));
+  EXPECT_EQ(j["devices"][1]["reserved_memory_bytes"], 1536 * 1024);
+  EXPECT_EQ(j["oom_devices"][0]["reserved_bytes"], 1536 * 1024);
+}
+
+TEST(Simulate, CopiesPayHostIssueAndDmaSetup) {
+  // PeerCopyBetweenGpus with a 5 us cudaMemcpyAsync on gpu0's launch thread and 3 us of DMA setup:
+  // a ends at 12 us, issue [12, 17], setup [17, 20], bytes [20, 120], b launched [120, 122],
+  // runs [122, 132].
+  const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
+  const Cluster c = star_with("", "copy_issue_overhead: 5 us, dma_setup_latency: 3 us");
+  const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1"}));
+  EXPECT_EQ(o.step_time.ns, 132 * kUs);
+  bool issue_on_path = false;
+  for (const PathItem& p : o.critical_path) {
+    if (p.kind != PathItem::Kind::Issue) continue;
+    issue_on_path = true;
+    EXPECT_EQ(p.start, 12 * kUs);
+    EXPECT_EQ(p.end, 17 * kUs);
+    EXPECT_EQ(p.device, c.device_index("gpu0"));
+  }
+  EXPECT_TRUE(issue_on_path);
+
+  // The issue occupies gpu0's launch thread: x (after a by a control edge, 200 us on gpu0) is
+  // ready at 12 us but launches after the issue, [17, 19], and runs [19, 219].
+  std::vector<Op> ops = {timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0}), timed_op("x", 200, 8)};
+  ops[2].control_inputs.push_back(0);
+  const Graph g2 = graph_of(ops);
+  EXPECT_EQ(simulate(c, g2, on(c, {"gpu0", "gpu1", "gpu0"})).step_time.ns, 219 * kUs);
+  const Cluster free_copies = star_with("", "");
+  EXPECT_EQ(simulate(free_copies, g2, on(free_copies, {"gpu0", "gpu1", "gpu0"})).step_time.ns, 214 * kUs);
 }
 
 TEST(Simulate, SharedLinkCountsBothDirections) {
