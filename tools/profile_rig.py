@@ -105,6 +105,7 @@ def profile_benches(dev, quick, out_dir, reps):
         for _, fn in bs:  # warm-up: first calls allocate and pick kernels
             fn()
         sync(dev)
+        w0, c0 = time.perf_counter(), time.process_time()
         with profile(activities=acts, record_shapes=True) as prof:
             for _, fn in bs:
                 for _ in range(reps):
@@ -116,7 +117,7 @@ def profile_benches(dev, quick, out_dir, reps):
     path = os.path.join(out_dir, "traces", "%s_micro.json" % tag)
     prof.export_chrome_trace(path)
     traces.append(path)
-    collect(prof, dev, rows)
+    collect(prof, dev, rows, cpu_share(dev, w0, c0))
     # Backward passes of convolutions and linear layers (autograd on), as a training step runs them.
     train = []
     for batch, c, hw, k in ([(4, 16, 32, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1)] if quick else
@@ -133,6 +134,7 @@ def profile_benches(dev, quick, out_dir, reps):
         for fn in train:
             fn()
     sync(dev)
+    w0, c0 = time.perf_counter(), time.process_time()
     with profile(activities=acts, record_shapes=True) as prof_bwd:
         for fn in train:
             for _ in range(reps):
@@ -141,11 +143,21 @@ def profile_benches(dev, quick, out_dir, reps):
     path = os.path.join(out_dir, "traces", "%s_micro_bwd.json" % tag)
     prof_bwd.export_chrome_trace(path)
     traces.append(path)
-    collect(prof_bwd, dev, rows)
+    collect(prof_bwd, dev, rows, cpu_share(dev, w0, c0))
     return rows, traces
 
 
-def collect(prof, dev, rows):
+def cpu_share(dev, wall0, cpu0):
+    """Fraction of the wall time since (wall0, cpu0) this process spent on a CPU. On a shared machine
+    the scheduler stretches every wall-clock time by about 1/share; scaling CPU op times by it gives
+    the times of an unshared core (with --threads 1; the step is measured in CPU time likewise)."""
+    if dev.startswith("cuda"):
+        return 1.0
+    wall = time.perf_counter() - wall0
+    return min(1.0, (time.process_time() - cpu0) / wall) if wall > 0 else 1.0
+
+
+def collect(prof, dev, rows, share=1.0):
     for ev in prof.key_averages(group_by_input_shape=True):
         if ev.count == 0 or not ev.key.startswith("aten::"):
             continue
@@ -158,7 +170,8 @@ def collect(prof, dev, rows):
         if total_us <= 0:
             continue
         rows.append({"name": ev.key, "input_shapes": shapes, "dtype": "f32", "count": int(ev.count),
-                     "mean_us": float(total_us) / ev.count, "device": dev, "device_model": device_model(dev)})
+                     "mean_us": float(total_us) / ev.count * share, "wall_mean_us": float(total_us) / ev.count,
+                     "cpu_share": share, "device": dev, "device_model": device_model(dev)})
 
 
 def device_model(dev):
@@ -195,11 +208,14 @@ def dispatch_overhead_us(dev, calls=2000):
     for _ in range(100):
         torch.add(x, y)
     sync(dev)
-    t0 = time.perf_counter()
+    # CPU time on the CPU (robust to other processes on a shared machine); wall time on a GPU,
+    # where the host thread is what is measured anyway.
+    clock = time.perf_counter if dev.startswith("cuda") else time.process_time
+    t0 = clock()
     for _ in range(calls):
         torch.add(x, y)
     sync(dev)
-    return (time.perf_counter() - t0) / calls * 1e6
+    return (clock() - t0) / calls * 1e6
 
 
 def profile_model(dev, model, steps, batch, out_dir, image=64):
@@ -219,16 +235,17 @@ def profile_model(dev, model, steps, batch, out_dir, image=64):
 
     for _ in range(2):
         step()
-    times = []
+    times, cpu_times = [], []
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.startswith("cuda") else [])
     # Steps are annotated by hand: with a schedule, 1.13 drops every step after the first from the
     # export when no on_trace_ready handler is set.
     with profile(activities=acts, record_shapes=True) as prof:
         for i in range(steps):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             with record_function("ProfilerStep#%d" % (i + 1)):
                 step()
             times.append(time.perf_counter() - t0)
+            cpu_times.append(time.process_time() - c0)
     tag = dev.replace(":", "")
     path = os.path.join(out_dir, "traces", "%s_%s_train.json" % (tag, name))
     prof.export_chrome_trace(path)
@@ -245,7 +262,9 @@ def profile_model(dev, model, steps, batch, out_dir, image=64):
         m.to(dev).train()
     return {"name": name, "device": dev, "batch": batch, "input": list(x.shape), "optimizer": "sgd",
             "onnx": onnx_path, "trace": path, "measured_step_s": times,
-            "median_step_s": sorted(times)[len(times) // 2]}
+            "median_step_s": sorted(times)[len(times) // 2],
+            # CPU time of this process per step: on a shared machine, the step as an unshared core runs it.
+            "measured_step_cpu_s": cpu_times, "median_step_cpu_s": sorted(cpu_times)[len(cpu_times) // 2]}
 
 
 def main():

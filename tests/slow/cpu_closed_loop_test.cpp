@@ -1,8 +1,13 @@
 // Closing the loop on this machine's CPU (issue 7, item 6): tools/profile_rig.py measures
 // microbenchmarks and LeNet-5 training steps with Debian's torch, `placesim calibrate` fits the CPU
 // from the microbenchmarks only, `placesim import onnx` + `simulate --calibration` predict the
-// step, and the prediction is compared with the measured median step. The bound is loose (a
-// factor of 50) because the CPU is shared; the figures go to docs/validation.md.
+// step, and the prediction is compared with the measured median step in CPU time (the rig scales
+// its microbenchmark times by the CPU share the process got, so both sides are "one unshared
+// core"; wall-clock times on this shared 2-core machine moved 3x between runs).
+//
+// Measured ratios predicted / measured (docs/validation.md): 0.23-0.45 in CPU time over 4 runs at
+// load 7, 0.38 in wall time at load 5. The bound [0.12, 1.5] keeps a factor 2 of margin on each
+// side; a dropped op class or a unit slip (us vs ms) moves the ratio far outside it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -56,7 +61,9 @@ TEST(CpuClosedLoop, LeNet5PredictedFromMicrobenchmarks) {
             0);
   std::ifstream mf(d + "/manifest.json");
   const nlohmann::json m = nlohmann::json::parse(mf);
-  const double measured = m["models"][0]["median_step_s"].get<double>();
+  const auto& model = m["models"][0];
+  const double measured = model.contains("median_step_cpu_s") ? model["median_step_cpu_s"].get<double>()
+                                                              : model["median_step_s"].get<double>();
   const double dispatch_us = m["dispatch_overhead_us"]["cpu"].get<double>();
   {
     std::ofstream c(d + "/cpu.yaml");
@@ -70,10 +77,10 @@ TEST(CpuClosedLoop, LeNet5PredictedFromMicrobenchmarks) {
   const std::string sim = run(bin + " simulate --graph " + d + "/g.json --cluster " + d +
                               "/cpu.yaml --placement single-cpu --calibration " + d + "/cal.yaml");
   const double predicted = parse_step_time_s(sim);
-  std::cout << cal << "measured median step " << measured * 1e3 << " ms, predicted " << predicted * 1e3
+  std::cout << cal << "measured median step (CPU time) " << measured * 1e3 << " ms, predicted " << predicted * 1e3
             << " ms, dispatch overhead " << dispatch_us << " us/op\n";
   std::filesystem::remove_all(dir);
   ASSERT_GT(predicted, 0.0) << sim;
-  EXPECT_LT(predicted / measured, 50.0);
-  EXPECT_GT(predicted / measured, 1.0 / 50.0);
+  EXPECT_LT(predicted / measured, 1.5);
+  EXPECT_GT(predicted / measured, 0.12);
 }
