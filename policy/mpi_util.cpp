@@ -1,9 +1,12 @@
 // The one file that calls MPI. Strings travel as (length, bytes); vectors as raw bytes.
 #include "policy/mpi_util.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #ifdef PLACESIM_WITH_MPI
 #include <mpi.h>
@@ -16,6 +19,29 @@ bool launched_by_mpirun() {
 }
 
 #ifdef PLACESIM_WITH_MPI
+
+namespace {
+// OpenMPI's blocking collectives spin on the CPU while they wait. A rank that waits for a slower
+// one would take a core from it (or from anybody else on the machine), so every collective here
+// is non-blocking and waited for by polling with sleeps: a few microseconds at first, backing off
+// to 1 ms, which costs at most ~1 ms of latency per collective.
+void wait_politely(MPI_Request& request) {
+  int done = 0;
+  auto pause = std::chrono::microseconds(5);
+  for (;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
+void bcast(void* data, int count, MPI_Datatype type) {
+  MPI_Request r;
+  MPI_Ibcast(data, count, type, 0, MPI_COMM_WORLD, &r);
+  wait_politely(r);
+}
+}  // namespace
 
 MpiRuntime::MpiRuntime() {
   if (!launched_by_mpirun()) return;
@@ -41,9 +67,9 @@ MpiRuntime::~MpiRuntime() {
 std::string MpiComm::broadcast(const std::string& from_root) const {
   if (!rt_.active() || rt_.size() == 1) return from_root;
   long long n = static_cast<long long>(from_root.size());
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  bcast(&n, 1, MPI_LONG_LONG);
   std::string s = rt_.rank() == 0 ? from_root : std::string(static_cast<std::size_t>(n), '\0');
-  if (n > 0) MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (n > 0) bcast(s.data(), static_cast<int>(n), MPI_CHAR);
   return s;
 }
 
@@ -52,7 +78,9 @@ std::vector<std::string> MpiComm::gather(const std::string& mine) const {
   const int size = rt_.size();
   int n = static_cast<int>(mine.size());
   std::vector<int> counts(rt_.rank() == 0 ? size : 0);
-  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Request r;
+  MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r);
+  wait_politely(r);
   std::vector<int> displs(counts.size(), 0);
   std::string all;
   if (rt_.rank() == 0) {
@@ -63,8 +91,9 @@ std::vector<std::string> MpiComm::gather(const std::string& mine) const {
     }
     all.resize(static_cast<std::size_t>(total));
   }
-  MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+  MPI_Igatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
+               MPI_COMM_WORLD, &r);
+  wait_politely(r);
   std::vector<std::string> out;
   if (rt_.rank() == 0)
     for (int r = 0; r < size; ++r)
@@ -74,7 +103,10 @@ std::vector<std::string> MpiComm::gather(const std::string& mine) const {
 }
 
 void MpiComm::barrier() const {
-  if (rt_.active()) MPI_Barrier(MPI_COMM_WORLD);
+  if (!rt_.active()) return;
+  MPI_Request r;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  wait_politely(r);
 }
 
 #else

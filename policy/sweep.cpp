@@ -585,6 +585,12 @@ std::optional<std::vector<std::string>> split_csv_line(const std::string& line) 
   return out;
 }
 
+int rank_of_todo(std::size_t position, int ranks) {
+  const auto n = static_cast<std::size_t>(std::max(1, ranks));
+  const std::size_t at = position % n;
+  return static_cast<int>((position / n) % 2 == 0 ? at : n - 1 - at);
+}
+
 SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
                         const std::string& csv_path, const SweepRunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -657,8 +663,7 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
     const std::size_t end = std::min(todo.size(), begin + per_round);
     std::vector<std::size_t> mine;
     for (std::size_t k = begin; k < end; ++k)
-      if (todo[k] % static_cast<std::size_t>(size) == static_cast<std::size_t>(rank))
-        mine.push_back(todo[k]);
+      if (rank_of_todo(k, size) == rank) mine.push_back(todo[k]);
     if (limit && size == 1 && mine.size() > limit - stats.evaluated)
       mine.resize(limit - stats.evaluated);
 

@@ -153,9 +153,16 @@ struct SweepRunStats {
   bool completed = false;                  ///< the final CSV was written
 };
 
+/// The rank that evaluates the `position`-th point still to do: dealt like cards, one to each
+/// rank, back and forth (0 1 1 0 0 1 ... for two ranks). Neighbouring points differ in only
+/// the innermost axis or method (e.g. expert, heft, expert, heft), so a plain round-robin would
+/// give one rank every expert point and the other every HEFT point; the back-and-forth deal
+/// gives each rank half of every pair.
+int rank_of_todo(std::size_t position, int ranks);
+
 /// Evaluates the points not yet in `csv_path` (or its journal `csv_path + ".partial"`) and
-/// writes `csv_path` in point order. Every rank calls it with the same spec; point i goes to
-/// rank i mod size; only rank 0 touches files. Throws sim::InputError if an existing CSV has
+/// writes `csv_path` in point order. Every rank calls it with the same spec; the points left to
+/// do are dealt to ranks by rank_of_todo; only rank 0 touches files. Throws sim::InputError if an existing CSV has
 /// other columns than this spec's.
 SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
                         const std::string& csv_path, const SweepRunOptions& options = {});

@@ -310,7 +310,16 @@ class ThreadComm : public SweepComm {
   int rank_;
 };
 
-TEST_F(SweepTest, RanksSplitPointsModuloAndRankZeroWritesTheSameCsv) {
+TEST(SweepDeal, BackAndForthGivesEachRankHalfOfEveryPair) {
+  std::vector<int> two, three;
+  for (std::size_t i = 0; i < 8; ++i) two.push_back(rank_of_todo(i, 2));
+  for (std::size_t i = 0; i < 7; ++i) three.push_back(rank_of_todo(i, 3));
+  EXPECT_EQ(two, (std::vector<int>{0, 1, 1, 0, 0, 1, 1, 0}));
+  EXPECT_EQ(three, (std::vector<int>{0, 1, 2, 2, 1, 0, 0}));
+  EXPECT_EQ(rank_of_todo(5, 1), 0);
+}
+
+TEST_F(SweepTest, RanksSplitPointsBackAndForthAndRankZeroWritesTheSameCsv) {
   SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
   s.axes[1].values = {"0.25", "0.5", "1", "2", "4", "8", "16", "32"};   // 128 points: rounds
   run_sweep(s, fake, path("one.csv"), {});
@@ -335,8 +344,8 @@ TEST_F(SweepTest, RanksSplitPointsModuloAndRankZeroWritesTheSameCsv) {
     std::size_t total = 0;
     for (int r = 0; r < ranks; ++r) {
       total += seen[static_cast<std::size_t>(r)].size();
-      for (std::size_t i : seen[static_cast<std::size_t>(r)])
-        EXPECT_EQ(i % static_cast<std::size_t>(ranks), static_cast<std::size_t>(r));
+      // A fresh sweep: the i-th point is the i-th still to do.
+      for (std::size_t i : seen[static_cast<std::size_t>(r)]) EXPECT_EQ(rank_of_todo(i, ranks), r);
     }
     EXPECT_EQ(total, 128u);
     EXPECT_EQ(read_file(out), read_file(path("one.csv"))) << ranks << " ranks";
