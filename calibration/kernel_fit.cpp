@@ -49,15 +49,23 @@ std::string op_class_of(const std::string& raw) {
       "aten::batch_norm", "aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::layer_norm",
       "aten::native_layer_norm", "aten::group_norm", "aten::native_batch_norm_backward",
       "aten::native_layer_norm_backward", "aten::cudnn_batch_norm_backward",
-      "FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "LayerNorm", "LayerNormalization", "LayerNormGrad"};
+      "FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "BatchNormalizationGrad", "LayerNorm",
+      "LayerNormalization", "LayerNormGrad"};
   static const std::set<std::string> reduction = {
       "aten::sum", "aten::mean", "aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
       "aten::max", "aten::amax", "aten::norm", "aten::linalg_vector_norm", "aten::nll_loss", "aten::nll_loss_forward",
       "aten::cross_entropy_loss", "aten::mse_loss", "aten::_softmax_backward_data", "aten::_log_softmax_backward_data",
-      "aten::nll_loss_backward", "aten::max_pool2d", "aten::max_pool2d_with_indices", "aten::avg_pool2d",
-      "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d", "aten::max_pool2d_with_indices_backward",
-      "Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "MaxPool2D", "AvgPool2D", "LogSoftmax"};
+      "aten::nll_loss_backward", "Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum",
+      "LogSoftmax"};
+  // Pooling is its own class: on a CPU a 3x3 max pool with indices runs ~50x slower per byte than a
+  // vectorised sum (LeNet-5's two pools took 1.1 ms of a 4.6 ms step), so one fit for both mispredicts both.
+  static const std::set<std::string> pool = {
+      "aten::max_pool2d", "aten::max_pool2d_with_indices", "aten::avg_pool2d", "aten::adaptive_avg_pool2d",
+      "aten::_adaptive_avg_pool2d", "MaxPool", "AveragePool", "GlobalAveragePool", "MaxPool2D", "AvgPool2D"};
+  // Its backward scatters into the indices the forward saved: ~20x cheaper per element on a CPU.
+  static const std::set<std::string> pool_bwd = {
+      "aten::max_pool2d_with_indices_backward", "aten::avg_pool2d_backward", "aten::_adaptive_avg_pool2d_backward",
+      "MaxPoolGrad", "AvgPoolGrad", "GlobalAveragePoolGrad"};
   static const std::set<std::string> rnn = {"aten::lstm_cell", "aten::_thnn_fused_lstm_cell", "aten::gru_cell",
                                             "aten::lstm", "LSTMCell", "LSTM", "GRU", "BlockLSTM"};
   static const std::set<std::string> copy = {"aten::copy", "aten::to", "aten::_to_copy", "aten::clone",
@@ -82,6 +90,8 @@ std::string op_class_of(const std::string& raw) {
   if (conv.count(op)) return "conv";
   if (norm.count(op)) return "norm";
   if (reduction.count(op)) return "reduction";
+  if (pool.count(op)) return "pool";
+  if (pool_bwd.count(op)) return "pool_bwd";
   if (rnn.count(op)) return "rnn";
   if (copy.count(op) || starts(op, "Memcpy") || starts(op, "Memset")) return "copy";
   return "elementwise";
@@ -175,7 +185,12 @@ WorkEstimate estimate_work(const std::string& raw, const std::vector<std::vector
     // Fitted as a constant: the work terms are left at zero.
     return w;
   }
-  const double per = w.op_class == "norm" ? 8.0 : w.op_class == "reduction" ? 4.0 : w.op_class == "copy" ? 0.0 : 1.0;
+  // Pooling counts one FLOP per input element, as the graph builders' MaxPool/MaxPoolGrad ops do: a
+  // class model is fitted on these estimates and applied to the graph's, so the two must agree.
+  const double per = w.op_class == "norm"        ? 8.0
+                     : w.op_class == "reduction" ? 4.0
+                     : w.op_class == "copy"      ? 0.0
+                                                 : 1.0;
   w.flops = per * max_elems;
   w.bytes = (in_elems + max_elems) * es;
   return w;
@@ -453,9 +468,12 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
   static const std::map<std::string, std::vector<std::string>> aliases = {
       {"gemm", {"MatMul", "BatchMatMul", "Gemm"}},
       {"conv", {"Conv2D", "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
-      {"norm", {"FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "LayerNorm", "LayerNormGrad"}},
-      {"reduction", {"Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum", "MaxPool", "AveragePool",
-                     "GlobalAveragePool", "MaxPoolGrad", "GlobalAveragePoolGrad", "SparseSoftmaxCrossEntropyWithLogits"}},
+      {"norm", {"FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "BatchNormalizationGrad", "LayerNorm",
+                "LayerNormGrad"}},
+      {"reduction", {"Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum",
+                     "SparseSoftmaxCrossEntropyWithLogits"}},
+      {"pool", {"MaxPool", "AveragePool", "GlobalAveragePool", "MaxPoolGrad", "GlobalAveragePoolGrad"}},
+      {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
       {"rnn", {"LSTMCell"}},
       {"elementwise", {"Add", "Mul", "Sub", "Div", "Relu", "Sigmoid", "Tanh", "AddN", "BiasAdd", "BiasAddGrad", "ReluGrad",
                        "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"}},
@@ -464,7 +482,8 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
   // Graph op types whose own class model, when fitted, replaces the fallback of a related class
   // (backward convolutions fall back to the forward model when no backward was profiled).
   static const std::map<std::string, std::vector<std::string>> preferred = {
-      {"conv_bwd", {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}}};
+      {"conv_bwd", {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
+      {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}}};
   for (const auto& [key, c] : classes) {
     ClassFitReport r;
     r.device = key.first;

@@ -9,8 +9,8 @@ Writes into --out:
   manifest.json                     {"format": "placesim-rig-manifest", "ops": [...], "model": {...}}
 
 The manifest's "ops" rows come from prof.key_averages(group_by_input_shape=True), because the
-1.13 export carries no shapes: name, input_shapes, dtype, count, mean_us (CUDA time on a GPU, CPU
-time otherwise). `placesim calibrate --profile manifest.json --device-model cpu0 -o cal.yaml`
+1.13 export carries no shapes: name, input_shapes, dtype, count, mean_us (CUDA time on a GPU; on
+the CPU the median of the individual calls' times). `placesim calibrate --profile manifest.json --device-model cpu0 -o cal.yaml`
 fits a device from them; "model" holds the measured step times to compare the prediction with.
 
 Usage:  /usr/bin/python3 tools/profile_rig.py --out rig/ [--quick] [--steps 5] [--batch 8]
@@ -105,7 +105,6 @@ def profile_benches(dev, quick, out_dir, reps):
         for _, fn in bs:  # warm-up: first calls allocate and pick kernels
             fn()
         sync(dev)
-        w0, c0 = time.perf_counter(), time.process_time()
         with profile(activities=acts, record_shapes=True) as prof:
             for _, fn in bs:
                 for _ in range(reps):
@@ -117,7 +116,7 @@ def profile_benches(dev, quick, out_dir, reps):
     path = os.path.join(out_dir, "traces", "%s_micro.json" % tag)
     prof.export_chrome_trace(path)
     traces.append(path)
-    collect(prof, dev, rows, cpu_share(dev, w0, c0))
+    collect(prof, dev, rows)
     # Backward passes of convolutions and linear layers (autograd on), as a training step runs them.
     train = []
     for batch, c, hw, k in ([(4, 16, 32, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1)] if quick else
@@ -134,7 +133,6 @@ def profile_benches(dev, quick, out_dir, reps):
         for fn in train:
             fn()
     sync(dev)
-    w0, c0 = time.perf_counter(), time.process_time()
     with profile(activities=acts, record_shapes=True) as prof_bwd:
         for fn in train:
             for _ in range(reps):
@@ -143,35 +141,42 @@ def profile_benches(dev, quick, out_dir, reps):
     path = os.path.join(out_dir, "traces", "%s_micro_bwd.json" % tag)
     prof_bwd.export_chrome_trace(path)
     traces.append(path)
-    collect(prof_bwd, dev, rows, cpu_share(dev, w0, c0))
+    collect(prof_bwd, dev, rows)
     return rows, traces
 
 
-def cpu_share(dev, wall0, cpu0):
-    """Fraction of the wall time since (wall0, cpu0) this process spent on a CPU. On a shared machine
-    the scheduler stretches every wall-clock time by about 1/share; scaling CPU op times by it gives
-    the times of an unshared core (with --threads 1; the step is measured in CPU time likewise)."""
-    if dev.startswith("cuda"):
-        return 1.0
-    wall = time.perf_counter() - wall0
-    return min(1.0, (time.process_time() - cpu0) / wall) if wall > 0 else 1.0
+def cpu_medians(prof):
+    """(name, shapes) -> median CPU time in us of the individual calls. On a shared machine an op that
+    the scheduler preempted takes a whole time slice longer; the median of the calls drops those,
+    where key_averages()' mean (what 1.13 reports) carries them (a 2-core machine at load 7 moved
+    the fitted rates by up to 5x between runs)."""
+    calls = {}
+    for ev in prof.events():
+        if not ev.name.startswith("aten::"):
+            continue
+        shapes = tuple(tuple(s) for s in (ev.input_shapes or []))
+        calls.setdefault((ev.name, shapes), []).append(ev.cpu_time_total)
+    return {k: sorted(v)[len(v) // 2] for k, v in calls.items()}
 
 
-def collect(prof, dev, rows, share=1.0):
+def collect(prof, dev, rows):
+    medians = None if dev.startswith("cuda") else cpu_medians(prof)
     for ev in prof.key_averages(group_by_input_shape=True):
         if ev.count == 0 or not ev.key.startswith("aten::"):
             continue
         shapes = [list(s) for s in (ev.input_shapes or [])]
         if not any(shapes):
             continue
-        # torch >= 2.4 names it device_time_total; 1.13 has only cuda_time_total.
-        gpu = (getattr(ev, "device_time_total", 0) or getattr(ev, "cuda_time_total", 0)) if dev.startswith("cuda") else 0
-        total_us = gpu if gpu > 0 else ev.cpu_time_total
-        if total_us <= 0:
+        if medians is not None:
+            mean_us = medians.get((ev.key, tuple(tuple(s) for s in shapes)), ev.cpu_time_total / ev.count)
+        else:
+            # torch >= 2.4 names it device_time_total; 1.13 has only cuda_time_total.
+            gpu = getattr(ev, "device_time_total", 0) or getattr(ev, "cuda_time_total", 0)
+            mean_us = (gpu if gpu > 0 else ev.cpu_time_total) / ev.count
+        if mean_us <= 0:
             continue
         rows.append({"name": ev.key, "input_shapes": shapes, "dtype": "f32", "count": int(ev.count),
-                     "mean_us": float(total_us) / ev.count * share, "wall_mean_us": float(total_us) / ev.count,
-                     "cpu_share": share, "device": dev, "device_model": device_model(dev)})
+                     "mean_us": float(mean_us), "device": dev, "device_model": device_model(dev)})
 
 
 def device_model(dev):

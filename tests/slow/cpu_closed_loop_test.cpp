@@ -1,13 +1,14 @@
 // Closing the loop on this machine's CPU (issue 7, item 6): tools/profile_rig.py measures
 // microbenchmarks and LeNet-5 training steps with Debian's torch, `placesim calibrate` fits the CPU
 // from the microbenchmarks only, `placesim import onnx` + `simulate --calibration` predict the
-// step, and the prediction is compared with the measured median step in CPU time (the rig scales
-// its microbenchmark times by the CPU share the process got, so both sides are "one unshared
-// core"; wall-clock times on this shared 2-core machine moved 3x between runs).
+// step, and the prediction is compared with the measured median step in CPU time (wall-clock
+// times on this shared 2-core machine moved 3x between runs; the rig takes each microbenchmark's
+// median call, which drops the calls the scheduler preempted).
 //
-// Measured ratios predicted / measured (docs/validation.md): 0.23-0.45 in CPU time over 4 runs at
-// load 7, 0.38 in wall time at load 5. The bound [0.12, 1.5] keeps a factor 2 of margin on each
-// side; a dropped op class or a unit slip (us vs ms) moves the ratio far outside it.
+// Measured ratios predicted / measured (docs/validation.md): 0.54-0.80 over 5 runs at load 6-7
+// (CPU time; 3.74-3.96 ms predicted), 0.62 and 0.77 in two runs of this test.
+// The bound [0.27, 1.6] leaves a factor 2 on each side; a dropped op class, a class fitted on
+// the wrong work estimate (pooling was 4x off) or a unit slip moves the ratio outside it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -81,6 +82,6 @@ TEST(CpuClosedLoop, LeNet5PredictedFromMicrobenchmarks) {
             << " ms, dispatch overhead " << dispatch_us << " us/op\n";
   std::filesystem::remove_all(dir);
   ASSERT_GT(predicted, 0.0) << sim;
-  EXPECT_LT(predicted / measured, 1.5);
-  EXPECT_GT(predicted / measured, 0.12);
+  EXPECT_LT(predicted / measured, 1.6);
+  EXPECT_GT(predicted / measured, 0.27);
 }
