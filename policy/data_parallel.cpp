@@ -1,0 +1,183 @@
+// Shards, per-sample seeds and fixed-order sums for data-parallel training (data_parallel.hpp).
+#include "policy/data_parallel.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "policy/sweep.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::policy {
+
+ShardPlan::ShardPlan(int samples, int shards, int rank, int ranks)
+    : samples_(samples), shards_(shards) {
+  if (shards < 1 || shards > samples)
+    throw sim::InputError("<flag --shards>", "",
+                          "between 1 and the " + std::to_string(samples) +
+                              " samples per iteration, got " + std::to_string(shards));
+  if (ranks < 1 || shards % ranks != 0)
+    throw sim::InputError("<flag --shards>", "",
+                          "a multiple of the " + std::to_string(ranks) +
+                              " MPI ranks, e.g. --shards " + std::to_string(std::max(ranks, 1)) +
+                              " (one process with the same --shards gives the same result), got " +
+                              std::to_string(shards));
+  const int per_rank = shards / ranks;
+  first_ = rank * per_rank;
+  end_ = first_ + per_rank;
+}
+
+std::pair<int, int> ShardPlan::samples_of(int shard) const {
+  auto at = [this](int s) {
+    return static_cast<int>(static_cast<std::int64_t>(samples_) * s / shards_);
+  };
+  return {at(shard), at(shard + 1)};
+}
+
+namespace {
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+template <typename T>
+std::vector<T> sum_impl(const SweepComm* comm, const std::vector<std::vector<T>>& mine) {
+  if (comm == nullptr || comm->size() == 1) {
+    if (mine.empty()) return {};
+    std::vector<T> acc = mine.front();
+    for (std::size_t s = 1; s < mine.size(); ++s) {
+      if (mine[s].size() != acc.size())
+        throw std::logic_error("sum_shards_fixed_order: shards of different sizes");
+      for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += mine[s][i];
+    }
+    return acc;
+  }
+  // Rank 0 adds every shard in shard order and sends the sum back: one gather, one broadcast.
+  std::string packed;
+  for (const auto& v : mine)
+    packed.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  const std::vector<std::string> all = comm->gather(packed);
+  const std::size_t n = mine.empty() ? 0 : mine.front().size();
+  std::string sum;
+  if (comm->rank() == 0) {
+    std::vector<T> acc;
+    bool first = true;
+    std::vector<T> part(n);
+    for (const std::string& blob : all) {
+      if (n == 0 || blob.size() % (n * sizeof(T)) != 0)
+        throw std::logic_error("sum_shards_fixed_order: ranks passed different sizes");
+      for (std::size_t off = 0; off < blob.size(); off += n * sizeof(T)) {
+        std::memcpy(part.data(), blob.data() + off, n * sizeof(T));
+        if (first) {
+          acc = part;
+          first = false;
+        } else {
+          for (std::size_t i = 0; i < n; ++i) acc[i] += part[i];
+        }
+      }
+    }
+    sum.assign(reinterpret_cast<const char*>(acc.data()), acc.size() * sizeof(T));
+  }
+  sum = comm->broadcast(sum);
+  std::vector<T> out(sum.size() / sizeof(T));
+  std::memcpy(out.data(), sum.data(), sum.size());
+  return out;
+}
+}  // namespace
+
+std::uint64_t sample_seed(std::uint64_t seed, std::int64_t iteration, std::int64_t sample) {
+  std::uint64_t h = splitmix64(seed);
+  h = splitmix64(h ^ static_cast<std::uint64_t>(iteration));
+  return splitmix64(h ^ static_cast<std::uint64_t>(sample));
+}
+
+std::vector<std::string> allgather(const SweepComm* comm, const std::string& mine) {
+  if (comm == nullptr || comm->size() == 1) return {mine};
+  const std::vector<std::string> parts = comm->gather(mine);
+  // Rank 0 frames the parts as (8-byte length, bytes) so one broadcast carries them all.
+  std::string framed;
+  for (const std::string& p : parts) {
+    const std::uint64_t len = p.size();
+    framed.append(reinterpret_cast<const char*>(&len), sizeof len);
+    framed += p;
+  }
+  framed = comm->broadcast(framed);
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at + sizeof(std::uint64_t) <= framed.size()) {
+    std::uint64_t len = 0;
+    std::memcpy(&len, framed.data() + at, sizeof len);
+    at += sizeof len;
+    out.push_back(framed.substr(at, len));
+    at += len;
+  }
+  if (static_cast<int>(out.size()) != comm->size())
+    throw std::logic_error("allgather: broadcast lost a part");
+  return out;
+}
+
+std::vector<float> sum_shards_fixed_order(const SweepComm* comm,
+                                          const std::vector<std::vector<float>>& mine) {
+  return sum_impl(comm, mine);
+}
+
+std::vector<double> sum_shards_fixed_order(const SweepComm* comm,
+                                           const std::vector<std::vector<double>>& mine) {
+  return sum_impl(comm, mine);
+}
+
+namespace {
+template <typename T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <typename T>
+T take(const std::string& in, std::size_t& at) {
+  if (at + sizeof(T) > in.size()) throw std::logic_error("exchange_samples: truncated message");
+  T v;
+  std::memcpy(&v, in.data() + at, sizeof v);
+  at += sizeof v;
+  return v;
+}
+}  // namespace
+
+void exchange_samples(const SweepComm* comm, std::vector<DevicesOfGroups>& placements,
+                      std::vector<Evaluation>& evaluations) {
+  if (comm == nullptr || comm->size() == 1) return;
+  if (placements.size() != evaluations.size())
+    throw std::logic_error("exchange_samples: one evaluation per placement");
+  std::string mine;
+  put<std::uint64_t>(mine, placements.size());
+  for (std::size_t s = 0; s < placements.size(); ++s) {
+    put<std::uint64_t>(mine, placements[s].size());
+    for (sim::DeviceId d : placements[s]) put<sim::DeviceId>(mine, d);
+    put<double>(mine, evaluations[s].step_time_s);
+    put<double>(mine, evaluations[s].overflow);
+    put<std::uint8_t>(mine, evaluations[s].oom ? 1 : 0);
+  }
+  placements.clear();
+  evaluations.clear();
+  for (const std::string& part : allgather(comm, mine)) {
+    std::size_t at = 0;
+    const auto n = take<std::uint64_t>(part, at);
+    for (std::uint64_t s = 0; s < n; ++s) {
+      DevicesOfGroups p(take<std::uint64_t>(part, at));
+      for (auto& d : p) d = take<sim::DeviceId>(part, at);
+      Evaluation e;
+      e.step_time_s = take<double>(part, at);
+      e.overflow = take<double>(part, at);
+      e.oom = take<std::uint8_t>(part, at) != 0;
+      placements.push_back(std::move(p));
+      evaluations.push_back(e);
+    }
+  }
+}
+
+bool rank0_decides(const SweepComm* comm, bool value) {
+  if (comm == nullptr || comm->size() == 1) return value;
+  return comm->broadcast(value ? "1" : "0") == "1";
+}
+
+}  // namespace placesim::policy
