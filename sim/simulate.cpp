@@ -33,6 +33,7 @@ struct Prepared {
   std::vector<std::int64_t> tensor_bytes;
   std::vector<std::int32_t> tensor_op;
   std::vector<std::int32_t> cons_begin, cons;   // per tensor: distinct consumer ops, ascending
+  std::vector<std::int32_t> cons_slot;          // per cons entry: its index into `ins`
   std::vector<std::int32_t> in_begin, ins;      // per op: distinct input tensors
   std::vector<std::int32_t> ctl_begin, ctl;     // per op: distinct control successors
   std::vector<std::int32_t> n_ctl_in;           // per op: number of distinct control predecessors
@@ -97,9 +98,13 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   cons_begin.assign(n_tensors + 1, 0);
   for (int t = 0; t < n_tensors; ++t) cons_begin[t + 1] = cons_begin[t] + count[t + 1];
   cons.resize(ins.size());
+  cons_slot.resize(ins.size());
   std::vector<std::int32_t> fill(cons_begin.begin(), cons_begin.end() - 1);
   for (int o = 0; o < n_ops; ++o)
-    for (int i = in_begin[o]; i < in_begin[o + 1]; ++i) cons[fill[ins[i]]++] = o;
+    for (int i = in_begin[o]; i < in_begin[o + 1]; ++i) {
+      cons_slot[fill[ins[i]]] = i;
+      cons[fill[ins[i]]++] = o;
+    }
 
   // Control edges.
   n_ctl_in.assign(n_ops, 0);
@@ -299,6 +304,7 @@ class StepRun {
   // Tensors.
   std::vector<std::int32_t> tensor_refs_;     // local consumers + outgoing copies not yet done
   std::vector<std::int32_t> copy_begin_;      // per tensor, into copies_
+  std::vector<std::int32_t> in_copy_;         // per input slot (`ins`): the copy it reads, -1 = local
   std::vector<Copy> copies_;
   std::vector<Seg> segs_;
   // Devices.
@@ -339,6 +345,8 @@ void StepRun::build_copies() {
   tensor_refs_.assign(P_.n_tensors, 0);
   std::vector<std::int32_t> seen(P_.n_dev, -1);
   std::vector<std::int32_t> on_dev(P_.n_dev, 0);
+  std::vector<std::int32_t> copy_at(P_.n_dev, -1);
+  in_copy_.resize(P_.ins.size());
   for (int t = 0; t < P_.n_tensors; ++t) {
     const DeviceId src = tdev_[t];
     const std::size_t first = copies_.size();
@@ -367,6 +375,13 @@ void StepRun::build_copies() {
     }
     tensor_refs_[t] = local + static_cast<std::int32_t>(copies_.size() - first);
     copy_begin_[t + 1] = static_cast<std::int32_t>(copies_.size());
+    // Each consumer's input slot learns which copy it reads, so an op's end releases its inputs
+    // without searching (the search was the engine's hottest cache-missing loop).
+    for (std::size_t k = first; k < copies_.size(); ++k) copy_at[copies_[k].dst] = static_cast<std::int32_t>(k);
+    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
+      const DeviceId d = dev_[P_.cons[i]];
+      in_copy_[P_.cons_slot[i]] = d == src ? -1 : copy_at[d];
+    }
   }
   // Two segment slots per copy (the second used only when staged).
   segs_.resize(2 * copies_.size());
@@ -549,15 +564,11 @@ void StepRun::kernel_end(std::int32_t op) {
 
   // Inputs: release the local tensor or the received copy.
   for (int i = P_.in_begin[op]; i < P_.in_begin[op + 1]; ++i) {
-    const std::int32_t t = P_.ins[i];
-    if (tdev_[t] == d) {
-      tensor_unref(t);
-    } else {
-      for (int c = copy_begin_[t]; c < copy_begin_[t + 1]; ++c) {
-        if (copies_[c].dst != d) continue;
-        if (--copies_[c].refs == 0) release(d, P_.tensor_bytes[t]);
-        break;
-      }
+    const std::int32_t c = in_copy_[i];
+    if (c < 0) {
+      tensor_unref(P_.ins[i]);
+    } else if (--copies_[c].refs == 0) {
+      release(d, P_.tensor_bytes[copies_[c].tensor]);
     }
   }
   // Outputs: local consumers, outgoing copies; unconsumed outputs die now.
