@@ -5,10 +5,10 @@
 // times on this shared 2-core machine moved 3x between runs; the rig takes each microbenchmark's
 // median call, which drops the calls the scheduler preempted).
 //
-// Measured ratios predicted / measured (docs/validation.md): 0.54-0.80 over 5 runs at load 6-7
-// (CPU time; 3.74-3.96 ms predicted), 0.62 and 0.77 in two runs of this test.
-// The bound [0.27, 1.6] leaves a factor 2 on each side; a dropped op class, a class fitted on
-// the wrong work estimate (pooling was 4x off) or a unit slip moves the ratio outside it.
+// Measured ratios predicted / measured (docs/validation.md): 0.38-0.80 over 12 runs at load 6-9.4
+// (CPU time; 2.9-4.4 ms predicted; the measured CPU time itself grows with the load, 3.8-8.2 ms).
+// The bound [0.18, 1.6] leaves a factor 2 on each side; a dropped op class, a class fitted on the
+// wrong work estimate (pooling was 4x off) or a unit slip moves the ratio outside it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -58,8 +58,9 @@ TEST(CpuClosedLoop, LeNet5PredictedFromMicrobenchmarks) {
   std::filesystem::create_directories(dir);
   const std::string d = dir.string();
   ASSERT_EQ(std::system(("/usr/bin/python3 " + src + "/tools/profile_rig.py --out " + d +
-                         " --quick --steps 5 --batch 32 --threads 1 --model lenet5 >/dev/null 2>&1").c_str()),
-            0);
+                         " --quick --steps 5 --batch 32 --threads 1 --model lenet5 >" + d + "/rig.log 2>&1").c_str()),
+            0)
+      << run("tail -20 " + d + "/rig.log");
   std::ifstream mf(d + "/manifest.json");
   const nlohmann::json m = nlohmann::json::parse(mf);
   const auto& model = m["models"][0];
@@ -74,7 +75,10 @@ TEST(CpuClosedLoop, LeNet5PredictedFromMicrobenchmarks) {
   }
   const std::string cal = run(bin + " calibrate --profile " + d + "/manifest.json --device-model cpu0 -o " + d + "/cal.yaml");
   ASSERT_NE(cal.find("wrote"), std::string::npos) << cal;
-  ASSERT_EQ(std::system((bin + " import onnx " + d + "/model.onnx --training --batch 32 -o " + d + "/g.json >/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((bin + " import onnx " + d + "/model.onnx --training --batch 32 -o " + d + "/g.json >" + d +
+                         "/import.log 2>&1").c_str()),
+            0)
+      << run("cat " + d + "/import.log");
   const std::string sim = run(bin + " simulate --graph " + d + "/g.json --cluster " + d +
                               "/cpu.yaml --placement single-cpu --calibration " + d + "/cal.yaml");
   const double predicted = parse_step_time_s(sim);
@@ -83,5 +87,5 @@ TEST(CpuClosedLoop, LeNet5PredictedFromMicrobenchmarks) {
   std::filesystem::remove_all(dir);
   ASSERT_GT(predicted, 0.0) << sim;
   EXPECT_LT(predicted / measured, 1.6);
-  EXPECT_GT(predicted / measured, 0.27);
+  EXPECT_GT(predicted / measured, 0.18);
 }
