@@ -97,6 +97,72 @@ std::string op_class_of(const std::string& raw) {
   return "elementwise";
 }
 
+namespace {
+
+// "[2, 2]" -> {2, 2}; "1" -> {1}; empty on anything else.
+std::vector<std::int64_t> int_list(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::int64_t v = 0;
+  bool in_num = false, neg = false;
+  for (char ch : text) {
+    if (ch >= '0' && ch <= '9') {
+      v = v * 10 + (ch - '0');
+      in_num = true;
+    } else if (ch == '-' && !in_num) {
+      neg = true;
+    } else if (ch == ',' || ch == ']' || ch == ' ') {
+      if (in_num) out.push_back(neg ? -v : v);
+      v = 0;
+      in_num = neg = false;
+    } else if (ch != '[') {
+      return {};
+    }
+  }
+  if (in_num) out.push_back(neg ? -v : v);
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> conv_flops_from_concrete(const std::string& op, const std::vector<std::vector<std::int64_t>>& shapes,
+                                               const std::vector<std::string>& concrete) {
+  struct Pos {
+    std::size_t stride, padding, dilation, groups;
+  };
+  // Argument positions in the ATen schemas.
+  static const std::map<std::string, Pos> pos = {
+      {"aten::conv1d", {3, 4, 5, 6}},           {"aten::conv2d", {3, 4, 5, 6}},
+      {"aten::conv3d", {3, 4, 5, 6}},           {"aten::convolution", {3, 4, 5, 8}},
+      {"aten::_convolution", {3, 4, 5, 8}},     {"aten::cudnn_convolution", {3, 2, 4, 5}},
+      {"aten::mkldnn_convolution", {4, 3, 5, 6}}, {"aten::miopen_convolution", {4, 3, 5, 6}}};
+  const auto it = pos.find(op);
+  if (it == pos.end() || shapes.size() < 2) return std::nullopt;
+  const Pos& p = it->second;
+  if (concrete.size() <= std::max({p.stride, p.padding, p.dilation, p.groups})) return std::nullopt;
+  const auto& x = shapes[0];
+  const auto& w = shapes[1];
+  if (x.size() < 3 || w.size() != x.size()) return std::nullopt;
+  const std::size_t spatial = x.size() - 2;
+  auto stride = int_list(concrete[p.stride]), pad = int_list(concrete[p.padding]), dil = int_list(concrete[p.dilation]);
+  const auto groups = int_list(concrete[p.groups]);
+  // A single value applies to every spatial dimension.
+  for (auto* v : {&stride, &pad, &dil})
+    if (v->size() == 1) v->assign(spatial, v->front());
+  if (stride.size() != spatial || pad.size() != spatial || dil.size() != spatial || groups.size() != 1 || groups[0] < 1)
+    return std::nullopt;
+  double out_elems = 1.0;
+  for (std::size_t i = 0; i < spatial; ++i) {
+    if (stride[i] < 1 || dil[i] < 1) return std::nullopt;
+    const std::int64_t o = (x[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) / stride[i] + 1;
+    if (o < 1) return std::nullopt;
+    out_elems *= static_cast<double>(o);
+  }
+  // 2 FLOPs per multiply-add: N x K x out x (C / groups) x kernel; w is [K, C/groups, R, S].
+  double kernel = 1.0;
+  for (std::size_t i = 1; i < w.size(); ++i) kernel *= static_cast<double>(w[i]);
+  return 2.0 * static_cast<double>(x[0]) * static_cast<double>(w[0]) * out_elems * kernel;
+}
+
 Dtype dtype_from_profiler(const std::vector<std::string>& types) {
   for (const std::string& t : types) {
     if (t == "float") return Dtype::F32;
@@ -234,6 +300,7 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
       s.signature.dtype = dtype_from_profiler(e.input_types);
       s.seconds = static_cast<double>(e.dur_ns) * 1e-9;
       s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
+      if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs)) s.work.flops = *f;
       out.push_back(std::move(s));
     }
     return out;
@@ -284,6 +351,7 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
     s.signature.dtype = dtype_from_profiler(e.input_types);
     s.seconds = static_cast<double>(it->second) * 1e-9;
     s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
+    if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs)) s.work.flops = *f;
     out.push_back(std::move(s));
   }
   return out;

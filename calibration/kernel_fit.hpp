@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ WorkEstimate estimate_work(const std::string& op, const std::vector<std::vector<
                            sim::Dtype dtype);
 /// The class an op name belongs to (aten names and the graph builders' / ONNX type names).
 std::string op_class_of(const std::string& op);
+/// FLOPs of a forward convolution from its real stride, padding, dilation and groups, read from
+/// the profiler's "Concrete Inputs" (torch >= 2.0) by the op's argument positions (conv2d,
+/// convolution, _convolution, cudnn/mkldnn/miopen_convolution); nullopt when they are not there.
+std::optional<double> conv_flops_from_concrete(const std::string& op, const std::vector<std::vector<std::int64_t>>& shapes,
+                                               const std::vector<std::string>& concrete);
 /// Dtype from the profiler's "Input type" strings ("float", "c10::Half", ...); F32 when unknown.
 sim::Dtype dtype_from_profiler(const std::vector<std::string>& input_types);
 

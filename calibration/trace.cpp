@@ -218,6 +218,8 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
     }
     if (auto it = args.find("Input type"); it != args.end() && it->is_array())
       for (const json& d : *it) t.input_types.push_back(d.is_string() ? d.get<std::string>() : std::string());
+    if (auto it = args.find("Concrete Inputs"); it != args.end() && it->is_array())
+      for (const json& d : *it) t.concrete_inputs.push_back(d.is_string() ? d.get<std::string>() : scalar_text(d));
     for (auto it = args.begin(); it != args.end(); ++it) {
       if (it->is_primitive() && it.key() != "Input Dims" && it.key() != "Input type")
         t.args[it.key()] = scalar_text(*it);

@@ -48,6 +48,8 @@ struct TraceEvent {
   std::int64_t bytes = 0;          ///< memcpy/memset size
   std::vector<std::vector<std::int64_t>> input_dims;   ///< "Input Dims" when recorded
   std::vector<std::string> input_types;                ///< "Input type" when recorded
+  /// "Concrete Inputs" (torch >= 2.0): scalar and list arguments as text ("[2, 2]", "1", "" for tensors)
+  std::vector<std::string> concrete_inputs;
   std::map<std::string, std::string> args;             ///< other scalar args (NCCL collective name, sizes, ...)
   [[nodiscard]] std::int64_t end_ns() const { return ts_ns + dur_ns; }
   [[nodiscard]] bool on_gpu() const {

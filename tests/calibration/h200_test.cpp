@@ -134,3 +134,29 @@ TEST(H200Topo, OneGpuNvidiaSmiWithAnsiHeader) {
     }
   EXPECT_EQ(pcie5, 1);
 }
+
+TEST(H200Calibrate, StridedConvolutionFlopsFromConcreteInputs) {
+  // torch >= 2.0 records stride/padding/dilation/groups; ResNet's 7x7/2 stem and 1x1/2 shortcuts
+  // were counted 4x under the stride-1 assumption.
+  const auto samples = pc::op_samples_from_profile(b64(), "H200-SXM-141GB");
+  bool stem = false, shortcut = false;
+  for (const auto& s : samples) {
+    if (s.signature.op_type != "aten::cudnn_convolution") continue;
+    const auto& in = s.signature.input_shapes;
+    if (in.size() < 2) continue;
+    if (in[0] == std::vector<std::int64_t>{64, 3, 224, 224}) {
+      stem = true;
+      EXPECT_DOUBLE_EQ(s.work.flops, 2.0 * 64 * 64 * 112 * 112 * 3 * 7 * 7);
+    }
+    if (in[0] == std::vector<std::int64_t>{64, 64, 56, 56} && in[1] == std::vector<std::int64_t>{128, 64, 1, 1}) {
+      shortcut = true;
+      EXPECT_DOUBLE_EQ(s.work.flops, 2.0 * 64 * 128 * 28 * 28 * 64);
+    }
+  }
+  EXPECT_TRUE(stem);
+  EXPECT_TRUE(shortcut);
+  EXPECT_FALSE(pc::conv_flops_from_concrete("aten::cudnn_convolution", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {}).has_value());
+  EXPECT_DOUBLE_EQ(*pc::conv_flops_from_concrete("aten::conv2d", {{1, 4, 8, 8}, {4, 1, 3, 3}, {}},
+                                                 {"", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "4"}),
+                   2.0 * 1 * 4 * 8 * 8 * 1 * 3 * 3);  // depthwise: groups = channels
+}
