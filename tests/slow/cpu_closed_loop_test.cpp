@@ -5,9 +5,9 @@
 // times on this shared 2-core machine moved 3x between runs; the rig takes each microbenchmark's
 // median call, which drops the calls the scheduler preempted).
 //
-// Measured ratios predicted / measured (docs/validation.md): 0.38-0.80 over 12 runs at load 6-9.4
-// (CPU time; 2.9-4.4 ms predicted; the measured CPU time itself grows with the load, 3.8-8.2 ms).
-// The bound [0.18, 1.6] leaves a factor 2 on each side; a dropped op class, a class fitted on the
+// Measured ratios predicted / measured (docs/validation.md): 0.32-0.80 over 18 runs at load 6-10
+// (CPU time; 2.9-4.4 ms predicted; the measured CPU time itself grows with the load, 3.8-10.8 ms).
+// The bound [0.18, 1.6] leaves a factor 1.8-2 on each side; a dropped op class, a class fitted on the
 // wrong work estimate (pooling was 4x off) or a unit slip moves the ratio outside it.
 #include <gtest/gtest.h>
 
