@@ -1,6 +1,8 @@
 // Shards, per-sample seeds and fixed-order sums for data-parallel training (data_parallel.hpp).
 #include "policy/data_parallel.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -173,6 +175,15 @@ void exchange_samples(const SweepComm* comm, std::vector<DevicesOfGroups>& place
       evaluations.push_back(e);
     }
   }
+}
+
+bool pin_blas_to_one_thread() {
+  // Looked up at run time: the BLAS is whatever libblas.so.3 Debian's alternatives point at.
+  using SetThreads = void (*)(int);
+  void* sym = dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+  if (sym == nullptr) return false;
+  reinterpret_cast<SetThreads>(sym)(1);
+  return true;
 }
 
 bool rank0_decides(const SweepComm* comm, bool value) {

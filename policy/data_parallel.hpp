@@ -66,6 +66,13 @@ std::vector<double> sum_shards_fixed_order(const SweepComm* comm,
 void exchange_samples(const SweepComm* comm, std::vector<DevicesOfGroups>& placements,
                       std::vector<Evaluation>& evaluations);
 
+/// Sets OpenBLAS's own thread pool (which LibTorch's at::set_num_threads does not reach) to one
+/// thread, if OpenBLAS is the BLAS this process loaded. Its multi-threaded kernels add in an order
+/// that depends on the thread count, which is the machine's core count by default but one core
+/// under mpirun's binding: without this, 2 ranks and 1 process part ways after a few iterations.
+/// Returns whether OpenBLAS was found.
+bool pin_blas_to_one_thread();
+
 /// Rank 0's `value` on every rank: for decisions (stop, budget spent) that all ranks must take
 /// together or deadlock in the next collective.
 bool rank0_decides(const SweepComm* comm, bool value);

@@ -32,6 +32,8 @@
 
 namespace placesim::policy {
 
+class SweepComm;
+
 /// How the decoder scores encoder states. Dot (Luong) is the default: on this machine it is about
 /// ten times cheaper than Additive (Bahdanau) for 256 groups and 16 samples (docs/rl.md).
 enum class AttentionScore { Dot, Additive };
@@ -42,10 +44,15 @@ struct RlOptions {
   std::uint64_t seed = 1;           ///< torch::manual_seed for the weights; our own RNG samples
   double temperature = 1.0;         ///< softmax temperature when sampling and in the gradient
   double logit_clip = 5.0;          ///< logits = C * tanh(u): keeps exploration alive
-  double learning_rate = 3e-3;      ///< Adam
+  /// Adam. 1e-3, not 3e-3: at 3e-3 a few iterations push the logits into the tanh clip (docs/rl.md,
+  /// "Collapse"), where no gradient reaches them any more.
+  double learning_rate = 1e-3;
   double grad_clip = 1.0;           ///< global L2 norm
   double baseline_decay = 0.9;      ///< EMA of the mean reward per iteration
-  double entropy_weight = 0.0;      ///< bonus on the mean per-group entropy
+  /// Bonus on the policy's entropy, per placement decision (summed over groups like the
+  /// log-probabilities it competes with). 0.01 keeps the policy from collapsing onto one
+  /// placement (docs/rl.md, "Collapse").
+  double entropy_weight = 0.01;
   /// Divide the advantages (reward - EMA baseline) by the standard deviation of this iteration's
   /// rewards: the gradient's size then does not depend on the workload's step-time scale.
   bool normalize_advantage = true;
@@ -54,6 +61,10 @@ struct RlOptions {
   /// device exceeds its memory: worse than any sane placement, and less bad the closer it fits.
   double oom_penalty = 3.0;
   AttentionScore attention = AttentionScore::Dot;
+  /// The K samples are cut into this many shards; every sum over samples (the gradient, the
+  /// entropy) is a sum over shards in shard order, so the run is the same bits on any number of
+  /// MPI ranks that divides it (policy/data_parallel.hpp). 1 = one batch of K.
+  int shards = 1;
 };
 
 /// The placement problem as the policy sees it: groups in sequence order.
@@ -63,11 +74,19 @@ struct PolicyProblem {
   /// [group][device]: may the group go there (device-kind constraints). Empty = everywhere.
   std::vector<std::vector<bool>> allowed;
   [[nodiscard]] int num_groups() const { return static_cast<int>(features.size()); }
+  /// The op types of the feature columns when they are a fixed vocabulary shared by several
+  /// graphs (make_problem's third argument); empty = the graph's own types. Saved in checkpoints.
+  std::vector<std::string> vocab;
 };
 
 /// Features per group (op-type counts, log output bytes / FLOPs / parameters, in/out degree and
 /// where its neighbours sit in the sequence) and the device-kind mask.
 PolicyProblem make_problem(const models::Grouping& grouping, const sim::Cluster& cluster);
+/// The same with op-type columns from a fixed `vocab` (sorted) plus one column for every type not
+/// in it, so that graphs with different op types give features of one width (multi-graph
+/// training, policy/rl_multi.cpp).
+PolicyProblem make_problem(const models::Grouping& grouping, const sim::Cluster& cluster,
+                           const std::vector<std::string>& vocab);
 
 /// A grouping from the graph's own co-location groups (an op with its gradient and update),
 /// taken in topological order and cut into at most `max_groups` contiguous runs of about equal op
@@ -100,7 +119,10 @@ struct IterationStats {
 class Trainer {
  public:
   /// `oom_reference_s` scales the OOM penalty (train_placement uses the single-GPU step time).
-  Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, double oom_reference_s);
+  /// With `comm` (several MPI ranks), this rank samples and scores only its shards' placements
+  /// (`reward` sees only those); all ranks keep identical weights. `comm` must outlive the trainer.
+  Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, double oom_reference_s,
+          const SweepComm* comm = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -123,6 +145,13 @@ class Trainer {
   /// mismatched checkpoint (other problem size, device count or hidden size).
   void save(const std::string& path) const;
   void load(const std::string& path);
+  /// Loads only the network's weights from a checkpoint (any number of groups: the policy reads a
+  /// sequence): a pretrained policy for another graph. Throws sim::InputError naming `path` when
+  /// the device count, hidden size or feature width differ.
+  void load_weights(const std::string& path);
+  /// Places another problem with the same network and Adam state (one policy for several graphs).
+  /// The baseline restarts from the next iteration's mean; the best placement is forgotten.
+  void set_problem(PolicyProblem problem, RewardFn reward, double oom_reference_s);
 
  private:
   struct Impl;
@@ -140,7 +169,7 @@ struct Progress {
 
 /// Which grouping the policy places: models::group_graph (the paper's co-location grouping with
 /// acyclic merges and features) or colocation_grouping (contiguous runs of co-location groups).
-enum class Grouper { GroupGraph, Colocation };
+enum class Grouper { GroupGraph, Colocation, Learned };
 
 struct TrainConfig {
   RlOptions rl;
@@ -154,7 +183,13 @@ struct TrainConfig {
   int sim_threads = 0;              ///< oneTBB threads for the oracle; <= 0 = default
   sim::KernelCostModel costs;       ///< kernel times the oracle uses (calibration)
   const std::atomic<bool>* stop = nullptr;   ///< set (e.g. by SIGINT) to checkpoint and return
+  /// A checkpoint whose weights start the policy (e.g. one trained on other graphs by
+  /// train_multi); its op-type vocabulary is used for the features. Empty = random weights.
+  std::string pretrained;
   std::function<void(const IterationStats&, const Progress&)> on_iteration;
+  /// Several MPI ranks: data-parallel over rl.shards; only rank 0 writes checkpoints and gets
+  /// on_iteration. nullptr = one process.
+  const SweepComm* comm = nullptr;
 };
 
 struct TrainResult {
@@ -175,6 +210,61 @@ struct TrainResult {
 /// end and when stopped.
 TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster,
                             const TrainConfig& config);
+
+/// Per-op features for the learned grouper: op-type one-hot, log output bytes / FLOPs /
+/// parameters (scaled by the graph's largest), log in/out degree, topological position; and the
+/// device-kind mask per op.
+struct OpProblem {
+  std::vector<std::vector<float>> features;   ///< [op][feature]
+  int num_devices = 0;
+  std::vector<std::vector<bool>> allowed;     ///< [op][device]; empty = everywhere
+};
+OpProblem make_op_problem(const sim::Graph& graph, const sim::Cluster& cluster);
+
+/// The Hierarchical Planner (Mirhoseini et al., ICLR 2018): a feed-forward grouper puts each op
+/// into one of `groups` groups, the seq2seq placer (group features = mean of the members' op
+/// features) places the groups; one REINFORCE loss on the sum of both log-probabilities. The
+/// reward sees one device per *op*. Deterministic for a seed; no checkpoints.
+///
+///   HierarchicalTrainer t(make_op_problem(graph, cluster), 64, RlOptions{}, reward, 1.0);
+///   for (int i = 0; i < 100; ++i) t.step();
+class HierarchicalTrainer {
+ public:
+  HierarchicalTrainer(OpProblem problem, int groups, RlOptions options, RewardFn reward,
+                      double oom_reference_s);
+  ~HierarchicalTrainer();
+  HierarchicalTrainer(const HierarchicalTrainer&) = delete;
+  HierarchicalTrainer& operator=(const HierarchicalTrainer&) = delete;
+  IterationStats step();
+  [[nodiscard]] const DevicesOfGroups& best() const;   ///< per op; a first sample if none fitted
+  [[nodiscard]] double best_step_s() const;            ///< 0 until a sample fitted
+  [[nodiscard]] const std::vector<IterationStats>& history() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// `placesim train --grouper learned`: train_placement with the HierarchicalTrainer (no
+/// checkpoints, resume or pretrained weights).
+TrainResult train_hierarchical(const sim::Graph& graph, const sim::Cluster& cluster,
+                               const TrainConfig& config);
+
+/// The op-type vocabulary a checkpoint's features were built with (empty: the graph's own).
+std::vector<std::string> checkpoint_vocab(const std::string& path);
+
+/// One policy trained on several graphs of one cluster (Placeto-style generalisation, with the
+/// seq2seq policy): iterations go round-robin over the graphs, each a REINFORCE step on that
+/// graph; features use the union of the graphs' op types. Writes checkpoint_dir/checkpoint.pt
+/// (weights for `pretrained`). `iterations` / `minutes` as in train_placement; no resume.
+struct MultiTrainResult {
+  std::vector<std::string> graphs;
+  std::vector<double> best_step_s;       ///< per graph: best sample seen while training
+  std::vector<IterationStats> history;   ///< iteration i trained graphs[(i - 1) % n]
+  double wall_s = 0.0;
+};
+MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::Cluster& cluster,
+                             const TrainConfig& config);
 
 /// The training curve as CSV (one row per IterationStats), written atomically.
 void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path);

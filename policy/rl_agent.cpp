@@ -7,11 +7,15 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iomanip>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <sstream>
 
+#include "policy/data_parallel.hpp"
 #include "policy/rl.hpp"
+#include "policy/sweep.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::policy {
@@ -83,6 +87,7 @@ struct Trainer::Impl {
   torch::Tensor features;   // [G, F]
   torch::Tensor mask_bias;  // [G, D]: 0 allowed, kMasked not
   std::mt19937_64 rng;
+  const SweepComm* comm = nullptr;   // several ranks: data-parallel (policy/data_parallel.hpp)
   double baseline = 0.0;
   bool baseline_set = false;
   DevicesOfGroups best;
@@ -126,7 +131,9 @@ struct Trainer::Impl {
 
   // Decodes `k` placements step by step without autograd; samples with our own RNG over the
   // softmax probabilities (bit-reproducible), or takes the argmax when `rng_or_null` is null.
-  std::vector<DevicesOfGroups> decode(int k, std::mt19937_64* rng_or_null) {
+  // With `per_sample`, sample s draws from its own engine (*per_sample)[s] instead.
+  std::vector<DevicesOfGroups> decode(int k, std::mt19937_64* rng_or_null,
+                                      std::vector<std::mt19937_64>* per_sample = nullptr) {
     torch::NoGradGuard no_grad;
     const Encoded e = encode();
     auto h = e.h0.expand({k, -1}).contiguous();
@@ -142,13 +149,15 @@ struct Trainer::Impl {
       for (int s = 0; s < k; ++s) {
         const double* row = p + static_cast<std::ptrdiff_t>(s) * d;
         int pick = 0;
-        if (rng_or_null == nullptr) {
+        std::mt19937_64* rng =
+            per_sample != nullptr ? &(*per_sample)[static_cast<size_t>(s)] : rng_or_null;
+        if (rng == nullptr) {
           for (int j = 1; j < d; ++j)
             if (row[j] > row[pick]) pick = j;
         } else {
           double total = 0.0;
           for (int j = 0; j < d; ++j) total += row[j];
-          const double u = uniform01(*rng_or_null) * total;
+          const double u = uniform01(*rng) * total;
           double acc = 0.0;
           pick = -1;
           for (int j = 0; j < d; ++j) {
@@ -163,6 +172,35 @@ struct Trainer::Impl {
       }
     }
     return out;
+  }
+
+  // The problem's features and device mask as tensors; checks their shapes.
+  void install_problem_tensors() {
+    const int g = groups(), d = devices();
+    const int f = static_cast<int>(problem.features[0].size());
+    features = torch::zeros({g, f});
+    auto fa = features.accessor<float, 2>();
+    for (int i = 0; i < g; ++i) {
+      if (static_cast<int>(problem.features[i].size()) != f)
+        throw sim::InputError("<rl problem>", "features[" + std::to_string(i) + "]",
+                              std::to_string(f) + " features like group 0");
+      for (int j = 0; j < f; ++j) fa[i][j] = problem.features[i][j];
+    }
+    mask_bias = torch::zeros({g, d});
+    if (!problem.allowed.empty()) {
+      auto ma = mask_bias.accessor<float, 2>();
+      for (int i = 0; i < g; ++i) {
+        bool any = false;
+        for (int j = 0; j < d; ++j) {
+          const bool ok = problem.allowed[i][j];
+          any = any || ok;
+          if (!ok) ma[i][j] = static_cast<float>(kMasked);
+        }
+        if (!any)
+          throw sim::InputError("<rl problem>", "allowed[" + std::to_string(i) + "]",
+                                "at least one device the group may use, got none");
+      }
+    }
   }
 
   double effective_step_s(const Evaluation& e) const {
@@ -187,44 +225,45 @@ void check_options(const RlOptions& o, int groups, int devices) {
 }
 }  // namespace
 
-Trainer::Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, double oom_reference_s)
+Trainer::Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, double oom_reference_s,
+                 const SweepComm* comm)
     : impl_(std::make_unique<Impl>()) {
   auto& m = *impl_;
   check_options(options, problem.num_groups(), problem.num_devices);
+  m.comm = comm;
+  (void)ShardPlan(options.samples, options.shards, comm ? comm->rank() : 0, comm ? comm->size() : 1);
   m.problem = std::move(problem);
   m.opt = options;
   m.reward = std::move(reward);
   m.oom_reference_s = oom_reference_s > 0 ? oom_reference_s : 1.0;
-  const int g = m.groups(), d = m.devices();
+  const int d = m.devices();
   const int f = static_cast<int>(m.problem.features[0].size());
   torch::manual_seed(options.seed);
   m.net = PolicyNet(f, options.hidden, d, options.attention);
   m.adam = std::make_unique<torch::optim::Adam>(
       m.net->parameters(), torch::optim::AdamOptions(options.learning_rate));
-  m.features = torch::zeros({g, f});
-  auto fa = m.features.accessor<float, 2>();
-  for (int i = 0; i < g; ++i) {
-    if (static_cast<int>(m.problem.features[i].size()) != f)
-      throw sim::InputError("<rl problem>", "features[" + std::to_string(i) + "]",
-                            std::to_string(f) + " features like group 0");
-    for (int j = 0; j < f; ++j) fa[i][j] = m.problem.features[i][j];
-  }
-  m.mask_bias = torch::zeros({g, d});
-  if (!m.problem.allowed.empty()) {
-    auto ma = m.mask_bias.accessor<float, 2>();
-    for (int i = 0; i < g; ++i) {
-      bool any = false;
-      for (int j = 0; j < d; ++j) {
-        const bool ok = m.problem.allowed[i][j];
-        any = any || ok;
-        if (!ok) ma[i][j] = static_cast<float>(kMasked);
-      }
-      if (!any)
-        throw sim::InputError("<rl problem>", "allowed[" + std::to_string(i) + "]",
-                              "at least one device the group may use, got none");
-    }
-  }
+  m.install_problem_tensors();
   m.rng.seed(options.seed);
+}
+
+void Trainer::set_problem(PolicyProblem problem, RewardFn reward, double oom_reference_s) {
+  auto& m = *impl_;
+  check_options(m.opt, problem.num_groups(), problem.num_devices);
+  if (problem.num_devices != m.devices() ||
+      static_cast<std::int64_t>(problem.features[0].size()) != m.features.size(1))
+    throw sim::InputError("<rl problem>", "features",
+                          std::to_string(m.devices()) + " devices and " +
+                              std::to_string(m.features.size(1)) + " features per group like the "
+                              "trainer's first problem, got " + std::to_string(problem.num_devices) +
+                              " and " + std::to_string(problem.features[0].size()));
+  m.problem = std::move(problem);
+  m.reward = std::move(reward);
+  m.oom_reference_s = oom_reference_s > 0 ? oom_reference_s : 1.0;
+  m.install_problem_tensors();
+  // Another graph's rewards live on another scale: its baseline starts afresh.
+  m.baseline_set = false;
+  m.best.clear();
+  m.best_step_s = 0.0;
 }
 
 Trainer::~Trainer() = default;
@@ -238,17 +277,27 @@ IterationStats Trainer::step() {
   const int k = m.opt.samples, g = m.groups(), d = m.devices();
   IterationStats st;
   st.iteration = static_cast<int>(m.history.size()) + 1;
+  // Data-parallel (policy/data_parallel.hpp): this rank draws its shards' samples, each shard as
+  // one batch and each sample from its own seed, so the bits do not depend on the rank count.
+  const ShardPlan plan(k, m.opt.shards, m.comm ? m.comm->rank() : 0, m.comm ? m.comm->size() : 1);
 
   double t0 = now_s();
-  const std::vector<DevicesOfGroups> placements = m.decode(k, &m.rng);
+  std::vector<DevicesOfGroups> placements;
+  for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
+    const auto [begin, end] = plan.samples_of(sh);
+    std::vector<std::mt19937_64> engines;
+    for (int s = begin; s < end; ++s) engines.emplace_back(sample_seed(m.opt.seed, st.iteration, s));
+    for (auto& p : m.decode(end - begin, nullptr, &engines)) placements.push_back(std::move(p));
+  }
   st.sample_s = now_s() - t0;
 
   t0 = now_s();
-  const std::vector<Evaluation> evals = m.reward(placements);
-  st.reward_s = now_s() - t0;
-  if (static_cast<int>(evals.size()) != k)
+  std::vector<Evaluation> evals = m.reward(placements);
+  if (evals.size() != placements.size())
     throw std::logic_error("reward function returned " + std::to_string(evals.size()) +
-                           " evaluations for " + std::to_string(k) + " placements");
+                           " evaluations for " + std::to_string(placements.size()) + " placements");
+  exchange_samples(m.comm, placements, evals);
+  st.reward_s = now_s() - t0;
 
   std::vector<double> rewards(static_cast<size_t>(k));
   double sum_ok = 0.0;
@@ -278,27 +327,6 @@ IterationStats Trainer::step() {
 
   t0 = now_s();
   {
-    const Encoded e = m.encode();
-    auto h = e.h0.expand({k, -1}).contiguous();
-    auto c = e.c0.expand({k, -1}).contiguous();
-    auto actions = torch::empty({k, g}, torch::kLong);
-    auto aa = actions.accessor<std::int64_t, 2>();
-    for (int s = 0; s < k; ++s)
-      for (int t = 0; t < g; ++t) aa[s][t] = placements[static_cast<size_t>(s)][static_cast<size_t>(t)];
-    auto prev = torch::full({k}, d, torch::kLong);
-    auto logp = torch::zeros({k});
-    auto entropy = torch::zeros({k});
-    // Teacher forcing: the K sampled sequences go through the decoder together, in one graph.
-    for (int t = 0; t < g; ++t) {
-      auto logits = m.decode_step(e, t, prev, h, c);
-      auto lsm = torch::log_softmax(logits, 1);
-      auto a = actions.select(1, t);
-      logp = logp + lsm.gather(1, a.unsqueeze(1)).squeeze(1);
-      entropy = entropy - (lsm.exp() * lsm).sum(1);
-      prev = a;
-    }
-    auto adv = torch::empty({k}, torch::kFloat);
-    auto ad = adv.accessor<float, 1>();
     double scale = 1.0;
     if (m.opt.normalize_advantage && k > 1) {
       double var = 0.0;
@@ -307,15 +335,72 @@ IterationStats Trainer::step() {
       // Identical rewards carry no signal; a floor keeps the step finite instead of exploding.
       scale = 1.0 / std::max(sd, 1e-3 * std::abs(mean_reward) + 1e-12);
     }
-    for (int s = 0; s < k; ++s)
-      ad[s] = static_cast<float>((rewards[static_cast<size_t>(s)] - m.baseline) * scale);
-    auto mean_entropy = entropy.mean() / g;
-    auto loss = -(adv * logp).mean() - m.opt.entropy_weight * mean_entropy;
-    m.adam->zero_grad();
-    loss.backward();
+    // The encoder runs once; its outputs become leaves, so each shard's decoder pass (teacher
+    // forcing its sampled sequences as one batch) yields that shard's gradient alone. The shard
+    // gradients are summed in shard order across ranks, then the sum flows through the encoder.
+    const Encoded full = m.encode();
+    Encoded e;
+    e.enc = full.enc.detach().requires_grad_();
+    e.h0 = full.h0.detach().requires_grad_();
+    e.c0 = full.c0.detach().requires_grad_();
+    std::vector<torch::Tensor> inputs = m.net->parameters();
+    const size_t num_params = inputs.size();
+    inputs.insert(inputs.end(), {e.enc, e.h0, e.c0});
+    std::vector<std::vector<float>> shard_grads;
+    std::vector<std::vector<double>> shard_entropy;
+    for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
+      const auto [begin, end] = plan.samples_of(sh);
+      const int n = end - begin;
+      if (m.opt.attention == AttentionScore::Additive) e.enc_keys = m.net->att_enc->forward(e.enc);
+      auto h = e.h0.expand({n, -1}).contiguous();
+      auto c = e.c0.expand({n, -1}).contiguous();
+      auto actions = torch::empty({n, g}, torch::kLong);
+      auto aa = actions.accessor<std::int64_t, 2>();
+      for (int s = 0; s < n; ++s)
+        for (int t = 0; t < g; ++t)
+          aa[s][t] = placements[static_cast<size_t>(begin + s)][static_cast<size_t>(t)];
+      auto prev = torch::full({n}, d, torch::kLong);
+      auto logp = torch::zeros({n});
+      auto entropy = torch::zeros({n});
+      for (int t = 0; t < g; ++t) {
+        auto logits = m.decode_step(e, t, prev, h, c);
+        auto lsm = torch::log_softmax(logits, 1);
+        auto a = actions.select(1, t);
+        logp = logp + lsm.gather(1, a.unsqueeze(1)).squeeze(1);
+        entropy = entropy - (lsm.exp() * lsm).sum(1);
+        prev = a;
+      }
+      auto adv = torch::empty({n}, torch::kFloat);
+      auto ad = adv.accessor<float, 1>();
+      for (int s = 0; s < n; ++s)
+        ad[s] = static_cast<float>((rewards[static_cast<size_t>(begin + s)] - m.baseline) * scale);
+      auto entropy_sum = entropy.sum();
+      auto loss = -(adv * logp).sum() / k - m.opt.entropy_weight * entropy_sum / k;
+      const auto grads = torch::autograd::grad({loss}, inputs, {}, false, false, true);
+      std::vector<torch::Tensor> flat;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        flat.push_back(grads[i].defined() ? grads[i].reshape({-1})
+                                          : torch::zeros({inputs[i].numel()}));
+      auto all = torch::cat(flat).contiguous();
+      shard_grads.emplace_back(all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
+      shard_entropy.push_back({entropy_sum.item<double>()});
+    }
+    const std::vector<float> sum = sum_shards_fixed_order(m.comm, shard_grads);
+    const double entropy_total = sum_shards_fixed_order(m.comm, shard_entropy).at(0);
+    std::vector<torch::Tensor> leaf_grads;
+    std::int64_t at = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::int64_t n = inputs[i].numel();
+      auto gi = torch::from_blob(const_cast<float*>(sum.data()) + at, inputs[i].sizes()).clone();
+      at += n;
+      if (i < num_params) inputs[i].mutable_grad() = gi;
+      else leaf_grads.push_back(gi);
+    }
+    // Adds the encoder's share to the gradients set above (zero there: no shard reached it).
+    torch::autograd::backward({full.enc, full.h0, full.c0}, leaf_grads);
     torch::nn::utils::clip_grad_norm_(m.net->parameters(), m.opt.grad_clip);
     m.adam->step();
-    st.entropy = mean_entropy.item<double>();
+    st.entropy = entropy_total / (static_cast<double>(k) * g);
   }
   st.grad_s = now_s() - t0;
 
@@ -335,6 +420,102 @@ int Trainer::iteration() const { return static_cast<int>(impl_->history.size());
 const std::vector<IterationStats>& Trainer::history() const { return impl_->history; }
 const RlOptions& Trainer::options() const { return impl_->opt; }
 
+namespace {
+// The training options a resumed run must share with the run that wrote the checkpoint, with the
+// flag that sets each (`placesim train`). Sampling, the gradient and the RNG streams depend on all.
+struct OptionColumn {
+  const char* flag;
+  double (*get)(const RlOptions&);
+};
+constexpr OptionColumn kOptionColumns[] = {
+    {"--lr", [](const RlOptions& o) { return o.learning_rate; }},
+    {"--samples", [](const RlOptions& o) { return static_cast<double>(o.samples); }},
+    {"--seed", [](const RlOptions& o) { return static_cast<double>(o.seed); }},
+    {"--entropy", [](const RlOptions& o) { return o.entropy_weight; }},
+    {"--temperature", [](const RlOptions& o) { return o.temperature; }},
+    {"--attention (0 dot, 1 additive)",
+     [](const RlOptions& o) { return o.attention == AttentionScore::Dot ? 0.0 : 1.0; }},
+    {"--shards", [](const RlOptions& o) { return static_cast<double>(o.shards); }},
+    {"logit_clip", [](const RlOptions& o) { return o.logit_clip; }},
+    {"grad_clip", [](const RlOptions& o) { return o.grad_clip; }},
+    {"baseline_decay", [](const RlOptions& o) { return o.baseline_decay; }},
+    {"oom_penalty", [](const RlOptions& o) { return o.oom_penalty; }},
+    {"normalize_advantage", [](const RlOptions& o) { return o.normalize_advantage ? 1.0 : 0.0; }},
+};
+
+torch::Tensor options_tensor(const RlOptions& o) {
+  std::vector<double> v;
+  for (const auto& c : kOptionColumns) v.push_back(c.get(o));
+  return torch::tensor(v, torch::kDouble);
+}
+
+// Checkpoints written before the options were recorded have no "options" entry: accepted.
+void check_options_match(torch::serialize::InputArchive& root, const RlOptions& now,
+                         const std::string& path) {
+  torch::Tensor saved;
+  if (!root.try_read("options", saved)) return;
+  const auto n = std::min<std::int64_t>(saved.numel(), std::size(kOptionColumns));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto& c = kOptionColumns[i];
+    const double was = saved[i].item<double>(), is = c.get(now);
+    if (was != is) {
+      std::ostringstream os;
+      os << std::setprecision(10) << c.flag << ' ' << was << " as the checkpoint was written with, got "
+         << c.flag << ' ' << is;
+      throw sim::InputError(path, c.flag, os.str());
+    }
+  }
+}
+}  // namespace
+
+std::vector<std::string> checkpoint_vocab(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got no such file");
+  torch::serialize::InputArchive root;
+  c10::IValue v;
+  try {
+    root.load_from(path);
+    if (!root.try_read("vocab", v)) return {};
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got: " +
+                                        what.substr(0, what.find('\n')));
+  }
+  std::vector<std::string> out;
+  std::istringstream is(v.toStringRef());
+  for (std::string line; std::getline(is, line);) out.push_back(line);
+  return out;
+}
+
+void Trainer::load_weights(const std::string& path) {
+  auto& m = *impl_;
+  if (!std::filesystem::exists(path))
+    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got no such file");
+  torch::serialize::InputArchive root, model;
+  try {
+    root.load_from(path);
+    torch::Tensor shape;
+    root.read("shape", shape);
+    const auto sa = shape.accessor<std::int64_t, 1>();
+    if (shape.size(0) != 4 || sa[1] != m.devices() || sa[2] != m.opt.hidden ||
+        sa[3] != m.features.size(1)) {
+      std::ostringstream os;
+      os << "a policy for " << m.devices() << " devices, hidden " << m.opt.hidden << ", "
+         << m.features.size(1) << " features per group, got one for " << sa[1] << " devices, hidden "
+         << sa[2] << ", " << sa[3] << " features (another cluster, --hidden or op-type vocabulary?)";
+      throw sim::InputError(path, "shape", os.str());
+    }
+    root.read("model", model);
+    m.net->load(model);
+  } catch (const sim::InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got: " +
+                                        what.substr(0, what.find('\n')));
+  }
+}
+
 void Trainer::save(const std::string& path) const {
   const auto& m = *impl_;
   torch::serialize::OutputArchive root, model, optim;
@@ -349,6 +530,10 @@ void Trainer::save(const std::string& path) const {
                                      static_cast<std::int64_t>(m.devices()),
                                      static_cast<std::int64_t>(m.opt.hidden),
                                      static_cast<std::int64_t>(m.features.size(1))}));
+  root.write("options", options_tensor(m.opt));
+  std::string vocab;
+  for (const auto& t : m.problem.vocab) vocab += t + "\n";
+  root.write("vocab", c10::IValue(vocab));
   root.write("baseline", torch::tensor({m.baseline, m.baseline_set ? 1.0 : 0.0},
                                        torch::kDouble));
   std::vector<std::int64_t> best(m.best.begin(), m.best.end());
@@ -389,6 +574,7 @@ void Trainer::load(const std::string& path) {
          << " devices, hidden " << sa[2] << " (another graph, cluster or --hidden?)";
       throw sim::InputError(path, "shape", os.str());
     }
+    check_options_match(root, m.opt, path);
     root.read("model", model);
     root.read("optim", optim);
     m.net->load(model);

@@ -31,7 +31,9 @@ float mean_position(const std::vector<std::int32_t>& ids, int groups) {
 }
 }  // namespace
 
-PolicyProblem make_problem(const models::Grouping& gr, const sim::Cluster& cluster) {
+namespace {
+PolicyProblem build_problem(const models::Grouping& gr, const sim::Cluster& cluster,
+                            const std::vector<std::string>* vocab) {
   const int g = gr.size();
   if (g == 0) throw sim::InputError("<graph>", "ops", "at least one op to place, got none");
   PolicyProblem p;
@@ -51,10 +53,20 @@ PolicyProblem make_problem(const models::Grouping& gr, const sim::Cluster& clust
     double total = 0.0;
     if (ui < gr.type_counts.size())
       for (float c : gr.type_counts[ui]) total += c;
-    for (size_t t = 0; t < gr.type_vocab.size(); ++t) {
-      const float c = ui < gr.type_counts.size() && t < gr.type_counts[ui].size() ? gr.type_counts[ui][t] : 0.0f;
-      f.push_back(total > 0 ? static_cast<float>(c / total) : 0.0f);
+    std::vector<float> counts;
+    if (vocab == nullptr) {
+      for (size_t t = 0; t < gr.type_vocab.size(); ++t)
+        counts.push_back(ui < gr.type_counts.size() && t < gr.type_counts[ui].size() ? gr.type_counts[ui][t] : 0.0f);
+    } else {
+      // Types the vocabulary lacks share its last column.
+      counts.assign(vocab->size() + 1, 0.0f);
+      for (size_t t = 0; t < gr.type_vocab.size() && ui < gr.type_counts.size() && t < gr.type_counts[ui].size(); ++t) {
+        const auto it = std::lower_bound(vocab->begin(), vocab->end(), gr.type_vocab[t]);
+        const size_t col = it != vocab->end() && *it == gr.type_vocab[t] ? static_cast<size_t>(it - vocab->begin()) : vocab->size();
+        counts[col] += gr.type_counts[ui][t];
+      }
     }
+    for (float c : counts) f.push_back(total > 0 ? static_cast<float>(c / total) : 0.0f);
     f.push_back(op_count[ui]);
     f.push_back(ui < out_bytes.size() ? out_bytes[ui] : 0.0f);
     f.push_back(ui < flops.size() ? flops[ui] : 0.0f);
@@ -86,7 +98,20 @@ PolicyProblem make_problem(const models::Grouping& gr, const sim::Cluster& clust
                                   gr.names[static_cast<size_t>(i)] + ", got none");
     }
   }
+  if (vocab != nullptr) p.vocab = *vocab;
   return p;
+}
+}  // namespace
+
+PolicyProblem make_problem(const models::Grouping& gr, const sim::Cluster& cluster) {
+  return build_problem(gr, cluster, nullptr);
+}
+
+PolicyProblem make_problem(const models::Grouping& gr, const sim::Cluster& cluster,
+                           const std::vector<std::string>& vocab) {
+  if (!std::is_sorted(vocab.begin(), vocab.end()))
+    throw sim::InputError("<op-type vocabulary>", "", "op types in sorted order");
+  return build_problem(gr, cluster, &vocab);
 }
 
 }  // namespace placesim::policy

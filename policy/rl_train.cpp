@@ -9,7 +9,9 @@
 #include <iomanip>
 #include <sstream>
 
+#include "policy/data_parallel.hpp"
 #include "policy/rl.hpp"
+#include "policy/sweep.hpp"
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
 
@@ -66,6 +68,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   // One intra-op thread: the gradient pass of a small LSTM gains little from more, and the other
   // core runs the simulations (oneTBB). The inter-op setting can be made only once per process.
   at::set_num_threads(1);
+  pin_blas_to_one_thread();
   try {
     at::set_num_interop_threads(1);
   } catch (const std::exception&) {
@@ -77,10 +80,15 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   if (config.minutes && !(*config.minutes >= 0))
     throw sim::InputError("<flag --minutes>", "", "a non-negative number of minutes");
 
+  if (config.grouper == Grouper::Learned) return train_hierarchical(graph, cluster, config);
   const models::Grouping grouping = config.grouper == Grouper::GroupGraph
                                         ? models::group_graph(graph, config.max_groups)
                                         : colocation_grouping(graph, config.max_groups);
-  PolicyProblem problem = make_problem(grouping, cluster);
+  // A pretrained policy reads features in its own op-type vocabulary.
+  const std::vector<std::string> vocab =
+      config.pretrained.empty() ? std::vector<std::string>{} : checkpoint_vocab(config.pretrained);
+  PolicyProblem problem =
+      vocab.empty() ? make_problem(grouping, cluster) : make_problem(grouping, cluster, vocab);
   sim::SimOptions sim_options;
   sim_options.record_critical_path = false;
   const sim::BatchOracle oracle(cluster, graph, sim_options, config.costs);
@@ -109,7 +117,11 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
     for (const auto& o : outcomes) out.push_back(to_evaluation(o));
     return out;
   };
-  Trainer trainer(std::move(problem), config.rl, reward, reference_s);
+  Trainer trainer(std::move(problem), config.rl, reward, reference_s, config.comm);
+  if (!config.pretrained.empty()) trainer.load_weights(config.pretrained);
+  // Under MPI every rank trains an identical copy; rank 0 alone writes and reports.
+  const bool root = config.comm == nullptr || config.comm->rank() == 0;
+  const int ranks = config.comm == nullptr ? 1 : config.comm->size();
 
   std::string checkpoint;
   if (!config.checkpoint_dir.empty()) {
@@ -127,21 +139,26 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   const double budget_s = has_budget ? *config.minutes * 60.0 : 0.0;
   const int total = config.iterations ? *config.iterations : (has_budget ? -1 : 100);
   while (total < 0 || trainer.iteration() < total) {
-    if (config.stop != nullptr && config.stop->load()) {
+    // Rank 0's clock and Ctrl-C decide for all ranks, which would otherwise part ways and wait
+    // for each other forever in the next step.
+    if (rank0_decides(config.comm, config.stop != nullptr && config.stop->load())) {
       result.interrupted = true;
       break;
     }
-    const double elapsed = seconds_since(t_train);
-    if (has_budget && elapsed >= budget_s) break;
+    if (has_budget && rank0_decides(config.comm, seconds_since(t_train) >= budget_s)) break;
     const IterationStats st = trainer.step();
-    if (!checkpoint.empty() && trainer.iteration() % config.checkpoint_every == 0)
+    if (root && !checkpoint.empty() && trainer.iteration() % config.checkpoint_every == 0)
       trainer.save(checkpoint);
-    if (config.on_iteration) {
+    if (root && config.on_iteration) {
       Progress pr;
       pr.iteration = trainer.iteration();
       if (total >= 0) pr.total_iterations = total;
       pr.elapsed_s = seconds_since(t_train);
-      pr.evals_per_s = pr.elapsed_s > 0 ? static_cast<double>(evaluations) / pr.elapsed_s : 0.0;
+      // All ranks' simulations: this process ran only its shards' share.
+      const double evals = ranks == 1 ? static_cast<double>(evaluations)
+                                      : static_cast<double>(trainer.iteration() - first_iteration) *
+                                            config.rl.samples;
+      pr.evals_per_s = pr.elapsed_s > 0 ? evals / pr.elapsed_s : 0.0;
       const int done = trainer.iteration() - first_iteration;
       std::optional<double> left;
       if (total >= 0 && done > 0)
@@ -151,10 +168,10 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
       config.on_iteration(st, pr);
     }
   }
-  if (config.stop != nullptr && config.stop->load()) result.interrupted = true;
+  if (ranks == 1 && config.stop != nullptr && config.stop->load()) result.interrupted = true;
   // Saved before the greedy decode below is looked at, so that a resumed run continues from
   // exactly the state an uninterrupted one had at this iteration.
-  if (!checkpoint.empty()) trainer.save(checkpoint);
+  if (root && !checkpoint.empty()) trainer.save(checkpoint);
 
   // The greedy decode is a candidate too; evaluated here, not offered to the trainer.
   const DevicesOfGroups greedy = trainer.greedy();

@@ -13,10 +13,12 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "models/registry.hpp"
 #include "policy/compare.hpp"
 #include "policy/methods.hpp"
+#include "policy/mpi_util.hpp"
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
 #include "tools/commands.hpp"
@@ -39,6 +41,7 @@ struct TrainArgs {
   std::optional<double> minutes;
   std::optional<int> iterations;
   int samples = 16, hidden = 256, groups = 64, checkpoint_every = 10, threads = 0;
+  int shards = 1;
   std::uint64_t seed = 1;
   double learning_rate = policy::RlOptions{}.learning_rate;
   double entropy = policy::RlOptions{}.entropy_weight;
@@ -47,6 +50,7 @@ struct TrainArgs {
   std::string grouper = "group_graph";
   std::string checkpoint_dir, output = "rl_placement.json", curve;
   bool resume = false, no_plot = false, no_table = false;
+  std::string graphs, pretrained;   // multi-graph training; weights to start from (docs/rl.md)
 };
 
 std::string fmt_ms(double s) {
@@ -101,14 +105,43 @@ void plot_curve(const std::string& csv, const std::string& png, const std::strin
   if (rc != 0) std::cerr << "placesim: no plot written (plot_curve.py failed); the CSV is " << csv << "\n";
 }
 
-void run_train(const TrainArgs& a) {
+// `--graphs a,b,c`: one policy trained round-robin on several graphs; its checkpoint is a
+// `--pretrained` policy for another graph.
+void run_train_multi(const TrainArgs& a, const policy::TrainConfig& cfg, const sim::Cluster& cluster,
+                     const policy::MpiComm& comm) {
+  if (comm.size() > 1) throw sim::InputError("<flag --graphs>", "", "one process (no mpirun) for --graphs");
+  std::vector<sim::Graph> graphs;
+  std::stringstream list(a.graphs);
+  for (std::string name; std::getline(list, name, ',');)
+    if (!name.empty()) graphs.push_back(models::load_graph(name, a.graph_opt));
+  std::cerr << "placesim train: one policy for " << a.graphs << " on " << cluster.name << ", seed " << a.seed << "\n";
+  const policy::MultiTrainResult r = policy::train_multi(graphs, cluster, cfg);
+  std::string curve = a.curve;
+  if (curve.empty()) {
+    auto p = std::filesystem::path(a.output);
+    curve = (p.parent_path() / (p.stem().string() + ".curve.csv")).string();
+  }
+  policy::write_curve_csv(r.history, curve);
+  std::cout << std::fixed << std::setprecision(3) << "rl: " << r.history.size() << " iterations over "
+            << graphs.size() << " graphs in " << r.wall_s << " s; policy in " << a.checkpoint_dir
+            << "/checkpoint.pt, curve " << curve << "\n";
+  for (size_t i = 0; i < graphs.size(); ++i)
+    std::cout << "rl: " << r.graphs[i] << ": best sample while training " << fmt_ms(r.best_step_s[i]) << "\n";
+}
+
+void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   if (a.samples < 1) throw sim::InputError("<flag --samples>", "", "at least 1, got " + std::to_string(a.samples));
   if (a.hidden < 1) throw sim::InputError("<flag --hidden>", "", "a positive size, got " + std::to_string(a.hidden));
   if (a.groups < 1) throw sim::InputError("<flag --groups>", "", "a positive number of groups, got " + std::to_string(a.groups));
   if (a.minutes && !(*a.minutes > 0)) throw sim::InputError("<flag --minutes>", "", "a positive number of minutes");
-  if (a.iterations && *a.iterations < 1) throw sim::InputError("<flag --iterations>", "", "at least 1 iteration");
+  if (a.iterations && *a.iterations < (a.pretrained.empty() ? 1 : 0))
+    throw sim::InputError("<flag --iterations>", "", a.pretrained.empty() ? "at least 1 iteration" : "at least 0 iterations");
   if (a.resume && a.checkpoint_dir.empty())
     throw sim::InputError("<flag --resume>", "", "--checkpoint DIR to resume from");
+  if (!a.graphs.empty() && a.checkpoint_dir.empty())
+    throw sim::InputError("<flag --graphs>", "", "--checkpoint DIR to keep the trained policy in");
+  if (!a.pretrained.empty() && !std::filesystem::exists(a.pretrained))
+    throw sim::InputError(a.pretrained, "", "a checkpoint written by `placesim train` (--pretrained), got no such file");
   policy::AttentionScore score;
   if (a.attention == "dot") score = policy::AttentionScore::Dot;
   else if (a.attention == "additive") score = policy::AttentionScore::Additive;
@@ -131,7 +164,8 @@ void run_train(const TrainArgs& a) {
   cfg.max_groups = a.groups;
   if (a.grouper == "group_graph") cfg.grouper = policy::Grouper::GroupGraph;
   else if (a.grouper == "colocation") cfg.grouper = policy::Grouper::Colocation;
-  else throw sim::InputError("<flag --grouper>", "", "group_graph or colocation, got \"" + a.grouper + "\"");
+  else if (a.grouper == "learned") cfg.grouper = policy::Grouper::Learned;
+  else throw sim::InputError("<flag --grouper>", "", "group_graph, colocation or learned, got \"" + a.grouper + "\"");
   cfg.iterations = a.iterations;
   cfg.minutes = a.minutes;
   if (!a.minutes && !a.iterations) cfg.minutes = 8.0;   // the main job ends within 10 minutes
@@ -139,8 +173,30 @@ void run_train(const TrainArgs& a) {
   cfg.resume = a.resume;
   cfg.checkpoint_every = a.checkpoint_every;
   cfg.sim_threads = a.threads;
+  cfg.rl.shards = a.shards;
+  cfg.comm = &comm;
+  const bool root = comm.rank() == 0;
+  if (cfg.sim_threads == 0 && comm.size() > 1) {
+    // Ranks on one machine share its cores; mpirun says how many ranks this node runs.
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const int per_node = local ? std::max(1, std::atoi(local)) : 1;
+    cfg.sim_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / per_node);
+  }
   cfg.costs = mo.costs;
   cfg.stop = &g_stop_requested;
+  cfg.pretrained = a.pretrained;
+  if (!a.graphs.empty()) {
+    g_stop_requested.store(false);
+    auto* prev_handler = std::signal(SIGINT, on_sigint);
+    try {
+      run_train_multi(a, cfg, cluster, comm);
+    } catch (...) {
+      std::signal(SIGINT, prev_handler);
+      throw;
+    }
+    std::signal(SIGINT, prev_handler);
+    return;
+  }
   const bool tty = isatty(STDERR_FILENO) != 0;
   cfg.on_iteration = [tty](const policy::IterationStats& st, const policy::Progress& pr) {
     std::ostringstream line;
@@ -156,23 +212,31 @@ void run_train(const TrainArgs& a) {
     else if (pr.iteration % 10 == 0 || pr.iteration == 1) std::cerr << line.str() << "\n";
   };
 
-  std::cerr << "placesim train: " << graph.name << " (" << graph.num_ops() << " ops) on "
-            << cluster.name << " (" << cluster.num_devices() << " devices), " << a.samples
-            << " samples/iteration, seed " << a.seed;
-  if (cfg.iterations) std::cerr << ", " << *cfg.iterations << " iterations";
-  if (cfg.minutes) std::cerr << ", " << *cfg.minutes << " min budget";
-  std::cerr << "; Ctrl-C checkpoints and stops\n";
+  if (root) {
+    std::cerr << "placesim train: " << graph.name << " (" << graph.num_ops() << " ops) on "
+              << cluster.name << " (" << cluster.num_devices() << " devices), " << a.samples
+              << " samples/iteration in " << cfg.rl.shards << " shard(s), seed " << a.seed;
+    if (comm.size() > 1) std::cerr << ", " << comm.size() << " MPI ranks";
+    if (cfg.iterations) std::cerr << ", " << *cfg.iterations << " iterations";
+    if (cfg.minutes) std::cerr << ", " << *cfg.minutes << " min budget";
+    std::cerr << "; Ctrl-C checkpoints and stops\n";
+  }
 
   g_stop_requested.store(false);
   auto* previous = std::signal(SIGINT, on_sigint);
   policy::TrainResult r;
   try {
-    r = policy::train_placement(graph, cluster, cfg);
+    r = cfg.grouper == policy::Grouper::Learned ? policy::train_hierarchical(graph, cluster, cfg)
+                                                : policy::train_placement(graph, cluster, cfg);
   } catch (...) {
     std::signal(SIGINT, previous);
     throw;
   }
   std::signal(SIGINT, previous);
+  if (!root) {
+    if (r.interrupted) throw CliExit{130};
+    return;
+  }
   if (tty) std::cerr << "\n";
   if (r.resumed) std::cerr << "placesim train: resumed from " << a.checkpoint_dir << "\n";
 
@@ -188,6 +252,7 @@ void run_train(const TrainArgs& a) {
   md.extra["hidden"] = std::to_string(a.hidden);
   md.extra["attention"] = a.attention;
   md.extra["grouper"] = a.grouper;
+  if (!a.pretrained.empty()) md.extra["pretrained"] = a.pretrained;
   md.extra["oom"] = r.best_oom ? "true" : "false";
   if (!a.graph_opt.empty()) md.extra["graph_options"] = a.graph_opt;
   sim::write_placement_json(sim::to_placement_file(r.best, graph, cluster, md), a.output);
@@ -248,7 +313,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "seed: weights and sampling; the same seed gives the same run")->capture_default_str();
   cmd->add_option("--hidden", a->hidden, "LSTM width")->capture_default_str();
   cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")->capture_default_str();
-  cmd->add_option("--grouper", a->grouper, "group_graph (models::group_graph) or colocation (contiguous co-location runs)")->capture_default_str();
+  cmd->add_option("--grouper", a->grouper, "group_graph (models::group_graph), colocation (contiguous co-location runs) or learned (Hierarchical Planner grouper, trained jointly)")->capture_default_str();
   cmd->add_option("--lr", a->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--entropy", a->entropy, "entropy bonus weight")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "softmax temperature")->capture_default_str();
@@ -256,12 +321,38 @@ void register_train(CLI::App& app) {
   cmd->add_option("--checkpoint", a->checkpoint_dir, "directory for checkpoint.pt (atomic, every --checkpoint-every iterations)");
   cmd->add_option("--checkpoint-every", a->checkpoint_every, "iterations between checkpoints")->capture_default_str();
   cmd->add_flag("--resume", a->resume, "continue from --checkpoint DIR exactly where it stopped");
+  cmd->add_option("--graphs", a->graphs, "train one policy on several graphs, g1,g2,... (needs --checkpoint; see docs/rl.md)");
+  cmd->add_option("--pretrained", a->pretrained, "start from this checkpoint's weights (e.g. from --graphs); --iterations 0 = no retraining");
   cmd->add_option("-o,--output", a->output, "best placement JSON")->capture_default_str();
   cmd->add_option("--curve", a->curve, "training-curve CSV (default: <output stem>.curve.csv; PNG beside it)");
-  cmd->add_option("--threads", a->threads, "simulation threads (oneTBB); 0 = all cores")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "simulation threads (oneTBB); 0 = all cores (shared by the ranks under mpirun)")->capture_default_str();
+  cmd->add_option("--shards", a->shards, "cut the K samples into this many shards, each sampled and back-propagated as one batch; under mpirun the rank count must divide it, and every such rank count (1 included) gives the same result")->capture_default_str();
   cmd->add_flag("--no-plot", a->no_plot, "skip the PNG plot");
   cmd->add_flag("--no-table", a->no_table, "skip the baselines table at the end");
-  cmd->callback([a] { run_train(*a); });
+  cmd->callback([a] {
+    policy::MpiRuntime mpi;
+    policy::MpiComm comm(mpi);
+    if (!mpi.active() && policy::launched_by_mpirun()) {
+      // Independent copies would all write the same files.
+      const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+      const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+      if (size && std::string(size) != "1") {
+        if (!rank || std::string(rank) == "0")
+          throw sim::InputError("<mpirun>", "", "a placesim built with PLACESIM_WITH_MPI=ON to train on several ranks; this one has no MPI, run it without mpirun");
+        throw CliExit{2};
+      }
+    }
+    try {
+      run_train(*a, comm);
+    } catch (const sim::InputError&) {
+      // Every rank meets the same bad input; one line from rank 0 is enough.
+      if (comm.rank() != 0) throw CliExit{2};
+      throw;
+    }
+    // Ranks leave together (polling with sleeps), so no rank spins in MPI_Finalize while rank 0
+    // writes its outputs and the baselines table.
+    comm.barrier();
+  });
 #else
   CLI::App* cmd = app.add_subcommand("train", "train the RL placer (needs a build with LibTorch)");
   cmd->allow_extras();

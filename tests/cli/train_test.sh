@@ -26,8 +26,39 @@ diff <(cut -d, -f1-8 "$tmp/whole.curve.csv") <(cut -d, -f1-8 "$tmp/part.curve.cs
   || { echo "resumed curve differs from the uninterrupted one"; exit 1; }
 diff "$tmp/whole.json" "$tmp/part.json" || { echo "resumed placement differs"; exit 1; }
 
+# Resuming with other training options: one line naming the flag, exit 2.
+set +e
+"$PLACESIM" train "${common[@]}" --iterations 8 --lr 0.01 --checkpoint "$tmp/part" --resume -o "$tmp/lr.json" >/dev/null 2>"$tmp/lr.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { echo "resume with another --lr: exit $rc, expected 2"; cat "$tmp/lr.err"; exit 1; }
+# (after the banner line that every run prints)
+[ "$(grep -c '^placesim:' "$tmp/lr.err")" -eq 1 ] && grep '^placesim:' "$tmp/lr.err" | grep -q -- "--lr" \
+  || { echo "resume with another --lr: expected one error line naming --lr"; cat "$tmp/lr.err"; exit 1; }
+
+# One policy trained on two graphs places a third without retraining (--iterations 0).
+for layers in 1 2 3; do
+  "$PLACESIM" build-graph --graph rnnlm --graph-opt steps=3,layers=$layers,hidden=256,batch=16 -o "$tmp/rnnlm$layers.json" >/dev/null
+done
+multi=(--cluster paper-2gpu --samples 4 --hidden 16 --groups 24 --seed 5 --no-plot --no-table)
+"$PLACESIM" train "${multi[@]}" --graphs "$tmp/rnnlm1.json,$tmp/rnnlm2.json" --iterations 4 --checkpoint "$tmp/multi" -o "$tmp/multi.json" >"$tmp/multi.out" 2>/dev/null
+test -s "$tmp/multi/checkpoint.pt" || { echo "--graphs wrote no checkpoint"; cat "$tmp/multi.out"; exit 1; }
+[ "$(wc -l <"$tmp/multi.curve.csv")" -eq 5 ] || { echo "--graphs curve should have 4 rows"; cat "$tmp/multi.curve.csv"; exit 1; }
+"$PLACESIM" train "${multi[@]}" --graph "$tmp/rnnlm3.json" --pretrained "$tmp/multi/checkpoint.pt" --iterations 0 -o "$tmp/unseen.json" >"$tmp/unseen.out" 2>/dev/null
+grep -q '"pretrained"' "$tmp/unseen.json" || { echo "placement lacks its pretrained source"; cat "$tmp/unseen.json"; exit 1; }
+"$PLACESIM" simulate --graph "$tmp/rnnlm3.json" --cluster paper-2gpu --placement "$tmp/unseen.json" >/dev/null \
+  || { echo "the pretrained policy's placement does not simulate"; exit 1; }
+
+# The Hierarchical Planner's learned grouper end to end: a placement of every op that simulates.
+"$PLACESIM" train --cluster paper-2gpu --samples 4 --hidden 16 --groups 8 --seed 5 --no-plot --no-table \
+  --graph "$tmp/rnnlm1.json" --grouper learned --iterations 2 -o "$tmp/learned.json" >"$tmp/learned.out" 2>&1 \
+  || { echo "train --grouper learned failed"; cat "$tmp/learned.out"; exit 1; }
+"$PLACESIM" simulate --graph "$tmp/rnnlm1.json" --cluster paper-2gpu --placement "$tmp/learned.json" >/dev/null \
+  || { echo "the learned grouper's placement does not simulate"; exit 1; }
+
 # Bad input: one line, exit 2.
-for bad in "--samples 0" "--resume" "--attention cosine" "--iterations 0"; do
+for bad in "--samples 0" "--resume" "--attention cosine" "--iterations 0" "--graphs rnnlm --iterations 1" \
+           "--pretrained /nonexistent.pt --iterations 0" "--grouper nope"; do
   set +e
   # shellcheck disable=SC2086
   "$PLACESIM" train --graph rnnlm --cluster paper-2gpu $bad >"$tmp/bad.out" 2>"$tmp/bad.err"

@@ -99,8 +99,9 @@ TEST(RlTrainer, ResumedRunEqualsUninterruptedRun) {
     for (int i = 0; i < 3; ++i) first.step();
     first.save(path);
   }
-  // A different seed for the fresh trainer: everything must come from the checkpoint.
-  Trainer resumed(chain_problem(12, 3), small(99), balance(3), 10.0);
+  // The seed must match (the checkpoint checks it: per-sample RNG streams derive from it); the
+  // fresh trainer's own weights are discarded for the checkpoint's.
+  Trainer resumed(chain_problem(12, 3), small(11), balance(3), 10.0);
   resumed.load(path);
   EXPECT_EQ(resumed.iteration(), 3);
   for (int i = 0; i < 3; ++i) resumed.step();
@@ -217,6 +218,90 @@ TEST(RlGrouping, ColocationGroupsCutIntoContiguousChunks) {
   EXPECT_EQ(p.features[0].size(), p.features[1].size());
   EXPECT_TRUE(p.allowed.empty());
   EXPECT_THROW(colocation_grouping(g, 0), sim::InputError);
+}
+
+TEST(RlTrainer, ResumeWithOtherOptionsNamesTheFlag) {
+  const auto dir = std::filesystem::temp_directory_path() / "placesim_rl_options_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "checkpoint.pt").string();
+  {
+    Trainer t(chain_problem(6, 3), small(3), prefer_device(1), 1.0);
+    t.step();
+    t.save(path);
+  }
+  auto expect_flag = [&](RlOptions o, const std::string& flag) {
+    Trainer t(chain_problem(6, 3), o, prefer_device(1), 1.0);
+    try {
+      t.load(path);
+      FAIL() << "resumed with another " << flag;
+    } catch (const sim::InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(flag), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  };
+  RlOptions lr = small(3);
+  lr.learning_rate = 2e-2;
+  expect_flag(lr, "--lr");
+  RlOptions samples = small(3);
+  samples.samples = 4;
+  expect_flag(samples, "--samples");
+  expect_flag(small(4), "--seed");
+  RlOptions entropy = small(3);
+  entropy.entropy_weight = 0.5;
+  expect_flag(entropy, "--entropy");
+  RlOptions temperature = small(3);
+  temperature.temperature = 2.0;
+  expect_flag(temperature, "--temperature");
+  Trainer same(chain_problem(6, 3), small(3), prefer_device(1), 1.0);
+  EXPECT_NO_THROW(same.load(path));
+  std::filesystem::remove_all(dir);
+}
+
+// Trained on two problems of different lengths, the policy places a third, unseen length.
+TEST(RlTrainer, OnePolicyForSeveralProblemsPlacesAnUnseenOne) {
+  const auto dir = std::filesystem::temp_directory_path() / "placesim_rl_multi_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "checkpoint.pt").string();
+  {
+    Trainer t(chain_problem(8, 3), small(6), prefer_device(2), 1.0);
+    for (int i = 0; i < 40; ++i) {
+      if (i % 2 == 1) t.set_problem(chain_problem(5, 3), prefer_device(2), 1.0);
+      else if (i > 0) t.set_problem(chain_problem(8, 3), prefer_device(2), 1.0);
+      t.step();
+    }
+    EXPECT_EQ(t.history().size(), 40u);
+    t.save(path);
+  }
+  Trainer fresh(chain_problem(11, 3), small(9), prefer_device(2), 1.0);
+  EXPECT_NE(fresh.greedy(), DevicesOfGroups(11, 2));
+  fresh.load_weights(path);
+  EXPECT_EQ(fresh.greedy(), DevicesOfGroups(11, 2));
+  EXPECT_EQ(fresh.iteration(), 0);
+  // Another device count or feature width is an input error.
+  Trainer other(chain_problem(5, 4), small(9), prefer_device(2), 1.0);
+  EXPECT_THROW(other.load_weights(path), sim::InputError);
+  EXPECT_THROW(fresh.set_problem(chain_problem(5, 4), prefer_device(2), 1.0), sim::InputError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RlGrouping, SharedVocabularyGivesOneFeatureWidth) {
+  const sim::Graph g = small_graph();
+  const models::Grouping gr = colocation_grouping(g, 100);
+  sim::Cluster c;
+  c.devices.resize(2);
+  const PolicyProblem own = make_problem(gr, c);
+  // A vocabulary with types the graph lacks and without "Relu" and "Placeholder": those two share
+  // the extra last column.
+  const std::vector<std::string> vocab{"Conv2D", "Loss", "MatMul", "MatMulGrad", "Softmax"};
+  const PolicyProblem shared = make_problem(gr, c, vocab);
+  EXPECT_EQ(shared.vocab, vocab);
+  ASSERT_EQ(shared.features[0].size(), own.features[0].size() - gr.type_vocab.size() + vocab.size() + 1);
+  EXPECT_EQ(shared.features[0][vocab.size()], 1.0f);        // x: Placeholder -> "other"
+  EXPECT_EQ(shared.features[0][2], 0.0f);
+  EXPECT_EQ(shared.features[1][2], 0.5f);                  // A: MatMul + MatMulGrad
+  EXPECT_EQ(shared.features[1][3], 0.5f);
+  EXPECT_THROW(make_problem(gr, c, {"b", "a"}), sim::InputError);
 }
 
 TEST(RlTrainer, RejectsBadOptions) {
