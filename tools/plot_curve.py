@@ -3,6 +3,10 @@
 the OOM share per iteration.
 
     /usr/bin/python3 tools/plot_curve.py curve.csv curve.png "nmt on paper-4gpu" [--ref NAME=SECONDS ...]
+    /usr/bin/python3 tools/plot_curve.py --seeds out.png "nmt, 3 seeds" a.csv b.csv c.csv [--ref NAME=SECONDS ...]
+
+The second form overlays several runs (best so far and iteration mean against wall time, and the
+policy's entropy), so seeds or settings can be compared on one figure.
 
 Needs Debian's python3-matplotlib. Exits 3 with one line on stderr if it is missing.
 """
@@ -11,7 +15,80 @@ import os
 import sys
 
 
+def read_curve(path):
+    rows = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            rows.append({k: float(v) for k, v in row.items()})
+    return rows
+
+
+def parse_refs(args):
+    refs = []
+    for i, a in enumerate(args):
+        if a == "--ref" and i + 1 < len(args):
+            name, _, sec = args[i + 1].partition("=")
+            refs.append((name, float(sec)))
+    return refs
+
+
+def overlay(argv, plt):
+    png_path, title = argv[2], argv[3]
+    paths, refs = [], parse_refs(argv[4:])
+    skip = False
+    for a in argv[4:]:
+        if skip:
+            skip = False
+        elif a == "--ref":
+            skip = True
+        else:
+            paths.append(a)
+    nan = float("nan")
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True,
+                                  gridspec_kw={"height_ratios": [3, 1]})
+    for n, path in enumerate(paths):
+        rows = read_curve(path)
+        wall, t = [], 0.0
+        for r in rows:
+            t += r["sample_s"] + r["reward_s"] + r["grad_s"]
+            wall.append(t)
+        color = "C%d" % n
+        label = os.path.basename(path).replace(".curve.csv", "")
+        ax.plot(wall, [r["best_step_s"] * 1e3 if r["best_step_s"] > 0 else nan for r in rows],
+                color=color, linewidth=2, label=label + " best so far")
+        ax.plot(wall, [r["mean_step_s"] * 1e3 if r["mean_step_s"] > 0 else nan for r in rows],
+                color=color, alpha=0.4, linewidth=0.8, label=label + " iteration mean")
+        ax2.plot(wall, [r["entropy"] for r in rows], color=color)
+    for name, sec in refs:
+        ax.axhline(sec * 1e3, linestyle="--", linewidth=1, color="gray")
+        ax.annotate(name, (0, sec * 1e3), fontsize=7, color="gray", va="bottom")
+    ax.set_ylabel("step time (ms)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax2.set_ylabel("entropy (nats/group)")
+    ax2.set_xlabel("training wall time (s)")
+    ax2.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = png_path + ".tmp.png"
+    fig.savefig(tmp, dpi=100)
+    os.replace(tmp, png_path)
+    return 0
+
+
 def main(argv):
+    if len(argv) >= 2 and argv[1] == "--seeds":
+        if len(argv) < 5:
+            print("usage: plot_curve.py --seeds OUT.png TITLE A.csv [B.csv ...] [--ref NAME=SECONDS ...]", file=sys.stderr)
+            return 2
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("plot_curve.py: matplotlib missing (apt-get install python3-matplotlib); no PNG written", file=sys.stderr)
+            return 3
+        return overlay(argv, plt)
     if len(argv) < 3:
         print("usage: plot_curve.py CURVE.csv OUT.png [TITLE] [--ref NAME=SECONDS ...]", file=sys.stderr)
         return 2
