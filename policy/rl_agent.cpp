@@ -88,6 +88,7 @@ struct Trainer::Impl {
   torch::Tensor mask_bias;  // [G, D]: 0 allowed, kMasked not
   std::mt19937_64 rng;
   const SweepComm* comm = nullptr;   // several ranks: data-parallel (policy/data_parallel.hpp)
+  std::uint64_t sample_seed = 0;     // per-sample engines: sample_seed(this, iteration, sample)
   double baseline = 0.0;
   bool baseline_set = false;
   DevicesOfGroups best;
@@ -231,6 +232,7 @@ Trainer::Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, doub
   auto& m = *impl_;
   check_options(options, problem.num_groups(), problem.num_devices);
   m.comm = comm;
+  m.sample_seed = options.seed;
   (void)ShardPlan(options.samples, options.shards, comm ? comm->rank() : 0, comm ? comm->size() : 1);
   m.problem = std::move(problem);
   m.opt = options;
@@ -286,7 +288,7 @@ IterationStats Trainer::step() {
   for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
     const auto [begin, end] = plan.samples_of(sh);
     std::vector<std::mt19937_64> engines;
-    for (int s = begin; s < end; ++s) engines.emplace_back(sample_seed(m.opt.seed, st.iteration, s));
+    for (int s = begin; s < end; ++s) engines.emplace_back(sample_seed(m.sample_seed, st.iteration, s));
     for (auto& p : m.decode(end - begin, nullptr, &engines)) placements.push_back(std::move(p));
   }
   st.sample_s = now_s() - t0;
@@ -526,6 +528,7 @@ void Trainer::save(const std::string& path) const {
   std::ostringstream rng_state;
   rng_state << m.rng;
   root.write("rng", c10::IValue(rng_state.str()));
+  root.write("sample_seed", torch::tensor({static_cast<std::int64_t>(m.sample_seed)}, torch::kLong));
   root.write("shape", torch::tensor({static_cast<std::int64_t>(m.groups()),
                                      static_cast<std::int64_t>(m.devices()),
                                      static_cast<std::int64_t>(m.opt.hidden),
@@ -583,6 +586,9 @@ void Trainer::load(const std::string& path) {
     root.read("rng", rng_state);
     std::istringstream is(rng_state.toStringRef());
     is >> m.rng;
+    // Checkpoints from before per-sample seeds lack it; they continue with this run's seed.
+    if (torch::Tensor ss; root.try_read("sample_seed", ss))
+      m.sample_seed = static_cast<std::uint64_t>(ss[0].item<std::int64_t>());
     torch::Tensor baseline, best, best_step, hist;
     root.read("baseline", baseline);
     root.read("best", best);

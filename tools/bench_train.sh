@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Training iterations per second of `placesim train` on 1 process and on 2 MPI ranks, with the
+# same seed, samples and shards (so the same result, checked), best of REPEAT runs each.
+#   tools/bench_train.sh build/placesim [ITERATIONS] [REPEAT] [-- extra train flags]
+# Default workload: the main job's (nmt on paper-4gpu, 64 groups, hidden 256), K = 32 samples in
+# 2 shards. Prints a Markdown table (docs/performance.md, "Training across ranks"):
+#   s/iteration   mean over the run of sampling + simulation + gradient (the curve CSV's wall
+#                 columns, rank 0), i.e. the training loop without start-up;
+#   iterations/s  its inverse; efficiency = rate(2 ranks) / (2 rate(1 process));
+#   process s     the whole command (LibTorch loading, graph building, greedy decode);
+#   CPU s         user + sys of the whole process tree.
+set -eu
+calc() { awk "BEGIN { print $* }"; }
+PLACESIM=$(realpath "${1:?usage: bench_train.sh PATH_TO_placesim [ITERATIONS] [REPEAT] [-- flags]}")
+ITER=${2:-10}
+REPEAT=${3:-2}
+shift $(( $# < 3 ? $# : 3 ))
+[ "${1:-}" = "--" ] && shift
+EXTRA=("$@")
+[ ${#EXTRA[@]} -gt 0 ] || EXTRA=(--graph nmt --cluster paper-4gpu --samples 32 --shards 2)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+MPI="mpirun --allow-run-as-root --oversubscribe"
+COMMON=(train "${EXTRA[@]}" --iterations "$ITER" --seed 1 --threads 1 --no-plot --no-table)
+
+run() {  # command prefix; prints "s_per_iteration cpu_s process_s split" of the best run
+  local best=""
+  for _ in $(seq "$REPEAT"); do
+    rm -f "$T/o.json" "$T/o.curve.csv"
+    /usr/bin/time -o "$T/time" -f "%e %U %S" "$@" "${COMMON[@]}" -o "$T/o.json" >/dev/null 2>"$T/err" \
+      || { cat "$T/err" >&2; exit 1; }
+    if [ -e "$T/first.curve.csv" ]; then
+      cmp -s <(cut -d, -f1-8 "$T/first.curve.csv") <(cut -d, -f1-8 "$T/o.curve.csv") \
+        || { echo "training curve differs from the first run: $*" >&2; exit 1; }
+      cmp -s "$T/first.json" "$T/o.json" || { echo "placement differs from the first run: $*" >&2; exit 1; }
+    else
+      cp "$T/o.curve.csv" "$T/first.curve.csv"
+      cp "$T/o.json" "$T/first.json"
+    fi
+    local per split wall user sys
+    per=$(awk -F, 'NR > 1 { s += $9 + $10 + $11; n++ } END { printf "%.4f", s / n }' "$T/o.curve.csv")
+    split=$(awk -F, 'NR > 1 { a += $9; b += $10; c += $11; n++ } END { printf "%.3f/%.3f/%.3f", a / n, b / n, c / n }' "$T/o.curve.csv")
+    read -r wall user sys < "$T/time"
+    if [ -z "$best" ] || [ "$(calc "($per < ${best%% *}) ? 1 : 0")" = 1 ]; then
+      best="$per $(calc "$user + $sys") $wall $split"
+    fi
+  done
+  echo "$best"
+}
+
+read -r p1 c1 w1 s1 <<<"$(run "$PLACESIM")"
+read -r p2 c2 w2 s2 <<<"$(run $MPI -np 2 "$PLACESIM")"
+echo "placesim ${COMMON[*]}: best of $REPEAT, curves and placements of all runs identical; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| configuration | s/iteration | sample/sim/grad s | iterations/s | efficiency 1->2 | CPU s | process s |"
+echo "|---|---|---|---|---|---|---|"
+printf '| 1 process | %.3f | %s | %.2f |  | %.1f | %.1f |\n' "$p1" "$s1" "$(calc "1 / $p1")" "$c1" "$w1"
+printf '| 2 MPI ranks | %.3f | %s | %.2f | %.0f%% | %.1f | %.1f |\n' "$p2" "$s2" "$(calc "1 / $p2")" "$(calc "100 * $p1 / (2 * $p2)")" "$c2" "$w2"
