@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -23,23 +24,30 @@ bool launched_by_mpirun() {
 namespace {
 // OpenMPI's blocking collectives spin on the CPU while they wait. A rank that waits for a slower
 // one would take a core from it (or from anybody else on the machine), so every collective here
-// is non-blocking and waited for by polling with sleeps: a few microseconds at first, backing off
-// to 1 ms, which costs at most ~1 ms of latency per collective.
-void wait_politely(MPI_Request& request) {
+// is non-blocking and waited for by polling: a tight loop for 200 us plus 1 ns per byte moved (a
+// collective whose ranks are all there finishes in that time; a large one moves its fragments
+// only when polled, and a sleeping rank on a busy machine waits milliseconds for its next time
+// slice), then sleeps of 10 us doubling to 200 us.
+void wait_politely(MPI_Request& request, std::size_t bytes) {
   int done = 0;
-  auto pause = std::chrono::microseconds(5);
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200) +
+                          std::chrono::nanoseconds(static_cast<std::int64_t>(bytes));
+  auto pause = std::chrono::microseconds(10);
   for (;;) {
     MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (done) return;
+    if (std::chrono::steady_clock::now() < spin_until) continue;
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
   }
 }
 
 void bcast(void* data, int count, MPI_Datatype type) {
   MPI_Request r;
   MPI_Ibcast(data, count, type, 0, MPI_COMM_WORLD, &r);
-  wait_politely(r);
+  int size = 0;
+  MPI_Type_size(type, &size);
+  wait_politely(r, static_cast<std::size_t>(count) * static_cast<std::size_t>(size));
 }
 }  // namespace
 
@@ -80,7 +88,7 @@ std::vector<std::string> MpiComm::gather(const std::string& mine) const {
   std::vector<int> counts(rt_.rank() == 0 ? size : 0);
   MPI_Request r;
   MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r);
-  wait_politely(r);
+  wait_politely(r, 0);
   std::vector<int> displs(counts.size(), 0);
   std::string all;
   if (rt_.rank() == 0) {
@@ -93,7 +101,7 @@ std::vector<std::string> MpiComm::gather(const std::string& mine) const {
   }
   MPI_Igatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
                MPI_COMM_WORLD, &r);
-  wait_politely(r);
+  wait_politely(r, rt_.rank() == 0 ? all.size() : mine.size());
   std::vector<std::string> out;
   if (rt_.rank() == 0)
     for (int r = 0; r < size; ++r)
@@ -106,7 +114,7 @@ void MpiComm::barrier() const {
   if (!rt_.active()) return;
   MPI_Request r;
   MPI_Ibarrier(MPI_COMM_WORLD, &r);
-  wait_politely(r);
+  wait_politely(r, 0);
 }
 
 #else

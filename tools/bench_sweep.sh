@@ -17,7 +17,9 @@ SPEC=${2:-$SRC/scenarios/sweeps/bench_throughput.yaml}
 REPEAT=${3:-3}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-MPI="mpirun --allow-run-as-root --oversubscribe"
+# Unbound: mpirun pins each rank to one core by default, which on a machine shared with other
+# work keeps a rank on a busy core while the other core idles; threads are not pinned either.
+MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 
 run() {  # command prefix; prints "sweep_s cpu_s process_s points" of the best run
   local best=""

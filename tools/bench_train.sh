@@ -20,7 +20,9 @@ EXTRA=("$@")
 [ ${#EXTRA[@]} -gt 0 ] || EXTRA=(--graph nmt --cluster paper-4gpu --samples 32 --shards 2)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-MPI="mpirun --allow-run-as-root --oversubscribe"
+# Unbound: mpirun pins each rank to one core by default, which on a machine shared with other
+# work keeps a rank on a busy core while the other core idles; threads are not pinned either.
+MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 COMMON=(train "${EXTRA[@]}" --iterations "$ITER" --seed 1 --threads 1 --no-plot --no-table)
 
 run() {  # command prefix; prints "s_per_iteration cpu_s process_s split" of the best run
