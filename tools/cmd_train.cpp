@@ -185,18 +185,6 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   cfg.costs = mo.costs;
   cfg.stop = &g_stop_requested;
   cfg.pretrained = a.pretrained;
-  if (!a.graphs.empty()) {
-    g_stop_requested.store(false);
-    auto* prev_handler = std::signal(SIGINT, on_sigint);
-    try {
-      run_train_multi(a, cfg, cluster, comm);
-    } catch (...) {
-      std::signal(SIGINT, prev_handler);
-      throw;
-    }
-    std::signal(SIGINT, prev_handler);
-    return;
-  }
   const bool tty = isatty(STDERR_FILENO) != 0;
   cfg.on_iteration = [tty](const policy::IterationStats& st, const policy::Progress& pr) {
     std::ostringstream line;
@@ -211,6 +199,19 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
     if (tty) std::cerr << "\r\033[K" << line.str() << std::flush;
     else if (pr.iteration % 10 == 0 || pr.iteration == 1) std::cerr << line.str() << "\n";
   };
+  if (!a.graphs.empty()) {
+    g_stop_requested.store(false);
+    auto* prev_handler = std::signal(SIGINT, on_sigint);
+    try {
+      run_train_multi(a, cfg, cluster, comm);
+    } catch (...) {
+      std::signal(SIGINT, prev_handler);
+      throw;
+    }
+    std::signal(SIGINT, prev_handler);
+    if (tty) std::cerr << "\n";
+    return;
+  }
 
   if (root) {
     std::cerr << "placesim train: " << graph.name << " (" << graph.num_ops() << " ops) on "
