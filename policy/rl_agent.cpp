@@ -350,6 +350,9 @@ IterationStats Trainer::step() {
     inputs.insert(inputs.end(), {e.enc, e.h0, e.c0});
     std::vector<std::vector<float>> shard_grads;
     std::vector<std::vector<double>> shard_entropy;
+    // Which inputs a shard's loss reaches: the same for every shard on every rank (the encoder's
+    // weights never are, their share comes below), so only those travel between ranks.
+    std::vector<bool> reached(inputs.size(), false);
     for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
       const auto [begin, end] = plan.samples_of(sh);
       const int n = end - begin;
@@ -380,9 +383,10 @@ IterationStats Trainer::step() {
       auto loss = -(adv * logp).sum() / k - m.opt.entropy_weight * entropy_sum / k;
       const auto grads = torch::autograd::grad({loss}, inputs, {}, false, false, true);
       std::vector<torch::Tensor> flat;
-      for (size_t i = 0; i < inputs.size(); ++i)
-        flat.push_back(grads[i].defined() ? grads[i].reshape({-1})
-                                          : torch::zeros({inputs[i].numel()}));
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        reached[i] = grads[i].defined();
+        if (reached[i]) flat.push_back(grads[i].reshape({-1}));
+      }
       auto all = torch::cat(flat).contiguous();
       shard_grads.emplace_back(all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
       shard_entropy.push_back({entropy_sum.item<double>()});
@@ -392,13 +396,15 @@ IterationStats Trainer::step() {
     std::vector<torch::Tensor> leaf_grads;
     std::int64_t at = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const std::int64_t n = inputs[i].numel();
-      auto gi = torch::from_blob(const_cast<float*>(sum.data()) + at, inputs[i].sizes()).clone();
-      at += n;
+      torch::Tensor gi = torch::zeros(inputs[i].sizes());
+      if (reached[i]) {
+        gi = torch::from_blob(const_cast<float*>(sum.data()) + at, inputs[i].sizes()).clone();
+        at += inputs[i].numel();
+      }
       if (i < num_params) inputs[i].mutable_grad() = gi;
       else leaf_grads.push_back(gi);
     }
-    // Adds the encoder's share to the gradients set above (zero there: no shard reached it).
+    // Adds the encoder's share to the gradients set above (zeros there: no shard reached them).
     torch::autograd::backward({full.enc, full.h0, full.c0}, leaf_grads);
     torch::nn::utils::clip_grad_norm_(m.net->parameters(), m.opt.grad_clip);
     m.adam->step();
