@@ -144,7 +144,10 @@ std::string csv_escape(const std::string& f) {
 
 std::string csv_line(const std::vector<std::string>& fields) {
   std::string s;
-  for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? "," : "") + csv_escape(fields[i]);
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) s += ',';
+    s += csv_escape(fields[i]);
+  }
   return s;
 }
 
