@@ -367,7 +367,12 @@ Grouping group_graph(const sim::Graph& g, int max_groups) {
       if (op.device_kind && !gr.constraint[k]) gr.constraint[k] = op.device_kind;
       if (op.flops.v > g.ops[static_cast<std::size_t>(heavy)].flops.v) heavy = v;
     }
-    gr.names[k] = "g" + std::to_string(k) + ":" + g.group_of(heavy);
+    // Appended piecewise: GCC 12 flags the chained operator+ temporaries with a false -Wrestrict.
+    std::string name = "g";
+    name += std::to_string(k);
+    name += ':';
+    name += g.group_of(heavy);
+    gr.names[k] = std::move(name);
   }
   return gr;
 }
