@@ -10,6 +10,7 @@
 #include <random>
 
 #include "policy/rl.hpp"
+#include "policy/rl_common.hpp"
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
 
@@ -332,11 +333,7 @@ namespace placesim::policy {
 TrainResult train_hierarchical(const sim::Graph& graph, const sim::Cluster& cluster,
                                const TrainConfig& config) {
   const auto t_start = std::chrono::steady_clock::now();
-  at::set_num_threads(1);
-  try {
-    at::set_num_interop_threads(1);
-  } catch (const std::exception&) {
-  }
+  pin_torch_to_one_thread();
   if (!config.checkpoint_dir.empty() || config.resume || !config.pretrained.empty())
     throw sim::InputError("<flag --grouper learned>", "",
                           "no --checkpoint, --resume or --pretrained (not supported with the learned grouper)");
@@ -356,15 +353,7 @@ TrainResult train_hierarchical(const sim::Graph& graph, const sim::Cluster& clus
     std::vector<sim::Placement> placements;
     for (const auto& p : ps) placements.push_back(sim::Placement{.device_of = p});
     std::vector<Evaluation> out;
-    for (const auto& o : oracle.evaluate(placements, config.sim_threads)) {
-      Evaluation e{.step_time_s = o.step_time.seconds(), .oom = o.oom || o.unreachable};
-      for (const auto& dv : o.oom_devices)
-        if (dv.capacity.v > 0)
-          e.overflow = std::max(e.overflow, static_cast<double>(dv.needed.v - dv.capacity.v) /
-                                                static_cast<double>(dv.capacity.v));
-      if (o.unreachable) e.overflow = std::max(e.overflow, 1.0);
-      out.push_back(e);
-    }
+    for (const auto& o : oracle.evaluate(placements, config.sim_threads)) out.push_back(evaluation_of(o));
     result.evaluations += static_cast<std::int64_t>(out.size());
     return out;
   };

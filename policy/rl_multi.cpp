@@ -10,26 +10,13 @@
 #include <set>
 
 #include "policy/rl.hpp"
+#include "policy/rl_common.hpp"
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
 
 namespace placesim::policy {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-Evaluation evaluation_of(const sim::Outcome& o) {
-  Evaluation e{.step_time_s = o.step_time.seconds(), .oom = o.oom || o.unreachable};
-  for (const auto& d : o.oom_devices)
-    if (d.capacity.v > 0)
-      e.overflow = std::max(e.overflow, static_cast<double>(d.needed.v - d.capacity.v) /
-                                            static_cast<double>(d.capacity.v));
-  if (o.unreachable) e.overflow = std::max(e.overflow, 1.0);
-  return e;
-}
 
 // What the trainer needs to place one graph.
 struct GraphTask {
@@ -43,11 +30,7 @@ struct GraphTask {
 MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::Cluster& cluster,
                              const TrainConfig& config) {
   const auto t_start = std::chrono::steady_clock::now();
-  at::set_num_threads(1);
-  try {
-    at::set_num_interop_threads(1);
-  } catch (const std::exception&) {
-  }
+  pin_torch_to_one_thread();
   if (graphs.size() < 2)
     throw sim::InputError("<flag --graphs>", "", "at least two graphs to train one policy on, got " +
                                                      std::to_string(graphs.size()));

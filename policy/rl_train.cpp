@@ -11,6 +11,7 @@
 
 #include "policy/data_parallel.hpp"
 #include "policy/rl.hpp"
+#include "policy/rl_common.hpp"
 #include "policy/sweep.hpp"
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
@@ -19,26 +20,12 @@ namespace placesim::policy {
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 sim::Placement expand(const models::Grouping& gr, const DevicesOfGroups& dev) {
   sim::Placement p;
   p.device_of.resize(gr.group_of_op.size());
   for (size_t op = 0; op < gr.group_of_op.size(); ++op)
     p.device_of[op] = dev[static_cast<size_t>(gr.group_of_op[op])];
   return p;
-}
-
-Evaluation to_evaluation(const sim::Outcome& o) {
-  Evaluation e{.step_time_s = o.step_time.seconds(), .oom = o.oom || o.unreachable};
-  for (const auto& d : o.oom_devices)
-    if (d.capacity.v > 0)
-      e.overflow = std::max(e.overflow, static_cast<double>(d.needed.v - d.capacity.v) /
-                                            static_cast<double>(d.capacity.v));
-  if (o.unreachable) e.overflow = std::max(e.overflow, 1.0);
-  return e;
 }
 
 }  // namespace
@@ -65,14 +52,7 @@ void write_curve_csv(const std::vector<IterationStats>& history, const std::stri
 TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster,
                             const TrainConfig& config) {
   const auto t_start = std::chrono::steady_clock::now();
-  // One intra-op thread: the gradient pass of a small LSTM gains little from more, and the other
-  // core runs the simulations (oneTBB). The inter-op setting can be made only once per process.
-  at::set_num_threads(1);
-  pin_blas_to_one_thread();
-  try {
-    at::set_num_interop_threads(1);
-  } catch (const std::exception&) {
-  }
+  pin_torch_to_one_thread();
   if (config.checkpoint_every < 1)
     throw sim::InputError("<flag --checkpoint-every>", "", "a positive number of iterations");
   if (config.iterations && *config.iterations < 0)
@@ -114,7 +94,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
     evaluations += static_cast<std::int64_t>(outcomes.size());
     std::vector<Evaluation> out;
     out.reserve(outcomes.size());
-    for (const auto& o : outcomes) out.push_back(to_evaluation(o));
+    for (const auto& o : outcomes) out.push_back(evaluation_of(o));
     return out;
   };
   Trainer trainer(std::move(problem), config.rl, reward, reference_s, config.comm);
@@ -177,7 +157,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   const DevicesOfGroups greedy = trainer.greedy();
   const sim::Outcome greedy_outcome = oracle.evaluate(expand(grouping, greedy));
   ++evaluations;
-  const Evaluation ge = to_evaluation(greedy_outcome);
+  const Evaluation ge = evaluation_of(greedy_outcome);
   if (!trainer.best().empty() && (ge.oom || trainer.best_step_s() <= ge.step_time_s)) {
     result.best_groups = trainer.best();
     result.best_step_s = trainer.best_step_s();
