@@ -92,16 +92,7 @@ void register_sweep(CLI::App& app) {
   cmd->callback([args] {
     policy::MpiRuntime mpi;
     policy::MpiComm comm(mpi);
-    if (!mpi.active() && policy::launched_by_mpirun()) {
-      // Several independent copies would all write the same CSV.
-      const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-      const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-      if (size && std::string(size) != "1") {
-        if (!rank || std::string(rank) == "0")
-          throw sim::InputError("<mpirun>", "", "a placesim built with PLACESIM_WITH_MPI=ON to run on several ranks; this one has no MPI, run it without mpirun");
-        throw CliExit{2};
-      }
-    }
+    refuse_mpirun_without_mpi(mpi);
     try {
       const policy::SweepSpec spec = policy::load_sweep_spec(args->spec);
       std::string out = args->out;

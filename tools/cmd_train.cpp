@@ -333,16 +333,7 @@ void register_train(CLI::App& app) {
   cmd->callback([a] {
     policy::MpiRuntime mpi;
     policy::MpiComm comm(mpi);
-    if (!mpi.active() && policy::launched_by_mpirun()) {
-      // Independent copies would all write the same files.
-      const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-      const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-      if (size && std::string(size) != "1") {
-        if (!rank || std::string(rank) == "0")
-          throw sim::InputError("<mpirun>", "", "a placesim built with PLACESIM_WITH_MPI=ON to train on several ranks; this one has no MPI, run it without mpirun");
-        throw CliExit{2};
-      }
-    }
+    refuse_mpirun_without_mpi(mpi);
     try {
       run_train(*a, comm);
     } catch (const sim::InputError&) {

@@ -23,6 +23,17 @@ void register_sweep(CLI::App& app);           // cmd_sweep.cpp
 
 }  // namespace placesim::tools
 
+namespace placesim::policy {
+class MpiRuntime;
+}  // namespace placesim::policy
+
+namespace placesim::tools {
+/// Under mpirun, a build without MPI would run N independent copies writing the same files: rank
+/// 0 throws an InputError saying so, the other ranks CliExit{2} silently (mpi_guard.cpp).
+void refuse_mpirun_without_mpi(const policy::MpiRuntime& mpi);
+
+}  // namespace placesim::tools
+
 namespace placesim::tools {
 void register_import_topo(CLI::App& import_cmd);   // cmd_import_topo.cpp (calibration owner)
 }  // namespace placesim::tools
