@@ -15,6 +15,7 @@
 
 #include "policy/data_parallel.hpp"
 #include "policy/rl.hpp"
+#include "policy/rl_common.hpp"
 #include "policy/sweep.hpp"
 #include "sim/error.hpp"
 
@@ -329,14 +330,7 @@ IterationStats Trainer::step() {
 
   t0 = now_s();
   {
-    double scale = 1.0;
-    if (m.opt.normalize_advantage && k > 1) {
-      double var = 0.0;
-      for (double r : rewards) var += (r - mean_reward) * (r - mean_reward);
-      const double sd = std::sqrt(var / (k - 1));
-      // Identical rewards carry no signal; a floor keeps the step finite instead of exploding.
-      scale = 1.0 / std::max(sd, 1e-3 * std::abs(mean_reward) + 1e-12);
-    }
+    const double scale = advantage_scale(rewards, mean_reward, m.opt.normalize_advantage);
     // The encoder runs once; its outputs become leaves, so each shard's decoder pass (teacher
     // forcing its sampled sequences as one batch) yields that shard's gradient alone. The shard
     // gradients are summed in shard order across ranks, then the sum flows through the encoder.

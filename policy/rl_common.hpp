@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
+#include <vector>
 
 #include "policy/data_parallel.hpp"
 #include "policy/rl.hpp"
@@ -44,6 +46,17 @@ inline Evaluation evaluation_of(const sim::Outcome& o) {
                                             static_cast<double>(d.capacity.v));
   if (o.unreachable) e.overflow = std::max(e.overflow, 1.0);
   return e;
+}
+
+/// What the advantages (reward - baseline) are multiplied by: 1 / the standard deviation of this
+/// iteration's rewards when `normalize`, so the gradient's size does not depend on the workload's
+/// step-time scale. Identical rewards carry no signal; a floor keeps the step finite.
+inline double advantage_scale(const std::vector<double>& rewards, double mean_reward, bool normalize) {
+  const auto k = static_cast<double>(rewards.size());
+  if (!normalize || rewards.size() < 2) return 1.0;
+  double var = 0.0;
+  for (double r : rewards) var += (r - mean_reward) * (r - mean_reward);
+  return 1.0 / std::max(std::sqrt(var / (k - 1)), 1e-3 * std::abs(mean_reward) + 1e-12);
 }
 
 }  // namespace placesim::policy

@@ -233,12 +233,7 @@ IterationStats HierarchicalTrainer::step() {
   }
 
   t0 = now_s();
-  double scale = 1.0;
-  if (m.opt.normalize_advantage && k > 1) {
-    double var = 0.0;
-    for (double r : rewards) var += (r - mean_reward) * (r - mean_reward);
-    scale = 1.0 / std::max(std::sqrt(var / (k - 1)), 1e-3 * std::abs(mean_reward) + 1e-12);
-  }
+  const double scale = advantage_scale(rewards, mean_reward, m.opt.normalize_advantage);
   auto adv = torch::empty({k});
   auto ad = adv.accessor<float, 1>();
   for (int s = 0; s < k; ++s) ad[s] = static_cast<float>((rewards[static_cast<size_t>(s)] - m.baseline) * scale);
