@@ -22,6 +22,8 @@
 #include <numeric>
 #include <queue>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 #include "sim/error.hpp"
 
@@ -176,6 +178,53 @@ std::int32_t relabel(const sim::Graph& g, UnionFind& uf, std::vector<std::int32_
   return static_cast<std::int32_t>(number.size());
 }
 
+// The Grouping of ops labelled 0..m-1 (labels in sequence order): adjacency and features.
+Grouping finish_grouping(const sim::Graph& g, std::vector<std::int32_t> label, std::int32_t m) {
+  const int n = g.num_ops();
+  Grouping gr;
+  const Quotient q = quotient(g, label, m);
+  gr.group_of_op = label;
+  gr.succ = q.succ;
+  gr.pred = q.pred;
+  gr.ops_of_group.resize(static_cast<std::size_t>(m));
+  for (int v = 0; v < n; ++v) gr.ops_of_group[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])].push_back(v);
+
+  std::map<std::string, std::int32_t> vocab;
+  for (const auto& op : g.ops) vocab.emplace(op.type, 0);
+  for (auto& [type, index] : vocab) {
+    index = static_cast<std::int32_t>(gr.type_vocab.size());
+    gr.type_vocab.push_back(type);
+  }
+  const auto ms = static_cast<std::size_t>(m);
+  gr.type_counts.assign(ms, std::vector<float>(vocab.size(), 0.0f));
+  gr.output_bytes.assign(ms, 0.0);
+  gr.flops.assign(ms, 0.0);
+  gr.persistent_bytes.assign(ms, 0.0);
+  gr.constraint.assign(ms, std::nullopt);
+  gr.names.resize(ms);
+  for (std::size_t k = 0; k < ms; ++k) {
+    const auto& ops = gr.ops_of_group[k];
+    // Named after its heaviest co-location group, so a reader recognises it.
+    sim::OpId heavy = ops.front();
+    for (const sim::OpId v : ops) {
+      const auto& op = g.ops[static_cast<std::size_t>(v)];
+      gr.type_counts[k][static_cast<std::size_t>(vocab.at(op.type))] += 1.0f;
+      for (const auto& t : op.outputs) gr.output_bytes[k] += static_cast<double>(t.bytes.v);
+      gr.flops[k] += op.flops.v;
+      gr.persistent_bytes[k] += static_cast<double>(op.persistent.v);
+      if (op.device_kind && !gr.constraint[k]) gr.constraint[k] = op.device_kind;
+      if (op.flops.v > g.ops[static_cast<std::size_t>(heavy)].flops.v) heavy = v;
+    }
+    // Appended piecewise: GCC 12 flags the chained operator+ temporaries with a false -Wrestrict.
+    std::string name = "g";
+    name += std::to_string(k);
+    name += ':';
+    name += g.group_of(heavy);
+    gr.names[k] = std::move(name);
+  }
+  return gr;
+}
+
 }  // namespace
 
 sim::Placement Grouping::expand(const std::vector<sim::DeviceId>& device_of_group) const {
@@ -326,7 +375,6 @@ Grouping group_graph(const sim::Graph& g, int max_groups) {
   }
 
   // Final groups, numbered in a topological order of their DAG.
-  Grouping gr;
   {
     const Quotient q0 = quotient(g, label, m);
     const auto order = topo(q0, group_key(m));
@@ -334,47 +382,66 @@ Grouping group_graph(const sim::Graph& g, int max_groups) {
     for (std::size_t i = 0; i < order.size(); ++i) rank[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
     for (auto& l : label) l = rank[static_cast<std::size_t>(l)];
   }
-  const Quotient q = quotient(g, label, m);
-  gr.group_of_op = label;
-  gr.succ = q.succ;
-  gr.pred = q.pred;
-  gr.ops_of_group.resize(static_cast<std::size_t>(m));
-  for (int v = 0; v < n; ++v) gr.ops_of_group[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])].push_back(v);
+  return finish_grouping(g, std::move(label), m);
+}
 
-  std::map<std::string, std::int32_t> vocab;
-  for (const auto& op : g.ops) vocab.emplace(op.type, 0);
-  for (auto& [type, index] : vocab) {
-    index = static_cast<std::int32_t>(gr.type_vocab.size());
-    gr.type_vocab.push_back(type);
-  }
-  const auto ms = static_cast<std::size_t>(m);
-  gr.type_counts.assign(ms, std::vector<float>(vocab.size(), 0.0f));
-  gr.output_bytes.assign(ms, 0.0);
-  gr.flops.assign(ms, 0.0);
-  gr.persistent_bytes.assign(ms, 0.0);
-  gr.constraint.assign(ms, std::nullopt);
-  gr.names.resize(ms);
-  for (std::size_t k = 0; k < ms; ++k) {
-    const auto& ops = gr.ops_of_group[k];
-    // Named after its heaviest co-location group, so a reader recognises it.
-    sim::OpId heavy = ops.front();
-    for (const sim::OpId v : ops) {
-      const auto& op = g.ops[static_cast<std::size_t>(v)];
-      gr.type_counts[k][static_cast<std::size_t>(vocab.at(op.type))] += 1.0f;
-      for (const auto& t : op.outputs) gr.output_bytes[k] += static_cast<double>(t.bytes.v);
-      gr.flops[k] += op.flops.v;
-      gr.persistent_bytes[k] += static_cast<double>(op.persistent.v);
-      if (op.device_kind && !gr.constraint[k]) gr.constraint[k] = op.device_kind;
-      if (op.flops.v > g.ops[static_cast<std::size_t>(heavy)].flops.v) heavy = v;
+std::vector<sim::DeviceId> project_placement(const Grouping& gr, const sim::Placement& p,
+                                             const sim::Cluster& cluster) {
+  if (p.device_of.size() != gr.group_of_op.size())
+    throw sim::InputError("<placement>", "ops",
+                          std::to_string(gr.group_of_op.size()) + " ops like the grouped graph, got " +
+                              std::to_string(p.device_of.size()));
+  const auto devices = static_cast<std::size_t>(cluster.num_devices());
+  std::vector<sim::DeviceId> out(static_cast<std::size_t>(gr.size()), 0);
+  for (std::size_t grp = 0; grp < out.size(); ++grp) {
+    std::vector<std::int64_t> votes(devices, 0);
+    for (const sim::OpId op : gr.ops_of_group[grp]) {
+      const sim::DeviceId d = p.device_of[static_cast<std::size_t>(op)];
+      if (d >= 0 && static_cast<std::size_t>(d) < devices) ++votes[static_cast<std::size_t>(d)];
     }
-    // Appended piecewise: GCC 12 flags the chained operator+ temporaries with a false -Wrestrict.
-    std::string name = "g";
-    name += std::to_string(k);
-    name += ':';
-    name += g.group_of(heavy);
-    gr.names[k] = std::move(name);
+    const auto& kind = grp < gr.constraint.size() ? gr.constraint[grp] : std::nullopt;
+    std::int64_t best = -1;
+    for (std::size_t d = 0; d < devices; ++d) {
+      if (kind && cluster.devices[d].spec.kind != *kind) continue;
+      if (votes[d] > best) {
+        best = votes[d];
+        out[grp] = static_cast<sim::DeviceId>(d);
+      }
+    }
   }
-  return gr;
+  return out;
+}
+
+Grouping refine_grouping(const Grouping& gr, const sim::Graph& g,
+                         const std::vector<std::int32_t>& part_of_op) {
+  const int n = g.num_ops();
+  if (static_cast<int>(part_of_op.size()) != n || static_cast<int>(gr.group_of_op.size()) != n)
+    throw sim::InputError("<grouping>", "part_of_op",
+                          std::to_string(n) + " part labels and a grouping of this graph, got " +
+                              std::to_string(part_of_op.size()) + " labels for a grouping of " +
+                              std::to_string(gr.group_of_op.size()) + " ops");
+  std::vector<std::int64_t> position(static_cast<std::size_t>(n), 0);
+  for (std::size_t i = 0; i < g.topo_order.size(); ++i)
+    position[static_cast<std::size_t>(g.topo_order[i])] = static_cast<std::int64_t>(i);
+  // Pieces keep their group's place in the sequence; within a group, the piece whose first op
+  // comes first in the topological order comes first.
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int64_t> first;
+  for (int v = 0; v < n; ++v) {
+    const auto key = std::make_pair(gr.group_of_op[static_cast<std::size_t>(v)], part_of_op[static_cast<std::size_t>(v)]);
+    const auto [it, fresh] = first.emplace(key, position[static_cast<std::size_t>(v)]);
+    if (!fresh) it->second = std::min(it->second, position[static_cast<std::size_t>(v)]);
+  }
+  std::vector<std::tuple<std::int32_t, std::int64_t, std::int32_t>> pieces;
+  for (const auto& [key, pos] : first) pieces.emplace_back(key.first, pos, key.second);
+  std::sort(pieces.begin(), pieces.end());
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> id;
+  for (const auto& [grp, pos, part] : pieces)
+    id.emplace(std::make_pair(grp, part), static_cast<std::int32_t>(id.size()));
+  std::vector<std::int32_t> label(static_cast<std::size_t>(n));
+  for (int v = 0; v < n; ++v)
+    label[static_cast<std::size_t>(v)] =
+        id.at({gr.group_of_op[static_cast<std::size_t>(v)], part_of_op[static_cast<std::size_t>(v)]});
+  return finish_grouping(g, std::move(label), static_cast<std::int32_t>(id.size()));
 }
 
 }  // namespace placesim::models

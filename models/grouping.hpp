@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cluster.hpp"
 #include "sim/graph.hpp"
 #include "sim/placement.hpp"
 
@@ -41,5 +42,20 @@ struct Grouping {
 /// Groups `g` into at most `max_groups` groups (fewer if co-location forces it to have fewer
 /// ops... never more than the graph's own co-location groups). Deterministic.
 Grouping group_graph(const sim::Graph& g, int max_groups = 256);
+
+/// `gr` with every group split by `part_of_op` (e.g. the devices of a min-cut partitioner's
+/// placement): each piece is the ops of one group with one label. Pieces follow their group's
+/// place in the sequence, then their first op's topological position; pieces of one group may
+/// depend on each other both ways, so the sequence is a topological order of `gr`'s DAG, not
+/// necessarily of the pieces'. Every placement of `gr` and the labelling itself are expressible.
+Grouping refine_grouping(const Grouping& gr, const sim::Graph& g,
+                         const std::vector<std::int32_t>& part_of_op);
+
+/// One device per group from a per-op placement: each group takes the device most of its ops
+/// are on (ties: the lowest device id), among the devices its device-kind constraint allows
+/// (the first allowed one if none of its ops is on one). How well a grouping can express a
+/// placement: simulate `gr.expand(project_placement(gr, p, cluster))` against `p` itself.
+std::vector<sim::DeviceId> project_placement(const Grouping& gr, const sim::Placement& p,
+                                             const sim::Cluster& cluster);
 
 }  // namespace placesim::models

@@ -168,8 +168,11 @@ struct Progress {
 };
 
 /// Which grouping the policy places: models::group_graph (the paper's co-location grouping with
-/// acyclic merges and features) or colocation_grouping (contiguous runs of co-location groups).
-enum class Grouper { GroupGraph, Colocation, Learned };
+/// acyclic merges and features), colocation_grouping (contiguous runs of co-location groups),
+/// the learned one (HierarchicalTrainer), or Scotch: models::group_graph split along the Scotch
+/// baseline's min-cut placement (models::refine_grouping), so that the groups respect the cuts
+/// a partitioner finds (docs/rl.md, "The grouping's ceiling").
+enum class Grouper { GroupGraph, Colocation, Learned, Scotch };
 
 struct TrainConfig {
   RlOptions rl;
@@ -204,6 +207,11 @@ struct TrainResult {
   double wall_s = 0.0;
   std::int64_t evaluations = 0;     ///< simulations run by this process
 };
+
+/// The grouping train_placement gives the policy for `config.grouper` (not Learned) and
+/// `config.max_groups`.
+models::Grouping policy_grouping(const sim::Graph& graph, const sim::Cluster& cluster,
+                                 const TrainConfig& config);
 
 /// Groups the graph, trains on the batch oracle (LibTorch on one thread, simulations on oneTBB)
 /// and returns the best placement seen. Checkpoints every `checkpoint_every` iterations, at the

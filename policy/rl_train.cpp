@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "policy/data_parallel.hpp"
+#include "policy/methods.hpp"
 #include "policy/rl.hpp"
 #include "policy/rl_common.hpp"
 #include "policy/sweep.hpp"
@@ -49,6 +50,40 @@ void write_curve_csv(const std::vector<IterationStats>& history, const std::stri
   std::filesystem::rename(tmp, path);
 }
 
+models::Grouping policy_grouping(const sim::Graph& graph, const sim::Cluster& cluster,
+                                 const TrainConfig& config) {
+  switch (config.grouper) {
+    case Grouper::Colocation:
+      return colocation_grouping(graph, config.max_groups);
+    case Grouper::Scotch: {
+      MethodOptions mo;
+      mo.costs = config.costs;
+      const sim::Placement cut = make_placement("scotch", graph, cluster, mo);
+      // Splitting along the cut adds pieces (nmt on paper-4gpu: 64 groups become 150), and the
+      // iteration's cost grows with the sequence: the largest base grouping whose refinement
+      // stays within max_groups (fewer pieces is not always monotone in the base, so bisect and
+      // keep the best seen).
+      models::Grouping best = models::refine_grouping(models::group_graph(graph, 1), graph, cut.device_of);
+      int lo = 2, hi = config.max_groups;
+      while (lo <= hi) {
+        const int mid = lo + (hi - lo) / 2;
+        models::Grouping r = models::refine_grouping(models::group_graph(graph, mid), graph, cut.device_of);
+        if (r.size() <= config.max_groups) {
+          if (r.size() > best.size()) best = std::move(r);
+          lo = mid + 1;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      return best;
+    }
+    case Grouper::GroupGraph:
+    case Grouper::Learned:
+      break;
+  }
+  return models::group_graph(graph, config.max_groups);
+}
+
 TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster,
                             const TrainConfig& config) {
   const auto t_start = std::chrono::steady_clock::now();
@@ -61,9 +96,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
     throw sim::InputError("<flag --minutes>", "", "a non-negative number of minutes");
 
   if (config.grouper == Grouper::Learned) return train_hierarchical(graph, cluster, config);
-  const models::Grouping grouping = config.grouper == Grouper::GroupGraph
-                                        ? models::group_graph(graph, config.max_groups)
-                                        : colocation_grouping(graph, config.max_groups);
+  const models::Grouping grouping = policy_grouping(graph, cluster, config);
   // A pretrained policy reads features in its own op-type vocabulary.
   const std::vector<std::string> vocab =
       config.pretrained.empty() ? std::vector<std::string>{} : checkpoint_vocab(config.pretrained);

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "models/grouping.hpp"
 #include "models/registry.hpp"
 #include "policy/compare.hpp"
 #include "policy/methods.hpp"
@@ -50,6 +51,7 @@ struct TrainArgs {
   std::string grouper = "group_graph";
   std::string checkpoint_dir, output = "rl_placement.json", curve;
   bool resume = false, no_plot = false, no_table = false;
+  bool project_baselines = false;   // the grouping's ceiling instead of training (docs/rl.md)
   std::string graphs, pretrained;   // multi-graph training; weights to start from (docs/rl.md)
 };
 
@@ -129,6 +131,34 @@ void run_train_multi(const TrainArgs& a, const policy::TrainConfig& cfg, const s
     std::cout << "rl: " << r.graphs[i] << ": best sample while training " << fmt_ms(r.best_step_s[i]) << "\n";
 }
 
+// `--project-baselines`: how well the policy's grouping can express each baseline's per-op
+// placement (each group on the device most of its ops have); no training.
+void run_project_baselines(const sim::Graph& graph, const sim::Cluster& cluster,
+                           const models::Grouping& grouping, const policy::MethodOptions& mo) {
+  std::cout << "projection of each baseline onto the " << grouping.size() << " groups the policy places\n";
+  std::cout << std::left << std::setw(14) << "method" << std::right << std::setw(14) << "own (s)"
+            << std::setw(16) << "projected (s)" << "\n";
+  for (const auto& name : policy::method_names()) {
+    sim::Placement own;
+    try {
+      own = policy::make_placement(name, graph, cluster, mo);
+    } catch (const sim::InputError&) {
+      continue;
+    }
+    const sim::Placement projected =
+        grouping.expand(models::project_placement(grouping, own, cluster));
+    auto cell = [&](const sim::Placement& p) {
+      const policy::CompareRow row = policy::evaluate_row(name, graph, cluster, p, mo, 0.0);
+      std::ostringstream os;
+      os << std::fixed << std::setprecision(4) << row.step_time_s;
+      if (row.oom || row.unreachable) os << (row.oom ? " OOM" : " unreach");
+      return os.str();
+    };
+    std::cout << std::left << std::setw(14) << name << std::right << std::setw(14) << cell(own)
+              << std::setw(16) << cell(projected) << "\n";
+  }
+}
+
 void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   if (a.samples < 1) throw sim::InputError("<flag --samples>", "", "at least 1, got " + std::to_string(a.samples));
   if (a.hidden < 1) throw sim::InputError("<flag --hidden>", "", "a positive size, got " + std::to_string(a.hidden));
@@ -165,7 +195,15 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   if (a.grouper == "group_graph") cfg.grouper = policy::Grouper::GroupGraph;
   else if (a.grouper == "colocation") cfg.grouper = policy::Grouper::Colocation;
   else if (a.grouper == "learned") cfg.grouper = policy::Grouper::Learned;
-  else throw sim::InputError("<flag --grouper>", "", "group_graph, colocation or learned, got \"" + a.grouper + "\"");
+  else if (a.grouper == "scotch") cfg.grouper = policy::Grouper::Scotch;
+  else throw sim::InputError("<flag --grouper>", "", "group_graph, colocation, scotch or learned, got \"" + a.grouper + "\"");
+  if (a.project_baselines) {
+    if (cfg.grouper == policy::Grouper::Learned)
+      throw sim::InputError("<flag --project-baselines>", "", "a fixed grouper (group_graph or colocation)");
+    cfg.costs = mo.costs;
+    if (comm.rank() == 0) run_project_baselines(graph, cluster, policy::policy_grouping(graph, cluster, cfg), mo);
+    return;
+  }
   cfg.iterations = a.iterations;
   cfg.minutes = a.minutes;
   if (!a.minutes && !a.iterations) cfg.minutes = 8.0;   // the main job ends within 10 minutes
@@ -314,7 +352,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "seed: weights and sampling; the same seed gives the same run")->capture_default_str();
   cmd->add_option("--hidden", a->hidden, "LSTM width")->capture_default_str();
   cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")->capture_default_str();
-  cmd->add_option("--grouper", a->grouper, "group_graph (models::group_graph), colocation (contiguous co-location runs) or learned (Hierarchical Planner grouper, trained jointly)")->capture_default_str();
+  cmd->add_option("--grouper", a->grouper, "group_graph (models::group_graph), scotch (group_graph split along Scotch's placement), colocation (contiguous co-location runs) or learned (Hierarchical Planner grouper, trained jointly)")->capture_default_str();
   cmd->add_option("--lr", a->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--entropy", a->entropy, "entropy bonus weight")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "softmax temperature")->capture_default_str();
@@ -330,6 +368,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--shards", a->shards, "cut the K samples into this many shards, each sampled and back-propagated as one batch; under mpirun the rank count must divide it, and every such rank count (1 included) gives the same result")->capture_default_str();
   cmd->add_flag("--no-plot", a->no_plot, "skip the PNG plot");
   cmd->add_flag("--no-table", a->no_table, "skip the baselines table at the end");
+  cmd->add_flag("--project-baselines", a->project_baselines, "no training: simulate every baseline's placement projected onto the policy's groups (what the grouping can express)");
   cmd->callback([a] {
     policy::MpiRuntime mpi;
     policy::MpiComm comm(mpi);
