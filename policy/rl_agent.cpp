@@ -534,6 +534,7 @@ void Trainer::save(const std::string& path) const {
                                      static_cast<std::int64_t>(m.opt.hidden),
                                      static_cast<std::int64_t>(m.features.size(1))}));
   root.write("options", options_tensor(m.opt));
+  root.write("features", m.features);
   std::string vocab;
   for (const auto& t : m.problem.vocab) vocab += t + "\n";
   root.write("vocab", c10::IValue(vocab));
@@ -578,6 +579,12 @@ void Trainer::load(const std::string& path) {
       throw sim::InputError(path, "shape", os.str());
     }
     check_options_match(root, m.opt, path);
+    // Same sizes, other groups (another --grouper, graph options or cost model): the policy's
+    // state would not mean the same. Checkpoints from before this check lack the entry.
+    if (torch::Tensor saved; root.try_read("features", saved) && !torch::equal(saved, m.features))
+      throw sim::InputError(path, "features",
+                            "a checkpoint of the same grouping (--grouper, --groups, --graph, --graph-opt), "
+                            "got one whose groups' features differ");
     root.read("model", model);
     root.read("optim", optim);
     m.net->load(model);

@@ -47,9 +47,7 @@ MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::C
   sim_options.record_critical_path = false;
   for (size_t i = 0; i < graphs.size(); ++i) {
     GraphTask& t = tasks[i];
-    t.grouping = config.grouper == Grouper::GroupGraph
-                     ? models::group_graph(graphs[i], config.max_groups)
-                     : colocation_grouping(graphs[i], config.max_groups);
+    t.grouping = policy_grouping(graphs[i], cluster, config);
     types.insert(t.grouping.type_vocab.begin(), t.grouping.type_vocab.end());
     t.oracle = std::make_unique<sim::BatchOracle>(cluster, graphs[i], sim_options, config.costs);
     if (auto single = sim::builtin_placement(cluster.gpus().empty() ? "single-cpu" : "single-gpu",

@@ -58,7 +58,13 @@ models::Grouping policy_grouping(const sim::Graph& graph, const sim::Cluster& cl
     case Grouper::Scotch: {
       MethodOptions mo;
       mo.costs = config.costs;
-      const sim::Placement cut = make_placement("scotch", graph, cluster, mo);
+      sim::Placement cut;
+      try {
+        cut = make_placement("scotch", graph, cluster, mo);
+      } catch (const sim::InputError&) {
+        // Scotch does not apply here (e.g. nothing to partition over): the plain grouping.
+        return models::group_graph(graph, config.max_groups);
+      }
       // Splitting along the cut adds pieces (nmt on paper-4gpu: 64 groups become 150), and the
       // iteration's cost grows with the sequence: the largest base grouping whose refinement
       // stays within max_groups (fewer pieces is not always monotone in the base, so bisect and

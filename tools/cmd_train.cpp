@@ -48,7 +48,7 @@ struct TrainArgs {
   double entropy = policy::RlOptions{}.entropy_weight;
   double temperature = policy::RlOptions{}.temperature;
   std::string attention = "dot";
-  std::string grouper = "group_graph";
+  std::string grouper = "scotch";
   std::string checkpoint_dir, output = "rl_placement.json", curve;
   bool resume = false, no_plot = false, no_table = false;
   bool project_baselines = false;   // the grouping's ceiling instead of training (docs/rl.md)
@@ -199,7 +199,7 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   else throw sim::InputError("<flag --grouper>", "", "group_graph, colocation, scotch or learned, got \"" + a.grouper + "\"");
   if (a.project_baselines) {
     if (cfg.grouper == policy::Grouper::Learned)
-      throw sim::InputError("<flag --project-baselines>", "", "a fixed grouper (group_graph or colocation)");
+      throw sim::InputError("<flag --project-baselines>", "", "a fixed grouper (scotch, group_graph or colocation)");
     cfg.costs = mo.costs;
     if (comm.rank() == 0) run_project_baselines(graph, cluster, policy::policy_grouping(graph, cluster, cfg), mo);
     return;

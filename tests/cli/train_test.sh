@@ -36,6 +36,23 @@ set -e
 [ "$(grep -c '^placesim:' "$tmp/lr.err")" -eq 1 ] && grep '^placesim:' "$tmp/lr.err" | grep -q -- "--lr" \
   || { echo "resume with another --lr: expected one error line naming --lr"; cat "$tmp/lr.err"; exit 1; }
 
+# Resuming with another grouping (same sizes or not): one line, exit 2.
+set +e
+"$PLACESIM" train "${common[@]}" --iterations 8 --grouper colocation --checkpoint "$tmp/part" --resume -o "$tmp/gr.json" >/dev/null 2>"$tmp/gr.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && [ "$(grep -c '^placesim:' "$tmp/gr.err")" -eq 1 ] \
+  || { echo "resume with another --grouper: exit $rc, expected 2 and one error line"; cat "$tmp/gr.err"; exit 1; }
+
+# The default grouping (Scotch-refined) expresses Scotch's placement exactly; the plain one of
+# this size need not. --project-baselines trains nothing.
+"$PLACESIM" train --graph rnnlm --graph-opt steps=3,layers=2,hidden=256,batch=16 --cluster paper-2gpu --groups 24 \
+  --project-baselines -o "$tmp/proj.json" >"$tmp/proj.out" 2>&1 || { echo "--project-baselines failed"; cat "$tmp/proj.out"; exit 1; }
+awk '$1 == "scotch" { found = 1; if ($2 != $3) bad = 1 } END { exit !(found && !bad) }' "$tmp/proj.out" \
+  || { echo "Scotch's projection onto the default grouping differs from Scotch"; cat "$tmp/proj.out"; exit 1; }
+[ "$(grep -c 'projected' "$tmp/proj.out")" -eq 1 ] && [ ! -e "$tmp/proj.json" ] \
+  || { echo "--project-baselines: expected one table and no training"; cat "$tmp/proj.out"; exit 1; }
+
 # One policy trained on two graphs places a third without retraining (--iterations 0).
 for layers in 1 2 3; do
   "$PLACESIM" build-graph --graph rnnlm --graph-opt steps=3,layers=$layers,hidden=256,batch=16 -o "$tmp/rnnlm$layers.json" >/dev/null
@@ -58,7 +75,7 @@ grep -q '"pretrained"' "$tmp/unseen.json" || { echo "placement lacks its pretrai
 
 # Bad input: one line, exit 2.
 for bad in "--samples 0" "--resume" "--attention cosine" "--iterations 0" "--graphs rnnlm --iterations 1" \
-           "--pretrained /nonexistent.pt --iterations 0" "--grouper nope"; do
+           "--pretrained /nonexistent.pt --iterations 0" "--grouper nope" "--grouper learned --project-baselines"; do
   set +e
   # shellcheck disable=SC2086
   "$PLACESIM" train --graph rnnlm --cluster paper-2gpu $bad >"$tmp/bad.out" 2>"$tmp/bad.err"
