@@ -1,4 +1,6 @@
 // placesim: simulate placed training steps on heterogeneous clusters. See README.md.
+#include <malloc.h>
+
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -8,6 +10,14 @@
 
 int main(int argc, char** argv) {
   using namespace placesim;
+  // Keep freed memory in the process instead of returning it to the kernel. glibc maps every
+  // block above a (dynamic) threshold afresh and trims the heap top on free; a training step
+  // allocates and frees megabyte tensors and gradient buffers every iteration, and on this VM
+  // each fresh page costs a fault of ~10 us: 4 MB of gradients took 10 ms to copy into a new
+  // vector, and a 2-rank gradient exchange 40-80 ms instead of 4-9 ms (docs/performance.md).
+  // Blocks above 32 MiB (glibc's ceiling for this threshold) are still mapped.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"placesim: predict the step time of a placed training graph on a GPU/CPU cluster"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "placesim 0.1.0");
