@@ -45,46 +45,66 @@ std::uint64_t splitmix64(std::uint64_t x) {
 }
 
 template <typename T>
+std::vector<T> add_in_order(const std::vector<std::vector<T>>& shards) {
+  if (shards.empty()) return {};
+  std::vector<T> acc = shards.front();
+  for (std::size_t s = 1; s < shards.size(); ++s) {
+    if (shards[s].size() != acc.size())
+      throw std::logic_error("sum_shards_fixed_order: shards of different sizes");
+    for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += shards[s][i];
+  }
+  return acc;
+}
+
+// A reduce-scatter and an all-gather, as a ring all-reduce does, but with the order of the
+// additions fixed: the n elements are cut into one chunk per rank; every rank sends chunk q of
+// each of its shards to rank q (one all-to-all), rank q adds the chunk over all shards in shard
+// order (rank order, then the rank's own order, which is shard order under a ShardPlan), and an
+// all-gather puts the summed chunks together. Every element is added in the same order as one
+// process adding whole shards, so the bits agree; each rank sends and receives about 2n elements
+// whatever the rank count, and the additions are spread over the ranks.
+template <typename T>
 std::vector<T> sum_impl(const SweepComm* comm, const std::vector<std::vector<T>>& mine) {
-  if (comm == nullptr || comm->size() == 1) {
-    if (mine.empty()) return {};
-    std::vector<T> acc = mine.front();
-    for (std::size_t s = 1; s < mine.size(); ++s) {
-      if (mine[s].size() != acc.size())
-        throw std::logic_error("sum_shards_fixed_order: shards of different sizes");
-      for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += mine[s][i];
-    }
-    return acc;
-  }
-  // Rank 0 adds every shard in shard order and sends the sum back: one gather, one broadcast.
-  std::string packed;
+  if (comm == nullptr || comm->size() == 1) return add_in_order(mine);
+  if (mine.empty()) throw std::logic_error("sum_shards_fixed_order: a rank holds no shard");
+  const std::size_t n = mine.front().size();
   for (const auto& v : mine)
-    packed.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-  const std::vector<std::string> all = comm->gather(packed);
-  const std::size_t n = mine.empty() ? 0 : mine.front().size();
-  std::string sum;
-  if (comm->rank() == 0) {
-    std::vector<T> acc;
-    bool first = true;
-    std::vector<T> part(n);
-    for (const std::string& blob : all) {
-      if (n == 0 || blob.size() % (n * sizeof(T)) != 0)
-        throw std::logic_error("sum_shards_fixed_order: ranks passed different sizes");
-      for (std::size_t off = 0; off < blob.size(); off += n * sizeof(T)) {
-        std::memcpy(part.data(), blob.data() + off, n * sizeof(T));
-        if (first) {
-          acc = part;
-          first = false;
-        } else {
-          for (std::size_t i = 0; i < n; ++i) acc[i] += part[i];
-        }
-      }
-    }
-    sum.assign(reinterpret_cast<const char*>(acc.data()), acc.size() * sizeof(T));
+    if (v.size() != n) throw std::logic_error("sum_shards_fixed_order: shards of different sizes");
+  const auto ranks = static_cast<std::size_t>(comm->size());
+  const std::size_t chunk = (n + ranks - 1) / ranks;
+  auto chunk_begin = [&](std::size_t q) { return std::min(n, q * chunk); };
+  std::vector<std::string> to_each(ranks);
+  for (std::size_t q = 0; q < ranks; ++q) {
+    const std::size_t b = chunk_begin(q), e = chunk_begin(q + 1);
+    to_each[q].reserve(mine.size() * (e - b) * sizeof(T));
+    for (const auto& v : mine)
+      to_each[q].append(reinterpret_cast<const char*>(v.data() + b), (e - b) * sizeof(T));
   }
-  sum = comm->broadcast(sum);
-  std::vector<T> out(sum.size() / sizeof(T));
-  std::memcpy(out.data(), sum.data(), sum.size());
+  const std::vector<std::string> got = comm->alltoall(to_each);
+  const auto me = static_cast<std::size_t>(comm->rank());
+  const std::size_t len = chunk_begin(me + 1) - chunk_begin(me);
+  std::vector<std::vector<T>> parts;
+  for (const std::string& from : got) {
+    if (from.size() != mine.size() * len * sizeof(T))
+      throw std::logic_error("sum_shards_fixed_order: ranks passed different sizes");
+    for (std::size_t off = 0; off < from.size(); off += len * sizeof(T)) {
+      std::vector<T> part(len);
+      std::memcpy(part.data(), from.data() + off, len * sizeof(T));
+      parts.push_back(std::move(part));
+    }
+  }
+  const std::vector<T> my_sum = len == 0 ? std::vector<T>{} : add_in_order(parts);
+  const std::vector<std::string> sums = comm->allgather(
+      std::string(reinterpret_cast<const char*>(my_sum.data()), my_sum.size() * sizeof(T)));
+  std::vector<T> out(n);
+  std::size_t at = 0;
+  for (const std::string& s : sums) {
+    if (at + s.size() / sizeof(T) > n || s.size() % sizeof(T) != 0)
+      throw std::logic_error("sum_shards_fixed_order: a rank's sum has the wrong size");
+    std::memcpy(out.data() + at, s.data(), s.size());
+    at += s.size() / sizeof(T);
+  }
+  if (at != n) throw std::logic_error("sum_shards_fixed_order: summed chunks do not cover the vector");
   return out;
 }
 }  // namespace
@@ -97,27 +117,7 @@ std::uint64_t sample_seed(std::uint64_t seed, std::int64_t iteration, std::int64
 
 std::vector<std::string> allgather(const SweepComm* comm, const std::string& mine) {
   if (comm == nullptr || comm->size() == 1) return {mine};
-  const std::vector<std::string> parts = comm->gather(mine);
-  // Rank 0 frames the parts as (8-byte length, bytes) so one broadcast carries them all.
-  std::string framed;
-  for (const std::string& p : parts) {
-    const std::uint64_t len = p.size();
-    framed.append(reinterpret_cast<const char*>(&len), sizeof len);
-    framed += p;
-  }
-  framed = comm->broadcast(framed);
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at + sizeof(std::uint64_t) <= framed.size()) {
-    std::uint64_t len = 0;
-    std::memcpy(&len, framed.data() + at, sizeof len);
-    at += sizeof len;
-    out.push_back(framed.substr(at, len));
-    at += len;
-  }
-  if (static_cast<int>(out.size()) != comm->size())
-    throw std::logic_error("allgather: broadcast lost a part");
-  return out;
+  return comm->allgather(mine);
 }
 
 std::vector<float> sum_shards_fixed_order(const SweepComm* comm,

@@ -44,14 +44,19 @@ class MpiComm : public SweepComm {
   [[nodiscard]] int size() const override { return rt_.size(); }
   [[nodiscard]] std::string broadcast(const std::string& from_root) const override;
   [[nodiscard]] std::vector<std::string> gather(const std::string& mine) const override;
+  [[nodiscard]] std::vector<std::string> allgather(const std::string& mine) const override;
+  [[nodiscard]] std::vector<std::string> alltoall(
+      const std::vector<std::string>& to_each) const override;
+  void send(int to, const std::string& message) const override;
+  [[nodiscard]] std::pair<int, std::string> receive() const override;
   void barrier() const;
 
  private:
   const MpiRuntime& rt_;
 };
 
-/// Sums `data` over all ranks in a fixed order: gathered to rank 0, added in rank order
-/// (rank 0 + rank 1 + ...), broadcast back. Every rank ends with identical bits, and the
+/// Sums `data` over all ranks in a fixed order (rank 0 + rank 1 + ...) as
+/// sum_shards_fixed_order does, one shard per rank. Every rank ends with identical bits, and the
 /// result does not depend on MPI's reduction tree. Sizes must agree on every rank.
 void allreduce_sum_fixed_order(const SweepComm& comm, std::vector<float>& data);
 void allreduce_sum_fixed_order(const SweepComm& comm, std::vector<double>& data);

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -15,6 +18,9 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -588,12 +594,6 @@ std::optional<std::vector<std::string>> split_csv_line(const std::string& line) 
   return out;
 }
 
-int rank_of_todo(std::size_t position, int ranks) {
-  const auto n = static_cast<std::size_t>(std::max(1, ranks));
-  const std::size_t at = position % n;
-  return static_cast<int>((position / n) % 2 == 0 ? at : n - 1 - at);
-}
-
 SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
                         const std::string& csv_path, const SweepRunOptions& options) {
   const SweepComm single;
@@ -659,32 +659,21 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
   Progress progress(root ? options.progress : nullptr, points.size(), stats.skipped);
 
   tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
+  const int threads = std::max(1, arena.max_concurrency());
   const std::size_t limit = options.stop_after;
-  // Rounds bound what an interrupted multi-rank sweep loses (the other ranks' rows reach rank
-  // 0's journal once per round), but each round ends with a gather that waits for the slowest
-  // rank: with 20 rounds of 16 points the 192-point bench_throughput_large ran at 69% efficiency
-  // on 2 ranks, with one round at 95%. Four rounds keep most of that and lose at most a quarter.
-  std::size_t per_round = std::max<std::size_t>(
-      static_cast<std::size_t>(size) * static_cast<std::size_t>(std::max(1, arena.max_concurrency())) * 8,
-      todo.size() / 4 + 1);
-  if (size == 1) per_round = std::max<std::size_t>(todo.size(), 1);
+  // The positions in `todo` this run may evaluate: all, or the first `limit` (tests of resume).
+  const std::size_t to_hand_out = limit ? std::min(limit, todo.size()) : todo.size();
 
-  bool stopped = false;
-  for (std::size_t begin = 0; begin < todo.size() && !stopped; begin += per_round) {
-    const std::size_t end = std::min(todo.size(), begin + per_round);
-    std::vector<std::size_t> mine;
-    for (std::size_t k = begin; k < end; ++k)
-      if (rank_of_todo(k, size) == rank) mine.push_back(todo[k]);
-    if (limit && size == 1 && mine.size() > limit - stats.evaluated)
-      mine.resize(limit - stats.evaluated);
-
-    std::vector<std::string> lines(mine.size());
+  // Evaluates todo[begin, end) on this rank's threads; on rank 0 each row is journaled as it
+  // finishes. Returns the rows in position order.
+  auto evaluate_range = [&](std::size_t begin, std::size_t end) {
+    std::vector<std::string> lines(end - begin);
     arena.execute([&] {
       tbb::parallel_for(
-          tbb::blocked_range<std::size_t>(0, mine.size(), 1),
+          tbb::blocked_range<std::size_t>(begin, end, 1),
           [&](const tbb::blocked_range<std::size_t>& r) {
             for (std::size_t k = r.begin(); k != r.end(); ++k) {
-              const SweepPoint& p = points[mine[k]];
+              const SweepPoint& p = points[todo[k]];
               PointResult res;
               try {
                 res = evaluate(p);
@@ -692,37 +681,101 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
                 res = PointResult{};
                 res.error = e.what();
               }
-              lines[k] = csv_row(p, res);
+              lines[k - begin] = csv_row(p, res);
               if (root) {
                 const std::lock_guard lock(journal_mutex);
-                journal << lines[k] << "\n" << std::flush;
-                fresh_rows[mine[k]] = lines[k];
+                journal << lines[k - begin] << "\n" << std::flush;
+                fresh_rows[todo[k]] = lines[k - begin];
                 progress.advance(1);
               }
             }
           },
           tbb::simple_partitioner());
     });
+    return lines;
+  };
 
-    // Rows of the other ranks reach rank 0 once per round.
-    std::vector<std::pair<std::size_t, std::string>> out;
-    for (std::size_t k = 0; k < mine.size(); ++k) out.emplace_back(mine[k], lines[k]);
-    const std::vector<std::string> gathered = comm.gather(root ? std::string() : encode_results(out));
-    std::size_t round_count = mine.size();
-    if (root) {
-      for (std::size_t r = 1; r < gathered.size(); ++r)
-        for (auto& [i, line] : decode_results(gathered[r])) {
+  if (size == 1) {
+    evaluate_range(0, to_hand_out);
+    stats.evaluated = to_hand_out;
+  } else if (root) {
+    // The work queue. Points differ in cost (GPU count, method: HEFT costs 2.3x the expert on
+    // bench_throughput.yaml), so a fixed deal leaves one rank idle at the end of every round of
+    // collectives (80% efficiency on 2 ranks with 4 rounds, 66-69% with 20). Here a rank asks for
+    // more when it is done: guided chunks, a quarter of what is left per rank and at least one
+    // point per thread, so requests are few at first and the last chunks are single points.
+    // The main thread only serves requests (waiting politely between them, no core spent) while
+    // a second thread evaluates rank 0's own chunks, so a request never waits for a chunk.
+    std::mutex queue_mutex;
+    std::size_t next = 0;
+    auto take = [&](std::size_t at_least) -> std::pair<std::size_t, std::size_t> {
+      const std::lock_guard lock(queue_mutex);
+      const std::size_t left = to_hand_out - next;
+      const std::size_t want = (left + 4 * static_cast<std::size_t>(size) - 1) /
+                               (4 * static_cast<std::size_t>(size));
+      const std::size_t n = std::min(left, std::max(want, at_least));
+      next += n;
+      return {next - n, next};
+    };
+    std::exception_ptr local_error;
+    std::thread local([&] {
+      try {
+        for (auto [b, e] = take(static_cast<std::size_t>(threads)); b < e;
+             std::tie(b, e) = take(static_cast<std::size_t>(threads)))
+          evaluate_range(b, e);
+      } catch (...) {
+        local_error = std::current_exception();
+      }
+    });
+    int working = size - 1;
+    while (working > 0) {
+      auto [from, message] = comm.receive();
+      // "R<threads>\n<rows of the previous chunk>": a request, with what the last one gave.
+      const std::size_t eol = message.find('\n');
+      if (message.empty() || message[0] != 'R' || eol == std::string::npos)
+        throw std::logic_error("run_sweep: unexpected message from rank " + std::to_string(from));
+      const std::size_t their_threads = std::stoull(message.substr(1, eol - 1));
+      {
+        const std::lock_guard lock(journal_mutex);
+        for (auto& [i, line] : decode_results(message.substr(eol + 1))) {
           journal << line << "\n";
           fresh_rows[i] = std::move(line);
-          ++round_count;
           progress.advance(1);
         }
-      journal.flush();
+        journal.flush();
+      }
+      const auto [b, e] = take(std::max<std::size_t>(1, their_threads));
+      if (b == e) {
+        comm.send(from, "D");
+        --working;
+      } else {
+        comm.send(from, "C" + std::to_string(b) + " " + std::to_string(e));
+      }
     }
-    if (size > 1) round_count = end - begin;
-    stats.evaluated += round_count;
-    if (limit && stats.evaluated >= limit) stopped = true;
+    local.join();
+    if (local_error) std::rethrow_exception(local_error);
+    stats.evaluated = to_hand_out;
+    if (fresh_rows.size() != to_hand_out)
+      throw std::logic_error("run_sweep: " + std::to_string(fresh_rows.size()) + " rows for " +
+                             std::to_string(to_hand_out) + " points handed out");
+  } else {
+    std::vector<std::pair<std::size_t, std::string>> rows;
+    for (;;) {
+      comm.send(0, "R" + std::to_string(threads) + "\n" + encode_results(rows));
+      rows.clear();
+      const auto [from, message] = comm.receive();
+      if (message == "D") break;
+      std::size_t b = 0, e = 0;
+      std::istringstream is(message.substr(1));
+      if (from != 0 || message.empty() || message[0] != 'C' || !(is >> b >> e) || b > e ||
+          e > todo.size())
+        throw std::logic_error("run_sweep: unexpected message from rank " + std::to_string(from));
+      const std::vector<std::string> lines = evaluate_range(b, e);
+      for (std::size_t k = b; k < e; ++k) rows.emplace_back(todo[k], lines[k - b]);
+      stats.evaluated += e - b;
+    }
   }
+  const bool stopped = to_hand_out < todo.size();
 
   stats.completed = !stopped || stats.evaluated + stats.skipped >= stats.total;
   if (root && stats.completed) {
@@ -745,6 +798,64 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
   }
   stats.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return stats;
+}
+
+namespace {
+// Rank 0's framing for the defaults below: (8-byte length, bytes) per part.
+std::string frame(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) {
+    const std::uint64_t len = p.size();
+    out.append(reinterpret_cast<const char*>(&len), sizeof len);
+    out += p;
+  }
+  return out;
+}
+std::vector<std::string> unframe(const std::string& framed) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at + sizeof(std::uint64_t) <= framed.size()) {
+    std::uint64_t len = 0;
+    std::memcpy(&len, framed.data() + at, sizeof len);
+    at += sizeof len;
+    if (len > framed.size() - at) throw std::logic_error("SweepComm: truncated frame");
+    out.push_back(framed.substr(at, len));
+    at += len;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> SweepComm::allgather(const std::string& mine) const {
+  if (size() == 1) return {mine};
+  std::vector<std::string> out = unframe(broadcast(frame(gather(mine))));
+  if (static_cast<int>(out.size()) != size())
+    throw std::logic_error("SweepComm::allgather: a part was lost");
+  return out;
+}
+
+void SweepComm::send(int /*to*/, const std::string& /*message*/) const {
+  throw std::logic_error("SweepComm::send: this comm has no point-to-point messages");
+}
+
+std::pair<int, std::string> SweepComm::receive() const {
+  throw std::logic_error("SweepComm::receive: this comm has no point-to-point messages");
+}
+
+std::vector<std::string> SweepComm::alltoall(const std::vector<std::string>& to_each) const {
+  if (static_cast<int>(to_each.size()) != size())
+    throw std::logic_error("SweepComm::alltoall: one part per rank expected");
+  if (size() == 1) return to_each;
+  // Every rank's parts reach every rank, which keeps those sent to it: simple, not cheap.
+  const std::vector<std::string> all = allgather(frame(to_each));
+  std::vector<std::string> out;
+  for (const std::string& from : all) {
+    std::vector<std::string> parts = unframe(from);
+    if (static_cast<int>(parts.size()) != size())
+      throw std::logic_error("SweepComm::alltoall: a part was lost");
+    out.push_back(std::move(parts[static_cast<std::size_t>(rank())]));
+  }
+  return out;
 }
 
 }  // namespace placesim::policy

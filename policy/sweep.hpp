@@ -132,6 +132,18 @@ class SweepComm {
   [[nodiscard]] virtual std::vector<std::string> gather(const std::string& mine) const {
     return {mine};
   }
+  /// Every rank's string, in rank order, on every rank. The default is gather + broadcast;
+  /// the MPI one is MPI_Allgatherv.
+  [[nodiscard]] virtual std::vector<std::string> allgather(const std::string& mine) const;
+  /// `to_each` holds one string per rank: part r goes to rank r. Returns what every rank sent to
+  /// this one, in rank order. The default goes through rank 0; the MPI one is MPI_Alltoallv.
+  [[nodiscard]] virtual std::vector<std::string> alltoall(
+      const std::vector<std::string>& to_each) const;
+  /// Point to point, for run_sweep's work queue: sends `message` to rank `to` (it may wait until
+  /// the receiver takes it). Only multi-rank comms need these; the defaults throw.
+  virtual void send(int to, const std::string& message) const;
+  /// The next message sent to this rank by any rank, as {sender, message}; waits for one.
+  [[nodiscard]] virtual std::pair<int, std::string> receive() const;
 };
 
 struct SweepRunOptions {
@@ -153,17 +165,12 @@ struct SweepRunStats {
   bool completed = false;                  ///< the final CSV was written
 };
 
-/// The rank that evaluates the `position`-th point still to do: dealt like cards, one to each
-/// rank, back and forth (0 1 1 0 0 1 ... for two ranks). Neighbouring points differ in only
-/// the innermost axis or method (e.g. expert, heft, expert, heft), so a plain round-robin would
-/// give one rank every expert point and the other every HEFT point; the back-and-forth deal
-/// gives each rank half of every pair.
-int rank_of_todo(std::size_t position, int ranks);
-
 /// Evaluates the points not yet in `csv_path` (or its journal `csv_path + ".partial"`) and
-/// writes `csv_path` in point order. Every rank calls it with the same spec; the points left to
-/// do are dealt to ranks by rank_of_todo; only rank 0 touches files. Throws sim::InputError if an existing CSV has
-/// other columns than this spec's.
+/// writes `csv_path` in point order. Every rank calls it with the same spec; on several ranks
+/// rank 0 hands out chunks of the points left to do on request (a work queue: guided chunks, a
+/// quarter of what is left per rank, shrinking to one point) and journals the rows that come
+/// back; only rank 0 touches files. Throws sim::InputError if an existing CSV has other columns
+/// than this spec's.
 SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
                         const std::string& csv_path, const SweepRunOptions& options = {});
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `placesim sweep` end to end: a small sweep on 1 and 2 threads gives identical CSVs; a run
 # interrupted (rows missing from the CSV, a cut line in its journal) resumes to the same file
-# evaluating only what was missing; 2 MPI ranks give the same CSV; bad specs exit 2 with one line.
+# evaluating only what was missing; 2 MPI ranks, and 3 resuming, give the same CSV; bad specs exit 2 with one line.
 set -u
 PLACESIM=${1:?usage: sweep_test.sh PATH_TO_placesim}
 SRC=${PLACESIM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -51,6 +51,13 @@ if command -v mpirun >/dev/null 2>&1; then
     echo "SKIP: placesim built without MPI" >&2
   elif grep -q "on 2 rank(s)" "$T/err"; then
     cmp -s "$T/a.csv" "$T/m.csv" || fail "2 MPI ranks differ from 1 process: $(diff "$T/a.csv" "$T/m.csv" | head -4)"
+    # The work queue resumes an interrupted sweep too, on 3 ranks with 2 threads each.
+    head -10 "$T/a.csv" > "$T/n.csv.partial"
+    mpirun --allow-run-as-root --oversubscribe -np 3 "$PLACESIM" sweep "$T/spec.yaml" -o "$T/n.csv" --threads 2 -q \
+      >/dev/null 2>"$T/err" || { cat "$T/err"; fail "3-rank resume"; }
+    grep -q "24 points (9 already in" "$T/err" || fail "3-rank resume did not skip 9 points: $(cat "$T/err")"
+    grep -q "15 evaluated on 3 rank(s)" "$T/err" || fail "3-rank resume did not evaluate 15 points: $(cat "$T/err")"
+    cmp -s "$T/a.csv" "$T/n.csv" || fail "3 MPI ranks after resume differ from 1 process: $(diff "$T/a.csv" "$T/n.csv" | head -4)"
   else
     fail "mpirun -np 2 did not run on 2 ranks: $(cat "$T/err")"
   fi

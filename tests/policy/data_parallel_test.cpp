@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -125,6 +126,42 @@ TEST(SumShards, TwoRanksGiveTheSameBitsOnEveryRank) {
     ASSERT_EQ(r.size(), single.size());
     EXPECT_EQ(std::memcmp(r.data(), single.data(), r.size() * sizeof(float)), 0);
   }
+}
+
+// The reduce-scatter cuts the vector into one chunk per rank; lengths that the rank count does
+// not divide, and vectors shorter than the rank count (the entropy's single number), leave
+// uneven and empty chunks, which must still give one process's bits.
+TEST(SumShards, AnyRankCountAndLengthGiveTheSingleProcessBits) {
+  for (const std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{1000}}) {
+    std::vector<std::vector<float>> s(4, std::vector<float>(n));
+    for (std::size_t sh = 0; sh < 4; ++sh)
+      for (std::size_t i = 0; i < n; ++i)  // magnitudes 1e-3..1e7: the order of addition shows
+        s[sh][i] = static_cast<float>((sh % 2 ? -1.0 : 1.0) * std::pow(10.0, static_cast<double>((i + 3 * sh) % 11) - 3.0) *
+                                      (1.0 + 0.1234567 * static_cast<double>(i)));
+    const std::vector<float> single = sum_shards_fixed_order(nullptr, s);
+    for (const int ranks : {2, 4}) {
+      const auto per_rank = on_ranks<std::vector<float>>(ranks, [&](const SweepComm& comm) {
+        const ShardPlan plan(8, 4, comm.rank(), comm.size());
+        std::vector<std::vector<float>> mine(s.begin() + plan.first_shard(), s.begin() + plan.end_shard());
+        return sum_shards_fixed_order(&comm, mine);
+      });
+      for (const auto& r : per_rank) {
+        ASSERT_EQ(r.size(), n) << ranks << " ranks";
+        EXPECT_EQ(std::memcmp(r.data(), single.data(), n * sizeof(float)), 0) << n << " elements, " << ranks << " ranks";
+      }
+    }
+  }
+}
+
+TEST(Alltoall, PartRGoesToRankR) {
+  const auto got = on_ranks<std::vector<std::string>>(3, [](const SweepComm& comm) {
+    std::vector<std::string> to_each;
+    for (int q = 0; q < comm.size(); ++q) to_each.push_back(std::to_string(comm.rank()) + ">" + std::to_string(q));
+    return comm.alltoall(to_each);
+  });
+  for (int q = 0; q < 3; ++q)
+    EXPECT_EQ(got[static_cast<size_t>(q)],
+              (std::vector<std::string>{"0>" + std::to_string(q), "1>" + std::to_string(q), "2>" + std::to_string(q)}));
 }
 
 TEST(Allgather, EveryRankGetsEveryPartInRankOrder) {
