@@ -83,17 +83,26 @@ std::vector<T> sum_impl(const SweepComm* comm, const std::vector<std::vector<T>>
   const std::vector<std::string> got = comm->alltoall(to_each);
   const auto me = static_cast<std::size_t>(comm->rank());
   const std::size_t len = chunk_begin(me + 1) - chunk_begin(me);
-  std::vector<std::vector<T>> parts;
+  // Added straight from the received bytes, shard after shard (no copy per shard).
+  std::vector<T> my_sum(len);
+  bool first = true;
   for (const std::string& from : got) {
     if (from.size() != mine.size() * len * sizeof(T))
       throw std::logic_error("sum_shards_fixed_order: ranks passed different sizes");
     for (std::size_t off = 0; off < from.size(); off += len * sizeof(T)) {
-      std::vector<T> part(len);
-      std::memcpy(part.data(), from.data() + off, len * sizeof(T));
-      parts.push_back(std::move(part));
+      const char* part = from.data() + off;
+      if (first) {
+        std::memcpy(my_sum.data(), part, len * sizeof(T));
+        first = false;
+        continue;
+      }
+      for (std::size_t i = 0; i < len; ++i) {
+        T v;
+        std::memcpy(&v, part + i * sizeof(T), sizeof(T));
+        my_sum[i] += v;
+      }
     }
   }
-  const std::vector<T> my_sum = len == 0 ? std::vector<T>{} : add_in_order(parts);
   const std::vector<std::string> sums = comm->allgather(
       std::string(reinterpret_cast<const char*>(my_sum.data()), my_sum.size() * sizeof(T)));
   std::vector<T> out(n);
