@@ -728,29 +728,39 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
       }
     });
     int working = size - 1;
-    while (working > 0) {
-      auto [from, message] = comm.receive();
-      // "R<threads>\n<rows of the previous chunk>": a request, with what the last one gave.
-      const std::size_t eol = message.find('\n');
-      if (message.empty() || message[0] != 'R' || eol == std::string::npos)
-        throw std::logic_error("run_sweep: unexpected message from rank " + std::to_string(from));
-      const std::size_t their_threads = std::stoull(message.substr(1, eol - 1));
-      {
-        const std::lock_guard lock(journal_mutex);
-        for (auto& [i, line] : decode_results(message.substr(eol + 1))) {
-          journal << line << "\n";
-          fresh_rows[i] = std::move(line);
-          progress.advance(1);
+    try {
+      while (working > 0) {
+        auto [from, message] = comm.receive();
+        // "R<threads>\n<rows of the previous chunk>": a request, with what the last one gave.
+        const std::size_t eol = message.find('\n');
+        if (message.empty() || message[0] != 'R' || eol == std::string::npos)
+          throw std::logic_error("run_sweep: unexpected message from rank " + std::to_string(from));
+        const std::size_t their_threads = std::stoull(message.substr(1, eol - 1));
+        {
+          const std::lock_guard lock(journal_mutex);
+          for (auto& [i, line] : decode_results(message.substr(eol + 1))) {
+            journal << line << "\n";
+            fresh_rows[i] = std::move(line);
+            progress.advance(1);
+          }
+          journal.flush();
         }
-        journal.flush();
+        const auto [b, e] = take(std::max<std::size_t>(1, their_threads));
+        if (b == e) {
+          comm.send(from, "D");
+          --working;
+        } else {
+          comm.send(from, "C" + std::to_string(b) + " " + std::to_string(e));
+        }
       }
-      const auto [b, e] = take(std::max<std::size_t>(1, their_threads));
-      if (b == e) {
-        comm.send(from, "D");
-        --working;
-      } else {
-        comm.send(from, "C" + std::to_string(b) + " " + std::to_string(e));
+    } catch (...) {
+      // Stop handing out chunks, so that rank 0's own thread ends with its current one.
+      {
+        const std::lock_guard lock(queue_mutex);
+        next = to_hand_out;
       }
+      local.join();
+      throw;
     }
     local.join();
     if (local_error) std::rethrow_exception(local_error);
