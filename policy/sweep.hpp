@@ -205,6 +205,10 @@ void set_host_link_bandwidth(sim::Cluster& c, sim::Bandwidth bw);
 void set_peer_access(sim::Cluster& c, bool on);
 void set_gpu_memory(sim::Cluster& c, sim::Bytes capacity);
 
+/// Whether any method of the spec is a short RL run (`rl:...`), which needs LibTorch. Throws
+/// sim::InputError for a malformed one, as SimulationEvaluator does.
+bool uses_rl(const SweepSpec& spec);
+
 /// The real evaluator (sweep_eval.cpp): builds the point's cluster (cached per axis values),
 /// takes the workload's graph (all loaded up front), makes the placement with make_placement
 /// (the best of the candidates for a best-of method) and simulates it. Thread-safe.

@@ -106,6 +106,13 @@ auto rank_of(const PointResult& r) { return std::make_tuple(r.unreachable, r.oom
 
 }  // namespace
 
+bool uses_rl(const SweepSpec& spec) {
+  for (std::size_t m = 0; m < spec.methods.size(); ++m)
+    for (const std::string& c : spec.methods[m].candidates)
+      if (parse_rl(c, spec.origin, "methods[" + std::to_string(m) + "]")) return true;
+  return false;
+}
+
 SimulationEvaluator::SimulationEvaluator(const SweepSpec& spec) : impl_(std::make_unique<Impl>()) {
   impl_->spec = spec;
   for (std::size_t m = 0; m < spec.methods.size(); ++m)

@@ -90,6 +90,14 @@ void register_sweep(CLI::App& app) {
   cmd->add_flag("--retry-errors", args->retry_errors,
                 "evaluate again the points whose rows in the CSV carry an error");
   cmd->callback([args] {
+#ifndef PLACESIM_WITH_TORCH
+    // rl: methods are LibTorch's: hand over to placesim-torch before MPI starts (a bad spec is
+    // reported below, by this build, like any other).
+    try {
+      if (policy::uses_rl(policy::load_sweep_spec(args->spec))) exec_torch_build();
+    } catch (const sim::InputError&) {
+    }
+#endif
     policy::MpiRuntime mpi;
     policy::MpiComm comm(mpi);
     refuse_mpirun_without_mpi(mpi);

@@ -36,4 +36,9 @@ void refuse_mpirun_without_mpi(const policy::MpiRuntime& mpi);
 
 namespace placesim::tools {
 void register_import_topo(CLI::App& import_cmd);   // cmd_import_topo.cpp (calibration owner)
+
+/// In the LibTorch-free `placesim`: replaces this process with `placesim-torch` from the same
+/// folder, same arguments (torch_exec.cpp). Returns only if there is none, or in a build that
+/// has LibTorch itself; the caller then answers as a build without LibTorch does.
+void exec_torch_build();
 }  // namespace placesim::tools

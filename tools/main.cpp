@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string_view>
 
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
   // Blocks above 32 MiB (glibc's ceiling for this threshold) are still mapped.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // `train` is LibTorch's; everything else starts without loading it (tools/CMakeLists.txt).
+  if (argc > 1 && std::string_view(argv[1]) == "train") tools::exec_torch_build();
   CLI::App app{"placesim: predict the step time of a placed training graph on a GPU/CPU cluster"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "placesim 0.1.0");
