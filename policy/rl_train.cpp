@@ -102,6 +102,9 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
     throw sim::InputError("<flag --minutes>", "", "a non-negative number of minutes");
 
   if (config.grouper == Grouper::Learned) return train_hierarchical(graph, cluster, config);
+  // Before the grouping, which runs Scotch: a bad --shards is known without it.
+  (void)ShardPlan(config.rl.samples, config.rl.shards, config.comm ? config.comm->rank() : 0,
+                  config.comm ? config.comm->size() : 1);
   const models::Grouping grouping = policy_grouping(graph, cluster, config);
   // A pretrained policy reads features in its own op-type vocabulary.
   const std::vector<std::string> vocab =

@@ -376,8 +376,13 @@ void register_train(CLI::App& app) {
     try {
       run_train(*a, comm);
     } catch (const sim::InputError&) {
-      // Every rank meets the same bad input; one line from rank 0 is enough.
-      if (comm.rank() != 0) throw CliExit{2};
+      // Every rank meets the same bad input; one line from rank 0 is enough. The others wait a
+      // moment before exiting: mpirun aborts the job when the first rank exits non-zero, which
+      // could otherwise be before rank 0 has printed the line.
+      if (comm.rank() != 0) {
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        throw CliExit{2};
+      }
       throw;
     }
     // Ranks leave together (polling with sleeps), so no rank spins in MPI_Finalize while rank 0
