@@ -629,9 +629,25 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
       error_text = e.what();
     }
     if (error_text.empty()) {
-      std::ostringstream os;
+      std::vector<std::size_t> left;
       for (const auto& p : points)
-        if (!known.by_key.count(p.key())) os << p.index << "\n";
+        if (!known.by_key.count(p.key())) left.push_back(p.index);
+      if (options.cost_hint) {
+        // Most expensive first; ties keep point order. A point whose cost cannot be guessed
+        // (its cluster cannot be built: its row will record the error) counts as free. Nothing
+        // may escape here: the other ranks are waiting in the broadcast below.
+        std::vector<double> cost(points.size(), 0.0);
+        for (std::size_t i : left) {
+          try {
+            cost[i] = options.cost_hint(points[i]);
+          } catch (const std::exception&) {
+          }
+        }
+        std::stable_sort(left.begin(), left.end(),
+                         [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+      }
+      std::ostringstream os;
+      for (std::size_t i : left) os << i << "\n";
       todo_text = os.str();
     } else {
       todo_text = "!" + error_text;

@@ -155,6 +155,10 @@ struct SweepRunOptions {
   std::size_t stop_after = 0;
   /// Evaluate again the points whose rows carry an error (e.g. after installing what was missing).
   bool retry_errors = false;
+  /// A guess of each point's relative cost (any unit). When given, points are handed out most
+  /// expensive first, so that a sweep ends on its cheapest points and no worker is left with a
+  /// long one while the others idle (longest processing time first). The CSV does not change.
+  std::function<double(const SweepPoint&)> cost_hint;
 };
 
 struct SweepRunStats {
@@ -220,6 +224,10 @@ class SimulationEvaluator {
   SimulationEvaluator(const SimulationEvaluator&) = delete;
   SimulationEvaluator& operator=(const SimulationEvaluator&) = delete;
   [[nodiscard]] PointResult operator()(const SweepPoint& point) const;
+  /// What a point costs to evaluate, roughly: the graph's ops x the cluster's devices x the
+  /// method's candidates (an rl: candidate counts its iterations x 16 samples). For
+  /// SweepRunOptions::cost_hint; builds (and caches) the point's cluster.
+  [[nodiscard]] double cost_hint(const SweepPoint& point) const;
 
  private:
   struct Impl;

@@ -130,6 +130,17 @@ SimulationEvaluator::SimulationEvaluator(const SweepSpec& spec) : impl_(std::mak
 
 SimulationEvaluator::~SimulationEvaluator() = default;
 
+double SimulationEvaluator::cost_hint(const SweepPoint& p) const {
+  const double ops = static_cast<double>(impl_->graphs.at(p.workload).ops.size());
+  const double devices = static_cast<double>(impl_->cluster_for(p)->devices.size());
+  double candidates = 0.0;
+  for (const std::string& name : impl_->spec.methods.at(p.method).candidates) {
+    const auto rl = parse_rl(name, impl_->spec.origin, "methods");
+    candidates += rl ? 16.0 * rl->iterations : 1.0;
+  }
+  return ops * devices * candidates;
+}
+
 PointResult SimulationEvaluator::operator()(const SweepPoint& p) const {
   const auto cluster = impl_->cluster_for(p);
   const sim::Graph& graph = impl_->graphs.at(p.workload);

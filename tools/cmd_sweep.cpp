@@ -116,6 +116,7 @@ void register_sweep(CLI::App& app) {
       }
       opt.comm = &comm;
       opt.retry_errors = args->retry_errors;
+      opt.cost_hint = [&](const policy::SweepPoint& p) { return evaluator.cost_hint(p); };
       if (!args->quiet) opt.progress = &std::cerr;
       const policy::SweepRunStats st =
           policy::run_sweep(spec, [&](const policy::SweepPoint& p) { return evaluator(p); }, out, opt);

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <filesystem>
 #include <fstream>
@@ -328,6 +329,29 @@ class ThreadComm : public SweepComm {
   Shared& s_;
   int rank_;
 };
+
+TEST_F(SweepTest, CostHintHandsOutTheMostExpensivePointsFirstAndKeepsTheCsv) {
+  const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
+  run_sweep(s, fake, path("plain.csv"), {});
+  // Guessed cost: the point's index modulo 5, so the order is 4 9 14 ... then 3 8 ... .
+  std::vector<std::size_t> order;
+  SweepRunOptions o;
+  o.threads = 1;
+  o.cost_hint = [](const SweepPoint& p) {
+    if (p.index == 6) throw std::runtime_error("a guess that fails counts as free");
+    return static_cast<double>(p.index % 5);
+  };
+  run_sweep(s, [&](const SweepPoint& p) { order.push_back(p.index); return fake(p); },
+            path("hinted.csv"), o);
+  ASSERT_EQ(order.size(), 48u);
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const auto cost = [](std::size_t i) { return i == 6 ? 0u : i % 5; };
+    EXPECT_TRUE(cost(order[k - 1]) > cost(order[k]) ||
+                (cost(order[k - 1]) == cost(order[k]) && order[k - 1] < order[k]))
+        << "position " << k << ": " << order[k - 1] << " then " << order[k];
+  }
+  EXPECT_EQ(read_file(path("hinted.csv")), read_file(path("plain.csv")));
+}
 
 TEST_F(SweepTest, RanksShareThePointsThroughTheQueueAndRankZeroWritesTheSameCsv) {
   SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
