@@ -1,4 +1,4 @@
-// The one file that calls MPI. Strings travel as (length, bytes); vectors as raw bytes.
+// The one file that calls MPI: collectives on strings, and the messages of the sweep work queue.
 #include "policy/mpi_util.hpp"
 
 #include <algorithm>
