@@ -205,10 +205,6 @@ struct Trainer::Impl {
     }
   }
 
-  double effective_step_s(const Evaluation& e) const {
-    if (!e.oom) return e.step_time_s;
-    return opt.oom_penalty * oom_reference_s * (1.0 + std::max(0.0, e.overflow));
-  }
 };
 
 namespace {
@@ -302,35 +298,13 @@ IterationStats Trainer::step() {
   exchange_samples(m.comm, placements, evals);
   st.reward_s = now_s() - t0;
 
-  std::vector<double> rewards(static_cast<size_t>(k));
-  double sum_ok = 0.0;
-  int ok = 0;
-  for (int s = 0; s < k; ++s) {
-    const Evaluation& e = evals[static_cast<size_t>(s)];
-    rewards[static_cast<size_t>(s)] = -std::sqrt(std::max(0.0, m.effective_step_s(e)));
-    if (!e.oom) {
-      sum_ok += e.step_time_s;
-      ++ok;
-      if (st.min_step_s == 0.0 || e.step_time_s < st.min_step_s) st.min_step_s = e.step_time_s;
-      // Strictly better only: the earliest of equal placements stays, so the result does not
-      // depend on anything but the sample order.
-      if (m.best.empty() || e.step_time_s < m.best_step_s) {
-        m.best = placements[static_cast<size_t>(s)];
-        m.best_step_s = e.step_time_s;
-      }
-    }
-  }
-  double mean_reward = 0.0;
-  for (double r : rewards) mean_reward += r;
-  mean_reward /= k;
-  if (!m.baseline_set) {
-    m.baseline = mean_reward;
-    m.baseline_set = true;
-  }
+  const SampleScores sc = score_samples(placements, evals, m.opt, m.oom_reference_s, st, m.best,
+                                        m.best_step_s, m.baseline, m.baseline_set);
+  const std::vector<double>& rewards = sc.rewards;
 
   t0 = now_s();
   {
-    const double scale = advantage_scale(rewards, mean_reward, m.opt.normalize_advantage);
+    const double scale = advantage_scale(rewards, sc.mean_reward, m.opt.normalize_advantage);
     // The encoder runs once; its outputs become leaves, so each shard's decoder pass (teacher
     // forcing its sampled sequences as one batch) yields that shard's gradient alone. The shard
     // gradients are summed in shard order across ranks, then the sum flows through the encoder.
@@ -406,13 +380,7 @@ IterationStats Trainer::step() {
   }
   st.grad_s = now_s() - t0;
 
-  m.baseline = m.opt.baseline_decay * m.baseline + (1.0 - m.opt.baseline_decay) * mean_reward;
-  st.baseline = m.baseline;
-  st.mean_reward = mean_reward;
-  st.mean_step_s = ok > 0 ? sum_ok / ok : 0.0;
-  st.oom_fraction = static_cast<double>(k - ok) / k;
-  st.best_step_s = m.best_step_s;
-  m.history.push_back(st);
+  finish_iteration(sc, m.opt, m.best_step_s, m.baseline, st, m.history);
   return st;
 }
 

@@ -3,6 +3,8 @@
 //
 //   pin_torch_to_one_thread();                    // first thing in every training entry point
 //   Evaluation e = evaluation_of(outcome);        // the reward oracle's view of a simulation
+//   SampleScores sc = score_samples(...);         // rewards, best placement, first baseline
+//   finish_iteration(sc, ...);                    // baseline update, the curve's row
 #pragma once
 
 #include <ATen/Parallel.h>
@@ -57,6 +59,64 @@ inline double advantage_scale(const std::vector<double>& rewards, double mean_re
   double var = 0.0;
   for (double r : rewards) var += (r - mean_reward) * (r - mean_reward);
   return 1.0 / std::max(std::sqrt(var / (k - 1)), 1e-3 * std::abs(mean_reward) + 1e-12);
+}
+
+/// An iteration's samples as REINFORCE sees them (score_samples).
+struct SampleScores {
+  std::vector<double> rewards;   ///< -sqrt(effective step time), one per sample
+  double mean_reward = 0.0;
+  double sum_ok = 0.0;           ///< step times of the samples that fit in memory, summed
+  int ok = 0;                    ///< how many fit
+};
+
+/// Scores an iteration's evaluated placements, as the placer and the learned grouper both do:
+/// reward -sqrt(step time), where a placement that does not fit counts as `oom_penalty x
+/// oom_reference_s x (1 + overflow)` (docs/rl.md, "OOM penalty"). Sets `st.min_step_s`; keeps the
+/// best fitting placement in `best` (strictly better only, so the earliest of equal placements
+/// stays and the result depends on nothing but the sample order); starts the moving-average
+/// baseline from the first iteration's mean.
+inline SampleScores score_samples(const std::vector<DevicesOfGroups>& placements,
+                                  const std::vector<Evaluation>& evals, const RlOptions& opt,
+                                  double oom_reference_s, IterationStats& st,
+                                  DevicesOfGroups& best, double& best_step_s, double& baseline,
+                                  bool& baseline_set) {
+  SampleScores sc;
+  for (std::size_t s = 0; s < evals.size(); ++s) {
+    const Evaluation& e = evals[s];
+    const double effective =
+        e.oom ? opt.oom_penalty * oom_reference_s * (1.0 + std::max(0.0, e.overflow)) : e.step_time_s;
+    sc.rewards.push_back(-std::sqrt(std::max(0.0, effective)));
+    if (e.oom) continue;
+    sc.sum_ok += e.step_time_s;
+    ++sc.ok;
+    if (st.min_step_s == 0.0 || e.step_time_s < st.min_step_s) st.min_step_s = e.step_time_s;
+    if (best.empty() || e.step_time_s < best_step_s) {
+      best = placements[s];
+      best_step_s = e.step_time_s;
+    }
+  }
+  for (double r : sc.rewards) sc.mean_reward += r;
+  if (!sc.rewards.empty()) sc.mean_reward /= static_cast<double>(sc.rewards.size());
+  if (!baseline_set) {
+    baseline = sc.mean_reward;
+    baseline_set = true;
+  }
+  return sc;
+}
+
+/// After the gradient step: moves the baseline towards this iteration's mean reward, completes
+/// the curve's row `st` and appends it to `history`.
+inline void finish_iteration(const SampleScores& sc, const RlOptions& opt, double best_step_s,
+                             double& baseline, IterationStats& st,
+                             std::vector<IterationStats>& history) {
+  const auto k = static_cast<double>(sc.rewards.size());
+  baseline = opt.baseline_decay * baseline + (1.0 - opt.baseline_decay) * sc.mean_reward;
+  st.baseline = baseline;
+  st.mean_reward = sc.mean_reward;
+  st.mean_step_s = sc.ok > 0 ? sc.sum_ok / sc.ok : 0.0;
+  st.oom_fraction = k > 0 ? (k - sc.ok) / k : 0.0;
+  st.best_step_s = best_step_s;
+  history.push_back(st);
 }
 
 }  // namespace placesim::policy

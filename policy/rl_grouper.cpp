@@ -208,35 +208,15 @@ IterationStats HierarchicalTrainer::step() {
   if (static_cast<int>(evals.size()) != k)
     throw std::logic_error("reward function returned " + std::to_string(evals.size()) +
                            " evaluations for " + std::to_string(k) + " placements");
-  std::vector<double> rewards(static_cast<size_t>(k));
-  double sum_ok = 0.0, mean_reward = 0.0;
-  int ok = 0;
-  for (int s = 0; s < k; ++s) {
-    const Evaluation& e = evals[static_cast<size_t>(s)];
-    const double eff = e.oom ? m.opt.oom_penalty * m.oom_reference_s * (1.0 + std::max(0.0, e.overflow))
-                             : e.step_time_s;
-    rewards[static_cast<size_t>(s)] = -std::sqrt(std::max(0.0, eff));
-    mean_reward += rewards[static_cast<size_t>(s)] / k;
-    if (e.oom) continue;
-    sum_ok += e.step_time_s;
-    ++ok;
-    if (st.min_step_s == 0.0 || e.step_time_s < st.min_step_s) st.min_step_s = e.step_time_s;
-    if (m.best.empty() || e.step_time_s < m.best_step_s) {
-      m.best = placements[static_cast<size_t>(s)];
-      m.best_step_s = e.step_time_s;
-    }
-  }
+  const SampleScores sc = score_samples(placements, evals, m.opt, m.oom_reference_s, st, m.best,
+                                        m.best_step_s, m.baseline, m.baseline_set);
   if (m.fallback.empty()) m.fallback = placements[0];
-  if (!m.baseline_set) {
-    m.baseline = mean_reward;
-    m.baseline_set = true;
-  }
 
   t0 = now_s();
-  const double scale = advantage_scale(rewards, mean_reward, m.opt.normalize_advantage);
+  const double scale = advantage_scale(sc.rewards, sc.mean_reward, m.opt.normalize_advantage);
   auto adv = torch::empty({k});
   auto ad = adv.accessor<float, 1>();
-  for (int s = 0; s < k; ++s) ad[s] = static_cast<float>((rewards[static_cast<size_t>(s)] - m.baseline) * scale);
+  for (int s = 0; s < k; ++s) ad[s] = static_cast<float>((sc.rewards[static_cast<size_t>(s)] - m.baseline) * scale);
   // Entropy per decision, like Trainer: the placer's g decisions per sample, the grouper's n.
   auto loss = -(adv * logp).mean() - m.opt.entropy_weight * (pent.mean() + gent);
   m.adam->zero_grad();
@@ -246,13 +226,7 @@ IterationStats HierarchicalTrainer::step() {
   st.grad_s = now_s() - t0;
   st.entropy = pent.mean().item<double>() / g;
 
-  m.baseline = m.opt.baseline_decay * m.baseline + (1.0 - m.opt.baseline_decay) * mean_reward;
-  st.baseline = m.baseline;
-  st.mean_reward = mean_reward;
-  st.mean_step_s = ok > 0 ? sum_ok / ok : 0.0;
-  st.oom_fraction = static_cast<double>(k - ok) / k;
-  st.best_step_s = m.best_step_s;
-  m.history.push_back(st);
+  finish_iteration(sc, m.opt, m.best_step_s, m.baseline, st, m.history);
   return st;
 }
 
@@ -288,7 +262,6 @@ OpProblem make_op_problem(const sim::Graph& graph, const sim::Cluster& cluster) 
   std::vector<int> position(static_cast<size_t>(n));
   for (size_t i = 0; i < graph.topo_order.size(); ++i) position[static_cast<size_t>(graph.topo_order[i])] = static_cast<int>(i);
   auto scaled = [](double x, double top) { return static_cast<float>(top > 0 ? x / top : 0.0); };
-  bool any_constraint = false;
   for (int i = 0; i < n; ++i) {
     const sim::Op& o = graph.ops[static_cast<size_t>(i)];
     std::vector<float> f(vocab.size(), 0.0f);
@@ -300,24 +273,14 @@ OpProblem make_op_problem(const sim::Graph& graph, const sim::Cluster& cluster) 
     f.push_back(static_cast<float>(std::log1p(static_cast<double>(graph.consumers_of[static_cast<size_t>(i)].size())) / 4.0));
     f.push_back(static_cast<float>(position[static_cast<size_t>(i)]) / static_cast<float>(std::max(1, n - 1)));
     p.features.push_back(std::move(f));
-    any_constraint = any_constraint || o.device_kind.has_value();
   }
-  if (any_constraint) {
-    p.allowed.assign(static_cast<size_t>(n), std::vector<bool>(static_cast<size_t>(p.num_devices), true));
-    for (int i = 0; i < n; ++i) {
-      const auto& kind = graph.ops[static_cast<size_t>(i)].device_kind;
-      if (!kind) continue;
-      bool any = false;
-      for (int d = 0; d < p.num_devices; ++d) {
-        const bool ok = cluster.devices[static_cast<size_t>(d)].spec.kind == *kind;
-        p.allowed[static_cast<size_t>(i)][static_cast<size_t>(d)] = ok;
-        any = any || ok;
-      }
-      if (!any)
-        throw sim::InputError("<cluster " + cluster.name + ">", "devices",
-                              "a device of the kind op " + graph.ops[static_cast<size_t>(i)].name + " needs, got none");
-    }
+  std::vector<std::optional<sim::DeviceKind>> kinds;
+  std::vector<std::string> names;
+  for (const auto& o : graph.ops) {
+    kinds.push_back(o.device_kind);
+    names.push_back("op " + o.name);
   }
+  p.allowed = allowed_devices(cluster, kinds, names);
   return p;
 }
 

@@ -79,29 +79,40 @@ PolicyProblem build_problem(const models::Grouping& gr, const sim::Cluster& clus
     f.push_back(mean_position(pred, g));
     f.push_back(mean_position(succ, g));
   }
-  bool any_constraint = false;
-  for (const auto& c : gr.constraint) any_constraint = any_constraint || c.has_value();
-  if (any_constraint) {
-    p.allowed.assign(static_cast<size_t>(g), std::vector<bool>(static_cast<size_t>(p.num_devices), true));
-    for (int i = 0; i < g && i < static_cast<int>(gr.constraint.size()); ++i) {
-      const auto& c = gr.constraint[static_cast<size_t>(i)];
-      if (!c) continue;
-      bool any = false;
-      for (int d = 0; d < p.num_devices; ++d) {
-        const bool ok = cluster.devices[static_cast<size_t>(d)].spec.kind == *c;
-        p.allowed[static_cast<size_t>(i)][static_cast<size_t>(d)] = ok;
-        any = any || ok;
-      }
-      if (!any)
-        throw sim::InputError("<cluster " + cluster.name + ">", "devices",
-                              std::string(*c == sim::DeviceKind::Cpu ? "a CPU" : "a GPU") + " device for group " +
-                                  gr.names[static_cast<size_t>(i)] + ", got none");
-    }
+  std::vector<std::optional<sim::DeviceKind>> kinds(static_cast<size_t>(g));
+  std::vector<std::string> names(static_cast<size_t>(g));
+  for (int i = 0; i < g; ++i) {
+    const auto ui = static_cast<size_t>(i);
+    if (ui < gr.constraint.size()) kinds[ui] = gr.constraint[ui];
+    names[ui] = "group " + (ui < gr.names.size() ? gr.names[ui] : std::to_string(i));
   }
+  p.allowed = allowed_devices(cluster, kinds, names);
   if (vocab != nullptr) p.vocab = *vocab;
   return p;
 }
 }  // namespace
+
+std::vector<std::vector<bool>> allowed_devices(const sim::Cluster& cluster,
+                                               const std::vector<std::optional<sim::DeviceKind>>& kinds,
+                                               const std::vector<std::string>& names) {
+  std::vector<std::vector<bool>> allowed;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (!kinds[i]) continue;
+    if (allowed.empty())
+      allowed.assign(kinds.size(), std::vector<bool>(cluster.devices.size(), true));
+    bool any = false;
+    for (size_t d = 0; d < cluster.devices.size(); ++d) {
+      const bool ok = cluster.devices[d].spec.kind == *kinds[i];
+      allowed[i][d] = ok;
+      any = any || ok;
+    }
+    if (!any)
+      throw sim::InputError("<cluster " + cluster.name + ">", "devices",
+                            std::string(*kinds[i] == sim::DeviceKind::Cpu ? "a CPU" : "a GPU") +
+                                " device for " + names.at(i) + ", got none");
+  }
+  return allowed;
+}
 
 PolicyProblem make_problem(const models::Grouping& gr, const sim::Cluster& cluster) {
   return build_problem(gr, cluster, nullptr);

@@ -15,6 +15,14 @@ import os
 import sys
 
 
+def save(fig, png_path):
+    """Writes the figure under a temporary name, then renames it: never a half-written PNG."""
+    fig.tight_layout()
+    tmp = png_path + ".tmp.png"
+    fig.savefig(tmp, dpi=100)
+    os.replace(tmp, png_path)
+
+
 def read_curve(path):
     rows = []
     with open(path, newline="") as f:
@@ -69,10 +77,7 @@ def overlay(argv, plt):
     ax2.set_ylabel("entropy (nats/group)")
     ax2.set_xlabel("training wall time (s)")
     ax2.grid(alpha=0.3)
-    fig.tight_layout()
-    tmp = png_path + ".tmp.png"
-    fig.savefig(tmp, dpi=100)
-    os.replace(tmp, png_path)
+    save(fig, png_path)
     return 0
 
 
@@ -133,10 +138,7 @@ def main(argv):
     ax2.set_xlabel("iteration")
     ax2.set_ylim(-0.05, 1.05)
     ax2.grid(alpha=0.3)
-    fig.tight_layout()
-    tmp = png_path + ".tmp.png"
-    fig.savefig(tmp, dpi=100)
-    os.replace(tmp, png_path)
+    save(fig, png_path)
     return 0
 
 

@@ -3,7 +3,6 @@
 // with the single process's bits. The real 2-rank mpirun run is tests/cli/train_mpi_test.sh.
 #include <gtest/gtest.h>
 
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -14,6 +13,7 @@
 #include "policy/data_parallel.hpp"
 #include "policy/sweep.hpp"
 #include "sim/error.hpp"
+#include "tests/policy/thread_comm.hpp"
 #ifdef PLACESIM_WITH_TORCH
 #include "policy/rl.hpp"
 #endif
@@ -21,43 +21,10 @@
 namespace placesim::policy {
 namespace {
 
-// Two or more ranks as threads of one process; every call is a collective, as in MPI.
-struct Hub {
-  explicit Hub(int ranks) : sync(ranks), slots(static_cast<size_t>(ranks)) {}
-  std::barrier<> sync;
-  std::vector<std::string> slots;
-};
-
-class ThreadComm : public SweepComm {
- public:
-  ThreadComm(Hub& hub, int rank) : hub_(hub), rank_(rank) {}
-  [[nodiscard]] int rank() const override { return rank_; }
-  [[nodiscard]] int size() const override { return static_cast<int>(hub_.slots.size()); }
-  [[nodiscard]] std::string broadcast(const std::string& from_root) const override {
-    if (rank_ == 0) hub_.slots[0] = from_root;
-    hub_.sync.arrive_and_wait();
-    std::string out = hub_.slots[0];
-    hub_.sync.arrive_and_wait();
-    return out;
-  }
-  [[nodiscard]] std::vector<std::string> gather(const std::string& mine) const override {
-    hub_.slots[static_cast<size_t>(rank_)] = mine;
-    hub_.sync.arrive_and_wait();
-    std::vector<std::string> out;
-    if (rank_ == 0) out = hub_.slots;
-    hub_.sync.arrive_and_wait();
-    return out;
-  }
-
- private:
-  Hub& hub_;
-  int rank_;
-};
-
 // Runs fn(comm) on `ranks` threads and returns their results in rank order.
 template <typename T>
 std::vector<T> on_ranks(int ranks, const std::function<T(const SweepComm&)>& fn) {
-  Hub hub(ranks);
+  ThreadComm::Shared hub(ranks);
   std::vector<ThreadComm> comms;
   for (int r = 0; r < ranks; ++r) comms.emplace_back(hub, r);
   std::vector<T> out(static_cast<size_t>(ranks));
@@ -223,7 +190,7 @@ TEST(DataParallelTrainer, TwoRanksEndWithTheSingleProcessBits) {
   const RunResult want = run(single, kIterations, scored_single);
 
   // The trainers are built here, one after the other: the weights come from torch's global RNG.
-  Hub hub(2);
+  ThreadComm::Shared hub(2);
   ThreadComm c0(hub, 0), c1(hub, 1);
   int scored[2] = {0, 0};
   auto make = [&](const ThreadComm& c, int& counter) {
@@ -258,7 +225,7 @@ TEST(DataParallelTrainer, TwoRanksEndWithTheSingleProcessBits) {
 }
 
 TEST(DataParallelTrainer, ShardsThatTheRanksCannotSplitAreInputErrors) {
-  Hub hub(2);
+  ThreadComm::Shared hub(2);
   ThreadComm c0(hub, 0);
   RlOptions o = options();
   o.shards = 3;

@@ -220,6 +220,29 @@ TEST(RlGrouping, ColocationGroupsCutIntoContiguousChunks) {
   EXPECT_THROW(colocation_grouping(g, 0), sim::InputError);
 }
 
+// One mask for groups (make_problem) and ops (make_op_problem): a constrained item may use only
+// the devices of its kind, and a kind the cluster lacks is an input error naming the item.
+TEST(AllowedDevices, FollowDeviceKindsAndNameWhatCannotBePlaced) {
+  sim::Cluster c;
+  c.name = "two";
+  c.devices.resize(3);
+  c.devices[0].spec.kind = sim::DeviceKind::Cpu;
+  c.devices[1].spec.kind = sim::DeviceKind::Gpu;
+  c.devices[2].spec.kind = sim::DeviceKind::Gpu;
+  EXPECT_TRUE(allowed_devices(c, {std::nullopt, std::nullopt}, {"group a", "group b"}).empty());
+  const auto m = allowed_devices(c, {std::nullopt, sim::DeviceKind::Cpu}, {"group a", "group b"});
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0], (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(m[1], (std::vector<bool>{true, false, false}));
+  c.devices.erase(c.devices.begin());
+  try {
+    (void)allowed_devices(c, {sim::DeviceKind::Cpu}, {"op embed"});
+    ADD_FAILURE() << "a CPU op on a GPU-only cluster was accepted";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a CPU device for op embed"), std::string::npos) << e.what();
+  }
+}
+
 TEST(RlTrainer, ResumeWithOtherOptionsNamesTheFlag) {
   const auto dir = std::filesystem::temp_directory_path() / "placesim_rl_options_test";
   std::filesystem::create_directories(dir);

@@ -5,9 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <barrier>
-#include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -17,6 +14,7 @@
 
 #include "policy/mpi_util.hpp"
 #include "sim/error.hpp"
+#include "tests/policy/thread_comm.hpp"
 
 namespace placesim::policy {
 namespace {
@@ -279,56 +277,6 @@ TEST_F(SweepTest, RefusesACsvOfAnotherSpec) {
   EXPECT_THROW(run_sweep(s, fake, path("other.csv"), {}), sim::InputError);
   EXPECT_EQ(read_file(path("other.csv")), "a,b,c\n1,2,3\n");
 }
-
-/// Ranks as threads of one process: the collectives meet at a barrier.
-class ThreadComm : public SweepComm {
- public:
-  struct Shared {
-    explicit Shared(int n)
-        : size(n), sync(n), slots(static_cast<std::size_t>(n)), inbox(static_cast<std::size_t>(n)) {}
-    int size;
-    std::barrier<> sync;
-    std::vector<std::string> slots;
-    std::mutex m;
-    std::condition_variable arrived;
-    std::vector<std::deque<std::pair<int, std::string>>> inbox;
-  };
-  ThreadComm(Shared& s, int rank) : s_(s), rank_(rank) {}
-  [[nodiscard]] int rank() const override { return rank_; }
-  [[nodiscard]] int size() const override { return s_.size; }
-  [[nodiscard]] std::string broadcast(const std::string& from_root) const override {
-    if (rank_ == 0) s_.slots[0] = from_root;
-    s_.sync.arrive_and_wait();
-    std::string v = s_.slots[0];
-    s_.sync.arrive_and_wait();
-    return v;
-  }
-  [[nodiscard]] std::vector<std::string> gather(const std::string& mine) const override {
-    s_.slots[static_cast<std::size_t>(rank_)] = mine;
-    s_.sync.arrive_and_wait();
-    std::vector<std::string> all;
-    if (rank_ == 0) all = s_.slots;
-    s_.sync.arrive_and_wait();
-    return all;
-  }
-  void send(int to, const std::string& message) const override {
-    const std::lock_guard lock(s_.m);
-    s_.inbox[static_cast<std::size_t>(to)].emplace_back(rank_, message);
-    s_.arrived.notify_all();
-  }
-  [[nodiscard]] std::pair<int, std::string> receive() const override {
-    std::unique_lock lock(s_.m);
-    auto& mine = s_.inbox[static_cast<std::size_t>(rank_)];
-    s_.arrived.wait(lock, [&] { return !mine.empty(); });
-    auto front = std::move(mine.front());
-    mine.pop_front();
-    return front;
-  }
-
- private:
-  Shared& s_;
-  int rank_;
-};
 
 TEST_F(SweepTest, CostHintHandsOutTheMostExpensivePointsFirstAndKeepsTheCsv) {
   const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
