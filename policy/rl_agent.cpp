@@ -137,16 +137,36 @@ struct Trainer::Impl {
   std::vector<DevicesOfGroups> decode(int k, std::mt19937_64* rng_or_null,
                                       std::vector<std::mt19937_64>* per_sample = nullptr) {
     torch::NoGradGuard no_grad;
-    const Encoded e = encode();
+    return decode_from(encode(), k, rng_or_null, per_sample, nullptr);
+  }
+
+  // A sample's log-probability and entropy, summed over its decisions, with autograd's record.
+  struct Tracked {
+    torch::Tensor logp;      // [k]
+    torch::Tensor entropy;   // [k]
+  };
+
+  // decode() on encoder outputs `e`. With `tracked`, autograd records the pass (the caller leaves
+  // grad mode on) and *tracked receives each sample's log-probability of what it drew and its
+  // entropy: the training step's loss needs no second, teacher-forced pass over the samples.
+  std::vector<DevicesOfGroups> decode_from(const Encoded& e, int k, std::mt19937_64* rng_or_null,
+                                           std::vector<std::mt19937_64>* per_sample,
+                                           Tracked* tracked) {
     auto h = e.h0.expand({k, -1}).contiguous();
     auto c = e.c0.expand({k, -1}).contiguous();
     std::vector<DevicesOfGroups> out(static_cast<size_t>(k), DevicesOfGroups(groups()));
     auto prev = torch::full({k}, devices(), torch::kLong);
     const int d = devices();
+    if (tracked != nullptr) {
+      tracked->logp = torch::zeros({k});
+      tracked->entropy = torch::zeros({k});
+    }
     for (int t = 0; t < groups(); ++t) {
       auto logits = decode_step(e, t, prev, h, c);
-      auto probs = torch::softmax(logits.to(torch::kDouble), 1).contiguous();
+      auto probs = torch::softmax(logits.detach().to(torch::kDouble), 1).contiguous();
       const double* p = probs.data_ptr<double>();
+      // A fresh tensor per step: autograd keeps each step's indices for the embedding's backward.
+      prev = torch::empty({k}, torch::kLong);
       auto prev_acc = prev.accessor<std::int64_t, 1>();
       for (int s = 0; s < k; ++s) {
         const double* row = p + static_cast<std::ptrdiff_t>(s) * d;
@@ -171,6 +191,11 @@ struct Trainer::Impl {
         }
         out[static_cast<size_t>(s)][static_cast<size_t>(t)] = pick;
         prev_acc[s] = pick;
+      }
+      if (tracked != nullptr) {
+        auto lsm = torch::log_softmax(logits, 1);
+        tracked->logp = tracked->logp + lsm.gather(1, prev.unsqueeze(1)).squeeze(1);
+        tracked->entropy = tracked->entropy - (lsm.exp() * lsm).sum(1);
       }
     }
     return out;
@@ -273,20 +298,34 @@ DevicesOfGroups Trainer::greedy() const { return impl_->decode(1, nullptr)[0]; }
 
 IterationStats Trainer::step() {
   auto& m = *impl_;
-  const int k = m.opt.samples, g = m.groups(), d = m.devices();
+  const int k = m.opt.samples, g = m.groups();
   IterationStats st;
   st.iteration = static_cast<int>(m.history.size()) + 1;
   // Data-parallel (policy/data_parallel.hpp): this rank draws its shards' samples, each shard as
   // one batch and each sample from its own seed, so the bits do not depend on the rank count.
   const ShardPlan plan(k, m.opt.shards, m.comm ? m.comm->rank() : 0, m.comm ? m.comm->size() : 1);
 
+  // Sampling records autograd's graph, so the gradient needs no second pass over the samples.
+  // The encoder runs once; its outputs become leaves, so each shard's decoder pass yields that
+  // shard's gradient alone. The shard gradients are summed in shard order across ranks, then the
+  // sum flows through the encoder.
   double t0 = now_s();
+  const Encoded full = m.encode();
+  Encoded e;
+  e.enc = full.enc.detach().requires_grad_();
+  e.h0 = full.h0.detach().requires_grad_();
+  e.c0 = full.c0.detach().requires_grad_();
   std::vector<DevicesOfGroups> placements;
+  std::vector<Impl::Tracked> tracked;
   for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
     const auto [begin, end] = plan.samples_of(sh);
     std::vector<std::mt19937_64> engines;
     for (int s = begin; s < end; ++s) engines.emplace_back(sample_seed(m.sample_seed, st.iteration, s));
-    for (auto& p : m.decode(end - begin, nullptr, &engines)) placements.push_back(std::move(p));
+    // Each shard its own attention keys: its gradient is taken alone, freeing its graph.
+    if (m.opt.attention == AttentionScore::Additive) e.enc_keys = m.net->att_enc->forward(e.enc);
+    tracked.emplace_back();
+    for (auto& p : m.decode_from(e, end - begin, nullptr, &engines, &tracked.back()))
+      placements.push_back(std::move(p));
   }
   st.sample_s = now_s() - t0;
 
@@ -305,14 +344,6 @@ IterationStats Trainer::step() {
   t0 = now_s();
   {
     const double scale = advantage_scale(rewards, sc.mean_reward, m.opt.normalize_advantage);
-    // The encoder runs once; its outputs become leaves, so each shard's decoder pass (teacher
-    // forcing its sampled sequences as one batch) yields that shard's gradient alone. The shard
-    // gradients are summed in shard order across ranks, then the sum flows through the encoder.
-    const Encoded full = m.encode();
-    Encoded e;
-    e.enc = full.enc.detach().requires_grad_();
-    e.h0 = full.h0.detach().requires_grad_();
-    e.c0 = full.c0.detach().requires_grad_();
     std::vector<torch::Tensor> inputs = m.net->parameters();
     const size_t num_params = inputs.size();
     inputs.insert(inputs.end(), {e.enc, e.h0, e.c0});
@@ -324,31 +355,13 @@ IterationStats Trainer::step() {
     for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
       const auto [begin, end] = plan.samples_of(sh);
       const int n = end - begin;
-      if (m.opt.attention == AttentionScore::Additive) e.enc_keys = m.net->att_enc->forward(e.enc);
-      auto h = e.h0.expand({n, -1}).contiguous();
-      auto c = e.c0.expand({n, -1}).contiguous();
-      auto actions = torch::empty({n, g}, torch::kLong);
-      auto aa = actions.accessor<std::int64_t, 2>();
-      for (int s = 0; s < n; ++s)
-        for (int t = 0; t < g; ++t)
-          aa[s][t] = placements[static_cast<size_t>(begin + s)][static_cast<size_t>(t)];
-      auto prev = torch::full({n}, d, torch::kLong);
-      auto logp = torch::zeros({n});
-      auto entropy = torch::zeros({n});
-      for (int t = 0; t < g; ++t) {
-        auto logits = m.decode_step(e, t, prev, h, c);
-        auto lsm = torch::log_softmax(logits, 1);
-        auto a = actions.select(1, t);
-        logp = logp + lsm.gather(1, a.unsqueeze(1)).squeeze(1);
-        entropy = entropy - (lsm.exp() * lsm).sum(1);
-        prev = a;
-      }
+      const Impl::Tracked& tr = tracked[static_cast<size_t>(sh - plan.first_shard())];
       auto adv = torch::empty({n}, torch::kFloat);
       auto ad = adv.accessor<float, 1>();
       for (int s = 0; s < n; ++s)
         ad[s] = static_cast<float>((rewards[static_cast<size_t>(begin + s)] - m.baseline) * scale);
-      auto entropy_sum = entropy.sum();
-      auto loss = -(adv * logp).sum() / k - m.opt.entropy_weight * entropy_sum / k;
+      auto entropy_sum = tr.entropy.sum();
+      auto loss = -(adv * tr.logp).sum() / k - m.opt.entropy_weight * entropy_sum / k;
       const auto grads = torch::autograd::grad({loss}, inputs, {}, false, false, true);
       std::vector<torch::Tensor> flat;
       for (size_t i = 0; i < inputs.size(); ++i) {
@@ -359,6 +372,7 @@ IterationStats Trainer::step() {
       shard_grads.emplace_back(all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
       shard_entropy.push_back({entropy_sum.item<double>()});
     }
+    tracked.clear();
     const std::vector<float> sum = sum_shards_fixed_order(m.comm, shard_grads);
     const double entropy_total = sum_shards_fixed_order(m.comm, shard_entropy).at(0);
     std::vector<torch::Tensor> leaf_grads;

@@ -2,17 +2,23 @@
 # Training iterations per second of `placesim train` on 1 process and on 2 MPI ranks, with the
 # same seed, samples and shards (so the same result, checked), best of REPEAT runs each.
 #   tools/bench_train.sh build/placesim [ITERATIONS] [REPEAT] [-- extra train flags]
-# Default workload: the main job's (nmt on paper-4gpu, 64 groups, hidden 256), K = 32 samples in
+# WARMUP=N (environment, default 2) leaves the first N iterations out of the per-iteration mean.
+# Default workload: the main job's (nmt on paper-4gpu, its 63 Scotch-refined groups, hidden 256), K = 32 samples in
 # 2 shards. Prints a Markdown table (docs/performance.md, "Training across ranks"):
-#   s/iteration   mean over the run of sampling + simulation + gradient (the curve CSV's wall
-#                 columns, rank 0), i.e. the training loop without start-up;
+#   s/iteration   mean of sampling + simulation + gradient (the curve CSV's wall columns, rank 0)
+#                 over the iterations after the first WARMUP: the training loop as a long run
+#                 sees it. The first iterations pay for first-touching the memory that autograd
+#                 and the allocator then keep (~0.15-0.2 s per process, once, on this VM's slow
+#                 page faults), which would weigh 2-3% of a whole run per 10 iterations;
+#   with warm-up  the same mean over every iteration;
 #   iterations/s  its inverse; efficiency = rate(2 ranks) / (2 rate(1 process));
 #   process s     the whole command (LibTorch loading, graph building, greedy decode);
 #   CPU s         user + sys of the whole process tree.
 set -eu
 calc() { awk "BEGIN { print $* }"; }
 PLACESIM=$(realpath "${1:?usage: bench_train.sh PATH_TO_placesim [ITERATIONS] [REPEAT] [-- flags]}")
-ITER=${2:-10}
+ITER=${2:-30}
+WARMUP=${WARMUP:-2}
 REPEAT=${3:-2}
 shift $(( $# < 3 ? $# : 3 ))
 [ "${1:-}" = "--" ] && shift
@@ -40,21 +46,24 @@ run() {  # command prefix; prints "s_per_iteration cpu_s process_s split" of the
       cp "$T/o.json" "$T/first.json"
     fi
     local per split wall user sys
-    per=$(awk -F, 'NR > 1 { s += $9 + $10 + $11; n++ } END { printf "%.4f", s / n }' "$T/o.curve.csv")
-    split=$(awk -F, 'NR > 1 { a += $9; b += $10; c += $11; n++ } END { printf "%.3f/%.3f/%.3f", a / n, b / n, c / n }' "$T/o.curve.csv")
+    local all
+    per=$(awk -F, -v w="$WARMUP" 'NR > 1 + w { s += $9 + $10 + $11; n++ } END { printf "%.4f", s / n }' "$T/o.curve.csv")
+    all=$(awk -F, 'NR > 1 { s += $9 + $10 + $11; n++ } END { printf "%.4f", s / n }' "$T/o.curve.csv")
+    split=$(awk -F, -v w="$WARMUP" 'NR > 1 + w { a += $9; b += $10; c += $11; n++ } END { printf "%.3f/%.3f/%.3f", a / n, b / n, c / n }' "$T/o.curve.csv")
     read -r wall user sys < "$T/time"
     if [ -z "$best" ] || [ "$(calc "($per < ${best%% *}) ? 1 : 0")" = 1 ]; then
-      best="$per $(calc "$user + $sys") $wall $split"
+      best="$per $(calc "$user + $sys") $wall $split $all"
     fi
   done
   echo "$best"
 }
 
-read -r p1 c1 w1 s1 <<<"$(run "$PLACESIM")"
-read -r p2 c2 w2 s2 <<<"$(run $MPI -np 2 "$PLACESIM")"
-echo "placesim ${COMMON[*]}: best of $REPEAT, curves and placements of all runs identical; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+(( ITER > WARMUP )) || { echo "bench_train.sh: ITERATIONS ($ITER) must exceed WARMUP ($WARMUP)" >&2; exit 2; }
+read -r p1 c1 w1 s1 a1 <<<"$(run "$PLACESIM")"
+read -r p2 c2 w2 s2 a2 <<<"$(run $MPI -np 2 "$PLACESIM")"
+echo "placesim ${COMMON[*]}: best of $REPEAT, curves and placements of all runs identical; s/iteration over iterations $((WARMUP + 1))-$ITER; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| configuration | s/iteration | sample/sim/grad s | iterations/s | efficiency 1->2 | CPU s | process s |"
-echo "|---|---|---|---|---|---|---|"
-printf '| 1 process | %.3f | %s | %.2f |  | %.1f | %.1f |\n' "$p1" "$s1" "$(calc "1 / $p1")" "$c1" "$w1"
-printf '| 2 MPI ranks | %.3f | %s | %.2f | %.0f%% | %.1f | %.1f |\n' "$p2" "$s2" "$(calc "1 / $p2")" "$(calc "100 * $p1 / (2 * $p2)")" "$c2" "$w2"
+echo "| configuration | s/iteration | sample/sim/grad s | iterations/s | efficiency 1->2 | with warm-up: s/iteration, efficiency | CPU s | process s |"
+echo "|---|---|---|---|---|---|---|---|"
+printf '| 1 process | %.3f | %s | %.2f |  | %.3f | %.1f | %.1f |\n' "$p1" "$s1" "$(calc "1 / $p1")" "$a1" "$c1" "$w1"
+printf '| 2 MPI ranks | %.3f | %s | %.2f | %.0f%% | %.3f, %.0f%% | %.1f | %.1f |\n' "$p2" "$s2" "$(calc "1 / $p2")" "$(calc "100 * $p1 / (2 * $p2)")" "$a2" "$(calc "100 * $a1 / (2 * $a2)")" "$c2" "$w2"
