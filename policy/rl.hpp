@@ -286,4 +286,10 @@ MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::C
 /// The training curve as CSV (one row per IterationStats), written atomically.
 void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path);
 
+/// For tests: the largest absolute difference between the policy's LSTM recurrence (its forward
+/// and its written-out backward, policy/rl_lstm.hpp) and LibTorch's torch::nn::LSTM on random
+/// weights and inputs: outputs, last cell state, and the gradients of inputs, initial state and
+/// every weight.
+double lstm_recurrence_max_error(int steps, int batch, int hidden, std::uint64_t seed);
+
 }  // namespace placesim::policy
