@@ -21,7 +21,12 @@ torch::autograd::variable_list LstmRecurrence::forward(torch::autograd::Autograd
   torch::Tensor h = h0.contiguous(), c = c0.contiguous();
   for (std::int64_t t = 0; t < steps; ++t) {
     auto a = gates[t];
-    torch::addmm_out(a, x[t], h, w_t);
+    if (n == 1) {   // the encoder: a matrix-vector product along w_hh's rows (addmm's path is slower)
+      auto a0 = a[0];
+      torch::addmv_out(a0, x[t][0], w_hh, h[0]);
+    } else {
+      torch::addmm_out(a, x[t], h, w_t);
+    }
     a.narrow(1, 0, 2 * hidden).sigmoid_();   // i, f
     a.narrow(1, 2 * hidden, hidden).tanh_();   // g
     a.narrow(1, 3 * hidden, hidden).sigmoid_();   // o
@@ -75,7 +80,12 @@ torch::autograd::variable_list LstmRecurrence::backward(torch::autograd::Autogra
         dcp[k] = dct * f;
       }
     }
-    torch::mm_out(dh, dpre[t], w_hh);   // into h_{t-1}
+    if (n == 1) {   // into h_{t-1}
+      auto dh0 = dh[0];
+      torch::mv_out(dh0, w_hh.t(), dpre[t][0]);
+    } else {
+      torch::mm_out(dh, dpre[t], w_hh);
+    }
   }
   // w_hh's gradient in one product: the sum over steps of dpre_t^T h_{t-1}.
   auto h_prev =
