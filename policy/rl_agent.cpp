@@ -419,7 +419,8 @@ IterationStats Trainer::step() {
     std::vector<std::vector<float>> shard_grads;
     std::vector<std::vector<double>> shard_entropy;
     // Which inputs a shard's loss reaches: the same for every shard on every rank (the encoder's
-    // weights never are, their share comes below), so only those travel between ranks.
+    // and the decoder's input weights never are: their share comes below, through the leaves), so
+    // only those travel between ranks.
     std::vector<bool> reached(inputs.size(), false);
     for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
       const auto [begin, end] = plan.samples_of(sh);
