@@ -314,8 +314,11 @@ Trainer::Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, doub
   m.oom_reference_s = oom_reference_s > 0 ? oom_reference_s : 1.0;
   const int d = m.devices();
   const int f = static_cast<int>(m.problem.features[0].size());
-  torch::manual_seed(options.seed);
-  m.net = PolicyNet(f, options.hidden, d, options.attention);
+  {
+    const std::lock_guard<std::mutex> lock(torch_init_mutex());   // rl_common.hpp
+    torch::manual_seed(options.seed);
+    m.net = PolicyNet(f, options.hidden, d, options.attention);
+  }
   m.adam = std::make_unique<torch::optim::Adam>(
       m.net->parameters(), torch::optim::AdamOptions(options.learning_rate));
   m.install_problem_tensors();

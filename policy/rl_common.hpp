@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <mutex>
 #include <vector>
 
 #include "policy/data_parallel.hpp"
@@ -20,6 +21,15 @@
 #include "sim/simulate.hpp"
 
 namespace placesim::policy {
+
+/// Held while a training loop seeds LibTorch's global generator and initialises its network's
+/// weights from it: a sweep trains several policies at once on oneTBB threads (`rl:` methods),
+/// and without the lock their draws interleave, so a point's result depended on which other
+/// point trained beside it (a sweep on 2 threads differed from run to run and from 1 thread).
+inline std::mutex& torch_init_mutex() {
+  static std::mutex m;
+  return m;
+}
 
 /// One intra-op thread and one OpenBLAS thread: the gradient pass of a small LSTM gains little
 /// from more, the other core runs the simulations (oneTBB), and OpenBLAS's own pool otherwise

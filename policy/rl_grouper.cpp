@@ -117,8 +117,11 @@ HierarchicalTrainer::HierarchicalTrainer(OpProblem problem, int groups, RlOption
   m.reward = std::move(reward);
   m.oom_reference_s = oom_reference_s > 0 ? oom_reference_s : 1.0;
   const int n = m.ops(), f = static_cast<int>(m.problem.features[0].size());
-  torch::manual_seed(options.seed);
-  m.net = HierNet(f, groups, options.hidden, m.devices());
+  {
+    const std::lock_guard<std::mutex> lock(torch_init_mutex());   // rl_common.hpp
+    torch::manual_seed(options.seed);
+    m.net = HierNet(f, groups, options.hidden, m.devices());
+  }
   m.adam = std::make_unique<torch::optim::Adam>(m.net->parameters(),
                                                 torch::optim::AdamOptions(options.learning_rate));
   m.x = torch::zeros({n, f});

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `placesim sweep` end to end: a small sweep on 1 and 2 threads gives identical CSVs; a run
 # interrupted (rows missing from the CSV, a cut line in its journal) resumes to the same file
-# evaluating only what was missing; 2 MPI ranks, and 3 resuming, give the same CSV; bad specs exit 2 with one line.
+# evaluating only what was missing; 2 MPI ranks, and 3 resuming, give the same CSV; bad specs exit 2 with one line;
+# a sweep with `rl:` methods gives the same CSV on 1 and 2 threads and on 2 ranks.
 set -u
 PLACESIM=${1:?usage: sweep_test.sh PATH_TO_placesim}
 SRC=${PLACESIM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -112,4 +113,31 @@ bad 'base: paper-4gpu
 workloads: [rnnlm]
 methods: [rl:zero]' 'methods\[0\]'
 "$PLACESIM" sweep "$T/missing.yaml" -q >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing spec file"
+
+# `rl:` methods (builds with LibTorch): points train their policies side by side on oneTBB
+# threads, and each seeds LibTorch's one global generator for its initial weights; the CSV must
+# not depend on which points trained together, nor on the thread or rank count.
+if [ -x "$(dirname "$PLACESIM")/placesim-torch" ]; then
+  cat > "$T/rl.yaml" <<'YAML'
+name: cli-rl
+question: Does a short RL run beat round-robin on a small RNNLM with 2 and 4 GPUs?
+base: {template: pcie-tree, gpu_model: V100-SXM2-16GB}
+axes:
+  gpus: [2, 4]
+  interconnect: [pcie, nvlink]
+workloads:
+  - {graph: rnnlm, options: "layers=2,steps=4"}
+methods: [rl:4:1, rl:4:2, {best_of: [round-robin, rl:3:3]}]
+YAML
+  "$PLACESIM" sweep "$T/rl.yaml" -o "$T/r1.csv" --threads 1 -q >/dev/null 2>"$T/err" || { cat "$T/err"; fail "rl sweep, 1 thread"; }
+  for run in 2 3; do
+    "$PLACESIM" sweep "$T/rl.yaml" -o "$T/r$run.csv" --threads 2 -q >/dev/null 2>"$T/err" || { cat "$T/err"; fail "rl sweep, 2 threads"; }
+    cmp -s "$T/r1.csv" "$T/r$run.csv" || fail "rl sweep: 1 and 2 threads differ: $(diff "$T/r1.csv" "$T/r$run.csv" | head -4)"
+  done
+  if command -v mpirun >/dev/null 2>&1 && [ -e "$T/m.csv" ]; then
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$PLACESIM" sweep "$T/rl.yaml" -o "$T/r4.csv" --threads 1 -q \
+      >/dev/null 2>"$T/err" || { cat "$T/err"; fail "rl sweep, 2 ranks"; }
+    cmp -s "$T/r1.csv" "$T/r4.csv" || fail "rl sweep: 1 process and 2 ranks differ: $(diff "$T/r1.csv" "$T/r4.csv" | head -4)"
+  fi
+fi
 echo "sweep_test: ok"
