@@ -79,8 +79,6 @@ struct PolicyProblem {
   std::vector<std::string> vocab;
 };
 
-/// Features per group (op-type counts, log output bytes / FLOPs / parameters, in/out degree and
-/// where its neighbours sit in the sequence) and the device-kind mask.
 /// Which devices each item (a group, an op) may use: those of its device kind `kinds[i]`, or all
 /// when it has none; empty when no item has a kind. Throws sim::InputError naming `names[i]` when
 /// the cluster has no device of an item's kind.
@@ -88,6 +86,8 @@ std::vector<std::vector<bool>> allowed_devices(const sim::Cluster& cluster,
                                                const std::vector<std::optional<sim::DeviceKind>>& kinds,
                                                const std::vector<std::string>& names);
 
+/// Features per group (op-type counts, log output bytes / FLOPs / parameters, in/out degree and
+/// where its neighbours sit in the sequence) and the device-kind mask.
 PolicyProblem make_problem(const models::Grouping& grouping, const sim::Cluster& cluster);
 /// The same with op-type columns from a fixed `vocab` (sorted) plus one column for every type not
 /// in it, so that graphs with different op types give features of one width (multi-graph

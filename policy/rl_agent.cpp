@@ -137,14 +137,13 @@ struct Trainer::Impl {
     e.in_enc = proj.narrow(0, rows, g) + (cell->bias_ih + cell->bias_hh);
   }
 
-  // One step of the decoder LSTM (the LSTMCell's arithmetic on the precomputed input
-  // projection `x` [K, 4H]); updates (h, c).
+  // One step of the decoder LSTM on the precomputed input projection `x` [K, 4H]: the
+  // recurrence the gradient pass runs (LstmRecurrence), one step long, so that sampling and the
+  // teacher-forced pass do the same arithmetic; updates (h, c).
   void lstm_step(const torch::Tensor& x, torch::Tensor& h, torch::Tensor& c) {
-    auto gates = torch::addmm(x, h, net->decoder->weight_hh.t()).chunk(4, 1);
-    auto i = torch::sigmoid(gates[0]), f = torch::sigmoid(gates[1]);
-    auto g = torch::tanh(gates[2]), o = torch::sigmoid(gates[3]);
-    c = f * c + i * g;
-    h = o * torch::tanh(c);
+    auto out = LstmRecurrence::apply(x.unsqueeze(0), h, c, net->decoder->weight_hh);
+    h = out[0][0];
+    c = out[1];
   }
 
   // One decoder step for a batch: previous devices `prev` [K] (D = start token), state (h, c).

@@ -35,57 +35,45 @@ trap 'rm -rf "$T"' EXIT
 MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 COMMON=(train "${EXTRA[@]}" --iterations "$ITER" --seed 1 --threads 1 --no-plot --no-table)
 
-run() {  # command prefix; prints "s_per_iteration cpu_s process_s split all" of one run
-  local best=""
-  for _ in 1; do
-    rm -f "$T/o.json" "$T/o.curve.csv"
-    /usr/bin/time -o "$T/time" -f "%e %U %S" "$@" "${COMMON[@]}" -o "$T/o.json" >/dev/null 2>"$T/err" \
-      || { cat "$T/err" >&2; exit 1; }
-    if [ -e "$T/first.curve.csv" ]; then
-      cmp -s <(cut -d, -f1-8 "$T/first.curve.csv") <(cut -d, -f1-8 "$T/o.curve.csv") \
-        || { echo "training curve differs from the first run: $*" >&2; exit 1; }
-      cmp -s "$T/first.json" "$T/o.json" || { echo "placement differs from the first run: $*" >&2; exit 1; }
-    else
-      cp "$T/o.curve.csv" "$T/first.curve.csv"
-      cp "$T/o.json" "$T/first.json"
-    fi
-    local per split wall user sys
-    local all
-    per=$(awk -F, -v w="$WARMUP" 'NR > 1 + w { s += $9 + $10 + $11; n++ } END { printf "%.4f", s / n }' "$T/o.curve.csv")
-    all=$(awk -F, 'NR > 1 { s += $9 + $10 + $11; n++ } END { printf "%.4f", s / n }' "$T/o.curve.csv")
-    split=$(awk -F, -v w="$WARMUP" 'NR > 1 + w { a += $9; b += $10; c += $11; n++ } END { printf "%.3f/%.3f/%.3f", a / n, b / n, c / n }' "$T/o.curve.csv")
-    read -r wall user sys < "$T/time"
-    if [ -z "$best" ] || [ "$(calc "($per < ${best%% *}) ? 1 : 0")" = 1 ]; then
-      best="$per $(calc "$user + $sys") $wall $split $all"
-    fi
-  done
-  echo "$best"
-}
-
 per_of() {  # curve CSV -> mean s/iteration after the warm-up
   awk -F, -v w="$WARMUP" 'NR > 1 + w { s += $9 + $10 + $11; n++ } END { printf "%.4f", s / n }' "$1"
 }
 
-pair() {  # prints "a b": the s/iteration of two copies run at once
-  local best="" a b
-  for _ in 1; do
-    local pids=()
-    for i in 1 2; do
-      rm -f "$T/p$i.json" "$T/p$i.curve.csv"
-      "$PLACESIM" "${COMMON[@]}" -o "$T/p$i.json" >/dev/null 2>"$T/perr$i" &
-      pids+=($!)
-    done
-    for i in 1 2; do wait "${pids[$((i - 1))]}" || { cat "$T/perr$i" >&2; exit 1; }; done
-    for i in 1 2; do
-      cmp -s "$T/first.json" "$T/p$i.json" || { echo "placement differs from the first run: pair" >&2; exit 1; }
-    done
-    a=$(per_of "$T/p1.curve.csv")
-    b=$(per_of "$T/p2.curve.csv")
-    if [ -z "$best" ] || [ "$(calc "(1 / $a + 1 / $b > 1 / ${best%% *} + 1 / ${best##* }) ? 1 : 0")" = 1 ]; then
-      best="$a $b"
-    fi
+check_same() {  # placement JSON [curve CSV]: fails unless they equal the first run's
+  cmp -s "$T/first.json" "$1" || { echo "placement differs from the first run: $1" >&2; exit 1; }
+  [ -z "${2:-}" ] || cmp -s <(cut -d, -f1-8 "$T/first.curve.csv") <(cut -d, -f1-8 "$2") \
+    || { echo "training curve differs from the first run: $2" >&2; exit 1; }
+}
+
+run() {  # command prefix; prints "s_per_iteration cpu_s process_s split all" of one run
+  rm -f "$T/o.json" "$T/o.curve.csv"
+  /usr/bin/time -o "$T/time" -f "%e %U %S" "$@" "${COMMON[@]}" -o "$T/o.json" >/dev/null 2>"$T/err" \
+    || { cat "$T/err" >&2; exit 1; }
+  if [ -e "$T/first.json" ]; then
+    check_same "$T/o.json" "$T/o.curve.csv"
+  else
+    cp "$T/o.curve.csv" "$T/first.curve.csv"
+    cp "$T/o.json" "$T/first.json"
+  fi
+  local wall user sys all split
+  all=$(awk -F, 'NR > 1 { s += $9 + $10 + $11; n++ } END { printf "%.4f", s / n }' "$T/o.curve.csv")
+  split=$(awk -F, -v w="$WARMUP" 'NR > 1 + w { a += $9; b += $10; c += $11; n++ } END { printf "%.3f/%.3f/%.3f", a / n, b / n, c / n }' "$T/o.curve.csv")
+  read -r wall user sys < "$T/time"
+  echo "$(per_of "$T/o.curve.csv") $(calc "$user + $sys") $wall $split $all"
+}
+
+pair() {  # prints "a b": the s/iteration of two copies of the 1-process command run at once
+  local pids=() i
+  for i in 1 2; do
+    rm -f "$T/p$i.json" "$T/p$i.curve.csv"
+    "$PLACESIM" "${COMMON[@]}" -o "$T/p$i.json" >/dev/null 2>"$T/perr$i" &
+    pids+=($!)
   done
-  echo "$best"
+  for i in 1 2; do
+    wait "${pids[$((i - 1))]}" || { cat "$T/perr$i" >&2; exit 1; }
+    check_same "$T/p$i.json" "$T/p$i.curve.csv"
+  done
+  echo "$(per_of "$T/p1.curve.csv") $(per_of "$T/p2.curve.csv")"
 }
 
 (( ITER > WARMUP )) || { echo "bench_train.sh: ITERATIONS ($ITER) must exceed WARMUP ($WARMUP)" >&2; exit 2; }
