@@ -1,19 +1,22 @@
 #include "calibration/validate.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
+#include <memory>
 
 #include "calibration/trace.hpp"
 
 namespace pc = placesim::calibration;
 
 namespace {
-std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+std::string data(const std::string& f) {
+  return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
+}
 }  // namespace
 
 TEST(Validate, EventSyncStepWithinFivePercent) {
-  const pc::ValidationReport r = pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
   ASSERT_EQ(r.steps.size(), 1u);
   const auto& s = r.steps[0];
   EXPECT_EQ(s.name, "ProfilerStep#100");
@@ -23,16 +26,98 @@ TEST(Validate, EventSyncStepWithinFivePercent) {
 }
 
 TEST(Validate, RocmStepsReplay) {
-  const pc::ValidationReport r = pc::validate_profiles({pc::read_profile(data("mi250_rocm_minitoy.json"))}, {});
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("mi250_rocm_minitoy.json"))}, {});
   ASSERT_FALSE(r.steps.empty());
   for (const auto& s : r.steps) EXPECT_GT(s.predicted_s, 0.0);
   EXPECT_LT(std::abs(r.steps[0].error), 0.05) << pc::validation_to_text(r);
 }
 
 TEST(Validate, JsonReportHasTheDocumentedKeys) {
-  const pc::ValidationReport r = pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
   const std::string j = pc::validation_to_json(r);
-  for (const char* k : {"\"measured_s\"", "\"predicted_s\"", "\"error\"", "\"streams\"", "\"error_contributors\"", "\"devices\""})
+  for (const char* k : {"\"measured_s\"", "\"predicted_s\"", "\"error\"", "\"streams\"",
+                        "\"error_contributors\"", "\"devices\""})
     EXPECT_NE(j.find(k), std::string::npos) << k;
 }
 
+TEST(Validate, CpuOnlyTraceIsReplayedAtOpLevelStepByStep) {
+  // Debian's torch 1.13 (bare list, no categories), 6 annotated CNN training steps on one thread.
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("cpu_torch113_cnn_6steps.json.gz"))}, {});
+  ASSERT_EQ(r.steps.size(), 6u);
+  for (const auto& s : r.steps) {
+    EXPECT_GT(s.framework_ops, 5) << s.name;  // not one host op per step
+    EXPECT_TRUE(s.compared);
+  }
+  ASSERT_GT(r.steady_measured_s, 0.0);
+  EXPECT_LT(std::abs(r.steady_predicted_s / r.steady_measured_s - 1.0), 0.03)
+      << pc::validation_to_text(r);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+}
+
+TEST(Validate, TwoRanksKeepPerRankBusyTimesUnderTheirOwnDeviceNames) {
+  // The same rank's trace passed twice stands in for two identical ranks: each rank's measured
+  // and predicted busy time must be found under its own device name, equal to the 1-rank figure.
+  const pc::Profile p = pc::read_profile(data("a100_event_sync.json"));
+  const pc::ValidationReport one = pc::validate_profiles({p}, {});
+  const pc::ValidationReport two = pc::validate_profiles({p, p}, {});
+  ASSERT_EQ(two.steps.size(), 1u);
+  ASSERT_EQ(two.steps[0].ranks.size(), 2u);
+  const double meas1 = one.steps[0].ranks[0].devices.at(0).measured_s;
+  for (const auto& rk : two.steps[0].ranks) {
+    ASSERT_EQ(rk.devices.size(), 1u);
+    EXPECT_EQ(rk.devices[0].device, "r" + std::to_string(rk.rank) + "_gpu0");
+    EXPECT_GT(rk.devices[0].measured_s, 0.0);
+    EXPECT_NEAR(rk.devices[0].measured_s, meas1, 1e-12);
+    EXPECT_NEAR(rk.devices[0].predicted_s, one.steps[0].ranks[0].devices.at(0).predicted_s, 1e-6);
+  }
+  EXPECT_NEAR(two.steps[0].predicted_s, one.steps[0].predicted_s, 1e-6);
+}
+
+TEST(Validate, CalibrationThatMatchesNothingSaysSo) {
+  auto cal = std::make_shared<placesim::sim::Calibration>();
+  cal->devices["A100-PG509-200"].exact["no-such-op()"] = placesim::sim::Duration{1000};
+  pc::ValidateOptions o;
+  o.calibration = cal;
+  o.device_model = "A100-PG509-200";
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, o);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].calibrated_ops, 0);
+  EXPECT_EQ(r.steps[0].fallback_ops, 5);
+  bool said = false;
+  for (const auto& w : r.warnings)
+    said |= w.find("0 of 5 GPU activities took a calibrated time") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(Validate, NoComparisonNoErrorPrinted) {
+  // A trace with no events: nothing measured, nothing predicted, no percentage.
+  const pc::Profile p = pc::parse_kineto_json(R"J({"traceEvents": []})J", "empty.json");
+  const pc::ValidationReport r = pc::validate_profiles({p}, {});
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_FALSE(r.steps[0].compared);
+  EXPECT_EQ(r.compared_steps, 0);
+  const std::string text = pc::validation_to_text(r);
+  EXPECT_EQ(text.find('%'), std::string::npos) << text;
+  EXPECT_NE(pc::validation_to_json(r).find("\"error\": null"), std::string::npos);
+}
+
+TEST(Validate, WaitWithoutRecordIsInferred) {
+  // DDP/NCCL: cudaStreamWaitEvent with no cudaEventRecord in the trace. The NCCL kernel on stream
+  // 20 must wait for the compute kernel launched before the wait on stream 7.
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": 20, "dur": 2, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 25, "dur": 5, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "compute", "pid": 0, "tid": 7, "ts": 16, "dur": 100, "args": {"correlation": 1, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 20, "ts": 116, "dur": 50, "args": {"correlation": 3, "device": 0, "stream": 20}}
+  ]})J";
+  const pc::ValidationReport r = pc::validate_profiles({pc::parse_kineto_json(t, "ddp.json")}, {});
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].inferred_waits, 1);
+  EXPECT_NEAR(r.steps[0].predicted_gpu_span_s, 165e-6, 2e-6) << pc::validation_to_text(r);
+}
