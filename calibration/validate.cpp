@@ -323,12 +323,18 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_st
       const bool blocking_copy =
           launches && own_end > 0 && own_end <= c->end_ns() && !contains(c->name, "Launch");
       if (is_sync_call(c->name) && !launches) {
-        // Wait for the GPU activity that finished last before the call returned.
+        // Wait for the GPU activity that finished last before the call returned. A blocking
+        // call (not a query) also waits for every stream's last activity that had finished by
+        // then: where the GPU was idle at the call this costs nothing as measured, but with
+        // calibrated (longer) kernels the host must still wait for them.
         sim::OpId target = -1;
         std::int64_t target_end = -1;
+        std::vector<sim::OpId> done_by_return;
         for (const auto& [ks, op] : last_on_stream) {
           const std::int64_t e = rg.measured_end_ns[static_cast<std::size_t>(op)] + lo;
-          if (e <= c->end_ns() + 2000 && e > target_end) {
+          if (e > c->end_ns() + 2000) continue;
+          done_by_return.push_back(op);
+          if (e > target_end) {
             target = op;
             target_end = e;
           }
@@ -338,10 +344,12 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_st
         const bool waited = target >= 0 && target_end > c->ts_ns;
         const sim::OpId s =
             host_op("Sync", c->name, waited ? 0 : dur, waited ? target_end : c->end_ns());
-        if (waited) {
-          g.ops[static_cast<std::size_t>(s)].control_inputs.push_back(target);
-          host_op("SyncReturn", c->name, std::max<std::int64_t>(0, dur), c->end_ns());
-        }
+        auto& ins = g.ops[static_cast<std::size_t>(s)].control_inputs;
+        if (waited) ins.push_back(target);
+        if (!contains(c->name, "Query"))
+          for (sim::OpId d : done_by_return)
+            if (std::find(ins.begin(), ins.end(), d) == ins.end()) ins.push_back(d);
+        if (waited) host_op("SyncReturn", c->name, std::max<std::int64_t>(0, dur), c->end_ns());
         continue;
       }
       const std::int64_t launch_part =

@@ -1,5 +1,6 @@
 // `placesim calibrate`, `placesim calibrate-links` and `placesim validate`: fit kernel and link
 // models from real profiles and benchmark outputs, and replay profiled steps through the engine.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -49,6 +50,14 @@ bool is_manifest(const std::string& path) {
 void print_links(const std::string& path, const calibration::Profile& prof) {
   const calibration::LinkReport& l = prof.links;
   if (l.gpu == 0) return;
+  const bool has_ops = std::any_of(prof.events.begin(), prof.events.end(),
+                                   [](const calibration::TraceEvent& e) { return e.kind == calibration::EventKind::CpuOp; });
+  if (!has_ops) {
+    // Nsight exports: no framework ops by design; samples are keyed by kernel name.
+    std::printf("  links: %d of %d GPU activities tied to their launch; the format has no framework ops\n", l.gpu_to_launch,
+                l.gpu);
+    return;
+  }
   std::printf("  links: %d of %d GPU activities (%.1f%%) tied to the framework op that launched them; %d to a launch",
               l.gpu_to_op, l.gpu, 100.0 * l.gpu_linked_fraction(), l.gpu_to_launch);
   if (l.by_flow > 0) std::printf(" (%d by ac2g flow)", l.by_flow);
