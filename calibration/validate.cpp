@@ -690,7 +690,7 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
       v.annotated_s = std::max(
           v.annotated_s, st.annotated ? static_cast<double>(st.end_ns - st.begin_ns) * 1e-9 : 0.0);
       // The job's step is its slowest rank's.
-      if (rs.measured_period_s >= v.measured_s) {
+      if (rs.measured_period_s > v.measured_s || r == 0) {
         v.measured_s = rs.measured_period_s;
         v.slowest_rank = static_cast<int>(r);
       }

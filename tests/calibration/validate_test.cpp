@@ -121,3 +121,59 @@ TEST(Validate, WaitWithoutRecordIsInferred) {
   EXPECT_EQ(r.steps[0].inferred_waits, 1);
   EXPECT_NEAR(r.steps[0].predicted_gpu_span_s, 165e-6, 2e-6) << pc::validation_to_text(r);
 }
+
+namespace {
+// One rank of a 2-step DDP-like loop: host work `host_us`, a compute kernel on stream 7, a
+// cudaStreamWaitEvent without its record, an NCCL all-reduce on stream 20 that lasted `nccl_us`
+// (its wait for the other rank included), then a stream synchronisation.
+std::string ddp_rank(int host_us, int nccl_us) {
+  std::string ev;
+  int t = 0;
+  for (int s = 0; s < 2; ++s) {
+    const int b = t, c = 10 * s;
+    const int launch = b + host_us, k_end = launch + 5 + 100, n_end = k_end + nccl_us;
+    const int end = n_end + 10;
+    auto X = [&](const std::string& cat, const std::string& name, int ts, int dur,
+                 const std::string& args) {
+      ev += std::string(ev.empty() ? "" : ",") + R"({"ph": "X", "cat": ")" + cat +
+            R"(", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) +
+            ", \"dur\": " + std::to_string(dur) + ", \"args\": {" + args + "}}";
+    };
+    X("user_annotation", "ProfilerStep#" + std::to_string(s + 1), b, end - b, "");
+    X("cuda_runtime", "cudaLaunchKernel", launch, 5, "\"correlation\": " + std::to_string(c + 1));
+    X("kernel", "compute", launch + 5, 100,
+      "\"correlation\": " + std::to_string(c + 1) + ", \"device\": 0, \"stream\": 7");
+    // DDP: the NCCL stream waits for the gradients; the record is not in the trace.
+    X("cuda_runtime", "cudaStreamWaitEvent", launch + 5, 1,
+      "\"correlation\": " + std::to_string(c + 4));
+    X("cuda_runtime", "cudaLaunchKernel", launch + 6, 5,
+      "\"correlation\": " + std::to_string(c + 2));
+    X("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", k_end, nccl_us,
+      "\"correlation\": " + std::to_string(c + 2) +
+          ", \"device\": 0, \"stream\": 20, \"Collective name\": \"allreduce\", \"In msg nelems\": "
+          "1024, \"Group size\": 2");
+    X("cuda_runtime", "cudaStreamSynchronize", launch + 12, n_end - (launch + 12),
+      "\"correlation\": " + std::to_string(c + 3));
+    t = end;
+  }
+  return "{\"traceEvents\": [" + ev + "]}";
+}
+}  // namespace
+
+TEST(Validate, DdpRanksWaitForTheSlowestAndTheJobStepIsItsStep) {
+  // Rank 1's host is 200 us slower; rank 0's all-reduce lasted 200 us longer (it waited).
+  const pc::Profile r0 = pc::parse_kineto_json(ddp_rank(50, 230), "rank0.json");
+  const pc::Profile r1 = pc::parse_kineto_json(ddp_rank(250, 30), "rank1.json");
+  const pc::ValidationReport r = pc::validate_profiles({r0, r1}, {});
+  ASSERT_EQ(r.steps.size(), 2u);
+  for (const auto& s : r.steps) {
+    EXPECT_EQ(s.nccl_matched, 2);
+    EXPECT_EQ(s.inferred_waits, 2);  // one per rank
+    ASSERT_EQ(s.ranks.size(), 2u);
+    // Both ranks' measured periods are equal (rank 0 waited in NCCL); the replay must reproduce it
+    // with the all-reduce lasting the shortest measured time after both ranks reached it.
+    EXPECT_NEAR(s.ranks[0].measured_period_s, s.ranks[1].measured_period_s, 1e-9);
+    EXPECT_NEAR(s.predicted_s, s.measured_s, 0.03 * s.measured_s) << pc::validation_to_text(r);
+    EXPECT_NEAR(s.ranks[0].predicted_period_s, s.ranks[1].predicted_period_s, 0.03 * s.measured_s);
+  }
+}
