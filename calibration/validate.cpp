@@ -232,6 +232,7 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_st
         stream_index;  // (device, stream) -> index on device
     std::map<int, int> gpu_slot_of_device;
     std::map<std::pair<int, std::int64_t>, sim::OpId> last_on_stream;
+    std::map<std::pair<int, std::int64_t>, std::vector<sim::OpId>> stream_history;
     auto add_op = [&](sim::Op op, int slot) {
       op_dev_slot.push_back(slot);
       return g.add_op(std::move(op));
@@ -327,12 +328,23 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_st
         // call (not a query) also waits for every stream's last activity that had finished by
         // then: where the GPU was idle at the call this costs nothing as measured, but with
         // calibrated (longer) kernels the host must still wait for them.
+        // Per stream, the latest activity that had ended by then: a stream runs in order, so
+        // its measured ends grow along its history (an event sync in a pipelined loop waits for
+        // the previous step's work while this step's is already queued).
         sim::OpId target = -1;
         std::int64_t target_end = -1;
         std::vector<sim::OpId> done_by_return;
-        for (const auto& [ks, op] : last_on_stream) {
-          const std::int64_t e = rg.measured_end_ns[static_cast<std::size_t>(op)] + lo;
-          if (e > c->end_ns() + 2000) continue;
+        for (const auto& [ks, ops] : stream_history) {
+          std::int64_t e = -1;
+          sim::OpId op = -1;
+          for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+            e = rg.measured_end_ns[static_cast<std::size_t>(*it)] + lo;
+            if (e <= c->end_ns() + 2000) {
+              op = *it;
+              break;
+            }
+          }
+          if (op < 0) continue;
           done_by_return.push_back(op);
           if (e > target_end) {
             target = op;
@@ -447,6 +459,7 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_st
         rs.gpu_end_ns = std::max(rs.gpu_end_ns, k->end_ns());
         if (k->op >= 0) rs.ops_with_gpu.insert(k->op);
         last_on_stream[skey] = id;
+        stream_history[skey].push_back(id);
         ts.last_launched = id;
         ts.last_launched_stream = skey;
         if (is_nccl(*k)) {

@@ -177,3 +177,43 @@ TEST(Validate, DdpRanksWaitForTheSlowestAndTheJobStepIsItsStep) {
     EXPECT_NEAR(s.ranks[0].predicted_period_s, s.ranks[1].predicted_period_s, 0.03 * s.measured_s);
   }
 }
+
+TEST(Validate, PipelinedLoopCarriesQueuedGpuWorkIntoTheNextStep) {
+  // The host runs one step ahead of a 300 us kernel per step: step N launches its kernel, then
+  // waits (cudaEventSynchronize) for step N-1's. Periods 15, 295, 300, 300 us; the replay must
+  // carry each kernel into the next step and reproduce them.
+  std::string ev;
+  auto X = [&](const std::string& cat, const std::string& name, int ts, int dur,
+               const std::string& args) {
+    ev += std::string(ev.empty() ? "" : ",") + "{\"ph\": \"X\", \"cat\": \"" + cat +
+          "\", \"name\": \"" + name + "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(ts) +
+          ", \"dur\": " + std::to_string(dur) + ", \"args\": {" + args + "}}";
+  };
+  int b = 0, gpu_free = 0, prev_end = 0;
+  for (int s = 0; s < 4; ++s) {
+    const int k_start = std::max(b + 5, gpu_free), k_end = k_start + 300;
+    const int sync_ret = s == 0 ? b + 10 : prev_end;
+    const int end = sync_ret + 5;
+    X("user_annotation", "ProfilerStep#" + std::to_string(s), b, end - b, "");
+    X("cuda_runtime", "cudaLaunchKernel", b, 5, "\"correlation\": " + std::to_string(10 * s + 1));
+    X("kernel", "k", k_start, 300,
+      "\"correlation\": " + std::to_string(10 * s + 1) + ", \"device\": 0, \"stream\": 7");
+    X("cuda_runtime", "cudaEventRecord", b + 6, 1,
+      "\"correlation\": " + std::to_string(10 * s + 2));
+    X("cuda_runtime", "cudaEventSynchronize", b + 8, sync_ret - (b + 8),
+      "\"correlation\": " + std::to_string(10 * s + 3));
+    gpu_free = k_end;
+    prev_end = k_end;
+    b = end;
+  }
+  const pc::ValidationReport r = pc::validate_profiles(
+      {pc::parse_kineto_json("{\"traceEvents\": [" + ev + "]}", "pipe.json")}, {});
+  ASSERT_EQ(r.steps.size(), 4u);
+  EXPECT_NEAR(r.steps[1].measured_s, 295e-6, 1e-9);
+  EXPECT_NEAR(r.steps[3].measured_s, 300e-6, 1e-9);
+  for (const auto& s : r.steps)
+    EXPECT_NEAR(s.predicted_s, s.measured_s, 0.03 * s.measured_s) << pc::validation_to_text(r);
+  // The GPU span of a step reaches into the next one (its kernel ends after the next step began).
+  EXPECT_GT(r.steps[2].measured_gpu_span_s, r.steps[2].measured_s);
+  EXPECT_NEAR(r.steps[2].predicted_gpu_span_s, r.steps[2].measured_gpu_span_s, 2e-6);
+}
