@@ -606,7 +606,9 @@ void link_events(Profile& p) {
         break;
       }
     // The trace's External id: trusted only where the op it names encloses the call.
-    if (e.external_id >= 0) {
+    if (e.external_id >= 0 && e.external_id == e.correlation) {
+      ++L.external_id_is_correlation;  // torch <= 2.0: the id is the call's own, not an op's
+    } else if (e.external_id >= 0) {
       std::int64_t named = -1;
       if (auto x = ops_of_ext.find(e.external_id); x != ops_of_ext.end())
         for (std::int64_t o : x->second) {
@@ -615,10 +617,13 @@ void link_events(Profile& p) {
               !launches_nothing(c.name))
             named = o;
         }
-      if (e.op < 0 && named >= 0) {
+      // An id naming an op that encloses the call agrees with nesting and says which of the
+      // enclosing ops it was (a 0-length call at an op's end boundary; torch 1.8-1.10 writes
+      // those). An id naming an op elsewhere is a coincidence (torch <= 2.0: the correlation id).
+      if (named >= 0) {
+        if (e.op < 0) ++L.by_external_id;
         e.op = named;
-        ++L.by_external_id;
-      } else if (e.op >= 0 && named < 0 && ops_of_ext.contains(e.external_id)) {
+      } else if (ops_of_ext.contains(e.external_id)) {
         ++L.external_id_disagrees;
       }
     }

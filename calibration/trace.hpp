@@ -80,6 +80,8 @@ struct LinkReport {
   int by_flow = 0;         ///< GPU activities whose correlation came from an `ac2g` flow only
   int by_external_id = 0;  ///< runtime calls tied by External id (no enclosing op on the thread)
   int external_id_disagrees = 0;  ///< External ids naming an op that does not enclose the call
+  int external_id_is_correlation =
+      0;  ///< runtime External ids equal to their correlation (torch <= 2.0): unused
   std::map<std::string, int> without_launch;  ///< per kind ("kernel", "memcpy", "memset")
   std::map<std::string, int> without_op;      ///< per kind, GPU activities with a launch but no op
   [[nodiscard]] double gpu_linked_fraction() const {

@@ -66,10 +66,10 @@ void print_links(const std::string& path, const calibration::Profile& prof) {
   for (const auto& [k, n] : l.without_launch) unl += " " + k + " " + std::to_string(n) + " without launch;";
   for (const auto& [k, n] : l.without_op) unl += " " + k + " " + std::to_string(n) + " launched outside any op;";
   if (!unl.empty()) std::printf("  unlinked:%s\n", unl.c_str());
-  if (l.by_external_id > 0 || l.external_id_disagrees > 0)
-    std::printf("  External id: %d calls tied by it (no enclosing op on their thread), %d ids ignored (the op they name "
-                "does not enclose the call)\n",
-                l.by_external_id, l.external_id_disagrees);
+  if (l.by_external_id > 0 || l.external_id_disagrees > 0 || l.external_id_is_correlation > 0)
+    std::printf("  External id: %d calls tied by it (no enclosing op on their thread), %d ignored (the op they name "
+                "does not enclose the call), %d equal to the call's correlation id (torch <= 2.0) and unused\n",
+                l.by_external_id, l.external_id_disagrees, l.external_id_is_correlation);
   if (l.gpu_to_op == 0)
     std::fprintf(stderr, "note: %s: 0 of %d GPU activities could be tied to a framework op\n", path.c_str(), l.gpu);
 }

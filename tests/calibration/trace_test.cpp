@@ -170,7 +170,7 @@ TEST(Linking, Torch20RuntimeExternalIdIsTheCorrelationAndNamesAnUnrelatedOp) {
   ]})J";
   const pc::Profile p = pc::parse_kineto_json(t, "t20.json");
   EXPECT_EQ(op_of(p, "add_kernel"), "aten::add");
-  EXPECT_EQ(p.links.external_id_disagrees, 1);
+  EXPECT_EQ(p.links.external_id_is_correlation, 1);
   EXPECT_EQ(p.links.gpu_to_op, 1);
 }
 
@@ -254,4 +254,21 @@ TEST(Linking, Torch113BackwardThreadExcerpt) {
   const pc::Profile p = pc::read_profile(data("hta_backward_thread_excerpt.json"));
   EXPECT_EQ(op_of(p, "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"),
             "aten::mm");
+}
+
+TEST(Linking, ZeroLengthCallAtAnOpsEndBelongsToTheOpItsIdNames) {
+  // torch 1.8-1.10 (as in kineto's tb_plugin tests): a 0-us launch at the instant aten::mm ends,
+  // inside aten::matmul; its "external id" names aten::mm, which encloses it (boundary included).
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "Operator", "name": "aten::matmul", "pid": 9, "tid": "456", "ts": 100, "dur": 100, "args": {"External id": 2}},
+    {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 9, "tid": "456", "ts": 120, "dur": 70, "args": {"External id": 4}},
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": "456", "ts": 190, "dur": 0, "args": {"correlation": 336, "external id": 4}},
+    {"ph": "X", "cat": "Kernel", "name": "gemm_at_end", "pid": 0, "tid": "stream 7", "ts": 200, "dur": 7, "args": {"correlation": 336, "external id": 4, "device": 0}},
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": "456", "ts": 195, "dur": 0, "args": {"correlation": 337, "external id": 2}},
+    {"ph": "X", "cat": "Kernel", "name": "after_mm", "pid": 0, "tid": "stream 7", "ts": 210, "dur": 8, "args": {"correlation": 337, "external id": 2, "device": 0}}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "tb.json");
+  EXPECT_EQ(op_of(p, "gemm_at_end"), "aten::mm");
+  EXPECT_EQ(op_of(p, "after_mm"), "aten::matmul");
+  EXPECT_EQ(p.links.external_id_disagrees, 0);
 }
