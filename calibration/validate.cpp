@@ -631,6 +631,16 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
   }
   const auto steps = profile_steps(ranks[0]);
   std::size_t n = steps.size();
+  // Ranks whose profilers recorded different numbers of steps: the common prefix is replayed.
+  for (std::size_t r = 1; r < ranks.size(); ++r) {
+    const std::size_t k = profile_steps(ranks[r]).size();
+    if (k < n) {
+      rep.notes.push_back(ranks[r].source + ": " + std::to_string(k) + " steps against " +
+                          std::to_string(n) + " in the first profile: the first " +
+                          std::to_string(k) + " are replayed");
+      n = k;
+    }
+  }
   if (opt.max_steps > 0) n = std::min<std::size_t>(n, static_cast<std::size_t>(opt.max_steps));
   // Consecutive steps are replayed in one simulation: GPU work queued in step N carries into
   // step N+1, as it ran.
