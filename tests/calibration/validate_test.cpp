@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <memory>
 
+#include "calibration/kernel_fit.hpp"
 #include "calibration/trace.hpp"
 
 namespace pc = placesim::calibration;
@@ -89,7 +90,7 @@ TEST(Validate, CalibrationThatMatchesNothingSaysSo) {
   EXPECT_EQ(r.steps[0].fallback_ops, 5);
   bool said = false;
   for (const auto& w : r.warnings)
-    said |= w.find("0 of 5 GPU activities took a calibrated time") != std::string::npos;
+    said |= w.find("0 of 5 GPU activities / CPU ops took a calibrated time") != std::string::npos;
   EXPECT_TRUE(said);
 }
 
@@ -216,4 +217,22 @@ TEST(Validate, PipelinedLoopCarriesQueuedGpuWorkIntoTheNextStep) {
   // The GPU span of a step reaches into the next one (its kernel ends after the next step began).
   EXPECT_GT(r.steps[2].measured_gpu_span_s, r.steps[2].measured_s);
   EXPECT_NEAR(r.steps[2].predicted_gpu_span_s, r.steps[2].measured_gpu_span_s, 2e-6);
+}
+
+TEST(Validate, CpuOnlyTraceTakesCpuCalibration) {
+  // Calibrated on one torch 1.13 CPU trace (op-name signatures, device key "cpu"), the other's
+  // CPU ops that share a name take the calibrated time; the rest keep theirs and are counted.
+  const pc::Profile cnn = pc::read_profile(data("cpu_torch113_cnn_6steps.json.gz"));
+  const pc::Profile lstm = pc::read_profile(data("cpu_torch113_lstm_6steps.json.gz"));
+  const pc::CalibrationFit fit = pc::fit_calibration(pc::op_samples_from_profile(lstm, ""), "lstm");
+  ASSERT_TRUE(fit.calibration.devices.contains("cpu"));
+  pc::ValidateOptions o;
+  o.calibration = std::make_shared<placesim::sim::Calibration>(fit.calibration);
+  const pc::ValidationReport r = pc::validate_profiles({cnn}, o);
+  ASSERT_EQ(r.steps.size(), 6u);
+  for (const auto& s : r.steps) {
+    EXPECT_GT(s.calibrated_ops, 0);
+    EXPECT_GT(s.fallback_ops, 0);
+    EXPECT_TRUE(s.compared);
+  }
 }

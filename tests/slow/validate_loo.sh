@@ -21,8 +21,8 @@ busy_m=busy_p=0
 for s in d['steps']:
   for k,v in s['devices'].items(): busy_m+=v.get('measured_busy_s',0); busy_p+=v.get('predicted_busy_s',0)
 err = "%+.2f %%"%(100*st['error']) if st['error'] is not None else "n/a"
-be = "%+.1f %%"%(100*(busy_p/busy_m-1)) if busy_m>0 else "n/a"
-print(f"| {a} | {b} | {cal} / {cal+fb} | {st['measured_period_s']*1e3:.3f} | {st['predicted_period_s']*1e3:.3f} | {err} | {busy_m*1e3:.3f} → {busy_p*1e3:.3f} ms ({be}) |")
+busy = "%.3f → %.3f ms (%+.1f %%)"%(busy_m*1e3, busy_p*1e3, 100*(busy_p/busy_m-1)) if busy_m>0 else "— (CPU only)"
+print(f"| {a} | {b} | {cal} / {cal+fb} | {st['measured_period_s']*1e3:.3f} | {st['predicted_period_s']*1e3:.3f} | {err} | {busy} |")
 PY
     done
   done
@@ -31,3 +31,4 @@ echo "| calibrated on | validated | kernels calibrated | steady period measured 
 echo "|---|---|---|---|---|---|---|"
 run_group A100-PG509-200 a100_alexnet.json a100_simple_add.json a100_event_sync.json a100_triton.json a100_2rank_nccl_rank0.json.gz
 run_group H200 h200_resnet18-224px-b64_train.json.gz h200_resnet18-64px-b8_train.json.gz h200_micro.json.gz h200_micro_bwd.json.gz
+run_group cpu cpu_torch113_cnn_6steps.json.gz cpu_torch113_lstm_6steps.json.gz
