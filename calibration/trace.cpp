@@ -79,12 +79,33 @@ namespace {
 
 // Kineto writes ts/dur in microseconds, as integers in older releases and with three decimals
 // (nanoseconds) since 2023.
-std::int64_t us_to_ns(const json& v) {
-  if (v.is_number_integer()) return v.get<std::int64_t>() * 1000;
-  if (v.is_number_float()) return std::llround(v.get<double>() * 1000.0);
+// Microseconds since the epoch are ~1.7e15; a value beyond 9e15 "us" (which would also overflow
+// int64 nanoseconds) can only be nanoseconds: it is returned unscaled and `*raw_ns` set.
+std::int64_t us_to_ns(const json& v, bool* raw_ns = nullptr) {
+  constexpr std::int64_t kMaxUs = 9'000'000'000'000'000;
+  auto from_double = [&](double d) -> std::int64_t {
+    if (!std::isfinite(d)) return 0;
+    if (std::abs(d) > static_cast<double>(kMaxUs)) {
+      if (raw_ns) *raw_ns = true;
+      return std::abs(d) < 9.2e18 ? std::llround(d) : 0;
+    }
+    return std::llround(d * 1000.0);
+  };
+  if (v.is_number_integer()) {
+    const std::int64_t x =
+        v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)
+            ? 0
+            : v.get<std::int64_t>();
+    if (x > kMaxUs || x < -kMaxUs) {
+      if (raw_ns) *raw_ns = true;
+      return x;
+    }
+    return x * 1000;
+  }
+  if (v.is_number_float()) return from_double(v.get<double>());
   if (v.is_string()) {
     try {
-      return std::llround(std::stod(v.get<std::string>()) * 1000.0);
+      return from_double(std::stod(v.get<std::string>()));
     } catch (const std::exception&) {
       return 0;
     }
@@ -205,6 +226,8 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   // ac2g flows: (pid/tid, ts) of the launch ("s") and of the GPU activity ("f") -> flow id, which
   // is the correlation id; used where an event lacks `correlation` in its args.
   std::map<std::pair<std::string, std::int64_t>, std::int64_t> flow_start, flow_end;
+  std::vector<bool> raw_ts;  // per event pushed: its ts was already nanoseconds (see us_to_ns)
+  bool any_raw_ts = false;
   for (const json& e : *events) {
     if (!e.is_object()) continue;
     const std::string ph = e.value("ph", std::string());
@@ -226,7 +249,8 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
     if (!e.contains("ts"))
       throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].ts",
                        "a timestamp in microseconds, got none");
-    t.ts_ns = us_to_ns(e["ts"]);
+    bool raw = false;
+    t.ts_ns = us_to_ns(e["ts"], &raw);
     t.dur_ns = e.contains("dur") ? us_to_ns(e["dur"]) : 0;
     if (t.dur_ns < 0)
       throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].dur",
@@ -283,6 +307,8 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
       if (it->is_primitive() && it.key() != "Input Dims" && it.key() != "Input type")
         t.args[it.key()] = scalar_text(*it);
     }
+    raw_ts.push_back(raw);
+    any_raw_ts |= raw;
     p.events.push_back(std::move(t));
   }
   if (bare || !any_cat)
@@ -290,27 +316,33 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   else
     p.dialect = pre2022 ? "kineto-pre2022" : "kineto";
   // Kineto writes microseconds whatever `displayTimeUnit` says; a few exporters wrote
-  // nanoseconds. A kernel launch takes 2-50 us on every GPU generation, so launches whose median
-  // reads over 1 ms (as microseconds) are nanoseconds.
-  {
+  // nanoseconds. Timestamps beyond 9e15 can only be ns (us_to_ns). Otherwise: a kernel launch
+  // returns in 2-50 us on every GPU generation, and even where launches block on a full queue the
+  // fastest tenth do not, so launches whose 10th percentile reads over 0.5 ms (as microseconds)
+  // are nanoseconds.
+  bool ns = any_raw_ts;
+  if (!ns) {
     std::vector<std::int64_t> launch_durs;
     for (const TraceEvent& t : p.events)
       if (t.kind == EventKind::Runtime && t.name.find("Launch") != std::string::npos)
         launch_durs.push_back(t.dur_ns);
     if (!launch_durs.empty()) {
-      std::nth_element(launch_durs.begin(), launch_durs.begin() + launch_durs.size() / 2,
-                       launch_durs.end());
-      if (launch_durs[launch_durs.size() / 2] > 1'000'000) {
-        p.ns_timestamps = true;
-        for (TraceEvent& t : p.events) {
-          t.ts_ns = (t.ts_ns + 500) / 1000;
-          t.dur_ns = (t.dur_ns + 500) / 1000;
-        }
-        p.missing.push_back(
-            "timestamps are nanoseconds (kernel launches would last over 1 ms as microseconds): "
-            "read as ns");
-      }
+      const auto p10 = launch_durs.begin() + static_cast<std::ptrdiff_t>(launch_durs.size() / 10);
+      std::nth_element(launch_durs.begin(), p10, launch_durs.end());
+      ns = *p10 > 500'000;
     }
+  }
+  if (ns) {
+    p.ns_timestamps = true;
+    for (std::size_t i = 0; i < p.events.size(); ++i) {
+      TraceEvent& t = p.events[i];
+      if (!raw_ts[i]) t.ts_ns = (t.ts_ns + 500) / 1000;
+      t.dur_ns = (t.dur_ns + 500) / 1000;
+    }
+    p.missing.push_back(
+        "timestamps are nanoseconds (beyond 9e15, or kernel launches that would last over 0.5 ms "
+        "as "
+        "microseconds): read as ns");
   }
   sort_events(p.events);
   link_events(p);

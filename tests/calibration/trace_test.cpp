@@ -272,3 +272,36 @@ TEST(Linking, ZeroLengthCallAtAnOpsEndBelongsToTheOpItsIdNames) {
   EXPECT_EQ(op_of(p, "after_mm"), "aten::matmul");
   EXPECT_EQ(p.links.external_id_disagrees, 0);
 }
+
+TEST(Linking, EpochNanosecondTimestampsDoNotOverflow) {
+  // ns since the epoch (1.7e18): as microseconds they would overflow int64 nanoseconds.
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 3, "tid": 3, "ts": 1712667379482806000, "dur": 20000, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 3, "tid": 3, "ts": 1712667379482811000, "dur": 5000, "args": {}},
+    {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 8, "pid": 3, "tid": 3, "ts": 1712667379482811000},
+    {"ph": "X", "cat": "kernel", "name": "relu_kernel", "pid": 0, "tid": 7, "ts": 1712667379482818000, "dur": 3000, "args": {"device": 0, "stream": 7}},
+    {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 8, "pid": 0, "tid": 7, "ts": 1712667379482818000, "bp": "e"}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "epoch-ns.json");
+  EXPECT_TRUE(p.ns_timestamps);
+  const pc::TraceEvent* k = find(p, "relu_kernel");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->ts_ns, 1712667379482818000);
+  EXPECT_EQ(k->dur_ns, 3000);
+  EXPECT_EQ(op_of(p, "relu_kernel"), "aten::relu");
+}
+
+TEST(Linking, BlockedLaunchesOfAGpuBoundLoopStayMicroseconds) {
+  // Most launches block ~2 ms on a full queue; the fastest tenth do not: still microseconds.
+  std::string ev;
+  for (int i = 0; i < 20; ++i) {
+    const int ts = 1000 + 3000 * i, dur = i < 3 ? 4 : 2000;
+    ev +=
+        std::string(i ? "," : "") +
+        R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" +
+        std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
+        ", \"args\": {\"correlation\": " + std::to_string(i) + "}}";
+  }
+  const pc::Profile p = pc::parse_kineto_json("{\"traceEvents\": [" + ev + "]}", "blocked.json");
+  EXPECT_FALSE(p.ns_timestamps);
+}
