@@ -305,26 +305,14 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
     }
     return out;
   }
-  // correlation -> GPU time; runtime: correlation -> external id.
-  std::map<std::int64_t, std::int64_t> gpu_ns_by_corr;
-  std::map<std::int64_t, std::int64_t> gpu_ns_by_ext;  // kernels that carry External id themselves
-  for (const TraceEvent& e : p.events) {
-    if (!e.on_gpu()) continue;
-    if (e.correlation >= 0) gpu_ns_by_corr[e.correlation] += e.dur_ns;
-    else if (e.external_id >= 0) gpu_ns_by_ext[e.external_id] += e.dur_ns;
-  }
-  std::map<std::int64_t, std::int64_t> gpu_ns_of_ext;
-  std::set<std::int64_t> covered;
+  // GPU time per framework op, through the links the reader resolved (trace.hpp: time nesting
+  // on the launching thread, correlation ids and ac2g flows; External ids only where they agree).
+  std::map<std::int64_t, std::int64_t> gpu_ns_of_op;
   bool have_cpu_ops = false;
   for (const TraceEvent& e : p.events) {
     have_cpu_ops |= e.kind == EventKind::CpuOp;
-    if (e.kind != EventKind::Runtime || e.correlation < 0) continue;
-    auto it = gpu_ns_by_corr.find(e.correlation);
-    if (it == gpu_ns_by_corr.end()) continue;
-    covered.insert(e.correlation);
-    if (e.external_id >= 0) gpu_ns_of_ext[e.external_id] += it->second;
+    if (e.on_gpu() && e.op >= 0) gpu_ns_of_op[e.op] += e.dur_ns;
   }
-  for (const auto& [ext, ns] : gpu_ns_by_ext) gpu_ns_of_ext[ext] += ns;
   if (!have_cpu_ops) {
     // Nsight: no framework ops; a kernel's own name is its signature.
     for (const TraceEvent& e : p.events) {
@@ -340,16 +328,15 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
     }
     return out;
   }
-  for (const TraceEvent& e : p.events) {
-    if (e.kind != EventKind::CpuOp || e.external_id < 0) continue;
-    auto it = gpu_ns_of_ext.find(e.external_id);
-    if (it == gpu_ns_of_ext.end() || it->second <= 0) continue;
+  for (const auto& [op, ns] : gpu_ns_of_op) {
+    if (ns <= 0) continue;
+    const TraceEvent& e = p.events[static_cast<std::size_t>(op)];
     OpSample s;
     s.device = dev;
     s.signature.op_type = e.name;
     s.signature.input_shapes = e.input_dims;
     s.signature.dtype = dtype_from_profiler(e.input_types);
-    s.seconds = static_cast<double>(it->second) * 1e-9;
+    s.seconds = static_cast<double>(ns) * 1e-9;
     s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
     if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs)) s.work.flops = *f;
     out.push_back(std::move(s));

@@ -1,15 +1,14 @@
 #include "calibration/trace.hpp"
 
-#include <sqlite3.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sqlite3.h>
 #include <sstream>
+#include <zlib.h>
 
 #include "sim/error.hpp"
 
@@ -20,15 +19,24 @@ using sim::InputError;
 
 std::string to_string(EventKind k) {
   switch (k) {
-    case EventKind::CpuOp: return "cpu_op";
-    case EventKind::Runtime: return "runtime";
-    case EventKind::Kernel: return "kernel";
-    case EventKind::Memcpy: return "memcpy";
-    case EventKind::Memset: return "memset";
-    case EventKind::Sync: return "sync";
-    case EventKind::Annotation: return "annotation";
-    case EventKind::GpuAnnotation: return "gpu_annotation";
-    case EventKind::Other: return "other";
+    case EventKind::CpuOp:
+      return "cpu_op";
+    case EventKind::Runtime:
+      return "runtime";
+    case EventKind::Kernel:
+      return "kernel";
+    case EventKind::Memcpy:
+      return "memcpy";
+    case EventKind::Memset:
+      return "memset";
+    case EventKind::Sync:
+      return "sync";
+    case EventKind::Annotation:
+      return "annotation";
+    case EventKind::GpuAnnotation:
+      return "gpu_annotation";
+    case EventKind::Other:
+      return "other";
   }
   return "other";
 }
@@ -42,7 +50,8 @@ std::string read_maybe_gzip(const std::string& path) {
     return raw;
   z_stream zs{};
   // 16 + MAX_WBITS: accept the gzip wrapper.
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw InputError(path, "", "gzip data, zlib failed to start");
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+    throw InputError(path, "", "gzip data, zlib failed to start");
   zs.next_in = reinterpret_cast<Bytef*>(raw.data());
   zs.avail_in = static_cast<uInt>(raw.size());
   std::string out;
@@ -70,12 +79,33 @@ namespace {
 
 // Kineto writes ts/dur in microseconds, as integers in older releases and with three decimals
 // (nanoseconds) since 2023.
-std::int64_t us_to_ns(const json& v) {
-  if (v.is_number_integer()) return v.get<std::int64_t>() * 1000;
-  if (v.is_number_float()) return std::llround(v.get<double>() * 1000.0);
+// Microseconds since the epoch are ~1.7e15; a value beyond 9e15 "us" (which would also overflow
+// int64 nanoseconds) can only be nanoseconds: it is returned unscaled and `*raw_ns` set.
+std::int64_t us_to_ns(const json& v, bool* raw_ns = nullptr) {
+  constexpr std::int64_t kMaxUs = 9'000'000'000'000'000;
+  auto from_double = [&](double d) -> std::int64_t {
+    if (!std::isfinite(d)) return 0;
+    if (std::abs(d) > static_cast<double>(kMaxUs)) {
+      if (raw_ns) *raw_ns = true;
+      return std::abs(d) < 9.2e18 ? std::llround(d) : 0;
+    }
+    return std::llround(d * 1000.0);
+  };
+  if (v.is_number_integer()) {
+    const std::int64_t x =
+        v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)
+            ? 0
+            : v.get<std::int64_t>();
+    if (x > kMaxUs || x < -kMaxUs) {
+      if (raw_ns) *raw_ns = true;
+      return x;
+    }
+    return x * 1000;
+  }
+  if (v.is_number_float()) return from_double(v.get<double>());
   if (v.is_string()) {
     try {
-      return std::llround(std::stod(v.get<std::string>()) * 1000.0);
+      return from_double(std::stod(v.get<std::string>()));
     } catch (const std::exception&) {
       return 0;
     }
@@ -113,24 +143,42 @@ std::int64_t int_arg(const json& args, const char* key, std::int64_t dflt) {
 
 EventKind kind_of_category(const std::string& cat, bool& pre2022) {
   // Current names first, then the pre-2022 ones (PyTorch 1.8-1.10 Kineto).
-  if (cat == "cpu_op" || cat == "user_annotation" ) return cat == "cpu_op" ? EventKind::CpuOp : EventKind::Annotation;
+  if (cat == "cpu_op" || cat == "user_annotation")
+    return cat == "cpu_op" ? EventKind::CpuOp : EventKind::Annotation;
   if (cat == "cuda_runtime" || cat == "cuda_driver") return EventKind::Runtime;
   if (cat == "kernel") return EventKind::Kernel;
   if (cat == "gpu_memcpy") return EventKind::Memcpy;
   if (cat == "gpu_memset") return EventKind::Memset;
   if (cat == "cuda_sync") return EventKind::Sync;
   if (cat == "gpu_user_annotation") return EventKind::GpuAnnotation;
-  if (cat == "Operator") { pre2022 = true; return EventKind::CpuOp; }
-  if (cat == "Runtime") { pre2022 = true; return EventKind::Runtime; }
-  if (cat == "Kernel") { pre2022 = true; return EventKind::Kernel; }
-  if (cat == "Memcpy") { pre2022 = true; return EventKind::Memcpy; }
-  if (cat == "Memset") { pre2022 = true; return EventKind::Memset; }
-  if (cat == "user_annotation" || cat == "User Annotation" ) return EventKind::Annotation;
+  if (cat == "Operator") {
+    pre2022 = true;
+    return EventKind::CpuOp;
+  }
+  if (cat == "Runtime") {
+    pre2022 = true;
+    return EventKind::Runtime;
+  }
+  if (cat == "Kernel") {
+    pre2022 = true;
+    return EventKind::Kernel;
+  }
+  if (cat == "Memcpy") {
+    pre2022 = true;
+    return EventKind::Memcpy;
+  }
+  if (cat == "Memset") {
+    pre2022 = true;
+    return EventKind::Memset;
+  }
+  if (cat == "user_annotation" || cat == "User Annotation") return EventKind::Annotation;
   if (cat == "gpu_user_annotation" || cat == "GPU User Annotation") return EventKind::GpuAnnotation;
   return EventKind::Other;
 }
 
-std::string id_text(const json& v) { return v.is_null() ? std::string() : scalar_text(v); }
+std::string id_text(const json& v) {
+  return v.is_null() ? std::string() : scalar_text(v);
+}
 
 void sort_events(std::vector<TraceEvent>& ev) {
   std::stable_sort(ev.begin(), ev.end(), [](const TraceEvent& a, const TraceEvent& b) {
@@ -146,8 +194,9 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw InputError(origin, "byte " + std::to_string(e.byte),
-                     "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
+    throw InputError(
+        origin, "byte " + std::to_string(e.byte),
+        "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
   }
   Profile p;
   p.source = origin;
@@ -159,11 +208,12 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   } else if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) {
     events = &doc["traceEvents"];
   } else {
-    throw InputError(origin, "traceEvents", "a list of trace events (Kineto/PyTorch profiler output), got none");
+    throw InputError(origin, "traceEvents",
+                     "a list of trace events (Kineto/PyTorch profiler output), got none");
   }
   if (doc.is_object()) {
-    if (auto it = doc.find("deviceProperties"); it != doc.end() && it->is_array() && !it->empty() &&
-                                                 (*it)[0].contains("name"))
+    if (auto it = doc.find("deviceProperties");
+        it != doc.end() && it->is_array() && !it->empty() && (*it)[0].contains("name"))
       p.device_name = scalar_text((*it)[0]["name"]);
     if (auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
       p.rank = static_cast<int>(int_arg(*it, "rank", -1));
@@ -173,6 +223,22 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   bool pre2022 = false;
   bool any_cat = false;
   std::size_t index = 0;
+  // ac2g flows: (pid/tid, ts) of the launch ("s") and of the GPU activity ("f") -> flow id, which
+  // is the correlation id; used where an event lacks `correlation` in its args.
+  std::map<std::pair<std::string, std::int64_t>, std::int64_t> flow_start, flow_end;
+  std::vector<bool> raw_ts;  // per event pushed: its ts was already nanoseconds (see us_to_ns)
+  bool any_raw_ts = false;
+  for (const json& e : *events) {
+    if (!e.is_object()) continue;
+    const std::string ph = e.value("ph", std::string());
+    if ((ph == "s" || ph == "f") && e.contains("ts") && e.contains("id") &&
+        (e.value("cat", std::string()) == "ac2g" || e.value("name", std::string()) == "ac2g")) {
+      const std::int64_t id = int_arg(e, "id", -1);
+      const std::string th = (e.contains("pid") ? id_text(e["pid"]) : std::string()) + "/" +
+                             (e.contains("tid") ? id_text(e["tid"]) : std::string());
+      (ph == "s" ? flow_start : flow_end)[{th, us_to_ns(e["ts"])}] = id;
+    }
+  }
   for (const json& e : *events) {
     ++index;
     if (!e.is_object()) continue;
@@ -180,10 +246,15 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
     if (ph != "X") continue;  // flows, metadata and instants carry no durations
     TraceEvent t;
     t.name = e.contains("name") ? scalar_text(e["name"]) : std::string();
-    if (!e.contains("ts")) throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].ts", "a timestamp in microseconds, got none");
-    t.ts_ns = us_to_ns(e["ts"]);
+    if (!e.contains("ts"))
+      throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].ts",
+                       "a timestamp in microseconds, got none");
+    bool raw = false;
+    t.ts_ns = us_to_ns(e["ts"], &raw);
     t.dur_ns = e.contains("dur") ? us_to_ns(e["dur"]) : 0;
-    if (t.dur_ns < 0) throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].dur", "a non-negative duration, got " + scalar_text(e["dur"]));
+    if (t.dur_ns < 0)
+      throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].dur",
+                       "a non-negative duration, got " + scalar_text(e["dur"]));
     t.pid = e.contains("pid") ? id_text(e["pid"]) : std::string();
     t.tid = e.contains("tid") ? id_text(e["tid"]) : std::string();
     if (e.contains("cat")) {
@@ -195,16 +266,26 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
       t.kind = t.name.rfind("ProfilerStep#", 0) == 0 ? EventKind::Annotation : EventKind::CpuOp;
     }
     if (t.kind == EventKind::Other) continue;
-    if (t.kind == EventKind::CpuOp && t.name.rfind("ProfilerStep#", 0) == 0) t.kind = EventKind::Annotation;
+    if (t.kind == EventKind::CpuOp && t.name.rfind("ProfilerStep#", 0) == 0)
+      t.kind = EventKind::Annotation;
     const json empty = json::object();
     const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty;
     t.correlation = int_arg(args, "correlation", -1);
     t.external_id = int_arg(args, "External id", -1);
+    if (t.external_id < 0) t.external_id = int_arg(args, "external id", -1);  // before 2022
+    if (t.correlation < 0 && (t.on_gpu() || t.kind == EventKind::Runtime)) {
+      const auto& flows = t.kind == EventKind::Runtime ? flow_start : flow_end;
+      if (auto f = flows.find({t.pid + "/" + t.tid, t.ts_ns}); f != flows.end()) {
+        t.correlation = f->second;
+        if (t.on_gpu()) ++p.links.by_flow;
+      }
+    }
     if (t.on_gpu() || t.kind == EventKind::Sync || t.kind == EventKind::GpuAnnotation) {
       t.device = static_cast<int>(int_arg(args, "device", -1));
       if (t.device < 0 && e.contains("pid") && e["pid"].is_number()) t.device = e["pid"].get<int>();
       t.stream = int_arg(args, "stream", -1);
-      if (t.stream < 0 && e.contains("tid") && e["tid"].is_number()) t.stream = e["tid"].get<std::int64_t>();
+      if (t.stream < 0 && e.contains("tid") && e["tid"].is_number())
+        t.stream = e["tid"].get<std::int64_t>();
       t.bytes = int_arg(args, "bytes", 0);
     }
     if (auto it = args.find("Input Dims"); it != args.end() && it->is_array()) {
@@ -217,22 +298,57 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
       }
     }
     if (auto it = args.find("Input type"); it != args.end() && it->is_array())
-      for (const json& d : *it) t.input_types.push_back(d.is_string() ? d.get<std::string>() : std::string());
+      for (const json& d : *it)
+        t.input_types.push_back(d.is_string() ? d.get<std::string>() : std::string());
     if (auto it = args.find("Concrete Inputs"); it != args.end() && it->is_array())
-      for (const json& d : *it) t.concrete_inputs.push_back(d.is_string() ? d.get<std::string>() : scalar_text(d));
+      for (const json& d : *it)
+        t.concrete_inputs.push_back(d.is_string() ? d.get<std::string>() : scalar_text(d));
     for (auto it = args.begin(); it != args.end(); ++it) {
       if (it->is_primitive() && it.key() != "Input Dims" && it.key() != "Input type")
         t.args[it.key()] = scalar_text(*it);
     }
+    raw_ts.push_back(raw);
+    any_raw_ts |= raw;
     p.events.push_back(std::move(t));
   }
   if (bare || !any_cat)
     p.dialect = "torch-bare-list";
   else
     p.dialect = pre2022 ? "kineto-pre2022" : "kineto";
+  // Kineto writes microseconds whatever `displayTimeUnit` says; a few exporters wrote
+  // nanoseconds. Timestamps beyond 9e15 can only be ns (us_to_ns). Otherwise: a kernel launch
+  // returns in 2-50 us on every GPU generation, and even where launches block on a full queue the
+  // fastest tenth do not, so launches whose 10th percentile reads over 0.5 ms (as microseconds)
+  // are nanoseconds.
+  bool ns = any_raw_ts;
+  if (!ns) {
+    std::vector<std::int64_t> launch_durs;
+    for (const TraceEvent& t : p.events)
+      if (t.kind == EventKind::Runtime && t.name.find("Launch") != std::string::npos)
+        launch_durs.push_back(t.dur_ns);
+    if (!launch_durs.empty()) {
+      const auto p10 = launch_durs.begin() + static_cast<std::ptrdiff_t>(launch_durs.size() / 10);
+      std::nth_element(launch_durs.begin(), p10, launch_durs.end());
+      ns = *p10 > 500'000;
+    }
+  }
+  if (ns) {
+    p.ns_timestamps = true;
+    for (std::size_t i = 0; i < p.events.size(); ++i) {
+      TraceEvent& t = p.events[i];
+      if (!raw_ts[i]) t.ts_ns = (t.ts_ns + 500) / 1000;
+      t.dur_ns = (t.dur_ns + 500) / 1000;
+    }
+    p.missing.push_back(
+        "timestamps are nanoseconds (beyond 9e15, or kernel launches that would last over 0.5 ms "
+        "as "
+        "microseconds): read as ns");
+  }
   sort_events(p.events);
+  link_events(p);
 
-  bool has_gpu = false, has_runtime = false, has_dims = false, has_step = false, any_gpu_time = false;
+  bool has_gpu = false, has_runtime = false, has_dims = false, has_step = false,
+       any_gpu_time = false;
   for (const TraceEvent& t : p.events) {
     has_gpu |= t.on_gpu();
     any_gpu_time |= t.on_gpu() && (t.ts_ns != 0 || t.dur_ns != 0);
@@ -243,12 +359,17 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   if (!has_gpu) p.missing.push_back("no GPU activity (kernels, memcpys, memsets): CPU-only trace");
   if (has_gpu && !any_gpu_time)
     p.missing.push_back(
-        "every GPU activity has ts 0 and dur 0 (torch 2.11 writes this when a profiler session is exported after a later "
+        "every GPU activity has ts 0 and dur 0 (torch 2.11 writes this when a profiler session is "
+        "exported after a later "
         "session ran): no GPU times; export each session before starting the next");
-  if (has_gpu && !has_runtime) p.missing.push_back("no runtime launch events: kernels cannot be tied to CPU ops");
+  if (has_gpu && !has_runtime)
+    p.missing.push_back("no runtime launch events: kernels cannot be tied to CPU ops");
   if (!has_dims)
-    p.missing.push_back("no input shapes (record_shapes=False, or torch 1.13 export): signatures carry the op name only");
-  if (!has_step) p.missing.push_back("no ProfilerStep#N annotations: the whole trace span is one step");
+    p.missing.push_back(
+        "no input shapes (record_shapes=False, or torch 1.13 export): signatures carry the op name "
+        "only");
+  if (!has_step)
+    p.missing.push_back("no ProfilerStep#N annotations: the whole trace span is one step");
   return p;
 }
 
@@ -294,7 +415,9 @@ Profile read_nsys_sqlite(const std::string& path) {
   p.dialect = "nsys-sqlite";
 
   const bool has_strings = !table_columns(d.db, "StringIds").empty();
-  if (!has_strings) throw InputError(path, "StringIds", "an Nsight Systems export with a StringIds table, got none");
+  if (!has_strings)
+    throw InputError(path, "StringIds",
+                     "an Nsight Systems export with a StringIds table, got none");
 
   struct GpuTable {
     const char* table;
@@ -302,26 +425,37 @@ Profile read_nsys_sqlite(const std::string& path) {
     std::vector<std::string> required;
   };
   const std::vector<GpuTable> gpu_tables = {
-      {"CUPTI_ACTIVITY_KIND_KERNEL", EventKind::Kernel, {"start", "end", "deviceId", "streamId", "correlationId"}},
-      {"CUPTI_ACTIVITY_KIND_MEMCPY", EventKind::Memcpy, {"start", "end", "deviceId", "streamId", "correlationId", "bytes"}},
-      {"CUPTI_ACTIVITY_KIND_MEMSET", EventKind::Memset, {"start", "end", "deviceId", "streamId", "correlationId", "bytes"}},
-      {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", EventKind::Sync, {"start", "end", "deviceId", "streamId", "correlationId"}},
+      {"CUPTI_ACTIVITY_KIND_KERNEL",
+       EventKind::Kernel,
+       {"start", "end", "deviceId", "streamId", "correlationId"}},
+      {"CUPTI_ACTIVITY_KIND_MEMCPY",
+       EventKind::Memcpy,
+       {"start", "end", "deviceId", "streamId", "correlationId", "bytes"}},
+      {"CUPTI_ACTIVITY_KIND_MEMSET",
+       EventKind::Memset,
+       {"start", "end", "deviceId", "streamId", "correlationId", "bytes"}},
+      {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+       EventKind::Sync,
+       {"start", "end", "deviceId", "streamId", "correlationId"}},
   };
   for (const GpuTable& g : gpu_tables) {
     const auto cols = table_columns(d.db, g.table);
     if (cols.empty()) {
-      p.missing.push_back(std::string("table ") + g.table + " absent (no such activity was recorded)");
+      p.missing.push_back(std::string("table ") + g.table +
+                          " absent (no such activity was recorded)");
       continue;
     }
     for (const std::string& c : g.required)
       if (!cols.count(c))
         throw InputError(path, std::string(g.table) + "." + c,
-                         "the column of Nsight Systems schema 2.x, got a table without it (unsupported export version)");
+                         "the column of Nsight Systems schema 2.x, got a table without it "
+                         "(unsupported export version)");
     std::string name_expr = "''";
     if (g.kind == EventKind::Kernel) {
-      name_expr = cols.count("demangledName") ? "(SELECT value FROM StringIds WHERE id = t.demangledName)"
-                  : cols.count("shortName")   ? "(SELECT value FROM StringIds WHERE id = t.shortName)"
-                                              : "'kernel'";
+      name_expr = cols.count("demangledName")
+                      ? "(SELECT value FROM StringIds WHERE id = t.demangledName)"
+                  : cols.count("shortName") ? "(SELECT value FROM StringIds WHERE id = t.shortName)"
+                                            : "'kernel'";
     } else if (g.kind == EventKind::Memcpy) {
       name_expr = cols.count("copyKind") ? "'Memcpy kind ' || t.copyKind" : "'Memcpy'";
     } else if (g.kind == EventKind::Memset) {
@@ -330,11 +464,13 @@ Profile read_nsys_sqlite(const std::string& path) {
       name_expr = cols.count("syncType") ? "'Sync type ' || t.syncType" : "'Sync'";
     }
     const std::string bytes_expr = cols.count("bytes") ? "t.bytes" : "0";
-    const std::string q = "SELECT t.start, t.end, t.deviceId, t.streamId, t.correlationId, " + bytes_expr + ", " +
-                          name_expr + " FROM " + g.table + " t ORDER BY t.start";
+    const std::string q = "SELECT t.start, t.end, t.deviceId, t.streamId, t.correlationId, " +
+                          bytes_expr + ", " + name_expr + " FROM " + g.table +
+                          " t ORDER BY t.start";
     Stmt s;
     if (sqlite3_prepare_v2(d.db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK)
-      throw InputError(path, g.table, std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+      throw InputError(path, g.table,
+                       std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
     while (sqlite3_step(s.st) == SQLITE_ROW) {
       TraceEvent t;
       t.kind = g.kind;
@@ -352,7 +488,8 @@ Profile read_nsys_sqlite(const std::string& path) {
   }
   const auto rcols = table_columns(d.db, "CUPTI_ACTIVITY_KIND_RUNTIME");
   if (rcols.empty()) {
-    p.missing.push_back("table CUPTI_ACTIVITY_KIND_RUNTIME absent: GPU work cannot be tied to host launches");
+    p.missing.push_back(
+        "table CUPTI_ACTIVITY_KIND_RUNTIME absent: GPU work cannot be tied to host launches");
   } else {
     for (const char* c : {"start", "end", "globalTid", "correlationId", "nameId"})
       if (!rcols.count(c))
@@ -360,10 +497,12 @@ Profile read_nsys_sqlite(const std::string& path) {
                          "the column of Nsight Systems schema 2.x, got a table without it");
     Stmt s;
     const char* q =
-        "SELECT r.start, r.end, r.globalTid, r.correlationId, (SELECT value FROM StringIds WHERE id = r.nameId) "
+        "SELECT r.start, r.end, r.globalTid, r.correlationId, (SELECT value FROM StringIds WHERE "
+        "id = r.nameId) "
         "FROM CUPTI_ACTIVITY_KIND_RUNTIME r ORDER BY r.start";
     if (sqlite3_prepare_v2(d.db, q, -1, &s.st, nullptr) != SQLITE_OK)
-      throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME", std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+      throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME",
+                       std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
     while (sqlite3_step(s.st) == SQLITE_ROW) {
       TraceEvent t;
       t.kind = EventKind::Runtime;
@@ -377,22 +516,27 @@ Profile read_nsys_sqlite(const std::string& path) {
       t.name = col_text(s.st, 4);
       // Strip the version suffix ("cudaLaunchKernel_v7000") so names match Kineto's.
       if (auto at = t.name.find("_v"); at != std::string::npos && at + 2 < t.name.size() &&
-                                        std::isdigit(static_cast<unsigned char>(t.name[at + 2])))
+                                       std::isdigit(static_cast<unsigned char>(t.name[at + 2])))
         t.name.resize(at);
       p.events.push_back(std::move(t));
     }
   }
   if (!table_columns(d.db, "TARGET_INFO_GPU").empty()) {
     Stmt s;
-    if (sqlite3_prepare_v2(d.db, "SELECT name FROM TARGET_INFO_GPU ORDER BY id LIMIT 1", -1, &s.st, nullptr) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(d.db, "SELECT name FROM TARGET_INFO_GPU ORDER BY id LIMIT 1", -1, &s.st,
+                           nullptr) == SQLITE_OK &&
         sqlite3_step(s.st) == SQLITE_ROW)
       p.device_name = col_text(s.st, 0);
   }
   if (table_columns(d.db, "NVTX_EVENTS").empty())
     p.missing.push_back("table NVTX_EVENTS absent: no framework ops or step ranges");
-  p.missing.push_back("Nsight exports carry no framework operators or input shapes: calibration keys on kernel names");
-  p.missing.push_back("CUDA event record/wait pairs are not exported per stream: cross-stream waits are inferred");
+  p.missing.push_back(
+      "Nsight exports carry no framework operators or input shapes: calibration keys on kernel "
+      "names");
+  p.missing.push_back(
+      "CUDA event record/wait pairs are not exported per stream: cross-stream waits are inferred");
   sort_events(p.events);
+  link_events(p);
   return p;
 }
 
@@ -402,9 +546,149 @@ Profile read_profile(const std::string& path) {
     if (!in) throw InputError(path, "", "a readable profile file, got none (cannot open)");
     char magic[16] = {};
     in.read(magic, sizeof magic);
-    if (in.gcount() == 16 && std::string(magic, 15) == "SQLite format 3") return read_nsys_sqlite(path);
+    if (in.gcount() == 16 && std::string(magic, 15) == "SQLite format 3")
+      return read_nsys_sqlite(path);
   }
   return parse_kineto_json(read_maybe_gzip(path), path);
+}
+
+bool launches_nothing(const std::string& op_name) {
+  static const std::set<std::string> kNames = {"empty",
+                                               "empty_strided",
+                                               "empty_like",
+                                               "new_empty",
+                                               "new_empty_strided",
+                                               "resize_",
+                                               "resize_as_",
+                                               "set_",
+                                               "as_strided",
+                                               "view",
+                                               "_reshape_alias",
+                                               "_unsafe_view",
+                                               "alias",
+                                               "detach",
+                                               "detach_",
+                                               "lift_fresh",
+                                               "record_stream",
+                                               "unsqueeze",
+                                               "squeeze",
+                                               "expand",
+                                               "t",
+                                               "transpose",
+                                               "permute",
+                                               "slice",
+                                               "select",
+                                               "narrow",
+                                               "view_as",
+                                               "unbind",
+                                               "split",
+                                               "chunk",
+                                               "_local_scalar_dense_stub"};
+  std::string n = op_name;
+  if (n.rfind("aten::", 0) == 0) n = n.substr(6);
+  return kNames.contains(n);
+}
+
+namespace {
+
+std::string kind_key(EventKind k) {
+  return to_string(k);
+}
+
+}  // namespace
+
+void link_events(Profile& p) {
+  LinkReport& L = p.links;
+  const int by_flow = L.by_flow;
+  L = LinkReport{};
+  L.by_flow = by_flow;
+  auto& ev = p.events;
+  // Runtime calls by correlation id (unique per process; a trace is one process).
+  std::map<std::int64_t, std::int64_t> runtime_of_corr;
+  std::map<std::int64_t, std::vector<std::int64_t>> ops_of_ext;
+  bool any_runtime = false;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i].kind == EventKind::Runtime) {
+      any_runtime = true;
+      if (ev[i].correlation >= 0)
+        runtime_of_corr.emplace(ev[i].correlation, static_cast<std::int64_t>(i));
+    }
+    if (ev[i].kind == EventKind::CpuOp && ev[i].external_id >= 0)
+      ops_of_ext[ev[i].external_id].push_back(static_cast<std::int64_t>(i));
+  }
+  // Runtime call -> innermost enclosing framework op on its thread (events are sorted by start,
+  // enclosing first, so a stack per thread holds the ops open at each call).
+  std::map<std::string, std::vector<std::int64_t>> open;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    TraceEvent& e = ev[i];
+    if (e.kind != EventKind::CpuOp && e.kind != EventKind::Runtime) continue;
+    auto& st = open[e.pid + "/" + e.tid];
+    while (!st.empty()) {
+      const TraceEvent& top = ev[static_cast<std::size_t>(st.back())];
+      if (top.end_ns() > e.ts_ns || top.ts_ns == e.ts_ns) break;
+      st.pop_back();
+    }
+    if (e.kind == EventKind::CpuOp) {
+      st.push_back(static_cast<std::int64_t>(i));
+      continue;
+    }
+    for (auto it = st.rbegin(); it != st.rend(); ++it)
+      if (!launches_nothing(ev[static_cast<std::size_t>(*it)].name)) {
+        e.op = *it;
+        break;
+      }
+    // The trace's External id: trusted only where the op it names encloses the call.
+    if (e.external_id >= 0 && e.external_id == e.correlation) {
+      ++L.external_id_is_correlation;  // torch <= 2.0: the id is the call's own, not an op's
+    } else if (e.external_id >= 0) {
+      std::int64_t named = -1;
+      if (auto x = ops_of_ext.find(e.external_id); x != ops_of_ext.end())
+        for (std::int64_t o : x->second) {
+          const TraceEvent& c = ev[static_cast<std::size_t>(o)];
+          if (c.pid == e.pid && c.ts_ns <= e.ts_ns && e.ts_ns <= c.end_ns() &&
+              !launches_nothing(c.name))
+            named = o;
+        }
+      // An id naming an op that encloses the call agrees with nesting and says which of the
+      // enclosing ops it was (a 0-length call at an op's end boundary; torch 1.8-1.10 writes
+      // those). An id naming an op elsewhere is a coincidence (torch <= 2.0: the correlation id).
+      if (named >= 0) {
+        if (e.op < 0) ++L.by_external_id;
+        e.op = named;
+      } else if (ops_of_ext.contains(e.external_id)) {
+        ++L.external_id_disagrees;
+      }
+    }
+  }
+  // GPU activity -> launch -> op.
+  std::set<std::int64_t> launching;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    TraceEvent& k = ev[i];
+    if (!k.on_gpu()) continue;
+    ++L.gpu;
+    if (auto r = runtime_of_corr.find(k.correlation);
+        k.correlation >= 0 && r != runtime_of_corr.end()) {
+      k.launch = r->second;
+      k.op = ev[static_cast<std::size_t>(r->second)].op;
+      launching.insert(r->second);
+      ++L.gpu_to_launch;
+    } else if (!any_runtime && k.external_id >= 0) {
+      // No runtime calls recorded at all: the activity's own External id is the only link.
+      if (auto x = ops_of_ext.find(k.external_id);
+          x != ops_of_ext.end() && x->second.size() == 1 &&
+          !launches_nothing(ev[static_cast<std::size_t>(x->second[0])].name))
+        k.op = x->second[0];
+      ++L.without_launch[kind_key(k.kind)];
+    } else {
+      ++L.without_launch[kind_key(k.kind)];
+    }
+    if (k.op >= 0)
+      ++L.gpu_to_op;
+    else if (k.launch >= 0)
+      ++L.without_op[kind_key(k.kind)];
+  }
+  L.launches = static_cast<int>(launching.size());
+  for (std::int64_t r : launching) L.launches_to_op += ev[static_cast<std::size_t>(r)].op >= 0;
 }
 
 std::vector<StepWindow> profile_steps(const Profile& p) {

@@ -12,6 +12,7 @@
 #include "sim/error.hpp"
 #include "sim/placement.hpp"
 #include "sim/simulate.hpp"
+#include "sim/trace.hpp"
 
 namespace placesim::calibration {
 
@@ -19,15 +20,23 @@ using sim::InputError;
 
 namespace {
 
-bool contains(const std::string& s, const char* p) { return s.find(p) != std::string::npos; }
+bool contains(const std::string& s, const char* p) {
+  return s.find(p) != std::string::npos;
+}
 
 bool is_sync_call(const std::string& n) {
-  return contains(n, "Synchronize") || n == "cudaMemcpy" || n == "hipMemcpy" || n == "cudaStreamQuery" ||
-         n == "cudaEventQuery";
+  return contains(n, "Synchronize") || n == "cudaMemcpy" || n == "hipMemcpy" ||
+         n == "cudaStreamQuery" || n == "cudaEventQuery";
 }
-bool is_wait_event(const std::string& n) { return contains(n, "StreamWaitEvent"); }
-bool is_record_event(const std::string& n) { return contains(n, "EventRecord"); }
-bool is_nccl(const TraceEvent& e) { return e.kind == EventKind::Kernel && (contains(e.name, "nccl") || contains(e.name, "rccl")); }
+bool is_wait_event(const std::string& n) {
+  return contains(n, "StreamWaitEvent");
+}
+bool is_record_event(const std::string& n) {
+  return contains(n, "EventRecord");
+}
+bool is_nccl(const TraceEvent& e) {
+  return e.kind == EventKind::Kernel && (contains(e.name, "nccl") || contains(e.name, "rccl"));
+}
 
 double union_busy_s(std::vector<std::pair<std::int64_t, std::int64_t>> iv) {
   std::sort(iv.begin(), iv.end());
@@ -73,14 +82,54 @@ sim::DeviceSpec cpu_spec(int threads) {
 }
 
 struct RankBuild {
-  std::vector<sim::OpId> nccl_ops;                       // in launch order
-  std::vector<std::vector<sim::OpId>> nccl_deps;         // their other inputs
+  std::vector<sim::OpId> nccl_ops;                // in launch order
+  std::vector<std::vector<sim::OpId>> nccl_deps;  // their other inputs
   std::vector<std::int64_t> nccl_dur;
+  std::vector<std::string> nccl_key;  // collective name / elements / group, when recorded
 };
+
+std::string nccl_key(const TraceEvent& k) {
+  std::string key;
+  for (const char* a :
+       {"Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype"})
+    if (auto it = k.args.find(a); it != k.args.end()) key += it->second + "|";
+  return key;
+}
+
+std::string gpu_device_name(std::size_t nranks, std::size_t r, int device) {
+  return (nranks > 1 ? "r" + std::to_string(r) + "_" : std::string()) + "gpu" +
+         std::to_string(device);
+}
+
+// The host items a thread's chain is built from: runtime calls, or, in a trace without GPU
+// activity, the outermost framework ops of each thread (op-level CPU replay).
+std::map<std::string, std::vector<const TraceEvent*>> host_items(const Profile& p, std::int64_t lo,
+                                                                 std::int64_t hi, bool cpu_only) {
+  std::map<std::string, std::vector<const TraceEvent*>> threads;
+  std::map<std::string, std::int64_t> open_until;
+  for (const TraceEvent& e : p.events) {
+    if (e.ts_ns < lo || e.ts_ns >= hi) continue;
+    if (!cpu_only && e.kind == EventKind::Runtime) threads[e.pid + "/" + e.tid].push_back(&e);
+    if (cpu_only && e.kind == EventKind::CpuOp) {
+      const std::string th = e.pid + "/" + e.tid;
+      auto it = open_until.find(th);
+      if (it != open_until.end() && e.ts_ns < it->second) continue;  // nested in an outer op
+      open_until[th] = e.end_ns();
+      threads[th].push_back(&e);
+    }
+  }
+  return threads;
+}
 
 }  // namespace
 
-ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, const ValidateOptions& opt) {
+ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step,
+                         const ValidateOptions& opt) {
+  return build_replay(ranks, step, 1, opt);
+}
+
+ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_step,
+                         std::size_t num_steps, const ValidateOptions& opt) {
   ReplayGraph rg;
   sim::Graph& g = rg.graph;
   g.name = "replay";
@@ -91,57 +140,75 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
     int rank;
   };
   std::vector<DevPlan> cpus, gpus;
-  std::vector<int> rank_cpu_of;  // rank -> index of its main thread's CPU
+  std::vector<int> rank_cpu_of;           // rank -> index of its main thread's CPU
   std::vector<std::int32_t> op_dev_slot;  // >=0 cpu index, <0 -(gpu index+1)
-  std::int64_t measured_max = 0;
-  double annotated_max = 0;
-  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> dev_intervals;
   std::map<std::string, StreamBusy> streams;
+  if (num_steps == 0) num_steps = 1;
+  rg.steps.resize(ranks.size());
 
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const Profile& p = ranks[r];
-    const auto steps = profile_steps(p);
-    if (step >= steps.size())
-      throw InputError(p.source, "ProfilerStep", "step " + std::to_string(step) + " as in the first profile, got " +
-                                                     std::to_string(steps.size()) + " steps");
-    const StepWindow w = steps[step];
-    if (w.name != "trace") annotated_max = std::max(annotated_max, static_cast<double>(w.end_ns - w.begin_ns) * 1e-9);
+    const auto all_steps = profile_steps(p);
+    if (first_step + num_steps > all_steps.size())
+      throw InputError(p.source, "ProfilerStep",
+                       "steps " + std::to_string(first_step) + ".." +
+                           std::to_string(first_step + num_steps - 1) +
+                           " as in the first profile, got " + std::to_string(all_steps.size()) +
+                           " steps");
+    std::vector<ReplayStep>& rsteps = rg.steps[r];
+    for (std::size_t s = 0; s < num_steps; ++s) {
+      const StepWindow& w = all_steps[first_step + s];
+      ReplayStep st;
+      st.name = w.name;
+      st.rank = static_cast<int>(r);
+      st.begin_ns = w.begin_ns;
+      st.end_ns = w.end_ns;
+      st.next_begin_ns =
+          first_step + s + 1 < all_steps.size() ? all_steps[first_step + s + 1].begin_ns : -1;
+      st.annotated = w.name != "trace";
+      rsteps.push_back(st);
+    }
+    const std::int64_t lo = rsteps.front().begin_ns, hi = rsteps.back().end_ns;
+    auto step_of = [&](std::int64_t ts) {
+      std::size_t s = 0;
+      while (s + 1 < rsteps.size() && ts >= rsteps[s + 1].begin_ns) ++s;
+      return s;
+    };
     const std::string rp = ranks.size() > 1 ? "r" + std::to_string(r) + "/" : "";
     // The thread of the step annotation is the main thread; it runs to the step's end.
     std::string main_thread;
     for (const TraceEvent& e : p.events)
-      if (e.kind == EventKind::Annotation && e.name == w.name && e.ts_ns == w.begin_ns) main_thread = e.pid + "/" + e.tid;
+      if (e.kind == EventKind::Annotation && e.name == rsteps.front().name && e.ts_ns == lo)
+        main_thread = e.pid + "/" + e.tid;
 
+    bool any_gpu = false;
+    for (const TraceEvent& e : p.events) any_gpu |= e.on_gpu();
     std::map<std::int64_t, std::vector<const TraceEvent*>> gpu_by_corr;
+    std::map<std::int64_t, std::int64_t> gpu_ns_of_op;  // framework op -> GPU ns of its activities
     for (const TraceEvent& e : p.events)
-      if (e.on_gpu() && e.correlation >= 0) gpu_by_corr[e.correlation].push_back(&e);
-    // Calibration: ext id -> (framework op, GPU ns of its activities).
-    std::map<std::int64_t, const TraceEvent*> cpu_op_of_ext;
-    if (opt.calibration)
-      for (const TraceEvent& e : p.events)
-        if (e.kind == EventKind::CpuOp && e.external_id >= 0) cpu_op_of_ext[e.external_id] = &e;
-    std::map<std::int64_t, std::int64_t> gpu_ns_of_ext;
-    if (opt.calibration)
-      for (const TraceEvent& e : p.events)
-        if (e.kind == EventKind::Runtime && e.external_id >= 0)
-          if (auto it = gpu_by_corr.find(e.correlation); it != gpu_by_corr.end())
-            for (const TraceEvent* k : it->second) gpu_ns_of_ext[e.external_id] += k->dur_ns;
+      if (e.on_gpu()) {
+        if (e.correlation >= 0) gpu_by_corr[e.correlation].push_back(&e);
+        if (e.op >= 0) gpu_ns_of_op[e.op] += e.dur_ns;
+      }
     const sim::DeviceCalibration* dcal = nullptr;
     if (opt.calibration) {
       std::string key = opt.device_model;
+      if (key.empty() && p.device_name.empty())
+        key = "cpu";  // what calibrate writes for CPU traces
       if (key.empty()) {
         key = p.device_name;
         for (const char* prefix : {"NVIDIA ", "Tesla ", "AMD "})
           if (key.rfind(prefix, 0) == 0) key = key.substr(std::string(prefix).size());
         std::replace(key.begin(), key.end(), ' ', '-');
       }
-      if (auto it = opt.calibration->devices.find(key); it != opt.calibration->devices.end()) dcal = &it->second;
+      if (auto it = opt.calibration->devices.find(key); it != opt.calibration->devices.end())
+        dcal = &it->second;
+      else
+        rg.notes.push_back(p.source + ": the calibration has no device \"" + key +
+                           "\" (pass --device-model): every kernel keeps its measured time");
     }
 
-    // Runtime calls of the step, per host thread.
-    std::map<std::string, std::vector<const TraceEvent*>> threads;
-    for (const TraceEvent& e : p.events)
-      if (e.kind == EventKind::Runtime && e.ts_ns >= w.begin_ns && e.ts_ns < w.end_ns) threads[e.pid + "/" + e.tid].push_back(&e);
+    std::map<std::string, std::vector<const TraceEvent*>> threads = host_items(p, lo, hi, !any_gpu);
     if (!main_thread.empty()) threads[main_thread];
     // One CPU device per host thread, the step's main thread first: host ops are measured wall
     // times of distinct threads, so they must not share one socket's compute (the engine divides a
@@ -152,17 +219,22 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
     auto add_thread_cpu = [&](const std::string& th) {
       const int k = static_cast<int>(slot_of_thread.size());
       slot_of_thread.emplace(th, static_cast<int>(cpus.size()));
-      cpus.push_back({"cpu" + std::to_string(r) + (k == 0 ? std::string() : "-t" + std::to_string(k)), cpu_spec(1),
-                      static_cast<int>(r)});
+      cpus.push_back(
+          {"cpu" + std::to_string(r) + (k == 0 ? std::string() : "-t" + std::to_string(k)),
+           cpu_spec(1), static_cast<int>(r)});
     };
     if (!main_thread.empty()) add_thread_cpu(main_thread);
     for (const auto& [th, calls] : threads)
       if (!slot_of_thread.contains(th)) add_thread_cpu(th);
     if (slot_of_thread.empty()) add_thread_cpu("");
+    if (main_thread.empty()) main_thread = slot_of_thread.begin()->first;
+    threads[main_thread];
 
-    std::map<std::pair<int, std::int64_t>, int> stream_index;      // (device, stream) -> index on device
+    std::map<std::pair<int, std::int64_t>, int>
+        stream_index;  // (device, stream) -> index on device
     std::map<int, int> gpu_slot_of_device;
     std::map<std::pair<int, std::int64_t>, sim::OpId> last_on_stream;
+    std::map<std::pair<int, std::int64_t>, std::vector<sim::OpId>> stream_history;
     auto add_op = [&](sim::Op op, int slot) {
       op_dev_slot.push_back(slot);
       return g.add_op(std::move(op));
@@ -176,178 +248,285 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
       std::pair<int, std::int64_t> last_launched_stream{-1, -1};
       sim::OpId recorded = -1;
       std::pair<int, std::int64_t> recorded_stream{-1, -1};
+      bool record_fresh = false;  // a cudaEventRecord since the last wait
       sim::OpId pending_wait = -1;
       std::pair<int, std::int64_t> pending_wait_stream{-1, -1};
+      // A wait without a record (DDP/NCCL): the streams' last launches at the wait.
+      bool inferred_wait = false;
+      std::map<std::pair<int, std::int64_t>, sim::OpId> inferred_from;
+      std::size_t next_boundary = 0;  // main thread: next step whose first op is still to come
+      int mark = -1;                  // main thread: step whose first op is the next host op
     };
     std::map<std::string, ThreadState> tstate;
     // All threads' calls in time order, so that stream order across threads is launch order.
     std::vector<std::pair<const TraceEvent*, std::string>> ordered;
     for (const auto& [th, calls] : threads) {
-      tstate[th].cursor = w.begin_ns;
+      tstate[th].cursor = lo;
       for (const TraceEvent* c : calls) ordered.push_back({c, th});
     }
-    std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first->ts_ns < b.first->ts_ns; });
-    sim::OpId* chain = nullptr;  // the current thread's last host op
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [](const auto& a, const auto& b) { return a.first->ts_ns < b.first->ts_ns; });
+    ThreadState* cur = nullptr;  // the current thread's state
     int cpu_slot = rank_cpu;     // the current thread's CPU device
-    auto host_op = [&](const std::string& type, const std::string& name, std::int64_t dur) {
+    bool on_main = false;
+    std::size_t cur_step = 0;  // step of the current call
+    auto host_op = [&](const std::string& type, const std::string& name, std::int64_t dur,
+                       std::int64_t meas_end) {
       sim::Op op;
       op.name = rp + "h" + std::to_string(seq++) + ":" + name;
       op.type = type;
       op.device_kind = sim::DeviceKind::Cpu;
       op.measured = sim::Duration{std::max<std::int64_t>(0, dur)};
-      if (*chain >= 0) op.control_inputs.push_back(*chain);
-      *chain = add_op(std::move(op), cpu_slot);
-      rg.measured_end_ns.push_back(0);
-      ++rg.host_ops;
-      return *chain;
+      if (cur->prev >= 0) op.control_inputs.push_back(cur->prev);
+      cur->prev = add_op(std::move(op), cpu_slot);
+      rg.measured_end_ns.push_back(meas_end - lo);
+      ++rsteps[cur_step].host_ops;
+      if (on_main) {
+        if (cur->mark >= 0) rsteps[static_cast<std::size_t>(cur->mark)].first_op = cur->prev;
+        cur->mark = -1;
+        rg.main_tail.resize(ranks.size(), -1);
+        rg.main_tail[r] = cur->prev;
+      }
+      return cur->prev;
+    };
+    // Main thread: host work up to each step boundary before `ts`, the boundary marked.
+    auto reach = [&](std::int64_t ts) {
+      if (!on_main) return;
+      while (cur->next_boundary < rsteps.size() && rsteps[cur->next_boundary].begin_ns <= ts) {
+        const std::int64_t b = rsteps[cur->next_boundary].begin_ns;
+        if (cur->cursor < b) {
+          cur_step = cur->next_boundary == 0 ? 0 : cur->next_boundary - 1;
+          host_op("HostWork", "cpu", b - cur->cursor, b);
+          cur->cursor = b;
+        }
+        cur->mark = static_cast<int>(cur->next_boundary);
+        ++cur->next_boundary;
+      }
     };
     for (const auto& [c, th] : ordered) {
       ThreadState& ts = tstate[th];
-      sim::OpId& prev = ts.prev;
+      cur = &ts;
+      cpu_slot = slot_of_thread.at(th);
+      on_main = th == main_thread;
+      reach(c->ts_ns);
+      cur_step = step_of(c->ts_ns);
       std::int64_t& cursor = ts.cursor;
-      sim::OpId& last_launched = ts.last_launched;
-      auto& last_launched_stream = ts.last_launched_stream;
-      sim::OpId& recorded = ts.recorded;
-      auto& recorded_stream = ts.recorded_stream;
-      sim::OpId& pending_wait = ts.pending_wait;
-      auto& pending_wait_stream = ts.pending_wait_stream;
-      chain = &prev;
-      cpu_slot = slot_of_thread.at(th);
-        if (c->ts_ns > cursor) {
-          const sim::OpId h = host_op("HostWork", "cpu", c->ts_ns - cursor);
-          rg.measured_end_ns[static_cast<std::size_t>(h)] = c->ts_ns - w.begin_ns;
-        }
-        cursor = std::max(cursor, c->end_ns());
-        const auto git = gpu_by_corr.find(c->correlation);
-        const bool launches = git != gpu_by_corr.end();
-        std::int64_t own_end = 0;
-        if (launches)
-          for (const TraceEvent* k : git->second) own_end = std::max(own_end, k->end_ns());
-        const bool blocking_copy = launches && own_end > 0 && own_end <= c->end_ns() && !contains(c->name, "Launch");
-        if (is_sync_call(c->name) && !launches) {
-          // Wait for the GPU activity that finished last before the call returned.
-          sim::OpId target = -1;
-          std::int64_t target_end = -1;
-          for (const auto& [ks, op] : last_on_stream) {
-            const std::int64_t e = rg.measured_end_ns[static_cast<std::size_t>(op)] + w.begin_ns;
-            if (e <= c->end_ns() + 2000 && e > target_end) {
-              target = op;
-              target_end = e;
+      if (c->ts_ns > cursor) host_op("HostWork", "cpu", c->ts_ns - cursor, c->ts_ns);
+      cursor = std::max(cursor, c->end_ns());
+      if (c->kind == EventKind::CpuOp) {
+        // CPU-only trace: with a calibration, the op takes its calibrated time (exact signature,
+        // else its class model on the recorded shapes), as calibrate keys CPU samples.
+        std::int64_t dur = c->dur_ns;
+        if (opt.calibration) {
+          double pred = -1;
+          if (dcal) {
+            const sim::Signature sig{c->name, c->input_dims, dtype_from_profiler(c->input_types)};
+            if (auto ex = dcal->exact.find(sig.key()); ex != dcal->exact.end()) {
+              pred = ex->second.seconds();
+            } else if (auto m = dcal->by_op_type.find(c->name);
+                       m != dcal->by_op_type.end() && !c->input_dims.empty()) {
+              const WorkEstimate we = estimate_work(c->name, c->input_dims, sig.dtype);
+              pred = m->second.predict_s(we.flops, we.bytes);
             }
           }
-          std::int64_t dur = c->dur_ns;
-          if (target >= 0 && target_end > c->ts_ns) dur = c->end_ns() - target_end;
-          const bool waited = target >= 0 && target_end > c->ts_ns;
-          const sim::OpId s = host_op("Sync", c->name, waited ? 0 : dur);
-          rg.measured_end_ns[static_cast<std::size_t>(s)] = (waited ? target_end : c->end_ns()) - w.begin_ns;
-          if (waited) {
-            g.ops[static_cast<std::size_t>(s)].control_inputs.push_back(target);
-            host_op("SyncReturn", c->name, std::max<std::int64_t>(0, dur));
-          }
-          rg.measured_end_ns[static_cast<std::size_t>(prev)] = c->end_ns() - w.begin_ns;
-          continue;
+          if (pred > 0) dur = std::llround(pred * 1e9);
+          ++(pred > 0 ? rsteps[cur_step].calibrated_ops : rsteps[cur_step].fallback_ops);
         }
-        const std::int64_t launch_part = blocking_copy ? std::clamp<std::int64_t>(git->second.front()->ts_ns - c->ts_ns, 0, c->dur_ns) : c->dur_ns;
-        const sim::OpId launch = host_op(blocking_copy ? "RuntimeLaunch" : "Runtime", c->name, launch_part);
-        rg.measured_end_ns[static_cast<std::size_t>(launch)] = c->ts_ns + launch_part - w.begin_ns;
-        if (is_record_event(c->name)) {
-          recorded = last_launched;
-          recorded_stream = last_launched_stream;
-        }
-        if (is_wait_event(c->name)) {
-          pending_wait = recorded;
-          pending_wait_stream = recorded_stream;
-        }
-        if (!launches) continue;
-        for (const TraceEvent* k : git->second) {
-          auto dit = gpu_slot_of_device.find(k->device);
-          if (dit == gpu_slot_of_device.end()) {
-            dit = gpu_slot_of_device.emplace(k->device, static_cast<int>(gpus.size())).first;
-            gpus.push_back({(ranks.size() > 1 ? "r" + std::to_string(r) + "_" : std::string()) + "gpu" + std::to_string(k->device),
-                            gpu_spec_for(p), static_cast<int>(r)});
-          }
-          const auto skey = std::make_pair(k->device, k->stream);
-          auto sit = stream_index.find(skey);
-          if (sit == stream_index.end()) {
-            int count = 0;
-            for (const auto& [kk, v] : stream_index) count += kk.first == k->device;
-            sit = stream_index.emplace(skey, count).first;
-          }
-          sim::Op op;
-          op.name = rp + "g" + std::to_string(seq++) + ":" + k->name.substr(0, 60);
-          op.type = k->kind == EventKind::Kernel ? (is_nccl(*k) ? "NcclKernel" : "Kernel")
-                                                 : (k->kind == EventKind::Memcpy ? "Memcpy" : "Memset");
-          op.device_kind = sim::DeviceKind::Gpu;
-          std::int64_t dur = k->dur_ns;
-          if (dcal && c->external_id >= 0 && !is_nccl(*k)) {
-            auto cit = cpu_op_of_ext.find(c->external_id);
-            auto tot = gpu_ns_of_ext.find(c->external_id);
-            if (cit != cpu_op_of_ext.end() && tot != gpu_ns_of_ext.end() && tot->second > 0) {
-              const TraceEvent& fo = *cit->second;
-              sim::Signature sig{fo.name, fo.input_dims, dtype_from_profiler(fo.input_types)};
-              double pred = -1;
-              if (auto ex = dcal->exact.find(sig.key()); ex != dcal->exact.end()) pred = ex->second.seconds();
-              else if (auto m = dcal->by_op_type.find(fo.name); m != dcal->by_op_type.end() && !fo.input_dims.empty()) {
-                const WorkEstimate we = estimate_work(fo.name, fo.input_dims, sig.dtype);
-                pred = m->second.predict_s(we.flops, we.bytes);
-              }
-              if (pred > 0) {
-                dur = std::llround(static_cast<double>(k->dur_ns) * pred * 1e9 / static_cast<double>(tot->second));
-                ++rg.calibrated_ops;
-              }
-            }
-          }
-          op.measured = sim::Duration{std::max<std::int64_t>(0, dur)};
-          op.stream = sit->second;
-          op.control_inputs.push_back(launch);
-          if (auto lit = last_on_stream.find(skey); lit != last_on_stream.end()) op.control_inputs.push_back(lit->second);
-          if (pending_wait >= 0 && pending_wait_stream != skey) op.control_inputs.push_back(pending_wait);
-          pending_wait = -1;
-          std::sort(op.control_inputs.begin(), op.control_inputs.end());
-          op.control_inputs.erase(std::unique(op.control_inputs.begin(), op.control_inputs.end()), op.control_inputs.end());
-          const std::vector<sim::OpId> deps = op.control_inputs;
-          const sim::OpId id = add_op(std::move(op), -(dit->second + 1));
-          rg.measured_end_ns.push_back(k->end_ns() - w.begin_ns);
-          measured_max = std::max(measured_max, k->end_ns() - w.begin_ns);
-          last_on_stream[skey] = id;
-          last_launched = id;
-          last_launched_stream = skey;
-          ++rg.gpu_ops;
-          if (is_nccl(*k)) {
-            rb[r].nccl_ops.push_back(id);
-            rb[r].nccl_deps.push_back(deps);
-            rb[r].nccl_dur.push_back(k->dur_ns);
-          }
-          const std::string sname = rp + "gpu" + std::to_string(k->device) + "/stream" + std::to_string(k->stream);
-          StreamBusy& sb = streams[sname];
-          sb.stream = sname;
-          sb.measured_s += static_cast<double>(k->dur_ns) * 1e-9;
-          ++sb.ops;
-          dev_intervals[rp + "gpu" + std::to_string(k->device)].push_back({k->ts_ns, k->end_ns()});
-        }
-        if (blocking_copy) {
-          // The call returned after its copy: the host waits for it, then finishes the call.
-          const sim::OpId copy_op = last_launched;
-          const sim::OpId ret = host_op("RuntimeReturn", c->name, c->end_ns() - own_end);
-          g.ops[static_cast<std::size_t>(ret)].control_inputs.push_back(copy_op);
-          rg.measured_end_ns[static_cast<std::size_t>(ret)] = c->end_ns() - w.begin_ns;
-        }
-    }
-    for (auto& [th, ts] : tstate) {
-      chain = &ts.prev;
-      cpu_slot = slot_of_thread.at(th);
-      if (th == main_thread && ts.cursor < w.end_ns) {
-        const sim::OpId h = host_op("HostWork", "step-tail", w.end_ns - ts.cursor);
-        rg.measured_end_ns[static_cast<std::size_t>(h)] = w.end_ns - w.begin_ns;
+        host_op("CpuOp", c->name, dur, c->end_ns());
+        ++rsteps[cur_step].framework_ops;
+        continue;
       }
-      measured_max = std::max(measured_max, (th == main_thread ? w.end_ns : ts.cursor) - w.begin_ns);
+      const auto git = gpu_by_corr.find(c->correlation);
+      const bool launches = c->correlation >= 0 && git != gpu_by_corr.end();
+      std::int64_t own_end = 0;
+      if (launches)
+        for (const TraceEvent* k : git->second) own_end = std::max(own_end, k->end_ns());
+      const bool blocking_copy =
+          launches && own_end > 0 && own_end <= c->end_ns() && !contains(c->name, "Launch");
+      if (is_sync_call(c->name) && !launches) {
+        // Wait for the GPU activity that finished last before the call returned. A blocking
+        // call (not a query) also waits for every stream's last activity that had finished by
+        // then: where the GPU was idle at the call this costs nothing as measured, but with
+        // calibrated (longer) kernels the host must still wait for them.
+        // Per stream, the latest activity that had ended by then: a stream runs in order, so
+        // its measured ends grow along its history (an event sync in a pipelined loop waits for
+        // the previous step's work while this step's is already queued).
+        sim::OpId target = -1;
+        std::int64_t target_end = -1;
+        std::vector<sim::OpId> done_by_return;
+        for (const auto& [ks, ops] : stream_history) {
+          std::int64_t e = -1;
+          sim::OpId op = -1;
+          for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+            e = rg.measured_end_ns[static_cast<std::size_t>(*it)] + lo;
+            if (e <= c->end_ns() + 2000) {
+              op = *it;
+              break;
+            }
+          }
+          if (op < 0) continue;
+          done_by_return.push_back(op);
+          if (e > target_end) {
+            target = op;
+            target_end = e;
+          }
+        }
+        std::int64_t dur = c->dur_ns;
+        if (target >= 0 && target_end > c->ts_ns) dur = c->end_ns() - target_end;
+        const bool waited = target >= 0 && target_end > c->ts_ns;
+        const sim::OpId s =
+            host_op("Sync", c->name, waited ? 0 : dur, waited ? target_end : c->end_ns());
+        auto& ins = g.ops[static_cast<std::size_t>(s)].control_inputs;
+        if (waited) ins.push_back(target);
+        if (!contains(c->name, "Query"))
+          for (sim::OpId d : done_by_return)
+            if (std::find(ins.begin(), ins.end(), d) == ins.end()) ins.push_back(d);
+        if (waited) host_op("SyncReturn", c->name, std::max<std::int64_t>(0, dur), c->end_ns());
+        continue;
+      }
+      const std::int64_t launch_part =
+          blocking_copy
+              ? std::clamp<std::int64_t>(git->second.front()->ts_ns - c->ts_ns, 0, c->dur_ns)
+              : c->dur_ns;
+      const sim::OpId launch = host_op(blocking_copy ? "RuntimeLaunch" : "Runtime", c->name,
+                                       launch_part, c->ts_ns + launch_part);
+      if (is_record_event(c->name)) {
+        ts.recorded = ts.last_launched;
+        ts.recorded_stream = ts.last_launched_stream;
+        ts.record_fresh = true;
+      }
+      if (is_wait_event(c->name)) {
+        if (ts.record_fresh) {
+          ts.pending_wait = ts.recorded;
+          ts.pending_wait_stream = ts.recorded_stream;
+        } else {
+          // No record since the last wait (the record was made where the profiler did not see
+          // it, e.g. by NCCL or the DDP reducer): the next launch waits for the last work
+          // launched on any other stream before this wait.
+          ts.inferred_wait = true;
+          ts.inferred_from = last_on_stream;
+        }
+        ts.record_fresh = false;
+      }
+      if (!launches) continue;
+      for (const TraceEvent* k : git->second) {
+        auto dit = gpu_slot_of_device.find(k->device);
+        if (dit == gpu_slot_of_device.end()) {
+          dit = gpu_slot_of_device.emplace(k->device, static_cast<int>(gpus.size())).first;
+          gpus.push_back(
+              {gpu_device_name(ranks.size(), r, k->device), gpu_spec_for(p), static_cast<int>(r)});
+        }
+        const auto skey = std::make_pair(k->device, k->stream);
+        auto sit = stream_index.find(skey);
+        if (sit == stream_index.end()) {
+          int count = 0;
+          for (const auto& [kk, v] : stream_index) count += kk.first == k->device;
+          sit = stream_index.emplace(skey, count).first;
+        }
+        ReplayStep& rs = rsteps[cur_step];
+        sim::Op op;
+        op.name = rp + "g" + std::to_string(seq++) + ":" + k->name.substr(0, 60);
+        op.type = k->kind == EventKind::Kernel
+                      ? (is_nccl(*k) ? "NcclKernel" : "Kernel")
+                      : (k->kind == EventKind::Memcpy ? "Memcpy" : "Memset");
+        op.device_kind = sim::DeviceKind::Gpu;
+        std::int64_t dur = k->dur_ns;
+        if (opt.calibration && !is_nccl(*k)) {
+          double pred = -1;
+          auto tot = gpu_ns_of_op.find(k->op);
+          if (dcal && k->op >= 0 && tot != gpu_ns_of_op.end() && tot->second > 0) {
+            const TraceEvent& fo = p.events[static_cast<std::size_t>(k->op)];
+            sim::Signature sig{fo.name, fo.input_dims, dtype_from_profiler(fo.input_types)};
+            if (auto ex = dcal->exact.find(sig.key()); ex != dcal->exact.end()) {
+              pred = ex->second.seconds();
+            } else if (auto m = dcal->by_op_type.find(fo.name);
+                       m != dcal->by_op_type.end() && !fo.input_dims.empty()) {
+              const WorkEstimate we = estimate_work(fo.name, fo.input_dims, sig.dtype);
+              pred = m->second.predict_s(we.flops, we.bytes);
+            }
+            if (pred > 0)
+              dur = std::llround(static_cast<double>(k->dur_ns) * pred * 1e9 /
+                                 static_cast<double>(tot->second));
+          }
+          ++(pred > 0 ? rs.calibrated_ops : rs.fallback_ops);
+        }
+        op.measured = sim::Duration{std::max<std::int64_t>(0, dur)};
+        op.stream = sit->second;
+        op.control_inputs.push_back(launch);
+        if (auto lit = last_on_stream.find(skey); lit != last_on_stream.end())
+          op.control_inputs.push_back(lit->second);
+        if (ts.pending_wait >= 0 && ts.pending_wait_stream != skey)
+          op.control_inputs.push_back(ts.pending_wait);
+        ts.pending_wait = -1;
+        if (ts.inferred_wait) {
+          sim::OpId latest = -1;
+          for (const auto& [other, o] : ts.inferred_from)
+            if (other != skey && other.first == skey.first) latest = std::max(latest, o);
+          if (latest >= 0) {
+            op.control_inputs.push_back(latest);
+            ++rs.inferred_waits;
+          }
+          ts.inferred_wait = false;
+          ts.inferred_from.clear();
+        }
+        std::sort(op.control_inputs.begin(), op.control_inputs.end());
+        op.control_inputs.erase(std::unique(op.control_inputs.begin(), op.control_inputs.end()),
+                                op.control_inputs.end());
+        const std::vector<sim::OpId> deps = op.control_inputs;
+        const sim::OpId id = add_op(std::move(op), -(dit->second + 1));
+        rg.measured_end_ns.push_back(k->end_ns() - lo);
+        rs.gpu_ops.push_back(id);
+        rs.gpu_end_ns = std::max(rs.gpu_end_ns, k->end_ns());
+        if (k->op >= 0) rs.ops_with_gpu.insert(k->op);
+        last_on_stream[skey] = id;
+        stream_history[skey].push_back(id);
+        ts.last_launched = id;
+        ts.last_launched_stream = skey;
+        if (is_nccl(*k)) {
+          rb[r].nccl_ops.push_back(id);
+          rb[r].nccl_deps.push_back(deps);
+          rb[r].nccl_dur.push_back(k->dur_ns);
+          rb[r].nccl_key.push_back(nccl_key(*k));
+        }
+        const std::string dname = gpu_device_name(ranks.size(), r, k->device);
+        const std::string sname = dname + "/stream" + std::to_string(k->stream);
+        StreamBusy& sb = streams[sname];
+        sb.stream = sname;
+        sb.measured_s += static_cast<double>(k->dur_ns) * 1e-9;
+        ++sb.ops;
+        rs.measured_intervals[dname].push_back({k->ts_ns, k->end_ns()});
+      }
+      if (blocking_copy) {
+        // The call returned after its copy: the host waits for it, then finishes the call.
+        const sim::OpId copy_op = ts.last_launched;
+        const sim::OpId ret = host_op("RuntimeReturn", c->name, c->end_ns() - own_end, c->end_ns());
+        g.ops[static_cast<std::size_t>(ret)].control_inputs.push_back(copy_op);
+      }
     }
+    // The main thread runs through the remaining boundaries to the last step's end.
+    ThreadState& mts = tstate[main_thread];
+    cur = &mts;
+    cpu_slot = slot_of_thread.at(main_thread);
+    on_main = true;
+    reach(hi);
+    cur_step = rsteps.size() - 1;
+    if (mts.cursor < hi || mts.prev < 0 || mts.mark >= 0)
+      host_op("HostWork", "step-tail", hi - mts.cursor, hi);
   }
-  // NCCL kernels matched across ranks by order.
+  // NCCL kernels matched across ranks: by order, as long as the collective's recorded name,
+  // sizes and group agree (a mismatch means the ranks' traces cover different collectives).
   if (ranks.size() > 1) {
     std::size_t n = rb[0].nccl_ops.size();
     for (const auto& b : rb) n = std::min(n, b.nccl_ops.size());
     for (std::size_t i = 0; i < n; ++i) {
+      bool agree = true;
+      for (const auto& b : rb) agree &= b.nccl_key[i] == rb[0].nccl_key[i];
+      if (!agree) {
+        rg.notes.push_back("NCCL kernel " + std::to_string(i) + " differs between ranks (" +
+                           rb[0].nccl_key[i] +
+                           " on rank 0): later NCCL kernels are not matched across ranks");
+        break;
+      }
       std::int64_t shortest = rb[0].nccl_dur[i];
       for (const auto& b : rb) shortest = std::min(shortest, b.nccl_dur[i]);
       for (std::size_t r = 0; r < rb.size(); ++r) {
@@ -357,10 +536,16 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
           if (s != r)
             for (sim::OpId d : rb[s].nccl_deps[i]) op.control_inputs.push_back(d);
         std::sort(op.control_inputs.begin(), op.control_inputs.end());
-        op.control_inputs.erase(std::unique(op.control_inputs.begin(), op.control_inputs.end()), op.control_inputs.end());
+        op.control_inputs.erase(std::unique(op.control_inputs.begin(), op.control_inputs.end()),
+                                op.control_inputs.end());
       }
       ++rg.nccl_matched;
     }
+    if (n < rb[0].nccl_ops.size() || std::any_of(rb.begin(), rb.end(), [&](const RankBuild& b) {
+          return b.nccl_ops.size() != n;
+        }))
+      rg.notes.push_back("ranks launched different numbers of NCCL kernels: " + std::to_string(n) +
+                         " matched");
   }
   g.finalize("<replay>");
 
@@ -384,19 +569,19 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
     sim::Device dev;
     dev.name = d.name;
     dev.spec = d.spec;
-    const std::string key = (ranks.size() > 1 ? "r" + std::to_string(d.rank) + "/" : std::string()) +
-                            d.name.substr(d.name.find("gpu"));
-    dev.spec.compute_streams = std::max(1, streams_per_gpu[key]);
+    dev.spec.compute_streams = std::max(1, streams_per_gpu[d.name]);
     dev.node = "node" + std::to_string(d.rank);
     dev.host = rank_cpu_of[static_cast<std::size_t>(d.rank)];
     c.devices.push_back(dev);
   }
   for (std::size_t i = 0; i < cpus.size(); ++i) c.devices[i].host = static_cast<sim::DeviceId>(i);
-  for (const auto& dev : c.devices) c.vertices.push_back({dev.name, sim::VertexKind::Device, dev.node});
+  for (const auto& dev : c.devices)
+    c.vertices.push_back({dev.name, sim::VertexKind::Device, dev.node});
   // Per rank one host switch that its CPUs (one per host thread) and GPUs hang off, the ranks'
   // switches on one network switch: every device reaches every other through switches. Replay ops
   // exchange no tensors, so the links only make the cluster well formed.
-  auto add_link = [&](sim::VertexId from, sim::VertexId to, const std::string& name, double bw, const char* kind) {
+  auto add_link = [&](sim::VertexId from, sim::VertexId to, const std::string& name, double bw,
+                      const char* kind) {
     sim::Link l;
     l.a = from;
     l.b = to;
@@ -407,30 +592,55 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t step, co
   };
   const auto first_switch = static_cast<sim::VertexId>(c.vertices.size());
   for (std::size_t r = 0; r < rank_cpu_of.size(); ++r)
-    c.vertices.push_back({"host" + std::to_string(r), sim::VertexKind::Switch, "node" + std::to_string(r)});
+    c.vertices.push_back(
+        {"host" + std::to_string(r), sim::VertexKind::Switch, "node" + std::to_string(r)});
   for (std::size_t i = 0; i < c.devices.size(); ++i) {
     const bool gpu = i >= cpus.size();
     const int rank = gpu ? gpus[i - cpus.size()].rank : cpus[i].rank;
-    add_link(static_cast<sim::VertexId>(i), first_switch + rank, c.devices[i].name + (gpu ? "-pcie" : "-host"),
-             gpu ? 16e9 : 100e9, gpu ? "pcie" : "membus");
+    add_link(static_cast<sim::VertexId>(i), first_switch + rank,
+             c.devices[i].name + (gpu ? "-pcie" : "-host"), gpu ? 16e9 : 100e9,
+             gpu ? "pcie" : "membus");
   }
   if (rank_cpu_of.size() > 1) {
     c.vertices.push_back({"net", sim::VertexKind::Switch, "node0"});
     for (std::size_t r = 0; r < rank_cpu_of.size(); ++r)
-      add_link(first_switch + static_cast<sim::VertexId>(r), static_cast<sim::VertexId>(c.vertices.size() - 1),
+      add_link(first_switch + static_cast<sim::VertexId>(r),
+               static_cast<sim::VertexId>(c.vertices.size() - 1),
                "host" + std::to_string(r) + "-net", 12.5e9, "net");
   }
   c.peer_access.assign(c.devices.size(), std::vector<bool>(c.devices.size(), false));
   sim::compute_routes(c);
   rg.device_of.resize(op_dev_slot.size());
   for (std::size_t i = 0; i < op_dev_slot.size(); ++i)
-    rg.device_of[i] = op_dev_slot[i] >= 0 ? op_dev_slot[i] : static_cast<sim::DeviceId>(cpus.size()) + (-op_dev_slot[i] - 1);
-  rg.measured_s = static_cast<double>(measured_max) * 1e-9;
-  rg.annotated_s = annotated_max;
+    rg.device_of[i] = op_dev_slot[i] >= 0
+                          ? op_dev_slot[i]
+                          : static_cast<sim::DeviceId>(cpus.size()) + (-op_dev_slot[i] - 1);
   for (auto& [n, sb] : streams) rg.streams.push_back(sb);
-  for (auto& [n, iv] : dev_intervals) rg.measured_device_busy_s.push_back({n, union_busy_s(iv)});
   return rg;
 }
+
+namespace {
+
+// Simulated start/end of every op, from the engine's Chrome-trace sink (each op is one complete
+// event named after it).
+std::vector<std::pair<std::int64_t, std::int64_t>> op_times(const ReplayGraph& rg,
+                                                            const sim::TraceSink& sink) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> t(static_cast<std::size_t>(rg.graph.num_ops()),
+                                                       {-1, -1});
+  const nlohmann::json j = nlohmann::json::parse(sink.to_json());
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("ph", std::string()) != "X" || !e.contains("name") || !e["name"].is_string())
+      continue;
+    const sim::OpId id = rg.graph.op_index(e["name"].get<std::string>());
+    if (id < 0) continue;
+    const std::int64_t ts = std::llround(e["ts"].get<double>() * 1000.0);
+    const std::int64_t dur = std::llround(e.value("dur", 0.0) * 1000.0);
+    t[static_cast<std::size_t>(id)] = {ts, ts + dur};
+  }
+  return t;
+}
+
+}  // namespace
 
 ValidationReport validate_profiles(const std::vector<Profile>& ranks, const ValidateOptions& opt) {
   if (ranks.empty()) throw InputError("<flag --profile>", "", "at least one profile, got none");
@@ -441,84 +651,223 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
   }
   const auto steps = profile_steps(ranks[0]);
   std::size_t n = steps.size();
+  // Ranks whose profilers recorded different numbers of steps: the common prefix is replayed.
+  for (std::size_t r = 1; r < ranks.size(); ++r) {
+    const std::size_t k = profile_steps(ranks[r]).size();
+    if (k < n) {
+      rep.notes.push_back(ranks[r].source + ": " + std::to_string(k) + " steps against " +
+                          std::to_string(n) + " in the first profile: the first " +
+                          std::to_string(k) + " are replayed");
+      n = k;
+    }
+  }
   if (opt.max_steps > 0) n = std::min<std::size_t>(n, static_cast<std::size_t>(opt.max_steps));
-  double err = 0;
+  // Consecutive steps are replayed in one simulation: GPU work queued in step N carries into
+  // step N+1, as it ran.
+  ReplayGraph rg = build_replay(ranks, 0, n, opt);
+  for (const std::string& m : rg.notes) rep.notes.push_back(m);
+  sim::Placement pl;
+  pl.device_of = rg.device_of;
+  sim::SimOptions so;
+  so.record_critical_path = true;
+  sim::TraceSink sink(rg.cluster);
+  so.trace = &sink;
+  const sim::Outcome o = sim::simulate(rg.cluster, rg.graph, pl, so, sim::KernelCostModel{});
+  const auto t = op_times(rg, sink);
+  auto sim_start = [&](sim::OpId id) {
+    return id >= 0 ? t[static_cast<std::size_t>(id)].first : -1;
+  };
+  auto sim_end = [&](sim::OpId id) {
+    return id >= 0 ? t[static_cast<std::size_t>(id)].second : -1;
+  };
+  double err = 0, steady_meas = 0, steady_pred = 0;
+  int err_n = 0, steady_n = 0;
   for (std::size_t s = 0; s < n; ++s) {
-    ReplayGraph rg = build_replay(ranks, s, opt);
-    sim::Placement pl;
-    pl.device_of = rg.device_of;
-    sim::SimOptions so;
-    so.record_critical_path = true;
-    const sim::Outcome o = sim::simulate(rg.cluster, rg.graph, pl, so, sim::KernelCostModel{});
     StepValidation v;
     v.name = steps[s].name;
-    v.measured_s = rg.measured_s;
-    v.annotated_s = rg.annotated_s;
-    v.predicted_s = o.step_time.seconds();
-    v.error = v.measured_s > 0 ? (v.predicted_s - v.measured_s) / v.measured_s : 0.0;
-    v.ops = rg.graph.num_ops();
-    v.gpu_ops = rg.gpu_ops;
-    v.host_ops = rg.host_ops;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      const ReplayStep& st = rg.steps[r][s];
+      RankStep rs;
+      rs.rank = static_cast<int>(r);
+      rs.measured_period_s =
+          static_cast<double>((st.next_begin_ns >= 0 ? st.next_begin_ns : st.end_ns) -
+                              st.begin_ns) *
+          1e-9;
+      const std::int64_t p0 = sim_start(st.first_op);
+      const std::int64_t p1 =
+          s + 1 < n ? sim_start(rg.steps[r][s + 1].first_op) : sim_end(rg.main_tail[r]);
+      // The last replayed step ends where its annotation ends; a later step's start is not
+      // replayed.
+      if (s + 1 == n && st.next_begin_ns >= 0)
+        rs.measured_period_s = static_cast<double>(st.end_ns - st.begin_ns) * 1e-9;
+      rs.predicted_period_s = p0 >= 0 && p1 >= p0 ? static_cast<double>(p1 - p0) * 1e-9 : 0.0;
+      // Without step annotations the step is the whole trace: it ends with the last activity.
+      if (!st.annotated && s + 1 == n && p0 >= 0)
+        rs.predicted_period_s =
+            std::max(rs.predicted_period_s, static_cast<double>(o.step_time.ns - p0) * 1e-9);
+      if (!st.gpu_ops.empty()) {
+        rs.measured_gpu_span_s = static_cast<double>(st.gpu_end_ns - st.begin_ns) * 1e-9;
+        std::int64_t pe = 0;
+        for (sim::OpId g : st.gpu_ops) pe = std::max(pe, sim_end(g));
+        rs.predicted_gpu_span_s = p0 >= 0 ? static_cast<double>(pe - p0) * 1e-9 : 0.0;
+      }
+      std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> pred_iv;
+      for (sim::OpId g : st.gpu_ops)
+        pred_iv[rg.cluster
+                    .devices[static_cast<std::size_t>(rg.device_of[static_cast<std::size_t>(g)])]
+                    .name]
+            .push_back(t[static_cast<std::size_t>(g)]);
+      for (const auto& [dn, iv] : st.measured_intervals) {
+        DeviceBusy b;
+        b.device = dn;
+        b.measured_s = union_busy_s(iv);
+        b.predicted_s = union_busy_s(pred_iv[dn]);
+        rs.devices.push_back(b);
+      }
+      v.gpu_ops += static_cast<int>(st.gpu_ops.size());
+      v.host_ops += st.host_ops;
+      v.framework_ops += st.framework_ops + static_cast<int>(st.ops_with_gpu.size());
+      v.calibrated_ops += st.calibrated_ops;
+      v.fallback_ops += st.fallback_ops;
+      v.inferred_waits += st.inferred_waits;
+      v.annotated_s = std::max(
+          v.annotated_s, st.annotated ? static_cast<double>(st.end_ns - st.begin_ns) * 1e-9 : 0.0);
+      // The job's step is its slowest rank's.
+      if (rs.measured_period_s > v.measured_s || r == 0) {
+        v.measured_s = rs.measured_period_s;
+        v.slowest_rank = static_cast<int>(r);
+      }
+      v.predicted_s = std::max(v.predicted_s, rs.predicted_period_s);
+      v.measured_gpu_span_s = std::max(v.measured_gpu_span_s, rs.measured_gpu_span_s);
+      v.predicted_gpu_span_s = std::max(v.predicted_gpu_span_s, rs.predicted_gpu_span_s);
+      v.ranks.push_back(std::move(rs));
+    }
+    v.ops = v.gpu_ops + v.host_ops;
     v.nccl_matched = rg.nccl_matched;
-    v.calibrated_ops = rg.calibrated_ops;
-    v.streams = rg.streams;
-    v.measured_device_busy_s = rg.measured_device_busy_s;
-    for (const auto& d : o.devices) v.predicted_device_busy_s.push_back({d.name, d.busy.seconds()});
-    // Contributors: along the simulated critical path, how much each op's end drifted from its
-    // measured end compared with the op before it.
+    v.compared = v.measured_s > 0 && v.predicted_s > 0;
+    v.error = v.compared ? (v.predicted_s - v.measured_s) / v.measured_s : 0.0;
+    if (!v.compared)
+      rep.warnings.push_back(v.name + ": no comparison (measured " + std::to_string(v.measured_s) +
+                             " s, predicted " + std::to_string(v.predicted_s) +
+                             " s): no error reported");
+    if (v.compared) {
+      err += std::abs(v.error);
+      ++err_n;
+      if (s > 0 || n == 1) {
+        steady_meas += v.measured_s;
+        steady_pred += v.predicted_s;
+        ++steady_n;
+      }
+    }
+    rep.steps.push_back(std::move(v));
+  }
+  // Streams (whole replay) and the five largest error contributors along the critical path: how
+  // much each op's end drifted from its measured end compared with the op before it.
+  if (!rep.steps.empty()) {
+    rep.steps.front().streams = rg.streams;
     std::int64_t prev_drift = 0;
     std::vector<ErrorContributor> contrib;
     for (const sim::PathItem& it : o.critical_path) {
       if (it.kind != sim::PathItem::Kind::Op) continue;
       const sim::OpId id = rg.graph.op_index(it.name);
       if (id < 0) continue;
-      const std::int64_t meas_end = rg.measured_end_ns[static_cast<std::size_t>(id)];
-      const std::int64_t drift = it.end - meas_end;
-      if (drift != prev_drift) contrib.push_back({it.name, static_cast<double>(drift - prev_drift) * 1e-9});
+      const std::int64_t drift = it.end - rg.measured_end_ns[static_cast<std::size_t>(id)];
+      if (drift != prev_drift)
+        contrib.push_back({it.name, static_cast<double>(drift - prev_drift) * 1e-9});
       prev_drift = drift;
     }
     std::stable_sort(contrib.begin(), contrib.end(),
-                     [](const ErrorContributor& a, const ErrorContributor& b) { return std::abs(a.shift_s) > std::abs(b.shift_s); });
+                     [](const ErrorContributor& a, const ErrorContributor& b) {
+                       return std::abs(a.shift_s) > std::abs(b.shift_s);
+                     });
     if (contrib.size() > 5) contrib.resize(5);
-    v.contributors = std::move(contrib);
-    err += std::abs(v.error);
-    rep.steps.push_back(std::move(v));
+    rep.contributors = std::move(contrib);
   }
-  rep.mean_abs_error = rep.steps.empty() ? 0.0 : err / static_cast<double>(rep.steps.size());
+  rep.compared_steps = err_n;
+  rep.mean_abs_error = err_n > 0 ? err / err_n : 0.0;
+  if (steady_n > 0) {
+    rep.steady_measured_s = steady_meas / steady_n;
+    rep.steady_predicted_s = steady_pred / steady_n;
+    rep.steady_steps = steady_n;
+  }
+  int gpu = 0, fw = 0, cal = 0, fb = 0;
+  for (const StepValidation& v : rep.steps) {
+    gpu += v.gpu_ops;
+    fw += v.framework_ops;
+    cal += v.calibrated_ops;
+    fb += v.fallback_ops;
+  }
+  if (fw == 0)
+    rep.warnings.push_back(
+        "0 framework ops replayed at op level (no op is tied to a replayed call): the replay is "
+        "runtime calls and host gaps only");
+  if (opt.calibration && cal == 0)
+    rep.warnings.push_back("0 of " + std::to_string(cal + fb) +
+                           " GPU activities / CPU ops took a calibrated time (the calibration's "
+                           "signatures match no op of the "
+                           "trace): the prediction uses measured kernel times only");
   return rep;
 }
 
 std::string validation_to_json(const ValidationReport& r) {
-  nlohmann::ordered_json j;
+  using oj = nlohmann::ordered_json;
+  oj j;
   j["sources"] = r.sources;
-  j["mean_abs_error"] = r.mean_abs_error;
-  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  j["compared_steps"] = r.compared_steps;
+  j["mean_abs_error"] = r.compared_steps > 0 ? oj(r.mean_abs_error) : oj(nullptr);
+  oj steady;
+  steady["steps"] = r.steady_steps;
+  steady["measured_period_s"] = r.steady_measured_s;
+  steady["predicted_period_s"] = r.steady_predicted_s;
+  steady["error"] = r.steady_measured_s > 0 && r.steady_predicted_s > 0
+                        ? oj((r.steady_predicted_s - r.steady_measured_s) / r.steady_measured_s)
+                        : oj(nullptr);
+  j["steady_state"] = steady;
+  oj steps = oj::array();
   for (const StepValidation& s : r.steps) {
-    nlohmann::ordered_json x;
+    oj x;
     x["name"] = s.name;
     x["measured_s"] = s.measured_s;
     x["annotated_s"] = s.annotated_s;
     x["predicted_s"] = s.predicted_s;
-    x["error"] = s.error;
+    x["error"] = s.compared ? oj(s.error) : oj(nullptr);
+    x["slowest_rank"] = s.slowest_rank;
+    x["measured_gpu_span_s"] = s.measured_gpu_span_s;
+    x["predicted_gpu_span_s"] = s.predicted_gpu_span_s;
     x["ops"] = s.ops;
     x["gpu_ops"] = s.gpu_ops;
     x["host_ops"] = s.host_ops;
+    x["framework_ops"] = s.framework_ops;
     x["nccl_matched"] = s.nccl_matched;
     x["calibrated_ops"] = s.calibrated_ops;
-    nlohmann::ordered_json st = nlohmann::ordered_json::array();
-    for (const StreamBusy& b : s.streams) st.push_back({{"stream", b.stream}, {"measured_busy_s", b.measured_s}, {"ops", b.ops}});
-    x["streams"] = st;
-    nlohmann::ordered_json db = nlohmann::ordered_json::object();
-    for (const auto& [n, v] : s.measured_device_busy_s) db[n]["measured_busy_s"] = v;
-    for (const auto& [n, v] : s.predicted_device_busy_s) db[n]["predicted_busy_s"] = v;
+    x["fallback_ops"] = s.fallback_ops;
+    x["inferred_waits"] = s.inferred_waits;
+    oj rk = oj::array();
+    oj db = oj::object();
+    for (const RankStep& q : s.ranks) {
+      rk.push_back({{"rank", q.rank},
+                    {"measured_period_s", q.measured_period_s},
+                    {"predicted_period_s", q.predicted_period_s},
+                    {"measured_gpu_span_s", q.measured_gpu_span_s},
+                    {"predicted_gpu_span_s", q.predicted_gpu_span_s}});
+      for (const DeviceBusy& b : q.devices)
+        db[b.device] = {{"measured_busy_s", b.measured_s}, {"predicted_busy_s", b.predicted_s}};
+    }
+    x["ranks"] = rk;
     x["devices"] = db;
-    nlohmann::ordered_json c = nlohmann::ordered_json::array();
-    for (const ErrorContributor& e : s.contributors) c.push_back({{"item", e.item}, {"shift_s", e.shift_s}});
-    x["error_contributors"] = c;
+    oj st = oj::array();
+    for (const StreamBusy& b : s.streams)
+      st.push_back({{"stream", b.stream}, {"measured_busy_s", b.measured_s}, {"ops", b.ops}});
+    x["streams"] = st;
     steps.push_back(x);
   }
   j["steps"] = steps;
+  oj c = oj::array();
+  for (const ErrorContributor& e : r.contributors)
+    c.push_back({{"item", e.item}, {"shift_s", e.shift_s}});
+  j["error_contributors"] = c;
   j["notes"] = r.notes;
+  j["warnings"] = r.warnings;
   return j.dump(2) + "\n";
 }
 
@@ -526,31 +875,74 @@ std::string validation_to_text(const ValidationReport& r) {
   std::string out;
   char buf[512];
   for (const std::string& s : r.sources) out += "profile: " + s + "\n";
-  std::snprintf(buf, sizeof buf, "%-18s %12s %12s %12s %8s %6s %6s\n", "step", "measured", "annotated", "predicted", "error",
-                "gpu", "host");
+  std::snprintf(buf, sizeof buf, "%-18s %12s %12s %12s %8s %12s %12s %6s %6s %6s\n", "step",
+                "period meas", "annotated", "period pred", "error", "GPU span m", "GPU span p",
+                "gpu", "host", "fw ops");
   out += buf;
   for (const StepValidation& s : r.steps) {
-    std::snprintf(buf, sizeof buf, "%-18s %10.3f ms %10.3f ms %10.3f ms %+7.2f%% %6d %6d\n", s.name.c_str(), s.measured_s * 1e3,
-                  s.annotated_s * 1e3, s.predicted_s * 1e3, 100.0 * s.error, s.gpu_ops, s.host_ops);
+    char e[16];
+    if (s.compared)
+      std::snprintf(e, sizeof e, "%+7.2f%%", 100.0 * s.error);
+    else
+      std::snprintf(e, sizeof e, "%8s", "n/a");
+    std::snprintf(buf, sizeof buf,
+                  "%-18s %9.3f ms %9.3f ms %9.3f ms %s %9.3f ms %9.3f ms %6d %6d %6d\n",
+                  s.name.c_str(), s.measured_s * 1e3, s.annotated_s * 1e3, s.predicted_s * 1e3, e,
+                  s.measured_gpu_span_s * 1e3, s.predicted_gpu_span_s * 1e3, s.gpu_ops, s.host_ops,
+                  s.framework_ops);
     out += buf;
+    if (s.ranks.size() > 1)
+      for (const RankStep& q : s.ranks) {
+        std::snprintf(buf, sizeof buf,
+                      "    rank %-3d period measured %9.3f ms  predicted %9.3f ms%s\n", q.rank,
+                      q.measured_period_s * 1e3, q.predicted_period_s * 1e3,
+                      q.rank == s.slowest_rank ? "  (slowest)" : "");
+        out += buf;
+      }
+    for (const RankStep& q : s.ranks)
+      for (const DeviceBusy& b : q.devices) {
+        std::snprintf(buf, sizeof buf,
+                      "    device %-12s busy measured %10.3f ms  predicted %10.3f ms\n",
+                      b.device.c_str(), b.measured_s * 1e3, b.predicted_s * 1e3);
+        out += buf;
+      }
+    if (s.calibrated_ops + s.fallback_ops > 0) {
+      std::snprintf(buf, sizeof buf, "    calibrated times %d, measured (no match) %d\n",
+                    s.calibrated_ops, s.fallback_ops);
+      out += buf;
+    }
+    if (s.inferred_waits > 0 || s.nccl_matched > 0) {
+      std::snprintf(buf, sizeof buf,
+                    "    inferred cross-stream waits %d, NCCL kernels matched across ranks %d\n",
+                    s.inferred_waits, s.nccl_matched);
+      out += buf;
+    }
     for (const StreamBusy& b : s.streams) {
-      std::snprintf(buf, sizeof buf, "    %-28s busy %10.3f ms  %5d ops\n", b.stream.c_str(), b.measured_s * 1e3, b.ops);
-      out += buf;
-    }
-    for (const auto& [n, v] : s.predicted_device_busy_s) {
-      double meas = 0;
-      for (const auto& [mn, mv] : s.measured_device_busy_s)
-        if (mn == n) meas = mv;
-      std::snprintf(buf, sizeof buf, "    device %-12s busy measured %10.3f ms  predicted %10.3f ms\n", n.c_str(), meas * 1e3, v * 1e3);
-      out += buf;
-    }
-    for (const ErrorContributor& e : s.contributors) {
-      std::snprintf(buf, sizeof buf, "    error contributor %+9.3f ms  %s\n", e.shift_s * 1e3, e.item.c_str());
+      std::snprintf(buf, sizeof buf, "    %-28s busy %10.3f ms  %5d ops (whole replay)\n",
+                    b.stream.c_str(), b.measured_s * 1e3, b.ops);
       out += buf;
     }
   }
-  std::snprintf(buf, sizeof buf, "mean |error| over %zu steps: %.2f%%\n", r.steps.size(), 100.0 * r.mean_abs_error);
-  out += buf;
+  for (const ErrorContributor& e : r.contributors) {
+    std::snprintf(buf, sizeof buf, "error contributor %+9.3f ms  %s\n", e.shift_s * 1e3,
+                  e.item.c_str());
+    out += buf;
+  }
+  if (r.steady_steps > 0) {
+    std::snprintf(
+        buf, sizeof buf,
+        "steady-state period over %d step(s): measured %.3f ms, predicted %.3f ms, error %+.2f%%\n",
+        r.steady_steps, r.steady_measured_s * 1e3, r.steady_predicted_s * 1e3,
+        100.0 * (r.steady_predicted_s - r.steady_measured_s) / r.steady_measured_s);
+    out += buf;
+  }
+  if (r.compared_steps > 0) {
+    std::snprintf(buf, sizeof buf, "mean |error| over %d compared steps: %.2f%%\n",
+                  r.compared_steps, 100.0 * r.mean_abs_error);
+    out += buf;
+  } else {
+    out += "no step compared: no error\n";
+  }
   for (const std::string& n : r.notes) out += "note: " + n + "\n";
   return out;
 }

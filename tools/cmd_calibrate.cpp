@@ -1,5 +1,6 @@
 // `placesim calibrate`, `placesim calibrate-links` and `placesim validate`: fit kernel and link
 // models from real profiles and benchmark outputs, and replay profiled steps through the engine.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -44,6 +45,35 @@ bool is_manifest(const std::string& path) {
   return text.find("\"placesim-rig-manifest\"") != std::string::npos;
 }
 
+// What the reader linked: every GPU activity to its launch and to the framework op that issued
+// it, and what stayed unlinked, per kind; a note on stderr when nothing could be linked.
+void print_links(const std::string& path, const calibration::Profile& prof) {
+  const calibration::LinkReport& l = prof.links;
+  if (l.gpu == 0) return;
+  const bool has_ops = std::any_of(prof.events.begin(), prof.events.end(),
+                                   [](const calibration::TraceEvent& e) { return e.kind == calibration::EventKind::CpuOp; });
+  if (!has_ops) {
+    // Nsight exports: no framework ops by design; samples are keyed by kernel name.
+    std::printf("  links: %d of %d GPU activities tied to their launch; the format has no framework ops\n", l.gpu_to_launch,
+                l.gpu);
+    return;
+  }
+  std::printf("  links: %d of %d GPU activities (%.1f%%) tied to the framework op that launched them; %d to a launch",
+              l.gpu_to_op, l.gpu, 100.0 * l.gpu_linked_fraction(), l.gpu_to_launch);
+  if (l.by_flow > 0) std::printf(" (%d by ac2g flow)", l.by_flow);
+  std::printf("\n");
+  std::string unl;
+  for (const auto& [k, n] : l.without_launch) unl += " " + k + " " + std::to_string(n) + " without launch;";
+  for (const auto& [k, n] : l.without_op) unl += " " + k + " " + std::to_string(n) + " launched outside any op;";
+  if (!unl.empty()) std::printf("  unlinked:%s\n", unl.c_str());
+  if (l.by_external_id > 0 || l.external_id_disagrees > 0 || l.external_id_is_correlation > 0)
+    std::printf("  External id: %d calls tied by it (no enclosing op on their thread), %d ignored (the op they name "
+                "does not enclose the call), %d equal to the call's correlation id (torch <= 2.0) and unused\n",
+                l.by_external_id, l.external_id_disagrees, l.external_id_is_correlation);
+  if (l.gpu_to_op == 0)
+    std::fprintf(stderr, "note: %s: 0 of %d GPU activities could be tied to a framework op\n", path.c_str(), l.gpu);
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   std::vector<calibration::OpSample> samples;
   std::string sources;
@@ -60,6 +90,8 @@ void run_calibrate(const CalibrateArgs& a) {
     std::printf("%s: %s, %zu events, %zu op samples%s%s\n", p.c_str(), prof.dialect.c_str(), prof.events.size(), s.size(),
                 prof.device_name.empty() ? "" : ", device ", prof.device_name.c_str());
     for (const std::string& m : prof.missing) std::printf("  note: %s\n", m.c_str());
+    print_links(p, prof);
+    if (s.empty()) std::fprintf(stderr, "note: %s: 0 op samples (nothing to calibrate from this profile)\n", p.c_str());
     samples.insert(samples.end(), s.begin(), s.end());
   }
   if (samples.empty())
@@ -127,12 +159,17 @@ void run_links(const LinksArgs& a) {
 
 void run_validate(const ValidateArgs& a) {
   std::vector<calibration::Profile> ranks;
-  for (const std::string& p : a.profiles) ranks.push_back(calibration::read_profile(p));
+  for (const std::string& p : a.profiles) {
+    ranks.push_back(calibration::read_profile(p));
+    if (ranks.back().events.empty())
+      throw sim::InputError(p, "traceEvents", "at least one timed event (ph X) to replay, got none");
+  }
   calibration::ValidateOptions o;
   o.device_model = a.device_model;
   o.max_steps = a.max_steps;
   if (!a.calibration.empty()) o.calibration = std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration));
   const calibration::ValidationReport r = calibration::validate_profiles(ranks, o);
+  for (const std::string& w : r.warnings) std::fprintf(stderr, "note: %s\n", w.c_str());
   const std::string text = a.json ? calibration::validation_to_json(r) : calibration::validation_to_text(r);
   if (!a.output.empty()) {
     sim::write_file_atomic(a.output, text);

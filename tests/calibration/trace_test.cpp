@@ -1,8 +1,7 @@
 #include "calibration/trace.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
+#include <gtest/gtest.h>
 #include <string>
 
 #include "sim/error.hpp"
@@ -10,9 +9,12 @@
 namespace pc = placesim::calibration;
 
 namespace {
-std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+std::string data(const std::string& f) {
+  return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
+}
 int count(const pc::Profile& p, pc::EventKind k) {
-  return static_cast<int>(std::count_if(p.events.begin(), p.events.end(), [&](const pc::TraceEvent& e) { return e.kind == k; }));
+  return static_cast<int>(std::count_if(p.events.begin(), p.events.end(),
+                                        [&](const pc::TraceEvent& e) { return e.kind == k; }));
 }
 }  // namespace
 
@@ -69,11 +71,11 @@ TEST(KinetoReader, RocmTraceHasShapesAndHipRuntime) {
 }
 
 TEST(KinetoReader, Pre2022CategoryNames) {
-  const std::string text = R"({"traceEvents":[
+  const std::string text = R"J({"traceEvents":[
     {"ph":"X","cat":"Operator","name":"aten::mm","pid":1,"tid":1,"ts":10,"dur":20,"args":{"External id":3,"Input dims":[[2,2]]}},
     {"ph":"X","cat":"Runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":12,"dur":5,"args":{"External id":3,"correlation":9}},
     {"ph":"X","cat":"Kernel","name":"gemm","pid":0,"tid":"stream 7","ts":18,"dur":40,"args":{"device":0,"stream":7,"correlation":9}},
-    {"ph":"X","cat":"Memcpy","name":"Memcpy HtoD","pid":0,"tid":"stream 7","ts":60,"dur":4,"args":{"device":0,"stream":7,"correlation":10,"bytes":64}}]})";
+    {"ph":"X","cat":"Memcpy","name":"Memcpy HtoD","pid":0,"tid":"stream 7","ts":60,"dur":4,"args":{"device":0,"stream":7,"correlation":10,"bytes":64}}]})J";
   const pc::Profile p = pc::parse_kineto_json(text, "old.json");
   EXPECT_EQ(p.dialect, "kineto-pre2022");
   EXPECT_EQ(count(p, pc::EventKind::Kernel), 1);
@@ -110,10 +112,196 @@ TEST(NsysReader, SaxpySqliteSchemaCheckedAndLinked) {
   for (const auto& k : p.events) {
     if (k.kind != pc::EventKind::Kernel) continue;
     EXPECT_EQ(k.name.rfind("saxpy(", 0), 0u);
-    const bool launched = std::any_of(p.events.begin(), p.events.end(), [&](const pc::TraceEvent& r) {
-      return r.kind == pc::EventKind::Runtime && r.correlation == k.correlation && r.name.find("Launch") != std::string::npos;
-    });
+    const bool launched =
+        std::any_of(p.events.begin(), p.events.end(), [&](const pc::TraceEvent& r) {
+          return r.kind == pc::EventKind::Runtime && r.correlation == k.correlation &&
+                 r.name.find("Launch") != std::string::npos;
+        });
     EXPECT_TRUE(launched);
   }
-  EXPECT_TRUE(std::any_of(p.missing.begin(), p.missing.end(), [](const std::string& m) { return m.find("MEMSET") == std::string::npos && m.find("input shapes") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(p.missing.begin(), p.missing.end(), [](const std::string& m) {
+    return m.find("MEMSET") == std::string::npos && m.find("input shapes") != std::string::npos;
+  }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linking: runtime call -> framework op by time nesting on its thread; GPU activity -> launch by
+// correlation (or ac2g flow). One hand-written trace per dialect users have, then every real trace.
+
+namespace {
+const pc::TraceEvent* find(const pc::Profile& p, const std::string& name) {
+  for (const auto& e : p.events)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+std::string op_of(const pc::Profile& p, const std::string& gpu_name) {
+  const pc::TraceEvent* k = find(p, gpu_name);
+  if (!k || k->op < 0) return "";
+  return p.events[static_cast<std::size_t>(k->op)].name;
+}
+}  // namespace
+
+TEST(Linking, Pre2022LowercaseExternalIdAndStringTids) {
+  // torch 1.8-1.10: Operator/Runtime/Kernel, "external id", tids written as strings.
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "Operator", "name": "aten::conv2d", "pid": 7, "tid": "7", "ts": 100, "dur": 50, "args": {"external id": 1}},
+    {"ph": "X", "cat": "Operator", "name": "aten::empty", "pid": 7, "tid": "7", "ts": 101, "dur": 2, "args": {"external id": 2}},
+    {"ph": "X", "cat": "Operator", "name": "aten::cudnn_convolution", "pid": 7, "tid": "7", "ts": 104, "dur": 40, "args": {"external id": 3}},
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": 110, "dur": 5, "args": {"correlation": 900, "external id": 3}},
+    {"ph": "X", "cat": "Kernel", "name": "conv_kernel", "pid": 0, "tid": "stream 7", "ts": 120, "dur": 30, "args": {"correlation": 900, "external id": 3, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": "stream 7", "ts": 160, "dur": 3, "args": {"correlation": 901, "device": 0, "stream": 7}}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "pre2022.json");
+  EXPECT_EQ(p.dialect, "kineto-pre2022");
+  EXPECT_EQ(op_of(p, "conv_kernel"), "aten::cudnn_convolution");
+  EXPECT_EQ(p.links.gpu, 2);
+  EXPECT_EQ(p.links.gpu_to_op, 1);
+  EXPECT_EQ(p.links.without_launch.at("memcpy"), 1);  // its launch is not in the trace: counted
+}
+
+TEST(Linking, Torch20RuntimeExternalIdIsTheCorrelationAndNamesAnUnrelatedOp) {
+  // torch <= 2.0: a runtime call's External id is its correlation id; here it coincides with the
+  // External id of aten::empty, which launches nothing. Time nesting decides.
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 5, "tid": 5, "ts": 10, "dur": 2, "args": {"External id": 44}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 5, "tid": 5, "ts": 100, "dur": 20, "args": {"External id": 45}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 5, "ts": 105, "dur": 5, "args": {"External id": 44, "correlation": 44}},
+    {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": 112, "dur": 4, "args": {"External id": 44, "correlation": 44, "device": 0, "stream": 7}}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "t20.json");
+  EXPECT_EQ(op_of(p, "add_kernel"), "aten::add");
+  EXPECT_EQ(p.links.external_id_is_correlation, 1);
+  EXPECT_EQ(p.links.gpu_to_op, 1);
+}
+
+TEST(Linking, AllocationOpsNeverTakeTheLaunch) {
+  // aten::zeros -> aten::empty (whose allocator call sits inside) and aten::zero_ -> fill_.
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 1, "tid": 1, "ts": 0, "dur": 100, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 1, "dur": 20, "args": {"External id": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemsetAsync", "pid": 1, "tid": 1, "ts": 5, "dur": 5, "args": {"correlation": 10}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::fill_", "pid": 1, "tid": 1, "ts": 30, "dur": 50, "args": {"External id": 3}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 40, "dur": 5, "args": {"correlation": 11}},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 50, "dur": 2, "args": {"correlation": 10, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "fill_kernel", "pid": 0, "tid": 7, "ts": 55, "dur": 2, "args": {"correlation": 11, "device": 0, "stream": 7}}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "alloc.json");
+  EXPECT_EQ(op_of(p, "Memset (Device)"), "aten::zeros");
+  EXPECT_EQ(op_of(p, "fill_kernel"), "aten::fill_");
+  EXPECT_TRUE(pc::launches_nothing("aten::empty_strided"));
+  EXPECT_FALSE(pc::launches_nothing("aten::fill_"));
+}
+
+TEST(Linking, Ac2gFlowGivesTheCorrelationWhenArgsLackIt) {
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 3, "tid": 3, "ts": 0, "dur": 30, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 3, "tid": 3, "ts": 10, "dur": 5, "args": {}},
+    {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 77, "pid": 3, "tid": 3, "ts": 10},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 9, "args": {"device": 0, "stream": 7}},
+    {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 77, "pid": 0, "tid": 7, "ts": 20, "bp": "e"}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "flow.json");
+  EXPECT_EQ(op_of(p, "gemm"), "aten::mm");
+  EXPECT_EQ(p.links.by_flow, 1);
+}
+
+TEST(Linking, NanosecondTimestampsAreRecognised) {
+  // ts/dur in ns: a launch reading 5000 "us" is 5 us.
+  const std::string t = R"J({"displayTimeUnit": "ns", "traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 3, "tid": 3, "ts": 1000000, "dur": 20000, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 3, "tid": 3, "ts": 1005000, "dur": 5000, "args": {"correlation": 8}},
+    {"ph": "X", "cat": "kernel", "name": "relu_kernel", "pid": 0, "tid": 7, "ts": 1012000, "dur": 3000, "args": {"correlation": 8, "device": 0, "stream": 7}}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "ns.json");
+  EXPECT_TRUE(p.ns_timestamps);
+  const pc::TraceEvent* k = find(p, "relu_kernel");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->dur_ns, 3000);
+  EXPECT_EQ(op_of(p, "relu_kernel"), "aten::relu");
+}
+
+TEST(Linking, EveryRealTraceLinksNinetyPercentAndNoAllocationOpGetsGpuTime) {
+  for (const char* f :
+       {"a100_alexnet.json", "a100_simple_add.json", "a100_triton.json",
+        "hta_backward_thread_excerpt.json", "mi250_rocm_minitoy.json",
+        "a100_2rank_nccl_rank0.json.gz", "h200_resnet18-224px-b64_train.json.gz",
+        "h200_resnet18-64px-b8_train.json.gz", "h200_micro.json.gz", "h200_micro_bwd.json.gz"}) {
+    const pc::Profile p = pc::read_profile(data(f));
+    ASSERT_GT(p.links.gpu, 0) << f;
+    EXPECT_GE(p.links.gpu_linked_fraction(), 0.90)
+        << f << ": " << p.links.gpu_to_op << " of " << p.links.gpu;
+    for (const auto& e : p.events)
+      if (e.on_gpu() && e.op >= 0) {
+        EXPECT_FALSE(pc::launches_nothing(p.events[static_cast<std::size_t>(e.op)].name)) << f;
+      }
+  }
+}
+
+TEST(Linking, EventSyncSpinKernelIsTheOnlyActivityOutsideAnOp) {
+  // torch.cuda._sleep launches its spin kernel from Python, outside any aten op: counted, not
+  // attributed. The other 4 activities (fill, sum, gt, the D2H copy of item()) link.
+  const pc::Profile p = pc::read_profile(data("a100_event_sync.json"));
+  EXPECT_EQ(p.links.gpu, 5);
+  EXPECT_EQ(p.links.gpu_to_launch, 5);
+  EXPECT_EQ(p.links.gpu_to_op, 4);
+  EXPECT_EQ(p.links.without_op.at("kernel"), 1);
+  EXPECT_EQ(op_of(p, "Memcpy DtoH (Device -> Pageable)"), "aten::_local_scalar_dense");
+}
+
+TEST(Linking, Torch113BackwardThreadExcerpt) {
+  // Real excerpt (HTA test data, A100, Oct 2022): the launch on the autograd thread carries
+  // External id = correlation = 2131433, which names no op; it sits inside aten::mm.
+  const pc::Profile p = pc::read_profile(data("hta_backward_thread_excerpt.json"));
+  EXPECT_EQ(op_of(p, "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"),
+            "aten::mm");
+}
+
+TEST(Linking, ZeroLengthCallAtAnOpsEndBelongsToTheOpItsIdNames) {
+  // torch 1.8-1.10 (as in kineto's tb_plugin tests): a 0-us launch at the instant aten::mm ends,
+  // inside aten::matmul; its "external id" names aten::mm, which encloses it (boundary included).
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "Operator", "name": "aten::matmul", "pid": 9, "tid": "456", "ts": 100, "dur": 100, "args": {"External id": 2}},
+    {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 9, "tid": "456", "ts": 120, "dur": 70, "args": {"External id": 4}},
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": "456", "ts": 190, "dur": 0, "args": {"correlation": 336, "external id": 4}},
+    {"ph": "X", "cat": "Kernel", "name": "gemm_at_end", "pid": 0, "tid": "stream 7", "ts": 200, "dur": 7, "args": {"correlation": 336, "external id": 4, "device": 0}},
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": "456", "ts": 195, "dur": 0, "args": {"correlation": 337, "external id": 2}},
+    {"ph": "X", "cat": "Kernel", "name": "after_mm", "pid": 0, "tid": "stream 7", "ts": 210, "dur": 8, "args": {"correlation": 337, "external id": 2, "device": 0}}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "tb.json");
+  EXPECT_EQ(op_of(p, "gemm_at_end"), "aten::mm");
+  EXPECT_EQ(op_of(p, "after_mm"), "aten::matmul");
+  EXPECT_EQ(p.links.external_id_disagrees, 0);
+}
+
+TEST(Linking, EpochNanosecondTimestampsDoNotOverflow) {
+  // ns since the epoch (1.7e18): as microseconds they would overflow int64 nanoseconds.
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 3, "tid": 3, "ts": 1712667379482806000, "dur": 20000, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 3, "tid": 3, "ts": 1712667379482811000, "dur": 5000, "args": {}},
+    {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 8, "pid": 3, "tid": 3, "ts": 1712667379482811000},
+    {"ph": "X", "cat": "kernel", "name": "relu_kernel", "pid": 0, "tid": 7, "ts": 1712667379482818000, "dur": 3000, "args": {"device": 0, "stream": 7}},
+    {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 8, "pid": 0, "tid": 7, "ts": 1712667379482818000, "bp": "e"}
+  ]})J";
+  const pc::Profile p = pc::parse_kineto_json(t, "epoch-ns.json");
+  EXPECT_TRUE(p.ns_timestamps);
+  const pc::TraceEvent* k = find(p, "relu_kernel");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->ts_ns, 1712667379482818000);
+  EXPECT_EQ(k->dur_ns, 3000);
+  EXPECT_EQ(op_of(p, "relu_kernel"), "aten::relu");
+}
+
+TEST(Linking, BlockedLaunchesOfAGpuBoundLoopStayMicroseconds) {
+  // Most launches block ~2 ms on a full queue; the fastest tenth do not: still microseconds.
+  std::string ev;
+  for (int i = 0; i < 20; ++i) {
+    const int ts = 1000 + 3000 * i, dur = i < 3 ? 4 : 2000;
+    ev +=
+        std::string(i ? "," : "") +
+        R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" +
+        std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
+        ", \"args\": {\"correlation\": " + std::to_string(i) + "}}";
+  }
+  const pc::Profile p = pc::parse_kineto_json("{\"traceEvents\": [" + ev + "]}", "blocked.json");
+  EXPECT_FALSE(p.ns_timestamps);
 }

@@ -1,19 +1,23 @@
 #include "calibration/validate.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
+#include <memory>
 
+#include "calibration/kernel_fit.hpp"
 #include "calibration/trace.hpp"
 
 namespace pc = placesim::calibration;
 
 namespace {
-std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+std::string data(const std::string& f) {
+  return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
+}
 }  // namespace
 
 TEST(Validate, EventSyncStepWithinFivePercent) {
-  const pc::ValidationReport r = pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
   ASSERT_EQ(r.steps.size(), 1u);
   const auto& s = r.steps[0];
   EXPECT_EQ(s.name, "ProfilerStep#100");
@@ -23,16 +27,212 @@ TEST(Validate, EventSyncStepWithinFivePercent) {
 }
 
 TEST(Validate, RocmStepsReplay) {
-  const pc::ValidationReport r = pc::validate_profiles({pc::read_profile(data("mi250_rocm_minitoy.json"))}, {});
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("mi250_rocm_minitoy.json"))}, {});
   ASSERT_FALSE(r.steps.empty());
   for (const auto& s : r.steps) EXPECT_GT(s.predicted_s, 0.0);
   EXPECT_LT(std::abs(r.steps[0].error), 0.05) << pc::validation_to_text(r);
 }
 
 TEST(Validate, JsonReportHasTheDocumentedKeys) {
-  const pc::ValidationReport r = pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
   const std::string j = pc::validation_to_json(r);
-  for (const char* k : {"\"measured_s\"", "\"predicted_s\"", "\"error\"", "\"streams\"", "\"error_contributors\"", "\"devices\""})
+  for (const char* k : {"\"measured_s\"", "\"predicted_s\"", "\"error\"", "\"streams\"",
+                        "\"error_contributors\"", "\"devices\""})
     EXPECT_NE(j.find(k), std::string::npos) << k;
 }
 
+TEST(Validate, CpuOnlyTraceIsReplayedAtOpLevelStepByStep) {
+  // Debian's torch 1.13 (bare list, no categories), 6 annotated CNN training steps on one thread.
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("cpu_torch113_cnn_6steps.json.gz"))}, {});
+  ASSERT_EQ(r.steps.size(), 6u);
+  for (const auto& s : r.steps) {
+    EXPECT_GT(s.framework_ops, 5) << s.name;  // not one host op per step
+    EXPECT_TRUE(s.compared);
+  }
+  ASSERT_GT(r.steady_measured_s, 0.0);
+  EXPECT_LT(std::abs(r.steady_predicted_s / r.steady_measured_s - 1.0), 0.03)
+      << pc::validation_to_text(r);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+}
+
+TEST(Validate, TwoRanksKeepPerRankBusyTimesUnderTheirOwnDeviceNames) {
+  // The same rank's trace passed twice stands in for two identical ranks: each rank's measured
+  // and predicted busy time must be found under its own device name, equal to the 1-rank figure.
+  const pc::Profile p = pc::read_profile(data("a100_event_sync.json"));
+  const pc::ValidationReport one = pc::validate_profiles({p}, {});
+  const pc::ValidationReport two = pc::validate_profiles({p, p}, {});
+  ASSERT_EQ(two.steps.size(), 1u);
+  ASSERT_EQ(two.steps[0].ranks.size(), 2u);
+  const double meas1 = one.steps[0].ranks[0].devices.at(0).measured_s;
+  for (const auto& rk : two.steps[0].ranks) {
+    ASSERT_EQ(rk.devices.size(), 1u);
+    EXPECT_EQ(rk.devices[0].device, "r" + std::to_string(rk.rank) + "_gpu0");
+    EXPECT_GT(rk.devices[0].measured_s, 0.0);
+    EXPECT_NEAR(rk.devices[0].measured_s, meas1, 1e-12);
+    EXPECT_NEAR(rk.devices[0].predicted_s, one.steps[0].ranks[0].devices.at(0).predicted_s, 1e-6);
+  }
+  EXPECT_NEAR(two.steps[0].predicted_s, one.steps[0].predicted_s, 1e-6);
+}
+
+TEST(Validate, CalibrationThatMatchesNothingSaysSo) {
+  auto cal = std::make_shared<placesim::sim::Calibration>();
+  cal->devices["A100-PG509-200"].exact["no-such-op()"] = placesim::sim::Duration{1000};
+  pc::ValidateOptions o;
+  o.calibration = cal;
+  o.device_model = "A100-PG509-200";
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, o);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].calibrated_ops, 0);
+  EXPECT_EQ(r.steps[0].fallback_ops, 5);
+  bool said = false;
+  for (const auto& w : r.warnings)
+    said |= w.find("0 of 5 GPU activities / CPU ops took a calibrated time") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(Validate, NoComparisonNoErrorPrinted) {
+  // A trace with no events: nothing measured, nothing predicted, no percentage.
+  const pc::Profile p = pc::parse_kineto_json(R"J({"traceEvents": []})J", "empty.json");
+  const pc::ValidationReport r = pc::validate_profiles({p}, {});
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_FALSE(r.steps[0].compared);
+  EXPECT_EQ(r.compared_steps, 0);
+  const std::string text = pc::validation_to_text(r);
+  EXPECT_EQ(text.find('%'), std::string::npos) << text;
+  EXPECT_NE(pc::validation_to_json(r).find("\"error\": null"), std::string::npos);
+}
+
+TEST(Validate, WaitWithoutRecordIsInferred) {
+  // DDP/NCCL: cudaStreamWaitEvent with no cudaEventRecord in the trace. The NCCL kernel on stream
+  // 20 must wait for the compute kernel launched before the wait on stream 7.
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": 20, "dur": 2, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 25, "dur": 5, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "compute", "pid": 0, "tid": 7, "ts": 16, "dur": 100, "args": {"correlation": 1, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 20, "ts": 116, "dur": 50, "args": {"correlation": 3, "device": 0, "stream": 20}}
+  ]})J";
+  const pc::ValidationReport r = pc::validate_profiles({pc::parse_kineto_json(t, "ddp.json")}, {});
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].inferred_waits, 1);
+  EXPECT_NEAR(r.steps[0].predicted_gpu_span_s, 165e-6, 2e-6) << pc::validation_to_text(r);
+}
+
+namespace {
+// One rank of a 2-step DDP-like loop: host work `host_us`, a compute kernel on stream 7, a
+// cudaStreamWaitEvent without its record, an NCCL all-reduce on stream 20 that lasted `nccl_us`
+// (its wait for the other rank included), then a stream synchronisation.
+std::string ddp_rank(int host_us, int nccl_us) {
+  std::string ev;
+  int t = 0;
+  for (int s = 0; s < 2; ++s) {
+    const int b = t, c = 10 * s;
+    const int launch = b + host_us, k_end = launch + 5 + 100, n_end = k_end + nccl_us;
+    const int end = n_end + 10;
+    auto X = [&](const std::string& cat, const std::string& name, int ts, int dur,
+                 const std::string& args) {
+      ev += std::string(ev.empty() ? "" : ",") + R"({"ph": "X", "cat": ")" + cat +
+            R"(", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) +
+            ", \"dur\": " + std::to_string(dur) + ", \"args\": {" + args + "}}";
+    };
+    X("user_annotation", "ProfilerStep#" + std::to_string(s + 1), b, end - b, "");
+    X("cuda_runtime", "cudaLaunchKernel", launch, 5, "\"correlation\": " + std::to_string(c + 1));
+    X("kernel", "compute", launch + 5, 100,
+      "\"correlation\": " + std::to_string(c + 1) + ", \"device\": 0, \"stream\": 7");
+    // DDP: the NCCL stream waits for the gradients; the record is not in the trace.
+    X("cuda_runtime", "cudaStreamWaitEvent", launch + 5, 1,
+      "\"correlation\": " + std::to_string(c + 4));
+    X("cuda_runtime", "cudaLaunchKernel", launch + 6, 5,
+      "\"correlation\": " + std::to_string(c + 2));
+    X("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", k_end, nccl_us,
+      "\"correlation\": " + std::to_string(c + 2) +
+          ", \"device\": 0, \"stream\": 20, \"Collective name\": \"allreduce\", \"In msg nelems\": "
+          "1024, \"Group size\": 2");
+    X("cuda_runtime", "cudaStreamSynchronize", launch + 12, n_end - (launch + 12),
+      "\"correlation\": " + std::to_string(c + 3));
+    t = end;
+  }
+  return "{\"traceEvents\": [" + ev + "]}";
+}
+}  // namespace
+
+TEST(Validate, DdpRanksWaitForTheSlowestAndTheJobStepIsItsStep) {
+  // Rank 1's host is 200 us slower; rank 0's all-reduce lasted 200 us longer (it waited).
+  const pc::Profile r0 = pc::parse_kineto_json(ddp_rank(50, 230), "rank0.json");
+  const pc::Profile r1 = pc::parse_kineto_json(ddp_rank(250, 30), "rank1.json");
+  const pc::ValidationReport r = pc::validate_profiles({r0, r1}, {});
+  ASSERT_EQ(r.steps.size(), 2u);
+  for (const auto& s : r.steps) {
+    EXPECT_EQ(s.nccl_matched, 2);
+    EXPECT_EQ(s.inferred_waits, 2);  // one per rank
+    ASSERT_EQ(s.ranks.size(), 2u);
+    // Both ranks' measured periods are equal (rank 0 waited in NCCL); the replay must reproduce it
+    // with the all-reduce lasting the shortest measured time after both ranks reached it.
+    EXPECT_NEAR(s.ranks[0].measured_period_s, s.ranks[1].measured_period_s, 1e-9);
+    EXPECT_NEAR(s.predicted_s, s.measured_s, 0.03 * s.measured_s) << pc::validation_to_text(r);
+    EXPECT_NEAR(s.ranks[0].predicted_period_s, s.ranks[1].predicted_period_s, 0.03 * s.measured_s);
+  }
+}
+
+TEST(Validate, PipelinedLoopCarriesQueuedGpuWorkIntoTheNextStep) {
+  // The host runs one step ahead of a 300 us kernel per step: step N launches its kernel, then
+  // waits (cudaEventSynchronize) for step N-1's. Periods 15, 295, 300, 300 us; the replay must
+  // carry each kernel into the next step and reproduce them.
+  std::string ev;
+  auto X = [&](const std::string& cat, const std::string& name, int ts, int dur,
+               const std::string& args) {
+    ev += std::string(ev.empty() ? "" : ",") + "{\"ph\": \"X\", \"cat\": \"" + cat +
+          "\", \"name\": \"" + name + "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(ts) +
+          ", \"dur\": " + std::to_string(dur) + ", \"args\": {" + args + "}}";
+  };
+  int b = 0, gpu_free = 0, prev_end = 0;
+  for (int s = 0; s < 4; ++s) {
+    const int k_start = std::max(b + 5, gpu_free), k_end = k_start + 300;
+    const int sync_ret = s == 0 ? b + 10 : prev_end;
+    const int end = sync_ret + 5;
+    X("user_annotation", "ProfilerStep#" + std::to_string(s), b, end - b, "");
+    X("cuda_runtime", "cudaLaunchKernel", b, 5, "\"correlation\": " + std::to_string(10 * s + 1));
+    X("kernel", "k", k_start, 300,
+      "\"correlation\": " + std::to_string(10 * s + 1) + ", \"device\": 0, \"stream\": 7");
+    X("cuda_runtime", "cudaEventRecord", b + 6, 1,
+      "\"correlation\": " + std::to_string(10 * s + 2));
+    X("cuda_runtime", "cudaEventSynchronize", b + 8, sync_ret - (b + 8),
+      "\"correlation\": " + std::to_string(10 * s + 3));
+    gpu_free = k_end;
+    prev_end = k_end;
+    b = end;
+  }
+  const pc::ValidationReport r = pc::validate_profiles(
+      {pc::parse_kineto_json("{\"traceEvents\": [" + ev + "]}", "pipe.json")}, {});
+  ASSERT_EQ(r.steps.size(), 4u);
+  EXPECT_NEAR(r.steps[1].measured_s, 295e-6, 1e-9);
+  EXPECT_NEAR(r.steps[3].measured_s, 300e-6, 1e-9);
+  for (const auto& s : r.steps)
+    EXPECT_NEAR(s.predicted_s, s.measured_s, 0.03 * s.measured_s) << pc::validation_to_text(r);
+  // The GPU span of a step reaches into the next one (its kernel ends after the next step began).
+  EXPECT_GT(r.steps[2].measured_gpu_span_s, r.steps[2].measured_s);
+  EXPECT_NEAR(r.steps[2].predicted_gpu_span_s, r.steps[2].measured_gpu_span_s, 2e-6);
+}
+
+TEST(Validate, CpuOnlyTraceTakesCpuCalibration) {
+  // Calibrated on one torch 1.13 CPU trace (op-name signatures, device key "cpu"), the other's
+  // CPU ops that share a name take the calibrated time; the rest keep theirs and are counted.
+  const pc::Profile cnn = pc::read_profile(data("cpu_torch113_cnn_6steps.json.gz"));
+  const pc::Profile lstm = pc::read_profile(data("cpu_torch113_lstm_6steps.json.gz"));
+  const pc::CalibrationFit fit = pc::fit_calibration(pc::op_samples_from_profile(lstm, ""), "lstm");
+  ASSERT_TRUE(fit.calibration.devices.contains("cpu"));
+  pc::ValidateOptions o;
+  o.calibration = std::make_shared<placesim::sim::Calibration>(fit.calibration);
+  const pc::ValidationReport r = pc::validate_profiles({cnn}, o);
+  ASSERT_EQ(r.steps.size(), 6u);
+  for (const auto& s : r.steps) {
+    EXPECT_GT(s.calibrated_ops, 0);
+    EXPECT_GT(s.fallback_ops, 0);
+    EXPECT_TRUE(s.compared);
+  }
+}
