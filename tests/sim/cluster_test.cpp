@@ -319,5 +319,30 @@ TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
                InputError);
 }
 
+TEST(Cluster, TcpLinksPerLinkAndClusterWideRoundTrip) {
+  const std::string base =
+      "name: eth\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3}\n  - {name: cpu1, model: Xeon-E5-2690v3}\n"
+      "switches: [tor]\nlinks:\n"
+      "  - {between: [cpu0, tor], bandwidth: 12.5 GB/s, latency: 5 us, kind: eth-100g}\n"
+      "  - {between: [cpu1, tor], bandwidth: 12.5 GB/s, latency: 5 us, kind: eth-100g, tcp: false}\n";
+  const Cluster none = parse_cluster_yaml(base, "t.yaml");
+  EXPECT_FALSE(none.links[0].tcp);
+  // Cluster-wide by kind; a link's own tcp: false wins.
+  const Cluster kinds = parse_cluster_yaml(base + "tcp: {links: [eth-100g], window: 8 MiB}\n", "t.yaml");
+  EXPECT_TRUE(kinds.links[0].tcp);
+  EXPECT_FALSE(kinds.links[1].tcp);
+  EXPECT_DOUBLE_EQ(kinds.tcp_window_bytes, 8.0 * 1024 * 1024);
+  const Cluster all = parse_cluster_yaml(base + "tcp: all\n", "t.yaml");
+  EXPECT_TRUE(all.links[0].tcp);
+  EXPECT_DOUBLE_EQ(all.tcp_window_bytes, 4194304.0);
+  const Cluster back = parse_cluster_yaml(cluster_to_yaml(kinds), "roundtrip.yaml");
+  EXPECT_TRUE(back.links[0].tcp);
+  EXPECT_FALSE(back.links[1].tcp);
+  EXPECT_DOUBLE_EQ(back.tcp_window_bytes, kinds.tcp_window_bytes);
+  EXPECT_THROW(parse_cluster_yaml(base + "tcp: some\n", "t.yaml"), InputError);
+  EXPECT_THROW(parse_cluster_yaml(base + "tcp: {links: all, window: -1 MiB}\n", "t.yaml"), InputError);
+  EXPECT_THROW(parse_cluster_yaml(base + "tcp: {linkz: all}\n", "t.yaml"), InputError);
+}
+
 }  // namespace
 }  // namespace placesim::sim
