@@ -335,6 +335,12 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     line = strip_ansi(line);
+    // Pasted as comments ("#         GPU0    GPU1 ...", "# GPU0     X      NV18 ..."): the matrix
+    // after the '#'.
+    if (const std::size_t hash = line.find_first_not_of(" \t"); hash != std::string::npos && line[hash] == '#') {
+      const auto after = split_ws(line.substr(hash + 1));
+      if (!after.empty() && std::regex_match(after[0], dev_re)) line = " " + line.substr(hash + 1);
+    }
     std::smatch m;
     if (std::regex_match(line, m, legend_re)) nic_legend[m[1]] = m[2];
     const auto tok = split_ws(line);
@@ -374,13 +380,26 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
   }
   if (columns.empty())
     throw InputError(origin, "", "the matrix of `nvidia-smi topo -m` (a header row GPU0 GPU1 ...), got none");
-  if (row_names != columns)
+  // Every column needs its row, in order, except that trailing NIC rows may be missing (a paste
+  // cut short): the GPU rows hold every GPU-NIC relation, and NIC-NIC ones only group NICs.
+  const bool prefix = row_names.size() <= columns.size() && std::equal(row_names.begin(), row_names.end(), columns.begin());
+  bool only_nics_missing = prefix;
+  for (std::size_t k = row_names.size(); only_nics_missing && k < columns.size(); ++k)
+    only_nics_missing = columns[k].rfind("GPU", 0) != 0;
+  if (!only_nics_missing)
     throw InputError(origin, "line " + std::to_string(header_line),
                      "one row per column device in the same order, got " + std::to_string(row_names.size()) + " rows for " +
                          std::to_string(columns.size()) + " columns");
   const int n = static_cast<int>(columns.size());
+  const int have = static_cast<int>(row_names.size());
+  TopoImport out;
+  if (have < n) {
+    out.notes.push_back(std::to_string(n - have) + " NIC row(s) missing from the matrix (" + columns[static_cast<std::size_t>(have)] +
+                        " on): their relations to GPUs taken from the GPU rows, to other NICs as SYS");
+    affinity.resize(static_cast<std::size_t>(n));
+  }
   std::vector<std::vector<Relation>> rel(static_cast<std::size_t>(n), std::vector<Relation>(static_cast<std::size_t>(n)));
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; i < have; ++i)
     for (int j = 0; j < n; ++j) {
       const auto r = parse_relation(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
       if (!r)
@@ -389,13 +408,19 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
                              rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] + "\"");
       rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = *r;
     }
+  for (int i = have; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      Relation r;
+      r.kind = i == j ? Relation::Self : Relation::Sys;
+      if (j < have) r = rel[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
+      rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = r;
+    }
   auto is_gpu = [&](int i) { return columns[static_cast<std::size_t>(i)].rfind("GPU", 0) == 0; };
   if (o.gpu_model.empty())
     throw InputError(origin, "--gpu-model", "a GPU model from the catalog (nvidia-smi topo does not name the GPUs), got none");
   const sim::DeviceSpec& gspec = catalog_spec(o.gpu_model, "<flag --gpu-model>", "");
   const std::string& model = gspec.model;  // the catalog name, also when given as nvidia-smi prints it
 
-  TopoImport out;
   Builder b(origin, o);
   // NUMA nodes: GPUs by their affinity; NICs by their closest GPU.
   UnionFind numa(n);

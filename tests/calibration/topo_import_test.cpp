@@ -313,3 +313,38 @@ TEST(NcclXml, NvSwitchLinkCountsAddUp) {
   ASSERT_NE(port, nullptr);
   EXPECT_DOUBLE_EQ(port->bandwidth.bytes_per_s, 300e9);
 }
+
+TEST(NvidiaSmiTopo, DgxH100WithItsNicRowsCutShort) {
+  // A real DGX H100 matrix (12 NICs, GPU NUMA ID column) as published: only NIC0-NIC5 rows
+  // follow the GPU rows (tests/data/README.md). The GPU rows hold every GPU-NIC relation.
+  pc::TopoOptions o;
+  o.gpu_model = "NVIDIA H100 80GB HBM3";
+  const auto r = pc::import_nvidia_smi_topo(slurp(data("dgx-h100_talos_nvidia-smi-topo_cut.txt")), "talos.txt", o);
+  const sim::Cluster& c = r.cluster;
+  EXPECT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.cpus().size(), 2u);
+  EXPECT_EQ(count_kind(c, "nvlink4"), 8);
+  EXPECT_EQ(count_kind(c, "ib"), 12);
+  bool said = false;
+  for (const auto& n : r.notes) said = said || n.find("6 NIC row(s) missing") != std::string::npos;
+  EXPECT_TRUE(said);
+  const double t = static_cast<double>(seven_to_one(c).step_time.ns);
+  EXPECT_NEAR(t, static_cast<double>(seven_to_one(sim::load_cluster("hgx-h100")).step_time.ns), 0.001 * t);
+  // A GPU row missing is still an error.
+  std::string text = slurp(data("dgx-h100_talos_nvidia-smi-topo_cut.txt"));
+  const std::size_t g7 = text.find("GPU7\t");
+  text.erase(g7, text.find('\n', g7) - g7 + 1);
+  EXPECT_THROW(pc::import_nvidia_smi_topo(text, "cut.txt", o), sim::InputError);
+}
+
+TEST(NvidiaSmiTopo, MatrixPastedAsComments) {
+  // The same H100 matrix with every line commented out ("# GPU0  X  NV18 ..."), as pasted in scripts.
+  std::string commented;
+  std::istringstream in(slurp(data("h100x8_ml-engineering_nvidia-smi-topo.txt")));
+  for (std::string line; std::getline(in, line);) commented += "# " + line + "\n";
+  pc::TopoOptions o;
+  o.gpu_model = "H100-SXM5-80GB";
+  const auto r = pc::import_nvidia_smi_topo(commented, "c.txt", o);
+  EXPECT_EQ(r.cluster.gpus().size(), 8u);
+  EXPECT_EQ(count_kind(r.cluster, "nvlink4"), 8);
+}
