@@ -189,8 +189,9 @@ int nvlinks_per_gpu(const std::string& m) {
   if (m.rfind("V100-SXM", 0) == 0) return 6;
   if (m.rfind("A100-SXM", 0) == 0) return 12;
   if (m.rfind("H100-SXM", 0) == 0 || m.rfind("H200-SXM", 0) == 0) return 18;
-  if (m.rfind("A100-PCIe", 0) == 0) return 12;  // NVLink bridges: 12 links over 3 bridges
-  if (m.rfind("H100-PCIe", 0) == 0) return 18;
+  // PCIe cards with NVLink bridges: three bridges of 4 links (A100 PCIe 600 GB/s, H100 PCIe
+  // 600 GB/s bidirectional -- NVIDIA A100/H100 PCIe product briefs).
+  if (m.rfind("A100-PCIe", 0) == 0 || m.rfind("H100-PCIe", 0) == 0) return 12;
   return 0;
 }
 
