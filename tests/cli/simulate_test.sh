@@ -34,9 +34,18 @@ out.pop("sim_wall_s"); rep.pop("sim_wall_s")
 assert out == rep, "report differs from stdout"
 assert out == expected, "CLI outcome differs from the golden case"
 names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"}
-for n in ["host launch thread", "stream 0", "stream 1", "D2H copy engine 0", "H2D copy engine 0", "worker 0", "sw0-gpu0"]:
+for n in ["host launch thread", "stream 0", "stream 1", "D2H copy engine 0", "H2D copy engine 0", "worker 0"]:
     assert n in names, (n, names)
-assert any(e.get("ph") == "b" and e["cat"] == "transfer" for e in trace["traceEvents"])
+evs = trace["traceEvents"]
+# One counter track per link (no async track per transfer), memory counters, arrows, args.
+assert not any(e.get("ph") in ("b", "e") for e in evs)
+assert any(e.get("ph") == "C" and e["name"] == "sw0-gpu0" for e in evs)
+assert any(e.get("ph") == "C" and e["name"] == "memory" for e in evs)
+assert any(e.get("ph") == "f" and e["cat"] == "ac2g" and e.get("bp") == "e" for e in evs)
+assert any(e.get("ph") == "s" and e["cat"] == "dep" for e in evs)
+assert all("args" in e for e in evs if e.get("ph") == "X")
+kern = [e for e in evs if e.get("ph") == "X" and e["cat"] == "kernel"]
+assert kern and all({"op", "op type", "flops", "priced by", "stream", "device"} <= set(e["args"]) for e in kern)
 PY
 
 # Calibration file and --stop-at-oom.
