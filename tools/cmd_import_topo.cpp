@@ -15,6 +15,7 @@ namespace {
 struct ImportTopoArgs {
   std::string nvidia_smi, nccl_xml, output;
   calibration::TopoOptions options;
+  bool json = false;
 };
 }  // namespace
 
@@ -22,14 +23,16 @@ void register_import_topo(CLI::App& import_cmd) {
   auto args = std::make_shared<ImportTopoArgs>();
   CLI::App* cmd = import_cmd.add_subcommand(
       "topo", "Cluster YAML from `nvidia-smi topo -m` output or an NCCL topology XML (NCCL_TOPO_FILE)");
-  auto* smi = cmd->add_option("--nvidia-smi", args->nvidia_smi, "text output of `nvidia-smi topo -m`");
-  auto* xml = cmd->add_option("--nccl-xml", args->nccl_xml, "NCCL topology XML file");
+  auto* smi = cmd->add_option("--nvidia-smi", args->nvidia_smi, "text output of `nvidia-smi topo -m`")
+                   ->check(input_file());
+  auto* xml = cmd->add_option("--nccl-xml", args->nccl_xml, "NCCL topology XML file")->check(input_file());
   smi->excludes(xml);
   cmd->add_option("--gpu-model", args->options.gpu_model,
                   "catalog GPU model (required for nvidia-smi; overrides the XML's PCI id)");
   cmd->add_option("--cpu-model", args->options.cpu_model, "catalog CPU model (default: guessed, else Xeon-E5-2698v4)");
   cmd->add_option("--name", args->options.name, "cluster name (default: the input file's stem)");
   cmd->add_option("-o,--output", args->output, "cluster YAML to write")->required();
+  cmd->add_flag("--json", args->json, "print what was written as JSON instead of a line");
   cmd->callback([args] {
     if (args->nvidia_smi.empty() && args->nccl_xml.empty())
       throw sim::InputError("<flags>", "", "one of --nvidia-smi FILE or --nccl-xml FILE, got neither");
@@ -39,9 +42,15 @@ void register_import_topo(CLI::App& import_cmd) {
                                           ? calibration::import_nccl_topo_xml(text, in, args->options)
                                           : calibration::import_nvidia_smi_topo(text, in, args->options);
     sim::write_file_atomic(args->output, sim::cluster_to_yaml(r.cluster));
+    if (args->json) {
+      std::cout << "{\"output\": \"" << json_escape(args->output) << "\", \"gpus\": " << r.cluster.gpus().size()
+                << ", \"cpus\": " << r.cluster.cpus().size() << ", \"links\": " << r.cluster.links.size() << "}\n";
+      for (const std::string& n : r.notes) note(n);
+      return;
+    }
     std::cout << "wrote " << args->output << ": " << r.cluster.gpus().size() << " GPUs, " << r.cluster.cpus().size()
               << " CPUs, " << r.cluster.links.size() << " links\n";
-    for (const std::string& n : r.notes) std::cout << "note: " << n << "\n";
+    for (const std::string& n : r.notes) note(n);
   });
 }
 
