@@ -235,11 +235,13 @@ void write_validation_trace(const std::vector<calibration::Profile>& ranks, cons
     const calibration::StepWindow w = steps.front();
     for (const calibration::TraceEvent& e : ranks[r].events) {
       if (e.kind == calibration::EventKind::Other || e.end_ns() < w.begin_ns || e.ts_ns > w.end_ns) continue;
-      const std::string key = std::to_string(r) + "/" + (e.on_gpu() ? "gpu" + std::to_string(e.device) : e.pid);
+      // GPU activities, syncs and GPU annotations by device; host events by process.
+      const bool dev = e.device >= 0;
+      const std::string key = std::to_string(r) + "/" + (dev ? "gpu" + std::to_string(e.device) : e.pid);
       auto [it, added] = pids.try_emplace(key, base + static_cast<int>(pids.size()));
       if (added) {
         const std::string name = "measured: rank " + std::to_string(r) + " " +
-                                 (e.on_gpu() ? "GPU " + std::to_string(e.device) : "host " + e.pid);
+                                 (dev ? "GPU " + std::to_string(e.device) : "host " + e.pid);
         evs.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", it->second}, {"tid", 0}, {"args", {{"name", name}}}});
         evs.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", it->second}, {"tid", 0},
                        {"args", {{"sort_index", it->second}}}});
@@ -248,14 +250,14 @@ void write_validation_trace(const std::vector<calibration::Profile>& ranks, cons
       for (const auto& [k, v] : e.args) args[k] = v;
       if (e.correlation >= 0) args["correlation"] = e.correlation;
       if (e.external_id >= 0) args["External id"] = e.external_id;
-      if (e.on_gpu()) {
+      if (dev) {
         args["device"] = e.device;
         args["stream"] = e.stream;
         if (e.bytes > 0) args["bytes"] = e.bytes;
       }
       std::int64_t tid = 0;
       try {
-        tid = e.on_gpu() ? e.stream : std::stoll(e.tid);
+        tid = dev ? e.stream : std::stoll(e.tid);
       } catch (const std::exception&) {
         tid = static_cast<std::int64_t>(std::hash<std::string>{}(e.tid) % 100000);
       }
@@ -281,13 +283,18 @@ void run_validate(const ValidateArgs& a) {
   if (!measured)
     throw sim::InputError(a.profiles.front(), "", "a profile with at least one step of measured GPU or CPU time, got none");
   if (!a.trace.empty()) write_validation_trace(ranks, o, a.trace);
-  const std::string text = a.json ? calibration::validation_to_json(r) : calibration::validation_to_text(r);
+  // Notes go to stderr with the text report; the JSON report keeps them as a field.
+  calibration::ValidationReport shown = r;
+  if (!a.json) shown.notes.clear();
+  const std::string text = a.json ? calibration::validation_to_json(shown) : calibration::validation_to_text(shown);
   if (!a.output.empty()) {
     sim::write_file_atomic(a.output, text);
     if (!quiet()) std::fprintf(stderr, "wrote %s\n", a.output.c_str());
   } else {
     std::fputs(text.c_str(), stdout);
   }
+  if (!a.json)
+    for (const std::string& n : r.notes) note(n);
 }
 
 }  // namespace

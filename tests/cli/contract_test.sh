@@ -196,6 +196,17 @@ grep -q 'wrote out.yaml' stdout && ok || bad "calibrate: no result line on stdou
 "$BIN" calibrate --profile "$CAL/a100_alexnet.json" -o out.yaml --quiet > stdout 2> stderr || bad "calibrate --quiet exited $?"
 [ ! -s stderr ] && ok || bad "calibrate --quiet wrote to stderr: $(head -c 200 stderr)"
 
+# validate --trace: measured and predicted side by side, two process groups, kernels in both.
+"$BIN" validate --profile "$CAL/a100_alexnet.json" --trace vt.json > stdout 2> stderr || bad "validate --trace exited $?"
+grep -q 'note:' stdout && bad "validate printed a note on stdout"
+/usr/bin/python3 - <<'PY' && ok || bad "validate --trace: not measured + predicted"
+import json
+ev = json.load(open("vt.json"))["traceEvents"]
+proc = {e["pid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "process_name"}
+groups = {proc[e["pid"]].split(":")[0] for e in ev if e.get("ph") == "X" and e["cat"] == "kernel"}
+assert groups == {"measured", "predicted"}, groups
+PY
+
 # --json on every command that reports: stdout parses as JSON.
 json_ok() {
   /usr/bin/python3 -c 'import json,sys; json.load(open("stdout"))' 2>/dev/null && ok || bad "--json of: $*"
