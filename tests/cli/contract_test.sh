@@ -207,6 +207,17 @@ groups = {proc[e["pid"]].split(":")[0] for e in ev if e.get("ph") == "X" and e["
 assert groups == {"measured", "predicted"}, groups
 PY
 
+# compare takes placement files beside methods: a place'd file gives the step time place predicted.
+"$BIN" place "${G[@]}" "${C[@]}" --method heft -o best.json --json > place.json 2> stderr || bad "place heft exited $?"
+"$BIN" compare "${G[@]}" "${C[@]}" --methods expert,best.json --json > stdout 2> stderr || bad "compare with a file exited $?"
+/usr/bin/python3 - <<'PY' && ok || bad "compare --methods expert,best.json: $(head -c 300 stdout)"
+import json
+placed = json.load(open("place.json"))["predicted_step_time_s"]
+rows = {r["method"]: r for r in json.load(open("stdout"))}
+assert set(rows) >= {"expert", "best.json"}, rows.keys()
+assert abs(rows["best.json"]["step_time_s"] - placed) <= 1e-12 * placed, (rows["best.json"], placed)
+PY
+
 # --json on every command that reports: stdout parses as JSON.
 json_ok() {
   /usr/bin/python3 -c 'import json,sys; json.load(open("stdout"))' 2>/dev/null && ok || bad "--json of: $*"
