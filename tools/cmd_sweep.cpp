@@ -123,7 +123,7 @@ void register_sweep(CLI::App& app) {
       const policy::SweepRunStats st =
           policy::run_sweep(spec, [&](const policy::SweepPoint& p) { return evaluator(p); }, out, opt);
       if (comm.rank() != 0) return;
-      if (!args->quiet && !quiet()) std::cerr << "sweep: " << st.total << " points (" << st.skipped << " already in " << out
+      std::cerr << "sweep: " << st.total << " points (" << st.skipped << " already in " << out
                 << ", " << st.evaluated << " evaluated on " << comm.size() << " rank(s)) in "
                 << st.wall_s << " s\n";
       if (args->json)
