@@ -215,6 +215,19 @@ void set_attr(pb::Node& n, const std::string& name, const std::string& v) {
   a->set_name(name);
   a->set_string_val(v);
 }
+// Chakra's feeder (mlcommons/chakra src/feeder/et_feeder_node.cpp, which ASTRA-sim uses) reads
+// each attribute from one field of the oneof: comm_src/dst/tag int32, tensor_size uint64,
+// num_ops and comm_size int64, is_cpu_op bool. The exporter writes them so.
+void set_int32_attr(pb::Node& n, const std::string& name, std::int32_t v) {
+  pb::AttributeProto* a = n.add_attr();
+  a->set_name(name);
+  a->set_int32_val(v);
+}
+void set_uint64_attr(pb::Node& n, const std::string& name, std::uint64_t v) {
+  pb::AttributeProto* a = n.add_attr();
+  a->set_name(name);
+  a->set_uint64_val(v);
+}
 void set_bool_attr(pb::Node& n, const std::string& name, bool v) {
   pb::AttributeProto* a = n.add_attr();
   a->set_name(name);
@@ -643,10 +656,10 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
       // A RECV depends on its SEND through (src, dst, tag), as ASTRA-sim matches them.
       if (send) node.add_data_deps(static_cast<std::uint64_t>(producer));
       if (data) set_io(send ? node.mutable_inputs() : node.mutable_outputs(), {{tid, bytes}}, true);
-      set_attr(node, "comm_src", from);
-      set_attr(node, "comm_dst", to);
+      set_int32_attr(node, "comm_src", from);
+      set_int32_attr(node, "comm_dst", to);
       set_attr(node, "comm_size", bytes);
-      set_attr(node, "comm_tag", tag);
+      set_int32_attr(node, "comm_tag", static_cast<std::int32_t>(tag));
       set_bool_attr(node, "is_cpu_op", false);
       nodes[static_cast<std::size_t>(send ? from : to)].push_back(std::move(node));
     }
@@ -688,7 +701,8 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
     set_io(node.mutable_outputs(), out_t, gpu);
     set_bool_attr(node, "is_cpu_op", !gpu);
     set_attr(node, "num_ops", static_cast<std::int64_t>(std::llround(std::min(op.flops.v, 9e18))));
-    set_attr(node, "tensor_size", op.bytes_read.v + op.bytes_written.v);
+    set_uint64_attr(node, "tensor_size",
+                    static_cast<std::uint64_t>(op.bytes_read.v + op.bytes_written.v));
     set_attr(node, "duration_ns", ns);
     set_attr(node, "placesim_type", op.type);
     set_attr(node, "phase", sim::to_string(op.phase));
