@@ -4,6 +4,7 @@
 #include <charconv>
 #include <functional>
 
+#include "models/chakra.hpp"
 #include "models/onnx_import.hpp"
 #include "models/workloads.hpp"
 #include "sim/error.hpp"
@@ -156,9 +157,14 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
     io.optimizer = optimizer_option(o, Optimizer::Sgd);
     return import_onnx(name_or_path, io);
   }
+  if (is_chakra_path(name_or_path)) {
+    GraphOptions o(options, "--graph-opt");
+    o.accept({});
+    return import_chakra({name_or_path}).graph;
+  }
   throw sim::InputError("--graph", name_or_path,
                         "a built-in workload (" + join(builtin_graph_names()) +
-                            "), a .json graph file or an .onnx model");
+                            "), a .json graph file, an .onnx model or a Chakra .et trace");
 }
 
 }  // namespace placesim::models

@@ -247,7 +247,10 @@ class StepRun {
 
   void build_copies();
   void alloc(DeviceId d, std::int64_t b);
-  void release(DeviceId d, std::int64_t b) { cur_mem_[d] -= b; }
+  void release(DeviceId d, std::int64_t b) {
+    cur_mem_[d] -= b;
+    if (opt_.trace) opt_.trace->memory(d, engine_.now(), cur_mem_[d]);
+  }
   void credit(std::int32_t op, std::int32_t pred_item);
   void make_ready(std::int32_t op, std::int32_t pred_item);
   void dispatch(DeviceId d);
@@ -405,6 +408,7 @@ void StepRun::build_copies() {
 
 void StepRun::alloc(DeviceId d, std::int64_t b) {
   cur_mem_[d] += b;
+  if (opt_.trace) opt_.trace->memory(d, engine_.now(), cur_mem_[d]);
   if (cur_mem_[d] > peak_mem_[d]) peak_mem_[d] = cur_mem_[d];
   if (cur_mem_[d] > P_.capacity[d] && !oom_[d]) {
     oom_[d] = true;
@@ -669,9 +673,12 @@ void StepRun::segment_done(std::int32_t seg) {
   if (opt_.trace) {
     const std::string name = segment_name(seg);
     const DeviceId owner = s.pool >= 0 ? s.pool / 3 : rs.from;
+    const std::int32_t producer = P_.tensor_op[c.tensor];
+    const TraceSink::CopyOf of{producer, c.tensor - P_.out_begin[producer], c.dst, s.k, c.nseg};
     opt_.trace->copy(owner, static_cast<TraceSink::EngineKind>(s.pool >= 0 ? s.pool % 3 : 0),
-                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], s.start, now);
-    for (const Hop& h : rs.hops) opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], s.flow_start, now);
+                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], s.start, now, of);
+    for (const Hop& h : rs.hops)
+      opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], s.flow_start, now, h.forward);
   }
   if (s.pool >= 0) {
     ++pool_free_[s.pool];

@@ -1,8 +1,11 @@
 // `placesim calibrate`, `placesim calibrate-links` and `placesim validate`: fit kernel and link
 // models from real profiles and benchmark outputs, and replay profiled steps through the engine.
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +19,11 @@
 #include "sim/cost_model.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
+#include "sim/simulate.hpp"
+#include "sim/trace.hpp"
 #include "tools/commands.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace placesim::tools {
 
@@ -25,19 +32,59 @@ namespace {
 struct CalibrateArgs {
   std::vector<std::string> profiles;
   std::string output, device_model;
+  bool json = false;
 };
 
 struct LinksArgs {
   std::string p2p, nccl_tests, vidur_csv, cluster, output, collective = "all_reduce";
   int ranks = 0, nodes = 0;  // overrides for tables that do not say
+  bool json = false;
 };
 
 struct ValidateArgs {
   std::vector<std::string> profiles;
-  std::string calibration, device_model, output;
+  std::string calibration, device_model, output, trace;
   bool json = false;
   int max_steps = 0;
 };
+
+// Results are collected and printed at the end, so that an error on the third profile leaves
+// stdout empty (the contract: an error prints one line on stderr and nothing else).
+std::string g_out;
+std::vector<std::string> g_notes;   // likewise: notes come out only once the command succeeded
+void outf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void outf(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n > 0) g_out.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof buf - 1));
+}
+void flush_notes() {
+  for (const std::string& n : g_notes) note(n);
+  g_notes.clear();
+}
+void flush_out() {
+  flush_notes();
+  std::fputs(g_out.c_str(), stdout);
+  g_out.clear();
+}
+
+/// Reads a profile, refusing Nsight Systems' own report format with the command that converts it.
+calibration::Profile read_profile_checked(const std::string& path) {
+  const auto ends_with = [&](const char* ext) {
+    const std::string e(ext);
+    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+  };
+  if (ends_with(".nsys-rep") || ends_with(".qdrep"))
+    throw sim::InputError(path, "", "a Kineto JSON or an Nsight Systems SQLite export, got an Nsight Systems report; "
+                                    "run `nsys export --type sqlite " + path + "` and pass the .sqlite file");
+  calibration::Profile p = calibration::read_profile(path);
+  if (p.events.empty())
+    throw sim::InputError(path, "", "a profile with timed events (Kineto JSON or Nsight Systems SQLite export), got none");
+  return p;
+}
 
 bool is_manifest(const std::string& path) {
   // profile_rig.py manifests are JSON objects with "format": "placesim-rig-manifest".
@@ -55,24 +102,24 @@ void print_links(const std::string& path, const calibration::Profile& prof) {
                                    [](const calibration::TraceEvent& e) { return e.kind == calibration::EventKind::CpuOp; });
   if (!has_ops) {
     // Nsight exports: no framework ops by design; samples are keyed by kernel name.
-    std::printf("  links: %d of %d GPU activities tied to their launch; the format has no framework ops\n", l.gpu_to_launch,
+    outf("  links: %d of %d GPU activities tied to their launch; the format has no framework ops\n", l.gpu_to_launch,
                 l.gpu);
     return;
   }
-  std::printf("  links: %d of %d GPU activities (%.1f%%) tied to the framework op that launched them; %d to a launch",
+  outf("  links: %d of %d GPU activities (%.1f%%) tied to the framework op that launched them; %d to a launch",
               l.gpu_to_op, l.gpu, 100.0 * l.gpu_linked_fraction(), l.gpu_to_launch);
-  if (l.by_flow > 0) std::printf(" (%d by ac2g flow)", l.by_flow);
-  std::printf("\n");
+  if (l.by_flow > 0) outf(" (%d by ac2g flow)", l.by_flow);
+  outf("\n");
   std::string unl;
   for (const auto& [k, n] : l.without_launch) unl += " " + k + " " + std::to_string(n) + " without launch;";
   for (const auto& [k, n] : l.without_op) unl += " " + k + " " + std::to_string(n) + " launched outside any op;";
-  if (!unl.empty()) std::printf("  unlinked:%s\n", unl.c_str());
+  if (!unl.empty()) outf("  unlinked:%s\n", unl.c_str());
   if (l.by_external_id > 0 || l.external_id_disagrees > 0 || l.external_id_is_correlation > 0)
-    std::printf("  External id: %d calls tied by it (no enclosing op on their thread), %d ignored (the op they name "
+    outf("  External id: %d calls tied by it (no enclosing op on their thread), %d ignored (the op they name "
                 "does not enclose the call), %d equal to the call's correlation id (torch <= 2.0) and unused\n",
                 l.by_external_id, l.external_id_disagrees, l.external_id_is_correlation);
   if (l.gpu_to_op == 0)
-    std::fprintf(stderr, "note: %s: 0 of %d GPU activities could be tied to a framework op\n", path.c_str(), l.gpu);
+    g_notes.push_back(path + ": 0 of " + std::to_string(l.gpu) + " GPU activities could be tied to a framework op");
 }
 
 void run_calibrate(const CalibrateArgs& a) {
@@ -82,57 +129,66 @@ void run_calibrate(const CalibrateArgs& a) {
     sources += (sources.empty() ? "" : ", ") + p;
     if (is_manifest(p)) {
       auto s = calibration::op_samples_from_manifest(p, a.device_model);
-      std::printf("%s: rig manifest, %zu op rows\n", p.c_str(), s.size());
+      outf("%s: rig manifest, %zu op rows\n", p.c_str(), s.size());
       samples.insert(samples.end(), s.begin(), s.end());
       continue;
     }
-    const calibration::Profile prof = calibration::read_profile(p);
+    const calibration::Profile prof = read_profile_checked(p);
     auto s = calibration::op_samples_from_profile(prof, a.device_model);
-    std::printf("%s: %s, %zu events, %zu op samples%s%s\n", p.c_str(), prof.dialect.c_str(), prof.events.size(), s.size(),
+    outf("%s: %s, %zu events, %zu op samples%s%s\n", p.c_str(), prof.dialect.c_str(), prof.events.size(), s.size(),
                 prof.device_name.empty() ? "" : ", device ", prof.device_name.c_str());
-    for (const std::string& m : prof.missing) std::printf("  note: %s\n", m.c_str());
+    for (const std::string& m : prof.missing) g_notes.push_back(p + ": " + m);
     print_links(p, prof);
-    if (s.empty()) std::fprintf(stderr, "note: %s: 0 op samples (nothing to calibrate from this profile)\n", p.c_str());
+    if (s.empty()) g_notes.push_back(p + ": 0 op samples (nothing to calibrate from this profile)");
     samples.insert(samples.end(), s.begin(), s.end());
   }
   if (samples.empty())
     throw sim::InputError("<flag --profile>", "", "profiles with at least one op that has a measured time, got none");
   const calibration::CalibrationFit fit = calibration::fit_calibration(samples, sources);
   for (const auto& [dev, dc] : fit.calibration.devices) {
-    std::printf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(), dc.exact.size(),
+    outf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(), dc.exact.size(),
                 dc.by_op_type.size());
     // simulate looks calibrations up by device name, then by catalog model.
     if (!sim::find_device_model(dev) && a.device_model.empty())
-      std::printf("  note: \"%s\" is not a catalog model; pass --device-model MODEL (or a device name of your cluster) "
-                  "so that simulate --calibration finds it\n",
-                  dev.c_str());
+      g_notes.push_back("\"" + dev + "\" is not a catalog model; pass --device-model MODEL (or a device name of your "
+                        "cluster) so that simulate --calibration finds it");
   }
-  std::printf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept", "FLOP/s", "B/s",
+  outf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept", "FLOP/s", "B/s",
               "fit err", "CV err");
   for (const auto& r : fit.classes) {
     char cv[32];
     if (r.cv_error >= 0) std::snprintf(cv, sizeof cv, "%9.1f%%", 100.0 * r.cv_error);
     else std::snprintf(cv, sizeof cv, "%10s", "n/a (<3)");
-    std::printf("%-16s %-12s %6d %10.2f us %12.3g %12.3g %9.1f%% %s\n", r.device.c_str(), r.op_class.c_str(), r.signatures,
+    outf("%-16s %-12s %6d %10.2f us %12.3g %12.3g %9.1f%% %s\n", r.device.c_str(), r.op_class.c_str(), r.signatures,
                 r.model.intercept_s * 1e6, r.model.flop_rate, r.model.byte_rate, 100.0 * r.fit_error, cv);
   }
   sim::write_file_atomic(a.output, sim::calibration_to_yaml(fit.calibration));
-  std::printf("wrote %s\n", a.output.c_str());
+  outf("wrote %s\n", a.output.c_str());
+  if (!a.json) return flush_out();
+  g_out.clear();
+  flush_notes();
+  nlohmann::ordered_json j = {{"output", a.output}, {"samples", fit.samples}, {"classes", nlohmann::ordered_json::array()}};
+  for (const auto& r : fit.classes)
+    j["classes"].push_back({{"device", r.device}, {"class", r.op_class}, {"shapes", r.signatures},
+                            {"intercept_s", r.model.intercept_s}, {"flop_rate", r.model.flop_rate},
+                            {"byte_rate", r.model.byte_rate}, {"fit_error", r.fit_error},
+                            {"cv_error", r.cv_error >= 0 ? nlohmann::ordered_json(r.cv_error) : nlohmann::ordered_json()}});
+  std::cout << j.dump(1) << "\n";
 }
 
 void print_link_report(const calibration::LinkFitReport& r) {
-  std::printf("%-10s %6s %6s %14s %14s %14s %14s\n", "link kind", "pairs", "links", "old GB/s", "fitted GB/s", "old lat us",
+  outf("%-10s %6s %6s %14s %14s %14s %14s\n", "link kind", "pairs", "links", "old GB/s", "fitted GB/s", "old lat us",
               "fitted lat us");
   for (const auto& c : r.classes)
-    std::printf("%-10s %6d %6d %14.2f %14.2f %14.3f %14.3f\n", c.kind.c_str(), c.pairs, c.links, c.old_gb_s, c.new_gb_s,
+    outf("%-10s %6d %6d %14.2f %14.2f %14.3f %14.3f\n", c.kind.c_str(), c.pairs, c.links, c.old_gb_s, c.new_gb_s,
                 c.old_latency_us, c.new_latency_us);
   for (const auto& c : r.classes)
-    std::printf("changed %d %s link(s): %.2f -> %.2f GB/s, %.3f -> %.3f us: %s\n", c.links, c.kind.c_str(), c.old_gb_s,
+    outf("changed %d %s link(s): %.2f -> %.2f GB/s, %.3f -> %.3f us: %s\n", c.links, c.kind.c_str(), c.old_gb_s,
                 c.new_gb_s, c.old_latency_us, c.new_latency_us, c.why.c_str());
   for (const auto& p : r.pairs)
-    std::printf("  %s -> %s: measured %.2f GB/s, cluster path %.2f -> %.2f GB/s\n", p.from.c_str(), p.to.c_str(),
+    outf("  %s -> %s: measured %.2f GB/s, cluster path %.2f -> %.2f GB/s\n", p.from.c_str(), p.to.c_str(),
                 p.measured_gb_s, p.before_gb_s, p.after_gb_s);
-  for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
+  for (const auto& n : r.notes) g_notes.push_back(n);
 }
 
 void run_links(const LinksArgs& a) {
@@ -153,10 +209,10 @@ void run_links(const LinksArgs& a) {
       if (a.nodes > 0) p.nodes = a.nodes;
     }
     const calibration::CollectiveFit fit = calibration::fit_collective(pts);
-    std::printf("%-12s %5s %5s %7s %10s %12s %12s %9s\n", "collective", "ranks", "nodes", "points", "alpha us", "algbw GB/s",
+    outf("%-12s %5s %5s %7s %10s %12s %12s %9s\n", "collective", "ranks", "nodes", "points", "alpha us", "algbw GB/s",
                 "busbw GB/s", "fit err");
     for (const auto& r : fit.rows)
-      std::printf("%-12s %5d %5d %7d %10.2f %12.2f %12.2f %8.1f%%\n", r.collective.c_str(), r.ranks, r.nodes, r.points,
+      outf("%-12s %5d %5d %7d %10.2f %12.2f %12.2f %8.1f%%\n", r.collective.c_str(), r.ranks, r.nodes, r.points,
                   r.alpha_us, r.algbw_gb_s, r.busbw_gb_s, 100.0 * r.mean_rel_error);
     rep = calibration::apply_collective_fit(fit, c);
   }
@@ -169,13 +225,102 @@ void run_links(const LinksArgs& a) {
                                          (why.empty() ? "no usable rows" : why) + "); " + a.output + " not written");
   }
   sim::write_file_atomic(a.output, sim::cluster_to_yaml(c));
-  std::printf("wrote %s\n", a.output.c_str());
+  outf("wrote %s\n", a.output.c_str());
+  if (!a.json) return flush_out();
+  g_out.clear();
+  flush_notes();
+  nlohmann::ordered_json j = {{"output", a.output}, {"classes", nlohmann::ordered_json::array()},
+                              {"pairs", nlohmann::ordered_json::array()}};
+  for (const auto& k : rep.classes)
+    j["classes"].push_back({{"kind", k.kind}, {"pairs", k.pairs}, {"old_gb_s", k.old_gb_s}, {"fitted_gb_s", k.new_gb_s},
+                            {"old_latency_us", k.old_latency_us}, {"fitted_latency_us", k.new_latency_us}});
+  for (const auto& p : rep.pairs)
+    j["pairs"].push_back({{"from", p.from}, {"to", p.to}, {"measured_gb_s", p.measured_gb_s},
+                          {"before_gb_s", p.before_gb_s}, {"after_gb_s", p.after_gb_s}});
+  std::cout << j.dump(1) << "\n";
+}
+
+// Kineto's category for each kind the reader knows, so the measured half reads like the original.
+const char* kineto_category(calibration::EventKind k) {
+  using calibration::EventKind;
+  switch (k) {
+    case EventKind::CpuOp: return "cpu_op";
+    case EventKind::Runtime: return "cuda_runtime";
+    case EventKind::Kernel: return "kernel";
+    case EventKind::Memcpy: return "gpu_memcpy";
+    case EventKind::Memset: return "gpu_memset";
+    case EventKind::Sync: return "cuda_sync";
+    case EventKind::Annotation: return "user_annotation";
+    case EventKind::GpuAnnotation: return "gpu_user_annotation";
+    case EventKind::Other: break;
+  }
+  return "other";
+}
+
+/// `validate --trace OUT`: the first step as measured (processes "measured: ...", the events of
+/// the step's window, shifted to start at 0) and as predicted (processes "predicted: ...", the
+/// simulated replay with sim::TraceSink's layout) in one Chrome trace.
+void write_validation_trace(const std::vector<calibration::Profile>& ranks, const calibration::ValidateOptions& o,
+                            const std::string& path) {
+  using nlohmann::json;
+  const calibration::ReplayGraph rg = calibration::build_replay(ranks, 0, o);
+  sim::TraceSink sink(rg.cluster);
+  sink.describe(rg.graph);
+  sink.set_process_prefix("predicted: ", 0);
+  sim::Placement pl;
+  pl.device_of = rg.device_of;
+  sim::SimOptions so;
+  so.trace = &sink;
+  sim::simulate(rg.cluster, rg.graph, pl, so, sim::KernelCostModel{});
+  json doc = json::parse(sink.to_json());
+  json& evs = doc["traceEvents"];
+  std::map<std::string, int> pids;   // "rank/pid" -> pid in the merged trace
+  const int base = static_cast<int>(rg.cluster.devices.size()) + 1000;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const auto steps = calibration::profile_steps(ranks[r]);
+    if (steps.empty()) continue;
+    const calibration::StepWindow w = steps.front();
+    for (const calibration::TraceEvent& e : ranks[r].events) {
+      if (e.kind == calibration::EventKind::Other || e.end_ns() < w.begin_ns || e.ts_ns > w.end_ns) continue;
+      // GPU activities, syncs and GPU annotations by device; host events by process.
+      const bool dev = e.device >= 0;
+      const std::string key = std::to_string(r) + "/" + (dev ? "gpu" + std::to_string(e.device) : e.pid);
+      auto [it, added] = pids.try_emplace(key, base + static_cast<int>(pids.size()));
+      if (added) {
+        const std::string name = "measured: rank " + std::to_string(r) + " " +
+                                 (dev ? "GPU " + std::to_string(e.device) : "host " + e.pid);
+        evs.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", it->second}, {"tid", 0}, {"args", {{"name", name}}}});
+        evs.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", it->second}, {"tid", 0},
+                       {"args", {{"sort_index", it->second}}}});
+      }
+      json args = json::object();
+      for (const auto& [k, v] : e.args) args[k] = v;
+      if (e.correlation >= 0) args["correlation"] = e.correlation;
+      if (e.external_id >= 0) args["External id"] = e.external_id;
+      if (dev) {
+        args["device"] = e.device;
+        args["stream"] = e.stream;
+        if (e.bytes > 0) args["bytes"] = e.bytes;
+      }
+      std::int64_t tid = 0;
+      try {
+        tid = dev ? e.stream : std::stoll(e.tid);
+      } catch (const std::exception&) {
+        tid = static_cast<std::int64_t>(std::hash<std::string>{}(e.tid) % 100000);
+      }
+      evs.push_back({{"ph", "X"}, {"cat", kineto_category(e.kind)}, {"name", e.name}, {"pid", it->second},
+                     {"tid", tid}, {"ts", static_cast<double>(e.ts_ns - w.begin_ns) / 1000.0},
+                     {"dur", static_cast<double>(e.dur_ns) / 1000.0}, {"args", std::move(args)}});
+    }
+  }
+  doc["traceName"] = "placesim validate: measured and predicted";
+  sim::write_file_atomic(path, doc.dump());
 }
 
 void run_validate(const ValidateArgs& a) {
   std::vector<calibration::Profile> ranks;
   for (const std::string& p : a.profiles) {
-    ranks.push_back(calibration::read_profile(p));
+    ranks.push_back(read_profile_checked(p));
     if (ranks.back().events.empty())
       throw sim::InputError(p, "traceEvents", "at least one timed event (ph X) to replay, got none");
   }
@@ -184,14 +329,20 @@ void run_validate(const ValidateArgs& a) {
   o.max_steps = a.max_steps;
   if (!a.calibration.empty()) o.calibration = std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration));
   const calibration::ValidationReport r = calibration::validate_profiles(ranks, o);
-  for (const std::string& w : r.warnings) std::fprintf(stderr, "note: %s\n", w.c_str());
-  const std::string text = a.json ? calibration::validation_to_json(r) : calibration::validation_to_text(r);
+  if (!a.trace.empty()) write_validation_trace(ranks, o, a.trace);
+  // Notes go to stderr with the text report; the JSON report keeps them as a field.
+  calibration::ValidationReport shown = r;
+  if (!a.json) shown.notes.clear();
+  const std::string text = a.json ? calibration::validation_to_json(shown) : calibration::validation_to_text(shown);
   if (!a.output.empty()) {
     sim::write_file_atomic(a.output, text);
-    std::printf("wrote %s\n", a.output.c_str());
+    if (!quiet()) std::fprintf(stderr, "wrote %s\n", a.output.c_str());
   } else {
     std::fputs(text.c_str(), stdout);
   }
+  if (!a.json)
+    for (const std::string& n : r.notes) note(n);
+  for (const std::string& w : r.warnings) note(w);
 }
 
 }  // namespace
@@ -202,35 +353,46 @@ void register_calibrate(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("calibrate", "Fit kernel-time models (exact table + per-op-class fit) from profiles");
     cmd->add_option("--profile", a->profiles,
                     "Kineto/PyTorch trace (.json/.json.gz), Nsight Systems SQLite export, or profile_rig.py manifest; repeatable")
-        ->required();
+        ->required()
+        ->check(input_file());
     cmd->add_option("--device-model", a->device_model, "calibration key of the profiled device (default: from the trace)");
     cmd->add_option("-o,--output", a->output, "calibration YAML to write")->required();
+    cmd->add_flag("--json", a->json, "print the fitted classes as JSON instead of a table");
     cmd->callback([a] { run_calibrate(*a); });
   }
   {
     auto a = std::make_shared<LinksArgs>();
     CLI::App* cmd = app.add_subcommand("calibrate-links", "Fit link bandwidth/latency from p2p or collective benchmarks");
-    cmd->add_option("--p2p", a->p2p, "p2pBandwidthLatencyTest output");
-    cmd->add_option("--nccl-tests", a->nccl_tests, "nccl-tests output (e.g. all_reduce_perf)");
-    cmd->add_option("--vidur-csv", a->vidur_csv, "Vidur collective profiling CSV (time in ms, size in bytes)");
+    cmd->add_option("--p2p", a->p2p, "p2pBandwidthLatencyTest output")->check(input_file());
+    cmd->add_option("--nccl-tests", a->nccl_tests, "nccl-tests output (e.g. all_reduce_perf)")->check(input_file());
+    cmd->add_option("--vidur-csv", a->vidur_csv, "Vidur collective profiling CSV (time in ms, size in bytes)")
+        ->check(input_file());
     cmd->add_option("--collective", a->collective, "collective the nccl-tests binary ran (default all_reduce)");
     cmd->add_option("--ranks", a->ranks, "GPUs the collective ran on, for tables that do not say")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--nodes", a->nodes, "machines the collective ran on, for tables that do not say")
         ->check(CLI::PositiveNumber);
-    cmd->add_option("--cluster", a->cluster, "cluster to calibrate (built-in name or YAML)")->required();
+    cmd->add_option("--cluster", a->cluster, "cluster to calibrate (built-in name or YAML)")
+        ->required()
+        ->check(not_a_directory());
     cmd->add_option("-o,--output", a->output, "calibrated cluster YAML to write")->required();
+    cmd->add_flag("--json", a->json, "print the fit as JSON instead of a table");
     cmd->callback([a] { run_links(*a); });
   }
   {
     auto a = std::make_shared<ValidateArgs>();
     CLI::App* cmd = app.add_subcommand("validate", "Replay profiled steps through the simulator: predicted vs measured");
-    cmd->add_option("--profile", a->profiles, "trace of one rank; repeat for several ranks of one job")->required();
-    cmd->add_option("--calibration", a->calibration, "use calibrated kernel times instead of the measured ones");
+    cmd->add_option("--profile", a->profiles, "trace of one rank; repeat for several ranks of one job")
+        ->required()
+        ->check(input_file());
+    cmd->add_option("--calibration", a->calibration, "use calibrated kernel times instead of the measured ones")
+        ->check(input_file());
     cmd->add_option("--device-model", a->device_model, "calibration key of the GPUs (default: from the trace)");
     cmd->add_option("--max-steps", a->max_steps, "validate at most this many steps (0 = all)");
     cmd->add_flag("--json", a->json, "JSON report instead of text");
     cmd->add_option("-o,--output", a->output, "write the report to this file instead of stdout");
+    cmd->add_option("--trace", a->trace,
+                    "write the first step measured and predicted side by side as one Chrome/Perfetto trace");
     cmd->callback([a] { run_validate(*a); });
   }
 }

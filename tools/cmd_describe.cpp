@@ -309,8 +309,10 @@ void register_describe(CLI::App& app) {
         std::string s;
         for (const std::string& n : sim::builtin_cluster_names()) s += (s.empty() ? "" : ", ") + n;
         return s;
-      }() + ") or a cluster YAML file");
-  cmd->add_option("--graph", args->graph, "built-in workload name or a graph JSON/ONNX file");
+      }() + ") or a cluster YAML file")
+      ->check(not_a_directory());
+  cmd->add_option("--graph", args->graph, "built-in workload name or a graph JSON/ONNX/Chakra ET file")
+      ->check(not_a_directory());
   cmd->add_option("--graph-opt", args->graph_opt,
                   "workload options, key=value,... (see build-graph)");
   cmd->add_flag("--json", args->json, "machine-readable JSON on stdout");

@@ -15,6 +15,7 @@ namespace {
 struct ImportTopoArgs {
   std::string nvidia_smi, nccl_xml, output;
   calibration::TopoOptions options;
+  bool json = false;
 };
 }  // namespace
 
@@ -22,8 +23,9 @@ void register_import_topo(CLI::App& import_cmd) {
   auto args = std::make_shared<ImportTopoArgs>();
   CLI::App* cmd = import_cmd.add_subcommand(
       "topo", "Cluster YAML from `nvidia-smi topo -m` output or an NCCL topology XML (NCCL_TOPO_FILE)");
-  auto* smi = cmd->add_option("--nvidia-smi", args->nvidia_smi, "text output of `nvidia-smi topo -m`");
-  auto* xml = cmd->add_option("--nccl-xml", args->nccl_xml, "NCCL topology XML file");
+  auto* smi = cmd->add_option("--nvidia-smi", args->nvidia_smi, "text output of `nvidia-smi topo -m`")
+                   ->check(input_file());
+  auto* xml = cmd->add_option("--nccl-xml", args->nccl_xml, "NCCL topology XML file")->check(input_file());
   smi->excludes(xml);
   cmd->add_option("--gpu-model", args->options.gpu_model,
                   "catalog GPU model (required for nvidia-smi; overrides the XML's PCI id)");
@@ -33,6 +35,7 @@ void register_import_topo(CLI::App& import_cmd) {
                   "NIC line rate in Gb/s for files that give none (nvidia-smi; default: per GPU generation, said so)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("-o,--output", args->output, "cluster YAML to write")->required();
+  cmd->add_flag("--json", args->json, "print what was written as JSON instead of a line");
   cmd->callback([args] {
     if (args->nvidia_smi.empty() && args->nccl_xml.empty())
       throw sim::InputError("<flags>", "", "one of --nvidia-smi FILE or --nccl-xml FILE, got neither");
@@ -45,9 +48,14 @@ void register_import_topo(CLI::App& import_cmd) {
     std::string header = "# imported by `placesim import topo` from " + in + "\n";
     for (const std::string& n : r.notes) header += "# note: " + n + "\n";
     sim::write_file_atomic(args->output, header + sim::cluster_to_yaml(r.cluster));
-    std::cout << "wrote " << args->output << ": " << r.cluster.gpus().size() << " GPUs, " << r.cluster.cpus().size()
-              << " CPUs, " << r.cluster.links.size() << " links\n";
-    for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
+    if (args->json) {
+      std::cout << "{\"output\": \"" << json_escape(args->output) << "\", \"gpus\": " << r.cluster.gpus().size()
+                << ", \"cpus\": " << r.cluster.cpus().size() << ", \"links\": " << r.cluster.links.size() << "}\n";
+    } else {
+      std::cout << "wrote " << args->output << ": " << r.cluster.gpus().size() << " GPUs, " << r.cluster.cpus().size()
+                << " CPUs, " << r.cluster.links.size() << " links\n";
+    }
+    for (const std::string& n : r.notes) note(n);
   });
 }
 

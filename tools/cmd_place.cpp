@@ -2,9 +2,12 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "models/registry.hpp"
 #include "policy/compare.hpp"
@@ -23,10 +26,14 @@ struct Common {
 };
 
 void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("--graph", c.graph, "built-in workload (rnnlm, nmt, inception_v3, ...) or graph file")->required();
+  cmd->add_option("--graph", c.graph, "built-in workload (rnnlm, nmt, inception_v3, ...) or graph file")
+      ->required()
+      ->check(not_a_directory());
   cmd->add_option("--graph-opt", c.graph_opt, "workload options, k=v,k=v (e.g. batch=64,layers=2)");
-  cmd->add_option("--cluster", c.cluster, "built-in cluster (paper-2gpu, paper-4gpu, ...) or YAML file")->required();
-  cmd->add_option("--calibration", c.calibration, "calibration YAML for the kernel cost model");
+  cmd->add_option("--cluster", c.cluster, "built-in cluster (paper-2gpu, paper-4gpu, ...) or YAML file")
+      ->required()
+      ->check(not_a_directory());
+  cmd->add_option("--calibration", c.calibration, "calibration YAML for the kernel cost model")->check(input_file());
   cmd->add_option("--seed", c.seed, "seed of the randomised partitioners (scotch, metis)");
 }
 
@@ -48,19 +55,55 @@ std::vector<std::string> split_methods(const std::string& text) {
   return out;
 }
 
+bool is_method_name(const std::string& m) {
+  for (const std::string& n : policy::method_names())
+    if (m == n) return true;
+  if (m.rfind("random:", 0) == 0 && m.size() > 7)
+    return m.find_first_not_of("0123456789", 7) == std::string::npos;
+  return false;
+}
+
+/// compare --methods: method names run as usual; a path to a placement JSON (from `place`,
+/// `train`, or written by hand) is simulated as it is, in a row named after the file. Anything
+/// else is a usage error (exit 2), not an error row: a misspelt method is the caller's mistake.
+std::vector<policy::CompareRow> compare_rows(const std::vector<std::string>& names, const sim::Graph& g,
+                                             const sim::Cluster& c, const policy::MethodOptions& mo) {
+  std::vector<std::string> methods;
+  std::vector<policy::CompareRow> files;
+  for (const std::string& m : names) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(m, ec)) {
+      const sim::Placement p = sim::resolve_placement(sim::read_placement_json(m), g, c, m);
+      files.push_back(policy::evaluate_row(m, g, c, p, mo, 0.0));
+    } else if (is_method_name(m)) {
+      methods.push_back(m);
+    } else {
+      throw sim::InputError("<flag --methods>", "",
+                            "a method (" + [] {
+                              std::string s;
+                              for (const std::string& n : policy::method_names()) s += (s.empty() ? "" : ", ") + n;
+                              return s;
+                            }() + ", random:SEED) or a placement JSON file, got \"" + m + "\"");
+    }
+  }
+  return policy::compare_methods(g, c, methods, mo, std::move(files));
+}
+
 }  // namespace
 
 void register_place(CLI::App& app) {
   auto place_opts = std::make_shared<Common>();
   auto method = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
+  auto place_json = std::make_shared<bool>(false);
   CLI::App* place = app.add_subcommand("place", "place a graph with one method and write the placement file");
   add_common(place, *place_opts);
   place->add_option("--method", *method,
                     "single-cpu, single-gpu, round-robin, random:SEED, expert, scotch, metis, heft, m-topo, m-etf, m-sct")
       ->required();
   place->add_option("-o,--output", *output, "placement JSON to write")->required();
-  place->callback([place_opts, method, output] {
+  place->add_flag("--json", *place_json, "print the result as JSON instead of a line");
+  place->callback([place_opts, method, output, place_json] {
     const sim::Graph g = models::load_graph(place_opts->graph, place_opts->graph_opt);
     const sim::Cluster c = sim::load_cluster(place_opts->cluster);
     const policy::MethodOptions mo = method_options(*place_opts);
@@ -88,6 +131,13 @@ void register_place(CLI::App& app) {
     md.extra["oom"] = o.oom ? "true" : "false";
     md.extra["method_wall_s"] = std::to_string(wall);
     sim::write_placement_json(sim::to_placement_file(p, g, c, md), *output);
+    if (*place_json) {
+      nlohmann::ordered_json j = {{"method", *method}, {"graph", g.name}, {"cluster", c.name},
+                                  {"predicted_step_time_s", o.step_time.seconds()}, {"oom", o.oom},
+                                  {"method_wall_s", wall}, {"output", *output}};
+      std::cout << j.dump(1) << "\n";
+      return;
+    }
     std::cout << *method << ": predicted step time " << o.step_time.seconds() << " s"
               << (o.oom ? " (OOM on " + o.oom_devices.front().device_name + ")" : std::string())
               << ", placement written to " << *output << "\n";
@@ -99,14 +149,18 @@ void register_place(CLI::App& app) {
   auto csv = std::make_shared<std::string>();
   CLI::App* compare = app.add_subcommand("compare", "run every placement method on one graph and cluster, side by side");
   add_common(compare, *cmp_opts);
-  compare->add_option("--methods", *methods, "comma-separated methods (default: all baselines)");
+  compare->add_option("--methods", *methods,
+                      "comma-separated methods and placement JSON files, e.g. expert,best.json (default: all baselines)");
   compare->add_flag("--json", *json, "print the rows as JSON instead of a table");
   compare->add_option("--csv", *csv, "also write the rows as CSV to this file");
   compare->callback([cmp_opts, methods, json, csv] {
     const std::vector<std::string> names = methods->empty() ? policy::method_names() : split_methods(*methods);
+    for (const std::string& m : names)
+      if (!is_method_name(m) && std::filesystem::is_directory(m))
+        throw sim::InputError("<flag --methods>", "", "a method or a placement JSON file, got the directory \"" + m + "\"");
     const sim::Graph g = models::load_graph(cmp_opts->graph, cmp_opts->graph_opt);
     const sim::Cluster c = sim::load_cluster(cmp_opts->cluster);
-    const auto rows = policy::compare_methods(g, c, names, method_options(*cmp_opts));
+    const auto rows = compare_rows(names, g, c, method_options(*cmp_opts));
     if (!csv->empty()) sim::write_file_atomic(*csv, policy::compare_to_csv(rows));
     if (*json) {
       std::cout << policy::compare_to_json(rows);

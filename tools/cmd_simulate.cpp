@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "models/chakra.hpp"
 #include "models/registry.hpp"
 #include "policy/methods.hpp"
 #include "sim/cluster.hpp"
@@ -23,7 +24,7 @@ namespace placesim::tools {
 namespace {
 
 struct SimulateArgs {
-  std::string graph, graph_opt, cluster, placement, calibration, trace, report;
+  std::string graph, graph_opt, cluster, placement, calibration, trace, report, chakra_out;
   bool json = false;
   bool stop_at_oom = false;
 };
@@ -77,6 +78,20 @@ void print_summary(const sim::Outcome& o, const sim::Cluster& c) {
   (void)c;
 }
 
+}  // namespace
+
+sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph, const sim::Cluster& cluster,
+                             const sim::KernelCostModel& costs) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(arg, ec))
+    return sim::resolve_placement(sim::read_placement_json(arg), graph, cluster, arg);
+  policy::MethodOptions mo;
+  mo.costs = costs;
+  return policy::make_placement(arg, graph, cluster, mo);
+}
+
+namespace {
+
 void run_simulate(const SimulateArgs& a) {
   const sim::Cluster cluster = sim::load_cluster(a.cluster);
   const sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
@@ -84,26 +99,22 @@ void run_simulate(const SimulateArgs& a) {
   if (!a.calibration.empty())
     costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration)));
 
-  sim::Placement placement;
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(a.placement, ec)) {
-    const sim::PlacementFile f = sim::read_placement_json(a.placement);
-    placement = sim::resolve_placement(f, graph, cluster, a.placement);
-  } else {
-    policy::MethodOptions mo;
-    mo.costs = costs;
-    placement = policy::make_placement(a.placement, graph, cluster, mo);
-  }
+  const sim::Placement placement = placement_arg(a.placement, graph, cluster, costs);
 
   sim::SimOptions opt;
   opt.stop_at_first_oom = a.stop_at_oom;
   std::unique_ptr<sim::TraceSink> trace;
   if (!a.trace.empty()) {
     trace = std::make_unique<sim::TraceSink>(cluster);
+    trace->describe(graph, &costs);
     opt.trace = trace.get();
   }
   const sim::Outcome o = sim::simulate(cluster, graph, placement, opt, costs);
   if (trace) trace->write(a.trace);
+  if (!a.chakra_out.empty()) {
+    const auto files = models::export_chakra(graph, cluster, placement, costs, a.chakra_out);
+    if (!quiet()) std::cerr << "wrote " << files.size() << " Chakra ET files into " << a.chakra_out << "\n";
+  }
   const std::string json = sim::outcome_to_json(o);
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
   if (a.json) std::cout << json << "\n";
@@ -115,15 +126,23 @@ void run_simulate(const SimulateArgs& a) {
 void register_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a placed graph");
-  cmd->add_option("--graph", args->graph, "graph JSON file, ONNX file or built-in workload name")->required();
+  cmd->add_option("--graph", args->graph, "graph JSON file, ONNX file, Chakra ET (.et) or built-in workload name")
+      ->required()
+      ->check(not_a_directory());
   cmd->add_option("--graph-opt", args->graph_opt, "options of a built-in workload (key=value,...)");
-  cmd->add_option("--cluster", args->cluster, "cluster YAML file or built-in scenario name")->required();
+  cmd->add_option("--cluster", args->cluster, "cluster YAML file or built-in scenario name")
+      ->required()
+      ->check(not_a_directory());
   cmd->add_option("--placement", args->placement,
                   "placement JSON file, or a method: single-gpu, single-cpu, random:SEED, ...")
-      ->required();
-  cmd->add_option("--calibration", args->calibration, "calibration YAML (docs/cost-model.md)");
+      ->required()
+      ->check(not_a_directory());
+  cmd->add_option("--calibration", args->calibration, "calibration YAML (docs/cost-model.md)")
+      ->check(input_file());
   cmd->add_option("--trace", args->trace, "write a Chrome-trace JSON timeline (open in Perfetto)");
   cmd->add_option("--report", args->report, "write the outcome as JSON to this file");
+  cmd->add_option("--chakra-out", args->chakra_out,
+                  "write the placed step as Chakra ETs into this folder, one per device (ASTRA-sim)");
   cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
   cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
   cmd->callback([args] { run_simulate(*args); });

@@ -79,14 +79,16 @@ void register_sweep(CLI::App& app) {
     int threads = 0;
     bool quiet = false;
     bool retry_errors = false;
+    bool json = false;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("spec", args->spec, "sweep spec YAML")->required();
+  cmd->add_option("spec", args->spec, "sweep spec YAML")->required()->check(input_file());
   cmd->add_option("-o,--output", args->out, "result CSV (default: <spec name>.csv)");
   cmd->add_option("--plot", args->plot_dir, "write PNG plots (lines, heatmaps) into this folder");
   cmd->add_option("--threads", args->threads, "oneTBB threads per rank (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("-q,--quiet", args->quiet, "no progress bar");
+  cmd->add_flag("--json", args->json, "print the run's summary as JSON instead of the CSV path");
   cmd->add_flag("--retry-errors", args->retry_errors,
                 "evaluate again the points whose rows in the CSV carry an error");
   cmd->callback([args] {
@@ -117,14 +119,19 @@ void register_sweep(CLI::App& app) {
       opt.comm = &comm;
       opt.retry_errors = args->retry_errors;
       opt.cost_hint = [&](const policy::SweepPoint& p) { return evaluator.cost_hint(p); };
-      if (!args->quiet) opt.progress = &std::cerr;
+      if (!args->quiet && !quiet()) opt.progress = &std::cerr;
       const policy::SweepRunStats st =
           policy::run_sweep(spec, [&](const policy::SweepPoint& p) { return evaluator(p); }, out, opt);
       if (comm.rank() != 0) return;
       std::cerr << "sweep: " << st.total << " points (" << st.skipped << " already in " << out
                 << ", " << st.evaluated << " evaluated on " << comm.size() << " rank(s)) in "
                 << st.wall_s << " s\n";
-      std::cout << out << "\n";
+      if (args->json)
+        std::cout << "{\"csv\": \"" << json_escape(out) << "\", \"points\": " << st.total << ", \"skipped\": " << st.skipped
+                  << ", \"evaluated\": " << st.evaluated << ", \"ranks\": " << comm.size() << ", \"wall_s\": " << st.wall_s
+                  << "}\n";
+      else
+        std::cout << out << "\n";
       if (!args->plot_dir.empty()) {
         const std::string script = find_plot_script();
         if (script.empty())

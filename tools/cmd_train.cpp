@@ -342,10 +342,10 @@ void register_train(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand(
       "train", "train the RL placer (Mirhoseini et al. 2017) on the simulator; no arguments = nmt on paper-4gpu, 8 minutes");
-  cmd->add_option("--graph", a->graph, "built-in workload or graph file")->capture_default_str();
+  cmd->add_option("--graph", a->graph, "built-in workload or graph file")->capture_default_str()->check(not_a_directory());
   cmd->add_option("--graph-opt", a->graph_opt, "workload options, k=v,k=v");
-  cmd->add_option("--cluster", a->cluster, "built-in cluster or YAML file")->capture_default_str();
-  cmd->add_option("--calibration", a->calibration, "calibration YAML for the kernel cost model");
+  cmd->add_option("--cluster", a->cluster, "built-in cluster or YAML file")->capture_default_str()->check(not_a_directory());
+  cmd->add_option("--calibration", a->calibration, "calibration YAML for the kernel cost model")->check(input_file());
   cmd->add_option("--minutes", a->minutes, "wall-clock budget (default 8 when --iterations is not given)");
   cmd->add_option("--iterations", a->iterations, "total iterations, counting those before --resume");
   cmd->add_option("--samples", a->samples, "placements sampled per iteration (K)")->capture_default_str();

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <exception>
+#include <string>
 
 namespace placesim::tools {
 
@@ -11,6 +13,53 @@ namespace placesim::tools {
 struct CliExit {
   int code = 1;
 };
+
+// The contract every subcommand keeps (cli_contract.cpp, docs/formats.md "Command line"):
+// results on stdout; notes, warnings and progress on stderr (none under --quiet); every usage
+// or input error exits 2 with one line on stderr and nothing on stdout.
+
+/// True when the command line has --quiet (added to every subcommand by main).
+bool quiet();
+void set_quiet(bool q);
+/// "note: TEXT" on stderr, unless --quiet.
+void note(const std::string& text);
+/// CLI11 check for an input path: exists and is not a directory (one-line usage error).
+const CLI::Validator& input_file();
+/// CLI11 check for "a file or a built-in name": if the path exists it must not be a directory.
+const CLI::Validator& not_a_directory();
+/// Adds --quiet to `app` and every subcommand below it that has none, and the usage error
+/// mapping; then `placesim completion bash` (cmd_completion) can walk the same tree.
+void add_quiet_flags(CLI::App& app);
+/// Maps an exception from parsing or running the app to the exit status, printing one line on
+/// stderr (a help hint is part of that line for usage errors).
+int report_failure(CLI::App& app, std::exception_ptr error);
+void register_completion(CLI::App& app);   // cmd_completion.cpp
+/// A string as a JSON string literal's content (quotes and control characters escaped).
+std::string json_escape(const std::string& s);
+}  // namespace placesim::tools
+
+namespace placesim::sim {
+struct Graph;
+struct GraphStats;
+}  // namespace placesim::sim
+
+namespace placesim::tools {
+/// `--json` of the commands that write a graph: its statistics and the file written.
+std::string graph_stats_json(const sim::Graph& g, const sim::GraphStats& s, const std::string& output);
+void register_import_chakra(CLI::App& import_cmd);   // cmd_chakra.cpp: import chakra
+void register_export(CLI::App& app);                 // cmd_chakra.cpp: export chakra
+}  // namespace placesim::tools
+
+namespace placesim::sim {
+struct Placement;
+struct Cluster;
+class KernelCostModel;
+}  // namespace placesim::sim
+
+namespace placesim::tools {
+/// --placement of simulate/export: a placement JSON file, else a method name (cmd_simulate.cpp).
+sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph, const sim::Cluster& cluster,
+                             const sim::KernelCostModel& costs);
 
 void register_describe(CLI::App& app);        // cmd_describe.cpp
 void register_simulate(CLI::App& app);        // cmd_simulate.cpp

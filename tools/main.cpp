@@ -3,10 +3,8 @@
 
 #include <cstdio>
 #include <exception>
-#include <iostream>
 #include <string_view>
 
-#include "sim/error.hpp"
 #include "tools/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -22,28 +20,25 @@ int main(int argc, char** argv) {
   // `train` is LibTorch's; everything else starts without loading it (tools/CMakeLists.txt).
   if (argc > 1 && std::string_view(argv[1]) == "train") tools::exec_torch_build();
   CLI::App app{"placesim: predict the step time of a placed training graph on a GPU/CPU cluster"};
+  app.name("placesim");   // not argv[0]: error lines and help say "placesim ..."
   app.require_subcommand(1);
   app.set_version_flag("--version", "placesim 0.1.0");
   tools::register_describe(app);
   tools::register_simulate(app);
   tools::register_build_graph(app);
   tools::register_import(app);
+  tools::register_export(app);
   tools::register_place(app);
   tools::register_train(app);
   tools::register_calibrate(app);
   tools::register_sweep(app);
+  tools::register_completion(app);
+  // Last: every subcommand registered above gets --quiet (tools/cli_contract.cpp).
+  tools::add_quiet_flags(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const sim::InputError& e) {
-    std::cerr << "placesim: " << e.what() << "\n";
-    return 2;
-  } catch (const tools::CliExit& e) {
-    return e.code;
-  } catch (const std::exception& e) {
-    std::cerr << "placesim: error: " << e.what() << "\n";
-    return 1;
+  } catch (...) {
+    return tools::report_failure(app, std::current_exception());
   }
   return 0;
 }

@@ -6,8 +6,11 @@
 Columns before `workload` are the sweep's axes. Axes with a single value are ignored. Line
 charts (lines_<workload>.png): step time along --x (default: the last varying axis), one panel
 per method, one line per combination of the other varying axes; OOM points are drawn as crosses.
+Lines with identical values are drawn once, with every label they stand for in the legend (so
+none hides under another), and lines differ in marker and dash too, not only in colour.
 Heatmaps (heatmap_<workload>_<method>[_<rest>].png), when two or more axes vary: step time over
-the first two varying axes, one file per combination of the remaining axes (at most 12).
+the first two varying axes, one file per combination of the remaining axes (at most 12). Out of
+memory cells are red with "OOM" and take no part in the colour scale of the step times.
 Uses Debian's python3-matplotlib (Agg backend, no display needed).
 """
 import argparse
@@ -21,6 +24,7 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 
@@ -75,10 +79,19 @@ def main():
                     continue
                 label = ", ".join(f"{o}={r[o]}" for o in others) or m
                 series.setdefault(label, []).append(r)
+            # Identical series (same x, step time and OOM at every point) become one line.
+            merged = {}
             for label, rs in series.items():
                 by_x = {(r[x_axis] if x_axis else ""): r for r in rs}
-                pts = [(i, step(by_x[x]), by_x[x]["oom"] == "1") for i, x in enumerate(xs) if x in by_x]
-                line = ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker="o", label=label)
+                pts = tuple((i, step(by_x[x]), by_x[x]["oom"] == "1") for i, x in enumerate(xs) if x in by_x)
+                key = tuple((i, "nan" if math.isnan(v) else v, o) for i, v, o in pts)
+                merged.setdefault(key, [pts, []])[1].append(label)
+            styles = itertools.cycle(itertools.product(["-", "--", ":", "-."], ["o", "s", "^", "D", "v"]))
+            for pts, labels in merged.values():
+                dash, marker = next(styles)
+                label = " = ".join(labels) if len(labels) <= 3 else f"{labels[0]} (= {len(labels) - 1} more)"
+                line = ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker=marker, linestyle=dash,
+                               label=label)
                 oom = [p for p in pts if p[2]]
                 if oom:
                     ax.plot([p[0] for p in oom], [p[1] * 1e3 for p in oom], "x", markersize=12,
@@ -88,7 +101,7 @@ def main():
             ax.set_xlabel(x_axis or "")
             ax.set_title(m, fontsize=9)
             ax.grid(True, alpha=0.3)
-            if len(series) <= 18 and len(series) > 1:
+            if len(merged) <= 18 and len(series) > 1:
                 ax.legend(fontsize=6)
         axs[0][0].set_ylabel("step time (ms)")
         fig.suptitle(f"{a.title}\n{w} (x: OOM)" if a.title else f"{w} (x: OOM)", fontsize=10)
@@ -112,10 +125,15 @@ def main():
                         cell[(r[ya], r[xa])] = r
                 if not cell:
                     continue
-                grid = [[step(cell[(y, x)]) * 1e3 if (y, x) in cell else math.nan
+                def fits(r):
+                    return r is not None and r["oom"] != "1"
+                # OOM cells are masked out of the step-time colours and painted red below.
+                grid = [[step(cell[(y, x)]) * 1e3 if fits(cell.get((y, x))) else math.nan
                          for x in values[xa]] for y in values[ya]]
                 fig, ax = plt.subplots(figsize=(1.2 * len(values[xa]) + 3, 0.6 * len(values[ya]) + 2.5))
-                im = ax.imshow(grid, cmap="viridis_r", aspect="auto")
+                cmap = matplotlib.colormaps["viridis_r"].copy()
+                cmap.set_bad("white")
+                im = ax.imshow(grid, cmap=cmap, aspect="auto")
                 finite = [v for row in grid for v in row if not math.isnan(v)]
                 lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
                 for i, y in enumerate(values[ya]):
@@ -123,7 +141,12 @@ def main():
                         r = cell.get((y, x))
                         if r is None:
                             continue
-                        text = "OOM" if r["oom"] == "1" else f"{step(r) * 1e3:.3g}"
+                        if r["oom"] == "1":
+                            ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, color="#d62728"))
+                            ax.text(j, i, "OOM", ha="center", va="center", fontsize=7, color="w",
+                                    fontweight="bold")
+                            continue
+                        text = f"{step(r) * 1e3:.3g}"
                         # Dark text on the light (fast, yellow) end of viridis_r.
                         light = hi == lo or (step(r) * 1e3 - lo) / (hi - lo) < 0.5
                         ax.text(j, i, text, ha="center", va="center", fontsize=7,
@@ -135,7 +158,8 @@ def main():
                 ax.set_xlabel(xa)
                 ax.set_ylabel(ya)
                 sub = ", ".join(f"{k}={v}" for k, v in fixed.items())
-                ax.set_title(f"{w}, {m}" + (f", {sub}" if sub else "") + "\nstep time (ms)", fontsize=9)
+                ax.set_title(f"{w}, {m}" + (f", {sub}" if sub else "") + "\nstep time (ms); red: out of memory",
+                             fontsize=9)
                 fig.colorbar(im, ax=ax)
                 fig.tight_layout()
                 name = "_".join([slug(w), slug(m)] + [slug(f"{k}={v}") for k, v in fixed.items()])

@@ -281,21 +281,40 @@ TEST(Simulate, TraceHasTracksForStreamsEnginesAndLinks) {
   const Cluster c = star_cluster(2);
   const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
   TraceSink trace(c);
+  trace.describe(g);
   SimOptions opt;
   opt.trace = &trace;
   simulate(c, g, on(c, {"gpu0", "gpu1"}), opt);
   const auto j = nlohmann::json::parse(trace.to_json());
-  int kernels = 0, launches = 0, copies = 0, flows = 0;
+  int kernels = 0, launches = 0, copies = 0, ac2g = 0, deps = 0, memory = 0, async = 0;
+  std::set<std::string> link_counters;
   for (const auto& e : j["traceEvents"]) {
-    if (e["ph"] == "X" && e["cat"] == "Test") ++kernels;
-    if (e["ph"] == "X" && e["cat"] == "launch") ++launches;
-    if (e["ph"] == "X" && e["cat"] == "copy") ++copies;
-    if (e["ph"] == "b") ++flows;
+    if (e["ph"] == "X" && e["cat"] == "kernel") {
+      ++kernels;
+      EXPECT_EQ(e["args"]["op type"], "Test");
+      EXPECT_TRUE(e["args"].contains("correlation"));
+    }
+    if (e["ph"] == "X" && e["cat"] == "cuda_runtime" && e["name"] == "cudaLaunchKernel") ++launches;
+    if (e["ph"] == "X" && e["cat"] == "gpu_memcpy") {
+      ++copies;
+      EXPECT_EQ(e["args"]["bytes"], 1'000'000);
+      EXPECT_EQ(e["args"]["producer"], "a");
+      EXPECT_NE(e["args"]["route"], "");
+    }
+    if (e["ph"] == "s" && e["cat"] == "ac2g") ++ac2g;
+    if (e["ph"] == "s" && e["cat"] == "dep") ++deps;
+    if (e["ph"] == "C" && e["name"] == "memory") ++memory;
+    if (e["ph"] == "C" && e["name"] != "memory") link_counters.insert(e["name"]);
+    if (e["ph"] == "b" || e["ph"] == "e") ++async;
   }
   EXPECT_EQ(kernels, 2);
   EXPECT_EQ(launches, 2);
   EXPECT_EQ(copies, 1);
-  EXPECT_EQ(flows, 2);   // two links on the route
+  EXPECT_EQ(ac2g, 3);                 // two kernels and the copy (its issue costs 0 ns here)
+  EXPECT_EQ(deps, 2);                 // a -> copy -> b
+  EXPECT_GT(memory, 0);
+  EXPECT_EQ(link_counters.size(), 2u);   // two links on the route, one counter track each
+  EXPECT_EQ(async, 0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,740 @@
+#include "models/chakra.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "models/chakra_et.pb.h"
+#include "sim/error.hpp"
+#include "sim/io_util.hpp"
+
+namespace placesim::models {
+
+namespace {
+
+using sim::InputError;
+namespace pb = ChakraProtoMsg;
+
+// ----- IOInfo: PyTorch ET writes values/shapes as Python literals ---------------------------
+
+struct PyVal {
+  enum Kind { Int, Num, Str, List, Other } kind = Other;
+  std::int64_t i = 0;
+  std::string s;
+  std::vector<PyVal> items;
+};
+
+class PyParser {
+ public:
+  explicit PyParser(const std::string& t) : t_(t) {}
+  bool parse(PyVal& out) {
+    if (!value(out, 0)) return false;
+    skip();
+    return at_ == t_.size();
+  }
+
+ private:
+  void skip() {
+    while (at_ < t_.size() && (t_[at_] == ' ' || t_[at_] == '\n' || t_[at_] == '\t')) ++at_;
+  }
+  bool value(PyVal& v, int depth) {
+    if (depth > 64) return false;
+    skip();
+    if (at_ >= t_.size()) return false;
+    const char c = t_[at_];
+    if (c == '[' || c == '(') {
+      const char close = c == '[' ? ']' : ')';
+      ++at_;
+      v.kind = PyVal::List;
+      skip();
+      if (at_ < t_.size() && t_[at_] == close) return ++at_, true;
+      for (;;) {
+        v.items.emplace_back();
+        if (!value(v.items.back(), depth + 1)) return false;
+        skip();
+        if (at_ >= t_.size()) return false;
+        if (t_[at_] == ',') {
+          ++at_;
+          skip();
+          if (at_ < t_.size() && t_[at_] == close) return ++at_, true;
+          continue;
+        }
+        if (t_[at_] == close) return ++at_, true;
+        return false;
+      }
+    }
+    if (c == '\'' || c == '"') {
+      ++at_;
+      v.kind = PyVal::Str;
+      while (at_ < t_.size() && t_[at_] != c) {
+        if (t_[at_] == '\\' && at_ + 1 < t_.size()) ++at_;
+        v.s += t_[at_++];
+      }
+      if (at_ >= t_.size()) return false;
+      ++at_;
+      return true;
+    }
+    // Number or bare word (True, False, None, inf, nan, <Object>).
+    const std::size_t b = at_;
+    while (at_ < t_.size() && t_[at_] != ',' && t_[at_] != ']' && t_[at_] != ')') ++at_;
+    std::string w = t_.substr(b, at_ - b);
+    while (!w.empty() && w.back() == ' ') w.pop_back();
+    if (w.empty()) return false;
+    v.s = w;
+    std::size_t used = 0;
+    try {
+      v.i = std::stoll(w, &used);
+      v.kind = used == w.size() ? PyVal::Int : PyVal::Num;
+    } catch (const std::exception&) {
+      v.kind = PyVal::Other;
+    }
+    return true;
+  }
+  const std::string& t_;
+  std::size_t at_ = 0;
+};
+
+struct TensorUse {
+  std::uint64_t id;
+  std::int64_t bytes;
+};
+
+bool is_tensor(const PyVal& v) {
+  if (v.kind != PyVal::List || v.items.size() != 6 || v.items[5].kind != PyVal::Str) return false;
+  for (int k = 0; k < 5; ++k)
+    if (v.items[static_cast<std::size_t>(k)].kind != PyVal::Int) return false;
+  return true;
+}
+
+// Walks values and shapes together: a tensor's bytes are its shape's element count times its
+// element size; without a matching shape, the storage's element count is used.
+void collect_tensors(const PyVal& v, const PyVal* shape, std::vector<TensorUse>& out) {
+  if (is_tensor(v)) {
+    std::int64_t numel = v.items[3].i;
+    if (shape && shape->kind == PyVal::List) {
+      std::int64_t n = 1;
+      bool ok = true;
+      for (const PyVal& d : shape->items) {
+        if (d.kind != PyVal::Int || d.i < 0 || (d.i > 0 && n > (std::int64_t{1} << 50) / d.i)) {
+          ok = false;
+          break;
+        }
+        n *= d.i;
+      }
+      if (ok) numel = n;
+    }
+    const std::int64_t eb = v.items[4].i;
+    if (numel >= 0 && eb >= 0 && (eb == 0 || numel <= (std::int64_t{1} << 50) / eb))
+      out.push_back({static_cast<std::uint64_t>(v.items[0].i), numel * eb});
+    return;
+  }
+  if (v.kind != PyVal::List) return;
+  for (std::size_t k = 0; k < v.items.size(); ++k) {
+    const PyVal* s =
+        shape && shape->kind == PyVal::List && k < shape->items.size() ? &shape->items[k] : nullptr;
+    collect_tensors(v.items[k], s, out);
+  }
+}
+
+std::vector<TensorUse> tensors_of(const pb::IOInfo& io) {
+  std::vector<TensorUse> out;
+  if (io.values().empty()) return out;
+  PyVal values, shapes;
+  if (!PyParser(io.values()).parse(values)) return out;
+  const bool have_shapes = PyParser(io.shapes()).parse(shapes);
+  collect_tensors(values, have_shapes ? &shapes : nullptr, out);
+  return out;
+}
+
+// ----- attributes -------------------------------------------------------------------------
+
+const pb::AttributeProto* find_attr(
+    const google::protobuf::RepeatedPtrField<pb::AttributeProto>& attrs, const std::string& name) {
+  for (const pb::AttributeProto& a : attrs)
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+std::optional<std::int64_t> int_attr(
+    const google::protobuf::RepeatedPtrField<pb::AttributeProto>& attrs, const std::string& name) {
+  const pb::AttributeProto* a = find_attr(attrs, name);
+  if (!a) return std::nullopt;
+  switch (a->value_case()) {
+    case pb::AttributeProto::kInt32Val:
+      return a->int32_val();
+    case pb::AttributeProto::kInt64Val:
+      return a->int64_val();
+    case pb::AttributeProto::kUint32Val:
+      return a->uint32_val();
+    case pb::AttributeProto::kUint64Val:
+      return static_cast<std::int64_t>(std::min<std::uint64_t>(a->uint64_val(), INT64_MAX));
+    case pb::AttributeProto::kSint32Val:
+      return a->sint32_val();
+    case pb::AttributeProto::kSint64Val:
+      return a->sint64_val();
+    case pb::AttributeProto::kFixed32Val:
+      return a->fixed32_val();
+    case pb::AttributeProto::kFixed64Val:
+      return static_cast<std::int64_t>(std::min<std::uint64_t>(a->fixed64_val(), INT64_MAX));
+    case pb::AttributeProto::kSfixed32Val:
+      return a->sfixed32_val();
+    case pb::AttributeProto::kSfixed64Val:
+      return a->sfixed64_val();
+    case pb::AttributeProto::kDoubleVal:
+      return std::isfinite(a->double_val())
+                 ? std::optional<std::int64_t>(static_cast<std::int64_t>(a->double_val()))
+                 : std::nullopt;
+    case pb::AttributeProto::kBoolVal:
+      return a->bool_val() ? 1 : 0;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string string_attr(const google::protobuf::RepeatedPtrField<pb::AttributeProto>& attrs,
+                        const std::string& name) {
+  const pb::AttributeProto* a = find_attr(attrs, name);
+  return a && a->value_case() == pb::AttributeProto::kStringVal ? a->string_val() : std::string();
+}
+
+void set_attr(pb::Node& n, const std::string& name, std::int64_t v) {
+  pb::AttributeProto* a = n.add_attr();
+  a->set_name(name);
+  a->set_int64_val(v);
+}
+void set_attr(pb::Node& n, const std::string& name, const std::string& v) {
+  pb::AttributeProto* a = n.add_attr();
+  a->set_name(name);
+  a->set_string_val(v);
+}
+// Chakra's feeder (mlcommons/chakra src/feeder/et_feeder_node.cpp, which ASTRA-sim uses) reads
+// each attribute from one field of the oneof: comm_src/dst/tag int32, tensor_size uint64,
+// num_ops and comm_size int64, is_cpu_op bool. The exporter writes them so.
+void set_int32_attr(pb::Node& n, const std::string& name, std::int32_t v) {
+  pb::AttributeProto* a = n.add_attr();
+  a->set_name(name);
+  a->set_int32_val(v);
+}
+void set_uint64_attr(pb::Node& n, const std::string& name, std::uint64_t v) {
+  pb::AttributeProto* a = n.add_attr();
+  a->set_name(name);
+  a->set_uint64_val(v);
+}
+void set_bool_attr(pb::Node& n, const std::string& name, bool v) {
+  pb::AttributeProto* a = n.add_attr();
+  a->set_name(name);
+  a->set_bool_val(v);
+}
+
+const char* collective_name(std::int64_t t) {
+  static const char* names[] = {
+      "all_reduce", "reduce",         "all_gather",           "gather", "scatter", "broadcast",
+      "all_to_all", "reduce_scatter", "reduce_scatter_block", "barrier"};
+  return t >= 0 && t < 10 ? names[t] : "unknown";
+}
+
+// ----- reading ------------------------------------------------------------------------------
+
+struct RankFile {
+  std::string path;
+  std::string device;  ///< "placesim_device" of the exporter, else ""
+  std::vector<pb::Node> nodes;
+};
+
+RankFile read_et(const std::string& path) {
+  RankFile f;
+  f.path = path;
+  const std::string data = sim::read_text_file(path);
+  if (data.size() > static_cast<std::size_t>(INT32_MAX))
+    throw InputError(path, "", "a Chakra execution trace under 2 GiB");
+  // A gzip-compressed ET (.et.gz) is read through protobuf's own zlib stream.
+  google::protobuf::io::ArrayInputStream bytes(data.data(), static_cast<int>(data.size()));
+  const bool gzipped = data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
+                       static_cast<unsigned char>(data[1]) == 0x8b;
+  google::protobuf::io::GzipInputStream gz(&bytes, google::protobuf::io::GzipInputStream::GZIP);
+  google::protobuf::io::ZeroCopyInputStream& raw =
+      gzipped ? static_cast<google::protobuf::io::ZeroCopyInputStream&>(gz) : bytes;
+  std::size_t index = 0;
+  const auto next = [&](google::protobuf::MessageLite& m) {
+    google::protobuf::io::CodedInputStream in(&raw);
+    std::uint32_t size = 0;
+    if (!in.ReadVarint32(&size)) return false;
+    const auto limit = in.PushLimit(static_cast<int>(size));
+    if (!m.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage() || in.BytesUntilLimit() != 0)
+      throw InputError(
+          path, "message " + std::to_string(index),
+          "a varint-length-delimited Chakra " +
+              std::string(index == 0 ? "GlobalMetadata" : "Node") +
+              " message (an .et file from Chakra's converters), got bytes that do not parse");
+    in.PopLimit(limit);
+    ++index;
+    return true;
+  };
+  if (data.empty()) throw InputError(path, "", "a Chakra execution trace, got an empty file");
+  pb::GlobalMetadata meta;
+  if (!next(meta)) throw InputError(path, "message 0", "a Chakra GlobalMetadata message, got none");
+  f.device = string_attr(meta.attr(), "placesim_device");
+  for (;;) {
+    pb::Node n;
+    if (!next(n)) break;
+    if (n.type() < pb::INVALID_NODE || n.type() > pb::CHECKPOINT_NODE)
+      throw InputError(path, "message " + std::to_string(index - 1) + ".type",
+                       "a Chakra node type 0..10, got " + std::to_string(n.type()));
+    f.nodes.push_back(std::move(n));
+  }
+  if (gzipped && gz.ZlibErrorMessage())
+    throw InputError(path, "",
+                     std::string("a complete gzip stream, got: ") + gz.ZlibErrorMessage());
+  return f;
+}
+
+struct NodeRef {
+  int rank;
+  const pb::Node* node;
+};
+
+// Kahn's algorithm over data and control edges.
+bool acyclic(const sim::Graph& g) {
+  const std::size_t n = g.ops.size();
+  std::vector<int> indegree(n, 0);
+  std::vector<std::vector<sim::OpId>> out(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    for (const sim::TensorRef& t : g.ops[c].inputs)
+      out[static_cast<std::size_t>(t.op)].push_back(static_cast<sim::OpId>(c));
+    for (sim::OpId p : g.ops[c].control_inputs)
+      out[static_cast<std::size_t>(p)].push_back(static_cast<sim::OpId>(c));
+    indegree[c] = static_cast<int>(g.ops[c].inputs.size() + g.ops[c].control_inputs.size());
+  }
+  std::vector<sim::OpId> ready;
+  for (std::size_t c = 0; c < n; ++c)
+    if (indegree[c] == 0) ready.push_back(static_cast<sim::OpId>(c));
+  std::size_t seen = 0;
+  while (!ready.empty()) {
+    const sim::OpId o = ready.back();
+    ready.pop_back();
+    ++seen;
+    for (sim::OpId c : out[static_cast<std::size_t>(o)])
+      if (--indegree[static_cast<std::size_t>(c)] == 0) ready.push_back(c);
+  }
+  return seen == n;
+}
+
+}  // namespace
+
+bool is_chakra_path(const std::string& path) {
+  const auto ends = [&](const std::string& e) {
+    return path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+  };
+  return ends(".et") || ends(".et.gz");
+}
+
+ChakraImport import_chakra(const std::vector<std::string>& files) {
+  if (files.empty()) throw InputError("<chakra>", "", "at least one .et file, got none");
+  std::vector<RankFile> ranks;
+  std::size_t total = 0;
+  for (const std::string& f : files) {
+    ranks.push_back(read_et(f));
+    total += ranks.back().nodes.size();
+  }
+  // A rank with no node is fine (a device the exporter placed nothing on); a job with none is not.
+  if (total == 0)
+    throw InputError(files.front(), "",
+                     "a Chakra execution trace with at least one node, got none");
+  ChakraImport r;
+
+  // Every node, in (id, rank) order: the exporter numbers nodes by op index across ranks, so
+  // the imported graph has the original op order (and hence the same engine tie-breaks).
+  std::vector<NodeRef> all;
+  std::map<std::pair<int, std::uint64_t>, std::size_t> index_of;  // (rank, id) -> position
+  for (int k = 0; k < static_cast<int>(ranks.size()); ++k)
+    for (const pb::Node& n : ranks[static_cast<std::size_t>(k)].nodes) all.push_back({k, &n});
+  std::stable_sort(all.begin(), all.end(), [](const NodeRef& a, const NodeRef& b) {
+    return std::make_pair(a.node->id(), a.rank) < std::make_pair(b.node->id(), b.rank);
+  });
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!index_of.emplace(std::make_pair(all[i].rank, all[i].node->id()), i).second)
+      throw InputError(ranks[static_cast<std::size_t>(all[i].rank)].path,
+                       "node id " + std::to_string(all[i].node->id()),
+                       "unique node ids, got a duplicate");
+  }
+
+  // SEND/RECV pairs between the imported ranks: the RECV's consumers read the SEND's tensor.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> sends;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const pb::Node& n = *all[i].node;
+    if (n.type() != pb::COMM_SEND_NODE) continue;
+    const auto src = int_attr(n.attr(), "comm_src"), dst = int_attr(n.attr(), "comm_dst"),
+               tag = int_attr(n.attr(), "comm_tag");
+    if (src && dst && tag) sends[{*src, *dst, *tag}] = i;
+  }
+  std::vector<std::size_t> send_of(all.size(), all.size());  // RECV -> matching SEND
+  std::vector<bool> dropped(all.size(), false);
+  if (ranks.size() > 1) {
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const pb::Node& n = *all[i].node;
+      if (n.type() != pb::COMM_RECV_NODE) continue;
+      const auto src = int_attr(n.attr(), "comm_src"), dst = int_attr(n.attr(), "comm_dst"),
+                 tag = int_attr(n.attr(), "comm_tag");
+      if (!src || !dst || !tag) continue;
+      const auto it = sends.find({*src, *dst, *tag});
+      if (it == sends.end()) continue;
+      send_of[i] = it->second;
+      dropped[i] = dropped[it->second] = true;
+      ++r.matched_send_recv;
+    }
+  }
+
+  // Ops.
+  std::vector<sim::OpId> op_of(all.size(), -1);
+  std::vector<std::vector<TensorUse>> outs(all.size()), ins(all.size());
+  std::vector<std::map<std::uint64_t, std::int32_t>> output_of(all.size());  // tensor id -> output
+  std::set<std::string> names;
+  sim::Graph& g = r.graph;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const pb::Node& n = *all[i].node;
+    outs[i] = tensors_of(n.outputs());
+    ins[i] = tensors_of(n.inputs());
+    if (dropped[i]) continue;
+    ++r.nodes;
+    sim::Op op;
+    op.name = n.name().empty() ? "node " + std::to_string(n.id()) : n.name();
+    if (!names.insert(op.name).second) {
+      op.name += " #" + std::to_string(n.id()) +
+                 (ranks.size() > 1 ? "@" + std::to_string(all[i].rank) : "");
+      names.insert(op.name);
+    }
+    const bool comm = n.type() == pb::COMM_COLL_NODE || n.type() == pb::COMM_SEND_NODE ||
+                      n.type() == pb::COMM_RECV_NODE;
+    r.comm_nodes += comm;
+    if (const std::string t = string_attr(n.attr(), "placesim_type"); !t.empty()) {
+      op.type = t;
+    } else if (n.type() == pb::COMM_COLL_NODE) {
+      op.type =
+          std::string("comm:") + collective_name(int_attr(n.attr(), "comm_type").value_or(-1));
+    } else if (comm) {
+      op.type = n.type() == pb::COMM_SEND_NODE ? "comm:send" : "comm:recv";
+    } else {
+      op.type = op.name.substr(0, std::min(op.name.find('('), std::size_t{64}));
+    }
+    std::int64_t in_bytes = 0, out_bytes = 0;
+    std::set<std::uint64_t> seen;
+    for (const TensorUse& t : outs[i]) {
+      if (!seen.insert(t.id).second) continue;
+      output_of[i][t.id] = static_cast<std::int32_t>(op.outputs.size());
+      sim::TensorOut o;
+      o.name = op.name + ":t" + std::to_string(t.id);
+      o.bytes = sim::Bytes{t.bytes};
+      op.outputs.push_back(o);
+      out_bytes += t.bytes;
+    }
+    for (const TensorUse& t : ins[i]) in_bytes += t.bytes;
+    if (const auto d = int_attr(n.attr(), "duration_ns"); d && *d >= 0) {
+      op.measured = sim::Duration{*d};
+    } else if (n.duration_micros() > 0 || !int_attr(n.attr(), "num_ops")) {
+      op.measured = sim::Duration{static_cast<std::int64_t>(
+          std::min<std::uint64_t>(n.duration_micros(), 1'000'000'000'000ULL) * 1000)};
+    }
+    op.flops = sim::Flops{
+        static_cast<double>(std::max<std::int64_t>(0, int_attr(n.attr(), "num_ops").value_or(0)))};
+    const std::int64_t tensor_size =
+        std::max<std::int64_t>(0, int_attr(n.attr(), "tensor_size").value_or(0));
+    op.bytes_read =
+        sim::Bytes{tensor_size > 0 ? tensor_size - std::min(tensor_size, out_bytes) : in_bytes};
+    op.bytes_written = sim::Bytes{out_bytes};
+    if (comm)
+      op.bytes_read =
+          sim::Bytes{std::max<std::int64_t>(0, int_attr(n.attr(), "comm_size").value_or(in_bytes))};
+    op.persistent =
+        sim::Bytes{std::max<std::int64_t>(0, int_attr(n.attr(), "persistent_bytes").value_or(0))};
+    if (const auto cpu = int_attr(n.attr(), "is_cpu_op"))
+      op.device_kind = *cpu ? sim::DeviceKind::Cpu : sim::DeviceKind::Gpu;
+    if (const auto ph = sim::parse_phase(string_attr(n.attr(), "phase"))) op.phase = *ph;
+    op.layer = string_attr(n.attr(), "layer");
+    op_of[i] = g.add_op(std::move(op));
+  }
+
+  // Edges.
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (dropped[i]) continue;
+    const pb::Node& n = *all[i].node;
+    sim::Op& op = g.ops[static_cast<std::size_t>(op_of[i])];
+    // Producers among the data dependencies (a matched RECV stands for its SEND's producers).
+    std::vector<std::size_t> producers;
+    std::set<sim::OpId> control;
+    for (std::uint64_t dep : n.data_deps()) {
+      const auto it = index_of.find({all[i].rank, dep});
+      if (it == index_of.end()) {
+        ++r.missing_deps;
+        continue;
+      }
+      std::size_t p = it->second;
+      if (send_of[p] < all.size()) {
+        for (std::uint64_t sd : all[send_of[p]].node->data_deps()) {
+          const auto s = index_of.find({all[send_of[p]].rank, sd});
+          if (s != index_of.end() && !dropped[s->second]) producers.push_back(s->second);
+        }
+        continue;
+      }
+      if (dropped[p]) continue;
+      producers.push_back(p);
+    }
+    std::set<std::size_t> used;
+    for (const TensorUse& t : ins[i]) {
+      for (std::size_t p : producers) {
+        const auto k = output_of[p].find(t.id);
+        if (k == output_of[p].end() || op_of[p] == op_of[i]) continue;
+        op.inputs.push_back({op_of[p], k->second});
+        used.insert(p);
+        ++r.data_edges;
+        break;
+      }
+    }
+    for (std::size_t p : producers)
+      if (!used.count(p) && op_of[p] != op_of[i]) control.insert(op_of[p]);
+    for (std::uint64_t dep : n.ctrl_deps()) {
+      const auto it = index_of.find({all[i].rank, dep});
+      if (it == index_of.end()) {
+        ++r.missing_deps;
+        continue;
+      }
+      if (!dropped[it->second] && op_of[it->second] != op_of[i]) control.insert(op_of[it->second]);
+    }
+    for (sim::OpId c : control) {
+      bool has_data = false;
+      for (const sim::TensorRef& in : op.inputs) has_data |= in.op == c;
+      if (has_data) continue;
+      op.control_inputs.push_back(c);
+      ++r.control_edges;
+    }
+  }
+  // Chakra's PyTorch converter writes some dependencies from a CPU op to the kernel it launched
+  // (its child in the call tree), which closes a cycle with the kernel's own dependency on the
+  // op. A cyclic file keeps only the dependencies on earlier nodes (by id): the order the
+  // trace was recorded in.
+  if (!acyclic(g)) {
+    int dropped_edges = 0;
+    for (sim::OpId c = 0; c < g.num_ops(); ++c) {
+      sim::Op& op = g.ops[static_cast<std::size_t>(c)];
+      const auto later = [&](sim::OpId p) { return p > c; };
+      const auto nd =
+          std::erase_if(op.inputs, [&](const sim::TensorRef& t) { return later(t.op); });
+      const auto nc = std::erase_if(op.control_inputs, later);
+      r.data_edges -= static_cast<int>(nd);
+      r.control_edges -= static_cast<int>(nc);
+      dropped_edges += static_cast<int>(nd + nc);
+    }
+    r.backward_deps = dropped_edges;
+    r.notes.push_back(
+        std::to_string(dropped_edges) +
+        " dependencies on later nodes dropped (the file's dependencies form a cycle)");
+  }
+  if (r.missing_deps > 0)
+    r.notes.push_back(std::to_string(r.missing_deps) +
+                      " dependencies on node ids absent from the file (dropped)");
+  if (r.comm_nodes > 0)
+    r.notes.push_back(std::to_string(r.comm_nodes) +
+                      " communication nodes imported as ops with their measured time (no "
+                      "collective op type yet)");
+
+  std::string name = std::filesystem::path(files.front()).filename().string();  // "trace.0.et"
+  name = name.substr(0, name.rfind(".et"));                                     // "trace.0"
+  if (const auto dot = name.rfind('.'); dot != std::string::npos && ranks.size() > 1)
+    name = name.substr(0, dot);
+  g.name = name;
+  g.metadata["source"] = "chakra";
+  g.metadata["files"] = std::to_string(files.size());
+  g.finalize(files.front());
+
+  bool named = true;
+  for (const RankFile& f : ranks) named &= !f.device.empty();
+  if (named) {
+    sim::PlacementFile pf;
+    pf.metadata.method = "chakra";
+    pf.metadata.graph = g.name;
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (!dropped[i])
+        pf.ops[g.ops[static_cast<std::size_t>(op_of[i])].name] =
+            ranks[static_cast<std::size_t>(all[i].rank)].device;
+    r.placement = std::move(pf);
+  }
+  return r;
+}
+
+// ----- writing ------------------------------------------------------------------------------
+
+namespace {
+
+void write_delimited(const google::protobuf::MessageLite& m, std::string& out) {
+  google::protobuf::io::StringOutputStream raw(&out);
+  google::protobuf::io::CodedOutputStream o(&raw);
+  o.WriteVarint32(static_cast<std::uint32_t>(m.ByteSizeLong()));
+  m.SerializeWithCachedSizes(&o);
+}
+
+// PyTorch ET's tensor tuple, one element of `bytes` bytes (element size 1): the importer
+// multiplies the shape's element count by the element size.
+std::string tensor_list(const std::vector<std::pair<std::int64_t, std::int64_t>>& tensors,
+                        bool shapes, bool gpu) {
+  std::string s = "[";
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    if (k) s += ", ";
+    const auto [id, bytes] = tensors[k];
+    if (shapes)
+      s += "[" + std::to_string(bytes) + "]";
+    else
+      s += "[" + std::to_string(id) + ", " + std::to_string(id) + ", 0, " + std::to_string(bytes) +
+           ", 1, '" + (gpu ? "cuda" : "cpu") + "']";
+  }
+  return s + "]";
+}
+
+void set_io(pb::IOInfo* io, const std::vector<std::pair<std::int64_t, std::int64_t>>& tensors,
+            bool gpu) {
+  io->set_values(tensor_list(tensors, false, gpu));
+  io->set_shapes(tensor_list(tensors, true, gpu));
+  std::string types = "[";
+  for (std::size_t k = 0; k < tensors.size(); ++k)
+    types += std::string(k ? ", " : "") + "'Tensor(uint8)'";
+  io->set_types(types + "]");
+}
+
+}  // namespace
+
+std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& c,
+                                       const sim::Placement& p, const sim::KernelCostModel& costs,
+                                       const std::string& dir) {
+  if (p.device_of.size() != g.ops.size())
+    throw InputError("<placement>", "",
+                     "a device for each of the " + std::to_string(g.ops.size()) + " ops");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir))
+    throw InputError("<flag --chakra-out>", "",
+                     "a directory that can be created, got \"" + dir + "\"");
+  const int n = g.num_ops(), nd = c.num_devices();
+  // Tensor ids: 1 + the global output index.
+  std::vector<std::int64_t> first_tensor(static_cast<std::size_t>(n) + 1, 1);
+  for (int i = 0; i < n; ++i)
+    first_tensor[static_cast<std::size_t>(i) + 1] =
+        first_tensor[static_cast<std::size_t>(i)] +
+        static_cast<std::int64_t>(g.ops[static_cast<std::size_t>(i)].outputs.size());
+  const auto dev = [&](sim::OpId o) { return p.device_of[static_cast<std::size_t>(o)]; };
+  std::vector<std::vector<pb::Node>> nodes(static_cast<std::size_t>(nd));
+  // Cross-device edges: one SEND/RECV pair per (tensor, destination device), or per (control
+  // edge, destination) with no bytes. Ids above the ops' own.
+  std::map<std::tuple<sim::OpId, std::int32_t, sim::DeviceId>, std::uint64_t> recv_id;
+  std::uint64_t next_id = static_cast<std::uint64_t>(n);
+  std::int64_t next_tag = 0;
+  const auto cross = [&](sim::OpId producer, std::int32_t output, sim::DeviceId to) {
+    const auto key = std::make_tuple(producer, output, to);
+    if (const auto it = recv_id.find(key); it != recv_id.end()) return it->second;
+    const sim::DeviceId from = dev(producer);
+    const bool data = output >= 0;
+    const std::int64_t bytes = data ? g.ops[static_cast<std::size_t>(producer)]
+                                          .outputs[static_cast<std::size_t>(output)]
+                                          .bytes.v
+                                    : 0;
+    const std::int64_t tid = data ? first_tensor[static_cast<std::size_t>(producer)] + output : 0;
+    const std::int64_t tag = next_tag++;
+    for (int side = 0; side < 2; ++side) {
+      pb::Node node;
+      node.set_id(next_id++);
+      const bool send = side == 0;
+      node.set_name((send ? "send " : "recv ") + g.ops[static_cast<std::size_t>(producer)].name +
+                    (data ? ":" + std::to_string(output) : " (control)") + " " +
+                    c.devices[static_cast<std::size_t>(from)].name + " -> " +
+                    c.devices[static_cast<std::size_t>(to)].name);
+      node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
+      // A RECV depends on its SEND through (src, dst, tag), as ASTRA-sim matches them.
+      if (send) node.add_data_deps(static_cast<std::uint64_t>(producer));
+      if (data) set_io(send ? node.mutable_inputs() : node.mutable_outputs(), {{tid, bytes}}, true);
+      set_int32_attr(node, "comm_src", from);
+      set_int32_attr(node, "comm_dst", to);
+      set_attr(node, "comm_size", bytes);
+      set_int32_attr(node, "comm_tag", static_cast<std::int32_t>(tag));
+      set_bool_attr(node, "is_cpu_op", false);
+      nodes[static_cast<std::size_t>(send ? from : to)].push_back(std::move(node));
+    }
+    recv_id[key] = next_id - 1;
+    return next_id - 1;
+  };
+  for (sim::OpId i = 0; i < n; ++i) {
+    const sim::Op& op = g.ops[static_cast<std::size_t>(i)];
+    const sim::DeviceId d = dev(i);
+    const sim::Device& device = c.devices[static_cast<std::size_t>(d)];
+    const bool gpu = device.spec.kind == sim::DeviceKind::Gpu;
+    pb::Node node;
+    node.set_id(static_cast<std::uint64_t>(i));
+    node.set_name(op.name);
+    node.set_type(pb::COMP_NODE);
+    const std::int64_t ns = costs.op_time(op, device).ns;
+    node.set_duration_micros(static_cast<std::uint64_t>((ns + 500) / 1000));
+    std::vector<std::pair<std::int64_t, std::int64_t>> in_t, out_t;
+    std::set<std::uint64_t> data_deps;
+    for (const sim::TensorRef& in : op.inputs) {
+      const sim::Op& po = g.ops[static_cast<std::size_t>(in.op)];
+      in_t.push_back({first_tensor[static_cast<std::size_t>(in.op)] + in.output,
+                      po.outputs[static_cast<std::size_t>(in.output)].bytes.v});
+      const std::uint64_t dep =
+          dev(in.op) == d ? static_cast<std::uint64_t>(in.op) : cross(in.op, in.output, d);
+      if (data_deps.insert(dep).second) node.add_data_deps(dep);
+    }
+    for (sim::OpId ctl : op.control_inputs) {
+      const std::uint64_t dep = dev(ctl) == d ? static_cast<std::uint64_t>(ctl) : cross(ctl, -1, d);
+      if (dev(ctl) == d)
+        node.add_ctrl_deps(dep);
+      else if (data_deps.insert(dep).second)
+        node.add_data_deps(dep);  // RECV of a control edge
+    }
+    for (std::size_t k = 0; k < op.outputs.size(); ++k)
+      out_t.push_back({first_tensor[static_cast<std::size_t>(i)] + static_cast<std::int64_t>(k),
+                       op.outputs[k].bytes.v});
+    set_io(node.mutable_inputs(), in_t, gpu);
+    set_io(node.mutable_outputs(), out_t, gpu);
+    set_bool_attr(node, "is_cpu_op", !gpu);
+    set_attr(node, "num_ops", static_cast<std::int64_t>(std::llround(std::min(op.flops.v, 9e18))));
+    set_uint64_attr(node, "tensor_size",
+                    static_cast<std::uint64_t>(op.bytes_read.v + op.bytes_written.v));
+    set_attr(node, "duration_ns", ns);
+    set_attr(node, "placesim_type", op.type);
+    set_attr(node, "phase", sim::to_string(op.phase));
+    if (op.persistent.v > 0) set_attr(node, "persistent_bytes", op.persistent.v);
+    if (!op.layer.empty()) set_attr(node, "layer", op.layer);
+    nodes[static_cast<std::size_t>(d)].push_back(std::move(node));
+  }
+  std::vector<std::string> paths;
+  for (int d = 0; d < nd; ++d) {
+    pb::GlobalMetadata meta;
+    meta.set_version("0.0.4");
+    const auto add = [&](const std::string& k, const std::string& v) {
+      pb::AttributeProto* a = meta.add_attr();
+      a->set_name(k);
+      a->set_string_val(v);
+    };
+    add("schema", "placesim export");
+    add("placesim_device", c.devices[static_cast<std::size_t>(d)].name);
+    add("placesim_graph", g.name);
+    add("placesim_cluster", c.name);
+    std::string out;
+    write_delimited(meta, out);
+    auto& v = nodes[static_cast<std::size_t>(d)];
+    std::stable_sort(v.begin(), v.end(),
+                     [](const pb::Node& a, const pb::Node& b) { return a.id() < b.id(); });
+    for (const pb::Node& node : v) write_delimited(node, out);
+    const std::string path =
+        (std::filesystem::path(dir) / (g.name + "." + std::to_string(d) + ".et")).string();
+    sim::write_file_atomic(path, out);
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace placesim::models
