@@ -2,7 +2,10 @@
 #include "calibration/text_util.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -119,22 +122,92 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
 
 namespace {
 
-// The bottleneck link's index on a route (smallest bandwidth; first on ties) and the hop count.
-std::pair<sim::LinkId, int> bottleneck(const sim::Cluster& c, const sim::Route& r) {
-  sim::LinkId best = -1;
-  int hops = 0;
-  for (const auto& seg : r.segments)
-    for (const auto& h : seg.hops) {
-      ++hops;
-      if (best < 0 || c.links[static_cast<std::size_t>(h.link)].bandwidth < c.links[static_cast<std::size_t>(best)].bandwidth)
-        best = h.link;
-    }
-  return {best, hops};
+// A transfer as the measurement made it: the links it crossed, in order, over one or two segments
+// (two when it went through host memory).
+struct Path {
+  std::vector<sim::Hop> hops;
+  sim::Duration latency{0};
+};
+
+Path path_of(const sim::Route& r) {
+  Path p;
+  for (const auto& seg : r.segments) {
+    p.hops.insert(p.hops.end(), seg.hops.begin(), seg.hops.end());
+    p.latency = sim::Duration{p.latency.ns + seg.latency.ns};
+  }
+  return p;
 }
 
-double route_gb_s(const sim::Cluster& c, const sim::Route& r) {
-  const auto [b, hops] = bottleneck(c, r);
-  return b < 0 ? 0.0 : c.links[static_cast<std::size_t>(b)].bandwidth.bytes_per_s / 1e9;
+// The way a copy between two GPUs goes when peer-to-peer is off: into the source GPU's host
+// memory, then out of it (what cudaMemcpyPeer does, and what p2pBandwidthLatencyTest measures
+// as "P2P=Disabled"), whatever peer access the cluster grants the pair.
+Path host_path(const sim::Cluster& c, sim::DeviceId a, sim::DeviceId b) {
+  const sim::DeviceId h = c.devices[static_cast<std::size_t>(a)].host;
+  if (h < 0 || h == a) return path_of(c.route(a, b));
+  Path p = path_of(c.route(a, h));
+  const Path q = path_of(c.route(h, b));
+  p.hops.insert(p.hops.end(), q.hops.begin(), q.hops.end());
+  p.latency = sim::Duration{p.latency.ns + q.latency.ns};
+  return p;
+}
+
+double link_gb_s(const sim::Cluster& c, sim::LinkId l) { return c.links[static_cast<std::size_t>(l)].bandwidth.bytes_per_s / 1e9; }
+
+// The bottleneck link of a path (smallest bandwidth; first on ties).
+sim::LinkId bottleneck(const sim::Cluster& c, const Path& p) {
+  sim::LinkId best = -1;
+  for (const auto& h : p.hops)
+    if (best < 0 || c.links[static_cast<std::size_t>(h.link)].bandwidth < c.links[static_cast<std::size_t>(best)].bandwidth)
+      best = h.link;
+  return best;
+}
+
+double path_gb_s(const sim::Cluster& c, const Path& p) {
+  const sim::LinkId b = bottleneck(c, p);
+  return b < 0 ? 0.0 : link_gb_s(c, b);
+}
+
+// Per-direction ceiling of a link class whose name says its signalling rate: an x16 PCIe link of
+// generation 3/4/5 carries at most 15.75/31.5/63 GB/s (PCI-SIG base specifications). A fit above
+// it (5 % margin) means the measured transfers did not cross that class: refused, not written.
+double class_ceiling_gb_s(const std::string& kind) {
+  if (kind == "pcie3") return 15.75;
+  if (kind == "pcie4") return 31.5;
+  if (kind == "pcie5") return 63.0;
+  return 0.0;
+}
+
+std::string fmt(double v, int prec = 2) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(prec);
+  os << v;
+  return os.str();
+}
+
+// Writes `f.new_gb_s` / `f.new_latency_us` into every link of class `f.kind` (old values from the
+// first such link). Returns false, with a note, when the class's ceiling forbids the value.
+bool write_class(sim::Cluster& c, LinkClassFit& f, bool set_latency, std::vector<std::string>& notes) {
+  const double ceiling = class_ceiling_gb_s(f.kind);
+  if (ceiling > 0 && f.new_gb_s > ceiling * 1.05) {
+    notes.push_back("not fitted: " + f.kind + " at " + fmt(f.new_gb_s) + " GB/s is above what a " + f.kind + " link carries (" +
+                    fmt(ceiling) + " GB/s per direction): the measured transfers cannot have crossed it (is --cluster the measured machine?)");
+    return false;
+  }
+  bool first = true;
+  for (sim::Link& l : c.links) {
+    if (l.kind != f.kind) continue;
+    if (first) {
+      f.old_gb_s = l.bandwidth.bytes_per_s / 1e9;
+      f.old_latency_us = static_cast<double>(l.latency.ns) / 1000.0;
+      first = false;
+    }
+    if (f.new_gb_s > 0) l.bandwidth = sim::Bandwidth{f.new_gb_s * 1e9};
+    if (set_latency) l.latency = sim::Duration{static_cast<std::int64_t>(std::llround(f.new_latency_us * 1000.0))};
+    ++f.links;
+  }
+  if (!set_latency) f.new_latency_us = f.old_latency_us;  // not measured: kept
+  return true;
 }
 
 }  // namespace
@@ -147,30 +220,45 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
                      std::to_string(m.gpus) + " GPUs as in the p2p measurement, got " + std::to_string(gpus.size()));
   struct Acc {
     std::vector<double> bw, lat;
+    int enabled = 0, disabled = 0;
   };
   std::map<std::string, Acc> by_kind;
   const auto uni_on = m.matrix.find("uni_on");
   const auto uni_off = m.matrix.find("uni_off");
   const auto lat_on = m.matrix.find("lat_gpu_on");
   const auto lat_off = m.matrix.find("lat_gpu_off");
+  if (uni_on == m.matrix.end() && uni_off == m.matrix.end())
+    throw InputError(c.source_file.empty() ? c.name : c.source_file, "p2p",
+                     "a unidirectional bandwidth matrix (P2P=Enabled or P2P=Disabled) in the measurement, got none");
+  if (uni_on == m.matrix.end())
+    rep.notes.push_back("only P2P=Disabled matrices: every pair was measured through host memory, so the fit goes to the "
+                        "links of the host path (GPU -> host CPU -> GPU), never to NVLink");
+  std::vector<std::pair<sim::DeviceId, sim::DeviceId>> measured;
+  std::vector<Path> paths;
   for (int i = 0; i < m.gpus; ++i)
     for (int j = 0; j < m.gpus; ++j) {
       if (i == j) continue;
       const sim::DeviceId a = gpus[static_cast<std::size_t>(i)], b = gpus[static_cast<std::size_t>(j)];
       const bool peer = c.peer_access[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
-      const auto bw_it = peer && uni_on != m.matrix.end() ? uni_on : uni_off;
-      const auto lat_it = peer && lat_on != m.matrix.end() ? lat_on : lat_off;
-      if (bw_it == m.matrix.end()) continue;
-      const double bw = bw_it->second[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-      const sim::Route& r = c.route(a, b);
-      const auto [bl, hops] = bottleneck(c, r);
+      // P2P=Enabled numbers are direct copies where the cluster grants peer access; everything
+      // else (no peer access, or only P2P=Disabled measured) went through host memory.
+      const bool direct = peer && uni_on != m.matrix.end();
+      const auto bw_it = direct ? uni_on : uni_off != m.matrix.end() ? uni_off : uni_on;
+      const auto lat_it = direct ? lat_on : lat_off;
+      const Path path = direct || !peer ? path_of(c.route(a, b)) : host_path(c, a, b);
+      const sim::LinkId bl = bottleneck(c, path);
       if (bl < 0) continue;
+      const double bw = bw_it->second[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
       Acc& acc = by_kind[c.links[static_cast<std::size_t>(bl)].kind];
       acc.bw.push_back(bw);
-      if (lat_it != m.matrix.end() && hops > 0)
-        acc.lat.push_back(lat_it->second[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] / hops);
+      (direct ? acc.enabled : acc.disabled)++;
+      if (lat_it != m.matrix.end() && !path.hops.empty())
+        acc.lat.push_back(lat_it->second[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] /
+                          static_cast<double>(path.hops.size()));
       rep.pairs.push_back({c.devices[static_cast<std::size_t>(a)].name, c.devices[static_cast<std::size_t>(b)].name, bw,
-                           route_gb_s(c, r), 0.0});
+                           path_gb_s(c, path), 0.0});
+      measured.emplace_back(a, b);
+      paths.push_back(path);
     }
   for (const auto& [kind, acc] : by_kind) {
     LinkClassFit f;
@@ -178,21 +266,18 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
     f.pairs = static_cast<int>(acc.bw.size());
     f.new_gb_s = median(acc.bw);
     f.new_latency_us = median(acc.lat);
-    bool first = true;
-    for (sim::Link& l : c.links) {
-      if (l.kind != kind) continue;
-      if (first) {
-        f.old_gb_s = l.bandwidth.bytes_per_s / 1e9;
-        f.old_latency_us = static_cast<double>(l.latency.ns) / 1000.0;
-        first = false;
-      }
-      if (f.new_gb_s > 0) l.bandwidth = sim::Bandwidth{f.new_gb_s * 1e9};
-      if (!acc.lat.empty()) l.latency = sim::Duration{static_cast<std::int64_t>(std::llround(f.new_latency_us * 1000.0))};
-    }
-    rep.classes.push_back(f);
+    f.why = "bottleneck of " + std::to_string(f.pairs) + " measured GPU pairs' paths (" +
+            (acc.enabled ? std::to_string(acc.enabled) + " P2P=Enabled direct" : std::string()) +
+            (acc.enabled && acc.disabled ? ", " : "") +
+            (acc.disabled ? std::to_string(acc.disabled) + " through host memory" : std::string()) +
+            "): median unidirectional bandwidth, latency / hops";
+    if (write_class(c, f, !acc.lat.empty(), rep.notes)) rep.classes.push_back(f);
   }
   sim::compute_routes(c);
-  for (auto& p : rep.pairs) p.after_gb_s = route_gb_s(c, c.route(c.device_index(p.from), c.device_index(p.to)));
+  for (std::size_t k = 0; k < rep.pairs.size(); ++k) {
+    // The same links as measured, now with the fitted numbers.
+    rep.pairs[k].after_gb_s = path_gb_s(c, paths[k]);
+  }
   for (int i = 0; i < m.gpus; ++i)
     for (int j = 0; j < m.gpus; ++j)
       if (i != j && !m.can_access.empty() && m.can_access[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] !=
@@ -203,19 +288,167 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
   return rep;
 }
 
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+// Where size, time, algbw and busbw sit in a table's rows, from its header (nccl-tests' own
+// "#  size count type redop root time algbw busbw #wrong time ..." line, or a markdown header
+// such as "| Message | Avg ms | algbw GB/s | busbw GB/s |"). The first time/algbw/busbw columns
+// are the out-of-place ones.
+struct Columns {
+  int size = -1, time = -1, algbw = -1, busbw = -1;
+  double time_unit_s = 1e-6;  // nccl-tests prints us
+  [[nodiscard]] bool usable() const { return size >= 0 && (time >= 0 || algbw >= 0); }
+};
+
+Columns columns_from_header(const std::vector<std::string>& cells) {
+  Columns c;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string h = lower(cells[i]);
+    const int k = static_cast<int>(i);
+    if (c.size < 0 && (h.find("size") != std::string::npos || h.find("message") != std::string::npos || h == "bytes"))
+      c.size = k;
+    else if (c.algbw < 0 && h.find("algbw") != std::string::npos)
+      c.algbw = k;
+    else if (c.busbw < 0 && h.find("busbw") != std::string::npos)
+      c.busbw = k;
+    else if (c.time < 0 && (h.find("time") != std::string::npos || h.find("latency") != std::string::npos ||
+                            h.rfind("avg", 0) == 0)) {
+      c.time = k;
+      if (h.find("ms") != std::string::npos) c.time_unit_s = 1e-3;
+      else if (h.find("(s)") != std::string::npos) c.time_unit_s = 1.0;
+    }
+  }
+  return c;
+}
+
+// "8589934592", "1.00 MiB", "1 MB", "256MB", "8K", "**8 GB**", "~34 GB": bytes. K/M/G are binary,
+// as nccl-tests' -b/-e sizes are (every size it prints is a power of two).
+bool parse_size(std::string cell, double& bytes) {
+  std::string t;
+  for (char ch : cell)
+    if (ch != '*' && ch != '~' && ch != ',' && ch != ' ') t.push_back(ch);
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  const std::string unit = lower(t.substr(used));
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;
+  else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0 * 1024.0;
+  else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0 * 1024.0 * 1024.0;
+  else return false;
+  bytes = v * scale;
+  return v >= 0;
+}
+
+bool parse_cell_number(std::string cell, double& v) {
+  std::string t;
+  for (char ch : cell)
+    if (ch != '*' && ch != '~' && ch != ',' && ch != ' ') t.push_back(ch);
+  return parse_double(t, v);
+}
+
+// Cells of a markdown table row ("| a | b |"), or nothing if the line is not one.
+std::vector<std::string> markdown_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  const std::size_t first = line.find_first_not_of(" \t");
+  if (first == std::string::npos || line[first] != '|') return cells;
+  std::string cur;
+  for (std::size_t i = first + 1; i < line.size(); ++i) {
+    if (line[i] == '|') {
+      cells.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(line[i]);
+    }
+  }
+  if (cur.find_first_not_of(" \t") != std::string::npos) cells.push_back(cur);
+  for (auto& c : cells) {
+    const std::size_t b = c.find_first_not_of(" \t"), e = c.find_last_not_of(" \t");
+    c = b == std::string::npos ? std::string() : c.substr(b, e - b + 1);
+  }
+  return cells;
+}
+
+// mpirun --tag-output prefixes ("[1,0]<stdout>:", "[0]") before the text nccl-tests printed. Only
+// rank tags (digits and commas): "[bm-h100-01:29250] 15 more processes ..." is Open MPI's own.
+std::string strip_mpi_tag(const std::string& line) {
+  std::size_t i = line.find_first_not_of(" \t");
+  if (i == std::string::npos || line[i] != '[') return line;
+  const std::size_t close = line.find(']', i);
+  if (close == std::string::npos || close == i + 1 ||
+      line.find_first_not_of("0123456789,", i + 1) != close)
+    return line;
+  std::size_t j = close + 1;
+  if (line.compare(j, 8, "<stdout>") == 0) j += 8;
+  if (j < line.size() && line[j] == ':') ++j;
+  return line.substr(j);
+}
+
+// Ranks from the ratio busbw / algbw that nccl-tests prints: 2(n-1)/n for all-reduce, (n-1)/n for
+// all-gather, reduce-scatter and all-to-all. 0 when the ratio says nothing (1 rank, send/recv).
+int ranks_from_bus_ratio(const std::string& coll, const std::vector<double>& ratios) {
+  if (ratios.empty()) return 0;
+  std::vector<double> r = ratios;
+  std::sort(r.begin(), r.end());
+  const double m = r[r.size() / 2];
+  const bool ar = coll.find("all_reduce") != std::string::npos || coll.find("allreduce") != std::string::npos;
+  const bool frac = coll.find("gather") != std::string::npos || coll.find("reduce_scatter") != std::string::npos ||
+                    coll.find("alltoall") != std::string::npos;
+  double n = 0;
+  if (ar && m > 1.0 + 1e-3 && m < 2.0) n = 2.0 / (2.0 - m);
+  if (frac && m > 0.0 && m < 1.0) n = 1.0 / (1.0 - m);
+  return n >= 2 ? static_cast<int>(std::lround(n)) : 0;
+}
+
+}  // namespace
+
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
                                               const std::string& collective) {
   std::vector<CollectivePoint> out;
   std::istringstream in(text);
-  std::string line;
-  int ranks_lines = 0, gpus_per_thread = 0, threads = 1, line_no = 0;
+  std::string raw;
+  int gpus_per_thread = 0, threads = 1, line_no = 0;
+  std::set<int> rank_ids;
   std::set<std::string> hosts;
   static const std::regex ngpus_re(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
-  // nccl-tests before 2.11 print no "Group" column ("#   Rank  0 Pid 9192 on host device 0 ...").
-  static const std::regex rank_re(R"(^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
-  while (std::getline(in, line)) {
+  // "#  Rank  0 Group  0 Pid 29262 on bm-h100-01 device 0 ...": with or without the leading '#'
+  // (a launcher's message can end on the same line, or eat it), with or without the Group
+  // column (nccl-tests before 2.11).
+  static const std::regex rank_re(R"((?:^|[#\s:\]])Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
+  Columns raw_cols;          // from nccl-tests' own header line
+  Columns md_cols;           // of the markdown table being read
+  bool in_markdown = false;
+  std::size_t table_start = 0;  // first point of the current markdown table
+  std::vector<std::pair<std::size_t, std::size_t>> md_tables;  // [begin, end) of points per table
+  auto close_markdown = [&] {
+    if (in_markdown && out.size() > table_start) md_tables.emplace_back(table_start, out.size());
+    in_markdown = false;
+    md_cols = Columns{};
+  };
+  auto add_point = [&](double bytes, double time_s, double algbw, double busbw) {
+    CollectivePoint p;
+    p.collective = collective;
+    p.bytes = bytes;
+    p.time_s = time_s > 0 ? time_s : (algbw > 0 ? bytes / (algbw * 1e9) : 0.0);
+    p.algbw_gb_s = algbw > 0 ? algbw : (p.time_s > 0 ? bytes / p.time_s / 1e9 : 0.0);
+    p.busbw_gb_s = busbw;
+    if (p.time_s > 0) out.push_back(p);
+  };
+  while (std::getline(in, raw)) {
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    const std::string line = strip_mpi_tag(raw);
+    const std::string where = "line " + std::to_string(line_no);
     std::smatch mt;
     if (std::regex_search(line, mt, ngpus_re)) {
       threads = std::stoi(mt[1]);
@@ -223,40 +456,99 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
       continue;
     }
     if (std::regex_search(line, mt, rank_re)) {
-      ++ranks_lines;
-      hosts.insert(mt[1]);
+      rank_ids.insert(std::stoi(mt[1]));
+      hosts.insert(mt[2]);
       continue;
     }
-    if (line.empty() || line[0] == '#') continue;
+    const auto cells = markdown_cells(line);
+    if (!cells.empty()) {
+      if (!in_markdown) {
+        in_markdown = true;
+        table_start = out.size();
+        md_cols = columns_from_header(cells);
+        continue;
+      }
+      if (cells[0].find_first_not_of("-: ") == std::string::npos) continue;  // |---|---:|
+      double bytes = 0;
+      if (!md_cols.usable() || !parse_size(cells[static_cast<std::size_t>(md_cols.size)], bytes)) continue;
+      auto num = [&](int col) {
+        double v = 0;
+        if (col >= 0 && col < static_cast<int>(cells.size()) && parse_cell_number(cells[static_cast<std::size_t>(col)], v)) return v;
+        return 0.0;
+      };
+      add_point(bytes, num(md_cols.time) * md_cols.time_unit_s, num(md_cols.algbw), num(md_cols.busbw));
+      continue;
+    }
+    close_markdown();
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    // A header line: nccl-tests' own ("#  size count type redop root time algbw busbw #wrong ..."),
+    // or that of a plain whitespace table ("size time algbw busbw").
+    const bool comment = line[first] == '#';
+    {
+      const auto tok = split_ws(comment ? line.substr(first + 1) : line);
+      if (!tok.empty() && lower(tok[0]) == "size" &&
+          (line.find("algbw") != std::string::npos || line.find("time") != std::string::npos)) {
+        raw_cols = columns_from_header(tok);
+        continue;
+      }
+    }
+    if (comment) continue;
     const auto tok = split_ws(line);
     double size = 0;
-    if (tok.empty() || !parse_double(tok[0], size)) continue;
-    // With redop and root (reductions, nccl-tests >= 2.10): 13 columns; without root: 12;
-    // gathers without redop/root: 11 (older releases).
-    std::size_t time_col = 0;
-    if (tok.size() >= 13) time_col = 5;
-    else if (tok.size() == 12) time_col = 4;
-    else if (tok.size() == 11) time_col = 3;
-    else
-      throw InputError(origin, "line " + std::to_string(line_no),
+    if (tok.empty() || !parse_double(tok[0], size) || tok[0].find_first_not_of("0123456789") != std::string::npos) continue;
+    Columns cols = raw_cols;
+    if (!cols.usable() || cols.time < 0) {
+      cols = Columns{};
+      cols.size = 0;
+      // Without a header: size count type redop root time algbw busbw #wrong ... (13 or more),
+      // no root (12, nccl-tests before 2.10), gathers without redop and root (11).
+      cols.time = tok.size() >= 13 ? 5 : tok.size() == 12 ? 4 : tok.size() == 11 ? 3 : -1;
+      cols.algbw = cols.time + 1;
+      cols.busbw = cols.time + 2;
+    }
+    // Before any header, a numeric line that is no result row is launcher chatter; after one, it is
+    // a malformed row.
+    if (cols.time < 0 && !raw_cols.usable()) continue;
+    if (cols.time < 0 || static_cast<int>(tok.size()) <= std::max(cols.time, cols.algbw))
+      throw InputError(origin, where,
                        "an nccl-tests result row (size count type [redop] [root] time algbw busbw #wrong ...), got " +
                            std::to_string(tok.size()) + " columns");
-    CollectivePoint p;
-    p.collective = collective;
-    p.bytes = size;
-    double t_us = 0, algbw = 0;
-    if (!parse_double(tok[time_col], t_us) || !parse_double(tok[time_col + 1], algbw) || t_us <= 0)
-      throw InputError(origin, "line " + std::to_string(line_no), "a positive time in us and an algbw in GB/s, got \"" +
-                                                                      tok[time_col] + "\" and \"" + tok[time_col + 1] + "\"");
-    p.time_s = t_us * 1e-6;
-    p.algbw_gb_s = algbw;
-    out.push_back(p);
+    const std::string& t_cell = tok[static_cast<std::size_t>(cols.time)];
+    double t = 0, algbw = 0, busbw = 0;
+    if (!parse_double(t_cell, t) || t <= 0 || (cols.algbw >= 0 && !parse_double(tok[static_cast<std::size_t>(cols.algbw)], algbw)))
+      throw InputError(origin, where, "a positive time and an algbw in GB/s, got \"" + t_cell + "\" and \"" +
+                                          (cols.algbw >= 0 ? tok[static_cast<std::size_t>(cols.algbw)] : std::string()) + "\"");
+    if (cols.busbw >= 0 && cols.busbw < static_cast<int>(tok.size())) parse_double(tok[static_cast<std::size_t>(cols.busbw)], busbw);
+    add_point(size, t * cols.time_unit_s, algbw, busbw);
   }
-  if (out.empty()) throw InputError(origin, "", "nccl-tests output with at least one result row, got none");
-  const int ranks = ranks_lines > 0 ? ranks_lines : threads * gpus_per_thread;
+  close_markdown();
+  if (out.empty())
+    throw InputError(origin, "", "nccl-tests results (its own output, or a markdown or whitespace table with size and time or algbw "
+                                 "columns), got no result row");
+  // Ranks: the "Rank N" lines, else nThread x nGpus of a single process, else (tables without
+  // them) what busbw / algbw implies; nodes: distinct hosts of the rank lines, else unknown (0),
+  // resolved against the cluster when the fit is applied.
+  const int ranks = !rank_ids.empty() ? *rank_ids.rbegin() + 1 : threads * gpus_per_thread;
+  const int nodes = hosts.empty() ? (ranks > 0 ? 1 : 0) : static_cast<int>(hosts.size());
   for (auto& p : out) {
     p.ranks = ranks;
-    p.nodes = std::max<int>(1, static_cast<int>(hosts.size()));
+    p.nodes = nodes;
+  }
+  // Each markdown table is its own measurement: infer its rank count separately.
+  if (ranks <= 0) {
+    std::vector<std::pair<std::size_t, std::size_t>> blocks = md_tables;
+    if (blocks.empty()) blocks.emplace_back(0, out.size());
+    for (const auto& [b, e] : blocks) {
+      std::vector<double> ratios;
+      for (std::size_t k = b; k < e; ++k)
+        if (out[k].algbw_gb_s >= 1.0 && out[k].busbw_gb_s > 0) ratios.push_back(out[k].busbw_gb_s / out[k].algbw_gb_s);
+      const int n = ranks_from_bus_ratio(collective, ratios);
+      for (std::size_t k = b; k < e; ++k) {
+        out[k].ranks = n;
+        out[k].nodes = 0;
+      }
+    }
   }
   return out;
 }
@@ -325,32 +617,58 @@ double bus_factor(const std::string& coll, int n) {
 
 }  // namespace
 
+namespace {
+
+// t = alpha + n * inv by least squares on relative error, alpha >= 0, inv > 0 where possible.
+std::pair<double, double> fit_alpha_inv(const std::vector<const CollectivePoint*>& pts) {
+  double s11 = 0, s1n = 0, snn = 0, s1t = 0, snt = 0;
+  for (const CollectivePoint* p : pts) {
+    const double w = 1.0 / (p->time_s * p->time_s);
+    s11 += w;
+    s1n += w * p->bytes;
+    snn += w * p->bytes * p->bytes;
+    s1t += w * p->time_s;
+    snt += w * p->bytes * p->time_s;
+  }
+  const double det = s11 * snn - s1n * s1n;
+  double alpha = 0, inv = 0;
+  if (std::abs(det) > 1e-300) {
+    alpha = (s1t * snn - s1n * snt) / det;
+    inv = (s11 * snt - s1n * s1t) / det;
+  }
+  if (alpha < 0 || inv <= 0) {
+    // Fall back to one term: a negative intercept (sizes too close together to separate the two
+    // terms, or noise) means pure bandwidth, t = n * inv through the origin.
+    alpha = std::max(alpha, 0.0);
+    inv = snn > 0 ? (snt - alpha * s1n) / snn : 0;
+  }
+  return {alpha, inv};
+}
+
+}  // namespace
+
 CollectiveFit fit_collective(const std::vector<CollectivePoint>& points) {
   CollectiveFit fit;
   std::map<std::tuple<std::string, int, int>, std::vector<const CollectivePoint*>> groups;
   for (const auto& p : points) groups[{p.collective, p.ranks, p.nodes}].push_back(&p);
-  for (const auto& [k, pts] : groups) {
-    // t = alpha + n * inv_bw, least squares on relative error (weights 1/t^2), alpha, inv_bw >= 0.
-    double s11 = 0, s1n = 0, snn = 0, s1t = 0, snt = 0;
-    for (const CollectivePoint* p : pts) {
-      const double w = 1.0 / (p->time_s * p->time_s);
-      s11 += w;
-      s1n += w * p->bytes;
-      snn += w * p->bytes * p->bytes;
-      s1t += w * p->time_s;
-      snt += w * p->bytes * p->time_s;
+  for (const auto& [k, all] : groups) {
+    // alpha: t = alpha + n * inv_bw over every size, least squares on relative error (weights
+    // 1/t^2) -- the small sizes fix it. Bandwidth: the same fit over the sizes within 1/64 of the
+    // largest (at least three), where NCCL runs its bandwidth protocol: over all sizes the
+    // latency-bound protocols (LL, LL128) pull the slope down (the SuperBench log: 210 GB/s over
+    // all sizes against 235 GB/s measured at 8 GiB).
+    const auto [alpha_all, inv_all] = fit_alpha_inv(all);
+    double largest = 0;
+    for (const CollectivePoint* p : all) largest = std::max(largest, p->bytes);
+    std::vector<const CollectivePoint*> big;
+    for (const CollectivePoint* p : all)
+      if (p->bytes >= largest / 64.0) big.push_back(p);
+    double alpha = alpha_all, inv = inv_all;
+    if (big.size() >= 3) {
+      const double inv_big = fit_alpha_inv(big).second;
+      if (inv_big > 0) inv = inv_big;
     }
-    const double det = s11 * snn - s1n * s1n;
-    double alpha = 0, inv = 0;
-    if (std::abs(det) > 1e-300) {
-      alpha = (s1t * snn - s1n * snt) / det;
-      inv = (s11 * snt - s1n * s1t) / det;
-    }
-    if (alpha < 0 || inv <= 0) {
-      // Fall back to one term: pure bandwidth through the largest message.
-      alpha = std::max(alpha, 0.0);
-      if (inv <= 0) inv = snn > 0 ? (snt - alpha * s1n) / snn : 0;
-    }
+    const auto& pts = all;
     CollectiveFitRow r;
     std::tie(r.collective, r.ranks, r.nodes) = k;
     r.alpha_us = alpha * 1e6;
@@ -365,50 +683,194 @@ CollectiveFit fit_collective(const std::vector<CollectivePoint>& points) {
   return fit;
 }
 
+namespace {
+
+// The GPUs of the cluster grouped by machine (Device::node), machines in order of first GPU.
+std::vector<std::vector<sim::DeviceId>> gpus_by_node(const sim::Cluster& c) {
+  std::vector<std::vector<sim::DeviceId>> out;
+  std::map<std::string, std::size_t> index;
+  for (sim::DeviceId g : c.gpus()) {
+    const std::string& n = c.devices[static_cast<std::size_t>(g)].node;
+    auto [it, fresh] = index.emplace(n, out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(g);
+  }
+  return out;
+}
+
+// The transfers of one measured collective as the cluster would carry them, and the fit they
+// imply. Within one machine: one ring over the first `ranks` GPUs (ring all-reduce, all-gather,
+// reduce-scatter; a send/recv is its first edge); every edge carries busbw, so a link carrying
+// L edges in one direction needs busbw x L. Across machines: NCCL runs one ring per NIC rail
+// (GPU i of every machine talks to GPU i of the next), so busbw = G x (per-rail bandwidth) with
+// G GPUs per machine, and a link carrying L rail edges needs busbw x L / G.
+struct CollectiveRoutes {
+  std::vector<std::pair<sim::DeviceId, sim::DeviceId>> edges;
+  double parallel = 1;   // G for the rails, 1 for a single ring
+  std::string shape;     // for the report
+};
+
+std::optional<CollectiveRoutes> collective_routes(const sim::Cluster& c, const CollectiveFitRow& r, std::string& why_not) {
+  const auto nodes = gpus_by_node(c);
+  CollectiveRoutes cr;
+  const int ranks = r.ranks;
+  if (ranks < 2) {
+    why_not = "rank count unknown or 1 (pass --ranks)";
+    return std::nullopt;
+  }
+  const bool pairwise = r.collective.find("send") != std::string::npos || r.collective.find("recv") != std::string::npos;
+  if (r.nodes <= 1) {
+    if (nodes.empty() || static_cast<int>(nodes[0].size()) < ranks) {
+      why_not = std::to_string(ranks) + " GPUs on one machine, the cluster's first machine has " +
+                std::to_string(nodes.empty() ? 0 : nodes[0].size());
+      return std::nullopt;
+    }
+    for (int i = 0; i < ranks; ++i) {
+      cr.edges.emplace_back(nodes[0][static_cast<std::size_t>(i)], nodes[0][static_cast<std::size_t>((i + 1) % ranks)]);
+      if (pairwise) break;
+    }
+    cr.shape = pairwise ? "one GPU pair" : "a ring over " + std::to_string(ranks) + " GPUs of one machine";
+    return cr;
+  }
+  const int m = r.nodes;
+  if (static_cast<int>(nodes.size()) < m || ranks % m != 0) {
+    why_not = std::to_string(ranks) + " ranks on " + std::to_string(m) + " machines, the cluster has " +
+              std::to_string(nodes.size()) + " machine(s)" + (ranks % m ? " and the ranks do not split evenly" : "");
+    return std::nullopt;
+  }
+  const int g = ranks / m;
+  for (int j = 0; j < m; ++j)
+    if (static_cast<int>(nodes[static_cast<std::size_t>(j)].size()) < g) {
+      why_not = std::to_string(g) + " GPUs per machine, machine " + std::to_string(j) + " of the cluster has " +
+                std::to_string(nodes[static_cast<std::size_t>(j)].size());
+      return std::nullopt;
+    }
+  for (int i = 0; i < g; ++i)
+    for (int j = 0; j < m; ++j) {
+      if (m == 2 && j == 1 && pairwise) break;
+      cr.edges.emplace_back(nodes[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)],
+                            nodes[static_cast<std::size_t>((j + 1) % m)][static_cast<std::size_t>(i)]);
+    }
+  cr.parallel = g;
+  cr.shape = std::to_string(g) + " rails (GPU i of each of " + std::to_string(m) + " machines to GPU i of the next)";
+  return cr;
+}
+
+// Fits one measured collective onto the class that limits its transfers in the cluster: every
+// edge is routed, the load of each link direction counted, and the link with the least
+// bandwidth per edge is the one the measurement saw.
+void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
+  const std::string what = r.collective + " on " + std::to_string(r.ranks) + " GPUs / " + std::to_string(r.nodes) + " machine(s)";
+  std::string why_not;
+  const auto cr = collective_routes(c, r, why_not);
+  if (!cr) {
+    rep.notes.push_back(what + ": not fitted: " + why_not);
+    return;
+  }
+  std::map<std::pair<sim::LinkId, bool>, int> load;
+  std::vector<Path> paths;
+  for (const auto& [a, b] : cr->edges) {
+    paths.push_back(path_of(c.route(a, b)));
+    for (const auto& h : paths.back().hops) ++load[{h.link, h.forward}];
+  }
+  sim::LinkId worst = -1;
+  int worst_load = 0;
+  double worst_share = 0;
+  for (const auto& [key, n] : load) {
+    const double share = link_gb_s(c, key.first) / n;
+    if (worst < 0 || share < worst_share) {
+      worst = key.first;
+      worst_load = n;
+      worst_share = share;
+    }
+  }
+  if (worst < 0) {
+    rep.notes.push_back(what + ": not fitted: its transfers cross no link of the cluster");
+    return;
+  }
+  LinkClassFit f;
+  f.kind = c.links[static_cast<std::size_t>(worst)].kind;
+  f.pairs = static_cast<int>(cr->edges.size());
+  // Across machines NCCL spreads its rails over all NICs of a machine, whatever one static route
+  // per GPU pair says (docs/routing.md: no multipath): a NIC's link carries ceil(rails / NICs).
+  int per_link = worst_load;
+  std::string spread;
+  if (cr->parallel > 1) {
+    const sim::Link& wl = c.links[static_cast<std::size_t>(worst)];
+    const auto is_nic = [&](sim::VertexId v) { return c.vertices[static_cast<std::size_t>(v)].kind == sim::VertexKind::Nic; };
+    if (is_nic(wl.a) || is_nic(wl.b)) {
+      const std::string& node = c.devices[static_cast<std::size_t>(cr->edges[0].first)].node;
+      int nics = 0;
+      for (const auto& v : c.vertices) nics += v.kind == sim::VertexKind::Nic && v.node == node;
+      const int rails = static_cast<int>(cr->parallel);
+      const int even = nics > 0 ? (rails + nics - 1) / nics : worst_load;
+      if (even != worst_load)
+        spread = "; NCCL spreads " + std::to_string(rails) + " rails over the machine's " + std::to_string(nics) +
+                 " NICs, " + std::to_string(even) + " per NIC (the cluster's static routes put " + std::to_string(worst_load) +
+                 " on " + wl.name + ")";
+      per_link = even;
+    }
+  }
+  f.new_gb_s = r.busbw_gb_s * per_link / cr->parallel;
+  // A ring all-reduce takes 2(n-1) steps, a gather n-1; each pays one edge's latency, split over
+  // the edge's hops.
+  const bool ar = r.collective.find("all_reduce") != std::string::npos || r.collective.find("allreduce") != std::string::npos;
+  const int steps = std::max(1, (ar ? 2 : 1) * (r.ranks - 1));
+  std::size_t hops = 1;
+  for (const Path& p : paths)
+    if (std::any_of(p.hops.begin(), p.hops.end(), [&](const sim::Hop& h) { return h.link == worst; })) {
+      hops = std::max<std::size_t>(1, p.hops.size());
+      break;
+    }
+  f.new_latency_us = r.alpha_us / steps / static_cast<double>(hops);
+  std::set<std::string> crossed;
+  for (const auto& [key, n] : load) crossed.insert(c.links[static_cast<std::size_t>(key.first)].kind);
+  std::string crossed_s;
+  for (const auto& k : crossed) crossed_s += (crossed_s.empty() ? "" : ", ") + k;
+  f.why = what + " (busbw " + fmt(r.busbw_gb_s) + " GB/s, alpha " + fmt(r.alpha_us) + " us) as " + cr->shape +
+          "; its transfers cross " + crossed_s + "; the least bandwidth per transfer is on " +
+          c.links[static_cast<std::size_t>(worst)].name + " (" + f.kind + ", " + std::to_string(worst_load) +
+          " transfer(s) per direction)" + spread;
+  if (write_class(c, f, r.alpha_us > 0, rep.notes)) {
+    if (f.new_gb_s > 1.05 * f.old_gb_s)
+      rep.notes.push_back(f.kind + " fitted at " + fmt(f.new_gb_s) + " GB/s, above the cluster's " + fmt(f.old_gb_s) +
+                          " GB/s: in-switch reductions (NVLS, SHARP) let busbw exceed the wire rate; a ring-only "
+                          "measurement (NCCL_ALGO=Ring) fits the wire");
+    rep.classes.push_back(f);
+  }
+  sim::compute_routes(c);
+}
+
+}  // namespace
+
 LinkFitReport apply_collective_fit(const CollectiveFit& fit, sim::Cluster& c) {
   LinkFitReport rep;
-  const CollectiveFitRow* best = nullptr;
-  for (const auto& r : fit.rows)
-    if (r.nodes == 1 && (!best || r.ranks > best->ranks)) best = &r;
-  if (!best) {
-    rep.notes.push_back("no single-node measurement: the cluster's links are left as they were");
-    return rep;
-  }
-  const auto gpus = c.gpus();
-  std::map<std::string, int> kinds;
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    for (std::size_t j = 0; j < gpus.size(); ++j)
-      if (i != j) {
-        const auto [bl, hops] = bottleneck(c, c.route(gpus[i], gpus[j]));
-        if (bl >= 0) ++kinds[c.links[static_cast<std::size_t>(bl)].kind];
-      }
-  if (kinds.empty()) {
-    rep.notes.push_back("the cluster has no GPU-to-GPU routes: nothing to calibrate");
-    return rep;
-  }
-  const auto top = std::max_element(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  LinkClassFit f;
-  f.kind = top->first;
-  f.pairs = top->second;
-  f.new_gb_s = best->busbw_gb_s;
-  // A ring all-reduce takes 2(n-1) steps; each pays one link latency.
-  const int steps = std::max(1, 2 * (best->ranks - 1));
-  f.new_latency_us = best->alpha_us / steps;
-  bool first = true;
-  for (sim::Link& l : c.links) {
-    if (l.kind != f.kind) continue;
-    if (first) {
-      f.old_gb_s = l.bandwidth.bytes_per_s / 1e9;
-      f.old_latency_us = static_cast<double>(l.latency.ns) / 1000.0;
-      first = false;
+  // Within a machine first (the intra-node fabric), then across machines (NICs and the network),
+  // each from the measurement with the most ranks.
+  const CollectiveFitRow* intra = nullptr;
+  const CollectiveFitRow* inter = nullptr;
+  const auto per_node = gpus_by_node(c);
+  const int gpn = per_node.empty() ? 0 : static_cast<int>(per_node[0].size());
+  std::vector<CollectiveFitRow> rows = fit.rows;
+  for (auto& r : rows)
+    if (r.nodes <= 0 && r.ranks > 0 && gpn > 0) {
+      // Tables that do not say: as few machines as the ranks fit on.
+      r.nodes = (r.ranks + gpn - 1) / gpn;
+      rep.notes.push_back(r.collective + " on " + std::to_string(r.ranks) + " GPUs: machines not given, taken as " +
+                          std::to_string(r.nodes) + " (" + std::to_string(gpn) + " GPUs per machine in the cluster)");
     }
-    if (f.new_gb_s > 0) l.bandwidth = sim::Bandwidth{f.new_gb_s * 1e9};
-    l.latency = sim::Duration{static_cast<std::int64_t>(std::llround(f.new_latency_us * 1000.0))};
+  for (const auto& r : rows) {
+    if (r.busbw_gb_s <= 0) continue;
+    const CollectiveFitRow*& slot = r.nodes <= 1 ? intra : inter;
+    if (!slot || r.ranks > slot->ranks) slot = &r;
   }
-  rep.classes.push_back(f);
-  rep.notes.push_back("used " + best->collective + " on " + std::to_string(best->ranks) + " GPUs: busbw " +
-                      std::to_string(best->busbw_gb_s) + " GB/s, alpha " + std::to_string(best->alpha_us) + " us");
-  sim::compute_routes(c);
+  for (const auto& r : rows)
+    if (&r != intra && &r != inter)
+      rep.notes.push_back(r.collective + " on " + std::to_string(r.ranks) + " GPUs / " + std::to_string(r.nodes) +
+                          " machine(s): fitted (see the table) but not written: a larger measurement of the same path is used");
+  if (intra) fit_row(*intra, c, rep);
+  if (inter) fit_row(*inter, c, rep);
+  if (!intra && !inter) rep.notes.push_back("no measurement with a rank count and a bandwidth: nothing to fit");
   return rep;
 }
 

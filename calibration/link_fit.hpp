@@ -11,9 +11,10 @@
 //
 // Link model fitted (docs/calibration.md): each GPU pair's measured unidirectional bandwidth (P2P
 // enabled where the cluster gives the pair peer access, else disabled) and latency are attributed
-// to the class (`Link::kind`) of the bottleneck link on the pair's route; a class gets the median
-// over its pairs, and every link of that class gets it (latency split evenly over the route's
-// hops).
+// to the class (`Link::kind`) of the bottleneck link on the path the measurement took (the direct
+// route, or through the source GPU's host memory for P2P=Disabled numbers); a class gets the median
+// over its pairs, and every link of that class gets it (latency split evenly over the path's
+// hops). Classes no measured path crossed are left alone.
 #pragma once
 
 #include <map>
@@ -39,6 +40,8 @@ struct LinkClassFit {
   int pairs = 0;
   double old_gb_s = 0, new_gb_s = 0;
   double old_latency_us = 0, new_latency_us = 0;
+  int links = 0;               ///< links of the class rewritten
+  std::string why;             ///< which measured transfers crossed the class, and how it was fitted
 };
 struct LinkFitReport {
   std::vector<LinkClassFit> classes;
@@ -57,14 +60,19 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& cluster)
 struct CollectivePoint {
   std::string collective;      ///< "all_reduce", "all_gather", ...
   int ranks = 0;               ///< GPUs taking part (0 = unknown)
-  int nodes = 1;
+  int nodes = 1;               ///< machines (0 = unknown: a table that does not say)
   double bytes = 0;            ///< message size
   double time_s = 0;           ///< out-of-place time
   double algbw_gb_s = 0;       ///< as printed (nccl-tests) or bytes / time
+  double busbw_gb_s = 0;       ///< as printed (0 = not printed)
 };
-/// nccl-tests' table (`*_perf -b 8 -e 128M -f 2`): columns size count type [redop root] time
-/// algbw busbw #wrong (out-of-place, then in-place). `collective` names the binary that ran, as the
-/// output does not. Ranks from "# nThread N nGpus G" x the number of "#  Rank" lines.
+/// nccl-tests results (`*_perf -b 8 -e 128M -f 2`): its own output (columns size count type
+/// [redop root] time algbw busbw #wrong, out-of-place then in-place, placed by its header line when
+/// present), and markdown or whitespace tables of such results with a header naming size and time
+/// (us, ms or s by the header) or algbw, busbw (sizes may carry K/M/G units). `collective` names
+/// the binary that ran, as the output does not. Ranks: the highest "Rank N" line + 1 (with or
+/// without a leading '#', Group column or mpirun tag), else nThread x nGpus, else per table from
+/// busbw / algbw; nodes: distinct host names of the rank lines, else 0 (unknown).
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
                                               const std::string& collective);
 /// Vidur's profiling CSV (data/profiling/network/*/all_reduce.csv): time in ms, size in bytes.
@@ -84,9 +92,12 @@ struct CollectiveFit {
 };
 CollectiveFit fit_collective(const std::vector<CollectivePoint>& points);
 
-/// Writes the busbw of the largest single-node group into the bandwidth of the links that carry
-/// GPU-to-GPU traffic (the bottleneck class of GPU pairs' routes), so the engine's ring
-/// collectives match the measurement. Returns what changed.
+/// Writes measured collective bandwidth onto the link class its transfers crossed: the largest
+/// single-machine measurement is laid out as a ring over the cluster's first GPUs, the largest
+/// multi-machine one as one ring per NIC rail; the transfers are routed through the cluster, and
+/// the class of the link with the least bandwidth per transfer gets busbw x (transfers on it) /
+/// (parallel rails). Nothing else changes; a fit above a PCIe class's signalling rate is refused.
+/// Returns what changed and why (LinkClassFit::why), and notes on what was not fitted.
 LinkFitReport apply_collective_fit(const CollectiveFit& fit, sim::Cluster& cluster);
 
 }  // namespace placesim::calibration

@@ -177,6 +177,91 @@ constexpr double kSmpGbS = 38.4;
 // EDR InfiniBand, 100 Gbit/s, when the file gives no speed.
 constexpr double kDefaultNicGbS = 12.5;
 
+// A GPU-to-NVSwitch hop must be cheaper than a PCIe switch hop: GPU-nvswitch-GPU and
+// GPU-PCIe switch-GPU are both two hops, and routing breaks hop ties on latency
+// (docs/routing.md), so GPUs behind one PCIe switch would otherwise talk over PCIe.
+constexpr double kNvswitchLatencyUs = 0.35;
+
+// NVLinks a GPU has in all (NVIDIA P100/V100/A100/H100 whitepapers): a GPU whose NV# relations
+// add up to more than this reaches its peers through NVSwitches, not point-to-point bundles.
+int nvlinks_per_gpu(const std::string& m) {
+  if (m.rfind("P100-SXM", 0) == 0) return 4;
+  if (m.rfind("V100-SXM", 0) == 0) return 6;
+  if (m.rfind("A100-SXM", 0) == 0) return 12;
+  if (m.rfind("H100-SXM", 0) == 0 || m.rfind("H200-SXM", 0) == 0) return 18;
+  // PCIe cards with NVLink bridges: three bridges of 4 links (A100 PCIe 600 GB/s, H100 PCIe
+  // 600 GB/s bidirectional -- NVIDIA A100/H100 PCIe product briefs).
+  if (m.rfind("A100-PCIe", 0) == 0 || m.rfind("H100-PCIe", 0) == 0) return 12;
+  return 0;
+}
+
+// Which GPUs sit on an NVSwitch fabric, and with how many links each.
+struct NvSwitchPlan {
+  std::vector<bool> on_switch;   // per GPU row
+  std::vector<int> port_links;   // links from the GPU into the switch fabric
+  std::vector<int> totals;       // sum of the GPU's NV# relations
+  int max_links = 0;
+  [[nodiscard]] bool any() const { return std::find(on_switch.begin(), on_switch.end(), true) != on_switch.end(); }
+  [[nodiscard]] std::string describe(const std::string& model, double per_link) const {
+    int n = 0, total = 0, port = 0;
+    for (std::size_t k = 0; k < on_switch.size(); ++k)
+      if (on_switch[k]) {
+        ++n;
+        total = std::max(total, totals[k]);
+        port = std::max(port, port_links[k]);
+      }
+    std::ostringstream os;
+    os << n << " GPUs reach each other through NVSwitch: up to " << total << " NVLinks per GPU in the NV# relations, more than the "
+       << max_links << " a " << model << " has; modelled as one non-blocking `nvswitch` with one " << port * per_link
+       << " GB/s port per GPU (" << port << " links)";
+    return os.str();
+  }
+};
+
+template <class Rel>
+NvSwitchPlan plan_nvswitch(const Rel& rel, const std::vector<int>& gpu_rows, int max_links) {
+  NvSwitchPlan p;
+  p.max_links = max_links;
+  p.on_switch.assign(gpu_rows.size(), false);
+  p.port_links.assign(gpu_rows.size(), 0);
+  p.totals.assign(gpu_rows.size(), 0);
+  if (max_links <= 0) return p;
+  for (std::size_t a = 0; a < gpu_rows.size(); ++a) {
+    int widest = 0;
+    for (std::size_t c = 0; c < gpu_rows.size(); ++c) {
+      if (a == c) continue;
+      const auto& r = rel[static_cast<std::size_t>(gpu_rows[a])][static_cast<std::size_t>(gpu_rows[c])];
+      if (r.nvlinks <= 0) continue;
+      p.totals[a] += r.nvlinks;
+      widest = std::max(widest, r.nvlinks);
+    }
+    // Through switches, nvidia-smi reports every pair at the GPU's full link count (NV18 on an
+    // HGX H100): that is the GPU's port into the fabric.
+    p.on_switch[a] = p.totals[a] > max_links;
+    p.port_links[a] = std::min(widest, max_links);
+  }
+  return p;
+}
+
+// NIC line rate assumed when the file gives none: what NVIDIA ships with each GPU generation's
+// DGX/HGX systems (DGX-1: EDR 100 Gb/s; DGX A100: HDR 200 Gb/s ConnectX-6; DGX H100/H200: NDR
+// 400 Gb/s ConnectX-7 -- NVIDIA DGX user guides), and where that figure comes from.
+double assumed_nic_gbit_s(const std::string& m, std::string* why = nullptr) {
+  auto say = [&](const char* w) {
+    if (why) *why = w;
+  };
+  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) {
+    say("InfiniBand NDR, as in DGX H100/H200");
+    return 400.0;
+  }
+  if (m.rfind("A100", 0) == 0) {
+    say("InfiniBand HDR, as in DGX A100");
+    return 200.0;
+  }
+  say("InfiniBand EDR, as in DGX-1");
+  return 100.0;
+}
+
 std::string cpu_model_or_default(const TopoOptions& o, const std::string& guessed, std::vector<std::string>& notes) {
   if (!o.cpu_model.empty()) return o.cpu_model;
   if (!guessed.empty()) return guessed;
@@ -251,6 +336,12 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     line = strip_ansi(line);
+    // Pasted as comments ("#         GPU0    GPU1 ...", "# GPU0     X      NV18 ..."): the matrix
+    // after the '#'.
+    if (const std::size_t hash = line.find_first_not_of(" \t"); hash != std::string::npos && line[hash] == '#') {
+      const auto after = split_ws(line.substr(hash + 1));
+      if (!after.empty() && std::regex_match(after[0], dev_re)) line = " " + line.substr(hash + 1);
+    }
     std::smatch m;
     if (std::regex_match(line, m, legend_re)) nic_legend[m[1]] = m[2];
     const auto tok = split_ws(line);
@@ -290,13 +381,26 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
   }
   if (columns.empty())
     throw InputError(origin, "", "the matrix of `nvidia-smi topo -m` (a header row GPU0 GPU1 ...), got none");
-  if (row_names != columns)
+  // Every column needs its row, in order, except that trailing NIC rows may be missing (a paste
+  // cut short): the GPU rows hold every GPU-NIC relation, and NIC-NIC ones only group NICs.
+  const bool prefix = row_names.size() <= columns.size() && std::equal(row_names.begin(), row_names.end(), columns.begin());
+  bool only_nics_missing = prefix;
+  for (std::size_t k = row_names.size(); only_nics_missing && k < columns.size(); ++k)
+    only_nics_missing = columns[k].rfind("GPU", 0) != 0;
+  if (!only_nics_missing)
     throw InputError(origin, "line " + std::to_string(header_line),
                      "one row per column device in the same order, got " + std::to_string(row_names.size()) + " rows for " +
                          std::to_string(columns.size()) + " columns");
   const int n = static_cast<int>(columns.size());
+  const int have = static_cast<int>(row_names.size());
+  TopoImport out;
+  if (have < n) {
+    out.notes.push_back(std::to_string(n - have) + " NIC row(s) missing from the matrix (" + columns[static_cast<std::size_t>(have)] +
+                        " on): their relations to GPUs taken from the GPU rows, to other NICs as SYS");
+    affinity.resize(static_cast<std::size_t>(n));
+  }
   std::vector<std::vector<Relation>> rel(static_cast<std::size_t>(n), std::vector<Relation>(static_cast<std::size_t>(n)));
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; i < have; ++i)
     for (int j = 0; j < n; ++j) {
       const auto r = parse_relation(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
       if (!r)
@@ -305,12 +409,19 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
                              rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] + "\"");
       rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = *r;
     }
+  for (int i = have; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      Relation r;
+      r.kind = i == j ? Relation::Self : Relation::Sys;
+      if (j < have) r = rel[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
+      rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = r;
+    }
   auto is_gpu = [&](int i) { return columns[static_cast<std::size_t>(i)].rfind("GPU", 0) == 0; };
   if (o.gpu_model.empty())
     throw InputError(origin, "--gpu-model", "a GPU model from the catalog (nvidia-smi topo does not name the GPUs), got none");
   const sim::DeviceSpec& gspec = catalog_spec(o.gpu_model, "<flag --gpu-model>", "");
+  const std::string& model = gspec.model;  // the catalog name, also when given as nvidia-smi prints it
 
-  TopoImport out;
   Builder b(origin, o);
   // NUMA nodes: GPUs by their affinity; NICs by their closest GPU.
   UnionFind numa(n);
@@ -348,7 +459,7 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
   const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
   auto numa_of = [&](int i) { return numa_id[static_cast<std::size_t>(i)]; };
   std::string pgen;
-  const double pcie = pcie_x16_gb_s(o.gpu_model, &pgen);
+  const double pcie = pcie_x16_gb_s(model, &pgen);
   for (int k = 0; k < numas; ++k) {
     const std::string cpu = "cpu" + std::to_string(k), hb = "hb" + std::to_string(k);
     b.add_cpu(cpu, cspec);
@@ -356,7 +467,7 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     b.add_link(cpu, hb, cspec.memory_bandwidth.bytes_per_s / 1e9, 0.1, "membus");
     for (int j = 0; j < k; ++j) b.add_link("hb" + std::to_string(j), hb, kSmpGbS, kSmpLatencyUs, "smp");
   }
-  if (numas > 1) out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS) + " GB/s smp links (assumed; calibrate-links fits them)");
+  if (numas > 1) out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) + " GB/s smp links (assumed; calibrate-links fits them)");
   // PCIe switches: components of PIX/PXB with at least two members.
   std::map<int, std::vector<int>> groups;
   for (int i = 0; i < n; ++i) groups[sw.find(i)].push_back(i);
@@ -369,7 +480,11 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     b.add_link(s, "hb" + std::to_string(numa_of(root)), pcie, kPcieLatencyUs, pgen);
     for (int m : members) switch_of[m] = s;
   }
-  int gpu_count = 0;
+  int gpu_count = 0, nic_count = 0;
+  // `nvidia-smi topo -m` names NICs but gives no speed.
+  std::string nic_why;
+  const double nic_gbit = o.nic_gbit_s > 0 ? o.nic_gbit_s : assumed_nic_gbit_s(model, &nic_why);
+  const double nic_gb_s = nic_gbit / 8.0;
   for (int i = 0; i < n; ++i) {
     const std::string& name = columns[static_cast<std::size_t>(i)];
     const std::string up = switch_of.count(i) ? switch_of[i] : "hb" + std::to_string(numa_of(i));
@@ -381,28 +496,50 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     } else {
       const std::string nic = nic_legend.count(name) ? nic_legend[name] : name;
       b.add_vertex(nic, VertexKind::Nic);
-      b.add_link(nic, up, std::min(pcie, kDefaultNicGbS), kNicLatencyUs, "ib");
+      b.add_link(nic, up, std::min(pcie, nic_gb_s), kNicLatencyUs, "ib");
+      ++nic_count;
     }
   }
   auto gname = [&](int i) { return "gpu" + columns[static_cast<std::size_t>(i)].substr(3); };
   std::string gen;
-  double per_link = nvlink_gb_s_per_link(o.gpu_model, &gen);
+  double per_link = nvlink_gb_s_per_link(model, &gen);
+  if (per_link == 0.0) {
+    bool any_nv = false;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) any_nv |= rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].kind == Relation::NvLink;
+    if (any_nv) out.notes.push_back(model + " has no NVLink in the catalog: NV links assumed 25 GB/s each");
+    per_link = 25.0;
+    gen = "nvlink";
+  }
+  std::vector<int> gpu_rows;
   for (int i = 0; i < n; ++i)
-    for (int j = i + 1; j < n; ++j) {
-      if (!is_gpu(i) || !is_gpu(j)) continue;
+    if (is_gpu(i)) gpu_rows.push_back(i);
+  const NvSwitchPlan plan = plan_nvswitch(rel, gpu_rows, nvlinks_per_gpu(model));
+  if (plan.any()) {
+    b.add_vertex("nvswitch", VertexKind::Switch);
+    for (std::size_t k = 0; k < gpu_rows.size(); ++k) {
+      if (!plan.on_switch[k]) continue;
+      b.add_link(gname(gpu_rows[k]), "nvswitch", per_link * plan.port_links[k], kNvswitchLatencyUs, gen);
+    }
+    out.notes.push_back(plan.describe(model, per_link));
+  }
+  for (std::size_t a = 0; a < gpu_rows.size(); ++a)
+    for (std::size_t c = a + 1; c < gpu_rows.size(); ++c) {
+      const int i = gpu_rows[a], j = gpu_rows[c];
       const Relation r = rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-      if (r.kind == Relation::NvLink) {
-        if (per_link == 0.0) {
-          out.notes.push_back(o.gpu_model + " has no NVLink in the catalog: NV links assumed 25 GB/s each");
-          per_link = 25.0;
-          gen = "nvlink";
-        }
+      if (r.kind == Relation::NvLink && !(plan.on_switch[a] && plan.on_switch[c]))
         b.add_link(gname(i), gname(j), per_link * r.nvlinks, kNvlinkLatencyUs, gen);
-      }
       if (r.kind == Relation::NvLink || r.kind == Relation::Pix || r.kind == Relation::Pxb || r.kind == Relation::Phb)
         b.add_peer(gname(i), gname(j));
     }
   if (gpu_count == 0) throw InputError(origin, "", "at least one GPU row, got none");
+  if (nic_count > 0) {
+    std::ostringstream os;
+    os << nic_count << " NIC(s) at " << nic_gbit << " Gb/s = " << nic_gb_s << " GB/s per direction ("
+       << (o.nic_gbit_s > 0 ? std::string("--nic-gbps")
+                            : "assumed, " + nic_why + ": nvidia-smi gives no NIC speed; pass --nic-gbps") << ")";
+    out.notes.push_back(os.str());
+  }
   out.cluster = b.build(o.name.empty() ? default_name(origin) : o.name);
   out.notes.insert(out.notes.end(), b.notes.begin(), b.notes.end());
   return out;
@@ -602,6 +739,7 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
     int dev = -1;
     std::vector<std::pair<std::string, int>> nvlinks;  // target busid, count
     std::vector<std::string> nvswitch_targets;
+    int nvswitch_links = 0;  // sum of the count= of the NVLinks to NVSwitches
     int line = 0;
   };
   std::vector<GpuInfo> gpus;
@@ -616,7 +754,7 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
   };
   std::vector<SwitchInfo> switches;
   std::string guessed_cpu;
-  int numa = 0;
+  int numa = 0, assumed_nic_speeds = 0;
 
   std::function<void(const XmlNode&, const std::string&, const std::string&)> walk_pci =
       [&](const XmlNode& p, const std::string& parent, const std::string& cpu) {
@@ -643,7 +781,10 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
               for (const XmlNode& l : c.children)
                 if (l.tag == "nvlink") {
                   const int count = int_attr(l, "count", 1, origin);
-                  if (l.attr("tclass").rfind("0x0680", 0) == 0) g.nvswitch_targets.push_back(l.attr("target"));
+                  if (l.attr("tclass").rfind("0x0680", 0) == 0) {
+                    g.nvswitch_targets.push_back(l.attr("target"));
+                    g.nvswitch_links += count;
+                  }
                   else g.nvlinks.emplace_back(l.attr("target"), count);
                 }
             }
@@ -656,7 +797,10 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
             if (c.tag == "nic")
               for (const XmlNode& net : c.children)
                 if (net.tag == "net") nic_bw = num_attr(net, "speed", origin) / 8000.0;
-          nics.push_back({"nic" + std::to_string(nics.size()), parent, nic_bw > 0 ? nic_bw : (bw > 0 ? std::min(bw, kDefaultNicGbS) : kDefaultNicGbS)});
+          if (nic_bw <= 0) ++assumed_nic_speeds;
+          // The NIC's own line rate, capped by its PCIe attachment when the file gives one.
+          const double line = nic_bw > 0 ? nic_bw : kDefaultNicGbS;
+          nics.push_back({"nic" + std::to_string(nics.size()), parent, bw > 0 ? std::min(bw, line) : line});
           return;
         }
         for (const XmlNode& c : p.children)
@@ -680,11 +824,15 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
         for (const XmlNode& net : c.children)
           if (net.tag == "net") {
             const double sp = num_attr(net, "speed", origin) / 8000.0;
+            if (sp <= 0) ++assumed_nic_speeds;
             nics.push_back({net.attr("name").empty() ? "nic" + std::to_string(nics.size()) : net.attr("name"), hb,
                             sp > 0 ? sp : kDefaultNicGbS});
           }
     }
   }
+  if (assumed_nic_speeds > 0)
+    out.notes.push_back(std::to_string(assumed_nic_speeds) + " NIC(s) without a speed= in the file: assumed " +
+                        std::to_string(kDefaultNicGbS * 8.0).substr(0, 5) + " Gb/s");
   if (numa == 0) throw InputError(origin, "system.cpu", "at least one <cpu> element, got none");
   if (gpus.empty()) throw InputError(origin, "system", "at least one GPU (pci class 0x0302/0x0300), got none");
 
@@ -706,7 +854,7 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
       }
       ++k;
     }
-    if (k > 1) out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS) + " GB/s smp links (assumed; calibrate-links fits them)");
+    if (k > 1) out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) + " GB/s smp links (assumed; calibrate-links fits them)");
   }
 
   // Name GPUs by their CUDA index when the file gives it, else in file order.
@@ -716,7 +864,7 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
     if (g.dev < 0) g.dev = static_cast<int>(i);
     if (!devs.insert(g.dev).second) throw InputError(origin, "line " + std::to_string(g.line), "distinct GPU dev numbers, got dev " + std::to_string(g.dev) + " twice");
     g.name = "gpu" + std::to_string(g.dev);
-    if (!o.gpu_model.empty()) g.model = o.gpu_model;
+    if (!o.gpu_model.empty()) g.model = catalog_spec(o.gpu_model, "<flag --gpu-model>", "").model;
     if (g.model.empty())
       throw InputError(origin, "line " + std::to_string(g.line),
                        "a GPU the file identifies (pci device id) or --gpu-model, got neither for busid " + g.busid);
@@ -762,7 +910,8 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
     if (!g.nvswitch_targets.empty()) {
       if (!nvswitch) b.add_vertex("nvswitch", VertexKind::Switch);
       nvswitch = true;
-      b.add_link(g.name, "nvswitch", (per > 0 ? per : 25.0) * static_cast<double>(g.nvswitch_targets.size()), kNvlinkLatencyUs,
+      // A DGX A100 lists six NVSwitches with count="2" each: 12 links, 300 GB/s per direction.
+      b.add_link(g.name, "nvswitch", (per > 0 ? per : 25.0) * static_cast<double>(g.nvswitch_links), kNvswitchLatencyUs,
                  gen.empty() ? "nvlink" : gen, SharingPolicy::SplitDuplex);
       any_nvlink = true;
     }

@@ -11,7 +11,10 @@
 // The model built (docs/calibration.md): one CPU device and one PCIe host bridge per NUMA node
 // (NUMA nodes of one machine fully connected by an "smp" link), a PCIe switch per group of devices
 // that `nvidia-smi` reports as PIX/PXB to each other (or per 0x0604 bridge in NCCL XML), a direct
-// link per NVLink bundle (NV# = # links of the GPU's NVLink generation), a NIC vertex per NIC. Peer
+// link per NVLink bundle (NV# = # links of the GPU's NVLink generation), a NIC vertex per NIC. GPUs
+// whose NV# relations add up to more links than the GPU has (18 on H100/H200, 12 on A100, 6 on
+// V100, 4 on P100: an HGX/DGX board, DGX-2) are joined by one non-blocking `nvswitch` vertex, one
+// port per GPU at its full NVLink bandwidth, instead of by point-to-point bundles. Peer
 // access: NVLink, PIX, PXB and PHB pairs; NODE and SYS pairs are staged through host memory (as the
 // CUDA driver does on most such systems).
 #pragma once
@@ -27,11 +30,12 @@ struct TopoOptions {
   std::string gpu_model;     ///< catalog name; required when the file does not identify the GPUs
   std::string cpu_model;     ///< catalog name; empty = guessed from the file, else Xeon-E5-2698v4
   std::string name;          ///< cluster name; empty = derived from the file name
+  double nic_gbit_s = 0;     ///< NIC line rate for files that give none (nvidia-smi); 0 = assumed per GPU generation
   std::string node = "node0";
 };
 
-/// The result and what the importer had to assume (printed by the CLI, written to the YAML's
-/// comments by nobody: the cluster format has no free text).
+/// The result and what the importer had to assume (`placesim import topo` prints the notes on
+/// stderr and writes them as comments at the top of the YAML).
 struct TopoImport {
   sim::Cluster cluster;
   std::vector<std::string> notes;

@@ -1,6 +1,9 @@
 #include "sim/catalog.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <string>
 #include <initializer_list>
 #include <utility>
 
@@ -202,11 +205,69 @@ const std::vector<DeviceSpec>& catalog() {
   return kCatalog;
 }
 
+// The key a name is compared under: lower case, vendor and marketing words, parenthesised marks
+// and the "@ 2.20GHz" clock suffix dropped, then every character that is not a letter or a digit
+// removed. "Intel(R) Xeon(R) CPU E5-2698 v4 @ 2.20GHz" and "Xeon-E5-2698v4" both become
+// "xeone52698v4"; "NVIDIA A100-SXM4-80GB" becomes "a100sxm480gb".
+std::string name_key(std::string_view name) {
+  std::string s(name);
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (const auto at = s.find('@'); at != std::string::npos) s.erase(at);
+  for (const char* mark : {"(r)", "(tm)"}) {
+    for (auto p = s.find(mark); p != std::string::npos; p = s.find(mark)) s.erase(p, std::strlen(mark));
+  }
+  std::string words;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && s[i] == ' ') ++i;
+    std::size_t j = i;
+    while (j < s.size() && s[j] != ' ') ++j;
+    const std::string w = s.substr(i, j - i);
+    i = j;
+    // "64-Core" in "AMD EPYC 7742 64-Core Processor".
+    const bool core_count = w.size() > 5 && w.compare(w.size() - 5, 5, "-core") == 0;
+    if (w.empty() || core_count || w == "nvidia" || w == "tesla" || w == "geforce" || w == "intel" ||
+        w == "amd" || w == "cpu" || w == "processor")
+      continue;
+    words += w;
+  }
+  std::string key;
+  for (char c : words)
+    if (std::isalnum(static_cast<unsigned char>(c))) key.push_back(c);
+  return key;
+}
+
+// Names that nvidia-smi, the CUDA runtime (and so Kineto's deviceProperties) or /proc/cpuinfo print
+// for a catalog model whose key differs from the model's own. Every entry is the name the tool
+// prints for that product: "Tesla K80" is one GK210 die (nvidia-smi lists the two dies of a
+// board as two "Tesla K80" devices); "NVIDIA H100 80GB HBM3" is the SXM5 part (the PCIe card
+// prints "NVIDIA H100 PCIe"); "NVIDIA H200" is the SXM part (the PCIe card is "NVIDIA H200 NVL").
+constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+    {"k80", "K80-GK210"},
+    {"k40c", "K40"},
+    {"k40m", "K40"},
+    {"a10080gbpcie", "A100-PCIe-80GB"},
+    {"h10080gbhbm3", "H100-SXM5-80GB"},
+    {"h100pcie", "H100-PCIe-80GB"},
+    {"h200", "H200-SXM-141GB"},
+    {"h200141gbhbm3e", "H200-SXM-141GB"},
+    {"xeonplatinum8480", "Xeon-Platinum-8480C"},
+};
+
 }  // namespace
 
 const DeviceSpec* find_device_model(std::string_view model) {
   for (const DeviceSpec& s : catalog()) {
     if (s.model == model) return &s;
+  }
+  const std::string key = name_key(model);
+  if (key.empty()) return nullptr;
+  for (const DeviceSpec& s : catalog()) {
+    if (name_key(s.model) == key) return &s;
+  }
+  for (const auto& [alias, canonical] : kAliases) {
+    if (alias == key) return find_device_model(canonical);
   }
   return nullptr;
 }

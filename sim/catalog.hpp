@@ -3,6 +3,9 @@
 // docs/catalog.md has the same table with the sources spelled out.
 //
 //   const DeviceSpec* v100 = find_device_model("V100-SXM2-16GB");   // nullptr if unknown
+//   find_device_model("Tesla V100-SXM2-16GB");                      // the same entry: names as
+//   find_device_model("NVIDIA H100 80GB HBM3");                     // nvidia-smi, Kineto and
+//   find_device_model("AMD EPYC 7742 64-Core Processor");           // /proc/cpuinfo print them
 //   if (v100) use(v100->peak_for(Dtype::F16), v100->memory_bandwidth);
 //   for (const std::string& m : device_model_names()) list(m);      // sorted
 #pragma once
@@ -15,7 +18,11 @@
 
 namespace placesim::sim {
 
-/// The catalog entry for `model` (exact, case-sensitive name), or nullptr.
+/// The catalog entry for `model`, or nullptr. `model` is the catalog name, or a name as tools print
+/// it: compared without case, vendor words ("NVIDIA", "Tesla", "GeForce", "Intel(R)", "AMD",
+/// "CPU", "Processor", "64-Core"), the "@ clock" suffix and punctuation, then through a table of
+/// product names whose printed form differs from the catalog's ("Tesla K80" = one K80-GK210 die,
+/// "NVIDIA H100 80GB HBM3" = H100-SXM5-80GB, "NVIDIA H200" = H200-SXM-141GB).
 const DeviceSpec* find_device_model(std::string_view model);
 /// All catalog model names, sorted.
 std::vector<std::string> device_model_names();

@@ -105,6 +105,9 @@ struct Link {
   Duration latency{0};
   SharingPolicy sharing = SharingPolicy::SplitDuplex;
   std::string kind;                        ///< free-form class used by sweeps: "pcie3", "nvlink2", "ib", ...
+  /// Flows over this link are TCP: they share bottlenecks in proportion to 1 / route latency and
+  /// are bound by window / (2 x route latency) (SimGrid CM02; sim/network.hpp).
+  bool tcp = false;
 };
 
 struct Hop {
@@ -139,6 +142,8 @@ struct Cluster {
   std::vector<std::vector<bool>> peer_access;
   /// routes[i][j] for devices i != j; empty on the diagonal.
   std::vector<std::vector<Route>> routes;
+  /// TCP window (bytes) bounding flows over `tcp` links; SimGrid's network/TCP-gamma default.
+  double tcp_window_bytes = 4194304.0;
 
   [[nodiscard]] DeviceId device_index(std::string_view name) const;   ///< -1 if absent
   [[nodiscard]] VertexId vertex_index(std::string_view name) const;   ///< -1 if absent

@@ -226,6 +226,37 @@ SharingPolicy parse_sharing(const Reader& rd, const YAML::Node& n, const std::st
   rd.fail(n, path, "one of shared, split-duplex, fat-pipe, got \"" + printable(s) + "\"");
 }
 
+bool parse_bool(const Reader& rd, const YAML::Node& n, const std::string& path) {
+  const std::string s = rd.str(n, path);
+  if (s == "true" || s == "yes") return true;
+  if (s == "false" || s == "no") return false;
+  rd.fail(n, path, "true or false, got \"" + printable(s) + "\"");
+}
+
+// Top-level `tcp`: `all` (every link carries TCP flows) or {links: all | [kind, ...], window: 4 MiB}.
+// Returns the kinds marked ("*" = all) and sets the window.
+std::set<std::string> parse_tcp(const Reader& rd, const YAML::Node& n, Cluster& c) {
+  std::set<std::string> kinds;
+  if (n.IsScalar()) {
+    if (rd.str(n, "tcp") != "all") rd.fail(n, "tcp", "all or a mapping {links: all | [kinds], window: bytes}");
+    kinds.insert("*");
+    return kinds;
+  }
+  rd.expect_map(n, "tcp", {"links", "window"});
+  if (n["window"]) c.tcp_window_bytes = static_cast<double>(rd.positive_bytes(n["window"], "tcp.window").v);
+  const YAML::Node l = n["links"];
+  if (!l) return kinds;
+  if (l.IsScalar()) {
+    if (rd.str(l, "tcp.links") != "all") rd.fail(l, "tcp.links", "all or a list of link kinds");
+    kinds.insert("*");
+  } else if (l.IsSequence()) {
+    for (std::size_t i = 0; i < l.size(); ++i) kinds.insert(rd.str(l[i], idx("tcp.links", i)));
+  } else {
+    rd.fail(l, "tcp.links", "all or a list of link kinds, got " + Reader::shown(l));
+  }
+  return kinds;
+}
+
 }  // namespace
 
 Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
@@ -246,7 +277,7 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
   try {
     rd.expect_map(root, "",
                   {"name", "description", "sources", "devices", "switches", "host_bridges", "nics",
-                   "links", "peer_access", "routes"});
+                   "links", "peer_access", "routes", "tcp"});
     Cluster c;
     c.source_file = origin;
     c.name = root["name"] ? rd.str(root["name"], "name") : fs::path(origin).stem().string();
@@ -390,7 +421,7 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
     for (std::size_t i = 0; i < links.size(); ++i) {
       const std::string path = idx("links", i);
       const YAML::Node l = links[i];
-      rd.expect_map(l, path, {"name", "between", "bandwidth", "latency", "sharing", "kind"});
+      rd.expect_map(l, path, {"name", "between", "bandwidth", "latency", "sharing", "kind", "tcp"});
       Link link;
       const YAML::Node ends = require(rd, l, l["between"], path + ".between", "two endpoint names");
       if (!ends.IsSequence() || ends.size() != 2) {
@@ -414,6 +445,7 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
       if (l["latency"]) link.latency = rd.duration(l["latency"], path + ".latency");
       if (l["sharing"]) link.sharing = parse_sharing(rd, l["sharing"], path + ".sharing");
       if (l["kind"]) link.kind = rd.str(l["kind"], path + ".kind");
+      if (l["tcp"]) link.tcp = parse_bool(rd, l["tcp"], path + ".tcp");
       if (l["name"]) {
         link.name = rd.str(l["name"], path + ".name");
         if (link_names.count(link.name) != 0) {
@@ -429,6 +461,13 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
       }
       link_names.insert(link.name);
       c.links.push_back(std::move(link));
+    }
+
+    // TCP flows: the cluster-wide selection marks links that do not say for themselves.
+    if (root["tcp"]) {
+      const std::set<std::string> kinds = parse_tcp(rd, root["tcp"], c);
+      for (std::size_t i = 0; i < links.size(); ++i)
+        if (!links[i]["tcp"] && (kinds.count("*") || kinds.count(c.links[i].kind))) c.links[i].tcp = true;
     }
 
     // Peer access: "all" (default), "none", or {groups: [[...]], pairs: [[a, b]]}.
@@ -664,9 +703,13 @@ std::string cluster_to_yaml(const Cluster& c) {
     out << YAML::Key << "latency" << YAML::Value << spell_duration(l.latency);
     out << YAML::Key << "sharing" << YAML::Value << to_string(l.sharing);
     if (!l.kind.empty()) out << YAML::Key << "kind" << YAML::Value << l.kind;
+    if (l.tcp) out << YAML::Key << "tcp" << YAML::Value << true;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
+  if (c.tcp_window_bytes != 4194304.0)
+    out << YAML::Key << "tcp" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "window" << YAML::Value
+        << spell_bytes(Bytes{static_cast<std::int64_t>(c.tcp_window_bytes)}) << YAML::EndMap;
   // Peer access as explicit pairs so that any pattern round-trips.
   out << YAML::Key << "peer_access" << YAML::Value;
   std::vector<std::pair<std::string, std::string>> pairs;

@@ -13,7 +13,8 @@ int MaxMinSolver::add_constraint(double capacity) {
   return static_cast<int>(cons_.size()) - 1;
 }
 
-int MaxMinSolver::add_variable(double bound, std::span<const int> constraints) {
+int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, double weight) {
+  assert(weight > 0.0);
   int id;
   if (!free_vars_.empty()) {
     id = free_vars_.back();
@@ -24,6 +25,7 @@ int MaxMinSolver::add_variable(double bound, std::span<const int> constraints) {
   }
   Var& v = vars_[id];
   v.bound = bound;
+  v.weight = weight;
   v.value = 0.0;
   v.alive = true;
   v.fixed = false;
@@ -112,27 +114,31 @@ bool MaxMinSolver::solve() {
   for (int c : comp_cons_) {
     Con& con = cons_[c];
     con.remaining = con.capacity;
-    con.unfixed = static_cast<int>(con.vars.size());
+    con.unfixed = 0.0;
+    for (int vid : con.vars) con.unfixed += 1.0 / vars_[vid].weight;
+    con.unfixed_count = static_cast<int>(con.vars.size());
     con.dirty = false;
   }
   for (int vid : comp_vars_) vars_[vid].fixed = false;
 
   std::size_t left = comp_vars_.size();
   while (left > 0) {
+    // `share` is the fair level: a variable's rate is share / weight (share itself when the
+    // weight is 1, the unweighted case).
     double share = kUnbounded;
     for (int c : comp_cons_) {
       const Con& con = cons_[c];
-      if (con.unfixed > 0) share = std::min(share, std::max(con.remaining, 0.0) / con.unfixed);
+      if (con.unfixed_count > 0) share = std::min(share, std::max(con.remaining, 0.0) / con.unfixed);
     }
     for (int vid : comp_vars_) {
       const Var& v = vars_[vid];
-      if (!v.fixed) share = std::min(share, v.bound);
+      if (!v.fixed) share = std::min(share, v.bound * v.weight);
     }
     const double limit = share * (1.0 + kRelEps);
     // Saturated constraints first mark their variables; then bounded variables at the level.
     for (int c : comp_cons_) {
       Con& con = cons_[c];
-      if (con.unfixed == 0 || std::max(con.remaining, 0.0) / con.unfixed > limit) continue;
+      if (con.unfixed_count == 0 || std::max(con.remaining, 0.0) / con.unfixed > limit) continue;
       for (int vid : con.vars) {
         Var& v = vars_[vid];
         if (!v.fixed) v.value = -1.0;   // marked for fixing at `share`
@@ -141,13 +147,14 @@ bool MaxMinSolver::solve() {
     for (int vid : comp_vars_) {
       Var& v = vars_[vid];
       if (v.fixed) continue;
-      if (v.value == -1.0 || v.bound <= limit) {
-        v.value = std::min(share, v.bound);
+      if (v.value == -1.0 || v.bound * v.weight <= limit) {
+        v.value = std::min(share / v.weight, v.bound);
         v.fixed = true;
         --left;
         for (int c : v.cons) {
           cons_[c].remaining -= v.value;
-          --cons_[c].unfixed;
+          cons_[c].unfixed -= 1.0 / v.weight;
+          --cons_[c].unfixed_count;
         }
       }
     }

@@ -19,11 +19,15 @@
 // The max-min fair allocation is the unique feasible x in which no x_v can grow without making
 // some x_w <= x_v shrink. It is computed by progressive filling ("water filling"):
 //
-//     U := all variables, R_c := C_c, n_c := |{v in U : c in S(v)}|
+//     U := all variables, R_c := C_c, n_c := sum_{v in U : c in S(v)} 1 / w_v
 //     while U is not empty:
-//         s := min( min_{c : n_c > 0} R_c / n_c ,  min_{v in U} B_v )
-//         every v in U with B_v <= s, or crossing a c with R_c / n_c <= s, gets x_v := min(s, B_v)
-//         and leaves U; R_c -= x_v and n_c -= 1 for each c in S(v)
+//         s := min( min_{c : n_c > 0} R_c / n_c ,  min_{v in U} B_v w_v )
+//         every v in U with B_v w_v <= s, or crossing a c with R_c / n_c <= s, gets
+//         x_v := min(s / w_v, B_v) and leaves U; R_c -= x_v and n_c -= 1 / w_v for each c in S(v)
+//
+// with weights w_v = 1 unless given (SimGrid's LMM "sharing penalty": rates on a saturated
+// constraint are proportional to 1 / w_v; with all weights 1 the arithmetic is the unweighted
+// algorithm's, bit for bit).
 //
 // Ties are detected with a relative tolerance of kRelEps. A variable with no constraint and no
 // bound gets +inf. Because the allocation of one connected component of the variable-constraint
@@ -52,8 +56,10 @@ class MaxMinSolver {
   /// Adds a constraint with `capacity` (> 0) and returns its id (ids are dense, from 0).
   int add_constraint(double capacity);
   /// Adds a variable crossing `constraints` (each at most once) with an upper `bound`; returns its
-  /// id. Ids of removed variables are reused, lowest first.
-  int add_variable(double bound, std::span<const int> constraints);
+  /// id. Ids of removed variables are reused, lowest first. `weight` (> 0) is SimGrid's sharing
+  /// penalty: on a saturated constraint the variables' rates are proportional to 1 / weight
+  /// (TCP flows weighted by their route latency, network.hpp); 1 for all = plain max-min.
+  int add_variable(double bound, std::span<const int> constraints, double weight = 1.0);
   void remove_variable(int v);
 
   /// The variables whose rate the next `solve()` will recompute (the components touched since
@@ -74,6 +80,7 @@ class MaxMinSolver {
  private:
   struct Var {
     double bound = kUnbounded;
+    double weight = 1.0;
     double value = 0.0;
     std::vector<int> cons;                 // capacity kept when the id is reused
     bool alive = false;
@@ -86,7 +93,8 @@ class MaxMinSolver {
     bool dirty = false;
     std::uint32_t mark = 0;
     double remaining = 0.0;                // scratch
-    int unfixed = 0;                       // scratch
+    double unfixed = 0;                    // scratch: sum of 1 / weight of the unfixed variables
+    int unfixed_count = 0;                 // scratch
   };
 
   void collect_component();

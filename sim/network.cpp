@@ -11,8 +11,13 @@ FlowNetwork::FlowNetwork(const Cluster& c) {
   con_fwd_.assign(n, -1);
   con_bwd_.assign(n, -1);
   fat_bound_.assign(n, kUnbounded);
+  latency_s_.assign(n, 0.0);
+  tcp_.assign(n, false);
+  tcp_window_ = c.tcp_window_bytes;
   for (std::size_t l = 0; l < n; ++l) {
     const Link& link = c.links[l];
+    latency_s_[l] = static_cast<double>(link.latency.ns) * 1e-9;
+    tcp_[l] = link.tcp;
     const double bw = link.bandwidth.bytes_per_s;
     switch (link.sharing) {
       case SharingPolicy::Shared:
@@ -59,7 +64,11 @@ void FlowNetwork::start(SimTime now, std::span<const Hop> hops, double bytes, st
   assert(!dirty_ || pending_time_ == now);
   scratch_cons_.clear();
   double bound = kUnbounded;
+  bool tcp = false;
+  double latency = 0.0;
   for (const Hop& h : hops) {
+    tcp = tcp || tcp_[h.link];
+    latency += latency_s_[h.link];
     const int c = h.forward ? con_fwd_[h.link] : con_bwd_[h.link];
     if (c >= 0) {
       // A route crosses a Shared link at most once in practice; guard against duplicates anyway.
@@ -72,7 +81,15 @@ void FlowNetwork::start(SimTime now, std::span<const Hop> hops, double bytes, st
   // Existing flows of the touched component must be settled at `now` with their old rates before
   // the new variable changes them: the solver reports the component only after the add, and the
   // new flow has made no progress, so settling after the add is equivalent.
-  const int v = solver_.add_variable(bound, scratch_cons_);
+  // Weights in microseconds of route latency: a non-TCP flow weighs 1 (a 1 us route, see
+  // network.hpp), so without TCP links every weight is 1 and the solver is plain max-min, bit for
+  // bit; a TCP flow weighs its route latency (SimGrid's penalty 1 s when the latency is 0).
+  double weight = 1.0;
+  if (tcp) {
+    weight = latency > 0.0 ? latency * 1e6 : 1e6;
+    if (latency > 0.0 && tcp_window_ > 0.0) bound = std::min(bound, tcp_window_ / (2.0 * latency));
+  }
+  const int v = solver_.add_variable(bound, scratch_cons_, weight);
   if (static_cast<std::size_t>(v) >= flows_.size()) flows_.resize(v + 1);
   Flow& f = flows_[v];
   f.remaining = bytes;

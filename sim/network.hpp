@@ -6,7 +6,14 @@
 //   FatPipe      no constraint; the flow's rate is capped at the link's bandwidth (a bound).
 // A flow that has `remaining` bytes at rate r (bytes/s) since time t0 finishes at
 //   t0 + ceil(remaining / r * 1e9 - 1e-6) ns          (the rounding of units.hpp transfer_time),
-// so a flow alone on a path takes exactly transfer_time(bytes, bottleneck). Rates change only when
+// so a flow alone on a path takes exactly transfer_time(bytes, bottleneck). A flow that crosses a
+// link marked `tcp` is a TCP flow, shared as SimGrid's CM02 model shares it (weight-S 0, latency
+// and bandwidth factors 1; simgrid src/kernel/resource/models/network_cm02.cpp,
+// NetworkCm02Model::communicate and comm_action_set_variable): its max-min weight ("sharing
+// penalty") is its route latency L in seconds (1 when L = 0, as SimGrid), so on a saturated link
+// TCP flows get rates proportional to 1 / L, and its rate is bound by window / (2 L) (TCP-gamma
+// / RTT). Other flows have weight 1e-6 (a 1 us route), so on links they share with TCP flows they
+// count as a TCP flow over a 1 us route would. Rates change only when
 // a flow starts or ends; then only the flows of the touched max-min component have their progress
 // brought up to date and their rates recomputed. Latency is not handled here: the engine holds a
 // copy for its route latency before starting its flow (SimGrid does the same).
@@ -65,6 +72,9 @@ class FlowNetwork final : public ResourceModel {
 
   std::vector<int> con_fwd_, con_bwd_;     // constraint per link direction (-1 = none)
   std::vector<double> fat_bound_;          // per link: bound for FatPipe, +inf otherwise
+  std::vector<double> latency_s_;          // per link, seconds
+  std::vector<bool> tcp_;                  // per link
+  double tcp_window_ = 0;
   MaxMinSolver solver_;
   std::vector<Flow> flows_;                // indexed by solver variable id
   std::vector<int> scratch_cons_;

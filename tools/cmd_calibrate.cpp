@@ -29,6 +29,7 @@ struct CalibrateArgs {
 
 struct LinksArgs {
   std::string p2p, nccl_tests, vidur_csv, cluster, output, collective = "all_reduce";
+  int ranks = 0, nodes = 0;  // overrides for tables that do not say
 };
 
 struct ValidateArgs {
@@ -120,12 +121,16 @@ void run_calibrate(const CalibrateArgs& a) {
 }
 
 void print_link_report(const calibration::LinkFitReport& r) {
-  std::printf("%-10s %6s %14s %14s %14s %14s\n", "link kind", "pairs", "old GB/s", "fitted GB/s", "old lat us", "fitted lat us");
+  std::printf("%-10s %6s %6s %14s %14s %14s %14s\n", "link kind", "pairs", "links", "old GB/s", "fitted GB/s", "old lat us",
+              "fitted lat us");
   for (const auto& c : r.classes)
-    std::printf("%-10s %6d %14.2f %14.2f %14.3f %14.3f\n", c.kind.c_str(), c.pairs, c.old_gb_s, c.new_gb_s, c.old_latency_us,
-                c.new_latency_us);
+    std::printf("%-10s %6d %6d %14.2f %14.2f %14.3f %14.3f\n", c.kind.c_str(), c.pairs, c.links, c.old_gb_s, c.new_gb_s,
+                c.old_latency_us, c.new_latency_us);
+  for (const auto& c : r.classes)
+    std::printf("changed %d %s link(s): %.2f -> %.2f GB/s, %.3f -> %.3f us: %s\n", c.links, c.kind.c_str(), c.old_gb_s,
+                c.new_gb_s, c.old_latency_us, c.new_latency_us, c.why.c_str());
   for (const auto& p : r.pairs)
-    std::printf("  %s -> %s: measured %.2f GB/s, cluster route %.2f -> %.2f GB/s\n", p.from.c_str(), p.to.c_str(),
+    std::printf("  %s -> %s: measured %.2f GB/s, cluster path %.2f -> %.2f GB/s\n", p.from.c_str(), p.to.c_str(),
                 p.measured_gb_s, p.before_gb_s, p.after_gb_s);
   for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
 }
@@ -136,14 +141,17 @@ void run_links(const LinksArgs& a) {
     throw sim::InputError("<flags>", "", "exactly one of --p2p, --nccl-tests or --vidur-csv, got " + std::to_string(given));
   sim::Cluster c = sim::load_cluster(a.cluster);
   calibration::LinkFitReport rep;
+  const std::string input = !a.p2p.empty() ? a.p2p : a.nccl_tests.empty() ? a.vidur_csv : a.nccl_tests;
   if (!a.p2p.empty()) {
     const auto m = calibration::parse_p2p_output(sim::read_text_file(a.p2p), a.p2p);
     rep = calibration::fit_links_from_p2p(m, c);
   } else {
-    const std::string path = a.nccl_tests.empty() ? a.vidur_csv : a.nccl_tests;
-    const auto pts = a.nccl_tests.empty()
-                         ? calibration::parse_vidur_collective_csv(sim::read_text_file(path), path)
-                         : calibration::parse_nccl_tests(sim::read_text_file(path), path, a.collective);
+    auto pts = a.nccl_tests.empty() ? calibration::parse_vidur_collective_csv(sim::read_text_file(input), input)
+                                    : calibration::parse_nccl_tests(sim::read_text_file(input), input, a.collective);
+    for (auto& p : pts) {
+      if (a.ranks > 0) p.ranks = a.ranks;
+      if (a.nodes > 0) p.nodes = a.nodes;
+    }
     const calibration::CollectiveFit fit = calibration::fit_collective(pts);
     std::printf("%-12s %5s %5s %7s %10s %12s %12s %9s\n", "collective", "ranks", "nodes", "points", "alpha us", "algbw GB/s",
                 "busbw GB/s", "fit err");
@@ -153,6 +161,13 @@ void run_links(const LinksArgs& a) {
     rep = calibration::apply_collective_fit(fit, c);
   }
   print_link_report(rep);
+  if (rep.classes.empty()) {
+    // Writing the cluster back unchanged would look like a calibration: say why nothing fitted.
+    std::string why;
+    for (const auto& n : rep.notes) why += (why.empty() ? "" : "; ") + n;
+    throw sim::InputError(input, "", "a measurement that crosses links of " + a.cluster + ", got nothing to fit (" +
+                                         (why.empty() ? "no usable rows" : why) + "); " + a.output + " not written");
+  }
   sim::write_file_atomic(a.output, sim::cluster_to_yaml(c));
   std::printf("wrote %s\n", a.output.c_str());
 }
@@ -199,6 +214,10 @@ void register_calibrate(CLI::App& app) {
     cmd->add_option("--nccl-tests", a->nccl_tests, "nccl-tests output (e.g. all_reduce_perf)");
     cmd->add_option("--vidur-csv", a->vidur_csv, "Vidur collective profiling CSV (time in ms, size in bytes)");
     cmd->add_option("--collective", a->collective, "collective the nccl-tests binary ran (default all_reduce)");
+    cmd->add_option("--ranks", a->ranks, "GPUs the collective ran on, for tables that do not say")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--nodes", a->nodes, "machines the collective ran on, for tables that do not say")
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--cluster", a->cluster, "cluster to calibrate (built-in name or YAML)")->required();
     cmd->add_option("-o,--output", a->output, "calibrated cluster YAML to write")->required();
     cmd->callback([a] { run_links(*a); });

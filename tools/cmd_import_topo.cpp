@@ -29,6 +29,9 @@ void register_import_topo(CLI::App& import_cmd) {
                   "catalog GPU model (required for nvidia-smi; overrides the XML's PCI id)");
   cmd->add_option("--cpu-model", args->options.cpu_model, "catalog CPU model (default: guessed, else Xeon-E5-2698v4)");
   cmd->add_option("--name", args->options.name, "cluster name (default: the input file's stem)");
+  cmd->add_option("--nic-gbps", args->options.nic_gbit_s,
+                  "NIC line rate in Gb/s for files that give none (nvidia-smi; default: per GPU generation, said so)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("-o,--output", args->output, "cluster YAML to write")->required();
   cmd->callback([args] {
     if (args->nvidia_smi.empty() && args->nccl_xml.empty())
@@ -38,10 +41,13 @@ void register_import_topo(CLI::App& import_cmd) {
     const calibration::TopoImport r = args->nvidia_smi.empty()
                                           ? calibration::import_nccl_topo_xml(text, in, args->options)
                                           : calibration::import_nvidia_smi_topo(text, in, args->options);
-    sim::write_file_atomic(args->output, sim::cluster_to_yaml(r.cluster));
+    // What the importer assumed goes to stderr and, as comments, into the file it wrote.
+    std::string header = "# imported by `placesim import topo` from " + in + "\n";
+    for (const std::string& n : r.notes) header += "# note: " + n + "\n";
+    sim::write_file_atomic(args->output, header + sim::cluster_to_yaml(r.cluster));
     std::cout << "wrote " << args->output << ": " << r.cluster.gpus().size() << " GPUs, " << r.cluster.cpus().size()
               << " CPUs, " << r.cluster.links.size() << " links\n";
-    for (const std::string& n : r.notes) std::cout << "note: " << n << "\n";
+    for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
   });
 }
 

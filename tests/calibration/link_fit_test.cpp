@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "calibration/topo_import.hpp"
@@ -121,4 +123,171 @@ TEST(NcclTests, VidurMeasuredAllReduceOnDgxA100) {
       EXPECT_LT(r.busbw_gb_s, 300.0);
     }
   }
+}
+
+namespace {
+
+sim::Cluster imported_a100_pcie_box() {
+  pc::TopoOptions o;
+  o.gpu_model = "A100-PCIe-80GB";
+  return pc::import_nvidia_smi_topo(slurp(data("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt")), "a.txt", o).cluster;
+}
+
+double class_gb_s(const sim::Cluster& c, const std::string& kind) {
+  for (const auto& l : c.links)
+    if (l.kind == kind) return l.bandwidth.bytes_per_s / 1e9;
+  return -1;
+}
+
+std::map<std::string, double> bandwidth_by_link(const sim::Cluster& c) {
+  std::map<std::string, double> m;
+  for (const auto& l : c.links) m[l.name] = l.bandwidth.bytes_per_s;
+  return m;
+}
+
+// The links whose bandwidth differs between two versions of one cluster, by kind.
+std::set<std::string> changed_kinds(const sim::Cluster& before, const sim::Cluster& after) {
+  std::set<std::string> k;
+  const auto b = bandwidth_by_link(before);
+  for (const auto& l : after.links)
+    if (b.at(l.name) != l.bandwidth.bytes_per_s) k.insert(l.kind);
+  return k;
+}
+
+}  // namespace
+
+TEST(P2p, DisabledOnlyMatricesCalibrateTheHostPathNeverNvlink) {
+  // The real 4x A100 PCIe output cut to its P2P=Disabled sections (tests/data/README.md): every
+  // copy went through host memory, also between the NVLink-bridged pairs 0-1 and 2-3.
+  const auto m = pc::parse_p2p_output(slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest_p2p-disabled-only.txt")),
+                                      "off.txt");
+  EXPECT_EQ(m.matrix.count("uni_on"), 0u);
+  ASSERT_EQ(m.matrix.count("uni_off"), 1u);
+  const sim::Cluster before = imported_a100_pcie_box();
+  sim::Cluster c = before;
+  const pc::LinkFitReport r = pc::fit_links_from_p2p(m, c);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0].kind, "pcie4");
+  EXPECT_EQ(r.classes[0].pairs, 12);
+  EXPECT_NEAR(r.classes[0].new_gb_s, 21.6, 0.2);  // median of the twelve off-diagonal 21.40..21.80
+  EXPECT_DOUBLE_EQ(class_gb_s(c, "nvlink3"), 300.0);
+  EXPECT_EQ(changed_kinds(before, c), std::set<std::string>{"pcie4"});
+  EXPECT_FALSE(r.classes[0].why.empty());
+}
+
+TEST(P2p, FullMatricesChangeOnlyTheClassesTheirPathsCrossed) {
+  const sim::Cluster before = imported_a100_pcie_box();
+  sim::Cluster c = before;
+  const auto m = pc::parse_p2p_output(slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt")), "p2p.txt");
+  pc::fit_links_from_p2p(m, c);
+  EXPECT_EQ(changed_kinds(before, c), (std::set<std::string>{"nvlink3", "pcie4"}));
+  // The smp and membus links are on the staged paths but never their bottleneck.
+  EXPECT_DOUBLE_EQ(class_gb_s(c, "smp"), class_gb_s(before, "smp"));
+}
+
+TEST(Vidur, PairwiseNvlinkSendRecvFitsNvlinkNeverPcie) {
+  // Vidur's a100_pairwise_nvlink send/recv: 2 GPUs of one node (devices_per_node 2) of a 4-GPU
+  // machine with NVLink-bridged pairs, 55-64 MiB.
+  const auto pts = pc::parse_vidur_collective_csv(slurp(data("vidur_a100_pairwise_nvlink_send_recv_tail.csv")), "sr.csv");
+  ASSERT_EQ(pts.size(), 91u);
+  EXPECT_EQ(pts[0].ranks, 2);
+  EXPECT_EQ(pts[0].nodes, 1);
+  EXPECT_EQ(pts[0].collective, "send_recv");
+  const sim::Cluster before = imported_a100_pcie_box();
+  sim::Cluster c = before;
+  const pc::LinkFitReport r = pc::apply_collective_fit(pc::fit_collective(pts), c);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0].kind, "nvlink3");
+  EXPECT_EQ(changed_kinds(before, c), std::set<std::string>{"nvlink3"});
+  EXPECT_DOUBLE_EQ(class_gb_s(c, "pcie4"), 31.5);
+  // 64 MiB in 0.236 ms: ~285 GB/s over the NV12 bridge (300 GB/s nominal).
+  EXPECT_GT(r.classes[0].new_gb_s, 150.0);
+  EXPECT_LT(r.classes[0].new_gb_s, 320.0);
+}
+
+TEST(Vidur, SingleNodeAllReduceNeverSetsInfiniBand) {
+  auto pts = pc::parse_vidur_collective_csv(slurp(data("a100_dgx_all_reduce.csv")), "vidur.csv");
+  std::vector<pc::CollectivePoint> one_node;
+  for (const auto& p : pts)
+    if (p.nodes == 1) one_node.push_back(p);
+  ASSERT_FALSE(one_node.empty());
+  for (const char* name : {"dgx-a100", "2x-dgx-a100"}) {
+    const sim::Cluster before = sim::load_cluster(name);
+    sim::Cluster c = before;
+    const pc::LinkFitReport r = pc::apply_collective_fit(pc::fit_collective(one_node), c);
+    ASSERT_EQ(r.classes.size(), 1u) << name;
+    EXPECT_EQ(r.classes[0].kind, "nvlink3") << name;
+    EXPECT_EQ(changed_kinds(before, c), std::set<std::string>{"nvlink3"}) << name;
+  }
+  // With its 2-node x 8 rows the same file also fits the NICs of a two-node cluster, and only
+  // the classes the two measurements crossed.
+  const sim::Cluster before = sim::load_cluster("2x-dgx-a100");
+  sim::Cluster c = before;
+  const pc::LinkFitReport r = pc::apply_collective_fit(pc::fit_collective(pts), c);
+  EXPECT_EQ(changed_kinds(before, c), (std::set<std::string>{"nvlink3", "ib-hdr"}));
+}
+
+TEST(NcclTests, TwoNodesOfEightH100FitTheNicsOnly) {
+  // NVIDIA/nccl-tests#309: all_reduce_perf_mpi over 16 ranks on bm-h100-01/02, MPI warnings in the
+  // header, 13-column table.
+  const std::string text = slurp(data("nccl-tests_all_reduce_2x8xH100_issue309.txt"));
+  const auto pts = pc::parse_nccl_tests(text, "309.txt", "all_reduce");
+  ASSERT_EQ(pts.size(), 32u);  // 8 B .. 16 GiB
+  EXPECT_EQ(pts[0].ranks, 16);
+  EXPECT_EQ(pts[0].nodes, 2);
+  EXPECT_NEAR(pts.back().busbw_gb_s, 469.21, 1e-9);
+  // The same output with its "Rank  0" line lacking the leading '#' (as when a launcher's message
+  // runs into it) and with the Group column dropped still counts 16 ranks on 2 hosts.
+  std::string variant = text;
+  const std::string rank0 = "#  Rank  0 Group  0 Pid";
+  variant.replace(variant.find(rank0), rank0.size(), "Rank  0 Pid");
+  const auto v = pc::parse_nccl_tests(variant, "309b.txt", "all_reduce");
+  EXPECT_EQ(v[0].ranks, 16);
+  EXPECT_EQ(v[0].nodes, 2);
+
+  const sim::Cluster before = sim::load_cluster(data("2x-hgx-h100.yaml"));
+  sim::Cluster c = before;
+  const pc::LinkFitReport r = pc::apply_collective_fit(pc::fit_collective(pts), c);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0].kind, "ib-ndr");
+  EXPECT_EQ(r.classes[0].links, 16);
+  EXPECT_EQ(changed_kinds(before, c), std::set<std::string>{"ib-ndr"});
+  // busbw over 8 rails: ~470 / 8 GB/s per NIC (above the 50 GB/s line rate: NVLS trees reduce in
+  // the switches, the issue's thread says so).
+  EXPECT_GT(r.classes[0].new_gb_s, 45.0);
+  EXPECT_LT(r.classes[0].new_gb_s, 65.0);
+  // On a single machine the same measurement fits nothing, and says why.
+  sim::Cluster one = sim::load_cluster("hgx-h100");
+  const pc::LinkFitReport none = pc::apply_collective_fit(pc::fit_collective(pts), one);
+  EXPECT_TRUE(none.classes.empty());
+  ASSERT_FALSE(none.notes.empty());
+}
+
+TEST(NcclTests, MarkdownTablesOfResults) {
+  // A real report of a 2-node DGX H100 cluster (tests/data/README.md): two markdown tables,
+  // "| Message | Avg ms | algbw GB/s | busbw GB/s |", sizes in MiB/GiB, times in ms.
+  const auto pts = pc::parse_nccl_tests(slurp(data("talos_dgx-h100_nccl-tests_report_excerpt.md")), "t.md", "all_reduce");
+  ASSERT_EQ(pts.size(), 28u);
+  EXPECT_DOUBLE_EQ(pts[0].bytes, 1048576.0);
+  EXPECT_NEAR(pts[0].time_s, 0.03e-3, 1e-12);
+  EXPECT_EQ(pts[0].ranks, 8);    // busbw / algbw = 1.75
+  EXPECT_EQ(pts[14].ranks, 16);  // 1.875
+  EXPECT_DOUBLE_EQ(pts[13].bytes, 8.0 * 1073741824.0);
+  const pc::CollectiveFit f = pc::fit_collective(pts);
+  EXPECT_EQ(f.rows.size(), 2u);
+  // Plain whitespace tables with a header line read the same way.
+  const std::string plain =
+      "size time algbw busbw\n"
+      "1048576 30.1 34.8 60.9\n"
+      "1073741824 4070 263.8 461.7\n";
+  const auto w = pc::parse_nccl_tests("# size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+                                      "  1048576 262144 float sum -1 30.1 34.8 60.9 0 30.0 34.9 61.1 0\n",
+                                      "w.txt", "all_reduce");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NEAR(w[0].time_s, 30.1e-6, 1e-12);
+  const auto pl = pc::parse_nccl_tests(plain, "plain.txt", "all_reduce");
+  ASSERT_EQ(pl.size(), 2u);
+  EXPECT_NEAR(pl[1].time_s, 4070e-6, 1e-12);
+  EXPECT_NEAR(pl[1].busbw_gb_s, 461.7, 1e-9);
+  EXPECT_THROW(pc::parse_nccl_tests("| a | b |\n|---|---|\n| x | y |\n", "bad.md", "all_reduce"), sim::InputError);
 }

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/graph.hpp"
+#include "sim/placement.hpp"
+#include "sim/simulate.hpp"
 
 namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
@@ -165,4 +169,182 @@ TEST(NcclXml, NonNumericAttributesAreInputErrors) {
   const std::string xml = R"(<system version="1"><cpu numaid="0">
     <pci busid="0000:01:00.0" class="0x030200"><gpu dev="zero"/></pci></cpu></system>)";
   EXPECT_THROW(pc::import_nccl_topo_xml(xml, "bad.xml", o), sim::InputError);
+}
+
+namespace {
+
+// Seven GPUs each send 1 GiB to gpu0 (a many-to-one: the receiver's port is the bottleneck).
+sim::Outcome seven_to_one(const sim::Cluster& c) {
+  sim::Graph g;
+  g.name = "seven-to-one";
+  for (int i = 1; i <= 7; ++i) {
+    sim::Op op;
+    op.name = "send" + std::to_string(i);
+    op.type = "Test";
+    op.measured = sim::Duration{1000};
+    op.outputs.push_back({.bytes = sim::Bytes{std::int64_t{1} << 30}});
+    g.add_op(std::move(op));
+  }
+  sim::Op sink;
+  sink.name = "recv";
+  sink.type = "Test";
+  sink.measured = sim::Duration{1000};
+  sink.outputs.push_back({.bytes = sim::Bytes{8}});
+  for (int i = 0; i < 7; ++i) sink.inputs.push_back({i, 0});
+  g.add_op(std::move(sink));
+  g.finalize();
+  sim::Placement p;
+  for (int i = 1; i <= 7; ++i) p.device_of.push_back(c.device_index("gpu" + std::to_string(i)));
+  p.device_of.push_back(c.device_index("gpu0"));
+  return sim::simulate(c, g, p);
+}
+
+}  // namespace
+
+TEST(NvidiaSmiTopo, HgxH100Nv18EverywhereIsOneNvSwitch) {
+  // A real 8x H100 node (NV18 between every pair; stas00/ml-engineering, tests/data/README.md),
+  // with the GPU named as nvidia-smi prints it.
+  pc::TopoOptions o;
+  o.gpu_model = "NVIDIA H100 80GB HBM3";
+  o.cpu_model = "Intel(R) Xeon(R) Platinum 8480C";
+  const auto r = pc::import_nvidia_smi_topo(slurp(data("h100x8_ml-engineering_nvidia-smi-topo.txt")), "h100.txt", o);
+  const sim::Cluster& c = r.cluster;
+  ASSERT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu0"))].spec.model, "H100-SXM5-80GB");
+  EXPECT_EQ(c.cpus().size(), 2u);
+  ASSERT_GE(c.vertex_index("nvswitch"), 0);
+  EXPECT_EQ(count_kind(c, "nvlink4"), 8);  // one port per GPU, not 28 GPU-GPU bundles
+  EXPECT_EQ(link_between(c, "gpu0", "gpu1"), nullptr);
+  for (int g = 0; g < 8; ++g) {
+    const sim::Link* port = link_between(c, "gpu" + std::to_string(g), "nvswitch");
+    ASSERT_NE(port, nullptr) << g;
+    EXPECT_DOUBLE_EQ(port->bandwidth.bytes_per_s, 450e9);  // 18 x 25 GB/s
+  }
+  bool said = false;
+  for (const auto& n : r.notes) said = said || n.find("NVSwitch") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Every pair goes over the switch: two NVLink hops.
+  const auto& route = c.route(c.device_index("gpu3"), c.device_index("gpu6"));
+  ASSERT_EQ(route.segments.size(), 1u);
+  EXPECT_EQ(route.segments[0].hops.size(), 2u);
+
+  // The receiving GPU's 450 GB/s port limits a seven-to-one: 7 GiB / 450 GB/s = 16.70 ms, as on
+  // the built-in hgx-h100.
+  const sim::Outcome imported = seven_to_one(c);
+  const sim::Outcome builtin = seven_to_one(sim::load_cluster("hgx-h100"));
+  const double expect_ns = 7.0 * 1073741824.0 / 450e9 * 1e9;
+  EXPECT_NEAR(static_cast<double>(imported.step_time.ns), expect_ns, 0.01 * expect_ns);
+  EXPECT_NEAR(static_cast<double>(imported.step_time.ns), static_cast<double>(builtin.step_time.ns),
+              0.001 * static_cast<double>(builtin.step_time.ns));
+}
+
+TEST(NvidiaSmiTopo, DgxA100Nv12EverywhereWithTwelveNics) {
+  // A real DGX A100 (NV12 everywhere, mlx5_0..11 columns, NUMA 3/1/7/5; tests/data/README.md).
+  pc::TopoOptions o;
+  o.gpu_model = "NVIDIA A100-SXM4-80GB";
+  o.cpu_model = "AMD EPYC 7742 64-Core Processor";
+  const auto r = pc::import_nvidia_smi_topo(slurp(data("dgx-a100_nvidia-smi-topo.txt")), "dgx-a100.txt", o);
+  const sim::Cluster& c = r.cluster;
+  ASSERT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.cpus().size(), 4u);
+  EXPECT_EQ(count_kind(c, "nvlink3"), 8);
+  const sim::Link* port = link_between(c, "gpu5", "nvswitch");
+  ASSERT_NE(port, nullptr);
+  EXPECT_DOUBLE_EQ(port->bandwidth.bytes_per_s, 300e9);  // 12 x 25 GB/s
+  EXPECT_EQ(std::count_if(c.vertices.begin(), c.vertices.end(),
+                          [](const sim::Vertex& v) { return v.kind == sim::VertexKind::Nic; }),
+            12);
+  EXPECT_GE(c.vertex_index("mlx5_11"), 0);
+  // nvidia-smi gives no NIC speed: assumed (HDR 200 Gb/s for A100 systems) and said so.
+  bool said = false;
+  for (const auto& n : r.notes) said = said || (n.find("200 Gb/s") != std::string::npos && n.find("assumed") != std::string::npos);
+  EXPECT_TRUE(said);
+  for (const auto& l : c.links)
+    if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 25e9) << l.name;
+  // GPUs behind one PCIe switch (PXB) still talk over NVLink.
+  const auto& route = c.route(c.device_index("gpu0"), c.device_index("gpu1"));
+  for (const auto& h : route.segments[0].hops) EXPECT_EQ(c.links[static_cast<std::size_t>(h.link)].kind, "nvlink3");
+  // --nic-gbps replaces the assumption.
+  o.nic_gbit_s = 100;
+  const auto r2 = pc::import_nvidia_smi_topo(slurp(data("dgx-a100_nvidia-smi-topo.txt")), "dgx-a100.txt", o);
+  for (const auto& l : r2.cluster.links)
+    if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 12.5e9);
+}
+
+TEST(NvidiaSmiTopo, Dgx2SixteenV100Nv6IsOneNvSwitch) {
+  // DGX-2's matrix (16 V100, NV6 between every pair) written here from NVIDIA/nccl-tests#78's
+  // output, whose stored excerpt is cut after GPU4 (tests/data/README.md).
+  std::string t = "        ";
+  for (int j = 0; j < 16; ++j) t += "GPU" + std::to_string(j) + "\t";
+  t += "CPU Affinity\n";
+  for (int i = 0; i < 16; ++i) {
+    t += "GPU" + std::to_string(i);
+    for (int j = 0; j < 16; ++j) t += i == j ? "\t X " : "\tNV6";
+    t += i < 8 ? "\t0-23,48-71\n" : "\t24-47,72-95\n";
+  }
+  pc::TopoOptions o;
+  o.gpu_model = "Tesla V100-SXM2-32GB";
+  const auto r = pc::import_nvidia_smi_topo(t, "dgx2.txt", o);
+  EXPECT_EQ(count_kind(r.cluster, "nvlink2"), 16);
+  const sim::Link* port = link_between(r.cluster, "gpu15", "nvswitch");
+  ASSERT_NE(port, nullptr);
+  EXPECT_DOUBLE_EQ(port->bandwidth.bytes_per_s, 150e9);  // 6 x 25 GB/s
+  // A DGX-1 (NV1/NV2, 6 links per GPU in all) stays a hybrid cube mesh of direct bundles.
+  pc::TopoOptions v;
+  v.gpu_model = "V100-SXM2-16GB";
+  const auto d = pc::import_nvidia_smi_topo(slurp(data("dgx1v_nvidia-smi-topo.txt")), "dgx1v.txt", v);
+  EXPECT_LT(d.cluster.vertex_index("nvswitch"), 0);
+}
+
+TEST(NcclXml, NvSwitchLinkCountsAddUp) {
+  // DGX A100 XML (NVIDIA/nccl#1505's dump): six NVSwitch targets with count="2" each = 12 links.
+  std::string xml = R"(<system version="1"><cpu numaid="0" vendor="AuthenticAMD">)";
+  for (int g = 0; g < 2; ++g) {
+    xml += R"(<pci busid="0000:0)" + std::to_string(g + 7) +
+           R"(:00.0" class="0x030200" device="0x20b0" link_speed="16.0 GT/s PCIe" link_width="16"><gpu dev=")" +
+           std::to_string(g) + R"(">)";
+    for (const char* t : {"c4", "c5", "c6", "c7", "c8", "c9"})
+      xml += std::string(R"(<nvlink target="0000:)") + t + R"(:00.0" count="2" tclass="0x068000"/>)";
+    xml += "</gpu></pci>";
+  }
+  xml += "</cpu></system>";
+  const auto r = pc::import_nccl_topo_xml(xml, "dgxa100.xml", pc::TopoOptions{});
+  const sim::Link* port = link_between(r.cluster, "gpu1", "nvswitch");
+  ASSERT_NE(port, nullptr);
+  EXPECT_DOUBLE_EQ(port->bandwidth.bytes_per_s, 300e9);
+}
+
+TEST(NvidiaSmiTopo, DgxH100WithItsNicRowsCutShort) {
+  // A real DGX H100 matrix (12 NICs, GPU NUMA ID column) as published: only NIC0-NIC5 rows
+  // follow the GPU rows (tests/data/README.md). The GPU rows hold every GPU-NIC relation.
+  pc::TopoOptions o;
+  o.gpu_model = "NVIDIA H100 80GB HBM3";
+  const auto r = pc::import_nvidia_smi_topo(slurp(data("dgx-h100_talos_nvidia-smi-topo_cut.txt")), "talos.txt", o);
+  const sim::Cluster& c = r.cluster;
+  EXPECT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.cpus().size(), 2u);
+  EXPECT_EQ(count_kind(c, "nvlink4"), 8);
+  EXPECT_EQ(count_kind(c, "ib"), 12);
+  bool said = false;
+  for (const auto& n : r.notes) said = said || n.find("6 NIC row(s) missing") != std::string::npos;
+  EXPECT_TRUE(said);
+  const double t = static_cast<double>(seven_to_one(c).step_time.ns);
+  EXPECT_NEAR(t, static_cast<double>(seven_to_one(sim::load_cluster("hgx-h100")).step_time.ns), 0.001 * t);
+  // A GPU row missing is still an error.
+  std::string text = slurp(data("dgx-h100_talos_nvidia-smi-topo_cut.txt"));
+  const std::size_t g7 = text.find("GPU7\t");
+  text.erase(g7, text.find('\n', g7) - g7 + 1);
+  EXPECT_THROW(pc::import_nvidia_smi_topo(text, "cut.txt", o), sim::InputError);
+}
+
+TEST(NvidiaSmiTopo, MatrixPastedAsComments) {
+  // The same H100 matrix with every line commented out ("# GPU0  X  NV18 ..."), as pasted in scripts.
+  std::string commented;
+  std::istringstream in(slurp(data("h100x8_ml-engineering_nvidia-smi-topo.txt")));
+  for (std::string line; std::getline(in, line);) commented += "# " + line + "\n";
+  pc::TopoOptions o;
+  o.gpu_model = "H100-SXM5-80GB";
+  const auto r = pc::import_nvidia_smi_topo(commented, "c.txt", o);
+  EXPECT_EQ(r.cluster.gpus().size(), 8u);
+  EXPECT_EQ(count_kind(r.cluster, "nvlink4"), 8);
 }

@@ -18,6 +18,27 @@ if "$P" import topo --help >/dev/null 2>&1; then
   [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "error should be one line: $out"
   "$P" calibrate-links --p2p "$D/a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt" --cluster "$T/a100.yaml" -o "$T/a100-cal.yaml" >"$T/links.txt" || fail "calibrate-links --p2p"
   grep -q "nvlink3" "$T/links.txt" || fail "calibrate-links report lacks the nvlink3 class"
+  # An HGX H100 matrix (NV18 everywhere) with the GPU named as nvidia-smi prints it: one NVSwitch,
+  # what was assumed on stderr and as comments in the YAML.
+  "$P" import topo --nvidia-smi "$D/h100x8_ml-engineering_nvidia-smi-topo.txt" --gpu-model "NVIDIA H100 80GB HBM3" \
+    -o "$T/h100.yaml" >/dev/null 2>"$T/h100.err" || fail "import topo of the HGX H100 matrix"
+  grep -q "nvswitch" "$T/h100.yaml" || fail "no nvswitch in the imported HGX H100"
+  grep -q "^# note: .*NVSwitch" "$T/h100.yaml" || fail "the YAML does not say NVSwitch was inferred"
+  grep -q "NVSwitch" "$T/h100.err" || fail "stderr does not say NVSwitch was inferred"
+  # P2P=Disabled numbers calibrate the host path, never NVLink.
+  "$P" calibrate-links --p2p "$D/a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest_p2p-disabled-only.txt" --cluster "$T/a100.yaml" \
+    -o "$T/off.yaml" >"$T/off.txt" || fail "calibrate-links --p2p (P2P=Disabled only)"
+  grep -q "^changed 4 pcie4" "$T/off.txt" || fail "P2P=Disabled did not fit pcie4: $(cat "$T/off.txt")"
+  ! grep -q "^changed .* nvlink" "$T/off.txt" || fail "P2P=Disabled changed NVLink"
+  # Two nodes of nccl-tests fit the NICs; a measurement that crosses nothing of the cluster is
+  # one line and exit 2, and writes nothing.
+  "$P" calibrate-links --nccl-tests "$D/nccl-tests_all_reduce_2x8xH100_issue309.txt" --cluster "$D/2x-hgx-h100.yaml" \
+    -o "$T/2n.yaml" >"$T/2n.txt" || fail "calibrate-links on the 2-node H100 output"
+  grep -q "^changed 16 ib-ndr" "$T/2n.txt" || fail "2-node nccl-tests did not fit the NICs: $(cat "$T/2n.txt")"
+  out=$("$P" calibrate-links --nccl-tests "$D/perfkit_nccl-tests_all_reduce_2nodes_K80.txt" --cluster dgx-a100 -o "$T/none.yaml" 2>&1 >/dev/null); rc=$?
+  [ "$rc" = 2 ] || fail "nothing to fit should exit 2, got $rc"
+  [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "nothing-to-fit error should be one line: $out"
+  [ ! -e "$T/none.yaml" ] || fail "nothing fitted but the cluster was written"
 fi
 
 "$P" calibrate --profile "$D/mi250_rocm_minitoy.json" --device-model MI250 -o "$T/cal.yaml" >/dev/null || fail "calibrate"

@@ -28,9 +28,46 @@ TEST(Catalog, EveryModelHasSourceAndPositiveNumbers) {
     EXPECT_GT(s->memory_bandwidth.bytes_per_s, 0) << n;
     EXPECT_GT(s->memory_capacity.v, 0) << n;
   }
-  EXPECT_EQ(find_device_model("K80"), nullptr);
-  // One K80 die is half the board: 8.73 / 2 TFLOP/s F32.
+  // nvidia-smi lists each GK210 die of a K80 board as one "Tesla K80": the name is one die, half
+  // the board (8.73 / 2 TFLOP/s F32).
+  ASSERT_NE(find_device_model("Tesla K80"), nullptr);
+  EXPECT_EQ(find_device_model("Tesla K80")->model, "K80-GK210");
   EXPECT_DOUBLE_EQ(find_device_model("K80-GK210")->peak_for(Dtype::F32).per_s, 4.365e12);
+  EXPECT_EQ(find_device_model("K80-GK2100"), nullptr);
+  EXPECT_EQ(find_device_model(""), nullptr);
+}
+
+TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
+  // nvidia-smi -L / the CUDA runtime (Kineto deviceProperties) and /proc/cpuinfo spellings.
+  const std::pair<const char*, const char*> cases[] = {
+      {"NVIDIA H200", "H200-SXM-141GB"},
+      {"NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"},
+      {"NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB"},
+      {"NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"},
+      {"NVIDIA A100-PCIE-40GB", "A100-PCIe-40GB"},
+      {"Tesla V100-SXM2-16GB", "V100-SXM2-16GB"},
+      {"Tesla V100-SXM2-32GB", "V100-SXM2-32GB"},
+      {"Tesla V100-PCIE-16GB", "V100-PCIe-16GB"},
+      {"Tesla P100-SXM2-16GB", "P100-SXM2-16GB"},
+      {"Tesla K40c", "K40"},
+      {"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"},
+      {"NVIDIA H100 PCIe", "H100-PCIe-80GB"},
+      {"NVIDIA GeForce RTX 4090", "RTX-4090"},
+      {"Intel(R) Xeon(R) CPU E5-2698 v4 @ 2.20GHz", "Xeon-E5-2698v4"},
+      {"Intel(R) Xeon(R) CPU E5-2690 v3 @ 2.60GHz", "Xeon-E5-2690v3"},
+      {"AMD EPYC 7742 64-Core Processor", "EPYC-7742"},
+      {"Intel(R) Xeon(R) Platinum 8480C", "Xeon-Platinum-8480C"},
+      {"Intel(R) Xeon(R) Platinum 8480+", "Xeon-Platinum-8480C"},
+      {"v100-sxm2-16gb", "V100-SXM2-16GB"},
+  };
+  for (const auto& [printed, model] : cases) {
+    const DeviceSpec* s = find_device_model(printed);
+    ASSERT_NE(s, nullptr) << printed;
+    EXPECT_EQ(s->model, model) << printed;
+  }
+  // Products the catalog does not hold stay unknown rather than matching a neighbour.
+  for (const char* unknown : {"NVIDIA H200 NVL", "Tesla V100-SXM3-32GB", "NVIDIA A10", "NVIDIA L40S"})
+    EXPECT_EQ(find_device_model(unknown), nullptr) << unknown;
 }
 
 TEST(Cluster, EveryBuiltinLoadsWithRoutesBetweenAllDevices) {
@@ -280,6 +317,31 @@ TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
   EXPECT_THROW(parse_cluster_yaml(
                    "name: t\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3, intra_op_threads: many}\n", "t.yaml"),
                InputError);
+}
+
+TEST(Cluster, TcpLinksPerLinkAndClusterWideRoundTrip) {
+  const std::string base =
+      "name: eth\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3}\n  - {name: cpu1, model: Xeon-E5-2690v3}\n"
+      "switches: [tor]\nlinks:\n"
+      "  - {between: [cpu0, tor], bandwidth: 12.5 GB/s, latency: 5 us, kind: eth-100g}\n"
+      "  - {between: [cpu1, tor], bandwidth: 12.5 GB/s, latency: 5 us, kind: eth-100g, tcp: false}\n";
+  const Cluster none = parse_cluster_yaml(base, "t.yaml");
+  EXPECT_FALSE(none.links[0].tcp);
+  // Cluster-wide by kind; a link's own tcp: false wins.
+  const Cluster kinds = parse_cluster_yaml(base + "tcp: {links: [eth-100g], window: 8 MiB}\n", "t.yaml");
+  EXPECT_TRUE(kinds.links[0].tcp);
+  EXPECT_FALSE(kinds.links[1].tcp);
+  EXPECT_DOUBLE_EQ(kinds.tcp_window_bytes, 8.0 * 1024 * 1024);
+  const Cluster all = parse_cluster_yaml(base + "tcp: all\n", "t.yaml");
+  EXPECT_TRUE(all.links[0].tcp);
+  EXPECT_DOUBLE_EQ(all.tcp_window_bytes, 4194304.0);
+  const Cluster back = parse_cluster_yaml(cluster_to_yaml(kinds), "roundtrip.yaml");
+  EXPECT_TRUE(back.links[0].tcp);
+  EXPECT_FALSE(back.links[1].tcp);
+  EXPECT_DOUBLE_EQ(back.tcp_window_bytes, kinds.tcp_window_bytes);
+  EXPECT_THROW(parse_cluster_yaml(base + "tcp: some\n", "t.yaml"), InputError);
+  EXPECT_THROW(parse_cluster_yaml(base + "tcp: {links: all, window: -1 MiB}\n", "t.yaml"), InputError);
+  EXPECT_THROW(parse_cluster_yaml(base + "tcp: {linkz: all}\n", "t.yaml"), InputError);
 }
 
 }  // namespace

@@ -226,5 +226,33 @@ TEST(FlowNetwork, FlowsJoiningAndLeaving) {
   EXPECT_EQ(net.next_completion(), 160'000'000);
 }
 
+
+TEST(MaxMinWeighted, RatesAreProportionalToOneOverWeight) {
+  // SimGrid's sharing penalty: on a saturated constraint rates go as 1 / weight.
+  MaxMinSolver s;
+  const int c = s.add_constraint(12.0);
+  const int a = s.add_variable(kUnbounded, std::span<const int>(&c, 1), 1.0);
+  const int b = s.add_variable(kUnbounded, std::span<const int>(&c, 1), 3.0);
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(a), 9.0);
+  EXPECT_DOUBLE_EQ(s.value(b), 3.0);
+  // A bound caps a light variable; the rest goes to the other.
+  MaxMinSolver t;
+  const int d = t.add_constraint(12.0);
+  const int x = t.add_variable(2.0, std::span<const int>(&d, 1), 1.0);
+  const int y = t.add_variable(kUnbounded, std::span<const int>(&d, 1), 2.0);
+  t.solve();
+  EXPECT_DOUBLE_EQ(t.value(x), 2.0);
+  EXPECT_DOUBLE_EQ(t.value(y), 10.0);
+  // Equal weights other than 1 give the unweighted shares.
+  MaxMinSolver u;
+  const int e = u.add_constraint(10.0);
+  const int p = u.add_variable(kUnbounded, std::span<const int>(&e, 1), 7.0);
+  const int q = u.add_variable(kUnbounded, std::span<const int>(&e, 1), 7.0);
+  u.solve();
+  EXPECT_DOUBLE_EQ(u.value(p), 5.0);
+  EXPECT_DOUBLE_EQ(u.value(q), 5.0);
+}
+
 }  // namespace
 }  // namespace placesim::sim

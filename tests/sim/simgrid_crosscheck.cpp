@@ -1,8 +1,12 @@
 // Cross-check of placesim's flow-level link sharing (maxmin.hpp + network.hpp) against SimGrid
-// 3.32's CM02 network model, configured as plain max-min (latency and bandwidth factors 1, no
-// RTT weighting, no cross-traffic). The same flow scenarios (one shared link, opposite
+// 3.32's CM02 network model (latency and bandwidth factors 1, weight-S 0, no cross-traffic,
+// TCP-gamma at its default 4 MiB). The same flow scenarios (one shared link, opposite
 // directions on shared vs split-duplex links, a multi-hop parking lot, flows joining and leaving,
 // fat pipes, and a random mix) run in both simulators; completion times must agree to a few ns.
+// With zero latencies CM02 is plain max-min. The tcp_* scenarios have non-zero latencies on links
+// marked `tcp` in placesim: CM02 then weights each flow by its route latency (shares 1 / L on a
+// bottleneck), bounds it by TCP-gamma / (2 L), and starts it after L; placesim's TCP links must
+// give the same completion times.
 // Built only when SimGrid is found (tests/CMakeLists.txt), as its own executable because SimGrid
 // keeps one engine per process.
 #include <gtest/gtest.h>
@@ -34,6 +38,19 @@ struct Scenario {
 
 Link mk(const std::string& name, double gbps, SharingPolicy p) {
   return Link{name, 0, 1, Bandwidth{gbps * 1e9}, Duration{0}, p, "test"};
+}
+
+/// A link carrying TCP flows, with a latency.
+Link tcp_link(const std::string& name, double gbps, std::int64_t latency_ns, SharingPolicy p = SharingPolicy::SplitDuplex) {
+  Link l{name, 0, 1, Bandwidth{gbps * 1e9}, Duration{latency_ns}, p, "eth"};
+  l.tcp = true;
+  return l;
+}
+
+SimTime route_latency(const Scenario& s, const FlowSpec& f) {
+  SimTime l = 0;
+  for (const Hop& h : f.hops) l += s.links[static_cast<std::size_t>(h.link)].latency.ns;
+  return l;
 }
 
 std::vector<Scenario> scenarios() {
@@ -82,6 +99,33 @@ std::vector<Scenario> scenarios() {
     r.flows.push_back(fs);
   }
   s.push_back(r);
+
+  // TCP: two flows into one 10 GB/s bottleneck over access links of 10 us and 100 us: CM02 gives
+  // them 1/11 : 1/101 of it (route latencies 11 and 101 us), not half each.
+  s.push_back({"tcp_rtt",
+               {tcp_link("fast", 100, 10'000), tcp_link("slow", 100, 100'000), tcp_link("bottleneck", 10, 1'000)},
+               {{{{0, true}, {2, true}}, 2e9, 0}, {{{1, true}, {2, true}}, 2e9, 0}}});
+  // TCP window: over a 1 ms route a flow is bound by 4 MiB / 2 ms = 2.1 GB/s on a 10 GB/s link.
+  s.push_back({"tcp_window",
+               {tcp_link("long", 10, 1'000'000), tcp_link("short", 10, 2'000)},
+               {{{{0, true}}, 1e9, 0}, {{{1, true}}, 1e9, 0}, {{{0, true}, {1, true}}, 0.5e9, 0}}});
+  // A random mix of TCP links with latencies from 1 us to 400 us, shared and split-duplex, flows
+  // joining and leaving.
+  std::mt19937_64 trng(23);
+  Scenario t{"tcp_random", {}, {}};
+  for (int l = 0; l < 6; ++l)
+    t.links.push_back(tcp_link("t" + std::to_string(l), 1.0 + static_cast<double>(trng() % 20),
+                               static_cast<std::int64_t>(1'000 + trng() % 400'000),
+                               l % 3 == 1 ? SP::Shared : SP::SplitDuplex));
+  for (int f = 0; f < 30; ++f) {
+    FlowSpec fs;
+    const int first = static_cast<int>(trng() % 6), len = 1 + static_cast<int>(trng() % 3);
+    for (int k = 0; k < len && first + k < 6; ++k) fs.hops.push_back({first + k, (trng() & 1) != 0});
+    fs.bytes = 1e7 * static_cast<double>(1 + trng() % 100);
+    fs.start = static_cast<SimTime>(trng() % 400) * 1'000'000;
+    t.flows.push_back(fs);
+  }
+  s.push_back(t);
   return s;
 }
 
@@ -103,8 +147,9 @@ std::vector<SimTime> run_placesim(const Scenario& s) {
   } d{&s, &net, std::vector<SimTime>(s.flows.size(), -1)};
   Engine e;
   e.add_model(&net);
+  // The engine holds a copy for its route latency before its flow starts (as SimGrid does).
   for (std::size_t i = 0; i < s.flows.size(); ++i)
-    e.schedule(s.flows[i].start, Priority::Start, 0, static_cast<std::int32_t>(i));
+    e.schedule(s.flows[i].start + route_latency(s, s.flows[i]), Priority::Start, 0, static_cast<std::int32_t>(i));
   e.run(d);
   return d.done;
 }
@@ -138,13 +183,14 @@ std::vector<std::vector<double>> run_simgrid(const std::vector<Scenario>& all) {
     std::vector<s4u::Link*> links;
     for (const Link& l : s.links) {
       const std::string name = s.name + "/" + l.name;
+      const double latency_s = static_cast<double>(l.latency.ns) * 1e-9;
       if (l.sharing == SharingPolicy::SplitDuplex) {
-        links.push_back(zone->create_split_duplex_link(name, l.bandwidth.bytes_per_s)->set_latency(0)->seal());
+        links.push_back(zone->create_split_duplex_link(name, l.bandwidth.bytes_per_s)->set_latency(latency_s)->seal());
       } else {
         auto* link = zone->create_link(name, l.bandwidth.bytes_per_s);
         link->set_sharing_policy(l.sharing == SharingPolicy::Shared ? s4u::Link::SharingPolicy::SHARED
                                                                     : s4u::Link::SharingPolicy::FATPIPE);
-        links.push_back(link->set_latency(0)->seal());
+        links.push_back(link->set_latency(latency_s)->seal());
       }
     }
     for (std::size_t f = 0; f < s.flows.size(); ++f) {
@@ -190,6 +236,16 @@ TEST(SimGridCrossCheck, CompletionTimesAgree) {
       const double tol = 2.0 * static_cast<double>(all[si].flows.size()) + 1e-7 * theirs_ns;
       EXPECT_NEAR(static_cast<double>(ours[f]), theirs_ns, tol)
           << all[si].name << " flow " << f;
+    }
+    if (all[si].name == "tcp_rtt") {
+      // The weighting is what agrees: equal shares (5 GB/s each) would end both flows at ~0.4 s;
+      // 1/11 : 1/101 gives the 11 us flow 9.0 GB/s, done at ~0.22 s.
+      EXPECT_LT(ours[0], 300'000'000);
+      EXPECT_GT(ours[1], 390'000'000);
+    }
+    if (all[si].name == "tcp_window") {
+      // 1 GB over the 1 ms route at 4 MiB / 2 ms = 2.1 GB/s: ~0.48 s, not 0.1-0.2 s.
+      EXPECT_GT(ours[0], 450'000'000);
     }
   }
 }
