@@ -81,11 +81,15 @@ sim::DeviceSpec cpu_spec(int threads) {
   return spec;
 }
 
+// One rank's NCCL kernels of one process group, in launch order.
+struct NcclSeq {
+  std::vector<sim::OpId> ops;
+  std::vector<std::vector<sim::OpId>> deps;  // their other inputs
+  std::vector<std::int64_t> dur;
+  std::vector<std::string> key;  // collective name / elements / dtype, when recorded
+};
 struct RankBuild {
-  std::vector<sim::OpId> nccl_ops;                // in launch order
-  std::vector<std::vector<sim::OpId>> nccl_deps;  // their other inputs
-  std::vector<std::int64_t> nccl_dur;
-  std::vector<std::string> nccl_key;  // collective name / elements / group, when recorded
+  std::map<std::string, NcclSeq> nccl;  // process group name ("" when not recorded) -> kernels
 };
 
 std::string nccl_key(const TraceEvent& k) {
@@ -483,10 +487,12 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_st
         ts.last_launched = id;
         ts.last_launched_stream = skey;
         if (is_nccl(*k)) {
-          rb[r].nccl_ops.push_back(id);
-          rb[r].nccl_deps.push_back(deps);
-          rb[r].nccl_dur.push_back(k->dur_ns);
-          rb[r].nccl_key.push_back(nccl_key(*k));
+          const auto pg = k->args.find("Process Group Name");
+          NcclSeq& q = rb[r].nccl[pg == k->args.end() ? std::string() : pg->second];
+          q.ops.push_back(id);
+          q.deps.push_back(deps);
+          q.dur.push_back(k->dur_ns);
+          q.key.push_back(nccl_key(*k));
         }
         const std::string dname = gpu_device_name(ranks.size(), r, k->device);
         const std::string sname = dname + "/stream" + std::to_string(k->stream);
@@ -513,39 +519,51 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_st
     if (mts.cursor < hi || mts.prev < 0 || mts.mark >= 0)
       host_op("HostWork", "step-tail", hi - mts.cursor, hi);
   }
-  // NCCL kernels matched across ranks: by order, as long as the collective's recorded name,
-  // sizes and group agree (a mismatch means the ranks' traces cover different collectives).
+  // NCCL kernels matched across ranks, per process group (ranks of several groups, e.g. tensor-
+  // and data-parallel, issue each group's collectives in its own order): the i-th kernel of a
+  // group on every rank that has the group, as long as the recorded collective name, sizes and
+  // dtype agree (a mismatch means the traces cover different collectives: matching stops there).
   if (ranks.size() > 1) {
-    std::size_t n = rb[0].nccl_ops.size();
-    for (const auto& b : rb) n = std::min(n, b.nccl_ops.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      bool agree = true;
-      for (const auto& b : rb) agree &= b.nccl_key[i] == rb[0].nccl_key[i];
-      if (!agree) {
-        rg.notes.push_back("NCCL kernel " + std::to_string(i) + " differs between ranks (" +
-                           rb[0].nccl_key[i] +
-                           " on rank 0): later NCCL kernels are not matched across ranks");
-        break;
+    std::set<std::string> groups;
+    for (const auto& b : rb)
+      for (const auto& [pg, q] : b.nccl) groups.insert(pg);
+    for (const std::string& pg : groups) {
+      std::vector<NcclSeq*> part;
+      for (auto& b : rb)
+        if (auto it = b.nccl.find(pg); it != b.nccl.end()) part.push_back(&it->second);
+      if (part.size() < 2) continue;
+      std::size_t n = part[0]->ops.size();
+      for (const NcclSeq* q : part) n = std::min(n, q->ops.size());
+      std::size_t i = 0;
+      for (; i < n; ++i) {
+        bool agree = true;
+        for (const NcclSeq* q : part) agree &= q->key[i] == part[0]->key[i];
+        if (!agree) {
+          rg.notes.push_back("NCCL kernel " + std::to_string(i) + " of process group \"" + pg +
+                             "\" differs between ranks (" + part[0]->key[i] +
+                             " on the first): later ones are not matched across ranks");
+          break;
+        }
+        std::int64_t shortest = part[0]->dur[i];
+        for (const NcclSeq* q : part) shortest = std::min(shortest, q->dur[i]);
+        for (NcclSeq* q : part) {
+          sim::Op& op = g.ops[static_cast<std::size_t>(q->ops[i])];
+          op.measured = sim::Duration{shortest};
+          for (const NcclSeq* o : part)
+            if (o != q)
+              for (sim::OpId d : o->deps[i]) op.control_inputs.push_back(d);
+          std::sort(op.control_inputs.begin(), op.control_inputs.end());
+          op.control_inputs.erase(std::unique(op.control_inputs.begin(), op.control_inputs.end()),
+                                  op.control_inputs.end());
+        }
+        ++rg.nccl_matched;
+        rg.nccl_matched_ops.insert(part[0]->ops[i]);
       }
-      std::int64_t shortest = rb[0].nccl_dur[i];
-      for (const auto& b : rb) shortest = std::min(shortest, b.nccl_dur[i]);
-      for (std::size_t r = 0; r < rb.size(); ++r) {
-        sim::Op& op = g.ops[static_cast<std::size_t>(rb[r].nccl_ops[i])];
-        op.measured = sim::Duration{shortest};
-        for (std::size_t s = 0; s < rb.size(); ++s)
-          if (s != r)
-            for (sim::OpId d : rb[s].nccl_deps[i]) op.control_inputs.push_back(d);
-        std::sort(op.control_inputs.begin(), op.control_inputs.end());
-        op.control_inputs.erase(std::unique(op.control_inputs.begin(), op.control_inputs.end()),
-                                op.control_inputs.end());
-      }
-      ++rg.nccl_matched;
+      if (i == n && std::any_of(part.begin(), part.end(),
+                                [&](const NcclSeq* q) { return q->ops.size() != n; }))
+        rg.notes.push_back("ranks launched different numbers of NCCL kernels in process group \"" +
+                           pg + "\": " + std::to_string(n) + " matched");
     }
-    if (n < rb[0].nccl_ops.size() || std::any_of(rb.begin(), rb.end(), [&](const RankBuild& b) {
-          return b.nccl_ops.size() != n;
-        }))
-      rg.notes.push_back("ranks launched different numbers of NCCL kernels: " + std::to_string(n) +
-                         " matched");
   }
   g.finalize("<replay>");
 
@@ -743,7 +761,10 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
       v.ranks.push_back(std::move(rs));
     }
     v.ops = v.gpu_ops + v.host_ops;
-    v.nccl_matched = rg.nccl_matched;
+    v.nccl_matched = 0;  // collectives of this step matched across ranks (counted once)
+    for (const auto& rsteps : rg.steps)
+      for (sim::OpId g : rsteps[s].gpu_ops)
+        v.nccl_matched += static_cast<int>(rg.nccl_matched_ops.count(g));
     v.compared = v.measured_s > 0 && v.predicted_s > 0;
     v.error = v.compared ? (v.predicted_s - v.measured_s) / v.measured_s : 0.0;
     if (!v.compared)

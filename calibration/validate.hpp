@@ -130,6 +130,7 @@ struct ReplayGraph {
   std::vector<std::vector<ReplayStep>> steps;  ///< [rank][step]
   std::vector<sim::OpId> main_tail;            ///< per rank: the main thread's last op
   int nccl_matched = 0;
+  std::set<sim::OpId> nccl_matched_ops;  ///< one op (the first rank's) per matched collective
   std::vector<StreamBusy> streams;
   std::vector<std::int64_t> measured_end_ns;  ///< per op, relative to its rank's first step start
   std::vector<std::string> notes;

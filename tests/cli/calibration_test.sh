@@ -59,6 +59,17 @@ python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['steps']; sys.exit(0
 out=$("$P" validate --profile "$D/does-not-exist.json" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "missing profile should exit 2, got $rc"
 [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "error should be one line: $out"
+# Issue 14: what was linked is printed, an empty file is not compared, a calibration that matches
+# nothing says so on stderr.
+"$P" calibrate --profile "$D/a100_alexnet.json" -o "$T/a.yaml" >"$T/a.txt" || fail "calibrate alexnet"
+grep -q "links: 98 of 98 GPU activities (100.0%)" "$T/a.txt" || fail "calibrate does not print the links"
+printf '{"traceEvents": []}' >"$T/empty.json"
+out=$("$P" validate --profile "$T/empty.json" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "validate of an event-less file should exit 2, got $rc"
+case "$out" in *%*) fail "validate printed a percentage for no comparison: $out" ;; esac
+"$P" validate --profile "$D/h200_resnet18-64px-b8_train.json.gz" --calibration "$T/a.yaml" --device-model A100-PG509-200 \
+  --max-steps 1 >/dev/null 2>"$T/w.txt" || fail "validate with a foreign calibration"
+grep -q "took a calibrated time" "$T/w.txt" || fail "0 calibrated kernels not noted on stderr"
 printf '{"traceEvents": [' >"$T/bad.json"
 out=$("$P" calibrate --profile "$T/bad.json" -o "$T/bad.yaml" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "truncated JSON should exit 2, got $rc"
