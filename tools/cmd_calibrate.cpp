@@ -69,11 +69,13 @@ void run_calibrate(const CalibrateArgs& a) {
   for (const auto& [dev, dc] : fit.calibration.devices) {
     std::printf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(), dc.exact.size(),
                 dc.by_op_type.size());
-    // simulate looks calibrations up by device name, then by catalog model.
-    if (!sim::find_device_model(dev) && a.device_model.empty())
-      std::printf("  note: \"%s\" is not a catalog model; pass --device-model MODEL (or a device name of your cluster) "
+    // simulate looks calibrations up by device name, then by catalog model: a name as the trace
+    // prints it ("NVIDIA H200") is neither, even when the catalog knows the product.
+    const sim::DeviceSpec* known = sim::find_device_model(dev);
+    if ((!known || known->model != dev) && a.device_model.empty())
+      std::printf("  note: \"%s\" is not a catalog model name; pass --device-model %s (or a device name of your cluster) "
                   "so that simulate --calibration finds it\n",
-                  dev.c_str());
+                  dev.c_str(), known ? known->model.c_str() : "MODEL");
   }
   std::printf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept", "FLOP/s", "B/s",
               "fit err", "CV err");
