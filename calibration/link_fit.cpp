@@ -126,15 +126,11 @@ namespace {
 // (two when it went through host memory).
 struct Path {
   std::vector<sim::Hop> hops;
-  sim::Duration latency{0};
 };
 
 Path path_of(const sim::Route& r) {
   Path p;
-  for (const auto& seg : r.segments) {
-    p.hops.insert(p.hops.end(), seg.hops.begin(), seg.hops.end());
-    p.latency = sim::Duration{p.latency.ns + seg.latency.ns};
-  }
+  for (const auto& seg : r.segments) p.hops.insert(p.hops.end(), seg.hops.begin(), seg.hops.end());
   return p;
 }
 
@@ -147,7 +143,6 @@ Path host_path(const sim::Cluster& c, sim::DeviceId a, sim::DeviceId b) {
   Path p = path_of(c.route(a, h));
   const Path q = path_of(c.route(h, b));
   p.hops.insert(p.hops.end(), q.hops.begin(), q.hops.end());
-  p.latency = sim::Duration{p.latency.ns + q.latency.ns};
   return p;
 }
 
@@ -233,7 +228,6 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
   if (uni_on == m.matrix.end())
     rep.notes.push_back("only P2P=Disabled matrices: every pair was measured through host memory, so the fit goes to the "
                         "links of the host path (GPU -> host CPU -> GPU), never to NVLink");
-  std::vector<std::pair<sim::DeviceId, sim::DeviceId>> measured;
   std::vector<Path> paths;
   for (int i = 0; i < m.gpus; ++i)
     for (int j = 0; j < m.gpus; ++j) {
@@ -257,7 +251,6 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
                           static_cast<double>(path.hops.size()));
       rep.pairs.push_back({c.devices[static_cast<std::size_t>(a)].name, c.devices[static_cast<std::size_t>(b)].name, bw,
                            path_gb_s(c, path), 0.0});
-      measured.emplace_back(a, b);
       paths.push_back(path);
     }
   for (const auto& [kind, acc] : by_kind) {
@@ -410,6 +403,23 @@ int ranks_from_bus_ratio(const std::string& coll, const std::vector<double>& rat
   return n >= 2 ? static_cast<int>(std::lround(n)) : 0;
 }
 
+// Tables that name no ranks: each markdown table is its own measurement, its rank count from
+// its busbw / algbw; machines unknown (0).
+void infer_table_ranks(std::vector<CollectivePoint>& out, std::vector<std::pair<std::size_t, std::size_t>> blocks,
+                       const std::string& collective) {
+  if (blocks.empty()) blocks.emplace_back(0, out.size());
+  for (const auto& [b, e] : blocks) {
+    std::vector<double> ratios;
+    for (std::size_t k = b; k < e; ++k)
+      if (out[k].algbw_gb_s >= 1.0 && out[k].busbw_gb_s > 0) ratios.push_back(out[k].busbw_gb_s / out[k].algbw_gb_s);
+    const int n = ranks_from_bus_ratio(collective, ratios);
+    for (std::size_t k = b; k < e; ++k) {
+      out[k].ranks = n;
+      out[k].nodes = 0;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
@@ -535,21 +545,7 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     p.ranks = ranks;
     p.nodes = nodes;
   }
-  // Each markdown table is its own measurement: infer its rank count separately.
-  if (ranks <= 0) {
-    std::vector<std::pair<std::size_t, std::size_t>> blocks = md_tables;
-    if (blocks.empty()) blocks.emplace_back(0, out.size());
-    for (const auto& [b, e] : blocks) {
-      std::vector<double> ratios;
-      for (std::size_t k = b; k < e; ++k)
-        if (out[k].algbw_gb_s >= 1.0 && out[k].busbw_gb_s > 0) ratios.push_back(out[k].busbw_gb_s / out[k].algbw_gb_s);
-      const int n = ranks_from_bus_ratio(collective, ratios);
-      for (std::size_t k = b; k < e; ++k) {
-        out[k].ranks = n;
-        out[k].nodes = 0;
-      }
-    }
-  }
+  if (ranks <= 0) infer_table_ranks(out, md_tables, collective);
   return out;
 }
 

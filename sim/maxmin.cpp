@@ -26,12 +26,14 @@ int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, d
   Var& v = vars_[id];
   v.bound = bound;
   v.weight = weight;
+  v.inv_weight = 1.0 / weight;
   v.value = 0.0;
   v.alive = true;
   v.fixed = false;
   v.cons.assign(constraints.begin(), constraints.end());
   for (int c : constraints) {
     cons_[c].vars.push_back(id);
+    if (weight != 1.0) ++cons_[c].weighted;
     if (!cons_[c].dirty) {
       cons_[c].dirty = true;
       dirty_cons_.push_back(c);
@@ -49,6 +51,7 @@ void MaxMinSolver::remove_variable(int id) {
   for (int c : v.cons) {
     auto& list = cons_[c].vars;
     list.erase(std::find(list.begin(), list.end(), id));
+    if (v.weight != 1.0) --cons_[c].weighted;
     if (!cons_[c].dirty) {
       cons_[c].dirty = true;
       dirty_cons_.push_back(c);
@@ -114,9 +117,12 @@ bool MaxMinSolver::solve() {
   for (int c : comp_cons_) {
     Con& con = cons_[c];
     con.remaining = con.capacity;
-    con.unfixed = 0.0;
-    for (int vid : con.vars) con.unfixed += 1.0 / vars_[vid].weight;
     con.unfixed_count = static_cast<int>(con.vars.size());
+    con.unfixed = con.unfixed_count;
+    if (con.weighted > 0) {
+      con.unfixed = 0.0;
+      for (int vid : con.vars) con.unfixed += vars_[vid].inv_weight;
+    }
     con.dirty = false;
   }
   for (int vid : comp_vars_) vars_[vid].fixed = false;
@@ -148,12 +154,12 @@ bool MaxMinSolver::solve() {
       Var& v = vars_[vid];
       if (v.fixed) continue;
       if (v.value == -1.0 || v.bound * v.weight <= limit) {
-        v.value = std::min(share / v.weight, v.bound);
+        v.value = std::min(share * v.inv_weight, v.bound);
         v.fixed = true;
         --left;
         for (int c : v.cons) {
           cons_[c].remaining -= v.value;
-          cons_[c].unfixed -= 1.0 / v.weight;
+          cons_[c].unfixed -= v.inv_weight;
           --cons_[c].unfixed_count;
         }
       }

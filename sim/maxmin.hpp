@@ -81,6 +81,7 @@ class MaxMinSolver {
   struct Var {
     double bound = kUnbounded;
     double weight = 1.0;
+    double inv_weight = 1.0;               // 1 / weight, so that weight 1 costs no division
     double value = 0.0;
     std::vector<int> cons;                 // capacity kept when the id is reused
     bool alive = false;
@@ -90,6 +91,7 @@ class MaxMinSolver {
   struct Con {
     double capacity = 0.0;
     std::vector<int> vars;                 // live variables crossing it, in insertion order
+    int weighted = 0;                      // live variables with a weight other than 1
     bool dirty = false;
     std::uint32_t mark = 0;
     double remaining = 0.0;                // scratch

@@ -148,10 +148,13 @@ void run_calibrate(const CalibrateArgs& a) {
   for (const auto& [dev, dc] : fit.calibration.devices) {
     outf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(), dc.exact.size(),
                 dc.by_op_type.size());
-    // simulate looks calibrations up by device name, then by catalog model.
-    if (!sim::find_device_model(dev) && a.device_model.empty())
-      g_notes.push_back("\"" + dev + "\" is not a catalog model; pass --device-model MODEL (or a device name of your "
-                        "cluster) so that simulate --calibration finds it");
+    // simulate looks calibrations up by device name, then by catalog model: a name as the trace
+    // prints it ("NVIDIA H200") is neither, even when the catalog knows the product.
+    const sim::DeviceSpec* known = sim::find_device_model(dev);
+    if ((!known || known->model != dev) && a.device_model.empty())
+      g_notes.push_back("\"" + dev + "\" is not a catalog model name; pass --device-model " +
+                        (known ? known->model : std::string("MODEL")) +
+                        " (or a device name of your cluster) so that simulate --calibration finds it");
   }
   outf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept", "FLOP/s", "B/s",
               "fit err", "CV err");
