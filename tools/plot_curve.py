@@ -25,6 +25,20 @@ def save(fig, png_path):
     os.replace(tmp, png_path)
 
 
+def finish_oom_axes(ax, ax2, title, refs, legend_size):
+    """Step-time axes (reference lines, title, legend) over an OOM-share axes, by iteration."""
+    for name, sec in refs:
+        ax.axhline(sec * 1e3, linestyle="--", linewidth=1, label=name)
+    ax.set_ylabel("step time (ms)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    ax2.set_ylabel("OOM share")
+    ax2.set_xlabel("iteration")
+    ax2.set_ylim(-0.05, 1.05)
+    ax2.grid(alpha=0.3)
+
+
 def read_curve(path):
     rows = []
     with open(path, newline="") as f:
@@ -104,17 +118,8 @@ def per_graph(csv_path, png_path, title, refs, plt):
         ax.plot(s["it"], s["mean"], color=color, alpha=0.4, linewidth=0.8, label=g + " iteration mean")
         ax.plot(s["it"], s["best"], color=color, linewidth=2, label=g + " best so far")
         ax2.plot(s["it"], s["oom"], color=color)
-    for name, sec in refs:
-        ax.axhline(sec * 1e3, linestyle="--", linewidth=1, label=name)
-    ax.set_ylabel("step time (ms)")
     ax.set_yscale("log")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    ax2.set_ylabel("OOM share")
-    ax2.set_xlabel("iteration")
-    ax2.set_ylim(-0.05, 1.05)
-    ax2.grid(alpha=0.3)
+    finish_oom_axes(ax, ax2, title, refs, 7)
     save(fig, png_path)
     return 0
 
@@ -169,17 +174,8 @@ def main(argv):
     ax.plot(it, mean, label="iteration mean (fitting samples)", color="tab:blue", alpha=0.6)
     ax.plot(it, low, label="iteration best", color="tab:green", alpha=0.6, linewidth=0.8)
     ax.plot(it, best, label="best so far", color="black", linewidth=2)
-    for name, sec in refs:
-        ax.axhline(sec * 1e3, linestyle="--", linewidth=1, label=name)
-    ax.set_ylabel("step time (ms)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
     ax2.plot(it, oom, color="tab:red")
-    ax2.set_ylabel("OOM share")
-    ax2.set_xlabel("iteration")
-    ax2.set_ylim(-0.05, 1.05)
-    ax2.grid(alpha=0.3)
+    finish_oom_axes(ax, ax2, title, refs, 8)
     save(fig, png_path)
     return 0
 
