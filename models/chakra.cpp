@@ -336,55 +336,60 @@ bool is_chakra_path(const std::string& path) {
   return ends(".et") || ends(".et.gz");
 }
 
-ChakraImport import_chakra(const std::vector<std::string>& files) {
-  if (files.empty()) throw InputError("<chakra>", "", "at least one .et file, got none");
-  std::vector<RankFile> ranks;
-  std::size_t total = 0;
-  for (const std::string& f : files) {
-    ranks.push_back(read_et(f));
-    total += ranks.back().nodes.size();
-  }
-  // A rank with no node is fine (a device the exporter placed nothing on); a job with none is not.
-  if (total == 0)
-    throw InputError(files.front(), "",
-                     "a Chakra execution trace with at least one node, got none");
-  ChakraImport r;
+namespace {
 
-  // Every node, in (id, rank) order: the exporter numbers nodes by op index across ranks, so
-  // the imported graph has the original op order (and hence the same engine tie-breaks).
-  std::vector<NodeRef> all;
-  std::map<std::pair<int, std::uint64_t>, std::size_t> index_of;  // (rank, id) -> position
-  for (int k = 0; k < static_cast<int>(ranks.size()); ++k)
-    for (const pb::Node& n : ranks[static_cast<std::size_t>(k)].nodes) all.push_back({k, &n});
-  std::stable_sort(all.begin(), all.end(), [](const NodeRef& a, const NodeRef& b) {
-    return std::make_pair(a.node->id(), a.rank) < std::make_pair(b.node->id(), b.rank);
-  });
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (!index_of.emplace(std::make_pair(all[i].rank, all[i].node->id()), i).second)
-      throw InputError(ranks[static_cast<std::size_t>(all[i].rank)].path,
-                       "node id " + std::to_string(all[i].node->id()),
-                       "unique node ids, got a duplicate");
+// The state of one import: every node of every rank in (id, rank) order, and what each became.
+class Importer {
+ public:
+  explicit Importer(const std::vector<std::string>& files) {
+    std::size_t total = 0;
+    for (const std::string& f : files) {
+      ranks.push_back(read_et(f));
+      total += ranks.back().nodes.size();
+    }
+    // A rank with no node is fine (a device the exporter placed nothing on); a job with none
+    // is not.
+    if (total == 0)
+      throw InputError(files.front(), "",
+                       "a Chakra execution trace with at least one node, got none");
+    // The exporter numbers nodes by op index across ranks, so this order gives back the original
+    // op order (and hence the same engine tie-breaks).
+    for (int k = 0; k < static_cast<int>(ranks.size()); ++k)
+      for (const pb::Node& n : ranks[static_cast<std::size_t>(k)].nodes) all.push_back({k, &n});
+    std::stable_sort(all.begin(), all.end(), [](const NodeRef& a, const NodeRef& b) {
+      return std::make_pair(a.node->id(), a.rank) < std::make_pair(b.node->id(), b.rank);
+    });
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (!index_of.emplace(std::make_pair(all[i].rank, all[i].node->id()), i).second)
+        throw InputError(ranks[static_cast<std::size_t>(all[i].rank)].path,
+                         "node id " + std::to_string(all[i].node->id()),
+                         "unique node ids, got a duplicate");
+    send_of.assign(all.size(), all.size());
+    dropped.assign(all.size(), false);
+    op_of.assign(all.size(), -1);
+    outs.resize(all.size());
+    ins.resize(all.size());
+    output_of.resize(all.size());
   }
 
-  // SEND/RECV pairs between the imported ranks: the RECV's consumers read the SEND's tensor.
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> sends;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const pb::Node& n = *all[i].node;
-    if (n.type() != pb::COMM_SEND_NODE) continue;
-    const auto src = int_attr(n.attr(), "comm_src"), dst = int_attr(n.attr(), "comm_dst"),
-               tag = int_attr(n.attr(), "comm_tag");
-    if (src && dst && tag) sends[{*src, *dst, *tag}] = i;
-  }
-  std::vector<std::size_t> send_of(all.size(), all.size());  // RECV -> matching SEND
-  std::vector<bool> dropped(all.size(), false);
-  if (ranks.size() > 1) {
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      const pb::Node& n = *all[i].node;
-      if (n.type() != pb::COMM_RECV_NODE) continue;
+  /// SEND/RECV pairs between the imported ranks: the RECV's consumers read the SEND's tensor.
+  void match_send_recv() {
+    if (ranks.size() < 2) return;
+    const auto key = [](const pb::Node& n)
+        -> std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>> {
       const auto src = int_attr(n.attr(), "comm_src"), dst = int_attr(n.attr(), "comm_dst"),
                  tag = int_attr(n.attr(), "comm_tag");
-      if (!src || !dst || !tag) continue;
-      const auto it = sends.find({*src, *dst, *tag});
+      if (!src || !dst || !tag) return std::nullopt;
+      return std::make_tuple(*src, *dst, *tag);
+    };
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> sends;
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (all[i].node->type() == pb::COMM_SEND_NODE)
+        if (const auto k = key(*all[i].node)) sends[*k] = i;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i].node->type() != pb::COMM_RECV_NODE) continue;
+      const auto k = key(*all[i].node);
+      const auto it = k ? sends.find(*k) : sends.end();
       if (it == sends.end()) continue;
       send_of[i] = it->second;
       dropped[i] = dropped[it->second] = true;
@@ -392,17 +397,13 @@ ChakraImport import_chakra(const std::vector<std::string>& files) {
     }
   }
 
-  // Ops.
-  std::vector<sim::OpId> op_of(all.size(), -1);
-  std::vector<std::vector<TensorUse>> outs(all.size()), ins(all.size());
-  std::vector<std::map<std::uint64_t, std::int32_t>> output_of(all.size());  // tensor id -> output
-  std::set<std::string> names;
-  sim::Graph& g = r.graph;
-  for (std::size_t i = 0; i < all.size(); ++i) {
+  /// The op of node i (none for a joined SEND/RECV).
+  void add_op(std::size_t i) {
+    sim::Graph& g = r.graph;
     const pb::Node& n = *all[i].node;
     outs[i] = tensors_of(n.outputs());
     ins[i] = tensors_of(n.inputs());
-    if (dropped[i]) continue;
+    if (dropped[i]) return;
     ++r.nodes;
     sim::Op op;
     op.name = n.name().empty() ? "node " + std::to_string(n.id()) : n.name();
@@ -461,11 +462,11 @@ ChakraImport import_chakra(const std::vector<std::string>& files) {
     op_of[i] = g.add_op(std::move(op));
   }
 
-  // Edges.
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (dropped[i]) continue;
+  /// Data and control edges into node i's op.
+  void add_edges(std::size_t i) {
+    if (dropped[i]) return;
     const pb::Node& n = *all[i].node;
-    sim::Op& op = g.ops[static_cast<std::size_t>(op_of[i])];
+    sim::Op& op = r.graph.ops[static_cast<std::size_t>(op_of[i])];
     // Producers among the data dependencies (a matched RECV stands for its SEND's producers).
     std::vector<std::size_t> producers;
     std::set<sim::OpId> control;
@@ -515,57 +516,90 @@ ChakraImport import_chakra(const std::vector<std::string>& files) {
       ++r.control_edges;
     }
   }
-  // Chakra's PyTorch converter writes some dependencies from a CPU op to the kernel it launched
-  // (its child in the call tree), which closes a cycle with the kernel's own dependency on the
-  // op. A cyclic file keeps only the dependencies on earlier nodes (by id): the order the
-  // trace was recorded in.
-  if (!acyclic(g)) {
-    int dropped_edges = 0;
-    for (sim::OpId c = 0; c < g.num_ops(); ++c) {
-      sim::Op& op = g.ops[static_cast<std::size_t>(c)];
-      const auto later = [&](sim::OpId p) { return p > c; };
-      const auto nd =
-          std::erase_if(op.inputs, [&](const sim::TensorRef& t) { return later(t.op); });
-      const auto nc = std::erase_if(op.control_inputs, later);
-      r.data_edges -= static_cast<int>(nd);
-      r.control_edges -= static_cast<int>(nc);
-      dropped_edges += static_cast<int>(nd + nc);
+
+  void break_cycles() {
+    sim::Graph& g = r.graph;
+    // Chakra's PyTorch converter writes some dependencies from a CPU op to the kernel it launched
+    // (its child in the call tree), which closes a cycle with the kernel's own dependency on the
+    // op. A cyclic file keeps only the dependencies on earlier nodes (by id): the order the
+    // trace was recorded in.
+    if (!acyclic(g)) {
+      int dropped_edges = 0;
+      for (sim::OpId c = 0; c < g.num_ops(); ++c) {
+        sim::Op& op = g.ops[static_cast<std::size_t>(c)];
+        const auto later = [&](sim::OpId p) { return p > c; };
+        const auto nd =
+            std::erase_if(op.inputs, [&](const sim::TensorRef& t) { return later(t.op); });
+        const auto nc = std::erase_if(op.control_inputs, later);
+        r.data_edges -= static_cast<int>(nd);
+        r.control_edges -= static_cast<int>(nc);
+        dropped_edges += static_cast<int>(nd + nc);
+      }
+      r.backward_deps = dropped_edges;
+      r.notes.push_back(
+          std::to_string(dropped_edges) +
+          " dependencies on later nodes dropped (the file's dependencies form a cycle)");
     }
-    r.backward_deps = dropped_edges;
-    r.notes.push_back(
-        std::to_string(dropped_edges) +
-        " dependencies on later nodes dropped (the file's dependencies form a cycle)");
+    if (r.missing_deps > 0)
+      r.notes.push_back(std::to_string(r.missing_deps) +
+                        " dependencies on node ids absent from the file (dropped)");
+    if (r.comm_nodes > 0)
+      r.notes.push_back(std::to_string(r.comm_nodes) +
+                        " communication nodes imported as ops with their measured time (no "
+                        "collective op type yet)");
   }
-  if (r.missing_deps > 0)
-    r.notes.push_back(std::to_string(r.missing_deps) +
-                      " dependencies on node ids absent from the file (dropped)");
-  if (r.comm_nodes > 0)
-    r.notes.push_back(std::to_string(r.comm_nodes) +
-                      " communication nodes imported as ops with their measured time (no "
-                      "collective op type yet)");
 
-  std::string name = std::filesystem::path(files.front()).filename().string();  // "trace.0.et"
-  name = name.substr(0, name.rfind(".et"));                                     // "trace.0"
-  if (const auto dot = name.rfind('.'); dot != std::string::npos && ranks.size() > 1)
-    name = name.substr(0, dot);
-  g.name = name;
-  g.metadata["source"] = "chakra";
-  g.metadata["files"] = std::to_string(files.size());
-  g.finalize(files.front());
+  ChakraImport finish(const std::vector<std::string>& files) {
+    sim::Graph& g = r.graph;
+    std::string name = std::filesystem::path(files.front()).filename().string();  // "trace.0.et"
+    name = name.substr(0, name.rfind(".et"));                                     // "trace.0"
+    if (const auto dot = name.rfind('.'); dot != std::string::npos && ranks.size() > 1)
+      name = name.substr(0, dot);
+    g.name = name;
+    g.metadata["source"] = "chakra";
+    g.metadata["files"] = std::to_string(files.size());
+    g.finalize(files.front());
 
-  bool named = true;
-  for (const RankFile& f : ranks) named &= !f.device.empty();
-  if (named) {
-    sim::PlacementFile pf;
-    pf.metadata.method = "chakra";
-    pf.metadata.graph = g.name;
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (!dropped[i])
-        pf.ops[g.ops[static_cast<std::size_t>(op_of[i])].name] =
-            ranks[static_cast<std::size_t>(all[i].rank)].device;
-    r.placement = std::move(pf);
+    bool named = true;
+    for (const RankFile& f : ranks) named &= !f.device.empty();
+    if (named) {
+      sim::PlacementFile pf;
+      pf.metadata.method = "chakra";
+      pf.metadata.graph = g.name;
+      for (std::size_t i = 0; i < all.size(); ++i)
+        if (!dropped[i])
+          pf.ops[g.ops[static_cast<std::size_t>(op_of[i])].name] =
+              ranks[static_cast<std::size_t>(all[i].rank)].device;
+      r.placement = std::move(pf);
+    }
+    return std::move(r);
   }
-  return r;
+
+  std::size_t size() const { return all.size(); }
+
+ private:
+  std::vector<RankFile> ranks;
+  std::vector<NodeRef> all;
+  std::map<std::pair<int, std::uint64_t>, std::size_t> index_of;  // (rank, id) -> position
+  std::vector<std::size_t> send_of;                               // RECV -> matching SEND
+  std::vector<bool> dropped;                                      // joined SEND/RECV
+  std::vector<sim::OpId> op_of;
+  std::vector<std::vector<TensorUse>> outs, ins;
+  std::vector<std::map<std::uint64_t, std::int32_t>> output_of;  // tensor id -> output index
+  std::set<std::string> names;
+  ChakraImport r;
+};
+
+}  // namespace
+
+ChakraImport import_chakra(const std::vector<std::string>& files) {
+  if (files.empty()) throw InputError("<chakra>", "", "at least one .et file, got none");
+  Importer im(files);
+  im.match_send_recv();
+  for (std::size_t i = 0; i < im.size(); ++i) im.add_op(i);
+  for (std::size_t i = 0; i < im.size(); ++i) im.add_edges(i);
+  im.break_cycles();
+  return im.finish(files);
 }
 
 // ----- writing ------------------------------------------------------------------------------

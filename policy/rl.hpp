@@ -283,8 +283,10 @@ struct MultiTrainResult {
 MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::Cluster& cluster,
                              const TrainConfig& config);
 
-/// The training curve as CSV (one row per IterationStats), written atomically.
-void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path);
+/// The training curve as CSV (one row per IterationStats), written atomically. With `graphs`
+/// (train_multi's, iteration i trained graphs[(i - 1) % n]) a `graph` column names each row's.
+void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path,
+                     const std::vector<std::string>& graphs = {});
 
 /// For tests: the largest absolute difference between the policy's LSTM recurrence (its forward
 /// and its written-out backward, policy/rl_lstm.hpp) and LibTorch's torch::nn::LSTM on random

@@ -31,15 +31,19 @@ sim::Placement expand(const models::Grouping& gr, const DevicesOfGroups& dev) {
 
 }  // namespace
 
-void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path) {
+void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path,
+                     const std::vector<std::string>& graphs) {
   std::ostringstream os;
-  os << "iteration,best_step_s,mean_step_s,min_step_s,oom_fraction,mean_reward,baseline,entropy,"
+  os << (graphs.empty() ? "iteration," : "iteration,graph,") << "best_step_s,mean_step_s,min_step_s,oom_fraction,mean_reward,baseline,entropy,"
         "sample_s,reward_s,grad_s\n";
   os << std::setprecision(9);
-  for (const auto& s : history)
-    os << s.iteration << ',' << s.best_step_s << ',' << s.mean_step_s << ',' << s.min_step_s << ','
+  for (const auto& s : history) {
+    os << s.iteration << ',';
+    if (!graphs.empty()) os << graphs[static_cast<std::size_t>(std::max(0, s.iteration - 1)) % graphs.size()] << ',';
+    os << s.best_step_s << ',' << s.mean_step_s << ',' << s.min_step_s << ','
        << s.oom_fraction << ',' << s.mean_reward << ',' << s.baseline << ',' << s.entropy << ','
        << s.sample_s << ',' << s.reward_s << ',' << s.grad_s << '\n';
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

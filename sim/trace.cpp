@@ -144,13 +144,24 @@ json flow(char ph, std::int64_t id, std::int32_t pid, std::int32_t tid, SimTime 
 
 }  // namespace
 
-std::string TraceSink::to_json() const {
-  const std::size_t nd = cluster_->devices.size();
-  const auto gpu = [&](std::int32_t d) {
-    return cluster_->devices[static_cast<std::size_t>(d)].spec.kind == DeviceKind::Gpu;
-  };
+// Cross-references between the recorded events, built once per to_json().
+struct TraceSink::Index {
+  std::vector<std::int32_t> tid;      ///< per event (lanes for copies without an engine)
+  std::vector<std::int64_t> corr;     ///< per event: correlation id, -1 = none
+  std::vector<std::size_t> launched;  ///< per launch event: the kernel/copy it launched
+  std::map<std::string, std::size_t> kernel_of;
+  std::map<std::tuple<std::int32_t, std::int32_t, DeviceId>, std::vector<std::size_t>> copies_of;
+};
+
+bool TraceSink::is_gpu(std::int32_t d) const {
+  return cluster_->devices[static_cast<std::size_t>(d)].spec.kind == DeviceKind::Gpu;
+}
+
+TraceSink::Index TraceSink::index() const {
   // Lanes of the copies without an engine, per device.
-  std::vector<std::int32_t> tid(events_.size());
+  Index ix;
+  std::vector<std::int32_t>& tid = ix.tid;
+  tid.resize(events_.size());
   {
     std::map<std::int32_t, std::vector<std::tuple<SimTime, SimTime, std::size_t>>> spans;
     for (std::size_t i = 0; i < events_.size(); ++i) {
@@ -166,23 +177,23 @@ std::string TraceSink::to_json() const {
   }
   // Launch -> kernel/copy correlation, by name on one device (op names and copy names are unique).
   std::map<std::pair<std::int32_t, std::string>, std::size_t> launch_of;
-  std::map<std::string, std::size_t> kernel_of;
-  std::map<std::tuple<std::int32_t, std::int32_t, DeviceId>, std::vector<std::size_t>> copies_of;
   for (std::size_t i = 0; i < events_.size(); ++i) {
     const Ev& e = events_[i];
     if (e.kind == Kind::Launch) launch_of[{e.pid, e.name}] = i;
-    if (e.kind == Kind::Kernel) kernel_of[e.name] = i;
+    if (e.kind == Kind::Kernel) ix.kernel_of[e.name] = i;
     if (e.kind == Kind::Copy && e.of.producer >= 0) {
-      auto& v = copies_of[{e.of.producer, e.of.output, e.of.dst}];
+      auto& v = ix.copies_of[{e.of.producer, e.of.output, e.of.dst}];
       v.resize(static_cast<std::size_t>(std::max<int>(e.of.segments, 1)), events_.size());
       v[static_cast<std::size_t>(std::clamp(e.of.segment, 0, e.of.segments - 1))] = i;
     }
   }
-  std::vector<std::int64_t> corr(events_.size(), -1);
-  std::vector<std::size_t> launched(events_.size(), events_.size());  // launch -> its activity
+  std::vector<std::int64_t>& corr = ix.corr;
+  corr.assign(events_.size(), -1);
+  std::vector<std::size_t>& launched = ix.launched;
+  launched.assign(events_.size(), events_.size());
   for (std::size_t i = 0; i < events_.size(); ++i) {
     const Ev& e = events_[i];
-    if (e.kind == Kind::Launch || !gpu(e.pid)) continue;
+    if (e.kind == Kind::Launch || !is_gpu(e.pid)) continue;
     const std::string key = e.kind == Kind::Kernel ? e.name : "issue " + e.name;
     const auto it = launch_of.find({e.pid, key});
     if (it == launch_of.end()) {
@@ -196,14 +207,19 @@ std::string TraceSink::to_json() const {
     launched[it->second] = i;
   }
 
-  json evs = json::array();
-  const auto pid_of = [&](std::int32_t d) { return d + pid_offset_; };
-  const std::int32_t links_pid = static_cast<std::int32_t>(nd) + pid_offset_;
+  return ix;
+}
+
+void TraceSink::emit_metadata(const Index& ix, nlohmann::json& evs) const {
+  const std::size_t nd = cluster_->devices.size();
+  const std::vector<std::int32_t>& tid = ix.tid;
+  const std::vector<std::int64_t>& corr = ix.corr;
   for (std::size_t d = 0; d <= nd; ++d) {
     const bool links = d == nd;
-    const std::string name = links ? "links"
-                                   : cluster_->devices[d].name +
-                                         (gpu(static_cast<std::int32_t>(d)) ? " (GPU)" : " (CPU)");
+    const std::string name = links
+                                 ? "links"
+                                 : cluster_->devices[d].name +
+                                       (is_gpu(static_cast<std::int32_t>(d)) ? " (GPU)" : " (CPU)");
     evs.push_back({{"ph", "M"},
                    {"name", "process_name"},
                    {"pid", static_cast<std::int32_t>(d) + pid_offset_},
@@ -233,31 +249,35 @@ std::string TraceSink::to_json() const {
                    {"tid", t},
                    {"args", {{"sort_index", t == kLaunchTid ? -1 : t}}}});
   }
+}
 
-  // Args of an op: what it is and which rule of the cost model priced it on device d.
-  const auto op_args = [&](const std::string& name, std::int32_t d) {
-    json a = {{"op", name}};
-    if (!graph_) return a;
-    const OpId id = graph_->op_index(name);
-    if (id < 0) return a;
-    const Op& op = graph_->ops[static_cast<std::size_t>(id)];
-    a["op type"] = op.type;
-    a["phase"] = to_string(op.phase);
-    a["flops"] = op.flops.v;
-    a["bytes read"] = op.bytes_read.v;
-    a["bytes written"] = op.bytes_written.v;
-    if (!op.layer.empty()) a["layer"] = op.layer;
-    if (costs_)
-      a["priced by"] =
-          rule_name(costs_->estimate(op, cluster_->devices[static_cast<std::size_t>(d)]).source);
-    return a;
-  };
+nlohmann::json TraceSink::op_args(const std::string& name, std::int32_t d) const {
+  json a = {{"op", name}};
+  if (!graph_) return a;
+  const OpId id = graph_->op_index(name);
+  if (id < 0) return a;
+  const Op& op = graph_->ops[static_cast<std::size_t>(id)];
+  a["op type"] = op.type;
+  a["phase"] = to_string(op.phase);
+  a["flops"] = op.flops.v;
+  a["bytes read"] = op.bytes_read.v;
+  a["bytes written"] = op.bytes_written.v;
+  if (!op.layer.empty()) a["layer"] = op.layer;
+  if (costs_)
+    a["priced by"] =
+        rule_name(costs_->estimate(op, cluster_->devices[static_cast<std::size_t>(d)]).source);
+  return a;
+}
 
+void TraceSink::emit_slices(const Index& ix, nlohmann::json& evs) const {
+  const std::vector<std::int32_t>& tid = ix.tid;
+  const std::vector<std::int64_t>& corr = ix.corr;
+  const std::vector<std::size_t>& launched = ix.launched;
   for (std::size_t i = 0; i < events_.size(); ++i) {
     const Ev& e = events_[i];
     json j = {
         {"ph", "X"}, {"pid", pid_of(e.pid)}, {"tid", tid[i]}, {"ts", us(e.ts)}, {"dur", us(e.dur)}};
-    const bool g = gpu(e.pid);
+    const bool g = is_gpu(e.pid);
     if (e.kind == Kind::Launch) {
       const bool issue = e.name.rfind("issue ", 0) == 0;
       if (!g) {
@@ -337,7 +357,10 @@ std::string TraceSink::to_json() const {
     }
     evs.push_back(std::move(j));
   }
+}
 
+void TraceSink::emit_dependencies(const Index& ix, nlohmann::json& evs) const {
+  const std::vector<std::int32_t>& tid = ix.tid;
   // Data and control dependencies: producer kernel -> (copy segments ->) consumer kernel.
   std::int64_t next_id = 2 * static_cast<std::int64_t>(events_.size()) + 1;
   const auto arrow = [&](std::size_t from, std::size_t to, const char* name) {
@@ -350,18 +373,18 @@ std::string TraceSink::to_json() const {
     std::set<std::tuple<std::int32_t, std::int32_t, DeviceId>> drawn;
     for (OpId c = 0; c < graph_->num_ops(); ++c) {
       const Op& op = graph_->ops[static_cast<std::size_t>(c)];
-      const auto kc = kernel_of.find(op.name);
-      if (kc == kernel_of.end()) continue;
+      const auto kc = ix.kernel_of.find(op.name);
+      if (kc == ix.kernel_of.end()) continue;
       const DeviceId dc = events_[kc->second].pid;
       for (const TensorRef& in : op.inputs) {
-        const auto kp = kernel_of.find(graph_->ops[static_cast<std::size_t>(in.op)].name);
-        if (kp == kernel_of.end()) continue;
+        const auto kp = ix.kernel_of.find(graph_->ops[static_cast<std::size_t>(in.op)].name);
+        if (kp == ix.kernel_of.end()) continue;
         if (events_[kp->second].pid == dc) {
           arrow(kp->second, kc->second, "data");
           continue;
         }
-        const auto ch = copies_of.find({in.op, in.output, dc});
-        if (ch == copies_of.end() || ch->second.back() >= events_.size()) continue;
+        const auto ch = ix.copies_of.find({in.op, in.output, dc});
+        if (ch == ix.copies_of.end() || ch->second.back() >= events_.size()) continue;
         if (drawn.insert(ch->first).second) {
           std::size_t prev = kp->second;
           for (std::size_t s : ch->second) {
@@ -373,12 +396,15 @@ std::string TraceSink::to_json() const {
         arrow(ch->second.back(), kc->second, "data");
       }
       for (OpId p : op.control_inputs) {
-        const auto kp = kernel_of.find(graph_->ops[static_cast<std::size_t>(p)].name);
-        if (kp != kernel_of.end()) arrow(kp->second, kc->second, "control");
+        const auto kp = ix.kernel_of.find(graph_->ops[static_cast<std::size_t>(p)].name);
+        if (kp != ix.kernel_of.end()) arrow(kp->second, kc->second, "control");
       }
     }
   }
+}
 
+void TraceSink::emit_counters(nlohmann::json& evs) const {
+  const std::int32_t links_pid = static_cast<std::int32_t>(cluster_->devices.size()) + pid_offset_;
   // Memory counters per device.
   for (const Mem& m : memory_)
     evs.push_back({{"ph", "C"},
@@ -426,6 +452,15 @@ std::string TraceSink::to_json() const {
              {"utilisation %", 100.0 * std::max(f, rv) * 1e9 / link.bandwidth.bytes_per_s}}}});
     }
   }
+}
+
+std::string TraceSink::to_json() const {
+  const Index ix = index();
+  json evs = json::array();
+  emit_metadata(ix, evs);
+  emit_slices(ix, evs);
+  emit_dependencies(ix, evs);
+  emit_counters(evs);
   json root = {{"schemaVersion", 1},
                {"traceName", "placesim simulated step"},
                {"distributedInfo", {{"rank", 0}, {"world_size", 1}}},

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,8 +99,16 @@ class TraceSink {
     SimTime t;
     std::int64_t bytes;
   };
+  struct Index;  // cross-references of the events, built by to_json (trace.cpp)
   std::string track_name(std::int32_t pid, std::int32_t tid) const;
-  void assign_lanes();
+  [[nodiscard]] bool is_gpu(std::int32_t d) const;
+  [[nodiscard]] std::int32_t pid_of(std::int32_t d) const { return d + pid_offset_; }
+  [[nodiscard]] Index index() const;
+  [[nodiscard]] nlohmann::json op_args(const std::string& name, std::int32_t d) const;
+  void emit_metadata(const Index& ix, nlohmann::json& evs) const;
+  void emit_slices(const Index& ix, nlohmann::json& evs) const;
+  void emit_dependencies(const Index& ix, nlohmann::json& evs) const;
+  void emit_counters(nlohmann::json& evs) const;
 
   const Cluster* cluster_;
   const Graph* graph_ = nullptr;

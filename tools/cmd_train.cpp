@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "models/grouping.hpp"
 #include "models/registry.hpp"
 #include "policy/compare.hpp"
@@ -50,7 +52,7 @@ struct TrainArgs {
   std::string attention = "dot";
   std::string grouper = "scotch";
   std::string checkpoint_dir, output = "rl_placement.json", curve;
-  bool resume = false, no_plot = false, no_table = false;
+  bool resume = false, no_plot = false, no_table = false, json = false;
   bool project_baselines = false;   // the grouping's ceiling instead of training (docs/rl.md)
   std::string graphs, pretrained;   // multi-graph training; weights to start from (docs/rl.md)
 };
@@ -123,7 +125,10 @@ void run_train_multi(const TrainArgs& a, const policy::TrainConfig& cfg, const s
     auto p = std::filesystem::path(a.output);
     curve = (p.parent_path() / (p.stem().string() + ".curve.csv")).string();
   }
-  policy::write_curve_csv(r.history, curve);
+  policy::write_curve_csv(r.history, curve, r.graphs);
+  if (!a.no_plot)
+    plot_curve(curve, std::filesystem::path(curve).replace_extension(".png").string(),
+               a.graphs + " on " + cluster.name + ", seed " + std::to_string(a.seed));
   std::cout << std::fixed << std::setprecision(3) << "rl: " << r.history.size() << " iterations over "
             << graphs.size() << " graphs in " << r.wall_s << " s; policy in " << a.checkpoint_dir
             << "/checkpoint.pt, curve " << curve << "\n";
@@ -314,6 +319,21 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
     grad_s += s.grad_s;
   }
   const double n = std::max<double>(1.0, static_cast<double>(r.history.size()));
+  if (a.json) {
+    // One JSON document instead of the lines and the table (the table's rows included).
+    nlohmann::ordered_json j = {{"graph", graph.name}, {"cluster", cluster.name}, {"iterations", r.history.size()},
+                                {"groups", r.groups}, {"simulations", r.evaluations}, {"wall_s", r.wall_s},
+                                {"best_step_s", r.best_step_s}, {"best_oom", r.best_oom}, {"output", a.output},
+                                {"curve", curve}, {"interrupted", r.interrupted}};
+    if (!a.no_table && !r.interrupted) {
+      std::vector<policy::CompareRow> extra{policy::evaluate_row("rl (learned)", graph, cluster, r.best, mo, r.wall_s)};
+      j["compare"] = nlohmann::ordered_json::parse(
+          policy::compare_to_json(policy::compare_methods(graph, cluster, policy::method_names(), mo, extra)));
+    }
+    std::cout << j.dump(1) << "\n";
+    if (r.interrupted) throw CliExit{130};
+    return;
+  }
   std::cout << std::fixed << std::setprecision(3) << "rl: " << r.history.size() << " iterations, "
             << r.groups << " groups, " << r.evaluations << " simulations in " << r.wall_s
             << " s; per iteration: sampling " << sample_s / n << " s, simulation " << reward_s / n
@@ -368,6 +388,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--shards", a->shards, "cut the K samples into this many shards, each sampled and back-propagated as one batch; under mpirun the rank count must divide it, and every such rank count (1 included) gives the same result")->capture_default_str();
   cmd->add_flag("--no-plot", a->no_plot, "skip the PNG plot");
   cmd->add_flag("--no-table", a->no_table, "skip the baselines table at the end");
+  cmd->add_flag("--json", a->json, "print the result (and the baselines table's rows) as JSON");
   cmd->add_flag("--project-baselines", a->project_baselines, "no training: simulate every baseline's placement projected onto the policy's groups (what the grouping can express)");
   cmd->callback([a] {
     policy::MpiRuntime mpi;

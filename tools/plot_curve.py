@@ -6,7 +6,9 @@ the OOM share per iteration.
     /usr/bin/python3 tools/plot_curve.py --seeds out.png "nmt, 3 seeds" a.csv b.csv c.csv [--ref NAME=SECONDS ...]
 
 The second form overlays several runs (best so far and iteration mean against wall time, and the
-policy's entropy), so seeds or settings can be compared on one figure.
+policy's entropy), so seeds or settings can be compared on one figure. A curve of a multi-graph
+run (`train --graphs`, with a `graph` column) gets one colour per graph: its iteration mean and its
+best sample so far.
 
 Needs Debian's python3-matplotlib. Exits 3 with one line on stderr if it is missing.
 """
@@ -23,11 +25,25 @@ def save(fig, png_path):
     os.replace(tmp, png_path)
 
 
+def finish_oom_axes(ax, ax2, title, refs, legend_size):
+    """Step-time axes (reference lines, title, legend) over an OOM-share axes, by iteration."""
+    for name, sec in refs:
+        ax.axhline(sec * 1e3, linestyle="--", linewidth=1, label=name)
+    ax.set_ylabel("step time (ms)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    ax2.set_ylabel("OOM share")
+    ax2.set_xlabel("iteration")
+    ax2.set_ylim(-0.05, 1.05)
+    ax2.grid(alpha=0.3)
+
+
 def read_curve(path):
     rows = []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
-            rows.append({k: float(v) for k, v in row.items()})
+            rows.append({k: (v if k == "graph" else float(v)) for k, v in row.items()})
     return rows
 
 
@@ -81,6 +97,33 @@ def overlay(argv, plt):
     return 0
 
 
+def per_graph(csv_path, png_path, title, refs, plt):
+    """Multi-graph curve: each graph's iteration mean and best sample so far, and the OOM share."""
+    nan = float("nan")
+    series = {}
+    with open(csv_path, newline="") as f:
+        for row in csv.DictReader(f):
+            s = series.setdefault(row["graph"], {"it": [], "mean": [], "best": [], "oom": [], "low": nan})
+            m, lo = float(row["mean_step_s"]), float(row["min_step_s"])
+            if lo > 0 and not lo >= s["low"]:
+                s["low"] = lo
+            s["it"].append(int(row["iteration"]))
+            s["mean"].append(m * 1e3 if m > 0 else nan)
+            s["best"].append(s["low"] * 1e3)
+            s["oom"].append(float(row["oom_fraction"]))
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True,
+                                  gridspec_kw={"height_ratios": [3, 1]})
+    for n, (g, s) in enumerate(series.items()):
+        color = "C%d" % n
+        ax.plot(s["it"], s["mean"], color=color, alpha=0.4, linewidth=0.8, label=g + " iteration mean")
+        ax.plot(s["it"], s["best"], color=color, linewidth=2, label=g + " best so far")
+        ax2.plot(s["it"], s["oom"], color=color)
+    ax.set_yscale("log")
+    finish_oom_axes(ax, ax2, title, refs, 7)
+    save(fig, png_path)
+    return 0
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "--seeds":
         if len(argv) < 5:
@@ -112,6 +155,10 @@ def main(argv):
     except ImportError:
         print("plot_curve.py: matplotlib missing (apt-get install python3-matplotlib); no PNG written", file=sys.stderr)
         return 3
+    with open(csv_path, newline="") as f:
+        header = next(csv.reader(f), [])
+    if "graph" in header:
+        return per_graph(csv_path, png_path, title, refs, plt)
     it, best, mean, low, oom = [], [], [], [], []
     with open(csv_path, newline="") as f:
         for row in csv.DictReader(f):
@@ -127,17 +174,8 @@ def main(argv):
     ax.plot(it, mean, label="iteration mean (fitting samples)", color="tab:blue", alpha=0.6)
     ax.plot(it, low, label="iteration best", color="tab:green", alpha=0.6, linewidth=0.8)
     ax.plot(it, best, label="best so far", color="black", linewidth=2)
-    for name, sec in refs:
-        ax.axhline(sec * 1e3, linestyle="--", linewidth=1, label=name)
-    ax.set_ylabel("step time (ms)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
     ax2.plot(it, oom, color="tab:red")
-    ax2.set_ylabel("OOM share")
-    ax2.set_xlabel("iteration")
-    ax2.set_ylim(-0.05, 1.05)
-    ax2.grid(alpha=0.3)
+    finish_oom_axes(ax, ax2, title, refs, 8)
     save(fig, png_path)
     return 0
 

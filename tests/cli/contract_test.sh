@@ -238,5 +238,12 @@ for cmd in \
   json_ok "$cmd"
 done
 
+# train (a build with LibTorch): --json too.
+if "$BIN" train --help 2>/dev/null | grep -q -- '--json'; then
+  "$BIN" train "${G[@]}" "${C[@]}" --iterations 1 --samples 2 --hidden 8 --groups 4 --no-plot --no-table \
+    -o tr.json --json > stdout 2> stderr || bad "train --json exited $?: $(head -c 300 stderr)"
+  json_ok "train --json"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -61,6 +61,7 @@ multi=(--cluster paper-2gpu --samples 4 --hidden 16 --groups 24 --seed 5 --no-pl
 "$PLACESIM" train "${multi[@]}" --graphs "$tmp/rnnlm1.json,$tmp/rnnlm2.json" --iterations 4 --checkpoint "$tmp/multi" -o "$tmp/multi.json" >"$tmp/multi.out" 2>/dev/null
 test -s "$tmp/multi/checkpoint.pt" || { echo "--graphs wrote no checkpoint"; cat "$tmp/multi.out"; exit 1; }
 [ "$(wc -l <"$tmp/multi.curve.csv")" -eq 5 ] || { echo "--graphs curve should have 4 rows"; cat "$tmp/multi.curve.csv"; exit 1; }
+head -1 "$tmp/multi.curve.csv" | grep -q '^iteration,graph,' || { echo "--graphs curve has no graph column"; head -2 "$tmp/multi.curve.csv"; exit 1; }
 "$PLACESIM" train "${multi[@]}" --graph "$tmp/rnnlm3.json" --pretrained "$tmp/multi/checkpoint.pt" --iterations 0 -o "$tmp/unseen.json" >"$tmp/unseen.out" 2>/dev/null
 grep -q '"pretrained"' "$tmp/unseen.json" || { echo "placement lacks its pretrained source"; cat "$tmp/unseen.json"; exit 1; }
 "$PLACESIM" simulate --graph "$tmp/rnnlm3.json" --cluster paper-2gpu --placement "$tmp/unseen.json" >/dev/null \
