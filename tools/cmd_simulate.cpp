@@ -23,7 +23,7 @@ namespace placesim::tools {
 namespace {
 
 struct SimulateArgs {
-  std::string graph, graph_opt, cluster, placement, calibration, trace, report;
+  std::string graph, graph_opt, cluster, placement, calibration, trace, report, pricing;
   bool json = false;
   bool stop_at_oom = false;
 };
@@ -105,6 +105,9 @@ void run_simulate(const SimulateArgs& a) {
   const sim::Outcome o = sim::simulate(cluster, graph, placement, opt, costs);
   if (trace) trace->write(a.trace);
   const std::string json = sim::outcome_to_json(o);
+  // Which rule of the cost model's fall-back chain priced each op (docs/cost-model.md).
+  if (!a.pricing.empty())
+    write_atomic(a.pricing, sim::pricing_to_json(graph, cluster, placement.device_of, costs) + "\n", "--pricing");
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
   if (a.json) std::cout << json << "\n";
   else print_summary(o, cluster);
@@ -124,6 +127,8 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--calibration", args->calibration, "calibration YAML (docs/cost-model.md)");
   cmd->add_option("--trace", args->trace, "write a Chrome-trace JSON timeline (open in Perfetto)");
   cmd->add_option("--report", args->report, "write the outcome as JSON to this file");
+  cmd->add_option("--pricing", args->pricing,
+                  "write per op the cost-model rule that priced it (exact, class-curve, roofline) as JSON");
   cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
   cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
   cmd->callback([args] { run_simulate(*args); });
