@@ -23,7 +23,7 @@ namespace {
 
 struct CalibrateArgs {
   std::vector<std::string> profiles;
-  std::string output, device_model;
+  std::string output, device_model, math_mode = "torch";
 };
 
 struct LinksArgs {
@@ -64,7 +64,10 @@ void run_calibrate(const CalibrateArgs& a) {
   }
   if (samples.empty())
     throw sim::InputError("<flag --profile>", "", "profiles with at least one op that has a measured time, got none");
-  const calibration::CalibrationFit fit = calibration::fit_calibration(samples, sources);
+  calibration::FitOptions fo;
+  if (const auto m = sim::MathMode::parse(a.math_mode)) fo.math = *m;
+  else throw sim::InputError("<flag --math-mode>", "", "torch, tf32 or f32, got \"" + a.math_mode + "\"");
+  const calibration::CalibrationFit fit = calibration::fit_calibration(samples, sources, fo);
   for (const auto& [dev, dc] : fit.calibration.devices) {
     std::printf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(), dc.exact.size(),
                 dc.by_op_type.size());
@@ -82,6 +85,14 @@ void run_calibrate(const CalibrateArgs& a) {
     else std::snprintf(cv, sizeof cv, "%10s", "n/a (<3)");
     std::printf("%-16s %-12s %6d %10.2f us %12.3g %12.3g %9.1f%% %s\n", r.device.c_str(), r.op_class.c_str(), r.signatures,
                 r.model.intercept_s * 1e6, r.model.flop_rate, r.model.byte_rate, 100.0 * r.fit_error, cv);
+  }
+  // A fit that a peak decided, or one no peak could bound, is worth a look before it is used.
+  for (const auto& r : fit.classes) {
+    if (!r.model.clamped.empty())
+      std::fprintf(stderr, "calibrate: %s %s: %s\n", r.device.c_str(), r.op_class.c_str(), r.model.clamped.c_str());
+    else if (r.bounds.max_flop_rate <= 0)
+      std::fprintf(stderr, "calibrate: %s %s: no catalog peak for this device, rates not bounded\n", r.device.c_str(),
+                   r.op_class.c_str());
   }
   sim::write_file_atomic(a.output, sim::calibration_to_yaml(fit.calibration));
   std::printf("wrote %s\n", a.output.c_str());
@@ -152,6 +163,8 @@ void register_calibrate(CLI::App& app) {
                     "Kineto/PyTorch trace (.json/.json.gz), Nsight Systems SQLite export, or profile_rig.py manifest; repeatable")
         ->required();
     cmd->add_option("--device-model", a->device_model, "calibration key of the profiled device (default: from the trace)");
+    cmd->add_option("--math-mode", a->math_mode,
+                    "framework math that bounds F32 conv/matmul rates: torch (default: TF32 convs), tf32, f32");
     cmd->add_option("-o,--output", a->output, "calibration YAML to write")->required();
     cmd->callback([a] { run_calibrate(*a); });
   }
