@@ -124,6 +124,22 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
     if (it == uses.end()) return false;
     return std::all_of(it->second.begin(), it->second.end(), [](const auto& u) { return u.second > 0; });
   };
+  // An initializer is a weight (export_params=True puts every parameter there) when some op reads
+  // it as data: not only through a slot that takes a shape, index, exponent, ratio or bound.
+  auto data_slot = [](const std::string& op, int pos) {
+    static const std::set<std::string, std::less<>> first_only = {
+        "Reshape", "Expand", "Tile", "Pow", "Slice", "Pad", "Resize", "Upsample", "Clip", "Dropout",
+        "Squeeze", "Unsqueeze", "Gather", "GatherElements", "ReduceSum", "TopK", "Split", "CastLike"};
+    static const std::set<std::string, std::less<>> none = {"Shape", "Size", "ConstantOfShape", "Range"};
+    if (none.contains(op)) return false;
+    return !first_only.contains(op) || pos == 0;
+  };
+  auto read_as_data = [&](const std::string& name) {
+    const auto it = uses.find(name);
+    if (it == uses.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](const auto& u) { return data_slot(u.first, u.second); });
+  };
   auto bn_statistic = [&](const std::string& name) {
     const auto it = uses.find(name);
     if (it == uses.end()) return false;
@@ -204,7 +220,8 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
     b.scope(layer_of(name, '.'));
     if (data_inputs.contains(name)) {
       tensors[name] = b.input(unique(name), i.shape, i.dtype);
-    } else if (is_float(i.dtype) && !bn_statistic(name) && (graph_input || only_nonzero_positions(name))) {
+    } else if (is_float(i.dtype) && !bn_statistic(name) &&
+               (graph_input || (!i.shape.empty() && read_as_data(name)))) {
       tensors[name] = b.variable_named(unique(name), i.shape, layer_of(name, '.'));
     } else {
       tensors[name] = b.constant(unique(name), i.shape, i.dtype, bn_statistic(name) ? "RunningStatistic" : "Const");
@@ -216,6 +233,9 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
   }
 
   std::set<std::string> unknown_ops;
+  // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
+  // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
+  std::set<std::string> guessed;
   for (int k = 0; k < g.node_size(); ++k) {
     const onnx::NodeProto& n = g.node(k);
     const std::string& type = n.op_type();
@@ -240,10 +260,11 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
         if (o == 0) out_dtype = it->second.dtype;
       } else {
         outs.push_back(ins.empty() ? Shape{} : ins[0].shape);
+        guessed.insert(n.output(o));
       }
     }
     const Shape y = outs.empty() ? Shape{} : outs[0];
-    if ((type == "Reshape" || type == "Flatten") && !ins.empty() &&
+    if ((type == "Reshape" || type == "Flatten") && !ins.empty() && !guessed.contains(n.input(0)) &&
         num_elements(ins[0].shape) != num_elements(y)) {
       // A target shape baked in at export time (x.view(1, ...)) no longer matches a new batch.
       throw sim::InputError(path, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
