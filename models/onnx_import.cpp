@@ -258,6 +258,10 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
       if (it != info.end() && (it->second.known || !it->second.shape.empty())) {
         outs.push_back(it->second.shape);
         if (o == 0) out_dtype = it->second.dtype;
+      } else if (type == "BatchNormalization" && o > 0 && ins.size() > 1) {
+        // Opset <= 13 training mode: running/saved mean and variance, one value per channel
+        // (shape inference leaves them unknown; x's shape would count a whole activation each).
+        outs.push_back(ins[1].shape);
       } else {
         outs.push_back(ins.empty() ? Shape{} : ins[0].shape);
         guessed.insert(n.output(o));
