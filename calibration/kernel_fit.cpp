@@ -359,6 +359,39 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   return out;
 }
 
+std::optional<HostCost> host_cost_from_profile(const Profile& p) {
+  const std::vector<StepWindow> steps = profile_steps(p);
+  bool annotated = false;
+  for (const TraceEvent& e : p.events) annotated |= e.kind == EventKind::Annotation && starts(e.name, "ProfilerStep#");
+  if (!annotated || steps.empty()) return std::nullopt;
+  std::set<std::int64_t> gpu_corr;
+  for (const TraceEvent& e : p.events)
+    if (e.on_gpu() && e.correlation >= 0) gpu_corr.insert(e.correlation);
+  std::vector<double> time, count, ratio;
+  for (const StepWindow& w : steps) {
+    // GPU work launched by the step's runtime calls, wherever it ran.
+    int n = 0;
+    for (const TraceEvent& e : p.events)
+      if (e.kind == EventKind::Runtime && e.ts_ns >= w.begin_ns && e.ts_ns < w.end_ns && gpu_corr.count(e.correlation))
+        ++n;
+    if (n == 0) continue;
+    const double t = static_cast<double>(w.end_ns - w.begin_ns) * 1e-9;
+    time.push_back(t);
+    count.push_back(n);
+    ratio.push_back(t / n);
+  }
+  if (ratio.empty()) return std::nullopt;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+  };
+  return HostCost{.steps = static_cast<int>(ratio.size()),
+                  .step_s = median(time),
+                  .activities_per_step = median(count),
+                  .per_activity_s = median(ratio)};
+}
+
 std::vector<OpSample> op_samples_from_manifest(const std::string& path, const std::string& device_model) {
   using nlohmann::json;
   json doc;

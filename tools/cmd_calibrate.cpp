@@ -60,6 +60,10 @@ void run_calibrate(const CalibrateArgs& a) {
     std::printf("%s: %s, %zu events, %zu op samples%s%s\n", p.c_str(), prof.dialect.c_str(), prof.events.size(), s.size(),
                 prof.device_name.empty() ? "" : ", device ", prof.device_name.c_str());
     for (const std::string& m : prof.missing) std::printf("  note: %s\n", m.c_str());
+    if (const auto h = calibration::host_cost_from_profile(prof))
+      std::printf("  host: %d steps, median %.3f ms, %.0f GPU activities launched per step: %.1f us of host time per "
+                  "activity (a host-bound step's launch_overhead per GPU op, docs/validation.md)\n",
+                  h->steps, h->step_s * 1e3, h->activities_per_step, h->per_activity_s * 1e6);
     samples.insert(samples.end(), s.begin(), s.end());
   }
   if (samples.empty())

@@ -216,3 +216,17 @@ TEST(Calibrate, NoFittedRateAbovePeakOnRealGpuTraces) {
     }
   }
 }
+
+TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
+  // The batch-8 ResNet-18 step on the H200 is host-bound (GPU 9 % busy): 5 annotated steps with
+  // 302 GPU activities each, median step 16.549 ms (the annotations' durations), so 54.8 us of
+  // host time per activity.
+  const auto h = pc::host_cost_from_profile(pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")));
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->steps, 5);
+  EXPECT_DOUBLE_EQ(h->activities_per_step, 302.0);
+  EXPECT_NEAR(h->step_s, 16.549e-3, 1e-6);
+  EXPECT_NEAR(h->per_activity_s, 16.549e-3 / 302, 1e-8);
+  // No ProfilerStep annotations: no host cost.
+  EXPECT_FALSE(pc::host_cost_from_profile(pc::read_profile(data("a100_alexnet.json"))).has_value());
+}
