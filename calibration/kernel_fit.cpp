@@ -362,7 +362,8 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
 std::optional<HostCost> host_cost_from_profile(const Profile& p) {
   const std::vector<StepWindow> steps = profile_steps(p);
   bool annotated = false;
-  for (const TraceEvent& e : p.events) annotated |= e.kind == EventKind::Annotation && starts(e.name, "ProfilerStep#");
+  for (const TraceEvent& e : p.events)
+    annotated |= e.kind == EventKind::Annotation && starts(e.name, "ProfilerStep#");
   if (!annotated || steps.empty()) return std::nullopt;
   std::set<std::int64_t> gpu_corr;
   for (const TraceEvent& e : p.events)
@@ -372,7 +373,8 @@ std::optional<HostCost> host_cost_from_profile(const Profile& p) {
     // GPU work launched by the step's runtime calls, wherever it ran.
     int n = 0;
     for (const TraceEvent& e : p.events)
-      if (e.kind == EventKind::Runtime && e.ts_ns >= w.begin_ns && e.ts_ns < w.end_ns && gpu_corr.count(e.correlation))
+      if (e.kind == EventKind::Runtime && e.ts_ns >= w.begin_ns && e.ts_ns < w.end_ns &&
+          gpu_corr.count(e.correlation))
         ++n;
     if (n == 0) continue;
     const double t = static_cast<double>(w.end_ns - w.begin_ns) * 1e-9;
@@ -489,7 +491,8 @@ namespace {
 // Non-negative least squares on relative error of t - lo_f F - lo_b B = a + d_f F + d_b B, all
 // coefficients >= 0, by enumerating the 7 active sets of 3 unknowns. Returns {a, 1/R_f, 1/R_b}
 // with 1/R_f = lo_f + d_f: a rate never above 1/lo.
-std::array<double, 3> bounded_fit(const std::vector<double>& flops, const std::vector<double>& bytes,
+std::array<double, 3> bounded_fit(const std::vector<double>& flops,
+                                  const std::vector<double>& bytes,
                                   const std::vector<double>& seconds, double lo_f, double lo_b) {
   std::vector<std::array<double, 3>> x;
   std::vector<double> wt, y;
@@ -545,8 +548,9 @@ sim::OpClassModel fit_op_class(const std::vector<double>& flops, const std::vect
     std::string note;
     // A free fit that drops a term (coefficient 0) claims no rate; one above the peak does.
     if (lo_f > 0 && free[1] > 0 && free[1] < lo_f)
-      note = "flop_rate held at the " + bounds.what + " peak " + rate_text(bounds.max_flop_rate, "FLOP/s") +
-             " (unconstrained fit: " + rate_text(1.0 / free[1], "FLOP/s") + ")";
+      note = "flop_rate held at the " + bounds.what + " peak " +
+             rate_text(bounds.max_flop_rate, "FLOP/s") + " (unconstrained fit: " +
+             rate_text(1.0 / free[1], "FLOP/s") + ")";
     if (lo_b > 0 && free[2] > 0 && free[2] < lo_b)
       note += std::string(note.empty() ? "" : "; ") + "byte_rate held at the memory bandwidth " +
               rate_text(bounds.max_byte_rate, "B/s") + " (unconstrained fit: " +

@@ -129,8 +129,10 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
   auto data_slot = [](const std::string& op, int pos) {
     static const std::set<std::string, std::less<>> first_only = {
         "Reshape", "Expand", "Tile", "Pow", "Slice", "Pad", "Resize", "Upsample", "Clip", "Dropout",
-        "Squeeze", "Unsqueeze", "Gather", "GatherElements", "ReduceSum", "TopK", "Split", "CastLike"};
-    static const std::set<std::string, std::less<>> none = {"Shape", "Size", "ConstantOfShape", "Range"};
+        "Squeeze", "Unsqueeze", "Gather", "GatherElements", "ReduceSum", "TopK", "Split",
+        "CastLike"};
+    static const std::set<std::string, std::less<>> none = {"Shape", "Size", "ConstantOfShape",
+                                                            "Range"};
     if (none.contains(op)) return false;
     return !first_only.contains(op) || pos == 0;
   };

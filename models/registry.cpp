@@ -160,7 +160,9 @@ std::optional<sim::MathMode> take_math_mode(std::string& options) {
   if (found.empty() && options.find("math_mode") == std::string::npos) return std::nullopt;
   options = rest;
   const auto m = sim::MathMode::parse(found);
-  if (!m) throw sim::InputError("--graph-opt", "math_mode", "one of torch, tf32, f32, got \"" + found + "\"");
+  if (!m)
+    throw sim::InputError("--graph-opt", "math_mode",
+                          "one of torch, tf32, f32, got \"" + found + "\"");
   return m;
 }
 

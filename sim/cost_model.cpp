@@ -49,10 +49,11 @@ MathKind math_kind_of(std::string_view t) {
       starts_with(t, "aten::_slow_conv2d") || t == "ConvolutionBackward0")
     return MathKind::Conv;
   static constexpr std::string_view kMatmul[] = {
-      "MatMul",      "BatchMatMul", "Gemm",        "MatMulGrad",    "Linear",         "LSTMCell",
-      "LSTM",        "GRU",         "BlockLSTM",   "aten::mm",      "aten::addmm",    "aten::bmm",
-      "aten::baddbmm", "aten::matmul", "aten::linear", "aten::addbmm", "aten::lstm_cell", "aten::gru_cell",
-      "aten::_thnn_fused_lstm_cell", "aten::lstm"};
+      "MatMul",       "BatchMatMul",  "Gemm",         "MatMulGrad",      "Linear",
+      "LSTMCell",     "LSTM",         "GRU",          "BlockLSTM",       "aten::mm",
+      "aten::addmm",  "aten::bmm",    "aten::baddbmm", "aten::matmul",   "aten::linear",
+      "aten::addbmm", "aten::lstm_cell", "aten::gru_cell", "aten::_thnn_fused_lstm_cell",
+      "aten::lstm"};
   for (std::string_view m : kMatmul)
     if (t == m) return MathKind::Matmul;
   return MathKind::Other;
@@ -75,7 +76,8 @@ std::string MathMode::name() const {
 Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m) {
   if (dtype != Dtype::F32) return dtype;
   const MathKind k = math_kind_of(op_type);
-  if ((k == MathKind::Conv && m.conv_tf32) || (k == MathKind::Matmul && m.matmul_tf32)) return Dtype::TF32;
+  if ((k == MathKind::Conv && m.conv_tf32) || (k == MathKind::Matmul && m.matmul_tf32))
+    return Dtype::TF32;
   return dtype;
 }
 
@@ -163,8 +165,8 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
   return {roofline_time(op, device.spec), Source::Roofline};
 }
 
-std::string pricing_to_json(const Graph& g, const Cluster& c, const std::vector<DeviceId>& device_of,
-                            const KernelCostModel& costs) {
+std::string pricing_to_json(const Graph& g, const Cluster& c,
+                            const std::vector<DeviceId>& device_of, const KernelCostModel& costs) {
   using nlohmann::json;
   json rules = json::object();
   json ops = json::array();
@@ -172,11 +174,12 @@ std::string pricing_to_json(const Graph& g, const Cluster& c, const std::vector<
   for (std::size_t i = 0; i < g.ops.size() && i < device_of.size(); ++i) {
     const DeviceId d = device_of[i];
     if (d < 0 || static_cast<std::size_t>(d) >= c.devices.size()) continue;
-    const KernelCostModel::Estimate e = costs.estimate(g.ops[i], c.devices[static_cast<std::size_t>(d)]);
+    const Device& dev = c.devices[static_cast<std::size_t>(d)];
+    const KernelCostModel::Estimate e = costs.estimate(g.ops[i], dev);
     const std::string rule = to_string(e.source);
     rules[rule] = rules.value(rule, 0) + 1;
     json o = {{"op", g.ops[i].name},
-              {"device", c.devices[static_cast<std::size_t>(d)].name},
+              {"device", dev.name},
               {"rule", rule},
               {"time_ns", e.time.ns}};
     if (e.clamped) {
@@ -287,11 +290,13 @@ OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const s
     } else if (k == "max_bytes") {
       m.max_bytes = number(kv.second, file, kp);
     } else {
-      throw InputError(file, kp, "one of intercept, flop_rate, half_flops, byte_rate, samples, cv_error, clamped, max_flops, "
-                       "max_bytes");
+      throw InputError(file, kp,
+                       "one of intercept, flop_rate, half_flops, byte_rate, samples, cv_error, "
+                       "clamped, max_flops, max_bytes");
     }
   }
-  if (m.flop_rate < 0.0 || m.byte_rate < 0.0 || m.half_flops < 0.0 || m.max_flops < 0.0 || m.max_bytes < 0.0)
+  if (m.flop_rate < 0.0 || m.byte_rate < 0.0 || m.half_flops < 0.0 || m.max_flops < 0.0 ||
+      m.max_bytes < 0.0)
     throw InputError(file, path, "non-negative rates and half_flops");
   return m;
 }

@@ -166,7 +166,8 @@ TEST(FitOpClass, RateHeldAtThePeakAndSaysSo) {
     b.push_back(3 * n * n * 4);
     t.push_back(4e-6 + f.back() / 54e12);
   }
-  const pc::RateBounds bounds{.max_flop_rate = 15.7e12, .max_byte_rate = 900e9, .what = "V100-SXM2-16GB f32"};
+  const pc::RateBounds bounds{
+      .max_flop_rate = 15.7e12, .max_byte_rate = 900e9, .what = "V100-SXM2-16GB f32"};
   const sim::OpClassModel m = pc::fit_op_class(f, b, t, bounds);
   EXPECT_LE(m.flop_rate, 15.7e12 * (1 + 1e-12));
   EXPECT_GT(m.flop_rate, 15.6e12);
@@ -174,7 +175,8 @@ TEST(FitOpClass, RateHeldAtThePeakAndSaysSo) {
   EXPECT_NE(m.clamped.find("V100-SXM2-16GB f32 peak 15.7 TFLOP/s"), std::string::npos) << m.clamped;
   EXPECT_NE(m.clamped.find("unconstrained fit: 54"), std::string::npos) << m.clamped;
   // Monotone: a larger op never takes less time.
-  for (std::size_t i = 1; i < f.size(); ++i) EXPECT_GT(m.predict_s(f[i], b[i]), m.predict_s(f[i - 1], b[i - 1]));
+  for (std::size_t i = 1; i < f.size(); ++i)
+    EXPECT_GT(m.predict_s(f[i], b[i]), m.predict_s(f[i - 1], b[i - 1]));
   // Data within the bounds: the same fit as without them, no note.
   std::vector<double> t2;
   for (std::size_t i = 0; i < f.size(); ++i) t2.push_back(4e-6 + f[i] / 10e12 + b[i] / 500e9);
@@ -221,7 +223,8 @@ TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
   // The batch-8 ResNet-18 step on the H200 is host-bound (GPU 9 % busy): 5 annotated steps with
   // 302 GPU activities each, median step 16.549 ms (the annotations' durations), so 54.8 us of
   // host time per activity.
-  const auto h = pc::host_cost_from_profile(pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")));
+  const auto h =
+      pc::host_cost_from_profile(pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")));
   ASSERT_TRUE(h.has_value());
   EXPECT_EQ(h->steps, 5);
   EXPECT_DOUBLE_EQ(h->activities_per_step, 302.0);
