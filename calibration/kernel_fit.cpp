@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "sim/catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
@@ -344,6 +346,41 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   return out;
 }
 
+std::optional<HostCost> host_cost_from_profile(const Profile& p) {
+  const std::vector<StepWindow> steps = profile_steps(p);
+  bool annotated = false;
+  for (const TraceEvent& e : p.events)
+    annotated |= e.kind == EventKind::Annotation && starts(e.name, "ProfilerStep#");
+  if (!annotated || steps.empty()) return std::nullopt;
+  std::set<std::int64_t> gpu_corr;
+  for (const TraceEvent& e : p.events)
+    if (e.on_gpu() && e.correlation >= 0) gpu_corr.insert(e.correlation);
+  std::vector<double> time, count, ratio;
+  for (const StepWindow& w : steps) {
+    // GPU work launched by the step's runtime calls, wherever it ran.
+    int n = 0;
+    for (const TraceEvent& e : p.events)
+      if (e.kind == EventKind::Runtime && e.ts_ns >= w.begin_ns && e.ts_ns < w.end_ns &&
+          gpu_corr.count(e.correlation))
+        ++n;
+    if (n == 0) continue;
+    const double t = static_cast<double>(w.end_ns - w.begin_ns) * 1e-9;
+    time.push_back(t);
+    count.push_back(n);
+    ratio.push_back(t / n);
+  }
+  if (ratio.empty()) return std::nullopt;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+  };
+  return HostCost{.steps = static_cast<int>(ratio.size()),
+                  .step_s = median(time),
+                  .activities_per_step = median(count),
+                  .per_activity_s = median(ratio)};
+}
+
 std::vector<OpSample> op_samples_from_manifest(const std::string& path, const std::string& device_model) {
   using nlohmann::json;
   json doc;
@@ -436,35 +473,80 @@ double predict(const std::array<double, 3>& c, double f, double b) { return c[0]
 
 }  // namespace
 
-sim::OpClassModel fit_op_class(const std::vector<double>& flops, const std::vector<double>& bytes,
-                               const std::vector<double>& seconds) {
-  sim::OpClassModel m;
-  m.samples = static_cast<int>(seconds.size());
-  if (seconds.empty()) return m;
+namespace {
+
+// Non-negative least squares on relative error of t - lo_f F - lo_b B = a + d_f F + d_b B, all
+// coefficients >= 0, by enumerating the 7 active sets of 3 unknowns. Returns {a, 1/R_f, 1/R_b}
+// with 1/R_f = lo_f + d_f: a rate never above 1/lo.
+std::array<double, 3> bounded_fit(const std::vector<double>& flops,
+                                  const std::vector<double>& bytes,
+                                  const std::vector<double>& seconds, double lo_f, double lo_b) {
   std::vector<std::array<double, 3>> x;
-  std::vector<double> wt;
+  std::vector<double> wt, y;
   for (std::size_t i = 0; i < seconds.size(); ++i) {
     x.push_back({1.0, flops[i], bytes[i]});
+    y.push_back(seconds[i] - lo_f * flops[i] - lo_b * bytes[i]);
     // Relative error: minimise sum ((pred - t) / t)^2.
     wt.push_back(1.0 / std::max(seconds[i] * seconds[i], 1e-24));
   }
   std::array<double, 3> best{0, 0, 0};
   double best_err = -1.0;
-  // Non-negative least squares by enumerating the active sets (7 of them for 3 unknowns).
-  for (int mask = 1; mask < 8; ++mask) {
+  for (int mask = 0; mask < 8; ++mask) {
     const std::array<bool, 3> use{(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
     std::array<double, 3> c{};
-    if (!wls(x, seconds, wt, use, c)) continue;
+    if (mask != 0 && !wls(x, y, wt, use, c)) continue;
     if (c[0] < 0 || c[1] < 0 || c[2] < 0) continue;
+    // With bounds, the empty set (every rate at its peak, no intercept) is a candidate too.
+    if (mask == 0 && lo_f <= 0 && lo_b <= 0) continue;
     double err = 0;
     for (std::size_t i = 0; i < seconds.size(); ++i) {
-      const double r = (predict(c, flops[i], bytes[i]) - seconds[i]) / seconds[i];
+      const double r = (predict(c, flops[i], bytes[i]) - y[i]) / seconds[i];
       err += r * r;
     }
     if (best_err < 0 || err < best_err - 1e-15) {
       best_err = err;
       best = c;
     }
+  }
+  best[1] += lo_f;
+  best[2] += lo_b;
+  return best;
+}
+
+std::string rate_text(double v, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g T%s", v * 1e-12, unit);
+  return buf;
+}
+
+}  // namespace
+
+sim::OpClassModel fit_op_class(const std::vector<double>& flops, const std::vector<double>& bytes,
+                               const std::vector<double>& seconds, const RateBounds& bounds) {
+  sim::OpClassModel m;
+  m.samples = static_cast<int>(seconds.size());
+  if (seconds.empty()) return m;
+  const double lo_f = bounds.max_flop_rate > 0 ? 1.0 / bounds.max_flop_rate : 0.0;
+  const double lo_b = bounds.max_byte_rate > 0 ? 1.0 / bounds.max_byte_rate : 0.0;
+  const std::array<double, 3> best = bounded_fit(flops, bytes, seconds, lo_f, lo_b);
+  if (lo_f > 0 || lo_b > 0) {
+    // Say what the data alone would have claimed when a bound decided the fit.
+    const std::array<double, 3> free = bounded_fit(flops, bytes, seconds, 0.0, 0.0);
+    std::string note;
+    // A free fit that drops a term (coefficient 0) claims no rate; one above the peak does.
+    if (lo_f > 0 && free[1] > 0 && free[1] < lo_f)
+      note = "flop_rate held at the " + bounds.what + " peak " +
+             rate_text(bounds.max_flop_rate, "FLOP/s") + " (unconstrained fit: " +
+             rate_text(1.0 / free[1], "FLOP/s") + ")";
+    if (lo_b > 0 && free[2] > 0 && free[2] < lo_b)
+      note += std::string(note.empty() ? "" : "; ") + "byte_rate held at the memory bandwidth " +
+              rate_text(bounds.max_byte_rate, "B/s") + " (unconstrained fit: " +
+              rate_text(1.0 / free[2], "B/s") + ")";
+    m.clamped = note;
+  }
+  for (std::size_t i = 0; i < seconds.size(); ++i) {
+    m.max_flops = std::max(m.max_flops, flops[i]);
+    m.max_bytes = std::max(m.max_bytes, bytes[i]);
   }
   m.intercept_s = best[0];
   m.flop_rate = best[1] > 0 ? 1.0 / best[1] : 0.0;
@@ -473,7 +555,29 @@ sim::OpClassModel fit_op_class(const std::vector<double>& flops, const std::vect
   return m;
 }
 
-CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source) {
+RateBounds class_bounds(const sim::DeviceSpec& spec, const std::string& op_class,
+                        const std::set<sim::Dtype>& dtypes, const sim::MathMode& math) {
+  RateBounds r;
+  // A representative op name of the class decides the math unit (conv, matmul or neither).
+  const std::string rep = op_class == "conv" || op_class == "conv_bwd" ? "Conv"
+                          : op_class == "gemm" || op_class == "rnn"   ? "MatMul"
+                                                                      : "Add";
+  std::string best;
+  for (const sim::Dtype d : dtypes.empty() ? std::set<sim::Dtype>{sim::Dtype::F32} : dtypes) {
+    const sim::Dtype cd = sim::compute_dtype(rep, d, math);
+    const double p = spec.peak_for(cd).per_s;
+    if (p > r.max_flop_rate) {
+      r.max_flop_rate = p;
+      best = sim::to_string(spec.peak_flops.count(cd) ? cd : sim::Dtype::F32);
+    }
+  }
+  r.max_byte_rate = spec.memory_bandwidth.bytes_per_s;
+  r.what = spec.model + " " + best;
+  return r;
+}
+
+CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source,
+                               const FitOptions& options) {
   CalibrationFit fit;
   fit.calibration.source = source;
   fit.samples = static_cast<int>(samples.size());
@@ -494,6 +598,7 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
   struct ClassData {
     std::vector<double> f, b, t;
     std::set<std::string> names;
+    std::set<Dtype> dtypes;
     std::map<std::string, std::size_t> index;
   };
   std::map<std::pair<std::string, std::string>, ClassData> classes;
@@ -509,6 +614,7 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
     shape_only.op_type = s.work.op_class;
     ClassData& c = classes[{k.first, s.work.op_class}];
     c.names.insert(s.signature.op_type);
+    c.dtypes.insert(s.signature.dtype);
     auto [it, fresh] = c.index.emplace(shape_only.key(), c.t.size());
     if (fresh) {
       c.f.push_back(s.work.flops);
@@ -544,7 +650,9 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
     r.device = key.first;
     r.op_class = key.second;
     r.signatures = static_cast<int>(c.t.size());
-    r.model = fit_op_class(c.f, c.b, c.t);
+    if (const sim::DeviceSpec* spec = sim::find_device_model(key.first))
+      r.bounds = class_bounds(*spec, key.second, c.dtypes, options.math);
+    r.model = fit_op_class(c.f, c.b, c.t, r.bounds);
     double train = 0;
     for (std::size_t i = 0; i < c.t.size(); ++i) train += std::abs(r.model.predict_s(c.f[i], c.b[i]) - c.t[i]) / c.t[i];
     r.fit_error = c.t.empty() ? 0.0 : train / static_cast<double>(c.t.size());
@@ -559,20 +667,30 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
             b.push_back(c.b[i]);
             t.push_back(c.t[i]);
           }
-        const sim::OpClassModel m = fit_op_class(f, b, t);
+        const sim::OpClassModel m = fit_op_class(f, b, t, r.bounds);
         cv += std::abs(m.predict_s(c.f[h], c.b[h]) - c.t[h]) / c.t[h];
       }
       r.cv_error = cv / static_cast<double>(c.t.size());
     }
     r.model.cv_error = r.cv_error;
+    fit.classes.push_back(r);
     sim::DeviceCalibration& dc = fit.calibration.devices[key.first];
+    // One shape is a point, not a curve: its time says nothing about a 50x smaller or larger op
+    // (ResNet-18's one batch-64 max pool, 118 us, priced the batch-8 one at 118 us instead of
+    // ~2 us). Its exact entry stays; other shapes fall through to the roofline.
+    if (c.t.size() < 2) continue;
     for (const std::string& n : c.names) dc.by_op_type[n] = r.model;
     if (auto it = aliases.find(key.second); it != aliases.end())
       for (const std::string& n : it->second)
         if (!dc.by_op_type.count(n)) dc.by_op_type[n] = r.model;
-    if (auto it = preferred.find(key.second); it != preferred.end())
-      for (const std::string& n : it->second) dc.by_op_type[n] = r.model;
-    fit.classes.push_back(r);
+    if (auto it = preferred.find(key.second); it != preferred.end()) {
+      // A profiled convolution_backward is one op with both gradients; graphs split it into an
+      // input-gradient and a filter-gradient op, each with half its FLOPs. Each pays half the
+      // fixed cost, so the pair costs what the profiled call did.
+      sim::OpClassModel split = r.model;
+      if (key.second == "conv_bwd") split.intercept_s *= 0.5;
+      for (const std::string& n : it->second) dc.by_op_type[n] = split;
+    }
   }
   return fit;
 }

@@ -9,14 +9,17 @@
 //   for (const ClassFitReport& r : fit.classes) print(r.op_class, r.cv_error);
 //
 // Per op class (gemm, conv, elementwise, reduction, norm, ...) the model is
-//   t = a + F / R_f + B / R_b,   a, 1/R_f, 1/R_b >= 0,
-// fitted by non-negative least squares on relative error (each sample weighted by 1/t). With the
-// roofline's efficiency curve e(F) = F / (F + F_half), F / (P e(F)) = F/P + F_half/P: the curve's
-// small-kernel penalty is the intercept a, so sim::OpClassModel's half_flops stays 0.
+//   t = a + F / R_f + B / R_b,   a >= 0,  R_f <= P (the device's peak for the class's compute
+//   dtype under the math mode),  R_b <= BW (its memory bandwidth),
+// fitted by bounded least squares on relative error (each sample weighted by 1/t). The effective
+// rate F / t then rises monotonically with F and saturates at R_f: the roofline's efficiency curve
+// e(F) = F / (F + F_half) is F / (P e(F)) = F/P + F_half/P, its small-kernel penalty the intercept
+// a, so sim::OpClassModel's half_flops stays 0. A fit the bounds decided says so in `clamped`.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,13 +65,26 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
 /// count, mean_us per device). Throws sim::InputError.
 std::vector<OpSample> op_samples_from_manifest(const std::string& path, const std::string& device_model);
 
+/// Upper bounds on a class's fitted rates (0 = unknown: unbounded).
+struct RateBounds {
+  double max_flop_rate = 0.0;   ///< FLOP/s: the peak of the unit that runs the class
+  double max_byte_rate = 0.0;   ///< B/s: the device's memory bandwidth
+  std::string what;             ///< names the peak in notes, e.g. "H200-SXM-141GB tf32"
+};
+
+struct FitOptions {
+  /// Decides the peak that bounds F32 convolution / matmul fits (docs/cost-model.md).
+  sim::MathMode math;
+};
+
 struct ClassFitReport {
   std::string device;
   std::string op_class;
   int signatures = 0;        ///< distinct shapes fitted
   double cv_error = -1.0;    ///< mean |pred - meas| / meas over held-back shapes; -1 = too few shapes
   double fit_error = 0.0;    ///< same on the training shapes
-  sim::OpClassModel model;
+  sim::OpClassModel model;        ///< model.clamped says whether a bound decided the fit
+  RateBounds bounds;              ///< the peaks it was held to (0 = the device is not in the catalog)
 };
 
 struct CalibrationFit {
@@ -77,12 +93,33 @@ struct CalibrationFit {
   int samples = 0;
 };
 
-/// Exact table (mean per signature key) + per-class fits, written under every op type name of
-/// the class that was seen in the samples plus the builders'/ONNX names of that class.
-CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source);
+/// The host side of a profiled step: how much host time the framework spends per GPU activity it
+/// launches. On a host-bound step (batch 8 on an H200: GPU 9 % busy) that is the launch overhead
+/// per GPU op a graph needs (DeviceSpec::launch_overhead, set in the cluster file).
+struct HostCost {
+  int steps = 0;                     ///< annotated steps (ProfilerStep#N)
+  double step_s = 0.0;               ///< median step wall time
+  double activities_per_step = 0.0;  ///< median GPU kernels + copies + memsets launched per step
+  double per_activity_s = 0.0;       ///< median over steps of step time / activities
+};
+/// nullopt when the profile has no annotated steps or no GPU activity.
+std::optional<HostCost> host_cost_from_profile(const Profile& p);
 
-/// Fits t = a + F/R_f + B/R_b to (flops, bytes, seconds) points; exposed for tests.
+/// Exact table (mean per signature key) + per-class fits, written under every op type name of
+/// the class that was seen in the samples plus the builders'/ONNX names of that class. Each
+/// class's rates are bounded by the catalog peaks of its device (sample.device looked up with
+/// sim::find_device_model; unbounded when it is not there).
+CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source,
+                               const FitOptions& options = {});
+
+/// The bounds for an op class on a catalog device: the highest peak over the class's compute
+/// dtypes (`math` maps F32 convolutions/matmuls to TF32) and the memory bandwidth.
+RateBounds class_bounds(const sim::DeviceSpec& spec, const std::string& op_class,
+                        const std::set<sim::Dtype>& dtypes, const sim::MathMode& math);
+
+/// Fits t = a + F/R_f + B/R_b to (flops, bytes, seconds) points with R_f, R_b within `bounds`;
+/// exposed for tests.
 sim::OpClassModel fit_op_class(const std::vector<double>& flops, const std::vector<double>& bytes,
-                               const std::vector<double>& seconds);
+                               const std::vector<double>& seconds, const RateBounds& bounds = {});
 
 }  // namespace placesim::calibration

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "sim/cost_model.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::models {
@@ -523,6 +524,12 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
 
 sim::Graph GraphBuilder::finish(std::map<std::string, std::string> metadata) {
   g_.metadata = std::move(metadata);
+  // The unit F32 convolutions and matmuls run on follows the framework's defaults (PyTorch's:
+  // cuDNN convolutions on TF32 tensor cores, cuBLAS matmuls in F32; docs/cost-model.md) unless
+  // the builder named another mode.
+  const auto mode =
+      sim::MathMode::parse(g_.metadata.count("math_mode") ? g_.metadata["math_mode"] : "torch");
+  sim::apply_math_mode(g_, mode.value_or(sim::MathMode{}));
   g_.finalize("<builder " + g_.name + ">");
   return std::move(g_);
 }

@@ -124,6 +124,24 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
     if (it == uses.end()) return false;
     return std::all_of(it->second.begin(), it->second.end(), [](const auto& u) { return u.second > 0; });
   };
+  // An initializer is a weight (export_params=True puts every parameter there) when some op reads
+  // it as data: not only through a slot that takes a shape, index, exponent, ratio or bound.
+  auto data_slot = [](const std::string& op, int pos) {
+    static const std::set<std::string, std::less<>> first_only = {
+        "Reshape", "Expand", "Tile", "Pow", "Slice", "Pad", "Resize", "Upsample", "Clip", "Dropout",
+        "Squeeze", "Unsqueeze", "Gather", "GatherElements", "ReduceSum", "TopK", "Split",
+        "CastLike"};
+    static const std::set<std::string, std::less<>> none = {"Shape", "Size", "ConstantOfShape",
+                                                            "Range"};
+    if (none.contains(op)) return false;
+    return !first_only.contains(op) || pos == 0;
+  };
+  auto read_as_data = [&](const std::string& name) {
+    const auto it = uses.find(name);
+    if (it == uses.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](const auto& u) { return data_slot(u.first, u.second); });
+  };
   auto bn_statistic = [&](const std::string& name) {
     const auto it = uses.find(name);
     if (it == uses.end()) return false;
@@ -204,7 +222,8 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
     b.scope(layer_of(name, '.'));
     if (data_inputs.contains(name)) {
       tensors[name] = b.input(unique(name), i.shape, i.dtype);
-    } else if (is_float(i.dtype) && !bn_statistic(name) && (graph_input || only_nonzero_positions(name))) {
+    } else if (is_float(i.dtype) && !bn_statistic(name) &&
+               (graph_input || (!i.shape.empty() && read_as_data(name)))) {
       tensors[name] = b.variable_named(unique(name), i.shape, layer_of(name, '.'));
     } else {
       tensors[name] = b.constant(unique(name), i.shape, i.dtype, bn_statistic(name) ? "RunningStatistic" : "Const");
@@ -216,6 +235,9 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
   }
 
   std::set<std::string> unknown_ops;
+  // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
+  // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
+  std::set<std::string> guessed;
   for (int k = 0; k < g.node_size(); ++k) {
     const onnx::NodeProto& n = g.node(k);
     const std::string& type = n.op_type();
@@ -238,12 +260,17 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
       if (it != info.end() && (it->second.known || !it->second.shape.empty())) {
         outs.push_back(it->second.shape);
         if (o == 0) out_dtype = it->second.dtype;
+      } else if (type == "BatchNormalization" && o > 0 && ins.size() > 1) {
+        // Opset <= 13 training mode: running/saved mean and variance, one value per channel
+        // (shape inference leaves them unknown; x's shape would count a whole activation each).
+        outs.push_back(ins[1].shape);
       } else {
         outs.push_back(ins.empty() ? Shape{} : ins[0].shape);
+        guessed.insert(n.output(o));
       }
     }
     const Shape y = outs.empty() ? Shape{} : outs[0];
-    if ((type == "Reshape" || type == "Flatten") && !ins.empty() &&
+    if ((type == "Reshape" || type == "Flatten") && !ins.empty() && !guessed.contains(n.input(0)) &&
         num_elements(ins[0].shape) != num_elements(y)) {
       // A target shape baked in at export time (x.view(1, ...)) no longer matches a new batch.
       throw sim::InputError(path, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",

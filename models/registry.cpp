@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
+#include <optional>
 
 #include "models/chakra.hpp"
 #include "models/onnx_import.hpp"
 #include "models/workloads.hpp"
+#include "sim/cost_model.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::models {
@@ -136,7 +138,50 @@ std::vector<std::string> builtin_graph_names() {
   return names;
 }
 
+namespace {
+
+// Takes "math_mode=M" out of an options string (every graph source accepts it) and returns M.
+std::optional<sim::MathMode> take_math_mode(std::string& options) {
+  std::string rest, found;
+  std::size_t begin = 0;
+  while (begin <= options.size()) {
+    std::size_t end = options.find(',', begin);
+    if (end == std::string::npos) end = options.size();
+    std::string item = options.substr(begin, end - begin);
+    const auto first = item.find_first_not_of(' ');
+    const std::string trimmed = first == std::string::npos ? "" : item.substr(first);
+    if (trimmed.rfind("math_mode=", 0) == 0) {
+      found = trimmed.substr(10);
+      while (!found.empty() && found.back() == ' ') found.pop_back();
+    } else if (!item.empty()) {
+      rest += (rest.empty() ? "" : ",") + item;
+    }
+    begin = end + 1;
+  }
+  if (found.empty() && options.find("math_mode") == std::string::npos) return std::nullopt;
+  options = rest;
+  const auto m = sim::MathMode::parse(found);
+  if (!m)
+    throw sim::InputError("--graph-opt", "math_mode",
+                          "one of torch, tf32, f32, got \"" + found + "\"");
+  return m;
+}
+
+sim::Graph load_graph_as_given(const std::string& name_or_path, const std::string& options);
+
+}  // namespace
+
 sim::Graph load_graph(const std::string& name_or_path, const std::string& options) {
+  std::string rest = options;
+  const std::optional<sim::MathMode> math = take_math_mode(rest);
+  sim::Graph g = load_graph_as_given(name_or_path, rest);
+  if (math) sim::apply_math_mode(g, *math);
+  return g;
+}
+
+namespace {
+
+sim::Graph load_graph_as_given(const std::string& name_or_path, const std::string& options) {
   for (const auto& b : kBuiltins) {
     if (name_or_path == b.name) {
       GraphOptions o(options, "--graph-opt");
@@ -166,5 +211,7 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
                         "a built-in workload (" + join(builtin_graph_names()) +
                             "), a .json graph file, an .onnx model or a Chakra .et trace");
 }
+
+}  // namespace
 
 }  // namespace placesim::models

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "sim/error.hpp"
@@ -35,7 +36,69 @@ std::string fmt_double(double v) {
   return buf;
 }
 
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
 }  // namespace
+
+MathKind math_kind_of(std::string_view t) {
+  // Forward and backward convolutions run cuDNN kernels (implicit GEMM on tensor cores where the
+  // math mode allows); matmuls and the LSTM cell's two GEMMs run cuBLAS.
+  if (starts_with(t, "Conv") || starts_with(t, "aten::conv") || starts_with(t, "aten::_conv") ||
+      starts_with(t, "aten::cudnn_conv") || starts_with(t, "aten::mkldnn_conv") ||
+      starts_with(t, "aten::miopen_conv") || starts_with(t, "aten::thnn_conv") ||
+      starts_with(t, "aten::_slow_conv2d") || t == "ConvolutionBackward0")
+    return MathKind::Conv;
+  static constexpr std::string_view kMatmul[] = {
+      "MatMul",       "BatchMatMul",  "Gemm",         "MatMulGrad",      "Linear",
+      "LSTMCell",     "LSTM",         "GRU",          "BlockLSTM",       "aten::mm",
+      "aten::addmm",  "aten::bmm",    "aten::baddbmm", "aten::matmul",   "aten::linear",
+      "aten::addbmm", "aten::lstm_cell", "aten::gru_cell", "aten::_thnn_fused_lstm_cell",
+      "aten::lstm"};
+  for (std::string_view m : kMatmul)
+    if (t == m) return MathKind::Matmul;
+  return MathKind::Other;
+}
+
+std::optional<MathMode> MathMode::parse(std::string_view name) {
+  if (name == "torch") return MathMode{.conv_tf32 = true, .matmul_tf32 = false};
+  if (name == "tf32") return MathMode{.conv_tf32 = true, .matmul_tf32 = true};
+  if (name == "f32") return MathMode{.conv_tf32 = false, .matmul_tf32 = false};
+  return std::nullopt;
+}
+
+std::string MathMode::name() const {
+  if (conv_tf32 && matmul_tf32) return "tf32";
+  if (conv_tf32) return "torch";
+  if (!matmul_tf32) return "f32";
+  return "matmul-tf32";
+}
+
+Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m) {
+  if (dtype != Dtype::F32) return dtype;
+  const MathKind k = math_kind_of(op_type);
+  if ((k == MathKind::Conv && m.conv_tf32) || (k == MathKind::Matmul && m.matmul_tf32))
+    return Dtype::TF32;
+  return dtype;
+}
+
+void apply_math_mode(Graph& g, const MathMode& m) {
+  for (Op& op : g.ops) {
+    // Undo an earlier mode first, so that applying "f32" after "torch" gives F32 again.
+    if (op.dtype == Dtype::TF32 && math_kind_of(op.type) != MathKind::Other) op.dtype = Dtype::F32;
+    op.dtype = compute_dtype(op.type, op.dtype, m);
+  }
+  g.metadata["math_mode"] = m.name();
+}
+
+std::string to_string(KernelCostModel::Source s) {
+  switch (s) {
+    case KernelCostModel::Source::Measured: return "measured";
+    case KernelCostModel::Source::Exact: return "exact";
+    case KernelCostModel::Source::Fitted: return "class-curve";
+    case KernelCostModel::Source::Roofline: return "roofline";
+  }
+  return "roofline";
+}
 
 double OpClassModel::predict_s(double flops, double bytes) const {
   double t = intercept_s;
@@ -52,7 +115,10 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const double b = op_bytes(op);
   double t = 0.0;
   const double peak = spec.peak_for(op.dtype).per_s;
-  if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * p.compute_eff_max));
+  // TF32 on a part without TF32 units (Volta and older, CPUs) runs as F32 on the CUDA cores.
+  const bool tf32_units = op.dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) != 0;
+  const double eff = tf32_units ? p.tf32_eff_max : p.compute_eff_max;
+  if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * eff));
   const double bw = spec.memory_bandwidth.bytes_per_s;
   if (b > 0.0 && bw > 0.0) t = std::max(t, (b + p.memory_half_bytes) / (bw * p.memory_eff_max));
   return std::max(ceil_seconds(t), floor);
@@ -72,11 +138,24 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
       if (e != cal->exact.end()) return {e->second, Source::Exact};
     }
     auto m = cal->by_op_type.find(op.type);
-    if (m != cal->by_op_type.end()) {
+    // A class curve fitted on small shapes says little about ones 100x larger (the H200
+    // microbenchmarks' convolutions ran at a third of ResNet-18's rate): past its range the
+    // roofline prices the op.
+    if (m != cal->by_op_type.end() && m->second.covers(op.flops.v, op_bytes(op))) {
       const Duration floor =
           device.spec.kind == DeviceKind::Gpu ? roofline_.min_kernel : roofline_.min_cpu_op;
-      const Duration t = ceil_seconds(m->second.predict_s(op.flops.v, op_bytes(op)));
-      return {std::max(t, floor), Source::Fitted};
+      const double b = op_bytes(op);
+      const double fit = m->second.predict_s(op.flops.v, b);
+      // No prediction faster than the unit that runs the op can go, whatever the file says (a
+      // calibration fitted before fits were constrained, or one fitted on another math mode).
+      const double peak = device.spec.peak_for(op.dtype).per_s;
+      const double bw = device.spec.memory_bandwidth.bytes_per_s;
+      double bound = 0.0;
+      if (peak > 0.0 && op.flops.v > 0.0) bound = std::max(bound, op.flops.v / peak);
+      if (bw > 0.0 && b > 0.0) bound = std::max(bound, b / bw);
+      const bool clamped = bound > fit;
+      const Duration t = ceil_seconds(std::max(fit, bound));
+      return {std::max(t, floor), Source::Fitted, clamped};
     }
     if (cal->roofline) {
       const KernelCostModel fitted(*cal->roofline);
@@ -84,6 +163,32 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
     }
   }
   return {roofline_time(op, device.spec), Source::Roofline};
+}
+
+std::string pricing_to_json(const Graph& g, const Cluster& c,
+                            const std::vector<DeviceId>& device_of, const KernelCostModel& costs) {
+  using nlohmann::json;
+  json rules = json::object();
+  json ops = json::array();
+  int clamped = 0;
+  for (std::size_t i = 0; i < g.ops.size() && i < device_of.size(); ++i) {
+    const DeviceId d = device_of[i];
+    if (d < 0 || static_cast<std::size_t>(d) >= c.devices.size()) continue;
+    const Device& dev = c.devices[static_cast<std::size_t>(d)];
+    const KernelCostModel::Estimate e = costs.estimate(g.ops[i], dev);
+    const std::string rule = to_string(e.source);
+    rules[rule] = rules.value(rule, 0) + 1;
+    json o = {{"op", g.ops[i].name},
+              {"device", dev.name},
+              {"rule", rule},
+              {"time_ns", e.time.ns}};
+    if (e.clamped) {
+      o["clamped"] = true;
+      ++clamped;
+    }
+    ops.push_back(std::move(o));
+  }
+  return json{{"rules", std::move(rules)}, {"clamped", clamped}, {"ops", std::move(ops)}}.dump();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -133,6 +238,7 @@ RooflineParams read_roofline(const YAML::Node& n, const std::string& file, const
     const std::string k = kv.first.as<std::string>();
     const std::string kp = path + "." + k;
     if (k == "compute_eff_max") p.compute_eff_max = number(kv.second, file, kp);
+    else if (k == "tf32_eff_max") p.tf32_eff_max = number(kv.second, file, kp);
     else if (k == "compute_half_flops") p.compute_half_flops = number(kv.second, file, kp);
     else if (k == "memory_eff_max") p.memory_eff_max = number(kv.second, file, kp);
     else if (k == "memory_half_bytes") p.memory_half_bytes = number(kv.second, file, kp);
@@ -140,11 +246,13 @@ RooflineParams read_roofline(const YAML::Node& n, const std::string& file, const
     else if (k == "min_cpu_op") p.min_cpu_op = with_units(parse_duration, kv.second, file, kp, "a duration such as \"1 us\"");
     else
       throw InputError(file, kp,
-                       "one of compute_eff_max, compute_half_flops, memory_eff_max, "
+                       "one of compute_eff_max, tf32_eff_max, compute_half_flops, memory_eff_max, "
                        "memory_half_bytes, min_kernel, min_cpu_op");
   }
   if (!(p.compute_eff_max > 0.0 && p.compute_eff_max <= 1.0))
     throw InputError(file, path + ".compute_eff_max", "a fraction in (0, 1]");
+  if (!(p.tf32_eff_max > 0.0 && p.tf32_eff_max <= 1.0))
+    throw InputError(file, path + ".tf32_eff_max", "a fraction in (0, 1]");
   if (!(p.memory_eff_max > 0.0 && p.memory_eff_max <= 1.0))
     throw InputError(file, path + ".memory_eff_max", "a fraction in (0, 1]");
   if (p.compute_half_flops < 0.0 || p.memory_half_bytes < 0.0)
@@ -175,11 +283,20 @@ OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const s
       m.samples = static_cast<int>(number(kv.second, file, kp));
     } else if (k == "cv_error") {
       m.cv_error = number(kv.second, file, kp);
+    } else if (k == "clamped") {
+      m.clamped = scalar(kv.second, file, kp);
+    } else if (k == "max_flops") {
+      m.max_flops = number(kv.second, file, kp);
+    } else if (k == "max_bytes") {
+      m.max_bytes = number(kv.second, file, kp);
     } else {
-      throw InputError(file, kp, "one of intercept, flop_rate, half_flops, byte_rate, samples, cv_error");
+      throw InputError(file, kp,
+                       "one of intercept, flop_rate, half_flops, byte_rate, samples, cv_error, "
+                       "clamped, max_flops, max_bytes");
     }
   }
-  if (m.flop_rate < 0.0 || m.byte_rate < 0.0 || m.half_flops < 0.0)
+  if (m.flop_rate < 0.0 || m.byte_rate < 0.0 || m.half_flops < 0.0 || m.max_flops < 0.0 ||
+      m.max_bytes < 0.0)
     throw InputError(file, path, "non-negative rates and half_flops");
   return m;
 }
@@ -268,6 +385,7 @@ std::string calibration_to_yaml(const Calibration& c) {
       const RooflineParams& p = *dc.roofline;
       out += "    roofline:\n";
       out += "      compute_eff_max: " + fmt_double(p.compute_eff_max) + "\n";
+      out += "      tf32_eff_max: " + fmt_double(p.tf32_eff_max) + "\n";
       out += "      compute_half_flops: " + fmt_double(p.compute_half_flops) + "\n";
       out += "      memory_eff_max: " + fmt_double(p.memory_eff_max) + "\n";
       out += "      memory_half_bytes: " + fmt_double(p.memory_half_bytes) + "\n";
@@ -285,6 +403,9 @@ std::string calibration_to_yaml(const Calibration& c) {
       out += "        byte_rate: \"" + fmt_double(m.byte_rate) + " B/s\"\n";
       out += "        samples: " + std::to_string(m.samples) + "\n";
       out += "        cv_error: " + fmt_double(m.cv_error) + "\n";
+      if (!m.clamped.empty()) out += "        clamped: " + quoted(m.clamped) + "\n";
+      if (m.max_flops > 0) out += "        max_flops: " + fmt_double(m.max_flops) + "\n";
+      if (m.max_bytes > 0) out += "        max_bytes: " + fmt_double(m.max_bytes) + "\n";
     }
     out += "    exact:";
     out += dc.exact.empty() ? " {}\n" : "\n";

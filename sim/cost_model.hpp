@@ -1,21 +1,29 @@
 // Kernel times behind one narrow interface. For an op on a device the duration comes from, in
-// order:
-//   1. the op's measured duration, if the graph gives one;
-//   2. the calibration table: an exact entry for (device model, signature key);
-//   3. a fitted per-op-class model for the device model and op type (calibration);
-//   4. the roofline:  t = max(F / (P_dtype * e_c(F)), B / (BW * e_m(B)))
-//      with efficiency curves that fall for small kernels,
-//        e_c(F) = e_c_max * F / (F + F_half),   e_m(B) = e_m_max * B / (B + B_half).
+// order (the fall-back chain; each estimate says which rule priced it):
+//   1. "measured": the op's measured duration, if the graph gives one;
+//   2. "exact": the calibration table's entry for (device model, signature key);
+//   3. "class-curve": the fitted per-op-class model for the device model and op type, within
+//      twice the largest work it was fitted on (OpClassModel::covers), never
+//      faster than the device's peak for the op's compute dtype (F/P_dtype) or its memory
+//      bandwidth (B/BW): a fit that would be is raised to that floor ("clamped");
+//   4. "roofline" (the calibration's fitted efficiency curves, else the defaults):
+//      t = max(F / (P_dtype * e_c(F)), B / (BW * e_m(B))), with efficiency curves that fall for
+//      small kernels, e_c(F) = e_c_max * F / (F + F_half), e_m(B) = e_m_max * B / (B + B_half).
+// P_dtype is the peak of the unit that runs the op: an F32 convolution runs on TF32 tensor cores
+// where the framework allows it (MathMode, apply_math_mode), which sets the op's compute dtype.
 // The host-side launch overhead is not part of the kernel time: the engine charges it on the
 // launching host thread (DeviceSpec::launch_overhead).
 //
 //   KernelCostModel km;                                   // roofline only
 //   km.set_calibration(load_calibration("cal.yaml"));     // adds 2 and 3
-//   Duration t = km.op_time(graph.ops[i], cluster.devices[d].spec);
+//   Estimate e = km.estimate(graph.ops[i], cluster.devices[d]);   // e.time, e.source, e.clamped
+//   apply_math_mode(graph, *MathMode::parse("torch"));    // F32 convs on TF32 tensor cores
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -25,6 +33,30 @@
 
 namespace placesim::sim {
 
+/// Which unit a kernel's math runs on: convolutions (cuDNN) and matmuls (cuBLAS) may use tensor
+/// cores; everything else runs on the CUDA cores (or is memory-bound).
+enum class MathKind { Conv, Matmul, Other };
+MathKind math_kind_of(std::string_view op_type);   ///< aten, graph-builder and ONNX names
+
+/// Framework math settings that decide the unit F32 convolutions and matmuls run on where the GPU
+/// has TF32 tensor cores (Ampere and later; elsewhere the TF32 peak falls back to F32). F16, BF16
+/// and FP8 always take their own (tensor-core) peaks. Sources in docs/cost-model.md.
+struct MathMode {
+  bool conv_tf32 = true;      ///< PyTorch torch.backends.cudnn.allow_tf32, default True
+  bool matmul_tf32 = false;   ///< PyTorch torch.backends.cuda.matmul.allow_tf32, default False (>= 1.12)
+  /// "torch" (the defaults above), "tf32" (both on: TensorFlow >= 2.4, or torch with
+  /// allow_tf32 set / set_float32_matmul_precision("high")), "f32" (both off:
+  /// NVIDIA_TF32_OVERRIDE=0). nullopt for anything else.
+  static std::optional<MathMode> parse(std::string_view name);
+  [[nodiscard]] std::string name() const;
+  auto operator<=>(const MathMode&) const = default;
+};
+/// The dtype whose peak an op of `op_type` computing in `dtype` runs at (F32 -> TF32 where allowed).
+Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m);
+/// Sets every F32 convolution / matmul op's compute dtype to TF32 where `m` allows it (its
+/// signature keeps F32, as profilers record it) and records metadata "math_mode".
+void apply_math_mode(Graph& g, const MathMode& m);
+
 /// Roofline efficiency parameters (defaults and sources in docs/cost-model.md).
 struct RooflineParams {
   double compute_eff_max = 0.70;   ///< large GEMM/conv fraction of peak
@@ -33,6 +65,9 @@ struct RooflineParams {
   double memory_half_bytes = 2e5;  ///< bytes at which memory efficiency is half its max
   Duration min_kernel{2000};       ///< shortest kernel on a GPU (launch-to-end on device)
   Duration min_cpu_op{1000};       ///< shortest op on a CPU worker
+  /// compute_eff_max for ops on TF32 tensor cores: measured 0.207 for ResNet-18's cuDNN convolutions
+  /// (forward and backward, layout transforms included) on an H200 (docs/cost-model.md).
+  double tf32_eff_max = 0.21;
 };
 
 /// A fitted per-op-class model: t = a + F / (P * e(F)) + B / (BW_fit), e(F) as the roofline's.
@@ -43,6 +78,16 @@ struct OpClassModel {
   double byte_rate = 0.0;          ///< effective bytes/s (0 = unused)
   int samples = 0;
   double cv_error = 0.0;           ///< cross-validated mean relative error
+  std::string clamped;             ///< why a rate was held at the device's peak ("" = not held)
+  /// The largest work the fit saw (0 = unknown): beyond kClassCurveRange times it the curve is an
+  /// extrapolation and the roofline prices the op instead.
+  double max_flops = 0.0;
+  double max_bytes = 0.0;
+  static constexpr double kClassCurveRange = 2.0;
+  [[nodiscard]] bool covers(double flops, double bytes) const {
+    return !(max_flops > 0.0 && flops > kClassCurveRange * max_flops) &&
+           !(max_bytes > 0.0 && bytes > kClassCurveRange * max_bytes);
+  }
   [[nodiscard]] double predict_s(double flops, double bytes) const;
 };
 
@@ -68,11 +113,12 @@ class KernelCostModel {
   void set_calibration(std::shared_ptr<const Calibration> c) { calibration_ = std::move(c); }
   [[nodiscard]] const RooflineParams& roofline() const { return roofline_; }
 
-  /// Which rule produced a time (for reports).
+  /// Which rule produced a time (for reports): the fall-back chain above.
   enum class Source { Measured, Exact, Fitted, Roofline };
   struct Estimate {
     Duration time;
     Source source;
+    bool clamped = false;   ///< a class curve faster than the device's peak, raised to it
   };
   [[nodiscard]] Estimate estimate(const Op& op, const Device& device) const;
   [[nodiscard]] Duration op_time(const Op& op, const Device& device) const {
@@ -84,5 +130,14 @@ class KernelCostModel {
   RooflineParams roofline_;
   std::shared_ptr<const Calibration> calibration_;
 };
+
+/// "measured", "exact", "class-curve", "roofline".
+std::string to_string(KernelCostModel::Source s);
+
+/// Per op of a placed graph, the rule that priced it on its device, as a JSON object:
+/// {"rules": {"roofline": N, ...}, "clamped": N, "ops": [{"op", "device", "rule", "time_ns"
+/// [, "clamped": true]}, ...]} (`placesim simulate --pricing FILE` writes it).
+std::string pricing_to_json(const Graph& g, const Cluster& c, const std::vector<DeviceId>& device_of,
+                            const KernelCostModel& costs);
 
 }  // namespace placesim::sim

@@ -31,7 +31,7 @@ namespace {
 
 struct CalibrateArgs {
   std::vector<std::string> profiles;
-  std::string output, device_model;
+  std::string output, device_model, math_mode = "torch";
   bool json = false;
 };
 
@@ -140,11 +140,18 @@ void run_calibrate(const CalibrateArgs& a) {
     for (const std::string& m : prof.missing) g_notes.push_back(p + ": " + m);
     print_links(p, prof);
     if (s.empty()) g_notes.push_back(p + ": 0 op samples (nothing to calibrate from this profile)");
+    if (const auto h = calibration::host_cost_from_profile(prof))
+      outf("  host: %d steps, median %.3f ms, %.0f GPU activities launched per step: %.1f us of host time per "
+           "activity (a host-bound step's launch_overhead per GPU op, docs/validation.md)\n",
+           h->steps, h->step_s * 1e3, h->activities_per_step, h->per_activity_s * 1e6);
     samples.insert(samples.end(), s.begin(), s.end());
   }
   if (samples.empty())
     throw sim::InputError("<flag --profile>", "", "profiles with at least one op that has a measured time, got none");
-  const calibration::CalibrationFit fit = calibration::fit_calibration(samples, sources);
+  calibration::FitOptions fo;
+  if (const auto m = sim::MathMode::parse(a.math_mode)) fo.math = *m;
+  else throw sim::InputError("<flag --math-mode>", "", "torch, tf32 or f32, got \"" + a.math_mode + "\"");
+  const calibration::CalibrationFit fit = calibration::fit_calibration(samples, sources, fo);
   for (const auto& [dev, dc] : fit.calibration.devices) {
     outf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(), dc.exact.size(),
                 dc.by_op_type.size());
@@ -164,6 +171,13 @@ void run_calibrate(const CalibrateArgs& a) {
     else std::snprintf(cv, sizeof cv, "%10s", "n/a (<3)");
     outf("%-16s %-12s %6d %10.2f us %12.3g %12.3g %9.1f%% %s\n", r.device.c_str(), r.op_class.c_str(), r.signatures,
                 r.model.intercept_s * 1e6, r.model.flop_rate, r.model.byte_rate, 100.0 * r.fit_error, cv);
+  }
+  // A fit that a peak decided, or one no peak could bound, is worth a look before it is used.
+  for (const auto& r : fit.classes) {
+    if (!r.model.clamped.empty())
+      g_notes.push_back(r.device + " " + r.op_class + ": " + r.model.clamped);
+    else if (r.bounds.max_flop_rate <= 0)
+      g_notes.push_back(r.device + " " + r.op_class + ": no catalog peak for this device, rates not bounded");
   }
   sim::write_file_atomic(a.output, sim::calibration_to_yaml(fit.calibration));
   outf("wrote %s\n", a.output.c_str());
@@ -359,6 +373,8 @@ void register_calibrate(CLI::App& app) {
         ->required()
         ->check(input_file());
     cmd->add_option("--device-model", a->device_model, "calibration key of the profiled device (default: from the trace)");
+    cmd->add_option("--math-mode", a->math_mode,
+                    "framework math that bounds F32 conv/matmul rates: torch (default: TF32 convs), tf32, f32");
     cmd->add_option("-o,--output", a->output, "calibration YAML to write")->required();
     cmd->add_flag("--json", a->json, "print the fitted classes as JSON instead of a table");
     cmd->callback([a] { run_calibrate(*a); });

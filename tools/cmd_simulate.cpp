@@ -24,7 +24,7 @@ namespace placesim::tools {
 namespace {
 
 struct SimulateArgs {
-  std::string graph, graph_opt, cluster, placement, calibration, trace, report, chakra_out;
+  std::string graph, graph_opt, cluster, placement, calibration, trace, report, chakra_out, pricing;
   bool json = false;
   bool stop_at_oom = false;
 };
@@ -116,6 +116,9 @@ void run_simulate(const SimulateArgs& a) {
     if (!quiet()) std::cerr << "wrote " << files.size() << " Chakra ET files into " << a.chakra_out << "\n";
   }
   const std::string json = sim::outcome_to_json(o);
+  // Which rule of the cost model's fall-back chain priced each op (docs/cost-model.md).
+  if (!a.pricing.empty())
+    write_atomic(a.pricing, sim::pricing_to_json(graph, cluster, placement.device_of, costs) + "\n", "--pricing");
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
   if (a.json) std::cout << json << "\n";
   else print_summary(o, cluster);
@@ -143,6 +146,8 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--report", args->report, "write the outcome as JSON to this file");
   cmd->add_option("--chakra-out", args->chakra_out,
                   "write the placed step as Chakra ETs into this folder, one per device (ASTRA-sim)");
+  cmd->add_option("--pricing", args->pricing,
+                  "write per op the cost-model rule that priced it (exact, class-curve, roofline) as JSON");
   cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
   cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
   cmd->callback([args] { run_simulate(*args); });

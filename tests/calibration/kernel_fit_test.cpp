@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "calibration/trace.hpp"
+#include "sim/catalog.hpp"
 
 namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
@@ -154,4 +155,81 @@ TEST(Calibrate, VidurA100GemmsHeldBackShapes) {
   EXPECT_GT(r.model.flop_rate, 100e12);
   EXPECT_LT(r.model.flop_rate, 330e12);
   std::cout << "A100 GEMM leave-one-shape-out error " << 100.0 * r.cv_error << " % over " << r.signatures << " shapes\n";
+}
+
+TEST(FitOpClass, RateHeldAtThePeakAndSaysSo) {
+  // Measurements that claim 54 TFLOP/s (work over-estimated, or the wrong math unit assumed) on a
+  // device bounded at 15.7: the fitted rate is the peak, and the note gives both numbers.
+  std::vector<double> f, b, t;
+  for (double n : {256.0, 512.0, 1024.0, 2048.0, 4096.0}) {
+    f.push_back(2 * n * n * n);
+    b.push_back(3 * n * n * 4);
+    t.push_back(4e-6 + f.back() / 54e12);
+  }
+  const pc::RateBounds bounds{
+      .max_flop_rate = 15.7e12, .max_byte_rate = 900e9, .what = "V100-SXM2-16GB f32"};
+  const sim::OpClassModel m = pc::fit_op_class(f, b, t, bounds);
+  EXPECT_LE(m.flop_rate, 15.7e12 * (1 + 1e-12));
+  EXPECT_GT(m.flop_rate, 15.6e12);
+  EXPECT_LE(m.byte_rate, 900e9 * (1 + 1e-12));
+  EXPECT_NE(m.clamped.find("V100-SXM2-16GB f32 peak 15.7 TFLOP/s"), std::string::npos) << m.clamped;
+  EXPECT_NE(m.clamped.find("unconstrained fit: 54"), std::string::npos) << m.clamped;
+  // Monotone: a larger op never takes less time.
+  for (std::size_t i = 1; i < f.size(); ++i)
+    EXPECT_GT(m.predict_s(f[i], b[i]), m.predict_s(f[i - 1], b[i - 1]));
+  // Data within the bounds: the same fit as without them, no note.
+  std::vector<double> t2;
+  for (std::size_t i = 0; i < f.size(); ++i) t2.push_back(4e-6 + f[i] / 10e12 + b[i] / 500e9);
+  const sim::OpClassModel m2 = pc::fit_op_class(f, b, t2, bounds);
+  EXPECT_TRUE(m2.clamped.empty()) << m2.clamped;
+  EXPECT_NEAR(m2.flop_rate, 10e12, 1e10);
+}
+
+TEST(Calibrate, NoFittedRateAbovePeakOnRealGpuTraces) {
+  // Every real GPU trace of tests/data (H200 microbenchmarks and ResNet-18 steps, the A100
+  // HolisticTraceAnalysis traces) under PyTorch's default math: no op type of the calibration has
+  // a rate above its class's peak or the memory bandwidth.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> runs = {
+      {{"h200_micro.json.gz", "h200_micro_bwd.json.gz"}, "H200-SXM-141GB"},
+      {{"h200_resnet18-224px-b64_train.json.gz"}, "H200-SXM-141GB"},
+      {{"h200_resnet18-64px-b8_train.json.gz"}, "H200-SXM-141GB"},
+      {{"a100_alexnet.json"}, "A100-SXM4-40GB"},
+      {{"a100_2rank_nccl_rank0.json.gz"}, "A100-SXM4-40GB"}};
+  for (const auto& [files, model] : runs) {
+    SCOPED_TRACE(files.front());
+    std::vector<pc::OpSample> samples;
+    for (const std::string& f : files) {
+      auto s = pc::op_samples_from_profile(pc::read_profile(data(f)), model);
+      samples.insert(samples.end(), s.begin(), s.end());
+    }
+    const pc::CalibrationFit fit = pc::fit_calibration(samples, files.front());
+    const sim::DeviceSpec* spec = sim::find_device_model(model);
+    ASSERT_NE(spec, nullptr);
+    double highest = 0;
+    for (const auto& [d, p] : spec->peak_flops) highest = std::max(highest, p.per_s);
+    for (const auto& r : fit.classes) {
+      ASSERT_GT(r.bounds.max_flop_rate, 0) << r.op_class;
+      EXPECT_LE(r.model.flop_rate, r.bounds.max_flop_rate * (1 + 1e-12)) << r.op_class;
+      EXPECT_LE(r.model.byte_rate, spec->memory_bandwidth.bytes_per_s * (1 + 1e-12)) << r.op_class;
+    }
+    for (const auto& [type, m] : fit.calibration.devices.at(model).by_op_type) {
+      EXPECT_LE(m.flop_rate, highest) << type;
+      EXPECT_LE(m.byte_rate, spec->memory_bandwidth.bytes_per_s * (1 + 1e-12)) << type;
+    }
+  }
+}
+
+TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
+  // The batch-8 ResNet-18 step on the H200 is host-bound (GPU 9 % busy): 5 annotated steps with
+  // 302 GPU activities each, median step 16.549 ms (the annotations' durations), so 54.8 us of
+  // host time per activity.
+  const auto h =
+      pc::host_cost_from_profile(pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")));
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->steps, 5);
+  EXPECT_DOUBLE_EQ(h->activities_per_step, 302.0);
+  EXPECT_NEAR(h->step_s, 16.549e-3, 1e-6);
+  EXPECT_NEAR(h->per_activity_s, 16.549e-3 / 302, 1e-8);
+  // No ProfilerStep annotations: no host cost.
+  EXPECT_FALSE(pc::host_cost_from_profile(pc::read_profile(data("a100_alexnet.json"))).has_value());
 }

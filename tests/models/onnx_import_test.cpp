@@ -127,5 +127,30 @@ TEST(OnnxImport, BadFilesAreInputErrors) {
   EXPECT_THROW(import_onnx(junk, {}), sim::InputError);
 }
 
+TEST(OnnxImport, TransformerEveryWeightTrains) {
+  // A 2-layer torch.nn.TransformerEncoder with an embedding and a linear head (generate.py):
+  // weights reached through Gather (embedding), Transpose -> MatMul (attention, feed-forward),
+  // Gemm and Add (biases). torch's sum(p.numel()) = 164468, printed by generate.py. The *_params
+  // file keeps the 27 weights as initializers (export_params=True), the other as graph inputs.
+  for (const char* file : {"transformer_encoder.onnx", "transformer_encoder_params.onnx"}) {
+    SCOPED_TRACE(file);
+    const sim::Graph g = import_onnx(kDir + file, {.training = true});
+    EXPECT_EQ(params_of(g), 164468);
+    EXPECT_EQ(g.metadata.at("parameters"), "164468");
+    int variables = 0, updates = 0, gather_grads = 0;
+    for (const auto& op : g.ops) {
+      variables += op.type == "VariableV2";
+      updates += op.phase == sim::Phase::Update;
+      gather_grads += op.type == "GatherGrad";
+    }
+    EXPECT_EQ(variables, 27);
+    EXPECT_GE(updates, 27);       // one optimizer update per weight
+    EXPECT_EQ(gather_grads, 1);   // the embedding's sparse gradient
+    std::int64_t persistent = 0;
+    for (const auto& op : g.ops) persistent += op.persistent.v;
+    EXPECT_GE(persistent, 164468 * 4);   // every weight resident (F32)
+  }
+}
+
 }  // namespace
 }  // namespace placesim::models

@@ -80,6 +80,63 @@ TEST(CostModel, LookupOrderMeasuredExactFittedRoofline) {
   EXPECT_EQ(km.op_time(op, d).ns, 5);
 }
 
+TEST(CostModel, ClassCurveNeverFasterThanThePeak) {
+  // A calibration that claims 54 TFLOP/s on a 10 TFLOP/s GPU (what an unconstrained fit of a
+  // V100 trace once wrote): the prediction is held at F / peak and says it was clamped.
+  auto cal = std::make_shared<Calibration>();
+  OpClassModel m;
+  m.flop_rate = 54e12;
+  cal->devices["custom"].by_op_type["MatMul"] = m;
+  KernelCostModel km;
+  km.set_calibration(cal);
+  Op op = matmul(1e12, 0);
+  op.signature->input_shapes = {{7, 7}};
+  const auto e = km.estimate(op, gpu());
+  EXPECT_EQ(e.source, KernelCostModel::Source::Fitted);
+  EXPECT_TRUE(e.clamped);
+  EXPECT_NEAR(e.time.seconds(), 1e12 / 10e12, 1e-9);
+  // Bytes bound too: 900 MB at 900 GB/s is at least 1 ms.
+  Op mem = matmul(0, 900'000'000);
+  mem.signature->input_shapes = {{7, 7}};
+  EXPECT_GE(km.estimate(mem, gpu()).time.seconds(), 1e-3 - 1e-9);
+  // Within the peak nothing is clamped.
+  m.flop_rate = 5e12;
+  cal->devices["custom"].by_op_type["MatMul"] = m;
+  EXPECT_FALSE(km.estimate(op, gpu()).clamped);
+  EXPECT_EQ(to_string(KernelCostModel::Source::Fitted), "class-curve");
+}
+
+TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
+  const MathMode torch = *MathMode::parse("torch");
+  EXPECT_EQ(compute_dtype("Conv", Dtype::F32, torch), Dtype::TF32);
+  EXPECT_EQ(compute_dtype("ConvBackpropFilter", Dtype::F32, torch), Dtype::TF32);
+  EXPECT_EQ(compute_dtype("aten::cudnn_convolution", Dtype::F32, torch), Dtype::TF32);
+  EXPECT_EQ(compute_dtype("MatMul", Dtype::F32, torch), Dtype::F32);   // allow_tf32 off since 1.12
+  EXPECT_EQ(compute_dtype("Relu", Dtype::F32, torch), Dtype::F32);
+  EXPECT_EQ(compute_dtype("Conv", Dtype::F16, torch), Dtype::F16);     // f16 has its own peak
+  EXPECT_EQ(compute_dtype("aten::mm", Dtype::F32, *MathMode::parse("tf32")), Dtype::TF32);
+  EXPECT_EQ(compute_dtype("Conv", Dtype::F32, *MathMode::parse("f32")), Dtype::F32);
+  EXPECT_FALSE(MathMode::parse("fast").has_value());
+
+  Graph g;
+  Op conv;
+  conv.name = "c";
+  conv.type = "Conv";
+  conv.signature = Signature{"Conv", {{1, 3, 8, 8}}, Dtype::F32};
+  g.add_op(conv);
+  Op mm = matmul(1, 1);
+  g.add_op(mm);
+  apply_math_mode(g, torch);
+  EXPECT_EQ(g.ops[0].dtype, Dtype::TF32);
+  EXPECT_EQ(g.ops[0].signature->dtype, Dtype::F32);   // profilers record f32: exact keys still match
+  EXPECT_EQ(g.ops[1].dtype, Dtype::F32);
+  EXPECT_EQ(g.metadata.at("math_mode"), "torch");
+  apply_math_mode(g, *MathMode::parse("f32"));
+  EXPECT_EQ(g.ops[0].dtype, Dtype::F32);
+  apply_math_mode(g, *MathMode::parse("tf32"));
+  EXPECT_EQ(g.ops[1].dtype, Dtype::TF32);
+}
+
 TEST(CostModel, CalibrationKeyedByDeviceNameWins) {
   auto cal = std::make_shared<Calibration>();
   cal->devices["custom"].exact[matmul(0, 0).signature->key()] = Duration{1000};
