@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "models/parallel.hpp"
 #include "models/registry.hpp"
 #include "policy/methods.hpp"
 #include "sim/cluster.hpp"
@@ -23,7 +24,7 @@ namespace placesim::tools {
 namespace {
 
 struct SimulateArgs {
-  std::string graph, graph_opt, cluster, placement, calibration, trace, report;
+  std::string graph, graph_opt, cluster, placement, calibration, trace, report, parallel;
   bool json = false;
   bool stop_at_oom = false;
 };
@@ -79,14 +80,29 @@ void print_summary(const sim::Outcome& o, const sim::Cluster& c) {
 
 void run_simulate(const SimulateArgs& a) {
   const sim::Cluster cluster = sim::load_cluster(a.cluster);
-  const sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
+  sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
+  const std::int64_t batch = models::graph_batch(graph);
   sim::KernelCostModel costs;
   if (!a.calibration.empty())
     costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration)));
 
   sim::Placement placement;
   std::error_code ec;
-  if (std::filesystem::is_regular_file(a.placement, ec)) {
+  int replicas = 1;
+  if (!a.parallel.empty()) {
+    // Each replica on its own GPU (models/parallel.hpp); a placement method would fight that.
+    if (!a.placement.empty() && a.placement != "single-gpu")
+      throw sim::InputError("<flag --placement>", "",
+                            "no placement with --parallel (each replica runs on its own GPU), got \"" +
+                                a.placement + "\"");
+    models::ParallelJob job =
+        models::make_parallel(graph, cluster, models::parse_parallel(a.parallel, "<flag --parallel>"));
+    graph = std::move(job.graph);
+    placement = std::move(job.placement);
+    replicas = job.replicas;
+  } else if (a.placement.empty()) {
+    throw sim::InputError("<flag --placement>", "", "a placement file or method (or --parallel), got none");
+  } else if (std::filesystem::is_regular_file(a.placement, ec)) {
     const sim::PlacementFile f = sim::read_placement_json(a.placement);
     placement = sim::resolve_placement(f, graph, cluster, a.placement);
   } else {
@@ -108,6 +124,16 @@ void run_simulate(const SimulateArgs& a) {
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
   if (a.json) std::cout << json << "\n";
   else print_summary(o, cluster);
+  if (!a.json && !a.parallel.empty() && o.step_time.ns > 0) {
+    // A step advances every data-parallel replica by its batch.
+    if (batch > 0)
+      std::printf("throughput: %.1f samples/s (%d replicas x batch %lld / step)\n",
+                  static_cast<double>(replicas * batch) / o.step_time.seconds(), replicas,
+                  static_cast<long long>(batch));
+    else
+      std::printf("throughput: %.3f steps/s x %d replicas (batch not in the graph's metadata)\n",
+                  1.0 / o.step_time.seconds(), replicas);
+  }
 }
 
 }  // namespace
@@ -119,8 +145,11 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--graph-opt", args->graph_opt, "options of a built-in workload (key=value,...)");
   cmd->add_option("--cluster", args->cluster, "cluster YAML file or built-in scenario name")->required();
   cmd->add_option("--placement", args->placement,
-                  "placement JSON file, or a method: single-gpu, single-cpu, random:SEED, ...")
-      ->required();
+                  "placement JSON file, or a method: single-gpu, single-cpu, random:SEED, ... "
+                  "(required unless --parallel)");
+  cmd->add_option("--parallel", args->parallel,
+                  "data-parallel job: dp=N replicas, one per GPU, DDP-bucketed gradient all-reduce "
+                  "(docs/collectives.md)");
   cmd->add_option("--calibration", args->calibration, "calibration YAML (docs/cost-model.md)");
   cmd->add_option("--trace", args->trace, "write a Chrome-trace JSON timeline (open in Perfetto)");
   cmd->add_option("--report", args->report, "write the outcome as JSON to this file");

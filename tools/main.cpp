@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   tools::register_train(app);
   tools::register_calibrate(app);
   tools::register_sweep(app);
+  tools::register_collective(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
