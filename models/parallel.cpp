@@ -42,6 +42,10 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       (k == "bucket" ? s.bucket_bytes : s.first_bucket_bytes) = b;
       continue;
     }
+    if (k == "dp" && v == "all") {  // every GPU of the cluster (sweeps vary the GPU count)
+      s.dp = 0;
+      continue;
+    }
     int n = 0;
     try {
       std::size_t pos = 0;
@@ -73,7 +77,7 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
 }
 
 std::string to_string(const ParallelSpec& s) {
-  std::string out = "dp=" + std::to_string(s.dp);
+  std::string out = "dp=" + (s.dp == 0 ? std::string("all") : std::to_string(s.dp));
   if (s.tp != 1) out += ",tp=" + std::to_string(s.tp);
   if (s.pp != 1) out += ",pp=" + std::to_string(s.pp);
   return out;
@@ -95,9 +99,11 @@ std::int64_t graph_batch(const sim::Graph& g) {
   return 0;
 }
 
-ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const ParallelSpec& s) {
-  const std::string origin = "<parallel " + to_string(s) + ">";
+ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const ParallelSpec& spec) {
+  const std::string origin = "<parallel " + to_string(spec) + ">";
   const std::vector<sim::DeviceId> gpus = c.gpus();
+  ParallelSpec s = spec;
+  if (s.dp == 0) s.dp = std::max(1, static_cast<int>(gpus.size()));
   if (static_cast<int>(gpus.size()) < s.dp)
     throw sim::InputError(origin, "dp",
                           "at most the " + std::to_string(gpus.size()) + " GPUs of cluster " +

@@ -33,8 +33,9 @@ struct ParallelSpec {
   auto operator<=>(const ParallelSpec&) const = default;
 };
 
-/// Parses "dp=8", "dp=8,tp=1,pp=1", "dp=4,bucket=50MiB,first_bucket=25MiB". Throws InputError
-/// naming `origin` for an unknown key, a value below 1, or tp/pp above 1 (not implemented).
+/// Parses "dp=8", "dp=all", "dp=8,tp=1,pp=1", "dp=4,bucket=50MiB,first_bucket=25MiB". Throws
+/// InputError naming `origin` for an unknown key, a value below 1, or tp/pp above 1 (not
+/// implemented).
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin);
 std::string to_string(const ParallelSpec& s);  ///< "dp=8"
 
