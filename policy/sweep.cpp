@@ -27,6 +27,7 @@
 #include <tbb/task_arena.h>
 #include <yaml-cpp/yaml.h>
 
+#include "models/parallel.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::policy {
@@ -436,13 +437,19 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
         if (k == "graph" || k == "name" || k == "workload") w.graph = v;
         else if (k == "options") w.options = v;
         else if (k == "label") w.label = v;
-        else throw InputError(origin, key + "." + k, "graph, options or label");
+        else if (k == "parallel") {
+          (void)models::parse_parallel(v, origin + ": " + key + ".parallel");   // checked here
+          w.parallel = v;
+        } else throw InputError(origin, key + "." + k, "graph, options, parallel or label");
       }
     } else {
       throw InputError(origin, key, "a workload name or a mapping {graph, options, label}");
     }
     if (w.graph.empty()) throw InputError(origin, key + ".graph", "a graph name or file");
-    if (w.label.empty()) w.label = w.options.empty() ? w.graph : w.graph + "(" + w.options + ")";
+    if (w.label.empty()) {
+      w.label = w.options.empty() ? w.graph : w.graph + "(" + w.options + ")";
+      if (!w.parallel.empty()) w.label += "[" + w.parallel + "]";
+    }
     if (!labels.insert(w.label).second)
       throw InputError(origin, key, "distinct workload labels, got \"" + w.label + "\" twice");
     spec.workloads.push_back(std::move(w));

@@ -40,6 +40,10 @@ struct SweepWorkload {
   std::string label;                       ///< CSV value; the graph name unless the spec names it
   std::string graph;                       ///< models::load_graph name or path
   std::string options;                     ///< models::load_graph options ("layers=4,batch=64")
+  /// Data-parallel layout ("dp=8", models/parallel.hpp): the graph is replicated onto the first
+  /// dp GPUs of each point's cluster with DDP's gradient all-reduce, and that placement is used
+  /// (the point's method is not). Empty: the graph as it is.
+  std::string parallel;
 };
 
 /// A placement strategy: one baseline, or the best (lowest step time, fitting in memory first)

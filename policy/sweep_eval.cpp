@@ -4,6 +4,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "models/parallel.hpp"
 #include "models/registry.hpp"
 #include "policy/methods.hpp"
 #include "policy/sweep.hpp"
@@ -163,6 +164,14 @@ PointResult SimulationEvaluator::operator()(const SweepPoint& p) const {
         cfg.sim_threads = 1;
         placement = train_placement(graph, *cluster, cfg).best;
 #endif
+      } else if (const std::string& par = impl_->spec.workloads.at(p.workload).parallel; !par.empty()) {
+        // A data-parallel job places itself: replica k on the k-th GPU.
+        const models::ParallelJob job =
+            models::make_parallel(graph, *cluster, models::parse_parallel(par, impl_->spec.origin));
+        r = summarize(sim::simulate(*cluster, job.graph, job.placement, opts));
+        if (method.candidates.size() > 1) r.chosen = name;
+        best = std::move(r);
+        break;
       } else {
         placement = make_placement(name, graph, *cluster);
       }

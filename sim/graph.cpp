@@ -477,6 +477,35 @@ class OpStreamingBuilder {
   std::size_t count_ = 0;
 };
 
+CollectiveCall read_collective(const JsonReader& rd, const json& c, const std::string& path) {
+  rd.expect_object(c, path, {"kind", "bytes", "id", "root", "algo", "proto"});
+  CollectiveCall call;
+  if (!c.contains("kind")) rd.fail(path + ".kind", "a collective kind (the key is missing)");
+  const std::string kind = rd.str(c["kind"], path + ".kind");
+  const auto k = parse_collective_kind(kind);
+  if (!k)
+    rd.fail(path + ".kind", "all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all "
+                            "or send-recv, got \"" + printable(kind) + "\"");
+  call.kind = *k;
+  if (!c.contains("bytes")) rd.fail(path + ".bytes", "a byte count (the key is missing)");
+  call.bytes = rd.bytes(c["bytes"], path + ".bytes");
+  if (c.contains("id")) call.id = rd.str(c["id"], path + ".id");
+  if (c.contains("root")) call.root = static_cast<int>(rd.integer(c["root"], path + ".root", 0, 1 << 20));
+  if (c.contains("algo")) {
+    const std::string a = rd.str(c["algo"], path + ".algo");
+    const auto v = parse_coll_algo(a);
+    if (!v) rd.fail(path + ".algo", "auto, ring, tree, nvls or direct, got \"" + printable(a) + "\"");
+    call.algo = *v;
+  }
+  if (c.contains("proto")) {
+    const std::string a = rd.str(c["proto"], path + ".proto");
+    const auto v = parse_coll_proto(a);
+    if (!v) rd.fail(path + ".proto", "auto, LL, LL128 or Simple, got \"" + printable(a) + "\"");
+    call.proto = *v;
+  }
+  return call;
+}
+
 }  // namespace
 
 Graph parse_graph_json(const std::string& text, const std::string& origin) {
@@ -494,7 +523,7 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     rd.expect_object(o, path,
                      {"name", "type", "phase", "flops", "bytes_read", "bytes_written", "dtype",
                       "signature", "measured", "outputs", "inputs", "control_inputs",
-                      "persistent_bytes", "group", "device_kind", "layer", "stream"});
+                      "persistent_bytes", "group", "device_kind", "layer", "stream", "collective"});
     Op op;
     if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
     op.name = rd.str(o["name"], path + ".name");
@@ -618,6 +647,7 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     if (o.contains("layer")) op.layer = rd.str(o["layer"], Key{p, ".layer"});
     if (o.contains("stream"))
       op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
+    if (o.contains("collective")) op.collective = read_collective(rd, o["collective"], p + ".collective");
     g.ops.push_back(std::move(op));
   };
 
@@ -914,6 +944,32 @@ std::string graph_to_json(const Graph& g) {
     if (op.stream) {
       o.key("stream");
       o.num(static_cast<std::int64_t>(*op.stream));
+    }
+    if (op.collective) {
+      const CollectiveCall& c = *op.collective;
+      o.key("collective");
+      o.open_obj();
+      o.key("kind");
+      o.str(to_string(c.kind));
+      o.key("bytes");
+      o.num(c.bytes.v);
+      if (!c.id.empty()) {
+        o.key("id");
+        o.str(c.id);
+      }
+      if (c.root != 0) {
+        o.key("root");
+        o.num(static_cast<std::int64_t>(c.root));
+      }
+      if (c.algo != CollAlgo::Auto) {
+        o.key("algo");
+        o.str(to_string(c.algo));
+      }
+      if (c.proto != CollProto::Auto) {
+        o.key("proto");
+        o.str(to_string(c.proto));
+      }
+      o.close_obj();
     }
     o.close_obj();
   }

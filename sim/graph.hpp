@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sim/cluster.hpp"
+#include "sim/collective_call.hpp"
 #include "sim/units.hpp"
 
 namespace placesim::sim {
@@ -76,6 +77,9 @@ struct Op {
   Phase phase = Phase::Forward;
   /// Pins the op to one compute stream of its GPU (trace replay); unset = the engine picks.
   std::optional<std::int32_t> stream;
+  /// Set on a collective's rank op: one op per rank, on that rank's GPU, all ranks of one call
+  /// sharing `collective->id` (docs/collectives.md). simulate() times it with the collective model.
+  std::optional<CollectiveCall> collective;
 };
 
 struct Graph {

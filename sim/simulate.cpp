@@ -12,6 +12,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "sim/collective_expand.hpp"
 #include "sim/cpu_share.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -907,6 +908,7 @@ struct BatchOracle::Impl {
   SimOptions options;
   KernelCostModel costs;
   std::unique_ptr<Prepared> prepared;
+  bool collectives = false;   // collective times depend on the placement: simulate() each
   // One reusable run per worker thread: warm buffers, no allocation per placement. Which thread
   // evaluates which placement cannot change a result (each run starts from a full reset).
   mutable tbb::enumerable_thread_specific<std::unique_ptr<StepRun>> runs;
@@ -926,6 +928,7 @@ BatchOracle::BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions 
   impl_->options.trace = nullptr;   // a sink is not thread-safe
   impl_->costs = std::move(costs);
   impl_->prepared = std::make_unique<Prepared>(impl_->cluster, impl_->graph, impl_->costs);
+  impl_->collectives = has_collectives(impl_->graph);
 }
 
 BatchOracle::~BatchOracle() = default;
@@ -935,6 +938,8 @@ const Graph& BatchOracle::graph() const { return impl_->graph; }
 
 Outcome BatchOracle::evaluate(const Placement& p) const {
   check_placement(*impl_->prepared, p);
+  if (impl_->collectives)
+    return simulate(impl_->cluster, impl_->graph, p, impl_->options, impl_->costs);
   return impl_->local().run(p);
 }
 
@@ -945,7 +950,10 @@ std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps, int
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, ps.size(), 1),
                       [&](const tbb::blocked_range<std::size_t>& r) {
                         for (std::size_t i = r.begin(); i != r.end(); ++i) {
-                          out[i] = impl_->local().run(ps[i]);
+                          out[i] = impl_->collectives
+                                       ? simulate(impl_->cluster, impl_->graph, ps[i],
+                                                  impl_->options, impl_->costs)
+                                       : impl_->local().run(ps[i]);
                         }
                       });
   };
@@ -960,6 +968,13 @@ std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps, int
 
 Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,
                  const SimOptions& options, const KernelCostModel& costs) {
+  if (has_collectives(graph)) {   // collective rank ops become timed ops on an NCCL stream
+    const ExpandedGraph x = expand_collectives(cluster, graph, placement);
+    const Prepared prepared(x.cluster, x.graph, costs);
+    check_placement(prepared, placement);
+    StepRun run(prepared, options);
+    return run.run(placement);
+  }
   const Prepared prepared(cluster, graph, costs);
   check_placement(prepared, placement);
   StepRun run(prepared, options);

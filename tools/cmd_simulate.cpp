@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/chakra.hpp"
+#include "models/parallel.hpp"
 #include "models/registry.hpp"
 #include "policy/methods.hpp"
 #include "sim/cluster.hpp"
@@ -24,7 +25,7 @@ namespace placesim::tools {
 namespace {
 
 struct SimulateArgs {
-  std::string graph, graph_opt, cluster, placement, calibration, trace, report, chakra_out, pricing;
+  std::string graph, graph_opt, cluster, placement, calibration, trace, report, chakra_out, pricing, parallel;
   bool json = false;
   bool stop_at_oom = false;
 };
@@ -94,12 +95,30 @@ namespace {
 
 void run_simulate(const SimulateArgs& a) {
   const sim::Cluster cluster = sim::load_cluster(a.cluster);
-  const sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
+  sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
+  const std::int64_t batch = models::graph_batch(graph);
   sim::KernelCostModel costs;
   if (!a.calibration.empty())
     costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration)));
 
-  const sim::Placement placement = placement_arg(a.placement, graph, cluster, costs);
+  sim::Placement placement;
+  int replicas = 1;
+  if (!a.parallel.empty()) {
+    // Each replica on its own GPU (models/parallel.hpp); a placement method would fight that.
+    if (!a.placement.empty() && a.placement != "single-gpu")
+      throw sim::InputError("<flag --placement>", "",
+                            "no placement with --parallel (each replica runs on its own GPU), got \"" +
+                                a.placement + "\"");
+    models::ParallelJob job =
+        models::make_parallel(graph, cluster, models::parse_parallel(a.parallel, "<flag --parallel>"));
+    graph = std::move(job.graph);
+    placement = std::move(job.placement);
+    replicas = job.replicas;
+  } else if (a.placement.empty()) {
+    throw sim::InputError("<flag --placement>", "", "a placement file or method (or --parallel), got none");
+  } else {
+    placement = placement_arg(a.placement, graph, cluster, costs);
+  }
 
   sim::SimOptions opt;
   opt.stop_at_first_oom = a.stop_at_oom;
@@ -122,6 +141,16 @@ void run_simulate(const SimulateArgs& a) {
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
   if (a.json) std::cout << json << "\n";
   else print_summary(o, cluster);
+  if (!a.json && !a.parallel.empty() && o.step_time.ns > 0) {
+    // A step advances every data-parallel replica by its batch.
+    if (batch > 0)
+      std::printf("throughput: %.1f samples/s (%d replicas x batch %lld / step)\n",
+                  static_cast<double>(replicas * batch) / o.step_time.seconds(), replicas,
+                  static_cast<long long>(batch));
+    else
+      std::printf("throughput: %.3f steps/s x %d replicas (batch not in the graph's metadata)\n",
+                  1.0 / o.step_time.seconds(), replicas);
+  }
 }
 
 }  // namespace
@@ -137,9 +166,12 @@ void register_simulate(CLI::App& app) {
       ->required()
       ->check(not_a_directory());
   cmd->add_option("--placement", args->placement,
-                  "placement JSON file, or a method: single-gpu, single-cpu, random:SEED, ...")
-      ->required()
+                  "placement JSON file, or a method: single-gpu, single-cpu, random:SEED, ... "
+                  "(required unless --parallel)")
       ->check(not_a_directory());
+  cmd->add_option("--parallel", args->parallel,
+                  "data-parallel job: dp=N replicas, one per GPU, DDP-bucketed gradient all-reduce "
+                  "(docs/collectives.md)");
   cmd->add_option("--calibration", args->calibration, "calibration YAML (docs/cost-model.md)")
       ->check(input_file());
   cmd->add_option("--trace", args->trace, "write a Chrome-trace JSON timeline (open in Perfetto)");

@@ -69,6 +69,7 @@ void register_place(CLI::App& app);           // cmd_place.cpp (place, compare)
 void register_train(CLI::App& app);           // cmd_train.cpp
 void register_calibrate(CLI::App& app);       // cmd_calibrate.cpp (calibrate, calibrate-links, validate)
 void register_sweep(CLI::App& app);           // cmd_sweep.cpp
+void register_collective(CLI::App& app);      // cmd_collective.cpp
 
 }  // namespace placesim::tools
 

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   tools::register_train(app);
   tools::register_calibrate(app);
   tools::register_sweep(app);
+  tools::register_collective(app);
   tools::register_completion(app);
   // Last: every subcommand registered above gets --quiet (tools/cli_contract.cpp).
   tools::add_quiet_flags(app);

@@ -6,7 +6,7 @@ set -eu
 PLACESIM=$(realpath "${1:?usage: sweep_examples.sh PATH_TO_placesim}")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$SRC/docs/sweeps"
-for spec in nmt_nvlink_vs_pcie gpt2_4090_host_bandwidth paper_4gpu_pcie_peer; do
+for spec in nmt_nvlink_vs_pcie gpt2_4090_host_bandwidth paper_4gpu_pcie_peer resnet50_data_parallel; do
   csv="$SRC/docs/sweeps/$spec.csv"
   rm -f "$csv" "$csv.partial"
   rm -rf "$SRC/docs/img/sweeps/$spec"

@@ -1,0 +1,515 @@
+// Collective time model: NCCL's tuner (latency + bytes / bandwidth per algorithm x protocol,
+// fastest wins) with each algorithm's bandwidth taken from the cluster's fabric by max-min.
+// Constants and their sources: docs/collectives.md.
+#include "sim/collective.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "sim/collective_expand.hpp"
+#include "sim/error.hpp"
+#include "sim/maxmin.hpp"
+
+namespace placesim::sim {
+
+namespace {
+
+std::string lower_alnum(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+// ---- NCCL constants ------------------------------------------------------------------------
+// NVIDIA/nccl src/graph/tuning.cc (NCCL 2.19, as ported in volcengine/veScale
+// vescale/emulator/nccl/graph/tuning.py): latencies in us, index [algo][proto] with
+// algo {tree, ring} and proto {LL, LL128, Simple}.
+constexpr double kBaseLat[2][3] = {{6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}};
+enum Hw { kNvlink = 0, kPci = 1, kNet = 2 };
+constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}},   // NVLink
+                                    {{1.0, 1.9, 28.0}, {1.0, 2.5, 5.7}},    // PCI
+                                    {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}}};  // network
+constexpr double kNvlsLat = 23.0;  // hwLat[NVLINK][NVLS][Simple]
+// llMaxBws[GPU generation or CPU vendor][1 node, 2 nodes, >2 nodes], GB/s.
+constexpr double kLlMaxBw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}};
+// Tree correction by log2(bytes / 64), 64 B .. 128 MiB, [proto][i] (tuning.cc).
+constexpr double kTreeCorrection[3][22] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9}};
+// NVLS (NVLink SHARP, in-switch reduction) on 8 H100: peak busbw ~480 GB/s, algbw ~275 GB/s, of an
+// effective NVLink bandwidth of 370 GB/s (S. Jeaugey, NCCL maintainer, NVIDIA/nccl-tests#212;
+// astra-sim-alibabacloud's calbusbw.h uses H100_NVLS_BW 475): algbw = 275/370 of the link.
+constexpr double kNvlsAlgbwPerLinkBw = 275.0 / 370.0;
+
+// Fraction of a link's signalling rate NCCL's transports carry (its topology model), by the
+// cluster's link `kind`. NVIDIA/nccl src/graph/topo.h: SM70/SM80_NVLINK_BW 20 and SM90_NVLINK_BW
+// 20.6 GB/s per NVLink of 25 GB/s; SM60 18 of 20; PCI_BW 12 GB/s per Gen3 x16 (15.75 GB/s).
+// NICs: astra-sim-alibabacloud calbusbw.h, CX6_BW 23.5 of 25, CX7_BW 48.5 of 50 GB/s.
+double link_efficiency(const std::string& kind) {
+  const std::string k = lower_alnum(kind);
+  if (k.starts_with("nvlink")) {
+    if (k == "nvlink1") return 18.0 / 20.0;
+    if (k == "nvlink4" || k == "nvlink5") return 20.6 / 25.0;
+    return 20.0 / 25.0;
+  }
+  if (k.starts_with("pcie")) return 12.0 / 15.75;
+  if (k.starts_with("ib") || k.starts_with("roce") || k.starts_with("net") || k.starts_with("eth"))
+    return k.find("ndr") != std::string::npos || k.find("400") != std::string::npos ? 48.5 / 50.0
+                                                                                    : 23.5 / 25.0;
+  return 1.0;
+}
+
+bool is_nvlink(const Link& l) {
+  return lower_alnum(l.kind).starts_with("nvlink");
+}
+
+int gpu_generation(const DeviceSpec& s) {  // 0 Volta (and older), 1 Ampere/Ada, 2 Hopper+
+  const std::string m = lower_alnum(s.model);
+  for (const char* h : {"h100", "h200", "h800", "h20", "gh200", "b200", "b100", "gb200"})
+    if (m.find(h) != std::string::npos) return 2;
+  for (const char* a :
+       {"a100", "a800", "a30", "a40", "a10", "rtx30", "rtx40", "4090", "3090", "l40", "l4"})
+    if (m.find(a) != std::string::npos) return 1;
+  return 0;
+}
+
+struct Flow {
+  DeviceId from, to;
+  int channel;
+};
+
+// Hops of a flow: the cluster's route, except between nodes, where NCCL sends each channel
+// through a NIC of its own (it spreads channels over the NICs nearest each GPU; the cluster's one
+// static route per pair would put every GPU behind a PCIe switch on one NIC).
+struct NicPlan {
+  std::map<std::pair<DeviceId, int>, VertexId> nic;  // (gpu, 0 out / 1 in) -> NIC
+};
+
+// Shortest path by hops from `from` to `to` that passes no device other than its ends, links
+// tried in id order (deterministic). Empty when there is none.
+std::vector<Hop> bfs_path(const Cluster& c, VertexId from, VertexId to) {
+  const int nv = static_cast<int>(c.vertices.size());
+  std::vector<std::vector<std::pair<LinkId, bool>>> adj(nv);
+  for (std::size_t l = 0; l < c.links.size(); ++l) {
+    adj[c.links[l].a].push_back({static_cast<LinkId>(l), true});
+    adj[c.links[l].b].push_back({static_cast<LinkId>(l), false});
+  }
+  std::vector<std::pair<LinkId, bool>> via(nv, {-1, true});
+  std::vector<bool> seen(nv, false);
+  std::vector<VertexId> q{from};
+  seen[from] = true;
+  for (std::size_t i = 0; i < q.size() && !seen[to]; ++i) {
+    const VertexId v = q[i];
+    if (v != from && v < c.num_devices()) continue;  // devices never forward
+    for (const auto& [l, fwd] : adj[v]) {
+      const VertexId w = fwd ? c.links[l].b : c.links[l].a;
+      if (seen[w]) continue;
+      seen[w] = true;
+      via[w] = {l, fwd};
+      q.push_back(w);
+    }
+  }
+  std::vector<Hop> path;
+  if (!seen[to]) return path;
+  for (VertexId v = to; v != from;) {
+    const auto [l, fwd] = via[v];
+    path.push_back({l, fwd});
+    v = fwd ? c.links[l].a : c.links[l].b;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+std::vector<Hop> flow_hops(const Cluster& c, const Flow& f, NicPlan& plan) {
+  std::vector<Hop> hops;
+  if (c.devices[f.from].node != c.devices[f.to].node) {
+    // The NIC of each end: nearest to the GPU, least used by earlier channels, lowest id.
+    auto pick = [&](DeviceId gpu, int dir) -> VertexId {
+      const auto it = plan.nic.find({gpu, dir});
+      if (it != plan.nic.end()) return it->second;
+      VertexId best = -1;
+      std::size_t best_hops = 0;
+      int best_use = 0;
+      for (VertexId v = c.num_devices(); v < static_cast<VertexId>(c.vertices.size()); ++v) {
+        if (c.vertices[v].kind != VertexKind::Nic || c.vertices[v].node != c.devices[gpu].node)
+          continue;
+        const std::size_t h = bfs_path(c, gpu, v).size();
+        if (h == 0) continue;
+        int use = 0;
+        for (const auto& [k, n] : plan.nic) use += (n == v && k.second == dir) ? 1 : 0;
+        if (best < 0 || h < best_hops || (h == best_hops && use < best_use)) {
+          best = v;
+          best_hops = h;
+          best_use = use;
+        }
+      }
+      plan.nic[{gpu, dir}] = best;
+      return best;
+    };
+    const VertexId out = pick(f.from, 0), in = pick(f.to, 1);
+    if (out >= 0 && in >= 0) {
+      for (const auto& part :
+           {bfs_path(c, f.from, out), bfs_path(c, out, in), bfs_path(c, in, f.to)}) {
+        if (part.empty()) {
+          hops.clear();
+          break;
+        }
+        hops.insert(hops.end(), part.begin(), part.end());
+      }
+      if (!hops.empty()) return hops;
+    }
+  }
+  for (const RouteSegment& seg : c.route(f.from, f.to).segments)
+    hops.insert(hops.end(), seg.hops.begin(), seg.hops.end());
+  return hops;
+}
+
+// Max-min rates of `flows` over the cluster's links with NCCL's per-class link efficiency.
+std::vector<double> maxmin_rates(const Cluster& c, const std::vector<Flow>& flows) {
+  MaxMinSolver solver;
+  std::map<std::pair<LinkId, int>, int> cons;
+  auto constraint = [&](LinkId l, int dir) {
+    auto [it, fresh] = cons.try_emplace({l, dir}, -1);
+    if (fresh)
+      it->second = solver.add_constraint(c.links[l].bandwidth.bytes_per_s *
+                                         link_efficiency(c.links[l].kind));
+    return it->second;
+  };
+  NicPlan plan;
+  std::vector<int> vars;
+  for (const Flow& f : flows) {
+    std::vector<int> cs;
+    double bound = std::numeric_limits<double>::infinity();
+    for (const Hop& h : flow_hops(c, f, plan)) {
+      const Link& l = c.links[h.link];
+      bound = std::min(bound, l.bandwidth.bytes_per_s * link_efficiency(l.kind));
+      int id = -1;
+      if (l.sharing == SharingPolicy::Shared)
+        id = constraint(h.link, 0);
+      else if (l.sharing == SharingPolicy::SplitDuplex)
+        id = constraint(h.link, h.forward ? 1 : 2);
+      if (id >= 0 && std::find(cs.begin(), cs.end(), id) == cs.end()) cs.push_back(id);
+    }
+    vars.push_back(solver.add_variable(bound, cs));
+  }
+  solver.solve();
+  std::vector<double> r;
+  for (int v : vars) r.push_back(solver.value(v));
+  return r;
+}
+
+struct Topo {
+  std::vector<DeviceId> order;                // ranks grouped by node
+  std::vector<std::vector<DeviceId>> groups;  // ranks of each node, in call order
+  int nodes = 1, ppn = 1;
+  Hw intra = kPci;
+  int gen = 0;
+  bool amd_host = false;
+  bool nvls = false;        // every rank on one NVSwitch over NVLink 4+
+  double nvls_link_bw = 0;  // smallest effective rank-switch NVLink bandwidth, B/s
+};
+
+Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
+  Topo t;
+  std::vector<std::string> node_names;
+  std::map<std::string, std::vector<DeviceId>> by_node;
+  for (DeviceId d : ranks) {
+    const std::string& n = c.devices[d].node;
+    if (!by_node.contains(n)) node_names.push_back(n);
+    by_node[n].push_back(d);
+  }
+  t.nodes = static_cast<int>(node_names.size());
+  t.ppn = static_cast<int>(ranks.size());
+  for (const std::string& n : node_names) {
+    t.ppn = std::min(t.ppn, static_cast<int>(by_node[n].size()));
+    for (DeviceId d : by_node[n]) t.order.push_back(d);
+    t.groups.push_back(by_node[n]);
+  }
+  t.gen = 2;
+  for (DeviceId d : ranks) {
+    t.gen = std::min(t.gen, gpu_generation(c.devices[d].spec));
+    const DeviceId h = c.devices[d].host;
+    if (h >= 0 && lower_alnum(c.devices[h].spec.model).find("epyc") != std::string::npos)
+      t.amd_host = true;
+  }
+  // Intra-node class: NVLink when every same-node pair's route crosses only NVLink.
+  bool all_nvlink = ranks.size() > 1;
+  for (DeviceId a : ranks)
+    for (DeviceId b : ranks) {
+      if (a == b || c.devices[a].node != c.devices[b].node) continue;
+      for (const RouteSegment& s : c.route(a, b).segments)
+        for (const Hop& h : s.hops) all_nvlink = all_nvlink && is_nvlink(c.links[h.link]);
+    }
+  t.intra = all_nvlink ? kNvlink : kPci;
+  // NVLS: one switch vertex every rank reaches over one NVLink 4 or newer link.
+  if (t.nodes == 1 && ranks.size() > 1 && t.gen >= 2) {
+    std::map<VertexId, std::pair<int, double>> sw;  // switch -> (ranks, min bw)
+    for (DeviceId d : ranks)
+      for (std::size_t l = 0; l < c.links.size(); ++l) {
+        const Link& k = c.links[l];
+        if (!is_nvlink(k) || (k.a != d && k.b != d)) continue;
+        const VertexId o = k.a == d ? k.b : k.a;
+        if (c.vertices[o].kind != VertexKind::Switch) continue;
+        const std::string kind = lower_alnum(k.kind);
+        if (kind != "nvlink4" && kind != "nvlink5") continue;
+        auto& e = sw.try_emplace(o, 0, std::numeric_limits<double>::infinity()).first->second;
+        ++e.first;
+        e.second = std::min(e.second, k.bandwidth.bytes_per_s * link_efficiency(k.kind));
+      }
+    for (const auto& [v, e] : sw)
+      if (e.first == static_cast<int>(ranks.size())) {
+        t.nvls = true;
+        t.nvls_link_bw = std::max(t.nvls_link_bw, e.second);
+      }
+  }
+  return t;
+}
+
+// Bus bandwidth (B/s) of NCCL's rings over the fabric: one ring per channel, ranks of each node
+// rotated by the channel so that every channel leaves a node through a different GPU (and NIC);
+// the sum over channels of each channel's slowest flow, all channels running at once.
+double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
+  const int n = static_cast<int>(t.order.size());
+  const int ch = t.nodes > 1 ? std::max(1, t.ppn) : 1;
+  *channels = ch;
+  std::vector<Flow> flows;
+  for (int k = 0; k < ch; ++k) {
+    std::vector<DeviceId> ring;
+    for (const std::vector<DeviceId>& g : t.groups) {
+      const int per = static_cast<int>(g.size());
+      for (int i = 0; i < per; ++i) ring.push_back(g[(i + k) % per]);
+    }
+    for (int i = 0; i < n; ++i) flows.push_back({ring[i], ring[(i + 1) % n], k});
+  }
+  const std::vector<double> r = maxmin_rates(c, flows);
+  std::vector<double> slowest(ch, std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    slowest[flows[i].channel] = std::min(slowest[flows[i].channel], r[i]);
+  double sum = 0;
+  for (double s : slowest) sum += s;
+  return sum;
+}
+
+int nsteps(CollectiveKind k, int n) {
+  if (k == CollectiveKind::AllReduce) return 2 * (n - 1);
+  if (k == CollectiveKind::AllGather || k == CollectiveKind::ReduceScatter) return n - 1;
+  return n;
+}
+
+struct Candidate {
+  CollAlgo algo;
+  CollProto proto;
+  double lat_us, algbw_gbps;
+};
+
+// NCCL's ncclTopoTuneModel for one call: every (algorithm, protocol) with its latency and
+// algorithm bandwidth. `bus` is the fabric's ring bus bandwidth in GB/s.
+std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, double bus,
+                                  double bytes) {
+  std::vector<Candidate> out;
+  const int idx2 = t.nodes <= 2 ? t.nodes - 1 : 2;
+  const double ll_max = kLlMaxBw[t.nodes == 1 ? t.gen : (t.amd_host ? 1 : 0)][idx2];
+  const bool ll128 = t.intra == kNvlink;  // NCCL enables LL128 only over NVLink by default
+  const Hw hw = t.nodes == 1 ? t.intra : kNet;
+  const double net_overhead = t.nodes > 1 ? (t.amd_host ? 2.0 : 1.0) : 0.0;
+  for (int p = 0; p < 3; ++p) {
+    if (p == 1 && !ll128) continue;
+    const CollProto proto = p == 0 ? CollProto::LL : p == 1 ? CollProto::LL128 : CollProto::Simple;
+    // Ring.
+    double bw = bus;
+    if (p == 0) bw = std::min(ll_max, bw * 0.5);
+    if (p == 1) bw *= 0.92;
+    const int steps = nsteps(kind, n);
+    double lat = kBaseLat[1][p];
+    if (kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce) {
+      lat += kHwLat[hw][1][p];
+    } else {
+      const double intra = std::max(kHwLat[t.intra][1][p], net_overhead * (p == 2 ? 3 : 1));
+      const double inter = kHwLat[kNet][t.ppn == 1 ? 0 : 1][p];
+      const int inter_steps = t.nodes == 1                        ? 0
+                              : kind == CollectiveKind::AllReduce ? 2 * (t.nodes - 1)
+                                                                  : t.nodes - 1;
+      lat += (steps - inter_steps) * intra + inter_steps * inter;
+    }
+    if (p == 2 && t.nodes > 1 && kind == CollectiveKind::AllReduce && bytes / n >= 64)
+      lat *= t.gen >= 1 ? 1.4 : 1.9;  // "plateau effect of ring"
+    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps});
+    // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.
+    if (kind == CollectiveKind::AllReduce) {
+      double tb = bus * 0.92;
+      if (p == 0) tb = std::min(tb / 3.8, ll_max);
+      if (p == 1) tb *= t.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+      const int log_size = static_cast<int>(std::floor(std::log2(std::max(1.0, bytes / 64))));
+      if (log_size < 22) tb *= kTreeCorrection[p][std::max(0, log_size)];
+      const double tlat =
+          kBaseLat[0][p] + 2 * ((t.ppn - 1) * kHwLat[t.intra][0][p] +
+                                std::floor(std::log2(t.nodes)) * kHwLat[kNet][0][p]);
+      out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce:
+      return "all-reduce";
+    case CollectiveKind::AllGather:
+      return "all-gather";
+    case CollectiveKind::ReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::Broadcast:
+      return "broadcast";
+    case CollectiveKind::Reduce:
+      return "reduce";
+    case CollectiveKind::AllToAll:
+      return "all-to-all";
+    case CollectiveKind::SendRecv:
+      return "send-recv";
+  }
+  return "?";
+}
+std::string to_string(CollAlgo a) {
+  static const char* names[] = {"auto", "ring", "tree", "nvls", "direct"};
+  return names[static_cast<int>(a)];
+}
+std::string to_string(CollProto p) {
+  static const char* names[] = {"auto", "LL", "LL128", "Simple"};
+  return names[static_cast<int>(p)];
+}
+
+std::optional<CollectiveKind> parse_collective_kind(std::string_view s) {
+  const std::string k = lower_alnum(s);
+  for (CollectiveKind c :
+       {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+        CollectiveKind::Broadcast, CollectiveKind::Reduce, CollectiveKind::AllToAll,
+        CollectiveKind::SendRecv})
+    if (lower_alnum(to_string(c)) == k) return c;
+  if (k == "alltoall" || k == "a2a") return CollectiveKind::AllToAll;
+  if (k == "sendrecv" || k == "p2p") return CollectiveKind::SendRecv;
+  return std::nullopt;
+}
+std::optional<CollAlgo> parse_coll_algo(std::string_view s) {
+  const std::string k = lower_alnum(s);
+  for (CollAlgo a :
+       {CollAlgo::Auto, CollAlgo::Ring, CollAlgo::Tree, CollAlgo::Nvls, CollAlgo::Direct})
+    if (to_string(a) == k) return a;
+  return std::nullopt;
+}
+std::optional<CollProto> parse_coll_proto(std::string_view s) {
+  const std::string k = lower_alnum(s);
+  for (CollProto p : {CollProto::Auto, CollProto::LL, CollProto::LL128, CollProto::Simple})
+    if (lower_alnum(to_string(p)) == k) return p;
+  return std::nullopt;
+}
+
+double bus_factor(CollectiveKind k, int n) {
+  if (n <= 1) return k == CollectiveKind::AllReduce ? 0.0 : 1.0;
+  switch (k) {
+    case CollectiveKind::AllReduce:
+      return 2.0 * (n - 1) / n;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllToAll:
+      return static_cast<double>(n - 1) / n;
+    default:
+      return 1.0;
+  }
+}
+
+CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& call,
+                                        const std::vector<DeviceId>& ranks, int launches) {
+  const std::string where = "<collective " + to_string(call.kind) + ">";
+  std::set<DeviceId> seen;
+  for (DeviceId d : ranks) {
+    if (d < 0 || d >= c.num_devices() || c.devices[d].spec.kind != DeviceKind::Gpu)
+      throw InputError(where, "devices",
+                       "GPUs of cluster " + c.name + ", got a CPU or unknown device");
+    if (!seen.insert(d).second)
+      throw InputError(where, "devices", "distinct devices, got " + c.devices[d].name + " twice");
+  }
+  if (ranks.empty()) throw InputError(where, "devices", "at least one GPU, got none");
+  if (call.kind == CollectiveKind::SendRecv && ranks.size() != 2)
+    throw InputError(
+        where, "devices",
+        "two devices (sender, receiver) for send-recv, got " + std::to_string(ranks.size()));
+  if (call.algo == CollAlgo::Tree && call.kind != CollectiveKind::AllReduce)
+    throw InputError(where, "algo",
+                     "ring for " + to_string(call.kind) + " (tree is all-reduce only)");
+  CollectivePrediction out;
+  const int n = static_cast<int>(ranks.size());
+  const double bytes = static_cast<double>(call.bytes.v);
+  const double launch_us = std::max(0, launches) * kNcclLaunchUs;
+  if (n == 1) {  // NCCL copies the buffer locally (out of place) or does nothing: the launch
+    out.time = Duration::from_seconds_ceil(launch_us * 1e-6);
+    return out;
+  }
+  const Topo t = analyse(c, ranks);
+  out.nodes = t.nodes;
+  if (call.algo == CollAlgo::Nvls && (!t.nvls || call.kind != CollectiveKind::AllReduce))
+    throw InputError(where, "algo", "nvls only for an all-reduce of GPUs on one NVLink 4 switch");
+
+  std::vector<Candidate> cand;
+  if (call.kind == CollectiveKind::AllToAll || call.kind == CollectiveKind::SendRecv) {
+    // Point-to-point: every pair's flow at once (one for send/recv), Simple protocol; the slowest
+    // flow ends the call. Latency: one step of the ring's Simple protocol (assumed; NCCL's tuner
+    // does not model p2p).
+    std::vector<Flow> flows;
+    if (call.kind == CollectiveKind::SendRecv)
+      flows.push_back({ranks[0], ranks[1], 0});
+    else
+      for (DeviceId a : t.order)
+        for (DeviceId b : t.order)
+          if (a != b) flows.push_back({a, b, 0});
+    const std::vector<double> r = maxmin_rates(c, flows);
+    const double slow = *std::min_element(r.begin(), r.end());
+    const double per_flow = call.kind == CollectiveKind::SendRecv ? bytes : bytes / n;
+    const Hw hw = t.nodes == 1 ? t.intra : kNet;
+    cand.push_back({CollAlgo::Direct, CollProto::Simple, kBaseLat[1][2] + kHwLat[hw][1][2],
+                    bytes / (per_flow / slow) / 1e9});
+    out.fabric_busbw_gbps = slow / 1e9;
+  } else {
+    int ch = 1;
+    const double bus = ring_busbw(c, t, &ch) / 1e9;
+    out.fabric_busbw_gbps = bus;
+    out.channels = ch;
+    cand = candidates(call.kind, n, t, bus, bytes);
+    if (t.nvls && call.kind == CollectiveKind::AllReduce)
+      cand.push_back({CollAlgo::Nvls, CollProto::Simple, kNvlsLat,
+                      t.nvls_link_bw * kNvlsAlgbwPerLinkBw / 1e9});
+  }
+  bool found = false;
+  double best = std::numeric_limits<double>::infinity();
+  for (const Candidate& k : cand) {
+    if (call.algo != CollAlgo::Auto && k.algo != call.algo) continue;
+    if (call.proto != CollProto::Auto && k.proto != call.proto) continue;
+    if (k.algbw_gbps <= 0) continue;
+    const double us = k.lat_us + bytes / (1e3 * k.algbw_gbps);
+    if (us < best) {
+      best = us;
+      found = true;
+      out.algo = k.algo;
+      out.proto = k.proto;
+      out.latency_us = k.lat_us;
+      out.algbw_gbps = k.algbw_gbps;
+    }
+  }
+  if (!found)
+    throw InputError(where, "algo/proto",
+                     "a pair that applies to " + to_string(call.kind) + " on " + c.name + ", got " +
+                         to_string(call.algo) + "/" + to_string(call.proto));
+  out.time = Duration::from_seconds_ceil((best + launch_us) * 1e-6);
+  return out;
+}
+
+}  // namespace placesim::sim

@@ -1,0 +1,54 @@
+// Collectives (NCCL-style all-reduce, all-gather, ...) over a set of GPUs of a cluster: the time
+// of one call, predicted as NCCL's tuner predicts it (latency + bytes / algorithm bandwidth for
+// every algorithm x protocol, the fastest wins) but with the bandwidth of each algorithm taken
+// from the cluster's fabric: the flows of every channel of the algorithm, routed over the
+// cluster's links and shared by max-min fairness. docs/collectives.md has the model and sources.
+//
+//   const Cluster c = load_cluster("dgx-a100");
+//   CollectiveCall call{.kind = CollectiveKind::AllReduce, .bytes = Bytes{64 << 20}};
+//   const CollectivePrediction p = predict_collective(c, call, c.gpus());
+//   std::cout << p.time.seconds() << " s, " << to_string(p.algo) << "/" << to_string(p.proto);
+//   double busbw = bus_factor(call.kind, 8) * 64e6 * 1.048576 / p.time.seconds();
+//
+// In a graph, a collective is one op per rank with `Op::collective` set (docs/formats.md);
+// simulate() expands them with expand_collectives() once the placement is known.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cluster.hpp"
+#include "sim/collective_call.hpp"
+#include "sim/units.hpp"
+
+namespace placesim::sim {
+
+/// nccl-tests' bus-bandwidth factor: all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all
+/// (n-1)/n; broadcast, reduce, send/recv 1.
+double bus_factor(CollectiveKind k, int n);
+
+struct CollectivePrediction {
+  Duration time;
+  CollAlgo algo = CollAlgo::Ring;
+  CollProto proto = CollProto::Simple;
+  double latency_us = 0;         ///< the chosen pair's latency term
+  double algbw_gbps = 0;         ///< the chosen pair's algorithm bandwidth (GB/s)
+  double fabric_busbw_gbps = 0;  ///< ring bus bandwidth the fabric gives (max-min)
+  int channels = 1;
+  int nodes = 1;
+};
+
+/// Host time to launch one NCCL kernel (cudaLaunchKernel + NCCL's enqueue), microseconds: what
+/// small nccl-tests calls show above NCCL's own latency model (docs/collectives.md).
+inline constexpr double kNcclLaunchUs = 2.5;
+
+/// Predicts one call over `ranks` (GPU device ids, at least 1; send/recv: exactly 2, the first
+/// sends). `launches` host kernel launches precede it on one thread (nccl-tests -g G: G; 0 in a
+/// graph, where the engine charges the op's launch on the host thread). Throws InputError when a
+/// rank is not a GPU, appears twice, or a forced algorithm does not apply (NVLS without an
+/// NVLink 4 switch, tree for anything but all-reduce).
+CollectivePrediction predict_collective(const Cluster& cluster, const CollectiveCall& call,
+                                        const std::vector<DeviceId>& ranks, int launches = 0);
+
+}  // namespace placesim::sim

@@ -1,0 +1,53 @@
+// A collective call as a graph's rank op carries it (Op::collective): kept apart from the model
+// in sim/collective.hpp so that the graph IR does not depend on the model's header.
+//
+//   CollectiveCall c;
+//   c.kind = *parse_collective_kind("all_reduce");
+//   c.bytes = Bytes{25 << 20};
+//   c.id = "ddp/bucket0";            // the ranks of one call share it
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/units.hpp"
+
+namespace placesim::sim {
+
+enum class CollectiveKind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  Reduce,
+  AllToAll,
+  SendRecv
+};
+enum class CollAlgo { Auto, Ring, Tree, Nvls, Direct };
+enum class CollProto { Auto, LL, LL128, Simple };
+
+std::string to_string(CollectiveKind k);  ///< "all-reduce", "all-gather", ...
+std::string to_string(CollAlgo a);        ///< "auto", "ring", "tree", "nvls", "direct"
+std::string to_string(CollProto p);       ///< "auto", "LL", "LL128", "Simple"
+/// Accepts "all-reduce", "all_reduce", "allreduce" (any case) and so on; nullopt otherwise.
+std::optional<CollectiveKind> parse_collective_kind(std::string_view s);
+std::optional<CollAlgo> parse_coll_algo(std::string_view s);
+std::optional<CollProto> parse_coll_proto(std::string_view s);
+
+/// One collective call as a rank op of a graph carries it (docs/formats.md, "collective").
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  /// nccl-tests' "size": the buffer of all-reduce/broadcast/reduce, the whole gathered output of
+  /// all-gather, the whole input of reduce-scatter, what one rank sends in all-to-all, the
+  /// message of send/recv.
+  Bytes bytes;
+  /// Ranks of one call share this id (a graph may hold many calls); empty outside graphs.
+  std::string id;
+  int root = 0;                       ///< broadcast/reduce: index of the root rank
+  CollAlgo algo = CollAlgo::Auto;     ///< forced algorithm (NCCL_ALGO); Auto = tuner
+  CollProto proto = CollProto::Auto;  ///< forced protocol (NCCL_PROTO); Auto = tuner
+  auto operator<=>(const CollectiveCall&) const = default;
+};
+
+}  // namespace placesim::sim

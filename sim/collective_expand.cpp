@@ -1,0 +1,103 @@
+// expand_collectives(): a graph's collective rank ops, once placed, as ops the engine runs.
+#include "sim/collective_expand.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "sim/collective.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::sim {
+
+bool has_collectives(const Graph& g) {
+  return std::any_of(g.ops.begin(), g.ops.end(),
+                     [](const Op& o) { return o.collective.has_value(); });
+}
+
+ExpandedGraph expand_collectives(const Cluster& cluster, const Graph& g, const Placement& p,
+                                 const std::string& origin) {
+  ExpandedGraph x{cluster, g};
+  // The placement is checked against the expanded graph (same ops) by the caller; only what
+  // indexing here needs is checked first.
+  if (p.device_of.size() != g.ops.size())
+    throw InputError("<placement>", "",
+                     "one device per op (" + std::to_string(g.ops.size()) + " ops), got " +
+                         std::to_string(p.device_of.size()));
+  for (std::size_t o = 0; o < g.ops.size(); ++o)
+    if (p.device_of[o] < 0 || p.device_of[o] >= cluster.num_devices())
+      throw InputError("<placement>", "op \"" + g.ops[o].name + "\"",
+                       "a device index in [0, " + std::to_string(cluster.num_devices()) +
+                           "), got " + std::to_string(p.device_of[o]));
+  std::map<std::string, std::vector<OpId>> calls;  // id -> rank ops, in op id order
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    if (!g.ops[o].collective) continue;
+    if (g.ops[o].collective->id.empty())
+      throw InputError(origin,
+                       "ops[" + std::to_string(o) + "] (\"" + g.ops[o].name + "\").collective.id",
+                       "a call id shared by the ranks of one call, got none");
+    calls[g.ops[o].collective->id].push_back(o);
+  }
+  std::set<DeviceId> nccl_devices;
+  for (const auto& [id, ops] : calls) {
+    const CollectiveCall& first = *g.ops[ops.front()].collective;
+    std::vector<DeviceId> ranks;
+    for (OpId o : ops) {
+      const CollectiveCall& c = *g.ops[o].collective;
+      const std::string where =
+          "ops[" + std::to_string(o) + "] (\"" + g.ops[o].name + "\").collective";
+      if (c.kind != first.kind || c.bytes != first.bytes || c.algo != first.algo ||
+          c.proto != first.proto || c.root != first.root)
+        throw InputError(origin, where,
+                         "the kind, bytes, root, algo and proto of the other ranks of call \"" +
+                             id + "\" (op " + g.ops[ops.front()].name + ")");
+      const DeviceId d = p.device_of[o];
+      if (cluster.devices[d].spec.kind != DeviceKind::Gpu)
+        throw InputError(origin, where, "a rank placed on a GPU, got " + cluster.devices[d].name);
+      if (std::find(ranks.begin(), ranks.end(), d) != ranks.end())
+        throw InputError(
+            origin, where,
+            "one rank per GPU in call \"" + id + "\", got two on " + cluster.devices[d].name);
+      ranks.push_back(d);
+    }
+    if ((first.kind == CollectiveKind::Broadcast || first.kind == CollectiveKind::Reduce) &&
+        first.root >= static_cast<int>(ranks.size()))
+      throw InputError(origin, "ops[" + std::to_string(ops.front()) + "].collective.root",
+                       "a rank index below " + std::to_string(ranks.size()) + ", got " +
+                           std::to_string(first.root));
+    const CollectivePrediction pred = predict_collective(cluster, first, ranks);
+    // Every rank waits for the inputs of every rank (NCCL's kernels progress together).
+    std::set<OpId> ready;
+    for (OpId o : ops) {
+      for (const TensorRef& t : g.ops[o].inputs) ready.insert(t.op);
+      for (OpId c : g.ops[o].control_inputs) ready.insert(c);
+    }
+    for (OpId o : ops) {
+      Op& op = x.graph.ops[o];
+      op.measured = pred.time;
+      std::set<OpId> have(op.control_inputs.begin(), op.control_inputs.end());
+      for (const TensorRef& t : op.inputs) have.insert(t.op);
+      for (OpId r : ready)
+        if (r != o && !have.contains(r)) op.control_inputs.push_back(r);
+      nccl_devices.insert(p.device_of[o]);
+    }
+  }
+  // One more stream per GPU that runs collectives: NCCL's communication stream.
+  for (DeviceId d : nccl_devices) {
+    DeviceSpec& s = x.cluster.devices[d].spec;
+    const int orig = std::max(1, s.compute_streams);
+    s.compute_streams = orig + 1;
+    for (OpId o = 0; o < g.num_ops(); ++o) {
+      if (p.device_of[o] != d) continue;
+      Op& op = x.graph.ops[o];
+      if (op.collective)
+        op.stream = orig;
+      else if (orig == 1 && !op.stream)
+        op.stream = 0;
+    }
+  }
+  x.graph.finalize(origin);
+  return x;
+}
+
+}  // namespace placesim::sim

@@ -1,0 +1,178 @@
+// The collective model (sim/collective.hpp) and its use in the engine (collective_expand.hpp).
+#include "sim/collective.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/collective_expand.hpp"
+#include "sim/error.hpp"
+#include "sim/simulate.hpp"
+
+#include "sim_fixtures.hpp"
+
+namespace placesim::sim {
+namespace {
+
+CollectiveCall all_reduce(std::int64_t bytes) {
+  CollectiveCall c;
+  c.kind = CollectiveKind::AllReduce;
+  c.bytes = Bytes{bytes};
+  return c;
+}
+
+TEST(Collective, BusFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::AllReduce, 8), 14.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::AllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::ReduceScatter, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::AllToAll, 2), 0.5);
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::Broadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::Reduce, 8), 1.0);
+}
+
+TEST(Collective, ParsesNamesAsNcclAndNcclTestsSpellThem) {
+  EXPECT_EQ(parse_collective_kind("all_reduce"), CollectiveKind::AllReduce);
+  EXPECT_EQ(parse_collective_kind("AllGather"), CollectiveKind::AllGather);
+  EXPECT_EQ(parse_collective_kind("alltoall"), CollectiveKind::AllToAll);
+  EXPECT_EQ(parse_collective_kind("sendrecv"), CollectiveKind::SendRecv);
+  EXPECT_FALSE(parse_collective_kind("gather").has_value());
+  EXPECT_EQ(parse_coll_proto("ll128"), CollProto::LL128);
+  EXPECT_EQ(parse_coll_algo("NVLS"), CollAlgo::Nvls);
+}
+
+// DGX A100: each GPU's 12 NVLinks into the switch carry one ring flow each way: 300 GB/s of
+// signalling, 240 GB/s as NCCL models NVLink 3 (20 of 25 GB/s per link).
+TEST(Collective, RingBandwidthOfDgxA100IsTheNvlinkPortAsNcclModelsIt) {
+  const Cluster c = load_cluster("dgx-a100");
+  const CollectivePrediction p = predict_collective(c, all_reduce(1LL << 30), c.gpus());
+  EXPECT_NEAR(p.fabric_busbw_gbps, 240.0, 1e-6);
+  EXPECT_EQ(p.algo, CollAlgo::Ring);
+  EXPECT_EQ(p.proto, CollProto::Simple);
+  EXPECT_EQ(p.nodes, 1);
+}
+
+// Two DGX A100: 8 channels, each leaving a node through its own HDR NIC (25 GB/s, 23.5 as NCCL
+// carries it): 188 GB/s, NVLink is not the bottleneck.
+TEST(Collective, TwoNodeRingsUseEveryNic) {
+  const Cluster c = load_cluster("2x-dgx-a100");
+  const CollectivePrediction p = predict_collective(c, all_reduce(1LL << 30), c.gpus());
+  EXPECT_EQ(p.nodes, 2);
+  EXPECT_EQ(p.channels, 8);
+  EXPECT_NEAR(p.fabric_busbw_gbps, 8 * 23.5, 1e-6);
+}
+
+TEST(Collective, TunerPicksLowLatencyForSmallAndSimpleForLarge) {
+  const Cluster c = load_cluster("dgx-a100");
+  const CollectivePrediction small = predict_collective(c, all_reduce(8), c.gpus());
+  EXPECT_NE(small.proto, CollProto::Simple);
+  const CollectivePrediction large = predict_collective(c, all_reduce(1LL << 32), c.gpus());
+  EXPECT_EQ(large.proto, CollProto::Simple);
+  // Forcing a protocol never beats the tuner's choice.
+  for (CollProto p : {CollProto::LL, CollProto::LL128, CollProto::Simple}) {
+    CollectiveCall call = all_reduce(1 << 20);
+    const Duration best = predict_collective(c, call, c.gpus()).time;
+    call.proto = p;
+    EXPECT_GE(predict_collective(c, call, c.gpus()).time, best);
+  }
+  // Time grows with size.
+  Duration prev{0};
+  for (std::int64_t b = 8; b <= (1LL << 33); b *= 4) {
+    const Duration t = predict_collective(c, all_reduce(b), c.gpus()).time;
+    EXPECT_GE(t, prev) << b;
+    prev = t;
+  }
+}
+
+TEST(Collective, NvlsOnlyWhereAnNvlink4SwitchReducesInPlace) {
+  const Cluster h = load_cluster("hgx-h100");
+  const CollectivePrediction p = predict_collective(h, all_reduce(1LL << 32), h.gpus());
+  EXPECT_EQ(p.algo, CollAlgo::Nvls);
+  const Cluster a = load_cluster("dgx-a100");
+  CollectiveCall call = all_reduce(1 << 20);
+  call.algo = CollAlgo::Nvls;
+  EXPECT_THROW(predict_collective(a, call, a.gpus()), InputError);
+}
+
+TEST(Collective, OtherCollectivesAndErrors) {
+  const Cluster c = load_cluster("dgx-a100");
+  for (CollectiveKind k :
+       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::Broadcast,
+        CollectiveKind::Reduce, CollectiveKind::AllToAll}) {
+    CollectiveCall call;
+    call.kind = k;
+    call.bytes = Bytes{1LL << 28};
+    const CollectivePrediction p = predict_collective(c, call, c.gpus());
+    const double busbw = (1LL << 28) / p.time.seconds() * bus_factor(k, 8) / 1e9;
+    EXPECT_GT(busbw, 100.0) << to_string(k);
+    EXPECT_LT(busbw, 300.0) << to_string(k);
+  }
+  CollectiveCall sr;
+  sr.kind = CollectiveKind::SendRecv;
+  sr.bytes = Bytes{1LL << 30};
+  const auto g = c.gpus();
+  const CollectivePrediction p = predict_collective(c, sr, {g[0], g[1]});
+  EXPECT_NEAR((1LL << 30) / p.time.seconds() / 1e9, 240.0, 5.0);
+  EXPECT_THROW(predict_collective(c, sr, g), InputError);                        // 8 ranks
+  EXPECT_THROW(predict_collective(c, all_reduce(8), {g[0], g[0]}), InputError);  // twice
+  EXPECT_THROW(predict_collective(c, all_reduce(8), {c.device_index("cpu0")}), InputError);
+}
+
+// Two ranks of one all-reduce in a graph: rank 1's input is ready 100 us after rank 0's, and
+// both rank ops end together, the collective's time after the later input (NCCL's kernels
+// wait for their peers); the ops after it on stream 0 wait for it, the others do not.
+TEST(Collective, RankOpsInAGraphStartTogetherOnTheNcclStream) {
+  const Cluster c = testing::star_cluster(2, "100 GB/s");
+  Graph g;
+  const OpId a = g.add_op(testing::timed_op("a", 10, 1 << 20));
+  const OpId b = g.add_op(testing::timed_op("b", 110, 1 << 20));
+  Op r0 = testing::timed_op("ar0", 0, 1 << 20, {a});
+  Op r1 = testing::timed_op("ar1", 0, 1 << 20, {b});
+  r0.measured.reset();
+  r1.measured.reset();
+  r0.collective = all_reduce(1 << 20);
+  r0.collective->id = "x";
+  r1.collective = r0.collective;
+  const OpId i0 = g.add_op(std::move(r0));
+  g.add_op(std::move(r1));
+  g.add_op(testing::timed_op("after0", 5, 4, {i0}));
+  g.add_op(testing::timed_op("free0", 500, 4, {a}));
+  g.finalize();
+  const DeviceId g0 = c.device_index("gpu0"), g1 = c.device_index("gpu1");
+  const Placement p{{g0, g1, g0, g1, g0, g0}};
+  const ExpandedGraph x = expand_collectives(c, g, p);
+  EXPECT_EQ(x.cluster.devices[g0].spec.compute_streams, 2);
+  EXPECT_EQ(x.graph.ops[i0].stream, 1);
+  EXPECT_EQ(x.graph.ops[0].stream, 0);
+  const Duration coll = predict_collective(c, *g.ops[i0].collective, {g0, g1}).time;
+  EXPECT_EQ(x.graph.ops[i0].measured, coll);
+  const Outcome o = simulate(c, g, p);
+  // gpu0: a (launch 2 us + 10 us) then free0 (500 us) on stream 0; the all-reduce on stream 1
+  // after b ends on gpu1 (2 + 110 us); after0 after the all-reduce; the step ends with free0.
+  EXPECT_GE(o.step_time.ns, 2000 + 10000 + 500000);
+  EXPECT_FALSE(o.oom);
+  // A placement with both ranks on one GPU is refused.
+  EXPECT_THROW(simulate(c, g, Placement{{g0, g1, g0, g0, g0, g0}}), InputError);
+  // Bit-identical through the batch oracle.
+  BatchOracle oracle(c, g);
+  EXPECT_EQ(oracle.evaluate(p).step_time, o.step_time);
+  EXPECT_EQ(oracle.evaluate(std::vector<Placement>{p, p}, 2)[1].step_time, o.step_time);
+}
+
+TEST(Collective, GraphJsonKeepsTheCall) {
+  Graph g;
+  Op op = testing::timed_op("ar", 0, 64);
+  op.measured.reset();
+  CollectiveCall call = all_reduce(4096);
+  call.id = "b0";
+  call.proto = CollProto::LL128;
+  op.collective = call;
+  g.add_op(std::move(op));
+  g.finalize();
+  const Graph back = parse_graph_json(graph_to_json(g), "<test>");
+  ASSERT_TRUE(back.ops[0].collective.has_value());
+  EXPECT_EQ(*back.ops[0].collective, call);
+  EXPECT_THROW(parse_graph_json(
+                   R"({"ops":[{"name":"x","collective":{"kind":"gather","bytes":8}}]})", "t.json"),
+               InputError);
+}
+
+}  // namespace
+}  // namespace placesim::sim

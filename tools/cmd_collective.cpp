@@ -1,0 +1,217 @@
+// `placesim collective`: one collective over GPUs of a cluster at a range of sizes, printed as
+// nccl-tests prints it (docs/collectives.md).
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "sim/cluster.hpp"
+#include "sim/collective.hpp"
+#include "sim/error.hpp"
+#include "tools/commands.hpp"
+
+namespace placesim::tools {
+
+namespace {
+
+struct CollectiveArgs {
+  std::string cluster, op = "all-reduce", devices, min_bytes = "8", max_bytes = "128MiB";
+  std::string dtype = "f32", algo = "auto", proto = "auto";
+  double step_factor = 2;
+  int root = 0;
+  int gpus_per_thread = 1;
+  bool json = false;
+};
+
+// nccl-tests' spelling of a dtype.
+const char* nccl_type(sim::Dtype d) {
+  switch (d) {
+    case sim::Dtype::F64:
+      return "double";
+    case sim::Dtype::F16:
+      return "half";
+    case sim::Dtype::BF16:
+      return "bfloat16";
+    case sim::Dtype::I64:
+      return "int64";
+    case sim::Dtype::I32:
+      return "int32";
+    case sim::Dtype::I8:
+      return "int8";
+    case sim::Dtype::U8:
+      return "uint8";
+    case sim::Dtype::FP8:
+      return "fp8";
+    default:
+      return "float";
+  }
+}
+
+// "8", "128M", "16GiB", "1 GB": a bare number is bytes; K/M/G alone are powers of 1024 as in
+// nccl-tests' -b/-e.
+sim::Bytes parse_size(const std::string& text, const std::string& flag) {
+  std::string t;
+  for (char c : text)
+    if (c != ' ') t.push_back(c);
+  try {
+    std::size_t pos = 0;
+    const double v = std::stod(t, &pos);
+    const std::string unit = t.substr(pos);
+    double scale = 0;
+    if (unit.empty() || unit == "B")
+      scale = 1;
+    else if (unit == "K" || unit == "k")
+      scale = 1024.0;
+    else if (unit == "M")
+      scale = 1024.0 * 1024;
+    else if (unit == "G")
+      scale = 1024.0 * 1024 * 1024;
+    if (scale > 0 && v >= 0 && v * scale < 9e18)
+      return sim::Bytes{static_cast<std::int64_t>(v * scale)};
+    return sim::parse_bytes(t);
+  } catch (const sim::InputError&) {
+  } catch (const std::exception&) {
+  }
+  throw sim::InputError("<flag " + flag + ">", "",
+                        "a size such as 8, 128M or 16GiB, got \"" + text + "\"");
+}
+
+std::vector<sim::DeviceId> parse_devices(const sim::Cluster& c, const std::string& list) {
+  if (list.empty()) return c.gpus();
+  std::vector<sim::DeviceId> out;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    const sim::DeviceId d = c.device_index(name);
+    if (d < 0)
+      throw sim::InputError("<flag --devices>", "",
+                            "device names of cluster " + c.name + ", got \"" + name + "\"");
+    out.push_back(d);
+  }
+  return out;
+}
+
+void run_collective(const CollectiveArgs& a) {
+  const sim::Cluster cluster = sim::load_cluster(a.cluster);
+  sim::CollectiveCall call;
+  const auto kind = sim::parse_collective_kind(a.op);
+  if (!kind)
+    throw sim::InputError("<flag --op>", "",
+                          "all-reduce, all-gather, reduce-scatter, broadcast, reduce, "
+                          "all-to-all or send-recv, got \"" +
+                              a.op + "\"");
+  call.kind = *kind;
+  const auto algo = sim::parse_coll_algo(a.algo);
+  if (!algo)
+    throw sim::InputError("<flag --algo>", "",
+                          "auto, ring, tree, nvls or direct, got \"" + a.algo + "\"");
+  call.algo = *algo;
+  const auto proto = sim::parse_coll_proto(a.proto);
+  if (!proto)
+    throw sim::InputError("<flag --proto>", "",
+                          "auto, LL, LL128 or Simple, got \"" + a.proto + "\"");
+  call.proto = *proto;
+  const auto dtype = sim::parse_dtype(a.dtype);
+  if (!dtype)
+    throw sim::InputError("<flag --dtype>", "",
+                          "a dtype such as f32, f16, bf16, got \"" + a.dtype + "\"");
+  const std::vector<sim::DeviceId> ranks = parse_devices(cluster, a.devices);
+  const int n = static_cast<int>(ranks.size());
+  if (a.root < 0 || a.root >= std::max(1, n))
+    throw sim::InputError(
+        "<flag --root>", "",
+        "a rank index below " + std::to_string(n) + ", got " + std::to_string(a.root));
+  call.root = a.root;
+  const sim::Bytes lo = parse_size(a.min_bytes, "--min-bytes");
+  const sim::Bytes hi = parse_size(a.max_bytes, "--max-bytes");
+  if (hi.v < lo.v)
+    throw sim::InputError("<flag --max-bytes>", "",
+                          "a size not below --min-bytes, got " + a.max_bytes);
+  if (!(a.step_factor > 1.0))
+    throw sim::InputError("<flag --step-factor>", "",
+                          "a factor above 1, got " + std::to_string(a.step_factor));
+  // nccl-tests rounds every size down to whole elements (per rank for the gathers and all-to-all).
+  const bool per_rank = call.kind == sim::CollectiveKind::AllGather ||
+                        call.kind == sim::CollectiveKind::ReduceScatter ||
+                        call.kind == sim::CollectiveKind::AllToAll;
+  const std::int64_t align = sim::dtype_size(*dtype) * (per_rank ? n : 1);
+  const bool reduces = call.kind == sim::CollectiveKind::AllReduce ||
+                       call.kind == sim::CollectiveKind::Reduce ||
+                       call.kind == sim::CollectiveKind::ReduceScatter;
+  const bool rooted =
+      call.kind == sim::CollectiveKind::Broadcast || call.kind == sim::CollectiveKind::Reduce;
+
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json) {
+    std::printf("# placesim collective: %s on %s, %d GPUs (simulated)\n",
+                sim::to_string(call.kind).c_str(), cluster.name.c_str(), n);
+    std::printf("#\n#%12s  %12s  %8s  %6s  %6s  %9s  %8s  %8s  %s\n", "size", "count", "type",
+                "redop", "root", "time", "algbw", "busbw", "algo/proto");
+    std::printf("#%12s  %12s  %8s  %6s  %6s  %9s  %8s  %8s\n", "(B)", "(elements)", "", "", "",
+                "(us)", "(GB/s)", "(GB/s)");
+  }
+  double size = static_cast<double>(lo.v);
+  for (int guard = 0; guard < 200 && size <= static_cast<double>(hi.v) + 0.5; ++guard) {
+    const std::int64_t bytes = static_cast<std::int64_t>(size) / align * align;
+    call.bytes = sim::Bytes{bytes};
+    const sim::CollectivePrediction p =
+        sim::predict_collective(cluster, call, ranks, a.gpus_per_thread);
+    const double t = p.time.seconds();
+    const double algbw = t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0.0;
+    const double busbw = algbw * sim::bus_factor(call.kind, n);
+    const std::int64_t count = bytes / sim::dtype_size(*dtype);
+    if (a.json) {
+      rows.push_back({{"bytes", bytes},
+                      {"count", count},
+                      {"type", nccl_type(*dtype)},
+                      {"time_s", t},
+                      {"algbw_gbps", algbw},
+                      {"busbw_gbps", busbw},
+                      {"algo", sim::to_string(p.algo)},
+                      {"proto", sim::to_string(p.proto)}});
+    } else {
+      std::printf(" %12lld  %12lld  %8s  %6s  %6d  %9.2f  %8.2f  %8.2f  %s/%s\n",
+                  static_cast<long long>(bytes), static_cast<long long>(count), nccl_type(*dtype),
+                  reduces ? "sum" : "none", rooted ? a.root : -1, t * 1e6, algbw, busbw,
+                  sim::to_string(p.algo).c_str(), sim::to_string(p.proto).c_str());
+    }
+    size *= a.step_factor;
+  }
+  if (a.json) std::cout << rows.dump(2) << "\n";
+}
+
+}  // namespace
+
+void register_collective(CLI::App& app) {
+  auto args = std::make_shared<CollectiveArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "collective",
+      "Predict one collective (all-reduce, ...) at a range of sizes, as nccl-tests prints it");
+  cmd->add_option("--cluster", args->cluster, "cluster YAML file or built-in scenario name")
+      ->required();
+  cmd->add_option(
+      "--op", args->op,
+      "all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all, send-recv");
+  cmd->add_option("--devices", args->devices, "comma-separated GPU names (default: every GPU)");
+  cmd->add_option("--min-bytes,-b", args->min_bytes,
+                  "smallest size (nccl-tests -b): 8, 128M, 16GiB");
+  cmd->add_option("--max-bytes,-e", args->max_bytes, "largest size (nccl-tests -e)");
+  cmd->add_option("--step-factor,-f", args->step_factor,
+                  "size multiplier between rows (nccl-tests -f)");
+  cmd->add_option("--dtype", args->dtype, "element type: f32, f16, bf16, f64, i32, ...");
+  cmd->add_option("--root", args->root, "root rank of broadcast/reduce");
+  cmd->add_option(
+         "--gpus-per-thread,-g", args->gpus_per_thread,
+         "GPUs one host thread launches for (nccl-tests -g; 8 for one process driving 8 GPUs)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--algo", args->algo, "force an algorithm: ring, tree, nvls, direct (NCCL_ALGO)");
+  cmd->add_option("--proto", args->proto, "force a protocol: LL, LL128, Simple (NCCL_PROTO)");
+  cmd->add_flag("--json", args->json,
+                "print a JSON list of rows (bytes, time_s, algbw_gbps, busbw_gbps)");
+  cmd->callback([args] { run_collective(*args); });
+}
+
+}  // namespace placesim::tools
