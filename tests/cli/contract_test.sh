@@ -222,6 +222,10 @@ PY
 json_ok() {
   /usr/bin/python3 -c 'import json,sys; json.load(open("stdout"))' 2>/dev/null && ok || bad "--json of: $*"
 }
+# The p2p measurement is of a 4x A100 PCIe box: calibrate its own imported topology (a PCIe 3
+# cluster cannot carry what it measured, which calibrate-links refuses).
+"$BIN" import topo --nvidia-smi "$CAL/a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt" --gpu-model A100-PCIe-80GB \
+  -o a100.yaml > /dev/null 2>&1 || bad "import topo of the A100 PCIe box"
 for cmd in \
   "describe --cluster paper-2gpu --json" \
   "simulate ${G[*]} ${C[*]} --placement single-gpu --json" \
@@ -229,7 +233,7 @@ for cmd in \
   "place ${G[*]} ${C[*]} --method expert -o p.json --json" \
   "compare ${G[*]} ${C[*]} --methods expert,single-gpu --json" \
   "calibrate --profile $CAL/a100_alexnet.json -o c.yaml --json" \
-  "calibrate-links --p2p $CAL/a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt --cluster paper-4gpu -o l.yaml --json" \
+  "calibrate-links --p2p $CAL/a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt --cluster a100.yaml -o l.yaml --json" \
   "validate --profile $CAL/a100_alexnet.json --json" \
   "import topo --nvidia-smi $CAL/h200_nvidia-smi-topo.txt --gpu-model H200-SXM-141GB -o t.yaml --json" \
   "export chakra ${G[*]} ${C[*]} --placement expert -o et --json"; do
