@@ -32,27 +32,32 @@ std::uint64_t fnv1a64(std::string_view bytes) {
 }
 
 std::string wrap_checkpoint(const std::string& payload) {
-  return std::string(kMagic) + std::to_string(kCheckpointVersion) + " bytes=" + std::to_string(payload.size()) +
-         " fnv1a64=" + hex64(fnv1a64(payload)) + "\n" + payload;
+  return std::string(kMagic) + std::to_string(kCheckpointVersion) +
+         " bytes=" + std::to_string(payload.size()) + " fnv1a64=" + hex64(fnv1a64(payload)) + "\n" +
+         payload;
 }
 
 std::string unwrap_checkpoint(const std::string& file, const std::string& path) {
-  const std::string what = "a checkpoint written by `placesim train` (format " + std::string(kMagic) +
-                           std::to_string(kCheckpointVersion) + ")";
+  const std::string what = "a checkpoint written by `placesim train` (format " +
+                           std::string(kMagic) + std::to_string(kCheckpointVersion) + ")";
   const std::size_t nl = file.find('\n');
   if (file.compare(0, kMagic.size(), kMagic) != 0 || nl == std::string::npos || nl > 200) {
     const bool zip = file.compare(0, 2, "PK") == 0;
-    throw sim::InputError(path, "header", what + ", got " +
-                                              (zip ? std::string("a bare LibTorch archive (a checkpoint from before "
-                                                                 "checksums, or another program's): train again")
-                                                   : "\"" + sim::printable(file.substr(0, 40)) + "\""));
+    throw sim::InputError(
+        path, "header",
+        what + ", got " +
+            (zip ? std::string("a bare LibTorch archive (a checkpoint from before "
+                               "checksums, or another program's): train again")
+                 : "\"" + sim::printable(file.substr(0, 40)) + "\""));
   }
   const std::string header = file.substr(0, nl);
   int version = 0;
   std::uint64_t bytes = 0, sum = 0;
   const char* p = header.data() + kMagic.size();
   const char* end = header.data() + header.size();
-  auto fail = [&](const std::string& got) { throw sim::InputError(path, "header", what + ", got " + got); };
+  auto fail = [&](const std::string& got) {
+    throw sim::InputError(path, "header", what + ", got " + got);
+  };
   auto r = std::from_chars(p, end, version);
   if (r.ec != std::errc{}) fail("header \"" + sim::printable(header) + "\"");
   if (version != kCheckpointVersion) fail("version " + std::to_string(version));
@@ -70,12 +75,15 @@ std::string unwrap_checkpoint(const std::string& file, const std::string& path) 
     fail("header \"" + sim::printable(header) + "\"");
   const std::size_t have = file.size() - nl - 1;
   if (have != bytes)
-    throw sim::InputError(path, "", what + " of " + std::to_string(bytes) + " bytes after its header, got " +
-                                        std::to_string(have) + " (truncated or appended to)");
+    throw sim::InputError(path, "",
+                          what + " of " + std::to_string(bytes) + " bytes after its header, got " +
+                              std::to_string(have) + " (truncated or appended to)");
   std::string payload = file.substr(nl + 1);
   if (fnv1a64(payload) != sum)
-    throw sim::InputError(path, "", what + " whose checksum matches its content, got a damaged file (fnv1a64 " +
-                                        hex64(fnv1a64(payload)) + ", header says " + hex64(sum) + ")");
+    throw sim::InputError(path, "",
+                          what +
+                              " whose checksum matches its content, got a damaged file (fnv1a64 " +
+                              hex64(fnv1a64(payload)) + ", header says " + hex64(sum) + ")");
   return payload;
 }
 
