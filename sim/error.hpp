@@ -51,10 +51,16 @@ class InputError : public std::runtime_error {
   }
 
  private:
+  // The file and the key are cut to 300 characters each first, so that ": expected" always
+  // stays in the kept head of a long message (a 5 kB key once pushed it into the cut).
+  static std::string clip(const std::string& s) {
+    std::string t = one_line(s);
+    return t.size() > 300 ? t.substr(0, 300) + "..." : t;
+  }
   static std::string compose(const std::string& where, const std::string& key,
                              const std::string& expected) {
-    std::string s = where;
-    if (!key.empty()) s += ": " + key;
+    std::string s = clip(where);
+    if (!key.empty()) s += ": " + clip(key);
     s += ": expected " + expected;
     return one_line(s);
   }

@@ -115,6 +115,7 @@ sweepcsv|sweep-journal-abc.csv|line 2, column step_time_s: expected a finite non
 sweepcsv|sweep-journal-nan.csv|line 2, column step_time_s: expected a finite non-negative number
 cpuonly|cluster-cpu-only.yaml|devices: expected a GPU for placement method single-gpu
 cluster|cluster-crlf-key.yaml|expected a known key
+cluster|cluster-long-control-key.yaml|expected a known key
 graph|graph-50kb-value.json|dtype: expected a dtype
 graphopt|--graph-opt batch=99999999999|expected options
 gptopt|--graph-opt hidden=2147483648|expected
