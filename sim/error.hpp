@@ -52,7 +52,7 @@ class InputError : public std::runtime_error {
 
  private:
   // The file and the key are cut to 300 characters each first, so that ": expected" always
-  // stays in the kept head of a long message (a 5 kB key once pushed it into the cut).
+  // stays in the kept head of a long message (a key of escaped control bytes once pushed it into the cut).
   static std::string clip(const std::string& s) {
     std::string t = one_line(s);
     return t.size() > 300 ? t.substr(0, 300) + "..." : t;
