@@ -108,6 +108,7 @@ std::vector<std::int64_t> int_list(const std::string& text) {
   bool in_num = false, neg = false;
   for (char ch : text) {
     if (ch >= '0' && ch <= '9') {
+      if (v > (std::int64_t{1} << 40)) return {};   // not a shape or a stride: no overflow
       v = v * 10 + (ch - '0');
       in_num = true;
     } else if (ch == '-' && !in_num) {
@@ -346,6 +347,11 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   return out;
 }
 
+namespace {
+std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::string& path,
+                                       const std::string& device_model);
+}  // namespace
+
 std::optional<HostCost> host_cost_from_profile(const Profile& p) {
   const std::vector<StepWindow> steps = profile_steps(p);
   bool annotated = false;
@@ -385,43 +391,74 @@ std::vector<OpSample> op_samples_from_manifest(const std::string& path, const st
   using nlohmann::json;
   json doc;
   try {
-    doc = json::parse(sim::read_text_file(path));
-  } catch (const json::parse_error&) {
+    const std::string text = sim::read_text_file(path);
+    sim::check_json_nesting(text, path);
+    doc = json::parse(text);
+  } catch (const json::exception&) {
+    // parse_error, or out_of_range.406 for a number such as 1e309.
     throw InputError(path, "", "a profile_rig.py manifest (JSON), got unparsable text");
   }
-  if (!doc.is_object() || !doc.contains("ops") || !doc["ops"].is_array())
+  try {
+    return manifest_samples(doc, path, device_model);
+  } catch (const json::exception& e) {
+    throw InputError(path, "ops", std::string("manifest fields of the JSON types profile_rig.py writes, got: ") + e.what());
+  }
+}
+
+namespace {
+
+std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::string& path,
+                                       const std::string& device_model) {
+  using nlohmann::json;
+  if (!doc.is_object() || !doc.contains("ops") || !doc.at("ops").is_array())
     throw InputError(path, "ops", "a list of measured ops (tools/profile_rig.py manifest), got none");
   std::vector<OpSample> out;
   const std::string dflt = doc.value("device_model", std::string("cpu"));
   std::size_t i = 0;
-  for (const json& r : doc["ops"]) {
+  for (const json& r : doc.at("ops")) {
     const std::string key = "ops[" + std::to_string(i++) + "]";
-    if (!r.is_object() || !r.contains("name") || !r["name"].is_string())
+    if (!r.is_object() || !r.contains("name") || !r.at("name").is_string())
       throw InputError(path, key + ".name", "an op name, got none");
-    if (!r.contains("mean_us") || !r["mean_us"].is_number() || r["mean_us"].get<double>() < 0)
-      throw InputError(path, key + ".mean_us", "a non-negative mean time in microseconds, got none");
+    if (r.at("name").get_ref<const std::string&>().size() > 256)
+      throw InputError(path, key + ".name", "an op name of at most 256 characters");
+    if (!r.contains("mean_us") || !r.at("mean_us").is_number() || !(r.at("mean_us").get<double>() >= 0) ||
+        r.at("mean_us").get<double>() > 1e9)
+      throw InputError(path, key + ".mean_us", "a mean time from 0 to 1e9 microseconds (1000 s)");
     // Ops below the profiler's 1 us resolution (views, resolve_conj) carry no timing information.
-    if (r["mean_us"].get<double>() <= 0) continue;
+    if (r.at("mean_us").get<double>() <= 0) continue;
     OpSample s;
     s.device = !device_model.empty() ? device_model : r.value("device_model", dflt);
-    s.signature.op_type = r["name"].get<std::string>();
-    if (r.contains("input_shapes") && r["input_shapes"].is_array())
-      for (const json& sh : r["input_shapes"]) {
+    s.signature.op_type = r.at("name").get<std::string>();
+    if (r.contains("input_shapes") && r.at("input_shapes").is_array()) {
+      if (r.at("input_shapes").size() > 64)
+        throw InputError(path, key + ".input_shapes", "at most 64 input shapes");
+      for (const json& sh : r.at("input_shapes")) {
         std::vector<std::int64_t> dims;
         if (sh.is_array())
-          for (const json& d : sh)
-            if (d.is_number_integer()) dims.push_back(d.get<std::int64_t>());
+          for (const json& d : sh) {
+            if (!d.is_number_integer()) continue;
+            if (d.is_number_unsigned() ? d.get<std::uint64_t>() > (std::uint64_t{1} << 40)
+                                       : (d.get<std::int64_t>() < -1 || d.get<std::int64_t>() > (std::int64_t{1} << 40)))
+              throw InputError(path, key + ".input_shapes", "dimensions from -1 to 2^40, got " + d.dump());
+            dims.push_back(d.get<std::int64_t>());
+          }
+        if (dims.size() > 16) throw InputError(path, key + ".input_shapes", "shapes of at most 16 dimensions");
         s.signature.input_shapes.push_back(std::move(dims));
       }
+    }
     const std::string dt = r.value("dtype", std::string("float32"));
     s.signature.dtype = sim::parse_dtype(dt).value_or(Dtype::F32);
-    s.seconds = r["mean_us"].get<double>() * 1e-6;
-    s.count = r.value("count", 1);
+    s.seconds = r.at("mean_us").get<double>() * 1e-6;
+    const std::int64_t count = r.value("count", std::int64_t{1});
+    if (count < 1 || count > 1'000'000'000) throw InputError(path, key + ".count", "a count from 1 to 1e9, got " + std::to_string(count));
+    s.count = static_cast<int>(count);
     s.work = estimate_work(s.signature.op_type, s.signature.input_shapes, s.signature.dtype);
     out.push_back(std::move(s));
   }
   return out;
 }
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Fitting.

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::calibration {
 
@@ -18,15 +19,33 @@ using sim::InputError;
 
 namespace {
 
+// A finite number spelled in full ("inf", "nan", "1e999" and trailing text are not numbers).
 bool parse_double(const std::string& s, double& v) {
   try {
     std::size_t used = 0;
     v = std::stod(s, &used);
-    return used == s.size();
+    return used == s.size() && std::isfinite(v);
   } catch (const std::exception&) {
     return false;
   }
 }
+
+// A small non-negative decimal integer (device index, rank or thread count) up to `max`.
+bool parse_index(const std::string& s, int max, int& v) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  v = std::stoi(s);
+  return v <= max;
+}
+
+// Limits keep every fitted value inside the cluster format's ranges (docs/formats.md): link
+// bandwidth 1 MB/s to 10^18 B/s, latency up to 1000 s, message sizes up to 1 PiB.
+constexpr int kMaxGpus = 4096;
+constexpr double kMinGbS = 1e-3, kMaxGbS = 1e9;
+constexpr double kMaxUs = 1e9;
+constexpr double kMaxMessageBytes = 1125899906842624.0;
+
+// The fit of `points` must give a link bandwidth and latency the cluster format accepts.
+void check_collective_fit(const std::vector<CollectivePoint>& points, const std::string& origin);
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -53,13 +72,20 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::smatch mt;
     if (std::regex_search(line, mt, dev_re)) {
-      const int d = std::stoi(mt[1]);
+      int d = 0;
+      if (!parse_index(mt[1], kMaxGpus - 1, d))
+        throw InputError(origin, "line " + std::to_string(line_no),
+                         "a device index below " + std::to_string(kMaxGpus) + ", got " + sim::printable(mt[1].str()));
       if (static_cast<int>(m.names.size()) <= d) m.names.resize(static_cast<std::size_t>(d) + 1);
       m.names[static_cast<std::size_t>(d)] = mt[2];
       continue;
     }
     if (std::regex_search(line, mt, acc_re)) {
-      acc.push_back({{std::stoi(mt[1]), std::stoi(mt[3])}, mt[2] == "CAN"});
+      int i = 0, j = 0;
+      if (!parse_index(mt[1], kMaxGpus - 1, i) || !parse_index(mt[3], kMaxGpus - 1, j))
+        throw InputError(origin, "line " + std::to_string(line_no),
+                         "device indices below " + std::to_string(kMaxGpus) + ", got \"" + sim::printable(line) + "\"");
+      acc.push_back({{i, j}, mt[2] == "CAN"});
       continue;
     }
     const bool uni = line.find("Unidirectional") != std::string::npos;
@@ -91,14 +117,21 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
                                 ? "lat_" + (sub.empty() ? std::string("gpu") : sub) + section.substr(3)
                                 : section;
     std::vector<double> row;
+    const bool latency = key.rfind("lat_", 0) == 0;
     for (std::size_t i = 1; i < tok.size(); ++i) {
       double v = 0;
       if (!parse_double(tok[i], v))
-        throw InputError(origin, "line " + std::to_string(line_no), "a number in the matrix row, got \"" + tok[i] + "\"");
+        throw InputError(origin, "line " + std::to_string(line_no), "a number in the matrix row, got \"" + sim::printable(tok[i]) + "\"");
+      if (latency ? !(v >= 0 && v <= kMaxUs) : !(v >= kMinGbS && v <= kMaxGbS))
+        throw InputError(origin, "line " + std::to_string(line_no),
+                         latency ? "a latency from 0 to 1e9 us, got " + sim::printable(tok[i])
+                                 : "a bandwidth from 0.001 to 1e9 GB/s, got " + sim::printable(tok[i]));
       row.push_back(v);
     }
+    if (tok.size() - 1 > static_cast<std::size_t>(kMaxGpus))
+      throw InputError(origin, "line " + std::to_string(line_no), "at most " + std::to_string(kMaxGpus) + " columns");
     auto& mat = m.matrix[key];
-    if (static_cast<int>(first) != static_cast<int>(mat.size()))
+    if (!(first >= 0 && first < kMaxGpus) || static_cast<int>(first) != static_cast<int>(mat.size()))
       throw InputError(origin, "line " + std::to_string(line_no),
                        "matrix row " + std::to_string(mat.size()) + ", got row " + tok[0]);
     mat.push_back(std::move(row));
@@ -446,6 +479,14 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     md_cols = Columns{};
   };
   auto add_point = [&](double bytes, double time_s, double algbw, double busbw) {
+    // Ranges before use: a NaN, an infinity or an absurd value would fit a link the cluster
+    // format cannot hold (issue 18).
+    if (!(bytes >= 0 && bytes <= kMaxMessageBytes) || !(time_s >= 0 && time_s <= kMaxUs * 1e-6) ||
+        !(algbw >= 0 && algbw <= kMaxGbS) || !(busbw >= 0 && busbw <= kMaxGbS))
+      throw InputError(origin, "line " + std::to_string(line_no),
+                       "a size up to 1 PiB, a time up to 1e9 us and bandwidths from 0 to 1e9 GB/s, got " +
+                           std::to_string(bytes) + " B, " + std::to_string(time_s) + " s, " + std::to_string(algbw) +
+                           " and " + std::to_string(busbw) + " GB/s");
     CollectivePoint p;
     p.collective = collective;
     p.bytes = bytes;
@@ -461,8 +502,9 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     const std::string where = "line " + std::to_string(line_no);
     std::smatch mt;
     if (std::regex_search(line, mt, ngpus_re)) {
-      threads = std::stoi(mt[1]);
-      gpus_per_thread = std::stoi(mt[2]);
+      if (!parse_index(mt[1], kMaxGpus, threads) || !parse_index(mt[2], kMaxGpus, gpus_per_thread))
+        throw InputError(origin, "line " + std::to_string(line_no),
+                         "nThread and nGpus up to " + std::to_string(kMaxGpus) + ", got \"" + sim::printable(line) + "\"");
       continue;
     }
     if (std::regex_search(line, mt, rank_re)) {
@@ -539,13 +581,18 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
   // Ranks: the "Rank N" lines, else nThread x nGpus of a single process, else (tables without
   // them) what busbw / algbw implies; nodes: distinct hosts of the rank lines, else unknown (0),
   // resolved against the cluster when the fit is applied.
-  const int ranks = !rank_ids.empty() ? *rank_ids.rbegin() + 1 : threads * gpus_per_thread;
+  const long long ranks_ll =
+      !rank_ids.empty() ? *rank_ids.rbegin() + 1LL : static_cast<long long>(threads) * gpus_per_thread;
+  if (ranks_ll > kMaxGpus)
+    throw InputError(origin, "", "at most " + std::to_string(kMaxGpus) + " ranks, got " + std::to_string(ranks_ll));
+  const int ranks = static_cast<int>(ranks_ll);
   const int nodes = hosts.empty() ? (ranks > 0 ? 1 : 0) : static_cast<int>(hosts.size());
   for (auto& p : out) {
     p.ranks = ranks;
     p.nodes = nodes;
   }
   if (ranks <= 0) infer_table_ranks(out, md_tables, collective);
+  check_collective_fit(out, origin);
   return out;
 }
 
@@ -580,22 +627,26 @@ std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
     std::stringstream s(line);
     std::string x;
     while (std::getline(s, x, ',')) f.push_back(x);
-    if (static_cast<int>(f.size()) <= std::max({t_col, w_col, s_col}))
+    if (static_cast<int>(f.size()) <= std::max({t_col, w_col, s_col, c_col, d_col}))
       throw InputError(origin, "line " + std::to_string(line_no), std::to_string(head.size()) + " fields, got " + std::to_string(f.size()));
     CollectivePoint p;
     double t_ms = 0, w = 0, sz = 0, dpn = 0;
     if (!parse_double(f[static_cast<std::size_t>(t_col)], t_ms) || !parse_double(f[static_cast<std::size_t>(w_col)], w) ||
-        !parse_double(f[static_cast<std::size_t>(s_col)], sz) || t_ms <= 0)
-      throw InputError(origin, "line " + std::to_string(line_no), "numeric time (ms), num_workers and size, got \"" + line.substr(0, 80) + "\"");
+        !parse_double(f[static_cast<std::size_t>(s_col)], sz) || t_ms <= 0 || t_ms > kMaxUs / 1000 || w < 1 ||
+        w > kMaxGpus || w != std::floor(w) || sz < 0 || sz > kMaxMessageBytes)
+      throw InputError(origin, "line " + std::to_string(line_no),
+                       "a time in (0, 1e6] ms, num_workers a whole number from 1 to " + std::to_string(kMaxGpus) +
+                           " and a size up to 1 PiB, got \"" + sim::printable(line, 80) + "\"");
     p.collective = c_col >= 0 ? f[static_cast<std::size_t>(c_col)] : "all_reduce";
     p.ranks = static_cast<int>(w);
-    p.nodes = (d_col >= 0 && parse_double(f[static_cast<std::size_t>(d_col)], dpn) && dpn > 0) ? std::max(1, static_cast<int>(w / dpn)) : 1;
+    p.nodes = (d_col >= 0 && parse_double(f[static_cast<std::size_t>(d_col)], dpn) && dpn >= 1) ? std::max(1, static_cast<int>(w / dpn)) : 1;
     p.bytes = sz;
     p.time_s = t_ms * 1e-3;
     p.algbw_gb_s = sz / p.time_s / 1e9;
     out.push_back(p);
   }
   if (out.empty()) throw InputError(origin, "", "at least one measurement row, got none");
+  check_collective_fit(out, origin);
   return out;
 }
 
@@ -835,6 +886,20 @@ void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
     rep.classes.push_back(f);
   }
   sim::compute_routes(c);
+
+void check_collective_fit(const std::vector<CollectivePoint>& points, const std::string& origin) {
+  for (const CollectiveFitRow& r : fit_collective(points).rows) {
+    const std::string key = r.collective + " on " + std::to_string(r.ranks) + " GPUs";
+    // apply_collective_fit writes busbw into links and alpha / (2(n-1)) into their latency.
+    // A fit of 0 (no size dependence) is not applied; any other value becomes a link bandwidth.
+    if (!(r.busbw_gb_s == 0 || (r.busbw_gb_s >= kMinGbS && r.busbw_gb_s <= kMaxGbS)))
+      throw InputError(origin, sim::printable(key),
+                       "measurements whose fitted bus bandwidth is from 0.001 to 1e9 GB/s, got " +
+                           std::to_string(r.busbw_gb_s) + " GB/s");
+    if (!(r.alpha_us >= 0 && r.alpha_us <= kMaxUs))
+      throw InputError(origin, sim::printable(key),
+                       "measurements whose fitted latency is from 0 to 1e9 us, got " + std::to_string(r.alpha_us) + " us");
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "sim/catalog.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::calibration {
 
@@ -116,8 +117,21 @@ class Builder {
       if (h < 0) throw InputError(origin_, gpus_[i].name, "a host CPU for every GPU, got none (internal import error)");
       c.devices[cpus_.size() + i].host = h;
     }
+    // What the file names must stay distinct and in the cluster format's ranges (docs/formats.md),
+    // or the YAML written would be one placesim refuses to read.
+    std::set<std::string> names;
+    for (const sim::Vertex& v : c.vertices)
+      if (!names.insert(v.name).second)
+        throw InputError(origin_, sim::printable(v.name), "distinct device, switch and NIC names, got \"" +
+                                                              sim::printable(v.name) + "\" twice");
     std::set<std::string> used;
     for (const auto& l : links_) {
+      if (!(l.gb_s >= 1e-3 && l.gb_s <= 1e9))
+        throw InputError(origin_, sim::printable(l.a + "-" + l.b),
+                         "a link bandwidth from 0.001 to 1e9 GB/s, got " + std::to_string(l.gb_s) + " GB/s");
+      if (!(l.latency_us >= 0 && l.latency_us <= 1e9))
+        throw InputError(origin_, sim::printable(l.a + "-" + l.b),
+                         "a link latency from 0 to 1e9 us, got " + std::to_string(l.latency_us) + " us");
       Link link;
       link.a = c.vertex_index(l.a);
       link.b = c.vertex_index(l.b);
@@ -287,6 +301,7 @@ std::optional<Relation> parse_relation(const std::string& cell) {
     r.kind = Relation::NvLink;
     if (cell.size() > 5) return std::nullopt;  // more than 999 links: not a real bundle
     r.nvlinks = std::stoi(cell.substr(2));
+    if (r.nvlinks < 1) return std::nullopt;  // NV0: no link (a 0 B/s link is no link)
   } else
     return std::nullopt;
   return r;
@@ -625,6 +640,8 @@ class XmlParser {
       }
       stack.back()->children.push_back(std::move(node));
       if (!self_closing) stack.push_back(&stack.back()->children.back());
+      // NCCL's files nest 5 deep; a bound keeps the recursive tree walks off the stack's end.
+      if (stack.size() > 64) fail("elements nested at most 64 deep");
     }
     if (stack.size() != 1) fail("</" + stack.back()->tag + "> before the end of the file");
     return root;

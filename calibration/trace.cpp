@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::calibration {
 
@@ -41,10 +42,8 @@ std::string to_string(EventKind k) {
   return "other";
 }
 
-std::string read_maybe_gzip(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "a readable file, got none (cannot open)");
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+std::string read_maybe_gzip(const std::string& path, std::size_t max_bytes) {
+  std::string raw = sim::read_text_file(path);   // InputError for a directory or a missing file
   if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f ||
       static_cast<unsigned char>(raw[1]) != 0x8b)
     return raw;
@@ -66,6 +65,13 @@ std::string read_maybe_gzip(const std::string& path) {
       throw InputError(path, "", "valid gzip data, got a corrupt or truncated stream");
     }
     out.append(buf.data(), buf.size() - zs.avail_out);
+    // A gzip bomb (a few kB inflating to gigabytes) stops here, before memory runs out.
+    if (out.size() > std::min(max_bytes, std::max<std::size_t>(std::size_t{64} << 20, 100 * raw.size()))) {
+      inflateEnd(&zs);
+      throw InputError(path, "", "gzip data that inflates to at most " + std::to_string(max_bytes >> 20) +
+                                     " MiB and 100 times its size beyond 64 MiB, got more (compressed " +
+                                     std::to_string(raw.size()) + " bytes)");
+    }
     if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
       inflateEnd(&zs);
       throw InputError(path, "", "a complete gzip stream, got a truncated one");
@@ -77,40 +83,46 @@ std::string read_maybe_gzip(const std::string& path) {
 
 namespace {
 
+// Device indices, ranks: far above any real machine, far below what would be allocated per index.
+constexpr std::int64_t kMaxDevices = 4096;
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+constexpr double kMaxDim = 1099511627776.0;   // 2^40
+
 // Kineto writes ts/dur in microseconds, as integers in older releases and with three decimals
 // (nanoseconds) since 2023.
-// Microseconds since the epoch are ~1.7e15; a value beyond 9e15 "us" (which would also overflow
-// int64 nanoseconds) can only be nanoseconds: it is returned unscaled and `*raw_ns` set.
-std::int64_t us_to_ns(const json& v, bool* raw_ns = nullptr) {
-  constexpr std::int64_t kMaxUs = 9'000'000'000'000'000;
-  auto from_double = [&](double d) -> std::int64_t {
-    if (!std::isfinite(d)) return 0;
-    if (std::abs(d) > static_cast<double>(kMaxUs)) {
-      if (raw_ns) *raw_ns = true;
-      return std::abs(d) < 9.2e18 ? std::llround(d) : 0;
-    }
-    return std::llround(d * 1000.0);
-  };
-  if (v.is_number_integer()) {
-    const std::int64_t x =
-        v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)
-            ? 0
-            : v.get<std::int64_t>();
-    if (x > kMaxUs || x < -kMaxUs) {
-      if (raw_ns) *raw_ns = true;
-      return x;
-    }
-    return x * 1000;
-  }
-  if (v.is_number_float()) return from_double(v.get<double>());
-  if (v.is_string()) {
+// Microseconds since the epoch are ~1.7e15. A value beyond 4e15 "us" (year 2128) can only be
+// nanoseconds (torch traces with ns timestamps since the epoch, ~1.7e18): it is returned unscaled
+// and `*raw_ns` set. nullopt: not a number, not finite, or beyond +-4.6e18 ns, so that ts + dur
+// and differences of times stay inside int64 nanoseconds (issue 18).
+constexpr double kMaxAbsUs = 4e15;
+constexpr double kMaxAbsNs = 4.6e18;
+// Durations up to 1e12 "us": 11.6 days, or 1000 s in a trace whose unit is really nanoseconds.
+constexpr std::int64_t kMaxDurNs = 1'000'000'000'000'000;
+
+std::optional<std::int64_t> us_to_ns(const json& v, bool* raw_ns = nullptr) {
+  double d = 0;
+  if (v.is_number_unsigned()) {
+    d = static_cast<double>(v.get<std::uint64_t>());
+  } else if (v.is_number_integer()) {
+    d = static_cast<double>(v.get<std::int64_t>());
+  } else if (v.is_number_float()) {
+    d = v.get<double>();
+  } else if (v.is_string()) {
     try {
-      return from_double(std::stod(v.get<std::string>()));
+      d = std::stod(v.get<std::string>());
     } catch (const std::exception&) {
-      return 0;
+      return std::nullopt;
     }
+  } else {
+    return std::nullopt;
   }
-  return 0;
+  if (!std::isfinite(d) || std::abs(d) > kMaxAbsNs) return std::nullopt;
+  const bool exact = v.is_number_integer();  // signed or unsigned, within +-4.6e18 here
+  if (std::abs(d) > kMaxAbsUs) {
+    if (raw_ns) *raw_ns = true;
+    return exact ? v.get<std::int64_t>() : std::llround(d);
+  }
+  return exact ? v.get<std::int64_t>() * 1000 : std::llround(d * 1000.0);
 }
 
 std::string scalar_text(const json& v) {
@@ -123,14 +135,20 @@ std::string scalar_text(const json& v) {
     return s.str();
   }
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_array()) return "[list]";
+  if (v.is_object()) return "{object}";
   return v.dump();
 }
 
 std::int64_t int_arg(const json& args, const char* key, std::int64_t dflt) {
   auto it = args.find(key);
   if (it == args.end()) return dflt;
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) return dflt;
   if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
-  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    return std::abs(d) < 9e18 ? static_cast<std::int64_t>(d) : dflt;
+  }
   if (it->is_string()) {
     try {
       return std::stoll(it->get<std::string>(), nullptr, 0);
@@ -189,15 +207,33 @@ void sort_events(std::vector<TraceEvent>& ev) {
 
 }  // namespace
 
+namespace {
+Profile kineto_from_json(const json& doc, const std::string& origin);
+}  // namespace
+
 Profile parse_kineto_json(const std::string& text, const std::string& origin) {
+  sim::check_json_nesting(text, origin);
   json doc;
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw InputError(
-        origin, "byte " + std::to_string(e.byte),
-        "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
+    throw InputError(origin, "byte " + std::to_string(e.byte),
+                     "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
+  } catch (const json::exception& e) {
+    // out_of_range.406: a number such as 1e309 that no double holds.
+    throw InputError(origin, "", std::string("Chrome-trace JSON with numbers a double holds, got: ") + e.what());
   }
+  try {
+    return kineto_from_json(doc, origin);
+  } catch (const json::exception& e) {
+    // A value of another JSON type than the trace format has there (type_error.302, ...).
+    throw InputError(origin, "traceEvents", std::string("Chrome-trace events of the usual JSON types, got: ") + e.what());
+  }
+}
+
+namespace {
+
+Profile kineto_from_json(const json& doc, const std::string& origin) {
   Profile p;
   p.source = origin;
   const json* events = nullptr;
@@ -206,18 +242,22 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
     events = &doc;
     bare = true;
   } else if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) {
-    events = &doc["traceEvents"];
+    events = &doc.at("traceEvents");
   } else {
     throw InputError(origin, "traceEvents",
                      "a list of trace events (Kineto/PyTorch profiler output), got none");
   }
   if (doc.is_object()) {
-    if (auto it = doc.find("deviceProperties");
-        it != doc.end() && it->is_array() && !it->empty() && (*it)[0].contains("name"))
-      p.device_name = scalar_text((*it)[0]["name"]);
+    if (auto it = doc.find("deviceProperties"); it != doc.end() && it->is_array() && !it->empty() &&
+                                                 (*it)[0].contains("name"))
+      p.device_name = scalar_text((*it)[0].at("name"));
     if (auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
-      p.rank = static_cast<int>(int_arg(*it, "rank", -1));
-      p.world_size = static_cast<int>(int_arg(*it, "world_size", 0));
+      const std::int64_t rank = int_arg(*it, "rank", -1), world = int_arg(*it, "world_size", 0);
+      if (rank < -1 || rank >= kMaxDevices || world < 0 || world > kMaxDevices)
+        throw InputError(origin, "distributedInfo", "a rank and world_size from 0 to " + std::to_string(kMaxDevices) +
+                                                        ", got " + std::to_string(rank) + " and " + std::to_string(world));
+      p.rank = static_cast<int>(rank);
+      p.world_size = static_cast<int>(world);
     }
   }
   bool pre2022 = false;
@@ -236,30 +276,37 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
       const std::int64_t id = int_arg(e, "id", -1);
       const std::string th = (e.contains("pid") ? id_text(e["pid"]) : std::string()) + "/" +
                              (e.contains("tid") ? id_text(e["tid"]) : std::string());
-      (ph == "s" ? flow_start : flow_end)[{th, us_to_ns(e["ts"])}] = id;
+      (ph == "s" ? flow_start : flow_end)[{th, us_to_ns(e["ts"]).value_or(0)}] = id;
     }
   }
   for (const json& e : *events) {
     ++index;
     if (!e.is_object()) continue;
-    const std::string ph = e.value("ph", std::string());
+    const auto ph_it = e.find("ph");
+    const std::string ph = ph_it != e.end() && ph_it->is_string() ? ph_it->get<std::string>() : std::string();
     if (ph != "X") continue;  // flows, metadata and instants carry no durations
     TraceEvent t;
-    t.name = e.contains("name") ? scalar_text(e["name"]) : std::string();
-    if (!e.contains("ts"))
-      throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].ts",
-                       "a timestamp in microseconds, got none");
+    const std::string at = "traceEvents[" + std::to_string(index - 1) + "]";
+    t.name = e.contains("name") ? scalar_text(e.at("name")) : std::string();
+    if (!e.contains("ts")) throw InputError(origin, at + ".ts", "a timestamp in microseconds, got none");
     bool raw = false;
-    t.ts_ns = us_to_ns(e["ts"], &raw);
-    t.dur_ns = e.contains("dur") ? us_to_ns(e["dur"]) : 0;
-    if (t.dur_ns < 0)
-      throw InputError(origin, "traceEvents[" + std::to_string(index - 1) + "].dur",
-                       "a non-negative duration, got " + scalar_text(e["dur"]));
-    t.pid = e.contains("pid") ? id_text(e["pid"]) : std::string();
-    t.tid = e.contains("tid") ? id_text(e["tid"]) : std::string();
+    const auto ts = us_to_ns(e.at("ts"), &raw);
+    if (!ts)
+      throw InputError(origin, at + ".ts",
+                       "a timestamp in microseconds (or nanoseconds since the epoch), got " +
+                           sim::printable(scalar_text(e.at("ts"))));
+    t.ts_ns = *ts;
+    const auto dur = e.contains("dur") ? us_to_ns(e.at("dur")) : std::optional<std::int64_t>(0);
+    if (!dur || *dur < 0 || *dur > kMaxDurNs)
+      throw InputError(origin, at + ".dur",
+                       "a duration from 0 to 1e12 (us, or ns in a nanosecond trace), got " +
+                           sim::printable(scalar_text(e.at("dur"))));
+    t.dur_ns = *dur;
+    t.pid = e.contains("pid") ? id_text(e.at("pid")) : std::string();
+    t.tid = e.contains("tid") ? id_text(e.at("tid")) : std::string();
     if (e.contains("cat")) {
       any_cat = true;
-      t.kind = kind_of_category(scalar_text(e["cat"]), pre2022);
+      t.kind = kind_of_category(scalar_text(e.at("cat")), pre2022);
     } else {
       // Debian's torch 1.13 CPU build: no categories; every event is a CPU operator, except the
       // step annotations it also writes as plain events.
@@ -269,7 +316,7 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
     if (t.kind == EventKind::CpuOp && t.name.rfind("ProfilerStep#", 0) == 0)
       t.kind = EventKind::Annotation;
     const json empty = json::object();
-    const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty;
+    const json& args = e.contains("args") && e.at("args").is_object() ? e.at("args") : empty;
     t.correlation = int_arg(args, "correlation", -1);
     t.external_id = int_arg(args, "External id", -1);
     if (t.external_id < 0) t.external_id = int_arg(args, "external id", -1);  // before 2022
@@ -281,19 +328,32 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
       }
     }
     if (t.on_gpu() || t.kind == EventKind::Sync || t.kind == EventKind::GpuAnnotation) {
-      t.device = static_cast<int>(int_arg(args, "device", -1));
-      if (t.device < 0 && e.contains("pid") && e["pid"].is_number()) t.device = e["pid"].get<int>();
+      std::int64_t device = int_arg(args, "device", -1);
+      if (device < -1 || device >= kMaxDevices)
+        throw InputError(origin, at + ".args.device", "a GPU index below " + std::to_string(kMaxDevices) + ", got " + std::to_string(device));
+      // Without args.device, Kineto's pid of a GPU event is the device (a process id is not).
+      if (device < 0 && e.contains("pid") && e.at("pid").is_number()) {
+        const std::int64_t pid = int_arg(e, "pid", -1);
+        if (pid >= 0 && pid < kMaxDevices) device = pid;
+      }
+      t.device = static_cast<int>(device);
       t.stream = int_arg(args, "stream", -1);
-      if (t.stream < 0 && e.contains("tid") && e["tid"].is_number())
-        t.stream = e["tid"].get<std::int64_t>();
+      if (t.stream < 0 && e.contains("tid") && e.at("tid").is_number()) t.stream = int_arg(e, "tid", -1);
       t.bytes = int_arg(args, "bytes", 0);
+      if (t.bytes < 0 || t.bytes > kMaxBytes)
+        throw InputError(origin, at + ".args.bytes", "a size from 0 to 1 PiB, got " + std::to_string(t.bytes));
     }
     if (auto it = args.find("Input Dims"); it != args.end() && it->is_array()) {
       for (const json& d : *it) {
         std::vector<std::int64_t> dims;
         if (d.is_array())
-          for (const json& x : d)
-            if (x.is_number()) dims.push_back(x.get<std::int64_t>());
+          for (const json& x : d) {
+            if (!x.is_number()) continue;
+            const double v = x.get<double>();
+            if (!(v >= -1 && v <= kMaxDim))
+              throw InputError(origin, at + ".args.Input Dims", "dimensions from -1 to 2^40, got " + sim::printable(x.dump()));
+            dims.push_back(static_cast<std::int64_t>(v));
+          }
         t.input_dims.push_back(std::move(dims));
       }
     }
@@ -316,7 +376,7 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   else
     p.dialect = pre2022 ? "kineto-pre2022" : "kineto";
   // Kineto writes microseconds whatever `displayTimeUnit` says; a few exporters wrote
-  // nanoseconds. Timestamps beyond 9e15 can only be ns (us_to_ns). Otherwise: a kernel launch
+  // nanoseconds. Timestamps beyond 4e15 can only be ns (us_to_ns). Otherwise: a kernel launch
   // returns in 2-50 us on every GPU generation, and even where launches block on a full queue the
   // fastest tenth do not, so launches whose 10th percentile reads over 0.5 ms (as microseconds)
   // are nanoseconds.
@@ -340,7 +400,7 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
       t.dur_ns = (t.dur_ns + 500) / 1000;
     }
     p.missing.push_back(
-        "timestamps are nanoseconds (beyond 9e15, or kernel launches that would last over 0.5 ms "
+        "timestamps are nanoseconds (beyond 4e15, or kernel launches that would last over 0.5 ms "
         "as "
         "microseconds): read as ns");
   }
@@ -373,6 +433,8 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   return p;
 }
 
+}  // namespace
+
 namespace {
 
 struct Db {
@@ -395,8 +457,18 @@ std::set<std::string> table_columns(sqlite3* db, const std::string& table) {
   const std::string q = "PRAGMA table_info(" + table + ")";
   if (sqlite3_prepare_v2(db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK) return cols;
   while (sqlite3_step(s.st) == SQLITE_ROW)
-    cols.insert(reinterpret_cast<const char*>(sqlite3_column_text(s.st, 1)));
+    if (const unsigned char* t = sqlite3_column_text(s.st, 1)) cols.insert(reinterpret_cast<const char*>(t));
   return cols;
+}
+
+// start/end of one activity row: 0 <= start <= end, both inside +-4e18 ns, at most 1000 s apart
+// (an end of INT64_MAX or an end before the start is a damaged export, not a duration).
+void check_span(const std::string& path, const char* table, std::int64_t row, std::int64_t start, std::int64_t end) {
+  constexpr std::int64_t kMaxNs = 4'000'000'000'000'000'000, kMaxDurNs = 1'000'000'000'000;
+  if (start < 0 || start > kMaxNs || end < start || end - start > kMaxDurNs)
+    throw InputError(path, std::string(table) + " row " + std::to_string(row),
+                     "0 <= start <= end < 4e18 ns and end - start <= 1000 s, got start " + std::to_string(start) +
+                         ", end " + std::to_string(end));
 }
 
 std::string col_text(sqlite3_stmt* st, int i) {
@@ -469,17 +541,24 @@ Profile read_nsys_sqlite(const std::string& path) {
                           " t ORDER BY t.start";
     Stmt s;
     if (sqlite3_prepare_v2(d.db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK)
-      throw InputError(path, g.table,
-                       std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+      throw InputError(path, g.table, std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+    std::int64_t row = 0;
     while (sqlite3_step(s.st) == SQLITE_ROW) {
       TraceEvent t;
       t.kind = g.kind;
       t.ts_ns = sqlite3_column_int64(s.st, 0);
+      check_span(path, g.table, row, t.ts_ns, sqlite3_column_int64(s.st, 1));
       t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
-      t.device = sqlite3_column_int(s.st, 2);
+      const std::int64_t device = sqlite3_column_int64(s.st, 2);
       t.stream = sqlite3_column_int64(s.st, 3);
       t.correlation = sqlite3_column_int64(s.st, 4);
       t.bytes = sqlite3_column_int64(s.st, 5);
+      if (device < 0 || device >= kMaxDevices || t.bytes < 0 || t.bytes > kMaxBytes)
+        throw InputError(path, std::string(g.table) + " row " + std::to_string(row),
+                         "a deviceId from 0 to " + std::to_string(kMaxDevices - 1) + " and bytes from 0 to 1 PiB, got " +
+                             std::to_string(device) + " and " + std::to_string(t.bytes));
+      t.device = static_cast<int>(device);
+      ++row;
       t.name = col_text(s.st, 6);
       t.pid = std::to_string(t.device);
       t.tid = std::to_string(t.stream);
@@ -501,12 +580,13 @@ Profile read_nsys_sqlite(const std::string& path) {
         "id = r.nameId) "
         "FROM CUPTI_ACTIVITY_KIND_RUNTIME r ORDER BY r.start";
     if (sqlite3_prepare_v2(d.db, q, -1, &s.st, nullptr) != SQLITE_OK)
-      throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME",
-                       std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+      throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME", std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+    std::int64_t row = 0;
     while (sqlite3_step(s.st) == SQLITE_ROW) {
       TraceEvent t;
       t.kind = EventKind::Runtime;
       t.ts_ns = sqlite3_column_int64(s.st, 0);
+      check_span(path, "CUPTI_ACTIVITY_KIND_RUNTIME", row++, t.ts_ns, sqlite3_column_int64(s.st, 1));
       t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
       const std::int64_t gtid = sqlite3_column_int64(s.st, 2);
       // globalTid packs the process id in bits 24..47 and the thread id in the low 24 bits.

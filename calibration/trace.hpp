@@ -22,6 +22,7 @@
 //   std::cout << p.links.gpu_to_op << " of " << p.links.gpu << " GPU activities linked\n";
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -117,7 +118,11 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin);
 Profile read_nsys_sqlite(const std::string& path);
 
 /// Whole file content, gunzipped when it starts with the gzip magic. Throws sim::InputError.
-std::string read_maybe_gzip(const std::string& path);
+///
+/// Inflation stops with an InputError past `max_bytes`, or past 100 times the compressed size when
+/// that is larger than 64 MiB (real Chrome traces compress 10-20 times; a gzip bomb a thousand).
+inline constexpr std::size_t kMaxInflatedBytes = std::size_t{1} << 30;
+std::string read_maybe_gzip(const std::string& path, std::size_t max_bytes = kMaxInflatedBytes);
 
 /// A profiled step: a `ProfilerStep#N` annotation, or the whole trace span when there is none.
 struct StepWindow {

@@ -11,8 +11,18 @@
 namespace placesim::models {
 
 std::int64_t num_elements(const Shape& s) {
+  // Shapes come from options (--graph-opt batch=...) and model files: a product past 2^50
+  // elements (a PiB of bytes) is an input error, never a wrapped int64.
+  constexpr std::int64_t kMaxElements = std::int64_t{1} << 50;
   std::int64_t n = 1;
-  for (const std::int64_t d : s) n *= d;
+  for (const std::int64_t d : s) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
+      std::string shape;
+      for (const std::int64_t x : s) shape += (shape.empty() ? "" : ",") + std::to_string(x);
+      throw sim::InputError("--graph-opt", "", "options that keep every tensor under 2^50 elements, got shape [" +
+                                                   shape + "]");
+    }
+  }
   return n;
 }
 

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::models {
 
@@ -101,9 +102,67 @@ std::string layer_of(const std::string& name, char sep) {
   return s;
 }
 
+// Dimensions and element counts a model may declare: a PiB tensor at most (docs/formats.md), so
+// that bytes and FLOPs derived from shapes stay far inside int64 and the graph format's limits.
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+constexpr double kMaxTensorBytes = 1125899906842624.0;   // 1 PiB
+
+void check_shape(const Shape& shape, sim::Dtype dtype, const std::string& path, const std::string& what) {
+  double bytes = static_cast<double>(sim::dtype_size(dtype));
+  std::string text;
+  for (const std::int64_t d : shape) {
+    text += (text.empty() ? "" : ",") + std::to_string(d);
+    bytes *= static_cast<double>(d);
+  }
+  for (const std::int64_t d : shape) {
+    if (d < 0 || d > kMaxDim || bytes > kMaxTensorBytes || shape.size() > 64)
+      throw sim::InputError(path, what, "a tensor of at most 64 dimensions up to 2^40 and at most 1 PiB, got shape [" +
+                                             text.substr(0, 200) + "]");
+  }
+}
+
+// Attributes ONNX's own shape inference divides by or loops over: checked before it runs on an
+// untrusted model (strides [2, 0] made it divide by zero: SIGFPE).
+void check_attributes(const onnx::GraphProto& g, const std::string& path) {
+  for (int k = 0; k < g.node_size(); ++k) {
+    const onnx::NodeProto& n = g.node(k);
+    for (const auto& a : n.attribute()) {
+      const std::string& name = a.name();
+      const bool positive = name == "strides" || name == "dilations" || name == "kernel_shape" || name == "group" ||
+                            name == "blocksize";
+      const bool non_negative = name == "pads" || name == "output_padding" || name == "output_shape";
+      if (!positive && !non_negative) continue;
+      std::vector<std::int64_t> values(a.ints().begin(), a.ints().end());
+      if (a.has_i()) values.push_back(a.i());
+      for (const std::int64_t v : values) {
+        if (v < (positive ? 1 : 0) || v > kMaxDim)
+          throw sim::InputError(path, "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")." + name,
+                                std::string(positive ? "positive" : "non-negative") + " values up to 2^40, got " +
+                                    std::to_string(v));
+      }
+    }
+  }
+}
+
+sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOptions& options);
+
 }  // namespace
 
 sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  try {
+    return import_onnx_unchecked(path, options);
+  } catch (const sim::InputError& e) {
+    // The builder's own limits (tensor elements, FLOPs per op) speak of --graph-opt or the
+    // builder; here the model file is what exceeds them.
+    const std::string what = e.what();
+    if (what.rfind("--graph-opt", 0) != 0 && what.rfind("<builder", 0) != 0) throw;
+    throw sim::InputError(path, "", "a model within the graph format's limits (" + what + ")");
+  }
+}
+
+namespace {
+
+sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOptions& options) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw sim::InputError(path, "", "a readable ONNX model file");
   onnx::ModelProto model;
@@ -111,6 +170,20 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
     throw sim::InputError(path, "", "an ONNX ModelProto (protobuf), could not parse the file");
   }
   onnx::GraphProto& g = *model.mutable_graph();
+  check_attributes(g, path);
+  // Declared dimensions, before ONNX's shape inference multiplies them (INT64_MAX overflowed).
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto& v : *list)
+      if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+        for (const auto& d : v.type().tensor_type().shape().dim())
+          if (d.has_dim_value() && (d.dim_value() < 0 || d.dim_value() > kMaxDim))
+            throw sim::InputError(path, "value \"" + sim::printable(v.name()) + "\"",
+                                  "a tensor of at most 64 dimensions up to 2^40 and at most 1 PiB, got a dimension of " +
+                                      std::to_string(d.dim_value()));
+  for (const auto& t : g.initializer()) {
+    const Shape dims(t.dims().begin(), t.dims().end());
+    check_shape(dims, from_onnx(t.data_type()), path, "graph.initializer \"" + sim::printable(t.name()) + "\"");
+  }
 
   std::set<std::string> initializers;
   for (const auto& t : g.initializer()) initializers.insert(t.name());
@@ -194,9 +267,14 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
   }
 
   std::map<std::string, Info> info;
-  for (const auto& v : g.input()) info[v.name()] = info_of(v.type());
-  for (const auto& v : g.value_info()) info[v.name()] = info_of(v.type());
-  for (const auto& v : g.output()) info[v.name()] = info_of(v.type());
+  auto add_info = [&](const onnx::ValueInfoProto& v) {
+    Info i = info_of(v.type());
+    check_shape(i.shape, i.dtype, path, "value \"" + sim::printable(v.name()) + "\"");
+    info[v.name()] = std::move(i);
+  };
+  for (const auto& v : g.input()) add_info(v);
+  for (const auto& v : g.value_info()) add_info(v);
+  for (const auto& v : g.output()) add_info(v);
   for (const auto& t : g.initializer()) {
     Info i{.shape = {t.dims().begin(), t.dims().end()}, .dtype = from_onnx(t.data_type()), .known = true};
     info[t.name()] = i;
@@ -289,7 +367,14 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
       }
       return -1;
     };
-    auto differentiable = [&](int j) { return j >= 0 && is_float(ins[static_cast<std::size_t>(j)].dtype); };
+    auto differentiable = [&](int j) {
+      return j >= 0 && static_cast<std::size_t>(j) < ins.size() && is_float(ins[static_cast<std::size_t>(j)].dtype);
+    };
+    const std::string node_key = "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")";
+    const std::size_t need_inputs = (type == "Conv" || type == "ConvTranspose" || type == "Gemm" || type == "MatMul") ? 2 : 0;
+    if (ins.size() < need_inputs)
+      throw sim::InputError(path, node_key, "a " + sim::printable(type) + " with " + std::to_string(need_inputs) +
+                                                " inputs, got " + std::to_string(ins.size()));
     std::vector<GradRule> rules;
     double flops = 0;
     auto grad = [&](std::string gtype, double gflops, std::vector<int> wrt, std::vector<int> saved_in,
@@ -309,6 +394,9 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
 
     if (type == "Conv" || type == "ConvTranspose") {
       const Shape& w = ins.at(1).shape;
+      if (w.size() < 3)
+        throw sim::InputError(path, node_key, "a weight of shape [M, C/groups, k...], got " + std::to_string(w.size()) +
+                                                  " dimensions");
       double k = 1;
       for (std::size_t d = 2; d < w.size(); ++d) k *= static_cast<double>(w[d]);
       // Conv: each output element sums (C/groups) x kernel products; ConvTranspose scatters each
@@ -445,5 +533,7 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
   if (!unknown.empty()) meta["unknown_ops"] = unknown;
   return b.finish(std::move(meta));
 }
+
+}  // namespace
 
 }  // namespace placesim::models

@@ -185,7 +185,15 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
   for (const auto& b : kBuiltins) {
     if (name_or_path == b.name) {
       GraphOptions o(options, "--graph-opt");
-      return b.build(o);
+      try {
+        return b.build(o);
+      } catch (const sim::InputError& e) {
+        // FLOPs or sizes past the graph format's limits, found when the graph is finalized.
+        const std::string what = e.what();
+        if (what.rfind("<builder", 0) != 0) throw;
+        throw sim::InputError("--graph-opt", options.empty() ? std::string("(defaults)") : options,
+                              "options within the graph format's limits (" + what + ")");
+      }
     }
   }
   if (ends_with(name_or_path, ".json")) {

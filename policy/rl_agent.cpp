@@ -13,12 +13,14 @@
 #include <random>
 #include <sstream>
 
+#include "policy/checkpoint_file.hpp"
 #include "policy/data_parallel.hpp"
 #include "policy/rl.hpp"
 #include "policy/rl_common.hpp"
 #include "policy/rl_lstm.hpp"
 #include "policy/sweep.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::policy {
 
@@ -527,16 +529,66 @@ void check_options_match(torch::serialize::InputArchive& root, const RlOptions& 
     }
   }
 }
+
+// LibTorch's archive out of a verified checkpoint file (policy/checkpoint_file.hpp): a damaged
+// or foreign file never reaches LibTorch's reader.
+void load_archive(torch::serialize::InputArchive& root, const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got no such file");
+  std::istringstream is(unwrap_checkpoint(sim::read_text_file(path), path));
+  root.load_from(is);
+}
+
+// A checkpoint entry of the expected dtype and shape (empty `sizes` entries match any extent).
+void check_tensor(const torch::Tensor& t, const std::string& path, const std::string& key,
+                  torch::ScalarType dtype, std::vector<std::int64_t> sizes) {
+  bool ok = t.defined() && t.scalar_type() == dtype && t.dim() == static_cast<std::int64_t>(sizes.size()) &&
+            t.device().is_cpu();
+  for (std::size_t d = 0; ok && d < sizes.size(); ++d) ok = sizes[d] < 0 || t.size(static_cast<std::int64_t>(d)) == sizes[d];
+  if (!ok) {
+    std::ostringstream want, got;
+    want << c10::toString(dtype) << " [";
+    for (std::size_t d = 0; d < sizes.size(); ++d) want << (d ? ", " : "") << (sizes[d] < 0 ? std::string("n") : std::to_string(sizes[d]));
+    want << "]";
+    if (t.defined()) got << t.scalar_type() << " " << t.sizes();
+    else got << "none";
+    throw sim::InputError(path, key, "a tensor " + want.str() + " as `placesim train` writes it, got " + got.str());
+  }
+}
+
+// After Module::load: every parameter still has the shape and dtype it had before (LibTorch's
+// load replaces tensors wholesale, so a foreign archive would otherwise fail later, mid-step).
+void check_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& before,
+                      const torch::nn::Module& net, const std::string& path) {
+  const auto after = net.named_parameters(true);
+  for (const auto& [name, t] : before) {
+    const torch::Tensor* now = after.find(name);
+    if (now == nullptr || now->sizes() != t.sizes() || now->scalar_type() != t.scalar_type() ||
+        !torch::isfinite(*now).all().item<bool>()) {
+      std::ostringstream os;
+      os << "model." << name;
+      throw sim::InputError(path, os.str(), "finite weights of shape " + c10::str(t.sizes()) + ", got " +
+                                                (now ? c10::str(now->sizes()) : std::string("none")));
+    }
+  }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> parameter_shapes(const torch::nn::Module& net) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : net.named_parameters(true)) out.emplace_back(item.key(), torch::empty_like(item.value()));
+  return out;
+}
 }  // namespace
 
 std::vector<std::string> checkpoint_vocab(const std::string& path) {
-  if (!std::filesystem::exists(path))
-    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got no such file");
   torch::serialize::InputArchive root;
   c10::IValue v;
   try {
-    root.load_from(path);
+    load_archive(root, path);
     if (!root.try_read("vocab", v)) return {};
+    if (!v.isString()) throw sim::InputError(path, "vocab", "op-type names, one a line, got another kind of entry");
+  } catch (const sim::InputError&) {
+    throw;
   } catch (const std::exception& e) {
     std::string what = e.what();
     throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got: " +
@@ -550,13 +602,12 @@ std::vector<std::string> checkpoint_vocab(const std::string& path) {
 
 void Trainer::load_weights(const std::string& path) {
   auto& m = *impl_;
-  if (!std::filesystem::exists(path))
-    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got no such file");
   torch::serialize::InputArchive root, model;
   try {
-    root.load_from(path);
+    load_archive(root, path);
     torch::Tensor shape;
     root.read("shape", shape);
+    check_tensor(shape, path, "shape", torch::kLong, {4});
     const auto sa = shape.accessor<std::int64_t, 1>();
     if (shape.size(0) != 4 || sa[1] != m.devices() || sa[2] != m.opt.hidden ||
         sa[3] != m.features.size(1)) {
@@ -567,7 +618,9 @@ void Trainer::load_weights(const std::string& path) {
       throw sim::InputError(path, "shape", os.str());
     }
     root.read("model", model);
+    const auto before = parameter_shapes(*m.net);
     m.net->load(model);
+    check_parameters(before, *m.net, path);
   } catch (const sim::InputError&) {
     throw;
   } catch (const std::exception& e) {
@@ -614,20 +667,20 @@ void Trainer::save(const std::string& path) const {
     for (int j = 0; j < kStatsColumns; ++j) ha[static_cast<std::int64_t>(i)][j] = row[j];
   }
   root.write("history", hist);
-  const std::string tmp = path + ".tmp";
-  root.save_to(tmp);
-  std::filesystem::rename(tmp, path);
+  std::ostringstream archive;
+  root.save_to(archive);
+  // Header with size and checksum, written to "<path>.tmp.<pid>" and renamed.
+  sim::write_file_atomic(path, wrap_checkpoint(archive.str()));
 }
 
 void Trainer::load(const std::string& path) {
   auto& m = *impl_;
-  if (!std::filesystem::exists(path))
-    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got no such file");
   torch::serialize::InputArchive root, model, optim;
   try {
-    root.load_from(path);
+    load_archive(root, path);
     auto shape = torch::Tensor();
     root.read("shape", shape);
+    check_tensor(shape, path, "shape", torch::kLong, {4});
     const auto sa = shape.accessor<std::int64_t, 1>();
     if (shape.size(0) != 4 || sa[0] != m.groups() || sa[1] != m.devices() ||
         sa[2] != m.opt.hidden || sa[3] != m.features.size(1)) {
@@ -646,20 +699,51 @@ void Trainer::load(const std::string& path) {
                             "got one whose groups' features differ");
     root.read("model", model);
     root.read("optim", optim);
+    const auto before = parameter_shapes(*m.net);
     m.net->load(model);
+    check_parameters(before, *m.net, path);
     m.adam->load(optim);
+    // Adam's moments must match the parameters they step (a foreign state fails mid-step).
+    for (const auto& group : m.adam->param_groups())
+      for (const auto& prm : group.params()) {
+        const auto it = m.adam->state().find(c10::guts::to_string(prm.unsafeGetTensorImpl()));
+        if (it == m.adam->state().end()) continue;
+        const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
+        if (st.exp_avg().sizes() != prm.sizes() || st.exp_avg_sq().sizes() != prm.sizes())
+          throw sim::InputError(path, "optim", "Adam moments shaped like the policy's parameters");
+      }
     c10::IValue rng_state;
     root.read("rng", rng_state);
+    if (!rng_state.isString()) throw sim::InputError(path, "rng", "the RNG state as text");
     std::istringstream is(rng_state.toStringRef());
     is >> m.rng;
+    if (!is) throw sim::InputError(path, "rng", "a std::mt19937_64 state, got text that is not one");
     // Checkpoints from before per-sample seeds lack it; they continue with this run's seed.
-    if (torch::Tensor ss; root.try_read("sample_seed", ss))
+    if (torch::Tensor ss; root.try_read("sample_seed", ss)) {
+      check_tensor(ss, path, "sample_seed", torch::kLong, {1});
       m.sample_seed = static_cast<std::uint64_t>(ss[0].item<std::int64_t>());
+    }
     torch::Tensor baseline, best, best_step, hist;
     root.read("baseline", baseline);
     root.read("best", best);
     root.read("best_step_s", best_step);
     root.read("history", hist);
+    check_tensor(baseline, path, "baseline", torch::kDouble, {2});
+    check_tensor(best_step, path, "best_step_s", torch::kDouble, {1});
+    check_tensor(hist, path, "history", torch::kDouble, {-1, kStatsColumns});
+    check_tensor(best, path, "best", torch::kLong, {best.numel() == 0 ? 0 : m.groups()});
+    if (best.numel() > 0 && (best.min().item<std::int64_t>() < 0 || best.max().item<std::int64_t>() >= m.devices()))
+      throw sim::InputError(path, "best", "device indices from 0 to " + std::to_string(m.devices() - 1) + ", got " +
+                                              std::to_string(best.min().item<std::int64_t>()) + " to " +
+                                              std::to_string(best.max().item<std::int64_t>()));
+    const double bs = best_step[0].item<double>();
+    if (!std::isfinite(bs) || bs < 0 || bs > 1e9 || (best.numel() > 0) != (bs > 0))
+      throw sim::InputError(path, "best_step_s", "a finite step time in (0, 1e9] s with a best placement (0 without), got " +
+                                                     std::to_string(bs));
+    if (!torch::isfinite(baseline).all().item<bool>() || !torch::isfinite(hist).all().item<bool>())
+      throw sim::InputError(path, "baseline", "finite numbers in baseline and history");
+    if (hist.size(0) > 100'000'000)
+      throw sim::InputError(path, "history", "at most 1e8 iterations");
     m.baseline = baseline[0].item<double>();
     m.baseline_set = baseline[1].item<double>() != 0.0;
     m.best.assign(best.data_ptr<std::int64_t>(), best.data_ptr<std::int64_t>() + best.numel());

@@ -15,6 +15,8 @@
 #include "policy/rl_common.hpp"
 #include "policy/sweep.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
+#include "sim/placement.hpp"
 #include "sim/simulate.hpp"
 
 namespace placesim::policy {
@@ -43,15 +45,11 @@ void write_curve_csv(const std::vector<IterationStats>& history, const std::stri
     os << s.best_step_s << ',' << s.mean_step_s << ',' << s.min_step_s << ','
        << s.oom_fraction << ',' << s.mean_reward << ',' << s.baseline << ',' << s.entropy << ','
        << s.sample_s << ',' << s.reward_s << ',' << s.grad_s << '\n';
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw sim::InputError(path, "", "a writable path for the training curve");
-    f << os.str();
-    if (!f) throw sim::InputError(path, "", "room to write the training curve");
-  }
-  std::filesystem::rename(tmp, path);
+  // "<path>.tmp.<pid>" then rename; a killed run's temp file is removed by the next write, and
+  // the fixed-name temp file of earlier releases too.
+  std::error_code ec;
+  std::filesystem::remove(path + ".tmp", ec);
+  sim::write_file_atomic(path, os.str());
 }
 
 models::Grouping policy_grouping(const sim::Graph& graph, const sim::Cluster& cluster,
@@ -151,13 +149,40 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
 
   std::string checkpoint;
   if (!config.checkpoint_dir.empty()) {
-    std::filesystem::create_directories(config.checkpoint_dir);
+    if (std::error_code ec; !std::filesystem::create_directories(config.checkpoint_dir, ec) && ec)
+      throw sim::InputError(config.checkpoint_dir, "", "a folder for checkpoints that can be created (" + ec.message() + ")");
     checkpoint = (std::filesystem::path(config.checkpoint_dir) / "checkpoint.pt").string();
     if (config.resume && std::filesystem::exists(checkpoint)) {
       trainer.load(checkpoint);
       result.resumed = true;
+      // The best placement a checkpoint carries is simulated again: its step time must be the one
+      // recorded (a crafted or foreign best would otherwise be reported as found).
+      if (!trainer.best().empty()) {
+        const Evaluation e = evaluation_of(oracle.evaluate(expand(grouping, trainer.best())));
+        if (e.oom || e.step_time_s != trainer.best_step_s())
+          throw sim::InputError(checkpoint, "best_step_s",
+                                "the simulated step time of the checkpoint's best placement (" +
+                                    std::to_string(e.step_time_s) + " s" + (e.oom ? ", out of memory" : "") +
+                                    "), got " + std::to_string(trainer.best_step_s()) + " s");
+      }
     }
   }
+  // The best placement so far, as a placement file beside the checkpoint: a run killed with
+  // SIGKILL leaves it on disk (the checkpoint itself needs LibTorch to read).
+  auto save_checkpoint = [&] {
+    trainer.save(checkpoint);
+    if (trainer.best().empty()) return;
+    sim::PlacementMetadata md;
+    md.method = "rl";
+    md.graph = graph.name;
+    md.cluster = cluster.name;
+    md.predicted_step_time_s = trainer.best_step_s();
+    md.seed = config.rl.seed;
+    md.extra["iterations"] = std::to_string(trainer.iteration());
+    md.extra["checkpoint"] = "best so far";
+    sim::write_placement_json(sim::to_placement_file(expand(grouping, trainer.best()), graph, cluster, md),
+                              (std::filesystem::path(config.checkpoint_dir) / "best.json").string());
+  };
 
   const auto t_train = std::chrono::steady_clock::now();
   const int first_iteration = trainer.iteration();
@@ -174,7 +199,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
     if (has_budget && rank0_decides(config.comm, seconds_since(t_train) >= budget_s)) break;
     const IterationStats st = trainer.step();
     if (root && !checkpoint.empty() && trainer.iteration() % config.checkpoint_every == 0)
-      trainer.save(checkpoint);
+      save_checkpoint();
     if (root && config.on_iteration) {
       Progress pr;
       pr.iteration = trainer.iteration();
@@ -197,7 +222,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   if (ranks == 1 && config.stop != nullptr && config.stop->load()) result.interrupted = true;
   // Saved before the greedy decode below is looked at, so that a resumed run continues from
   // exactly the state an uninterrupted one had at this iteration.
-  if (root && !checkpoint.empty()) trainer.save(checkpoint);
+  if (root && !checkpoint.empty()) save_checkpoint();
 
   // The greedy decode is a candidate too; evaluated here, not offered to the trainer.
   const DevicesOfGroups greedy = trainer.greedy();

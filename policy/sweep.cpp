@@ -29,6 +29,7 @@
 
 #include "models/parallel.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::policy {
 
@@ -98,7 +99,9 @@ void check_axis_value(const std::string& axis, const std::string& v, const std::
     throw InputError(origin, key, what + ", got \"" + v + "\"");
   };
   if (axis == "gpus" || axis == "nvlink_links") {
-    if (!parse_positive_int(v, i)) fail("a positive integer");
+    // A cluster's routes are a devices x devices table: the GPU count is bounded before use.
+    const int max = axis == "gpus" ? 1024 : 64;
+    if (!parse_positive_int(v, i) || i > max) fail("an integer from 1 to " + std::to_string(max));
   } else if (axis == "gpu_model") {
     if (v.empty()) fail("a GPU catalog name");
   } else if (axis == "interconnect") {
@@ -120,7 +123,7 @@ void check_axis_value(const std::string& axis, const std::string& v, const std::
       fail(std::string("a size such as \"16 GiB\" (") + e.what() + ")");
     }
   } else if (axis.rfind("link_scale.", 0) == 0) {
-    if (!parse_positive_double(v, d)) fail("a positive factor such as 0.5 or 2");
+    if (!parse_positive_double(v, d) || d < 1e-6 || d > 1e6) fail("a factor from 1e-6 to 1e6 such as 0.5 or 2");
   }
 }
 
@@ -179,14 +182,51 @@ struct KnownRows {
   }
 };
 
+/// A row's result columns as csv_row writes them: a row with an error has empty numbers, any other
+/// a finite non-negative step time, 0/1 flags and counts; anything else (a journal edited or
+/// damaged on disk) would be copied into the final CSV, so it is an input error.
+void check_result_fields(const std::vector<std::string>& f, const std::vector<std::string>& header,
+                         const std::string& path, std::size_t line_no) {
+  const std::size_t r = header.size() - kResultColumns.size();
+  const bool ok = f.back().empty();
+  auto bad = [&](std::size_t c, const std::string& what) {
+    throw InputError(path, "line " + std::to_string(line_no) + ", column " + header[c],
+                     what + " as placesim writes it, got \"" + sim::printable(f[c]) +
+                         "\"; delete the file to evaluate the sweep again");
+  };
+  auto number = [&](std::size_t c, bool integer) {
+    const std::string& v = f[c];
+    if (v.empty() || v.size() > 32 || v.find_first_not_of("0123456789.") != std::string::npos ||
+        (integer && v.find('.') != std::string::npos) || v.front() == '.' ||
+        std::count(v.begin(), v.end(), '.') > 1)
+      bad(c, integer ? "a non-negative integer" : "a finite non-negative number");
+  };
+  if (!ok) {
+    for (std::size_t c : {r, r + 1, r + 2, r + 3, r + 6, r + 8, r + 9})
+      if (!f[c].empty()) bad(c, "an empty field in a row with an error");
+    return;
+  }
+  number(r, false);
+  for (std::size_t c : {r + 1, r + 2})
+    if (f[c] != "0" && f[c] != "1") bad(c, "0 or 1");
+  number(r + 3, true);
+  number(r + 6, false);
+  if (!f[r + 7].empty()) {
+    number(r + 8, false);
+    number(r + 9, true);
+  } else if (!f[r + 8].empty() || !f[r + 9].empty()) {
+    bad(r + 8, "an empty field when no link is named");
+  }
+}
+
 /// Reads a CSV (or journal) written by this code. A missing file is empty; a header that differs
 /// is an error; a last line cut short by an interruption (no newline, wrong field count) is
 /// dropped.
 void read_rows(const std::string& path, const std::vector<std::string>& header,
                std::size_t key_columns, bool drop_errors, KnownRows& rows) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  const std::string content = sim::read_text_file(path);   // InputError for a directory
   std::size_t pos = 0;
   std::size_t line_no = 0;
   const std::string expected_header = csv_line(header);
@@ -206,6 +246,7 @@ void read_rows(const std::string& path, const std::vector<std::string>& header,
     }
     auto fields = split_csv_line(line);
     if (!fields || fields->size() != header.size()) continue;
+    check_result_fields(*fields, header, path, line_no);
     if (drop_errors && !fields->back().empty()) continue;
     std::vector<std::string> key(fields->begin(), fields->begin() + key_columns);
     rows.add(csv_line(key), line);
@@ -213,15 +254,7 @@ void read_rows(const std::string& path, const std::vector<std::string>& header,
 }
 
 void write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, "", "a writable path for the sweep CSV");
-    out << text;
-    out.flush();
-    if (!out) throw InputError(path, "", "a writable path for the sweep CSV (write failed)");
-  }
-  std::filesystem::rename(tmp, path);
+  sim::write_file_atomic(path, text);   // "<path>.tmp.<pid>", a killed run's leftover removed
 }
 
 /// Progress bar with ETA; redraws in place on a terminal, prints a line every few seconds
@@ -298,13 +331,25 @@ std::vector<std::string> SweepPoint::key_fields() const {
 std::string SweepPoint::key() const { return csv_line(key_fields()); }
 
 SweepSpec load_sweep_spec(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "a readable sweep spec file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_sweep_spec(text, path);
+  return parse_sweep_spec(sim::read_text_file(path), path);
 }
 
+namespace {
+SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::string& origin);
+}  // namespace
+
 SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& origin) {
+  try {
+    return parse_sweep_spec_unchecked(yaml_text, origin);
+  } catch (const YAML::Exception& e) {
+    // A key or value of the wrong YAML type (a list used as a key, a map as a name).
+    throw InputError(origin, "line " + std::to_string(e.mark.line + 1),
+                     "a well-formed sweep spec (" + e.msg + ")");
+  }
+}
+
+namespace {
+SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::string& origin) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -491,8 +536,18 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
   }
   return spec;
 }
+}  // namespace
 
 std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
+  // The grid's size is a product: checked before anything is allocated for it.
+  constexpr double kMaxPoints = 1e6;
+  double grid = spec.points.empty() ? 1.0 : static_cast<double>(spec.points.size());
+  if (spec.points.empty())
+    for (const auto& a : spec.axes) grid *= static_cast<double>(a.values.size());
+  grid *= static_cast<double>(spec.workloads.size()) * static_cast<double>(spec.methods.size());
+  if (grid > kMaxPoints)
+    throw InputError(spec.origin, spec.points.empty() ? "axes" : "points",
+                     "at most 1000000 points (axes x workloads x methods), got " + fixed(grid, 0));
   std::vector<std::vector<std::pair<std::string, std::string>>> combos;
   if (!spec.points.empty()) {
     for (const auto& p : spec.points) {
@@ -562,6 +617,17 @@ std::string csv_row(const SweepPoint& point, const PointResult& r) {
   f.push_back(ok && !r.most_loaded_link.empty() ? std::to_string(r.most_loaded_link_bytes.v) : "");
   f.push_back(r.chosen);
   f.push_back(r.error);
+  // The writer applies the reader's rules (check_result_fields): a result that would not read
+  // back (a NaN utilization, a negative time) becomes an error row instead of a damaged CSV.
+  std::vector<std::string> header(f.size() - kResultColumns.size(), "");
+  header.insert(header.end(), kResultColumns.begin(), kResultColumns.end());
+  try {
+    check_result_fields(f, header, "<sweep result>", 0);
+  } catch (const InputError& e) {
+    PointResult bad;
+    bad.error = std::string("result not representable in the CSV: ") + e.what();
+    return csv_row(point, bad);
+  }
   return csv_line(f);
 }
 

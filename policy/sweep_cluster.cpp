@@ -9,6 +9,7 @@
 #include "policy/sweep.hpp"
 #include "sim/catalog.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::policy {
 
@@ -91,7 +92,9 @@ int int_param(const std::map<std::string, std::string>& p, const std::string& k,
   } catch (const std::exception&) {
     n = 0;
   }
-  if (n <= 0) throw InputError(origin, "base." + k, "a positive integer, got \"" + v + "\"");
+  // GPU counts and link counts size the generated cluster (its routes are devices x devices).
+  if (n <= 0 || n > 1024)
+    throw InputError(origin, "base." + k, "an integer from 1 to 1024, got \"" + sim::printable(v) + "\"");
   return n;
 }
 
@@ -248,7 +251,17 @@ Cluster make_base_cluster(const SweepBase& base, const std::string& origin) {
     sim::compute_routes(c);
     return c;
   }
-  return sim::load_cluster(base.cluster);
+  try {
+    return sim::load_cluster(base.cluster);
+  } catch (const InputError& e) {
+    // load_cluster speaks of --cluster; in a sweep the spec's key is at fault.
+    const std::string what = e.what();
+    if (what.rfind("--cluster", 0) != 0) throw;
+    const std::size_t at = what.find(": expected ");
+    throw InputError(origin, "base.cluster",
+                     (at == std::string::npos ? what : what.substr(at + 11)) + ", got \"" +
+                         sim::printable(base.cluster) + "\"");
+  }
 }
 
 Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
@@ -456,6 +469,11 @@ Cluster apply_axes(const SweepBase& base, const Cluster& base_cluster,
     set_host_link_bandwidth(c, sim::parse_bandwidth(*v));
   if (const std::string* v = value_of("gpu_memory")) set_gpu_memory(c, sim::parse_bytes(*v));
   if (const std::string* v = value_of("peer_access")) set_peer_access(c, *v == "on");
+  // Scaled or replaced links must stay in the cluster format's ranges (docs/formats.md).
+  for (const sim::Link& l : c.links)
+    if (!(l.bandwidth.bytes_per_s >= 1e6 && l.bandwidth.bytes_per_s <= 1e18))
+      throw InputError(origin, "axes", "axis values that keep every link from 1 MB/s to 10^18 B/s, got " +
+                                           std::to_string(l.bandwidth.bytes_per_s) + " B/s on link " + l.name);
   c.routes.clear();
   sim::compute_routes(c);
   return c;

@@ -126,7 +126,19 @@ SimulationEvaluator::SimulationEvaluator(const SweepSpec& spec) : impl_(std::mak
 #endif
       }
   impl_->base = make_base_cluster(spec.base, spec.origin);
-  for (const auto& w : spec.workloads) impl_->graphs.push_back(models::load_graph(w.graph, w.options));
+  for (std::size_t i = 0; i < spec.workloads.size(); ++i) {
+    const SweepWorkload& w = spec.workloads[i];
+    try {
+      impl_->graphs.push_back(models::load_graph(w.graph, w.options));
+    } catch (const sim::InputError& e) {
+      // load_graph speaks of the command line's flags; here the spec's key is at fault.
+      const std::string what = e.what();
+      const bool opt = what.rfind("--graph-opt", 0) == 0;
+      if (!opt && what.rfind("--graph", 0) != 0) throw;
+      throw sim::InputError(spec.origin, "workloads[" + std::to_string(i) + "]." + (opt ? "options" : "graph"),
+                            "a workload placesim can build (" + what + ")");
+    }
+  }
 }
 
 SimulationEvaluator::~SimulationEvaluator() = default;

@@ -764,7 +764,11 @@ std::string cluster_to_yaml(const Cluster& c) {
   }
   if (any_route) out << YAML::EndSeq;
   out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
+  std::string text = std::string(out.c_str()) + "\n";
+  // What is written must read back: an imported or calibrated cluster whose links fall outside
+  // the format's ranges is refused here, before any file exists.
+  (void)parse_cluster_yaml(text, (c.source_file.empty() ? c.name : c.source_file) + " (as written)");
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------

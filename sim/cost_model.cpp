@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::sim {
 
@@ -280,7 +281,9 @@ OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const s
     } else if (k == "byte_rate") {
       m.byte_rate = with_units(parse_bandwidth, kv.second, file, kp, "a bandwidth such as \"700 GB/s\"").bytes_per_s;
     } else if (k == "samples") {
-      m.samples = static_cast<int>(number(kv.second, file, kp));
+      const double n = number(kv.second, file, kp);
+      if (!(n >= 0 && n <= 1e9)) throw InputError(file, kp, "a sample count from 0 to 1e9");
+      m.samples = static_cast<int>(n);
     } else if (k == "cv_error") {
       m.cv_error = number(kv.second, file, kp);
     } else if (k == "clamped") {
@@ -354,14 +357,20 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
+namespace {
+Calibration parse_calibration_text(const std::string& text, const std::string& path);
+}  // namespace
+
 Calibration load_calibration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "a readable calibration YAML file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  return parse_calibration_text(read_text_file(path), path);
+}
+
+namespace {
+
+Calibration parse_calibration_text(const std::string& text, const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::Load(ss.str());
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw InputError(path, "line " + std::to_string(e.mark.line + 1),
                      "valid YAML (" + e.msg + ")");
@@ -373,6 +382,15 @@ Calibration load_calibration(const std::string& path) {
   }
 }
 
+// YAML allows at most 1024 characters in an implicit key: a longer signature key (a concat of
+// many shapes) is written as an explicit "? key" entry.
+std::string yaml_key(const std::string& indent, const std::string& key) {
+  const std::string q = quoted(key);
+  return q.size() > 1000 ? indent + "? " + q + "\n" + indent + ":" : indent + q + ":";
+}
+
+}  // namespace
+
 std::string calibration_to_yaml(const Calibration& c) {
   // Written by hand so that numbers keep 17 significant digits and units are spelled.
   std::string out = "format: placesim-calibration/1\n";
@@ -380,7 +398,7 @@ std::string calibration_to_yaml(const Calibration& c) {
   out += "devices:\n";
   if (c.devices.empty()) out = out.substr(0, out.size() - 1) + " {}\n";
   for (const auto& [model, dc] : c.devices) {
-    out += "  " + quoted(model) + ":\n";
+    out += yaml_key("  ", model) + "\n";
     if (dc.roofline) {
       const RooflineParams& p = *dc.roofline;
       out += "    roofline:\n";
@@ -395,7 +413,7 @@ std::string calibration_to_yaml(const Calibration& c) {
     out += "    op_types:";
     out += dc.by_op_type.empty() ? " {}\n" : "\n";
     for (const auto& [type, m] : dc.by_op_type) {
-      out += "      " + quoted(type) + ":\n";
+      out += yaml_key("      ", type) + "\n";
       const double ns = m.intercept_s * 1e9;
       out += "        intercept: \"" + fmt_double(ns) + " ns\"\n";
       out += "        flop_rate: \"" + fmt_double(m.flop_rate) + " FLOP/s\"\n";
@@ -410,8 +428,10 @@ std::string calibration_to_yaml(const Calibration& c) {
     out += "    exact:";
     out += dc.exact.empty() ? " {}\n" : "\n";
     for (const auto& [key, d] : dc.exact)
-      out += "      " + quoted(key) + ": \"" + std::to_string(d.ns) + " ns\"\n";
+      out += yaml_key("      ", key) + " \"" + std::to_string(d.ns) + " ns\"\n";
   }
+  // What is written must read back: the reader's rules (units, ranges, finite numbers) apply.
+  parse_calibration_text(out, (c.source.empty() ? std::string("calibration") : c.source) + " (as written)");
   return out;
 }
 

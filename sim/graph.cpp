@@ -78,8 +78,18 @@ void Graph::finalize(const std::string& origin) {
                        "a unique op name, got a second op named \"" + printable(op.name) +
                            "\" (first is ops[" + std::to_string(index[op.name]) + "])");
     }
-    if (op.flops.v < 0 || !std::isfinite(op.flops.v))
-      throw InputError(origin, where(i) + ".flops", "a finite non-negative FLOP count");
+    // The reader's limits (docs/formats.md) hold for graphs built in memory too: derived times
+    // (FLOPs / peak, bytes / bandwidth) then stay far inside int64 nanoseconds.
+    constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+    if (op.flops.v < 0 || !std::isfinite(op.flops.v) || op.flops.v > 1e18)
+      throw InputError(origin, where(i) + ".flops", "a finite FLOP count from 0 to 1e18, got " + std::to_string(op.flops.v));
+    for (const Bytes b : {op.bytes_read, op.bytes_written, op.persistent})
+      if (b.v > kMaxBytes) throw InputError(origin, where(i), "sizes up to 1 PiB, got " + std::to_string(b.v) + " bytes");
+    for (const auto& out : op.outputs)
+      if (out.bytes.v > kMaxBytes)
+        throw InputError(origin, where(i) + ".outputs", "sizes up to 1 PiB, got " + std::to_string(out.bytes.v) + " bytes");
+    if (op.measured && op.measured->ns > 1'000'000'000'000)
+      throw InputError(origin, where(i) + ".measured", "a duration up to 1000 s, got " + std::to_string(op.measured->ns) + " ns");
     if (op.bytes_read.v < 0)
       throw InputError(origin, where(i) + ".bytes_read", "a non-negative byte count");
     if (op.bytes_written.v < 0)
@@ -651,6 +661,7 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     g.ops.push_back(std::move(op));
   };
 
+  check_json_nesting(text, origin);   // dump() of a deep metadata value would recurse
   OpStreamingBuilder builder(rd, text, read_op);
   try {
     json::sax_parse(text, &builder);
@@ -978,7 +989,12 @@ std::string graph_to_json(const Graph& g) {
 }
 
 void write_graph_json(const Graph& g, const std::string& path) {
-  write_file_atomic(path, graph_to_json(g));
+  const std::string text = graph_to_json(g);
+  // What is written must read back: the reader's limits (sizes up to 1 PiB, FLOPs up to 1e18,
+  // durations up to 1000 s) apply before the file exists.
+  const std::string source = g.metadata.count("source") ? g.metadata.at("source") : g.name;
+  (void)parse_graph_json(text, "graph " + source + " (as written to " + path + ")");
+  write_file_atomic(path, text);
 }
 
 }  // namespace placesim::sim

@@ -6,7 +6,10 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "sim/error.hpp"
 
@@ -25,7 +28,31 @@ std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
+void remove_stale_temp_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string prefix = p.filename().string() + ".tmp.";
+  if (p.filename().empty()) return;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string pid_text = name.substr(prefix.size());
+    if (pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const long pid = std::stol(pid_text);
+    // A writer still running (this process, or a live one) owns its temp file; only a killed
+    // writer's leftover (kill -9 between write and rename) is removed.
+    if (pid == ::getpid() || pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+      continue;
+    std::error_code rm;
+    fs::remove(it->path(), rm);
+  }
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
+  remove_stale_temp_files(path);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -43,6 +70,26 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   if (ec) {
     std::remove(tmp.c_str());
     throw InputError(path, "", "a writable output path (" + ec.message() + ")");
+  }
+}
+
+void check_json_nesting(const std::string& text, const std::string& origin, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        throw InputError(origin, line_col(text, i + 1),
+                         "JSON nested at most " + std::to_string(max_depth) + " levels deep");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
   }
 }
 

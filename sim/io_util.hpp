@@ -15,6 +15,13 @@ std::string read_text_file(const std::string& path);
 /// Writes to "<path>.tmp.<pid>" then renames over `path`, so readers never see a partial file.
 /// Throws InputError naming the path when it cannot be written.
 void write_file_atomic(const std::string& path, const std::string& content);
+/// Removes "<path>.tmp.<pid>" files left by writers that were killed (SIGKILL) between writing
+/// and renaming: those whose process no longer exists.
+void remove_stale_temp_files(const std::string& path);
+/// Throws InputError(origin, "line L:C", ...) when JSON `text` nests arrays and objects deeper
+/// than `max_depth` (strings skipped): recursive walks of a parsed document (dump(), destructors)
+/// would otherwise run off the stack on a few megabytes of brackets.
+void check_json_nesting(const std::string& text, const std::string& origin, int max_depth = 256);
 /// At most `max_len` characters of `s`, with control and non-ASCII bytes escaped as \xNN so an
 /// error message stays on one line.
 std::string printable(std::string_view s, std::size_t max_len = 60);

@@ -43,6 +43,7 @@ PlacementFile parse_placement_json(const std::string& text, const std::string& o
     throw InputError(origin, "",
                      "a JSON placement object with \"groups\" or \"ops\", got an empty file");
   }
+  check_json_nesting(text, origin);
   json root;
   try {
     root = json::parse(text);

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The README's second command: the whole test suite with CTest, on the Release build (build/,
 # made by tools/setup.sh; built here if missing) and on an ASan + UBSan build of everything that
-# does not link LibTorch (build-asan/).
+# does not link LibTorch (build-asan/, asserts live: -DPLACESIM_ASSERTS=ON undoes NDEBUG), and,
+# with PLACESIM_TSAN=1, a ThreadSanitizer build (build-tsan/) running the batch oracle and sweep
+# tests.
 #
-#   tools/test.sh               # both configurations
+#   tools/test.sh               # all configurations
 #   PLACESIM_SKIP_ASAN=1 tools/test.sh    # Release build only (quick local runs)
+#   PLACESIM_TSAN=1 tools/test.sh         # also the ThreadSanitizer build (not yet run in CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # ccache hits across clones: paths under the checkout are hashed relative to it.
@@ -21,9 +24,21 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 if [ -z "${PLACESIM_SKIP_ASAN:-}" ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLACESIM_SANITIZE=ON \
     -DPLACESIM_WITH_TORCH=OFF -DPLACESIM_WITH_MPI=OFF -DPLACESIM_BUILD_BENCHMARKS=OFF \
-    -DPLACESIM_WERROR=ON
+    -DPLACESIM_WERROR=ON -DPLACESIM_ASSERTS=ON
   cmake --build build-asan -j "$jobs"
   echo "== tests: ASan + UBSan build without LibTorch (build-asan/), slow tests excluded"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow
+fi
+
+if [ -n "${PLACESIM_TSAN:-}" ]; then
+  # The multi-threaded parts without LibTorch (its library is not instrumented): the batch
+  # oracle (simulations on oneTBB threads) and sweeps (points on oneTBB threads, journal writes).
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLACESIM_TSAN=ON \
+    -DPLACESIM_WITH_TORCH=OFF -DPLACESIM_WITH_MPI=OFF -DPLACESIM_BUILD_BENCHMARKS=OFF \
+    -DPLACESIM_WERROR=ON -DPLACESIM_ASSERTS=ON
+  cmake --build build-tsan -j "$jobs" --target placesim_sim_tests placesim_policy_tests placesim
+  echo "== tests: ThreadSanitizer build (build-tsan/): batch oracle and sweeps"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R 'Oracle|Batch|Sweep|sweep'
 fi

@@ -348,3 +348,34 @@ TEST(NvidiaSmiTopo, MatrixPastedAsComments) {
   EXPECT_EQ(r.cluster.gpus().size(), 8u);
   EXPECT_EQ(count_kind(r.cluster, "nvlink4"), 8);
 }
+
+namespace placesim::calibration {
+namespace {
+
+// The imported topology's writer check: what the importer cannot express in the cluster format
+// (no NVLinks in an NV0 bundle, a NIC named twice, a link faster than 10^18 B/s) is an input error
+// naming the input file, before any YAML is written.
+TEST(TopoImportWriter, OutOfFormatTopologiesAreInputErrors) {
+  TopoOptions o;
+  o.gpu_model = "A100-PCIe-80GB";
+  const std::string nv0 = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV0\t0-23\t0\nGPU1\tNV0\t X \t0-23\t0\n";
+  EXPECT_THROW(import_nvidia_smi_topo(nv0, "nv0.txt", o), sim::InputError);
+  const std::string xml =
+      "<system version=\"1\"><cpu numaid=\"0\" affinity=\"ffff\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" "
+      "modelid=\"85\"><pci busid=\"0001:00:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\"/>"
+      "<nic><net name=\"mlx5_0\" dev=\"0\" speed=\"100000\"/><net name=\"mlx5_0\" dev=\"1\" speed=\"100000\"/></nic>"
+      "</cpu></system>";
+  try {
+    import_nccl_topo_xml(xml, "dup.xml", o);
+    FAIL() << "two NICs named mlx5_0 were imported";
+  } catch (const sim::InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("dup.xml: ", 0), 0u) << e.what();
+  }
+  std::string fast = xml;
+  fast.replace(fast.find("speed=\"100000\""), 14, "speed=\"9e30\"");
+  fast.replace(fast.rfind("mlx5_0"), 6, "mlx5_1");
+  EXPECT_THROW(import_nccl_topo_xml(fast, "fast.xml", o), sim::InputError);
+}
+
+}  // namespace
+}  // namespace placesim::calibration

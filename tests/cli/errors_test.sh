@@ -61,7 +61,7 @@ graph|graph-number-overflow.json|expected valid JSON
 graph|graph-bad-device-kind.json|ops[0] ("a").device_kind
 graph|graph-missing-name.json|ops[0].name
 graph|graph-unknown-key.json|ops[0].colour: expected a known key
-graph|graph-deep-nesting.json|ops
+graph|graph-deep-nesting.json|line 1:264: expected JSON nested at most 256 levels deep
 graph|graph-garbage.json|line 1:
 graph|graph-huge-flops.json|ops[0] ("a").flops: expected a number up to 1e18
 graph|graph-huge-tensor.json|ops[0] ("a").outputs[0]: expected a size up to 1 PiB
@@ -79,21 +79,90 @@ placement|placement-garbage.json|line 1:
 flag|--cluster no-such-cluster|--cluster: no-such-cluster: expected a built-in cluster name
 flag|--graph no-such-graph.json|no-such-graph.json: expected a readable file
 flag|--cluster /|/: expected a file, got a directory
+onnx|onnx-conv-weight-no-shape.onnx|expected
+onnx|onnx-conv-zero-stride.onnx|strides: expected positive values up to 2^40, got 0
+onnx|onnx-huge-dim.onnx|expected a tensor of at most 64 dimensions up to 2^40
+onnx|onnx-petabyte-tensor.onnx|and at most 1 PiB
+onnx|onnx-matmul-one-input.onnx|expected
+onnx|onnx-garbage-12-bytes.onnx|expected
+import-onnx|onnx-petabyte-tensor.onnx|and at most 1 PiB
+vidur|vidur-missing-columns.csv|line 3: expected 5 fields, got 3
+vidur|vidur-inf-workers.csv|line 2: expected a time in (0, 1e6] ms, num_workers a whole number
+vidur|vidur-nan-time.csv|line 2: expected a time in (0, 1e6] ms
+nccl|nccl-tests-inf-time.txt|line 5: expected a size up to 1 PiB, a time in (0, 1e9] us
+nccl|nccl-tests-huge-nthread.txt|line 1: expected nThread and nGpus up to 4096
+p2p|p2p-huge-device-index.txt|line 1: expected a device index below 4096
+p2p|p2p-out-of-range-bandwidth.txt|line 3: expected a bandwidth from 0.001 to 1e9 GB/s
+profile|kineto-number-overflow.json|expected Chrome-trace JSON with numbers a double holds
+noprofile|kineto-type-error.json|<flag --profile>: expected profiles with at least one op that has a measured time
+profile|kineto-huge-duration.json|traceEvents[0].dur: expected a duration from 0 to 1e9 us
+profile|kineto-huge-device.json|traceEvents[0].args.device: expected a GPU index below 4096
+profile|kineto-gzip-bomb.json.gz|expected gzip data that inflates to at most
+profile|nsys-end-int64-max.sqlite|CUPTI_ACTIVITY_KIND_KERNEL row 0: expected 0 <= start <= end
+profile|nsys-end-before-start.sqlite|CUPTI_ACTIVITY_KIND_KERNEL row 0: expected 0 <= start <= end
+profile|manifest-number-overflow.json|expected a profile_rig.py manifest
+profile|manifest-type-error.json|ops: expected manifest fields of the JSON types
+smi|topo-nv0.txt|GPU0/GPU1: expected a relation X, NV#
+xml|topo-duplicate-nic.xml|expected distinct device, switch and NIC names, got "mlx5_0" twice
+xml|topo-huge-link.xml|expected a link bandwidth from 0.001 to 1e9 GB/s
+xml|topo-deep-nesting.xml|expected elements nested at most 64 deep
+sweep|sweep-list-as-key.yaml|expected a well-formed sweep spec
+sweep|sweep-unknown-cluster.yaml|base.cluster: expected a built-in cluster name
+sweep|sweep-bad-graph-option.yaml|workloads[0].options: expected a workload placesim can build
+sweep|sweep-huge-grid.yaml|axes: expected at most 1000000 points
+sweep|sweep-huge-gpu-count.yaml|axes.gpus[0]: expected an integer from 1 to 1024
+sweepcsv|sweep-journal-abc.csv|line 2, column step_time_s: expected a finite non-negative number
+sweepcsv|sweep-journal-nan.csv|line 2, column step_time_s: expected a finite non-negative number
+cpuonly|cluster-cpu-only.yaml|devices: expected a GPU for placement method single-gpu
+cluster|cluster-crlf-key.yaml|expected a known key
+cluster|cluster-long-control-key.yaml|expected a known key
+graph|graph-50kb-value.json|dtype: expected a dtype
+graphopt|--graph-opt batch=99999999999|expected options
+gptopt|--graph-opt hidden=2147483648|expected
+missing|no-such-placement.json|no-such-placement.json: expected a readable placement JSON file
+dir|/|/: expected a file, got a directory
 '
 
 pass=0
 fail=0
 while IFS='|' read -r kind file expect; do
   [ -z "$kind" ] && continue
-  rm -f "$TMP/out.json" "$TMP/trace.json"
+  rm -rf "$TMP/out" "$TMP/out.json" "$TMP/trace.json" "$TMP/s.csv"
+  mkdir -p "$TMP/out"
+  shown="$BAD/$file"
   case "$kind" in
-    cluster) shown="$BAD/$file"; cmd=("$BIN" describe --cluster "$BAD/$file") ;;
-    graph) shown="$BAD/$file"; cmd=("$BIN" describe --graph "$BAD/$file") ;;
+    cluster) cmd=("$BIN" describe --cluster "$BAD/$file") ;;
+    graph|onnx) cmd=("$BIN" describe --graph "$BAD/$file") ;;
+    import-onnx) cmd=("$BIN" import onnx "$BAD/$file" -o "$TMP/out/g.json") ;;
     placement)
-      shown="$BAD/$file"
       cmd=("$BIN" simulate --graph "$GOOD/tiny-graph.json" --cluster paper-2gpu --placement "$BAD/$file"
            --report "$TMP/out.json" --trace "$TMP/trace.json") ;;
+    vidur) cmd=("$BIN" calibrate-links --vidur-csv "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
+    nccl) cmd=("$BIN" calibrate-links --nccl-tests "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
+    p2p) cmd=("$BIN" calibrate-links --p2p "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
+    profile) cmd=("$BIN" calibrate --profile "$BAD/$file" -o "$TMP/out/cal.yaml") ;;
+    noprofile)
+      # Read without error (a "ph" that is not a string is not a complete event) but empty.
+      shown="<flag --profile>"; cmd=("$BIN" calibrate --profile "$BAD/$file" -o "$TMP/out/cal.yaml") ;;
+    smi) cmd=("$BIN" import topo --nvidia-smi "$BAD/$file" --gpu-model A100-PCIe-80GB -o "$TMP/out/c.yaml") ;;
+    xml) cmd=("$BIN" import topo --nccl-xml "$BAD/$file" --gpu-model A100-SXM4-40GB -o "$TMP/out/c.yaml") ;;
+    sweep) cmd=("$BIN" sweep "$BAD/$file" -q -o "$TMP/out/s.csv") ;;
+    sweepcsv)
+      # A damaged CSV of a finished sweep: refused, and left as it was.
+      cp "$BAD/$file" "$TMP/s.csv"
+      shown="$TMP/s.csv"
+      cmd=("$BIN" sweep "$BAD/sweep-journal-abc.yaml" -q -o "$TMP/s.csv") ;;
+    cpuonly)
+      cmd=("$BIN" simulate --graph "$GOOD/tiny-graph.json" --cluster "$BAD/$file" --placement single-gpu
+           --report "$TMP/out/r.json") ;;
     flag) read -r -a words <<< "$file"; shown="${words[1]}"; cmd=("$BIN" describe "${words[@]}") ;;
+    graphopt) read -r -a words <<< "$file"; shown="${words[0]}"; cmd=("$BIN" describe --graph rnnlm "${words[@]}") ;;
+    gptopt) read -r -a words <<< "$file"; shown="${words[0]}"; cmd=("$BIN" describe --graph gpt "${words[@]}") ;;
+    missing)
+      shown="$file"
+      cmd=("$BIN" simulate --graph "$GOOD/tiny-graph.json" --cluster paper-2gpu --placement "$file"
+           --report "$TMP/out/r.json") ;;
+    dir) shown="$file"; cmd=("$BIN" calibrate --profile "$file" -o "$TMP/out/cal.yaml") ;;
   esac
   timeout 20 "${cmd[@]}" > "$TMP/stdout" 2> "$TMP/stderr"
   rc=$?
@@ -104,7 +173,11 @@ while IFS='|' read -r kind file expect; do
   if [ -z "$why" ] && [ "$lines" -ne 1 ]; then why="$lines lines on stderr, expected 1"; fi
   if [ -z "$why" ] && [[ "$msg" != *"$shown"* ]]; then why="message does not name $shown"; fi
   if [ -z "$why" ] && [[ "$msg" != *"$expect"* ]]; then why="message lacks: $expect"; fi
-  if [ -z "$why" ] && { [ -e "$TMP/out.json" ] || [ -e "$TMP/trace.json" ]; }; then why="an output file was written"; fi
+  if [ -z "$why" ] && { [ -e "$TMP/out.json" ] || [ -e "$TMP/trace.json" ] || [ -n "$(ls -A "$TMP/out")" ]; }; then
+    why="an output file was written: $(ls -A "$TMP/out")"
+  fi
+  if [ -z "$why" ] && [ "$kind" = sweepcsv ] && ! cmp -s "$BAD/$file" "$TMP/s.csv"; then why="the CSV was changed"; fi
+  if [ -z "$why" ] && [ "$kind" = sweepcsv ] && [ -e "$TMP/s.csv.partial" ]; then why="a journal was written"; fi
   if [ -z "$why" ]; then
     pass=$((pass + 1))
   else

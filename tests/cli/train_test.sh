@@ -17,6 +17,21 @@ test -s "$tmp/whole.curve.csv" || { echo "no curve written"; exit 1; }
 test -s "$tmp/whole/checkpoint.pt" || { echo "no checkpoint written"; exit 1; }
 [ "$(wc -l <"$tmp/whole.curve.csv")" -eq 7 ] || { echo "curve should have 6 rows"; cat "$tmp/whole.curve.csv"; exit 1; }
 grep -q '"method": *"rl"' "$tmp/whole.json" || { echo "placement lacks method rl"; cat "$tmp/whole.json"; exit 1; }
+# The best placement so far is a placement file beside every checkpoint (issue #18).
+"$PLACESIM" simulate --graph rnnlm --graph-opt steps=3,layers=2,hidden=256,batch=16 --cluster paper-2gpu \
+  --placement "$tmp/whole/best.json" >/dev/null || { echo "checkpoint's best.json does not simulate"; exit 1; }
+ls "$tmp"/whole/*.tmp* "$tmp"/*.tmp* >/dev/null 2>&1 && { echo "temporary files left behind"; ls "$tmp" "$tmp/whole"; exit 1; }
+# A truncated or damaged checkpoint is one line, exit 2, naming it (issue #18: it used to crash).
+cp -r "$tmp/whole" "$tmp/cut"
+head -c 100000 "$tmp/whole/checkpoint.pt" >"$tmp/cut/checkpoint.pt"
+set +e
+"$PLACESIM" train "${common[@]}" --iterations 8 --checkpoint "$tmp/cut" --resume -o "$tmp/cut.json" >/dev/null 2>"$tmp/cut.err"
+rc=$?
+set -e
+# (train's first stderr line is its banner; the error is the one line after it)
+[ "$rc" -eq 2 ] && tail -1 "$tmp/cut.err" | grep -q "^placesim: .*cut/checkpoint.pt: expected a checkpoint" &&
+  [ "$(grep -c '^placesim: ' "$tmp/cut.err")" -eq 1 ] && [ ! -e "$tmp/cut.json" ] \
+  || { echo "truncated checkpoint: exit $rc"; cat "$tmp/cut.err"; exit 1; }
 
 "$PLACESIM" train "${common[@]}" --iterations 3 --checkpoint "$tmp/part" -o "$tmp/part1.json" >/dev/null 2>&1
 "$PLACESIM" train "${common[@]}" --iterations 6 --checkpoint "$tmp/part" --resume -o "$tmp/part.json" >/dev/null 2>"$tmp/part.err"
