@@ -886,6 +886,7 @@ void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
     rep.classes.push_back(f);
   }
   sim::compute_routes(c);
+}
 
 void check_collective_fit(const std::vector<CollectivePoint>& points, const std::string& origin) {
   for (const CollectiveFitRow& r : fit_collective(points).rows) {

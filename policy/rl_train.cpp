@@ -45,6 +45,7 @@ void write_curve_csv(const std::vector<IterationStats>& history, const std::stri
     os << s.best_step_s << ',' << s.mean_step_s << ',' << s.min_step_s << ','
        << s.oom_fraction << ',' << s.mean_reward << ',' << s.baseline << ',' << s.entropy << ','
        << s.sample_s << ',' << s.reward_s << ',' << s.grad_s << '\n';
+  }
   // "<path>.tmp.<pid>" then rename; a killed run's temp file is removed by the next write, and
   // the fixed-name temp file of earlier releases too.
   std::error_code ec;
