@@ -89,13 +89,13 @@ import-onnx|onnx-petabyte-tensor.onnx|and at most 1 PiB
 vidur|vidur-missing-columns.csv|line 3: expected 5 fields, got 3
 vidur|vidur-inf-workers.csv|line 2: expected a time in (0, 1e6] ms, num_workers a whole number
 vidur|vidur-nan-time.csv|line 2: expected a time in (0, 1e6] ms
-nccl|nccl-tests-inf-time.txt|line 5: expected a size up to 1 PiB, a time in (0, 1e9] us
+nccl|nccl-tests-inf-time.txt|line 5: expected a positive time and an algbw in GB/s, got "inf"
 nccl|nccl-tests-huge-nthread.txt|line 1: expected nThread and nGpus up to 4096
 p2p|p2p-huge-device-index.txt|line 1: expected a device index below 4096
 p2p|p2p-out-of-range-bandwidth.txt|line 3: expected a bandwidth from 0.001 to 1e9 GB/s
 profile|kineto-number-overflow.json|expected Chrome-trace JSON with numbers a double holds
-noprofile|kineto-type-error.json|<flag --profile>: expected profiles with at least one op that has a measured time
-profile|kineto-huge-duration.json|traceEvents[0].dur: expected a duration from 0 to 1e9 us
+profile|kineto-type-error.json|traceEvents: expected Chrome-trace events of the usual JSON types
+profile|kineto-huge-duration.json|traceEvents[0].dur: expected a duration from 0 to 1e12
 profile|kineto-huge-device.json|traceEvents[0].args.device: expected a GPU index below 4096
 profile|kineto-gzip-bomb.json.gz|expected gzip data that inflates to at most
 profile|nsys-end-int64-max.sqlite|CUPTI_ACTIVITY_KIND_KERNEL row 0: expected 0 <= start <= end
@@ -141,9 +141,6 @@ while IFS='|' read -r kind file expect; do
     nccl) cmd=("$BIN" calibrate-links --nccl-tests "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     p2p) cmd=("$BIN" calibrate-links --p2p "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     profile) cmd=("$BIN" calibrate --profile "$BAD/$file" -o "$TMP/out/cal.yaml") ;;
-    noprofile)
-      # Read without error (a "ph" that is not a string is not a complete event) but empty.
-      shown="<flag --profile>"; cmd=("$BIN" calibrate --profile "$BAD/$file" -o "$TMP/out/cal.yaml") ;;
     smi) cmd=("$BIN" import topo --nvidia-smi "$BAD/$file" --gpu-model A100-PCIe-80GB -o "$TMP/out/c.yaml") ;;
     xml) cmd=("$BIN" import topo --nccl-xml "$BAD/$file" --gpu-model A100-SXM4-40GB -o "$TMP/out/c.yaml") ;;
     sweep) cmd=("$BIN" sweep "$BAD/$file" -q -o "$TMP/out/s.csv") ;;
