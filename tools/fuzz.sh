@@ -10,6 +10,7 @@
 #   FUZZ_TARGETS="kineto onnx" tools/fuzz.sh 600
 #   FUZZ_JOBS=2 tools/fuzz.sh 3600          # the long campaign (docs/reliability.md)
 #   FUZZ_NO_BUILD=1 FUZZ_TARGETS=graph tools/fuzz.sh 60   # without rebuilding
+#   FUZZ_SEED=1 FUZZ_RUNS=3000 tools/fuzz.sh 120          # reproducible: fixed seed and input count (CI)
 # Corpora grow across runs in build-fuzz/fuzz-work/corpus/TARGET (delete to start afresh).
 set -uo pipefail
 secs=${1:-60}
@@ -97,9 +98,13 @@ for t in $targets; do
   [ "$jobs" -gt 1 ] && jobs_arg=(-jobs="$jobs" -workers="$jobs")
   dict_arg=()
   [ -n "$d" ] && dict_arg=(-dict="$root/tests/fuzz/dicts/$d.dict")
+  # FUZZ_SEED and FUZZ_RUNS make a run reproducible (CI): the same seed and number of inputs
+  # whatever the machine's speed, SECONDS only as a cap.
+  runs_arg=(-seed="${FUZZ_SEED:-0}")
+  [ -n "${FUZZ_RUNS:-}" ] && runs_arg+=(-runs="$FUZZ_RUNS")
   # Leaks are findings; -malloc_limit_mb: no single allocation larger than 1 GiB.
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$build/tests/fuzz/fuzz_$t" "${dict_arg[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    "$build/tests/fuzz/fuzz_$t" "${dict_arg[@]}" -max_total_time="$secs" "${runs_arg[@]}" -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -max_len=65536 "${jobs_arg[@]}" -print_final_stats=1 \
     -artifact_prefix="$work/findings/$t-" "$corpus" "$(seed_dir "$t")" > "$work/$t.log" 2>&1
   rc=$?
