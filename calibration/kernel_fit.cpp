@@ -346,7 +346,7 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   return out;
 }
 
-std::optional<HostCost> host_cost_from_profile(const Profile& p) {
+std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::string& device_model) {
   const std::vector<StepWindow> steps = profile_steps(p);
   bool annotated = false;
   for (const TraceEvent& e : p.events)
@@ -375,7 +375,8 @@ std::optional<HostCost> host_cost_from_profile(const Profile& p) {
     const std::size_t m = v.size() / 2;
     return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
   };
-  return HostCost{.steps = static_cast<int>(ratio.size()),
+  return HostCost{.device = device_key(p, device_model),
+                  .steps = static_cast<int>(ratio.size()),
                   .step_s = median(time),
                   .activities_per_step = median(count),
                   .per_activity_s = median(ratio)};

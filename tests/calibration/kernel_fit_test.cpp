@@ -230,6 +230,9 @@ TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
   EXPECT_DOUBLE_EQ(h->activities_per_step, 302.0);
   EXPECT_NEAR(h->step_s, 16.549e-3, 1e-6);
   EXPECT_NEAR(h->per_activity_s, 16.549e-3 / 302, 1e-8);
+  EXPECT_EQ(h->device, "H200");   // the trace's "NVIDIA H200", as the kernel table keys it
+  EXPECT_EQ(pc::host_cost_from_profile(pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")),
+                                       "H200-SXM-141GB")->device, "H200-SXM-141GB");
   // No ProfilerStep annotations: no host cost.
   EXPECT_FALSE(pc::host_cost_from_profile(pc::read_profile(data("a100_alexnet.json"))).has_value());
 }
