@@ -650,8 +650,8 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
       {"elementwise", {"Add", "Mul", "Sub", "Div", "Relu", "Sigmoid", "Tanh", "AddN", "BiasAdd", "BiasAddGrad", "ReluGrad",
                        "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "Dropout",
                        "DropoutGrad", "Pow", "PowGrad", "Sqrt", "SqrtGrad", "Neg", "DivGrad",
-                       "MulGrad", "SubGrad", "Expand", "Erf", "Gelu", "Cast", "Where", "Gather", "GatherGrad",
-                       "SparseApplyGradientDescent"}},
+                       "MulGrad", "SubGrad", "Expand", "Erf", "Gelu", "Cast", "Where", "Gather",
+                       "GatherGrad", "SparseApplyGradientDescent"}},
       {"copy", {"Concat", "SliceGrad"}},
       // Views in the framework (no kernel): a fixed dispatch cost, not a roofline of their bytes.
       {"meta", {"Flatten", "FlattenGrad", "Reshape", "ReshapeGrad", "Identity", "Transpose",

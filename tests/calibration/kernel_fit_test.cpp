@@ -34,6 +34,16 @@ TEST(WorkEstimate, GemmConvElementwise) {
   EXPECT_DOUBLE_EQ(add.bytes, 3000 * 4.0);
 }
 
+TEST(WorkEstimate, DropoutIsItsOwnClassAtTwoPerElement) {
+  // A random draw per element is ~10x an add on a CPU; the graph's Dropout counts 2 per element.
+  const auto d = pc::estimate_work("aten::bernoulli_", {{512, 64}, {}, {}}, sim::Dtype::F32);
+  EXPECT_EQ(d.op_class, "dropout");
+  EXPECT_DOUBLE_EQ(d.flops, 2.0 * 512 * 64);
+  EXPECT_EQ(pc::op_class_of("aten::dropout"), "dropout");
+  EXPECT_EQ(pc::op_class_of("aten::mul"), "elementwise");
+  EXPECT_EQ(pc::op_class_of("Dropout"), "dropout");
+}
+
 TEST(FitOpClass, RecoversAKnownLinearModel) {
   // t = 5 us + F / 10 TFLOP/s + B / 500 GB/s
   std::vector<double> f, b, t;
