@@ -83,6 +83,12 @@ std::string op_class_of(const std::string& raw) {
       "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Transpose", "Shape"};
   if (meta.count(op)) return "meta";
+  // Dropout draws a random number per element: on this machine's CPU aten::bernoulli_ takes
+  // ~8 ns an element, ~10x an add, so one elementwise fit for both mispredicts both.
+  static const std::set<std::string> dropout = {"aten::dropout",   "aten::native_dropout",
+                                                "aten::bernoulli_", "aten::bernoulli",
+                                                "aten::feature_dropout", "Dropout"};
+  if (dropout.count(op)) return "dropout";
   static const std::set<std::string> conv_bwd = {
       "aten::convolution_backward", "aten::mkldnn_convolution_backward", "aten::cudnn_convolution_backward",
       "aten::thnn_conv2d_backward", "aten::_slow_conv2d_backward", "aten::miopen_convolution_backward",
@@ -256,8 +262,10 @@ WorkEstimate estimate_work(const std::string& raw, const std::vector<std::vector
   }
   // Pooling counts one FLOP per input element, as the graph builders' MaxPool/MaxPoolGrad ops do: a
   // class model is fitted on these estimates and applied to the graph's, so the two must agree.
+  // Dropout: 2 per element (draw the mask, scale), as the ONNX importer counts its Dropout op.
   const double per = w.op_class == "norm"        ? 8.0
                      : w.op_class == "reduction" ? 4.0
+                     : w.op_class == "dropout"   ? 2.0
                      : w.op_class == "copy"      ? 0.0
                                                  : 1.0;
   w.flops = per * max_elems;
@@ -352,7 +360,7 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
                                        const std::string& device_model);
 }  // namespace
 
-std::optional<HostCost> host_cost_from_profile(const Profile& p) {
+std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::string& device_model) {
   const std::vector<StepWindow> steps = profile_steps(p);
   bool annotated = false;
   for (const TraceEvent& e : p.events)
@@ -381,7 +389,8 @@ std::optional<HostCost> host_cost_from_profile(const Profile& p) {
     const std::size_t m = v.size() / 2;
     return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
   };
-  return HostCost{.steps = static_cast<int>(ratio.size()),
+  return HostCost{.device = device_key(p, device_model),
+                  .steps = static_cast<int>(ratio.size()),
                   .step_s = median(time),
                   .activities_per_step = median(count),
                   .per_activity_s = median(ratio)};
@@ -673,15 +682,25 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
       {"pool", {"MaxPool", "AveragePool", "GlobalAveragePool", "MaxPoolGrad", "GlobalAveragePoolGrad"}},
       {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
       {"rnn", {"LSTMCell"}},
+      // A transformer's ONNX graph (tests/data/onnx/generate.py): dropout, LayerNorm decomposed
+      // into Pow/Sqrt/Div, the embedding's Gather and its sparse update, and their gradients.
       {"elementwise", {"Add", "Mul", "Sub", "Div", "Relu", "Sigmoid", "Tanh", "AddN", "BiasAdd", "BiasAddGrad", "ReluGrad",
-                       "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"}},
-      {"meta", {"Flatten", "FlattenGrad", "Reshape", "Identity"}},
+                       "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "Dropout",
+                       "DropoutGrad", "Pow", "PowGrad", "Sqrt", "SqrtGrad", "Neg", "DivGrad",
+                       "MulGrad", "SubGrad", "Expand", "Erf", "Gelu", "Cast", "Where", "Gather",
+                       "GatherGrad", "SparseApplyGradientDescent"}},
+      {"copy", {"Concat", "SliceGrad"}},
+      // Views in the framework (no kernel): a fixed dispatch cost, not a roofline of their bytes.
+      {"meta", {"Flatten", "FlattenGrad", "Reshape", "ReshapeGrad", "Identity", "Transpose",
+                "TransposeGrad", "Slice", "Unsqueeze", "Squeeze", "Shape", "Constant", "VariableV2",
+                "Placeholder"}},
   };
   // Graph op types whose own class model, when fitted, replaces the fallback of a related class
   // (backward convolutions fall back to the forward model when no backward was profiled).
   static const std::map<std::string, std::vector<std::string>> preferred = {
       {"conv_bwd", {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
-      {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}}};
+      {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
+      {"dropout", {"Dropout"}}};
   for (const auto& [key, c] : classes) {
     ClassFitReport r;
     r.device = key.first;

@@ -95,15 +95,18 @@ struct CalibrationFit {
 
 /// The host side of a profiled step: how much host time the framework spends per GPU activity it
 /// launches. On a host-bound step (batch 8 on an H200: GPU 9 % busy) that is the launch overhead
-/// per GPU op a graph needs (DeviceSpec::launch_overhead, set in the cluster file).
+/// per GPU op a graph needs (DeviceSpec::launch_overhead): `calibrate` writes it into the
+/// calibration under the device (`host:`), and `--calibration` applies it to that device's GPUs.
 struct HostCost {
+  std::string device;                ///< calibration device key (as op_samples_from_profile's)
   int steps = 0;                     ///< annotated steps (ProfilerStep#N)
   double step_s = 0.0;               ///< median step wall time
   double activities_per_step = 0.0;  ///< median GPU kernels + copies + memsets launched per step
   double per_activity_s = 0.0;       ///< median over steps of step time / activities
 };
 /// nullopt when the profile has no annotated steps or no GPU activity.
-std::optional<HostCost> host_cost_from_profile(const Profile& p);
+std::optional<HostCost> host_cost_from_profile(const Profile& p,
+                                               const std::string& device_model = "");
 
 /// Exact table (mean per signature key) + per-class fits, written under every op type name of
 /// the class that was seen in the samples plus the builders'/ONNX names of that class. Each

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "sim/catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
@@ -127,12 +128,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
 
 KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& device) const {
   if (op.measured) return {*op.measured, Source::Measured};
-  const DeviceCalibration* cal = nullptr;
-  if (calibration_) {
-    auto it = calibration_->devices.find(device.name);
-    if (it == calibration_->devices.end()) it = calibration_->devices.find(device.spec.model);
-    if (it != calibration_->devices.end()) cal = &it->second;
-  }
+  const DeviceCalibration* cal =
+      calibration_ ? find_device_calibration(*calibration_, device) : nullptr;
   if (cal) {
     if (op.signature) {
       auto e = cal->exact.find(op.signature->key());
@@ -261,6 +258,36 @@ RooflineParams read_roofline(const YAML::Node& n, const std::string& file, const
   return p;
 }
 
+HostCalibration read_host(const YAML::Node& n, const std::string& file, const std::string& path) {
+  if (!n.IsMap())
+    throw InputError(file, path, "a map with launch_overhead, profile, steps, activities_per_step");
+  HostCalibration h;
+  bool have_launch = false;
+  for (const auto& kv : n) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string kp = path + "." + k;
+    if (k == "launch_overhead") {
+      h.launch_overhead = with_units(parse_duration, kv.second, file, kp, "a duration such as \"50 us\"");
+      if (h.launch_overhead.ns < 0) throw InputError(file, kp, "a non-negative duration");
+      have_launch = true;
+    } else if (k == "profile") {
+      h.profile = scalar(kv.second, file, kp);
+    } else if (k == "steps") {
+      const double v = number(kv.second, file, kp);
+      if (v < 0 || v != std::floor(v) || v > 1e9)
+        throw InputError(file, kp, "a non-negative whole number of steps, got " + scalar(kv.second, file, kp));
+      h.steps = static_cast<int>(v);
+    } else if (k == "activities_per_step") {
+      h.activities_per_step = number(kv.second, file, kp);
+      if (h.activities_per_step < 0) throw InputError(file, kp, "a non-negative count");
+    } else {
+      throw InputError(file, kp, "one of launch_overhead, profile, steps, activities_per_step");
+    }
+  }
+  if (!have_launch) throw InputError(file, path + ".launch_overhead", "a value for required key \"launch_overhead\"");
+  return h;
+}
+
 OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const std::string& path) {
   OpClassModel m;
   if (!n.IsMap()) throw InputError(file, path, "a map with intercept, flop_rate, half_flops, byte_rate");
@@ -340,8 +367,10 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
         }
       } else if (k == "roofline") {
         dc.roofline = read_roofline(kv.second, file, dp + ".roofline");
+      } else if (k == "host") {
+        dc.host = read_host(kv.second, file, dp + ".host");
       } else {
-        throw InputError(file, dp + "." + k, "one of exact, op_types, roofline");
+        throw InputError(file, dp + "." + k, "one of exact, op_types, roofline, host");
       }
     }
     cal.devices[model] = std::move(dc);
@@ -410,6 +439,13 @@ std::string calibration_to_yaml(const Calibration& c) {
       out += "      min_kernel: \"" + std::to_string(p.min_kernel.ns) + " ns\"\n";
       out += "      min_cpu_op: \"" + std::to_string(p.min_cpu_op.ns) + " ns\"\n";
     }
+    if (dc.host) {
+      out += "    host:\n";
+      out += "      launch_overhead: \"" + std::to_string(dc.host->launch_overhead.ns) + " ns\"\n";
+      out += "      profile: " + quoted(dc.host->profile) + "\n";
+      out += "      steps: " + std::to_string(dc.host->steps) + "\n";
+      out += "      activities_per_step: " + fmt_double(dc.host->activities_per_step) + "\n";
+    }
     out += "    op_types:";
     out += dc.by_op_type.empty() ? " {}\n" : "\n";
     for (const auto& [type, m] : dc.by_op_type) {
@@ -433,6 +469,44 @@ std::string calibration_to_yaml(const Calibration& c) {
   // What is written must read back: the reader's rules (units, ranges, finite numbers) apply.
   parse_calibration_text(out, (c.source.empty() ? std::string("calibration") : c.source) + " (as written)");
   return out;
+}
+
+const DeviceCalibration* find_device_calibration(const Calibration& c, const Device& device) {
+  auto it = c.devices.find(device.name);
+  if (it == c.devices.end()) it = c.devices.find(device.spec.model);
+  return it == c.devices.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> apply_host_calibration(Cluster& cluster, const Calibration& c) {
+  std::vector<std::string> lines;
+  for (Device& d : cluster.devices) {
+    if (d.spec.kind != DeviceKind::Gpu) continue;
+    const DeviceCalibration* dc = find_device_calibration(c, d);
+    if (!dc || !dc->host) continue;
+    const HostCalibration& h = *dc->host;
+    // A cluster file always spells launch_overhead (import topo writes the catalog's); only a
+    // value that differs from the catalog's default was chosen by someone, and it wins.
+    const DeviceSpec* model = find_device_model(d.spec.model);
+    if (!model || model->launch_overhead != d.spec.launch_overhead) {
+      lines.push_back(d.name + ": launch_overhead " + format_duration(d.spec.launch_overhead) +
+                      " kept (" + (model ? "set in the cluster file" : "no catalog model") +
+                      "); the calibration's host cost " + format_duration(h.launch_overhead) +
+                      " not applied");
+      continue;
+    }
+    lines.push_back(d.name + ": launch_overhead " + format_duration(d.spec.launch_overhead) +
+                    " -> " + format_duration(h.launch_overhead) +
+                    " (host cost per launch measured on " + h.profile + ")");
+    d.spec.launch_overhead = h.launch_overhead;
+  }
+  return lines;
+}
+
+std::shared_ptr<const Calibration> use_calibration(const std::string& path, Cluster& cluster,
+                                                   std::vector<std::string>& notes) {
+  auto c = std::make_shared<const Calibration>(load_calibration(path));
+  for (std::string& l : apply_host_calibration(cluster, *c)) notes.push_back(path + ": " + l);
+  return c;
 }
 
 }  // namespace placesim::sim

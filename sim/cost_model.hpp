@@ -91,11 +91,22 @@ struct OpClassModel {
   [[nodiscard]] double predict_s(double flops, double bytes) const;
 };
 
-/// Calibrated kernel times for one device model.
+/// The host side `placesim calibrate` measured on a profile's annotated steps: host time per
+/// launched GPU activity (framework dispatch, autograd, optimizer, Python), applied as the launch
+/// overhead of the GPUs the calibration matches (apply_host_calibration).
+struct HostCalibration {
+  Duration launch_overhead;            ///< host time per launched GPU activity
+  std::string profile;                 ///< the profile it was measured on
+  int steps = 0;                       ///< annotated steps it is the median of
+  double activities_per_step = 0.0;    ///< GPU activities launched per step
+};
+
+/// Calibrated kernel times (and host cost) for one device model.
 struct DeviceCalibration {
   std::map<std::string, Duration> exact;            ///< signature key -> measured mean
   std::map<std::string, OpClassModel> by_op_type;   ///< op type -> fitted model
   std::optional<RooflineParams> roofline;           ///< fitted efficiency curve, if any
+  std::optional<HostCalibration> host;              ///< measured host cost per launch, if any
 };
 
 struct Calibration {
@@ -105,6 +116,19 @@ struct Calibration {
 
 Calibration load_calibration(const std::string& path);      ///< YAML; throws InputError
 std::string calibration_to_yaml(const Calibration& c);
+
+/// The calibration entry for a device: by device name, then by its catalog model (nullptr if none).
+const DeviceCalibration* find_device_calibration(const Calibration& c, const Device& device);
+
+/// Sets the launch overhead of every GPU of `cluster` whose calibration entry
+/// (find_device_calibration) has a host cost to that cost. A GPU whose cluster file set a
+/// launch_overhead other than its catalog model's default keeps it (an explicit value wins; a
+/// GPU of no catalog model always keeps its own). Returns one line per device for the notes.
+std::vector<std::string> apply_host_calibration(Cluster& cluster, const Calibration& c);
+/// What every command's --calibration does: load_calibration, then apply_host_calibration to
+/// `cluster`, its lines appended to `notes` (the command prints them on stderr).
+std::shared_ptr<const Calibration> use_calibration(const std::string& path, Cluster& cluster,
+                                                   std::vector<std::string>& notes);
 
 class KernelCostModel {
  public:

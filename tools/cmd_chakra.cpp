@@ -104,12 +104,14 @@ void register_export(CLI::App& app) {
   cmd->add_option("-o,--output", a->out, "folder to write <graph>.<rank>.et into")->required();
   cmd->add_flag("--json", a->json, "print the files written as JSON");
   cmd->callback([a] {
-    const sim::Cluster cluster = sim::load_cluster(a->cluster);
+    sim::Cluster cluster = sim::load_cluster(a->cluster);
     const sim::Graph graph = models::load_graph(a->graph, a->graph_opt);
     sim::KernelCostModel costs;
-    if (!a->calibration.empty())
-      costs.set_calibration(
-          std::make_shared<const sim::Calibration>(sim::load_calibration(a->calibration)));
+    if (!a->calibration.empty()) {
+      std::vector<std::string> notes;
+      costs.set_calibration(sim::use_calibration(a->calibration, cluster, notes));
+      for (const std::string& n : notes) note(n);
+    }
     const sim::Placement p = placement_arg(a->placement, graph, cluster, costs);
     const std::vector<std::string> files = models::export_chakra(graph, cluster, p, costs, a->out);
     if (a->json) {

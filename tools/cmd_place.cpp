@@ -37,11 +37,15 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--seed", c.seed, "seed of the randomised partitioners (scotch, metis)");
 }
 
-policy::MethodOptions method_options(const Common& c) {
+// --calibration also sets the launch overhead of the GPUs it measured the host side of.
+policy::MethodOptions method_options(const Common& c, sim::Cluster& cluster) {
   policy::MethodOptions o;
   o.seed = c.seed;
-  if (!c.calibration.empty())
-    o.costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(c.calibration)));
+  if (!c.calibration.empty()) {
+    std::vector<std::string> notes;
+    o.costs.set_calibration(sim::use_calibration(c.calibration, cluster, notes));
+    for (const std::string& n : notes) note(n);
+  }
   return o;
 }
 
@@ -105,8 +109,8 @@ void register_place(CLI::App& app) {
   place->add_flag("--json", *place_json, "print the result as JSON instead of a line");
   place->callback([place_opts, method, output, place_json] {
     const sim::Graph g = models::load_graph(place_opts->graph, place_opts->graph_opt);
-    const sim::Cluster c = sim::load_cluster(place_opts->cluster);
-    const policy::MethodOptions mo = method_options(*place_opts);
+    sim::Cluster c = sim::load_cluster(place_opts->cluster);
+    const policy::MethodOptions mo = method_options(*place_opts, c);
     const auto t0 = std::chrono::steady_clock::now();
     const sim::Placement p = policy::make_placement(*method, g, c, mo);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -159,8 +163,9 @@ void register_place(CLI::App& app) {
       if (!is_method_name(m) && std::filesystem::is_directory(m))
         throw sim::InputError("<flag --methods>", "", "a method or a placement JSON file, got the directory \"" + m + "\"");
     const sim::Graph g = models::load_graph(cmp_opts->graph, cmp_opts->graph_opt);
-    const sim::Cluster c = sim::load_cluster(cmp_opts->cluster);
-    const auto rows = compare_rows(names, g, c, method_options(*cmp_opts));
+    sim::Cluster c = sim::load_cluster(cmp_opts->cluster);
+    const policy::MethodOptions mo = method_options(*cmp_opts, c);
+    const auto rows = compare_rows(names, g, c, mo);
     if (!csv->empty()) sim::write_file_atomic(*csv, policy::compare_to_csv(rows));
     if (*json) {
       std::cout << policy::compare_to_json(rows);

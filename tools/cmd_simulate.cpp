@@ -94,12 +94,16 @@ sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph, co
 namespace {
 
 void run_simulate(const SimulateArgs& a) {
-  const sim::Cluster cluster = sim::load_cluster(a.cluster);
+  sim::Cluster cluster = sim::load_cluster(a.cluster);
   sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
   const std::int64_t batch = models::graph_batch(graph);
   sim::KernelCostModel costs;
-  if (!a.calibration.empty())
-    costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration)));
+  if (!a.calibration.empty()) {
+    // The calibration's measured host cost becomes its GPUs' launch overhead (docs/cost-model.md).
+    std::vector<std::string> notes;
+    costs.set_calibration(sim::use_calibration(a.calibration, cluster, notes));
+    for (const std::string& n : notes) note(n);
+  }
 
   sim::Placement placement;
   int replicas = 1;

@@ -183,10 +183,13 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   else throw sim::InputError("<flag --attention>", "", "dot or additive, got \"" + a.attention + "\"");
 
   const sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
-  const sim::Cluster cluster = sim::load_cluster(a.cluster);
+  sim::Cluster cluster = sim::load_cluster(a.cluster);
   policy::MethodOptions mo;
-  if (!a.calibration.empty())
-    mo.costs.set_calibration(std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration)));
+  if (!a.calibration.empty()) {
+    std::vector<std::string> notes;
+    mo.costs.set_calibration(sim::use_calibration(a.calibration, cluster, notes));
+    for (const std::string& n : notes) note(n);
+  }
 
   policy::TrainConfig cfg;
   cfg.rl.hidden = a.hidden;

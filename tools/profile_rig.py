@@ -14,7 +14,7 @@ the CPU the median of the individual calls' times). `placesim calibrate --profil
 fits a device from them; "model" holds the measured step times to compare the prediction with.
 
 Usage:  /usr/bin/python3 tools/profile_rig.py --out rig/ [--quick] [--steps 5] [--batch 8]
-                                             [--model resnet18|lenet5] [--threads N] [--image PX]
+                                             [--model resnet18|lenet5|transformer] [--threads N] [--image PX]
                                              [--devices cpu,cuda:0]
 """
 import argparse
@@ -88,6 +88,7 @@ def benches(dev, quick):
         bn = torch.nn.BatchNorm2d(c).to(dev).train()
         out.append(("batch_norm_%d_%d_%d" % (batch, c, hw), lambda x=x, bn=bn: bn(x)))
         out.append(("max_pool_%d_%d_%d" % (batch, c, hw), lambda x=x: torch.nn.functional.max_pool2d(x, 3, 2, 1)))
+    out += transformer_benches(dev)
     if dev.startswith("cuda"):
         for n in [1 << 16, 1 << 20, 1 << 24]:
             host = torch.randn(n).pin_memory()
@@ -97,6 +98,68 @@ def benches(dev, quick):
             if torch.cuda.device_count() > 1:
                 other = "cuda:1" if dev != "cuda:1" else "cuda:0"
                 out.append(("peer_%d" % n, lambda d=d, other=other: d.to(other)))
+    return out
+
+
+# Token counts (batch x sequence) and widths of a small transformer encoder (d 64, 4 heads, feed-forward
+# 256, vocabulary 500, as TransformerEncoderLM): the ops it runs that the CNN shapes above lack.
+TOKENS = [128, 512, 2048]
+
+
+def transformer_benches(dev):
+    """Forward ops of an encoder layer: linear layers with bias (addmm), attention's batched matmuls,
+    layer norm, dropout (training mode: a Bernoulli mask and a multiply), embedding, log-softmax."""
+    out = []
+    F = torch.nn.functional
+    for n in TOKENS:
+        for k, m in [(64, 192), (64, 256), (256, 64), (64, 500)]:
+            x = torch.randn(n, k, device=dev)
+            lin = torch.nn.Linear(k, m).to(dev)
+            out.append(("linear_%d_%d_%d" % (n, k, m), lambda x=x, lin=lin: lin(x)))
+        seqs = n // 64 * 4   # (batch x heads) sequences of 64 tokens, head dim 16
+        q = torch.randn(seqs, 64, 16, device=dev)
+        kt = torch.randn(seqs, 16, 64, device=dev)
+        p = torch.randn(seqs, 64, 64, device=dev)
+        out.append(("bmm_qk_%d" % n, lambda q=q, kt=kt: torch.bmm(q, kt)))
+        out.append(("bmm_pv_%d" % n, lambda p=p, q=q: torch.bmm(p, q)))
+        h = torch.randn(n, 64, device=dev)
+        ln = torch.nn.LayerNorm(64).to(dev)
+        out.append(("layer_norm_%d" % n, lambda h=h, ln=ln: ln(h)))
+        for width in (64, 256):
+            z = torch.randn(n, width, device=dev)
+            out.append(("dropout_%d_%d" % (n, width), lambda z=z: F.dropout(z, 0.1, training=True)))
+        emb = torch.nn.Embedding(500, 64).to(dev)
+        ids = torch.randint(0, 500, (n,), device=dev)
+        out.append(("embedding_%d" % n, lambda emb=emb, ids=ids: emb(ids)))
+        logits = torch.randn(n, 500, device=dev)
+        out.append(("log_softmax_%d" % n, lambda logits=logits: F.log_softmax(logits, dim=-1)))
+    return out
+
+
+def transformer_train_benches(dev):
+    """Backward passes of the same ops (autograd on), as the encoder's training step runs them."""
+    out = []
+    F = torch.nn.functional
+    for n in TOKENS:
+        for k, m in [(64, 192), (64, 256), (256, 64), (64, 500)]:
+            x = torch.randn(n, k, device=dev, requires_grad=True)
+            lin = torch.nn.Linear(k, m).to(dev)
+            gy = torch.ones(n, m, device=dev)
+            out.append(lambda x=x, lin=lin, gy=gy: lin(x).backward(gy))
+        seqs = n // 64 * 4
+        q = torch.randn(seqs, 64, 16, device=dev, requires_grad=True)
+        kt = torch.randn(seqs, 16, 64, device=dev, requires_grad=True)
+        out.append(lambda q=q, kt=kt: torch.softmax(torch.bmm(q, kt), dim=-1).sum().backward())
+        h = torch.randn(n, 64, device=dev, requires_grad=True)
+        ln = torch.nn.LayerNorm(64).to(dev)
+        out.append(lambda h=h, ln=ln: ln(h).sum().backward())
+        out.append(lambda h=h: F.dropout(h, 0.1, training=True).sum().backward())
+        emb = torch.nn.Embedding(500, 64).to(dev)
+        ids = torch.randint(0, 500, (n,), device=dev)
+        out.append(lambda emb=emb, ids=ids: emb(ids).sum().backward())
+        logits = torch.randn(n, 500, device=dev, requires_grad=True)
+        tgt = torch.randint(0, 500, (n,), device=dev)
+        out.append(lambda logits=logits, tgt=tgt: F.cross_entropy(logits, tgt).backward())
     return out
 
 
@@ -137,6 +200,7 @@ def profile_benches(dev, quick, out_dir, reps):
         bn = torch.nn.BatchNorm2d(c).to(dev).train()
         train.append(lambda bn=bn, x=x, gy=gy: bn(x).backward(gy))
         train.append(lambda x=x: torch.nn.functional.max_pool2d(x, 3, 2, 1).sum().backward())
+    train += transformer_train_benches(dev)
     for _ in range(2):
         for fn in train:
             fn()
@@ -187,6 +251,25 @@ def collect(prof, dev, rows):
                      "mean_us": float(mean_us), "device": dev, "device_model": device_model(dev)})
 
 
+def measured_rates(rows):
+    """The best rates one of this device's microbenchmarks reached: the largest GEMM FLOP/s and the
+    largest bytes/s of a 1-D add/mul/relu/sum. A cluster for the closed loop must not give the device
+    a peak below what it was seen to do: the cost model holds every prediction to the peak, and a
+    10 GB/s guess priced a transformer's cache-resident adds at 5x their measured time."""
+    flops = bw = 0.0
+    for r in rows:
+        s, t = r["input_shapes"], r["mean_us"] * 1e-6
+        if r["mean_us"] < 20:   # the profiler's clock ticks in us: a 2 us call is +-50 %
+            continue
+        if r["name"] == "aten::mm" and len(s) >= 2 and len(s[0]) == 2 and len(s[1]) == 2:
+            flops = max(flops, 2.0 * s[0][0] * s[0][1] * s[1][1] / t)
+        elif r["name"] in ("aten::add", "aten::mul", "aten::relu", "aten::sum") and s and len(s[0]) == 1:
+            n = s[0][0]
+            tensors = (2 if r["name"] in ("aten::add", "aten::mul") else 1) + (0 if r["name"] == "aten::sum" else 1)
+            bw = max(bw, 4.0 * n * tensors / t)
+    return {"f32_flop_s": flops, "byte_s": bw}
+
+
 def device_model(dev):
     """Calibration key of a device: "cpu0", or the GPU's name as `placesim calibrate` derives it from a
     trace ("NVIDIA H200" -> "H200"); pass --device-model to calibrate to use a catalog name instead."""
@@ -199,7 +282,31 @@ def device_model(dev):
     return name.replace(" ", "-")
 
 
+class TransformerEncoderLM(torch.nn.Module):
+    """Token ids -> embedding -> 2 encoder layers (4 heads, d 64, feed-forward 256) -> vocab logits,
+    as tests/data/onnx/generate.py's transformer_encoder; logits flattened for the loss."""
+
+    def __init__(self, vocab=500, d=64, heads=4, ff=256, layers=2):
+        super().__init__()
+        self.vocab = vocab
+        self.emb = torch.nn.Embedding(vocab, d)
+        layer = torch.nn.TransformerEncoderLayer(d, heads, ff, dropout=0.1, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers)
+        self.head = torch.nn.Linear(d, vocab)
+
+    def forward(self, ids):
+        return self.head(self.encoder(self.emb(ids))).reshape(-1, self.vocab)
+
+
+TRANSFORMER_SEQ = 64
+
+
 def real_model(name, batch, image=64):
+    if name == "transformer":
+        m = TransformerEncoderLM()
+        ids = torch.randint(0, m.vocab, (batch, TRANSFORMER_SEQ))
+        return ("transformer-enc2-seq%d" % TRANSFORMER_SEQ, m, ids,
+                torch.randint(0, m.vocab, (batch * TRANSFORMER_SEQ,)))
     if name == "lenet5":
         # LeCun et al. 1998, with ReLU and max pooling: small enough for a test on two cores.
         m = torch.nn.Sequential(
@@ -267,7 +374,8 @@ def profile_model(dev, model, steps, batch, out_dir, image=64):
         m_cpu = m.to("cpu")
         # Training mode keeps BatchNormalization nodes; eval mode folds them into the convolutions
         # and the imported step then lacks the normalisation (32% of ResNet-18's GPU time on the H200).
-        kw = dict(opset_version=13, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+        # opset 14 for the transformer, as tests/data/onnx/generate.py exports it.
+        kw = dict(opset_version=14 if model == "transformer" else 13, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
         try:  # torch >= 2.5 defaults to the dynamo exporter; the TorchScript one matches 1.13's output
             torch.onnx.export(m_cpu, x.to("cpu"), onnx_path, dynamo=False, **kw)
         except TypeError:
@@ -286,7 +394,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer shapes (a minute on two cores)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--model", choices=["resnet18", "lenet5"], default="resnet18")
+    ap.add_argument("--model", choices=["resnet18", "lenet5", "transformer"], default="resnet18")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0 = leave)")
     ap.add_argument("--image", type=int, default=64, help="ResNet-18 input height and width")
@@ -309,6 +417,7 @@ def main():
         manifest["ops"] += rows
         manifest["traces"] += traces
         manifest.setdefault("dispatch_overhead_us", {})[dev] = dispatch_overhead_us(dev)
+        manifest.setdefault("measured_rates", {})[dev] = measured_rates(rows)
         manifest["models"].append(profile_model(dev, args.model, args.steps, args.batch, args.out, args.image))
         print("%s: %d op rows, model step %.4f s" % (dev, len(rows), manifest["models"][-1]["median_step_s"]))
     tmp = os.path.join(args.out, "manifest.json.tmp")

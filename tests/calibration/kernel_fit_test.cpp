@@ -34,6 +34,16 @@ TEST(WorkEstimate, GemmConvElementwise) {
   EXPECT_DOUBLE_EQ(add.bytes, 3000 * 4.0);
 }
 
+TEST(WorkEstimate, DropoutIsItsOwnClassAtTwoPerElement) {
+  // A random draw per element is ~10x an add on a CPU; the graph's Dropout counts 2 per element.
+  const auto d = pc::estimate_work("aten::bernoulli_", {{512, 64}, {}, {}}, sim::Dtype::F32);
+  EXPECT_EQ(d.op_class, "dropout");
+  EXPECT_DOUBLE_EQ(d.flops, 2.0 * 512 * 64);
+  EXPECT_EQ(pc::op_class_of("aten::dropout"), "dropout");
+  EXPECT_EQ(pc::op_class_of("aten::mul"), "elementwise");
+  EXPECT_EQ(pc::op_class_of("Dropout"), "dropout");
+}
+
 TEST(FitOpClass, RecoversAKnownLinearModel) {
   // t = 5 us + F / 10 TFLOP/s + B / 500 GB/s
   std::vector<double> f, b, t;
@@ -230,6 +240,9 @@ TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
   EXPECT_DOUBLE_EQ(h->activities_per_step, 302.0);
   EXPECT_NEAR(h->step_s, 16.549e-3, 1e-6);
   EXPECT_NEAR(h->per_activity_s, 16.549e-3 / 302, 1e-8);
+  EXPECT_EQ(h->device, "H200");   // the trace's "NVIDIA H200", as the kernel table keys it
+  EXPECT_EQ(pc::host_cost_from_profile(pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")),
+                                       "H200-SXM-141GB")->device, "H200-SXM-141GB");
   // No ProfilerStep annotations: no host cost.
   EXPECT_FALSE(pc::host_cost_from_profile(pc::read_profile(data("a100_alexnet.json"))).has_value());
 }

@@ -70,6 +70,22 @@ case "$out" in *%*) fail "validate printed a percentage for no comparison: $out"
 "$P" validate --profile "$D/h200_resnet18-64px-b8_train.json.gz" --calibration "$T/a.yaml" --device-model A100-PG509-200 \
   --max-steps 1 >/dev/null 2>"$T/w.txt" || fail "validate with a foreign calibration"
 grep -q "took a calibrated time" "$T/w.txt" || fail "0 calibrated kernels not noted on stderr"
+# Issue 15: the host cost per launch goes into the calibration and --calibration applies it to the
+# GPUs it matches; a launch_overhead the cluster file chose itself wins. ResNet-18 at batch 64
+# (the ONNX graph) predicted from the batch-8 trace's host side: measured median 18.875 ms.
+"$P" calibrate --profile "$D/h200_resnet18-64px-b8_train.json.gz" --device-model H200-SXM-141GB \
+  -o "$T/h200-b8.yaml" >/dev/null || fail "calibrate on the H200 batch-8 trace"
+grep -q 'launch_overhead: "54799 ns"' "$T/h200-b8.yaml" || fail "the host cost per launch is not in the calibration"
+"$P" import onnx "$D/../onnx/resnet18.onnx" --training --batch 64 -o "$T/r18.json" >/dev/null || fail "import resnet18.onnx"
+"$P" simulate --graph "$T/r18.json" --cluster "$T/h200.yaml" --placement single-gpu --calibration "$T/h200-b8.yaml" \
+  --json >"$T/r18-sim.json" 2>"$T/r18-notes.txt" || fail "simulate with the host calibration"
+grep -q "gpu0: launch_overhead 6 us -> 54.8 us" "$T/r18-notes.txt" || fail "the applied host cost is not noted: $(cat "$T/r18-notes.txt")"
+python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['step_time_s']; sys.exit(0 if abs(t / 18.875e-3 - 1) < 0.10 else 1)" \
+  "$T/r18-sim.json" || fail "ResNet-18 b64 step from the b8 host cost not within 10 % of the measured 18.875 ms"
+sed '0,/launch_overhead: 6 us/s//launch_overhead: 20 us/' "$T/h200.yaml" >"$T/h200-own.yaml"
+"$P" simulate --graph "$T/r18.json" --cluster "$T/h200-own.yaml" --placement single-gpu --calibration "$T/h200-b8.yaml" \
+  >/dev/null 2>"$T/own-notes.txt" || fail "simulate with a cluster's own launch_overhead"
+grep -q "gpu0: launch_overhead 20 us kept" "$T/own-notes.txt" || fail "a cluster's own launch_overhead did not win"
 printf '{"traceEvents": [' >"$T/bad.json"
 out=$("$P" calibrate --profile "$T/bad.json" -o "$T/bad.yaml" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "truncated JSON should exit 2, got $rc"

@@ -76,6 +76,7 @@ placement|placement-cpu-only-on-gpu.json|ops.input: expected a cpu device
 placement|placement-unplaced-op.json|"default_device"
 placement|placement-unknown-key.json|groupz: expected a known key
 placement|placement-garbage.json|line 1:
+calibration|calibration-bad-host.yaml|devices.V100-SXM2-16GB.host.launch_overhead: expected a duration
 flag|--cluster no-such-cluster|--cluster: no-such-cluster: expected a built-in cluster name
 flag|--graph no-such-graph.json|no-such-graph.json: expected a readable file
 flag|--cluster /|/: expected a file, got a directory
@@ -152,6 +153,10 @@ while IFS='|' read -r kind file expect; do
     cpuonly)
       cmd=("$BIN" simulate --graph "$GOOD/tiny-graph.json" --cluster "$BAD/$file" --placement single-gpu
            --report "$TMP/out/r.json") ;;
+    calibration)
+      shown="$BAD/$file"
+      cmd=("$BIN" simulate --graph "$GOOD/tiny-graph.json" --cluster paper-2gpu --placement single-gpu
+           --calibration "$BAD/$file" --report "$TMP/out.json" --trace "$TMP/trace.json") ;;
     flag) read -r -a words <<< "$file"; shown="${words[1]}"; cmd=("$BIN" describe "${words[@]}") ;;
     graphopt) read -r -a words <<< "$file"; shown="${words[0]}"; cmd=("$BIN" describe --graph rnnlm "${words[@]}") ;;
     gptopt) read -r -a words <<< "$file"; shown="${words[0]}"; cmd=("$BIN" describe --graph gpt "${words[@]}") ;;

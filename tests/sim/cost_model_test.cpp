@@ -169,6 +169,7 @@ TEST(CalibrationYaml, RoundTrips) {
   m.cv_error = 0.0731;
   dc.by_op_type["aten::mm"] = m;
   dc.roofline = RooflineParams{0.61, 1.5e8, 0.77, 3e5, Duration{2500}, Duration{900}};
+  dc.host = HostCalibration{Duration{54'799}, "h200_b8.json.gz", 5, 302.0};
   c.devices["cpu-node"];   // empty entry survives too
 
   const std::string path = write_tmp(calibration_to_yaml(c));
@@ -189,7 +190,41 @@ TEST(CalibrationYaml, RoundTrips) {
   EXPECT_DOUBLE_EQ(rd.roofline->compute_eff_max, 0.61);
   EXPECT_EQ(rd.roofline->min_kernel.ns, 2500);
   EXPECT_EQ(rd.roofline->min_cpu_op.ns, 900);
+  ASSERT_TRUE(rd.host.has_value());
+  EXPECT_EQ(rd.host->launch_overhead.ns, 54'799);
+  EXPECT_EQ(rd.host->profile, "h200_b8.json.gz");
+  EXPECT_EQ(rd.host->steps, 5);
+  EXPECT_DOUBLE_EQ(rd.host->activities_per_step, 302.0);
   EXPECT_TRUE(r.devices.at("cpu-node").exact.empty());
+  EXPECT_FALSE(r.devices.at("cpu-node").host.has_value());
+}
+
+TEST(CalibrationHost, AppliedToMatchingGpusUnlessTheClusterChoseItsOwn) {
+  // The built-in DGX-1 (catalog V100s); one GPU's launch_overhead set by hand, as a file would.
+  Cluster cl = load_cluster("dgx1-v100");
+  std::vector<std::size_t> gpus;
+  std::size_t cpu = 0;
+  for (std::size_t i = 0; i < cl.devices.size(); ++i)
+    (cl.devices[i].spec.kind == DeviceKind::Gpu ? gpus.push_back(i) : void(cpu = i));
+  ASSERT_GE(gpus.size(), 2u);
+  cl.devices[gpus[1]].spec.launch_overhead = Duration{20'000};
+  const Duration catalog = cl.devices[gpus[0]].spec.launch_overhead;
+  const std::string model = cl.devices[gpus[0]].spec.model;
+  Calibration c;
+  c.devices[model].host = HostCalibration{Duration{50'000}, "trace.json", 3, 100.0};
+  c.devices[cl.devices[cpu].name].host = HostCalibration{Duration{1'000}, "trace.json", 3, 100.0};
+  const std::vector<std::string> lines = apply_host_calibration(cl, c);
+  EXPECT_EQ(cl.devices[gpus[0]].spec.launch_overhead.ns, 50'000);   // catalog default -> measured
+  EXPECT_EQ(cl.devices[gpus[1]].spec.launch_overhead.ns, 20'000);   // chosen by hand: kept
+  EXPECT_NE(cl.devices[cpu].spec.launch_overhead.ns, 1'000);        // CPUs are left alone
+  ASSERT_EQ(lines.size(), gpus.size());
+  EXPECT_NE(lines[0].find(cl.devices[gpus[0]].name + ": launch_overhead " +
+                          format_duration(catalog) + " -> 50 us"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[1].find(cl.devices[gpus[1]].name + ": launch_overhead 20 us kept"),
+            std::string::npos)
+      << lines[1];
 }
 
 TEST(CalibrationYaml, BadInputNamesFileAndKey) {
@@ -210,6 +245,11 @@ TEST(CalibrationYaml, BadInputNamesFileAndKey) {
   expect_error("devices:\n  V100:\n    op_types:\n      mm: {flop_rate: \"fast\"}\n", "devices.V100.op_types.mm.flop_rate");
   expect_error("devices:\n  V100:\n    roofline: {compute_eff_max: 1.5}\n", "compute_eff_max");
   expect_error("devices:\n  V100:\n    typo: {}\n", "devices.V100.typo");
+  expect_error("devices:\n  V100:\n    host: {launch_overhead: 54.8}\n", "devices.V100.host.launch_overhead");
+  expect_error("devices:\n  V100:\n    host: {launch_overhead: \"-5 us\"}\n", "devices.V100.host.launch_overhead");
+  expect_error("devices:\n  V100:\n    host: {profile: x}\n", "devices.V100.host.launch_overhead");
+  expect_error("devices:\n  V100:\n    host: {launch_overhead: 5 us, steps: 1.5}\n", "devices.V100.host.steps");
+  expect_error("devices:\n  V100:\n    host: {launch_overhead: 5 us, typo: 1}\n", "devices.V100.host.typo");
   expect_error("devices: [\n", "line");
   expect_error("source: x\n", "devices");
   EXPECT_THROW(load_calibration("/nonexistent/cal.yaml"), InputError);
