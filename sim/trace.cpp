@@ -34,19 +34,6 @@ const char* memcpy_name(int tid) {
   return names[std::clamp((tid - kEngineTid) / 100, 0, 2)];
 }
 
-const char* rule_name(KernelCostModel::Source s) {
-  switch (s) {
-    case KernelCostModel::Source::Measured:
-      return "measured (graph)";
-    case KernelCostModel::Source::Exact:
-      return "calibration: exact signature";
-    case KernelCostModel::Source::Fitted:
-      return "calibration: fitted op class";
-    case KernelCostModel::Source::Roofline:
-      return "roofline";
-  }
-  return "";
-}
 }  // namespace
 
 TraceSink::TraceSink(const Cluster& c) : cluster_(&c) {}
@@ -265,7 +252,7 @@ nlohmann::json TraceSink::op_args(const std::string& name, std::int32_t d) const
   if (!op.layer.empty()) a["layer"] = op.layer;
   if (costs_)
     a["priced by"] =
-        rule_name(costs_->estimate(op, cluster_->devices[static_cast<std::size_t>(d)]).source);
+        to_string(costs_->estimate(op, cluster_->devices[static_cast<std::size_t>(d)]).source);
   return a;
 }
 

@@ -81,11 +81,6 @@ void add_quiet_flags(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) add_quiet_flags(*sub);
 }
 
-std::string json_escape(const std::string& s) {
-  const std::string quoted = nlohmann::json(s).dump();
-  return quoted.substr(1, quoted.size() - 2);
-}
-
 std::string graph_stats_json(const sim::Graph& g, const sim::GraphStats& s,
                              const std::string& output) {
   nlohmann::ordered_json j = {{"name", g.name},

@@ -9,6 +9,8 @@
 #include "sim/io_util.hpp"
 #include "tools/commands.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace placesim::tools {
 
 namespace {
@@ -49,8 +51,12 @@ void register_import_topo(CLI::App& import_cmd) {
     for (const std::string& n : r.notes) header += "# note: " + n + "\n";
     sim::write_file_atomic(args->output, header + sim::cluster_to_yaml(r.cluster));
     if (args->json) {
-      std::cout << "{\"output\": \"" << json_escape(args->output) << "\", \"gpus\": " << r.cluster.gpus().size()
-                << ", \"cpus\": " << r.cluster.cpus().size() << ", \"links\": " << r.cluster.links.size() << "}\n";
+      std::cout << nlohmann::ordered_json{{"output", args->output},
+                                          {"gpus", r.cluster.gpus().size()},
+                                          {"cpus", r.cluster.cpus().size()},
+                                          {"links", r.cluster.links.size()}}
+                       .dump()
+                << "\n";
     } else {
       std::cout << "wrote " << args->output << ": " << r.cluster.gpus().size() << " GPUs, " << r.cluster.cpus().size()
                 << " CPUs, " << r.cluster.links.size() << " links\n";

@@ -16,6 +16,8 @@
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace placesim::tools {
 
 namespace {
@@ -127,9 +129,11 @@ void register_sweep(CLI::App& app) {
                 << ", " << st.evaluated << " evaluated on " << comm.size() << " rank(s)) in "
                 << st.wall_s << " s\n";
       if (args->json)
-        std::cout << "{\"csv\": \"" << json_escape(out) << "\", \"points\": " << st.total << ", \"skipped\": " << st.skipped
-                  << ", \"evaluated\": " << st.evaluated << ", \"ranks\": " << comm.size() << ", \"wall_s\": " << st.wall_s
-                  << "}\n";
+        std::cout << nlohmann::ordered_json{{"csv", out},           {"points", st.total},
+                                            {"skipped", st.skipped},  {"evaluated", st.evaluated},
+                                            {"ranks", comm.size()},   {"wall_s", st.wall_s}}
+                         .dump()
+                  << "\n";
       else
         std::cout << out << "\n";
       if (!args->plot_dir.empty()) {

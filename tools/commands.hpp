@@ -34,8 +34,6 @@ void add_quiet_flags(CLI::App& app);
 /// stderr (a help hint is part of that line for usage errors).
 int report_failure(CLI::App& app, std::exception_ptr error);
 void register_completion(CLI::App& app);   // cmd_completion.cpp
-/// A string as a JSON string literal's content (quotes and control characters escaped).
-std::string json_escape(const std::string& s);
 }  // namespace placesim::tools
 
 namespace placesim::sim {
