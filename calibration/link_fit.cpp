@@ -508,7 +508,11 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
       continue;
     }
     if (std::regex_search(line, mt, rank_re)) {
-      rank_ids.insert(std::stoi(mt[1]));
+      int rank = 0;
+      if (!parse_index(mt[1], kMaxGpus - 1, rank))
+        throw InputError(origin, "line " + std::to_string(line_no),
+                         "a rank below " + std::to_string(kMaxGpus) + ", got \"" + sim::printable(mt[1].str()) + "\"");
+      rank_ids.insert(rank);
       hosts.insert(mt[2]);
       continue;
     }
@@ -522,7 +526,10 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
       }
       if (cells[0].find_first_not_of("-: ") == std::string::npos) continue;  // |---|---:|
       double bytes = 0;
-      if (!md_cols.usable() || !parse_size(cells[static_cast<std::size_t>(md_cols.size)], bytes)) continue;
+      // A row may have fewer cells than its header: no size cell, no result.
+      if (!md_cols.usable() || md_cols.size >= static_cast<int>(cells.size()) ||
+          !parse_size(cells[static_cast<std::size_t>(md_cols.size)], bytes))
+        continue;
       auto num = [&](int col) {
         double v = 0;
         if (col >= 0 && col < static_cast<int>(cells.size()) && parse_cell_number(cells[static_cast<std::size_t>(col)], v)) return v;

@@ -92,6 +92,7 @@ vidur|vidur-inf-workers.csv|line 2: expected a time in (0, 1e6] ms, num_workers 
 vidur|vidur-nan-time.csv|line 2: expected a time in (0, 1e6] ms
 nccl|nccl-tests-inf-time.txt|line 5: expected a positive time and an algbw in GB/s, got "inf"
 nccl|nccl-tests-huge-nthread.txt|line 1: expected nThread and nGpus up to 4096
+nccl|nccl-tests-markdown-short-row.txt|all_reduce on 0 GPUs: expected measurements whose fitted bus bandwidth is from 0.001 to 1e9 GB/s
 p2p|p2p-huge-device-index.txt|line 1: expected a device index below 4096
 p2p|p2p-out-of-range-bandwidth.txt|line 3: expected a bandwidth from 0.001 to 1e9 GB/s
 profile|kineto-number-overflow.json|expected Chrome-trace JSON with numbers a double holds
