@@ -170,7 +170,7 @@ while IFS='|' read -r kind file expect; do
   timeout 20 "${cmd[@]}" > "$TMP/stdout" 2> "$TMP/stderr"
   rc=$?
   lines=$(wc -l < "$TMP/stderr")
-  msg=$(head -c 400 "$TMP/stderr")
+  msg=$(head -c 2000 "$TMP/stderr")   # a message is at most ~1,250 characters (sim/error.hpp); the checks must not depend on how long the checkout path is
   why=""
   if [ "$rc" -ne 2 ]; then why="exit status $rc, expected 2"; fi
   if [ -z "$why" ] && [ "$lines" -ne 1 ]; then why="$lines lines on stderr, expected 1"; fi
