@@ -19,7 +19,9 @@ using sim::InputError;
 
 namespace {
 
-bool starts(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool starts(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
 
 std::string base_name(const std::string& op) {
   // "aten::add_" and "aten::add" are the same kernel family.
@@ -39,60 +41,154 @@ double numel(const std::vector<std::int64_t>& s) {
 std::string op_class_of(const std::string& raw) {
   const std::string op = base_name(raw);
   static const std::set<std::string> gemm = {
-      "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::addbmm",
-      "MatMul", "BatchMatMul", "Gemm", "MatMulGrad", "Linear"};
-  static const std::set<std::string> conv = {
-      "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
-      "aten::cudnn_convolution", "aten::mkldnn_convolution", "aten::miopen_convolution",
-      "aten::thnn_conv2d", "aten::_slow_conv2d_forward", "aten::convolution_backward",
-      "Conv2D", "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter",
-      "ConvTranspose"};
-  static const std::set<std::string> norm = {
-      "aten::batch_norm", "aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::layer_norm",
-      "aten::native_layer_norm", "aten::group_norm", "aten::native_batch_norm_backward",
-      "aten::native_layer_norm_backward", "aten::cudnn_batch_norm_backward",
-      "FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "BatchNormalizationGrad", "LayerNorm",
-      "LayerNormalization", "LayerNormGrad"};
-  static const std::set<std::string> reduction = {
-      "aten::sum", "aten::mean", "aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
-      "aten::max", "aten::amax", "aten::norm", "aten::linalg_vector_norm", "aten::nll_loss", "aten::nll_loss_forward",
-      "aten::cross_entropy_loss", "aten::mse_loss", "aten::_softmax_backward_data", "aten::_log_softmax_backward_data",
-      "aten::nll_loss_backward", "Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum",
-      "LogSoftmax"};
+      "aten::mm",     "aten::addmm", "aten::bmm",   "aten::baddbmm", "aten::matmul", "aten::linear",
+      "aten::addbmm", "MatMul",      "BatchMatMul", "Gemm",          "MatMulGrad",   "Linear"};
+  static const std::set<std::string> conv = {"aten::conv1d",
+                                             "aten::conv2d",
+                                             "aten::conv3d",
+                                             "aten::convolution",
+                                             "aten::_convolution",
+                                             "aten::cudnn_convolution",
+                                             "aten::mkldnn_convolution",
+                                             "aten::miopen_convolution",
+                                             "aten::thnn_conv2d",
+                                             "aten::_slow_conv2d_forward",
+                                             "aten::convolution_backward",
+                                             "Conv2D",
+                                             "Conv",
+                                             "Conv2DBackpropInput",
+                                             "Conv2DBackpropFilter",
+                                             "ConvBackpropInput",
+                                             "ConvBackpropFilter",
+                                             "ConvTranspose"};
+  static const std::set<std::string> norm = {"aten::batch_norm",
+                                             "aten::native_batch_norm",
+                                             "aten::cudnn_batch_norm",
+                                             "aten::layer_norm",
+                                             "aten::native_layer_norm",
+                                             "aten::group_norm",
+                                             "aten::native_batch_norm_backward",
+                                             "aten::native_layer_norm_backward",
+                                             "aten::cudnn_batch_norm_backward",
+                                             "FusedBatchNorm",
+                                             "FusedBatchNormGrad",
+                                             "BatchNormalization",
+                                             "BatchNormalizationGrad",
+                                             "LayerNorm",
+                                             "LayerNormalization",
+                                             "LayerNormGrad"};
+  static const std::set<std::string> reduction = {"aten::sum",
+                                                  "aten::mean",
+                                                  "aten::softmax",
+                                                  "aten::_softmax",
+                                                  "aten::log_softmax",
+                                                  "aten::_log_softmax",
+                                                  "aten::max",
+                                                  "aten::amax",
+                                                  "aten::norm",
+                                                  "aten::linalg_vector_norm",
+                                                  "aten::nll_loss",
+                                                  "aten::nll_loss_forward",
+                                                  "aten::cross_entropy_loss",
+                                                  "aten::mse_loss",
+                                                  "aten::_softmax_backward_data",
+                                                  "aten::_log_softmax_backward_data",
+                                                  "aten::nll_loss_backward",
+                                                  "Sum",
+                                                  "Mean",
+                                                  "Softmax",
+                                                  "SoftmaxGrad",
+                                                  "MeanGrad",
+                                                  "ReduceMean",
+                                                  "ReduceSum",
+                                                  "LogSoftmax"};
   // Pooling is its own class: on a CPU a 3x3 max pool with indices runs ~50x slower per byte than a
-  // vectorised sum (LeNet-5's two pools took 1.1 ms of a 4.6 ms step), so one fit for both mispredicts both.
-  static const std::set<std::string> pool = {
-      "aten::max_pool2d", "aten::max_pool2d_with_indices", "aten::avg_pool2d", "aten::adaptive_avg_pool2d",
-      "aten::_adaptive_avg_pool2d", "MaxPool", "AveragePool", "GlobalAveragePool", "MaxPool2D", "AvgPool2D"};
+  // vectorised sum (LeNet-5's two pools took 1.1 ms of a 4.6 ms step), so one fit for both
+  // mispredicts both.
+  static const std::set<std::string> pool = {"aten::max_pool2d",
+                                             "aten::max_pool2d_with_indices",
+                                             "aten::avg_pool2d",
+                                             "aten::adaptive_avg_pool2d",
+                                             "aten::_adaptive_avg_pool2d",
+                                             "MaxPool",
+                                             "AveragePool",
+                                             "GlobalAveragePool",
+                                             "MaxPool2D",
+                                             "AvgPool2D"};
   // Its backward scatters into the indices the forward saved: ~20x cheaper per element on a CPU.
-  static const std::set<std::string> pool_bwd = {
-      "aten::max_pool2d_with_indices_backward", "aten::avg_pool2d_backward", "aten::_adaptive_avg_pool2d_backward",
-      "MaxPoolGrad", "AvgPoolGrad", "GlobalAveragePoolGrad"};
-  static const std::set<std::string> rnn = {"aten::lstm_cell", "aten::_thnn_fused_lstm_cell", "aten::gru_cell",
-                                            "aten::lstm", "LSTMCell", "LSTM", "GRU", "BlockLSTM"};
-  static const std::set<std::string> copy = {"aten::copy", "aten::to", "aten::_to_copy", "aten::clone",
-                                             "aten::contiguous", "aten::cat", "aten::stack", "Memcpy", "Memset",
-                                             "Concat", "ConcatV2", "Identity"};
+  static const std::set<std::string> pool_bwd = {"aten::max_pool2d_with_indices_backward",
+                                                 "aten::avg_pool2d_backward",
+                                                 "aten::_adaptive_avg_pool2d_backward",
+                                                 "MaxPoolGrad",
+                                                 "AvgPoolGrad",
+                                                 "GlobalAveragePoolGrad"};
+  static const std::set<std::string> rnn = {"aten::lstm_cell",
+                                            "aten::_thnn_fused_lstm_cell",
+                                            "aten::gru_cell",
+                                            "aten::lstm",
+                                            "LSTMCell",
+                                            "LSTM",
+                                            "GRU",
+                                            "BlockLSTM"};
+  static const std::set<std::string> copy = {
+      "aten::copy",  "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous", "aten::cat",
+      "aten::stack", "Memcpy",   "Memset",         "Concat",      "ConcatV2",         "Identity"};
   // Tensor bookkeeping: no kernel, a fixed dispatch cost whatever the shapes.
-  static const std::set<std::string> meta = {
-      "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::view", "aten::as_strided", "aten::reshape",
-      "aten::_reshape_alias", "aten::t", "aten::transpose", "aten::expand", "aten::resolve_conj", "aten::resolve_neg",
-      "aten::detach", "detach", "aten::unsqueeze", "aten::squeeze", "aten::select", "aten::slice", "aten::permute",
-      "aten::result_type", "aten::set_", "aten::alias", "aten::flatten", "aten::numpy_T", "aten::lift_fresh",
-      "aten::_unsafe_view", "aten::unbind", "aten::split", "aten::chunk", "aten::narrow", "aten::stride", "aten::size",
-      "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Transpose", "Shape"};
+  static const std::set<std::string> meta = {"aten::empty",
+                                             "aten::empty_strided",
+                                             "aten::empty_like",
+                                             "aten::view",
+                                             "aten::as_strided",
+                                             "aten::reshape",
+                                             "aten::_reshape_alias",
+                                             "aten::t",
+                                             "aten::transpose",
+                                             "aten::expand",
+                                             "aten::resolve_conj",
+                                             "aten::resolve_neg",
+                                             "aten::detach",
+                                             "detach",
+                                             "aten::unsqueeze",
+                                             "aten::squeeze",
+                                             "aten::select",
+                                             "aten::slice",
+                                             "aten::permute",
+                                             "aten::result_type",
+                                             "aten::set_",
+                                             "aten::alias",
+                                             "aten::flatten",
+                                             "aten::numpy_T",
+                                             "aten::lift_fresh",
+                                             "aten::_unsafe_view",
+                                             "aten::unbind",
+                                             "aten::split",
+                                             "aten::chunk",
+                                             "aten::narrow",
+                                             "aten::stride",
+                                             "aten::size",
+                                             "aten::is_nonzero",
+                                             "aten::item",
+                                             "aten::_local_scalar_dense",
+                                             "Reshape",
+                                             "Flatten",
+                                             "Squeeze",
+                                             "Unsqueeze",
+                                             "Transpose",
+                                             "Shape"};
   if (meta.count(op)) return "meta";
   // Dropout draws a random number per element: on this machine's CPU aten::bernoulli_ takes
   // ~8 ns an element, ~10x an add, so one elementwise fit for both mispredicts both.
-  static const std::set<std::string> dropout = {"aten::dropout",   "aten::native_dropout",
-                                                "aten::bernoulli_", "aten::bernoulli",
+  static const std::set<std::string> dropout = {"aten::dropout",         "aten::native_dropout",
+                                                "aten::bernoulli_",      "aten::bernoulli",
                                                 "aten::feature_dropout", "Dropout"};
   if (dropout.count(op)) return "dropout";
-  static const std::set<std::string> conv_bwd = {
-      "aten::convolution_backward", "aten::mkldnn_convolution_backward", "aten::cudnn_convolution_backward",
-      "aten::thnn_conv2d_backward", "aten::_slow_conv2d_backward", "aten::miopen_convolution_backward",
-      "ConvolutionBackward0"};
+  static const std::set<std::string> conv_bwd = {"aten::convolution_backward",
+                                                 "aten::mkldnn_convolution_backward",
+                                                 "aten::cudnn_convolution_backward",
+                                                 "aten::thnn_conv2d_backward",
+                                                 "aten::_slow_conv2d_backward",
+                                                 "aten::miopen_convolution_backward",
+                                                 "ConvolutionBackward0"};
   if (conv_bwd.count(op)) return "conv_bwd";
   if (gemm.count(op)) return "gemm";
   if (conv.count(op)) return "conv";
@@ -114,7 +210,7 @@ std::vector<std::int64_t> int_list(const std::string& text) {
   bool in_num = false, neg = false;
   for (char ch : text) {
     if (ch >= '0' && ch <= '9') {
-      if (v > (std::int64_t{1} << 40)) return {};   // not a shape or a stride: no overflow
+      if (v > (std::int64_t{1} << 40)) return {};  // not a shape or a stride: no overflow
       v = v * 10 + (ch - '0');
       in_num = true;
     } else if (ch == '-' && !in_num) {
@@ -133,17 +229,21 @@ std::vector<std::int64_t> int_list(const std::string& text) {
 
 }  // namespace
 
-std::optional<double> conv_flops_from_concrete(const std::string& op, const std::vector<std::vector<std::int64_t>>& shapes,
+std::optional<double> conv_flops_from_concrete(const std::string& op,
+                                               const std::vector<std::vector<std::int64_t>>& shapes,
                                                const std::vector<std::string>& concrete) {
   struct Pos {
     std::size_t stride, padding, dilation, groups;
   };
   // Argument positions in the ATen schemas.
-  static const std::map<std::string, Pos> pos = {
-      {"aten::conv1d", {3, 4, 5, 6}},           {"aten::conv2d", {3, 4, 5, 6}},
-      {"aten::conv3d", {3, 4, 5, 6}},           {"aten::convolution", {3, 4, 5, 8}},
-      {"aten::_convolution", {3, 4, 5, 8}},     {"aten::cudnn_convolution", {3, 2, 4, 5}},
-      {"aten::mkldnn_convolution", {4, 3, 5, 6}}, {"aten::miopen_convolution", {4, 3, 5, 6}}};
+  static const std::map<std::string, Pos> pos = {{"aten::conv1d", {3, 4, 5, 6}},
+                                                 {"aten::conv2d", {3, 4, 5, 6}},
+                                                 {"aten::conv3d", {3, 4, 5, 6}},
+                                                 {"aten::convolution", {3, 4, 5, 8}},
+                                                 {"aten::_convolution", {3, 4, 5, 8}},
+                                                 {"aten::cudnn_convolution", {3, 2, 4, 5}},
+                                                 {"aten::mkldnn_convolution", {4, 3, 5, 6}},
+                                                 {"aten::miopen_convolution", {4, 3, 5, 6}}};
   const auto it = pos.find(op);
   if (it == pos.end() || shapes.size() < 2) return std::nullopt;
   const Pos& p = it->second;
@@ -152,12 +252,14 @@ std::optional<double> conv_flops_from_concrete(const std::string& op, const std:
   const auto& w = shapes[1];
   if (x.size() < 3 || w.size() != x.size()) return std::nullopt;
   const std::size_t spatial = x.size() - 2;
-  auto stride = int_list(concrete[p.stride]), pad = int_list(concrete[p.padding]), dil = int_list(concrete[p.dilation]);
+  auto stride = int_list(concrete[p.stride]), pad = int_list(concrete[p.padding]),
+       dil = int_list(concrete[p.dilation]);
   const auto groups = int_list(concrete[p.groups]);
   // A single value applies to every spatial dimension.
   for (auto* v : {&stride, &pad, &dil})
     if (v->size() == 1) v->assign(spatial, v->front());
-  if (stride.size() != spatial || pad.size() != spatial || dil.size() != spatial || groups.size() != 1 || groups[0] < 1)
+  if (stride.size() != spatial || pad.size() != spatial || dil.size() != spatial ||
+      groups.size() != 1 || groups[0] < 1)
     return std::nullopt;
   double out_elems = 1.0;
   for (std::size_t i = 0; i < spatial; ++i) {
@@ -188,7 +290,8 @@ Dtype dtype_from_profiler(const std::vector<std::string>& types) {
   return Dtype::F32;
 }
 
-WorkEstimate estimate_work(const std::string& raw, const std::vector<std::vector<std::int64_t>>& shapes, Dtype dtype) {
+WorkEstimate estimate_work(const std::string& raw,
+                           const std::vector<std::vector<std::int64_t>>& shapes, Dtype dtype) {
   WorkEstimate w;
   const std::string op = base_name(raw);
   w.op_class = op_class_of(op);
@@ -212,8 +315,10 @@ WorkEstimate estimate_work(const std::string& raw, const std::vector<std::vector
       const double k = static_cast<double>(a.back());
       const double rows = numel(a) / std::max(k, 1.0);
       double n = 1.0;
-      if (op == "aten::linear") n = static_cast<double>(b.front());
-      else n = static_cast<double>(b.back());
+      if (op == "aten::linear")
+        n = static_cast<double>(b.front());
+      else
+        n = static_cast<double>(b.back());
       w.flops = 2.0 * rows * k * n;
       w.bytes = (numel(a) + numel(b) + rows * n) * es;
       return w;
@@ -242,7 +347,8 @@ WorkEstimate estimate_work(const std::string& raw, const std::vector<std::vector
     double spatial = 1.0, kernel = 1.0;
     for (std::size_t i = 2; i < go.size(); ++i) spatial *= static_cast<double>(go[i]);
     for (std::size_t i = 1; i < wt.size(); ++i) kernel *= static_cast<double>(wt[i]);
-    w.flops = 2.0 * 2.0 * static_cast<double>(go[0]) * static_cast<double>(wt[0]) * spatial * kernel;
+    w.flops =
+        2.0 * 2.0 * static_cast<double>(go[0]) * static_cast<double>(wt[0]) * spatial * kernel;
     w.bytes = (numel(t[0]) + 2.0 * numel(t[1]) + 2.0 * numel(t[2])) * es;
     return w;
   }
@@ -294,7 +400,8 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   std::vector<OpSample> out;
   bool any_gpu = false;
   for (const TraceEvent& e : p.events) any_gpu |= e.on_gpu();
-  const std::string dev = any_gpu ? device_key(p, device_model) : (device_model.empty() ? "cpu" : device_model);
+  const std::string dev =
+      any_gpu ? device_key(p, device_model) : (device_model.empty() ? "cpu" : device_model);
   if (!any_gpu) {
     // CPU-only: outermost operators of each thread (their inclusive time is the op's cost).
     std::map<std::string, std::int64_t> open_until;
@@ -311,7 +418,8 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
       s.signature.dtype = dtype_from_profiler(e.input_types);
       s.seconds = static_cast<double>(e.dur_ns) * 1e-9;
       s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
-      if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs)) s.work.flops = *f;
+      if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
+        s.work.flops = *f;
       out.push_back(std::move(s));
     }
     return out;
@@ -349,7 +457,8 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
     s.signature.dtype = dtype_from_profiler(e.input_types);
     s.seconds = static_cast<double>(ns) * 1e-9;
     s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
-    if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs)) s.work.flops = *f;
+    if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
+      s.work.flops = *f;
     out.push_back(std::move(s));
   }
   return out;
@@ -396,7 +505,8 @@ std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::stri
                   .per_activity_s = median(ratio)};
 }
 
-std::vector<OpSample> op_samples_from_manifest(const std::string& path, const std::string& device_model) {
+std::vector<OpSample> op_samples_from_manifest(const std::string& path,
+                                               const std::string& device_model) {
   using nlohmann::json;
   json doc;
   try {
@@ -410,7 +520,9 @@ std::vector<OpSample> op_samples_from_manifest(const std::string& path, const st
   try {
     return manifest_samples(doc, path, device_model);
   } catch (const json::exception& e) {
-    throw InputError(path, "ops", std::string("manifest fields of the JSON types profile_rig.py writes, got: ") + e.what());
+    throw InputError(
+        path, "ops",
+        std::string("manifest fields of the JSON types profile_rig.py writes, got: ") + e.what());
   }
 }
 
@@ -420,7 +532,8 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
                                        const std::string& device_model) {
   using nlohmann::json;
   if (!doc.is_object() || !doc.contains("ops") || !doc.at("ops").is_array())
-    throw InputError(path, "ops", "a list of measured ops (tools/profile_rig.py manifest), got none");
+    throw InputError(path, "ops",
+                     "a list of measured ops (tools/profile_rig.py manifest), got none");
   std::vector<OpSample> out;
   const std::string dflt = doc.value("device_model", std::string("cpu"));
   std::size_t i = 0;
@@ -430,8 +543,8 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
       throw InputError(path, key + ".name", "an op name, got none");
     if (r.at("name").get_ref<const std::string&>().size() > 256)
       throw InputError(path, key + ".name", "an op name of at most 256 characters");
-    if (!r.contains("mean_us") || !r.at("mean_us").is_number() || !(r.at("mean_us").get<double>() >= 0) ||
-        r.at("mean_us").get<double>() > 1e9)
+    if (!r.contains("mean_us") || !r.at("mean_us").is_number() ||
+        !(r.at("mean_us").get<double>() >= 0) || r.at("mean_us").get<double>() > 1e9)
       throw InputError(path, key + ".mean_us", "a mean time from 0 to 1e9 microseconds (1000 s)");
     // Ops below the profiler's 1 us resolution (views, resolve_conj) carry no timing information.
     if (r.at("mean_us").get<double>() <= 0) continue;
@@ -447,11 +560,14 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
           for (const json& d : sh) {
             if (!d.is_number_integer()) continue;
             if (d.is_number_unsigned() ? d.get<std::uint64_t>() > (std::uint64_t{1} << 40)
-                                       : (d.get<std::int64_t>() < -1 || d.get<std::int64_t>() > (std::int64_t{1} << 40)))
-              throw InputError(path, key + ".input_shapes", "dimensions from -1 to 2^40, got " + d.dump());
+                                       : (d.get<std::int64_t>() < -1 ||
+                                          d.get<std::int64_t>() > (std::int64_t{1} << 40)))
+              throw InputError(path, key + ".input_shapes",
+                               "dimensions from -1 to 2^40, got " + d.dump());
             dims.push_back(d.get<std::int64_t>());
           }
-        if (dims.size() > 16) throw InputError(path, key + ".input_shapes", "shapes of at most 16 dimensions");
+        if (dims.size() > 16)
+          throw InputError(path, key + ".input_shapes", "shapes of at most 16 dimensions");
         s.signature.input_shapes.push_back(std::move(dims));
       }
     }
@@ -459,7 +575,8 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
     s.signature.dtype = sim::parse_dtype(dt).value_or(Dtype::F32);
     s.seconds = r.at("mean_us").get<double>() * 1e-6;
     const std::int64_t count = r.value("count", std::int64_t{1});
-    if (count < 1 || count > 1'000'000'000) throw InputError(path, key + ".count", "a count from 1 to 1e9, got " + std::to_string(count));
+    if (count < 1 || count > 1'000'000'000)
+      throw InputError(path, key + ".count", "a count from 1 to 1e9, got " + std::to_string(count));
     s.count = static_cast<int>(count);
     s.work = estimate_work(s.signature.op_type, s.signature.input_shapes, s.signature.dtype);
     out.push_back(std::move(s));
@@ -476,8 +593,9 @@ namespace {
 
 // Weighted least squares on the columns in `use` (subset of {1, F, B}); returns false when the
 // system is singular. Solved by Gaussian elimination with partial pivoting (at most 3x3).
-bool wls(const std::vector<std::array<double, 3>>& x, const std::vector<double>& y, const std::vector<double>& wt,
-         const std::array<bool, 3>& use, std::array<double, 3>& coef) {
+bool wls(const std::vector<std::array<double, 3>>& x, const std::vector<double>& y,
+         const std::vector<double>& wt, const std::array<bool, 3>& use,
+         std::array<double, 3>& coef) {
   std::vector<int> cols;
   for (int c = 0; c < 3; ++c)
     if (use[static_cast<std::size_t>(c)]) cols.push_back(c);
@@ -493,9 +611,11 @@ bool wls(const std::vector<std::array<double, 3>>& x, const std::vector<double>&
   std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0.0));
   for (std::size_t i = 0; i < x.size(); ++i)
     for (std::size_t r = 0; r < m; ++r) {
-      const double xr = x[i][static_cast<std::size_t>(cols[r])] / scale[static_cast<std::size_t>(cols[r])];
+      const double xr =
+          x[i][static_cast<std::size_t>(cols[r])] / scale[static_cast<std::size_t>(cols[r])];
       for (std::size_t c = 0; c < m; ++c)
-        a[r][c] += wt[i] * xr * x[i][static_cast<std::size_t>(cols[c])] / scale[static_cast<std::size_t>(cols[c])];
+        a[r][c] += wt[i] * xr * x[i][static_cast<std::size_t>(cols[c])] /
+                   scale[static_cast<std::size_t>(cols[c])];
       a[r][m] += wt[i] * xr * y[i];
     }
   for (std::size_t c = 0; c < m; ++c) {
@@ -511,11 +631,15 @@ bool wls(const std::vector<std::array<double, 3>>& x, const std::vector<double>&
     }
   }
   coef = {0, 0, 0};
-  for (std::size_t c = 0; c < m; ++c) coef[static_cast<std::size_t>(cols[c])] = a[c][m] / a[c][c] / scale[static_cast<std::size_t>(cols[c])];
+  for (std::size_t c = 0; c < m; ++c)
+    coef[static_cast<std::size_t>(cols[c])] =
+        a[c][m] / a[c][c] / scale[static_cast<std::size_t>(cols[c])];
   return true;
 }
 
-double predict(const std::array<double, 3>& c, double f, double b) { return c[0] + c[1] * f + c[2] * b; }
+double predict(const std::array<double, 3>& c, double f, double b) {
+  return c[0] + c[1] * f + c[2] * b;
+}
 
 }  // namespace
 
@@ -582,12 +706,12 @@ sim::OpClassModel fit_op_class(const std::vector<double>& flops, const std::vect
     // A free fit that drops a term (coefficient 0) claims no rate; one above the peak does.
     if (lo_f > 0 && free[1] > 0 && free[1] < lo_f)
       note = "flop_rate held at the " + bounds.what + " peak " +
-             rate_text(bounds.max_flop_rate, "FLOP/s") + " (unconstrained fit: " +
-             rate_text(1.0 / free[1], "FLOP/s") + ")";
+             rate_text(bounds.max_flop_rate, "FLOP/s") +
+             " (unconstrained fit: " + rate_text(1.0 / free[1], "FLOP/s") + ")";
     if (lo_b > 0 && free[2] > 0 && free[2] < lo_b)
       note += std::string(note.empty() ? "" : "; ") + "byte_rate held at the memory bandwidth " +
-              rate_text(bounds.max_byte_rate, "B/s") + " (unconstrained fit: " +
-              rate_text(1.0 / free[2], "B/s") + ")";
+              rate_text(bounds.max_byte_rate, "B/s") +
+              " (unconstrained fit: " + rate_text(1.0 / free[2], "B/s") + ")";
     m.clamped = note;
   }
   for (std::size_t i = 0; i < seconds.size(); ++i) {
@@ -606,8 +730,8 @@ RateBounds class_bounds(const sim::DeviceSpec& spec, const std::string& op_class
   RateBounds r;
   // A representative op name of the class decides the math unit (conv, matmul or neither).
   const std::string rep = op_class == "conv" || op_class == "conv_bwd" ? "Conv"
-                          : op_class == "gemm" || op_class == "rnn"   ? "MatMul"
-                                                                      : "Add";
+                          : op_class == "gemm" || op_class == "rnn"    ? "MatMul"
+                                                                       : "Add";
   std::string best;
   for (const sim::Dtype d : dtypes.empty() ? std::set<sim::Dtype>{sim::Dtype::F32} : dtypes) {
     const sim::Dtype cd = sim::compute_dtype(rep, d, math);
@@ -652,7 +776,9 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
     const double mean = a.weighted / a.count;
     fit.calibration.devices[k.first].exact[k.second] = sim::Duration::from_seconds_ceil(mean);
     const OpSample& s = *a.s;
-    if (s.signature.input_shapes.empty() || (s.work.flops <= 0 && s.work.bytes <= 0 && s.work.op_class != "meta")) continue;
+    if (s.signature.input_shapes.empty() ||
+        (s.work.flops <= 0 && s.work.bytes <= 0 && s.work.op_class != "meta"))
+      continue;
     // One point per shape: nested framework ops of one call (conv2d > convolution > _convolution
     // > mkldnn_convolution) share the shapes; the outermost (longest) stands for the call, and
     // holding a shape back in cross-validation holds back all of them.
@@ -674,31 +800,41 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
   }
   static const std::map<std::string, std::vector<std::string>> aliases = {
       {"gemm", {"MatMul", "BatchMatMul", "Gemm"}},
-      {"conv", {"Conv2D", "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
-      {"norm", {"FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "BatchNormalizationGrad", "LayerNorm",
-                "LayerNormGrad"}},
-      {"reduction", {"Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum",
-                     "SparseSoftmaxCrossEntropyWithLogits"}},
-      {"pool", {"MaxPool", "AveragePool", "GlobalAveragePool", "MaxPoolGrad", "GlobalAveragePoolGrad"}},
+      {"conv",
+       {"Conv2D", "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput",
+        "ConvBackpropFilter"}},
+      {"norm",
+       {"FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "BatchNormalizationGrad",
+        "LayerNorm", "LayerNormGrad"}},
+      {"reduction",
+       {"Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum",
+        "SparseSoftmaxCrossEntropyWithLogits"}},
+      {"pool",
+       {"MaxPool", "AveragePool", "GlobalAveragePool", "MaxPoolGrad", "GlobalAveragePoolGrad"}},
       {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
       {"rnn", {"LSTMCell"}},
       // A transformer's ONNX graph (tests/data/onnx/generate.py): dropout, LayerNorm decomposed
       // into Pow/Sqrt/Div, the embedding's Gather and its sparse update, and their gradients.
-      {"elementwise", {"Add", "Mul", "Sub", "Div", "Relu", "Sigmoid", "Tanh", "AddN", "BiasAdd", "BiasAddGrad", "ReluGrad",
-                       "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "Dropout",
-                       "DropoutGrad", "Pow", "PowGrad", "Sqrt", "SqrtGrad", "Neg", "DivGrad",
-                       "MulGrad", "SubGrad", "Expand", "Erf", "Gelu", "Cast", "Where", "Gather",
-                       "GatherGrad", "SparseApplyGradientDescent"}},
+      {"elementwise", {"Add",           "Mul",         "Sub",        "Div",
+                       "Relu",          "Sigmoid",     "Tanh",       "AddN",
+                       "BiasAdd",       "BiasAddGrad", "ReluGrad",   "ApplyGradientDescent",
+                       "ApplyMomentum", "ApplyAdam",   "Dropout",    "DropoutGrad",
+                       "Pow",           "PowGrad",     "Sqrt",       "SqrtGrad",
+                       "Neg",           "DivGrad",     "MulGrad",    "SubGrad",
+                       "Expand",        "Erf",         "Gelu",       "Cast",
+                       "Where",         "Gather",      "GatherGrad", "SparseApplyGradientDescent"}},
       {"copy", {"Concat", "SliceGrad"}},
       // Views in the framework (no kernel): a fixed dispatch cost, not a roofline of their bytes.
-      {"meta", {"Flatten", "FlattenGrad", "Reshape", "ReshapeGrad", "Identity", "Transpose",
-                "TransposeGrad", "Slice", "Unsqueeze", "Squeeze", "Shape", "Constant", "VariableV2",
-                "Placeholder"}},
+      {"meta",
+       {"Flatten", "FlattenGrad", "Reshape", "ReshapeGrad", "Identity", "Transpose",
+        "TransposeGrad", "Slice", "Unsqueeze", "Squeeze", "Shape", "Constant", "VariableV2",
+        "Placeholder"}},
   };
   // Graph op types whose own class model, when fitted, replaces the fallback of a related class
   // (backward convolutions fall back to the forward model when no backward was profiled).
   static const std::map<std::string, std::vector<std::string>> preferred = {
-      {"conv_bwd", {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
+      {"conv_bwd",
+       {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
       {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
       {"dropout", {"Dropout"}}};
   for (const auto& [key, c] : classes) {
@@ -710,7 +846,8 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
       r.bounds = class_bounds(*spec, key.second, c.dtypes, options.math);
     r.model = fit_op_class(c.f, c.b, c.t, r.bounds);
     double train = 0;
-    for (std::size_t i = 0; i < c.t.size(); ++i) train += std::abs(r.model.predict_s(c.f[i], c.b[i]) - c.t[i]) / c.t[i];
+    for (std::size_t i = 0; i < c.t.size(); ++i)
+      train += std::abs(r.model.predict_s(c.f[i], c.b[i]) - c.t[i]) / c.t[i];
     r.fit_error = c.t.empty() ? 0.0 : train / static_cast<double>(c.t.size());
     if (c.t.size() >= 3) {
       // Leave one shape out: fit on the others, predict the held-back one.

@@ -3,10 +3,10 @@
 // cross-validation.
 //
 //   using namespace placesim::calibration;
-//   std::vector<OpSample> s = op_samples_from_profile(read_profile("trace.json"), "A100-SXM4-40GB");
-//   CalibrationFit fit = fit_calibration(s, "trace.json");
-//   std::string yaml = sim::calibration_to_yaml(fit.calibration);   // `placesim calibrate -o`
-//   for (const ClassFitReport& r : fit.classes) print(r.op_class, r.cv_error);
+//   std::vector<OpSample> s = op_samples_from_profile(read_profile("trace.json"),
+//   "A100-SXM4-40GB"); CalibrationFit fit = fit_calibration(s, "trace.json"); std::string yaml =
+//   sim::calibration_to_yaml(fit.calibration);   // `placesim calibrate -o` for (const
+//   ClassFitReport& r : fit.classes) print(r.op_class, r.cv_error);
 //
 // Per op class (gemm, conv, elementwise, reduction, norm, ...) the model is
 //   t = a + F / R_f + B / R_b,   a >= 0,  R_f <= P (the device's peak for the class's compute
@@ -33,25 +33,26 @@ namespace placesim::calibration {
 struct WorkEstimate {
   double flops = 0.0;
   double bytes = 0.0;
-  std::string op_class;   ///< "gemm", "conv", "elementwise", "reduction", "norm", "copy", "other"
+  std::string op_class;  ///< "gemm", "conv", "elementwise", "reduction", "norm", "copy", "other"
 };
-WorkEstimate estimate_work(const std::string& op, const std::vector<std::vector<std::int64_t>>& shapes,
-                           sim::Dtype dtype);
+WorkEstimate estimate_work(const std::string& op,
+                           const std::vector<std::vector<std::int64_t>>& shapes, sim::Dtype dtype);
 /// The class an op name belongs to (aten names and the graph builders' / ONNX type names).
 std::string op_class_of(const std::string& op);
 /// FLOPs of a forward convolution from its real stride, padding, dilation and groups, read from
 /// the profiler's "Concrete Inputs" (torch >= 2.0) by the op's argument positions (conv2d,
 /// convolution, _convolution, cudnn/mkldnn/miopen_convolution); nullopt when they are not there.
-std::optional<double> conv_flops_from_concrete(const std::string& op, const std::vector<std::vector<std::int64_t>>& shapes,
+std::optional<double> conv_flops_from_concrete(const std::string& op,
+                                               const std::vector<std::vector<std::int64_t>>& shapes,
                                                const std::vector<std::string>& concrete);
 /// Dtype from the profiler's "Input type" strings ("float", "c10::Half", ...); F32 when unknown.
 sim::Dtype dtype_from_profiler(const std::vector<std::string>& input_types);
 
 struct OpSample {
-  std::string device;        ///< calibration key: device model (or name)
+  std::string device;  ///< calibration key: device model (or name)
   sim::Signature signature;
-  double seconds = 0.0;      ///< measured time of one call (GPU time, or CPU time for CPU ops)
-  int count = 1;             ///< calls averaged into `seconds`
+  double seconds = 0.0;  ///< measured time of one call (GPU time, or CPU time for CPU ops)
+  int count = 1;         ///< calls averaged into `seconds`
   WorkEstimate work;
 };
 
@@ -63,13 +64,14 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
 
 /// Samples from a tools/profile_rig.py manifest (its "ops" table: name, input_shapes, dtype,
 /// count, mean_us per device). Throws sim::InputError.
-std::vector<OpSample> op_samples_from_manifest(const std::string& path, const std::string& device_model);
+std::vector<OpSample> op_samples_from_manifest(const std::string& path,
+                                               const std::string& device_model);
 
 /// Upper bounds on a class's fitted rates (0 = unknown: unbounded).
 struct RateBounds {
-  double max_flop_rate = 0.0;   ///< FLOP/s: the peak of the unit that runs the class
-  double max_byte_rate = 0.0;   ///< B/s: the device's memory bandwidth
-  std::string what;             ///< names the peak in notes, e.g. "H200-SXM-141GB tf32"
+  double max_flop_rate = 0.0;  ///< FLOP/s: the peak of the unit that runs the class
+  double max_byte_rate = 0.0;  ///< B/s: the device's memory bandwidth
+  std::string what;            ///< names the peak in notes, e.g. "H200-SXM-141GB tf32"
 };
 
 struct FitOptions {
@@ -80,11 +82,11 @@ struct FitOptions {
 struct ClassFitReport {
   std::string device;
   std::string op_class;
-  int signatures = 0;        ///< distinct shapes fitted
-  double cv_error = -1.0;    ///< mean |pred - meas| / meas over held-back shapes; -1 = too few shapes
-  double fit_error = 0.0;    ///< same on the training shapes
-  sim::OpClassModel model;        ///< model.clamped says whether a bound decided the fit
-  RateBounds bounds;              ///< the peaks it was held to (0 = the device is not in the catalog)
+  int signatures = 0;      ///< distinct shapes fitted
+  double cv_error = -1.0;  ///< mean |pred - meas| / meas over held-back shapes; -1 = too few shapes
+  double fit_error = 0.0;  ///< same on the training shapes
+  sim::OpClassModel model;  ///< model.clamped says whether a bound decided the fit
+  RateBounds bounds;        ///< the peaks it was held to (0 = the device is not in the catalog)
 };
 
 struct CalibrationFit {

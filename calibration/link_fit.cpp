@@ -1,5 +1,4 @@
 #include "calibration/link_fit.hpp"
-#include "calibration/text_util.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "calibration/text_util.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
@@ -32,7 +32,8 @@ bool parse_double(const std::string& s, double& v) {
 
 // A small non-negative decimal integer (device index, rank or thread count) up to `max`.
 bool parse_index(const std::string& s, int max, int& v) {
-  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+    return false;
   v = std::stoi(s);
   return v <= max;
 }
@@ -62,8 +63,8 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
   std::string line;
   static const std::regex dev_re(R"(^Device:\s*(\d+),\s*([^,]+),)");
   static const std::regex acc_re(R"(^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+))");
-  std::string section;     // current matrix family
-  std::string sub;         // "gpu"/"cpu" for latency
+  std::string section;  // current matrix family
+  std::string sub;      // "gpu"/"cpu" for latency
   std::vector<std::pair<int, int>> access;
   std::vector<std::pair<std::pair<int, int>, bool>> acc;
   int line_no = 0;
@@ -75,7 +76,8 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
       int d = 0;
       if (!parse_index(mt[1], kMaxGpus - 1, d))
         throw InputError(origin, "line " + std::to_string(line_no),
-                         "a device index below " + std::to_string(kMaxGpus) + ", got " + sim::printable(mt[1].str()));
+                         "a device index below " + std::to_string(kMaxGpus) + ", got " +
+                             sim::printable(mt[1].str()));
       if (static_cast<int>(m.names.size()) <= d) m.names.resize(static_cast<std::size_t>(d) + 1);
       m.names[static_cast<std::size_t>(d)] = mt[2];
       continue;
@@ -84,13 +86,15 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
       int i = 0, j = 0;
       if (!parse_index(mt[1], kMaxGpus - 1, i) || !parse_index(mt[3], kMaxGpus - 1, j))
         throw InputError(origin, "line " + std::to_string(line_no),
-                         "device indices below " + std::to_string(kMaxGpus) + ", got \"" + sim::printable(line) + "\"");
+                         "device indices below " + std::to_string(kMaxGpus) + ", got \"" +
+                             sim::printable(line) + "\"");
       acc.push_back({{i, j}, mt[2] == "CAN"});
       continue;
     }
     const bool uni = line.find("Unidirectional") != std::string::npos;
     const bool bi = line.find("Bidirectional") != std::string::npos;
-    const bool lat = line.find("Latency") != std::string::npos && line.find("Matrix") != std::string::npos;
+    const bool lat =
+        line.find("Latency") != std::string::npos && line.find("Matrix") != std::string::npos;
     if ((uni || bi) && line.find("Bandwidth") != std::string::npos) {
       const bool on = line.find("P2P=Enabled") != std::string::npos;
       section = std::string(uni ? "uni_" : "bi_") + (on ? "on" : "off");
@@ -113,40 +117,51 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
       section.clear();
       continue;
     }
-    const std::string key = section.rfind("lat_", 0) == 0
-                                ? "lat_" + (sub.empty() ? std::string("gpu") : sub) + section.substr(3)
-                                : section;
+    const std::string key =
+        section.rfind("lat_", 0) == 0
+            ? "lat_" + (sub.empty() ? std::string("gpu") : sub) + section.substr(3)
+            : section;
     std::vector<double> row;
     const bool latency = key.rfind("lat_", 0) == 0;
     for (std::size_t i = 1; i < tok.size(); ++i) {
       double v = 0;
       if (!parse_double(tok[i], v))
-        throw InputError(origin, "line " + std::to_string(line_no), "a number in the matrix row, got \"" + sim::printable(tok[i]) + "\"");
+        throw InputError(origin, "line " + std::to_string(line_no),
+                         "a number in the matrix row, got \"" + sim::printable(tok[i]) + "\"");
       if (latency ? !(v >= 0 && v <= kMaxUs) : !(v >= kMinGbS && v <= kMaxGbS))
         throw InputError(origin, "line " + std::to_string(line_no),
-                         latency ? "a latency from 0 to 1e9 us, got " + sim::printable(tok[i])
-                                 : "a bandwidth from 0.001 to 1e9 GB/s, got " + sim::printable(tok[i]));
+                         latency
+                             ? "a latency from 0 to 1e9 us, got " + sim::printable(tok[i])
+                             : "a bandwidth from 0.001 to 1e9 GB/s, got " + sim::printable(tok[i]));
       row.push_back(v);
     }
     if (tok.size() - 1 > static_cast<std::size_t>(kMaxGpus))
-      throw InputError(origin, "line " + std::to_string(line_no), "at most " + std::to_string(kMaxGpus) + " columns");
+      throw InputError(origin, "line " + std::to_string(line_no),
+                       "at most " + std::to_string(kMaxGpus) + " columns");
     auto& mat = m.matrix[key];
-    if (!(first >= 0 && first < kMaxGpus) || static_cast<int>(first) != static_cast<int>(mat.size()))
+    if (!(first >= 0 && first < kMaxGpus) ||
+        static_cast<int>(first) != static_cast<int>(mat.size()))
       throw InputError(origin, "line " + std::to_string(line_no),
                        "matrix row " + std::to_string(mat.size()) + ", got row " + tok[0]);
     mat.push_back(std::move(row));
   }
   if (m.matrix.empty())
-    throw InputError(origin, "", "p2pBandwidthLatencyTest output (bandwidth and latency matrices), got none");
+    throw InputError(origin, "",
+                     "p2pBandwidthLatencyTest output (bandwidth and latency matrices), got none");
   m.gpus = static_cast<int>(m.matrix.begin()->second.size());
   for (const auto& [k, mat] : m.matrix) {
     if (static_cast<int>(mat.size()) != m.gpus)
-      throw InputError(origin, k, std::to_string(m.gpus) + " rows like the other matrices, got " + std::to_string(mat.size()));
+      throw InputError(origin, k,
+                       std::to_string(m.gpus) + " rows like the other matrices, got " +
+                           std::to_string(mat.size()));
     for (const auto& r : mat)
       if (static_cast<int>(r.size()) != m.gpus)
-        throw InputError(origin, k, "square matrices of " + std::to_string(m.gpus) + " columns, got a row of " + std::to_string(r.size()));
+        throw InputError(origin, k,
+                         "square matrices of " + std::to_string(m.gpus) +
+                             " columns, got a row of " + std::to_string(r.size()));
   }
-  m.can_access.assign(static_cast<std::size_t>(m.gpus), std::vector<bool>(static_cast<std::size_t>(m.gpus), false));
+  m.can_access.assign(static_cast<std::size_t>(m.gpus),
+                      std::vector<bool>(static_cast<std::size_t>(m.gpus), false));
   for (const auto& [ij, can] : acc)
     if (ij.first < m.gpus && ij.second < m.gpus)
       m.can_access[static_cast<std::size_t>(ij.first)][static_cast<std::size_t>(ij.second)] = can;
@@ -179,13 +194,16 @@ Path host_path(const sim::Cluster& c, sim::DeviceId a, sim::DeviceId b) {
   return p;
 }
 
-double link_gb_s(const sim::Cluster& c, sim::LinkId l) { return c.links[static_cast<std::size_t>(l)].bandwidth.bytes_per_s / 1e9; }
+double link_gb_s(const sim::Cluster& c, sim::LinkId l) {
+  return c.links[static_cast<std::size_t>(l)].bandwidth.bytes_per_s / 1e9;
+}
 
 // The bottleneck link of a path (smallest bandwidth; first on ties).
 sim::LinkId bottleneck(const sim::Cluster& c, const Path& p) {
   sim::LinkId best = -1;
   for (const auto& h : p.hops)
-    if (best < 0 || c.links[static_cast<std::size_t>(h.link)].bandwidth < c.links[static_cast<std::size_t>(best)].bandwidth)
+    if (best < 0 || c.links[static_cast<std::size_t>(h.link)].bandwidth <
+                        c.links[static_cast<std::size_t>(best)].bandwidth)
       best = h.link;
   return best;
 }
@@ -215,11 +233,14 @@ std::string fmt(double v, int prec = 2) {
 
 // Writes `f.new_gb_s` / `f.new_latency_us` into every link of class `f.kind` (old values from the
 // first such link). Returns false, with a note, when the class's ceiling forbids the value.
-bool write_class(sim::Cluster& c, LinkClassFit& f, bool set_latency, std::vector<std::string>& notes) {
+bool write_class(sim::Cluster& c, LinkClassFit& f, bool set_latency,
+                 std::vector<std::string>& notes) {
   const double ceiling = class_ceiling_gb_s(f.kind);
   if (ceiling > 0 && f.new_gb_s > ceiling * 1.05) {
-    notes.push_back("not fitted: " + f.kind + " at " + fmt(f.new_gb_s) + " GB/s is above what a " + f.kind + " link carries (" +
-                    fmt(ceiling) + " GB/s per direction): the measured transfers cannot have crossed it (is --cluster the measured machine?)");
+    notes.push_back("not fitted: " + f.kind + " at " + fmt(f.new_gb_s) + " GB/s is above what a " +
+                    f.kind + " link carries (" + fmt(ceiling) +
+                    " GB/s per direction): the measured transfers cannot have crossed it (is "
+                    "--cluster the measured machine?)");
     return false;
   }
   bool first = true;
@@ -231,7 +252,8 @@ bool write_class(sim::Cluster& c, LinkClassFit& f, bool set_latency, std::vector
       first = false;
     }
     if (f.new_gb_s > 0) l.bandwidth = sim::Bandwidth{f.new_gb_s * 1e9};
-    if (set_latency) l.latency = sim::Duration{static_cast<std::int64_t>(std::llround(f.new_latency_us * 1000.0))};
+    if (set_latency)
+      l.latency = sim::Duration{static_cast<std::int64_t>(std::llround(f.new_latency_us * 1000.0))};
     ++f.links;
   }
   if (!set_latency) f.new_latency_us = f.old_latency_us;  // not measured: kept
@@ -245,7 +267,8 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
   const auto gpus = c.gpus();
   if (static_cast<int>(gpus.size()) != m.gpus)
     throw InputError(c.source_file.empty() ? c.name : c.source_file, "devices",
-                     std::to_string(m.gpus) + " GPUs as in the p2p measurement, got " + std::to_string(gpus.size()));
+                     std::to_string(m.gpus) + " GPUs as in the p2p measurement, got " +
+                         std::to_string(gpus.size()));
   struct Acc {
     std::vector<double> bw, lat;
     int enabled = 0, disabled = 0;
@@ -257,15 +280,19 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
   const auto lat_off = m.matrix.find("lat_gpu_off");
   if (uni_on == m.matrix.end() && uni_off == m.matrix.end())
     throw InputError(c.source_file.empty() ? c.name : c.source_file, "p2p",
-                     "a unidirectional bandwidth matrix (P2P=Enabled or P2P=Disabled) in the measurement, got none");
+                     "a unidirectional bandwidth matrix (P2P=Enabled or P2P=Disabled) in the "
+                     "measurement, got none");
   if (uni_on == m.matrix.end())
-    rep.notes.push_back("only P2P=Disabled matrices: every pair was measured through host memory, so the fit goes to the "
-                        "links of the host path (GPU -> host CPU -> GPU), never to NVLink");
+    rep.notes.push_back(
+        "only P2P=Disabled matrices: every pair was measured through host memory, so the fit goes "
+        "to the "
+        "links of the host path (GPU -> host CPU -> GPU), never to NVLink");
   std::vector<Path> paths;
   for (int i = 0; i < m.gpus; ++i)
     for (int j = 0; j < m.gpus; ++j) {
       if (i == j) continue;
-      const sim::DeviceId a = gpus[static_cast<std::size_t>(i)], b = gpus[static_cast<std::size_t>(j)];
+      const sim::DeviceId a = gpus[static_cast<std::size_t>(i)],
+                          b = gpus[static_cast<std::size_t>(j)];
       const bool peer = c.peer_access[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
       // P2P=Enabled numbers are direct copies where the cluster grants peer access; everything
       // else (no peer access, or only P2P=Disabled measured) went through host memory.
@@ -282,8 +309,9 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
       if (lat_it != m.matrix.end() && !path.hops.empty())
         acc.lat.push_back(lat_it->second[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] /
                           static_cast<double>(path.hops.size()));
-      rep.pairs.push_back({c.devices[static_cast<std::size_t>(a)].name, c.devices[static_cast<std::size_t>(b)].name, bw,
-                           path_gb_s(c, path), 0.0});
+      rep.pairs.push_back({c.devices[static_cast<std::size_t>(a)].name,
+                           c.devices[static_cast<std::size_t>(b)].name, bw, path_gb_s(c, path),
+                           0.0});
       paths.push_back(path);
     }
   for (const auto& [kind, acc] : by_kind) {
@@ -306,18 +334,21 @@ LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& c) {
   }
   for (int i = 0; i < m.gpus; ++i)
     for (int j = 0; j < m.gpus; ++j)
-      if (i != j && !m.can_access.empty() && m.can_access[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] !=
-                                                  c.peer_access[static_cast<std::size_t>(gpus[static_cast<std::size_t>(i)])]
-                                                               [static_cast<std::size_t>(gpus[static_cast<std::size_t>(j)])])
-        rep.notes.push_back("peer access of GPU " + std::to_string(i) + " -> " + std::to_string(j) +
-                            " differs between the measurement and the cluster (the cluster's is kept)");
+      if (i != j && !m.can_access.empty() &&
+          m.can_access[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] !=
+              c.peer_access[static_cast<std::size_t>(gpus[static_cast<std::size_t>(i)])]
+                           [static_cast<std::size_t>(gpus[static_cast<std::size_t>(j)])])
+        rep.notes.push_back(
+            "peer access of GPU " + std::to_string(i) + " -> " + std::to_string(j) +
+            " differs between the measurement and the cluster (the cluster's is kept)");
   return rep;
 }
 
 namespace {
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return s;
 }
 
@@ -336,17 +367,20 @@ Columns columns_from_header(const std::vector<std::string>& cells) {
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const std::string h = lower(cells[i]);
     const int k = static_cast<int>(i);
-    if (c.size < 0 && (h.find("size") != std::string::npos || h.find("message") != std::string::npos || h == "bytes"))
+    if (c.size < 0 && (h.find("size") != std::string::npos ||
+                       h.find("message") != std::string::npos || h == "bytes"))
       c.size = k;
     else if (c.algbw < 0 && h.find("algbw") != std::string::npos)
       c.algbw = k;
     else if (c.busbw < 0 && h.find("busbw") != std::string::npos)
       c.busbw = k;
-    else if (c.time < 0 && (h.find("time") != std::string::npos || h.find("latency") != std::string::npos ||
-                            h.rfind("avg", 0) == 0)) {
+    else if (c.time < 0 && (h.find("time") != std::string::npos ||
+                            h.find("latency") != std::string::npos || h.rfind("avg", 0) == 0)) {
       c.time = k;
-      if (h.find("ms") != std::string::npos) c.time_unit_s = 1e-3;
-      else if (h.find("(s)") != std::string::npos) c.time_unit_s = 1.0;
+      if (h.find("ms") != std::string::npos)
+        c.time_unit_s = 1e-3;
+      else if (h.find("(s)") != std::string::npos)
+        c.time_unit_s = 1.0;
     }
   }
   return c;
@@ -367,11 +401,16 @@ bool parse_size(std::string cell, double& bytes) {
   }
   const std::string unit = lower(t.substr(used));
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;
-  else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0 * 1024.0;
-  else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0 * 1024.0 * 1024.0;
-  else return false;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib")
+    scale = 1024.0;
+  else if (unit == "m" || unit == "mb" || unit == "mib")
+    scale = 1024.0 * 1024.0;
+  else if (unit == "g" || unit == "gb" || unit == "gib")
+    scale = 1024.0 * 1024.0 * 1024.0;
+  else
+    return false;
   bytes = v * scale;
   return v >= 0;
 }
@@ -427,8 +466,10 @@ int ranks_from_bus_ratio(const std::string& coll, const std::vector<double>& rat
   std::vector<double> r = ratios;
   std::sort(r.begin(), r.end());
   const double m = r[r.size() / 2];
-  const bool ar = coll.find("all_reduce") != std::string::npos || coll.find("allreduce") != std::string::npos;
-  const bool frac = coll.find("gather") != std::string::npos || coll.find("reduce_scatter") != std::string::npos ||
+  const bool ar =
+      coll.find("all_reduce") != std::string::npos || coll.find("allreduce") != std::string::npos;
+  const bool frac = coll.find("gather") != std::string::npos ||
+                    coll.find("reduce_scatter") != std::string::npos ||
                     coll.find("alltoall") != std::string::npos;
   double n = 0;
   if (ar && m > 1.0 + 1e-3 && m < 2.0) n = 2.0 / (2.0 - m);
@@ -438,13 +479,15 @@ int ranks_from_bus_ratio(const std::string& coll, const std::vector<double>& rat
 
 // Tables that name no ranks: each markdown table is its own measurement, its rank count from
 // its busbw / algbw; machines unknown (0).
-void infer_table_ranks(std::vector<CollectivePoint>& out, std::vector<std::pair<std::size_t, std::size_t>> blocks,
+void infer_table_ranks(std::vector<CollectivePoint>& out,
+                       std::vector<std::pair<std::size_t, std::size_t>> blocks,
                        const std::string& collective) {
   if (blocks.empty()) blocks.emplace_back(0, out.size());
   for (const auto& [b, e] : blocks) {
     std::vector<double> ratios;
     for (std::size_t k = b; k < e; ++k)
-      if (out[k].algbw_gb_s >= 1.0 && out[k].busbw_gb_s > 0) ratios.push_back(out[k].busbw_gb_s / out[k].algbw_gb_s);
+      if (out[k].algbw_gb_s >= 1.0 && out[k].busbw_gb_s > 0)
+        ratios.push_back(out[k].busbw_gb_s / out[k].algbw_gb_s);
     const int n = ranks_from_bus_ratio(collective, ratios);
     for (std::size_t k = b; k < e; ++k) {
       out[k].ranks = n;
@@ -467,9 +510,10 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
   // "#  Rank  0 Group  0 Pid 29262 on bm-h100-01 device 0 ...": with or without the leading '#'
   // (a launcher's message can end on the same line, or eat it), with or without the Group
   // column (nccl-tests before 2.11).
-  static const std::regex rank_re(R"((?:^|[#\s:\]])Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
-  Columns raw_cols;          // from nccl-tests' own header line
-  Columns md_cols;           // of the markdown table being read
+  static const std::regex rank_re(
+      R"((?:^|[#\s:\]])Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
+  Columns raw_cols;  // from nccl-tests' own header line
+  Columns md_cols;   // of the markdown table being read
   bool in_markdown = false;
   std::size_t table_start = 0;  // first point of the current markdown table
   std::vector<std::pair<std::size_t, std::size_t>> md_tables;  // [begin, end) of points per table
@@ -483,10 +527,11 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     // format cannot hold (issue 18).
     if (!(bytes >= 0 && bytes <= kMaxMessageBytes) || !(time_s >= 0 && time_s <= kMaxUs * 1e-6) ||
         !(algbw >= 0 && algbw <= kMaxGbS) || !(busbw >= 0 && busbw <= kMaxGbS))
-      throw InputError(origin, "line " + std::to_string(line_no),
-                       "a size up to 1 PiB, a time up to 1e9 us and bandwidths from 0 to 1e9 GB/s, got " +
-                           std::to_string(bytes) + " B, " + std::to_string(time_s) + " s, " + std::to_string(algbw) +
-                           " and " + std::to_string(busbw) + " GB/s");
+      throw InputError(
+          origin, "line " + std::to_string(line_no),
+          "a size up to 1 PiB, a time up to 1e9 us and bandwidths from 0 to 1e9 GB/s, got " +
+              std::to_string(bytes) + " B, " + std::to_string(time_s) + " s, " +
+              std::to_string(algbw) + " and " + std::to_string(busbw) + " GB/s");
     CollectivePoint p;
     p.collective = collective;
     p.bytes = bytes;
@@ -504,14 +549,16 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     if (std::regex_search(line, mt, ngpus_re)) {
       if (!parse_index(mt[1], kMaxGpus, threads) || !parse_index(mt[2], kMaxGpus, gpus_per_thread))
         throw InputError(origin, "line " + std::to_string(line_no),
-                         "nThread and nGpus up to " + std::to_string(kMaxGpus) + ", got \"" + sim::printable(line) + "\"");
+                         "nThread and nGpus up to " + std::to_string(kMaxGpus) + ", got \"" +
+                             sim::printable(line) + "\"");
       continue;
     }
     if (std::regex_search(line, mt, rank_re)) {
       int rank = 0;
       if (!parse_index(mt[1], kMaxGpus - 1, rank))
         throw InputError(origin, "line " + std::to_string(line_no),
-                         "a rank below " + std::to_string(kMaxGpus) + ", got \"" + sim::printable(mt[1].str()) + "\"");
+                         "a rank below " + std::to_string(kMaxGpus) + ", got \"" +
+                             sim::printable(mt[1].str()) + "\"");
       rank_ids.insert(rank);
       hosts.insert(mt[2]);
       continue;
@@ -532,10 +579,13 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
         continue;
       auto num = [&](int col) {
         double v = 0;
-        if (col >= 0 && col < static_cast<int>(cells.size()) && parse_cell_number(cells[static_cast<std::size_t>(col)], v)) return v;
+        if (col >= 0 && col < static_cast<int>(cells.size()) &&
+            parse_cell_number(cells[static_cast<std::size_t>(col)], v))
+          return v;
         return 0.0;
       };
-      add_point(bytes, num(md_cols.time) * md_cols.time_unit_s, num(md_cols.algbw), num(md_cols.busbw));
+      add_point(bytes, num(md_cols.time) * md_cols.time_unit_s, num(md_cols.algbw),
+                num(md_cols.busbw));
       continue;
     }
     close_markdown();
@@ -555,7 +605,9 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     if (comment) continue;
     const auto tok = split_ws(line);
     double size = 0;
-    if (tok.empty() || !parse_double(tok[0], size) || tok[0].find_first_not_of("0123456789") != std::string::npos) continue;
+    if (tok.empty() || !parse_double(tok[0], size) ||
+        tok[0].find_first_not_of("0123456789") != std::string::npos)
+      continue;
     Columns cols = raw_cols;
     if (!cols.usable() || cols.time < 0) {
       cols = Columns{};
@@ -571,27 +623,36 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     if (cols.time < 0 && !raw_cols.usable()) continue;
     if (cols.time < 0 || static_cast<int>(tok.size()) <= std::max(cols.time, cols.algbw))
       throw InputError(origin, where,
-                       "an nccl-tests result row (size count type [redop] [root] time algbw busbw #wrong ...), got " +
+                       "an nccl-tests result row (size count type [redop] [root] time algbw busbw "
+                       "#wrong ...), got " +
                            std::to_string(tok.size()) + " columns");
     const std::string& t_cell = tok[static_cast<std::size_t>(cols.time)];
     double t = 0, algbw = 0, busbw = 0;
-    if (!parse_double(t_cell, t) || t <= 0 || (cols.algbw >= 0 && !parse_double(tok[static_cast<std::size_t>(cols.algbw)], algbw)))
-      throw InputError(origin, where, "a positive time and an algbw in GB/s, got \"" + t_cell + "\" and \"" +
-                                          (cols.algbw >= 0 ? tok[static_cast<std::size_t>(cols.algbw)] : std::string()) + "\"");
-    if (cols.busbw >= 0 && cols.busbw < static_cast<int>(tok.size())) parse_double(tok[static_cast<std::size_t>(cols.busbw)], busbw);
+    if (!parse_double(t_cell, t) || t <= 0 ||
+        (cols.algbw >= 0 && !parse_double(tok[static_cast<std::size_t>(cols.algbw)], algbw)))
+      throw InputError(
+          origin, where,
+          "a positive time and an algbw in GB/s, got \"" + t_cell + "\" and \"" +
+              (cols.algbw >= 0 ? tok[static_cast<std::size_t>(cols.algbw)] : std::string()) + "\"");
+    if (cols.busbw >= 0 && cols.busbw < static_cast<int>(tok.size()))
+      parse_double(tok[static_cast<std::size_t>(cols.busbw)], busbw);
     add_point(size, t * cols.time_unit_s, algbw, busbw);
   }
   close_markdown();
   if (out.empty())
-    throw InputError(origin, "", "nccl-tests results (its own output, or a markdown or whitespace table with size and time or algbw "
-                                 "columns), got no result row");
+    throw InputError(origin, "",
+                     "nccl-tests results (its own output, or a markdown or whitespace table with "
+                     "size and time or algbw "
+                     "columns), got no result row");
   // Ranks: the "Rank N" lines, else nThread x nGpus of a single process, else (tables without
   // them) what busbw / algbw implies; nodes: distinct hosts of the rank lines, else unknown (0),
   // resolved against the cluster when the fit is applied.
-  const long long ranks_ll =
-      !rank_ids.empty() ? *rank_ids.rbegin() + 1LL : static_cast<long long>(threads) * gpus_per_thread;
+  const long long ranks_ll = !rank_ids.empty() ? *rank_ids.rbegin() + 1LL
+                                               : static_cast<long long>(threads) * gpus_per_thread;
   if (ranks_ll > kMaxGpus)
-    throw InputError(origin, "", "at most " + std::to_string(kMaxGpus) + " ranks, got " + std::to_string(ranks_ll));
+    throw InputError(
+        origin, "",
+        "at most " + std::to_string(kMaxGpus) + " ranks, got " + std::to_string(ranks_ll));
   const int ranks = static_cast<int>(ranks_ll);
   const int nodes = hosts.empty() ? (ranks > 0 ? 1 : 0) : static_cast<int>(hosts.size());
   for (auto& p : out) {
@@ -603,10 +664,12 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
   return out;
 }
 
-std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text, const std::string& origin) {
+std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
+                                                        const std::string& origin) {
   std::istringstream in(text);
   std::string line;
-  if (!std::getline(in, line)) throw InputError(origin, "line 1", "a CSV header, got an empty file");
+  if (!std::getline(in, line))
+    throw InputError(origin, "line 1", "a CSV header, got an empty file");
   std::vector<std::string> head;
   {
     std::stringstream s(line);
@@ -620,11 +683,15 @@ std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
   };
   int t_col = -1;
   for (std::size_t i = 0; i < head.size(); ++i)
-    if (head[i].rfind("time_stats.", 0) == 0 && head[i].size() > 5 && head[i].substr(head[i].size() - 5) == ".mean")
+    if (head[i].rfind("time_stats.", 0) == 0 && head[i].size() > 5 &&
+        head[i].substr(head[i].size() - 5) == ".mean")
       t_col = static_cast<int>(i);
-  const int w_col = col("num_workers"), s_col = col("size"), c_col = col("collective"), d_col = col("devices_per_node");
+  const int w_col = col("num_workers"), s_col = col("size"), c_col = col("collective"),
+            d_col = col("devices_per_node");
   if (t_col < 0 || w_col < 0 || s_col < 0)
-    throw InputError(origin, "line 1", "Vidur columns time_stats.<op>.mean, num_workers and size, got \"" + line.substr(0, 80) + "\"");
+    throw InputError(origin, "line 1",
+                     "Vidur columns time_stats.<op>.mean, num_workers and size, got \"" +
+                         line.substr(0, 80) + "\"");
   std::vector<CollectivePoint> out;
   int line_no = 1;
   while (std::getline(in, line)) {
@@ -635,18 +702,24 @@ std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
     std::string x;
     while (std::getline(s, x, ',')) f.push_back(x);
     if (static_cast<int>(f.size()) <= std::max({t_col, w_col, s_col, c_col, d_col}))
-      throw InputError(origin, "line " + std::to_string(line_no), std::to_string(head.size()) + " fields, got " + std::to_string(f.size()));
+      throw InputError(origin, "line " + std::to_string(line_no),
+                       std::to_string(head.size()) + " fields, got " + std::to_string(f.size()));
     CollectivePoint p;
     double t_ms = 0, w = 0, sz = 0, dpn = 0;
-    if (!parse_double(f[static_cast<std::size_t>(t_col)], t_ms) || !parse_double(f[static_cast<std::size_t>(w_col)], w) ||
-        !parse_double(f[static_cast<std::size_t>(s_col)], sz) || t_ms <= 0 || t_ms > kMaxUs / 1000 || w < 1 ||
-        w > kMaxGpus || w != std::floor(w) || sz < 0 || sz > kMaxMessageBytes)
+    if (!parse_double(f[static_cast<std::size_t>(t_col)], t_ms) ||
+        !parse_double(f[static_cast<std::size_t>(w_col)], w) ||
+        !parse_double(f[static_cast<std::size_t>(s_col)], sz) || t_ms <= 0 ||
+        t_ms > kMaxUs / 1000 || w < 1 || w > kMaxGpus || w != std::floor(w) || sz < 0 ||
+        sz > kMaxMessageBytes)
       throw InputError(origin, "line " + std::to_string(line_no),
-                       "a time in (0, 1e6] ms, num_workers a whole number from 1 to " + std::to_string(kMaxGpus) +
-                           " and a size up to 1 PiB, got \"" + sim::printable(line, 80) + "\"");
+                       "a time in (0, 1e6] ms, num_workers a whole number from 1 to " +
+                           std::to_string(kMaxGpus) + " and a size up to 1 PiB, got \"" +
+                           sim::printable(line, 80) + "\"");
     p.collective = c_col >= 0 ? f[static_cast<std::size_t>(c_col)] : "all_reduce";
     p.ranks = static_cast<int>(w);
-    p.nodes = (d_col >= 0 && parse_double(f[static_cast<std::size_t>(d_col)], dpn) && dpn >= 1) ? std::max(1, static_cast<int>(w / dpn)) : 1;
+    p.nodes = (d_col >= 0 && parse_double(f[static_cast<std::size_t>(d_col)], dpn) && dpn >= 1)
+                  ? std::max(1, static_cast<int>(w / dpn))
+                  : 1;
     p.bytes = sz;
     p.time_s = t_ms * 1e-3;
     p.algbw_gb_s = sz / p.time_s / 1e9;
@@ -662,8 +735,10 @@ namespace {
 double bus_factor(const std::string& coll, int n) {
   if (n <= 1) return 1.0;
   const double nn = n;
-  if (coll.find("all_reduce") != std::string::npos || coll.find("allreduce") != std::string::npos) return 2.0 * (nn - 1) / nn;
-  if (coll.find("gather") != std::string::npos || coll.find("reduce_scatter") != std::string::npos ||
+  if (coll.find("all_reduce") != std::string::npos || coll.find("allreduce") != std::string::npos)
+    return 2.0 * (nn - 1) / nn;
+  if (coll.find("gather") != std::string::npos ||
+      coll.find("reduce_scatter") != std::string::npos ||
       coll.find("alltoall") != std::string::npos)
     return (nn - 1) / nn;
   return 1.0;
@@ -730,7 +805,8 @@ CollectiveFit fit_collective(const std::vector<CollectivePoint>& points) {
     r.busbw_gb_s = r.algbw_gb_s * bus_factor(r.collective, r.ranks);
     r.points = static_cast<int>(pts.size());
     double err = 0;
-    for (const CollectivePoint* p : pts) err += std::abs(alpha + p->bytes * inv - p->time_s) / p->time_s;
+    for (const CollectivePoint* p : pts)
+      err += std::abs(alpha + p->bytes * inv - p->time_s) / p->time_s;
     r.mean_rel_error = err / static_cast<double>(pts.size());
     fit.rows.push_back(r);
   }
@@ -760,11 +836,12 @@ std::vector<std::vector<sim::DeviceId>> gpus_by_node(const sim::Cluster& c) {
 // G GPUs per machine, and a link carrying L rail edges needs busbw x L / G.
 struct CollectiveRoutes {
   std::vector<std::pair<sim::DeviceId, sim::DeviceId>> edges;
-  double parallel = 1;   // G for the rails, 1 for a single ring
-  std::string shape;     // for the report
+  double parallel = 1;  // G for the rails, 1 for a single ring
+  std::string shape;    // for the report
 };
 
-std::optional<CollectiveRoutes> collective_routes(const sim::Cluster& c, const CollectiveFitRow& r, std::string& why_not) {
+std::optional<CollectiveRoutes> collective_routes(const sim::Cluster& c, const CollectiveFitRow& r,
+                                                  std::string& why_not) {
   const auto nodes = gpus_by_node(c);
   CollectiveRoutes cr;
   const int ranks = r.ranks;
@@ -772,7 +849,8 @@ std::optional<CollectiveRoutes> collective_routes(const sim::Cluster& c, const C
     why_not = "rank count unknown or 1 (pass --ranks)";
     return std::nullopt;
   }
-  const bool pairwise = r.collective.find("send") != std::string::npos || r.collective.find("recv") != std::string::npos;
+  const bool pairwise = r.collective.find("send") != std::string::npos ||
+                        r.collective.find("recv") != std::string::npos;
   if (r.nodes <= 1) {
     if (nodes.empty() || static_cast<int>(nodes[0].size()) < ranks) {
       why_not = std::to_string(ranks) + " GPUs on one machine, the cluster's first machine has " +
@@ -780,33 +858,38 @@ std::optional<CollectiveRoutes> collective_routes(const sim::Cluster& c, const C
       return std::nullopt;
     }
     for (int i = 0; i < ranks; ++i) {
-      cr.edges.emplace_back(nodes[0][static_cast<std::size_t>(i)], nodes[0][static_cast<std::size_t>((i + 1) % ranks)]);
+      cr.edges.emplace_back(nodes[0][static_cast<std::size_t>(i)],
+                            nodes[0][static_cast<std::size_t>((i + 1) % ranks)]);
       if (pairwise) break;
     }
-    cr.shape = pairwise ? "one GPU pair" : "a ring over " + std::to_string(ranks) + " GPUs of one machine";
+    cr.shape =
+        pairwise ? "one GPU pair" : "a ring over " + std::to_string(ranks) + " GPUs of one machine";
     return cr;
   }
   const int m = r.nodes;
   if (static_cast<int>(nodes.size()) < m || ranks % m != 0) {
-    why_not = std::to_string(ranks) + " ranks on " + std::to_string(m) + " machines, the cluster has " +
-              std::to_string(nodes.size()) + " machine(s)" + (ranks % m ? " and the ranks do not split evenly" : "");
+    why_not = std::to_string(ranks) + " ranks on " + std::to_string(m) +
+              " machines, the cluster has " + std::to_string(nodes.size()) + " machine(s)" +
+              (ranks % m ? " and the ranks do not split evenly" : "");
     return std::nullopt;
   }
   const int g = ranks / m;
   for (int j = 0; j < m; ++j)
     if (static_cast<int>(nodes[static_cast<std::size_t>(j)].size()) < g) {
-      why_not = std::to_string(g) + " GPUs per machine, machine " + std::to_string(j) + " of the cluster has " +
-                std::to_string(nodes[static_cast<std::size_t>(j)].size());
+      why_not = std::to_string(g) + " GPUs per machine, machine " + std::to_string(j) +
+                " of the cluster has " + std::to_string(nodes[static_cast<std::size_t>(j)].size());
       return std::nullopt;
     }
   for (int i = 0; i < g; ++i)
     for (int j = 0; j < m; ++j) {
       if (m == 2 && j == 1 && pairwise) break;
-      cr.edges.emplace_back(nodes[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)],
-                            nodes[static_cast<std::size_t>((j + 1) % m)][static_cast<std::size_t>(i)]);
+      cr.edges.emplace_back(
+          nodes[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)],
+          nodes[static_cast<std::size_t>((j + 1) % m)][static_cast<std::size_t>(i)]);
     }
   cr.parallel = g;
-  cr.shape = std::to_string(g) + " rails (GPU i of each of " + std::to_string(m) + " machines to GPU i of the next)";
+  cr.shape = std::to_string(g) + " rails (GPU i of each of " + std::to_string(m) +
+             " machines to GPU i of the next)";
   return cr;
 }
 
@@ -814,7 +897,8 @@ std::optional<CollectiveRoutes> collective_routes(const sim::Cluster& c, const C
 // edge is routed, the load of each link direction counted, and the link with the least
 // bandwidth per edge is the one the measurement saw.
 void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
-  const std::string what = r.collective + " on " + std::to_string(r.ranks) + " GPUs / " + std::to_string(r.nodes) + " machine(s)";
+  const std::string what = r.collective + " on " + std::to_string(r.ranks) + " GPUs / " +
+                           std::to_string(r.nodes) + " machine(s)";
   std::string why_not;
   const auto cr = collective_routes(c, r, why_not);
   if (!cr) {
@@ -851,7 +935,9 @@ void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
   std::string spread;
   if (cr->parallel > 1) {
     const sim::Link& wl = c.links[static_cast<std::size_t>(worst)];
-    const auto is_nic = [&](sim::VertexId v) { return c.vertices[static_cast<std::size_t>(v)].kind == sim::VertexKind::Nic; };
+    const auto is_nic = [&](sim::VertexId v) {
+      return c.vertices[static_cast<std::size_t>(v)].kind == sim::VertexKind::Nic;
+    };
     if (is_nic(wl.a) || is_nic(wl.b)) {
       const std::string& node = c.devices[static_cast<std::size_t>(cr->edges[0].first)].node;
       int nics = 0;
@@ -859,8 +945,9 @@ void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
       const int rails = static_cast<int>(cr->parallel);
       const int even = nics > 0 ? (rails + nics - 1) / nics : worst_load;
       if (even != worst_load)
-        spread = "; NCCL spreads " + std::to_string(rails) + " rails over the machine's " + std::to_string(nics) +
-                 " NICs, " + std::to_string(even) + " per NIC (the cluster's static routes put " + std::to_string(worst_load) +
+        spread = "; NCCL spreads " + std::to_string(rails) + " rails over the machine's " +
+                 std::to_string(nics) + " NICs, " + std::to_string(even) +
+                 " per NIC (the cluster's static routes put " + std::to_string(worst_load) +
                  " on " + wl.name + ")";
       per_link = even;
     }
@@ -868,28 +955,34 @@ void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
   f.new_gb_s = r.busbw_gb_s * per_link / cr->parallel;
   // A ring all-reduce takes 2(n-1) steps, a gather n-1; each pays one edge's latency, split over
   // the edge's hops.
-  const bool ar = r.collective.find("all_reduce") != std::string::npos || r.collective.find("allreduce") != std::string::npos;
+  const bool ar = r.collective.find("all_reduce") != std::string::npos ||
+                  r.collective.find("allreduce") != std::string::npos;
   const int steps = std::max(1, (ar ? 2 : 1) * (r.ranks - 1));
   std::size_t hops = 1;
   for (const Path& p : paths)
-    if (std::any_of(p.hops.begin(), p.hops.end(), [&](const sim::Hop& h) { return h.link == worst; })) {
+    if (std::any_of(p.hops.begin(), p.hops.end(),
+                    [&](const sim::Hop& h) { return h.link == worst; })) {
       hops = std::max<std::size_t>(1, p.hops.size());
       break;
     }
   f.new_latency_us = r.alpha_us / steps / static_cast<double>(hops);
   std::set<std::string> crossed;
-  for (const auto& [key, n] : load) crossed.insert(c.links[static_cast<std::size_t>(key.first)].kind);
+  for (const auto& [key, n] : load)
+    crossed.insert(c.links[static_cast<std::size_t>(key.first)].kind);
   std::string crossed_s;
   for (const auto& k : crossed) crossed_s += (crossed_s.empty() ? "" : ", ") + k;
-  f.why = what + " (busbw " + fmt(r.busbw_gb_s) + " GB/s, alpha " + fmt(r.alpha_us) + " us) as " + cr->shape +
-          "; its transfers cross " + crossed_s + "; the least bandwidth per transfer is on " +
-          c.links[static_cast<std::size_t>(worst)].name + " (" + f.kind + ", " + std::to_string(worst_load) +
-          " transfer(s) per direction)" + spread;
+  f.why = what + " (busbw " + fmt(r.busbw_gb_s) + " GB/s, alpha " + fmt(r.alpha_us) + " us) as " +
+          cr->shape + "; its transfers cross " + crossed_s +
+          "; the least bandwidth per transfer is on " +
+          c.links[static_cast<std::size_t>(worst)].name + " (" + f.kind + ", " +
+          std::to_string(worst_load) + " transfer(s) per direction)" + spread;
   if (write_class(c, f, r.alpha_us > 0, rep.notes)) {
     if (f.new_gb_s > 1.05 * f.old_gb_s)
-      rep.notes.push_back(f.kind + " fitted at " + fmt(f.new_gb_s) + " GB/s, above the cluster's " + fmt(f.old_gb_s) +
-                          " GB/s: in-switch reductions (NVLS, SHARP) let busbw exceed the wire rate; a ring-only "
-                          "measurement (NCCL_ALGO=Ring) fits the wire");
+      rep.notes.push_back(
+          f.kind + " fitted at " + fmt(f.new_gb_s) + " GB/s, above the cluster's " +
+          fmt(f.old_gb_s) +
+          " GB/s: in-switch reductions (NVLS, SHARP) let busbw exceed the wire rate; a ring-only "
+          "measurement (NCCL_ALGO=Ring) fits the wire");
     rep.classes.push_back(f);
   }
   sim::compute_routes(c);
@@ -906,7 +999,8 @@ void check_collective_fit(const std::vector<CollectivePoint>& points, const std:
                            std::to_string(r.busbw_gb_s) + " GB/s");
     if (!(r.alpha_us >= 0 && r.alpha_us <= kMaxUs))
       throw InputError(origin, sim::printable(key),
-                       "measurements whose fitted latency is from 0 to 1e9 us, got " + std::to_string(r.alpha_us) + " us");
+                       "measurements whose fitted latency is from 0 to 1e9 us, got " +
+                           std::to_string(r.alpha_us) + " us");
   }
 }
 
@@ -925,8 +1019,9 @@ LinkFitReport apply_collective_fit(const CollectiveFit& fit, sim::Cluster& c) {
     if (r.nodes <= 0 && r.ranks > 0 && gpn > 0) {
       // Tables that do not say: as few machines as the ranks fit on.
       r.nodes = (r.ranks + gpn - 1) / gpn;
-      rep.notes.push_back(r.collective + " on " + std::to_string(r.ranks) + " GPUs: machines not given, taken as " +
-                          std::to_string(r.nodes) + " (" + std::to_string(gpn) + " GPUs per machine in the cluster)");
+      rep.notes.push_back(r.collective + " on " + std::to_string(r.ranks) +
+                          " GPUs: machines not given, taken as " + std::to_string(r.nodes) + " (" +
+                          std::to_string(gpn) + " GPUs per machine in the cluster)");
     }
   for (const auto& r : rows) {
     if (r.busbw_gb_s <= 0) continue;
@@ -935,11 +1030,14 @@ LinkFitReport apply_collective_fit(const CollectiveFit& fit, sim::Cluster& c) {
   }
   for (const auto& r : rows)
     if (&r != intra && &r != inter)
-      rep.notes.push_back(r.collective + " on " + std::to_string(r.ranks) + " GPUs / " + std::to_string(r.nodes) +
-                          " machine(s): fitted (see the table) but not written: a larger measurement of the same path is used");
+      rep.notes.push_back(r.collective + " on " + std::to_string(r.ranks) + " GPUs / " +
+                          std::to_string(r.nodes) +
+                          " machine(s): fitted (see the table) but not written: a larger "
+                          "measurement of the same path is used");
   if (intra) fit_row(*intra, c, rep);
   if (inter) fit_row(*inter, c, rep);
-  if (!intra && !inter) rep.notes.push_back("no measurement with a rank count and a bandwidth: nothing to fit");
+  if (!intra && !inter)
+    rep.notes.push_back("no measurement with a rank count and a bandwidth: nothing to fit");
   return rep;
 }
 

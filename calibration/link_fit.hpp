@@ -6,8 +6,9 @@
 //   P2pMeasurement m = parse_p2p_output(read_text("p2p.txt"), "p2p.txt");
 //   sim::Cluster c = sim::load_cluster("box.yaml");
 //   LinkFitReport r = fit_links_from_p2p(m, c);        // c's links updated in place
-//   std::vector<CollectivePoint> pts = parse_nccl_tests(read_text("ar.txt"), "ar.txt", "all_reduce");
-//   CollectiveFit f = fit_collective(pts);             // t(n) = alpha + n / algbw, per rank count
+//   std::vector<CollectivePoint> pts = parse_nccl_tests(read_text("ar.txt"), "ar.txt",
+//   "all_reduce"); CollectiveFit f = fit_collective(pts);             // t(n) = alpha + n / algbw,
+//   per rank count
 //
 // Link model fitted (docs/calibration.md): each GPU pair's measured unidirectional bandwidth (P2P
 // enabled where the cluster gives the pair peer access, else disabled) and latency are attributed
@@ -27,8 +28,8 @@ namespace placesim::calibration {
 
 struct P2pMeasurement {
   int gpus = 0;
-  std::vector<std::string> names;                    ///< "NVIDIA A100 80GB PCIe" per device, when printed
-  std::vector<std::vector<bool>> can_access;         ///< from "Device=i CAN Access Peer Device=j"
+  std::vector<std::string> names;             ///< "NVIDIA A100 80GB PCIe" per device, when printed
+  std::vector<std::vector<bool>> can_access;  ///< from "Device=i CAN Access Peer Device=j"
   /// Matrices by name: uni_off, uni_on, bi_off, bi_on (GB/s); lat_gpu_off, lat_cpu_off,
   /// lat_gpu_on, lat_cpu_on (us). Absent sections are absent keys.
   std::map<std::string, std::vector<std::vector<double>>> matrix;
@@ -40,8 +41,8 @@ struct LinkClassFit {
   int pairs = 0;
   double old_gb_s = 0, new_gb_s = 0;
   double old_latency_us = 0, new_latency_us = 0;
-  int links = 0;               ///< links of the class rewritten
-  std::string why;             ///< which measured transfers crossed the class, and how it was fitted
+  int links = 0;    ///< links of the class rewritten
+  std::string why;  ///< which measured transfers crossed the class, and how it was fitted
 };
 struct LinkFitReport {
   std::vector<LinkClassFit> classes;
@@ -58,13 +59,13 @@ struct LinkFitReport {
 LinkFitReport fit_links_from_p2p(const P2pMeasurement& m, sim::Cluster& cluster);
 
 struct CollectivePoint {
-  std::string collective;      ///< "all_reduce", "all_gather", ...
-  int ranks = 0;               ///< GPUs taking part (0 = unknown)
-  int nodes = 1;               ///< machines (0 = unknown: a table that does not say)
-  double bytes = 0;            ///< message size
-  double time_s = 0;           ///< out-of-place time
-  double algbw_gb_s = 0;       ///< as printed (nccl-tests) or bytes / time
-  double busbw_gb_s = 0;       ///< as printed (0 = not printed)
+  std::string collective;  ///< "all_reduce", "all_gather", ...
+  int ranks = 0;           ///< GPUs taking part (0 = unknown)
+  int nodes = 1;           ///< machines (0 = unknown: a table that does not say)
+  double bytes = 0;        ///< message size
+  double time_s = 0;       ///< out-of-place time
+  double algbw_gb_s = 0;   ///< as printed (nccl-tests) or bytes / time
+  double busbw_gb_s = 0;   ///< as printed (0 = not printed)
 };
 /// nccl-tests results (`*_perf -b 8 -e 128M -f 2`): its own output (columns size count type
 /// [redop root] time algbw busbw #wrong, out-of-place then in-place, placed by its header line when
@@ -76,16 +77,17 @@ struct CollectivePoint {
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
                                               const std::string& collective);
 /// Vidur's profiling CSV (data/profiling/network/*/all_reduce.csv): time in ms, size in bytes.
-std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text, const std::string& origin);
+std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
+                                                        const std::string& origin);
 
 struct CollectiveFitRow {
   std::string collective;
   int ranks = 0, nodes = 1;
-  double alpha_us = 0;          ///< latency term
-  double algbw_gb_s = 0;        ///< asymptotic algorithm bandwidth
-  double busbw_gb_s = 0;        ///< algbw x bus factor (2(n-1)/n for all-reduce, (n-1)/n for gathers)
+  double alpha_us = 0;    ///< latency term
+  double algbw_gb_s = 0;  ///< asymptotic algorithm bandwidth
+  double busbw_gb_s = 0;  ///< algbw x bus factor (2(n-1)/n for all-reduce, (n-1)/n for gathers)
   int points = 0;
-  double mean_rel_error = 0;    ///< of t(n) = alpha + n / algbw over the measured sizes
+  double mean_rel_error = 0;  ///< of t(n) = alpha + n / algbw over the measured sizes
 };
 struct CollectiveFit {
   std::vector<CollectiveFitRow> rows;

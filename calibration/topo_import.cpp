@@ -1,17 +1,17 @@
 #include "calibration/topo_import.hpp"
-#include "calibration/text_util.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <functional>
-#include <optional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "calibration/text_util.hpp"
 #include "sim/catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
@@ -26,10 +26,22 @@ double nvlink_gb_s_per_link(const std::string& m, std::string* generation) {
   auto set = [&](const char* g) {
     if (generation) *generation = g;
   };
-  if (m.rfind("P100-SXM", 0) == 0) { set("nvlink1"); return 20.0; }
-  if (m.rfind("V100", 0) == 0) { set("nvlink2"); return 25.0; }
-  if (m.rfind("A100", 0) == 0) { set("nvlink3"); return 25.0; }
-  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) { set("nvlink4"); return 25.0; }
+  if (m.rfind("P100-SXM", 0) == 0) {
+    set("nvlink1");
+    return 20.0;
+  }
+  if (m.rfind("V100", 0) == 0) {
+    set("nvlink2");
+    return 25.0;
+  }
+  if (m.rfind("A100", 0) == 0) {
+    set("nvlink3");
+    return 25.0;
+  }
+  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) {
+    set("nvlink4");
+    return 25.0;
+  }
   set("");
   return 0.0;
 }
@@ -39,8 +51,14 @@ double pcie_x16_gb_s(const std::string& m, std::string* generation) {
   auto set = [&](const char* g) {
     if (generation) *generation = g;
   };
-  if (m.rfind("A100", 0) == 0 || m.rfind("RTX-4090", 0) == 0) { set("pcie4"); return 31.5; }
-  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) { set("pcie5"); return 63.0; }
+  if (m.rfind("A100", 0) == 0 || m.rfind("RTX-4090", 0) == 0) {
+    set("pcie4");
+    return 31.5;
+  }
+  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) {
+    set("pcie5");
+    return 63.0;
+  }
   set("pcie3");
   return 15.75;
 }
@@ -62,12 +80,14 @@ std::string default_name(const std::string& origin) {
   return stem.empty() ? "imported" : stem;
 }
 
-const sim::DeviceSpec& catalog_spec(const std::string& model, const std::string& origin, const char* flag) {
+const sim::DeviceSpec& catalog_spec(const std::string& model, const std::string& origin,
+                                    const char* flag) {
   const sim::DeviceSpec* s = sim::find_device_model(model);
   if (!s) {
     std::string names;
     for (const std::string& n : sim::device_model_names()) names += (names.empty() ? "" : ", ") + n;
-    throw InputError(origin, flag, "a device model from the catalog (" + names + "), got \"" + model + "\"");
+    throw InputError(origin, flag,
+                     "a device model from the catalog (" + names + "), got \"" + model + "\"");
   }
   return *s;
 }
@@ -80,16 +100,20 @@ class Builder {
 
   std::vector<std::string> notes;
 
-  void add_cpu(const std::string& name, const sim::DeviceSpec& spec) { cpus_.push_back({name, spec}); }
+  void add_cpu(const std::string& name, const sim::DeviceSpec& spec) {
+    cpus_.push_back({name, spec});
+  }
   void add_gpu(const std::string& name, const sim::DeviceSpec& spec, const std::string& host) {
     gpus_.push_back({name, spec, host});
   }
   void add_vertex(const std::string& name, VertexKind k) { others_.push_back({name, k}); }
-  void add_link(const std::string& a, const std::string& b, double gb_s, double latency_us, const std::string& kind,
-                SharingPolicy sharing = SharingPolicy::SplitDuplex) {
+  void add_link(const std::string& a, const std::string& b, double gb_s, double latency_us,
+                const std::string& kind, SharingPolicy sharing = SharingPolicy::SplitDuplex) {
     links_.push_back({a, b, gb_s, latency_us, kind, sharing});
   }
-  void add_peer(const std::string& a, const std::string& b) { peers_.insert({std::min(a, b), std::max(a, b)}); }
+  void add_peer(const std::string& a, const std::string& b) {
+    peers_.insert({std::min(a, b), std::max(a, b)});
+  }
 
   Cluster build(const std::string& name) {
     Cluster c;
@@ -109,12 +133,16 @@ class Builder {
       d.node = opt_.node;
       c.devices.push_back(d);
     }
-    for (std::size_t i = 0; i < c.devices.size(); ++i) c.vertices.push_back({c.devices[i].name, VertexKind::Device, opt_.node});
+    for (std::size_t i = 0; i < c.devices.size(); ++i)
+      c.vertices.push_back({c.devices[i].name, VertexKind::Device, opt_.node});
     for (const auto& [n, k] : others_) c.vertices.push_back({n, k, opt_.node});
-    for (std::size_t i = 0; i < cpus_.size(); ++i) c.devices[i].host = static_cast<sim::DeviceId>(i);
+    for (std::size_t i = 0; i < cpus_.size(); ++i)
+      c.devices[i].host = static_cast<sim::DeviceId>(i);
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       const sim::DeviceId h = c.device_index(gpus_[i].host);
-      if (h < 0) throw InputError(origin_, gpus_[i].name, "a host CPU for every GPU, got none (internal import error)");
+      if (h < 0)
+        throw InputError(origin_, gpus_[i].name,
+                         "a host CPU for every GPU, got none (internal import error)");
       c.devices[cpus_.size() + i].host = h;
     }
     // What the file names must stay distinct and in the cluster format's ranges (docs/formats.md),
@@ -122,20 +150,25 @@ class Builder {
     std::set<std::string> names;
     for (const sim::Vertex& v : c.vertices)
       if (!names.insert(v.name).second)
-        throw InputError(origin_, sim::printable(v.name), "distinct device, switch and NIC names, got \"" +
-                                                              sim::printable(v.name) + "\" twice");
+        throw InputError(
+            origin_, sim::printable(v.name),
+            "distinct device, switch and NIC names, got \"" + sim::printable(v.name) + "\" twice");
     std::set<std::string> used;
     for (const auto& l : links_) {
       if (!(l.gb_s >= 1e-3 && l.gb_s <= 1e9))
-        throw InputError(origin_, sim::printable(l.a + "-" + l.b),
-                         "a link bandwidth from 0.001 to 1e9 GB/s, got " + std::to_string(l.gb_s) + " GB/s");
+        throw InputError(
+            origin_, sim::printable(l.a + "-" + l.b),
+            "a link bandwidth from 0.001 to 1e9 GB/s, got " + std::to_string(l.gb_s) + " GB/s");
       if (!(l.latency_us >= 0 && l.latency_us <= 1e9))
-        throw InputError(origin_, sim::printable(l.a + "-" + l.b),
-                         "a link latency from 0 to 1e9 us, got " + std::to_string(l.latency_us) + " us");
+        throw InputError(
+            origin_, sim::printable(l.a + "-" + l.b),
+            "a link latency from 0 to 1e9 us, got " + std::to_string(l.latency_us) + " us");
       Link link;
       link.a = c.vertex_index(l.a);
       link.b = c.vertex_index(l.b);
-      if (link.a < 0 || link.b < 0) throw InputError(origin_, l.a + "-" + l.b, "links between known vertices (internal import error)");
+      if (link.a < 0 || link.b < 0)
+        throw InputError(origin_, l.a + "-" + l.b,
+                         "links between known vertices (internal import error)");
       std::string ln = l.a + "-" + l.b;
       for (int k = 2; used.count(ln); ++k) ln = l.a + "-" + l.b + "-" + std::to_string(k);
       used.insert(ln);
@@ -211,11 +244,13 @@ int nvlinks_per_gpu(const std::string& m) {
 
 // Which GPUs sit on an NVSwitch fabric, and with how many links each.
 struct NvSwitchPlan {
-  std::vector<bool> on_switch;   // per GPU row
-  std::vector<int> port_links;   // links from the GPU into the switch fabric
-  std::vector<int> totals;       // sum of the GPU's NV# relations
+  std::vector<bool> on_switch;  // per GPU row
+  std::vector<int> port_links;  // links from the GPU into the switch fabric
+  std::vector<int> totals;      // sum of the GPU's NV# relations
   int max_links = 0;
-  [[nodiscard]] bool any() const { return std::find(on_switch.begin(), on_switch.end(), true) != on_switch.end(); }
+  [[nodiscard]] bool any() const {
+    return std::find(on_switch.begin(), on_switch.end(), true) != on_switch.end();
+  }
   [[nodiscard]] std::string describe(const std::string& model, double per_link) const {
     int n = 0, total = 0, port = 0;
     for (std::size_t k = 0; k < on_switch.size(); ++k)
@@ -225,8 +260,9 @@ struct NvSwitchPlan {
         port = std::max(port, port_links[k]);
       }
     std::ostringstream os;
-    os << n << " GPUs reach each other through NVSwitch: up to " << total << " NVLinks per GPU in the NV# relations, more than the "
-       << max_links << " a " << model << " has; modelled as one non-blocking `nvswitch` with one " << port * per_link
+    os << n << " GPUs reach each other through NVSwitch: up to " << total
+       << " NVLinks per GPU in the NV# relations, more than the " << max_links << " a " << model
+       << " has; modelled as one non-blocking `nvswitch` with one " << port * per_link
        << " GB/s port per GPU (" << port << " links)";
     return os.str();
   }
@@ -244,7 +280,8 @@ NvSwitchPlan plan_nvswitch(const Rel& rel, const std::vector<int>& gpu_rows, int
     int widest = 0;
     for (std::size_t c = 0; c < gpu_rows.size(); ++c) {
       if (a == c) continue;
-      const auto& r = rel[static_cast<std::size_t>(gpu_rows[a])][static_cast<std::size_t>(gpu_rows[c])];
+      const auto& r =
+          rel[static_cast<std::size_t>(gpu_rows[a])][static_cast<std::size_t>(gpu_rows[c])];
       if (r.nvlinks <= 0) continue;
       p.totals[a] += r.nvlinks;
       widest = std::max(widest, r.nvlinks);
@@ -276,7 +313,8 @@ double assumed_nic_gbit_s(const std::string& m, std::string* why = nullptr) {
   return 100.0;
 }
 
-std::string cpu_model_or_default(const TopoOptions& o, const std::string& guessed, std::vector<std::string>& notes) {
+std::string cpu_model_or_default(const TopoOptions& o, const std::string& guessed,
+                                 std::vector<std::string>& notes) {
   if (!o.cpu_model.empty()) return o.cpu_model;
   if (!guessed.empty()) return guessed;
   notes.push_back("CPU model not in the file: assumed Xeon-E5-2698v4 (pass --cpu-model)");
@@ -290,14 +328,21 @@ struct Relation {
 
 std::optional<Relation> parse_relation(const std::string& cell) {
   Relation r;
-  if (cell == "X") r.kind = Relation::Self;
-  else if (cell == "PIX") r.kind = Relation::Pix;
-  else if (cell == "PXB") r.kind = Relation::Pxb;
-  else if (cell == "PHB") r.kind = Relation::Phb;
-  else if (cell == "NODE") r.kind = Relation::Node;
-  else if (cell == "SYS" || cell == "SOC") r.kind = Relation::Sys;  // SOC: drivers before 2019
+  if (cell == "X")
+    r.kind = Relation::Self;
+  else if (cell == "PIX")
+    r.kind = Relation::Pix;
+  else if (cell == "PXB")
+    r.kind = Relation::Pxb;
+  else if (cell == "PHB")
+    r.kind = Relation::Phb;
+  else if (cell == "NODE")
+    r.kind = Relation::Node;
+  else if (cell == "SYS" || cell == "SOC")
+    r.kind = Relation::Sys;  // SOC: drivers before 2019
   else if (cell.size() > 2 && cell.rfind("NV", 0) == 0 &&
-           std::all_of(cell.begin() + 2, cell.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); })) {
+           std::all_of(cell.begin() + 2, cell.end(),
+                       [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); })) {
     r.kind = Relation::NvLink;
     if (cell.size() > 5) return std::nullopt;  // more than 999 links: not a real bundle
     r.nvlinks = std::stoi(cell.substr(2));
@@ -310,7 +355,11 @@ std::optional<Relation> parse_relation(const std::string& cell) {
 struct UnionFind {
   std::vector<int> p;
   explicit UnionFind(int n) : p(static_cast<std::size_t>(n)) { std::iota(p.begin(), p.end(), 0); }
-  int find(int x) { return p[static_cast<std::size_t>(x)] == x ? x : p[static_cast<std::size_t>(x)] = find(p[static_cast<std::size_t>(x)]); }
+  int find(int x) {
+    return p[static_cast<std::size_t>(x)] == x
+               ? x
+               : p[static_cast<std::size_t>(x)] = find(p[static_cast<std::size_t>(x)]);
+  }
   void unite(int a, int b) {
     a = find(a);
     b = find(b);
@@ -318,8 +367,8 @@ struct UnionFind {
   }
 };
 
-// nvidia-smi (driver 5xx) underlines the header row with terminal escapes ("\x1b[4mGPU0 ...\x1b[0m")
-// even when its output is redirected to a file, as on the H200 rig.
+// nvidia-smi (driver 5xx) underlines the header row with terminal escapes ("\x1b[4mGPU0
+// ...\x1b[0m") even when its output is redirected to a file, as on the H200 rig.
 std::string strip_ansi(const std::string& line) {
   std::string out;
   out.reserve(line.size());
@@ -336,7 +385,8 @@ std::string strip_ansi(const std::string& line) {
 
 }  // namespace
 
-TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& origin, const TopoOptions& o) {
+TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& origin,
+                                  const TopoOptions& o) {
   std::istringstream in(text);
   std::string line;
   std::vector<std::string> columns;  // device names of the matrix, in order
@@ -345,7 +395,8 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
   std::map<std::string, std::string> nic_legend;  // NIC0 -> mlx5_0
   int line_no = 0, header_line = 0;
   bool in_matrix = false;
-  static const std::regex dev_re("^(GPU\\d+|NIC\\d+|mlx\\d+_\\d+|mlx5_\\d+|ib\\w*\\d+|eth\\d+|bnxt\\w*)$");
+  static const std::regex dev_re(
+      "^(GPU\\d+|NIC\\d+|mlx\\d+_\\d+|mlx5_\\d+|ib\\w*\\d+|eth\\d+|bnxt\\w*)$");
   static const std::regex legend_re("^\\s*(NIC\\d+)\\s*:\\s*(\\S+)\\s*$");
   while (std::getline(in, line)) {
     ++line_no;
@@ -353,7 +404,8 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     line = strip_ansi(line);
     // Pasted as comments ("#         GPU0    GPU1 ...", "# GPU0     X      NV18 ..."): the matrix
     // after the '#'.
-    if (const std::size_t hash = line.find_first_not_of(" \t"); hash != std::string::npos && line[hash] == '#') {
+    if (const std::size_t hash = line.find_first_not_of(" \t");
+        hash != std::string::npos && line[hash] == '#') {
       const auto after = split_ws(line.substr(hash + 1));
       if (!after.empty() && std::regex_match(after[0], dev_re)) line = " " + line.substr(hash + 1);
     }
@@ -367,8 +419,10 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     if (columns.empty()) {
       std::vector<std::string> cols;
       for (const std::string& t : tok) {
-        if (std::regex_match(t, dev_re)) cols.push_back(t);
-        else break;
+        if (std::regex_match(t, dev_re))
+          cols.push_back(t);
+        else
+          break;
       }
       if (!cols.empty() && std::regex_match(tok[0], dev_re) && line.find_first_not_of(" \t") > 0) {
         columns = cols;
@@ -384,44 +438,55 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     }
     if (tok.size() < columns.size() + 1)
       throw InputError(origin, "line " + std::to_string(line_no),
-                       std::to_string(columns.size()) + " relation cells after the device name, got " +
+                       std::to_string(columns.size()) +
+                           " relation cells after the device name, got " +
                            std::to_string(tok.size() - 1));
     row_names.push_back(tok[0]);
-    rows.emplace_back(tok.begin() + 1, tok.begin() + 1 + static_cast<std::ptrdiff_t>(columns.size()));
+    rows.emplace_back(tok.begin() + 1,
+                      tok.begin() + 1 + static_cast<std::ptrdiff_t>(columns.size()));
     // The first column after the matrix is the CPU affinity; newer drivers add NUMA affinity.
     std::string aff = tok.size() > columns.size() + 1 ? tok[columns.size() + 1] : "";
-    if (tok.size() > columns.size() + 2 && std::isdigit(static_cast<unsigned char>(tok[columns.size() + 2][0])))
+    if (tok.size() > columns.size() + 2 &&
+        std::isdigit(static_cast<unsigned char>(tok[columns.size() + 2][0])))
       aff = "numa" + tok[columns.size() + 2];
     affinity.push_back(aff);
   }
   if (columns.empty())
-    throw InputError(origin, "", "the matrix of `nvidia-smi topo -m` (a header row GPU0 GPU1 ...), got none");
+    throw InputError(origin, "",
+                     "the matrix of `nvidia-smi topo -m` (a header row GPU0 GPU1 ...), got none");
   // Every column needs its row, in order, except that trailing NIC rows may be missing (a paste
   // cut short): the GPU rows hold every GPU-NIC relation, and NIC-NIC ones only group NICs.
-  const bool prefix = row_names.size() <= columns.size() && std::equal(row_names.begin(), row_names.end(), columns.begin());
+  const bool prefix = row_names.size() <= columns.size() &&
+                      std::equal(row_names.begin(), row_names.end(), columns.begin());
   bool only_nics_missing = prefix;
   for (std::size_t k = row_names.size(); only_nics_missing && k < columns.size(); ++k)
     only_nics_missing = columns[k].rfind("GPU", 0) != 0;
   if (!only_nics_missing)
     throw InputError(origin, "line " + std::to_string(header_line),
-                     "one row per column device in the same order, got " + std::to_string(row_names.size()) + " rows for " +
+                     "one row per column device in the same order, got " +
+                         std::to_string(row_names.size()) + " rows for " +
                          std::to_string(columns.size()) + " columns");
   const int n = static_cast<int>(columns.size());
   const int have = static_cast<int>(row_names.size());
   TopoImport out;
   if (have < n) {
-    out.notes.push_back(std::to_string(n - have) + " NIC row(s) missing from the matrix (" + columns[static_cast<std::size_t>(have)] +
-                        " on): their relations to GPUs taken from the GPU rows, to other NICs as SYS");
+    out.notes.push_back(
+        std::to_string(n - have) + " NIC row(s) missing from the matrix (" +
+        columns[static_cast<std::size_t>(have)] +
+        " on): their relations to GPUs taken from the GPU rows, to other NICs as SYS");
     affinity.resize(static_cast<std::size_t>(n));
   }
-  std::vector<std::vector<Relation>> rel(static_cast<std::size_t>(n), std::vector<Relation>(static_cast<std::size_t>(n)));
+  std::vector<std::vector<Relation>> rel(static_cast<std::size_t>(n),
+                                         std::vector<Relation>(static_cast<std::size_t>(n)));
   for (int i = 0; i < have; ++i)
     for (int j = 0; j < n; ++j) {
       const auto r = parse_relation(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
       if (!r)
-        throw InputError(origin, row_names[static_cast<std::size_t>(i)] + "/" + columns[static_cast<std::size_t>(j)],
-                         "a relation X, NV#, PIX, PXB, PHB, NODE, SYS or SOC, got \"" +
-                             rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] + "\"");
+        throw InputError(
+            origin,
+            row_names[static_cast<std::size_t>(i)] + "/" + columns[static_cast<std::size_t>(j)],
+            "a relation X, NV#, PIX, PXB, PHB, NODE, SYS or SOC, got \"" +
+                rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] + "\"");
       rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = *r;
     }
   for (int i = have; i < n; ++i)
@@ -433,16 +498,21 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     }
   auto is_gpu = [&](int i) { return columns[static_cast<std::size_t>(i)].rfind("GPU", 0) == 0; };
   if (o.gpu_model.empty())
-    throw InputError(origin, "--gpu-model", "a GPU model from the catalog (nvidia-smi topo does not name the GPUs), got none");
+    throw InputError(
+        origin, "--gpu-model",
+        "a GPU model from the catalog (nvidia-smi topo does not name the GPUs), got none");
   const sim::DeviceSpec& gspec = catalog_spec(o.gpu_model, "<flag --gpu-model>", "");
-  const std::string& model = gspec.model;  // the catalog name, also when given as nvidia-smi prints it
+  const std::string& model =
+      gspec.model;  // the catalog name, also when given as nvidia-smi prints it
 
   Builder b(origin, o);
   // NUMA nodes: GPUs by their affinity; NICs by their closest GPU.
   UnionFind numa(n);
   std::map<std::string, int> first_with_affinity;
   for (int i = 0; i < n; ++i) {
-    if (!is_gpu(i) || affinity[static_cast<std::size_t>(i)].empty() || affinity[static_cast<std::size_t>(i)] == "N/A") continue;
+    if (!is_gpu(i) || affinity[static_cast<std::size_t>(i)].empty() ||
+        affinity[static_cast<std::size_t>(i)] == "N/A")
+      continue;
     auto [it, fresh] = first_with_affinity.emplace(affinity[static_cast<std::size_t>(i)], i);
     if (!fresh) numa.unite(i, it->second);
   }
@@ -466,7 +536,8 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     if (it != numa_index.end()) {
       numa_id[static_cast<std::size_t>(i)] = it->second;
     } else {
-      out.notes.push_back(columns[static_cast<std::size_t>(i)] + ": NUMA node unknown (SYS to every GPU), placed on NUMA 0");
+      out.notes.push_back(columns[static_cast<std::size_t>(i)] +
+                          ": NUMA node unknown (SYS to every GPU), placed on NUMA 0");
     }
   }
   const int numas = std::max(1, static_cast<int>(numa_index.size()));
@@ -480,9 +551,12 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     b.add_cpu(cpu, cspec);
     b.add_vertex(hb, VertexKind::HostBridge);
     b.add_link(cpu, hb, cspec.memory_bandwidth.bytes_per_s / 1e9, 0.1, "membus");
-    for (int j = 0; j < k; ++j) b.add_link("hb" + std::to_string(j), hb, kSmpGbS, kSmpLatencyUs, "smp");
+    for (int j = 0; j < k; ++j)
+      b.add_link("hb" + std::to_string(j), hb, kSmpGbS, kSmpLatencyUs, "smp");
   }
-  if (numas > 1) out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) + " GB/s smp links (assumed; calibrate-links fits them)");
+  if (numas > 1)
+    out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) +
+                        " GB/s smp links (assumed; calibrate-links fits them)");
   // PCIe switches: components of PIX/PXB with at least two members.
   std::map<int, std::vector<int>> groups;
   for (int i = 0; i < n; ++i) groups[sw.find(i)].push_back(i);
@@ -521,8 +595,11 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
   if (per_link == 0.0) {
     bool any_nv = false;
     for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) any_nv |= rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].kind == Relation::NvLink;
-    if (any_nv) out.notes.push_back(model + " has no NVLink in the catalog: NV links assumed 25 GB/s each");
+      for (int j = 0; j < n; ++j)
+        any_nv |=
+            rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].kind == Relation::NvLink;
+    if (any_nv)
+      out.notes.push_back(model + " has no NVLink in the catalog: NV links assumed 25 GB/s each");
     per_link = 25.0;
     gen = "nvlink";
   }
@@ -534,7 +611,8 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     b.add_vertex("nvswitch", VertexKind::Switch);
     for (std::size_t k = 0; k < gpu_rows.size(); ++k) {
       if (!plan.on_switch[k]) continue;
-      b.add_link(gname(gpu_rows[k]), "nvswitch", per_link * plan.port_links[k], kNvswitchLatencyUs, gen);
+      b.add_link(gname(gpu_rows[k]), "nvswitch", per_link * plan.port_links[k], kNvswitchLatencyUs,
+                 gen);
     }
     out.notes.push_back(plan.describe(model, per_link));
   }
@@ -544,15 +622,19 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
       const Relation r = rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
       if (r.kind == Relation::NvLink && !(plan.on_switch[a] && plan.on_switch[c]))
         b.add_link(gname(i), gname(j), per_link * r.nvlinks, kNvlinkLatencyUs, gen);
-      if (r.kind == Relation::NvLink || r.kind == Relation::Pix || r.kind == Relation::Pxb || r.kind == Relation::Phb)
+      if (r.kind == Relation::NvLink || r.kind == Relation::Pix || r.kind == Relation::Pxb ||
+          r.kind == Relation::Phb)
         b.add_peer(gname(i), gname(j));
     }
   if (gpu_count == 0) throw InputError(origin, "", "at least one GPU row, got none");
   if (nic_count > 0) {
     std::ostringstream os;
-    os << nic_count << " NIC(s) at " << nic_gbit << " Gb/s = " << nic_gb_s << " GB/s per direction ("
-       << (o.nic_gbit_s > 0 ? std::string("--nic-gbps")
-                            : "assumed, " + nic_why + ": nvidia-smi gives no NIC speed; pass --nic-gbps") << ")";
+    os << nic_count << " NIC(s) at " << nic_gbit << " Gb/s = " << nic_gb_s
+       << " GB/s per direction ("
+       << (o.nic_gbit_s > 0
+               ? std::string("--nic-gbps")
+               : "assumed, " + nic_why + ": nvidia-smi gives no NIC speed; pass --nic-gbps")
+       << ")";
     out.notes.push_back(os.str());
   }
   out.cluster = b.build(o.name.empty() ? default_name(origin) : o.name);
@@ -601,7 +683,8 @@ class XmlParser {
         const std::size_t e = s_.find('>', pos_);
         if (e == std::string::npos) fail("a closing tag ending in '>'");
         const std::string name = trim(s_.substr(pos_ + 2, e - pos_ - 2));
-        if (stack.size() < 2 || stack.back()->tag != name) fail("</" + stack.back()->tag + ">, got </" + name + ">");
+        if (stack.size() < 2 || stack.back()->tag != name)
+          fail("</" + stack.back()->tag + ">, got </" + name + ">");
         stack.pop_back();
         advance_to(e + 1);
         continue;
@@ -631,7 +714,8 @@ class XmlParser {
         if (pos_ >= s_.size() || s_[pos_] != '=') fail("'=' after attribute " + key);
         ++pos_;
         skip_ws();
-        if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\'')) fail("a quoted value for " + key);
+        if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\''))
+          fail("a quoted value for " + key);
         const char q = s_[pos_];
         const std::size_t e = s_.find(q, pos_ + 1);
         if (e == std::string::npos) fail("a closing quote for " + key);
@@ -663,8 +747,9 @@ class XmlParser {
   }
   std::string name_token() {
     const std::size_t b = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '-' ||
-                                s_[pos_] == ':' || s_[pos_] == '.'))
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
+            s_[pos_] == '-' || s_[pos_] == ':' || s_[pos_] == '.'))
       ++pos_;
     return s_.substr(b, pos_ - b);
   }
@@ -688,13 +773,15 @@ std::string model_of_pci_device(const std::string& id) {
       {"0x2330", "H100-SXM5-80GB"}, {"0x2331", "H100-PCIe-80GB"}, {"0x2335", "H200-SXM-141GB"},
       {"0x2684", "RTX-4090"}};
   std::string k = id;
-  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  std::transform(k.begin(), k.end(), k.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   auto it = ids.find(k);
   return it == ids.end() ? std::string() : it->second;
 }
 
 double pcie_link_gb_s(const std::string& speed, const std::string& width, double fallback) {
-  // Per-lane GB/s after encoding: 2.5 GT/s 0.25, 5 GT/s 0.5, 8 GT/s 0.985, 16 GT/s 1.969, 32 GT/s 3.938.
+  // Per-lane GB/s after encoding: 2.5 GT/s 0.25, 5 GT/s 0.5, 8 GT/s 0.985, 16 GT/s 1.969, 32
+  // GT/s 3.938.
   double gt = 0.0;
   try {
     gt = speed.empty() ? 0.0 : std::stod(speed);
@@ -722,7 +809,8 @@ int int_attr(const XmlNode& n, const std::string& key, int dflt, const std::stri
     if (used == v.size()) return x;
   } catch (const std::exception&) {
   }
-  throw InputError(origin, "line " + std::to_string(n.line), "an integer " + key + "=\"...\" in <" + n.tag + ">, got \"" + v + "\"");
+  throw InputError(origin, "line " + std::to_string(n.line),
+                   "an integer " + key + "=\"...\" in <" + n.tag + ">, got \"" + v + "\"");
 }
 
 double num_attr(const XmlNode& n, const std::string& key, const std::string& origin) {
@@ -731,22 +819,32 @@ double num_attr(const XmlNode& n, const std::string& key, const std::string& ori
   try {
     return std::stod(v);
   } catch (const std::exception&) {
-    throw InputError(origin, "line " + std::to_string(n.line), "a number " + key + "=\"...\" in <" + n.tag + ">, got \"" + v + "\"");
+    throw InputError(origin, "line " + std::to_string(n.line),
+                     "a number " + key + "=\"...\" in <" + n.tag + ">, got \"" + v + "\"");
   }
 }
 
-bool is_gpu_class(const std::string& c) { return c.rfind("0x0302", 0) == 0 || c.rfind("0x0300", 0) == 0; }
-bool is_nic_class(const std::string& c) { return c.rfind("0x0207", 0) == 0 || c.rfind("0x0200", 0) == 0; }
-bool is_bridge_class(const std::string& c) { return c.rfind("0x0604", 0) == 0; }
+bool is_gpu_class(const std::string& c) {
+  return c.rfind("0x0302", 0) == 0 || c.rfind("0x0300", 0) == 0;
+}
+bool is_nic_class(const std::string& c) {
+  return c.rfind("0x0207", 0) == 0 || c.rfind("0x0200", 0) == 0;
+}
+bool is_bridge_class(const std::string& c) {
+  return c.rfind("0x0604", 0) == 0;
+}
 
 }  // namespace
 
-TopoImport import_nccl_topo_xml(const std::string& text, const std::string& origin, const TopoOptions& o) {
+TopoImport import_nccl_topo_xml(const std::string& text, const std::string& origin,
+                                const TopoOptions& o) {
   const XmlNode doc = XmlParser(text, origin).parse();
   const XmlNode* system = nullptr;
   for (const XmlNode& c : doc.children)
     if (c.tag == "system") system = &c;
-  if (!system) throw InputError(origin, "system", "an NCCL topology file (<system version=...>), got no <system>");
+  if (!system)
+    throw InputError(origin, "system",
+                     "an NCCL topology file (<system version=...>), got no <system>");
   TopoImport out;
   Builder b(origin, o);
 
@@ -801,8 +899,8 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
                   if (l.attr("tclass").rfind("0x0680", 0) == 0) {
                     g.nvswitch_targets.push_back(l.attr("target"));
                     g.nvswitch_links += count;
-                  }
-                  else g.nvlinks.emplace_back(l.attr("target"), count);
+                  } else
+                    g.nvlinks.emplace_back(l.attr("target"), count);
                 }
             }
           gpus.push_back(g);
@@ -817,7 +915,8 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
           if (nic_bw <= 0) ++assumed_nic_speeds;
           // The NIC's own line rate, capped by its PCIe attachment when the file gives one.
           const double line = nic_bw > 0 ? nic_bw : kDefaultNicGbS;
-          nics.push_back({"nic" + std::to_string(nics.size()), parent, bw > 0 ? std::min(bw, line) : line});
+          nics.push_back(
+              {"nic" + std::to_string(nics.size()), parent, bw > 0 ? std::min(bw, line) : line});
           return;
         }
         for (const XmlNode& c : p.children)
@@ -831,8 +930,10 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
     ++numa;
     if (guessed_cpu.empty()) {
       const std::string vendor = cpu.attr("vendor");
-      if (vendor == "AuthenticAMD") guessed_cpu = "EPYC-7742";
-      else if (vendor == "GenuineIntel" && cpu.attr("modelid") == "143") guessed_cpu = "Xeon-Platinum-8480C";
+      if (vendor == "AuthenticAMD")
+        guessed_cpu = "EPYC-7742";
+      else if (vendor == "GenuineIntel" && cpu.attr("modelid") == "143")
+        guessed_cpu = "Xeon-Platinum-8480C";
     }
     b.add_vertex(hb, VertexKind::HostBridge);
     for (const XmlNode& c : cpu.children) {
@@ -842,16 +943,19 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
           if (net.tag == "net") {
             const double sp = num_attr(net, "speed", origin) / 8000.0;
             if (sp <= 0) ++assumed_nic_speeds;
-            nics.push_back({net.attr("name").empty() ? "nic" + std::to_string(nics.size()) : net.attr("name"), hb,
-                            sp > 0 ? sp : kDefaultNicGbS});
+            nics.push_back(
+                {net.attr("name").empty() ? "nic" + std::to_string(nics.size()) : net.attr("name"),
+                 hb, sp > 0 ? sp : kDefaultNicGbS});
           }
     }
   }
   if (assumed_nic_speeds > 0)
-    out.notes.push_back(std::to_string(assumed_nic_speeds) + " NIC(s) without a speed= in the file: assumed " +
+    out.notes.push_back(std::to_string(assumed_nic_speeds) +
+                        " NIC(s) without a speed= in the file: assumed " +
                         std::to_string(kDefaultNicGbS * 8.0).substr(0, 5) + " Gb/s");
   if (numa == 0) throw InputError(origin, "system.cpu", "at least one <cpu> element, got none");
-  if (gpus.empty()) throw InputError(origin, "system", "at least one GPU (pci class 0x0302/0x0300), got none");
+  if (gpus.empty())
+    throw InputError(origin, "system", "at least one GPU (pci class 0x0302/0x0300), got none");
 
   const std::string cpu_model = cpu_model_or_default(o, guessed_cpu, out.notes);
   const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
@@ -866,12 +970,16 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
       b.add_cpu("cpu" + id, cspec);
       b.add_link("cpu" + id, "hb" + id, cspec.memory_bandwidth.bytes_per_s / 1e9, 0.1, "membus");
       for (int j = 0; j < k; ++j) {
-        const std::string other = hbs[static_cast<std::size_t>(j)].empty() ? std::to_string(j) : hbs[static_cast<std::size_t>(j)];
+        const std::string other = hbs[static_cast<std::size_t>(j)].empty()
+                                      ? std::to_string(j)
+                                      : hbs[static_cast<std::size_t>(j)];
         b.add_link("hb" + other, "hb" + id, kSmpGbS, kSmpLatencyUs, "smp");
       }
       ++k;
     }
-    if (k > 1) out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) + " GB/s smp links (assumed; calibrate-links fits them)");
+    if (k > 1)
+      out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) +
+                          " GB/s smp links (assumed; calibrate-links fits them)");
   }
 
   // Name GPUs by their CUDA index when the file gives it, else in file order.
@@ -879,12 +987,16 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     GpuInfo& g = gpus[i];
     if (g.dev < 0) g.dev = static_cast<int>(i);
-    if (!devs.insert(g.dev).second) throw InputError(origin, "line " + std::to_string(g.line), "distinct GPU dev numbers, got dev " + std::to_string(g.dev) + " twice");
+    if (!devs.insert(g.dev).second)
+      throw InputError(origin, "line " + std::to_string(g.line),
+                       "distinct GPU dev numbers, got dev " + std::to_string(g.dev) + " twice");
     g.name = "gpu" + std::to_string(g.dev);
     if (!o.gpu_model.empty()) g.model = catalog_spec(o.gpu_model, "<flag --gpu-model>", "").model;
     if (g.model.empty())
-      throw InputError(origin, "line " + std::to_string(g.line),
-                       "a GPU the file identifies (pci device id) or --gpu-model, got neither for busid " + g.busid);
+      throw InputError(
+          origin, "line " + std::to_string(g.line),
+          "a GPU the file identifies (pci device id) or --gpu-model, got neither for busid " +
+              g.busid);
   }
   std::string pgen;
   const double pcie_default = pcie_x16_gb_s(gpus[0].model, &pgen);
@@ -894,8 +1006,10 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
   }
   std::map<std::string, std::string> by_bus;
   for (const GpuInfo& g : gpus) {
-    b.add_gpu(g.name, catalog_spec(g.model, origin, ("line " + std::to_string(g.line)).c_str()), g.host);
-    b.add_link(g.name, g.parent, g.pcie_gb_s > 0 ? g.pcie_gb_s : pcie_default, kPcieLatencyUs, pgen);
+    b.add_gpu(g.name, catalog_spec(g.model, origin, ("line " + std::to_string(g.line)).c_str()),
+              g.host);
+    b.add_link(g.name, g.parent, g.pcie_gb_s > 0 ? g.pcie_gb_s : pcie_default, kPcieLatencyUs,
+               pgen);
     by_bus[g.busid] = g.name;
   }
   for (const NicInfo& nic : nics) {
@@ -910,7 +1024,8 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
     const double per = nvlink_gb_s_per_link(g.model, &gen);
     for (const auto& [target, count] : g.nvlinks) {
       if (target == g.busid) {
-        out.notes.push_back(g.name + ": NVLink entry targets its own bus id " + target + " (ignored; no GPU-to-GPU NVLink)");
+        out.notes.push_back(g.name + ": NVLink entry targets its own bus id " + target +
+                            " (ignored; no GPU-to-GPU NVLink)");
         continue;
       }
       auto it = by_bus.find(target);
@@ -920,7 +1035,8 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
       }
       const auto key = std::minmax(g.name, it->second);
       if (!done.insert({key.first, key.second}).second) continue;
-      b.add_link(g.name, it->second, (per > 0 ? per : 25.0) * count, kNvlinkLatencyUs, gen.empty() ? "nvlink" : gen);
+      b.add_link(g.name, it->second, (per > 0 ? per : 25.0) * count, kNvlinkLatencyUs,
+                 gen.empty() ? "nvlink" : gen);
       b.add_peer(g.name, it->second);
       any_nvlink = true;
     }
@@ -928,21 +1044,23 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
       if (!nvswitch) b.add_vertex("nvswitch", VertexKind::Switch);
       nvswitch = true;
       // A DGX A100 lists six NVSwitches with count="2" each: 12 links, 300 GB/s per direction.
-      b.add_link(g.name, "nvswitch", (per > 0 ? per : 25.0) * static_cast<double>(g.nvswitch_links), kNvswitchLatencyUs,
-                 gen.empty() ? "nvlink" : gen, SharingPolicy::SplitDuplex);
+      b.add_link(g.name, "nvswitch", (per > 0 ? per : 25.0) * static_cast<double>(g.nvswitch_links),
+                 kNvswitchLatencyUs, gen.empty() ? "nvlink" : gen, SharingPolicy::SplitDuplex);
       any_nvlink = true;
     }
   }
   if (nvswitch)
     for (const GpuInfo& g : gpus)
       for (const GpuInfo& h : gpus)
-        if (g.name < h.name && !g.nvswitch_targets.empty() && !h.nvswitch_targets.empty()) b.add_peer(g.name, h.name);
+        if (g.name < h.name && !g.nvswitch_targets.empty() && !h.nvswitch_targets.empty())
+          b.add_peer(g.name, h.name);
   // PCIe peers: GPUs under the same host bridge (NCCL's PHB or closer).
   for (const GpuInfo& g : gpus)
     for (const GpuInfo& h : gpus)
       if (g.name < h.name && g.host == h.host) b.add_peer(g.name, h.name);
   if (!any_nvlink)
-    out.notes.push_back("no usable NVLink in the file (NCCL completes NVLinks from NVML at run time): PCIe only");
+    out.notes.push_back(
+        "no usable NVLink in the file (NCCL completes NVLinks from NVML at run time): PCIe only");
   out.cluster = b.build(o.name.empty() ? default_name(origin) : o.name);
   return out;
 }

@@ -27,10 +27,11 @@
 namespace placesim::calibration {
 
 struct TopoOptions {
-  std::string gpu_model;     ///< catalog name; required when the file does not identify the GPUs
-  std::string cpu_model;     ///< catalog name; empty = guessed from the file, else Xeon-E5-2698v4
-  std::string name;          ///< cluster name; empty = derived from the file name
-  double nic_gbit_s = 0;     ///< NIC line rate for files that give none (nvidia-smi); 0 = assumed per GPU generation
+  std::string gpu_model;  ///< catalog name; required when the file does not identify the GPUs
+  std::string cpu_model;  ///< catalog name; empty = guessed from the file, else Xeon-E5-2698v4
+  std::string name;       ///< cluster name; empty = derived from the file name
+  double nic_gbit_s =
+      0;  ///< NIC line rate for files that give none (nvidia-smi); 0 = assumed per GPU generation
   std::string node = "node0";
 };
 

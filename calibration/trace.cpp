@@ -43,7 +43,7 @@ std::string to_string(EventKind k) {
 }
 
 std::string read_maybe_gzip(const std::string& path, std::size_t max_bytes) {
-  std::string raw = sim::read_text_file(path);   // InputError for a directory or a missing file
+  std::string raw = sim::read_text_file(path);  // InputError for a directory or a missing file
   if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f ||
       static_cast<unsigned char>(raw[1]) != 0x8b)
     return raw;
@@ -66,11 +66,13 @@ std::string read_maybe_gzip(const std::string& path, std::size_t max_bytes) {
     }
     out.append(buf.data(), buf.size() - zs.avail_out);
     // A gzip bomb (a few kB inflating to gigabytes) stops here, before memory runs out.
-    if (out.size() > std::min(max_bytes, std::max<std::size_t>(std::size_t{64} << 20, 100 * raw.size()))) {
+    if (out.size() >
+        std::min(max_bytes, std::max<std::size_t>(std::size_t{64} << 20, 100 * raw.size()))) {
       inflateEnd(&zs);
-      throw InputError(path, "", "gzip data that inflates to at most " + std::to_string(max_bytes >> 20) +
-                                     " MiB and 100 times its size beyond 64 MiB, got more (compressed " +
-                                     std::to_string(raw.size()) + " bytes)");
+      throw InputError(path, "",
+                       "gzip data that inflates to at most " + std::to_string(max_bytes >> 20) +
+                           " MiB and 100 times its size beyond 64 MiB, got more (compressed " +
+                           std::to_string(raw.size()) + " bytes)");
     }
     if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
       inflateEnd(&zs);
@@ -86,7 +88,7 @@ namespace {
 // Device indices, ranks: far above any real machine, far below what would be allocated per index.
 constexpr std::int64_t kMaxDevices = 4096;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
-constexpr double kMaxDim = 1099511627776.0;   // 2^40
+constexpr double kMaxDim = 1099511627776.0;  // 2^40
 
 // Kineto writes ts/dur in microseconds, as integers in older releases and with three decimals
 // (nanoseconds) since 2023.
@@ -143,7 +145,8 @@ std::string scalar_text(const json& v) {
 std::int64_t int_arg(const json& args, const char* key, std::int64_t dflt) {
   auto it = args.find(key);
   if (it == args.end()) return dflt;
-  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) return dflt;
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    return dflt;
   if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
   if (it->is_number_float()) {
     const double d = it->get<double>();
@@ -217,17 +220,20 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw InputError(origin, "byte " + std::to_string(e.byte),
-                     "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
+    throw InputError(
+        origin, "byte " + std::to_string(e.byte),
+        "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
   } catch (const json::exception& e) {
     // out_of_range.406: a number such as 1e309 that no double holds.
-    throw InputError(origin, "", std::string("Chrome-trace JSON with numbers a double holds, got: ") + e.what());
+    throw InputError(
+        origin, "", std::string("Chrome-trace JSON with numbers a double holds, got: ") + e.what());
   }
   try {
     return kineto_from_json(doc, origin);
   } catch (const json::exception& e) {
     // A value of another JSON type than the trace format has there (type_error.302, ...).
-    throw InputError(origin, "traceEvents", std::string("Chrome-trace events of the usual JSON types, got: ") + e.what());
+    throw InputError(origin, "traceEvents",
+                     std::string("Chrome-trace events of the usual JSON types, got: ") + e.what());
   }
 }
 
@@ -248,14 +254,15 @@ Profile kineto_from_json(const json& doc, const std::string& origin) {
                      "a list of trace events (Kineto/PyTorch profiler output), got none");
   }
   if (doc.is_object()) {
-    if (auto it = doc.find("deviceProperties"); it != doc.end() && it->is_array() && !it->empty() &&
-                                                 (*it)[0].contains("name"))
+    if (auto it = doc.find("deviceProperties");
+        it != doc.end() && it->is_array() && !it->empty() && (*it)[0].contains("name"))
       p.device_name = scalar_text((*it)[0].at("name"));
     if (auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
       const std::int64_t rank = int_arg(*it, "rank", -1), world = int_arg(*it, "world_size", 0);
       if (rank < -1 || rank >= kMaxDevices || world < 0 || world > kMaxDevices)
-        throw InputError(origin, "distributedInfo", "a rank and world_size from 0 to " + std::to_string(kMaxDevices) +
-                                                        ", got " + std::to_string(rank) + " and " + std::to_string(world));
+        throw InputError(origin, "distributedInfo",
+                         "a rank and world_size from 0 to " + std::to_string(kMaxDevices) +
+                             ", got " + std::to_string(rank) + " and " + std::to_string(world));
       p.rank = static_cast<int>(rank);
       p.world_size = static_cast<int>(world);
     }
@@ -283,12 +290,14 @@ Profile kineto_from_json(const json& doc, const std::string& origin) {
     ++index;
     if (!e.is_object()) continue;
     const auto ph_it = e.find("ph");
-    const std::string ph = ph_it != e.end() && ph_it->is_string() ? ph_it->get<std::string>() : std::string();
+    const std::string ph =
+        ph_it != e.end() && ph_it->is_string() ? ph_it->get<std::string>() : std::string();
     if (ph != "X") continue;  // flows, metadata and instants carry no durations
     TraceEvent t;
     const std::string at = "traceEvents[" + std::to_string(index - 1) + "]";
     t.name = e.contains("name") ? scalar_text(e.at("name")) : std::string();
-    if (!e.contains("ts")) throw InputError(origin, at + ".ts", "a timestamp in microseconds, got none");
+    if (!e.contains("ts"))
+      throw InputError(origin, at + ".ts", "a timestamp in microseconds, got none");
     bool raw = false;
     const auto ts = us_to_ns(e.at("ts"), &raw);
     if (!ts)
@@ -330,7 +339,9 @@ Profile kineto_from_json(const json& doc, const std::string& origin) {
     if (t.on_gpu() || t.kind == EventKind::Sync || t.kind == EventKind::GpuAnnotation) {
       std::int64_t device = int_arg(args, "device", -1);
       if (device < -1 || device >= kMaxDevices)
-        throw InputError(origin, at + ".args.device", "a GPU index below " + std::to_string(kMaxDevices) + ", got " + std::to_string(device));
+        throw InputError(
+            origin, at + ".args.device",
+            "a GPU index below " + std::to_string(kMaxDevices) + ", got " + std::to_string(device));
       // Without args.device, Kineto's pid of a GPU event is the device (a process id is not).
       if (device < 0 && e.contains("pid") && e.at("pid").is_number()) {
         const std::int64_t pid = int_arg(e, "pid", -1);
@@ -338,10 +349,12 @@ Profile kineto_from_json(const json& doc, const std::string& origin) {
       }
       t.device = static_cast<int>(device);
       t.stream = int_arg(args, "stream", -1);
-      if (t.stream < 0 && e.contains("tid") && e.at("tid").is_number()) t.stream = int_arg(e, "tid", -1);
+      if (t.stream < 0 && e.contains("tid") && e.at("tid").is_number())
+        t.stream = int_arg(e, "tid", -1);
       t.bytes = int_arg(args, "bytes", 0);
       if (t.bytes < 0 || t.bytes > kMaxBytes)
-        throw InputError(origin, at + ".args.bytes", "a size from 0 to 1 PiB, got " + std::to_string(t.bytes));
+        throw InputError(origin, at + ".args.bytes",
+                         "a size from 0 to 1 PiB, got " + std::to_string(t.bytes));
     }
     if (auto it = args.find("Input Dims"); it != args.end() && it->is_array()) {
       for (const json& d : *it) {
@@ -351,7 +364,8 @@ Profile kineto_from_json(const json& doc, const std::string& origin) {
             if (!x.is_number()) continue;
             const double v = x.get<double>();
             if (!(v >= -1 && v <= kMaxDim))
-              throw InputError(origin, at + ".args.Input Dims", "dimensions from -1 to 2^40, got " + sim::printable(x.dump()));
+              throw InputError(origin, at + ".args.Input Dims",
+                               "dimensions from -1 to 2^40, got " + sim::printable(x.dump()));
             dims.push_back(static_cast<std::int64_t>(v));
           }
         t.input_dims.push_back(std::move(dims));
@@ -457,18 +471,20 @@ std::set<std::string> table_columns(sqlite3* db, const std::string& table) {
   const std::string q = "PRAGMA table_info(" + table + ")";
   if (sqlite3_prepare_v2(db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK) return cols;
   while (sqlite3_step(s.st) == SQLITE_ROW)
-    if (const unsigned char* t = sqlite3_column_text(s.st, 1)) cols.insert(reinterpret_cast<const char*>(t));
+    if (const unsigned char* t = sqlite3_column_text(s.st, 1))
+      cols.insert(reinterpret_cast<const char*>(t));
   return cols;
 }
 
 // start/end of one activity row: 0 <= start <= end, both inside +-4e18 ns, at most 1000 s apart
 // (an end of INT64_MAX or an end before the start is a damaged export, not a duration).
-void check_span(const std::string& path, const char* table, std::int64_t row, std::int64_t start, std::int64_t end) {
+void check_span(const std::string& path, const char* table, std::int64_t row, std::int64_t start,
+                std::int64_t end) {
   constexpr std::int64_t kMaxNs = 4'000'000'000'000'000'000, kMaxDurNs = 1'000'000'000'000;
   if (start < 0 || start > kMaxNs || end < start || end - start > kMaxDurNs)
     throw InputError(path, std::string(table) + " row " + std::to_string(row),
-                     "0 <= start <= end < 4e18 ns and end - start <= 1000 s, got start " + std::to_string(start) +
-                         ", end " + std::to_string(end));
+                     "0 <= start <= end < 4e18 ns and end - start <= 1000 s, got start " +
+                         std::to_string(start) + ", end " + std::to_string(end));
 }
 
 std::string col_text(sqlite3_stmt* st, int i) {
@@ -541,7 +557,8 @@ Profile read_nsys_sqlite(const std::string& path) {
                           " t ORDER BY t.start";
     Stmt s;
     if (sqlite3_prepare_v2(d.db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK)
-      throw InputError(path, g.table, std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+      throw InputError(path, g.table,
+                       std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
     std::int64_t row = 0;
     while (sqlite3_step(s.st) == SQLITE_ROW) {
       TraceEvent t;
@@ -555,8 +572,9 @@ Profile read_nsys_sqlite(const std::string& path) {
       t.bytes = sqlite3_column_int64(s.st, 5);
       if (device < 0 || device >= kMaxDevices || t.bytes < 0 || t.bytes > kMaxBytes)
         throw InputError(path, std::string(g.table) + " row " + std::to_string(row),
-                         "a deviceId from 0 to " + std::to_string(kMaxDevices - 1) + " and bytes from 0 to 1 PiB, got " +
-                             std::to_string(device) + " and " + std::to_string(t.bytes));
+                         "a deviceId from 0 to " + std::to_string(kMaxDevices - 1) +
+                             " and bytes from 0 to 1 PiB, got " + std::to_string(device) + " and " +
+                             std::to_string(t.bytes));
       t.device = static_cast<int>(device);
       ++row;
       t.name = col_text(s.st, 6);
@@ -580,13 +598,15 @@ Profile read_nsys_sqlite(const std::string& path) {
         "id = r.nameId) "
         "FROM CUPTI_ACTIVITY_KIND_RUNTIME r ORDER BY r.start";
     if (sqlite3_prepare_v2(d.db, q, -1, &s.st, nullptr) != SQLITE_OK)
-      throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME", std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
+      throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME",
+                       std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
     std::int64_t row = 0;
     while (sqlite3_step(s.st) == SQLITE_ROW) {
       TraceEvent t;
       t.kind = EventKind::Runtime;
       t.ts_ns = sqlite3_column_int64(s.st, 0);
-      check_span(path, "CUPTI_ACTIVITY_KIND_RUNTIME", row++, t.ts_ns, sqlite3_column_int64(s.st, 1));
+      check_span(path, "CUPTI_ACTIVITY_KIND_RUNTIME", row++, t.ts_ns,
+                 sqlite3_column_int64(s.st, 1));
       t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
       const std::int64_t gtid = sqlite3_column_int64(s.st, 2);
       // globalTid packs the process id in bits 24..47 and the thread id in the low 24 bits.

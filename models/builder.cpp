@@ -19,8 +19,9 @@ std::int64_t num_elements(const Shape& s) {
     if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
       std::string shape;
       for (const std::int64_t x : s) shape += (shape.empty() ? "" : ",") + std::to_string(x);
-      throw sim::InputError("--graph-opt", "", "options that keep every tensor under 2^50 elements, got shape [" +
-                                                   shape + "]");
+      throw sim::InputError(
+          "--graph-opt", "",
+          "options that keep every tensor under 2^50 elements, got shape [" + shape + "]");
     }
   }
   return n;
@@ -40,20 +41,28 @@ std::optional<Optimizer> parse_optimizer(std::string_view s) {
 
 std::string to_string(Optimizer o) {
   switch (o) {
-    case Optimizer::Sgd: return "sgd";
-    case Optimizer::Momentum: return "momentum";
-    case Optimizer::Adam: return "adam";
-    case Optimizer::RmsProp: return "rmsprop";
+    case Optimizer::Sgd:
+      return "sgd";
+    case Optimizer::Momentum:
+      return "momentum";
+    case Optimizer::Adam:
+      return "adam";
+    case Optimizer::RmsProp:
+      return "rmsprop";
   }
   return "sgd";
 }
 
 int optimizer_slots(Optimizer o) {
   switch (o) {
-    case Optimizer::Sgd: return 0;
-    case Optimizer::Momentum: return 1;
-    case Optimizer::Adam: return 2;
-    case Optimizer::RmsProp: return 2;
+    case Optimizer::Sgd:
+      return 0;
+    case Optimizer::Momentum:
+      return 1;
+    case Optimizer::Adam:
+      return 2;
+    case Optimizer::RmsProp:
+      return 2;
   }
   return 0;
 }
@@ -63,10 +72,14 @@ namespace {
 // FLOPs per parameter element of one update (TensorFlow's Apply* kernels).
 double update_flops_per_elem(Optimizer o) {
   switch (o) {
-    case Optimizer::Sgd: return 2;
-    case Optimizer::Momentum: return 4;
-    case Optimizer::Adam: return 10;
-    case Optimizer::RmsProp: return 8;
+    case Optimizer::Sgd:
+      return 2;
+    case Optimizer::Momentum:
+      return 4;
+    case Optimizer::Adam:
+      return 10;
+    case Optimizer::RmsProp:
+      return 8;
   }
   return 2;
 }
@@ -74,19 +87,31 @@ double update_flops_per_elem(Optimizer o) {
 std::string update_type(Optimizer o, bool sparse) {
   std::string base;
   switch (o) {
-    case Optimizer::Sgd: base = "GradientDescent"; break;
-    case Optimizer::Momentum: base = "Momentum"; break;
-    case Optimizer::Adam: base = "Adam"; break;
-    case Optimizer::RmsProp: base = "RMSProp"; break;
+    case Optimizer::Sgd:
+      base = "GradientDescent";
+      break;
+    case Optimizer::Momentum:
+      base = "Momentum";
+      break;
+    case Optimizer::Adam:
+      base = "Adam";
+      break;
+    case Optimizer::RmsProp:
+      base = "RMSProp";
+      break;
   }
   return (sparse ? "SparseApply" : "Apply") + base;
 }
 
-double d(std::int64_t v) { return static_cast<double>(v); }
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
 
 }  // namespace
 
-GraphBuilder::GraphBuilder(std::string name) { g_.name = std::move(name); }
+GraphBuilder::GraphBuilder(std::string name) {
+  g_.name = std::move(name);
+}
 
 Tensor GraphBuilder::out_of(sim::OpId op, int out) const {
   const auto& o = g_.ops[static_cast<std::size_t>(op)].outputs[static_cast<std::size_t>(out)];
@@ -99,7 +124,8 @@ sim::OpId GraphBuilder::add(sim::Op op) {
   sig.op_type = op.type;
   sig.dtype = op.dtype;
   for (const auto& in : op.inputs) {
-    const auto& t = g_.ops[static_cast<std::size_t>(in.op)].outputs[static_cast<std::size_t>(in.output)];
+    const auto& t =
+        g_.ops[static_cast<std::size_t>(in.op)].outputs[static_cast<std::size_t>(in.output)];
     rd += t.bytes.v;
     sig.input_shapes.push_back(t.shape);
   }
@@ -121,7 +147,8 @@ Tensor GraphBuilder::input(const std::string& name, Shape shape, sim::Dtype dtyp
   op.layer = layer_;
   op.phase = sim::Phase::Other;
   op.outputs.push_back({.bytes = sim::Bytes{num_elements(shape) * sim::dtype_size(dtype)},
-                        .shape = shape, .dtype = dtype});
+                        .shape = shape,
+                        .dtype = dtype});
   return out_of(add(std::move(op)), 0);
 }
 
@@ -143,7 +170,8 @@ Tensor GraphBuilder::variable(const std::string& name, Shape shape) {
   return variable_named(layer_.empty() ? name : layer_ + "/" + name, std::move(shape), layer_);
 }
 
-Tensor GraphBuilder::variable_named(const std::string& full_name, Shape shape, const std::string& layer) {
+Tensor GraphBuilder::variable_named(const std::string& full_name, Shape shape,
+                                    const std::string& layer) {
   sim::Op op;
   op.name = full_name;
   op.type = "VariableV2";
@@ -179,13 +207,15 @@ std::vector<Tensor> GraphBuilder::op(const std::string& name, const std::string&
   }
   for (const auto& s : out_shapes) {
     op.outputs.push_back({.bytes = sim::Bytes{num_elements(s) * sim::dtype_size(out_dtype)},
-                          .shape = s, .dtype = out_dtype});
+                          .shape = s,
+                          .dtype = out_dtype});
   }
   const sim::OpId id = add(std::move(op));
   info_[static_cast<std::size_t>(id)].needs_grad = needs;
   info_[static_cast<std::size_t>(id)].grads = std::move(grads);
   std::vector<Tensor> outs;
-  for (std::size_t i = 0; i < out_shapes.size(); ++i) outs.push_back(out_of(id, static_cast<int>(i)));
+  for (std::size_t i = 0; i < out_shapes.size(); ++i)
+    outs.push_back(out_of(id, static_cast<int>(i)));
   return outs;
 }
 
@@ -259,7 +289,8 @@ Tensor GraphBuilder::mul(const std::string& name, const Tensor& a, const Tensor&
     // A broadcast operand's gradient is the product summed over the broadcast axes.
     rules.push_back(GradRule{.type = t.shape == big.shape ? "Mul" : "MulSum",
                              .flops = t.shape == big.shape ? n : 2 * n,
-                             .wrt = {i}, .saved_inputs = {1 - i}});
+                             .wrt = {i},
+                             .saved_inputs = {1 - i}});
   }
   return op(name, "Mul", {a, b}, {big.shape}, n, std::move(rules))[0];
 }
@@ -297,7 +328,10 @@ Tensor GraphBuilder::gather(const std::string& name, const Tensor& params, const
   out.push_back(params.shape.at(1));
   // TensorFlow returns the gradient as IndexedSlices: values [ids..., E], not a dense [V, E].
   return op(name, "Gather", {params, ids}, {out}, 0,
-            {GradRule{.type = "GatherGrad", .flops = 0, .wrt = {0}, .saved_inputs = {1},
+            {GradRule{.type = "GatherGrad",
+                      .flops = 0,
+                      .wrt = {0},
+                      .saved_inputs = {1},
                       .out_shapes = {out}}})[0];
 }
 
@@ -340,10 +374,10 @@ Tensor GraphBuilder::conv2d(const std::string& name, const Tensor& x, const Tens
   const std::int64_t ho = same ? (h + stride - 1) / stride : (h - kh) / stride + 1;
   const std::int64_t wo = same ? (w + stride - 1) / stride : (w - kw) / stride + 1;
   const double f = 2.0 * d(n) * d(ho) * d(wo) * d(cout) * d(kh) * d(kw) * d(cin);
-  return op(name, "Conv2D", {x, filter}, {{n, ho, wo, cout}}, f,
-            {GradRule{.type = "Conv2DBackpropInput", .flops = f, .wrt = {0}, .saved_inputs = {1}},
-             GradRule{.type = "Conv2DBackpropFilter", .flops = f, .wrt = {1},
-                      .saved_inputs = {0}}})[0];
+  return op(
+      name, "Conv2D", {x, filter}, {{n, ho, wo, cout}}, f,
+      {GradRule{.type = "Conv2DBackpropInput", .flops = f, .wrt = {0}, .saved_inputs = {1}},
+       GradRule{.type = "Conv2DBackpropFilter", .flops = f, .wrt = {1}, .saved_inputs = {0}}})[0];
 }
 
 Tensor GraphBuilder::batch_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
@@ -352,8 +386,11 @@ Tensor GraphBuilder::batch_norm(const std::string& name, const Tensor& x, const 
   const Shape c{x.shape.back()};
   // Outputs: y, batch mean, batch variance (the latter two saved for the gradient).
   const auto outs = op(name, "FusedBatchNorm", {x, gamma, beta}, {x.shape, c, c}, 5 * n,
-                       {GradRule{.type = "FusedBatchNormGrad", .flops = 8 * n, .wrt = {0, 1, 2},
-                                 .saved_inputs = {0, 1}, .saved_outputs = {1, 2}}});
+                       {GradRule{.type = "FusedBatchNormGrad",
+                                 .flops = 8 * n,
+                                 .wrt = {0, 1, 2},
+                                 .saved_inputs = {0, 1},
+                                 .saved_outputs = {1, 2}}});
   return outs[0];
 }
 
@@ -363,13 +400,16 @@ Tensor GraphBuilder::layer_norm(const std::string& name, const Tensor& x, const 
   Shape stats = x.shape;
   stats.back() = 1;
   const auto outs = op(name, "LayerNorm", {x, gamma, beta}, {x.shape, stats, stats}, 5 * n,
-                       {GradRule{.type = "LayerNormGrad", .flops = 8 * n, .wrt = {0, 1, 2},
-                                 .saved_inputs = {0, 1}, .saved_outputs = {1, 2}}});
+                       {GradRule{.type = "LayerNormGrad",
+                                 .flops = 8 * n,
+                                 .wrt = {0, 1, 2},
+                                 .saved_inputs = {0, 1},
+                                 .saved_outputs = {1, 2}}});
   return outs[0];
 }
 
-Tensor GraphBuilder::pool(const std::string& name, const std::string& type, const Tensor& x,
-                          int k, int stride, bool same) {
+Tensor GraphBuilder::pool(const std::string& name, const std::string& type, const Tensor& x, int k,
+                          int stride, bool same) {
   const std::int64_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
   const std::int64_t ho = same ? (h + stride - 1) / stride : (h - k) / stride + 1;
   const std::int64_t wo = same ? (w + stride - 1) / stride : (w - k) / stride + 1;
@@ -405,8 +445,8 @@ void GraphBuilder::contribute(const Tensor& target, const Tensor& grad, const st
   const Tensor& big = num_elements(list[0].shape) >= num_elements(grad.shape) ? list[0] : grad;
   op.flops = sim::Flops{d(num_elements(big.shape))};
   op.inputs = {{list[0].op, list[0].out}, {grad.op, grad.out}};
-  op.outputs.push_back({.bytes = sim::Bytes{tensor_bytes(big)}, .shape = big.shape,
-                        .dtype = big.dtype});
+  op.outputs.push_back(
+      {.bytes = sim::Bytes{tensor_bytes(big)}, .shape = big.shape, .dtype = big.dtype});
   list[0] = out_of(add(std::move(op)), 0);
 }
 
@@ -430,9 +470,11 @@ std::optional<Tensor> GraphBuilder::gradient_of(const Tensor& t, Accumulation ac
   for (std::size_t i = 1; i < list.size(); ++i) {
     if (num_elements(list[i].shape) > num_elements(list[big].shape)) big = i;
   }
-  op.flops = sim::Flops{d(num_elements(list[big].shape)) * d(static_cast<std::int64_t>(list.size()) - 1)};
+  op.flops =
+      sim::Flops{d(num_elements(list[big].shape)) * d(static_cast<std::int64_t>(list.size()) - 1)};
   for (const auto& x : list) op.inputs.push_back({x.op, x.out});
-  op.outputs.push_back({.bytes = sim::Bytes{tensor_bytes(list[big])}, .shape = list[big].shape,
+  op.outputs.push_back({.bytes = sim::Bytes{tensor_bytes(list[big])},
+                        .shape = list[big].shape,
                         .dtype = list[big].dtype});
   const Tensor sum = out_of(add(std::move(op)), 0);
   list.assign(1, sum);
@@ -497,7 +539,8 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
         const Tensor target = out_of(ref.op, ref.output);
         const Shape s = w < rule.out_shapes.size() ? rule.out_shapes[w] : target.shape;
         op.outputs.push_back({.bytes = sim::Bytes{num_elements(s) * sim::dtype_size(target.dtype)},
-                              .shape = s, .dtype = target.dtype});
+                              .shape = s,
+                              .dtype = target.dtype});
         targets.push_back(target);
       }
       const sim::OpId gid = add(std::move(op));

@@ -54,7 +54,7 @@ enum class Accumulation { Chain, AddN };
 
 /// How to compute the gradient of some inputs of a forward op.
 struct GradRule {
-  std::string type;                ///< op type of the gradient op, e.g. "Conv2DBackpropFilter"
+  std::string type;  ///< op type of the gradient op, e.g. "Conv2DBackpropFilter"
   double flops = 0.0;
   std::vector<int> wrt;            ///< forward input indices whose gradients it produces
   std::vector<int> saved_inputs;   ///< forward inputs it reads besides the output gradients
@@ -119,8 +119,8 @@ class GraphBuilder {
                     const Tensor& beta);
   Tensor layer_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
                     const Tensor& beta);
-  Tensor pool(const std::string& name, const std::string& type, const Tensor& x, int k,
-              int stride, bool same);
+  Tensor pool(const std::string& name, const std::string& type, const Tensor& x, int k, int stride,
+              bool same);
 
   /// Derives the backward and update ops from the scalar `loss`.
   void train(const Tensor& loss, Optimizer opt, Accumulation acc = Accumulation::Chain);
@@ -152,7 +152,7 @@ class GraphBuilder {
   std::string layer_;
   bool prefix_ = true;
   std::int64_t params_ = 0;
-  std::vector<FwdInfo> info_;                       // per op
+  std::vector<FwdInfo> info_;  // per op
   std::vector<sim::OpId> variables_;
   // Per (op, output): accumulated gradient so far, or pending AddN contributions.
   std::map<std::pair<sim::OpId, int>, std::vector<Tensor>> grad_;

@@ -29,8 +29,8 @@ struct Cnn {
                  int stride = 1, bool same = true) {
     return conv_bn(layer, x, cout, k, k, stride, same);
   }
-  Tensor pool(const std::string& layer, const std::string& type, const Tensor& x, int k,
-              int stride, bool same) {
+  Tensor pool(const std::string& layer, const std::string& type, const Tensor& x, int k, int stride,
+              bool same) {
     b.scope(prefix + layer);
     return b.pool(type, type, x, k, stride, same);
   }
@@ -152,7 +152,8 @@ sim::Graph build_inception_v3(GraphOptions& o) {
     Tensor a = n.pool("AuxLogits/AvgPool_1a_5x5", "AvgPool", x, 5, 3, false);
     a = n.conv_bn("AuxLogits/Conv2d_1b_1x1", a, 128, 1);
     a = n.conv_bn("AuxLogits/Conv2d_2a_5x5", a, 768, a.shape[1], a.shape[2], 1, false);
-    loss_aux = classifier_loss(b, "InceptionV3/AuxLogits/loss", n.head("AuxLogits/Logits", a, classes), labels);
+    loss_aux = classifier_loss(b, "InceptionV3/AuxLogits/loss",
+                               n.head("AuxLogits/Logits", a, classes), labels);
   }
   x = inception_d(n, "Mixed_7a", x);
   x = inception_e(n, "Mixed_7b", x);
@@ -162,10 +163,11 @@ sim::Graph build_inception_v3(GraphOptions& o) {
   // The auxiliary loss is weighted 0.4 (Szegedy et al. 2016; TF-slim's train_image_classifier).
   if (aux) loss = b.add("total", loss, b.unary("aux_weight", "Mul", loss_aux, 1, false));
   b.train(b.reduce_mean("mean", loss), opt);
-  return b.finish({{"builder", "inception_v3"},
-                   {"options", o.resolved()},
-                   {"parameters", std::to_string(b.parameter_count())},
-                   {"source", "Szegedy et al. 2016; torchvision inception_v3 (docs/workloads.md)"}});
+  return b.finish(
+      {{"builder", "inception_v3"},
+       {"options", o.resolved()},
+       {"parameters", std::to_string(b.parameter_count())},
+       {"source", "Szegedy et al. 2016; torchvision inception_v3 (docs/workloads.md)"}});
 }
 
 sim::Graph build_resnet50(GraphOptions& o) {

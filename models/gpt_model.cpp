@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <string>
 
-#include "sim/error.hpp"
-
 #include "models/workloads.hpp"
+#include "sim/error.hpp"
 
 namespace placesim::models {
 
@@ -42,12 +41,14 @@ sim::Graph build_gpt(GraphOptions& o) {
   const std::int64_t positions = o.get_int("positions", std::max<std::int64_t>(1024, seq));
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   if (hidden % heads != 0) {
-    throw sim::InputError("--graph-opt", "heads", "a divisor of hidden (" + std::to_string(hidden) +
-                                                      "), got " + std::to_string(heads));
+    throw sim::InputError(
+        "--graph-opt", "heads",
+        "a divisor of hidden (" + std::to_string(hidden) + "), got " + std::to_string(heads));
   }
   if (seq > positions) {
-    throw sim::InputError("--graph-opt", "positions", "at least seq (" + std::to_string(seq) +
-                                                          "), got " + std::to_string(positions));
+    throw sim::InputError(
+        "--graph-opt", "positions",
+        "at least seq (" + std::to_string(seq) + "), got " + std::to_string(positions));
   }
   const std::int64_t hd = hidden / heads, bt = batch * seq;
 
@@ -59,7 +60,8 @@ sim::Graph build_gpt(GraphOptions& o) {
   b.scope("gpt/embedding");
   const Tensor wte = b.variable("wte", {vocab, hidden});
   const Tensor wpe = b.variable("wpe", {positions, hidden});
-  Tensor x = b.add("add_pos", b.gather("tok_lookup", wte, ids), b.gather("pos_lookup", wpe, pos_ids));
+  Tensor x =
+      b.add("add_pos", b.gather("tok_lookup", wte, ids), b.gather("pos_lookup", wpe, pos_ids));
 
   const Shape heads_shape{batch, heads, seq, hd};
   const double score_elems = static_cast<double>(batch * heads * seq * seq);
@@ -79,8 +81,8 @@ sim::Graph build_gpt(GraphOptions& o) {
     x = b.add("residual", x, linear(b, "c_proj", a, hidden));
     b.scope("gpt/h" + std::to_string(l) + "/mlp");
     // tanh-approximated GELU: about 8 FLOPs per element.
-    const Tensor h = b.unary("gelu", "Gelu", linear(b, "c_fc", layer_norm(b, "ln_2", x), 4 * hidden), 8,
-                             false);
+    const Tensor h =
+        b.unary("gelu", "Gelu", linear(b, "c_fc", layer_norm(b, "ln_2", x), 4 * hidden), 8, false);
     x = b.add("residual", x, linear(b, "c_proj", h, hidden));
   }
   b.scope("gpt/head");

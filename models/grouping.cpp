@@ -87,10 +87,11 @@ Quotient quotient(const sim::Graph& g, const std::vector<std::int32_t>& label, s
 }
 
 // Tarjan's strongly connected components, iteratively. Returns the component of each node.
-std::vector<std::int32_t> scc(const std::vector<std::vector<std::int32_t>>& succ, std::int32_t& count) {
+std::vector<std::int32_t> scc(const std::vector<std::vector<std::int32_t>>& succ,
+                              std::int32_t& count) {
   const auto n = static_cast<std::int32_t>(succ.size());
-  std::vector<std::int32_t> index(static_cast<std::size_t>(n), -1), low(static_cast<std::size_t>(n), 0),
-      comp(static_cast<std::size_t>(n), -1);
+  std::vector<std::int32_t> index(static_cast<std::size_t>(n), -1),
+      low(static_cast<std::size_t>(n), 0), comp(static_cast<std::size_t>(n), -1);
   std::vector<char> on_stack(static_cast<std::size_t>(n), 0);
   std::vector<std::int32_t> stack;
   std::vector<std::pair<std::int32_t, std::size_t>> call;
@@ -157,7 +158,8 @@ std::vector<std::int32_t> topo(const Quotient& q, const std::vector<std::int64_t
     ready.pop();
     order.push_back(v);
     for (const std::int32_t w : q.succ[static_cast<std::size_t>(v)]) {
-      if (--indeg[static_cast<std::size_t>(w)] == 0) ready.push({key[static_cast<std::size_t>(w)], w});
+      if (--indeg[static_cast<std::size_t>(w)] == 0)
+        ready.push({key[static_cast<std::size_t>(w)], w});
     }
   }
   assert(order.size() == n);
@@ -187,7 +189,8 @@ Grouping finish_grouping(const sim::Graph& g, std::vector<std::int32_t> label, s
   gr.succ = q.succ;
   gr.pred = q.pred;
   gr.ops_of_group.resize(static_cast<std::size_t>(m));
-  for (int v = 0; v < n; ++v) gr.ops_of_group[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])].push_back(v);
+  for (int v = 0; v < n; ++v)
+    gr.ops_of_group[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])].push_back(v);
 
   std::map<std::string, std::int32_t> vocab;
   for (const auto& op : g.ops) vocab.emplace(op.type, 0);
@@ -229,26 +232,29 @@ Grouping finish_grouping(const sim::Graph& g, std::vector<std::int32_t> label, s
 
 sim::Placement Grouping::expand(const std::vector<sim::DeviceId>& device_of_group) const {
   if (device_of_group.size() != names.size()) {
-    throw sim::InputError("<grouping>", "devices", std::to_string(names.size()) +
-                                                       " devices (one per group), got " +
-                                                       std::to_string(device_of_group.size()));
+    throw sim::InputError("<grouping>", "devices",
+                          std::to_string(names.size()) + " devices (one per group), got " +
+                              std::to_string(device_of_group.size()));
   }
   sim::Placement p;
   p.device_of.reserve(group_of_op.size());
-  for (const std::int32_t grp : group_of_op) p.device_of.push_back(device_of_group[static_cast<std::size_t>(grp)]);
+  for (const std::int32_t grp : group_of_op)
+    p.device_of.push_back(device_of_group[static_cast<std::size_t>(grp)]);
   return p;
 }
 
 Grouping group_graph(const sim::Graph& g, int max_groups) {
   if (max_groups < 1) {
-    throw sim::InputError("<grouping>", "max_groups", "a positive number of groups, got " + std::to_string(max_groups));
+    throw sim::InputError("<grouping>", "max_groups",
+                          "a positive number of groups, got " + std::to_string(max_groups));
   }
   const int n = g.num_ops();
   if (static_cast<int>(g.topo_order.size()) != n) {
     throw sim::InputError("<grouping>", g.name, "a finalized graph");
   }
   std::vector<std::int64_t> topo_pos(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) topo_pos[static_cast<std::size_t>(g.topo_order[static_cast<std::size_t>(i)])] = i;
+  for (int i = 0; i < n; ++i)
+    topo_pos[static_cast<std::size_t>(g.topo_order[static_cast<std::size_t>(i)])] = i;
 
   // 1. Co-location groups.
   std::vector<std::int32_t> label(static_cast<std::size_t>(n));
@@ -280,7 +286,8 @@ Grouping group_graph(const sim::Graph& g, int max_groups) {
   // Per group: position of its first op in the topological order, work, and whether it holds
   // any structural (forward-phase) op.
   auto group_key = [&](std::int32_t count) {
-    std::vector<std::int64_t> key(static_cast<std::size_t>(count), std::numeric_limits<std::int64_t>::max());
+    std::vector<std::int64_t> key(static_cast<std::size_t>(count),
+                                  std::numeric_limits<std::int64_t>::max());
     for (int v = 0; v < n; ++v) {
       auto& k = key[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
       k = std::min(k, topo_pos[static_cast<std::size_t>(v)]);
@@ -310,16 +317,18 @@ Grouping group_graph(const sim::Graph& g, int max_groups) {
     const double tiny = total_w / (8.0 * max_groups);
     std::vector<std::int32_t> order = topo(q, key);
     std::vector<std::int64_t> pos(static_cast<std::size_t>(m));
-    for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      pos[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
     UnionFind uf(static_cast<std::size_t>(m));
     // Groups with no structural edge at all (e.g. a backward-only group) and sources join their
     // earliest successor; a source never becomes anyone's successor, so these merges stay valid.
     for (const std::int32_t v : order) {
       const auto vs = static_cast<std::size_t>(v);
       if (!q.pred[vs].empty() || w[vs] >= tiny || q.succ[vs].empty()) continue;
-      const std::int32_t first = *std::min_element(q.succ[vs].begin(), q.succ[vs].end(), [&](auto a, auto b) {
-        return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)];
-      });
+      const std::int32_t first =
+          *std::min_element(q.succ[vs].begin(), q.succ[vs].end(), [&](auto a, auto b) {
+            return pos[static_cast<std::size_t>(a)] < pos[static_cast<std::size_t>(b)];
+          });
       uf.merge(v, first);
     }
     // Then single-producer tiny groups into their producer, in topological order.
@@ -379,7 +388,8 @@ Grouping group_graph(const sim::Graph& g, int max_groups) {
     const Quotient q0 = quotient(g, label, m);
     const auto order = topo(q0, group_key(m));
     std::vector<std::int32_t> rank(static_cast<std::size_t>(m));
-    for (std::size_t i = 0; i < order.size(); ++i) rank[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      rank[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
     for (auto& l : label) l = rank[static_cast<std::size_t>(l)];
   }
   return finish_grouping(g, std::move(label), m);
@@ -389,7 +399,8 @@ std::vector<sim::DeviceId> project_placement(const Grouping& gr, const sim::Plac
                                              const sim::Cluster& cluster) {
   if (p.device_of.size() != gr.group_of_op.size())
     throw sim::InputError("<placement>", "ops",
-                          std::to_string(gr.group_of_op.size()) + " ops like the grouped graph, got " +
+                          std::to_string(gr.group_of_op.size()) +
+                              " ops like the grouped graph, got " +
                               std::to_string(p.device_of.size()));
   const auto devices = static_cast<std::size_t>(cluster.num_devices());
   std::vector<sim::DeviceId> out(static_cast<std::size_t>(gr.size()), 0);
@@ -427,7 +438,8 @@ Grouping refine_grouping(const Grouping& gr, const sim::Graph& g,
   // comes first in the topological order comes first.
   std::map<std::pair<std::int32_t, std::int32_t>, std::int64_t> first;
   for (int v = 0; v < n; ++v) {
-    const auto key = std::make_pair(gr.group_of_op[static_cast<std::size_t>(v)], part_of_op[static_cast<std::size_t>(v)]);
+    const auto key = std::make_pair(gr.group_of_op[static_cast<std::size_t>(v)],
+                                    part_of_op[static_cast<std::size_t>(v)]);
     const auto [it, fresh] = first.emplace(key, position[static_cast<std::size_t>(v)]);
     if (!fresh) it->second = std::min(it->second, position[static_cast<std::size_t>(v)]);
   }
@@ -439,8 +451,8 @@ Grouping refine_grouping(const Grouping& gr, const sim::Graph& g,
     id.emplace(std::make_pair(grp, part), static_cast<std::int32_t>(id.size()));
   std::vector<std::int32_t> label(static_cast<std::size_t>(n));
   for (int v = 0; v < n; ++v)
-    label[static_cast<std::size_t>(v)] =
-        id.at({gr.group_of_op[static_cast<std::size_t>(v)], part_of_op[static_cast<std::size_t>(v)]});
+    label[static_cast<std::size_t>(v)] = id.at(
+        {gr.group_of_op[static_cast<std::size_t>(v)], part_of_op[static_cast<std::size_t>(v)]});
   return finish_grouping(g, std::move(label), static_cast<std::int32_t>(id.size()));
 }
 

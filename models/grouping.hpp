@@ -20,16 +20,16 @@
 namespace placesim::models {
 
 struct Grouping {
-  std::vector<std::string> names;                   ///< group names, in a topological order of the group DAG
-  std::vector<std::int32_t> group_of_op;            ///< per op
-  std::vector<std::vector<sim::OpId>> ops_of_group; ///< per group, ascending op ids
-  std::vector<std::vector<std::int32_t>> succ;      ///< group DAG, sorted, no self edges
+  std::vector<std::string> names;         ///< group names, in a topological order of the group DAG
+  std::vector<std::int32_t> group_of_op;  ///< per op
+  std::vector<std::vector<sim::OpId>> ops_of_group;  ///< per group, ascending op ids
+  std::vector<std::vector<std::int32_t>> succ;       ///< group DAG, sorted, no self edges
   std::vector<std::vector<std::int32_t>> pred;
 
   // Per-group features for the policy (Mirhoseini et al.: op types, output shapes, adjacency).
-  std::vector<std::string> type_vocab;              ///< op types, sorted
-  std::vector<std::vector<float>> type_counts;      ///< [group][type_vocab index]
-  std::vector<double> output_bytes;                 ///< sum of output tensor bytes
+  std::vector<std::string> type_vocab;          ///< op types, sorted
+  std::vector<std::vector<float>> type_counts;  ///< [group][type_vocab index]
+  std::vector<double> output_bytes;             ///< sum of output tensor bytes
   std::vector<double> flops;
   std::vector<double> persistent_bytes;
   std::vector<std::optional<sim::DeviceKind>> constraint;  ///< device kind all its ops need

@@ -4,12 +4,11 @@
 // GraphBuilder the built-in workloads use.
 #include "models/onnx_import.hpp"
 
-#include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
-
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 #include <set>
 
 #include "sim/error.hpp"
@@ -27,20 +26,30 @@ struct Info {
 
 sim::Dtype from_onnx(int t) {
   switch (t) {
-    case onnx::TensorProto::DOUBLE: return sim::Dtype::F64;
-    case onnx::TensorProto::FLOAT16: return sim::Dtype::F16;
-    case onnx::TensorProto::BFLOAT16: return sim::Dtype::BF16;
-    case onnx::TensorProto::INT64: return sim::Dtype::I64;
-    case onnx::TensorProto::INT32: return sim::Dtype::I32;
-    case onnx::TensorProto::INT8: return sim::Dtype::I8;
-    case onnx::TensorProto::UINT8: return sim::Dtype::U8;
-    case onnx::TensorProto::BOOL: return sim::Dtype::Bool;
-    default: return sim::Dtype::F32;
+    case onnx::TensorProto::DOUBLE:
+      return sim::Dtype::F64;
+    case onnx::TensorProto::FLOAT16:
+      return sim::Dtype::F16;
+    case onnx::TensorProto::BFLOAT16:
+      return sim::Dtype::BF16;
+    case onnx::TensorProto::INT64:
+      return sim::Dtype::I64;
+    case onnx::TensorProto::INT32:
+      return sim::Dtype::I32;
+    case onnx::TensorProto::INT8:
+      return sim::Dtype::I8;
+    case onnx::TensorProto::UINT8:
+      return sim::Dtype::U8;
+    case onnx::TensorProto::BOOL:
+      return sim::Dtype::Bool;
+    default:
+      return sim::Dtype::F32;
   }
 }
 
 bool is_float(sim::Dtype d) {
-  return d == sim::Dtype::F32 || d == sim::Dtype::F16 || d == sim::Dtype::BF16 || d == sim::Dtype::F64;
+  return d == sim::Dtype::F32 || d == sim::Dtype::F16 || d == sim::Dtype::BF16 ||
+         d == sim::Dtype::F64;
 }
 
 Info info_of(const onnx::TypeProto& t) {
@@ -71,27 +80,56 @@ std::int64_t attr_int(const onnx::NodeProto& n, const std::string& name, std::in
   return def;
 }
 
-double elems(const Shape& s) { return static_cast<double>(num_elements(s)); }
+double elems(const Shape& s) {
+  return static_cast<double>(num_elements(s));
+}
 
 // FLOPs per output element of elementwise ops (exp/log/div count a few; see docs/workloads.md).
 const std::map<std::string, double, std::less<>> kUnary = {
-    {"Relu", 1}, {"LeakyRelu", 2}, {"PRelu", 2}, {"Sigmoid", 4}, {"Tanh", 4}, {"HardSigmoid", 3},
-    {"HardSwish", 4}, {"Clip", 2}, {"Elu", 4}, {"Selu", 4}, {"Celu", 4}, {"Gelu", 8}, {"Erf", 8},
-    {"Exp", 4}, {"Log", 4}, {"Sqrt", 2}, {"Reciprocal", 1}, {"Neg", 1}, {"Abs", 1},
-    {"Softplus", 4}, {"Softsign", 3}, {"Mish", 8}, {"Sin", 4}, {"Cos", 4}, {"ThresholdedRelu", 1}};
-const std::set<std::string, std::less<>> kBinary = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
-                                                    "Mean", "Sum", "Where"};
+    {"Relu", 1},        {"LeakyRelu", 2},  {"PRelu", 2}, {"Sigmoid", 4}, {"Tanh", 4},
+    {"HardSigmoid", 3}, {"HardSwish", 4},  {"Clip", 2},  {"Elu", 4},     {"Selu", 4},
+    {"Celu", 4},        {"Gelu", 8},       {"Erf", 8},   {"Exp", 4},     {"Log", 4},
+    {"Sqrt", 2},        {"Reciprocal", 1}, {"Neg", 1},   {"Abs", 1},     {"Softplus", 4},
+    {"Softsign", 3},    {"Mish", 8},       {"Sin", 4},   {"Cos", 4},     {"ThresholdedRelu", 1}};
+const std::set<std::string, std::less<>> kBinary = {"Add", "Sub", "Mul",  "Div", "Pow",
+                                                    "Max", "Min", "Mean", "Sum", "Where"};
 // No gradient flows through these (integer or boolean results, shape computations).
-const std::set<std::string, std::less<>> kNonDiff = {
-    "Shape", "Size", "Constant", "ConstantOfShape", "Range", "NonZero", "Equal", "Greater", "Less",
-    "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor", "ArgMax", "ArgMin", "Floor", "Ceil",
-    "Round", "Sign", "IsNaN", "IsInf", "EyeLike", "RandomNormal", "RandomUniform",
-    "RandomNormalLike", "RandomUniformLike", "Bernoulli", "OneHot"};
+const std::set<std::string, std::less<>> kNonDiff = {"Shape",
+                                                     "Size",
+                                                     "Constant",
+                                                     "ConstantOfShape",
+                                                     "Range",
+                                                     "NonZero",
+                                                     "Equal",
+                                                     "Greater",
+                                                     "Less",
+                                                     "GreaterOrEqual",
+                                                     "LessOrEqual",
+                                                     "Not",
+                                                     "And",
+                                                     "Or",
+                                                     "Xor",
+                                                     "ArgMax",
+                                                     "ArgMin",
+                                                     "Floor",
+                                                     "Ceil",
+                                                     "Round",
+                                                     "Sign",
+                                                     "IsNaN",
+                                                     "IsInf",
+                                                     "EyeLike",
+                                                     "RandomNormal",
+                                                     "RandomUniform",
+                                                     "RandomNormalLike",
+                                                     "RandomUniformLike",
+                                                     "Bernoulli",
+                                                     "OneHot"};
 // Pure data movement: 0 FLOPs, a same-sized gradient op.
 const std::set<std::string, std::less<>> kMove = {
-    "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Pad", "Expand", "Tile",
-    "Cast", "Gather", "GatherElements", "GatherND", "DepthToSpace", "SpaceToDepth", "Identity",
-    "Resize", "Upsample", "CastLike"};
+    "Reshape",  "Flatten",      "Squeeze",      "Unsqueeze", "Transpose", "Slice",
+    "Pad",      "Expand",       "Tile",         "Cast",      "Gather",    "GatherElements",
+    "GatherND", "DepthToSpace", "SpaceToDepth", "Identity",  "Resize",    "Upsample",
+    "CastLike"};
 // "/layer1/layer1.0/conv1/Conv" -> "layer1/layer1.0/conv1"; "fc.weight" -> "fc".
 std::string layer_of(const std::string& name, char sep) {
   std::string s = name;
@@ -105,9 +143,10 @@ std::string layer_of(const std::string& name, char sep) {
 // Dimensions and element counts a model may declare: a PiB tensor at most (docs/formats.md), so
 // that bytes and FLOPs derived from shapes stay far inside int64 and the graph format's limits.
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
-constexpr double kMaxTensorBytes = 1125899906842624.0;   // 1 PiB
+constexpr double kMaxTensorBytes = 1125899906842624.0;  // 1 PiB
 
-void check_shape(const Shape& shape, sim::Dtype dtype, const std::string& path, const std::string& what) {
+void check_shape(const Shape& shape, sim::Dtype dtype, const std::string& path,
+                 const std::string& what) {
   double bytes = static_cast<double>(sim::dtype_size(dtype));
   std::string text;
   for (const std::int64_t d : shape) {
@@ -116,8 +155,10 @@ void check_shape(const Shape& shape, sim::Dtype dtype, const std::string& path, 
   }
   for (const std::int64_t d : shape) {
     if (d < 0 || d > kMaxDim || bytes > kMaxTensorBytes || shape.size() > 64)
-      throw sim::InputError(path, what, "a tensor of at most 64 dimensions up to 2^40 and at most 1 PiB, got shape [" +
-                                             text.substr(0, 200) + "]");
+      throw sim::InputError(
+          path, what,
+          "a tensor of at most 64 dimensions up to 2^40 and at most 1 PiB, got shape [" +
+              text.substr(0, 200) + "]");
   }
 }
 
@@ -128,17 +169,20 @@ void check_attributes(const onnx::GraphProto& g, const std::string& path) {
     const onnx::NodeProto& n = g.node(k);
     for (const auto& a : n.attribute()) {
       const std::string& name = a.name();
-      const bool positive = name == "strides" || name == "dilations" || name == "kernel_shape" || name == "group" ||
-                            name == "blocksize";
-      const bool non_negative = name == "pads" || name == "output_padding" || name == "output_shape";
+      const bool positive = name == "strides" || name == "dilations" || name == "kernel_shape" ||
+                            name == "group" || name == "blocksize";
+      const bool non_negative =
+          name == "pads" || name == "output_padding" || name == "output_shape";
       if (!positive && !non_negative) continue;
       std::vector<std::int64_t> values(a.ints().begin(), a.ints().end());
       if (a.has_i()) values.push_back(a.i());
       for (const std::int64_t v : values) {
         if (v < (positive ? 1 : 0) || v > kMaxDim)
-          throw sim::InputError(path, "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")." + name,
-                                std::string(positive ? "positive" : "non-negative") + " values up to 2^40, got " +
-                                    std::to_string(v));
+          throw sim::InputError(path,
+                                "graph.node[" + std::to_string(k) + "] (\"" +
+                                    sim::printable(n.name()) + "\")." + name,
+                                std::string(positive ? "positive" : "non-negative") +
+                                    " values up to 2^40, got " + std::to_string(v));
       }
     }
   }
@@ -178,11 +222,13 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
         for (const auto& d : v.type().tensor_type().shape().dim())
           if (d.has_dim_value() && (d.dim_value() < 0 || d.dim_value() > kMaxDim))
             throw sim::InputError(path, "value \"" + sim::printable(v.name()) + "\"",
-                                  "a tensor of at most 64 dimensions up to 2^40 and at most 1 PiB, got a dimension of " +
+                                  "a tensor of at most 64 dimensions up to 2^40 and at most 1 PiB, "
+                                  "got a dimension of " +
                                       std::to_string(d.dim_value()));
   for (const auto& t : g.initializer()) {
     const Shape dims(t.dims().begin(), t.dims().end());
-    check_shape(dims, from_onnx(t.data_type()), path, "graph.initializer \"" + sim::printable(t.name()) + "\"");
+    check_shape(dims, from_onnx(t.data_type()), path,
+                "graph.initializer \"" + sim::printable(t.name()) + "\"");
   }
 
   std::set<std::string> initializers;
@@ -195,15 +241,16 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
   auto only_nonzero_positions = [&](const std::string& name) {
     const auto it = uses.find(name);
     if (it == uses.end()) return false;
-    return std::all_of(it->second.begin(), it->second.end(), [](const auto& u) { return u.second > 0; });
+    return std::all_of(it->second.begin(), it->second.end(),
+                       [](const auto& u) { return u.second > 0; });
   };
   // An initializer is a weight (export_params=True puts every parameter there) when some op reads
   // it as data: not only through a slot that takes a shape, index, exponent, ratio or bound.
   auto data_slot = [](const std::string& op, int pos) {
     static const std::set<std::string, std::less<>> first_only = {
-        "Reshape", "Expand", "Tile", "Pow", "Slice", "Pad", "Resize", "Upsample", "Clip", "Dropout",
-        "Squeeze", "Unsqueeze", "Gather", "GatherElements", "ReduceSum", "TopK", "Split",
-        "CastLike"};
+        "Reshape", "Expand",         "Tile",      "Pow",     "Slice",   "Pad",
+        "Resize",  "Upsample",       "Clip",      "Dropout", "Squeeze", "Unsqueeze",
+        "Gather",  "GatherElements", "ReduceSum", "TopK",    "Split",   "CastLike"};
     static const std::set<std::string, std::less<>> none = {"Shape", "Size", "ConstantOfShape",
                                                             "Range"};
     if (none.contains(op)) return false;
@@ -235,7 +282,8 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
     const Info ii = info_of(in.type());
     bool symbolic = false;
     if (in.type().has_tensor_type() && in.type().tensor_type().has_shape()) {
-      for (const auto& d : in.type().tensor_type().shape().dim()) symbolic = symbolic || !d.has_dim_value();
+      for (const auto& d : in.type().tensor_type().shape().dim())
+        symbolic = symbolic || !d.has_dim_value();
     }
     if (i == 0 || !is_float(ii.dtype) || (leading && symbolic)) data_inputs.insert(in.name());
   }
@@ -263,7 +311,8 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
     const onnx::ShapeInferenceOptions opts(false, 0, true);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), opts);
   } catch (const std::exception& e) {
-    throw sim::InputError(path, "shape inference", std::string("a model ONNX can infer shapes for, got: ") + e.what());
+    throw sim::InputError(path, "shape inference",
+                          std::string("a model ONNX can infer shapes for, got: ") + e.what());
   }
 
   std::map<std::string, Info> info;
@@ -276,7 +325,9 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
   for (const auto& v : g.value_info()) add_info(v);
   for (const auto& v : g.output()) add_info(v);
   for (const auto& t : g.initializer()) {
-    Info i{.shape = {t.dims().begin(), t.dims().end()}, .dtype = from_onnx(t.data_type()), .known = true};
+    Info i{.shape = {t.dims().begin(), t.dims().end()},
+           .dtype = from_onnx(t.data_type()),
+           .known = true};
     info[t.name()] = i;
   }
 
@@ -304,7 +355,8 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
                (graph_input || (!i.shape.empty() && read_as_data(name)))) {
       tensors[name] = b.variable_named(unique(name), i.shape, layer_of(name, '.'));
     } else {
-      tensors[name] = b.constant(unique(name), i.shape, i.dtype, bn_statistic(name) ? "RunningStatistic" : "Const");
+      tensors[name] = b.constant(unique(name), i.shape, i.dtype,
+                                 bn_statistic(name) ? "RunningStatistic" : "Const");
     }
   };
   for (const auto& in : g.input()) add_value(in.name(), !initializers.contains(in.name()));
@@ -325,8 +377,9 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
       if (n.input(i).empty()) continue;
       const auto it = tensors.find(n.input(i));
       if (it == tensors.end()) {
-        throw sim::InputError(path, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
-                              "inputs produced earlier in the graph, got unknown tensor \"" + n.input(i) + "\"");
+        throw sim::InputError(
+            path, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
+            "inputs produced earlier in the graph, got unknown tensor \"" + n.input(i) + "\"");
       }
       ins.push_back(it->second);
       pos.push_back(i);
@@ -351,13 +404,14 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
     if ((type == "Reshape" || type == "Flatten") && !ins.empty() && !guessed.contains(n.input(0)) &&
         num_elements(ins[0].shape) != num_elements(y)) {
       // A target shape baked in at export time (x.view(1, ...)) no longer matches a new batch.
-      throw sim::InputError(path, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
-                            "a Reshape whose target fits its input (" + std::to_string(num_elements(ins[0].shape)) +
-                                " elements), got " + std::to_string(num_elements(y)) +
-                                (options.batch > 0 ? "; the model fixes its batch size: export it with batch " +
-                                                         std::to_string(options.batch) +
-                                                         " or dynamic_axes instead of --batch"
-                                                   : std::string{}));
+      throw sim::InputError(
+          path, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
+          "a Reshape whose target fits its input (" + std::to_string(num_elements(ins[0].shape)) +
+              " elements), got " + std::to_string(num_elements(y)) +
+              (options.batch > 0
+                   ? "; the model fixes its batch size: export it with batch " +
+                         std::to_string(options.batch) + " or dynamic_axes instead of --batch"
+                   : std::string{}));
     }
     const double ny = elems(y);
     const double nx = ins.empty() ? 0.0 : elems(ins[0].shape);
@@ -368,17 +422,21 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
       return -1;
     };
     auto differentiable = [&](int j) {
-      return j >= 0 && static_cast<std::size_t>(j) < ins.size() && is_float(ins[static_cast<std::size_t>(j)].dtype);
+      return j >= 0 && static_cast<std::size_t>(j) < ins.size() &&
+             is_float(ins[static_cast<std::size_t>(j)].dtype);
     };
-    const std::string node_key = "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")";
-    const std::size_t need_inputs = (type == "Conv" || type == "ConvTranspose" || type == "Gemm" || type == "MatMul") ? 2 : 0;
+    const std::string node_key =
+        "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")";
+    const std::size_t need_inputs =
+        (type == "Conv" || type == "ConvTranspose" || type == "Gemm" || type == "MatMul") ? 2 : 0;
     if (ins.size() < need_inputs)
-      throw sim::InputError(path, node_key, "a " + sim::printable(type) + " with " + std::to_string(need_inputs) +
-                                                " inputs, got " + std::to_string(ins.size()));
+      throw sim::InputError(path, node_key,
+                            "a " + sim::printable(type) + " with " + std::to_string(need_inputs) +
+                                " inputs, got " + std::to_string(ins.size()));
     std::vector<GradRule> rules;
     double flops = 0;
-    auto grad = [&](std::string gtype, double gflops, std::vector<int> wrt, std::vector<int> saved_in,
-                    std::vector<int> saved_out = {}) {
+    auto grad = [&](std::string gtype, double gflops, std::vector<int> wrt,
+                    std::vector<int> saved_in, std::vector<int> saved_out = {}) {
       std::vector<int> w;
       for (const int j : wrt) {
         if (differentiable(j)) w.push_back(j);
@@ -388,20 +446,25 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
       for (const int j : saved_in) {
         if (j >= 0) s.push_back(j);
       }
-      rules.push_back(GradRule{.type = std::move(gtype), .flops = gflops, .wrt = w, .saved_inputs = s,
+      rules.push_back(GradRule{.type = std::move(gtype),
+                               .flops = gflops,
+                               .wrt = w,
+                               .saved_inputs = s,
                                .saved_outputs = std::move(saved_out)});
     };
 
     if (type == "Conv" || type == "ConvTranspose") {
       const Shape& w = ins.at(1).shape;
       if (w.size() < 3)
-        throw sim::InputError(path, node_key, "a weight of shape [M, C/groups, k...], got " + std::to_string(w.size()) +
-                                                  " dimensions");
+        throw sim::InputError(path, node_key,
+                              "a weight of shape [M, C/groups, k...], got " +
+                                  std::to_string(w.size()) + " dimensions");
       double k = 1;
       for (std::size_t d = 2; d < w.size(); ++d) k *= static_cast<double>(w[d]);
       // Conv: each output element sums (C/groups) x kernel products; ConvTranspose scatters each
       // input element over (M/groups) x kernel outputs.
-      flops = type == "Conv" ? 2 * ny * static_cast<double>(w[1]) * k : 2 * nx * static_cast<double>(w[1]) * k;
+      flops = type == "Conv" ? 2 * ny * static_cast<double>(w[1]) * k
+                             : 2 * nx * static_cast<double>(w[1]) * k;
       if (at(2) >= 0) flops += ny;
       grad(type + "BackpropInput", flops, {at(0)}, {at(1)});
       grad(type + "BackpropFilter", flops, {at(1)}, {at(0)});
@@ -429,10 +492,12 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
       }
     } else if (type == "GlobalAveragePool" || type == "GlobalMaxPool") {
       flops = nx;
-      grad(type + "Grad", nx, {at(0)}, type == "GlobalMaxPool" ? std::vector<int>{at(0)} : std::vector<int>{});
+      grad(type + "Grad", nx, {at(0)},
+           type == "GlobalMaxPool" ? std::vector<int>{at(0)} : std::vector<int>{});
     } else if (type == "Softmax" || type == "LogSoftmax") {
       flops = 5 * nx;
-      rules.push_back(GradRule{.type = type + "Grad", .flops = 3 * nx, .wrt = {0}, .saved_outputs = {0}});
+      rules.push_back(
+          GradRule{.type = type + "Grad", .flops = 3 * nx, .wrt = {0}, .saved_outputs = {0}});
       if (!differentiable(0)) rules.clear();
     } else if (const auto u = kUnary.find(type); u != kUnary.end()) {
       flops = ny * u->second;
@@ -469,19 +534,24 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
       }
     } else if (type == "Identity") {
       if (differentiable(0)) rules.push_back(GradRule{.wrt = {0}, .passthrough = true});
-    } else if (type == "Gather" && at(0) >= 0 && b.graph().ops[static_cast<std::size_t>(ins[0].op)].type == "VariableV2") {
+    } else if (type == "Gather" && at(0) >= 0 &&
+               b.graph().ops[static_cast<std::size_t>(ins[0].op)].type == "VariableV2") {
       // An embedding look-up: IndexedSlices gradient of the gathered rows.
-      rules.push_back(GradRule{.type = "GatherGrad", .wrt = {0}, .saved_inputs = {at(1)}, .out_shapes = {y}});
+      rules.push_back(
+          GradRule{.type = "GatherGrad", .wrt = {0}, .saved_inputs = {at(1)}, .out_shapes = {y}});
     } else if (kMove.contains(type)) {
       flops = (type == "Resize" || type == "Upsample") ? ny * 4 : 0;
       grad(type + "Grad", type == "Expand" || type == "Tile" ? ny : flops, {at(0)}, {});
     } else if (type.rfind("Reduce", 0) == 0) {
       flops = nx;
-      grad("Expand", nx, {at(0)}, type == "ReduceMax" || type == "ReduceMin" ? std::vector<int>{at(0)} : std::vector<int>{});
+      grad("Expand", nx, {at(0)},
+           type == "ReduceMax" || type == "ReduceMin" ? std::vector<int>{at(0)}
+                                                      : std::vector<int>{});
     } else if (kNonDiff.contains(type)) {
       flops = 0;
     } else {
-      // Unknown op: one FLOP per output element, and a gradient op of the same size per float input.
+      // Unknown op: one FLOP per output element, and a gradient op of the same size per float
+      // input.
       unknown_ops.insert(type);
       flops = 0;
       for (const auto& s : outs) flops += elems(s);
@@ -507,15 +577,18 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
       if (it == tensors.end() || !is_float(it->second.dtype) || !b.needs_grad(it->second)) continue;
       const Tensor& t = it->second;
       if (t.shape.size() == 2) {
-        const Tensor labels = b.input(unique("loss/labels_" + out.name()), {t.shape[0]}, sim::Dtype::I64);
-        losses.push_back(b.reduce_mean(unique("loss/mean_" + out.name()),
-                                       b.sparse_softmax_xent(unique("loss/xent_" + out.name()), t, labels)));
+        const Tensor labels =
+            b.input(unique("loss/labels_" + out.name()), {t.shape[0]}, sim::Dtype::I64);
+        losses.push_back(
+            b.reduce_mean(unique("loss/mean_" + out.name()),
+                          b.sparse_softmax_xent(unique("loss/xent_" + out.name()), t, labels)));
       } else {
         losses.push_back(b.reduce_mean(unique("loss/mean_" + out.name()), t));
       }
     }
     if (losses.empty()) {
-      throw sim::InputError(path, "graph.output", "a float output that depends on a parameter to train, got none");
+      throw sim::InputError(path, "graph.output",
+                            "a float output that depends on a parameter to train, got none");
     }
     const Tensor loss = losses.size() == 1 ? losses[0] : b.add_n(unique("loss/total"), losses);
     b.train(loss, options.optimizer);
@@ -527,8 +600,8 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
       {"builder", "onnx"},
       {"source", path},
       {"parameters", std::to_string(b.parameter_count())},
-      {"options", std::string("training=") + (options.training ? "true" : "false") +
-                      ",batch=" + std::to_string(options.batch) + ",optimizer=" + to_string(options.optimizer)},
+      {"options", std::string("training=") + (options.training ? "true" : "false") + ",batch=" +
+                      std::to_string(options.batch) + ",optimizer=" + to_string(options.optimizer)},
       {"producer", model.producer_name() + " " + model.producer_version()}};
   if (!unknown.empty()) meta["unknown_ops"] = unknown;
   return b.finish(std::move(meta));

@@ -21,7 +21,7 @@ namespace placesim::models {
 
 struct OnnxImportOptions {
   bool training = false;
-  std::int64_t batch = 0;          ///< 0 = keep the model's batch dimension (1 if symbolic)
+  std::int64_t batch = 0;  ///< 0 = keep the model's batch dimension (1 if symbolic)
   Optimizer optimizer = Optimizer::Sgd;
 };
 

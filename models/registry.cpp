@@ -22,7 +22,8 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 struct Builtin {
@@ -31,16 +32,15 @@ struct Builtin {
 };
 
 constexpr Builtin kBuiltins[] = {
-    {"gpt", &build_gpt},
-    {"inception_v3", &build_inception_v3},
-    {"nmt", &build_nmt},
-    {"resnet50", &build_resnet50},
+    {"gpt", &build_gpt},     {"inception_v3", &build_inception_v3},
+    {"nmt", &build_nmt},     {"resnet50", &build_resnet50},
     {"rnnlm", &build_rnnlm},
 };
 
 }  // namespace
 
-GraphOptions::GraphOptions(const std::string& text, std::string origin) : origin_(std::move(origin)) {
+GraphOptions::GraphOptions(const std::string& text, std::string origin)
+    : origin_(std::move(origin)) {
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const std::size_t end = std::min(text.find(',', pos), text.size());
@@ -68,7 +68,8 @@ void GraphOptions::accept(const std::vector<std::string>& keys) const {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
       std::vector<std::string> sorted = keys;
       std::sort(sorted.begin(), sorted.end());
-      throw sim::InputError(origin_, k, "one of the accepted keys (" + join(sorted) + "), got \"" + k + "\"");
+      throw sim::InputError(origin_, k,
+                            "one of the accepted keys (" + join(sorted) + "), got \"" + k + "\"");
     }
   }
 }
@@ -80,8 +81,9 @@ std::int64_t GraphOptions::get_int(const std::string& key, std::int64_t def, std
     const std::string& s = it->second;
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc{} || p != s.data() + s.size() || v < min || v > max) {
-      throw sim::InputError(origin_, key, "an integer in [" + std::to_string(min) + ", " +
-                                              std::to_string(max) + "], got \"" + s + "\"");
+      throw sim::InputError(origin_, key,
+                            "an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                "], got \"" + s + "\"");
     }
   }
   resolved_[key] = std::to_string(v);
@@ -124,12 +126,14 @@ std::string GraphOptions::resolved() const {
 }
 
 Optimizer optimizer_option(GraphOptions& o, Optimizer def) {
-  return *parse_optimizer(o.get_choice("optimizer", to_string(def), {"sgd", "momentum", "adam", "rmsprop"}));
+  return *parse_optimizer(
+      o.get_choice("optimizer", to_string(def), {"sgd", "momentum", "adam", "rmsprop"}));
 }
 
 Accumulation accumulation_option(GraphOptions& o) {
-  return o.get_choice("grad_accumulation", "chain", {"chain", "addn"}) == "addn" ? Accumulation::AddN
-                                                                               : Accumulation::Chain;
+  return o.get_choice("grad_accumulation", "chain", {"chain", "addn"}) == "addn"
+             ? Accumulation::AddN
+             : Accumulation::Chain;
 }
 
 std::vector<std::string> builtin_graph_names() {

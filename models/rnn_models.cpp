@@ -28,8 +28,8 @@ Tensor softmax_loss(GraphBuilder& b, const std::string& step, const Tensor& h, c
   return b.sparse_softmax_xent(step + "/xent", logits, labels);
 }
 
-constexpr const char* kRecurrentKeys[] = {"batch", "layers", "hidden", "vocab", "steps",
-                                          "optimizer", "grad_accumulation"};
+constexpr const char* kRecurrentKeys[] = {"batch", "layers",    "hidden",           "vocab",
+                                          "steps", "optimizer", "grad_accumulation"};
 
 }  // namespace
 
@@ -42,9 +42,11 @@ std::pair<Tensor, Tensor> lstm_cell(GraphBuilder& b, const std::string& step, co
   // Sigmoid and tanh cost a few FLOPs per element (exp, add, divide).
   const Tensor i = b.unary(step + "/Sigmoid_i", "Sigmoid", ijfo[0], 4);
   const Tensor j = b.unary(step + "/Tanh_j", "Tanh", ijfo[1], 4);
-  const Tensor f = b.unary(step + "/Sigmoid_f", "Sigmoid", add_const(b, step + "/add_forget_bias", ijfo[2]), 4);
+  const Tensor f =
+      b.unary(step + "/Sigmoid_f", "Sigmoid", add_const(b, step + "/add_forget_bias", ijfo[2]), 4);
   const Tensor o = b.unary(step + "/Sigmoid_o", "Sigmoid", ijfo[3], 4);
-  const Tensor c_new = b.add(step + "/add_c", b.mul(step + "/mul_fc", c, f), b.mul(step + "/mul_ij", i, j));
+  const Tensor c_new =
+      b.add(step + "/add_c", b.mul(step + "/mul_fc", c, f), b.mul(step + "/mul_ij", i, j));
   const Tensor h_new = b.mul(step + "/mul_h", b.unary(step + "/Tanh_c", "Tanh", c_new, 4), o);
   return {h_new, c_new};
 }
@@ -146,7 +148,8 @@ sim::Graph build_nmt(GraphOptions& o) {
     b.scope(sc);
     std::vector<Tensor> next;
     for (std::int64_t t = 0; t < src_len; ++t) {
-      auto [hn, cn] = lstm_cell(b, t_name("t", t), layer_out[static_cast<std::size_t>(t)], h[l], c[l], ew[l], eb[l]);
+      auto [hn, cn] = lstm_cell(b, t_name("t", t), layer_out[static_cast<std::size_t>(t)], h[l],
+                                c[l], ew[l], eb[l]);
       h[l] = hn;
       c[l] = cn;
       next.push_back(hn);
@@ -159,7 +162,8 @@ sim::Graph build_nmt(GraphOptions& o) {
       Tensor cb = b.input("zero_c", {batch, hidden});
       std::vector<Tensor> bw(next.size());
       for (std::int64_t t = src_len - 1; t >= 0; --t) {
-        auto [hn, cn] = lstm_cell(b, t_name("t", t), layer_out[static_cast<std::size_t>(t)], hb, cb, w_bw, b_bw);
+        auto [hn, cn] = lstm_cell(b, t_name("t", t), layer_out[static_cast<std::size_t>(t)], hb, cb,
+                                  w_bw, b_bw);
         hb = hn;
         cb = cn;
         bw[static_cast<std::size_t>(t)] = hn;
@@ -185,7 +189,8 @@ sim::Graph build_nmt(GraphOptions& o) {
   }
   const Tensor memory = b.op("memory", "Pack", enc_out, {{batch, src_len, enc_dim}}, 0, unstack)[0];
   const Tensor keys = b.reshape(
-      "keys", b.matmul("keys/MatMul", b.reshape("memory_2d", memory, {batch * src_len, enc_dim}), wk),
+      "keys",
+      b.matmul("keys/MatMul", b.reshape("memory_2d", memory, {batch * src_len, enc_dim}), wk),
       {batch, src_len, attn});
 
   // Decoder: layer 0 reads the target embedding and gives the attention query; the context is
@@ -221,33 +226,41 @@ sim::Graph build_nmt(GraphOptions& o) {
     h[0] = h0;
     c[0] = c0;
     b.scope("nmt/attention");
-    const Tensor q = b.reshape(st + "/query", b.matmul(st + "/query/MatMul", h0, wq), {batch, 1, attn});
+    const Tensor q =
+        b.reshape(st + "/query", b.matmul(st + "/query/MatMul", h0, wq), {batch, 1, attn});
     const Tensor th = b.unary(st + "/Tanh", "Tanh", b.add(st + "/add", keys, q), 4);
     const Tensor sc = b.op(st + "/score", "Sum", {b.mul(st + "/mul_v", th, v)}, {{batch, src_len}},
                            score_elems, {GradRule{.type = "Tile", .flops = 0, .wrt = {0}}})[0];
-    const Tensor alpha = b.reshape(st + "/alpha", b.softmax(st + "/Softmax", sc), {batch, 1, src_len});
-    const Tensor ctx = b.reshape(st + "/context", b.batch_matmul(st + "/context/BatchMatMul", alpha, memory),
-                                 {batch, enc_dim});
+    const Tensor alpha =
+        b.reshape(st + "/alpha", b.softmax(st + "/Softmax", sc), {batch, 1, src_len});
+    const Tensor ctx =
+        b.reshape(st + "/context", b.batch_matmul(st + "/context/BatchMatMul", alpha, memory),
+                  {batch, enc_dim});
     Tensor x = h0;
     for (std::size_t l = 1; l < L; ++l) {
       b.scope("nmt/decoder/lstm_" + std::to_string(l));
-      auto [hn, cn] = lstm_cell(b, st, b.concat(st + "/input_feed", {x, ctx}, 1), h[l], c[l], dw[l], db[l]);
+      auto [hn, cn] =
+          lstm_cell(b, st, b.concat(st + "/input_feed", {x, ctx}, 1), h[l], c[l], dw[l], db[l]);
       h[l] = hn;
       c[l] = cn;
       x = hn;
     }
     b.scope("nmt/softmax");
     x = b.unary(st + "/attention_output/Tanh", "Tanh",
-                b.matmul(st + "/attention_output/MatMul", b.concat(st + "/attention_output/concat", {x, ctx}, 1), w_c), 4);
+                b.matmul(st + "/attention_output/MatMul",
+                         b.concat(st + "/attention_output/concat", {x, ctx}, 1), w_c),
+                4);
     losses.push_back(softmax_loss(b, st, x, w_out, b_out, labels));
   }
   b.scope("nmt/loss");
   const Tensor loss = b.reduce_mean("mean", tgt_len > 1 ? b.add_n("sum_steps", losses) : losses[0]);
   b.train(loss, opt, acc);
-  return b.finish({{"builder", "nmt"},
-                   {"options", o.resolved()},
-                   {"parameters", std::to_string(b.parameter_count())},
-                   {"source", "Bahdanau et al. 2014 / Wu et al. 2016 / Mirhoseini et al. 2017 (docs/workloads.md)"}});
+  return b.finish(
+      {{"builder", "nmt"},
+       {"options", o.resolved()},
+       {"parameters", std::to_string(b.parameter_count())},
+       {"source",
+        "Bahdanau et al. 2014 / Wu et al. 2016 / Mirhoseini et al. 2017 (docs/workloads.md)"}});
 }
 
 }  // namespace placesim::models

@@ -21,7 +21,8 @@ using GroupPlacement = std::vector<sim::DeviceId>;
 std::vector<sim::DeviceId> compute_devices(const sim::Cluster& c);
 /// `target` if the group may run there, else the nearest allowed device (a CPU-only group goes
 /// to the host CPU of `target`; a GPU-only group on a CPU goes to the fastest GPU).
-sim::DeviceId respect_kind(const GroupDag& dag, int group, const sim::Cluster& c, sim::DeviceId target);
+sim::DeviceId respect_kind(const GroupDag& dag, int group, const sim::Cluster& c,
+                           sim::DeviceId target);
 
 GroupPlacement place_round_robin(const GroupDag& dag, const sim::Cluster& c);
 GroupPlacement place_expert(const GroupDag& dag, const sim::Graph& g, const sim::Cluster& c,

@@ -12,7 +12,8 @@
 namespace placesim::policy {
 
 CompareRow evaluate_row(const std::string& method, const sim::Graph& g, const sim::Cluster& c,
-                        const sim::Placement& p, const MethodOptions& options, double method_wall_s) {
+                        const sim::Placement& p, const MethodOptions& options,
+                        double method_wall_s) {
   CompareRow row;
   row.method = method;
   row.method_wall_s = method_wall_s;
@@ -60,7 +61,8 @@ void fill_speedups(std::vector<CompareRow>& rows, const sim::Graph& g, const sim
 
 std::vector<CompareRow> compare_methods(const sim::Graph& g, const sim::Cluster& c,
                                         const std::vector<std::string>& methods,
-                                        const MethodOptions& options, std::vector<CompareRow> extra) {
+                                        const MethodOptions& options,
+                                        std::vector<CompareRow> extra) {
   std::vector<CompareRow> rows;
   for (const std::string& m : methods) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -74,7 +76,8 @@ std::vector<CompareRow> compare_methods(const sim::Graph& g, const sim::Cluster&
       rows.push_back(row);
       continue;
     }
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rows.push_back(evaluate_row(m, g, c, p, options, wall));
   }
   for (CompareRow& r : extra) rows.push_back(std::move(r));
@@ -92,23 +95,26 @@ std::string fixed(double v, int digits) {
 
 std::string memory_cell(const CompareRow& r) {
   if (r.fullest_device.empty()) return "-";
-  return r.fullest_device + " " + sim::format_bytes(r.peak_memory) + " / " + sim::format_bytes(r.capacity);
+  return r.fullest_device + " " + sim::format_bytes(r.peak_memory) + " / " +
+         sim::format_bytes(r.capacity);
 }
 
 }  // namespace
 
 std::string format_compare_table(const std::vector<CompareRow>& rows) {
-  const std::vector<std::string> head = {"method", "step time (s)", "OOM", "fullest device (peak / capacity)",
-                                         "speedup vs 1 GPU", "devices", "method time (s)"};
+  const std::vector<std::string> head = {
+      "method",  "step time (s)",  "OOM", "fullest device (peak / capacity)", "speedup vs 1 GPU",
+      "devices", "method time (s)"};
   std::vector<std::vector<std::string>> cells;
   for (const CompareRow& r : rows) {
     if (!r.error.empty()) {
       cells.push_back({r.method, "error: " + r.error, "", "", "", "", ""});
       continue;
     }
-    cells.push_back({r.method, fixed(r.step_time_s, 4), r.oom ? "OOM" : (r.unreachable ? "unreachable" : "no"),
-                     memory_cell(r), r.speedup ? fixed(*r.speedup, 2) + "x" : "-",
-                     std::to_string(r.devices_used), fixed(r.method_wall_s, 3)});
+    cells.push_back({r.method, fixed(r.step_time_s, 4),
+                     r.oom ? "OOM" : (r.unreachable ? "unreachable" : "no"), memory_cell(r),
+                     r.speedup ? fixed(*r.speedup, 2) + "x" : "-", std::to_string(r.devices_used),
+                     fixed(r.method_wall_s, 3)});
   }
   std::vector<std::size_t> width(head.size());
   for (std::size_t i = 0; i < head.size(); ++i) width[i] = head[i].size();
@@ -119,14 +125,16 @@ std::string format_compare_table(const std::vector<CompareRow>& rows) {
   const auto line = [&](const std::vector<std::string>& row) {
     for (std::size_t i = 0; i < row.size(); ++i) {
       out << row[i];
-      if (i + 1 < row.size()) out << std::string(width[i] - std::min(width[i], row[i].size()) + 2, ' ');
+      if (i + 1 < row.size())
+        out << std::string(width[i] - std::min(width[i], row[i].size()) + 2, ' ');
     }
     out << "\n";
   };
   line(head);
   for (const auto& row : cells) {
     if (row[1].rfind("error: ", 0) == 0) {
-      out << row[0] << std::string(width[0] - std::min(width[0], row[0].size()) + 2, ' ') << row[1] << "\n";
+      out << row[0] << std::string(width[0] - std::min(width[0], row[0].size()) + 2, ' ') << row[1]
+          << "\n";
       continue;
     }
     line(row);
@@ -152,8 +160,9 @@ std::string compare_to_csv(const std::vector<CompareRow>& rows) {
     if (r.error.empty()) {
       out << fixed(r.step_time_s, 9) << ',' << (r.oom ? "true" : "false") << ','
           << (r.unreachable ? "true" : "false") << ',' << quote(r.fullest_device) << ','
-          << r.peak_memory.v << ',' << r.capacity.v << ',' << (r.speedup ? fixed(*r.speedup, 6) : "") << ','
-          << r.devices_used << ',' << fixed(r.method_wall_s, 6) << ",\n";
+          << r.peak_memory.v << ',' << r.capacity.v << ','
+          << (r.speedup ? fixed(*r.speedup, 6) : "") << ',' << r.devices_used << ','
+          << fixed(r.method_wall_s, 6) << ",\n";
     } else {
       out << ",,,,,,,,," << quote(r.error) << "\n";
     }

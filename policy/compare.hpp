@@ -24,18 +24,19 @@ struct CompareRow {
   double step_time_s = 0.0;
   bool oom = false;
   bool unreachable = false;
-  std::string fullest_device;              ///< device with the highest peak / capacity
-  sim::Bytes peak_memory;                  ///< its peak, reserved memory included
-  sim::Bytes capacity;                     ///< its capacity
-  std::optional<double> speedup;           ///< single-GPU step time / this one (both fit)
-  double method_wall_s = 0.0;              ///< time the method took to produce the placement
+  std::string fullest_device;     ///< device with the highest peak / capacity
+  sim::Bytes peak_memory;         ///< its peak, reserved memory included
+  sim::Bytes capacity;            ///< its capacity
+  std::optional<double> speedup;  ///< single-GPU step time / this one (both fit)
+  double method_wall_s = 0.0;     ///< time the method took to produce the placement
   int devices_used = 0;
-  std::string error;                       ///< set when the method failed (then nothing else is)
+  std::string error;  ///< set when the method failed (then nothing else is)
 };
 
 /// A row for an already computed placement (simulated here with `options.costs`).
 CompareRow evaluate_row(const std::string& method, const sim::Graph& g, const sim::Cluster& c,
-                        const sim::Placement& p, const MethodOptions& options, double method_wall_s);
+                        const sim::Placement& p, const MethodOptions& options,
+                        double method_wall_s);
 
 /// Runs and simulates every method, appends `extra` rows, and fills the speedups. A method that
 /// throws InputError (does not apply to this graph or cluster) gets a row with `error` set.

@@ -1,10 +1,9 @@
 // Shards, per-sample seeds and fixed-order sums for data-parallel training (data_parallel.hpp).
 #include "policy/data_parallel.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstring>
+#include <dlfcn.h>
 #include <stdexcept>
 
 #include "policy/sweep.hpp"
@@ -113,7 +112,8 @@ std::vector<T> sum_impl(const SweepComm* comm, const std::vector<std::vector<T>>
     std::memcpy(out.data() + at, s.data(), s.size());
     at += s.size() / sizeof(T);
   }
-  if (at != n) throw std::logic_error("sum_shards_fixed_order: summed chunks do not cover the vector");
+  if (at != n)
+    throw std::logic_error("sum_shards_fixed_order: summed chunks do not cover the vector");
   return out;
 }
 }  // namespace

@@ -21,7 +21,8 @@ namespace placesim::policy {
 namespace {
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return s;
 }
 
@@ -34,17 +35,21 @@ std::string workload_of(const sim::Graph& g) {
   return lower(g.name);
 }
 
-bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const char* what) {
+  return s.find(what) != std::string::npos;
+}
 
 enum class Role { Embedding, Lstm, Attention, Softmax, Other };
 
 Role role_of(const std::string& layer_lower) {
   if (layer_lower.empty()) return Role::Other;
   if (contains(layer_lower, "attention") || contains(layer_lower, "attn")) return Role::Attention;
-  if (contains(layer_lower, "softmax") || contains(layer_lower, "logits") || contains(layer_lower, "loss"))
+  if (contains(layer_lower, "softmax") || contains(layer_lower, "logits") ||
+      contains(layer_lower, "loss"))
     return Role::Softmax;
   if (contains(layer_lower, "embed")) return Role::Embedding;
-  if (contains(layer_lower, "lstm") || contains(layer_lower, "rnn") || contains(layer_lower, "layer"))
+  if (contains(layer_lower, "lstm") || contains(layer_lower, "rnn") ||
+      contains(layer_lower, "layer"))
     return Role::Lstm;
   return Role::Other;
 }
@@ -69,7 +74,7 @@ void follow_predecessors(const GroupDag& dag, const sim::Cluster& c, sim::Device
 GroupPlacement recurrent_expert(const GroupDag& dag, const sim::Cluster& c,
                                 const std::vector<sim::DeviceId>& gpus) {
   GroupPlacement out(static_cast<std::size_t>(dag.size()), -1);
-  std::map<std::string, int> lstm_index;   // layer path -> order of first appearance
+  std::map<std::string, int> lstm_index;  // layer path -> order of first appearance
   std::vector<Role> roles(static_cast<std::size_t>(dag.size()));
   for (int gi = 0; gi < dag.size(); ++gi) {
     const std::string l = lower(dag.layer[static_cast<std::size_t>(gi)]);
@@ -80,16 +85,23 @@ GroupPlacement recurrent_expert(const GroupDag& dag, const sim::Cluster& c,
   const auto layers = static_cast<std::size_t>(std::max<std::size_t>(1, lstm_index.size()));
   for (int gi = 0; gi < dag.size(); ++gi) {
     switch (roles[static_cast<std::size_t>(gi)]) {
-      case Role::Embedding: out[static_cast<std::size_t>(gi)] = gpus.front(); break;
+      case Role::Embedding:
+        out[static_cast<std::size_t>(gi)] = gpus.front();
+        break;
       case Role::Attention:
-      case Role::Softmax: out[static_cast<std::size_t>(gi)] = gpus.back(); break;
+      case Role::Softmax:
+        out[static_cast<std::size_t>(gi)] = gpus.back();
+        break;
       case Role::Lstm: {
-        const auto k = static_cast<std::size_t>(lstm_index.at(lower(dag.layer[static_cast<std::size_t>(gi)])));
+        const auto k =
+            static_cast<std::size_t>(lstm_index.at(lower(dag.layer[static_cast<std::size_t>(gi)])));
         // One layer per GPU while there are GPUs enough, else contiguous blocks of layers.
-        out[static_cast<std::size_t>(gi)] = layers <= gpus.size() ? gpus[k] : gpus[k * gpus.size() / layers];
+        out[static_cast<std::size_t>(gi)] =
+            layers <= gpus.size() ? gpus[k] : gpus[k * gpus.size() / layers];
         break;
       }
-      case Role::Other: break;
+      case Role::Other:
+        break;
     }
   }
   follow_predecessors(dag, c, gpus.front(), out);
@@ -117,16 +129,19 @@ GroupPlacement layerwise_expert(const GroupDag& dag, const sim::Cluster& c,
   std::vector<sim::DeviceId> device_of_layer(order.size(), gpus.front());
   double before = 0.0;
   for (std::size_t k = 0; k < order.size(); ++k) {
-    const double mid = total > 0 ? (before + flops[k] / 2) / total
-                                 : (static_cast<double>(k) + 0.5) / static_cast<double>(order.size());
-    const auto part = std::min(gpus.size() - 1, static_cast<std::size_t>(mid * static_cast<double>(gpus.size())));
+    const double mid = total > 0
+                           ? (before + flops[k] / 2) / total
+                           : (static_cast<double>(k) + 0.5) / static_cast<double>(order.size());
+    const auto part =
+        std::min(gpus.size() - 1, static_cast<std::size_t>(mid * static_cast<double>(gpus.size())));
     device_of_layer[k] = gpus[part];
     before += flops[k];
   }
   GroupPlacement out(static_cast<std::size_t>(dag.size()), -1);
   for (int gi = 0; gi < dag.size(); ++gi) {
     const std::string& l = dag.layer[static_cast<std::size_t>(gi)];
-    if (!l.empty()) out[static_cast<std::size_t>(gi)] = device_of_layer[static_cast<std::size_t>(index.at(l))];
+    if (!l.empty())
+      out[static_cast<std::size_t>(gi)] = device_of_layer[static_cast<std::size_t>(index.at(l))];
   }
   follow_predecessors(dag, c, gpus.front(), out);
   return out;
@@ -142,7 +157,8 @@ GroupPlacement place_expert(const GroupDag& dag, const sim::Graph& g, const sim:
   if (contains(w, "inception") || contains(w, "resnet") || fastest < 0) {
     GroupPlacement out(static_cast<std::size_t>(dag.size()), fastest >= 0 ? fastest : gpus.front());
     for (int gi = 0; gi < dag.size(); ++gi)
-      out[static_cast<std::size_t>(gi)] = respect_kind(dag, gi, c, out[static_cast<std::size_t>(gi)]);
+      out[static_cast<std::size_t>(gi)] =
+          respect_kind(dag, gi, c, out[static_cast<std::size_t>(gi)]);
     return out;
   }
   if (contains(w, "rnnlm") || contains(w, "nmt")) return recurrent_expert(dag, c, gpus);

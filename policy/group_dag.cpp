@@ -24,7 +24,8 @@ GroupDag build_group_dag(const sim::Graph& g) {
   }
   const auto n = id_of.size();
   dag.ops.assign(n, {});
-  for (int op = 0; op < n_ops; ++op) dag.ops[static_cast<std::size_t>(dag.group_of_op[static_cast<std::size_t>(op)])].push_back(op);
+  for (int op = 0; op < n_ops; ++op)
+    dag.ops[static_cast<std::size_t>(dag.group_of_op[static_cast<std::size_t>(op)])].push_back(op);
   dag.kind.assign(n, std::nullopt);
   dag.persistent_bytes.assign(n, 0.0);
   dag.output_bytes.assign(n, 0.0);
@@ -36,7 +37,8 @@ GroupDag build_group_dag(const sim::Graph& g) {
       const sim::Op& o = g.ops[static_cast<std::size_t>(op)];
       if (!dag.kind[gi] && o.device_kind) dag.kind[gi] = o.device_kind;
       dag.persistent_bytes[gi] += static_cast<double>(o.persistent.v);
-      for (const sim::TensorOut& t : o.outputs) dag.output_bytes[gi] += static_cast<double>(t.bytes.v);
+      for (const sim::TensorOut& t : o.outputs)
+        dag.output_bytes[gi] += static_cast<double>(t.bytes.v);
       dag.flops[gi] += o.flops.v;
       if (!o.layer.empty() && o.flops.v > heaviest) {
         heaviest = o.flops.v;
@@ -53,8 +55,8 @@ GroupDag build_group_dag(const sim::Graph& g) {
   // Op edges: bytes per (producer, consumer), each distinct tensor once.
   dag.op_pred.assign(static_cast<std::size_t>(n_ops), {});
   dag.op_succ.assign(static_cast<std::size_t>(n_ops), {});
-  std::vector<std::tuple<int, int, int>> uses;   // (producer op, output, consumer group)
-  std::vector<std::pair<int, int>> control;      // (producer group, consumer group)
+  std::vector<std::tuple<int, int, int>> uses;  // (producer op, output, consumer group)
+  std::vector<std::pair<int, int>> control;     // (producer group, consumer group)
   for (int op = 0; op < n_ops; ++op) {
     const sim::Op& o = g.ops[static_cast<std::size_t>(op)];
     std::vector<sim::TensorRef> ins = o.inputs;
@@ -69,7 +71,8 @@ GroupDag build_group_dag(const sim::Graph& g) {
     }
     const int to = dag.group_of_op[static_cast<std::size_t>(op)];
     for (const sim::TensorRef& in : ins)
-      if (dag.group_of_op[static_cast<std::size_t>(in.op)] != to) uses.emplace_back(in.op, in.output, to);
+      if (dag.group_of_op[static_cast<std::size_t>(in.op)] != to)
+        uses.emplace_back(in.op, in.output, to);
     for (const sim::OpId c : o.control_inputs)
       if (dag.group_of_op[static_cast<std::size_t>(c)] != to)
         control.emplace_back(dag.group_of_op[static_cast<std::size_t>(c)], to);
@@ -94,14 +97,16 @@ GroupDag build_group_dag(const sim::Graph& g) {
     dag.pred[static_cast<std::size_t>(e.second)].push_back({e.first, b});
   }
   for (auto& p : dag.pred)
-    std::sort(p.begin(), p.end(), [](const GroupEdge& a, const GroupEdge& b) { return a.group < b.group; });
+    std::sort(p.begin(), p.end(),
+              [](const GroupEdge& a, const GroupEdge& b) { return a.group < b.group; });
   return dag;
 }
 
 OpCosts op_costs(const sim::Graph& g, const sim::Cluster& c, const sim::KernelCostModel& km) {
   const int nd = c.num_devices();
   OpCosts out;
-  out.time_s.assign(static_cast<std::size_t>(g.num_ops()), std::vector<double>(static_cast<std::size_t>(nd), 0.0));
+  out.time_s.assign(static_cast<std::size_t>(g.num_ops()),
+                    std::vector<double>(static_cast<std::size_t>(nd), 0.0));
   // Devices of one catalog model have the same op times; compute them once per model.
   std::map<std::string, int> first_of_model;
   for (int d = 0; d < nd; ++d) {
@@ -111,7 +116,8 @@ OpCosts op_costs(const sim::Graph& g, const sim::Cluster& c, const sim::KernelCo
                               std::to_string(dev.spec.launch_overhead.ns);
       const auto [it, inserted] = first_of_model.emplace(key, d);
       if (!inserted) {
-        for (auto& row : out.time_s) row[static_cast<std::size_t>(d)] = row[static_cast<std::size_t>(it->second)];
+        for (auto& row : out.time_s)
+          row[static_cast<std::size_t>(d)] = row[static_cast<std::size_t>(it->second)];
         continue;
       }
     }
@@ -172,7 +178,8 @@ sim::DeviceId fastest_gpu(const sim::Cluster& c) {
 sim::DeviceId host_for(const sim::Cluster& c, sim::DeviceId gpu) {
   if (gpu >= 0) {
     const sim::DeviceId h = c.devices[static_cast<std::size_t>(gpu)].host;
-    if (h >= 0 && c.devices[static_cast<std::size_t>(h)].spec.kind == sim::DeviceKind::Cpu) return h;
+    if (h >= 0 && c.devices[static_cast<std::size_t>(h)].spec.kind == sim::DeviceKind::Cpu)
+      return h;
   }
   const auto cpus = c.cpus();
   return cpus.empty() ? -1 : cpus.front();
@@ -183,7 +190,8 @@ double group_memory(const GroupDag& dag, int group, sim::DeviceId d,
   const auto gi = static_cast<std::size_t>(group);
   double activations = dag.output_bytes[gi];
   for (const OpEdge& e : dag.external_inputs[gi])
-    if (device_of_group[static_cast<std::size_t>(dag.group_of_op[static_cast<std::size_t>(e.op)])] != d)
+    if (device_of_group[static_cast<std::size_t>(
+            dag.group_of_op[static_cast<std::size_t>(e.op)])] != d)
       activations += e.bytes;
   return dag.persistent_bytes[gi] + activation_share * activations;
 }

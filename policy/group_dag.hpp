@@ -26,32 +26,34 @@ namespace placesim::policy {
 
 struct GroupEdge {
   std::int32_t group = -1;
-  double bytes = 0.0;   ///< tensor bytes crossing the edge, each tensor counted once per consumer group
+  double bytes =
+      0.0;  ///< tensor bytes crossing the edge, each tensor counted once per consumer group
 };
 
 struct OpEdge {
   sim::OpId op = -1;
-  double bytes = 0.0;   ///< bytes of the producer's tensors this consumer reads (0 for control edges)
+  double bytes =
+      0.0;  ///< bytes of the producer's tensors this consumer reads (0 for control edges)
 };
 
 struct GroupDag {
   /// Groups are numbered by the position of their first op in the graph's topological order.
-  std::vector<std::vector<sim::OpId>> ops;            ///< per group, ascending op ids
+  std::vector<std::vector<sim::OpId>> ops;  ///< per group, ascending op ids
   std::vector<std::int32_t> group_of_op;
-  std::vector<std::vector<GroupEdge>> succ;           ///< sorted by group, no self edges
+  std::vector<std::vector<GroupEdge>> succ;  ///< sorted by group, no self edges
   std::vector<std::vector<GroupEdge>> pred;
   /// Device kind every op of the group needs (the first constraint met, in op order).
   std::vector<std::optional<sim::DeviceKind>> kind;
-  std::vector<double> persistent_bytes;               ///< parameters + optimizer state
-  std::vector<double> output_bytes;                   ///< every output tensor of the group
+  std::vector<double> persistent_bytes;  ///< parameters + optimizer state
+  std::vector<double> output_bytes;      ///< every output tensor of the group
   std::vector<double> flops;
-  std::vector<std::string> layer;                     ///< `layer` of the group's heaviest op
+  std::vector<std::string> layer;  ///< `layer` of the group's heaviest op
   /// Tensors the group reads from other groups: (producer op, bytes), one entry per tensor.
   std::vector<std::vector<OpEdge>> external_inputs;
 
   // Op level, for the list schedulers (the op graph is acyclic).
-  std::vector<std::vector<OpEdge>> op_pred;           ///< per op, distinct producers, ascending
-  std::vector<std::vector<OpEdge>> op_succ;           ///< per op, distinct consumers, ascending
+  std::vector<std::vector<OpEdge>> op_pred;  ///< per op, distinct producers, ascending
+  std::vector<std::vector<OpEdge>> op_succ;  ///< per op, distinct consumers, ascending
 
   [[nodiscard]] int size() const { return static_cast<int>(ops.size()); }
   [[nodiscard]] sim::Placement expand(const std::vector<sim::DeviceId>& device_of_group) const;
@@ -88,6 +90,7 @@ sim::DeviceId host_for(const sim::Cluster& c, sim::DeviceId gpu);
 /// `activation_share` < 1 counts only that share of the outputs and received tensors: an estimate
 /// that is no longer a bound, used by the Baechi methods only with a simulation to confirm it.
 double group_memory(const GroupDag& dag, int group, sim::DeviceId d,
-                    const std::vector<sim::DeviceId>& device_of_group, double activation_share = 1.0);
+                    const std::vector<sim::DeviceId>& device_of_group,
+                    double activation_share = 1.0);
 
 }  // namespace placesim::policy

@@ -83,12 +83,15 @@ struct Schedule {
   OpCosts costs;
   CommModel comm;
   GroupPlacement gdev;
-  std::vector<double> finish;          ///< per op (valid once placed)
-  std::vector<double> free_mem;        ///< per device
-  std::vector<double> load;            ///< per device: compute time of the groups placed there
+  std::vector<double> finish;    ///< per op (valid once placed)
+  std::vector<double> free_mem;  ///< per device
+  std::vector<double> load;      ///< per device: compute time of the groups placed there
 
   Schedule(const GroupDag& d, const sim::Graph& g, const sim::Cluster& cl, const MethodOptions& o)
-      : dag(d), c(cl), costs(op_costs(g, cl, o.costs)), comm(cl),
+      : dag(d),
+        c(cl),
+        costs(op_costs(g, cl, o.costs)),
+        comm(cl),
         gdev(static_cast<std::size_t>(d.size()), -1),
         finish(static_cast<std::size_t>(g.num_ops()), 0.0),
         free_mem(static_cast<std::size_t>(cl.num_devices()), 0.0),
@@ -100,25 +103,32 @@ struct Schedule {
       free_mem[static_cast<std::size_t>(dv)] = static_cast<double>(s.memory_capacity.v - reserved);
     }
   }
-  [[nodiscard]] int group(sim::OpId op) const { return dag.group_of_op[static_cast<std::size_t>(op)]; }
-  [[nodiscard]] sim::DeviceId device_of_op(sim::OpId op) const { return gdev[static_cast<std::size_t>(group(op))]; }
+  [[nodiscard]] int group(sim::OpId op) const {
+    return dag.group_of_op[static_cast<std::size_t>(op)];
+  }
+  [[nodiscard]] sim::DeviceId device_of_op(sim::OpId op) const {
+    return gdev[static_cast<std::size_t>(group(op))];
+  }
   [[nodiscard]] double time(sim::OpId op, sim::DeviceId d) const {
     return costs.time_s[static_cast<std::size_t>(op)][static_cast<std::size_t>(d)];
   }
   [[nodiscard]] bool fits(int gi, sim::DeviceId d) const {
-    return group_memory(dag, gi, d, gdev, activation_share) <= free_mem[static_cast<std::size_t>(d)];
+    return group_memory(dag, gi, d, gdev, activation_share) <=
+           free_mem[static_cast<std::size_t>(d)];
   }
   /// Earliest time the inputs of `op` (all producers placed) are on `d`.
   [[nodiscard]] double data_ready(sim::OpId op, sim::DeviceId d) const {
     double t = 0.0;
     for (const OpEdge& e : dag.op_pred[static_cast<std::size_t>(op)])
-      t = std::max(t, finish[static_cast<std::size_t>(e.op)] + comm.time(device_of_op(e.op), d, e.bytes));
+      t = std::max(
+          t, finish[static_cast<std::size_t>(e.op)] + comm.time(device_of_op(e.op), d, e.bytes));
     return t;
   }
   void pin(int gi, sim::DeviceId d) {
     free_mem[static_cast<std::size_t>(d)] -= group_memory(dag, gi, d, gdev, activation_share);
     gdev[static_cast<std::size_t>(gi)] = d;
-    for (const sim::OpId op : dag.ops[static_cast<std::size_t>(gi)]) load[static_cast<std::size_t>(d)] += time(op, d);
+    for (const sim::OpId op : dag.ops[static_cast<std::size_t>(gi)])
+      load[static_cast<std::size_t>(d)] += time(op, d);
   }
   /// When no candidate has room: the earliest-ready fallback device with room, else the allowed
   /// device with the most free memory (the simulator will then report the OOM, which is the
@@ -130,15 +140,18 @@ struct Schedule {
     all.insert(all.end(), cand.fallback.begin(), cand.fallback.end());
     sim::DeviceId best = all.front();
     for (const sim::DeviceId d : all)
-      if (free_mem[static_cast<std::size_t>(d)] > free_mem[static_cast<std::size_t>(best)]) best = d;
+      if (free_mem[static_cast<std::size_t>(d)] > free_mem[static_cast<std::size_t>(best)])
+        best = d;
     return best;
   }
 };
 
 /// Earliest start on `d` at or after `ready` for `dur` seconds, using idle gaps (insertion).
-double insertion_start(const std::vector<std::pair<double, double>>& busy, double ready, double dur) {
-  auto it = std::upper_bound(busy.begin(), busy.end(), ready,
-                             [](double t, const std::pair<double, double>& iv) { return t < iv.second; });
+double insertion_start(const std::vector<std::pair<double, double>>& busy, double ready,
+                       double dur) {
+  auto it =
+      std::upper_bound(busy.begin(), busy.end(), ready,
+                       [](double t, const std::pair<double, double>& iv) { return t < iv.second; });
   double start = ready;
   for (; it != busy.end(); ++it) {
     if (start + dur <= it->first) break;
@@ -173,7 +186,8 @@ GroupPlacement place_heft(const GroupDag& dag, const sim::Graph& g, const sim::C
     mean_inv /= pairs;
   }
   std::vector<std::vector<sim::DeviceId>> allowed(static_cast<std::size_t>(dag.size()));
-  for (int gi = 0; gi < dag.size(); ++gi) allowed[static_cast<std::size_t>(gi)] = allowed_devices(dag, gi, c);
+  for (int gi = 0; gi < dag.size(); ++gi)
+    allowed[static_cast<std::size_t>(gi)] = allowed_devices(dag, gi, c);
   std::vector<double> rank(static_cast<std::size_t>(g.num_ops()), 0.0);
   // The 1 ns added to every mean keeps a producer's rank strictly above its consumers', so the
   // rank order is a topological order.
@@ -201,7 +215,8 @@ GroupPlacement place_heft(const GroupDag& dag, const sim::Graph& g, const sim::C
     for (const sim::DeviceId d : allowed[static_cast<std::size_t>(gi)]) {
       if (pinned >= 0 && d != pinned) continue;
       const double dur = s.time(op, d);
-      const double start = insertion_start(busy[static_cast<std::size_t>(d)], s.data_ready(op, d), dur);
+      const double start =
+          insertion_start(busy[static_cast<std::size_t>(d)], s.data_ready(op, d), dur);
       if (start + dur < best_eft) {
         best_eft = start + dur;
         best_start = start;
@@ -211,7 +226,8 @@ GroupPlacement place_heft(const GroupDag& dag, const sim::Graph& g, const sim::C
     if (pinned < 0) s.pin(gi, best);
     s.finish[static_cast<std::size_t>(op)] = best_eft;
     auto& b = busy[static_cast<std::size_t>(best)];
-    b.insert(std::upper_bound(b.begin(), b.end(), std::make_pair(best_start, best_eft)), {best_start, best_eft});
+    b.insert(std::upper_bound(b.begin(), b.end(), std::make_pair(best_start, best_eft)),
+             {best_start, best_eft});
   }
   return s.gdev;
 }
@@ -237,7 +253,9 @@ GroupPlacement m_topo(const GroupDag& dag, const sim::Graph& g, const sim::Clust
     const Candidates cand = baechi_candidates(dag, gi, c);
     sim::DeviceId chosen = -1;
     if (!dag.kind[static_cast<std::size_t>(gi)]) {
-      while (cur + 1 < devs.size() && s.load[static_cast<std::size_t>(devs[cur])] >= share * (1.0 - 1e-9)) ++cur;
+      while (cur + 1 < devs.size() &&
+             s.load[static_cast<std::size_t>(devs[cur])] >= share * (1.0 - 1e-9))
+        ++cur;
       for (std::size_t k = 0; k < devs.size() && chosen < 0; ++k) {
         const sim::DeviceId d = devs[(cur + k) % devs.size()];
         if (s.fits(gi, d)) chosen = d;
@@ -261,7 +279,8 @@ GroupPlacement m_topo(const GroupDag& dag, const sim::Graph& g, const sim::Clust
 // starts on its parent's device, ahead of any other choice, whenever that device is idle by the
 // time the child's inputs are there.
 GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, const sim::Cluster& c,
-                                   const MethodOptions& o, bool favourite_child, double share_of_activations) {
+                                   const MethodOptions& o, bool favourite_child,
+                                   double share_of_activations) {
   Schedule s(dag, g, c, o);
   s.activation_share = share_of_activations;
   const int n = g.num_ops();
@@ -270,7 +289,9 @@ GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, con
   enum class State : std::uint8_t { Waiting, Ready, Placed };
   std::vector<State> state(static_cast<std::size_t>(n), State::Waiting);
   std::vector<int> waiting(static_cast<std::size_t>(n), 0);
-  for (int op = 0; op < n; ++op) waiting[static_cast<std::size_t>(op)] = static_cast<int>(dag.op_pred[static_cast<std::size_t>(op)].size());
+  for (int op = 0; op < n; ++op)
+    waiting[static_cast<std::size_t>(op)] =
+        static_cast<int>(dag.op_pred[static_cast<std::size_t>(op)].size());
   std::vector<sim::OpId> favourite_parent(static_cast<std::size_t>(n), -1);
   if (favourite_child) {
     std::vector<double> best_bytes(static_cast<std::size_t>(n), -1.0);
@@ -290,7 +311,7 @@ GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, con
   }
   // Per device, the ready ops that may start there, by (data-ready time there, op).
   std::vector<std::set<std::pair<double, sim::OpId>>> queue(static_cast<std::size_t>(nd));
-  std::vector<std::vector<double>> ready_at(static_cast<std::size_t>(n));   // -1 = not queued there
+  std::vector<std::vector<double>> ready_at(static_cast<std::size_t>(n));  // -1 = not queued there
   std::vector<int> queued_on(static_cast<std::size_t>(n), 0);
   std::deque<sim::OpId> urgent;
 
@@ -345,7 +366,8 @@ GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, con
   };
 
   for (int op = 0; op < n; ++op)
-    if (waiting[static_cast<std::size_t>(op)] == 0 && state[static_cast<std::size_t>(op)] == State::Waiting)
+    if (waiting[static_cast<std::size_t>(op)] == 0 &&
+        state[static_cast<std::size_t>(op)] == State::Waiting)
       make_ready(op);
   int placed = 0;
   while (placed < n) {
@@ -375,10 +397,13 @@ GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, con
       while (!q.empty()) {
         const sim::OpId op = q.begin()->second;
         const int gi = s.group(op);
-        if (s.gdev[static_cast<std::size_t>(gi)] == d || (s.gdev[static_cast<std::size_t>(gi)] < 0 && s.fits(gi, d))) break;
+        if (s.gdev[static_cast<std::size_t>(gi)] == d ||
+            (s.gdev[static_cast<std::size_t>(gi)] < 0 && s.fits(gi, d)))
+          break;
         dequeue(op, d);
         progress = true;
-        if (queued_on[static_cast<std::size_t>(op)] == 0 && s.gdev[static_cast<std::size_t>(gi)] < 0)
+        if (queued_on[static_cast<std::size_t>(op)] == 0 &&
+            s.gdev[static_cast<std::size_t>(gi)] < 0)
           pin(gi, s.fallback_device(gi, baechi_candidates(dag, gi, c)));
       }
       if (q.empty()) continue;
@@ -399,12 +424,13 @@ GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, con
   }
   // Groups whose ops were never reached (only if the loop above stopped early) keep a device.
   for (int gi = 0; gi < dag.size(); ++gi)
-    if (s.gdev[static_cast<std::size_t>(gi)] < 0) s.gdev[static_cast<std::size_t>(gi)] = s.fallback_device(gi, baechi_candidates(dag, gi, c));
+    if (s.gdev[static_cast<std::size_t>(gi)] < 0)
+      s.gdev[static_cast<std::size_t>(gi)] = s.fallback_device(gi, baechi_candidates(dag, gi, c));
   return s.gdev;
 }
 
 using Scheduler = GroupPlacement (*)(const GroupDag&, const sim::Graph&, const sim::Cluster&,
-                                      const MethodOptions&, double);
+                                     const MethodOptions&, double);
 
 // Runs `run` with a growing share of the activations counted, keeping the first placement the
 // simulator confirms fits; the last run counts all of them (Baechi's own bound).

@@ -50,22 +50,28 @@ sim::Placement make_placement(const std::string& method, const sim::Graph& graph
     if (auto p = sim::builtin_placement(method, graph, cluster)) return *p;
     // A known method that this cluster cannot serve: say what the cluster lacks.
     const bool gpu = method == "single-gpu";
-    throw sim::InputError(cluster.source_file.empty() ? cluster.name : cluster.source_file, "devices",
-                          std::string(gpu ? "a GPU" : method == "single-cpu" ? "a CPU" : "a device") +
-                              " for placement method " + method +
-                              " (and one of each kind the graph's device_kind constraints ask for), "
-                              "got none in cluster " + cluster.name);
+    throw sim::InputError(
+        cluster.source_file.empty() ? cluster.name : cluster.source_file, "devices",
+        std::string(gpu                      ? "a GPU"
+                    : method == "single-cpu" ? "a CPU"
+                                             : "a device") +
+            " for placement method " + method +
+            " (and one of each kind the graph's device_kind constraints ask for), "
+            "got none in cluster " +
+            cluster.name);
   }
   // A path that names no file: the user meant a placement file, not a method.
   if (method.find('/') != std::string::npos || method.ends_with(".json")) {
     std::error_code ec;
-    throw sim::InputError(method, "", std::filesystem::is_directory(method, ec)
-                                          ? "a placement JSON file, got a directory"
-                                          : "a readable placement JSON file (it does not exist)");
+    throw sim::InputError(method, "",
+                          std::filesystem::is_directory(method, ec)
+                              ? "a placement JSON file, got a directory"
+                              : "a readable placement JSON file (it does not exist)");
   }
   throw sim::InputError("<flag --method>", "",
                         "one of single-cpu, single-gpu, round-robin, random:SEED, expert, "
-                        "scotch, metis, heft, m-topo, m-etf, m-sct, got \"" + method + "\"");
+                        "scotch, metis, heft, m-topo, m-etf, m-sct, got \"" +
+                            method + "\"");
 }
 
 }  // namespace placesim::policy

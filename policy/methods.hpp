@@ -18,8 +18,8 @@
 namespace placesim::policy {
 
 struct MethodOptions {
-  sim::KernelCostModel costs;              ///< the cost model methods use for op times
-  std::uint64_t seed = 1;                  ///< seed of the randomised partitioners (scotch, metis)
+  sim::KernelCostModel costs;  ///< the cost model methods use for op times
+  std::uint64_t seed = 1;      ///< seed of the randomised partitioners (scotch, metis)
 };
 
 sim::Placement make_placement(const std::string& method, const sim::Graph& graph,

@@ -45,11 +45,13 @@ void poll_politely(const Done& done, std::size_t bytes) {
 }
 
 void wait_politely(MPI_Request& request, std::size_t bytes) {
-  poll_politely([&] {
-    int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    return done != 0;
-  }, bytes);
+  poll_politely(
+      [&] {
+        int done = 0;
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        return done != 0;
+      },
+      bytes);
 }
 
 void all_arrive() {
@@ -138,7 +140,8 @@ std::vector<std::string> split(const std::string& all, const std::vector<int>& c
                                const std::vector<int>& displs) {
   std::vector<std::string> out;
   for (std::size_t r = 0; r < counts.size(); ++r)
-    out.push_back(all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(counts[r])));
+    out.push_back(
+        all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(counts[r])));
   return out;
 }
 }  // namespace
@@ -192,10 +195,12 @@ std::pair<int, std::string> MpiComm::receive() const {
   // Probed politely (the sender may be busy for seconds), then received at once.
   int flag = 0;
   MPI_Status status;
-  poll_politely([&] {
-    MPI_Iprobe(MPI_ANY_SOURCE, kQueueTag, MPI_COMM_WORLD, &flag, &status);
-    return flag != 0;
-  }, 0);
+  poll_politely(
+      [&] {
+        MPI_Iprobe(MPI_ANY_SOURCE, kQueueTag, MPI_COMM_WORLD, &flag, &status);
+        return flag != 0;
+      },
+      0);
   int n = 0;
   MPI_Get_count(&status, MPI_CHAR, &n);
   std::string message(static_cast<std::size_t>(n), '\0');
@@ -215,14 +220,24 @@ void MpiComm::barrier() const {
 
 MpiRuntime::MpiRuntime() = default;
 MpiRuntime::~MpiRuntime() = default;
-std::string MpiComm::broadcast(const std::string& from_root) const { return from_root; }
-std::vector<std::string> MpiComm::gather(const std::string& mine) const { return {mine}; }
-std::vector<std::string> MpiComm::allgather(const std::string& mine) const { return {mine}; }
+std::string MpiComm::broadcast(const std::string& from_root) const {
+  return from_root;
+}
+std::vector<std::string> MpiComm::gather(const std::string& mine) const {
+  return {mine};
+}
+std::vector<std::string> MpiComm::allgather(const std::string& mine) const {
+  return {mine};
+}
 std::vector<std::string> MpiComm::alltoall(const std::vector<std::string>& to_each) const {
   return to_each;
 }
-void MpiComm::send(int to, const std::string& message) const { SweepComm::send(to, message); }
-std::pair<int, std::string> MpiComm::receive() const { return SweepComm::receive(); }
+void MpiComm::send(int to, const std::string& message) const {
+  SweepComm::send(to, message);
+}
+std::pair<int, std::string> MpiComm::receive() const {
+  return SweepComm::receive();
+}
 void MpiComm::barrier() const {}
 
 #endif

@@ -6,12 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
-
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "policy/baselines.hpp"
@@ -28,7 +27,7 @@ namespace {
 
 /// Undirected weighted graph over the groups that may run on a GPU (CSR, 0-based).
 struct PartGraph {
-  std::vector<int> vertex_group;               ///< part-graph vertex -> group
+  std::vector<int> vertex_group;  ///< part-graph vertex -> group
   std::vector<std::int64_t> xadj{0};
   std::vector<std::int64_t> adjncy;
   std::vector<std::int64_t> vwgt;
@@ -47,7 +46,8 @@ std::vector<std::int64_t> scale_weights(const std::vector<double>& w, double bud
   return out;
 }
 
-PartGraph part_graph(const GroupDag& dag, const std::vector<std::vector<double>>& times, sim::DeviceId ref) {
+PartGraph part_graph(const GroupDag& dag, const std::vector<std::vector<double>>& times,
+                     sim::DeviceId ref) {
   PartGraph pg;
   std::vector<int> vertex_of(static_cast<std::size_t>(dag.size()), -1);
   for (int gi = 0; gi < dag.size(); ++gi)
@@ -68,7 +68,8 @@ PartGraph part_graph(const GroupDag& dag, const std::vector<std::vector<double>>
   }
   std::vector<double> vw, ew;
   for (std::size_t v = 0; v < pg.vertex_group.size(); ++v) {
-    vw.push_back(times[static_cast<std::size_t>(pg.vertex_group[v])][static_cast<std::size_t>(ref)]);
+    vw.push_back(
+        times[static_cast<std::size_t>(pg.vertex_group[v])][static_cast<std::size_t>(ref)]);
     for (const auto& [b, bytes] : adj[v]) {
       pg.adjncy.push_back(b);
       ew.push_back(bytes);
@@ -165,7 +166,8 @@ GroupPlacement partition(const GroupDag& dag, const sim::Graph& g, const sim::Cl
       const SilenceStdout quiet;
       const int rc = partitioner(&n, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
                                  adjwgt.data(), &np, nullptr, nullptr, options, &objval, p.data());
-      if (rc != METIS_OK) throw std::runtime_error("METIS partitioning failed with status " + std::to_string(rc));
+      if (rc != METIS_OK)
+        throw std::runtime_error("METIS partitioning failed with status " + std::to_string(rc));
       part.assign(p.begin(), p.end());
     } else {
       auto xadj = narrow<SCOTCH_Num>(pg.xadj), adjncy = narrow<SCOTCH_Num>(pg.adjncy);
@@ -189,8 +191,9 @@ GroupPlacement partition(const GroupDag& dag, const sim::Graph& g, const sim::Cl
       SCOTCH_stratInit(&strat);
       bool bound_ok = false;
       if (rc == 0)
-        rc = SCOTCH_graphBuild(&graph, 0, nv, xadj.data(), nullptr, vwgt.data(), nullptr,
-                               static_cast<SCOTCH_Num>(adjncy.size()), adjncy.data(), adjwgt.data());
+        rc =
+            SCOTCH_graphBuild(&graph, 0, nv, xadj.data(), nullptr, vwgt.data(), nullptr,
+                              static_cast<SCOTCH_Num>(adjncy.size()), adjncy.data(), adjwgt.data());
       if (rc == 0) {
         rc = SCOTCH_contextBindGraph(&context, &graph, &bound);
         bound_ok = rc == 0;
@@ -201,7 +204,8 @@ GroupPlacement partition(const GroupDag& dag, const sim::Graph& g, const sim::Cl
       if (bound_ok) SCOTCH_graphExit(&bound);
       SCOTCH_graphExit(&graph);
       SCOTCH_contextExit(&context);
-      if (rc != 0) throw std::runtime_error("Scotch partitioning failed with status " + std::to_string(rc));
+      if (rc != 0)
+        throw std::runtime_error("Scotch partitioning failed with status " + std::to_string(rc));
       part.assign(p.begin(), p.end());
     }
   } else {

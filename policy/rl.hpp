@@ -39,16 +39,16 @@ class SweepComm;
 enum class AttentionScore { Dot, Additive };
 
 struct RlOptions {
-  int hidden = 256;                 ///< LSTM and embedding width (the paper's 256)
-  int samples = 16;                 ///< K placements sampled per iteration
-  std::uint64_t seed = 1;           ///< torch::manual_seed for the weights; our own RNG samples
-  double temperature = 1.0;         ///< softmax temperature when sampling and in the gradient
-  double logit_clip = 5.0;          ///< logits = C * tanh(u): keeps exploration alive
+  int hidden = 256;          ///< LSTM and embedding width (the paper's 256)
+  int samples = 16;          ///< K placements sampled per iteration
+  std::uint64_t seed = 1;    ///< torch::manual_seed for the weights; our own RNG samples
+  double temperature = 1.0;  ///< softmax temperature when sampling and in the gradient
+  double logit_clip = 5.0;   ///< logits = C * tanh(u): keeps exploration alive
   /// Adam. 1e-3, not 3e-3: at 3e-3 a few iterations push the logits into the tanh clip (docs/rl.md,
   /// "Collapse"), where no gradient reaches them any more.
   double learning_rate = 1e-3;
-  double grad_clip = 1.0;           ///< global L2 norm
-  double baseline_decay = 0.9;      ///< EMA of the mean reward per iteration
+  double grad_clip = 1.0;       ///< global L2 norm
+  double baseline_decay = 0.9;  ///< EMA of the mean reward per iteration
   /// Bonus on the policy's entropy, per placement decision (summed over groups like the
   /// log-probabilities it competes with). 0.01 keeps the policy from collapsing onto one
   /// placement (docs/rl.md, "Collapse").
@@ -69,7 +69,7 @@ struct RlOptions {
 
 /// The placement problem as the policy sees it: groups in sequence order.
 struct PolicyProblem {
-  std::vector<std::vector<float>> features;   ///< [group][feature], same width for every group
+  std::vector<std::vector<float>> features;  ///< [group][feature], same width for every group
   int num_devices = 0;
   /// [group][device]: may the group go there (device-kind constraints). Empty = everywhere.
   std::vector<std::vector<bool>> allowed;
@@ -82,9 +82,9 @@ struct PolicyProblem {
 /// Which devices each item (a group, an op) may use: those of its device kind `kinds[i]`, or all
 /// when it has none; empty when no item has a kind. Throws sim::InputError naming `names[i]` when
 /// the cluster has no device of an item's kind.
-std::vector<std::vector<bool>> allowed_devices(const sim::Cluster& cluster,
-                                               const std::vector<std::optional<sim::DeviceKind>>& kinds,
-                                               const std::vector<std::string>& names);
+std::vector<std::vector<bool>> allowed_devices(
+    const sim::Cluster& cluster, const std::vector<std::optional<sim::DeviceKind>>& kinds,
+    const std::vector<std::string>& names);
 
 /// Features per group (op-type counts, log output bytes / FLOPs / parameters, in/out degree and
 /// where its neighbours sit in the sequence) and the device-kind mask.
@@ -103,8 +103,8 @@ models::Grouping colocation_grouping(const sim::Graph& g, int max_groups);
 /// What the reward oracle says about one placement.
 struct Evaluation {
   double step_time_s = 0.0;
-  bool oom = false;                 ///< includes "unreachable": a placement that cannot run
-  double overflow = 0.0;            ///< worst device's (peak - capacity) / capacity when oom
+  bool oom = false;       ///< includes "unreachable": a placement that cannot run
+  double overflow = 0.0;  ///< worst device's (peak - capacity) / capacity when oom
 };
 
 using DevicesOfGroups = std::vector<sim::DeviceId>;
@@ -112,15 +112,15 @@ using RewardFn = std::function<std::vector<Evaluation>(const std::vector<Devices
 
 /// One REINFORCE iteration, as written to the training-curve CSV.
 struct IterationStats {
-  int iteration = 0;                ///< 1-based
-  double best_step_s = 0.0;         ///< best non-OOM step time so far (0 = none yet)
-  double mean_step_s = 0.0;         ///< mean over this iteration's non-OOM samples (0 = none)
-  double min_step_s = 0.0;          ///< best of this iteration (0 = none)
+  int iteration = 0;         ///< 1-based
+  double best_step_s = 0.0;  ///< best non-OOM step time so far (0 = none yet)
+  double mean_step_s = 0.0;  ///< mean over this iteration's non-OOM samples (0 = none)
+  double min_step_s = 0.0;   ///< best of this iteration (0 = none)
   double oom_fraction = 0.0;
   double mean_reward = 0.0;
-  double baseline = 0.0;            ///< after this iteration's update
-  double entropy = 0.0;             ///< mean per-group policy entropy (nats)
-  double sample_s = 0.0, reward_s = 0.0, grad_s = 0.0;   ///< wall time split (not deterministic)
+  double baseline = 0.0;                                ///< after this iteration's update
+  double entropy = 0.0;                                 ///< mean per-group policy entropy (nats)
+  double sample_s = 0.0, reward_s = 0.0, grad_s = 0.0;  ///< wall time split (not deterministic)
 };
 
 class Trainer {
@@ -141,8 +141,8 @@ class Trainer {
   /// Samples `k` placements with the trainer's RNG (advances it).
   std::vector<DevicesOfGroups> sample(int k);
 
-  [[nodiscard]] const DevicesOfGroups& best() const;   ///< empty until a sample fit in memory
-  [[nodiscard]] double best_step_s() const;            ///< 0 until then
+  [[nodiscard]] const DevicesOfGroups& best() const;  ///< empty until a sample fit in memory
+  [[nodiscard]] double best_step_s() const;           ///< 0 until then
   [[nodiscard]] int iteration() const;
   [[nodiscard]] const std::vector<IterationStats>& history() const;
   [[nodiscard]] const RlOptions& options() const;
@@ -169,7 +169,7 @@ class Trainer {
 struct Progress {
   int iteration = 0;
   std::optional<int> total_iterations;
-  double elapsed_s = 0.0;           ///< this process's training wall time
+  double elapsed_s = 0.0;  ///< this process's training wall time
   std::optional<double> time_left_s;
   double evals_per_s = 0.0;
 };
@@ -186,15 +186,15 @@ struct TrainConfig {
   /// Scotch: on nmt × paper-4gpu the 64 plain group_graph groups cannot express the Scotch
   /// baseline's placement (projected, it runs out of memory), the refined ones can (docs/rl.md).
   Grouper grouper = Grouper::Scotch;
-  int max_groups = 64;              ///< groups the policy places, at most (docs/rl.md: why 64)
-  std::optional<int> iterations;    ///< total, counting iterations before a resume
-  std::optional<double> minutes;    ///< wall budget of this process; whichever ends first
-  std::string checkpoint_dir;       ///< empty = no checkpoints
-  bool resume = false;              ///< load checkpoint_dir/checkpoint.pt if it exists
-  int checkpoint_every = 10;        ///< iterations
-  int sim_threads = 0;              ///< oneTBB threads for the oracle; <= 0 = default
-  sim::KernelCostModel costs;       ///< kernel times the oracle uses (calibration)
-  const std::atomic<bool>* stop = nullptr;   ///< set (e.g. by SIGINT) to checkpoint and return
+  int max_groups = 64;            ///< groups the policy places, at most (docs/rl.md: why 64)
+  std::optional<int> iterations;  ///< total, counting iterations before a resume
+  std::optional<double> minutes;  ///< wall budget of this process; whichever ends first
+  std::string checkpoint_dir;     ///< empty = no checkpoints
+  bool resume = false;            ///< load checkpoint_dir/checkpoint.pt if it exists
+  int checkpoint_every = 10;      ///< iterations
+  int sim_threads = 0;            ///< oneTBB threads for the oracle; <= 0 = default
+  sim::KernelCostModel costs;     ///< kernel times the oracle uses (calibration)
+  const std::atomic<bool>* stop = nullptr;  ///< set (e.g. by SIGINT) to checkpoint and return
   /// A checkpoint whose weights start the policy (e.g. one trained on other graphs by
   /// train_multi); its op-type vocabulary is used for the features. Empty = random weights.
   std::string pretrained;
@@ -205,16 +205,16 @@ struct TrainConfig {
 };
 
 struct TrainResult {
-  sim::Placement best;              ///< per op
+  sim::Placement best;  ///< per op
   DevicesOfGroups best_groups;
   double best_step_s = 0.0;
-  bool best_oom = false;            ///< nothing fitted: `best` is the greedy decode
+  bool best_oom = false;  ///< nothing fitted: `best` is the greedy decode
   int groups = 0;
-  std::vector<IterationStats> history;   ///< all iterations, including those before a resume
-  bool interrupted = false;         ///< stopped by `stop`
+  std::vector<IterationStats> history;  ///< all iterations, including those before a resume
+  bool interrupted = false;             ///< stopped by `stop`
   bool resumed = false;
   double wall_s = 0.0;
-  std::int64_t evaluations = 0;     ///< simulations run by this process
+  std::int64_t evaluations = 0;  ///< simulations run by this process
 };
 
 /// The grouping train_placement gives the policy for `config.grouper` (not Learned) and
@@ -232,9 +232,9 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
 /// parameters (scaled by the graph's largest), log in/out degree, topological position; and the
 /// device-kind mask per op.
 struct OpProblem {
-  std::vector<std::vector<float>> features;   ///< [op][feature]
+  std::vector<std::vector<float>> features;  ///< [op][feature]
   int num_devices = 0;
-  std::vector<std::vector<bool>> allowed;     ///< [op][device]; empty = everywhere
+  std::vector<std::vector<bool>> allowed;  ///< [op][device]; empty = everywhere
 };
 OpProblem make_op_problem(const sim::Graph& graph, const sim::Cluster& cluster);
 
@@ -253,8 +253,8 @@ class HierarchicalTrainer {
   HierarchicalTrainer(const HierarchicalTrainer&) = delete;
   HierarchicalTrainer& operator=(const HierarchicalTrainer&) = delete;
   IterationStats step();
-  [[nodiscard]] const DevicesOfGroups& best() const;   ///< per op; a first sample if none fitted
-  [[nodiscard]] double best_step_s() const;            ///< 0 until a sample fitted
+  [[nodiscard]] const DevicesOfGroups& best() const;  ///< per op; a first sample if none fitted
+  [[nodiscard]] double best_step_s() const;           ///< 0 until a sample fitted
   [[nodiscard]] const std::vector<IterationStats>& history() const;
 
  private:
@@ -276,8 +276,8 @@ std::vector<std::string> checkpoint_vocab(const std::string& path);
 /// (weights for `pretrained`). `iterations` / `minutes` as in train_placement; no resume.
 struct MultiTrainResult {
   std::vector<std::string> graphs;
-  std::vector<double> best_step_s;       ///< per graph: best sample seen while training
-  std::vector<IterationStats> history;   ///< iteration i trained graphs[(i - 1) % n]
+  std::vector<double> best_step_s;      ///< per graph: best sample seen while training
+  std::vector<IterationStats> history;  ///< iteration i trained graphs[(i - 1) % n]
   double wall_s = 0.0;
 };
 MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::Cluster& cluster,

@@ -1,7 +1,5 @@
 // The seq2seq placement policy and its REINFORCE trainer (LibTorch). Everything torch lives in
 // this one translation unit: it takes ~20 s to compile.
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <torch/torch.h>
 
 #include "policy/checkpoint_file.hpp"
 #include "policy/data_parallel.hpp"
@@ -32,8 +31,7 @@ constexpr int kStatsColumns = 11;
 constexpr double kMasked = -1e9;
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // A uniform double in [0, 1) from the top 53 bits: the same on every standard library, unlike
@@ -46,15 +44,15 @@ struct PolicyNetImpl : torch::nn::Module {
   PolicyNetImpl(int features, int hidden, int devices, AttentionScore score)
       : score_kind(score),
         embed(register_module("embed", torch::nn::Linear(features, hidden))),
-        encoder(register_module("encoder",
-                                torch::nn::LSTM(torch::nn::LSTMOptions(hidden, hidden)))),
+        encoder(
+            register_module("encoder", torch::nn::LSTM(torch::nn::LSTMOptions(hidden, hidden)))),
         device_embed(register_module("device_embed", torch::nn::Embedding(devices + 1, hidden))),
         decoder(register_module("decoder", torch::nn::LSTMCell(2 * hidden, hidden))),
         combine(register_module("combine", torch::nn::Linear(2 * hidden, hidden))),
         out(register_module("out", torch::nn::Linear(hidden, devices))) {
     if (score == AttentionScore::Additive) {
-      att_enc = register_module("att_enc",
-                                torch::nn::Linear(torch::nn::LinearOptions(hidden, hidden).bias(false)));
+      att_enc = register_module(
+          "att_enc", torch::nn::Linear(torch::nn::LinearOptions(hidden, hidden).bias(false)));
       att_dec = register_module("att_dec", torch::nn::Linear(hidden, hidden));
       att_v = register_module("att_v",
                               torch::nn::Linear(torch::nn::LinearOptions(hidden, 1).bias(false)));
@@ -74,14 +72,14 @@ TORCH_MODULE(PolicyNet);
 
 // The encoder's outputs and what the decoder needs of them, for one problem.
 struct Encoded {
-  torch::Tensor enc;        // [G, H]
-  torch::Tensor enc_keys;   // [G, H] additive: W_enc·enc, precomputed once
+  torch::Tensor enc;       // [G, H]
+  torch::Tensor enc_keys;  // [G, H] additive: W_enc·enc, precomputed once
   // The decoder LSTM's input projection W_ih·[embed(prev); enc[t]] + b, split in its two halves:
   // enc[t]'s is the same for every sample of a step and embed(prev) takes only D + 1 values, so
   // both are precomputed once, and a step adds two rows instead of multiplying [K, 2H] by W_ih.
-  torch::Tensor in_enc;     // [G, 4H] W_ih[:, H:]·enc[t] + b_ih + b_hh
-  torch::Tensor in_prev;    // [D + 1, 4H] W_ih[:, :H]·embed(d)
-  torch::Tensor h0, c0;     // [1, H]
+  torch::Tensor in_enc;   // [G, 4H] W_ih[:, H:]·enc[t] + b_ih + b_hh
+  torch::Tensor in_prev;  // [D + 1, 4H] W_ih[:, :H]·embed(d)
+  torch::Tensor h0, c0;   // [1, H]
 };
 
 }  // namespace
@@ -96,8 +94,8 @@ struct Trainer::Impl {
   torch::Tensor features;   // [G, F]
   torch::Tensor mask_bias;  // [G, D]: 0 allowed, kMasked not
   std::mt19937_64 rng;
-  const SweepComm* comm = nullptr;   // several ranks: data-parallel (policy/data_parallel.hpp)
-  std::uint64_t sample_seed = 0;     // per-sample engines: sample_seed(this, iteration, sample)
+  const SweepComm* comm = nullptr;  // several ranks: data-parallel (policy/data_parallel.hpp)
+  std::uint64_t sample_seed = 0;    // per-sample engines: sample_seed(this, iteration, sample)
   double baseline = 0.0;
   bool baseline_set = false;
   DevicesOfGroups best;
@@ -111,13 +109,14 @@ struct Trainer::Impl {
     Encoded e;
     // The encoder LSTM (torch::nn::LSTM's weights, so checkpoints keep their layout) over the
     // embedded features, batch 1, its recurrence by LstmRecurrence.
-    auto x = torch::tanh(net->embed->forward(features));                     // [G, H]
+    auto x = torch::tanh(net->embed->forward(features));  // [G, H]
     const auto w = net->encoder->named_parameters();
-    auto xin = torch::addmm(w["bias_ih_l0"] + w["bias_hh_l0"], x, w["weight_ih_l0"].t()).unsqueeze(1);
+    auto xin =
+        torch::addmm(w["bias_ih_l0"] + w["bias_hh_l0"], x, w["weight_ih_l0"].t()).unsqueeze(1);
     auto zero = torch::zeros({1, x.size(1)});
     auto out = LstmRecurrence::apply(xin, zero, zero, w["weight_hh_l0"]);
-    e.enc = out[0].squeeze(1);                                                // [G, H]
-    e.h0 = e.enc.narrow(0, e.enc.size(0) - 1, 1);                             // [1, H]
+    e.enc = out[0].squeeze(1);                     // [G, H]
+    e.h0 = e.enc.narrow(0, e.enc.size(0) - 1, 1);  // [1, H]
     e.c0 = out[1];
     attach_decoder_inputs(e);
     return e;
@@ -130,11 +129,12 @@ struct Trainer::Impl {
     const auto hidden = e.enc.size(1);
     // Both halves in one product of [[embed, 0], [0, enc]] by W_ih^T: W_ih's gradient is then
     // one product too, with no [4H, 2H] scatter of each half's.
-    const auto& emb = net->device_embed->weight;                          // [D + 1, H]
+    const auto& emb = net->device_embed->weight;  // [D + 1, H]
     const auto rows = emb.size(0), g = e.enc.size(0);
     auto block = torch::cat({torch::cat({emb, torch::zeros({rows, hidden})}, 1),
-                             torch::cat({torch::zeros({g, hidden}), e.enc}, 1)}, 0);
-    auto proj = torch::mm(block, cell->weight_ih.t());                    // [D + 1 + G, 4H]
+                             torch::cat({torch::zeros({g, hidden}), e.enc}, 1)},
+                            0);
+    auto proj = torch::mm(block, cell->weight_ih.t());  // [D + 1 + G, 4H]
     e.in_prev = proj.narrow(0, 0, rows);
     e.in_enc = proj.narrow(0, rows, g) + (cell->bias_ih + cell->bias_hh);
   }
@@ -155,12 +155,12 @@ struct Trainer::Impl {
     lstm_step(e.in_prev.index_select(0, prev) + e.in_enc[t], h, c);
     torch::Tensor scores;
     if (opt.attention == AttentionScore::Dot) {
-      scores = torch::matmul(h, e.enc.t());                                     // [K, G]
+      scores = torch::matmul(h, e.enc.t());  // [K, G]
     } else {
-      auto q = net->att_dec->forward(h).unsqueeze(1);                           // [K, 1, H]
+      auto q = net->att_dec->forward(h).unsqueeze(1);  // [K, 1, H]
       scores = net->att_v->forward(torch::tanh(e.enc_keys.unsqueeze(0) + q)).squeeze(2);
     }
-    auto context = torch::matmul(torch::softmax(scores, 1), e.enc);             // [K, H]
+    auto context = torch::matmul(torch::softmax(scores, 1), e.enc);  // [K, H]
     auto o = torch::tanh(net->combine->forward(torch::cat({h, context}, 1)));
     auto u = net->out->forward(o);
     auto logits = opt.logit_clip * torch::tanh(u) / opt.temperature;
@@ -225,27 +225,28 @@ struct Trainer::Impl {
   // product instead of G small ones (a shard's step-by-step pass cost ~95 ms on nmt whether it
   // held 16 samples or 4).
   struct Scored {
-    torch::Tensor logp;      // [n]
-    torch::Tensor entropy;   // [n]
+    torch::Tensor logp;     // [n]
+    torch::Tensor entropy;  // [n]
   };
   Scored teacher_forced(const Encoded& e, const torch::Tensor& actions) {
     const auto n = actions.size(0), g = actions.size(1);
     // The device each step is told came before it: the start token D, then the actions.
-    auto prev = torch::cat({torch::full({n, 1}, devices(), torch::kLong), actions.narrow(1, 0, g - 1)}, 1);
+    auto prev =
+        torch::cat({torch::full({n, 1}, devices(), torch::kLong), actions.narrow(1, 0, g - 1)}, 1);
     auto x = (e.in_prev.index_select(0, prev.t().reshape({-1})).view({g, n, -1}) +
-              e.in_enc.unsqueeze(1));                                                  // [G, n, 4H]
+              e.in_enc.unsqueeze(1));  // [G, n, 4H]
     auto hs = LstmRecurrence::apply(x, e.h0.expand({n, -1}), e.c0.expand({n, -1}),
-                                    net->decoder->weight_hh)[0];                       // [G, n, H]
-    torch::Tensor scores;                                                            // [G, n, G]
+                                    net->decoder->weight_hh)[0];  // [G, n, H]
+    torch::Tensor scores;                                         // [G, n, G]
     if (opt.attention == AttentionScore::Dot) {
       scores = torch::matmul(hs, e.enc.t());
     } else {
-      auto q = net->att_dec->forward(hs).unsqueeze(2);                                // [G, n, 1, H]
+      auto q = net->att_dec->forward(hs).unsqueeze(2);  // [G, n, 1, H]
       scores = net->att_v->forward(torch::tanh(e.enc_keys + q)).squeeze(3);
     }
-    auto context = torch::matmul(torch::softmax(scores, 2), e.enc);                  // [G, n, H]
+    auto context = torch::matmul(torch::softmax(scores, 2), e.enc);  // [G, n, H]
     auto o = torch::tanh(net->combine->forward(torch::cat({hs, context}, 2)));
-    auto u = net->out->forward(o);                                                   // [G, n, D]
+    auto u = net->out->forward(o);  // [G, n, D]
     auto logits = opt.logit_clip * torch::tanh(u) / opt.temperature + mask_bias.unsqueeze(1);
     auto lsm = torch::log_softmax(logits, 2);
     Scored r;
@@ -282,7 +283,6 @@ struct Trainer::Impl {
       }
     }
   }
-
 };
 
 namespace {
@@ -291,7 +291,8 @@ void check_options(const RlOptions& o, int groups, int devices) {
     throw sim::InputError("<rl options>", key, what);
   };
   if (o.hidden < 1) bad("hidden", "a positive size, got " + std::to_string(o.hidden));
-  if (o.samples < 1) bad("samples", "at least 1 sample per iteration, got " + std::to_string(o.samples));
+  if (o.samples < 1)
+    bad("samples", "at least 1 sample per iteration, got " + std::to_string(o.samples));
   if (!(o.temperature > 0)) bad("temperature", "a positive temperature");
   if (!(o.logit_clip > 0)) bad("logit_clip", "a positive clip constant");
   if (!(o.learning_rate > 0)) bad("learning_rate", "a positive learning rate");
@@ -308,7 +309,8 @@ Trainer::Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, doub
   check_options(options, problem.num_groups(), problem.num_devices);
   m.comm = comm;
   m.sample_seed = options.seed;
-  (void)ShardPlan(options.samples, options.shards, comm ? comm->rank() : 0, comm ? comm->size() : 1);
+  (void)ShardPlan(options.samples, options.shards, comm ? comm->rank() : 0,
+                  comm ? comm->size() : 1);
   m.problem = std::move(problem);
   m.opt = options;
   m.reward = std::move(reward);
@@ -316,12 +318,12 @@ Trainer::Trainer(PolicyProblem problem, RlOptions options, RewardFn reward, doub
   const int d = m.devices();
   const int f = static_cast<int>(m.problem.features[0].size());
   {
-    const std::lock_guard<std::mutex> lock(torch_init_mutex());   // rl_common.hpp
+    const std::lock_guard<std::mutex> lock(torch_init_mutex());  // rl_common.hpp
     torch::manual_seed(options.seed);
     m.net = PolicyNet(f, options.hidden, d, options.attention);
   }
-  m.adam = std::make_unique<torch::optim::Adam>(
-      m.net->parameters(), torch::optim::AdamOptions(options.learning_rate));
+  m.adam = std::make_unique<torch::optim::Adam>(m.net->parameters(),
+                                                torch::optim::AdamOptions(options.learning_rate));
   m.install_problem_tensors();
   m.rng.seed(options.seed);
 }
@@ -333,9 +335,11 @@ void Trainer::set_problem(PolicyProblem problem, RewardFn reward, double oom_ref
       static_cast<std::int64_t>(problem.features[0].size()) != m.features.size(1))
     throw sim::InputError("<rl problem>", "features",
                           std::to_string(m.devices()) + " devices and " +
-                              std::to_string(m.features.size(1)) + " features per group like the "
-                              "trainer's first problem, got " + std::to_string(problem.num_devices) +
-                              " and " + std::to_string(problem.features[0].size()));
+                              std::to_string(m.features.size(1)) +
+                              " features per group like the "
+                              "trainer's first problem, got " +
+                              std::to_string(problem.num_devices) + " and " +
+                              std::to_string(problem.features[0].size()));
   m.problem = std::move(problem);
   m.reward = std::move(reward);
   m.oom_reference_s = oom_reference_s > 0 ? oom_reference_s : 1.0;
@@ -348,9 +352,13 @@ void Trainer::set_problem(PolicyProblem problem, RewardFn reward, double oom_ref
 
 Trainer::~Trainer() = default;
 
-std::vector<DevicesOfGroups> Trainer::sample(int k) { return impl_->decode(k, &impl_->rng); }
+std::vector<DevicesOfGroups> Trainer::sample(int k) {
+  return impl_->decode(k, &impl_->rng);
+}
 
-DevicesOfGroups Trainer::greedy() const { return impl_->decode(1, nullptr)[0]; }
+DevicesOfGroups Trainer::greedy() const {
+  return impl_->decode(1, nullptr)[0];
+}
 
 IterationStats Trainer::step() {
   auto& m = *impl_;
@@ -396,8 +404,10 @@ IterationStats Trainer::step() {
     for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
       const auto [begin, end] = plan.samples_of(sh);
       std::vector<std::mt19937_64> engines;
-      for (int s = begin; s < end; ++s) engines.emplace_back(sample_seed(m.sample_seed, st.iteration, s));
-      for (auto& p : m.decode_from(plain, end - begin, nullptr, &engines)) placements.push_back(std::move(p));
+      for (int s = begin; s < end; ++s)
+        engines.emplace_back(sample_seed(m.sample_seed, st.iteration, s));
+      for (auto& p : m.decode_from(plain, end - begin, nullptr, &engines))
+        placements.push_back(std::move(p));
     }
   }
   st.sample_s = now_s() - t0;
@@ -461,8 +471,10 @@ IterationStats Trainer::step() {
         gi = torch::from_blob(const_cast<float*>(sum.data()) + at, inputs[i].sizes()).clone();
         at += inputs[i].numel();
       }
-      if (i < num_params) inputs[i].mutable_grad() = gi;
-      else leaf_grads.push_back(gi);
+      if (i < num_params)
+        inputs[i].mutable_grad() = gi;
+      else
+        leaf_grads.push_back(gi);
     }
     // Adds the encoder's and the precomputed inputs' share to the gradients set above (zeros
     // there: no shard reached those weights).
@@ -477,11 +489,21 @@ IterationStats Trainer::step() {
   return st;
 }
 
-const DevicesOfGroups& Trainer::best() const { return impl_->best; }
-double Trainer::best_step_s() const { return impl_->best_step_s; }
-int Trainer::iteration() const { return static_cast<int>(impl_->history.size()); }
-const std::vector<IterationStats>& Trainer::history() const { return impl_->history; }
-const RlOptions& Trainer::options() const { return impl_->opt; }
+const DevicesOfGroups& Trainer::best() const {
+  return impl_->best;
+}
+double Trainer::best_step_s() const {
+  return impl_->best_step_s;
+}
+int Trainer::iteration() const {
+  return static_cast<int>(impl_->history.size());
+}
+const std::vector<IterationStats>& Trainer::history() const {
+  return impl_->history;
+}
+const RlOptions& Trainer::options() const {
+  return impl_->opt;
+}
 
 namespace {
 // The training options a resumed run must share with the run that wrote the checkpoint, with the
@@ -523,8 +545,8 @@ void check_options_match(torch::serialize::InputArchive& root, const RlOptions& 
     const double was = saved[i].item<double>(), is = c.get(now);
     if (was != is) {
       std::ostringstream os;
-      os << std::setprecision(10) << c.flag << ' ' << was << " as the checkpoint was written with, got "
-         << c.flag << ' ' << is;
+      os << std::setprecision(10) << c.flag << ' ' << was
+         << " as the checkpoint was written with, got " << c.flag << ' ' << is;
       throw sim::InputError(path, c.flag, os.str());
     }
   }
@@ -542,17 +564,22 @@ void load_archive(torch::serialize::InputArchive& root, const std::string& path)
 // A checkpoint entry of the expected dtype and shape (empty `sizes` entries match any extent).
 void check_tensor(const torch::Tensor& t, const std::string& path, const std::string& key,
                   torch::ScalarType dtype, std::vector<std::int64_t> sizes) {
-  bool ok = t.defined() && t.scalar_type() == dtype && t.dim() == static_cast<std::int64_t>(sizes.size()) &&
-            t.device().is_cpu();
-  for (std::size_t d = 0; ok && d < sizes.size(); ++d) ok = sizes[d] < 0 || t.size(static_cast<std::int64_t>(d)) == sizes[d];
+  bool ok = t.defined() && t.scalar_type() == dtype &&
+            t.dim() == static_cast<std::int64_t>(sizes.size()) && t.device().is_cpu();
+  for (std::size_t d = 0; ok && d < sizes.size(); ++d)
+    ok = sizes[d] < 0 || t.size(static_cast<std::int64_t>(d)) == sizes[d];
   if (!ok) {
     std::ostringstream want, got;
     want << c10::toString(dtype) << " [";
-    for (std::size_t d = 0; d < sizes.size(); ++d) want << (d ? ", " : "") << (sizes[d] < 0 ? std::string("n") : std::to_string(sizes[d]));
+    for (std::size_t d = 0; d < sizes.size(); ++d)
+      want << (d ? ", " : "") << (sizes[d] < 0 ? std::string("n") : std::to_string(sizes[d]));
     want << "]";
-    if (t.defined()) got << t.scalar_type() << " " << t.sizes();
-    else got << "none";
-    throw sim::InputError(path, key, "a tensor " + want.str() + " as `placesim train` writes it, got " + got.str());
+    if (t.defined())
+      got << t.scalar_type() << " " << t.sizes();
+    else
+      got << "none";
+    throw sim::InputError(
+        path, key, "a tensor " + want.str() + " as `placesim train` writes it, got " + got.str());
   }
 }
 
@@ -567,15 +594,17 @@ void check_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& 
         !torch::isfinite(*now).all().item<bool>()) {
       std::ostringstream os;
       os << "model." << name;
-      throw sim::InputError(path, os.str(), "finite weights of shape " + c10::str(t.sizes()) + ", got " +
-                                                (now ? c10::str(now->sizes()) : std::string("none")));
+      throw sim::InputError(path, os.str(),
+                            "finite weights of shape " + c10::str(t.sizes()) + ", got " +
+                                (now ? c10::str(now->sizes()) : std::string("none")));
     }
   }
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> parameter_shapes(const torch::nn::Module& net) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& item : net.named_parameters(true)) out.emplace_back(item.key(), torch::empty_like(item.value()));
+  for (const auto& item : net.named_parameters(true))
+    out.emplace_back(item.key(), torch::empty_like(item.value()));
   return out;
 }
 }  // namespace
@@ -586,13 +615,15 @@ std::vector<std::string> checkpoint_vocab(const std::string& path) {
   try {
     load_archive(root, path);
     if (!root.try_read("vocab", v)) return {};
-    if (!v.isString()) throw sim::InputError(path, "vocab", "op-type names, one a line, got another kind of entry");
+    if (!v.isString())
+      throw sim::InputError(path, "vocab", "op-type names, one a line, got another kind of entry");
   } catch (const sim::InputError&) {
     throw;
   } catch (const std::exception& e) {
     std::string what = e.what();
-    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got: " +
-                                        what.substr(0, what.find('\n')));
+    throw sim::InputError(
+        path, "",
+        "a checkpoint written by `placesim train`, got: " + what.substr(0, what.find('\n')));
   }
   std::vector<std::string> out;
   std::istringstream is(v.toStringRef());
@@ -613,8 +644,9 @@ void Trainer::load_weights(const std::string& path) {
         sa[3] != m.features.size(1)) {
       std::ostringstream os;
       os << "a policy for " << m.devices() << " devices, hidden " << m.opt.hidden << ", "
-         << m.features.size(1) << " features per group, got one for " << sa[1] << " devices, hidden "
-         << sa[2] << ", " << sa[3] << " features (another cluster, --hidden or op-type vocabulary?)";
+         << m.features.size(1) << " features per group, got one for " << sa[1]
+         << " devices, hidden " << sa[2] << ", " << sa[3]
+         << " features (another cluster, --hidden or op-type vocabulary?)";
       throw sim::InputError(path, "shape", os.str());
     }
     root.read("model", model);
@@ -625,8 +657,9 @@ void Trainer::load_weights(const std::string& path) {
     throw;
   } catch (const std::exception& e) {
     std::string what = e.what();
-    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got: " +
-                                        what.substr(0, what.find('\n')));
+    throw sim::InputError(
+        path, "",
+        "a checkpoint written by `placesim train`, got: " + what.substr(0, what.find('\n')));
   }
 }
 
@@ -640,7 +673,8 @@ void Trainer::save(const std::string& path) const {
   std::ostringstream rng_state;
   rng_state << m.rng;
   root.write("rng", c10::IValue(rng_state.str()));
-  root.write("sample_seed", torch::tensor({static_cast<std::int64_t>(m.sample_seed)}, torch::kLong));
+  root.write("sample_seed",
+             torch::tensor({static_cast<std::int64_t>(m.sample_seed)}, torch::kLong));
   root.write("shape", torch::tensor({static_cast<std::int64_t>(m.groups()),
                                      static_cast<std::int64_t>(m.devices()),
                                      static_cast<std::int64_t>(m.opt.hidden),
@@ -650,20 +684,26 @@ void Trainer::save(const std::string& path) const {
   std::string vocab;
   for (const auto& t : m.problem.vocab) vocab += t + "\n";
   root.write("vocab", c10::IValue(vocab));
-  root.write("baseline", torch::tensor({m.baseline, m.baseline_set ? 1.0 : 0.0},
-                                       torch::kDouble));
+  root.write("baseline", torch::tensor({m.baseline, m.baseline_set ? 1.0 : 0.0}, torch::kDouble));
   std::vector<std::int64_t> best(m.best.begin(), m.best.end());
   root.write("best", torch::tensor(best, torch::kLong));
   root.write("best_step_s", torch::tensor({m.best_step_s}, torch::kDouble));
-  auto hist = torch::zeros({static_cast<std::int64_t>(m.history.size()), kStatsColumns},
-                           torch::kDouble);
+  auto hist =
+      torch::zeros({static_cast<std::int64_t>(m.history.size()), kStatsColumns}, torch::kDouble);
   auto ha = hist.accessor<double, 2>();
   for (size_t i = 0; i < m.history.size(); ++i) {
     const IterationStats& s = m.history[i];
-    const double row[kStatsColumns] = {static_cast<double>(s.iteration), s.best_step_s,
-                                       s.mean_step_s, s.min_step_s, s.oom_fraction,
-                                       s.mean_reward, s.baseline, s.entropy, s.sample_s,
-                                       s.reward_s, s.grad_s};
+    const double row[kStatsColumns] = {static_cast<double>(s.iteration),
+                                       s.best_step_s,
+                                       s.mean_step_s,
+                                       s.min_step_s,
+                                       s.oom_fraction,
+                                       s.mean_reward,
+                                       s.baseline,
+                                       s.entropy,
+                                       s.sample_s,
+                                       s.reward_s,
+                                       s.grad_s};
     for (int j = 0; j < kStatsColumns; ++j) ha[static_cast<std::int64_t>(i)][j] = row[j];
   }
   root.write("history", hist);
@@ -686,17 +726,18 @@ void Trainer::load(const std::string& path) {
         sa[2] != m.opt.hidden || sa[3] != m.features.size(1)) {
       std::ostringstream os;
       os << "a checkpoint for " << m.groups() << " groups, " << m.devices() << " devices, hidden "
-         << m.opt.hidden << ", got one for " << sa[0] << " groups, " << sa[1]
-         << " devices, hidden " << sa[2] << " (another graph, cluster or --hidden?)";
+         << m.opt.hidden << ", got one for " << sa[0] << " groups, " << sa[1] << " devices, hidden "
+         << sa[2] << " (another graph, cluster or --hidden?)";
       throw sim::InputError(path, "shape", os.str());
     }
     check_options_match(root, m.opt, path);
     // Same sizes, other groups (another --grouper, graph options or cost model): the policy's
     // state would not mean the same. Checkpoints from before this check lack the entry.
     if (torch::Tensor saved; root.try_read("features", saved) && !torch::equal(saved, m.features))
-      throw sim::InputError(path, "features",
-                            "a checkpoint of the same grouping (--grouper, --groups, --graph, --graph-opt), "
-                            "got one whose groups' features differ");
+      throw sim::InputError(
+          path, "features",
+          "a checkpoint of the same grouping (--grouper, --groups, --graph, --graph-opt), "
+          "got one whose groups' features differ");
     root.read("model", model);
     root.read("optim", optim);
     const auto before = parameter_shapes(*m.net);
@@ -717,7 +758,8 @@ void Trainer::load(const std::string& path) {
     if (!rng_state.isString()) throw sim::InputError(path, "rng", "the RNG state as text");
     std::istringstream is(rng_state.toStringRef());
     is >> m.rng;
-    if (!is) throw sim::InputError(path, "rng", "a std::mt19937_64 state, got text that is not one");
+    if (!is)
+      throw sim::InputError(path, "rng", "a std::mt19937_64 state, got text that is not one");
     // Checkpoints from before per-sample seeds lack it; they continue with this run's seed.
     if (torch::Tensor ss; root.try_read("sample_seed", ss)) {
       check_tensor(ss, path, "sample_seed", torch::kLong, {1});
@@ -732,14 +774,18 @@ void Trainer::load(const std::string& path) {
     check_tensor(best_step, path, "best_step_s", torch::kDouble, {1});
     check_tensor(hist, path, "history", torch::kDouble, {-1, kStatsColumns});
     check_tensor(best, path, "best", torch::kLong, {best.numel() == 0 ? 0 : m.groups()});
-    if (best.numel() > 0 && (best.min().item<std::int64_t>() < 0 || best.max().item<std::int64_t>() >= m.devices()))
-      throw sim::InputError(path, "best", "device indices from 0 to " + std::to_string(m.devices() - 1) + ", got " +
-                                              std::to_string(best.min().item<std::int64_t>()) + " to " +
-                                              std::to_string(best.max().item<std::int64_t>()));
+    if (best.numel() > 0 &&
+        (best.min().item<std::int64_t>() < 0 || best.max().item<std::int64_t>() >= m.devices()))
+      throw sim::InputError(path, "best",
+                            "device indices from 0 to " + std::to_string(m.devices() - 1) +
+                                ", got " + std::to_string(best.min().item<std::int64_t>()) +
+                                " to " + std::to_string(best.max().item<std::int64_t>()));
     const double bs = best_step[0].item<double>();
     if (!std::isfinite(bs) || bs < 0 || bs > 1e9 || (best.numel() > 0) != (bs > 0))
-      throw sim::InputError(path, "best_step_s", "a finite step time in (0, 1e9] s with a best placement (0 without), got " +
-                                                     std::to_string(bs));
+      throw sim::InputError(
+          path, "best_step_s",
+          "a finite step time in (0, 1e9] s with a best placement (0 without), got " +
+              std::to_string(bs));
     if (!torch::isfinite(baseline).all().item<bool>() || !torch::isfinite(hist).all().item<bool>())
       throw sim::InputError(path, "baseline", "finite numbers in baseline and history");
     if (hist.size(0) > 100'000'000)

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <ATen/Parallel.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -63,7 +62,8 @@ inline Evaluation evaluation_of(const sim::Outcome& o) {
 /// What the advantages (reward - baseline) are multiplied by: 1 / the standard deviation of this
 /// iteration's rewards when `normalize`, so the gradient's size does not depend on the workload's
 /// step-time scale. Identical rewards carry no signal; a floor keeps the step finite.
-inline double advantage_scale(const std::vector<double>& rewards, double mean_reward, bool normalize) {
+inline double advantage_scale(const std::vector<double>& rewards, double mean_reward,
+                              bool normalize) {
   const auto k = static_cast<double>(rewards.size());
   if (!normalize || rewards.size() < 2) return 1.0;
   double var = 0.0;
@@ -73,10 +73,10 @@ inline double advantage_scale(const std::vector<double>& rewards, double mean_re
 
 /// An iteration's samples as REINFORCE sees them (score_samples).
 struct SampleScores {
-  std::vector<double> rewards;   ///< -sqrt(effective step time), one per sample
+  std::vector<double> rewards;  ///< -sqrt(effective step time), one per sample
   double mean_reward = 0.0;
-  double sum_ok = 0.0;           ///< step times of the samples that fit in memory, summed
-  int ok = 0;                    ///< how many fit
+  double sum_ok = 0.0;  ///< step times of the samples that fit in memory, summed
+  int ok = 0;           ///< how many fit
 };
 
 /// Scores an iteration's evaluated placements, as the placer and the learned grouper both do:
@@ -87,14 +87,14 @@ struct SampleScores {
 /// baseline from the first iteration's mean.
 inline SampleScores score_samples(const std::vector<DevicesOfGroups>& placements,
                                   const std::vector<Evaluation>& evals, const RlOptions& opt,
-                                  double oom_reference_s, IterationStats& st,
-                                  DevicesOfGroups& best, double& best_step_s, double& baseline,
-                                  bool& baseline_set) {
+                                  double oom_reference_s, IterationStats& st, DevicesOfGroups& best,
+                                  double& best_step_s, double& baseline, bool& baseline_set) {
   SampleScores sc;
   for (std::size_t s = 0; s < evals.size(); ++s) {
     const Evaluation& e = evals[s];
     const double effective =
-        e.oom ? opt.oom_penalty * oom_reference_s * (1.0 + std::max(0.0, e.overflow)) : e.step_time_s;
+        e.oom ? opt.oom_penalty * oom_reference_s * (1.0 + std::max(0.0, e.overflow))
+              : e.step_time_s;
     sc.rewards.push_back(-std::sqrt(std::max(0.0, effective)));
     if (e.oom) continue;
     sc.sum_ok += e.step_time_s;

@@ -13,7 +13,7 @@ torch::autograd::variable_list LstmRecurrence::forward(torch::autograd::Autograd
                                                        const torch::Tensor& c0,
                                                        const torch::Tensor& w_hh) {
   const auto steps = x.size(0), n = x.size(1), h4 = x.size(2), hidden = h4 / 4;
-  auto gates = torch::empty({steps, n, h4});   // activated: sigmoid i, f, o; tanh g
+  auto gates = torch::empty({steps, n, h4});  // activated: sigmoid i, f, o; tanh g
   auto cs = torch::empty({steps, n, hidden});
   auto tanh_cs = torch::empty({steps, n, hidden});
   auto hs = torch::empty({steps, n, hidden});
@@ -21,15 +21,16 @@ torch::autograd::variable_list LstmRecurrence::forward(torch::autograd::Autograd
   torch::Tensor h = h0.contiguous(), c = c0.contiguous();
   for (std::int64_t t = 0; t < steps; ++t) {
     auto a = gates[t];
-    if (n == 1) {   // the encoder: a matrix-vector product along w_hh's rows (addmm's path is slower)
+    if (n ==
+        1) {  // the encoder: a matrix-vector product along w_hh's rows (addmm's path is slower)
       auto a0 = a[0];
       torch::addmv_out(a0, x[t][0], w_hh, h[0]);
     } else {
       torch::addmm_out(a, x[t], h, w_t);
     }
-    a.narrow(1, 0, 2 * hidden).sigmoid_();   // i, f
-    a.narrow(1, 2 * hidden, hidden).tanh_();   // g
-    a.narrow(1, 3 * hidden, hidden).sigmoid_();   // o
+    a.narrow(1, 0, 2 * hidden).sigmoid_();       // i, f
+    a.narrow(1, 2 * hidden, hidden).tanh_();     // g
+    a.narrow(1, 3 * hidden, hidden).sigmoid_();  // o
     auto ct = cs[t], tc = tanh_cs[t], ht = hs[t];
     torch::mul_out(ct, a.narrow(1, hidden, hidden), c);
     ct.addcmul_(a.narrow(1, 0, hidden), a.narrow(1, 2 * hidden, hidden));
@@ -54,7 +55,7 @@ torch::autograd::variable_list LstmRecurrence::backward(torch::autograd::Autogra
   torch::Tensor dh = torch::zeros({n, hidden});
   torch::Tensor dc =
       grad_out[1].defined() ? grad_out[1].contiguous().clone() : torch::zeros({n, hidden});
-  auto dpre = torch::empty({steps, n, 4 * hidden});   // gradient of the gates' pre-activations
+  auto dpre = torch::empty({steps, n, 4 * hidden});  // gradient of the gates' pre-activations
   const float* gh = g_hs.data_ptr<float>();
   float* dhp = dh.data_ptr<float>();
   float* dcp = dc.data_ptr<float>();
@@ -80,7 +81,7 @@ torch::autograd::variable_list LstmRecurrence::backward(torch::autograd::Autogra
         dcp[k] = dct * f;
       }
     }
-    if (n == 1) {   // into h_{t-1}
+    if (n == 1) {  // into h_{t-1}
       auto dh0 = dh[0];
       torch::mv_out(dh0, w_hh.t(), dpre[t][0]);
     } else {
@@ -88,8 +89,7 @@ torch::autograd::variable_list LstmRecurrence::backward(torch::autograd::Autogra
     }
   }
   // w_hh's gradient in one product: the sum over steps of dpre_t^T h_{t-1}.
-  auto h_prev =
-      torch::cat({h0.unsqueeze(0), hs.narrow(0, 0, steps - 1)}, 0).reshape({-1, hidden});
+  auto h_prev = torch::cat({h0.unsqueeze(0), hs.narrow(0, 0, steps - 1)}, 0).reshape({-1, hidden});
   auto d_w = torch::mm(dpre.reshape({-1, 4 * hidden}).t(), h_prev);
   return {dpre, dh, dc, d_w};
 }

@@ -1,13 +1,12 @@
 // One policy trained on several graphs (the generalisation Placeto showed with graph embeddings,
 // here with the seq2seq policy): round-robin REINFORCE over the graphs with one network and one
 // Adam state; features from a shared op-type vocabulary so every graph has the same width.
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <torch/torch.h>
 
 #include "policy/rl.hpp"
 #include "policy/rl_common.hpp"
@@ -32,10 +31,12 @@ MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::C
   const auto t_start = std::chrono::steady_clock::now();
   pin_torch_to_one_thread();
   if (graphs.size() < 2)
-    throw sim::InputError("<flag --graphs>", "", "at least two graphs to train one policy on, got " +
-                                                     std::to_string(graphs.size()));
+    throw sim::InputError(
+        "<flag --graphs>", "",
+        "at least two graphs to train one policy on, got " + std::to_string(graphs.size()));
   if (config.grouper == Grouper::Learned)
-    throw sim::InputError("<flag --grouper>", "", "group_graph or colocation with --graphs, got learned");
+    throw sim::InputError("<flag --grouper>", "",
+                          "group_graph or colocation with --graphs, got learned");
   if (config.resume)
     throw sim::InputError("<flag --resume>", "", "a single-graph run: --graphs cannot resume");
   if (!config.iterations && !config.minutes)
@@ -77,7 +78,8 @@ MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::C
   std::string checkpoint;
   if (!config.checkpoint_dir.empty()) {
     if (std::error_code ec; !std::filesystem::create_directories(config.checkpoint_dir, ec) && ec)
-      throw sim::InputError(config.checkpoint_dir, "", "a folder for checkpoints that can be created (" + ec.message() + ")");
+      throw sim::InputError(config.checkpoint_dir, "",
+                            "a folder for checkpoints that can be created (" + ec.message() + ")");
     checkpoint = (std::filesystem::path(config.checkpoint_dir) / "checkpoint.pt").string();
   }
 
@@ -92,7 +94,8 @@ MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::C
       trainer.set_problem(make_problem(tasks[i].grouping, cluster, vocab), reward_of(i),
                           tasks[i].reference_s);
     const IterationStats st = trainer.step();
-    if (st.min_step_s > 0 && (result.best_step_s[i] == 0.0 || st.min_step_s < result.best_step_s[i]))
+    if (st.min_step_s > 0 &&
+        (result.best_step_s[i] == 0.0 || st.min_step_s < result.best_step_s[i]))
       result.best_step_s[i] = st.min_step_s;
     if (!checkpoint.empty() && trainer.iteration() % config.checkpoint_every == 0)
       trainer.save(checkpoint);

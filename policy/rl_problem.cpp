@@ -42,7 +42,9 @@ PolicyProblem build_problem(const models::Grouping& gr, const sim::Cluster& clus
   const auto flops = log_scaled(gr.flops);
   const auto params = log_scaled(gr.persistent_bytes);
   std::vector<double> ops(static_cast<size_t>(g));
-  for (int i = 0; i < g; ++i) ops[static_cast<size_t>(i)] = static_cast<double>(gr.ops_of_group[static_cast<size_t>(i)].size());
+  for (int i = 0; i < g; ++i)
+    ops[static_cast<size_t>(i)] =
+        static_cast<double>(gr.ops_of_group[static_cast<size_t>(i)].size());
   const auto op_count = log_scaled(ops);
   p.features.resize(static_cast<size_t>(g));
   for (int i = 0; i < g; ++i) {
@@ -56,13 +58,19 @@ PolicyProblem build_problem(const models::Grouping& gr, const sim::Cluster& clus
     std::vector<float> counts;
     if (vocab == nullptr) {
       for (size_t t = 0; t < gr.type_vocab.size(); ++t)
-        counts.push_back(ui < gr.type_counts.size() && t < gr.type_counts[ui].size() ? gr.type_counts[ui][t] : 0.0f);
+        counts.push_back(ui < gr.type_counts.size() && t < gr.type_counts[ui].size()
+                             ? gr.type_counts[ui][t]
+                             : 0.0f);
     } else {
       // Types the vocabulary lacks share its last column.
       counts.assign(vocab->size() + 1, 0.0f);
-      for (size_t t = 0; t < gr.type_vocab.size() && ui < gr.type_counts.size() && t < gr.type_counts[ui].size(); ++t) {
+      for (size_t t = 0;
+           t < gr.type_vocab.size() && ui < gr.type_counts.size() && t < gr.type_counts[ui].size();
+           ++t) {
         const auto it = std::lower_bound(vocab->begin(), vocab->end(), gr.type_vocab[t]);
-        const size_t col = it != vocab->end() && *it == gr.type_vocab[t] ? static_cast<size_t>(it - vocab->begin()) : vocab->size();
+        const size_t col = it != vocab->end() && *it == gr.type_vocab[t]
+                               ? static_cast<size_t>(it - vocab->begin())
+                               : vocab->size();
         counts[col] += gr.type_counts[ui][t];
       }
     }
@@ -92,9 +100,9 @@ PolicyProblem build_problem(const models::Grouping& gr, const sim::Cluster& clus
 }
 }  // namespace
 
-std::vector<std::vector<bool>> allowed_devices(const sim::Cluster& cluster,
-                                               const std::vector<std::optional<sim::DeviceKind>>& kinds,
-                                               const std::vector<std::string>& names) {
+std::vector<std::vector<bool>> allowed_devices(
+    const sim::Cluster& cluster, const std::vector<std::optional<sim::DeviceKind>>& kinds,
+    const std::vector<std::string>& names) {
   std::vector<std::vector<bool>> allowed;
   for (size_t i = 0; i < kinds.size(); ++i) {
     if (!kinds[i]) continue;
@@ -131,7 +139,8 @@ namespace placesim::policy {
 
 models::Grouping colocation_grouping(const sim::Graph& g, int max_groups) {
   if (max_groups < 1)
-    throw sim::InputError("<flag --groups>", "", "a positive number of groups, got " + std::to_string(max_groups));
+    throw sim::InputError("<flag --groups>", "",
+                          "a positive number of groups, got " + std::to_string(max_groups));
   models::Grouping gr;
   const int n = g.num_ops();
   // The graph's own co-location groups, in the order their first op appears topologically.
@@ -181,7 +190,8 @@ models::Grouping colocation_grouping(const sim::Graph& g, int max_groups) {
   gr.flops.assign(static_cast<size_t>(groups), 0.0);
   gr.persistent_bytes.assign(static_cast<size_t>(groups), 0.0);
   gr.constraint.assign(static_cast<size_t>(groups), std::nullopt);
-  std::vector<std::set<std::int32_t>> succ(static_cast<size_t>(groups)), pred(static_cast<size_t>(groups));
+  std::vector<std::set<std::int32_t>> succ(static_cast<size_t>(groups)),
+      pred(static_cast<size_t>(groups));
   for (int op = 0; op < n; ++op) {
     const sim::Op& o = g.ops[static_cast<size_t>(op)];
     const auto grp = static_cast<size_t>(gr.group_of_op[static_cast<size_t>(op)]);

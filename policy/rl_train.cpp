@@ -1,6 +1,4 @@
 // The training loop against the simulator: grouping, batch oracle, budgets, checkpoints.
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,6 +6,7 @@
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <torch/torch.h>
 
 #include "policy/data_parallel.hpp"
 #include "policy/methods.hpp"
@@ -36,15 +35,17 @@ sim::Placement expand(const models::Grouping& gr, const DevicesOfGroups& dev) {
 void write_curve_csv(const std::vector<IterationStats>& history, const std::string& path,
                      const std::vector<std::string>& graphs) {
   std::ostringstream os;
-  os << (graphs.empty() ? "iteration," : "iteration,graph,") << "best_step_s,mean_step_s,min_step_s,oom_fraction,mean_reward,baseline,entropy,"
+  os << (graphs.empty() ? "iteration," : "iteration,graph,")
+     << "best_step_s,mean_step_s,min_step_s,oom_fraction,mean_reward,baseline,entropy,"
         "sample_s,reward_s,grad_s\n";
   os << std::setprecision(9);
   for (const auto& s : history) {
     os << s.iteration << ',';
-    if (!graphs.empty()) os << graphs[static_cast<std::size_t>(std::max(0, s.iteration - 1)) % graphs.size()] << ',';
-    os << s.best_step_s << ',' << s.mean_step_s << ',' << s.min_step_s << ','
-       << s.oom_fraction << ',' << s.mean_reward << ',' << s.baseline << ',' << s.entropy << ','
-       << s.sample_s << ',' << s.reward_s << ',' << s.grad_s << '\n';
+    if (!graphs.empty())
+      os << graphs[static_cast<std::size_t>(std::max(0, s.iteration - 1)) % graphs.size()] << ',';
+    os << s.best_step_s << ',' << s.mean_step_s << ',' << s.min_step_s << ',' << s.oom_fraction
+       << ',' << s.mean_reward << ',' << s.baseline << ',' << s.entropy << ',' << s.sample_s << ','
+       << s.reward_s << ',' << s.grad_s << '\n';
   }
   // "<path>.tmp.<pid>" then rename; a killed run's temp file is removed by the next write, and
   // the fixed-name temp file of earlier releases too.
@@ -72,11 +73,13 @@ models::Grouping policy_grouping(const sim::Graph& graph, const sim::Cluster& cl
       // iteration's cost grows with the sequence: the largest base grouping whose refinement
       // stays within max_groups (fewer pieces is not always monotone in the base, so bisect and
       // keep the best seen).
-      models::Grouping best = models::refine_grouping(models::group_graph(graph, 1), graph, cut.device_of);
+      models::Grouping best =
+          models::refine_grouping(models::group_graph(graph, 1), graph, cut.device_of);
       int lo = 2, hi = config.max_groups;
       while (lo <= hi) {
         const int mid = lo + (hi - lo) / 2;
-        models::Grouping r = models::refine_grouping(models::group_graph(graph, mid), graph, cut.device_of);
+        models::Grouping r =
+            models::refine_grouping(models::group_graph(graph, mid), graph, cut.device_of);
         if (r.size() <= config.max_groups) {
           if (r.size() > best.size()) best = std::move(r);
           lo = mid + 1;
@@ -151,7 +154,8 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   std::string checkpoint;
   if (!config.checkpoint_dir.empty()) {
     if (std::error_code ec; !std::filesystem::create_directories(config.checkpoint_dir, ec) && ec)
-      throw sim::InputError(config.checkpoint_dir, "", "a folder for checkpoints that can be created (" + ec.message() + ")");
+      throw sim::InputError(config.checkpoint_dir, "",
+                            "a folder for checkpoints that can be created (" + ec.message() + ")");
     checkpoint = (std::filesystem::path(config.checkpoint_dir) / "checkpoint.pt").string();
     if (config.resume && std::filesystem::exists(checkpoint)) {
       trainer.load(checkpoint);
@@ -163,8 +167,9 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
         if (e.oom || e.step_time_s != trainer.best_step_s())
           throw sim::InputError(checkpoint, "best_step_s",
                                 "the simulated step time of the checkpoint's best placement (" +
-                                    std::to_string(e.step_time_s) + " s" + (e.oom ? ", out of memory" : "") +
-                                    "), got " + std::to_string(trainer.best_step_s()) + " s");
+                                    std::to_string(e.step_time_s) + " s" +
+                                    (e.oom ? ", out of memory" : "") + "), got " +
+                                    std::to_string(trainer.best_step_s()) + " s");
       }
     }
   }
@@ -181,8 +186,9 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
     md.seed = config.rl.seed;
     md.extra["iterations"] = std::to_string(trainer.iteration());
     md.extra["checkpoint"] = "best so far";
-    sim::write_placement_json(sim::to_placement_file(expand(grouping, trainer.best()), graph, cluster, md),
-                              (std::filesystem::path(config.checkpoint_dir) / "best.json").string());
+    sim::write_placement_json(
+        sim::to_placement_file(expand(grouping, trainer.best()), graph, cluster, md),
+        (std::filesystem::path(config.checkpoint_dir) / "best.json").string());
   };
 
   const auto t_train = std::chrono::steady_clock::now();
@@ -215,7 +221,8 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
       std::optional<double> left;
       if (total >= 0 && done > 0)
         left = pr.elapsed_s / done * std::max(0, total - trainer.iteration());
-      if (has_budget) left = std::min(left.value_or(budget_s), std::max(0.0, budget_s - pr.elapsed_s));
+      if (has_budget)
+        left = std::min(left.value_or(budget_s), std::max(0.0, budget_s - pr.elapsed_s));
       pr.time_left_s = left;
       config.on_iteration(st, pr);
     }

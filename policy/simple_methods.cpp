@@ -8,7 +8,8 @@ std::vector<sim::DeviceId> compute_devices(const sim::Cluster& c) {
   return gpus.empty() ? c.cpus() : gpus;
 }
 
-sim::DeviceId respect_kind(const GroupDag& dag, int group, const sim::Cluster& c, sim::DeviceId target) {
+sim::DeviceId respect_kind(const GroupDag& dag, int group, const sim::Cluster& c,
+                           sim::DeviceId target) {
   const auto& k = dag.kind[static_cast<std::size_t>(group)];
   if (!k || c.devices[static_cast<std::size_t>(target)].spec.kind == *k) return target;
   if (*k == sim::DeviceKind::Cpu) return host_for(c, target);

@@ -2,8 +2,6 @@
 // distributed (SweepComm) runner. Evaluating a point is the caller's evaluator.
 #include "policy/sweep.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,12 +17,12 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
-#include <tuple>
-
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+#include <thread>
+#include <tuple>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include "models/parallel.hpp"
@@ -38,26 +36,35 @@ namespace {
 using sim::InputError;
 
 const std::vector<std::string> kPlainAxes = {
-    "gpus", "gpu_model", "interconnect", "pcie_generation", "nvlink_links",
-    "host_link_bandwidth", "peer_access", "gpu_memory"};
+    "gpus",         "gpu_model",           "interconnect", "pcie_generation",
+    "nvlink_links", "host_link_bandwidth", "peer_access",  "gpu_memory"};
 const std::vector<std::string> kPrefixAxes = {"link_scale.", "link_bandwidth."};
 
 /// Other spellings users write for the axes; the CSV uses the canonical name.
 std::string canonical_axis(const std::string& name) {
   static const std::map<std::string, std::string> kAliases = {
-      {"gpu_count", "gpus"}, {"num_gpus", "gpus"}, {"n_gpus", "gpus"},
-      {"gpu", "gpu_model"}, {"model", "gpu_model"},
-      {"pcie_gen", "pcie_generation"}, {"pcie", "pcie_generation"},
-      {"nvlink_lanes", "nvlink_links"}, {"nvlinks", "nvlink_links"},
-      {"host_bandwidth", "host_link_bandwidth"}, {"host_link", "host_link_bandwidth"},
-      {"peer", "peer_access"}, {"p2p", "peer_access"},
-      {"memory", "gpu_memory"}, {"memory_capacity", "gpu_memory"},
+      {"gpu_count", "gpus"},
+      {"num_gpus", "gpus"},
+      {"n_gpus", "gpus"},
+      {"gpu", "gpu_model"},
+      {"model", "gpu_model"},
+      {"pcie_gen", "pcie_generation"},
+      {"pcie", "pcie_generation"},
+      {"nvlink_lanes", "nvlink_links"},
+      {"nvlinks", "nvlink_links"},
+      {"host_bandwidth", "host_link_bandwidth"},
+      {"host_link", "host_link_bandwidth"},
+      {"peer", "peer_access"},
+      {"p2p", "peer_access"},
+      {"memory", "gpu_memory"},
+      {"memory_capacity", "gpu_memory"},
       {"gpu_memory_capacity", "gpu_memory"}};
   if (auto it = kAliases.find(name); it != kAliases.end()) return it->second;
-  for (const auto& [alias, canon] : {std::pair<std::string, std::string>{"link_bw.", "link_bandwidth."},
-                                     {"bandwidth.", "link_bandwidth."},
-                                     {"bandwidth_scale.", "link_scale."},
-                                     {"scale.", "link_scale."}})
+  for (const auto& [alias, canon] :
+       {std::pair<std::string, std::string>{"link_bw.", "link_bandwidth."},
+        {"bandwidth.", "link_bandwidth."},
+        {"bandwidth_scale.", "link_scale."},
+        {"scale.", "link_scale."}})
     if (name.size() > alias.size() && name.compare(0, alias.size(), alias) == 0)
       return canon + name.substr(alias.size());
   return name;
@@ -123,7 +130,8 @@ void check_axis_value(const std::string& axis, const std::string& v, const std::
       fail(std::string("a size such as \"16 GiB\" (") + e.what() + ")");
     }
   } else if (axis.rfind("link_scale.", 0) == 0) {
-    if (!parse_positive_double(v, d) || d < 1e-6 || d > 1e6) fail("a factor from 1e-6 to 1e6 such as 0.5 or 2");
+    if (!parse_positive_double(v, d) || d < 1e-6 || d > 1e6)
+      fail("a factor from 1e-6 to 1e6 such as 0.5 or 2");
   }
 }
 
@@ -168,10 +176,18 @@ std::string fixed(double v, int digits) {
   return os.str();
 }
 
-const std::vector<std::string> kResultColumns = {
-    "step_time_s", "oom", "unreachable", "peak_memory_bytes", "peak_memory_device",
-    "busiest_device", "busiest_utilization", "most_loaded_link", "most_loaded_link_busy",
-    "most_loaded_link_bytes", "chosen", "error"};
+const std::vector<std::string> kResultColumns = {"step_time_s",
+                                                 "oom",
+                                                 "unreachable",
+                                                 "peak_memory_bytes",
+                                                 "peak_memory_device",
+                                                 "busiest_device",
+                                                 "busiest_utilization",
+                                                 "most_loaded_link",
+                                                 "most_loaded_link_busy",
+                                                 "most_loaded_link_bytes",
+                                                 "chosen",
+                                                 "error"};
 
 /// Rows already known: key -> full line, plus the order they were read in.
 struct KnownRows {
@@ -226,7 +242,7 @@ void read_rows(const std::string& path, const std::vector<std::string>& header,
                std::size_t key_columns, bool drop_errors, KnownRows& rows) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return;
-  const std::string content = sim::read_text_file(path);   // InputError for a directory
+  const std::string content = sim::read_text_file(path);  // InputError for a directory
   std::size_t pos = 0;
   std::size_t line_no = 0;
   const std::string expected_header = csv_line(header);
@@ -241,7 +257,8 @@ void read_rows(const std::string& path, const std::vector<std::string>& header,
         throw InputError(path, "line 1",
                          "the columns of this sweep (" + expected_header +
                              "); the file belongs to another spec: pick another -o or delete it, "
-                             "got \"" + line + "\"");
+                             "got \"" +
+                             line + "\"");
       continue;
     }
     auto fields = split_csv_line(line);
@@ -254,7 +271,7 @@ void read_rows(const std::string& path, const std::vector<std::string>& header,
 }
 
 void write_atomic(const std::string& path, const std::string& text) {
-  sim::write_file_atomic(path, text);   // "<path>.tmp.<pid>", a killed run's leftover removed
+  sim::write_file_atomic(path, text);  // "<path>.tmp.<pid>", a killed run's leftover removed
 }
 
 /// Progress bar with ETA; redraws in place on a terminal, prints a line every few seconds
@@ -262,8 +279,12 @@ void write_atomic(const std::string& path, const std::string& text) {
 class Progress {
  public:
   Progress(std::ostream* out, std::size_t total, std::size_t already)
-      : out_(out), total_(total), done_(already), start_done_(already),
-        start_(std::chrono::steady_clock::now()), tty_(isatty(STDERR_FILENO) != 0) {}
+      : out_(out),
+        total_(total),
+        done_(already),
+        start_done_(already),
+        start_(std::chrono::steady_clock::now()),
+        tty_(isatty(STDERR_FILENO) != 0) {}
 
   void advance(std::size_t n) {
     done_ += n;
@@ -274,17 +295,15 @@ class Progress {
     last_print_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const std::size_t fresh = done_ - start_done_;
-    const double eta = fresh ? elapsed / static_cast<double>(fresh) *
-                                   static_cast<double>(total_ - done_)
-                             : 0.0;
+    const double eta =
+        fresh ? elapsed / static_cast<double>(fresh) * static_cast<double>(total_ - done_) : 0.0;
     const int width = 30;
     const int filled = total_ ? static_cast<int>(width * done_ / total_) : width;
     std::ostringstream line;
     line << "[" << std::string(filled, '#') << std::string(width - filled, '.') << "] " << done_
-         << "/" << total_ << " points, " << fixed(elapsed, 1) << " s elapsed, ETA "
-         << fixed(eta, 1) << " s";
-    *out_ << (tty_ ? "\r" : "") << line.str() << (tty_ && done_ < total_ ? "" : "\n")
-          << std::flush;
+         << "/" << total_ << " points, " << fixed(elapsed, 1) << " s elapsed, ETA " << fixed(eta, 1)
+         << " s";
+    *out_ << (tty_ ? "\r" : "") << line.str() << (tty_ && done_ < total_ ? "" : "\n") << std::flush;
   }
 
  private:
@@ -328,7 +347,9 @@ std::vector<std::string> SweepPoint::key_fields() const {
   return k;
 }
 
-std::string SweepPoint::key() const { return csv_line(key_fields()); }
+std::string SweepPoint::key() const {
+  return csv_line(key_fields());
+}
 
 SweepSpec load_sweep_spec(const std::string& path) {
   return parse_sweep_spec(sim::read_text_file(path), path);
@@ -357,13 +378,16 @@ SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::st
     throw InputError(origin, "line " + std::to_string(e.mark.line + 1),
                      "valid YAML (" + e.msg + ")");
   }
-  if (!root.IsMap()) throw InputError(origin, "", "a YAML mapping with base, axes, workloads, methods");
-  static const std::set<std::string> kTop = {"name", "question", "base", "cluster", "axes",
+  if (!root.IsMap())
+    throw InputError(origin, "", "a YAML mapping with base, axes, workloads, methods");
+  static const std::set<std::string> kTop = {"name",   "question",  "base",    "cluster", "axes",
                                              "points", "workloads", "methods", "plot"};
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();
     if (!kTop.count(k))
-      throw InputError(origin, k, "one of name, question, base (or cluster), axes, points, workloads, methods, plot");
+      throw InputError(
+          origin, k,
+          "one of name, question, base (or cluster), axes, points, workloads, methods, plot");
   }
   SweepSpec spec;
   spec.origin = origin;
@@ -380,9 +404,12 @@ SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::st
     for (const auto& kv : base) {
       const std::string k = kv.first.as<std::string>();
       const std::string v = scalar(kv.second, origin, "base." + k);
-      if (k == "template") spec.base.template_name = v;
-      else if (k == "cluster") spec.base.cluster = v;
-      else spec.base.params[k] = k == "peer_access" ? normalize_bool(v) : v;
+      if (k == "template")
+        spec.base.template_name = v;
+      else if (k == "cluster")
+        spec.base.cluster = v;
+      else
+        spec.base.params[k] = k == "peer_access" ? normalize_bool(v) : v;
     }
     if (spec.base.template_name.empty() == spec.base.cluster.empty())
       throw InputError(origin, "base", "exactly one of base.cluster or base.template");
@@ -402,8 +429,10 @@ SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::st
       for (std::size_t i = 0; i < axes_node.size(); ++i) {
         const YAML::Node& n = axes_node[i];
         if (!n.IsMap() || !n["name"] || !n["values"] || n.size() != 2)
-          throw InputError(origin, "axes[" + std::to_string(i) + "]", "a mapping {name: AXIS, values: [...]}");
-        axes.emplace_back(scalar(n["name"], origin, "axes[" + std::to_string(i) + "].name"), n["values"]);
+          throw InputError(origin, "axes[" + std::to_string(i) + "]",
+                           "a mapping {name: AXIS, values: [...]}");
+        axes.emplace_back(scalar(n["name"], origin, "axes[" + std::to_string(i) + "].name"),
+                          n["values"]);
       }
     } else {
       throw InputError(origin, "axes", "a mapping from axis name to a list of values");
@@ -413,10 +442,12 @@ SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::st
       const std::string key = "axes." + kv.first;
       a.name = canonical_axis(kv.first);
       for (const auto& prev : spec.axes)
-        if (prev.name == a.name) throw InputError(origin, key, "each axis once, got " + a.name + " twice");
+        if (prev.name == a.name)
+          throw InputError(origin, key, "each axis once, got " + a.name + " twice");
       if (!is_known_axis(a.name))
-        throw InputError(origin, key, "an axis among " + join(sweep_axis_names(), ", ") +
-                                          " (prefixes take a link kind, e.g. link_scale.pcie)");
+        throw InputError(origin, key,
+                         "an axis among " + join(sweep_axis_names(), ", ") +
+                             " (prefixes take a link kind, e.g. link_scale.pcie)");
       if (!kv.second.IsSequence() || kv.second.size() == 0)
         throw InputError(origin, key, "a non-empty list of values");
       std::set<std::string> seen;
@@ -461,7 +492,8 @@ SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::st
 
   const YAML::Node wl = root["workloads"];
   if (!wl || !wl.IsSequence() || wl.size() == 0)
-    throw InputError(origin, "workloads", "a non-empty list of workloads (name or {graph, options, label})");
+    throw InputError(origin, "workloads",
+                     "a non-empty list of workloads (name or {graph, options, label})");
   std::set<std::string> labels;
   for (std::size_t i = 0; i < wl.size(); ++i) {
     const std::string key = "workloads[" + std::to_string(i) + "]";
@@ -479,13 +511,17 @@ SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::st
           continue;
         }
         const std::string v = scalar(kv.second, origin, key + "." + k);
-        if (k == "graph" || k == "name" || k == "workload") w.graph = v;
-        else if (k == "options") w.options = v;
-        else if (k == "label") w.label = v;
+        if (k == "graph" || k == "name" || k == "workload")
+          w.graph = v;
+        else if (k == "options")
+          w.options = v;
+        else if (k == "label")
+          w.label = v;
         else if (k == "parallel") {
-          (void)models::parse_parallel(v, origin + ": " + key + ".parallel");   // checked here
+          (void)models::parse_parallel(v, origin + ": " + key + ".parallel");  // checked here
           w.parallel = v;
-        } else throw InputError(origin, key + "." + k, "graph, options, parallel or label");
+        } else
+          throw InputError(origin, key + "." + k, "graph, options, parallel or label");
       }
     } else {
       throw InputError(origin, key, "a workload name or a mapping {graph, options, label}");
@@ -568,7 +604,10 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
         --a;
         if (++idx[a] < spec.axes[a].values.size()) break;
         idx[a] = 0;
-        if (a == 0) { a = spec.axes.size() + 1; break; }
+        if (a == 0) {
+          a = spec.axes.size() + 1;
+          break;
+        }
       }
       if (spec.axes.empty() || a == spec.axes.size() + 1) break;
     }
@@ -586,8 +625,7 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
         p.workload_label = spec.workloads[w].label;
         p.method_label = spec.methods[m].label;
         if (!keys.insert(p.key()).second)
-          throw InputError(spec.origin, "points",
-                           "distinct points, got " + p.key() + " twice");
+          throw InputError(spec.origin, "points", "distinct points, got " + p.key() + " twice");
         points.push_back(std::move(p));
       }
   return points;
@@ -744,7 +782,7 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
     if (!journal) throw InputError(journal_path, "", "a writable path next to the sweep CSV");
     if (fresh) journal << csv_line(header) << "\n" << std::flush;
   }
-  std::map<std::size_t, std::string> fresh_rows;   // point index -> line, on rank 0
+  std::map<std::size_t, std::string> fresh_rows;  // point index -> line, on rank 0
   Progress progress(root ? options.progress : nullptr, points.size(), stats.skipped);
 
   tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
@@ -800,8 +838,8 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
     auto take = [&](std::size_t at_least) -> std::pair<std::size_t, std::size_t> {
       const std::lock_guard lock(queue_mutex);
       const std::size_t left = to_hand_out - next;
-      const std::size_t want = (left + 4 * static_cast<std::size_t>(size) - 1) /
-                               (4 * static_cast<std::size_t>(size));
+      const std::size_t want =
+          (left + 4 * static_cast<std::size_t>(size) - 1) / (4 * static_cast<std::size_t>(size));
       const std::size_t n = std::min(left, std::max(want, at_least));
       next += n;
       return {next - n, next};

@@ -37,9 +37,9 @@ struct SweepAxis {
 };
 
 struct SweepWorkload {
-  std::string label;                       ///< CSV value; the graph name unless the spec names it
-  std::string graph;                       ///< models::load_graph name or path
-  std::string options;                     ///< models::load_graph options ("layers=4,batch=64")
+  std::string label;    ///< CSV value; the graph name unless the spec names it
+  std::string graph;    ///< models::load_graph name or path
+  std::string options;  ///< models::load_graph options ("layers=4,batch=64")
   /// Data-parallel layout ("dp=8", models/parallel.hpp): the graph is replicated onto the first
   /// dp GPUs of each point's cluster with DDP's gradient all-reduce, and that placement is used
   /// (the point's method is not). Empty: the graph as it is.
@@ -49,38 +49,38 @@ struct SweepWorkload {
 /// A placement strategy: one baseline, or the best (lowest step time, fitting in memory first)
 /// of several, reported with the one that won.
 struct SweepMethod {
-  std::string label;                       ///< CSV value: "heft" or "best-of(scotch|metis|heft)"
-  std::vector<std::string> candidates;     ///< one entry for a plain baseline
+  std::string label;                    ///< CSV value: "heft" or "best-of(scotch|metis|heft)"
+  std::vector<std::string> candidates;  ///< one entry for a plain baseline
 };
 
 /// How the base cluster is made: a built-in name or file (`cluster`), or a generated template
 /// (`template_name` non-empty) with its parameters.
 struct SweepBase {
-  std::string cluster;                     ///< load_cluster() argument when no template
-  std::string template_name;               ///< "pcie-tree", "nvlink-mesh", "nvswitch"
-  std::map<std::string, std::string> params;   ///< template parameters as written
+  std::string cluster;                        ///< load_cluster() argument when no template
+  std::string template_name;                  ///< "pcie-tree", "nvlink-mesh", "nvswitch"
+  std::map<std::string, std::string> params;  ///< template parameters as written
 };
 
 struct SweepSpec {
-  std::string origin;                      ///< the file, for error messages
+  std::string origin;  ///< the file, for error messages
   std::string name;
   std::string question;
   SweepBase base;
-  std::vector<SweepAxis> axes;             ///< grid axes in file order (last varies fastest)
+  std::vector<SweepAxis> axes;  ///< grid axes in file order (last varies fastest)
   /// Explicit points instead of a full grid: each maps every axis name to a value.
   std::vector<std::map<std::string, std::string>> points;
   std::vector<SweepWorkload> workloads;
   std::vector<SweepMethod> methods;
-  std::string plot_x;                      ///< axis along the line charts; empty: the last one
+  std::string plot_x;  ///< axis along the line charts; empty: the last one
 };
 
 /// One point: a value for every axis, a workload and a method. `index` is its position in
 /// the expansion; `key()` identifies it in a CSV (resume matches keys, not indices).
 struct SweepPoint {
   std::size_t index = 0;
-  std::vector<std::pair<std::string, std::string>> axis_values;   ///< in axis order
-  std::size_t workload = 0;                ///< index into spec.workloads
-  std::size_t method = 0;                  ///< index into spec.methods
+  std::vector<std::pair<std::string, std::string>> axis_values;  ///< in axis order
+  std::size_t workload = 0;                                      ///< index into spec.workloads
+  std::size_t method = 0;                                        ///< index into spec.methods
   std::string workload_label;
   std::string method_label;
   [[nodiscard]] std::vector<std::string> key_fields() const;
@@ -93,14 +93,14 @@ struct PointResult {
   sim::Duration step_time;
   bool oom = false;
   bool unreachable = false;
-  sim::Bytes peak_memory;                  ///< largest per-device peak
+  sim::Bytes peak_memory;  ///< largest per-device peak
   std::string peak_memory_device;
-  std::string busiest_device;              ///< highest compute utilization
+  std::string busiest_device;  ///< highest compute utilization
   double busiest_utilization = 0.0;
-  std::string most_loaded_link;            ///< longest busy time; empty when no copy ran
-  double most_loaded_link_busy = 0.0;      ///< busy time / step time
+  std::string most_loaded_link;        ///< longest busy time; empty when no copy ran
+  double most_loaded_link_busy = 0.0;  ///< busy time / step time
   sim::Bytes most_loaded_link_bytes;
-  std::string chosen;                      ///< the winning candidate of a best-of method
+  std::string chosen;  ///< the winning candidate of a best-of method
   std::string error;
 };
 
@@ -151,9 +151,9 @@ class SweepComm {
 };
 
 struct SweepRunOptions {
-  int threads = 0;                         ///< oneTBB threads per rank; <= 0: oneTBB's default
-  const SweepComm* comm = nullptr;         ///< nullptr: one process
-  std::ostream* progress = nullptr;        ///< progress bar with ETA (rank 0 only); nullptr: none
+  int threads = 0;                   ///< oneTBB threads per rank; <= 0: oneTBB's default
+  const SweepComm* comm = nullptr;   ///< nullptr: one process
+  std::ostream* progress = nullptr;  ///< progress bar with ETA (rank 0 only); nullptr: none
   /// Stop after this many newly evaluated points without writing the final CSV, as if the run
   /// had been killed (tests of resume). 0: no limit.
   std::size_t stop_after = 0;
@@ -166,11 +166,11 @@ struct SweepRunOptions {
 };
 
 struct SweepRunStats {
-  std::size_t total = 0;                   ///< points in the expansion
-  std::size_t skipped = 0;                 ///< already in the CSV or its journal
-  std::size_t evaluated = 0;               ///< evaluated by this run, all ranks
+  std::size_t total = 0;      ///< points in the expansion
+  std::size_t skipped = 0;    ///< already in the CSV or its journal
+  std::size_t evaluated = 0;  ///< evaluated by this run, all ranks
   double wall_s = 0.0;
-  bool completed = false;                  ///< the final CSV was written
+  bool completed = false;  ///< the final CSV was written
 };
 
 /// Evaluates the points not yet in `csv_path` (or its journal `csv_path + ".partial"`) and

@@ -25,11 +25,15 @@ using sim::VertexKind;
 
 /// x16 bandwidth per direction, as the built-in clusters spell it: 8 GT/s x 16 lanes x 128b/130b
 /// = 15.75 GB/s for PCIe 3.0 (PCI-SIG base specification), doubling per generation.
-double pcie_x16_gbps(int gen) { return 15.75 * std::pow(2.0, gen - 3); }
+double pcie_x16_gbps(int gen) {
+  return 15.75 * std::pow(2.0, gen - 3);
+}
 
 /// One NVLink link per direction: 20 GB/s for NVLink 1 (P100), 25 GB/s for NVLink 2/3/4
 /// (V100, A100, H100 datasheets).
-double nvlink_link_gbps(int gen) { return gen == 1 ? 20.0 : 25.0; }
+double nvlink_link_gbps(int gen) {
+  return gen == 1 ? 20.0 : 25.0;
+}
 
 int pcie_gen_of(const std::string& kind) {
   if (kind.size() == 5 && kind.compare(0, 4, "pcie") == 0 && kind[4] >= '1' && kind[4] <= '6')
@@ -43,7 +47,9 @@ int nvlink_gen_of(const std::string& kind) {
   return 2;
 }
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.rfind(p, 0) == 0;
+}
 
 const sim::DeviceSpec& catalog_spec(const std::string& model, const std::string& origin,
                                     const std::string& key, DeviceKind kind) {
@@ -54,8 +60,8 @@ const sim::DeviceSpec& catalog_spec(const std::string& model, const std::string&
     int matches = 0;
     for (const auto& n : sim::device_model_names()) {
       const sim::DeviceSpec* d = sim::find_device_model(n);
-      if (d && d->kind == kind && n.size() > model.size() && n.compare(0, model.size(), model) == 0 &&
-          n[model.size()] == '-') {
+      if (d && d->kind == kind && n.size() > model.size() &&
+          n.compare(0, model.size(), model) == 0 && n[model.size()] == '-') {
         unique = d;
         ++matches;
       }
@@ -94,7 +100,8 @@ int int_param(const std::map<std::string, std::string>& p, const std::string& k,
   }
   // GPU counts and link counts size the generated cluster (its routes are devices x devices).
   if (n <= 0 || n > 1024)
-    throw InputError(origin, "base." + k, "an integer from 1 to 1024, got \"" + sim::printable(v) + "\"");
+    throw InputError(origin, "base." + k,
+                     "an integer from 1 to 1024, got \"" + sim::printable(v) + "\"");
   return n;
 }
 
@@ -144,7 +151,8 @@ bool numbered_gpu_names(const Cluster& c) {
   for (const auto& d : c.devices) {
     if (d.spec.kind != DeviceKind::Gpu) continue;
     if (d.name.size() < 4 || d.name.compare(0, 3, "gpu") != 0) return false;
-    if (!std::all_of(d.name.begin() + 3, d.name.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    if (!std::all_of(d.name.begin() + 3, d.name.end(),
+                     [](char ch) { return ch >= '0' && ch <= '9'; }))
       return false;
   }
   return true;
@@ -156,15 +164,18 @@ Cluster generate_cluster(const std::string& template_name,
                          const std::map<std::string, std::string>& params,
                          const std::string& origin) {
   std::string interconnect;
-  if (template_name == "pcie-tree") interconnect = "pcie";
-  else if (template_name == "nvlink-mesh") interconnect = "nvlink";
-  else if (template_name == "nvswitch") interconnect = "nvswitch";
+  if (template_name == "pcie-tree")
+    interconnect = "pcie";
+  else if (template_name == "nvlink-mesh")
+    interconnect = "nvlink";
+  else if (template_name == "nvswitch")
+    interconnect = "nvswitch";
   else
     throw InputError(origin, "base.template",
                      "pcie-tree, nvlink-mesh or nvswitch, got \"" + template_name + "\"");
-  static const std::set<std::string> kKeys = {"gpus", "gpu_model", "cpu_model", "interconnect",
-                                              "pcie_generation", "gpus_per_switch", "nvlink_links",
-                                              "peer_access"};
+  static const std::set<std::string> kKeys = {"gpus",         "gpu_model",       "cpu_model",
+                                              "interconnect", "pcie_generation", "gpus_per_switch",
+                                              "nvlink_links", "peer_access"};
   for (const auto& [k, v] : params)
     if (!kKeys.count(k))
       throw InputError(origin, "base." + k,
@@ -172,9 +183,11 @@ Cluster generate_cluster(const std::string& template_name,
                        "pcie_generation, gpus_per_switch, nvlink_links, peer_access)");
   interconnect = param(params, "interconnect", interconnect);
   if (interconnect != "pcie" && interconnect != "nvlink" && interconnect != "nvswitch")
-    throw InputError(origin, "base.interconnect", "pcie, nvlink or nvswitch, got \"" + interconnect + "\"");
+    throw InputError(origin, "base.interconnect",
+                     "pcie, nvlink or nvswitch, got \"" + interconnect + "\"");
   const int n = int_param(params, "gpus", 4, origin);
-  if (n > 256) throw InputError(origin, "base.gpus", "at most 256 GPUs in one node, got " + std::to_string(n));
+  if (n > 256)
+    throw InputError(origin, "base.gpus", "at most 256 GPUs in one node, got " + std::to_string(n));
   const std::string gpu_model = param(params, "gpu_model", "");
   if (gpu_model.empty()) throw InputError(origin, "base.gpu_model", "a GPU model of the catalog");
   const sim::DeviceSpec& gspec = catalog_spec(gpu_model, origin, "base.gpu_model", DeviceKind::Gpu);
@@ -189,7 +202,8 @@ Cluster generate_cluster(const std::string& template_name,
   }
   const int per_switch = int_param(params, "gpus_per_switch", 2, origin);
   const int nv_gen = default_nvlink_gen(gspec.model);
-  const int nv_links = int_param(params, "nvlink_links", interconnect == "nvswitch" ? 12 : 2, origin);
+  const int nv_links =
+      int_param(params, "nvlink_links", interconnect == "nvswitch" ? 12 : 2, origin);
   const std::string peer = param(params, "peer_access", "on");
   if (peer != "on" && peer != "off")
     throw InputError(origin, "base.peer_access", "on or off, got \"" + peer + "\"");
@@ -270,8 +284,9 @@ Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
   if (have == 0) throw InputError(origin, "axes.gpus", "a base cluster with GPUs");
   if (n == have) return c;
   const std::vector<bool> gpu_vertex = is_gpu_vertex(c);
-  std::vector<int> gpu_pos(c.vertices.size(), -1);   // vertex -> position among the GPUs
-  for (int k = 0; k < have; ++k) gpu_pos[static_cast<std::size_t>(gpus[static_cast<std::size_t>(k)])] = k;
+  std::vector<int> gpu_pos(c.vertices.size(), -1);  // vertex -> position among the GPUs
+  for (int k = 0; k < have; ++k)
+    gpu_pos[static_cast<std::size_t>(gpus[static_cast<std::size_t>(k)])] = k;
 
   Cluster out;
   out.name = c.name + "-" + std::to_string(n) + "gpu";
@@ -279,7 +294,7 @@ Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
 
   // New device list: the non-GPU devices and the kept GPUs in their order, then clones.
   std::vector<int> new_of_old(c.vertices.size(), -1);
-  std::vector<int> template_of;   // for each new device: the old device it copies
+  std::vector<int> template_of;  // for each new device: the old device it copies
   for (std::size_t d = 0; d < c.devices.size(); ++d) {
     if (gpu_vertex[d] && gpu_pos[d] >= n) continue;
     new_of_old[d] = static_cast<int>(out.devices.size());
@@ -287,9 +302,10 @@ Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
     template_of.push_back(static_cast<int>(d));
   }
   const bool numbered = numbered_gpu_names(c);
-  std::vector<std::vector<int>> clone_of(static_cast<std::size_t>(have));   // [gpu pos][replica]
+  std::vector<std::vector<int>> clone_of(static_cast<std::size_t>(have));  // [gpu pos][replica]
   for (int k = 0; k < have && k < n; ++k)
-    clone_of[static_cast<std::size_t>(k)].push_back(new_of_old[static_cast<std::size_t>(gpus[static_cast<std::size_t>(k)])]);
+    clone_of[static_cast<std::size_t>(k)].push_back(
+        new_of_old[static_cast<std::size_t>(gpus[static_cast<std::size_t>(k)])]);
   for (int k = have; k < n; ++k) {
     const int t = gpus[static_cast<std::size_t>(k % have)];
     const int r = k / have;
@@ -299,7 +315,8 @@ Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
     out.devices.push_back(d);
     template_of.push_back(t);
   }
-  for (const auto& d : out.devices) out.vertices.push_back(Vertex{d.name, VertexKind::Device, d.node});
+  for (const auto& d : out.devices)
+    out.vertices.push_back(Vertex{d.name, VertexKind::Device, d.node});
   // Hosts were old device ids; CPUs are always kept.
   for (auto& d : out.devices)
     if (d.host >= 0) d.host = new_of_old[static_cast<std::size_t>(d.host)];
@@ -325,7 +342,9 @@ Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
       Link nl = l;
       nl.a = a;
       nl.b = b;
-      if (r > 0) nl.name = out.vertices[static_cast<std::size_t>(a)].name + "-" + out.vertices[static_cast<std::size_t>(b)].name;
+      if (r > 0)
+        nl.name = out.vertices[static_cast<std::size_t>(a)].name + "-" +
+                  out.vertices[static_cast<std::size_t>(b)].name;
       out.links.push_back(std::move(nl));
     }
   }
@@ -338,7 +357,10 @@ Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
     }
     int drop = -1;
     for (std::size_t v = out.devices.size(); v < out.vertices.size(); ++v)
-      if (degree[v] <= 1 && out.vertices[v].kind == VertexKind::Switch) { drop = static_cast<int>(v); break; }
+      if (degree[v] <= 1 && out.vertices[v].kind == VertexKind::Switch) {
+        drop = static_cast<int>(v);
+        break;
+      }
     if (drop < 0) break;
     out.vertices.erase(out.vertices.begin() + drop);
     std::vector<Link> kept;
@@ -361,9 +383,11 @@ Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
     for (std::size_t j = 0; j < nd; ++j) {
       if (i == j) continue;
       const int ti = template_of[i], tj = template_of[j];
-      if (!gpu_vertex[static_cast<std::size_t>(ti)] || !gpu_vertex[static_cast<std::size_t>(tj)]) continue;
-      out.peer_access[i][j] = ti != tj ? c.peer_access[static_cast<std::size_t>(ti)][static_cast<std::size_t>(tj)]
-                                       : any_peer(ti);
+      if (!gpu_vertex[static_cast<std::size_t>(ti)] || !gpu_vertex[static_cast<std::size_t>(tj)])
+        continue;
+      out.peer_access[i][j] =
+          ti != tj ? c.peer_access[static_cast<std::size_t>(ti)][static_cast<std::size_t>(tj)]
+                   : any_peer(ti);
     }
   return out;
 }
@@ -399,7 +423,8 @@ void set_nvlink_links(Cluster& c, int links, const std::string& origin) {
 
 void set_host_link_bandwidth(Cluster& c, Bandwidth bw) {
   auto is_host = [&](int v) {
-    return v < c.num_devices() && c.devices[static_cast<std::size_t>(v)].spec.kind == DeviceKind::Cpu;
+    return v < c.num_devices() &&
+           c.devices[static_cast<std::size_t>(v)].spec.kind == DeviceKind::Cpu;
   };
   for (Link& l : c.links)
     if (is_host(l.a) || is_host(l.b)) l.bandwidth = bw;
@@ -443,7 +468,8 @@ Cluster apply_axes(const SweepBase& base, const Cluster& base_cluster,
     c = regenerate ? generate_cluster(base.template_name, params, origin) : base_cluster;
   } else {
     if (value_of("interconnect"))
-      throw InputError(origin, "axes.interconnect", "a template base (base.template) to change the interconnect");
+      throw InputError(origin, "axes.interconnect",
+                       "a template base (base.template) to change the interconnect");
     c = base_cluster;
     if (const std::string* v = value_of("gpus")) c = with_gpu_count(c, std::stoi(*v), origin);
     if (const std::string* v = value_of("gpu_model")) {
@@ -472,8 +498,9 @@ Cluster apply_axes(const SweepBase& base, const Cluster& base_cluster,
   // Scaled or replaced links must stay in the cluster format's ranges (docs/formats.md).
   for (const sim::Link& l : c.links)
     if (!(l.bandwidth.bytes_per_s >= 1e6 && l.bandwidth.bytes_per_s <= 1e18))
-      throw InputError(origin, "axes", "axis values that keep every link from 1 MB/s to 10^18 B/s, got " +
-                                           std::to_string(l.bandwidth.bytes_per_s) + " B/s on link " + l.name);
+      throw InputError(origin, "axes",
+                       "axis values that keep every link from 1 MB/s to 10^18 B/s, got " +
+                           std::to_string(l.bandwidth.bytes_per_s) + " B/s on link " + l.name);
   c.routes.clear();
   sim::compute_routes(c);
   return c;

@@ -33,7 +33,8 @@ struct SimulationEvaluator::Impl {
       if (auto it = clusters.find(key); it != clusters.end()) return it->second;
     }
     // Built outside the lock; two threads building the same key build equal clusters.
-    auto c = std::make_shared<const sim::Cluster>(apply_axes(spec.base, base, p.axis_values, spec.origin));
+    auto c = std::make_shared<const sim::Cluster>(
+        apply_axes(spec.base, base, p.axis_values, spec.origin));
     const std::lock_guard lock(mutex);
     return clusters.emplace(key, std::move(c)).first->second;
   }
@@ -43,9 +44,9 @@ namespace {
 
 sim::InputError InputErrorFor(const std::string& origin, const std::string& key,
                               const std::string& name) {
-  return sim::InputError(origin, key,
-                         "rl:ITERATIONS or rl:ITERATIONS:SEED with a positive iteration budget, got \"" +
-                             name + "\"");
+  return sim::InputError(
+      origin, key,
+      "rl:ITERATIONS or rl:ITERATIONS:SEED with a positive iteration budget, got \"" + name + "\"");
 }
 
 PointResult summarize(const sim::Outcome& o) {
@@ -70,7 +71,8 @@ PointResult summarize(const sim::Outcome& o) {
     r.most_loaded_link = l.name;
     r.most_loaded_link_bytes = l.bytes;
     r.most_loaded_link_busy =
-        o.step_time.ns > 0 ? static_cast<double>(l.busy.ns) / static_cast<double>(o.step_time.ns) : 0.0;
+        o.step_time.ns > 0 ? static_cast<double>(l.busy.ns) / static_cast<double>(o.step_time.ns)
+                           : 0.0;
   }
   return r;
 }
@@ -103,7 +105,9 @@ std::optional<RlBudget> parse_rl(const std::string& name, const std::string& ori
 }
 
 /// Orders outcomes: runnable before OOM/unreachable, then by step time.
-auto rank_of(const PointResult& r) { return std::make_tuple(r.unreachable, r.oom, r.step_time.ns); }
+auto rank_of(const PointResult& r) {
+  return std::make_tuple(r.unreachable, r.oom, r.step_time.ns);
+}
 
 }  // namespace
 
@@ -121,8 +125,9 @@ SimulationEvaluator::SimulationEvaluator(const SweepSpec& spec) : impl_(std::mak
       if (parse_rl(c, spec.origin, "methods[" + std::to_string(m) + "]")) {
 #ifndef PLACESIM_WITH_TORCH
         throw sim::InputError(spec.origin, "methods[" + std::to_string(m) + "]",
-                              "a baseline: \"" + c + "\" needs placesim built with LibTorch "
-                              "(PLACESIM_WITH_TORCH=ON)");
+                              "a baseline: \"" + c +
+                                  "\" needs placesim built with LibTorch "
+                                  "(PLACESIM_WITH_TORCH=ON)");
 #endif
       }
   impl_->base = make_base_cluster(spec.base, spec.origin);
@@ -135,7 +140,8 @@ SimulationEvaluator::SimulationEvaluator(const SweepSpec& spec) : impl_(std::mak
       const std::string what = e.what();
       const bool opt = what.rfind("--graph-opt", 0) == 0;
       if (!opt && what.rfind("--graph", 0) != 0) throw;
-      throw sim::InputError(spec.origin, "workloads[" + std::to_string(i) + "]." + (opt ? "options" : "graph"),
+      throw sim::InputError(spec.origin,
+                            "workloads[" + std::to_string(i) + "]." + (opt ? "options" : "graph"),
                             "a workload placesim can build (" + what + ")");
     }
   }
@@ -176,7 +182,8 @@ PointResult SimulationEvaluator::operator()(const SweepPoint& p) const {
         cfg.sim_threads = 1;
         placement = train_placement(graph, *cluster, cfg).best;
 #endif
-      } else if (const std::string& par = impl_->spec.workloads.at(p.workload).parallel; !par.empty()) {
+      } else if (const std::string& par = impl_->spec.workloads.at(p.workload).parallel;
+                 !par.empty()) {
         // A data-parallel job places itself: replica k on the k-th GPU.
         const models::ParallelJob job =
             models::make_parallel(graph, *cluster, models::parse_parallel(par, impl_->spec.origin));

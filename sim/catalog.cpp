@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <string>
 #include <initializer_list>
+#include <string>
 #include <utility>
 
 namespace placesim::sim {
@@ -22,20 +22,23 @@ constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 /// Per-generation software/driver costs (docs/catalog.md has the derivations).
 struct Generation {
   Duration launch;
-  Bytes reserved;        // memory no tensor can use
-  Duration copy_issue;   // host time per cudaMemcpyAsync (framework included)
-  Duration dma_setup;    // issue-to-first-byte latency of a copy
+  Bytes reserved;       // memory no tensor can use
+  Duration copy_issue;  // host time per cudaMemcpyAsync (framework included)
+  Duration dma_setup;   // issue-to-first-byte latency of a copy
 };
 // Kepler as the paper ran it (TensorFlow 1.x, 2017): a K80 die shows 11441 of 12288 MiB
 // (driver/ECC, 847 MiB), ~150 MiB of CUDA context (assumed), and TF 1.x's GPU allocator leaves
 // max(300 MiB, 5% of what is free) to the system (gpu_device.cc MinSystemMemory): 1562 MiB.
-constexpr Generation kKepler{Duration{10'000}, Bytes{1562 * kMiB}, Duration{10'000}, Duration{2'000}};
+constexpr Generation kKepler{Duration{10'000}, Bytes{1562 * kMiB}, Duration{10'000},
+                             Duration{2'000}};
 // Pascal/Volta: V100-16GB shows 16160 of 16384 MiB; ~500 MiB of context and libraries (assumed).
-constexpr Generation kPascalVolta{Duration{8'000}, Bytes{768 * kMiB}, Duration{8'000}, Duration{2'000}};
+constexpr Generation kPascalVolta{Duration{8'000}, Bytes{768 * kMiB}, Duration{8'000},
+                                  Duration{2'000}};
 // Ampere on: measured on an H200 (torch 2.11, CUDA 13): context + cuBLAS + cuDNN take 703 MiB;
 // a copy_ call costs 6.8-7.1 us of host time (cudaMemcpyAsync alone 3.8 us); the copy-time
 // intercept (4 MiB..1 GiB, minus issue and route latency) is ~2 us.
-constexpr Generation kAmpereOn{Duration{6'000}, Bytes{1024 * kMiB}, Duration{7'000}, Duration{2'000}};
+constexpr Generation kAmpereOn{Duration{6'000}, Bytes{1024 * kMiB}, Duration{7'000},
+                               Duration{2'000}};
 // H200 measured: 144384 MiB nominal (the catalog's 141 GiB) - 143155 MiB visible to CUDA + 703 MiB.
 constexpr Generation kH200{Duration{6'000}, Bytes{2024669184}, Duration{7'000}, Duration{2'000}};
 constexpr Duration kLaunchCpuOp{2'000};
@@ -111,16 +114,14 @@ std::vector<DeviceSpec> build_catalog() {
                   "NVIDIA Tesla K80 datasheet, one of the board's two GK210 dies = half the board: "
                   "2.91/2 F64, 8.73/2 F32 TFLOP/s at boost, 480/2 GB/s, 24/2 GB GDDR5; deviceQuery "
                   "per die: 2 copy engines"));
-  c.push_back(
-      gpu("P100-SXM2-16GB", {{D::F64, 5.3}, {D::F32, 10.6}, {D::F16, 21.2}}, 732.0, 16, 2,
-          kPascalVolta,
-          "NVIDIA Tesla P100 datasheet (SXM2): 5.3 F64, 10.6 F32, 21.2 F16 TFLOP/s, 732 GB/s "
-          "HBM2, 16 GB; habitat devices.yml measured 501 GB/s (P100)"));
-  c.push_back(
-      gpu("P100-PCIe-16GB", {{D::F64, 4.7}, {D::F32, 9.3}, {D::F16, 18.7}}, 732.0, 16, 2,
-          kPascalVolta,
-          "NVIDIA Tesla P100 datasheet (PCIe): 4.7 F64, 9.3 F32, 18.7 F16 TFLOP/s, 732 GB/s, "
-          "16 GB"));
+  c.push_back(gpu(
+      "P100-SXM2-16GB", {{D::F64, 5.3}, {D::F32, 10.6}, {D::F16, 21.2}}, 732.0, 16, 2, kPascalVolta,
+      "NVIDIA Tesla P100 datasheet (SXM2): 5.3 F64, 10.6 F32, 21.2 F16 TFLOP/s, 732 GB/s "
+      "HBM2, 16 GB; habitat devices.yml measured 501 GB/s (P100)"));
+  c.push_back(gpu(
+      "P100-PCIe-16GB", {{D::F64, 4.7}, {D::F32, 9.3}, {D::F16, 18.7}}, 732.0, 16, 2, kPascalVolta,
+      "NVIDIA Tesla P100 datasheet (PCIe): 4.7 F64, 9.3 F32, 18.7 F16 TFLOP/s, 732 GB/s, "
+      "16 GB"));
   c.push_back(gpu("V100-SXM2-16GB",
                   {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 16, 5,
                   kPascalVolta,
@@ -215,7 +216,8 @@ std::string name_key(std::string_view name) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (const auto at = s.find('@'); at != std::string::npos) s.erase(at);
   for (const char* mark : {"(r)", "(tm)"}) {
-    for (auto p = s.find(mark); p != std::string::npos; p = s.find(mark)) s.erase(p, std::strlen(mark));
+    for (auto p = s.find(mark); p != std::string::npos; p = s.find(mark))
+      s.erase(p, std::strlen(mark));
   }
   std::string words;
   std::size_t i = 0;
@@ -227,8 +229,8 @@ std::string name_key(std::string_view name) {
     i = j;
     // "64-Core" in "AMD EPYC 7742 64-Core Processor".
     const bool core_count = w.size() > 5 && w.compare(w.size() - 5, 5, "-core") == 0;
-    if (w.empty() || core_count || w == "nvidia" || w == "tesla" || w == "geforce" || w == "intel" ||
-        w == "amd" || w == "cpu" || w == "processor")
+    if (w.empty() || core_count || w == "nvidia" || w == "tesla" || w == "geforce" ||
+        w == "intel" || w == "amd" || w == "cpu" || w == "processor")
       continue;
     words += w;
   }

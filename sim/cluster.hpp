@@ -34,31 +34,32 @@ enum class Dtype { F64, F32, TF32, F16, BF16, FP8, I64, I32, I8, U8, Bool };
 
 std::string to_string(DeviceKind k);
 std::string to_string(Dtype d);
-/// Parses "f32"/"float32"/"float", "f16"/"half", "bf16", "tf32", "f64"/"double", "fp8", "i64"/"int64",
-/// "i32"/"int", "i8", "u8", "bool". Returns nullopt for anything else.
+/// Parses "f32"/"float32"/"float", "f16"/"half", "bf16", "tf32", "f64"/"double", "fp8",
+/// "i64"/"int64", "i32"/"int", "i8", "u8", "bool". Returns nullopt for anything else.
 std::optional<Dtype> parse_dtype(std::string_view s);
 /// Size of one element in bytes.
 std::int64_t dtype_size(Dtype d);
 
 /// What a device can do. Every number in the catalog carries its source (`source`).
 struct DeviceSpec {
-  std::string model;                       ///< catalog name, e.g. "V100-SXM2-16GB", or "custom"
+  std::string model;  ///< catalog name, e.g. "V100-SXM2-16GB", or "custom"
   DeviceKind kind = DeviceKind::Gpu;
-  std::map<Dtype, FlopRate> peak_flops;    ///< dense peak per dtype (tensor cores where used)
-  Bandwidth memory_bandwidth;              ///< DRAM/HBM bandwidth
-  Bytes memory_capacity;                   ///< usable device memory (host DRAM for a CPU)
-  int compute_streams = 1;                 ///< GPU: streams kernels run on; frameworks default to 1
-  int worker_threads = 1;                  ///< CPU: inter-op worker threads running ops
-  int h2d_engines = 1;                     ///< GPU copy engines by direction (catalog)
+  std::map<Dtype, FlopRate> peak_flops;  ///< dense peak per dtype (tensor cores where used)
+  Bandwidth memory_bandwidth;            ///< DRAM/HBM bandwidth
+  Bytes memory_capacity;                 ///< usable device memory (host DRAM for a CPU)
+  int compute_streams = 1;               ///< GPU: streams kernels run on; frameworks default to 1
+  int worker_threads = 1;                ///< CPU: inter-op worker threads running ops
+  int h2d_engines = 1;                   ///< GPU copy engines by direction (catalog)
   int d2h_engines = 1;
-  int peer_engines = 1;                    ///< engines usable for peer (GPU->GPU) copies
-  Duration launch_overhead{5000};          ///< host-side dispatch time per op on this device
+  int peer_engines = 1;            ///< engines usable for peer (GPU->GPU) copies
+  Duration launch_overhead{5000};  ///< host-side dispatch time per op on this device
   /// CPU: threads one op may use (its intra-op parallelism); an op alone gets at most
   /// min(1, intra_op_threads / worker_threads) of the socket. 0 = all worker threads (TensorFlow's
   /// and PyTorch's default: the intra-op pool spans every core).
   int intra_op_threads = 0;
   /// GPU: memory of `memory_capacity` no tensor can use (driver/ECC reservation, CUDA context,
-  /// library handles and workspaces, the framework's own reserve). OOM = peak + reserved > capacity.
+  /// library handles and workspaces, the framework's own reserve). OOM = peak + reserved >
+  /// capacity.
   Bytes reserved_memory{0};
   /// GPU: host time to issue one copy (framework + cudaMemcpyAsync), on the launching host thread
   /// of the GPU whose copy engine does it.
@@ -66,7 +67,7 @@ struct DeviceSpec {
   /// GPU: time from a copy's issue to its first byte on the wire (DMA descriptor setup, doorbell),
   /// added to the route latency of every copy segment its engines run.
   Duration dma_setup_latency{0};
-  std::string source;                      ///< where the numbers came from
+  std::string source;  ///< where the numbers came from
 
   /// Peak rate for `d`, falling back to F32 when the dtype has no entry.
   [[nodiscard]] FlopRate peak_for(Dtype d) const;
@@ -75,7 +76,7 @@ struct DeviceSpec {
 struct Device {
   std::string name;
   DeviceSpec spec;
-  std::string node;                        ///< machine the device sits in ("node0")
+  std::string node;  ///< machine the device sits in ("node0")
   /// For a GPU: the CPU device whose host thread launches its kernels and whose memory stages
   /// copies without peer access. For a CPU: itself.
   DeviceId host = -1;
@@ -99,12 +100,12 @@ enum class SharingPolicy { Shared, SplitDuplex, FatPipe };
 std::string to_string(SharingPolicy p);
 
 struct Link {
-  std::string name;                        ///< "gpu0-sw0" unless the file names it
-  VertexId a = -1, b = -1;                 ///< endpoints; "forward" is a -> b
-  Bandwidth bandwidth;                     ///< per direction
+  std::string name;         ///< "gpu0-sw0" unless the file names it
+  VertexId a = -1, b = -1;  ///< endpoints; "forward" is a -> b
+  Bandwidth bandwidth;      ///< per direction
   Duration latency{0};
   SharingPolicy sharing = SharingPolicy::SplitDuplex;
-  std::string kind;                        ///< free-form class used by sweeps: "pcie3", "nvlink2", "ib", ...
+  std::string kind;  ///< free-form class used by sweeps: "pcie3", "nvlink2", "ib", ...
   /// Flows over this link are TCP: they share bottlenecks in proportion to 1 / route latency and
   /// are bound by window / (2 x route latency) (SimGrid CM02; sim/network.hpp).
   bool tcp = false;
@@ -112,15 +113,15 @@ struct Link {
 
 struct Hop {
   LinkId link = -1;
-  bool forward = true;                     ///< traversed a -> b
+  bool forward = true;  ///< traversed a -> b
 };
 
 /// One copy from `from` to `to` over `hops`.
 struct RouteSegment {
   DeviceId from = -1, to = -1;
   std::vector<Hop> hops;
-  Duration latency{0};                     ///< sum of link latencies on the hops
-  Bandwidth bottleneck;                    ///< smallest link bandwidth on the hops (no contention)
+  Duration latency{0};   ///< sum of link latencies on the hops
+  Bandwidth bottleneck;  ///< smallest link bandwidth on the hops (no contention)
 };
 
 /// The way a tensor travels from one device to another: one segment, or two when the GPUs have
@@ -133,9 +134,9 @@ struct Route {
 
 struct Cluster {
   std::string name;
-  std::string source_file;                 ///< where it was read from ("<built-in paper-4gpu>")
+  std::string source_file;  ///< where it was read from ("<built-in paper-4gpu>")
   std::vector<Device> devices;
-  std::vector<Vertex> vertices;            ///< devices first, then switches, bridges, NICs
+  std::vector<Vertex> vertices;  ///< devices first, then switches, bridges, NICs
   std::vector<Link> links;
   /// peer_access[i][j]: GPU i may copy directly to GPU j (symmetric, false on the diagonal
   /// and for CPUs, which need none).
@@ -145,8 +146,8 @@ struct Cluster {
   /// TCP window (bytes) bounding flows over `tcp` links; SimGrid's network/TCP-gamma default.
   double tcp_window_bytes = 4194304.0;
 
-  [[nodiscard]] DeviceId device_index(std::string_view name) const;   ///< -1 if absent
-  [[nodiscard]] VertexId vertex_index(std::string_view name) const;   ///< -1 if absent
+  [[nodiscard]] DeviceId device_index(std::string_view name) const;  ///< -1 if absent
+  [[nodiscard]] VertexId vertex_index(std::string_view name) const;  ///< -1 if absent
   [[nodiscard]] const Route& route(DeviceId from, DeviceId to) const { return routes[from][to]; }
   [[nodiscard]] int num_devices() const { return static_cast<int>(devices.size()); }
   [[nodiscard]] std::vector<DeviceId> gpus() const;

@@ -190,8 +190,8 @@ void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string&
     s.launch_overhead = rd.duration(d["launch_overhead"], path + ".launch_overhead");
   }
   if (d["intra_op_threads"]) {
-    s.intra_op_threads = static_cast<int>(
-        rd.integer(d["intra_op_threads"], path + ".intra_op_threads", 0, 1 << 20));
+    s.intra_op_threads =
+        static_cast<int>(rd.integer(d["intra_op_threads"], path + ".intra_op_threads", 0, 1 << 20));
   }
   if (d["reserved_memory"]) {
     s.reserved_memory = rd.nonneg_bytes(d["reserved_memory"], path + ".reserved_memory");
@@ -233,17 +233,19 @@ bool parse_bool(const Reader& rd, const YAML::Node& n, const std::string& path) 
   rd.fail(n, path, "true or false, got \"" + printable(s) + "\"");
 }
 
-// Top-level `tcp`: `all` (every link carries TCP flows) or {links: all | [kind, ...], window: 4 MiB}.
-// Returns the kinds marked ("*" = all) and sets the window.
+// Top-level `tcp`: `all` (every link carries TCP flows) or {links: all | [kind, ...], window: 4
+// MiB}. Returns the kinds marked ("*" = all) and sets the window.
 std::set<std::string> parse_tcp(const Reader& rd, const YAML::Node& n, Cluster& c) {
   std::set<std::string> kinds;
   if (n.IsScalar()) {
-    if (rd.str(n, "tcp") != "all") rd.fail(n, "tcp", "all or a mapping {links: all | [kinds], window: bytes}");
+    if (rd.str(n, "tcp") != "all")
+      rd.fail(n, "tcp", "all or a mapping {links: all | [kinds], window: bytes}");
     kinds.insert("*");
     return kinds;
   }
   rd.expect_map(n, "tcp", {"links", "window"});
-  if (n["window"]) c.tcp_window_bytes = static_cast<double>(rd.positive_bytes(n["window"], "tcp.window").v);
+  if (n["window"])
+    c.tcp_window_bytes = static_cast<double>(rd.positive_bytes(n["window"], "tcp.window").v);
   const YAML::Node l = n["links"];
   if (!l) return kinds;
   if (l.IsScalar()) {
@@ -467,7 +469,8 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
     if (root["tcp"]) {
       const std::set<std::string> kinds = parse_tcp(rd, root["tcp"], c);
       for (std::size_t i = 0; i < links.size(); ++i)
-        if (!links[i]["tcp"] && (kinds.count("*") || kinds.count(c.links[i].kind))) c.links[i].tcp = true;
+        if (!links[i]["tcp"] && (kinds.count("*") || kinds.count(c.links[i].kind)))
+          c.links[i].tcp = true;
     }
 
     // Peer access: "all" (default), "none", or {groups: [[...]], pairs: [[a, b]]}.
@@ -670,7 +673,8 @@ std::string cluster_to_yaml(const Cluster& c) {
     out << YAML::Key << "launch_overhead" << YAML::Value << spell_duration(s.launch_overhead);
     out << YAML::Key << "intra_op_threads" << YAML::Value << s.intra_op_threads;
     out << YAML::Key << "reserved_memory" << YAML::Value << spell_bytes(s.reserved_memory);
-    out << YAML::Key << "copy_issue_overhead" << YAML::Value << spell_duration(s.copy_issue_overhead);
+    out << YAML::Key << "copy_issue_overhead" << YAML::Value
+        << spell_duration(s.copy_issue_overhead);
     out << YAML::Key << "dma_setup_latency" << YAML::Value << spell_duration(s.dma_setup_latency);
     if (!s.source.empty()) out << YAML::Key << "source" << YAML::Value << s.source;
     out << YAML::EndMap;
@@ -708,7 +712,8 @@ std::string cluster_to_yaml(const Cluster& c) {
   }
   out << YAML::EndSeq;
   if (c.tcp_window_bytes != 4194304.0)
-    out << YAML::Key << "tcp" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "window" << YAML::Value
+    out << YAML::Key << "tcp" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+        << "window" << YAML::Value
         << spell_bytes(Bytes{static_cast<std::int64_t>(c.tcp_window_bytes)}) << YAML::EndMap;
   // Peer access as explicit pairs so that any pattern round-trips.
   out << YAML::Key << "peer_access" << YAML::Value;
@@ -767,7 +772,8 @@ std::string cluster_to_yaml(const Cluster& c) {
   std::string text = std::string(out.c_str()) + "\n";
   // What is written must read back: an imported or calibrated cluster whose links fall outside
   // the format's ranges is refused here, before any file exists.
-  (void)parse_cluster_yaml(text, (c.source_file.empty() ? c.name : c.source_file) + " (as written)");
+  (void)parse_cluster_yaml(text,
+                           (c.source_file.empty() ? c.name : c.source_file) + " (as written)");
   return text;
 }
 

@@ -5,9 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <yaml-cpp/yaml.h>
 
 #include "sim/catalog.hpp"
@@ -38,7 +37,9 @@ std::string fmt_double(double v) {
   return buf;
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 }  // namespace
 
@@ -50,12 +51,26 @@ MathKind math_kind_of(std::string_view t) {
       starts_with(t, "aten::miopen_conv") || starts_with(t, "aten::thnn_conv") ||
       starts_with(t, "aten::_slow_conv2d") || t == "ConvolutionBackward0")
     return MathKind::Conv;
-  static constexpr std::string_view kMatmul[] = {
-      "MatMul",       "BatchMatMul",  "Gemm",         "MatMulGrad",      "Linear",
-      "LSTMCell",     "LSTM",         "GRU",          "BlockLSTM",       "aten::mm",
-      "aten::addmm",  "aten::bmm",    "aten::baddbmm", "aten::matmul",   "aten::linear",
-      "aten::addbmm", "aten::lstm_cell", "aten::gru_cell", "aten::_thnn_fused_lstm_cell",
-      "aten::lstm"};
+  static constexpr std::string_view kMatmul[] = {"MatMul",
+                                                 "BatchMatMul",
+                                                 "Gemm",
+                                                 "MatMulGrad",
+                                                 "Linear",
+                                                 "LSTMCell",
+                                                 "LSTM",
+                                                 "GRU",
+                                                 "BlockLSTM",
+                                                 "aten::mm",
+                                                 "aten::addmm",
+                                                 "aten::bmm",
+                                                 "aten::baddbmm",
+                                                 "aten::matmul",
+                                                 "aten::linear",
+                                                 "aten::addbmm",
+                                                 "aten::lstm_cell",
+                                                 "aten::gru_cell",
+                                                 "aten::_thnn_fused_lstm_cell",
+                                                 "aten::lstm"};
   for (std::string_view m : kMatmul)
     if (t == m) return MathKind::Matmul;
   return MathKind::Other;
@@ -94,10 +109,14 @@ void apply_math_mode(Graph& g, const MathMode& m) {
 
 std::string to_string(KernelCostModel::Source s) {
   switch (s) {
-    case KernelCostModel::Source::Measured: return "measured";
-    case KernelCostModel::Source::Exact: return "exact";
-    case KernelCostModel::Source::Fitted: return "class-curve";
-    case KernelCostModel::Source::Roofline: return "roofline";
+    case KernelCostModel::Source::Measured:
+      return "measured";
+    case KernelCostModel::Source::Exact:
+      return "exact";
+    case KernelCostModel::Source::Fitted:
+      return "class-curve";
+    case KernelCostModel::Source::Roofline:
+      return "roofline";
   }
   return "roofline";
 }
@@ -176,10 +195,7 @@ std::string pricing_to_json(const Graph& g, const Cluster& c,
     const KernelCostModel::Estimate e = costs.estimate(g.ops[i], dev);
     const std::string rule = to_string(e.source);
     rules[rule] = rules.value(rule, 0) + 1;
-    json o = {{"op", g.ops[i].name},
-              {"device", dev.name},
-              {"rule", rule},
-              {"time_ns", e.time.ns}};
+    json o = {{"op", g.ops[i].name}, {"device", dev.name}, {"rule", rule}, {"time_ns", e.time.ns}};
     if (e.clamped) {
       o["clamped"] = true;
       ++clamped;
@@ -229,19 +245,27 @@ auto with_units(F parse, const YAML::Node& n, const std::string& file, const std
   }
 }
 
-RooflineParams read_roofline(const YAML::Node& n, const std::string& file, const std::string& path) {
+RooflineParams read_roofline(const YAML::Node& n, const std::string& file,
+                             const std::string& path) {
   RooflineParams p;
   if (!n.IsMap()) throw InputError(file, path, "a map of roofline parameters");
   for (const auto& kv : n) {
     const std::string k = kv.first.as<std::string>();
     const std::string kp = path + "." + k;
-    if (k == "compute_eff_max") p.compute_eff_max = number(kv.second, file, kp);
-    else if (k == "tf32_eff_max") p.tf32_eff_max = number(kv.second, file, kp);
-    else if (k == "compute_half_flops") p.compute_half_flops = number(kv.second, file, kp);
-    else if (k == "memory_eff_max") p.memory_eff_max = number(kv.second, file, kp);
-    else if (k == "memory_half_bytes") p.memory_half_bytes = number(kv.second, file, kp);
-    else if (k == "min_kernel") p.min_kernel = with_units(parse_duration, kv.second, file, kp, "a duration such as \"2 us\"");
-    else if (k == "min_cpu_op") p.min_cpu_op = with_units(parse_duration, kv.second, file, kp, "a duration such as \"1 us\"");
+    if (k == "compute_eff_max")
+      p.compute_eff_max = number(kv.second, file, kp);
+    else if (k == "tf32_eff_max")
+      p.tf32_eff_max = number(kv.second, file, kp);
+    else if (k == "compute_half_flops")
+      p.compute_half_flops = number(kv.second, file, kp);
+    else if (k == "memory_eff_max")
+      p.memory_eff_max = number(kv.second, file, kp);
+    else if (k == "memory_half_bytes")
+      p.memory_half_bytes = number(kv.second, file, kp);
+    else if (k == "min_kernel")
+      p.min_kernel = with_units(parse_duration, kv.second, file, kp, "a duration such as \"2 us\"");
+    else if (k == "min_cpu_op")
+      p.min_cpu_op = with_units(parse_duration, kv.second, file, kp, "a duration such as \"1 us\"");
     else
       throw InputError(file, kp,
                        "one of compute_eff_max, tf32_eff_max, compute_half_flops, memory_eff_max, "
@@ -267,7 +291,8 @@ HostCalibration read_host(const YAML::Node& n, const std::string& file, const st
     const std::string k = kv.first.as<std::string>();
     const std::string kp = path + "." + k;
     if (k == "launch_overhead") {
-      h.launch_overhead = with_units(parse_duration, kv.second, file, kp, "a duration such as \"50 us\"");
+      h.launch_overhead =
+          with_units(parse_duration, kv.second, file, kp, "a duration such as \"50 us\"");
       if (h.launch_overhead.ns < 0) throw InputError(file, kp, "a non-negative duration");
       have_launch = true;
     } else if (k == "profile") {
@@ -275,7 +300,8 @@ HostCalibration read_host(const YAML::Node& n, const std::string& file, const st
     } else if (k == "steps") {
       const double v = number(kv.second, file, kp);
       if (v < 0 || v != std::floor(v) || v > 1e9)
-        throw InputError(file, kp, "a non-negative whole number of steps, got " + scalar(kv.second, file, kp));
+        throw InputError(
+            file, kp, "a non-negative whole number of steps, got " + scalar(kv.second, file, kp));
       h.steps = static_cast<int>(v);
     } else if (k == "activities_per_step") {
       h.activities_per_step = number(kv.second, file, kp);
@@ -284,13 +310,16 @@ HostCalibration read_host(const YAML::Node& n, const std::string& file, const st
       throw InputError(file, kp, "one of launch_overhead, profile, steps, activities_per_step");
     }
   }
-  if (!have_launch) throw InputError(file, path + ".launch_overhead", "a value for required key \"launch_overhead\"");
+  if (!have_launch)
+    throw InputError(file, path + ".launch_overhead",
+                     "a value for required key \"launch_overhead\"");
   return h;
 }
 
 OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const std::string& path) {
   OpClassModel m;
-  if (!n.IsMap()) throw InputError(file, path, "a map with intercept, flop_rate, half_flops, byte_rate");
+  if (!n.IsMap())
+    throw InputError(file, path, "a map with intercept, flop_rate, half_flops, byte_rate");
   for (const auto& kv : n) {
     const std::string k = kv.first.as<std::string>();
     const std::string kp = path + "." + k;
@@ -302,11 +331,14 @@ OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const s
                                     "a duration such as \"3 us\"");
       m.intercept_s = (neg ? -1.0 : 1.0) * d.seconds();
     } else if (k == "flop_rate") {
-      m.flop_rate = with_units(parse_flop_rate, kv.second, file, kp, "a rate such as \"7 TFLOP/s\"").per_s;
+      m.flop_rate =
+          with_units(parse_flop_rate, kv.second, file, kp, "a rate such as \"7 TFLOP/s\"").per_s;
     } else if (k == "half_flops") {
       m.half_flops = number(kv.second, file, kp);
     } else if (k == "byte_rate") {
-      m.byte_rate = with_units(parse_bandwidth, kv.second, file, kp, "a bandwidth such as \"700 GB/s\"").bytes_per_s;
+      m.byte_rate =
+          with_units(parse_bandwidth, kv.second, file, kp, "a bandwidth such as \"700 GB/s\"")
+              .bytes_per_s;
     } else if (k == "samples") {
       const double n = number(kv.second, file, kp);
       if (!(n >= 0 && n <= 1e9)) throw InputError(file, kp, "a sample count from 0 to 1e9");
@@ -342,7 +374,8 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
   }
   if (const YAML::Node s = root["source"]) cal.source = scalar(s, file, "source");
   const YAML::Node devs = need(root, "devices", file, "");
-  if (!devs.IsMap()) throw InputError(file, "devices", "a map from device model to its calibration");
+  if (!devs.IsMap())
+    throw InputError(file, "devices", "a map from device model to its calibration");
   for (const auto& dkv : devs) {
     const std::string model = dkv.first.as<std::string>();
     const std::string dp = "devices." + model;
@@ -351,16 +384,19 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
     for (const auto& kv : dkv.second) {
       const std::string k = kv.first.as<std::string>();
       if (k == "exact") {
-        if (!kv.second.IsMap()) throw InputError(file, dp + ".exact", "a map from signature key to duration");
+        if (!kv.second.IsMap())
+          throw InputError(file, dp + ".exact", "a map from signature key to duration");
         for (const auto& e : kv.second) {
           const std::string key = e.first.as<std::string>();
           const std::string ep = dp + ".exact[\"" + key + "\"]";
-          const Duration d = with_units(parse_duration, e.second, file, ep, "a duration such as \"12 us\"");
+          const Duration d =
+              with_units(parse_duration, e.second, file, ep, "a duration such as \"12 us\"");
           if (d.ns < 0) throw InputError(file, ep, "a non-negative duration");
           dc.exact[key] = d;
         }
       } else if (k == "op_types") {
-        if (!kv.second.IsMap()) throw InputError(file, dp + ".op_types", "a map from op type to model");
+        if (!kv.second.IsMap())
+          throw InputError(file, dp + ".op_types", "a map from op type to model");
         for (const auto& e : kv.second) {
           const std::string t = e.first.as<std::string>();
           dc.by_op_type[t] = read_op_class(e.second, file, dp + ".op_types." + t);
@@ -401,13 +437,13 @@ Calibration parse_calibration_text(const std::string& text, const std::string& p
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw InputError(path, "line " + std::to_string(e.mark.line + 1),
-                     "valid YAML (" + e.msg + ")");
+    throw InputError(path, "line " + std::to_string(e.mark.line + 1), "valid YAML (" + e.msg + ")");
   }
   try {
     return parse_calibration(root, path);
   } catch (const YAML::Exception& e) {
-    throw InputError(path, "line " + std::to_string(e.mark.line + 1), "a well-formed calibration (" + e.msg + ")");
+    throw InputError(path, "line " + std::to_string(e.mark.line + 1),
+                     "a well-formed calibration (" + e.msg + ")");
   }
 }
 
@@ -467,7 +503,8 @@ std::string calibration_to_yaml(const Calibration& c) {
       out += yaml_key("      ", key) + " \"" + std::to_string(d.ns) + " ns\"\n";
   }
   // What is written must read back: the reader's rules (units, ranges, finite numbers) apply.
-  parse_calibration_text(out, (c.source.empty() ? std::string("calibration") : c.source) + " (as written)");
+  parse_calibration_text(
+      out, (c.source.empty() ? std::string("calibration") : c.source) + " (as written)");
   return out;
 }
 

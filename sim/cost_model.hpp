@@ -23,8 +23,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/cluster.hpp"
@@ -36,14 +36,15 @@ namespace placesim::sim {
 /// Which unit a kernel's math runs on: convolutions (cuDNN) and matmuls (cuBLAS) may use tensor
 /// cores; everything else runs on the CUDA cores (or is memory-bound).
 enum class MathKind { Conv, Matmul, Other };
-MathKind math_kind_of(std::string_view op_type);   ///< aten, graph-builder and ONNX names
+MathKind math_kind_of(std::string_view op_type);  ///< aten, graph-builder and ONNX names
 
 /// Framework math settings that decide the unit F32 convolutions and matmuls run on where the GPU
 /// has TF32 tensor cores (Ampere and later; elsewhere the TF32 peak falls back to F32). F16, BF16
 /// and FP8 always take their own (tensor-core) peaks. Sources in docs/cost-model.md.
 struct MathMode {
-  bool conv_tf32 = true;      ///< PyTorch torch.backends.cudnn.allow_tf32, default True
-  bool matmul_tf32 = false;   ///< PyTorch torch.backends.cuda.matmul.allow_tf32, default False (>= 1.12)
+  bool conv_tf32 = true;  ///< PyTorch torch.backends.cudnn.allow_tf32, default True
+  bool matmul_tf32 =
+      false;  ///< PyTorch torch.backends.cuda.matmul.allow_tf32, default False (>= 1.12)
   /// "torch" (the defaults above), "tf32" (both on: TensorFlow >= 2.4, or torch with
   /// allow_tf32 set / set_float32_matmul_precision("high")), "f32" (both off:
   /// NVIDIA_TF32_OVERRIDE=0). nullopt for anything else.
@@ -51,7 +52,8 @@ struct MathMode {
   [[nodiscard]] std::string name() const;
   auto operator<=>(const MathMode&) const = default;
 };
-/// The dtype whose peak an op of `op_type` computing in `dtype` runs at (F32 -> TF32 where allowed).
+/// The dtype whose peak an op of `op_type` computing in `dtype` runs at (F32 -> TF32 where
+/// allowed).
 Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m);
 /// Sets every F32 convolution / matmul op's compute dtype to TF32 where `m` allows it (its
 /// signature keeps F32, as profilers record it) and records metadata "math_mode".
@@ -59,26 +61,27 @@ void apply_math_mode(Graph& g, const MathMode& m);
 
 /// Roofline efficiency parameters (defaults and sources in docs/cost-model.md).
 struct RooflineParams {
-  double compute_eff_max = 0.70;   ///< large GEMM/conv fraction of peak
-  double compute_half_flops = 2e8; ///< FLOPs at which compute efficiency is half its max
-  double memory_eff_max = 0.80;    ///< STREAM-like fraction of peak bandwidth
-  double memory_half_bytes = 2e5;  ///< bytes at which memory efficiency is half its max
-  Duration min_kernel{2000};       ///< shortest kernel on a GPU (launch-to-end on device)
-  Duration min_cpu_op{1000};       ///< shortest op on a CPU worker
-  /// compute_eff_max for ops on TF32 tensor cores: measured 0.207 for ResNet-18's cuDNN convolutions
-  /// (forward and backward, layout transforms included) on an H200 (docs/cost-model.md).
+  double compute_eff_max = 0.70;    ///< large GEMM/conv fraction of peak
+  double compute_half_flops = 2e8;  ///< FLOPs at which compute efficiency is half its max
+  double memory_eff_max = 0.80;     ///< STREAM-like fraction of peak bandwidth
+  double memory_half_bytes = 2e5;   ///< bytes at which memory efficiency is half its max
+  Duration min_kernel{2000};        ///< shortest kernel on a GPU (launch-to-end on device)
+  Duration min_cpu_op{1000};        ///< shortest op on a CPU worker
+  /// compute_eff_max for ops on TF32 tensor cores: measured 0.207 for ResNet-18's cuDNN
+  /// convolutions (forward and backward, layout transforms included) on an H200
+  /// (docs/cost-model.md).
   double tf32_eff_max = 0.21;
 };
 
 /// A fitted per-op-class model: t = a + F / (P * e(F)) + B / (BW_fit), e(F) as the roofline's.
 struct OpClassModel {
   double intercept_s = 0.0;
-  double flop_rate = 0.0;          ///< effective FLOP/s at large sizes (0 = unused)
+  double flop_rate = 0.0;  ///< effective FLOP/s at large sizes (0 = unused)
   double half_flops = 0.0;
-  double byte_rate = 0.0;          ///< effective bytes/s (0 = unused)
+  double byte_rate = 0.0;  ///< effective bytes/s (0 = unused)
   int samples = 0;
-  double cv_error = 0.0;           ///< cross-validated mean relative error
-  std::string clamped;             ///< why a rate was held at the device's peak ("" = not held)
+  double cv_error = 0.0;  ///< cross-validated mean relative error
+  std::string clamped;    ///< why a rate was held at the device's peak ("" = not held)
   /// The largest work the fit saw (0 = unknown): beyond kClassCurveRange times it the curve is an
   /// extrapolation and the roofline prices the op instead.
   double max_flops = 0.0;
@@ -95,26 +98,26 @@ struct OpClassModel {
 /// launched GPU activity (framework dispatch, autograd, optimizer, Python), applied as the launch
 /// overhead of the GPUs the calibration matches (apply_host_calibration).
 struct HostCalibration {
-  Duration launch_overhead;            ///< host time per launched GPU activity
-  std::string profile;                 ///< the profile it was measured on
-  int steps = 0;                       ///< annotated steps it is the median of
-  double activities_per_step = 0.0;    ///< GPU activities launched per step
+  Duration launch_overhead;          ///< host time per launched GPU activity
+  std::string profile;               ///< the profile it was measured on
+  int steps = 0;                     ///< annotated steps it is the median of
+  double activities_per_step = 0.0;  ///< GPU activities launched per step
 };
 
 /// Calibrated kernel times (and host cost) for one device model.
 struct DeviceCalibration {
-  std::map<std::string, Duration> exact;            ///< signature key -> measured mean
-  std::map<std::string, OpClassModel> by_op_type;   ///< op type -> fitted model
-  std::optional<RooflineParams> roofline;           ///< fitted efficiency curve, if any
-  std::optional<HostCalibration> host;              ///< measured host cost per launch, if any
+  std::map<std::string, Duration> exact;           ///< signature key -> measured mean
+  std::map<std::string, OpClassModel> by_op_type;  ///< op type -> fitted model
+  std::optional<RooflineParams> roofline;          ///< fitted efficiency curve, if any
+  std::optional<HostCalibration> host;             ///< measured host cost per launch, if any
 };
 
 struct Calibration {
-  std::string source;                                 ///< file it came from
-  std::map<std::string, DeviceCalibration> devices;   ///< device model (or device name) -> data
+  std::string source;                                ///< file it came from
+  std::map<std::string, DeviceCalibration> devices;  ///< device model (or device name) -> data
 };
 
-Calibration load_calibration(const std::string& path);      ///< YAML; throws InputError
+Calibration load_calibration(const std::string& path);  ///< YAML; throws InputError
 std::string calibration_to_yaml(const Calibration& c);
 
 /// The calibration entry for a device: by device name, then by its catalog model (nullptr if none).
@@ -142,7 +145,7 @@ class KernelCostModel {
   struct Estimate {
     Duration time;
     Source source;
-    bool clamped = false;   ///< a class curve faster than the device's peak, raised to it
+    bool clamped = false;  ///< a class curve faster than the device's peak, raised to it
   };
   [[nodiscard]] Estimate estimate(const Op& op, const Device& device) const;
   [[nodiscard]] Duration op_time(const Op& op, const Device& device) const {
@@ -161,7 +164,7 @@ std::string to_string(KernelCostModel::Source s);
 /// Per op of a placed graph, the rule that priced it on its device, as a JSON object:
 /// {"rules": {"roofline": N, ...}, "clamped": N, "ops": [{"op", "device", "rule", "time_ns"
 /// [, "clamped": true]}, ...]} (`placesim simulate --pricing FILE` writes it).
-std::string pricing_to_json(const Graph& g, const Cluster& c, const std::vector<DeviceId>& device_of,
-                            const KernelCostModel& costs);
+std::string pricing_to_json(const Graph& g, const Cluster& c,
+                            const std::vector<DeviceId>& device_of, const KernelCostModel& costs);
 
 }  // namespace placesim::sim

@@ -45,8 +45,8 @@ class CpuShare final : public ResourceModel {
 
  private:
   struct Work {
-    double remaining = 0.0;                // ns of work at the whole processor
-    double rate = 0.0;                     // fraction of the processor
+    double remaining = 0.0;  // ns of work at the whole processor
+    double rate = 0.0;       // fraction of the processor
     SimTime last = 0;
     SimTime finish = kNever;
     std::int32_t tag = -1;
@@ -55,7 +55,7 @@ class CpuShare final : public ResourceModel {
   void resolve();
 
   MaxMinSolver solver_;
-  std::vector<Work> work_;                 // indexed by solver variable id
+  std::vector<Work> work_;  // indexed by solver variable id
   std::vector<std::int32_t> completed_;
   SimTime pending_time_ = 0;
   bool dirty_ = false;

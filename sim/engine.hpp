@@ -4,8 +4,9 @@
 // The Engine is an ordinary object: as many per process as you like, no globals.
 //
 //   struct Handler {
-//     void on_event(Engine& e, const Event& ev) { ... e.schedule(e.now() + 5, Priority::OpEnd, 1, 7); }
-//     void on_resource(Engine& e, int model) { ... }     // model `model` completed work at e.now()
+//     void on_event(Engine& e, const Event& ev) { ... e.schedule(e.now() + 5, Priority::OpEnd, 1,
+//     7); } void on_resource(Engine& e, int model) { ... }     // model `model` completed work at
+//     e.now()
 //   };
 //   Engine e;
 //   e.add_model(&network);                             // a ResourceModel
@@ -30,19 +31,19 @@ inline constexpr SimTime kNever = std::numeric_limits<SimTime>::max();
 
 /// Same-time order of events (lower first). Named so that a trace reads as a story.
 enum class Priority : std::uint8_t {
-  TransferDone = 0,   ///< a flow finished moving its bytes (reported by the network model)
-  KernelEnd = 1,      ///< an op finished on a stream or worker
-  LatencyDone = 2,    ///< a copy's latency elapsed; its bytes start flowing
-  LaunchEnd = 3,      ///< a host thread finished launching an op
-  KernelStart = 4,    ///< a queued kernel reaches the head of its stream
-  Start = 5,          ///< initial events
+  TransferDone = 0,  ///< a flow finished moving its bytes (reported by the network model)
+  KernelEnd = 1,     ///< an op finished on a stream or worker
+  LatencyDone = 2,   ///< a copy's latency elapsed; its bytes start flowing
+  LaunchEnd = 3,     ///< a host thread finished launching an op
+  KernelStart = 4,   ///< a queued kernel reaches the head of its stream
+  Start = 5,         ///< initial events
 };
 
 struct Event {
   SimTime time = 0;
-  std::uint64_t key = 0;        ///< priority << 56 | insertion sequence
-  std::int32_t kind = 0;        ///< meaning chosen by the handler
-  std::int32_t index = 0;       ///< e.g. an op or copy index
+  std::uint64_t key = 0;   ///< priority << 56 | insertion sequence
+  std::int32_t kind = 0;   ///< meaning chosen by the handler
+  std::int32_t index = 0;  ///< e.g. an op or copy index
   [[nodiscard]] Priority priority() const { return static_cast<Priority>(key >> 56); }
 };
 
@@ -50,7 +51,10 @@ struct Event {
 class EventQueue {
  public:
   void reserve(std::size_t n) { heap_.reserve(n); }
-  void clear() { heap_.clear(); seq_ = 0; }
+  void clear() {
+    heap_.clear();
+    seq_ = 0;
+  }
   void push(SimTime t, Priority p, std::int32_t kind, std::int32_t index);
   [[nodiscard]] bool empty() const { return heap_.empty(); }
   [[nodiscard]] std::size_t size() const { return heap_.size(); }

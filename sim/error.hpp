@@ -1,7 +1,8 @@
 // Bad input is reported with a typed exception whose message is one line naming the file, the
 // line or key path, and what was expected:
 //
-//   throw InputError("clusters/x.yaml", "links[3].bandwidth", "a positive bandwidth such as \"12 GB/s\", got \"0 GB/s\"");
+//   throw InputError("clusters/x.yaml", "links[3].bandwidth", "a positive bandwidth such as \"12
+//   GB/s\", got \"0 GB/s\"");
 //   // what(): clusters/x.yaml: links[3].bandwidth: expected a positive bandwidth such as ...
 //
 // The CLI catches InputError, prints what() and exits with status 2. Expected simulation
@@ -52,7 +53,8 @@ class InputError : public std::runtime_error {
 
  private:
   // The file and the key are cut to 300 characters each first, so that ": expected" always
-  // stays in the kept head of a long message (a key of escaped control bytes once pushed it into the cut).
+  // stays in the kept head of a long message (a key of escaped control bytes once pushed it into
+  // the cut).
   static std::string clip(const std::string& s) {
     std::string t = one_line(s);
     return t.size() > 300 ? t.substr(0, 300) + "..." : t;

@@ -82,14 +82,19 @@ void Graph::finalize(const std::string& origin) {
     // (FLOPs / peak, bytes / bandwidth) then stay far inside int64 nanoseconds.
     constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
     if (op.flops.v < 0 || !std::isfinite(op.flops.v) || op.flops.v > 1e18)
-      throw InputError(origin, where(i) + ".flops", "a finite FLOP count from 0 to 1e18, got " + std::to_string(op.flops.v));
+      throw InputError(origin, where(i) + ".flops",
+                       "a finite FLOP count from 0 to 1e18, got " + std::to_string(op.flops.v));
     for (const Bytes b : {op.bytes_read, op.bytes_written, op.persistent})
-      if (b.v > kMaxBytes) throw InputError(origin, where(i), "sizes up to 1 PiB, got " + std::to_string(b.v) + " bytes");
+      if (b.v > kMaxBytes)
+        throw InputError(origin, where(i),
+                         "sizes up to 1 PiB, got " + std::to_string(b.v) + " bytes");
     for (const auto& out : op.outputs)
       if (out.bytes.v > kMaxBytes)
-        throw InputError(origin, where(i) + ".outputs", "sizes up to 1 PiB, got " + std::to_string(out.bytes.v) + " bytes");
+        throw InputError(origin, where(i) + ".outputs",
+                         "sizes up to 1 PiB, got " + std::to_string(out.bytes.v) + " bytes");
     if (op.measured && op.measured->ns > 1'000'000'000'000)
-      throw InputError(origin, where(i) + ".measured", "a duration up to 1000 s, got " + std::to_string(op.measured->ns) + " ns");
+      throw InputError(origin, where(i) + ".measured",
+                       "a duration up to 1000 s, got " + std::to_string(op.measured->ns) + " ns");
     if (op.bytes_read.v < 0)
       throw InputError(origin, where(i) + ".bytes_read", "a non-negative byte count");
     if (op.bytes_written.v < 0)
@@ -494,17 +499,21 @@ CollectiveCall read_collective(const JsonReader& rd, const json& c, const std::s
   const std::string kind = rd.str(c["kind"], path + ".kind");
   const auto k = parse_collective_kind(kind);
   if (!k)
-    rd.fail(path + ".kind", "all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all "
-                            "or send-recv, got \"" + printable(kind) + "\"");
+    rd.fail(path + ".kind",
+            "all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all "
+            "or send-recv, got \"" +
+                printable(kind) + "\"");
   call.kind = *k;
   if (!c.contains("bytes")) rd.fail(path + ".bytes", "a byte count (the key is missing)");
   call.bytes = rd.bytes(c["bytes"], path + ".bytes");
   if (c.contains("id")) call.id = rd.str(c["id"], path + ".id");
-  if (c.contains("root")) call.root = static_cast<int>(rd.integer(c["root"], path + ".root", 0, 1 << 20));
+  if (c.contains("root"))
+    call.root = static_cast<int>(rd.integer(c["root"], path + ".root", 0, 1 << 20));
   if (c.contains("algo")) {
     const std::string a = rd.str(c["algo"], path + ".algo");
     const auto v = parse_coll_algo(a);
-    if (!v) rd.fail(path + ".algo", "auto, ring, tree, nvls or direct, got \"" + printable(a) + "\"");
+    if (!v)
+      rd.fail(path + ".algo", "auto, ring, tree, nvls or direct, got \"" + printable(a) + "\"");
     call.algo = *v;
   }
   if (c.contains("proto")) {
@@ -657,11 +666,12 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
     if (o.contains("layer")) op.layer = rd.str(o["layer"], Key{p, ".layer"});
     if (o.contains("stream"))
       op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
-    if (o.contains("collective")) op.collective = read_collective(rd, o["collective"], p + ".collective");
+    if (o.contains("collective"))
+      op.collective = read_collective(rd, o["collective"], p + ".collective");
     g.ops.push_back(std::move(op));
   };
 
-  check_json_nesting(text, origin);   // dump() of a deep metadata value would recurse
+  check_json_nesting(text, origin);  // dump() of a deep metadata value would recurse
   OpStreamingBuilder builder(rd, text, read_op);
   try {
     json::sax_parse(text, &builder);

@@ -44,9 +44,9 @@ struct Signature {
 };
 
 struct TensorOut {
-  std::string name;                        ///< optional; defaults to "<op>:<index>"
+  std::string name;  ///< optional; defaults to "<op>:<index>"
   Bytes bytes;
-  std::vector<std::int64_t> shape;         ///< optional
+  std::vector<std::int64_t> shape;  ///< optional
   Dtype dtype = Dtype::F32;
 };
 
@@ -58,22 +58,22 @@ struct TensorRef {
 
 struct Op {
   std::string name;
-  std::string type;                        ///< "MatMul", "Conv2D", "LSTMCell", "ApplyAdam", ...
+  std::string type;  ///< "MatMul", "Conv2D", "LSTMCell", "ApplyAdam", ...
   Flops flops;
-  Bytes bytes_read;                        ///< memory traffic of the kernel (for the roofline)
+  Bytes bytes_read;  ///< memory traffic of the kernel (for the roofline)
   Bytes bytes_written;
-  Dtype dtype = Dtype::F32;                ///< compute dtype (selects the peak rate)
-  std::optional<Signature> signature;      ///< for calibrated look-up
-  std::optional<Duration> measured;        ///< a measured duration overrides every model
+  Dtype dtype = Dtype::F32;            ///< compute dtype (selects the peak rate)
+  std::optional<Signature> signature;  ///< for calibrated look-up
+  std::optional<Duration> measured;    ///< a measured duration overrides every model
   std::vector<TensorOut> outputs;
   std::vector<TensorRef> inputs;
   /// Ops that must finish before this one starts without a tensor flowing (control edges,
   /// same-stream order in trace replay). They cost no copy.
   std::vector<OpId> control_inputs;
-  Bytes persistent;                        ///< parameters + optimizer state resident all step
-  std::string group;                       ///< co-location group; empty = its own group
-  std::optional<DeviceKind> device_kind;   ///< constraint, e.g. CPU-only ops
-  std::string layer;                       ///< layer/module path, "encoder/lstm_1"
+  Bytes persistent;                       ///< parameters + optimizer state resident all step
+  std::string group;                      ///< co-location group; empty = its own group
+  std::optional<DeviceKind> device_kind;  ///< constraint, e.g. CPU-only ops
+  std::string layer;                      ///< layer/module path, "encoder/lstm_1"
   Phase phase = Phase::Forward;
   /// Pins the op to one compute stream of its GPU (trace replay); unset = the engine picks.
   std::optional<std::int32_t> stream;
@@ -98,11 +98,11 @@ struct Graph {
   void finalize(const std::string& origin = "<graph>");
 
   // Derived by finalize():
-  std::vector<OpId> topo_order;            ///< deterministic (Kahn's algorithm, lowest id first)
-  std::vector<std::vector<OpId>> consumers_of;   ///< per op, distinct consumer ops (sorted)
-  std::map<std::string, OpId> index;       ///< name -> id
+  std::vector<OpId> topo_order;  ///< deterministic (Kahn's algorithm, lowest id first)
+  std::vector<std::vector<OpId>> consumers_of;  ///< per op, distinct consumer ops (sorted)
+  std::map<std::string, OpId> index;            ///< name -> id
 
-  [[nodiscard]] OpId op_index(std::string_view name) const;   ///< -1 if absent
+  [[nodiscard]] OpId op_index(std::string_view name) const;  ///< -1 if absent
   /// Group name of an op: its `group`, or its own name when it has none.
   [[nodiscard]] const std::string& group_of(OpId id) const;
 };
@@ -112,8 +112,8 @@ struct GraphStats {
   int ops = 0, forward_ops = 0, backward_ops = 0, update_ops = 0, groups = 0;
   Flops flops;
   Bytes bytes_read, bytes_written, output_bytes, persistent_bytes;
-  int longest_path_ops = 0;                ///< ops on the longest dependency chain
-  Flops critical_path_flops;               ///< FLOPs on the heaviest chain
+  int longest_path_ops = 0;   ///< ops on the longest dependency chain
+  Flops critical_path_flops;  ///< FLOPs on the heaviest chain
 };
 GraphStats graph_stats(const Graph& g);
 
@@ -121,6 +121,6 @@ GraphStats graph_stats(const Graph& g);
 Graph read_graph_json(const std::string& path);
 Graph parse_graph_json(const std::string& text, const std::string& origin);
 std::string graph_to_json(const Graph& g);
-void write_graph_json(const Graph& g, const std::string& path);   ///< atomic (temp + rename)
+void write_graph_json(const Graph& g, const std::string& path);  ///< atomic (temp + rename)
 
 }  // namespace placesim::sim

@@ -1,15 +1,14 @@
 #include "sim/io_util.hpp"
 
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <signal.h>
 #include <sstream>
 #include <system_error>
-#include <signal.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 #include "sim/error.hpp"
 
@@ -79,8 +78,10 @@ void check_json_nesting(const std::string& text, const std::string& origin, int 
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {

@@ -134,7 +134,8 @@ bool MaxMinSolver::solve() {
     double share = kUnbounded;
     for (int c : comp_cons_) {
       const Con& con = cons_[c];
-      if (con.unfixed_count > 0) share = std::min(share, std::max(con.remaining, 0.0) / con.unfixed);
+      if (con.unfixed_count > 0)
+        share = std::min(share, std::max(con.remaining, 0.0) / con.unfixed);
     }
     for (int vid : comp_vars_) {
       const Var& v = vars_[vid];
@@ -147,7 +148,7 @@ bool MaxMinSolver::solve() {
       if (con.unfixed_count == 0 || std::max(con.remaining, 0.0) / con.unfixed > limit) continue;
       for (int vid : con.vars) {
         Var& v = vars_[vid];
-        if (!v.fixed) v.value = -1.0;   // marked for fixing at `share`
+        if (!v.fixed) v.value = -1.0;  // marked for fixing at `share`
       }
     }
     for (int vid : comp_vars_) {

@@ -81,31 +81,31 @@ class MaxMinSolver {
   struct Var {
     double bound = kUnbounded;
     double weight = 1.0;
-    double inv_weight = 1.0;               // 1 / weight, so that weight 1 costs no division
+    double inv_weight = 1.0;  // 1 / weight, so that weight 1 costs no division
     double value = 0.0;
-    std::vector<int> cons;                 // capacity kept when the id is reused
+    std::vector<int> cons;  // capacity kept when the id is reused
     bool alive = false;
-    bool fixed = false;                    // scratch for solve
-    std::uint32_t mark = 0;                // component stamp
+    bool fixed = false;      // scratch for solve
+    std::uint32_t mark = 0;  // component stamp
   };
   struct Con {
     double capacity = 0.0;
-    std::vector<int> vars;                 // live variables crossing it, in insertion order
-    int weighted = 0;                      // live variables with a weight other than 1
+    std::vector<int> vars;  // live variables crossing it, in insertion order
+    int weighted = 0;       // live variables with a weight other than 1
     bool dirty = false;
     std::uint32_t mark = 0;
-    double remaining = 0.0;                // scratch
-    double unfixed = 0;                    // scratch: sum of 1 / weight of the unfixed variables
-    int unfixed_count = 0;                 // scratch
+    double remaining = 0.0;  // scratch
+    double unfixed = 0;      // scratch: sum of 1 / weight of the unfixed variables
+    int unfixed_count = 0;   // scratch
   };
 
   void collect_component();
 
   std::vector<Var> vars_;
   std::vector<Con> cons_;
-  std::vector<int> free_vars_;             // sorted descending so back() is the lowest id
+  std::vector<int> free_vars_;  // sorted descending so back() is the lowest id
   std::vector<int> dirty_cons_;
-  std::vector<int> dirty_vars_;            // new variables with no constraint
+  std::vector<int> dirty_vars_;  // new variables with no constraint
   std::vector<int> comp_vars_, comp_cons_, changed_;
   std::uint32_t stamp_ = 0;
   bool component_ready_ = false;

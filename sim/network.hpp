@@ -64,19 +64,19 @@ class FlowNetwork final : public ResourceModel {
     SimTime last = 0;
     SimTime finish = kNever;
     std::int32_t tag = -1;
-    std::vector<LinkId> links;             // for statistics
+    std::vector<LinkId> links;  // for statistics
     bool alive = false;
   };
   void resolve();
   static SimTime finish_time(SimTime from, double remaining, double rate);
 
-  std::vector<int> con_fwd_, con_bwd_;     // constraint per link direction (-1 = none)
-  std::vector<double> fat_bound_;          // per link: bound for FatPipe, +inf otherwise
-  std::vector<double> latency_s_;          // per link, seconds
-  std::vector<bool> tcp_;                  // per link
+  std::vector<int> con_fwd_, con_bwd_;  // constraint per link direction (-1 = none)
+  std::vector<double> fat_bound_;       // per link: bound for FatPipe, +inf otherwise
+  std::vector<double> latency_s_;       // per link, seconds
+  std::vector<bool> tcp_;               // per link
   double tcp_window_ = 0;
   MaxMinSolver solver_;
-  std::vector<Flow> flows_;                // indexed by solver variable id
+  std::vector<Flow> flows_;  // indexed by solver variable id
   std::vector<int> scratch_cons_;
   std::vector<std::int32_t> completed_;
   std::vector<double> link_bytes_;

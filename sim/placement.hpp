@@ -23,9 +23,9 @@ struct Placement {
 };
 
 struct PlacementMetadata {
-  std::string method;                      ///< "single-gpu", "rl", "scotch", ...
-  std::string graph;                       ///< graph name it was made for
-  std::string cluster;                     ///< cluster name it was made for
+  std::string method;   ///< "single-gpu", "rl", "scotch", ...
+  std::string graph;    ///< graph name it was made for
+  std::string cluster;  ///< cluster name it was made for
   std::optional<double> predicted_step_time_s;
   std::optional<std::uint64_t> seed;
   std::map<std::string, std::string> extra;
@@ -34,9 +34,9 @@ struct PlacementMetadata {
 /// As in the file: names, not ids.
 struct PlacementFile {
   PlacementMetadata metadata;
-  std::map<std::string, std::string> groups;   ///< group name -> device name
-  std::map<std::string, std::string> ops;      ///< op name -> device name (overrides its group)
-  std::optional<std::string> default_device;   ///< for ops named by neither
+  std::map<std::string, std::string> groups;  ///< group name -> device name
+  std::map<std::string, std::string> ops;     ///< op name -> device name (overrides its group)
+  std::optional<std::string> default_device;  ///< for ops named by neither
 };
 
 PlacementFile read_placement_json(const std::string& path);

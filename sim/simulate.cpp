@@ -6,7 +6,6 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -30,44 +29,47 @@ struct Prepared {
   const Graph* graph = nullptr;
   int n_ops = 0, n_tensors = 0, n_dev = 0;
 
-  std::vector<std::int32_t> out_begin;     // n_ops + 1: tensors of op o are [out_begin[o], out_begin[o+1])
+  std::vector<std::int32_t>
+      out_begin;  // n_ops + 1: tensors of op o are [out_begin[o], out_begin[o+1])
   std::vector<std::int64_t> tensor_bytes;
   std::vector<std::int32_t> tensor_op;
-  std::vector<std::int32_t> cons_begin, cons;   // per tensor: distinct consumer ops, ascending
-  std::vector<std::int32_t> cons_slot;          // per cons entry: its index into `ins`
-  std::vector<std::int32_t> in_begin, ins;      // per op: distinct input tensors
-  std::vector<std::int32_t> ctl_begin, ctl;     // per op: distinct control successors
-  std::vector<std::int32_t> n_ctl_in;           // per op: number of distinct control predecessors
-  std::vector<std::int32_t> rank;               // position in the topological order
-  std::vector<std::int32_t> pinned;             // Op::stream or -1
-  std::vector<std::int8_t> kind_req;            // -1 any, 0 CPU, 1 GPU
+  std::vector<std::int32_t> cons_begin, cons;  // per tensor: distinct consumer ops, ascending
+  std::vector<std::int32_t> cons_slot;         // per cons entry: its index into `ins`
+  std::vector<std::int32_t> in_begin, ins;     // per op: distinct input tensors
+  std::vector<std::int32_t> ctl_begin, ctl;    // per op: distinct control successors
+  std::vector<std::int32_t> n_ctl_in;          // per op: number of distinct control predecessors
+  std::vector<std::int32_t> rank;              // position in the topological order
+  std::vector<std::int32_t> pinned;            // Op::stream or -1
+  std::vector<std::int8_t> kind_req;           // -1 any, 0 CPU, 1 GPU
   std::vector<std::int64_t> persistent;
 
-  std::vector<std::int32_t> dev_class;          // device -> cost class
-  std::vector<std::int64_t> kernel_ns;          // class * n_ops + op
+  std::vector<std::int32_t> dev_class;  // device -> cost class
+  std::vector<std::int64_t> kernel_ns;  // class * n_ops + op
 
   std::vector<bool> is_gpu;
   std::vector<std::int32_t> streams, workers;
   std::vector<std::int64_t> launch_ns;
-  std::vector<std::int64_t> capacity;           // usable: memory_capacity - reserved_memory
+  std::vector<std::int64_t> capacity;  // usable: memory_capacity - reserved_memory
   std::vector<std::int64_t> reserved;
-  std::vector<std::int64_t> issue_ns, dma_ns;   // per GPU: copy issue cost, DMA setup latency
-  std::vector<double> cpu_cap;                  // per CPU: share of the socket one op can use
-  std::vector<std::int32_t> engines;            // device * 3 + kind (H2D, D2H, peer)
+  std::vector<std::int64_t> issue_ns, dma_ns;  // per GPU: copy issue cost, DMA setup latency
+  std::vector<double> cpu_cap;                 // per CPU: share of the socket one op can use
+  std::vector<std::int32_t> engines;           // device * 3 + kind (H2D, D2H, peer)
 
   Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs);
 };
 
 bool same_cost_inputs(const Device& a, const Device& b) {
   return a.spec.model == b.spec.model && a.spec.kind == b.spec.kind &&
-         a.spec.peak_flops == b.spec.peak_flops && a.spec.memory_bandwidth == b.spec.memory_bandwidth;
+         a.spec.peak_flops == b.spec.peak_flops &&
+         a.spec.memory_bandwidth == b.spec.memory_bandwidth;
 }
 
 Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs)
     : cluster(&c), graph(&g) {
   n_ops = g.num_ops();
   n_dev = c.num_devices();
-  if (n_dev > 32767) throw InputError("<cluster " + c.name + ">", "devices", "at most 32767 devices");
+  if (n_dev > 32767)
+    throw InputError("<cluster " + c.name + ">", "devices", "at most 32767 devices");
   if (static_cast<int>(g.topo_order.size()) != n_ops)
     throw InputError("<graph " + g.name + ">", "", "a finalized graph (call Graph::finalize)");
 
@@ -145,7 +147,8 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
       if (!same_cost_inputs(c.devices[reps[k]], c.devices[d])) continue;
       bool equal = true;
       for (int o = 0; o < n_ops && equal; ++o)
-        equal = costs.op_time(g.ops[o], c.devices[reps[k]]) == costs.op_time(g.ops[o], c.devices[d]);
+        equal =
+            costs.op_time(g.ops[o], c.devices[reps[k]]) == costs.op_time(g.ops[o], c.devices[d]);
       if (equal) dev_class[d] = static_cast<std::int32_t>(k);
     }
     if (dev_class[d] < 0) {
@@ -156,7 +159,8 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   kernel_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
   for (std::size_t k = 0; k < reps.size(); ++k)
     for (int o = 0; o < n_ops; ++o)
-      kernel_ns[k * n_ops + o] = std::max<std::int64_t>(0, costs.op_time(g.ops[o], c.devices[reps[k]]).ns);
+      kernel_ns[k * n_ops + o] =
+          std::max<std::int64_t>(0, costs.op_time(g.ops[o], c.devices[reps[k]]).ns);
 
   is_gpu.resize(n_dev);
   streams.resize(n_dev);
@@ -190,22 +194,30 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
 void check_placement(const Prepared& P, const Placement& p) {
   const std::string where = "<placement>";
   if (static_cast<int>(p.device_of.size()) != P.n_ops)
-    throw InputError(where, "", "one device per op (" + std::to_string(P.n_ops) + " ops), got " +
-                                    std::to_string(p.device_of.size()));
+    throw InputError(where, "",
+                     "one device per op (" + std::to_string(P.n_ops) + " ops), got " +
+                         std::to_string(p.device_of.size()));
   for (int o = 0; o < P.n_ops; ++o) {
     const DeviceId d = p.device_of[o];
     if (d < 0 || d >= P.n_dev)
-      throw InputError(where, "op \"" + P.graph->ops[o].name + "\"",
-                       "a device index in [0, " + std::to_string(P.n_dev) + "), got " + std::to_string(d));
+      throw InputError(
+          where, "op \"" + P.graph->ops[o].name + "\"",
+          "a device index in [0, " + std::to_string(P.n_dev) + "), got " + std::to_string(d));
     if (P.kind_req[o] >= 0 && (P.kind_req[o] == 1) != P.is_gpu[d])
       throw InputError(where, "op \"" + P.graph->ops[o].name + "\"",
-                       std::string("a ") + (P.kind_req[o] == 1 ? "GPU" : "CPU") + " device, got \"" +
-                           P.cluster->devices[d].name + "\"");
+                       std::string("a ") + (P.kind_req[o] == 1 ? "GPU" : "CPU") +
+                           " device, got \"" + P.cluster->devices[d].name + "\"");
   }
 }
 
 // Event kinds.
-enum : std::int32_t { kLaunchEnd = 0, kKernelStart = 1, kKernelEnd = 2, kLatencyDone = 3, kCopyIssued = 4 };
+enum : std::int32_t {
+  kLaunchEnd = 0,
+  kKernelStart = 1,
+  kKernelEnd = 2,
+  kLatencyDone = 3,
+  kCopyIssued = 4
+};
 enum : int { kH2D = 0, kD2H = 1, kPeer = 2 };
 
 /// One simulated step. Item ids for the critical path: op kernel = op, launch = n_ops + op,
@@ -214,8 +226,8 @@ class StepRun {
  public:
   StepRun(const Prepared& P, const SimOptions& opt)
       : P_(P), opt_(opt), net_(*P.cluster), cpus_(P.n_dev) {
-    engine_.add_model(&net_);    // model 0: completions of transfers come first at one instant
-    engine_.add_model(&cpus_);   // model 1: CPU ops sharing their socket
+    engine_.add_model(&net_);   // model 0: completions of transfers come first at one instant
+    engine_.add_model(&cpus_);  // model 1: CPU ops sharing their socket
   }
 
   /// Simulates one placement. A StepRun may be reused: its buffers keep their capacity, so a
@@ -229,14 +241,14 @@ class StepRun {
   struct Copy {
     std::int32_t tensor;
     DeviceId dst;
-    std::int32_t refs;        // consumers on dst not yet finished
+    std::int32_t refs;  // consumers on dst not yet finished
     std::int8_t nseg;
   };
   struct Seg {
     std::int32_t copy;
-    std::int8_t k;            // segment index in the route
-    std::int32_t pool;        // engine pool or -1
-    std::int32_t slot;        // engine slot taken (trace)
+    std::int8_t k;      // segment index in the route
+    std::int32_t pool;  // engine pool or -1
+    std::int32_t slot;  // engine slot taken (trace)
     SimTime ready, start, flow_start;
     std::int32_t ready_pred;
   };
@@ -292,9 +304,9 @@ class StepRun {
   std::string segment_name(std::int32_t seg) const;
 
   const Prepared& P_;
-  std::vector<std::int16_t> dev_;              // op -> device (compact: fewer cache misses)
-  std::vector<std::int16_t> tdev_;             // tensor -> producer's device
-  std::vector<bool> single_stream_;            // GPU with one compute stream
+  std::vector<std::int16_t> dev_;    // op -> device (compact: fewer cache misses)
+  std::vector<std::int16_t> tdev_;   // tensor -> producer's device
+  std::vector<bool> single_stream_;  // GPU with one compute stream
   const SimOptions& opt_;
   Engine engine_;
   FlowNetwork net_;
@@ -306,21 +318,21 @@ class StepRun {
   std::vector<SimTime> ready_time_;
   std::vector<std::int32_t> ready_pred_;
   // Tensors.
-  std::vector<std::int32_t> tensor_refs_;     // local consumers + outgoing copies not yet done
-  std::vector<std::int32_t> copy_begin_;      // per tensor, into copies_
-  std::vector<std::int32_t> in_copy_;         // per input slot (`ins`): the copy it reads, -1 = local
+  std::vector<std::int32_t> tensor_refs_;  // local consumers + outgoing copies not yet done
+  std::vector<std::int32_t> copy_begin_;   // per tensor, into copies_
+  std::vector<std::int32_t> in_copy_;      // per input slot (`ins`): the copy it reads, -1 = local
   std::vector<Copy> copies_;
   std::vector<Seg> segs_;
   // Devices.
   std::vector<std::vector<ReadyEntry>> ready_;
   std::vector<bool> launcher_busy_;
-  std::vector<std::int32_t> launcher_last_;   // last launch item per GPU
-  std::vector<std::vector<std::int32_t>> issue_q_;   // per GPU: copy segments waiting to be issued
+  std::vector<std::int32_t> launcher_last_;         // last launch item per GPU
+  std::vector<std::vector<std::int32_t>> issue_q_;  // per GPU: copy segments waiting to be issued
   std::vector<std::size_t> issue_head_;
-  std::vector<SimTime> stream_free_;          // device * max_streams + s
+  std::vector<SimTime> stream_free_;  // device * max_streams + s
   std::vector<std::int32_t> stream_last_;
-  std::vector<std::vector<std::int32_t>> free_slots_;   // CPU workers
-  std::vector<std::int32_t> worker_last_;     // last item that freed a worker, per CPU
+  std::vector<std::vector<std::int32_t>> free_slots_;  // CPU workers
+  std::vector<std::int32_t> worker_last_;              // last item that freed a worker, per CPU
   std::vector<std::int32_t> busy_count_;
   std::vector<SimTime> busy_since_, busy_total_;
   std::vector<std::int32_t> ops_done_;
@@ -381,7 +393,8 @@ void StepRun::build_copies() {
     copy_begin_[t + 1] = static_cast<std::int32_t>(copies_.size());
     // Each consumer's input slot learns which copy it reads, so an op's end releases its inputs
     // without searching (the search was the engine's hottest cache-missing loop).
-    for (std::size_t k = first; k < copies_.size(); ++k) copy_at[copies_[k].dst] = static_cast<std::int32_t>(k);
+    for (std::size_t k = first; k < copies_.size(); ++k)
+      copy_at[copies_[k].dst] = static_cast<std::int32_t>(k);
     for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
       const DeviceId d = dev_[P_.cons[i]];
       in_copy_[P_.cons_slot[i]] = d == src ? -1 : copy_at[d];
@@ -399,9 +412,12 @@ void StepRun::build_copies() {
       if (k < copies_[c].nseg) {
         const RouteSegment& rs = segment_of(static_cast<std::int32_t>(2 * c + k));
         const bool from_gpu = P_.is_gpu[rs.from], to_gpu = P_.is_gpu[rs.to];
-        if (from_gpu && to_gpu) s.pool = 3 * rs.from + kPeer;
-        else if (from_gpu) s.pool = 3 * rs.from + kD2H;
-        else if (to_gpu) s.pool = 3 * rs.to + kH2D;
+        if (from_gpu && to_gpu)
+          s.pool = 3 * rs.from + kPeer;
+        else if (from_gpu)
+          s.pool = 3 * rs.from + kD2H;
+        else if (to_gpu)
+          s.pool = 3 * rs.to + kH2D;
       }
     }
   }
@@ -464,7 +480,8 @@ void StepRun::dispatch(DeviceId d) {
     launcher_busy_[d] = true;
     const std::int32_t item = P_.n_ops + op;
     // The launch waited either for its last input or for the launcher; on a tie, the input.
-    pred_[item] = (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
+    pred_[item] =
+        (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
     item_start_[item] = now;
     engine_.schedule(now + P_.launch_ns[d], Priority::LaunchEnd, kLaunchEnd, op);
     return;
@@ -489,8 +506,10 @@ void StepRun::dispatch(DeviceId d) {
     busy_up(d);
     pred_[op] = launch;
     item_start_[op] = ks;
-    if (ks == now) cpu_begin(op);
-    else engine_.schedule(ks, Priority::KernelStart, kKernelStart, op);
+    if (ks == now)
+      cpu_begin(op);
+    else
+      engine_.schedule(ks, Priority::KernelStart, kKernelStart, op);
   }
 }
 
@@ -528,8 +547,10 @@ void StepRun::launch_end(std::int32_t op) {
   for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t)
     for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i)
       if (stream_dep(op, P_.cons[i])) credit(P_.cons[i], item);
-  if (start == now) kernel_start(op);
-  else engine_.schedule(start, Priority::KernelStart, kKernelStart, op);
+  if (start == now)
+    kernel_start(op);
+  else
+    engine_.schedule(start, Priority::KernelStart, kKernelStart, op);
   dispatch(d);
 }
 
@@ -692,8 +713,10 @@ void StepRun::segment_done(std::int32_t seg) {
     }
   }
   const bool last = s.k + 1 == c.nseg;
-  if (s.k == 0) tensor_unref(c.tensor);          // the source buffer is no longer read
-  else release(rs.from, P_.tensor_bytes[c.tensor]);  // the host staging buffer
+  if (s.k == 0)
+    tensor_unref(c.tensor);  // the source buffer is no longer read
+  else
+    release(rs.from, P_.tensor_bytes[c.tensor]);  // the host staging buffer
   if (!last) {
     request_segment(seg + 1, item);
     return;
@@ -704,10 +727,18 @@ void StepRun::segment_done(std::int32_t seg) {
 
 void StepRun::on_event(Engine& /*e*/, const Event& ev) {
   switch (ev.kind) {
-    case kLaunchEnd: launch_end(ev.index); break;
-    case kKernelStart: kernel_start(ev.index); break;
-    case kKernelEnd: kernel_end(ev.index); break;
-    case kCopyIssued: copy_issued(ev.index); break;
+    case kLaunchEnd:
+      launch_end(ev.index);
+      break;
+    case kKernelStart:
+      kernel_start(ev.index);
+      break;
+    case kKernelEnd:
+      kernel_end(ev.index);
+      break;
+    case kCopyIssued:
+      copy_issued(ev.index);
+      break;
     case kLatencyDone: {
       Seg& s = segs_[ev.index];
       s.flow_start = engine_.now();
@@ -716,7 +747,8 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
                  static_cast<double>(P_.tensor_bytes[copies_[s.copy].tensor]), ev.index);
       break;
     }
-    default: assert(false);
+    default:
+      assert(false);
   }
 }
 
@@ -908,7 +940,7 @@ struct BatchOracle::Impl {
   SimOptions options;
   KernelCostModel costs;
   std::unique_ptr<Prepared> prepared;
-  bool collectives = false;   // collective times depend on the placement: simulate() each
+  bool collectives = false;  // collective times depend on the placement: simulate() each
   // One reusable run per worker thread: warm buffers, no allocation per placement. Which thread
   // evaluates which placement cannot change a result (each run starts from a full reset).
   mutable tbb::enumerable_thread_specific<std::unique_ptr<StepRun>> runs;
@@ -925,7 +957,7 @@ BatchOracle::BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions 
   impl_->cluster = cluster;
   impl_->graph = graph;
   impl_->options = options;
-  impl_->options.trace = nullptr;   // a sink is not thread-safe
+  impl_->options.trace = nullptr;  // a sink is not thread-safe
   impl_->costs = std::move(costs);
   impl_->prepared = std::make_unique<Prepared>(impl_->cluster, impl_->graph, impl_->costs);
   impl_->collectives = has_collectives(impl_->graph);
@@ -933,8 +965,12 @@ BatchOracle::BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions 
 
 BatchOracle::~BatchOracle() = default;
 
-const Cluster& BatchOracle::cluster() const { return impl_->cluster; }
-const Graph& BatchOracle::graph() const { return impl_->graph; }
+const Cluster& BatchOracle::cluster() const {
+  return impl_->cluster;
+}
+const Graph& BatchOracle::graph() const {
+  return impl_->graph;
+}
 
 Outcome BatchOracle::evaluate(const Placement& p) const {
   check_placement(*impl_->prepared, p);
@@ -943,7 +979,8 @@ Outcome BatchOracle::evaluate(const Placement& p) const {
   return impl_->local().run(p);
 }
 
-std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps, int max_threads) const {
+std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps,
+                                           int max_threads) const {
   for (const Placement& p : ps) check_placement(*impl_->prepared, p);
   std::vector<Outcome> out(ps.size());
   auto body = [&] {
@@ -968,7 +1005,7 @@ std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps, int
 
 Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,
                  const SimOptions& options, const KernelCostModel& costs) {
-  if (has_collectives(graph)) {   // collective rank ops become timed ops on an NCCL stream
+  if (has_collectives(graph)) {  // collective rank ops become timed ops on an NCCL stream
     const ExpandedGraph x = expand_collectives(cluster, graph, placement);
     const Prepared prepared(x.cluster, x.graph, costs);
     check_placement(prepared, placement);
@@ -1015,12 +1052,15 @@ std::string outcome_to_json(const Outcome& o, int indent) {
   j["events"] = o.events;
   json path = json::array();
   for (const PathItem& p : o.critical_path) {
-    const char* kind = p.kind == PathItem::Kind::Op     ? "op"
-                       : p.kind == PathItem::Kind::Copy ? "copy"
+    const char* kind = p.kind == PathItem::Kind::Op      ? "op"
+                       : p.kind == PathItem::Kind::Copy  ? "copy"
                        : p.kind == PathItem::Kind::Issue ? "issue"
                                                          : "launch";
-    path.push_back({{"kind", kind}, {"name", p.name}, {"device", p.device},
-                    {"start_s", static_cast<double>(p.start) * 1e-9}, {"end_s", static_cast<double>(p.end) * 1e-9}});
+    path.push_back({{"kind", kind},
+                    {"name", p.name},
+                    {"device", p.device},
+                    {"start_s", static_cast<double>(p.start) * 1e-9},
+                    {"end_s", static_cast<double>(p.end) * 1e-9}});
   }
   j["critical_path"] = std::move(path);
   j["sim_wall_s"] = o.sim_wall_s;

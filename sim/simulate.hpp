@@ -27,57 +27,57 @@ namespace placesim::sim {
 class TraceSink;
 
 struct SimOptions {
-  bool stop_at_first_oom = false;          ///< end the simulation at the first allocation over capacity
+  bool stop_at_first_oom = false;  ///< end the simulation at the first allocation over capacity
   bool record_critical_path = true;
-  TraceSink* trace = nullptr;              ///< optional Chrome-trace sink (not thread-safe; one per simulate)
+  TraceSink* trace = nullptr;  ///< optional Chrome-trace sink (not thread-safe; one per simulate)
 };
 
 struct DeviceOutcome {
   std::string name;
-  Duration busy;                           ///< time any compute stream / worker was busy (union)
-  double utilization = 0.0;                ///< busy / step time
+  Duration busy;             ///< time any compute stream / worker was busy (union)
+  double utilization = 0.0;  ///< busy / step time
   Bytes peak_memory;
-  Bytes memory_capacity;                   ///< the device's whole memory, reserved part included
-  Bytes reserved_memory;                   ///< part of it no tensor can use (DeviceSpec)
+  Bytes memory_capacity;  ///< the device's whole memory, reserved part included
+  Bytes reserved_memory;  ///< part of it no tensor can use (DeviceSpec)
   bool oom = false;
   int ops = 0;
 };
 
 struct LinkOutcome {
   std::string name;
-  Bytes bytes;                             ///< bytes carried, both directions
-  Duration busy;                           ///< time at least one flow was active on it
+  Bytes bytes;    ///< bytes carried, both directions
+  Duration busy;  ///< time at least one flow was active on it
 };
 
 struct OomInfo {
   DeviceId device = -1;
   std::string device_name;
-  Bytes needed;                            ///< peak demand of tensors + reserved memory
-  Bytes capacity;                          ///< the device's whole memory
-  Bytes reserved;                          ///< reserved memory included in `needed`
+  Bytes needed;    ///< peak demand of tensors + reserved memory
+  Bytes capacity;  ///< the device's whole memory
+  Bytes reserved;  ///< reserved memory included in `needed`
 };
 
 /// An item on the critical path: an op run or a copy.
 struct PathItem {
   /// Issue: the host-side cudaMemcpyAsync of a copy segment, on its GPU's launching thread.
   enum class Kind { Op, Copy, Launch, Issue } kind = Kind::Op;
-  std::string name;                        ///< op name, or "<tensor> -> <device>" for a copy
-  DeviceId device = -1;                    ///< device of the op / destination of the copy
+  std::string name;      ///< op name, or "<tensor> -> <device>" for a copy
+  DeviceId device = -1;  ///< device of the op / destination of the copy
   SimTime start = 0, end = 0;
 };
 
 struct Outcome {
   Duration step_time;
   bool oom = false;
-  bool unreachable = false;                ///< a needed copy had no route
-  std::vector<OomInfo> oom_devices;        ///< every device over capacity (first = earliest)
+  bool unreachable = false;          ///< a needed copy had no route
+  std::vector<OomInfo> oom_devices;  ///< every device over capacity (first = earliest)
   std::vector<DeviceOutcome> devices;
   std::vector<LinkOutcome> links;
-  std::int64_t transfers = 0;              ///< copies (staged copies count their segments)
+  std::int64_t transfers = 0;  ///< copies (staged copies count their segments)
   Bytes transferred;
   std::int64_t events = 0;
   std::vector<PathItem> critical_path;
-  double sim_wall_s = 0.0;                 ///< wall time of simulate() itself (not deterministic)
+  double sim_wall_s = 0.0;  ///< wall time of simulate() itself (not deterministic)
 };
 
 /// Simulates one step. Never throws for an expected outcome (OOM, unreachable); throws

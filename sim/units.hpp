@@ -27,7 +27,10 @@ struct Duration {
   constexpr auto operator<=>(const Duration&) const = default;
   constexpr Duration operator+(Duration o) const { return {ns + o.ns}; }
   constexpr Duration operator-(Duration o) const { return {ns - o.ns}; }
-  constexpr Duration& operator+=(Duration o) { ns += o.ns; return *this; }
+  constexpr Duration& operator+=(Duration o) {
+    ns += o.ns;
+    return *this;
+  }
   [[nodiscard]] constexpr double seconds() const { return static_cast<double>(ns) * 1e-9; }
   static constexpr Duration from_ns(std::int64_t v) { return {v}; }
   /// Rounds up to the next whole nanosecond so that positive work never takes zero time.
@@ -45,8 +48,14 @@ struct Bytes {
   constexpr auto operator<=>(const Bytes&) const = default;
   constexpr Bytes operator+(Bytes o) const { return {v + o.v}; }
   constexpr Bytes operator-(Bytes o) const { return {v - o.v}; }
-  constexpr Bytes& operator+=(Bytes o) { v += o.v; return *this; }
-  constexpr Bytes& operator-=(Bytes o) { v -= o.v; return *this; }
+  constexpr Bytes& operator+=(Bytes o) {
+    v += o.v;
+    return *this;
+  }
+  constexpr Bytes& operator-=(Bytes o) {
+    v -= o.v;
+    return *this;
+  }
 };
 
 /// Data rate in bytes per second.

@@ -20,7 +20,8 @@ void register_build_graph(CLI::App& app) {
       "build-graph", "Write a training-step graph (built-in workload, .json or .onnx) as JSON");
   std::string names;
   for (const auto& n : models::builtin_graph_names()) names += (names.empty() ? "" : ", ") + n;
-  cmd->add_option("--graph", args->graph, "built-in workload (" + names + ") or a .json/.onnx/.et file")
+  cmd->add_option("--graph", args->graph,
+                  "built-in workload (" + names + ") or a .json/.onnx/.et file")
       ->required()
       ->check(not_a_directory());
   cmd->add_option("--graph-opt", args->options,
@@ -36,9 +37,8 @@ void register_build_graph(CLI::App& app) {
       return;
     }
     std::cout << g.name << ": " << s.ops << " ops (" << s.forward_ops << " forward, "
-              << s.backward_ops << " backward, " << s.update_ops << " update), "
-              << s.flops.v / 1e9 << " GFLOP, " << sim::format_bytes(s.persistent_bytes)
-              << " persistent";
+              << s.backward_ops << " backward, " << s.update_ops << " update), " << s.flops.v / 1e9
+              << " GFLOP, " << sim::format_bytes(s.persistent_bytes) << " persistent";
     if (const auto it = g.metadata.find("parameters"); it != g.metadata.end()) {
       std::cout << ", " << it->second << " parameters";
     }

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,6 @@
 #include "sim/simulate.hpp"
 #include "sim/trace.hpp"
 #include "tools/commands.hpp"
-
-#include <nlohmann/json.hpp>
 
 namespace placesim::tools {
 
@@ -52,7 +51,7 @@ struct ValidateArgs {
 // Results are collected and printed at the end, so that an error on the third profile leaves
 // stdout empty (the contract: an error prints one line on stderr and nothing else).
 std::string g_out;
-std::vector<std::string> g_notes;   // likewise: notes come out only once the command succeeded
+std::vector<std::string> g_notes;  // likewise: notes come out only once the command succeeded
 void outf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void outf(const char* fmt, ...) {
   char buf[1024];
@@ -79,11 +78,16 @@ calibration::Profile read_profile_checked(const std::string& path) {
     return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
   };
   if (ends_with(".nsys-rep") || ends_with(".qdrep"))
-    throw sim::InputError(path, "", "a Kineto JSON or an Nsight Systems SQLite export, got an Nsight Systems report; "
-                                    "run `nsys export --type sqlite " + path + "` and pass the .sqlite file");
+    throw sim::InputError(
+        path, "",
+        "a Kineto JSON or an Nsight Systems SQLite export, got an Nsight Systems report; "
+        "run `nsys export --type sqlite " +
+            path + "` and pass the .sqlite file");
   calibration::Profile p = calibration::read_profile(path);
   if (p.events.empty())
-    throw sim::InputError(path, "", "a profile with timed events (Kineto JSON or Nsight Systems SQLite export), got none");
+    throw sim::InputError(
+        path, "",
+        "a profile with timed events (Kineto JSON or Nsight Systems SQLite export), got none");
   return p;
 }
 
@@ -99,35 +103,44 @@ bool is_manifest(const std::string& path) {
 void print_links(const std::string& path, const calibration::Profile& prof) {
   const calibration::LinkReport& l = prof.links;
   if (l.gpu == 0) return;
-  const bool has_ops = std::any_of(prof.events.begin(), prof.events.end(),
-                                   [](const calibration::TraceEvent& e) { return e.kind == calibration::EventKind::CpuOp; });
+  const bool has_ops = std::any_of(
+      prof.events.begin(), prof.events.end(),
+      [](const calibration::TraceEvent& e) { return e.kind == calibration::EventKind::CpuOp; });
   if (!has_ops) {
     // Nsight exports: no framework ops by design; samples are keyed by kernel name.
-    outf("  links: %d of %d GPU activities tied to their launch; the format has no framework ops\n", l.gpu_to_launch,
-                l.gpu);
+    outf("  links: %d of %d GPU activities tied to their launch; the format has no framework ops\n",
+         l.gpu_to_launch, l.gpu);
     return;
   }
-  outf("  links: %d of %d GPU activities (%.1f%%) tied to the framework op that launched them; %d to a launch",
-              l.gpu_to_op, l.gpu, 100.0 * l.gpu_linked_fraction(), l.gpu_to_launch);
+  outf(
+      "  links: %d of %d GPU activities (%.1f%%) tied to the framework op that launched them; %d "
+      "to a launch",
+      l.gpu_to_op, l.gpu, 100.0 * l.gpu_linked_fraction(), l.gpu_to_launch);
   if (l.by_flow > 0) outf(" (%d by ac2g flow)", l.by_flow);
   outf("\n");
   std::string unl;
-  for (const auto& [k, n] : l.without_launch) unl += " " + k + " " + std::to_string(n) + " without launch;";
-  for (const auto& [k, n] : l.without_op) unl += " " + k + " " + std::to_string(n) + " launched outside any op;";
+  for (const auto& [k, n] : l.without_launch)
+    unl += " " + k + " " + std::to_string(n) + " without launch;";
+  for (const auto& [k, n] : l.without_op)
+    unl += " " + k + " " + std::to_string(n) + " launched outside any op;";
   if (!unl.empty()) outf("  unlinked:%s\n", unl.c_str());
   if (l.by_external_id > 0 || l.external_id_disagrees > 0 || l.external_id_is_correlation > 0)
-    outf("  External id: %d calls tied by it (no enclosing op on their thread), %d ignored (the op they name "
-                "does not enclose the call), %d equal to the call's correlation id (torch <= 2.0) and unused\n",
-                l.by_external_id, l.external_id_disagrees, l.external_id_is_correlation);
+    outf(
+        "  External id: %d calls tied by it (no enclosing op on their thread), %d ignored (the op "
+        "they name "
+        "does not enclose the call), %d equal to the call's correlation id (torch <= 2.0) and "
+        "unused\n",
+        l.by_external_id, l.external_id_disagrees, l.external_id_is_correlation);
   if (l.gpu_to_op == 0)
-    g_notes.push_back(path + ": 0 of " + std::to_string(l.gpu) + " GPU activities could be tied to a framework op");
+    g_notes.push_back(path + ": 0 of " + std::to_string(l.gpu) +
+                      " GPU activities could be tied to a framework op");
 }
 
 // Several profiles of one device: the largest host cost per launch is kept, because a step that is
 // partly GPU-bound (ResNet-18 at batch 64 on an H200: GPU 68 % busy) waits on the GPU as well and
 // so spreads less host time over more launches than a host-bound one (docs/validation.md).
-void keep_host_cost(std::map<std::string, sim::HostCalibration>& hosts, const calibration::HostCost& h,
-                    const std::string& profile) {
+void keep_host_cost(std::map<std::string, sim::HostCalibration>& hosts,
+                    const calibration::HostCost& h, const std::string& profile) {
   sim::HostCalibration c{.launch_overhead = sim::Duration{std::llround(h.per_activity_s * 1e9)},
                          .profile = profile,
                          .steps = h.steps,
@@ -137,10 +150,12 @@ void keep_host_cost(std::map<std::string, sim::HostCalibration>& hosts, const ca
     hosts.emplace(h.device, std::move(c));
     return;
   }
-  const sim::HostCalibration& kept = c.launch_overhead > it->second.launch_overhead ? c : it->second;
+  const sim::HostCalibration& kept =
+      c.launch_overhead > it->second.launch_overhead ? c : it->second;
   g_notes.push_back(h.device + ": host cost per launch from " + it->second.profile + " (" +
                     sim::format_duration(it->second.launch_overhead) + ") and " + profile + " (" +
-                    sim::format_duration(c.launch_overhead) + "); keeping the larger, " + kept.profile);
+                    sim::format_duration(c.launch_overhead) + "); keeping the larger, " +
+                    kept.profile);
   if (&kept == &c) it->second = std::move(c);
 }
 
@@ -158,109 +173,134 @@ void run_calibrate(const CalibrateArgs& a) {
     }
     const calibration::Profile prof = read_profile_checked(p);
     auto s = calibration::op_samples_from_profile(prof, a.device_model);
-    outf("%s: %s, %zu events, %zu op samples%s%s\n", p.c_str(), prof.dialect.c_str(), prof.events.size(), s.size(),
-                prof.device_name.empty() ? "" : ", device ", prof.device_name.c_str());
+    outf("%s: %s, %zu events, %zu op samples%s%s\n", p.c_str(), prof.dialect.c_str(),
+         prof.events.size(), s.size(), prof.device_name.empty() ? "" : ", device ",
+         prof.device_name.c_str());
     for (const std::string& m : prof.missing) g_notes.push_back(p + ": " + m);
     print_links(p, prof);
     if (s.empty()) g_notes.push_back(p + ": 0 op samples (nothing to calibrate from this profile)");
     if (const auto h = calibration::host_cost_from_profile(prof, a.device_model)) {
-      outf("  host: %d steps, median %.3f ms, %.0f GPU activities launched per step: %.1f us of host time per "
-           "activity (a host-bound step's launch_overhead per GPU op, docs/validation.md)\n",
-           h->steps, h->step_s * 1e3, h->activities_per_step, h->per_activity_s * 1e6);
+      outf(
+          "  host: %d steps, median %.3f ms, %.0f GPU activities launched per step: %.1f us of "
+          "host time per "
+          "activity (a host-bound step's launch_overhead per GPU op, docs/validation.md)\n",
+          h->steps, h->step_s * 1e3, h->activities_per_step, h->per_activity_s * 1e6);
       keep_host_cost(hosts, *h, p);
     }
     samples.insert(samples.end(), s.begin(), s.end());
   }
   if (samples.empty())
-    throw sim::InputError("<flag --profile>", "", "profiles with at least one op that has a measured time, got none");
+    throw sim::InputError("<flag --profile>", "",
+                          "profiles with at least one op that has a measured time, got none");
   calibration::FitOptions fo;
-  if (const auto m = sim::MathMode::parse(a.math_mode)) fo.math = *m;
-  else throw sim::InputError("<flag --math-mode>", "", "torch, tf32 or f32, got \"" + a.math_mode + "\"");
+  if (const auto m = sim::MathMode::parse(a.math_mode))
+    fo.math = *m;
+  else
+    throw sim::InputError("<flag --math-mode>", "",
+                          "torch, tf32 or f32, got \"" + a.math_mode + "\"");
   calibration::CalibrationFit fit = calibration::fit_calibration(samples, sources, fo);
   for (auto& [dev, h] : hosts) {
-    outf("device %s: launch_overhead %s per GPU op from %s's host side (simulate --calibration applies it)\n",
-         dev.c_str(), sim::format_duration(h.launch_overhead).c_str(), h.profile.c_str());
+    outf(
+        "device %s: launch_overhead %s per GPU op from %s's host side (simulate --calibration "
+        "applies it)\n",
+        dev.c_str(), sim::format_duration(h.launch_overhead).c_str(), h.profile.c_str());
     fit.calibration.devices[dev].host = std::move(h);
   }
   for (const auto& [dev, dc] : fit.calibration.devices) {
-    outf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(), dc.exact.size(),
-                dc.by_op_type.size());
+    outf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(),
+         dc.exact.size(), dc.by_op_type.size());
     // simulate looks calibrations up by device name, then by catalog model: a name as the trace
     // prints it ("NVIDIA H200") is neither, even when the catalog knows the product.
     const sim::DeviceSpec* known = sim::find_device_model(dev);
     if ((!known || known->model != dev) && a.device_model.empty())
-      g_notes.push_back("\"" + dev + "\" is not a catalog model name; pass --device-model " +
-                        (known ? known->model : std::string("MODEL")) +
-                        " (or a device name of your cluster) so that simulate --calibration finds it");
+      g_notes.push_back(
+          "\"" + dev + "\" is not a catalog model name; pass --device-model " +
+          (known ? known->model : std::string("MODEL")) +
+          " (or a device name of your cluster) so that simulate --calibration finds it");
   }
-  outf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept", "FLOP/s", "B/s",
-              "fit err", "CV err");
+  outf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept",
+       "FLOP/s", "B/s", "fit err", "CV err");
   for (const auto& r : fit.classes) {
     char cv[32];
-    if (r.cv_error >= 0) std::snprintf(cv, sizeof cv, "%9.1f%%", 100.0 * r.cv_error);
-    else std::snprintf(cv, sizeof cv, "%10s", "n/a (<3)");
-    outf("%-16s %-12s %6d %10.2f us %12.3g %12.3g %9.1f%% %s\n", r.device.c_str(), r.op_class.c_str(), r.signatures,
-                r.model.intercept_s * 1e6, r.model.flop_rate, r.model.byte_rate, 100.0 * r.fit_error, cv);
+    if (r.cv_error >= 0)
+      std::snprintf(cv, sizeof cv, "%9.1f%%", 100.0 * r.cv_error);
+    else
+      std::snprintf(cv, sizeof cv, "%10s", "n/a (<3)");
+    outf("%-16s %-12s %6d %10.2f us %12.3g %12.3g %9.1f%% %s\n", r.device.c_str(),
+         r.op_class.c_str(), r.signatures, r.model.intercept_s * 1e6, r.model.flop_rate,
+         r.model.byte_rate, 100.0 * r.fit_error, cv);
   }
   // A fit that a peak decided, or one no peak could bound, is worth a look before it is used.
   for (const auto& r : fit.classes) {
     if (!r.model.clamped.empty())
       g_notes.push_back(r.device + " " + r.op_class + ": " + r.model.clamped);
     else if (r.bounds.max_flop_rate <= 0)
-      g_notes.push_back(r.device + " " + r.op_class + ": no catalog peak for this device, rates not bounded");
+      g_notes.push_back(r.device + " " + r.op_class +
+                        ": no catalog peak for this device, rates not bounded");
   }
   sim::write_file_atomic(a.output, sim::calibration_to_yaml(fit.calibration));
   outf("wrote %s\n", a.output.c_str());
   if (!a.json) return flush_out();
   g_out.clear();
   flush_notes();
-  nlohmann::ordered_json j = {{"output", a.output}, {"samples", fit.samples}, {"classes", nlohmann::ordered_json::array()}};
+  nlohmann::ordered_json j = {
+      {"output", a.output}, {"samples", fit.samples}, {"classes", nlohmann::ordered_json::array()}};
   for (const auto& r : fit.classes)
-    j["classes"].push_back({{"device", r.device}, {"class", r.op_class}, {"shapes", r.signatures},
-                            {"intercept_s", r.model.intercept_s}, {"flop_rate", r.model.flop_rate},
-                            {"byte_rate", r.model.byte_rate}, {"fit_error", r.fit_error},
-                            {"cv_error", r.cv_error >= 0 ? nlohmann::ordered_json(r.cv_error) : nlohmann::ordered_json()}});
+    j["classes"].push_back({{"device", r.device},
+                            {"class", r.op_class},
+                            {"shapes", r.signatures},
+                            {"intercept_s", r.model.intercept_s},
+                            {"flop_rate", r.model.flop_rate},
+                            {"byte_rate", r.model.byte_rate},
+                            {"fit_error", r.fit_error},
+                            {"cv_error", r.cv_error >= 0 ? nlohmann::ordered_json(r.cv_error)
+                                                         : nlohmann::ordered_json()}});
   std::cout << j.dump(1) << "\n";
 }
 
 void print_link_report(const calibration::LinkFitReport& r) {
-  outf("%-10s %6s %6s %14s %14s %14s %14s\n", "link kind", "pairs", "links", "old GB/s", "fitted GB/s", "old lat us",
-              "fitted lat us");
+  outf("%-10s %6s %6s %14s %14s %14s %14s\n", "link kind", "pairs", "links", "old GB/s",
+       "fitted GB/s", "old lat us", "fitted lat us");
   for (const auto& c : r.classes)
-    outf("%-10s %6d %6d %14.2f %14.2f %14.3f %14.3f\n", c.kind.c_str(), c.pairs, c.links, c.old_gb_s, c.new_gb_s,
-                c.old_latency_us, c.new_latency_us);
+    outf("%-10s %6d %6d %14.2f %14.2f %14.3f %14.3f\n", c.kind.c_str(), c.pairs, c.links,
+         c.old_gb_s, c.new_gb_s, c.old_latency_us, c.new_latency_us);
   for (const auto& c : r.classes)
-    outf("changed %d %s link(s): %.2f -> %.2f GB/s, %.3f -> %.3f us: %s\n", c.links, c.kind.c_str(), c.old_gb_s,
-                c.new_gb_s, c.old_latency_us, c.new_latency_us, c.why.c_str());
+    outf("changed %d %s link(s): %.2f -> %.2f GB/s, %.3f -> %.3f us: %s\n", c.links, c.kind.c_str(),
+         c.old_gb_s, c.new_gb_s, c.old_latency_us, c.new_latency_us, c.why.c_str());
   for (const auto& p : r.pairs)
-    outf("  %s -> %s: measured %.2f GB/s, cluster path %.2f -> %.2f GB/s\n", p.from.c_str(), p.to.c_str(),
-                p.measured_gb_s, p.before_gb_s, p.after_gb_s);
+    outf("  %s -> %s: measured %.2f GB/s, cluster path %.2f -> %.2f GB/s\n", p.from.c_str(),
+         p.to.c_str(), p.measured_gb_s, p.before_gb_s, p.after_gb_s);
   for (const auto& n : r.notes) g_notes.push_back(n);
 }
 
 void run_links(const LinksArgs& a) {
   const int given = !a.p2p.empty() + !a.nccl_tests.empty() + !a.vidur_csv.empty();
   if (given != 1)
-    throw sim::InputError("<flags>", "", "exactly one of --p2p, --nccl-tests or --vidur-csv, got " + std::to_string(given));
+    throw sim::InputError(
+        "<flags>", "",
+        "exactly one of --p2p, --nccl-tests or --vidur-csv, got " + std::to_string(given));
   sim::Cluster c = sim::load_cluster(a.cluster);
   calibration::LinkFitReport rep;
-  const std::string input = !a.p2p.empty() ? a.p2p : a.nccl_tests.empty() ? a.vidur_csv : a.nccl_tests;
+  const std::string input = !a.p2p.empty()         ? a.p2p
+                            : a.nccl_tests.empty() ? a.vidur_csv
+                                                   : a.nccl_tests;
   if (!a.p2p.empty()) {
     const auto m = calibration::parse_p2p_output(sim::read_text_file(a.p2p), a.p2p);
     rep = calibration::fit_links_from_p2p(m, c);
   } else {
-    auto pts = a.nccl_tests.empty() ? calibration::parse_vidur_collective_csv(sim::read_text_file(input), input)
-                                    : calibration::parse_nccl_tests(sim::read_text_file(input), input, a.collective);
+    auto pts = a.nccl_tests.empty()
+                   ? calibration::parse_vidur_collective_csv(sim::read_text_file(input), input)
+                   : calibration::parse_nccl_tests(sim::read_text_file(input), input, a.collective);
     for (auto& p : pts) {
       if (a.ranks > 0) p.ranks = a.ranks;
       if (a.nodes > 0) p.nodes = a.nodes;
     }
     const calibration::CollectiveFit fit = calibration::fit_collective(pts);
-    outf("%-12s %5s %5s %7s %10s %12s %12s %9s\n", "collective", "ranks", "nodes", "points", "alpha us", "algbw GB/s",
-                "busbw GB/s", "fit err");
+    outf("%-12s %5s %5s %7s %10s %12s %12s %9s\n", "collective", "ranks", "nodes", "points",
+         "alpha us", "algbw GB/s", "busbw GB/s", "fit err");
     for (const auto& r : fit.rows)
-      outf("%-12s %5d %5d %7d %10.2f %12.2f %12.2f %8.1f%%\n", r.collective.c_str(), r.ranks, r.nodes, r.points,
-                  r.alpha_us, r.algbw_gb_s, r.busbw_gb_s, 100.0 * r.mean_rel_error);
+      outf("%-12s %5d %5d %7d %10.2f %12.2f %12.2f %8.1f%%\n", r.collective.c_str(), r.ranks,
+           r.nodes, r.points, r.alpha_us, r.algbw_gb_s, r.busbw_gb_s, 100.0 * r.mean_rel_error);
     rep = calibration::apply_collective_fit(fit, c);
   }
   print_link_report(rep);
@@ -268,22 +308,32 @@ void run_links(const LinksArgs& a) {
     // Writing the cluster back unchanged would look like a calibration: say why nothing fitted.
     std::string why;
     for (const auto& n : rep.notes) why += (why.empty() ? "" : "; ") + n;
-    throw sim::InputError(input, "", "a measurement that crosses links of " + a.cluster + ", got nothing to fit (" +
-                                         (why.empty() ? "no usable rows" : why) + "); " + a.output + " not written");
+    throw sim::InputError(input, "",
+                          "a measurement that crosses links of " + a.cluster +
+                              ", got nothing to fit (" + (why.empty() ? "no usable rows" : why) +
+                              "); " + a.output + " not written");
   }
   sim::write_file_atomic(a.output, sim::cluster_to_yaml(c));
   outf("wrote %s\n", a.output.c_str());
   if (!a.json) return flush_out();
   g_out.clear();
   flush_notes();
-  nlohmann::ordered_json j = {{"output", a.output}, {"classes", nlohmann::ordered_json::array()},
+  nlohmann::ordered_json j = {{"output", a.output},
+                              {"classes", nlohmann::ordered_json::array()},
                               {"pairs", nlohmann::ordered_json::array()}};
   for (const auto& k : rep.classes)
-    j["classes"].push_back({{"kind", k.kind}, {"pairs", k.pairs}, {"old_gb_s", k.old_gb_s}, {"fitted_gb_s", k.new_gb_s},
-                            {"old_latency_us", k.old_latency_us}, {"fitted_latency_us", k.new_latency_us}});
+    j["classes"].push_back({{"kind", k.kind},
+                            {"pairs", k.pairs},
+                            {"old_gb_s", k.old_gb_s},
+                            {"fitted_gb_s", k.new_gb_s},
+                            {"old_latency_us", k.old_latency_us},
+                            {"fitted_latency_us", k.new_latency_us}});
   for (const auto& p : rep.pairs)
-    j["pairs"].push_back({{"from", p.from}, {"to", p.to}, {"measured_gb_s", p.measured_gb_s},
-                          {"before_gb_s", p.before_gb_s}, {"after_gb_s", p.after_gb_s}});
+    j["pairs"].push_back({{"from", p.from},
+                          {"to", p.to},
+                          {"measured_gb_s", p.measured_gb_s},
+                          {"before_gb_s", p.before_gb_s},
+                          {"after_gb_s", p.after_gb_s}});
   std::cout << j.dump(1) << "\n";
 }
 
@@ -291,15 +341,24 @@ void run_links(const LinksArgs& a) {
 const char* kineto_category(calibration::EventKind k) {
   using calibration::EventKind;
   switch (k) {
-    case EventKind::CpuOp: return "cpu_op";
-    case EventKind::Runtime: return "cuda_runtime";
-    case EventKind::Kernel: return "kernel";
-    case EventKind::Memcpy: return "gpu_memcpy";
-    case EventKind::Memset: return "gpu_memset";
-    case EventKind::Sync: return "cuda_sync";
-    case EventKind::Annotation: return "user_annotation";
-    case EventKind::GpuAnnotation: return "gpu_user_annotation";
-    case EventKind::Other: break;
+    case EventKind::CpuOp:
+      return "cpu_op";
+    case EventKind::Runtime:
+      return "cuda_runtime";
+    case EventKind::Kernel:
+      return "kernel";
+    case EventKind::Memcpy:
+      return "gpu_memcpy";
+    case EventKind::Memset:
+      return "gpu_memset";
+    case EventKind::Sync:
+      return "cuda_sync";
+    case EventKind::Annotation:
+      return "user_annotation";
+    case EventKind::GpuAnnotation:
+      return "gpu_user_annotation";
+    case EventKind::Other:
+      break;
   }
   return "other";
 }
@@ -307,8 +366,8 @@ const char* kineto_category(calibration::EventKind k) {
 /// `validate --trace OUT`: the first step as measured (processes "measured: ...", the events of
 /// the step's window, shifted to start at 0) and as predicted (processes "predicted: ...", the
 /// simulated replay with sim::TraceSink's layout) in one Chrome trace.
-void write_validation_trace(const std::vector<calibration::Profile>& ranks, const calibration::ValidateOptions& o,
-                            const std::string& path) {
+void write_validation_trace(const std::vector<calibration::Profile>& ranks,
+                            const calibration::ValidateOptions& o, const std::string& path) {
   using nlohmann::json;
   const calibration::ReplayGraph rg = calibration::build_replay(ranks, 0, o);
   sim::TraceSink sink(rg.cluster);
@@ -321,23 +380,32 @@ void write_validation_trace(const std::vector<calibration::Profile>& ranks, cons
   sim::simulate(rg.cluster, rg.graph, pl, so, sim::KernelCostModel{});
   json doc = json::parse(sink.to_json());
   json& evs = doc["traceEvents"];
-  std::map<std::string, int> pids;   // "rank/pid" -> pid in the merged trace
+  std::map<std::string, int> pids;  // "rank/pid" -> pid in the merged trace
   const int base = static_cast<int>(rg.cluster.devices.size()) + 1000;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const auto steps = calibration::profile_steps(ranks[r]);
     if (steps.empty()) continue;
     const calibration::StepWindow w = steps.front();
     for (const calibration::TraceEvent& e : ranks[r].events) {
-      if (e.kind == calibration::EventKind::Other || e.end_ns() < w.begin_ns || e.ts_ns > w.end_ns) continue;
+      if (e.kind == calibration::EventKind::Other || e.end_ns() < w.begin_ns || e.ts_ns > w.end_ns)
+        continue;
       // GPU activities, syncs and GPU annotations by device; host events by process.
       const bool dev = e.device >= 0;
-      const std::string key = std::to_string(r) + "/" + (dev ? "gpu" + std::to_string(e.device) : e.pid);
+      const std::string key =
+          std::to_string(r) + "/" + (dev ? "gpu" + std::to_string(e.device) : e.pid);
       auto [it, added] = pids.try_emplace(key, base + static_cast<int>(pids.size()));
       if (added) {
         const std::string name = "measured: rank " + std::to_string(r) + " " +
                                  (dev ? "GPU " + std::to_string(e.device) : "host " + e.pid);
-        evs.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", it->second}, {"tid", 0}, {"args", {{"name", name}}}});
-        evs.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", it->second}, {"tid", 0},
+        evs.push_back({{"ph", "M"},
+                       {"name", "process_name"},
+                       {"pid", it->second},
+                       {"tid", 0},
+                       {"args", {{"name", name}}}});
+        evs.push_back({{"ph", "M"},
+                       {"name", "process_sort_index"},
+                       {"pid", it->second},
+                       {"tid", 0},
                        {"args", {{"sort_index", it->second}}}});
       }
       json args = json::object();
@@ -355,9 +423,14 @@ void write_validation_trace(const std::vector<calibration::Profile>& ranks, cons
       } catch (const std::exception&) {
         tid = static_cast<std::int64_t>(std::hash<std::string>{}(e.tid) % 100000);
       }
-      evs.push_back({{"ph", "X"}, {"cat", kineto_category(e.kind)}, {"name", e.name}, {"pid", it->second},
-                     {"tid", tid}, {"ts", static_cast<double>(e.ts_ns - w.begin_ns) / 1000.0},
-                     {"dur", static_cast<double>(e.dur_ns) / 1000.0}, {"args", std::move(args)}});
+      evs.push_back({{"ph", "X"},
+                     {"cat", kineto_category(e.kind)},
+                     {"name", e.name},
+                     {"pid", it->second},
+                     {"tid", tid},
+                     {"ts", static_cast<double>(e.ts_ns - w.begin_ns) / 1000.0},
+                     {"dur", static_cast<double>(e.dur_ns) / 1000.0},
+                     {"args", std::move(args)}});
     }
   }
   doc["traceName"] = "placesim validate: measured and predicted";
@@ -369,18 +442,21 @@ void run_validate(const ValidateArgs& a) {
   for (const std::string& p : a.profiles) {
     ranks.push_back(read_profile_checked(p));
     if (ranks.back().events.empty())
-      throw sim::InputError(p, "traceEvents", "at least one timed event (ph X) to replay, got none");
+      throw sim::InputError(p, "traceEvents",
+                            "at least one timed event (ph X) to replay, got none");
   }
   calibration::ValidateOptions o;
   o.device_model = a.device_model;
   o.max_steps = a.max_steps;
-  if (!a.calibration.empty()) o.calibration = std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration));
+  if (!a.calibration.empty())
+    o.calibration = std::make_shared<const sim::Calibration>(sim::load_calibration(a.calibration));
   const calibration::ValidationReport r = calibration::validate_profiles(ranks, o);
   if (!a.trace.empty()) write_validation_trace(ranks, o, a.trace);
   // Notes go to stderr with the text report; the JSON report keeps them as a field.
   calibration::ValidationReport shown = r;
   if (!a.json) shown.notes.clear();
-  const std::string text = a.json ? calibration::validation_to_json(shown) : calibration::validation_to_text(shown);
+  const std::string text =
+      a.json ? calibration::validation_to_json(shown) : calibration::validation_to_text(shown);
   if (!a.output.empty()) {
     sim::write_file_atomic(a.output, text);
     if (!quiet()) std::fprintf(stderr, "wrote %s\n", a.output.c_str());
@@ -397,29 +473,38 @@ void run_validate(const ValidateArgs& a) {
 void register_calibrate(CLI::App& app) {
   {
     auto a = std::make_shared<CalibrateArgs>();
-    CLI::App* cmd = app.add_subcommand("calibrate", "Fit kernel-time models (exact table + per-op-class fit) from profiles");
+    CLI::App* cmd = app.add_subcommand(
+        "calibrate", "Fit kernel-time models (exact table + per-op-class fit) from profiles");
     cmd->add_option("--profile", a->profiles,
-                    "Kineto/PyTorch trace (.json/.json.gz), Nsight Systems SQLite export, or profile_rig.py manifest; repeatable")
+                    "Kineto/PyTorch trace (.json/.json.gz), Nsight Systems SQLite export, or "
+                    "profile_rig.py manifest; repeatable")
         ->required()
         ->check(input_file());
-    cmd->add_option("--device-model", a->device_model, "calibration key of the profiled device (default: from the trace)");
-    cmd->add_option("--math-mode", a->math_mode,
-                    "framework math that bounds F32 conv/matmul rates: torch (default: TF32 convs), tf32, f32");
+    cmd->add_option("--device-model", a->device_model,
+                    "calibration key of the profiled device (default: from the trace)");
+    cmd->add_option(
+        "--math-mode", a->math_mode,
+        "framework math that bounds F32 conv/matmul rates: torch (default: TF32 convs), tf32, f32");
     cmd->add_option("-o,--output", a->output, "calibration YAML to write")->required();
     cmd->add_flag("--json", a->json, "print the fitted classes as JSON instead of a table");
     cmd->callback([a] { run_calibrate(*a); });
   }
   {
     auto a = std::make_shared<LinksArgs>();
-    CLI::App* cmd = app.add_subcommand("calibrate-links", "Fit link bandwidth/latency from p2p or collective benchmarks");
+    CLI::App* cmd = app.add_subcommand(
+        "calibrate-links", "Fit link bandwidth/latency from p2p or collective benchmarks");
     cmd->add_option("--p2p", a->p2p, "p2pBandwidthLatencyTest output")->check(input_file());
-    cmd->add_option("--nccl-tests", a->nccl_tests, "nccl-tests output (e.g. all_reduce_perf)")->check(input_file());
-    cmd->add_option("--vidur-csv", a->vidur_csv, "Vidur collective profiling CSV (time in ms, size in bytes)")
+    cmd->add_option("--nccl-tests", a->nccl_tests, "nccl-tests output (e.g. all_reduce_perf)")
         ->check(input_file());
-    cmd->add_option("--collective", a->collective, "collective the nccl-tests binary ran (default all_reduce)");
+    cmd->add_option("--vidur-csv", a->vidur_csv,
+                    "Vidur collective profiling CSV (time in ms, size in bytes)")
+        ->check(input_file());
+    cmd->add_option("--collective", a->collective,
+                    "collective the nccl-tests binary ran (default all_reduce)");
     cmd->add_option("--ranks", a->ranks, "GPUs the collective ran on, for tables that do not say")
         ->check(CLI::PositiveNumber);
-    cmd->add_option("--nodes", a->nodes, "machines the collective ran on, for tables that do not say")
+    cmd->add_option("--nodes", a->nodes,
+                    "machines the collective ran on, for tables that do not say")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--cluster", a->cluster, "cluster to calibrate (built-in name or YAML)")
         ->required()
@@ -430,18 +515,23 @@ void register_calibrate(CLI::App& app) {
   }
   {
     auto a = std::make_shared<ValidateArgs>();
-    CLI::App* cmd = app.add_subcommand("validate", "Replay profiled steps through the simulator: predicted vs measured");
-    cmd->add_option("--profile", a->profiles, "trace of one rank; repeat for several ranks of one job")
+    CLI::App* cmd = app.add_subcommand(
+        "validate", "Replay profiled steps through the simulator: predicted vs measured");
+    cmd->add_option("--profile", a->profiles,
+                    "trace of one rank; repeat for several ranks of one job")
         ->required()
         ->check(input_file());
-    cmd->add_option("--calibration", a->calibration, "use calibrated kernel times instead of the measured ones")
+    cmd->add_option("--calibration", a->calibration,
+                    "use calibrated kernel times instead of the measured ones")
         ->check(input_file());
-    cmd->add_option("--device-model", a->device_model, "calibration key of the GPUs (default: from the trace)");
+    cmd->add_option("--device-model", a->device_model,
+                    "calibration key of the GPUs (default: from the trace)");
     cmd->add_option("--max-steps", a->max_steps, "validate at most this many steps (0 = all)");
     cmd->add_flag("--json", a->json, "JSON report instead of text");
     cmd->add_option("-o,--output", a->output, "write the report to this file instead of stdout");
-    cmd->add_option("--trace", a->trace,
-                    "write the first step measured and predicted side by side as one Chrome/Perfetto trace");
+    cmd->add_option(
+        "--trace", a->trace,
+        "write the first step measured and predicted side by side as one Chrome/Perfetto trace");
     cmd->callback([a] { run_validate(*a); });
   }
 }

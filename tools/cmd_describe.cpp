@@ -305,13 +305,18 @@ void register_describe(CLI::App& app) {
   auto args = std::make_shared<DescribeArgs>();
   CLI::App* cmd = app.add_subcommand("describe", "Show what a cluster or a graph contains");
   cmd->add_option(
-      "--cluster", args->cluster, "built-in cluster name (" + [] {
-        std::string s;
-        for (const std::string& n : sim::builtin_cluster_names()) s += (s.empty() ? "" : ", ") + n;
-        return s;
-      }() + ") or a cluster YAML file")
+         "--cluster", args->cluster,
+         "built-in cluster name (" +
+             [] {
+               std::string s;
+               for (const std::string& n : sim::builtin_cluster_names())
+                 s += (s.empty() ? "" : ", ") + n;
+               return s;
+             }() +
+             ") or a cluster YAML file")
       ->check(not_a_directory());
-  cmd->add_option("--graph", args->graph, "built-in workload name or a graph JSON/ONNX/Chakra ET file")
+  cmd->add_option("--graph", args->graph,
+                  "built-in workload name or a graph JSON/ONNX/Chakra ET file")
       ->check(not_a_directory());
   cmd->add_option("--graph-opt", args->graph_opt,
                   "workload options, key=value,... (see build-graph)");

@@ -5,9 +5,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "models/registry.hpp"
 #include "policy/compare.hpp"
@@ -26,14 +25,17 @@ struct Common {
 };
 
 void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("--graph", c.graph, "built-in workload (rnnlm, nmt, inception_v3, ...) or graph file")
+  cmd->add_option("--graph", c.graph,
+                  "built-in workload (rnnlm, nmt, inception_v3, ...) or graph file")
       ->required()
       ->check(not_a_directory());
   cmd->add_option("--graph-opt", c.graph_opt, "workload options, k=v,k=v (e.g. batch=64,layers=2)");
-  cmd->add_option("--cluster", c.cluster, "built-in cluster (paper-2gpu, paper-4gpu, ...) or YAML file")
+  cmd->add_option("--cluster", c.cluster,
+                  "built-in cluster (paper-2gpu, paper-4gpu, ...) or YAML file")
       ->required()
       ->check(not_a_directory());
-  cmd->add_option("--calibration", c.calibration, "calibration YAML for the kernel cost model")->check(input_file());
+  cmd->add_option("--calibration", c.calibration, "calibration YAML for the kernel cost model")
+      ->check(input_file());
   cmd->add_option("--seed", c.seed, "seed of the randomised partitioners (scotch, metis)");
 }
 
@@ -55,7 +57,9 @@ std::vector<std::string> split_methods(const std::string& text) {
   std::string item;
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
-  if (out.empty()) throw sim::InputError("<flag --methods>", "", "a comma-separated list of methods, got \"" + text + "\"");
+  if (out.empty())
+    throw sim::InputError("<flag --methods>", "",
+                          "a comma-separated list of methods, got \"" + text + "\"");
   return out;
 }
 
@@ -70,8 +74,9 @@ bool is_method_name(const std::string& m) {
 /// compare --methods: method names run as usual; a path to a placement JSON (from `place`,
 /// `train`, or written by hand) is simulated as it is, in a row named after the file. Anything
 /// else is a usage error (exit 2), not an error row: a misspelt method is the caller's mistake.
-std::vector<policy::CompareRow> compare_rows(const std::vector<std::string>& names, const sim::Graph& g,
-                                             const sim::Cluster& c, const policy::MethodOptions& mo) {
+std::vector<policy::CompareRow> compare_rows(const std::vector<std::string>& names,
+                                             const sim::Graph& g, const sim::Cluster& c,
+                                             const policy::MethodOptions& mo) {
   std::vector<std::string> methods;
   std::vector<policy::CompareRow> files;
   for (const std::string& m : names) {
@@ -82,12 +87,16 @@ std::vector<policy::CompareRow> compare_rows(const std::vector<std::string>& nam
     } else if (is_method_name(m)) {
       methods.push_back(m);
     } else {
-      throw sim::InputError("<flag --methods>", "",
-                            "a method (" + [] {
-                              std::string s;
-                              for (const std::string& n : policy::method_names()) s += (s.empty() ? "" : ", ") + n;
-                              return s;
-                            }() + ", random:SEED) or a placement JSON file, got \"" + m + "\"");
+      throw sim::InputError(
+          "<flag --methods>", "",
+          "a method (" +
+              [] {
+                std::string s;
+                for (const std::string& n : policy::method_names())
+                  s += (s.empty() ? "" : ", ") + n;
+                return s;
+              }() +
+              ", random:SEED) or a placement JSON file, got \"" + m + "\"");
     }
   }
   return policy::compare_methods(g, c, methods, mo, std::move(files));
@@ -100,10 +109,13 @@ void register_place(CLI::App& app) {
   auto method = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
   auto place_json = std::make_shared<bool>(false);
-  CLI::App* place = app.add_subcommand("place", "place a graph with one method and write the placement file");
+  CLI::App* place =
+      app.add_subcommand("place", "place a graph with one method and write the placement file");
   add_common(place, *place_opts);
-  place->add_option("--method", *method,
-                    "single-cpu, single-gpu, round-robin, random:SEED, expert, scotch, metis, heft, m-topo, m-etf, m-sct")
+  place
+      ->add_option("--method", *method,
+                   "single-cpu, single-gpu, round-robin, random:SEED, expert, scotch, metis, heft, "
+                   "m-topo, m-etf, m-sct")
       ->required();
   place->add_option("-o,--output", *output, "placement JSON to write")->required();
   place->add_flag("--json", *place_json, "print the result as JSON instead of a line");
@@ -113,7 +125,8 @@ void register_place(CLI::App& app) {
     const policy::MethodOptions mo = method_options(*place_opts, c);
     const auto t0 = std::chrono::steady_clock::now();
     const sim::Placement p = policy::make_placement(*method, g, c, mo);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     sim::SimOptions so;
     so.record_critical_path = false;
     const sim::Outcome o = sim::simulate(c, g, p, so, mo.costs);
@@ -136,9 +149,11 @@ void register_place(CLI::App& app) {
     md.extra["method_wall_s"] = std::to_string(wall);
     sim::write_placement_json(sim::to_placement_file(p, g, c, md), *output);
     if (*place_json) {
-      nlohmann::ordered_json j = {{"method", *method}, {"graph", g.name}, {"cluster", c.name},
-                                  {"predicted_step_time_s", o.step_time.seconds()}, {"oom", o.oom},
-                                  {"method_wall_s", wall}, {"output", *output}};
+      nlohmann::ordered_json j = {
+          {"method", *method}, {"graph", g.name},
+          {"cluster", c.name}, {"predicted_step_time_s", o.step_time.seconds()},
+          {"oom", o.oom},      {"method_wall_s", wall},
+          {"output", *output}};
       std::cout << j.dump(1) << "\n";
       return;
     }
@@ -151,17 +166,21 @@ void register_place(CLI::App& app) {
   auto methods = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto csv = std::make_shared<std::string>();
-  CLI::App* compare = app.add_subcommand("compare", "run every placement method on one graph and cluster, side by side");
+  CLI::App* compare = app.add_subcommand(
+      "compare", "run every placement method on one graph and cluster, side by side");
   add_common(compare, *cmp_opts);
   compare->add_option("--methods", *methods,
-                      "comma-separated methods and placement JSON files, e.g. expert,best.json (default: all baselines)");
+                      "comma-separated methods and placement JSON files, e.g. expert,best.json "
+                      "(default: all baselines)");
   compare->add_flag("--json", *json, "print the rows as JSON instead of a table");
   compare->add_option("--csv", *csv, "also write the rows as CSV to this file");
   compare->callback([cmp_opts, methods, json, csv] {
-    const std::vector<std::string> names = methods->empty() ? policy::method_names() : split_methods(*methods);
+    const std::vector<std::string> names =
+        methods->empty() ? policy::method_names() : split_methods(*methods);
     for (const std::string& m : names)
       if (!is_method_name(m) && std::filesystem::is_directory(m))
-        throw sim::InputError("<flag --methods>", "", "a method or a placement JSON file, got the directory \"" + m + "\"");
+        throw sim::InputError("<flag --methods>", "",
+                              "a method or a placement JSON file, got the directory \"" + m + "\"");
     const sim::Graph g = models::load_graph(cmp_opts->graph, cmp_opts->graph_opt);
     sim::Cluster c = sim::load_cluster(cmp_opts->cluster);
     const policy::MethodOptions mo = method_options(*cmp_opts, c);
@@ -170,7 +189,8 @@ void register_place(CLI::App& app) {
     if (*json) {
       std::cout << policy::compare_to_json(rows);
     } else {
-      std::cout << "graph " << g.name << " (" << g.num_ops() << " ops) on cluster " << c.name << "\n"
+      std::cout << "graph " << g.name << " (" << g.num_ops() << " ops) on cluster " << c.name
+                << "\n"
                 << policy::format_compare_table(rows);
     }
   });

@@ -25,7 +25,8 @@ namespace placesim::tools {
 namespace {
 
 struct SimulateArgs {
-  std::string graph, graph_opt, cluster, placement, calibration, trace, report, chakra_out, pricing, parallel;
+  std::string graph, graph_opt, cluster, placement, calibration, trace, report, chakra_out, pricing,
+      parallel;
   bool json = false;
   bool stop_at_oom = false;
 };
@@ -34,9 +35,11 @@ void write_atomic(const std::string& path, const std::string& text, const std::s
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
+    if (!out)
+      throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
     out << text;
-    if (!out.flush()) throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
+    if (!out.flush())
+      throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -56,8 +59,8 @@ void print_summary(const sim::Outcome& o, const sim::Cluster& c) {
   for (const sim::DeviceOutcome& d : o.devices)
     std::printf("%-12s %6d %12s %5.1f%% %10s / %-10s%s\n", d.name.c_str(), d.ops,
                 sim::format_duration(d.busy).c_str(), 100.0 * d.utilization,
-                sim::format_bytes(d.peak_memory).c_str(), sim::format_bytes(d.memory_capacity).c_str(),
-                d.oom ? " OOM" : "");
+                sim::format_bytes(d.peak_memory).c_str(),
+                sim::format_bytes(d.memory_capacity).c_str(), d.oom ? " OOM" : "");
   std::vector<std::size_t> order(o.links.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -70,19 +73,21 @@ void print_summary(const sim::Outcome& o, const sim::Cluster& c) {
     if (o.links[i].bytes.v == 0 || shown == 5) break;
     if (shown++ == 0) std::printf("busiest links:\n");
     std::printf("  %-24s %12s busy  %s\n", o.links[i].name.c_str(),
-                sim::format_duration(o.links[i].busy).c_str(), sim::format_bytes(o.links[i].bytes).c_str());
+                sim::format_duration(o.links[i].busy).c_str(),
+                sim::format_bytes(o.links[i].bytes).c_str());
   }
   std::printf("critical path: %zu items", o.critical_path.size());
   if (!o.critical_path.empty())
-    std::printf(" (%s ... %s)", o.critical_path.front().name.c_str(), o.critical_path.back().name.c_str());
+    std::printf(" (%s ... %s)", o.critical_path.front().name.c_str(),
+                o.critical_path.back().name.c_str());
   std::printf("\n");
   (void)c;
 }
 
 }  // namespace
 
-sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph, const sim::Cluster& cluster,
-                             const sim::KernelCostModel& costs) {
+sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph,
+                             const sim::Cluster& cluster, const sim::KernelCostModel& costs) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(arg, ec))
     return sim::resolve_placement(sim::read_placement_json(arg), graph, cluster, arg);
@@ -110,16 +115,18 @@ void run_simulate(const SimulateArgs& a) {
   if (!a.parallel.empty()) {
     // Each replica on its own GPU (models/parallel.hpp); a placement method would fight that.
     if (!a.placement.empty() && a.placement != "single-gpu")
-      throw sim::InputError("<flag --placement>", "",
-                            "no placement with --parallel (each replica runs on its own GPU), got \"" +
-                                a.placement + "\"");
-    models::ParallelJob job =
-        models::make_parallel(graph, cluster, models::parse_parallel(a.parallel, "<flag --parallel>"));
+      throw sim::InputError(
+          "<flag --placement>", "",
+          "no placement with --parallel (each replica runs on its own GPU), got \"" + a.placement +
+              "\"");
+    models::ParallelJob job = models::make_parallel(
+        graph, cluster, models::parse_parallel(a.parallel, "<flag --parallel>"));
     graph = std::move(job.graph);
     placement = std::move(job.placement);
     replicas = job.replicas;
   } else if (a.placement.empty()) {
-    throw sim::InputError("<flag --placement>", "", "a placement file or method (or --parallel), got none");
+    throw sim::InputError("<flag --placement>", "",
+                          "a placement file or method (or --parallel), got none");
   } else {
     placement = placement_arg(a.placement, graph, cluster, costs);
   }
@@ -136,15 +143,19 @@ void run_simulate(const SimulateArgs& a) {
   if (trace) trace->write(a.trace);
   if (!a.chakra_out.empty()) {
     const auto files = models::export_chakra(graph, cluster, placement, costs, a.chakra_out);
-    if (!quiet()) std::cerr << "wrote " << files.size() << " Chakra ET files into " << a.chakra_out << "\n";
+    if (!quiet())
+      std::cerr << "wrote " << files.size() << " Chakra ET files into " << a.chakra_out << "\n";
   }
   const std::string json = sim::outcome_to_json(o);
   // Which rule of the cost model's fall-back chain priced each op (docs/cost-model.md).
   if (!a.pricing.empty())
-    write_atomic(a.pricing, sim::pricing_to_json(graph, cluster, placement.device_of, costs) + "\n", "--pricing");
+    write_atomic(a.pricing, sim::pricing_to_json(graph, cluster, placement.device_of, costs) + "\n",
+                 "--pricing");
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
-  if (a.json) std::cout << json << "\n";
-  else print_summary(o, cluster);
+  if (a.json)
+    std::cout << json << "\n";
+  else
+    print_summary(o, cluster);
   if (!a.json && !a.parallel.empty() && o.step_time.ns > 0) {
     // A step advances every data-parallel replica by its batch.
     if (batch > 0)
@@ -162,7 +173,8 @@ void run_simulate(const SimulateArgs& a) {
 void register_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a placed graph");
-  cmd->add_option("--graph", args->graph, "graph JSON file, ONNX file, Chakra ET (.et) or built-in workload name")
+  cmd->add_option("--graph", args->graph,
+                  "graph JSON file, ONNX file, Chakra ET (.et) or built-in workload name")
       ->required()
       ->check(not_a_directory());
   cmd->add_option("--graph-opt", args->graph_opt, "options of a built-in workload (key=value,...)");
@@ -180,10 +192,12 @@ void register_simulate(CLI::App& app) {
       ->check(input_file());
   cmd->add_option("--trace", args->trace, "write a Chrome-trace JSON timeline (open in Perfetto)");
   cmd->add_option("--report", args->report, "write the outcome as JSON to this file");
-  cmd->add_option("--chakra-out", args->chakra_out,
-                  "write the placed step as Chakra ETs into this folder, one per device (ASTRA-sim)");
-  cmd->add_option("--pricing", args->pricing,
-                  "write per op the cost-model rule that priced it (exact, class-curve, roofline) as JSON");
+  cmd->add_option(
+      "--chakra-out", args->chakra_out,
+      "write the placed step as Chakra ETs into this folder, one per device (ASTRA-sim)");
+  cmd->add_option(
+      "--pricing", args->pricing,
+      "write per op the cost-model rule that priced it (exact, class-curve, roofline) as JSON");
   cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
   cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
   cmd->callback([args] { run_simulate(*args); });

@@ -1,22 +1,20 @@
 // `placesim sweep SPEC.yaml [-o results.csv] [--plot DIR] [--threads N]`: evaluates every point
 // of a topology sweep in parallel (oneTBB threads, MPI ranks under mpirun) into one CSV.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "policy/mpi_util.hpp"
 #include "policy/sweep.hpp"
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
-
-#include <nlohmann/json.hpp>
 
 namespace placesim::tools {
 
@@ -122,16 +120,19 @@ void register_sweep(CLI::App& app) {
       opt.retry_errors = args->retry_errors;
       opt.cost_hint = [&](const policy::SweepPoint& p) { return evaluator.cost_hint(p); };
       if (!args->quiet && !quiet()) opt.progress = &std::cerr;
-      const policy::SweepRunStats st =
-          policy::run_sweep(spec, [&](const policy::SweepPoint& p) { return evaluator(p); }, out, opt);
+      const policy::SweepRunStats st = policy::run_sweep(
+          spec, [&](const policy::SweepPoint& p) { return evaluator(p); }, out, opt);
       if (comm.rank() != 0) return;
       std::cerr << "sweep: " << st.total << " points (" << st.skipped << " already in " << out
                 << ", " << st.evaluated << " evaluated on " << comm.size() << " rank(s)) in "
                 << st.wall_s << " s\n";
       if (args->json)
-        std::cout << nlohmann::ordered_json{{"csv", out},           {"points", st.total},
-                                            {"skipped", st.skipped},  {"evaluated", st.evaluated},
-                                            {"ranks", comm.size()},   {"wall_s", st.wall_s}}
+        std::cout << nlohmann::ordered_json{{"csv", out},
+                                            {"points", st.total},
+                                            {"skipped", st.skipped},
+                                            {"evaluated", st.evaluated},
+                                            {"ranks", comm.size()},
+                                            {"wall_s", st.wall_s}}
                          .dump()
                   << "\n";
       else
@@ -139,10 +140,13 @@ void register_sweep(CLI::App& app) {
       if (!args->plot_dir.empty()) {
         const std::string script = find_plot_script();
         if (script.empty())
-          throw sim::InputError("<flag --plot>", "", "tools/plot_sweep.py next to the placesim binary or under $PLACESIM_SOURCE_DIR");
+          throw sim::InputError(
+              "<flag --plot>", "",
+              "tools/plot_sweep.py next to the placesim binary or under $PLACESIM_SOURCE_DIR");
         std::error_code ec;
         fs::create_directories(args->plot_dir, ec);
-        const int rc = run_plot(script, out, args->plot_dir, spec.question.empty() ? spec.name : spec.question, spec.plot_x);
+        const int rc = run_plot(script, out, args->plot_dir,
+                                spec.question.empty() ? spec.name : spec.question, spec.plot_x);
         if (rc != 0) {
           std::cerr << "placesim: plotting failed (tools/plot_sweep.py exit " << rc
                     << "); the CSV is complete\n";

@@ -1,8 +1,6 @@
 // `placesim train`: the README's main job. Trains the RL placer (policy/rl.hpp) against the
 // simulator, writes the best placement, the training curve (CSV + PNG) and prints the baselines
 // table with the learned placement added. With no arguments: nmt on paper-4gpu, 8 minutes.
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -12,10 +10,10 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "models/grouping.hpp"
 #include "models/registry.hpp"
@@ -37,7 +35,9 @@ namespace {
 // A signal handler can reach nothing but a global; this flag is the only one, and only the
 // `train` command installs the handler that sets it.
 std::atomic<bool> g_stop_requested{false};
-extern "C" void on_sigint(int) { g_stop_requested.store(true); }
+extern "C" void on_sigint(int) {
+  g_stop_requested.store(true);
+}
 
 struct TrainArgs {
   std::string graph = "nmt", graph_opt, cluster = "paper-4gpu", calibration;
@@ -53,8 +53,8 @@ struct TrainArgs {
   std::string grouper = "scotch";
   std::string checkpoint_dir, output = "rl_placement.json", curve;
   bool resume = false, no_plot = false, no_table = false, json = false;
-  bool project_baselines = false;   // the grouping's ceiling instead of training (docs/rl.md)
-  std::string graphs, pretrained;   // multi-graph training; weights to start from (docs/rl.md)
+  bool project_baselines = false;  // the grouping's ceiling instead of training (docs/rl.md)
+  std::string graphs, pretrained;  // multi-graph training; weights to start from (docs/rl.md)
 };
 
 std::string fmt_ms(double s) {
@@ -79,7 +79,8 @@ std::filesystem::path find_plot_script() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec)
-    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
+         dir = dir.parent_path()) {
       auto p = dir / "tools" / "plot_curve.py";
       if (std::filesystem::exists(p)) return p;
     }
@@ -96,29 +97,36 @@ std::string shell_quote(const std::string& s) {
 void plot_curve(const std::string& csv, const std::string& png, const std::string& title) {
   const auto script = find_plot_script();
   if (script.empty()) {
-    std::cerr << "placesim: no plot: tools/plot_curve.py not found (set PLACESIM_SOURCE_DIR); the CSV is " << csv << "\n";
+    std::cerr
+        << "placesim: no plot: tools/plot_curve.py not found (set PLACESIM_SOURCE_DIR); the CSV is "
+        << csv << "\n";
     return;
   }
   if (!std::filesystem::exists("/usr/bin/python3")) {
-    std::cerr << "placesim: no plot: /usr/bin/python3 missing (apt-get install python3-matplotlib); the CSV is " << csv << "\n";
+    std::cerr << "placesim: no plot: /usr/bin/python3 missing (apt-get install "
+                 "python3-matplotlib); the CSV is "
+              << csv << "\n";
     return;
   }
-  const std::string cmd = "/usr/bin/python3 " + shell_quote(script.string()) + " " + shell_quote(csv) +
-                          " " + shell_quote(png) + " " + shell_quote(title);
+  const std::string cmd = "/usr/bin/python3 " + shell_quote(script.string()) + " " +
+                          shell_quote(csv) + " " + shell_quote(png) + " " + shell_quote(title);
   const int rc = std::system(cmd.c_str());
-  if (rc != 0) std::cerr << "placesim: no plot written (plot_curve.py failed); the CSV is " << csv << "\n";
+  if (rc != 0)
+    std::cerr << "placesim: no plot written (plot_curve.py failed); the CSV is " << csv << "\n";
 }
 
 // `--graphs a,b,c`: one policy trained round-robin on several graphs; its checkpoint is a
 // `--pretrained` policy for another graph.
-void run_train_multi(const TrainArgs& a, const policy::TrainConfig& cfg, const sim::Cluster& cluster,
-                     const policy::MpiComm& comm) {
-  if (comm.size() > 1) throw sim::InputError("<flag --graphs>", "", "one process (no mpirun) for --graphs");
+void run_train_multi(const TrainArgs& a, const policy::TrainConfig& cfg,
+                     const sim::Cluster& cluster, const policy::MpiComm& comm) {
+  if (comm.size() > 1)
+    throw sim::InputError("<flag --graphs>", "", "one process (no mpirun) for --graphs");
   std::vector<sim::Graph> graphs;
   std::stringstream list(a.graphs);
   for (std::string name; std::getline(list, name, ',');)
     if (!name.empty()) graphs.push_back(models::load_graph(name, a.graph_opt));
-  std::cerr << "placesim train: one policy for " << a.graphs << " on " << cluster.name << ", seed " << a.seed << "\n";
+  std::cerr << "placesim train: one policy for " << a.graphs << " on " << cluster.name << ", seed "
+            << a.seed << "\n";
   const policy::MultiTrainResult r = policy::train_multi(graphs, cluster, cfg);
   std::string curve = a.curve;
   if (curve.empty()) {
@@ -129,20 +137,23 @@ void run_train_multi(const TrainArgs& a, const policy::TrainConfig& cfg, const s
   if (!a.no_plot)
     plot_curve(curve, std::filesystem::path(curve).replace_extension(".png").string(),
                a.graphs + " on " + cluster.name + ", seed " + std::to_string(a.seed));
-  std::cout << std::fixed << std::setprecision(3) << "rl: " << r.history.size() << " iterations over "
-            << graphs.size() << " graphs in " << r.wall_s << " s; policy in " << a.checkpoint_dir
-            << "/checkpoint.pt, curve " << curve << "\n";
+  std::cout << std::fixed << std::setprecision(3) << "rl: " << r.history.size()
+            << " iterations over " << graphs.size() << " graphs in " << r.wall_s << " s; policy in "
+            << a.checkpoint_dir << "/checkpoint.pt, curve " << curve << "\n";
   for (size_t i = 0; i < graphs.size(); ++i)
-    std::cout << "rl: " << r.graphs[i] << ": best sample while training " << fmt_ms(r.best_step_s[i]) << "\n";
+    std::cout << "rl: " << r.graphs[i] << ": best sample while training "
+              << fmt_ms(r.best_step_s[i]) << "\n";
 }
 
 // `--project-baselines`: how well the policy's grouping can express each baseline's per-op
 // placement (each group on the device most of its ops have); no training.
 void run_project_baselines(const sim::Graph& graph, const sim::Cluster& cluster,
                            const models::Grouping& grouping, const policy::MethodOptions& mo) {
-  std::cout << "projection of each baseline onto the " << grouping.size() << " groups the policy places\n";
+  std::cout << "projection of each baseline onto the " << grouping.size()
+            << " groups the policy places\n";
   std::cout << std::left << std::setw(14) << "method" << std::right << std::setw(14) << "own (s)"
-            << std::setw(16) << "projected (s)" << "\n";
+            << std::setw(16) << "projected (s)"
+            << "\n";
   for (const auto& name : policy::method_names()) {
     sim::Placement own;
     try {
@@ -165,22 +176,34 @@ void run_project_baselines(const sim::Graph& graph, const sim::Cluster& cluster,
 }
 
 void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
-  if (a.samples < 1) throw sim::InputError("<flag --samples>", "", "at least 1, got " + std::to_string(a.samples));
-  if (a.hidden < 1) throw sim::InputError("<flag --hidden>", "", "a positive size, got " + std::to_string(a.hidden));
-  if (a.groups < 1) throw sim::InputError("<flag --groups>", "", "a positive number of groups, got " + std::to_string(a.groups));
-  if (a.minutes && !(*a.minutes > 0)) throw sim::InputError("<flag --minutes>", "", "a positive number of minutes");
+  if (a.samples < 1)
+    throw sim::InputError("<flag --samples>", "", "at least 1, got " + std::to_string(a.samples));
+  if (a.hidden < 1)
+    throw sim::InputError("<flag --hidden>", "",
+                          "a positive size, got " + std::to_string(a.hidden));
+  if (a.groups < 1)
+    throw sim::InputError("<flag --groups>", "",
+                          "a positive number of groups, got " + std::to_string(a.groups));
+  if (a.minutes && !(*a.minutes > 0))
+    throw sim::InputError("<flag --minutes>", "", "a positive number of minutes");
   if (a.iterations && *a.iterations < (a.pretrained.empty() ? 1 : 0))
-    throw sim::InputError("<flag --iterations>", "", a.pretrained.empty() ? "at least 1 iteration" : "at least 0 iterations");
+    throw sim::InputError("<flag --iterations>", "",
+                          a.pretrained.empty() ? "at least 1 iteration" : "at least 0 iterations");
   if (a.resume && a.checkpoint_dir.empty())
     throw sim::InputError("<flag --resume>", "", "--checkpoint DIR to resume from");
   if (!a.graphs.empty() && a.checkpoint_dir.empty())
     throw sim::InputError("<flag --graphs>", "", "--checkpoint DIR to keep the trained policy in");
   if (!a.pretrained.empty() && !std::filesystem::exists(a.pretrained))
-    throw sim::InputError(a.pretrained, "", "a checkpoint written by `placesim train` (--pretrained), got no such file");
+    throw sim::InputError(
+        a.pretrained, "",
+        "a checkpoint written by `placesim train` (--pretrained), got no such file");
   policy::AttentionScore score;
-  if (a.attention == "dot") score = policy::AttentionScore::Dot;
-  else if (a.attention == "additive") score = policy::AttentionScore::Additive;
-  else throw sim::InputError("<flag --attention>", "", "dot or additive, got \"" + a.attention + "\"");
+  if (a.attention == "dot")
+    score = policy::AttentionScore::Dot;
+  else if (a.attention == "additive")
+    score = policy::AttentionScore::Additive;
+  else
+    throw sim::InputError("<flag --attention>", "", "dot or additive, got \"" + a.attention + "\"");
 
   const sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
   sim::Cluster cluster = sim::load_cluster(a.cluster);
@@ -200,21 +223,29 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   cfg.rl.temperature = a.temperature;
   cfg.rl.attention = score;
   cfg.max_groups = a.groups;
-  if (a.grouper == "group_graph") cfg.grouper = policy::Grouper::GroupGraph;
-  else if (a.grouper == "colocation") cfg.grouper = policy::Grouper::Colocation;
-  else if (a.grouper == "learned") cfg.grouper = policy::Grouper::Learned;
-  else if (a.grouper == "scotch") cfg.grouper = policy::Grouper::Scotch;
-  else throw sim::InputError("<flag --grouper>", "", "group_graph, colocation, scotch or learned, got \"" + a.grouper + "\"");
+  if (a.grouper == "group_graph")
+    cfg.grouper = policy::Grouper::GroupGraph;
+  else if (a.grouper == "colocation")
+    cfg.grouper = policy::Grouper::Colocation;
+  else if (a.grouper == "learned")
+    cfg.grouper = policy::Grouper::Learned;
+  else if (a.grouper == "scotch")
+    cfg.grouper = policy::Grouper::Scotch;
+  else
+    throw sim::InputError("<flag --grouper>", "",
+                          "group_graph, colocation, scotch or learned, got \"" + a.grouper + "\"");
   if (a.project_baselines) {
     if (cfg.grouper == policy::Grouper::Learned)
-      throw sim::InputError("<flag --project-baselines>", "", "a fixed grouper (scotch, group_graph or colocation)");
+      throw sim::InputError("<flag --project-baselines>", "",
+                            "a fixed grouper (scotch, group_graph or colocation)");
     cfg.costs = mo.costs;
-    if (comm.rank() == 0) run_project_baselines(graph, cluster, policy::policy_grouping(graph, cluster, cfg), mo);
+    if (comm.rank() == 0)
+      run_project_baselines(graph, cluster, policy::policy_grouping(graph, cluster, cfg), mo);
     return;
   }
   cfg.iterations = a.iterations;
   cfg.minutes = a.minutes;
-  if (!a.minutes && !a.iterations) cfg.minutes = 8.0;   // the main job ends within 10 minutes
+  if (!a.minutes && !a.iterations) cfg.minutes = 8.0;  // the main job ends within 10 minutes
   cfg.checkpoint_dir = a.checkpoint_dir;
   cfg.resume = a.resume;
   cfg.checkpoint_every = a.checkpoint_every;
@@ -242,8 +273,10 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
          << "  [sample " << std::setprecision(2) << st.sample_s << " s, sim " << st.reward_s
          << " s, grad " << st.grad_s << " s]";
     if (pr.time_left_s) line << "  " << fmt_clock(*pr.time_left_s) << " left";
-    if (tty) std::cerr << "\r\033[K" << line.str() << std::flush;
-    else if (pr.iteration % 10 == 0 || pr.iteration == 1) std::cerr << line.str() << "\n";
+    if (tty)
+      std::cerr << "\r\033[K" << line.str() << std::flush;
+    else if (pr.iteration % 10 == 0 || pr.iteration == 1)
+      std::cerr << line.str() << "\n";
   };
   if (!a.graphs.empty()) {
     g_stop_requested.store(false);
@@ -324,14 +357,22 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   const double n = std::max<double>(1.0, static_cast<double>(r.history.size()));
   if (a.json) {
     // One JSON document instead of the lines and the table (the table's rows included).
-    nlohmann::ordered_json j = {{"graph", graph.name}, {"cluster", cluster.name}, {"iterations", r.history.size()},
-                                {"groups", r.groups}, {"simulations", r.evaluations}, {"wall_s", r.wall_s},
-                                {"best_step_s", r.best_step_s}, {"best_oom", r.best_oom}, {"output", a.output},
-                                {"curve", curve}, {"interrupted", r.interrupted}};
+    nlohmann::ordered_json j = {{"graph", graph.name},
+                                {"cluster", cluster.name},
+                                {"iterations", r.history.size()},
+                                {"groups", r.groups},
+                                {"simulations", r.evaluations},
+                                {"wall_s", r.wall_s},
+                                {"best_step_s", r.best_step_s},
+                                {"best_oom", r.best_oom},
+                                {"output", a.output},
+                                {"curve", curve},
+                                {"interrupted", r.interrupted}};
     if (!a.no_table && !r.interrupted) {
-      std::vector<policy::CompareRow> extra{policy::evaluate_row("rl (learned)", graph, cluster, r.best, mo, r.wall_s)};
-      j["compare"] = nlohmann::ordered_json::parse(
-          policy::compare_to_json(policy::compare_methods(graph, cluster, policy::method_names(), mo, extra)));
+      std::vector<policy::CompareRow> extra{
+          policy::evaluate_row("rl (learned)", graph, cluster, r.best, mo, r.wall_s)};
+      j["compare"] = nlohmann::ordered_json::parse(policy::compare_to_json(
+          policy::compare_methods(graph, cluster, policy::method_names(), mo, extra)));
     }
     std::cout << j.dump(1) << "\n";
     if (r.interrupted) throw CliExit{130};
@@ -345,7 +386,8 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
             << "; placement " << a.output << ", curve " << curve << "\n";
   if (r.interrupted) {
     std::cout << "rl: interrupted; checkpoint in "
-              << (a.checkpoint_dir.empty() ? std::string("(none: no --checkpoint)") : a.checkpoint_dir)
+              << (a.checkpoint_dir.empty() ? std::string("(none: no --checkpoint)")
+                                           : a.checkpoint_dir)
               << ", continue with --resume\n";
     throw CliExit{130};
   }
@@ -363,36 +405,68 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
 void register_train(CLI::App& app) {
 #ifdef PLACESIM_WITH_TORCH
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "train", "train the RL placer (Mirhoseini et al. 2017) on the simulator; no arguments = nmt on paper-4gpu, 8 minutes");
-  cmd->add_option("--graph", a->graph, "built-in workload or graph file")->capture_default_str()->check(not_a_directory());
+  CLI::App* cmd = app.add_subcommand("train",
+                                     "train the RL placer (Mirhoseini et al. 2017) on the "
+                                     "simulator; no arguments = nmt on paper-4gpu, 8 minutes");
+  cmd->add_option("--graph", a->graph, "built-in workload or graph file")
+      ->capture_default_str()
+      ->check(not_a_directory());
   cmd->add_option("--graph-opt", a->graph_opt, "workload options, k=v,k=v");
-  cmd->add_option("--cluster", a->cluster, "built-in cluster or YAML file")->capture_default_str()->check(not_a_directory());
-  cmd->add_option("--calibration", a->calibration, "calibration YAML for the kernel cost model")->check(input_file());
-  cmd->add_option("--minutes", a->minutes, "wall-clock budget (default 8 when --iterations is not given)");
-  cmd->add_option("--iterations", a->iterations, "total iterations, counting those before --resume");
-  cmd->add_option("--samples", a->samples, "placements sampled per iteration (K)")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "seed: weights and sampling; the same seed gives the same run")->capture_default_str();
+  cmd->add_option("--cluster", a->cluster, "built-in cluster or YAML file")
+      ->capture_default_str()
+      ->check(not_a_directory());
+  cmd->add_option("--calibration", a->calibration, "calibration YAML for the kernel cost model")
+      ->check(input_file());
+  cmd->add_option("--minutes", a->minutes,
+                  "wall-clock budget (default 8 when --iterations is not given)");
+  cmd->add_option("--iterations", a->iterations,
+                  "total iterations, counting those before --resume");
+  cmd->add_option("--samples", a->samples, "placements sampled per iteration (K)")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "seed: weights and sampling; the same seed gives the same run")
+      ->capture_default_str();
   cmd->add_option("--hidden", a->hidden, "LSTM width")->capture_default_str();
-  cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")->capture_default_str();
-  cmd->add_option("--grouper", a->grouper, "group_graph (models::group_graph), scotch (group_graph split along Scotch's placement), colocation (contiguous co-location runs) or learned (Hierarchical Planner grouper, trained jointly)")->capture_default_str();
+  cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")
+      ->capture_default_str();
+  cmd->add_option("--grouper", a->grouper,
+                  "group_graph (models::group_graph), scotch (group_graph split along Scotch's "
+                  "placement), colocation (contiguous co-location runs) or learned (Hierarchical "
+                  "Planner grouper, trained jointly)")
+      ->capture_default_str();
   cmd->add_option("--lr", a->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--entropy", a->entropy, "entropy bonus weight")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "softmax temperature")->capture_default_str();
-  cmd->add_option("--attention", a->attention, "dot (Luong, default) or additive (Bahdanau, ~10x slower)")->capture_default_str();
-  cmd->add_option("--checkpoint", a->checkpoint_dir, "directory for checkpoint.pt (atomic, every --checkpoint-every iterations)");
-  cmd->add_option("--checkpoint-every", a->checkpoint_every, "iterations between checkpoints")->capture_default_str();
+  cmd->add_option("--attention", a->attention,
+                  "dot (Luong, default) or additive (Bahdanau, ~10x slower)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint", a->checkpoint_dir,
+                  "directory for checkpoint.pt (atomic, every --checkpoint-every iterations)");
+  cmd->add_option("--checkpoint-every", a->checkpoint_every, "iterations between checkpoints")
+      ->capture_default_str();
   cmd->add_flag("--resume", a->resume, "continue from --checkpoint DIR exactly where it stopped");
-  cmd->add_option("--graphs", a->graphs, "train one policy on several graphs, g1,g2,... (needs --checkpoint; see docs/rl.md)");
-  cmd->add_option("--pretrained", a->pretrained, "start from this checkpoint's weights (e.g. from --graphs); --iterations 0 = no retraining");
+  cmd->add_option(
+      "--graphs", a->graphs,
+      "train one policy on several graphs, g1,g2,... (needs --checkpoint; see docs/rl.md)");
+  cmd->add_option(
+      "--pretrained", a->pretrained,
+      "start from this checkpoint's weights (e.g. from --graphs); --iterations 0 = no retraining");
   cmd->add_option("-o,--output", a->output, "best placement JSON")->capture_default_str();
-  cmd->add_option("--curve", a->curve, "training-curve CSV (default: <output stem>.curve.csv; PNG beside it)");
-  cmd->add_option("--threads", a->threads, "simulation threads (oneTBB); 0 = all cores (shared by the ranks under mpirun)")->capture_default_str();
-  cmd->add_option("--shards", a->shards, "cut the K samples into this many shards, each sampled and back-propagated as one batch; under mpirun the rank count must divide it, and every such rank count (1 included) gives the same result")->capture_default_str();
+  cmd->add_option("--curve", a->curve,
+                  "training-curve CSV (default: <output stem>.curve.csv; PNG beside it)");
+  cmd->add_option("--threads", a->threads,
+                  "simulation threads (oneTBB); 0 = all cores (shared by the ranks under mpirun)")
+      ->capture_default_str();
+  cmd->add_option("--shards", a->shards,
+                  "cut the K samples into this many shards, each sampled and back-propagated as "
+                  "one batch; under mpirun the rank count must divide it, and every such rank "
+                  "count (1 included) gives the same result")
+      ->capture_default_str();
   cmd->add_flag("--no-plot", a->no_plot, "skip the PNG plot");
   cmd->add_flag("--no-table", a->no_table, "skip the baselines table at the end");
   cmd->add_flag("--json", a->json, "print the result (and the baselines table's rows) as JSON");
-  cmd->add_flag("--project-baselines", a->project_baselines, "no training: simulate every baseline's placement projected onto the policy's groups (what the grouping can express)");
+  cmd->add_flag("--project-baselines", a->project_baselines,
+                "no training: simulate every baseline's placement projected onto the policy's "
+                "groups (what the grouping can express)");
   cmd->callback([a] {
     policy::MpiRuntime mpi;
     policy::MpiComm comm(mpi);
@@ -417,7 +491,8 @@ void register_train(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "train the RL placer (needs a build with LibTorch)");
   cmd->allow_extras();
   cmd->callback([] {
-    throw sim::InputError("<placesim train>", "", "a build with -DPLACESIM_WITH_TORCH=ON; this one has no LibTorch");
+    throw sim::InputError("<placesim train>", "",
+                          "a build with -DPLACESIM_WITH_TORCH=ON; this one has no LibTorch");
   });
 #endif
 }

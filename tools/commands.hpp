@@ -33,7 +33,7 @@ void add_quiet_flags(CLI::App& app);
 /// Maps an exception from parsing or running the app to the exit status, printing one line on
 /// stderr (a help hint is part of that line for usage errors).
 int report_failure(CLI::App& app, std::exception_ptr error);
-void register_completion(CLI::App& app);   // cmd_completion.cpp
+void register_completion(CLI::App& app);  // cmd_completion.cpp
 }  // namespace placesim::tools
 
 namespace placesim::sim {
@@ -43,9 +43,10 @@ struct GraphStats;
 
 namespace placesim::tools {
 /// `--json` of the commands that write a graph: its statistics and the file written.
-std::string graph_stats_json(const sim::Graph& g, const sim::GraphStats& s, const std::string& output);
-void register_import_chakra(CLI::App& import_cmd);   // cmd_chakra.cpp: import chakra
-void register_export(CLI::App& app);                 // cmd_chakra.cpp: export chakra
+std::string graph_stats_json(const sim::Graph& g, const sim::GraphStats& s,
+                             const std::string& output);
+void register_import_chakra(CLI::App& import_cmd);  // cmd_chakra.cpp: import chakra
+void register_export(CLI::App& app);                // cmd_chakra.cpp: export chakra
 }  // namespace placesim::tools
 
 namespace placesim::sim {
@@ -56,18 +57,18 @@ class KernelCostModel;
 
 namespace placesim::tools {
 /// --placement of simulate/export: a placement JSON file, else a method name (cmd_simulate.cpp).
-sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph, const sim::Cluster& cluster,
-                             const sim::KernelCostModel& costs);
+sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph,
+                             const sim::Cluster& cluster, const sim::KernelCostModel& costs);
 
-void register_describe(CLI::App& app);        // cmd_describe.cpp
-void register_simulate(CLI::App& app);        // cmd_simulate.cpp
-void register_build_graph(CLI::App& app);     // cmd_build_graph.cpp
-void register_import(CLI::App& app);          // cmd_import.cpp (onnx, topo)
-void register_place(CLI::App& app);           // cmd_place.cpp (place, compare)
-void register_train(CLI::App& app);           // cmd_train.cpp
-void register_calibrate(CLI::App& app);       // cmd_calibrate.cpp (calibrate, calibrate-links, validate)
-void register_sweep(CLI::App& app);           // cmd_sweep.cpp
-void register_collective(CLI::App& app);      // cmd_collective.cpp
+void register_describe(CLI::App& app);     // cmd_describe.cpp
+void register_simulate(CLI::App& app);     // cmd_simulate.cpp
+void register_build_graph(CLI::App& app);  // cmd_build_graph.cpp
+void register_import(CLI::App& app);       // cmd_import.cpp (onnx, topo)
+void register_place(CLI::App& app);        // cmd_place.cpp (place, compare)
+void register_train(CLI::App& app);        // cmd_train.cpp
+void register_calibrate(CLI::App& app);  // cmd_calibrate.cpp (calibrate, calibrate-links, validate)
+void register_sweep(CLI::App& app);      // cmd_sweep.cpp
+void register_collective(CLI::App& app);  // cmd_collective.cpp
 
 }  // namespace placesim::tools
 
@@ -83,7 +84,7 @@ void refuse_mpirun_without_mpi(const policy::MpiRuntime& mpi);
 }  // namespace placesim::tools
 
 namespace placesim::tools {
-void register_import_topo(CLI::App& import_cmd);   // cmd_import_topo.cpp (calibration owner)
+void register_import_topo(CLI::App& import_cmd);  // cmd_import_topo.cpp (calibration owner)
 
 /// In the LibTorch-free `placesim`: replaces this process with `placesim-torch` from the same
 /// folder, same arguments (torch_exec.cpp). Returns only if there is none, or in a build that

@@ -1,8 +1,7 @@
 // placesim: simulate placed training steps on heterogeneous clusters. See README.md.
-#include <malloc.h>
-
 #include <cstdio>
 #include <exception>
+#include <malloc.h>
 #include <string_view>
 
 #include "tools/commands.hpp"
@@ -20,7 +19,7 @@ int main(int argc, char** argv) {
   // `train` is LibTorch's; everything else starts without loading it (tools/CMakeLists.txt).
   if (argc > 1 && std::string_view(argv[1]) == "train") tools::exec_torch_build();
   CLI::App app{"placesim: predict the step time of a placed training graph on a GPU/CPU cluster"};
-  app.name("placesim");   // not argv[0]: error lines and help say "placesim ..."
+  app.name("placesim");  // not argv[0]: error lines and help say "placesim ..."
   app.require_subcommand(1);
   app.set_version_flag("--version", "placesim 0.1.0");
   tools::register_describe(app);

@@ -16,7 +16,8 @@ void refuse_mpirun_without_mpi(const policy::MpiRuntime& mpi) {
   if (!size || std::string(size) == "1") return;
   if (!rank || std::string(rank) == "0")
     throw sim::InputError("<mpirun>", "",
-                          "a placesim built with PLACESIM_WITH_MPI=ON to run on several ranks; this one has no MPI, run it without mpirun");
+                          "a placesim built with PLACESIM_WITH_MPI=ON to run on several ranks; "
+                          "this one has no MPI, run it without mpirun");
   throw CliExit{2};
 }
 

@@ -1,10 +1,9 @@
 // The hand-over from the LibTorch-free `placesim` to `placesim-torch` (tools/CMakeLists.txt).
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "tools/commands.hpp"

@@ -21,7 +21,8 @@ Graph make_graph(int n) {
     if (i > 0) op.inputs.push_back({i - 1, 0});
     if (i > 10) op.inputs.push_back({i - 10, 0});
     op.outputs = {{.bytes = Bytes{2048}}};
-    op.group = std::to_string(i / 50).insert(0, 1, 'g');  // "g" + to_string: GCC 12 false -Wrestrict
+    op.group =
+        std::to_string(i / 50).insert(0, 1, 'g');  // "g" + to_string: GCC 12 false -Wrestrict
     g.add_op(std::move(op));
   }
   g.finalize();

@@ -2,12 +2,12 @@
 // link contention, and placements per second of the batch oracle on 1 and 2 threads.
 // Figures and the command that produced them: docs/performance.md.
 #include <benchmark/benchmark.h>
-
 #include <map>
 #include <memory>
 #include <random>
 
 #include "sim/simulate.hpp"
+
 #include "tests/sim/sim_fixtures.hpp"
 
 namespace {
@@ -38,7 +38,7 @@ Placement blocky(const Graph& g, const Cluster& c, std::uint64_t seed) {
 }
 
 Workload& workload(int n) {
-  static std::map<int, std::unique_ptr<Workload>> cache;   // benchmark-local, built once per size
+  static std::map<int, std::unique_ptr<Workload>> cache;  // benchmark-local, built once per size
   auto& w = cache[n];
   if (!w) {
     w = std::make_unique<Workload>();
@@ -74,7 +74,8 @@ void BM_SimulateWithPrecompute(benchmark::State& state) {
   Workload& w = workload(static_cast<int>(state.range(0)));
   SimOptions o;
   o.record_critical_path = false;
-  for (auto _ : state) benchmark::DoNotOptimize(simulate(w.cluster, w.graph, w.placement, o).step_time);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(simulate(w.cluster, w.graph, w.placement, o).step_time);
   state.counters["ops_per_s"] = benchmark::Counter(static_cast<double>(w.graph.num_ops()),
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -90,8 +91,8 @@ void BM_BatchOracle(benchmark::State& state) {
   }();
   const int threads = static_cast<int>(state.range(0));
   for (auto _ : state) benchmark::DoNotOptimize(w.oracle->evaluate(batch, threads).size());
-  state.counters["placements_per_s"] = benchmark::Counter(static_cast<double>(batch.size()),
-                                                          benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["placements_per_s"] = benchmark::Counter(
+      static_cast<double>(batch.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_BatchOracle)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 

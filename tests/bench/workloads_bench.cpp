@@ -21,7 +21,8 @@ void BM_BuildRnnlm(benchmark::State& state) {
 BENCHMARK(BM_BuildRnnlm)->Arg(120)->Arg(1200)->Unit(benchmark::kMillisecond);
 
 void BM_GroupRnnlm(benchmark::State& state) {
-  const auto g = placesim::models::load_graph("rnnlm", "hidden=256,vocab=1000,steps=" + std::to_string(state.range(0)));
+  const auto g = placesim::models::load_graph(
+      "rnnlm", "hidden=256,vocab=1000,steps=" + std::to_string(state.range(0)));
   for (auto _ : state) {
     const auto gr = placesim::models::group_graph(g, 256);
     benchmark::DoNotOptimize(gr.size());

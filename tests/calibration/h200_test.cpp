@@ -1,11 +1,10 @@
 // Real data from an NVIDIA H200 lent to this project (2026-11-30, torch 2.11.0+cu130, CUDA 13.0,
 // tools/profile_rig.py; tests/data/README.md): the torch 2.11 Kineto dialect, replay of measured
 // ResNet-18 training steps, the kernel fit's cross-validated error, and the 1-GPU topology.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <map>
 #include <sstream>
 
@@ -19,7 +18,9 @@ namespace sim = placesim::sim;
 
 namespace {
 
-std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+std::string data(const std::string& f) {
+  return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
+}
 
 const pc::Profile& b64() {
   static const pc::Profile p = pc::read_profile(data("h200_resnet18-224px-b64_train.json.gz"));
@@ -56,21 +57,26 @@ TEST(H200Trace, Torch211DialectStepsAndCounts) {
   }
   EXPECT_EQ(kernels, 1915);
   EXPECT_EQ(memsets, 115);
-  EXPECT_TRUE(std::none_of(p.missing.begin(), p.missing.end(),
-                           [](const std::string& m) { return m.find("ts 0") != std::string::npos; }));
+  EXPECT_TRUE(std::none_of(p.missing.begin(), p.missing.end(), [](const std::string& m) {
+    return m.find("ts 0") != std::string::npos;
+  }));
 }
 
 TEST(H200Trace, ZeroedGpuTimesAreReported) {
-  // torch 2.11 wrote every GPU activity at ts 0, dur 0 when a session was exported after a later one.
+  // torch 2.11 wrote every GPU activity at ts 0, dur 0 when a session was exported after a later
+  // one.
   const pc::Profile p = pc::read_profile(data("h200_micro_zeroed-gpu-times.json.gz"));
-  EXPECT_TRUE(std::any_of(p.missing.begin(), p.missing.end(),
-                          [](const std::string& m) { return m.find("ts 0 and dur 0") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(p.missing.begin(), p.missing.end(), [](const std::string& m) {
+    return m.find("ts 0 and dur 0") != std::string::npos;
+  }));
   EXPECT_TRUE(pc::op_samples_from_profile(p, "H200").empty());
 }
 
 TEST(H200Validate, EveryResNet18StepWithinFivePercent) {
-  for (const char* f : {"h200_resnet18-224px-b64_train.json.gz", "h200_resnet18-64px-b8_train.json.gz"}) {
-    const pc::Profile p = std::string(f).find("224") != std::string::npos ? b64() : pc::read_profile(data(f));
+  for (const char* f :
+       {"h200_resnet18-224px-b64_train.json.gz", "h200_resnet18-64px-b8_train.json.gz"}) {
+    const pc::Profile p =
+        std::string(f).find("224") != std::string::npos ? b64() : pc::read_profile(data(f));
     const pc::ValidationReport r = pc::validate_profiles({p}, {});
     ASSERT_EQ(r.steps.size(), 5u) << f;
     const bool big = std::string(f).find("224") != std::string::npos;
@@ -91,13 +97,17 @@ TEST(H200Calibrate, MicrobenchmarkFitCrossValidation) {
   const pc::CalibrationFit fit = pc::fit_calibration(samples, "h200");
   // Leave-one-shape-out errors measured on these files (docs/calibration.md): gemm 19.5 %,
   // elementwise 18.2 %, reduction 26.5 %, conv 45.1 %, conv_bwd 57.7 %. Bounds leave a margin.
-  const std::map<std::string, double> bound = {
-      {"gemm", 0.25}, {"elementwise", 0.25}, {"reduction", 0.35}, {"conv", 0.55}, {"conv_bwd", 0.70}};
+  const std::map<std::string, double> bound = {{"gemm", 0.25},
+                                               {"elementwise", 0.25},
+                                               {"reduction", 0.35},
+                                               {"conv", 0.55},
+                                               {"conv_bwd", 0.70}};
   std::map<std::string, double> seen;
   for (const auto& r : fit.classes) {
     if (r.device != "H200-SXM-141GB") continue;
     seen[r.op_class] = r.cv_error;
-    std::cout << "H200 " << r.op_class << ": " << r.signatures << " shapes, CV error " << 100.0 * r.cv_error << " %\n";
+    std::cout << "H200 " << r.op_class << ": " << r.signatures << " shapes, CV error "
+              << 100.0 * r.cv_error << " %\n";
   }
   for (const auto& [cls, b] : bound) {
     ASSERT_TRUE(seen.contains(cls)) << cls;
@@ -148,14 +158,17 @@ TEST(H200Calibrate, StridedConvolutionFlopsFromConcreteInputs) {
       stem = true;
       EXPECT_DOUBLE_EQ(s.work.flops, 2.0 * 64 * 64 * 112 * 112 * 3 * 7 * 7);
     }
-    if (in[0] == std::vector<std::int64_t>{64, 64, 56, 56} && in[1] == std::vector<std::int64_t>{128, 64, 1, 1}) {
+    if (in[0] == std::vector<std::int64_t>{64, 64, 56, 56} &&
+        in[1] == std::vector<std::int64_t>{128, 64, 1, 1}) {
       shortcut = true;
       EXPECT_DOUBLE_EQ(s.work.flops, 2.0 * 64 * 128 * 28 * 28 * 64);
     }
   }
   EXPECT_TRUE(stem);
   EXPECT_TRUE(shortcut);
-  EXPECT_FALSE(pc::conv_flops_from_concrete("aten::cudnn_convolution", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {}).has_value());
+  EXPECT_FALSE(
+      pc::conv_flops_from_concrete("aten::cudnn_convolution", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {})
+          .has_value());
   EXPECT_DOUBLE_EQ(*pc::conv_flops_from_concrete("aten::conv2d", {{1, 4, 8, 8}, {4, 1, 3, 3}, {}},
                                                  {"", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "4"}),
                    2.0 * 1 * 4 * 8 * 8 * 1 * 3 * 3);  // depthwise: groups = channels

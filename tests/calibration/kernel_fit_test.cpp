@@ -1,10 +1,9 @@
 #include "calibration/kernel_fit.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <iostream>
 #include <sstream>
 
@@ -15,18 +14,23 @@ namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
 
 namespace {
-std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+std::string data(const std::string& f) {
+  return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
+}
 }  // namespace
 
 TEST(WorkEstimate, GemmConvElementwise) {
   const auto mm = pc::estimate_work("aten::mm", {{64, 512}, {512, 1024}}, sim::Dtype::F32);
   EXPECT_EQ(mm.op_class, "gemm");
   EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 64 * 512 * 1024);
-  const auto addmm = pc::estimate_work("aten::addmm", {{1024}, {64, 512}, {512, 1024}, {}, {}}, sim::Dtype::F32);
+  const auto addmm =
+      pc::estimate_work("aten::addmm", {{1024}, {64, 512}, {512, 1024}, {}, {}}, sim::Dtype::F32);
   EXPECT_DOUBLE_EQ(addmm.flops, mm.flops);
-  const auto lin = pc::estimate_work("aten::linear", {{8, 64, 512}, {1024, 512}, {1024}}, sim::Dtype::F16);
+  const auto lin =
+      pc::estimate_work("aten::linear", {{8, 64, 512}, {1024, 512}, {1024}}, sim::Dtype::F16);
   EXPECT_DOUBLE_EQ(lin.flops, 2.0 * 8 * 64 * 512 * 1024);
-  const auto conv = pc::estimate_work("aten::conv2d", {{2, 3, 32, 32}, {16, 3, 3, 3}}, sim::Dtype::F32);
+  const auto conv =
+      pc::estimate_work("aten::conv2d", {{2, 3, 32, 32}, {16, 3, 3, 3}}, sim::Dtype::F32);
   EXPECT_EQ(conv.op_class, "conv");
   EXPECT_DOUBLE_EQ(conv.flops, 2.0 * 2 * 16 * 32 * 32 * 27);
   const auto add = pc::estimate_work("aten::add_", {{1000}, {1000}, {}}, sim::Dtype::F32);
@@ -142,10 +146,13 @@ TEST(Calibrate, VidurA100GemmsHeldBackShapes) {
     std::stringstream s(line);
     std::string x;
     while (std::getline(s, x, ',')) f.push_back(x);
-    const std::int64_t t = std::stoll(f[col("num_tokens")]), tp = std::stoll(f[col("num_tensor_parallel_workers")]);
+    const std::int64_t t = std::stoll(f[col("num_tokens")]),
+                       tp = std::stoll(f[col("num_tensor_parallel_workers")]);
     const std::int64_t e = std::stoll(f[col("n_embd")]), xp = std::stoll(f[col("n_expanded_embd")]);
     const std::vector<std::pair<std::string, std::pair<std::int64_t, std::int64_t>>> gemms = {
-        {"mlp_up_proj", {e, 2 * xp / tp}}, {"mlp_down_proj", {xp / tp, e}}, {"attn_post_proj", {e / tp, e}}};
+        {"mlp_up_proj", {e, 2 * xp / tp}},
+        {"mlp_down_proj", {xp / tp, e}},
+        {"attn_post_proj", {e / tp, e}}};
     for (const auto& [op, kn] : gemms) {
       pc::OpSample o;
       o.device = "A100";
@@ -164,7 +171,8 @@ TEST(Calibrate, VidurA100GemmsHeldBackShapes) {
   // Large GEMMs run near the A100's 312 TFLOP/s f16 tensor-core peak, not above it.
   EXPECT_GT(r.model.flop_rate, 100e12);
   EXPECT_LT(r.model.flop_rate, 330e12);
-  std::cout << "A100 GEMM leave-one-shape-out error " << 100.0 * r.cv_error << " % over " << r.signatures << " shapes\n";
+  std::cout << "A100 GEMM leave-one-shape-out error " << 100.0 * r.cv_error << " % over "
+            << r.signatures << " shapes\n";
 }
 
 TEST(FitOpClass, RateHeldAtThePeakAndSaysSo) {
@@ -240,9 +248,11 @@ TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
   EXPECT_DOUBLE_EQ(h->activities_per_step, 302.0);
   EXPECT_NEAR(h->step_s, 16.549e-3, 1e-6);
   EXPECT_NEAR(h->per_activity_s, 16.549e-3 / 302, 1e-8);
-  EXPECT_EQ(h->device, "H200");   // the trace's "NVIDIA H200", as the kernel table keys it
-  EXPECT_EQ(pc::host_cost_from_profile(pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")),
-                                       "H200-SXM-141GB")->device, "H200-SXM-141GB");
+  EXPECT_EQ(h->device, "H200");  // the trace's "NVIDIA H200", as the kernel table keys it
+  EXPECT_EQ(pc::host_cost_from_profile(
+                pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")), "H200-SXM-141GB")
+                ->device,
+            "H200-SXM-141GB");
   // No ProfilerStep annotations: no host cost.
   EXPECT_FALSE(pc::host_cost_from_profile(pc::read_profile(data("a100_alexnet.json"))).has_value());
 }

@@ -1,8 +1,7 @@
 #include "calibration/link_fit.hpp"
 
-#include <gtest/gtest.h>
-
 #include <fstream>
+#include <gtest/gtest.h>
 #include <map>
 #include <set>
 #include <sstream>
@@ -14,7 +13,9 @@ namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
 
 namespace {
-std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+std::string data(const std::string& f) {
+  return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
+}
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -24,9 +25,11 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 TEST(P2p, ParsesEveryMatrixOfTheA100Box) {
-  const auto m = pc::parse_p2p_output(slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt")), "p2p.txt");
+  const auto m = pc::parse_p2p_output(
+      slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt")), "p2p.txt");
   EXPECT_EQ(m.gpus, 4);
-  for (const char* k : {"uni_off", "uni_on", "bi_off", "bi_on", "lat_gpu_off", "lat_cpu_off", "lat_gpu_on", "lat_cpu_on"})
+  for (const char* k : {"uni_off", "uni_on", "bi_off", "bi_on", "lat_gpu_off", "lat_cpu_off",
+                        "lat_gpu_on", "lat_cpu_on"})
     EXPECT_EQ(m.matrix.count(k), 1u) << k;
   EXPECT_DOUBLE_EQ(m.matrix.at("uni_on")[0][1], 275.07);
   EXPECT_DOUBLE_EQ(m.matrix.at("lat_gpu_on")[2][3], 2.32);
@@ -40,29 +43,36 @@ TEST(P2p, ParsesEveryMatrixOfTheA100Box) {
 TEST(P2p, FitsNvlinkAndPcieClassesOfTheImportedTopology) {
   pc::TopoOptions o;
   o.gpu_model = "A100-PCIe-80GB";
-  sim::Cluster c = pc::import_nvidia_smi_topo(slurp(data("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt")), "a.txt", o).cluster;
-  const auto m = pc::parse_p2p_output(slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt")), "p2p.txt");
+  sim::Cluster c = pc::import_nvidia_smi_topo(
+                       slurp(data("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt")), "a.txt", o)
+                       .cluster;
+  const auto m = pc::parse_p2p_output(
+      slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt")), "p2p.txt");
   const pc::LinkFitReport r = pc::fit_links_from_p2p(m, c);
   std::map<std::string, pc::LinkClassFit> by;
   for (const auto& f : r.classes) by[f.kind] = f;
   ASSERT_EQ(by.count("nvlink3"), 1u);
   EXPECT_EQ(by["nvlink3"].pairs, 4);
-  EXPECT_NEAR(by["nvlink3"].new_gb_s, 275.2, 0.5);     // median of 275.07, 275.51, 275.34, 274.11
+  EXPECT_NEAR(by["nvlink3"].new_gb_s, 275.2, 0.5);  // median of 275.07, 275.51, 275.34, 274.11
   EXPECT_NEAR(by["nvlink3"].new_latency_us, 2.28, 0.1);
   EXPECT_DOUBLE_EQ(by["nvlink3"].old_gb_s, 300.0);
-  for (const auto& p : r.pairs) EXPECT_NEAR(p.after_gb_s, p.measured_gb_s, 0.05 * p.measured_gb_s) << p.from << "->" << p.to;
+  for (const auto& p : r.pairs)
+    EXPECT_NEAR(p.after_gb_s, p.measured_gb_s, 0.05 * p.measured_gb_s) << p.from << "->" << p.to;
   EXPECT_THROW(
       [&] {
         pc::TopoOptions o8;
         o8.gpu_model = "V100-SXM2-16GB";
-        sim::Cluster d = pc::import_nvidia_smi_topo(slurp(data("dgx1v_nvidia-smi-topo.txt")), "d.txt", o8).cluster;
+        sim::Cluster d =
+            pc::import_nvidia_smi_topo(slurp(data("dgx1v_nvidia-smi-topo.txt")), "d.txt", o8)
+                .cluster;
         pc::fit_links_from_p2p(m, d);
       }(),
       sim::InputError);
 }
 
 TEST(NcclTests, ReadsTheDocumentedTable) {
-  const auto pts = pc::parse_nccl_tests(slurp(data("nccl-tests_all_reduce_8xA100_SAMPLE.txt")), "s.txt", "all_reduce");
+  const auto pts = pc::parse_nccl_tests(slurp(data("nccl-tests_all_reduce_8xA100_SAMPLE.txt")),
+                                        "s.txt", "all_reduce");
   ASSERT_EQ(pts.size(), 25u);  // 8 B .. 128 MiB
   EXPECT_EQ(pts[0].ranks, 8);
   EXPECT_DOUBLE_EQ(pts[0].bytes, 8);
@@ -73,14 +83,15 @@ TEST(NcclTests, ReadsTheDocumentedTable) {
   EXPECT_NEAR(f.rows[0].busbw_gb_s, 131.4 * 1.75, 131.4 * 1.75 * 0.05);
   EXPECT_NEAR(f.rows[0].alpha_us, 24.0, 2.0);
   EXPECT_THROW(pc::parse_nccl_tests("# nothing\n", "e.txt", "all_reduce"), sim::InputError);
-  EXPECT_THROW(pc::parse_nccl_tests("8 2 float sum -1 abc 0 0 0 1 2 3 0\n", "e.txt", "all_reduce"), sim::InputError);
+  EXPECT_THROW(pc::parse_nccl_tests("8 2 float sum -1 abc 0 0 0 1 2 3 0\n", "e.txt", "all_reduce"),
+               sim::InputError);
 }
 
 TEST(NcclTests, RealSuperBenchLogOn8xA100) {
   // A real all_reduce_perf -g 8 log (12 columns: no root), with an NCCL INFO line inside the table
   // and two zero-byte rows; tests/data/README.md has its source.
-  const auto pts =
-      pc::parse_nccl_tests(slurp(data("superbench_nccl-tests_all_reduce_8xA100.log")), "sb.log", "all_reduce");
+  const auto pts = pc::parse_nccl_tests(slurp(data("superbench_nccl-tests_all_reduce_8xA100.log")),
+                                        "sb.log", "all_reduce");
   ASSERT_EQ(pts.size(), 34u);  // 0, 0, 4 B .. 8 GiB
   EXPECT_EQ(pts[0].ranks, 8);
   EXPECT_EQ(pts[0].nodes, 1);
@@ -99,8 +110,8 @@ TEST(NcclTests, RealSuperBenchLogOn8xA100) {
 
 TEST(NcclTests, RealTwoNodeLogWithoutGroupColumn) {
   // Older nccl-tests rank lines have no "Group" column; ranks and hosts must still be counted.
-  const auto pts =
-      pc::parse_nccl_tests(slurp(data("perfkit_nccl-tests_all_reduce_2nodes_K80.txt")), "pkb.txt", "all_reduce");
+  const auto pts = pc::parse_nccl_tests(slurp(data("perfkit_nccl-tests_all_reduce_2nodes_K80.txt")),
+                                        "pkb.txt", "all_reduce");
   ASSERT_EQ(pts.size(), 11u);  // 1 MiB .. 1 GiB
   EXPECT_EQ(pts[0].ranks, 2);
   EXPECT_EQ(pts[0].nodes, 2);
@@ -111,7 +122,8 @@ TEST(NcclTests, RealTwoNodeLogWithoutGroupColumn) {
 }
 
 TEST(NcclTests, VidurMeasuredAllReduceOnDgxA100) {
-  const auto pts = pc::parse_vidur_collective_csv(slurp(data("a100_dgx_all_reduce.csv")), "vidur.csv");
+  const auto pts =
+      pc::parse_vidur_collective_csv(slurp(data("a100_dgx_all_reduce.csv")), "vidur.csv");
   EXPECT_EQ(pts.size(), 6u * 994u + 994u);
   const pc::CollectiveFit f = pc::fit_collective(pts);
   EXPECT_EQ(f.rows.size(), 7u);
@@ -130,7 +142,9 @@ namespace {
 sim::Cluster imported_a100_pcie_box() {
   pc::TopoOptions o;
   o.gpu_model = "A100-PCIe-80GB";
-  return pc::import_nvidia_smi_topo(slurp(data("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt")), "a.txt", o).cluster;
+  return pc::import_nvidia_smi_topo(slurp(data("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt")),
+                                    "a.txt", o)
+      .cluster;
 }
 
 double class_gb_s(const sim::Cluster& c, const std::string& kind) {
@@ -159,8 +173,9 @@ std::set<std::string> changed_kinds(const sim::Cluster& before, const sim::Clust
 TEST(P2p, DisabledOnlyMatricesCalibrateTheHostPathNeverNvlink) {
   // The real 4x A100 PCIe output cut to its P2P=Disabled sections (tests/data/README.md): every
   // copy went through host memory, also between the NVLink-bridged pairs 0-1 and 2-3.
-  const auto m = pc::parse_p2p_output(slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest_p2p-disabled-only.txt")),
-                                      "off.txt");
+  const auto m = pc::parse_p2p_output(
+      slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest_p2p-disabled-only.txt")),
+      "off.txt");
   EXPECT_EQ(m.matrix.count("uni_on"), 0u);
   ASSERT_EQ(m.matrix.count("uni_off"), 1u);
   const sim::Cluster before = imported_a100_pcie_box();
@@ -178,7 +193,8 @@ TEST(P2p, DisabledOnlyMatricesCalibrateTheHostPathNeverNvlink) {
 TEST(P2p, FullMatricesChangeOnlyTheClassesTheirPathsCrossed) {
   const sim::Cluster before = imported_a100_pcie_box();
   sim::Cluster c = before;
-  const auto m = pc::parse_p2p_output(slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt")), "p2p.txt");
+  const auto m = pc::parse_p2p_output(
+      slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt")), "p2p.txt");
   pc::fit_links_from_p2p(m, c);
   EXPECT_EQ(changed_kinds(before, c), (std::set<std::string>{"nvlink3", "pcie4"}));
   // The smp and membus links are on the staged paths but never their bottleneck.
@@ -188,7 +204,8 @@ TEST(P2p, FullMatricesChangeOnlyTheClassesTheirPathsCrossed) {
 TEST(Vidur, PairwiseNvlinkSendRecvFitsNvlinkNeverPcie) {
   // Vidur's a100_pairwise_nvlink send/recv: 2 GPUs of one node (devices_per_node 2) of a 4-GPU
   // machine with NVLink-bridged pairs, 55-64 MiB.
-  const auto pts = pc::parse_vidur_collective_csv(slurp(data("vidur_a100_pairwise_nvlink_send_recv_tail.csv")), "sr.csv");
+  const auto pts = pc::parse_vidur_collective_csv(
+      slurp(data("vidur_a100_pairwise_nvlink_send_recv_tail.csv")), "sr.csv");
   ASSERT_EQ(pts.size(), 91u);
   EXPECT_EQ(pts[0].ranks, 2);
   EXPECT_EQ(pts[0].nodes, 1);
@@ -266,7 +283,8 @@ TEST(NcclTests, TwoNodesOfEightH100FitTheNicsOnly) {
 TEST(NcclTests, MarkdownTablesOfResults) {
   // A real report of a 2-node DGX H100 cluster (tests/data/README.md): two markdown tables,
   // "| Message | Avg ms | algbw GB/s | busbw GB/s |", sizes in MiB/GiB, times in ms.
-  const auto pts = pc::parse_nccl_tests(slurp(data("talos_dgx-h100_nccl-tests_report_excerpt.md")), "t.md", "all_reduce");
+  const auto pts = pc::parse_nccl_tests(slurp(data("talos_dgx-h100_nccl-tests_report_excerpt.md")),
+                                        "t.md", "all_reduce");
   ASSERT_EQ(pts.size(), 28u);
   EXPECT_DOUBLE_EQ(pts[0].bytes, 1048576.0);
   EXPECT_NEAR(pts[0].time_s, 0.03e-3, 1e-12);
@@ -280,14 +298,16 @@ TEST(NcclTests, MarkdownTablesOfResults) {
       "size time algbw busbw\n"
       "1048576 30.1 34.8 60.9\n"
       "1073741824 4070 263.8 461.7\n";
-  const auto w = pc::parse_nccl_tests("# size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
-                                      "  1048576 262144 float sum -1 30.1 34.8 60.9 0 30.0 34.9 61.1 0\n",
-                                      "w.txt", "all_reduce");
+  const auto w = pc::parse_nccl_tests(
+      "# size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+      "  1048576 262144 float sum -1 30.1 34.8 60.9 0 30.0 34.9 61.1 0\n",
+      "w.txt", "all_reduce");
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NEAR(w[0].time_s, 30.1e-6, 1e-12);
   const auto pl = pc::parse_nccl_tests(plain, "plain.txt", "all_reduce");
   ASSERT_EQ(pl.size(), 2u);
   EXPECT_NEAR(pl[1].time_s, 4070e-6, 1e-12);
   EXPECT_NEAR(pl[1].busbw_gb_s, 461.7, 1e-9);
-  EXPECT_THROW(pc::parse_nccl_tests("| a | b |\n|---|---|\n| x | y |\n", "bad.md", "all_reduce"), sim::InputError);
+  EXPECT_THROW(pc::parse_nccl_tests("| a | b |\n|---|---|\n| x | y |\n", "bad.md", "all_reduce"),
+               sim::InputError);
 }

@@ -1,9 +1,8 @@
 #include "calibration/topo_import.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <sstream>
 
 #include "sim/error.hpp"
@@ -15,7 +14,9 @@ namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
 
 namespace {
-std::string data(const std::string& f) { return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f; }
+std::string data(const std::string& f) {
+  return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
+}
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -38,7 +39,8 @@ int count_kind(const sim::Cluster& c, const std::string& kind) {
 TEST(NvidiaSmiTopo, Dgx1HybridCubeMesh) {
   pc::TopoOptions o;
   o.gpu_model = "V100-SXM2-16GB";
-  const auto r = pc::import_nvidia_smi_topo(slurp(data("dgx1v_nvidia-smi-topo.txt")), "dgx1v.txt", o);
+  const auto r =
+      pc::import_nvidia_smi_topo(slurp(data("dgx1v_nvidia-smi-topo.txt")), "dgx1v.txt", o);
   const sim::Cluster& c = r.cluster;
   EXPECT_EQ(c.gpus().size(), 8u);
   EXPECT_EQ(c.cpus().size(), 2u);  // two CPU affinity sets
@@ -51,22 +53,28 @@ TEST(NvidiaSmiTopo, Dgx1HybridCubeMesh) {
   ASSERT_NE(l01, nullptr);
   EXPECT_DOUBLE_EQ(l01->bandwidth.bytes_per_s, 25e9);
   EXPECT_EQ(link_between(c, "gpu0", "gpu5"), nullptr);
-  EXPECT_EQ(count_kind(c, "nvlink2"), 16);  // hybrid cube mesh: 6 links per GPU in 4 bundles, 8 x 4 / 2
+  EXPECT_EQ(count_kind(c, "nvlink2"),
+            16);  // hybrid cube mesh: 6 links per GPU in 4 bundles, 8 x 4 / 2
   const sim::Cluster back = sim::parse_cluster_yaml(sim::cluster_to_yaml(c), "roundtrip.yaml");
   EXPECT_EQ(back.links.size(), c.links.size());
   EXPECT_EQ(back.peer_access, c.peer_access);
   // GPU2, GPU3 and the NIC share a PCIe switch (PIX).
   EXPECT_GE(c.vertex_index("mlx5_0"), 0);
-  EXPECT_TRUE(c.peer_access[static_cast<std::size_t>(c.device_index("gpu0"))][static_cast<std::size_t>(c.device_index("gpu3"))]);
-  EXPECT_FALSE(c.peer_access[static_cast<std::size_t>(c.device_index("gpu0"))][static_cast<std::size_t>(c.device_index("gpu5"))]);
-  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu5"))].host, c.device_index("cpu1"));
-  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu5"))].spec.model, "V100-SXM2-16GB");
+  EXPECT_TRUE(c.peer_access[static_cast<std::size_t>(c.device_index("gpu0"))]
+                           [static_cast<std::size_t>(c.device_index("gpu3"))]);
+  EXPECT_FALSE(c.peer_access[static_cast<std::size_t>(c.device_index("gpu0"))]
+                            [static_cast<std::size_t>(c.device_index("gpu5"))]);
+  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu5"))].host,
+            c.device_index("cpu1"));
+  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu5"))].spec.model,
+            "V100-SXM2-16GB");
 }
 
 TEST(NvidiaSmiTopo, A100PcieNvlinkPairsWithNumaColumns) {
   pc::TopoOptions o;
   o.gpu_model = "A100-PCIe-80GB";
-  const auto r = pc::import_nvidia_smi_topo(slurp(data("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt")), "a100.txt", o);
+  const auto r = pc::import_nvidia_smi_topo(
+      slurp(data("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt")), "a100.txt", o);
   const sim::Cluster& c = r.cluster;
   EXPECT_EQ(c.gpus().size(), 4u);
   EXPECT_EQ(c.cpus().size(), 4u);  // NUMA affinity 0..3
@@ -81,7 +89,8 @@ TEST(NvidiaSmiTopo, A100PcieNvlinkPairsWithNumaColumns) {
 
 TEST(NvidiaSmiTopo, OldSocLegendAndBadCells) {
   const std::string soc =
-      "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tSOC\t0-7\nGPU1\tSOC\t X \t8-15\n\nLegend:\n  SOC = Path traverses a socket-level link\n";
+      "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tSOC\t0-7\nGPU1\tSOC\t X \t8-15\n\nLegend:\n  SOC = "
+      "Path traverses a socket-level link\n";
   pc::TopoOptions o;
   o.gpu_model = "K80-GK210";
   const auto r = pc::import_nvidia_smi_topo(soc, "soc.txt", o);
@@ -101,7 +110,8 @@ TEST(NcclXml, Ncv4FourNumaNodesNoNvlink) {
   const sim::Cluster& c = r.cluster;
   EXPECT_EQ(c.gpus().size(), 4u);
   EXPECT_EQ(c.cpus().size(), 4u);
-  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu0"))].spec.model, "A100-PCIe-80GB");
+  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu0"))].spec.model,
+            "A100-PCIe-80GB");
   EXPECT_EQ(count_kind(c, "nvlink3"), 0);  // self-targeted NVLink entries are not links
   EXPECT_GE(c.vertex_index("eth0"), 0);
 }
@@ -124,7 +134,9 @@ TEST(NcclXml, Ndv4SwitchesAndNics) {
   ASSERT_NE(l, nullptr);
   EXPECT_NEAR(l->bandwidth.bytes_per_s, 31.5e9, 0.1e9);  // 16 GT/s x16
   // Without --gpu-model the file does not say which GPU it is.
-  EXPECT_THROW(pc::import_nccl_topo_xml(slurp(data("azhpc_ndv4-topo.xml")), "ndv4.xml", pc::TopoOptions{}), sim::InputError);
+  EXPECT_THROW(
+      pc::import_nccl_topo_xml(slurp(data("azhpc_ndv4-topo.xml")), "ndv4.xml", pc::TopoOptions{}),
+      sim::InputError);
 }
 
 TEST(NcclXml, Ndv2AndNdv5) {
@@ -207,10 +219,12 @@ TEST(NvidiaSmiTopo, HgxH100Nv18EverywhereIsOneNvSwitch) {
   pc::TopoOptions o;
   o.gpu_model = "NVIDIA H100 80GB HBM3";
   o.cpu_model = "Intel(R) Xeon(R) Platinum 8480C";
-  const auto r = pc::import_nvidia_smi_topo(slurp(data("h100x8_ml-engineering_nvidia-smi-topo.txt")), "h100.txt", o);
+  const auto r = pc::import_nvidia_smi_topo(
+      slurp(data("h100x8_ml-engineering_nvidia-smi-topo.txt")), "h100.txt", o);
   const sim::Cluster& c = r.cluster;
   ASSERT_EQ(c.gpus().size(), 8u);
-  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu0"))].spec.model, "H100-SXM5-80GB");
+  EXPECT_EQ(c.devices[static_cast<std::size_t>(c.device_index("gpu0"))].spec.model,
+            "H100-SXM5-80GB");
   EXPECT_EQ(c.cpus().size(), 2u);
   ASSERT_GE(c.vertex_index("nvswitch"), 0);
   EXPECT_EQ(count_kind(c, "nvlink4"), 8);  // one port per GPU, not 28 GPU-GPU bundles
@@ -243,7 +257,8 @@ TEST(NvidiaSmiTopo, DgxA100Nv12EverywhereWithTwelveNics) {
   pc::TopoOptions o;
   o.gpu_model = "NVIDIA A100-SXM4-80GB";
   o.cpu_model = "AMD EPYC 7742 64-Core Processor";
-  const auto r = pc::import_nvidia_smi_topo(slurp(data("dgx-a100_nvidia-smi-topo.txt")), "dgx-a100.txt", o);
+  const auto r =
+      pc::import_nvidia_smi_topo(slurp(data("dgx-a100_nvidia-smi-topo.txt")), "dgx-a100.txt", o);
   const sim::Cluster& c = r.cluster;
   ASSERT_EQ(c.gpus().size(), 8u);
   EXPECT_EQ(c.cpus().size(), 4u);
@@ -257,16 +272,20 @@ TEST(NvidiaSmiTopo, DgxA100Nv12EverywhereWithTwelveNics) {
   EXPECT_GE(c.vertex_index("mlx5_11"), 0);
   // nvidia-smi gives no NIC speed: assumed (HDR 200 Gb/s for A100 systems) and said so.
   bool said = false;
-  for (const auto& n : r.notes) said = said || (n.find("200 Gb/s") != std::string::npos && n.find("assumed") != std::string::npos);
+  for (const auto& n : r.notes)
+    said =
+        said || (n.find("200 Gb/s") != std::string::npos && n.find("assumed") != std::string::npos);
   EXPECT_TRUE(said);
   for (const auto& l : c.links)
     if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 25e9) << l.name;
   // GPUs behind one PCIe switch (PXB) still talk over NVLink.
   const auto& route = c.route(c.device_index("gpu0"), c.device_index("gpu1"));
-  for (const auto& h : route.segments[0].hops) EXPECT_EQ(c.links[static_cast<std::size_t>(h.link)].kind, "nvlink3");
+  for (const auto& h : route.segments[0].hops)
+    EXPECT_EQ(c.links[static_cast<std::size_t>(h.link)].kind, "nvlink3");
   // --nic-gbps replaces the assumption.
   o.nic_gbit_s = 100;
-  const auto r2 = pc::import_nvidia_smi_topo(slurp(data("dgx-a100_nvidia-smi-topo.txt")), "dgx-a100.txt", o);
+  const auto r2 =
+      pc::import_nvidia_smi_topo(slurp(data("dgx-a100_nvidia-smi-topo.txt")), "dgx-a100.txt", o);
   for (const auto& l : r2.cluster.links)
     if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 12.5e9);
 }
@@ -292,7 +311,8 @@ TEST(NvidiaSmiTopo, Dgx2SixteenV100Nv6IsOneNvSwitch) {
   // A DGX-1 (NV1/NV2, 6 links per GPU in all) stays a hybrid cube mesh of direct bundles.
   pc::TopoOptions v;
   v.gpu_model = "V100-SXM2-16GB";
-  const auto d = pc::import_nvidia_smi_topo(slurp(data("dgx1v_nvidia-smi-topo.txt")), "dgx1v.txt", v);
+  const auto d =
+      pc::import_nvidia_smi_topo(slurp(data("dgx1v_nvidia-smi-topo.txt")), "dgx1v.txt", v);
   EXPECT_LT(d.cluster.vertex_index("nvswitch"), 0);
 }
 
@@ -300,11 +320,13 @@ TEST(NcclXml, NvSwitchLinkCountsAddUp) {
   // DGX A100 XML (NVIDIA/nccl#1505's dump): six NVSwitch targets with count="2" each = 12 links.
   std::string xml = R"(<system version="1"><cpu numaid="0" vendor="AuthenticAMD">)";
   for (int g = 0; g < 2; ++g) {
-    xml += R"(<pci busid="0000:0)" + std::to_string(g + 7) +
-           R"(:00.0" class="0x030200" device="0x20b0" link_speed="16.0 GT/s PCIe" link_width="16"><gpu dev=")" +
-           std::to_string(g) + R"(">)";
+    xml +=
+        R"(<pci busid="0000:0)" + std::to_string(g + 7) +
+        R"(:00.0" class="0x030200" device="0x20b0" link_speed="16.0 GT/s PCIe" link_width="16"><gpu dev=")" +
+        std::to_string(g) + R"(">)";
     for (const char* t : {"c4", "c5", "c6", "c7", "c8", "c9"})
-      xml += std::string(R"(<nvlink target="0000:)") + t + R"(:00.0" count="2" tclass="0x068000"/>)";
+      xml +=
+          std::string(R"(<nvlink target="0000:)") + t + R"(:00.0" count="2" tclass="0x068000"/>)";
     xml += "</gpu></pci>";
   }
   xml += "</cpu></system>";
@@ -319,7 +341,8 @@ TEST(NvidiaSmiTopo, DgxH100WithItsNicRowsCutShort) {
   // follow the GPU rows (tests/data/README.md). The GPU rows hold every GPU-NIC relation.
   pc::TopoOptions o;
   o.gpu_model = "NVIDIA H100 80GB HBM3";
-  const auto r = pc::import_nvidia_smi_topo(slurp(data("dgx-h100_talos_nvidia-smi-topo_cut.txt")), "talos.txt", o);
+  const auto r = pc::import_nvidia_smi_topo(slurp(data("dgx-h100_talos_nvidia-smi-topo_cut.txt")),
+                                            "talos.txt", o);
   const sim::Cluster& c = r.cluster;
   EXPECT_EQ(c.gpus().size(), 8u);
   EXPECT_EQ(c.cpus().size(), 2u);
@@ -329,7 +352,8 @@ TEST(NvidiaSmiTopo, DgxH100WithItsNicRowsCutShort) {
   for (const auto& n : r.notes) said = said || n.find("6 NIC row(s) missing") != std::string::npos;
   EXPECT_TRUE(said);
   const double t = static_cast<double>(seven_to_one(c).step_time.ns);
-  EXPECT_NEAR(t, static_cast<double>(seven_to_one(sim::load_cluster("hgx-h100")).step_time.ns), 0.001 * t);
+  EXPECT_NEAR(t, static_cast<double>(seven_to_one(sim::load_cluster("hgx-h100")).step_time.ns),
+              0.001 * t);
   // A GPU row missing is still an error.
   std::string text = slurp(data("dgx-h100_talos_nvidia-smi-topo_cut.txt"));
   const std::size_t g7 = text.find("GPU7\t");
@@ -338,7 +362,8 @@ TEST(NvidiaSmiTopo, DgxH100WithItsNicRowsCutShort) {
 }
 
 TEST(NvidiaSmiTopo, MatrixPastedAsComments) {
-  // The same H100 matrix with every line commented out ("# GPU0  X  NV18 ..."), as pasted in scripts.
+  // The same H100 matrix with every line commented out ("# GPU0  X  NV18 ..."), as pasted in
+  // scripts.
   std::string commented;
   std::istringstream in(slurp(data("h100x8_ml-engineering_nvidia-smi-topo.txt")));
   for (std::string line; std::getline(in, line);) commented += "# " + line + "\n";
@@ -358,12 +383,17 @@ namespace {
 TEST(TopoImportWriter, OutOfFormatTopologiesAreInputErrors) {
   TopoOptions o;
   o.gpu_model = "A100-PCIe-80GB";
-  const std::string nv0 = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV0\t0-23\t0\nGPU1\tNV0\t X \t0-23\t0\n";
+  const std::string nv0 =
+      "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV0\t0-23\t0\nGPU1\tNV0\t X "
+      "\t0-23\t0\n";
   EXPECT_THROW(import_nvidia_smi_topo(nv0, "nv0.txt", o), sim::InputError);
   const std::string xml =
-      "<system version=\"1\"><cpu numaid=\"0\" affinity=\"ffff\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" "
-      "modelid=\"85\"><pci busid=\"0001:00:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\"/>"
-      "<nic><net name=\"mlx5_0\" dev=\"0\" speed=\"100000\"/><net name=\"mlx5_0\" dev=\"1\" speed=\"100000\"/></nic>"
+      "<system version=\"1\"><cpu numaid=\"0\" affinity=\"ffff\" arch=\"x86_64\" "
+      "vendor=\"GenuineIntel\" familyid=\"6\" "
+      "modelid=\"85\"><pci busid=\"0001:00:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" "
+      "link_width=\"16\"/>"
+      "<nic><net name=\"mlx5_0\" dev=\"0\" speed=\"100000\"/><net name=\"mlx5_0\" dev=\"1\" "
+      "speed=\"100000\"/></nic>"
       "</cpu></system>";
   try {
     import_nccl_topo_xml(xml, "dup.xml", o);

@@ -168,7 +168,7 @@ TEST(Validate, DdpRanksWaitForTheSlowestAndTheJobStepIsItsStep) {
   const pc::ValidationReport r = pc::validate_profiles({r0, r1}, {});
   ASSERT_EQ(r.steps.size(), 2u);
   for (const auto& s : r.steps) {
-    EXPECT_EQ(s.nccl_matched, 1);  // one all-reduce per step, matched on both ranks
+    EXPECT_EQ(s.nccl_matched, 1);    // one all-reduce per step, matched on both ranks
     EXPECT_EQ(s.inferred_waits, 2);  // one per rank
     ASSERT_EQ(s.ranks.size(), 2u);
     // Both ranks' measured periods are equal (rank 0 waited in NCCL); the replay must reproduce it

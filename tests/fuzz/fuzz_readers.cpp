@@ -7,8 +7,6 @@
 //
 //   tools/fuzz.sh 60                 # build, then each target for 60 s from seeds in tests/data
 //   build-fuzz/tests/fuzz/fuzz_kineto -dict=tests/fuzz/dicts/json.dict CORPUS_DIR
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <unistd.h>
 
 #include "calibration/kernel_fit.hpp"
 #include "calibration/link_fit.hpp"
@@ -38,16 +37,20 @@ using namespace placesim;
 // Readers that take a path get the input as a file in a private temp folder.
 std::string as_file(const std::string& data, const std::string& name) {
   static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("placesim-fuzz-" + std::to_string(::getpid()));
+    auto d =
+        std::filesystem::temp_directory_path() / ("placesim-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
     return d;
   }();
   const std::string path = (dir / name).string();
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(data.data(), static_cast<std::streamsize>(data.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(data.data(), static_cast<std::streamsize>(data.size()));
   return path;
 }
 
-const char* source_dir() { return PLACESIM_SOURCE_DIR; }
+const char* source_dir() {
+  return PLACESIM_SOURCE_DIR;
+}
 
 // A message must be one line that says what was expected: else it is a finding too.
 void check_message(const std::string& what) {
@@ -64,7 +67,8 @@ const sim::Cluster& four_gpu_cluster() {
   static const sim::Cluster c = [] {
     calibration::TopoOptions o;
     o.gpu_model = "A100-PCIe-80GB";
-    const std::string f = std::string(source_dir()) + "/tests/data/calibration/a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt";
+    const std::string f = std::string(source_dir()) +
+                          "/tests/data/calibration/a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt";
     return calibration::import_nvidia_smi_topo(sim::read_text_file(f), f, o).cluster;
   }();
   return c;
@@ -77,8 +81,10 @@ void run(const std::string& in) {
 #elif FUZZ_TARGET_cluster
   (void)sim::cluster_to_yaml(sim::parse_cluster_yaml(in, "fuzz-cluster.yaml"));
 #elif FUZZ_TARGET_placement
-  static const sim::Graph g = sim::read_graph_json(std::string(source_dir()) + "/tests/data/good/tiny-graph.json");
-  static const sim::Cluster c = sim::load_cluster(std::string(source_dir()) + "/scenarios/clusters/paper-2gpu.yaml");
+  static const sim::Graph g =
+      sim::read_graph_json(std::string(source_dir()) + "/tests/data/good/tiny-graph.json");
+  static const sim::Cluster c =
+      sim::load_cluster(std::string(source_dir()) + "/scenarios/clusters/paper-2gpu.yaml");
   const sim::PlacementFile f = sim::parse_placement_json(in, "fuzz-placement.json");
   (void)sim::resolve_placement(f, g, c, "fuzz-placement.json");
 #elif FUZZ_TARGET_calibration
@@ -90,13 +96,21 @@ void run(const std::string& in) {
 #elif FUZZ_TARGET_sweep_csv
   // A sweep's CSV and journal as run_sweep reads them back on resume (evaluator: a fixed result).
   static const policy::SweepSpec spec = policy::parse_sweep_spec(
-      "name: f\nbase: paper-2gpu\naxes: {peer_access: [off, on]}\nworkloads: [rnnlm]\nmethods: [heft]\n", "fuzz-spec.yaml");
+      "name: f\nbase: paper-2gpu\naxes: {peer_access: [off, on]}\nworkloads: [rnnlm]\nmethods: "
+      "[heft]\n",
+      "fuzz-spec.yaml");
   const std::string csv = as_file(in, "sweep.csv");
   std::filesystem::remove(csv + ".partial");
   policy::SweepRunOptions o;
   o.threads = 1;
   (void)policy::run_sweep(
-      spec, [](const policy::SweepPoint&) { policy::PointResult r; r.step_time = sim::Duration{1000}; return r; }, csv, o);
+      spec,
+      [](const policy::SweepPoint&) {
+        policy::PointResult r;
+        r.step_time = sim::Duration{1000};
+        return r;
+      },
+      csv, o);
 #elif FUZZ_TARGET_onnx
   models::OnnxImportOptions o;
   o.training = in.size() % 2 == 1;

@@ -3,15 +3,13 @@
 // ({"stop_at_first_oom": true}) and calibration.yaml, and expected.json: the outcome
 // (outcome_to_json without sim_wall_s). The comparison is exact. After an intended change of the
 // engine's semantics, regenerate with PLACESIM_UPDATE_GOLDEN=1 and review the diff.
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <memory>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "sim/cluster.hpp"
 #include "sim/cost_model.hpp"
@@ -41,9 +39,10 @@ std::string slurp(const fs::path& p) {
 
 nlohmann::json run_case(const fs::path& dir) {
   const Graph g = read_graph_json((dir / "graph.json").string());
-  const Cluster c = parse_cluster_yaml(slurp(dir / "cluster.yaml"), (dir / "cluster.yaml").string());
-  const Placement p = resolve_placement(read_placement_json((dir / "placement.json").string()), g, c,
-                                        (dir / "placement.json").string());
+  const Cluster c =
+      parse_cluster_yaml(slurp(dir / "cluster.yaml"), (dir / "cluster.yaml").string());
+  const Placement p = resolve_placement(read_placement_json((dir / "placement.json").string()), g,
+                                        c, (dir / "placement.json").string());
   SimOptions opt;
   if (fs::exists(dir / "options.json")) {
     const auto o = nlohmann::json::parse(slurp(dir / "options.json"));
@@ -51,7 +50,8 @@ nlohmann::json run_case(const fs::path& dir) {
   }
   KernelCostModel costs;
   if (fs::exists(dir / "calibration.yaml"))
-    costs.set_calibration(std::make_shared<const Calibration>(load_calibration((dir / "calibration.yaml").string())));
+    costs.set_calibration(
+        std::make_shared<const Calibration>(load_calibration((dir / "calibration.yaml").string())));
   auto j = nlohmann::json::parse(outcome_to_json(simulate(c, g, p, opt, costs)));
   j.erase("sim_wall_s");
   return j;

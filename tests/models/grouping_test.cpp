@@ -1,11 +1,11 @@
 // Grouping invariants on the built-in workloads and on hand-made graphs whose co-location groups
 // would make the group graph cyclic.
-#include <gtest/gtest.h>
+#include "models/grouping.hpp"
 
+#include <gtest/gtest.h>
 #include <map>
 #include <set>
 
-#include "models/grouping.hpp"
 #include "models/registry.hpp"
 #include "sim/error.hpp"
 
@@ -32,8 +32,10 @@ void check_invariants(const sim::Graph& g, const Grouping& gr, int max_groups) {
   // Co-location honoured.
   std::map<std::string, std::int32_t> colo;
   for (sim::OpId v = 0; v < g.num_ops(); ++v) {
-    const auto [it, fresh] = colo.emplace(g.group_of(v), gr.group_of_op[static_cast<std::size_t>(v)]);
-    EXPECT_EQ(it->second, gr.group_of_op[static_cast<std::size_t>(v)]) << g.ops[static_cast<std::size_t>(v)].name;
+    const auto [it, fresh] =
+        colo.emplace(g.group_of(v), gr.group_of_op[static_cast<std::size_t>(v)]);
+    EXPECT_EQ(it->second, gr.group_of_op[static_cast<std::size_t>(v)])
+        << g.ops[static_cast<std::size_t>(v)].name;
   }
   // Names unique; DAG sorted, symmetric, without self edges, and numbered topologically (every
   // edge goes to a higher index), hence acyclic.
@@ -82,9 +84,11 @@ void check_invariants(const sim::Graph& g, const Grouping& gr, int max_groups) {
 
 TEST(Grouping, BuiltinWorkloadsKeepInvariants) {
   for (const auto& [name, opts] : std::map<std::string, std::string>{
-           {"rnnlm", "steps=4,hidden=32,vocab=50"}, {"nmt", "src_len=3,tgt_len=3,hidden=32,vocab=50"},
+           {"rnnlm", "steps=4,hidden=32,vocab=50"},
+           {"nmt", "src_len=3,tgt_len=3,hidden=32,vocab=50"},
            {"gpt", "layers=2,hidden=64,heads=4,seq=8,vocab=100,batch=1"},
-           {"resnet50", "batch=1,image_size=32"}, {"inception_v3", "batch=1,image_size=75"}}) {
+           {"resnet50", "batch=1,image_size=32"},
+           {"inception_v3", "batch=1,image_size=75"}}) {
     SCOPED_TRACE(name);
     const sim::Graph g = load_graph(name, opts);
     for (const int max_groups : {1, 7, 64, 256}) {
@@ -112,7 +116,8 @@ TEST(Grouping, VariableUpdateAndGradientsStayTogether) {
     return gr.group_of_op[static_cast<std::size_t>(v)];
   };
   EXPECT_EQ(group("rnnlm/lstm_0/kernel"), group("update/rnnlm/lstm_0/kernel"));
-  EXPECT_EQ(group("rnnlm/lstm_1/t2/MatMul"), group("gradients/rnnlm/lstm_1/t2/MatMul_grad/MatMul_0"));
+  EXPECT_EQ(group("rnnlm/lstm_1/t2/MatMul"),
+            group("gradients/rnnlm/lstm_1/t2/MatMul_grad/MatMul_0"));
 }
 
 TEST(Grouping, CyclicCoLocationGroupsAreMerged) {
@@ -135,9 +140,12 @@ TEST(Grouping, CyclicCoLocationGroupsAreMerged) {
   g.finalize();
   const Grouping gr = group_graph(g, 256);
   check_invariants(g, gr, 256);
-  EXPECT_EQ(gr.group_of_op[static_cast<std::size_t>(a)], gr.group_of_op[static_cast<std::size_t>(b)]);
-  EXPECT_EQ(gr.group_of_op[static_cast<std::size_t>(a)], gr.group_of_op[static_cast<std::size_t>(c)]);
-  EXPECT_EQ(gr.group_of_op[static_cast<std::size_t>(a)], gr.group_of_op[static_cast<std::size_t>(d)]);
+  EXPECT_EQ(gr.group_of_op[static_cast<std::size_t>(a)],
+            gr.group_of_op[static_cast<std::size_t>(b)]);
+  EXPECT_EQ(gr.group_of_op[static_cast<std::size_t>(a)],
+            gr.group_of_op[static_cast<std::size_t>(c)]);
+  EXPECT_EQ(gr.group_of_op[static_cast<std::size_t>(a)],
+            gr.group_of_op[static_cast<std::size_t>(d)]);
   (void)e;
 }
 
@@ -149,7 +157,8 @@ TEST(Grouping, ExpandGivesOneDevicePerOp) {
   const sim::Placement p = gr.expand(dev);
   ASSERT_EQ(static_cast<int>(p.device_of.size()), g.num_ops());
   for (sim::OpId v = 0; v < g.num_ops(); ++v) {
-    EXPECT_EQ(p.device_of[static_cast<std::size_t>(v)], gr.group_of_op[static_cast<std::size_t>(v)] % 2);
+    EXPECT_EQ(p.device_of[static_cast<std::size_t>(v)],
+              gr.group_of_op[static_cast<std::size_t>(v)] % 2);
   }
   EXPECT_THROW(gr.expand({0}), sim::InputError);
   EXPECT_THROW(group_graph(g, 0), sim::InputError);

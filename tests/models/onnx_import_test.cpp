@@ -1,13 +1,13 @@
 // ONNX import of real torchvision exports (tests/data/onnx, made by generate.py there):
 // parameter counts against torchvision's own sum(p.numel()), multiply-adds against torchvision's
 // published table, and the derived training step.
-#include <gtest/gtest.h>
+#include "models/onnx_import.hpp"
 
 #include <fstream>
+#include <gtest/gtest.h>
 #include <map>
 
 #include "models/grouping.hpp"
-#include "models/onnx_import.hpp"
 #include "models/registry.hpp"
 #include "sim/error.hpp"
 
@@ -27,7 +27,8 @@ std::int64_t params_of(const sim::Graph& g) {
 double forward_macs(const sim::Graph& g) {
   double f = 0;
   for (const auto& op : g.ops) {
-    if (op.phase == sim::Phase::Forward && (op.type == "Conv" || op.type == "Gemm" || op.type == "MatMul")) {
+    if (op.phase == sim::Phase::Forward &&
+        (op.type == "Conv" || op.type == "Gemm" || op.type == "MatMul")) {
       f += op.flops.v / 2;
     }
   }
@@ -81,7 +82,8 @@ TEST(OnnxImport, ShapesFromInference) {
 }
 
 TEST(OnnxImport, TrainingAddsBackwardAndColocatedUpdates) {
-  const sim::Graph g = import_onnx(kDir + "mobilenet_v2.onnx", {.training = true, .batch = 2, .optimizer = Optimizer::Adam});
+  const sim::Graph g = import_onnx(kDir + "mobilenet_v2.onnx",
+                                   {.training = true, .batch = 2, .optimizer = Optimizer::Adam});
   std::map<std::string, int> vars, updates;
   double fwd = 0, bwd = 0;
   for (const auto& op : g.ops) {
@@ -102,7 +104,8 @@ TEST(OnnxImport, TrainingAddsBackwardAndColocatedUpdates) {
   ASSERT_GE(conv, 0);
   int grads = 0;
   for (const auto& op : g.ops) {
-    grads += op.phase == sim::Phase::Backward && op.group == g.ops[static_cast<std::size_t>(conv)].group;
+    grads +=
+        op.phase == sim::Phase::Backward && op.group == g.ops[static_cast<std::size_t>(conv)].group;
   }
   EXPECT_EQ(grads, 2);  // input and filter gradients, colocated with the convolution
   const Grouping gr = group_graph(g, 64);
@@ -144,11 +147,11 @@ TEST(OnnxImport, TransformerEveryWeightTrains) {
       gather_grads += op.type == "GatherGrad";
     }
     EXPECT_EQ(variables, 27);
-    EXPECT_GE(updates, 27);       // one optimizer update per weight
-    EXPECT_EQ(gather_grads, 1);   // the embedding's sparse gradient
+    EXPECT_GE(updates, 27);      // one optimizer update per weight
+    EXPECT_EQ(gather_grads, 1);  // the embedding's sparse gradient
     std::int64_t persistent = 0;
     for (const auto& op : g.ops) persistent += op.persistent.v;
-    EXPECT_GE(persistent, 164468 * 4);   // every weight resident (F32)
+    EXPECT_GE(persistent, 164468 * 4);  // every weight resident (F32)
   }
 }
 

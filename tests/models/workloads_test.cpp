@@ -1,13 +1,13 @@
 // Built-in workloads checked against published totals (parameter counts, multiply-adds) and the
 // structure of a training step.
-#include <gtest/gtest.h>
+#include "models/workloads.hpp"
 
+#include <gtest/gtest.h>
 #include <map>
 #include <set>
 #include <string>
 
 #include "models/registry.hpp"
-#include "models/workloads.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::models {
@@ -66,8 +66,8 @@ TEST(Workloads, Gpt2SmallParameters) {
   // and the tied head 2 x H x V x tokens.
   const double tokens = 64, layers = 12, h = 768, t = 64, v = 50257;
   const double weights = layers * 12 * h * h;
-  EXPECT_NEAR(forward_macs(g) * 2, 2 * weights * tokens + 4 * layers * t * t * h + 2 * h * v * tokens,
-              1.0);
+  EXPECT_NEAR(forward_macs(g) * 2,
+              2 * weights * tokens + 4 * layers * t * t * h + 2 * h * v * tokens, 1.0);
 }
 
 TEST(Workloads, RnnlmStructure) {
@@ -88,9 +88,11 @@ TEST(Workloads, RnnlmStructure) {
 
 TEST(Workloads, EveryVariableHasOneUpdateInItsGroup) {
   for (const auto& [name, opts] : std::map<std::string, std::string>{
-           {"rnnlm", "steps=2,hidden=32,vocab=50"}, {"nmt", "src_len=2,tgt_len=2,hidden=32,vocab=50"},
+           {"rnnlm", "steps=2,hidden=32,vocab=50"},
+           {"nmt", "src_len=2,tgt_len=2,hidden=32,vocab=50"},
            {"gpt", "layers=2,hidden=64,heads=4,seq=8,vocab=100,batch=1"},
-           {"resnet50", "batch=1,image_size=32"}, {"inception_v3", "batch=1,image_size=75"}}) {
+           {"resnet50", "batch=1,image_size=32"},
+           {"inception_v3", "batch=1,image_size=75"}}) {
     const sim::Graph g = load_graph(name, opts);
     std::map<std::string, int> vars, updates;
     for (const auto& op : g.ops) {
@@ -151,9 +153,11 @@ TEST(Workloads, NmtFourLayers) {
 
 TEST(Workloads, JsonRoundTrip) {
   for (const auto& [name, opts] : std::map<std::string, std::string>{
-           {"rnnlm", "steps=2,hidden=32,vocab=50"}, {"nmt", "src_len=2,tgt_len=2,hidden=32,vocab=50"},
+           {"rnnlm", "steps=2,hidden=32,vocab=50"},
+           {"nmt", "src_len=2,tgt_len=2,hidden=32,vocab=50"},
            {"gpt", "layers=1,hidden=64,heads=4,seq=8,vocab=100,batch=1"},
-           {"resnet50", "batch=1,image_size=32"}, {"inception_v3", "batch=1,image_size=75"}}) {
+           {"resnet50", "batch=1,image_size=32"},
+           {"inception_v3", "batch=1,image_size=75"}}) {
     const sim::Graph g = load_graph(name, opts);
     const std::string text = sim::graph_to_json(g);
     const sim::Graph back = sim::parse_graph_json(text, name);

@@ -1,15 +1,15 @@
 // The placement baselines on small hand-built graphs and clusters, where the right answer can be
 // worked out by hand, and on small configurations of every built-in workload.
-#include <gtest/gtest.h>
+#include "policy/baselines.hpp"
 
 #include <algorithm>
+#include <gtest/gtest.h>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
 
 #include "models/registry.hpp"
-#include "policy/baselines.hpp"
 #include "policy/group_dag.hpp"
 #include "policy/methods.hpp"
 #include "sim/error.hpp"
@@ -32,12 +32,15 @@ sim::Cluster star(int gpus, const std::string& gpu_mem = "1 GiB", const std::str
   y += "  - {name: cpu0, kind: cpu, peak_flops: {f32: 1 TFLOP/s}, memory_bandwidth: 100 GB/s,"
        " memory_capacity: 64 GiB, worker_threads: 1, launch_overhead: 1 us}\n";
   for (int g = 0; g < gpus; ++g)
-    y += "  - {name: gpu" + std::to_string(g) + ", kind: gpu, host: cpu0, peak_flops: {f32: " +
-         (g == fast ? "20" : "10") + " TFLOP/s}, memory_bandwidth: 900 GB/s, memory_capacity: " + gpu_mem +
+    y += "  - {name: gpu" + std::to_string(g) +
+         ", kind: gpu, host: cpu0, peak_flops: {f32: " + (g == fast ? "20" : "10") +
+         " TFLOP/s}, memory_bandwidth: 900 GB/s, memory_capacity: " + gpu_mem +
          ", launch_overhead: 2 us}\n";
-  y += "switches: [sw0]\nlinks:\n  - {between: [cpu0, sw0], bandwidth: " + bw + ", latency: 1 us}\n";
+  y +=
+      "switches: [sw0]\nlinks:\n  - {between: [cpu0, sw0], bandwidth: " + bw + ", latency: 1 us}\n";
   for (int g = 0; g < gpus; ++g)
-    y += "  - {between: [gpu" + std::to_string(g) + ", sw0], bandwidth: " + bw + ", latency: 1 us}\n";
+    y += "  - {between: [gpu" + std::to_string(g) + ", sw0], bandwidth: " + bw +
+         ", latency: 1 us}\n";
   if (gpus > 1) {
     y += "peer_access:\n  groups: [[";
     for (int g = 0; g < gpus; ++g) y += (g ? ", gpu" : "gpu") + std::to_string(g);
@@ -46,7 +49,8 @@ sim::Cluster star(int gpus, const std::string& gpu_mem = "1 GiB", const std::str
   return sim::parse_cluster_yaml(y, "<test star>");
 }
 
-Op timed(const std::string& name, double us, std::int64_t out_bytes, std::vector<OpId> inputs = {}) {
+Op timed(const std::string& name, double us, std::int64_t out_bytes,
+         std::vector<OpId> inputs = {}) {
   Op op;
   op.name = name;
   op.type = "Test";
@@ -95,7 +99,8 @@ std::vector<std::string> all_methods() {
 }
 
 // Every op has a device, co-location groups are whole, device-kind constraints hold.
-void expect_valid(const sim::Placement& p, const Graph& g, const sim::Cluster& c, const std::string& m) {
+void expect_valid(const sim::Placement& p, const Graph& g, const sim::Cluster& c,
+                  const std::string& m) {
   ASSERT_EQ(p.device_of.size(), static_cast<std::size_t>(g.num_ops())) << m;
   std::map<std::string, DeviceId> group_device;
   for (int op = 0; op < g.num_ops(); ++op) {
@@ -112,7 +117,7 @@ void expect_valid(const sim::Placement& p, const Graph& g, const sim::Cluster& c
 TEST(GroupDag, KeepsCyclicCoLocationGroupsAndCountsEachTensorOncePerGroup) {
   const Graph g = training_chain();
   const GroupDag dag = build_group_dag(g);
-  ASSERT_EQ(dag.size(), 3);   // L0, L1, loss
+  ASSERT_EQ(dag.size(), 3);  // L0, L1, loss
   EXPECT_EQ(dag.group_of_op[0], 0);
   EXPECT_EQ(dag.group_of_op[4], 0);
   EXPECT_EQ(dag.group_of_op[1], 1);
@@ -121,7 +126,8 @@ TEST(GroupDag, KeepsCyclicCoLocationGroupsAndCountsEachTensorOncePerGroup) {
   EXPECT_EQ(dag.succ[0][0].group, 1);
   EXPECT_DOUBLE_EQ(dag.succ[0][0].bytes, static_cast<double>(1 << 20));
   // ... and the backward edge L1 -> L0 exists: the group graph is cyclic.
-  const bool back = std::any_of(dag.succ[1].begin(), dag.succ[1].end(), [](const GroupEdge& e) { return e.group == 0; });
+  const bool back = std::any_of(dag.succ[1].begin(), dag.succ[1].end(),
+                                [](const GroupEdge& e) { return e.group == 0; });
   EXPECT_TRUE(back);
   const sim::Placement p = dag.expand({2, 1, 0});
   EXPECT_EQ(p.device_of, (std::vector<DeviceId>{2, 1, 0, 1, 2}));
@@ -142,7 +148,7 @@ TEST(Methods, EveryMethodGivesAValidDeterministicPlacementThatSimulates) {
 
 TEST(Methods, CpuOnlyOpsGoToACpuUnderEveryMethod) {
   Graph g = two_branches();
-  g.ops[3].device_kind = sim::DeviceKind::Cpu;   // "b0"
+  g.ops[3].device_kind = sim::DeviceKind::Cpu;  // "b0"
   g.finalize();
   const sim::Cluster c = star(2);
   for (const std::string& m : all_methods()) expect_valid(make_placement(m, g, c), g, c, m);
@@ -159,7 +165,8 @@ TEST(Methods, SingleGpuTakesTheFastestGpu) {
   const Graph g = training_chain();
   const sim::Cluster c = star(3, "1 GiB", "10 GB/s", 2);
   const sim::Placement p = make_placement("single-gpu", g, c);
-  for (const DeviceId d : p.device_of) EXPECT_EQ(c.devices[static_cast<std::size_t>(d)].name, "gpu2");
+  for (const DeviceId d : p.device_of)
+    EXPECT_EQ(c.devices[static_cast<std::size_t>(d)].name, "gpu2");
 }
 
 TEST(Methods, RoundRobinDealsGroupsInTopologicalOrder) {
@@ -255,8 +262,11 @@ TEST(Baechi, AGroupNoGpuCanHoldGoesToTheHostCpu) {
   const sim::Cluster c = star(2, "1 GiB");
   for (const std::string m : {"m-topo", "m-etf", "m-sct"}) {
     const sim::Placement p = make_placement(m, g, c);
-    EXPECT_EQ(c.devices[static_cast<std::size_t>(p.device_of[static_cast<std::size_t>(g.op_index("giant"))])].name,
-              "cpu0") << m;
+    EXPECT_EQ(c.devices[static_cast<std::size_t>(
+                            p.device_of[static_cast<std::size_t>(g.op_index("giant"))])]
+                  .name,
+              "cpu0")
+        << m;
     EXPECT_FALSE(sim::simulate(c, g, p).oom) << m;
   }
 }
@@ -269,7 +279,8 @@ TEST(Baechi, NoOomOnRandomGraphsThatFitAcrossTheDevices) {
     std::int64_t total = 0;
     for (int i = 0; i < 60; ++i) {
       std::vector<OpId> ins;
-      for (int k = 0; k < 2 && i > 0; ++k) ins.push_back(static_cast<OpId>(rng() % static_cast<std::uint64_t>(i)));
+      for (int k = 0; k < 2 && i > 0; ++k)
+        ins.push_back(static_cast<OpId>(rng() % static_cast<std::uint64_t>(i)));
       std::sort(ins.begin(), ins.end());
       ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
       const auto out = static_cast<std::int64_t>((1 + rng() % 8) << 20);
@@ -320,7 +331,9 @@ TEST(Expert, OneLstmLayerPerGpuEmbeddingFirstSoftmaxLast) {
   const sim::Cluster c = star(4);
   const sim::Placement p = make_placement("expert", g, c);
   const auto dev = [&](const std::string& op) {
-    return c.devices[static_cast<std::size_t>(p.device_of[static_cast<std::size_t>(g.op_index(op))])].name;
+    return c
+        .devices[static_cast<std::size_t>(p.device_of[static_cast<std::size_t>(g.op_index(op))])]
+        .name;
   };
   EXPECT_EQ(dev("emb"), "gpu0");
   EXPECT_EQ(dev("l0t0"), "gpu0");
@@ -349,7 +362,9 @@ TEST(Expert, OtherGraphsSplitLayersIntoContiguousBlocksOfEqualFlops) {
   g.finalize();
   const sim::Cluster c = star(2);
   const sim::Placement p = make_placement("expert", g, c);
-  const auto dev = [&](const std::string& op) { return p.device_of[static_cast<std::size_t>(g.op_index(op))]; };
+  const auto dev = [&](const std::string& op) {
+    return p.device_of[static_cast<std::size_t>(g.op_index(op))];
+  };
   EXPECT_EQ(dev("fc0"), dev("fc1"));
   EXPECT_EQ(dev("fc2"), dev("fc3"));
   EXPECT_NE(dev("fc1"), dev("fc2"));

@@ -1,10 +1,10 @@
 // compare_methods() and its table, CSV and JSON forms.
-#include <gtest/gtest.h>
+#include "policy/compare.hpp"
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "policy/compare.hpp"
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
 
@@ -34,7 +34,8 @@ TEST(Compare, OneRowPerMethodWithSpeedupOverSingleGpuAndExtraRowsAppended) {
   const sim::Cluster c = sim::load_cluster("paper-2gpu");
   const sim::Placement p = *sim::builtin_placement("single-gpu", g, c);
   std::vector<CompareRow> extra = {evaluate_row("rl", g, c, p, {}, 12.5)};
-  const auto rows = compare_methods(g, c, {"single-gpu", "round-robin", "no-such-method"}, {}, extra);
+  const auto rows =
+      compare_methods(g, c, {"single-gpu", "round-robin", "no-such-method"}, {}, extra);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].method, "single-gpu");
   ASSERT_TRUE(rows[0].speedup.has_value());

@@ -1,18 +1,19 @@
 // Data-parallel training (policy/data_parallel.hpp): shard plans, per-sample seeds, fixed-order
 // sums, and a trainer split over two "ranks" (threads exchanging through a SweepComm) that ends
 // with the single process's bits. The real 2-rank mpirun run is tests/cli/train_mpi_test.sh.
-#include <gtest/gtest.h>
+#include "policy/data_parallel.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <gtest/gtest.h>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "policy/data_parallel.hpp"
 #include "policy/sweep.hpp"
 #include "sim/error.hpp"
+
 #include "tests/policy/thread_comm.hpp"
 #ifdef PLACESIM_WITH_TORCH
 #include "policy/rl.hpp"
@@ -30,7 +31,8 @@ std::vector<T> on_ranks(int ranks, const std::function<T(const SweepComm&)>& fn)
   std::vector<T> out(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] { out[static_cast<size_t>(r)] = fn(comms[static_cast<size_t>(r)]); });
+    threads.emplace_back(
+        [&, r] { out[static_cast<size_t>(r)] = fn(comms[static_cast<size_t>(r)]); });
   for (auto& t : threads) t.join();
   return out;
 }
@@ -47,8 +49,8 @@ TEST(ShardPlan, SplitsSamplesIntoContiguousShardsAndShardsEvenlyOverRanks) {
   EXPECT_EQ(second.end_shard(), 4);
   EXPECT_EQ(second.first_sample(), 5);
   EXPECT_EQ(second.end_sample(), 10);
-  EXPECT_THROW(ShardPlan(10, 3, 0, 2), sim::InputError);    // 2 ranks, 3 shards
-  EXPECT_THROW(ShardPlan(4, 8, 0, 1), sim::InputError);     // more shards than samples
+  EXPECT_THROW(ShardPlan(10, 3, 0, 2), sim::InputError);  // 2 ranks, 3 shards
+  EXPECT_THROW(ShardPlan(4, 8, 0, 1), sim::InputError);   // more shards than samples
   EXPECT_THROW(ShardPlan(4, 0, 0, 1), sim::InputError);
   try {
     (void)ShardPlan(16, 3, 0, 2);
@@ -63,7 +65,7 @@ TEST(SampleSeed, DependsOnSeedIterationAndSampleOnly) {
   EXPECT_NE(sample_seed(1, 2, 3), sample_seed(1, 2, 4));
   EXPECT_NE(sample_seed(1, 2, 3), sample_seed(1, 3, 3));
   EXPECT_NE(sample_seed(1, 2, 3), sample_seed(2, 2, 3));
-  EXPECT_NE(sample_seed(0, 0, 1), sample_seed(0, 1, 0));   // not symmetric in its arguments
+  EXPECT_NE(sample_seed(0, 0, 1), sample_seed(0, 1, 0));  // not symmetric in its arguments
 }
 
 // Values whose float sum depends on the grouping: in column 0, ((a + b) + c) + d = 1 while
@@ -86,7 +88,8 @@ TEST(SumShards, TwoRanksGiveTheSameBitsOnEveryRank) {
   const std::vector<float> single = sum_shards_fixed_order(nullptr, s);
   const auto per_rank = on_ranks<std::vector<float>>(2, [&](const SweepComm& comm) {
     const ShardPlan plan(8, 4, comm.rank(), comm.size());
-    std::vector<std::vector<float>> mine(s.begin() + plan.first_shard(), s.begin() + plan.end_shard());
+    std::vector<std::vector<float>> mine(s.begin() + plan.first_shard(),
+                                         s.begin() + plan.end_shard());
     return sum_shards_fixed_order(&comm, mine);
   });
   for (const auto& r : per_rank) {
@@ -103,18 +106,21 @@ TEST(SumShards, AnyRankCountAndLengthGiveTheSingleProcessBits) {
     std::vector<std::vector<float>> s(4, std::vector<float>(n));
     for (std::size_t sh = 0; sh < 4; ++sh)
       for (std::size_t i = 0; i < n; ++i)  // magnitudes 1e-3..1e7: the order of addition shows
-        s[sh][i] = static_cast<float>((sh % 2 ? -1.0 : 1.0) * std::pow(10.0, static_cast<double>((i + 3 * sh) % 11) - 3.0) *
+        s[sh][i] = static_cast<float>((sh % 2 ? -1.0 : 1.0) *
+                                      std::pow(10.0, static_cast<double>((i + 3 * sh) % 11) - 3.0) *
                                       (1.0 + 0.1234567 * static_cast<double>(i)));
     const std::vector<float> single = sum_shards_fixed_order(nullptr, s);
     for (const int ranks : {2, 4}) {
       const auto per_rank = on_ranks<std::vector<float>>(ranks, [&](const SweepComm& comm) {
         const ShardPlan plan(8, 4, comm.rank(), comm.size());
-        std::vector<std::vector<float>> mine(s.begin() + plan.first_shard(), s.begin() + plan.end_shard());
+        std::vector<std::vector<float>> mine(s.begin() + plan.first_shard(),
+                                             s.begin() + plan.end_shard());
         return sum_shards_fixed_order(&comm, mine);
       });
       for (const auto& r : per_rank) {
         ASSERT_EQ(r.size(), n) << ranks << " ranks";
-        EXPECT_EQ(std::memcmp(r.data(), single.data(), n * sizeof(float)), 0) << n << " elements, " << ranks << " ranks";
+        EXPECT_EQ(std::memcmp(r.data(), single.data(), n * sizeof(float)), 0)
+            << n << " elements, " << ranks << " ranks";
       }
     }
   }
@@ -123,12 +129,14 @@ TEST(SumShards, AnyRankCountAndLengthGiveTheSingleProcessBits) {
 TEST(Alltoall, PartRGoesToRankR) {
   const auto got = on_ranks<std::vector<std::string>>(3, [](const SweepComm& comm) {
     std::vector<std::string> to_each;
-    for (int q = 0; q < comm.size(); ++q) to_each.push_back(std::to_string(comm.rank()) + ">" + std::to_string(q));
+    for (int q = 0; q < comm.size(); ++q)
+      to_each.push_back(std::to_string(comm.rank()) + ">" + std::to_string(q));
     return comm.alltoall(to_each);
   });
   for (int q = 0; q < 3; ++q)
     EXPECT_EQ(got[static_cast<size_t>(q)],
-              (std::vector<std::string>{"0>" + std::to_string(q), "1>" + std::to_string(q), "2>" + std::to_string(q)}));
+              (std::vector<std::string>{"0>" + std::to_string(q), "1>" + std::to_string(q),
+                                        "2>" + std::to_string(q)}));
 }
 
 TEST(Allgather, EveryRankGetsEveryPartInRankOrder) {
@@ -167,7 +175,7 @@ std::vector<Evaluation> score(const std::vector<DevicesOfGroups>& ps) {
 struct RunResult {
   std::vector<IterationStats> history;
   DevicesOfGroups best, greedy;
-  int scored = 0;   // placements this rank's reward function saw
+  int scored = 0;  // placements this rank's reward function saw
 };
 
 RunResult run(Trainer& t, int iterations, const int& scored) {
@@ -176,17 +184,24 @@ RunResult run(Trainer& t, int iterations, const int& scored) {
 }
 
 RlOptions options() {
-  return RlOptions{.hidden = 16, .samples = 8, .seed = 11, .learning_rate = 2e-2,
-                   .entropy_weight = 0.01, .shards = 4};
+  return RlOptions{.hidden = 16,
+                   .samples = 8,
+                   .seed = 11,
+                   .learning_rate = 2e-2,
+                   .entropy_weight = 0.01,
+                   .shards = 4};
 }
 
 TEST(DataParallelTrainer, TwoRanksEndWithTheSingleProcessBits) {
   constexpr int kIterations = 4;
   int scored_single = 0;
-  Trainer single(small_problem(), options(), [&](const auto& ps) {
-    scored_single += static_cast<int>(ps.size());
-    return score(ps);
-  }, 2.0);
+  Trainer single(
+      small_problem(), options(),
+      [&](const auto& ps) {
+        scored_single += static_cast<int>(ps.size());
+        return score(ps);
+      },
+      2.0);
   const RunResult want = run(single, kIterations, scored_single);
 
   // The trainers are built here, one after the other: the weights come from torch's global RNG.
@@ -194,10 +209,13 @@ TEST(DataParallelTrainer, TwoRanksEndWithTheSingleProcessBits) {
   ThreadComm c0(hub, 0), c1(hub, 1);
   int scored[2] = {0, 0};
   auto make = [&](const ThreadComm& c, int& counter) {
-    return std::make_unique<Trainer>(small_problem(), options(), [&counter](const auto& ps) {
-      counter += static_cast<int>(ps.size());
-      return score(ps);
-    }, 2.0, &c);
+    return std::make_unique<Trainer>(
+        small_problem(), options(),
+        [&counter](const auto& ps) {
+          counter += static_cast<int>(ps.size());
+          return score(ps);
+        },
+        2.0, &c);
   };
   auto t0 = make(c0, scored[0]);
   auto t1 = make(c1, scored[1]);
@@ -207,7 +225,7 @@ TEST(DataParallelTrainer, TwoRanksEndWithTheSingleProcessBits) {
   th.join();
 
   for (const RunResult& g : got) {
-    EXPECT_EQ(g.scored, 8 / 2 * kIterations);   // each rank scored only its half
+    EXPECT_EQ(g.scored, 8 / 2 * kIterations);  // each rank scored only its half
     ASSERT_EQ(g.history.size(), want.history.size());
     for (size_t i = 0; i < want.history.size(); ++i) {
       const IterationStats &a = want.history[i], &b = g.history[i];
@@ -230,7 +248,7 @@ TEST(DataParallelTrainer, ShardsThatTheRanksCannotSplitAreInputErrors) {
   RlOptions o = options();
   o.shards = 3;
   EXPECT_THROW(Trainer(small_problem(), o, score, 1.0, &c0), sim::InputError);
-  o.shards = 9;   // more than the 8 samples
+  o.shards = 9;  // more than the 8 samples
   EXPECT_THROW(Trainer(small_problem(), o, score, 1.0), sim::InputError);
 }
 

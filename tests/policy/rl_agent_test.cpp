@@ -1,10 +1,9 @@
 // The RL trainer against synthetic rewards (fast, no simulator): it learns, it is deterministic,
 // a resumed run equals an uninterrupted one, masks hold, bad checkpoints are input errors.
 #ifdef PLACESIM_WITH_TORCH
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 
 #include "policy/rl.hpp"
 #include "sim/error.hpp"
@@ -131,8 +130,8 @@ TEST(RlTrainer, ResumedRunEqualsUninterruptedRun) {
 TEST(RlTrainer, MaskedDevicesAreNeverSampled) {
   PolicyProblem p = chain_problem(8, 4);
   p.allowed.assign(8, std::vector<bool>(4, true));
-  for (int d = 1; d < 4; ++d) p.allowed[0][d] = false;          // group 0: device 0 only
-  p.allowed[5] = {false, true, false, true};                     // group 5: devices 1 or 3
+  for (int d = 1; d < 4; ++d) p.allowed[0][d] = false;  // group 0: device 0 only
+  p.allowed[5] = {false, true, false, true};            // group 5: devices 1 or 3
   Trainer t(p, small(5), prefer_device(2), 1.0);
   for (int i = 0; i < 3; ++i) t.step();
   for (const auto& s : t.sample(64)) {
@@ -147,7 +146,8 @@ TEST(RlTrainer, MaskedDevicesAreNeverSampled) {
 TEST(RlTrainer, OomPenaltyIsDocumentedScale) {
   // Every placement is 50% over memory: reward = -sqrt(oom_penalty × reference × 1.5).
   RewardFn all_oom = [](const std::vector<DevicesOfGroups>& ps) {
-    return std::vector<Evaluation>(ps.size(), Evaluation{.step_time_s = 0.1, .oom = true, .overflow = 0.5});
+    return std::vector<Evaluation>(ps.size(),
+                                   Evaluation{.step_time_s = 0.1, .oom = true, .overflow = 0.5});
   };
   Trainer t(chain_problem(6, 3), small(2), all_oom, 10.0);
   const auto st = t.step();
@@ -211,9 +211,9 @@ sim::Graph small_graph() {
 TEST(RlGrouping, ColocationGroupsCutIntoContiguousChunks) {
   const sim::Graph g = small_graph();
   const models::Grouping all = colocation_grouping(g, 100);
-  EXPECT_EQ(all.size(), 5);   // x, A, B, c, d
-  EXPECT_EQ(all.group_of_op[1], all.group_of_op[6]);   // a with grad_a
-  EXPECT_EQ(all.group_of_op[2], all.group_of_op[5]);   // b with grad_b
+  EXPECT_EQ(all.size(), 5);                           // x, A, B, c, d
+  EXPECT_EQ(all.group_of_op[1], all.group_of_op[6]);  // a with grad_a
+  EXPECT_EQ(all.group_of_op[2], all.group_of_op[5]);  // b with grad_b
   const models::Grouping two = colocation_grouping(g, 2);
   ASSERT_EQ(two.size(), 2);
   for (int op = 0; op < g.num_ops(); ++op) EXPECT_GE(two.group_of_op[static_cast<size_t>(op)], 0);
@@ -248,7 +248,8 @@ TEST(AllowedDevices, FollowDeviceKindsAndNameWhatCannotBePlaced) {
     (void)allowed_devices(c, {sim::DeviceKind::Cpu}, {"op embed"});
     ADD_FAILURE() << "a CPU op on a GPU-only cluster was accepted";
   } catch (const sim::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("a CPU device for op embed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a CPU device for op embed"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -298,8 +299,10 @@ TEST(RlTrainer, OnePolicyForSeveralProblemsPlacesAnUnseenOne) {
   {
     Trainer t(chain_problem(8, 3), small(6), prefer_device(2), 1.0);
     for (int i = 0; i < 40; ++i) {
-      if (i % 2 == 1) t.set_problem(chain_problem(5, 3), prefer_device(2), 1.0);
-      else if (i > 0) t.set_problem(chain_problem(8, 3), prefer_device(2), 1.0);
+      if (i % 2 == 1)
+        t.set_problem(chain_problem(5, 3), prefer_device(2), 1.0);
+      else if (i > 0)
+        t.set_problem(chain_problem(8, 3), prefer_device(2), 1.0);
       t.step();
     }
     EXPECT_EQ(t.history().size(), 40u);
@@ -328,10 +331,11 @@ TEST(RlGrouping, SharedVocabularyGivesOneFeatureWidth) {
   const std::vector<std::string> vocab{"Conv2D", "Loss", "MatMul", "MatMulGrad", "Softmax"};
   const PolicyProblem shared = make_problem(gr, c, vocab);
   EXPECT_EQ(shared.vocab, vocab);
-  ASSERT_EQ(shared.features[0].size(), own.features[0].size() - gr.type_vocab.size() + vocab.size() + 1);
-  EXPECT_EQ(shared.features[0][vocab.size()], 1.0f);        // x: Placeholder -> "other"
+  ASSERT_EQ(shared.features[0].size(),
+            own.features[0].size() - gr.type_vocab.size() + vocab.size() + 1);
+  EXPECT_EQ(shared.features[0][vocab.size()], 1.0f);  // x: Placeholder -> "other"
   EXPECT_EQ(shared.features[0][2], 0.0f);
-  EXPECT_EQ(shared.features[1][2], 0.5f);                  // A: MatMul + MatMulGrad
+  EXPECT_EQ(shared.features[1][2], 0.5f);  // A: MatMul + MatMulGrad
   EXPECT_EQ(shared.features[1][3], 0.5f);
   EXPECT_THROW(make_problem(gr, c, {"b", "a"}), sim::InputError);
 }

@@ -3,7 +3,6 @@
 // express the Scotch baseline's placement exactly while staying within the group budget.
 #ifdef PLACESIM_WITH_TORCH
 #include <gtest/gtest.h>
-
 #include <set>
 #include <utility>
 
@@ -70,7 +69,8 @@ TEST(RlGrouping, RefinedGroupsSplitEachGroupByLabel) {
   for (const auto& ops : r.ops_of_group) {
     ASSERT_FALSE(ops.empty());
     for (auto op : ops) {
-      EXPECT_EQ(gr.group_of_op[static_cast<size_t>(op)], gr.group_of_op[static_cast<size_t>(ops[0])]);
+      EXPECT_EQ(gr.group_of_op[static_cast<size_t>(op)],
+                gr.group_of_op[static_cast<size_t>(ops[0])]);
       EXPECT_EQ(label[static_cast<size_t>(op)], label[static_cast<size_t>(ops[0])]);
     }
   }

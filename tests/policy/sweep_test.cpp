@@ -2,18 +2,18 @@
 // after an interruption) with an injected evaluator, so these tests do not depend on the engine.
 #include "policy/sweep.hpp"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
-#include <mutex>
-#include <stdexcept>
-#include <thread>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
+#include <mutex>
 #include <sstream>
+#include <stdexcept>
+#include <thread>
 
 #include "policy/mpi_util.hpp"
 #include "sim/error.hpp"
+
 #include "tests/policy/thread_comm.hpp"
 
 namespace placesim::policy {
@@ -134,8 +134,10 @@ TEST(SweepSpec, AcceptsOtherSpellings) {
   EXPECT_EQ(s.workloads[0].graph, "gpt");
   EXPECT_EQ(s.workloads[0].options, "layers=2,batch=8");
   EXPECT_EQ(s.methods[1].label, "best-of(heft|m-etf)");
-  EXPECT_THROW(parse_sweep_spec("base: x\naxes: {gpus: [2], num_gpus: [4]}\nworkloads: [a]\nmethods: [b]\n", "d.yaml"),
-               sim::InputError);
+  EXPECT_THROW(
+      parse_sweep_spec("base: x\naxes: {gpus: [2], num_gpus: [4]}\nworkloads: [a]\nmethods: [b]\n",
+                       "d.yaml"),
+      sim::InputError);
 }
 
 TEST(SweepSpec, ExpandsGridLastAxisFastest) {
@@ -203,8 +205,9 @@ TEST_F(SweepTest, IdenticalCsvOnOneAndTwoThreads) {
     ASSERT_TRUE(std::getline(is, line));
     EXPECT_EQ(line.rfind(p.key() + ",", 0), 0u) << line;
   }
-  EXPECT_NE(a.find("\"<point>: method: expected a placement, got \"\"comma, and \"\"quote\"\"\"\"\""),
-            std::string::npos);
+  EXPECT_NE(
+      a.find("\"<point>: method: expected a placement, got \"\"comma, and \"\"quote\"\"\"\"\""),
+      std::string::npos);
 }
 
 TEST_F(SweepTest, ResumesAfterInterruptionWithoutRepeatingWork) {
@@ -251,8 +254,14 @@ TEST_F(SweepTest, RetryErrorsEvaluatesOnlyTheFailedPointsAgain) {
   std::atomic<int> calls{0};
   SweepRunOptions o;
   o.retry_errors = true;
-  run_sweep(s, [&](const SweepPoint& p) { ++calls; return fake(p); }, path("e.csv"), o);
-  EXPECT_EQ(calls.load(), 6);   // gpus=2, peer_access=off, rnnlm: 3 scales x 2 methods
+  run_sweep(
+      s,
+      [&](const SweepPoint& p) {
+        ++calls;
+        return fake(p);
+      },
+      path("e.csv"), o);
+  EXPECT_EQ(calls.load(), 6);  // gpus=2, peer_access=off, rnnlm: 3 scales x 2 methods
   run_sweep(s, fake, path("f.csv"), {});
   EXPECT_EQ(read_file(path("e.csv")), read_file(path("f.csv")));
 }
@@ -262,7 +271,12 @@ TEST_F(SweepTest, AddingAnAxisValueEvaluatesOnlyTheNewPoints) {
   run_sweep(s, fake, path("x.csv"), {});
   s.axes[0].values.push_back("8");
   std::atomic<int> calls{0};
-  run_sweep(s, [&](const SweepPoint& p) { ++calls; return fake(p); }, path("x.csv"), {});
+  run_sweep(s,
+            [&](const SweepPoint& p) {
+              ++calls;
+              return fake(p);
+            },
+            path("x.csv"), {});
   EXPECT_EQ(calls.load(), 24);
   run_sweep(s, fake, path("y.csv"), {});
   EXPECT_EQ(read_file(path("x.csv")), read_file(path("y.csv")));
@@ -289,8 +303,13 @@ TEST_F(SweepTest, CostHintHandsOutTheMostExpensivePointsFirstAndKeepsTheCsv) {
     if (p.index == 6) throw std::runtime_error("a guess that fails counts as free");
     return static_cast<double>(p.index % 5);
   };
-  run_sweep(s, [&](const SweepPoint& p) { order.push_back(p.index); return fake(p); },
-            path("hinted.csv"), o);
+  run_sweep(
+      s,
+      [&](const SweepPoint& p) {
+        order.push_back(p.index);
+        return fake(p);
+      },
+      path("hinted.csv"), o);
   ASSERT_EQ(order.size(), 48u);
   for (std::size_t k = 1; k < order.size(); ++k) {
     const auto cost = [](std::size_t i) { return i == 6 ? 0u : i % 5; };
@@ -303,7 +322,7 @@ TEST_F(SweepTest, CostHintHandsOutTheMostExpensivePointsFirstAndKeepsTheCsv) {
 
 TEST_F(SweepTest, RanksShareThePointsThroughTheQueueAndRankZeroWritesTheSameCsv) {
   SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
-  s.axes[1].values = {"0.25", "0.5", "1", "2", "4", "8", "16", "32"};   // 128 points: rounds
+  s.axes[1].values = {"0.25", "0.5", "1", "2", "4", "8", "16", "32"};  // 128 points: rounds
   run_sweep(s, fake, path("one.csv"), {});
   for (int ranks : {2, 3}) {
     ThreadComm::Shared shared(ranks);
@@ -317,10 +336,16 @@ TEST_F(SweepTest, RanksShareThePointsThroughTheQueueAndRankZeroWritesTheSameCsv)
         o.threads = 1;
         o.comm = &comm;
         std::mutex m;
-        run_sweep(s, [&](const SweepPoint& p) {
-          { const std::lock_guard lock(m); seen[static_cast<std::size_t>(r)].push_back(p.index); }
-          return fake(p);
-        }, out, o);
+        run_sweep(
+            s,
+            [&](const SweepPoint& p) {
+              {
+                const std::lock_guard lock(m);
+                seen[static_cast<std::size_t>(r)].push_back(p.index);
+              }
+              return fake(p);
+            },
+            out, o);
       });
     for (auto& t : threads) t.join();
     // Every point evaluated exactly once, by whichever rank asked first.
@@ -375,7 +400,7 @@ TEST(SweepCluster, TemplatesBuildRoutableClusters) {
     const sim::Cluster c = make_base_cluster(b, "t.yaml");
     EXPECT_EQ(c.gpus().size(), 8u) << ic;
     EXPECT_EQ(c.cpus().size(), 1u);
-    EXPECT_EQ(links_of_kind(c, "pcie3"), 4 + 8);   // 4 switch uplinks, 8 GPU links
+    EXPECT_EQ(links_of_kind(c, "pcie3"), 4 + 8);  // 4 switch uplinks, 8 GPU links
     const int nv = links_of_kind(c, "nvlink2");
     EXPECT_EQ(nv, ic == "pcie" ? 0 : ic == "nvlink" ? 6 * 2 + 4 : 8) << ic;
     const auto& r = c.route(c.device_index("gpu0"), c.device_index("gpu7"));
@@ -390,7 +415,7 @@ TEST(SweepCluster, TemplatesBuildRoutableClusters) {
   EXPECT_EQ(links_of_kind(a100, "nvlink3"), 4);
   for (const auto& l : a100.links)
     if (l.kind == "nvlink3") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 12 * 25e9);
-  b.params["gpu_model"] = "K80";   // a unique prefix of K80-GK210
+  b.params["gpu_model"] = "K80";  // a unique prefix of K80-GK210
   EXPECT_EQ(make_base_cluster(b, "t.yaml").devices[1].spec.model, "K80-GK210");
   b.params["gpu_model"] = "A100";  // ambiguous: SXM4/PCIe, 40/80 GB
   EXPECT_THROW(make_base_cluster(b, "t.yaml"), sim::InputError);
@@ -405,7 +430,7 @@ TEST(SweepCluster, GpuCountShrinksAndClonesTheStructure) {
   sim::Cluster two = with_gpu_count(base, 2, "t.yaml");
   sim::compute_routes(two);
   EXPECT_EQ(two.gpus().size(), 2u);
-  EXPECT_EQ(two.vertex_index("plx1"), -1);          // its GPUs are gone, so is the switch
+  EXPECT_EQ(two.vertex_index("plx1"), -1);  // its GPUs are gone, so is the switch
   EXPECT_NE(two.vertex_index("plx0"), -1);
   EXPECT_TRUE(two.peer_access[two.device_index("gpu0")][two.device_index("gpu1")]);
 
@@ -449,8 +474,10 @@ TEST(SweepCluster, LinkAndDeviceAxes) {
                                      {"peer_access", "off"}},
                                     "t.yaml");
   for (const auto& l : c.links) {
-    if (l.kind == "membus") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 10e9);
-    else EXPECT_EQ(l.kind, "pcie5");
+    if (l.kind == "membus")
+      EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 10e9);
+    else
+      EXPECT_EQ(l.kind, "pcie5");
     if (l.kind == "pcie5") EXPECT_NEAR(l.bandwidth.bytes_per_s, 63e9, 1e3);
   }
   for (auto g : c.gpus()) {
@@ -459,7 +486,8 @@ TEST(SweepCluster, LinkAndDeviceAxes) {
   }
   EXPECT_TRUE(c.route(c.device_index("gpu0"), c.device_index("gpu1")).staged());
 
-  const sim::Cluster s = apply_axes(b, base, {{"link_scale.pcie", "0.5"}, {"peer_access", "on"}}, "t.yaml");
+  const sim::Cluster s =
+      apply_axes(b, base, {{"link_scale.pcie", "0.5"}, {"peer_access", "on"}}, "t.yaml");
   for (const auto& l : s.links)
     if (l.kind == "pcie3") EXPECT_NEAR(l.bandwidth.bytes_per_s, 7.875e9, 1e3);
   EXPECT_FALSE(s.route(s.device_index("gpu0"), s.device_index("gpu3")).staged());
@@ -478,13 +506,15 @@ TEST_F(SweepTest, RealEvaluatorEndToEnd) {
   const SweepSpec s = parse_sweep_spec(
       "base: {template: pcie-tree, gpu_model: V100-SXM2-16GB}\n"
       "axes:\n  gpus: [2, 4]\n  gpu_memory: [16 GiB, 1 MiB]\n"
-      "workloads:\n  - {graph: rnnlm, options: \"layers=1,steps=2,hidden=256,vocab=1000,batch=8\"}\n"
+      "workloads:\n  - {graph: rnnlm, options: "
+      "\"layers=1,steps=2,hidden=256,vocab=1000,batch=8\"}\n"
       "methods: [single-gpu, {best_of: [single-gpu, round-robin]}]\n",
       "e2e.yaml");
   const SimulationEvaluator eval(s);
   SweepRunOptions o;
   o.threads = 2;
-  const auto st = run_sweep(s, [&](const SweepPoint& p) { return eval(p); }, path("e2e.csv"), o);
+  const auto st = run_sweep(
+      s, [&](const SweepPoint& p) { return eval(p); }, path("e2e.csv"), o);
   EXPECT_EQ(st.evaluated, 8u);
   std::istringstream is(read_file(path("e2e.csv")));
   std::string line;
@@ -494,15 +524,16 @@ TEST_F(SweepTest, RealEvaluatorEndToEnd) {
     const auto f = split_csv_line(line);
     ASSERT_TRUE(f);
     ++rows;
-    EXPECT_EQ(f->back(), "") << line;                      // no error
-    EXPECT_GT(std::stod((*f)[4]), 0.0) << line;            // step time
-    EXPECT_EQ((*f)[5], (*f)[1] == "1 MiB" ? "1" : "0") << line;   // OOM only with 1 MiB
+    EXPECT_EQ(f->back(), "") << line;                            // no error
+    EXPECT_GT(std::stod((*f)[4]), 0.0) << line;                  // step time
+    EXPECT_EQ((*f)[5], (*f)[1] == "1 MiB" ? "1" : "0") << line;  // OOM only with 1 MiB
     if ((*f)[3].rfind("best-of", 0) == 0) EXPECT_FALSE((*f)[14].empty()) << line;
   }
   EXPECT_EQ(rows, 8);
-  EXPECT_THROW(SimulationEvaluator(parse_sweep_spec(
-                   "base: paper-4gpu\nworkloads: [no-such-graph]\nmethods: [single-gpu]\n", "x.yaml")),
-               sim::InputError);
+  EXPECT_THROW(
+      SimulationEvaluator(parse_sweep_spec(
+          "base: paper-4gpu\nworkloads: [no-such-graph]\nmethods: [single-gpu]\n", "x.yaml")),
+      sim::InputError);
 }
 
 }  // namespace

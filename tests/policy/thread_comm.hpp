@@ -23,7 +23,10 @@ class ThreadComm : public SweepComm {
  public:
   struct Shared {
     explicit Shared(int n)
-        : size(n), sync(n), slots(static_cast<std::size_t>(n)), inbox(static_cast<std::size_t>(n)) {}
+        : size(n),
+          sync(n),
+          slots(static_cast<std::size_t>(n)),
+          inbox(static_cast<std::size_t>(n)) {}
     int size;
     std::barrier<> sync;
     std::vector<std::string> slots;

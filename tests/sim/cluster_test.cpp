@@ -66,7 +66,8 @@ TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
     EXPECT_EQ(s->model, model) << printed;
   }
   // Products the catalog does not hold stay unknown rather than matching a neighbour.
-  for (const char* unknown : {"NVIDIA H200 NVL", "Tesla V100-SXM3-32GB", "NVIDIA A10", "NVIDIA L40S"})
+  for (const char* unknown :
+       {"NVIDIA H200 NVL", "Tesla V100-SXM3-32GB", "NVIDIA A10", "NVIDIA L40S"})
     EXPECT_EQ(find_device_model(unknown), nullptr) << unknown;
 }
 
@@ -297,7 +298,8 @@ TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
       "  - {name: gpu0, model: K80-GK210, host: cpu0, reserved_memory: 300 MiB,"
       " copy_issue_overhead: 4 us, dma_setup_latency: 1500 ns}\n"
       "  - {name: gpu1, model: K80-GK210, host: cpu0}\n"
-      "links:\n  - {between: [cpu0, gpu0], bandwidth: 10 GB/s}\n  - {between: [cpu0, gpu1], bandwidth: 10 GB/s}\n"
+      "links:\n  - {between: [cpu0, gpu0], bandwidth: 10 GB/s}\n  - {between: [cpu0, gpu1], "
+      "bandwidth: 10 GB/s}\n"
       "peer_access: none\n";
   const Cluster c = parse_cluster_yaml(y, "t.yaml");
   EXPECT_EQ(c.devices[0].spec.intra_op_threads, 6);
@@ -311,24 +313,31 @@ TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
   EXPECT_EQ(b.devices[1].spec.reserved_memory, c.devices[1].spec.reserved_memory);
   EXPECT_EQ(b.devices[1].spec.dma_setup_latency, c.devices[1].spec.dma_setup_latency);
   EXPECT_EQ(b.devices[0].spec.intra_op_threads, 6);
-  EXPECT_THROW(parse_cluster_yaml(
-                   "name: t\ndevices:\n  - {name: gpu0, model: K80-GK210, reserved_memory: -1 MiB}\n", "t.yaml"),
-               InputError);
-  EXPECT_THROW(parse_cluster_yaml(
-                   "name: t\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3, intra_op_threads: many}\n", "t.yaml"),
-               InputError);
+  EXPECT_THROW(
+      parse_cluster_yaml(
+          "name: t\ndevices:\n  - {name: gpu0, model: K80-GK210, reserved_memory: -1 MiB}\n",
+          "t.yaml"),
+      InputError);
+  EXPECT_THROW(
+      parse_cluster_yaml(
+          "name: t\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3, intra_op_threads: many}\n",
+          "t.yaml"),
+      InputError);
 }
 
 TEST(Cluster, TcpLinksPerLinkAndClusterWideRoundTrip) {
   const std::string base =
-      "name: eth\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3}\n  - {name: cpu1, model: Xeon-E5-2690v3}\n"
+      "name: eth\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3}\n  - {name: cpu1, model: "
+      "Xeon-E5-2690v3}\n"
       "switches: [tor]\nlinks:\n"
       "  - {between: [cpu0, tor], bandwidth: 12.5 GB/s, latency: 5 us, kind: eth-100g}\n"
-      "  - {between: [cpu1, tor], bandwidth: 12.5 GB/s, latency: 5 us, kind: eth-100g, tcp: false}\n";
+      "  - {between: [cpu1, tor], bandwidth: 12.5 GB/s, latency: 5 us, kind: eth-100g, tcp: "
+      "false}\n";
   const Cluster none = parse_cluster_yaml(base, "t.yaml");
   EXPECT_FALSE(none.links[0].tcp);
   // Cluster-wide by kind; a link's own tcp: false wins.
-  const Cluster kinds = parse_cluster_yaml(base + "tcp: {links: [eth-100g], window: 8 MiB}\n", "t.yaml");
+  const Cluster kinds =
+      parse_cluster_yaml(base + "tcp: {links: [eth-100g], window: 8 MiB}\n", "t.yaml");
   EXPECT_TRUE(kinds.links[0].tcp);
   EXPECT_FALSE(kinds.links[1].tcp);
   EXPECT_DOUBLE_EQ(kinds.tcp_window_bytes, 8.0 * 1024 * 1024);
@@ -340,7 +349,8 @@ TEST(Cluster, TcpLinksPerLinkAndClusterWideRoundTrip) {
   EXPECT_FALSE(back.links[1].tcp);
   EXPECT_DOUBLE_EQ(back.tcp_window_bytes, kinds.tcp_window_bytes);
   EXPECT_THROW(parse_cluster_yaml(base + "tcp: some\n", "t.yaml"), InputError);
-  EXPECT_THROW(parse_cluster_yaml(base + "tcp: {links: all, window: -1 MiB}\n", "t.yaml"), InputError);
+  EXPECT_THROW(parse_cluster_yaml(base + "tcp: {links: all, window: -1 MiB}\n", "t.yaml"),
+               InputError);
   EXPECT_THROW(parse_cluster_yaml(base + "tcp: {linkz: all}\n", "t.yaml"), InputError);
 }
 

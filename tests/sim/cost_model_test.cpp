@@ -1,13 +1,13 @@
 // KernelCostModel: the look-up order, the roofline equations, and the calibration YAML.
 #include "sim/cost_model.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 
 #include "sim/error.hpp"
+
 #include "tests/sim/sim_fixtures.hpp"
 
 namespace placesim::sim {
@@ -15,7 +15,7 @@ namespace {
 
 Device gpu() {
   const Cluster c = testing::star_cluster(1);
-  return c.devices[1];   // 10 TFLOP/s f32, 900 GB/s
+  return c.devices[1];  // 10 TFLOP/s f32, 900 GB/s
 }
 
 Op matmul(double flops, std::int64_t bytes) {
@@ -111,9 +111,9 @@ TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
   EXPECT_EQ(compute_dtype("Conv", Dtype::F32, torch), Dtype::TF32);
   EXPECT_EQ(compute_dtype("ConvBackpropFilter", Dtype::F32, torch), Dtype::TF32);
   EXPECT_EQ(compute_dtype("aten::cudnn_convolution", Dtype::F32, torch), Dtype::TF32);
-  EXPECT_EQ(compute_dtype("MatMul", Dtype::F32, torch), Dtype::F32);   // allow_tf32 off since 1.12
+  EXPECT_EQ(compute_dtype("MatMul", Dtype::F32, torch), Dtype::F32);  // allow_tf32 off since 1.12
   EXPECT_EQ(compute_dtype("Relu", Dtype::F32, torch), Dtype::F32);
-  EXPECT_EQ(compute_dtype("Conv", Dtype::F16, torch), Dtype::F16);     // f16 has its own peak
+  EXPECT_EQ(compute_dtype("Conv", Dtype::F16, torch), Dtype::F16);  // f16 has its own peak
   EXPECT_EQ(compute_dtype("aten::mm", Dtype::F32, *MathMode::parse("tf32")), Dtype::TF32);
   EXPECT_EQ(compute_dtype("Conv", Dtype::F32, *MathMode::parse("f32")), Dtype::F32);
   EXPECT_FALSE(MathMode::parse("fast").has_value());
@@ -128,7 +128,7 @@ TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
   g.add_op(mm);
   apply_math_mode(g, torch);
   EXPECT_EQ(g.ops[0].dtype, Dtype::TF32);
-  EXPECT_EQ(g.ops[0].signature->dtype, Dtype::F32);   // profilers record f32: exact keys still match
+  EXPECT_EQ(g.ops[0].signature->dtype, Dtype::F32);  // profilers record f32: exact keys still match
   EXPECT_EQ(g.ops[1].dtype, Dtype::F32);
   EXPECT_EQ(g.metadata.at("math_mode"), "torch");
   apply_math_mode(g, *MathMode::parse("f32"));
@@ -148,8 +148,9 @@ TEST(CostModel, CalibrationKeyedByDeviceNameWins) {
 
 std::string write_tmp(const std::string& text) {
   static int n = 0;
-  const auto p = std::filesystem::temp_directory_path() /
-                 ("placesim_cal_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
+  const auto p =
+      std::filesystem::temp_directory_path() /
+      ("placesim_cal_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
   std::ofstream(p) << text;
   return p.string();
 }
@@ -170,7 +171,7 @@ TEST(CalibrationYaml, RoundTrips) {
   dc.by_op_type["aten::mm"] = m;
   dc.roofline = RooflineParams{0.61, 1.5e8, 0.77, 3e5, Duration{2500}, Duration{900}};
   dc.host = HostCalibration{Duration{54'799}, "h200_b8.json.gz", 5, 302.0};
-  c.devices["cpu-node"];   // empty entry survives too
+  c.devices["cpu-node"];  // empty entry survives too
 
   const std::string path = write_tmp(calibration_to_yaml(c));
   const Calibration r = load_calibration(path);
@@ -180,7 +181,7 @@ TEST(CalibrationYaml, RoundTrips) {
   const DeviceCalibration& rd = r.devices.at("V100-SXM2-16GB");
   EXPECT_EQ(rd.exact, dc.exact);
   const OpClassModel& rm = rd.by_op_type.at("aten::mm");
-  EXPECT_NEAR(rm.intercept_s, m.intercept_s, 1e-9);   // intercepts are kept to the ns
+  EXPECT_NEAR(rm.intercept_s, m.intercept_s, 1e-9);  // intercepts are kept to the ns
   EXPECT_DOUBLE_EQ(rm.flop_rate, m.flop_rate);
   EXPECT_DOUBLE_EQ(rm.half_flops, m.half_flops);
   EXPECT_DOUBLE_EQ(rm.byte_rate, m.byte_rate);
@@ -214,9 +215,9 @@ TEST(CalibrationHost, AppliedToMatchingGpusUnlessTheClusterChoseItsOwn) {
   c.devices[model].host = HostCalibration{Duration{50'000}, "trace.json", 3, 100.0};
   c.devices[cl.devices[cpu].name].host = HostCalibration{Duration{1'000}, "trace.json", 3, 100.0};
   const std::vector<std::string> lines = apply_host_calibration(cl, c);
-  EXPECT_EQ(cl.devices[gpus[0]].spec.launch_overhead.ns, 50'000);   // catalog default -> measured
-  EXPECT_EQ(cl.devices[gpus[1]].spec.launch_overhead.ns, 20'000);   // chosen by hand: kept
-  EXPECT_NE(cl.devices[cpu].spec.launch_overhead.ns, 1'000);        // CPUs are left alone
+  EXPECT_EQ(cl.devices[gpus[0]].spec.launch_overhead.ns, 50'000);  // catalog default -> measured
+  EXPECT_EQ(cl.devices[gpus[1]].spec.launch_overhead.ns, 20'000);  // chosen by hand: kept
+  EXPECT_NE(cl.devices[cpu].spec.launch_overhead.ns, 1'000);       // CPUs are left alone
   ASSERT_EQ(lines.size(), gpus.size());
   EXPECT_NE(lines[0].find(cl.devices[gpus[0]].name + ": launch_overhead " +
                           format_duration(catalog) + " -> 50 us"),
@@ -242,14 +243,19 @@ TEST(CalibrationYaml, BadInputNamesFileAndKey) {
   };
   expect_error("format: placesim-calibration/2\ndevices: {}\n", "format");
   expect_error("devices:\n  V100:\n    exact:\n      \"mm\": 12\n", "devices.V100.exact");
-  expect_error("devices:\n  V100:\n    op_types:\n      mm: {flop_rate: \"fast\"}\n", "devices.V100.op_types.mm.flop_rate");
+  expect_error("devices:\n  V100:\n    op_types:\n      mm: {flop_rate: \"fast\"}\n",
+               "devices.V100.op_types.mm.flop_rate");
   expect_error("devices:\n  V100:\n    roofline: {compute_eff_max: 1.5}\n", "compute_eff_max");
   expect_error("devices:\n  V100:\n    typo: {}\n", "devices.V100.typo");
-  expect_error("devices:\n  V100:\n    host: {launch_overhead: 54.8}\n", "devices.V100.host.launch_overhead");
-  expect_error("devices:\n  V100:\n    host: {launch_overhead: \"-5 us\"}\n", "devices.V100.host.launch_overhead");
+  expect_error("devices:\n  V100:\n    host: {launch_overhead: 54.8}\n",
+               "devices.V100.host.launch_overhead");
+  expect_error("devices:\n  V100:\n    host: {launch_overhead: \"-5 us\"}\n",
+               "devices.V100.host.launch_overhead");
   expect_error("devices:\n  V100:\n    host: {profile: x}\n", "devices.V100.host.launch_overhead");
-  expect_error("devices:\n  V100:\n    host: {launch_overhead: 5 us, steps: 1.5}\n", "devices.V100.host.steps");
-  expect_error("devices:\n  V100:\n    host: {launch_overhead: 5 us, typo: 1}\n", "devices.V100.host.typo");
+  expect_error("devices:\n  V100:\n    host: {launch_overhead: 5 us, steps: 1.5}\n",
+               "devices.V100.host.steps");
+  expect_error("devices:\n  V100:\n    host: {launch_overhead: 5 us, typo: 1}\n",
+               "devices.V100.host.typo");
   expect_error("devices: [\n", "line");
   expect_error("source: x\n", "devices");
   EXPECT_THROW(load_calibration("/nonexistent/cal.yaml"), InputError);

@@ -21,7 +21,7 @@ TEST(CpuShare, AloneAnOpRunsAtItsCap) {
   m.start(0, 1, 1000.0, 1.0, 7);
   EXPECT_DOUBLE_EQ(m.share_of_tag(7), 1.0);
   EXPECT_EQ(drain(m), (std::vector<std::pair<int, SimTime>>{{7, 1000}}));
-  m.start(0, 1, 1000.0, 0.25, 8);   // a quarter of the socket: four times as long
+  m.start(0, 1, 1000.0, 0.25, 8);  // a quarter of the socket: four times as long
   EXPECT_EQ(drain(m), (std::vector<std::pair<int, SimTime>>{{8, 4000}}));
 }
 
@@ -36,9 +36,9 @@ TEST(CpuShare, ConcurrentOpsSplitTheSocketAndSpeedUpWhenOneLeaves) {
 
 TEST(CpuShare, CapsLeaveRoomForOthersAndProcessorsAreIndependent) {
   CpuShare m(2);
-  m.start(0, 0, 1000.0, 0.25, 1);   // capped at 0.25
-  m.start(0, 0, 1500.0, 1.0, 2);    // gets the other 0.75
-  m.start(0, 1, 1000.0, 1.0, 3);    // another socket: unaffected
+  m.start(0, 0, 1000.0, 0.25, 1);  // capped at 0.25
+  m.start(0, 0, 1500.0, 1.0, 2);   // gets the other 0.75
+  m.start(0, 1, 1000.0, 1.0, 3);   // another socket: unaffected
   EXPECT_DOUBLE_EQ(m.share_of_tag(1), 0.25);
   EXPECT_DOUBLE_EQ(m.share_of_tag(2), 0.75);
   EXPECT_DOUBLE_EQ(m.share_of_tag(3), 1.0);
@@ -49,9 +49,9 @@ TEST(CpuShare, AJoiningOpSlowsTheRunningOne) {
   CpuShare m(1);
   m.start(0, 0, 1000.0, 1.0, 1);
   ASSERT_EQ(m.next_completion(), 1000);
-  m.advance(400);                    // nothing completes; 600 left
+  m.advance(400);  // nothing completes; 600 left
   EXPECT_TRUE(m.completed().empty());
-  m.start(400, 0, 300.0, 1.0, 2);    // both at 0.5: op 2 ends at 1000, op 1 has 300 left then
+  m.start(400, 0, 300.0, 1.0, 2);  // both at 0.5: op 2 ends at 1000, op 1 has 300 left then
   EXPECT_EQ(drain(m), (std::vector<std::pair<int, SimTime>>{{2, 1000}, {1, 1300}}));
   m.reset();
   EXPECT_EQ(m.active(), 0);

@@ -2,7 +2,6 @@
 #include "sim/engine.hpp"
 
 #include <gtest/gtest.h>
-
 #include <random>
 #include <tuple>
 #include <vector>
@@ -57,7 +56,7 @@ class Ticks final : public ResourceModel {
 };
 
 struct Recorder {
-  std::vector<std::pair<SimTime, int>> seen;   // (time, index or -1 for the model)
+  std::vector<std::pair<SimTime, int>> seen;  // (time, index or -1 for the model)
   void on_event(Engine& e, const Event& ev) {
     seen.emplace_back(e.now(), ev.index);
     if (ev.index == 1) e.schedule(e.now() + 3, Priority::KernelEnd, 0, 9);

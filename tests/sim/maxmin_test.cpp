@@ -2,7 +2,6 @@
 #include "sim/maxmin.hpp"
 
 #include <gtest/gtest.h>
-
 #include <vector>
 
 #include "sim/network.hpp"
@@ -10,7 +9,9 @@
 namespace placesim::sim {
 namespace {
 
-int add(MaxMinSolver& s, double bound, std::vector<int> cons) { return s.add_variable(bound, cons); }
+int add(MaxMinSolver& s, double bound, std::vector<int> cons) {
+  return s.add_variable(bound, cons);
+}
 
 TEST(MaxMin, OneSharedLinkSplitsEvenly) {
   MaxMinSolver s;
@@ -123,7 +124,8 @@ TEST(MaxMin, NothingToSolveIsANoOp) {
 Cluster one_link(SharingPolicy p, double bw = 10e9) {
   Cluster c;
   c.links.push_back(Link{"l", 0, 1, Bandwidth{bw}, Duration{0}, p, "test"});
-  c.links.push_back(Link{"m", 1, 2, Bandwidth{bw / 2}, Duration{0}, SharingPolicy::SplitDuplex, "test"});
+  c.links.push_back(
+      Link{"m", 1, 2, Bandwidth{bw / 2}, Duration{0}, SharingPolicy::SplitDuplex, "test"});
   return c;
 }
 
@@ -150,7 +152,7 @@ TEST(FlowNetwork, OppositeDirectionsSharedVsSplitDuplex) {
     net.start(0, {&bwd, 1}, 1e9, 2);
     const auto d = drain(net);
     ASSERT_EQ(d.size(), 2u);
-    EXPECT_EQ(d[0].t, 200'000'000);   // 1 GB at 5 GB/s each
+    EXPECT_EQ(d[0].t, 200'000'000);  // 1 GB at 5 GB/s each
     EXPECT_EQ(d[1].t, 200'000'000);
   }
   {
@@ -160,7 +162,7 @@ TEST(FlowNetwork, OppositeDirectionsSharedVsSplitDuplex) {
     net.start(0, {&bwd, 1}, 1e9, 2);
     const auto d = drain(net);
     ASSERT_EQ(d.size(), 2u);
-    EXPECT_EQ(d[0].t, 100'000'000);   // each direction has its own 10 GB/s
+    EXPECT_EQ(d[0].t, 100'000'000);  // each direction has its own 10 GB/s
     EXPECT_EQ(d[1].t, 100'000'000);
   }
 }
@@ -225,7 +227,6 @@ TEST(FlowNetwork, FlowsJoiningAndLeaving) {
   EXPECT_EQ(net.completed()[0], 3);
   EXPECT_EQ(net.next_completion(), 160'000'000);
 }
-
 
 TEST(MaxMinWeighted, RatesAreProportionalToOneOverWeight) {
   // SimGrid's sharing penalty: on a saturated constraint rates go as 1 / weight.

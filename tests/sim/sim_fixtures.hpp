@@ -17,21 +17,24 @@ namespace placesim::sim::testing {
 inline std::string star_cluster_yaml(int gpus, const std::string& bw = "10 GB/s",
                                      const std::string& latency = "0 ns", bool peer = true,
                                      const std::string& gpu_mem = "1 GiB", int streams = 1,
-                                     const std::string& sharing = "split_duplex", int cpu_workers = 1) {
+                                     const std::string& sharing = "split_duplex",
+                                     int cpu_workers = 1) {
   std::string y = "name: star\ndevices:\n";
   y += "  - {name: cpu0, kind: cpu, peak_flops: {f32: 1 TFLOP/s}, memory_bandwidth: 100 GB/s,"
-       " memory_capacity: 64 GiB, worker_threads: " + std::to_string(cpu_workers) +
-       ", launch_overhead: 1 us}\n";
+       " memory_capacity: 64 GiB, worker_threads: " +
+       std::to_string(cpu_workers) + ", launch_overhead: 1 us}\n";
   for (int g = 0; g < gpus; ++g)
     y += "  - {name: gpu" + std::to_string(g) +
          ", kind: gpu, host: cpu0, peak_flops: {f32: 10 TFLOP/s}, memory_bandwidth: 900 GB/s,"
-         " memory_capacity: " + gpu_mem + ", compute_streams: " + std::to_string(streams) +
+         " memory_capacity: " +
+         gpu_mem + ", compute_streams: " + std::to_string(streams) +
          ", launch_overhead: 2 us, copy_engines: {h2d: 1, d2h: 1, peer: 1}}\n";
   y += "switches: [sw0]\nlinks:\n";
-  y += "  - {between: [cpu0, sw0], bandwidth: " + bw + ", latency: " + latency + ", sharing: " + sharing + "}\n";
+  y += "  - {between: [cpu0, sw0], bandwidth: " + bw + ", latency: " + latency +
+       ", sharing: " + sharing + "}\n";
   for (int g = 0; g < gpus; ++g)
-    y += "  - {between: [gpu" + std::to_string(g) + ", sw0], bandwidth: " + bw + ", latency: " + latency +
-         ", sharing: " + sharing + "}\n";
+    y += "  - {between: [gpu" + std::to_string(g) + ", sw0], bandwidth: " + bw +
+         ", latency: " + latency + ", sharing: " + sharing + "}\n";
   if (peer && gpus > 1) {
     y += "peer_access:\n  groups: [[";
     for (int g = 0; g < gpus; ++g) y += (g ? ", gpu" : "gpu") + std::to_string(g);
@@ -47,7 +50,8 @@ inline Cluster star_cluster(int gpus, const std::string& bw = "10 GB/s",
                             const std::string& gpu_mem = "1 GiB", int streams = 1,
                             const std::string& sharing = "split_duplex", int cpu_workers = 1) {
   return parse_cluster_yaml(
-      star_cluster_yaml(gpus, bw, latency, peer, gpu_mem, streams, sharing, cpu_workers), "<test star>");
+      star_cluster_yaml(gpus, bw, latency, peer, gpu_mem, streams, sharing, cpu_workers),
+      "<test star>");
 }
 
 /// An op with a measured duration (microseconds) and one output of `out_bytes`.
@@ -94,7 +98,8 @@ inline Placement random_placement(const Graph& g, const Cluster& c, std::uint64_
   std::mt19937_64 rng(seed);
   Placement p;
   for (int i = 0; i < g.num_ops(); ++i)
-    p.device_of.push_back(static_cast<DeviceId>(rng() % static_cast<std::uint64_t>(c.num_devices())));
+    p.device_of.push_back(
+        static_cast<DeviceId>(rng() % static_cast<std::uint64_t>(c.num_devices())));
   return p;
 }
 

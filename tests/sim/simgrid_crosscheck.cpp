@@ -9,12 +9,10 @@
 // give the same completion times.
 // Built only when SimGrid is found (tests/CMakeLists.txt), as its own executable because SimGrid
 // keeps one engine per process.
-#include <gtest/gtest.h>
-
-#include <simgrid/s4u.hpp>
-
 #include <cmath>
+#include <gtest/gtest.h>
 #include <random>
+#include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
 
@@ -27,7 +25,7 @@ namespace {
 struct FlowSpec {
   std::vector<Hop> hops;
   double bytes = 0;
-  SimTime start = 0;       // ns
+  SimTime start = 0;  // ns
 };
 
 struct Scenario {
@@ -41,7 +39,8 @@ Link mk(const std::string& name, double gbps, SharingPolicy p) {
 }
 
 /// A link carrying TCP flows, with a latency.
-Link tcp_link(const std::string& name, double gbps, std::int64_t latency_ns, SharingPolicy p = SharingPolicy::SplitDuplex) {
+Link tcp_link(const std::string& name, double gbps, std::int64_t latency_ns,
+              SharingPolicy p = SharingPolicy::SplitDuplex) {
   Link l{name, 0, 1, Bandwidth{gbps * 1e9}, Duration{latency_ns}, p, "eth"};
   l.tcp = true;
   return l;
@@ -56,18 +55,22 @@ SimTime route_latency(const Scenario& s, const FlowSpec& f) {
 std::vector<Scenario> scenarios() {
   using SP = SharingPolicy;
   std::vector<Scenario> s;
-  s.push_back({"one_link", {mk("l", 10, SP::SplitDuplex)},
+  s.push_back({"one_link",
+               {mk("l", 10, SP::SplitDuplex)},
                {{{{0, true}}, 1e9, 0}, {{{0, true}}, 0.5e9, 0}, {{{0, true}}, 0.25e9, 0}}});
-  s.push_back({"opposite_split", {mk("l", 10, SP::SplitDuplex)},
+  s.push_back({"opposite_split",
+               {mk("l", 10, SP::SplitDuplex)},
                {{{{0, true}}, 1e9, 0}, {{{0, false}}, 0.7e9, 0}}});
-  s.push_back({"opposite_shared", {mk("l", 10, SP::Shared)},
+  s.push_back({"opposite_shared",
+               {mk("l", 10, SP::Shared)},
                {{{{0, true}}, 1e9, 0}, {{{0, false}}, 0.7e9, 0}}});
-  s.push_back({"parking_lot",
-               {mk("l1", 1, SP::SplitDuplex), mk("l2", 1, SP::SplitDuplex), mk("l3", 2, SP::SplitDuplex)},
-               {{{{0, true}, {1, true}, {2, true}}, 1e9, 0},
-                {{{0, true}}, 0.3e9, 0},
-                {{{1, true}}, 0.6e9, 0},
-                {{{2, true}}, 2e9, 0}}});
+  s.push_back(
+      {"parking_lot",
+       {mk("l1", 1, SP::SplitDuplex), mk("l2", 1, SP::SplitDuplex), mk("l3", 2, SP::SplitDuplex)},
+       {{{{0, true}, {1, true}, {2, true}}, 1e9, 0},
+        {{{0, true}}, 0.3e9, 0},
+        {{{1, true}}, 0.6e9, 0},
+        {{{2, true}}, 2e9, 0}}});
   s.push_back({"join_leave",
                {mk("a", 10, SP::SplitDuplex), mk("b", 4, SP::Shared), mk("c", 6, SP::SplitDuplex)},
                {{{{0, true}, {1, true}}, 1e9, 0},
@@ -75,21 +78,23 @@ std::vector<Scenario> scenarios() {
                 {{{0, true}}, 0.2e9, 120'000'000},
                 {{{2, true}}, 0.9e9, 10'000'000},
                 {{{0, false}, {2, false}}, 0.3e9, 300'000'000}}});
-  s.push_back({"fat_pipe",
-               {mk("fat", 10, SP::FatPipe), mk("x", 4, SP::SplitDuplex), mk("y", 25, SP::SplitDuplex)},
-               {{{{0, true}}, 1e9, 0},
-                {{{0, true}}, 1e9, 0},
-                {{{0, true}, {1, true}}, 1e9, 0},
-                {{{0, true}, {1, true}}, 0.5e9, 20'000'000},
-                {{{0, true}, {2, true}}, 2e9, 0},
-                {{{0, true}, {2, true}}, 2e9, 0},
-                {{{0, true}, {2, true}}, 2e9, 0}}});
+  s.push_back(
+      {"fat_pipe",
+       {mk("fat", 10, SP::FatPipe), mk("x", 4, SP::SplitDuplex), mk("y", 25, SP::SplitDuplex)},
+       {{{{0, true}}, 1e9, 0},
+        {{{0, true}}, 1e9, 0},
+        {{{0, true}, {1, true}}, 1e9, 0},
+        {{{0, true}, {1, true}}, 0.5e9, 20'000'000},
+        {{{0, true}, {2, true}}, 2e9, 0},
+        {{{0, true}, {2, true}}, 2e9, 0},
+        {{{0, true}, {2, true}}, 2e9, 0}}});
   // A random mix over six links of all three policies.
   std::mt19937_64 rng(11);
   Scenario r{"random", {}, {}};
   const SP pol[3] = {SP::Shared, SP::SplitDuplex, SP::FatPipe};
   for (int l = 0; l < 6; ++l)
-    r.links.push_back(mk("r" + std::to_string(l), 2.0 + static_cast<double>(rng() % 20), pol[l % 3]));
+    r.links.push_back(
+        mk("r" + std::to_string(l), 2.0 + static_cast<double>(rng() % 20), pol[l % 3]));
   for (int f = 0; f < 40; ++f) {
     FlowSpec fs;
     const int first = static_cast<int>(rng() % 6), len = 1 + static_cast<int>(rng() % 3);
@@ -103,7 +108,8 @@ std::vector<Scenario> scenarios() {
   // TCP: two flows into one 10 GB/s bottleneck over access links of 10 us and 100 us: CM02 gives
   // them 1/11 : 1/101 of it (route latencies 11 and 101 us), not half each.
   s.push_back({"tcp_rtt",
-               {tcp_link("fast", 100, 10'000), tcp_link("slow", 100, 100'000), tcp_link("bottleneck", 10, 1'000)},
+               {tcp_link("fast", 100, 10'000), tcp_link("slow", 100, 100'000),
+                tcp_link("bottleneck", 10, 1'000)},
                {{{{0, true}, {2, true}}, 2e9, 0}, {{{1, true}, {2, true}}, 2e9, 0}}});
   // TCP window: over a 1 ms route a flow is bound by 4 MiB / 2 ms = 2.1 GB/s on a 10 GB/s link.
   s.push_back({"tcp_window",
@@ -120,7 +126,8 @@ std::vector<Scenario> scenarios() {
   for (int f = 0; f < 30; ++f) {
     FlowSpec fs;
     const int first = static_cast<int>(trng() % 6), len = 1 + static_cast<int>(trng() % 3);
-    for (int k = 0; k < len && first + k < 6; ++k) fs.hops.push_back({first + k, (trng() & 1) != 0});
+    for (int k = 0; k < len && first + k < 6; ++k)
+      fs.hops.push_back({first + k, (trng() & 1) != 0});
     fs.bytes = 1e7 * static_cast<double>(1 + trng() % 100);
     fs.start = static_cast<SimTime>(trng() % 400) * 1'000'000;
     t.flows.push_back(fs);
@@ -149,7 +156,8 @@ std::vector<SimTime> run_placesim(const Scenario& s) {
   e.add_model(&net);
   // The engine holds a copy for its route latency before its flow starts (as SimGrid does).
   for (std::size_t i = 0; i < s.flows.size(); ++i)
-    e.schedule(s.flows[i].start + route_latency(s, s.flows[i]), Priority::Start, 0, static_cast<std::int32_t>(i));
+    e.schedule(s.flows[i].start + route_latency(s, s.flows[i]), Priority::Start, 0,
+               static_cast<std::int32_t>(i));
   e.run(d);
   return d.done;
 }
@@ -159,7 +167,8 @@ std::vector<SimTime> run_placesim(const Scenario& s) {
 /// and cannot interact because they share no link.
 std::vector<std::vector<double>> run_simgrid(const std::vector<Scenario>& all) {
   namespace s4u = simgrid::s4u;
-  static std::vector<std::string> args = {"crosscheck", "--cfg=network/model:CM02",
+  static std::vector<std::string> args = {"crosscheck",
+                                          "--cfg=network/model:CM02",
                                           "--cfg=network/latency-factor:1.0",
                                           "--cfg=network/bandwidth-factor:1.0",
                                           "--cfg=network/weight-S:0.0",
@@ -185,11 +194,14 @@ std::vector<std::vector<double>> run_simgrid(const std::vector<Scenario>& all) {
       const std::string name = s.name + "/" + l.name;
       const double latency_s = static_cast<double>(l.latency.ns) * 1e-9;
       if (l.sharing == SharingPolicy::SplitDuplex) {
-        links.push_back(zone->create_split_duplex_link(name, l.bandwidth.bytes_per_s)->set_latency(latency_s)->seal());
+        links.push_back(zone->create_split_duplex_link(name, l.bandwidth.bytes_per_s)
+                            ->set_latency(latency_s)
+                            ->seal());
       } else {
         auto* link = zone->create_link(name, l.bandwidth.bytes_per_s);
-        link->set_sharing_policy(l.sharing == SharingPolicy::Shared ? s4u::Link::SharingPolicy::SHARED
-                                                                    : s4u::Link::SharingPolicy::FATPIPE);
+        link->set_sharing_policy(l.sharing == SharingPolicy::Shared
+                                     ? s4u::Link::SharingPolicy::SHARED
+                                     : s4u::Link::SharingPolicy::FATPIPE);
         links.push_back(link->set_latency(latency_s)->seal());
       }
     }
@@ -206,7 +218,8 @@ std::vector<std::vector<double>> run_simgrid(const std::vector<Scenario>& all) {
           route.emplace_back(links[h.link]);
       }
       zone->add_route(a->get_netpoint(), b->get_netpoint(), nullptr, nullptr, route, false);
-      pending.push_back({a, b, s.flows[f].bytes, static_cast<double>(s.flows[f].start) * 1e-9, &done[si][f]});
+      pending.push_back(
+          {a, b, s.flows[f].bytes, static_cast<double>(s.flows[f].start) * 1e-9, &done[si][f]});
     }
   }
   zone->seal();
@@ -234,8 +247,7 @@ TEST(SimGridCrossCheck, CompletionTimesAgree) {
       // doubles (and its solver has a 1e-5-relative precision knob). Allow 1 ns per rate change
       // plus a relative 1e-7.
       const double tol = 2.0 * static_cast<double>(all[si].flows.size()) + 1e-7 * theirs_ns;
-      EXPECT_NEAR(static_cast<double>(ours[f]), theirs_ns, tol)
-          << all[si].name << " flow " << f;
+      EXPECT_NEAR(static_cast<double>(ours[f]), theirs_ns, tol) << all[si].name << " flow " << f;
     }
     if (all[si].name == "tcp_rtt") {
       // The weighting is what agrees: equal shares (5 GB/s each) would end both flows at ~0.4 s;

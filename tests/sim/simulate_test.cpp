@@ -2,13 +2,13 @@
 // batch oracle across thread counts.
 #include "sim/simulate.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
 #include "sim/trace.hpp"
+
 #include "tests/sim/sim_fixtures.hpp"
 
 namespace placesim::sim {
@@ -40,7 +40,8 @@ TEST(Simulate, ChainOnOneGpuLaunchesAhead) {
   // launch a [0,2] -> a [2,12]; b is launchable once a is enqueued (same stream): launch
   // [2,4], waits for the stream -> [12,22]; c: launch [4,6], runs [22,32].
   const Cluster c = star_cluster(2);
-  const Graph g = graph_of({timed_op("a", 10, 1000), timed_op("b", 10, 1000, {0}), timed_op("c", 10, 1000, {1})});
+  const Graph g = graph_of(
+      {timed_op("a", 10, 1000), timed_op("b", 10, 1000, {0}), timed_op("c", 10, 1000, {1})});
   const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu0", "gpu0"}));
   EXPECT_EQ(o.step_time.ns, 32 * kUs);
   EXPECT_EQ(o.transfers, 0);
@@ -64,7 +65,8 @@ TEST(Simulate, PeerCopyBetweenGpus) {
   EXPECT_EQ(o.transfers, 1);
   EXPECT_EQ(o.transferred.v, 1'000'000);
   const auto link = [&](const std::string& n) {
-    return *std::find_if(o.links.begin(), o.links.end(), [&](const LinkOutcome& l) { return l.name == n; });
+    return *std::find_if(o.links.begin(), o.links.end(),
+                         [&](const LinkOutcome& l) { return l.name == n; });
   };
   EXPECT_EQ(link("gpu0-sw0").bytes.v, 1'000'000);
   EXPECT_EQ(link("gpu0-sw0").busy.ns, 100 * kUs);
@@ -82,17 +84,17 @@ TEST(Simulate, LatencyAddsToTheCopy) {
   const Cluster c = star_cluster(2, "10 GB/s", "1 us");
   const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
   const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1"}));
-  EXPECT_EQ(o.step_time.ns, 126 * kUs);   // two hops of 1 us
+  EXPECT_EQ(o.step_time.ns, 126 * kUs);  // two hops of 1 us
 }
 
 TEST(Simulate, WithoutPeerAccessCopiesAreStagedThroughHostMemory) {
   const Cluster c = star_cluster(2, "10 GB/s", "0 ns", /*peer=*/false);
   const Graph g = graph_of({timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0})});
   const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1"}));
-  EXPECT_EQ(o.step_time.ns, 224 * kUs);   // two copies of 100 us
+  EXPECT_EQ(o.step_time.ns, 224 * kUs);  // two copies of 100 us
   EXPECT_EQ(o.transfers, 2);
   EXPECT_EQ(o.transferred.v, 2'000'000);
-  EXPECT_EQ(o.devices[0].peak_memory.v, 1'000'000);   // the staging buffer on cpu0
+  EXPECT_EQ(o.devices[0].peak_memory.v, 1'000'000);  // the staging buffer on cpu0
 }
 
 TEST(Simulate, ContentionOnTheHostLinkAndCpuWorkers) {
@@ -116,7 +118,8 @@ namespace {
 /// The star cluster with `extra` spliced into cpu0's (or every GPU's) inline map.
 Cluster star_with(const std::string& cpu_extra, const std::string& gpu_extra, int gpus = 2,
                   int cpu_workers = 1, const std::string& gpu_mem = "1 GiB") {
-  std::string y = star_cluster_yaml(gpus, "10 GB/s", "0 ns", true, gpu_mem, 1, "split_duplex", cpu_workers);
+  std::string y =
+      star_cluster_yaml(gpus, "10 GB/s", "0 ns", true, gpu_mem, 1, "split_duplex", cpu_workers);
   const auto splice = [&](const std::string& key, const std::string& extra) {
     if (extra.empty()) return;
     for (std::size_t at = y.find(key); at != std::string::npos; at = y.find(key, at + 1)) {
@@ -169,10 +172,10 @@ TEST(Simulate, ReservedMemoryCountsTowardsOutOfMemory) {
   EXPECT_TRUE(o.oom);
   ASSERT_EQ(o.oom_devices.size(), 1u);
   EXPECT_EQ(o.oom_devices[0].device_name, "gpu0");
-  EXPECT_EQ(o.oom_devices[0].needed.v, 1'000'008 + 1536 * 1024);   // tensors + reserved
+  EXPECT_EQ(o.oom_devices[0].needed.v, 1'000'008 + 1536 * 1024);  // tensors + reserved
   EXPECT_EQ(o.oom_devices[0].capacity.v, 2 << 20);
   EXPECT_EQ(o.oom_devices[0].reserved.v, 1536 * 1024);
-  EXPECT_EQ(o.devices[1].peak_memory.v, 1'000'008);                 // tensors only
+  EXPECT_EQ(o.devices[1].peak_memory.v, 1'000'008);  // tensors only
   EXPECT_EQ(o.devices[1].memory_capacity.v, 2 << 20);
   EXPECT_EQ(o.devices[1].reserved_memory.v, 1536 * 1024);
   const auto j = nlohmann::json::parse(outcome_to_json(o));
@@ -200,12 +203,14 @@ TEST(Simulate, CopiesPayHostIssueAndDmaSetup) {
 
   // The issue occupies gpu0's launch thread: x (after a by a control edge, 200 us on gpu0) is
   // ready at 12 us but launches after the issue, [17, 19], and runs [19, 219].
-  std::vector<Op> ops = {timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0}), timed_op("x", 200, 8)};
+  std::vector<Op> ops = {timed_op("a", 10, 1'000'000), timed_op("b", 10, 8, {0}),
+                         timed_op("x", 200, 8)};
   ops[2].control_inputs.push_back(0);
   const Graph g2 = graph_of(ops);
   EXPECT_EQ(simulate(c, g2, on(c, {"gpu0", "gpu1", "gpu0"})).step_time.ns, 219 * kUs);
   const Cluster free_copies = star_with("", "");
-  EXPECT_EQ(simulate(free_copies, g2, on(free_copies, {"gpu0", "gpu1", "gpu0"})).step_time.ns, 214 * kUs);
+  EXPECT_EQ(simulate(free_copies, g2, on(free_copies, {"gpu0", "gpu1", "gpu0"})).step_time.ns,
+            214 * kUs);
 }
 
 TEST(Simulate, SharedLinkCountsBothDirections) {
@@ -247,13 +252,13 @@ TEST(Simulate, MemoryPeakAndOutOfMemory) {
   EXPECT_EQ(o.oom_devices[0].device_name, "gpu0");
   EXPECT_EQ(o.oom_devices[0].needed.v, 1600);
   EXPECT_EQ(o.oom_devices[0].capacity.v, 1500);
-  EXPECT_EQ(o.step_time.ns, 22 * kUs);   // the step still completes
+  EXPECT_EQ(o.step_time.ns, 22 * kUs);  // the step still completes
 
   SimOptions stop;
   stop.stop_at_first_oom = true;
   const Outcome s = simulate(small, g, on(small, {"gpu0", "gpu0"}), stop);
   EXPECT_TRUE(s.oom);
-  EXPECT_EQ(s.step_time.ns, 12 * kUs);   // stopped at b's allocation
+  EXPECT_EQ(s.step_time.ns, 12 * kUs);  // stopped at b's allocation
 }
 
 TEST(Simulate, ControlEdgesOrderWithoutCopies) {
@@ -263,7 +268,7 @@ TEST(Simulate, ControlEdgesOrderWithoutCopies) {
   const Cluster c = star_cluster(2);
   const Outcome o = simulate(c, g, on(c, {"gpu0", "gpu1"}));
   EXPECT_EQ(o.transfers, 0);
-  EXPECT_EQ(o.step_time.ns, 24 * kUs);   // b launched at 12 after a ends, runs [14,24]
+  EXPECT_EQ(o.step_time.ns, 24 * kUs);  // b launched at 12 after a ends, runs [14,24]
 }
 
 TEST(Simulate, BadPlacementIsInputError) {
@@ -310,10 +315,10 @@ TEST(Simulate, TraceHasTracksForStreamsEnginesAndLinks) {
   EXPECT_EQ(kernels, 2);
   EXPECT_EQ(launches, 2);
   EXPECT_EQ(copies, 1);
-  EXPECT_EQ(ac2g, 3);                 // two kernels and the copy (its issue costs 0 ns here)
-  EXPECT_EQ(deps, 2);                 // a -> copy -> b
+  EXPECT_EQ(ac2g, 3);  // two kernels and the copy (its issue costs 0 ns here)
+  EXPECT_EQ(deps, 2);  // a -> copy -> b
   EXPECT_GT(memory, 0);
-  EXPECT_EQ(link_counters.size(), 2u);   // two links on the route, one counter track each
+  EXPECT_EQ(link_counters.size(), 2u);  // two links on the route, one counter track each
   EXPECT_EQ(async, 0);
 }
 
@@ -349,7 +354,8 @@ TEST_P(Properties, BoundsConservationAndPathConsistency) {
   std::vector<std::int64_t> work(c.num_devices(), 0);
   for (int i = 0; i < g.num_ops(); ++i) {
     const Device& d = c.devices[p.device_of[i]];
-    work[p.device_of[i]] += km.op_time(g.ops[i], d).ns + (d.spec.kind == DeviceKind::Cpu ? d.spec.launch_overhead.ns : 0);
+    work[p.device_of[i]] += km.op_time(g.ops[i], d).ns +
+                            (d.spec.kind == DeviceKind::Cpu ? d.spec.launch_overhead.ns : 0);
   }
   for (int d = 0; d < c.num_devices(); ++d) {
     EXPECT_GE(o.step_time.ns, work[d]) << c.devices[d].name;
@@ -376,7 +382,8 @@ TEST_P(Properties, BoundsConservationAndPathConsistency) {
   }
   EXPECT_EQ(o.transfers, expect_transfers);
   EXPECT_EQ(o.transferred.v, expect_bytes);
-  for (std::size_t l = 0; l < c.links.size(); ++l) EXPECT_EQ(o.links[l].bytes.v, link_bytes[l]) << c.links[l].name;
+  for (std::size_t l = 0; l < c.links.size(); ++l)
+    EXPECT_EQ(o.links[l].bytes.v, link_bytes[l]) << c.links[l].name;
 
   // The critical path is a chain in time ending at the step time.
   ASSERT_FALSE(o.critical_path.empty());
@@ -461,9 +468,11 @@ TEST(OutcomeJson, HasTheDocumentedKeys) {
   const Cluster c = star_cluster(1);
   const Graph g = graph_of({timed_op("a", 10, 8)});
   const auto j = nlohmann::json::parse(outcome_to_json(simulate(c, g, on(c, {"gpu0"}))));
-  for (const char* k : {"step_time_s", "oom", "devices", "links", "transfers", "events", "critical_path", "sim_wall_s"})
+  for (const char* k : {"step_time_s", "oom", "devices", "links", "transfers", "events",
+                        "critical_path", "sim_wall_s"})
     EXPECT_TRUE(j.contains(k)) << k;
-  for (const char* k : {"name", "busy_s", "utilization", "peak_memory_bytes", "memory_capacity_bytes", "oom"})
+  for (const char* k :
+       {"name", "busy_s", "utilization", "peak_memory_bytes", "memory_capacity_bytes", "oom"})
     EXPECT_TRUE(j["devices"][0].contains(k)) << k;
   for (const char* k : {"name", "bytes", "busy_s"}) EXPECT_TRUE(j["links"][0].contains(k)) << k;
   EXPECT_DOUBLE_EQ(j["step_time_s"].get<double>(), 12e-6);

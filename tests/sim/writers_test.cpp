@@ -86,7 +86,8 @@ TEST(InputErrorMessage, StaysOneLineAndShort) {
   EXPECT_EQ(m.rfind("f.yaml: key\\x0d\\x0asplit: expected a value", 0), 0u) << m.substr(0, 80);
   EXPECT_EQ(m.substr(m.size() - 2), "x\"");
   // A 5 kB key of control bytes (found by fuzz_cluster): ": expected" stays in the message.
-  const InputError k("c.yaml", "devices[1]." + std::string(5000, '\x1c'), "a known key, got \"" + std::string(3000, 'x') + "\"");
+  const InputError k("c.yaml", "devices[1]." + std::string(5000, '\x1c'),
+                     "a known key, got \"" + std::string(3000, 'x') + "\"");
   EXPECT_NE(std::string(k.what()).find(": expected a known key"), std::string::npos) << k.what();
   EXPECT_LT(std::string(k.what()).size(), 1300u);
 }

@@ -2,11 +2,10 @@
 // /usr/bin/python3 (python3-torchvision) by tests/data/onnx/generate.py, which also prints
 // torchvision's own parameter count to compare with. Skipped where that interpreter or
 // torchvision is missing.
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <gtest/gtest.h>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,7 +23,8 @@ bool have_torchvision() {
 
 // Exports every model in one interpreter run (importing torch dominates); returns each model's
 // torchvision parameter count.
-std::map<std::string, std::int64_t> export_models(const std::vector<std::string>& models, const std::string& dir) {
+std::map<std::string, std::int64_t> export_models(const std::vector<std::string>& models,
+                                                  const std::string& dir) {
   std::string cmd = "/usr/bin/python3 " PLACESIM_TEST_DATA "/onnx/generate.py";
   for (const auto& m : models) cmd += " " + m + " " + dir + "placesim_" + m + ".onnx";
   std::map<std::string, std::int64_t> params;
@@ -41,7 +41,8 @@ std::map<std::string, std::int64_t> export_models(const std::vector<std::string>
 }
 
 TEST(OnnxTorchvision, UnlistedModelsMatchTorchvisionParameterCounts) {
-  if (!have_torchvision()) GTEST_SKIP() << "/usr/bin/python3 with torchvision and onnx not available";
+  if (!have_torchvision())
+    GTEST_SKIP() << "/usr/bin/python3 with torchvision and onnx not available";
   const std::string dir = ::testing::TempDir();
   const std::vector<std::string> models = {"googlenet", "shufflenet_v2_x1_0", "mnasnet1_0"};
   const auto want = export_models(models, dir);

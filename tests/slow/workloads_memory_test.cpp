@@ -11,7 +11,8 @@ namespace {
 // Peak memory of one training step on a single K80 die of the paper's machine, as the simulator
 // models it (parameters, optimizer slots, activations freed after their last consumer).
 sim::DeviceOutcome single_k80(const sim::Graph& g) {
-  const sim::Cluster c = sim::load_cluster(PLACESIM_SOURCE_DIR "/scenarios/clusters/paper-4gpu.yaml");
+  const sim::Cluster c =
+      sim::load_cluster(PLACESIM_SOURCE_DIR "/scenarios/clusters/paper-4gpu.yaml");
   const sim::Outcome o = sim::simulate(c, g, *sim::builtin_placement("single-gpu", g, c));
   for (const auto& d : o.devices) {
     if (d.ops > 0) return d;
