@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -13,6 +11,7 @@
 #include "sim/cost_model.hpp"
 #include "sim/error.hpp"
 #include "sim/graph.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::sim {
 
@@ -457,19 +456,7 @@ std::string TraceSink::to_json() const {
 }
 
 void TraceSink::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, "", "a writable path for the trace");
-    out << to_json();
-    if (!out.flush()) throw InputError(path, "", "a writable path for the trace (write failed)");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(path, "", "a writable path for the trace (rename failed)");
-  }
+  write_file_atomic(path, to_json());
 }
 
 }  // namespace placesim::sim

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -15,6 +14,7 @@
 #include "sim/cluster.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 #include "sim/placement.hpp"
 #include "sim/simulate.hpp"
 #include "sim/trace.hpp"
@@ -31,20 +31,12 @@ struct SimulateArgs {
   bool stop_at_oom = false;
 };
 
+// The output named by its flag: sim::write_file_atomic's temp file + rename, its error re-said
+// with the flag (a user passed a path, not a file of theirs).
 void write_atomic(const std::string& path, const std::string& text, const std::string& flag) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
-    out << text;
-    if (!out.flush())
-      throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
+  try {
+    sim::write_file_atomic(path, text);
+  } catch (const sim::InputError&) {
     throw sim::InputError("<flag " + flag + ">", "", "a writable path, got \"" + path + "\"");
   }
 }
