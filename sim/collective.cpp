@@ -53,7 +53,7 @@ constexpr double kTreeCorrection[3][22] = {
 // effective NVLink bandwidth of 370 GB/s (S. Jeaugey, NCCL maintainer, NVIDIA/nccl-tests#212;
 // astra-sim-alibabacloud's calbusbw.h uses H100_NVLS_BW 475): algbw = 275/370 of the link.
 constexpr double kNvlsAlgbwPerLinkBw = 275.0 / 370.0;
-// NVLS_TREE (NVLS in each node, a tree between nodes): the NVLS part reaches 0.88 of a single
+// NVLS_TREE (NVLS in each node, a tree between nodes): the NVLS part reaches 0.9 of a single
 // node's NVLS algbw. Fitted to the two public 2-node H100 runs together (NVIDIA/nccl-tests#309:
 // 250 GB/s algbw at 16 GiB; the Talos DGX H100 report: 233 GB/s at 8 GiB; one node reaches
 // 272-275): each NVLS_TREE channel splits its warps between the NVLS and the network parts.
@@ -483,8 +483,8 @@ double nvls_chunk(double bytes, double ops, bool tree) {
 
 // NVLS (one node) or NVLS_TREE (several nodes) all-reduce. Data moves in rounds of
 // nvlsChannels x nHeads chunks; the pipeline has 2 stages in a node (reduce through the switch,
-// multicast back) and 4 across nodes (reduce, tree up, tree down, multicast): a call takes its
-// bytes at the NVLS bandwidth plus stages - 1 rounds of fill.
+// multicast back) and 3 across nodes (reduce in the node, the exchange between the nodes,
+// multicast): a call takes its bytes at the NVLS bandwidth plus stages - 1 rounds of fill.
 Candidate nvls_candidate(const Topo& t, double bus_gbps, double bytes) {
   const bool tree = t.nodes > 1;
   double algbw = t.nvls_link_bw * kNvlsAlgbwPerLinkBw / 1e9;
