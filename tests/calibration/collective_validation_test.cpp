@@ -56,6 +56,11 @@ constexpr Source kSources[] = {
     // than the other 2-node run shows), and its large sizes ramp slower.
     {"Talos 2x DGX H100", "talos_dgx-h100_nccl-tests_report_excerpt.md", "2x-hgx-h100.yaml", 16, 1,
      0.0, 1.527, 0.229},
+    // 2x OCI BM.GPU4.8 (8x A100, 16x 100 Gb/s RoCE each: 2x-dgx-a100's 1.6 Tb/s per node): the
+    // model's tree is too slow from 1 GiB (NCCL's 2-node tree reaches 127 GB/s algbw, the
+    // model's ring 100) and its LL too fast at 8-64 KiB (RoCE, 36 us at 8 B).
+    {"OCI 2x BM.GPU4.8 (A100)", "oci_bm-gpu4-8_nccl-tests_all_reduce_2x8xA100.txt", "2x-dgx-a100",
+     16, 1, 0.671, 0.099, 0.214},
     // 2x HGX H100 with 8 CX-7 NDR each, NCCL 2.26 (NVIDIA/nccl-tests#309).
     {"nccl-tests#309 2x HGX H100", "nccl-tests_all_reduce_2x8xH100_issue309.txt",
      "2x-hgx-h100.yaml", 16, 1, 0.169, 0.237, 0.075},
@@ -109,9 +114,11 @@ TEST(CollectiveValidation, RealAllReduceRunsWithinTheAchievedBoundsPerSizeBand) 
     EXPECT_LE(e.large, s.large) << s.name << ": >= 64 MiB";
   }
   // The issue's bounds, where the model meets them: every single-node source and the NCCL 2.26
-  // 2-node run at every size of both bands (the Talos 2-node run misses at 64..256 MiB).
+  // 2-node run at every size of both bands (the Talos 2-node run misses at 64..256 MiB, the OCI
+  // RoCE run at 8..64 KiB and from 1 GiB).
   for (const Source& s : kSources) {
-    if (std::string(s.name) == "Talos 2x DGX H100") continue;
+    if (std::string(s.name) == "Talos 2x DGX H100" || std::string(s.name).starts_with("OCI"))
+      continue;
     const BandErrors e = band_errors(s);
     EXPECT_LE(e.small, 0.25) << s.name;
     EXPECT_LE(e.large, 0.10) << s.name;
