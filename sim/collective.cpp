@@ -326,7 +326,8 @@ Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
 // Rings through every rank of one node over direct GPU-GPU NVLink links only, as NCCL's search
 // finds them on a hybrid cube mesh (DGX-1: no ring in rank order is all NVLink): the Hamiltonian
 // cycles from the first rank, each way round, in depth-first order over the ranks' order
-// (deterministic), at most 64. Empty when there is none (NVSwitch, PCIe, more than 16 ranks).
+// (deterministic), at most 64 and what 200,000 search steps find. Empty when there is none
+// (NVSwitch, PCIe, more than 16 ranks).
 std::vector<std::vector<DeviceId>> nvlink_rings(const Cluster& c, const std::vector<DeviceId>& g) {
   const int n = static_cast<int>(g.size());
   std::vector<std::vector<DeviceId>> rings;
@@ -342,7 +343,8 @@ std::vector<std::vector<DeviceId>> nvlink_rings(const Cluster& c, const std::vec
   constexpr std::size_t kMaxRings = 64;
   // Iterative DFS: next[d] is the next candidate for position d + 1.
   std::vector<int> next{1};
-  while (!path.empty() && rings.size() < kMaxRings) {
+  // A bound on the search: a sparse mesh without a Hamiltonian cycle could take exponential time.
+  for (long steps = 0; !path.empty() && rings.size() < kMaxRings && steps < 200000; ++steps) {
     int& cand = next.back();
     while (cand < n && (used[cand] || !adj[path.back()][cand])) ++cand;
     if (cand == n) {
