@@ -3,6 +3,7 @@
 // threads (tests/data/collectives/published_allreduce.csv).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -108,6 +109,9 @@ BandErrors band_errors(const Source& s) {
 TEST(CollectiveValidation, RealAllReduceRunsWithinTheAchievedBoundsPerSizeBand) {
   for (const Source& s : kSources) {
     const BandErrors e = band_errors(s);
+    // The summary of docs/validation.md: largest |error| per band (rows compared).
+    std::printf("%-28s small %5.1f %% (%d)  mid %5.1f %% (%d)  large %5.1f %% (%d)\n", s.name,
+                100 * e.small, e.n_small, 100 * e.mid, e.n_mid, 100 * e.large, e.n_large);
     EXPECT_GT(e.n_large, 0) << s.name;
     EXPECT_LE(e.small, s.small) << s.name << ": 8 KiB..1 MiB";
     EXPECT_LE(e.mid, s.mid) << s.name << ": 1..64 MiB";
