@@ -28,17 +28,22 @@ std::string lower_alnum(std::string_view s) {
 }
 
 // ---- NCCL constants ------------------------------------------------------------------------
-// NVIDIA/nccl src/graph/tuning.cc (NCCL 2.19, as ported in volcengine/veScale
-// vescale/emulator/nccl/graph/tuning.py): latencies in us, index [algo][proto] with
-// algo {tree, ring} and proto {LL, LL128, Simple}.
+// NVIDIA/nccl src/graph/tuning.cc of NCCL 2.19 (ncclTopoTuneModel with NVLS_TREE and MNNVL; read
+// from the search index, id 358953574; volcengine/veScale vescale/emulator/nccl/graph/tuning.py
+// ports the same tables): latencies in us, index [algo][proto] with algo {tree, ring} and proto
+// {LL, LL128, Simple}.
 constexpr double kBaseLat[2][3] = {{6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}};
 enum Hw { kNvlink = 0, kPci = 1, kNet = 2 };
 constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}},   // NVLink
                                     {{1.0, 1.9, 28.0}, {1.0, 2.5, 5.7}},    // PCI
                                     {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}}};  // network
-constexpr double kNvlsLat = 23.0;  // hwLat[NVLINK][NVLS][Simple]
-// llMaxBws[GPU generation or CPU vendor][1 node, 2 nodes, >2 nodes], GB/s.
-constexpr double kLlMaxBw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}};
+constexpr double kNvlsLat = 23.0;         // hwLat[NVLINK][NVLS and NVLS_TREE][Simple]
+constexpr double kNvlsTreeNetLat = 14.0;  // hwLat[NET][NVLS_TREE][Simple]
+// llMaxBws[GPU generation (one node) or CPU vendor (several)][1 node, 2 nodes, >2 nodes], GB/s.
+// NCCL 2.19 has Hopper at Ampere's values (later versions raised it to 141 GB/s).
+constexpr double kLlMaxBw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
+// perChMaxRingLL128Bws[Volta, Ampere, Hopper]: one channel's LL128 ring bandwidth, GB/s.
+constexpr double kPerChLl128Bw[3] = {20.0, 20.0, 36.7};
 // Tree correction by log2(bytes / 64), 64 B .. 128 MiB, [proto][i] (tuning.cc).
 constexpr double kTreeCorrection[3][22] = {
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
@@ -48,6 +53,23 @@ constexpr double kTreeCorrection[3][22] = {
 // effective NVLink bandwidth of 370 GB/s (S. Jeaugey, NCCL maintainer, NVIDIA/nccl-tests#212;
 // astra-sim-alibabacloud's calbusbw.h uses H100_NVLS_BW 475): algbw = 275/370 of the link.
 constexpr double kNvlsAlgbwPerLinkBw = 275.0 / 370.0;
+// NVLS_TREE (NVLS in each node, a tree between nodes): the NVLS part reaches 0.9 of a single
+// node's NVLS algbw. Fitted to the two public 2-node H100 runs together (NVIDIA/nccl-tests#309:
+// 250 GB/s algbw at 16 GiB; the Talos DGX H100 report: 233 GB/s at 8 GiB; one node reaches
+// 272-275): each NVLS_TREE channel splits its warps between the NVLS and the network parts.
+constexpr double kNvlsTreeEfficiency = 0.9;
+
+// NCCL's per-launch work split (src/enqueue.cc getAlgoInfo / topoGetAlgoInfo, and computeColl's
+// chunking; src/include/comm.h thresholds). Read from NCCL 2.19/2.20's enqueue.cc in the search
+// index (id 15876423444); NVIDIA/nccl@01e6dd91 src/enqueue.cc keeps the same loop.
+constexpr int kLlThreadThreshold = 8;       // NCCL_LL_THREAD_THRESHOLD (x nRanks for ring)
+constexpr int kLl128ThreadThreshold = 8;    // NCCL_LL128_THREAD_THRESHOLD
+constexpr int kSimpleThreadThreshold = 64;  // NCCL_SIMPLE_THREAD_THRESHOLD
+constexpr int kLlMaxThreads = 512, kLl128MaxThreads = 640, kSimpleMaxThreads = 512;
+constexpr double kSimpleStepBytes = 4.0 * (1 << 20) / 8;  // NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8
+constexpr int kRingChunkSteps = 4, kRingSliceSteps = 2;   // ALLREDUCE_CHUNKSTEPS, _SLICESTEPS
+constexpr int kNvlsChannels = 16;                         // NVLS_NCHANNELS_SM90
+constexpr int kMaxChannels = 32;                          // MAXCHANNELS
 
 // Fraction of a link's signalling rate NCCL's transports carry (its topology model), by the
 // cluster's link `kind`. NVIDIA/nccl src/graph/topo.h: SM70/SM80_NVLINK_BW 20 and SM90_NVLINK_BW
@@ -213,9 +235,48 @@ struct Topo {
   Hw intra = kPci;
   int gen = 0;
   bool amd_host = false;
-  bool nvls = false;        // every rank on one NVSwitch over NVLink 4+
+  bool nvls = false;        // the ranks of every node on one NVSwitch over NVLink 4+
   double nvls_link_bw = 0;  // smallest effective rank-switch NVLink bandwidth, B/s
+  int nccl_channels = 2;    // NCCL's ring channel count (comm->nChannels)
 };
+
+// Effective bandwidth (B/s) of the slowest NVLink 4+ port from `group`'s ranks to one switch they
+// all reach directly (NVLS needs one); 0 when there is none.
+double nvls_port_bw(const Cluster& c, const std::vector<DeviceId>& group) {
+  std::map<VertexId, std::pair<int, double>> sw;  // switch -> (ranks, min bw)
+  for (DeviceId d : group)
+    for (const Link& k : c.links) {
+      if (!is_nvlink(k) || (k.a != d && k.b != d)) continue;
+      const VertexId o = k.a == d ? k.b : k.a;
+      const std::string kind = lower_alnum(k.kind);
+      if (c.vertices[o].kind != VertexKind::Switch || (kind != "nvlink4" && kind != "nvlink5"))
+        continue;
+      auto& e = sw.try_emplace(o, 0, std::numeric_limits<double>::infinity()).first->second;
+      ++e.first;
+      e.second = std::min(e.second, k.bandwidth.bytes_per_s * link_efficiency(k.kind));
+    }
+  double best = 0;
+  for (const auto& [v, e] : sw)
+    if (e.first == static_cast<int>(group.size())) best = std::max(best, e.second);
+  return best;
+}
+
+// NCCL's ring channel count on one node: its search finds one ring per NVLink of a GPU and
+// ncclTopoPostset duplicates them (DGX A100: 12 NVLinks, 24 channels), at most MAXCHANNELS; two
+// over PCIe. The cluster's NVLink links are bundles: count = bandwidth / one NVLink's rate.
+int nccl_channels(const Cluster& c, DeviceId d, Hw intra) {
+  if (intra != kNvlink) return 2;
+  double links = 0;
+  for (const Link& k : c.links)
+    if (is_nvlink(k) && (k.a == d || k.b == d)) {
+      const std::string kind = lower_alnum(k.kind);
+      const double per_link = kind == "nvlink1" ? 20e9 : kind == "nvlink5" ? 50e9 : 25e9;
+      links += k.bandwidth.bytes_per_s / per_link;
+    }
+  return std::clamp(2 * static_cast<int>(std::lround(links)), 2, kMaxChannels);
+}
+
+std::vector<std::vector<DeviceId>> nvlink_rings(const Cluster& c, const std::vector<DeviceId>& g);
 
 Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
   Topo t;
@@ -248,47 +309,127 @@ Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
       for (const RouteSegment& s : c.route(a, b).segments)
         for (const Hop& h : s.hops) all_nvlink = all_nvlink && is_nvlink(c.links[h.link]);
     }
-  t.intra = all_nvlink ? kNvlink : kPci;
-  // NVLS: one switch vertex every rank reaches over one NVLink 4 or newer link.
-  if (t.nodes == 1 && ranks.size() > 1 && t.gen >= 2) {
-    std::map<VertexId, std::pair<int, double>> sw;  // switch -> (ranks, min bw)
-    for (DeviceId d : ranks)
-      for (std::size_t l = 0; l < c.links.size(); ++l) {
-        const Link& k = c.links[l];
-        if (!is_nvlink(k) || (k.a != d && k.b != d)) continue;
-        const VertexId o = k.a == d ? k.b : k.a;
-        if (c.vertices[o].kind != VertexKind::Switch) continue;
-        const std::string kind = lower_alnum(k.kind);
-        if (kind != "nvlink4" && kind != "nvlink5") continue;
-        auto& e = sw.try_emplace(o, 0, std::numeric_limits<double>::infinity()).first->second;
-        ++e.first;
-        e.second = std::min(e.second, k.bandwidth.bytes_per_s * link_efficiency(k.kind));
-      }
-    for (const auto& [v, e] : sw)
-      if (e.first == static_cast<int>(ranks.size())) {
-        t.nvls = true;
-        t.nvls_link_bw = std::max(t.nvls_link_bw, e.second);
-      }
+  // NCCL's ring graph is NVLink too where all-NVLink rings exist (hybrid cube mesh).
+  t.intra = all_nvlink || (t.nodes == 1 && !nvlink_rings(c, t.order).empty()) ? kNvlink : kPci;
+  t.nccl_channels = nccl_channels(c, ranks.front(), t.intra);
+  // NVLS: in every node, one switch vertex each of its ranks reaches over one NVLink 4+ link.
+  if (ranks.size() > 1 && t.gen >= 2 && t.ppn > 1) {
+    t.nvls_link_bw = std::numeric_limits<double>::infinity();
+    for (const std::vector<DeviceId>& g : t.groups)
+      t.nvls_link_bw = std::min(t.nvls_link_bw, nvls_port_bw(c, g));
+    t.nvls = t.nvls_link_bw > 0;
+    if (!t.nvls) t.nvls_link_bw = 0;
   }
   return t;
 }
 
-// Bus bandwidth (B/s) of NCCL's rings over the fabric: one ring per channel, ranks of each node
-// rotated by the channel so that every channel leaves a node through a different GPU (and NIC);
-// the sum over channels of each channel's slowest flow, all channels running at once.
+// Rings through every rank of one node over direct GPU-GPU NVLink links only, as NCCL's search
+// finds them on a hybrid cube mesh (DGX-1: no ring in rank order is all NVLink): the Hamiltonian
+// cycles from the first rank, each way round, in depth-first order over the ranks' order
+// (deterministic), at most 64 and what 200,000 search steps find. Empty when there is none
+// (NVSwitch, PCIe, more than 16 ranks).
+std::vector<std::vector<DeviceId>> nvlink_rings(const Cluster& c, const std::vector<DeviceId>& g) {
+  const int n = static_cast<int>(g.size());
+  std::vector<std::vector<DeviceId>> rings;
+  if (n < 3 || n > 16) return rings;
+  std::vector<std::vector<bool>> adj(n, std::vector<bool>(n, false));
+  for (const Link& k : c.links)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        if (i != j && is_nvlink(k) && k.a == g[i] && k.b == g[j]) adj[i][j] = adj[j][i] = true;
+  std::vector<int> path{0};
+  std::vector<bool> used(n, false);
+  used[0] = true;
+  constexpr std::size_t kMaxRings = 64;
+  // Iterative DFS: next[d] is the next candidate for position d + 1.
+  std::vector<int> next{1};
+  // A bound on the search: a sparse mesh without a Hamiltonian cycle could take exponential time.
+  for (long steps = 0; !path.empty() && rings.size() < kMaxRings && steps < 200000; ++steps) {
+    int& cand = next.back();
+    while (cand < n && (used[cand] || !adj[path.back()][cand])) ++cand;
+    if (cand == n) {
+      used[path.back()] = path.size() == 1;
+      path.pop_back();
+      next.pop_back();
+      continue;
+    }
+    const int v = cand++;
+    path.push_back(v);
+    used[v] = true;
+    next.push_back(1);
+    if (static_cast<int>(path.size()) == n) {
+      if (adj[v][0]) {
+        std::vector<DeviceId> ring;
+        for (int i : path) ring.push_back(g[i]);
+        rings.push_back(ring);
+      }
+      used[v] = false;
+      path.pop_back();
+      next.pop_back();
+    }
+  }
+  return rings;
+}
+
+// The rings NCCL's search would keep, packed greedily as it does (ring after ring at the highest
+// bandwidth the links have left): the candidate whose slowest link has the most capacity left,
+// that capacity taken from each of its links (one direction), until a ring would get less than a
+// tenth of the first one's. Link capacity: bandwidth x NCCL's efficiency of the link class.
+std::vector<std::vector<DeviceId>> pack_rings(const Cluster& c,
+                                              const std::vector<std::vector<DeviceId>>& cand) {
+  std::map<std::pair<DeviceId, DeviceId>, double> left;  // directed GPU pair -> capacity left
+  for (const Link& k : c.links)
+    if (is_nvlink(k)) {
+      const double cap = k.bandwidth.bytes_per_s * link_efficiency(k.kind);
+      left[{k.a, k.b}] += cap;
+      left[{k.b, k.a}] += cap;
+    }
+  auto bottleneck = [&](const std::vector<DeviceId>& r) {
+    double m = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < r.size(); ++i) m = std::min(m, left[{r[i], r[(i + 1) % r.size()]}]);
+    return m;
+  };
+  std::vector<std::vector<DeviceId>> out;
+  double first = 0;
+  while (!cand.empty() && out.size() < static_cast<std::size_t>(kMaxChannels)) {
+    std::size_t best = 0;
+    double best_bw = -1;
+    for (std::size_t i = 0; i < cand.size(); ++i)
+      if (const double b = bottleneck(cand[i]); b > best_bw) best_bw = b, best = i;
+    if (out.empty()) first = best_bw;
+    if (best_bw <= 0.1 * first) break;
+    const std::vector<DeviceId>& r = cand[best];
+    for (std::size_t i = 0; i < r.size(); ++i) left[{r[i], r[(i + 1) % r.size()]}] -= best_bw;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// Bus bandwidth (B/s) of NCCL's rings over the fabric: one ring per channel, all channels' flows
+// at once, the sum over channels of each channel's slowest flow. One node: the all-NVLink rings
+// when the GPUs have direct NVLink links (every such ring, sharing the links), else one ring in
+// rank order; several nodes: ranks of each node rotated by the channel so that every channel
+// leaves a node through a different GPU (and NIC).
 double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
   const int n = static_cast<int>(t.order.size());
-  const int ch = t.nodes > 1 ? std::max(1, t.ppn) : 1;
+  std::vector<std::vector<DeviceId>> rings =
+      t.nodes == 1 ? pack_rings(c, nvlink_rings(c, t.order)) : std::vector<std::vector<DeviceId>>{};
+  if (rings.empty()) {
+    const int ch = t.nodes > 1 ? std::max(1, t.ppn) : 1;
+    for (int k = 0; k < ch; ++k) {
+      std::vector<DeviceId> ring;
+      for (const std::vector<DeviceId>& g : t.groups) {
+        const int per = static_cast<int>(g.size());
+        for (int i = 0; i < per; ++i) ring.push_back(g[(i + k) % per]);
+      }
+      rings.push_back(ring);
+    }
+  }
+  const int ch = static_cast<int>(rings.size());
   *channels = ch;
   std::vector<Flow> flows;
-  for (int k = 0; k < ch; ++k) {
-    std::vector<DeviceId> ring;
-    for (const std::vector<DeviceId>& g : t.groups) {
-      const int per = static_cast<int>(g.size());
-      for (int i = 0; i < per; ++i) ring.push_back(g[(i + k) % per]);
-    }
-    for (int i = 0; i < n; ++i) flows.push_back({ring[i], ring[(i + 1) % n], k});
-  }
+  for (int k = 0; k < ch; ++k)
+    for (int i = 0; i < n; ++i) flows.push_back({rings[k][i], rings[k][(i + 1) % n], k});
   const std::vector<double> r = maxmin_rates(c, flows);
   std::vector<double> slowest(ch, std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < flows.size(); ++i)
@@ -308,28 +449,88 @@ struct Candidate {
   CollAlgo algo;
   CollProto proto;
   double lat_us, algbw_gbps;
+  double fill_us = 0;  // pipeline fill: time the last chunk spends behind the first
 };
 
+// Channels NCCL runs a ring/tree call on (topoGetAlgoInfo): from comm->nChannels, one fewer while
+// the call has less than nThreads x threadThreshold bytes per channel (ring LL: 8 B x nRanks per
+// thread, 512 threads; LL128: 8 B, 640 threads; Simple: 64 B, 512 threads). On 8 ranks a ring LL
+// channel wants 32 KiB, so a 256 KiB call runs on 8 channels and 1 MiB on all of them.
+int channels_used(double bytes, int proto, bool ring, int n, int nch) {
+  const double per_channel = proto == 0
+                                 ? double{kLlMaxThreads} * kLlThreadThreshold * (ring ? n : 1)
+                             : proto == 1 ? double{kLl128MaxThreads} * kLl128ThreadThreshold
+                                          : double{kSimpleMaxThreads} * kSimpleThreadThreshold;
+  return std::clamp(static_cast<int>(bytes / per_channel), 1, nch);
+}
+
+// NVLS chunk size (computeColl in src/enqueue.cc): NVLS starts at 128 KiB per (channel x head),
+// NVLS_TREE at one Simple step (512 KiB), and both halve for calls too small to keep every
+// (channel x head) busy for several rounds.
+double nvls_chunk(double bytes, double ops, bool tree) {
+  if (!tree) {
+    double c = 131072;
+    if (bytes < 64 * ops * c) c = 65536;
+    if (bytes < 8 * ops * c) c = 32768;
+    if (bytes < 2 * ops * c) c = 16384;
+    return c;
+  }
+  double c = kSimpleStepBytes;
+  if (bytes < 32 * ops * c) c = 262144;
+  if (bytes < 16 * ops * c) c = 131072;
+  if (bytes < 4 * ops * c) c = 65536;
+  if (bytes < ops * c) c = 32768;
+  return c;
+}
+
+// NVLS (one node) or NVLS_TREE (several nodes) all-reduce. Data moves in rounds of
+// nvlsChannels x nHeads chunks; the pipeline has 2 stages in a node (reduce through the switch,
+// multicast back) and 3 across nodes (reduce in the node, the exchange between the nodes,
+// multicast): a call takes its bytes at the NVLS bandwidth plus stages - 1 rounds of fill.
+Candidate nvls_candidate(const Topo& t, double bus_gbps, double bytes) {
+  const bool tree = t.nodes > 1;
+  double algbw = t.nvls_link_bw * kNvlsAlgbwPerLinkBw / 1e9;
+  double lat = kNvlsLat;
+  if (tree) {
+    // tuning.cc: NVLS_TREE bandwidth min(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2): the
+    // network carries each GPU's 1/ppn share up and down the tree.
+    algbw = std::min(algbw * kNvlsTreeEfficiency, t.nodes <= 2 ? bus_gbps : bus_gbps / 2);
+    lat += 2 * std::floor(std::log2(t.nodes)) * kNvlsTreeNetLat;
+  }
+  const double ops = double{kNvlsChannels} * t.ppn;
+  const double round = std::min(bytes, ops * nvls_chunk(bytes, ops, tree));
+  return {CollAlgo::Nvls, CollProto::Simple, lat, algbw, (tree ? 2 : 1) * round / (1e3 * algbw)};
+}
+
 // NCCL's ncclTopoTuneModel for one call: every (algorithm, protocol) with its latency and
-// algorithm bandwidth. `bus` is the fabric's ring bus bandwidth in GB/s.
+// algorithm bandwidth. `bus` is the fabric's ring bus bandwidth in GB/s, `nch` NCCL's channels.
 std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, double bus,
                                   double bytes) {
   std::vector<Candidate> out;
+  const int nch = t.nccl_channels;
   const int idx2 = t.nodes <= 2 ? t.nodes - 1 : 2;
   const double ll_max = kLlMaxBw[t.nodes == 1 ? t.gen : (t.amd_host ? 1 : 0)][idx2];
   const bool ll128 = t.intra == kNvlink;  // NCCL enables LL128 only over NVLink by default
   const Hw hw = t.nodes == 1 ? t.intra : kNet;
   const double net_overhead = t.nodes > 1 ? (t.amd_host ? 2.0 : 1.0) : 0.0;
+  const bool rooted = kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
   for (int p = 0; p < 3; ++p) {
     if (p == 1 && !ll128) continue;
     const CollProto proto = p == 0 ? CollProto::LL : p == 1 ? CollProto::LL128 : CollProto::Simple;
-    // Ring.
+    // Ring. Channels the call runs on carry their share of the fabric (Simple: one ring per
+    // channel) or at most NCCL's per-channel LL128 bandwidth; LL is bounded as a whole.
+    const int nc = channels_used(bytes, p, true, n, nch);
     double bw = bus;
-    if (p == 0) bw = std::min(ll_max, bw * 0.5);
-    if (p == 1) bw *= 0.92;
+    if (p == 0)
+      bw = std::min(ll_max, bw * (t.nodes > 1 || kind == CollectiveKind::AllReduce ||
+                                          kind == CollectiveKind::Reduce
+                                      ? 1.0 / 4
+                                      : 1.0 / 3));
+    if (p == 1) bw = std::min(bw * 0.92, nc * kPerChLl128Bw[t.gen]);
+    if (p == 2) bw *= static_cast<double>(nc) / nch;
     const int steps = nsteps(kind, n);
     double lat = kBaseLat[1][p];
-    if (kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce) {
+    if (rooted) {
       lat += kHwLat[hw][1][p];
     } else {
       const double intra = std::max(kHwLat[t.intra][1][p], net_overhead * (p == 2 ? 3 : 1));
@@ -341,12 +542,22 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     }
     if (p == 2 && t.nodes > 1 && kind == CollectiveKind::AllReduce && bytes / n >= 64)
       lat *= t.gen >= 1 ? 1.4 : 1.9;  // "plateau effect of ring"
-    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps});
+    // Simple moves a ring step's chunk (at most 4 steps of 512 KiB per channel) in two slices,
+    // and a rank forwards a slice only once all of it has arrived: the last slice trails the
+    // first by one slice at the channel's rate (LL and LL128 forward line by line).
+    double fill = 0;
+    if (p == 2) {
+      const double chunk = std::min(kRingChunkSteps * kSimpleStepBytes,
+                                    bytes / (static_cast<double>(nc) * (rooted ? 1 : n)));
+      fill = chunk / (kRingChunkSteps / kRingSliceSteps) / (1e3 * bw / nc);
+    }
+    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill});
     // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.
     if (kind == CollectiveKind::AllReduce) {
       double tb = bus * 0.92;
       if (p == 0) tb = std::min(tb / 3.8, ll_max);
       if (p == 1) tb *= t.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+      if (p == 2) tb *= static_cast<double>(channels_used(bytes, p, false, n, nch)) / nch;
       const int log_size = static_cast<int>(std::floor(std::log2(std::max(1.0, bytes / 64))));
       if (log_size < 22) tb *= kTreeCorrection[p][std::max(0, log_size)];
       const double tlat =
@@ -355,6 +566,7 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
       out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5});
     }
   }
+  if (t.nvls && kind == CollectiveKind::AllReduce) out.push_back(nvls_candidate(t, bus, bytes));
   return out;
 }
 
@@ -454,10 +666,12 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     out.time = Duration::from_seconds_ceil(launch_us * 1e-6);
     return out;
   }
-  const Topo t = analyse(c, ranks);
+  Topo t = analyse(c, ranks);
   out.nodes = t.nodes;
   if (call.algo == CollAlgo::Nvls && (!t.nvls || call.kind != CollectiveKind::AllReduce))
-    throw InputError(where, "algo", "nvls only for an all-reduce of GPUs on one NVLink 4 switch");
+    throw InputError(
+        where, "algo",
+        "nvls only for an all-reduce of GPUs that reach one NVLink 4 switch in each node");
 
   std::vector<Candidate> cand;
   if (call.kind == CollectiveKind::AllToAll || call.kind == CollectiveKind::SendRecv) {
@@ -483,10 +697,8 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     const double bus = ring_busbw(c, t, &ch) / 1e9;
     out.fabric_busbw_gbps = bus;
     out.channels = ch;
+    if (t.nodes > 1) t.nccl_channels = std::clamp(2 * ch, 2, kMaxChannels);
     cand = candidates(call.kind, n, t, bus, bytes);
-    if (t.nvls && call.kind == CollectiveKind::AllReduce)
-      cand.push_back({CollAlgo::Nvls, CollProto::Simple, kNvlsLat,
-                      t.nvls_link_bw * kNvlsAlgbwPerLinkBw / 1e9});
   }
   bool found = false;
   double best = std::numeric_limits<double>::infinity();
@@ -494,7 +706,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     if (call.algo != CollAlgo::Auto && k.algo != call.algo) continue;
     if (call.proto != CollProto::Auto && k.proto != call.proto) continue;
     if (k.algbw_gbps <= 0) continue;
-    const double us = k.lat_us + bytes / (1e3 * k.algbw_gbps);
+    const double us = k.lat_us + bytes / (1e3 * k.algbw_gbps) + k.fill_us;
     if (us < best) {
       best = us;
       found = true;
@@ -502,6 +714,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
       out.proto = k.proto;
       out.latency_us = k.lat_us;
       out.algbw_gbps = k.algbw_gbps;
+      out.fill_us = k.fill_us;
     }
   }
   if (!found)

@@ -32,8 +32,9 @@ struct CollectivePrediction {
   Duration time;
   CollAlgo algo = CollAlgo::Ring;
   CollProto proto = CollProto::Simple;
-  double latency_us = 0;         ///< the chosen pair's latency term
-  double algbw_gbps = 0;         ///< the chosen pair's algorithm bandwidth (GB/s)
+  double latency_us = 0;  ///< the chosen pair's latency term
+  double algbw_gbps = 0;  ///< the chosen pair's algorithm bandwidth (GB/s)
+  double fill_us = 0;  ///< the chosen pair's pipeline fill (time = latency + size / algbw + fill)
   double fabric_busbw_gbps = 0;  ///< ring bus bandwidth the fabric gives (max-min)
   int channels = 1;
   int nodes = 1;

@@ -1,7 +1,9 @@
 // The collective model against real all-reduce measurements (docs/validation.md, "Collectives"):
 // nccl-tests outputs read with calibration/link_fit's reader, and figures from NCCL's issue
 // threads (tests/data/collectives/published_allreduce.csv).
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -32,36 +34,99 @@ double predicted_busbw(const sim::Cluster& c, const std::vector<sim::DeviceId>& 
   return bytes / p.time.seconds() / 1e9 * sim::bus_factor(sim::CollectiveKind::AllReduce, n);
 }
 
-// SuperBench's all_reduce_perf on 8x A100-SXM4-40GB in one process (nThread 1 nGpus 8), against
-// dgx-a100 (the same NVLink 3 / NVSwitch fabric) with 8 launches per thread. The bounds are what
-// the model achieves (docs/validation.md lists every size): the issue's 10 % at >= 64 MiB holds
-// except at 128 MiB (+10.2 %, where the measurement's busbw stalls at the 64 MiB value), its 25 %
-// from 8 KiB holds to 256 KiB; at 512 KiB and 1 MiB the model is 33-34 % fast (NCCL's LL
-// bandwidth model is optimistic there).
-TEST(CollectiveValidation, SuperBench8xA100WithinTheIssueBounds) {
-  const auto pts =
-      pc::parse_nccl_tests(slurp(std::string(PLACESIM_TEST_DATA) +
-                                 "/calibration/superbench_nccl-tests_all_reduce_8xA100.log"),
-                           "superbench.log", "all_reduce");
-  const sim::Cluster c = sim::load_cluster("dgx-a100");
-  int checked_large = 0, checked_small = 0;
-  for (const pc::CollectivePoint& p : pts) {
-    if (p.bytes < 8192 || p.time_s <= 0) continue;
-    const double measured = p.bytes / p.time_s / 1e9 * 14.0 / 8;
-    const double model = predicted_busbw(c, c.gpus(), p.bytes, 8);
-    const double err = model / measured - 1;
-    if (p.bytes >= 64.0 * (1 << 20)) {
-      EXPECT_LE(std::fabs(err), p.bytes == 128.0 * (1 << 20) ? 0.11 : 0.10)
-          << p.bytes << " B: model " << model << " measured " << measured;
-      ++checked_large;
-    } else if (p.bytes <= 1 << 20) {
-      EXPECT_LE(std::fabs(err), p.bytes >= 512.0 * 1024 ? 0.35 : 0.25)
-          << p.bytes << " B: model " << model << " measured " << measured;
-      ++checked_small;
+// One real nccl-tests all_reduce_perf run (tests/data/calibration, tests/data/README.md) against
+// the cluster that describes its machine, with the largest |error| of the model's out-of-place
+// busbw the model achieves in each size band (docs/validation.md lists every size): small
+// 8 KiB..1 MiB, mid (1 MiB, 64 MiB), large >= 64 MiB. The issue's bounds are 25 % small and 10 %
+// large; a bound above them is a miss the docs name.
+struct Source {
+  const char* name;
+  const char* file;
+  const char* cluster;  // built-in scenario, or a file under tests/data/calibration
+  int ranks, launches;  // launches: nccl-tests -g (GPUs one thread launches for)
+  double small, mid, large;
+};
+constexpr Source kSources[] = {
+    // 8x A100-SXM4-40GB in one process (-g 8), NCCL of 2021; DGX A100 fabric.
+    {"SuperBench 8x A100", "superbench_nccl-tests_all_reduce_8xA100.log", "dgx-a100", 8, 8, 0.200,
+     0.275, 0.067},
+    // DGX H100, one process per GPU: NVLS from 1 MiB.
+    {"Talos DGX H100", "talos_dgx-h100_nccl-tests_report_excerpt.md", "hgx-h100", 8, 1, 0.009,
+     0.230, 0.093},
+    // 2x DGX H100 over InfiniBand; its 1 MiB..32 MiB rows take 130-480 us (a larger fixed cost
+    // than the other 2-node run shows), and its large sizes ramp slower.
+    {"Talos 2x DGX H100", "talos_dgx-h100_nccl-tests_report_excerpt.md", "2x-hgx-h100.yaml", 16, 1,
+     0.0, 1.527, 0.229},
+    // 2x OCI BM.GPU4.8 (8x A100, 16x 100 Gb/s RoCE each: 2x-dgx-a100's 1.6 Tb/s per node): the
+    // model's tree is too slow from 1 GiB (NCCL's 2-node tree reaches 127 GB/s algbw, the
+    // model's ring 100) and its LL too fast at 8-64 KiB (RoCE, 36 us at 8 B).
+    {"OCI 2x BM.GPU4.8 (A100)", "oci_bm-gpu4-8_nccl-tests_all_reduce_2x8xA100.txt", "2x-dgx-a100",
+     16, 1, 0.671, 0.099, 0.214},
+    // 2x HGX H100 with 8 CX-7 NDR each, NCCL 2.26 (NVIDIA/nccl-tests#309).
+    {"nccl-tests#309 2x HGX H100", "nccl-tests_all_reduce_2x8xH100_issue309.txt",
+     "2x-hgx-h100.yaml", 16, 1, 0.169, 0.237, 0.075},
+};
+
+struct BandErrors {
+  double small = 0, mid = 0, large = 0;
+  int n_small = 0, n_mid = 0, n_large = 0;
+};
+
+// Rows whose time exceeds the next larger size's are skipped: a healthy run never moves more
+// bytes in less time, so such a row measured something else (a stall, another job).
+BandErrors band_errors(const Source& s) {
+  const std::string dir = std::string(PLACESIM_TEST_DATA) + "/calibration/";
+  std::vector<pc::CollectivePoint> pts;
+  for (const pc::CollectivePoint& p :
+       pc::parse_nccl_tests(slurp(dir + s.file), s.file, "all_reduce"))
+    if (p.ranks == s.ranks && p.bytes >= 8192) pts.push_back(p);
+  const std::string cl = std::string(s.cluster).ends_with(".yaml") ? dir + s.cluster : s.cluster;
+  const sim::Cluster c = sim::load_cluster(cl);
+  const double factor = sim::bus_factor(sim::CollectiveKind::AllReduce, s.ranks);
+  auto busbw = [&](const pc::CollectivePoint& p) {
+    return p.busbw_gb_s > 0 ? p.busbw_gb_s : p.bytes / p.time_s / 1e9 * factor;
+  };
+  BandErrors e;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    if (i + 1 < pts.size() && pts[i].bytes / busbw(pts[i]) > pts[i + 1].bytes / busbw(pts[i + 1]))
+      continue;
+    const double err =
+        std::fabs(predicted_busbw(c, c.gpus(), pts[i].bytes, s.launches) / busbw(pts[i]) - 1);
+    if (pts[i].bytes >= 64.0 * (1 << 20)) {
+      e.large = std::max(e.large, err);
+      ++e.n_large;
+    } else if (pts[i].bytes <= 1 << 20) {
+      e.small = std::max(e.small, err);
+      ++e.n_small;
+    } else {
+      e.mid = std::max(e.mid, err);
+      ++e.n_mid;
     }
   }
-  EXPECT_EQ(checked_large, 8);  // 64 MiB .. 8 GiB
-  EXPECT_EQ(checked_small, 8);  // 8 KiB .. 1 MiB
+  return e;
+}
+
+TEST(CollectiveValidation, RealAllReduceRunsWithinTheAchievedBoundsPerSizeBand) {
+  for (const Source& s : kSources) {
+    const BandErrors e = band_errors(s);
+    // The summary of docs/validation.md: largest |error| per band (rows compared).
+    std::printf("%-28s small %5.1f %% (%d)  mid %5.1f %% (%d)  large %5.1f %% (%d)\n", s.name,
+                100 * e.small, e.n_small, 100 * e.mid, e.n_mid, 100 * e.large, e.n_large);
+    EXPECT_GT(e.n_large, 0) << s.name;
+    EXPECT_LE(e.small, s.small) << s.name << ": 8 KiB..1 MiB";
+    EXPECT_LE(e.mid, s.mid) << s.name << ": 1..64 MiB";
+    EXPECT_LE(e.large, s.large) << s.name << ": >= 64 MiB";
+  }
+  // The issue's bounds, where the model meets them: every single-node source and the NCCL 2.26
+  // 2-node run at every size of both bands (the Talos 2-node run misses at 64..256 MiB, the OCI
+  // RoCE run at 8..64 KiB and from 1 GiB).
+  for (const Source& s : kSources) {
+    if (std::string(s.name) == "Talos 2x DGX H100" || std::string(s.name).starts_with("OCI"))
+      continue;
+    const BandErrors e = band_errors(s);
+    EXPECT_LE(e.small, 0.25) << s.name;
+    EXPECT_LE(e.large, 0.10) << s.name;
+  }
 }
 
 TEST(CollectiveValidation, PublishedFiguresOfNvSwitchAndInfiniBandSystems) {

@@ -91,6 +91,61 @@ TEST(Collective, NvlsOnlyWhereAnNvlink4SwitchReducesInPlace) {
   EXPECT_THROW(predict_collective(a, call, a.gpus()), InputError);
 }
 
+// NCCL's ring LL bandwidth for all-reduce is a quarter of the bus bandwidth (NCCL 2.19's
+// tuning.cc), at most llMaxBw: 240 / 4 = 60 GB/s bus on DGX A100, x 8 / 14 as algbw.
+TEST(Collective, RingLlIsAQuarterOfTheBus) {
+  const Cluster a = load_cluster("dgx-a100");
+  CollectiveCall call = all_reduce(512 << 10);
+  call.algo = CollAlgo::Ring;
+  call.proto = CollProto::LL;
+  EXPECT_NEAR(predict_collective(a, call, a.gpus()).algbw_gbps, 60.0 * 8 / 14, 1e-9);
+}
+
+// NCCL runs a small call on fewer channels (64 B per thread, 512 threads: 32 KiB per Simple
+// channel): a 64 KiB Simple ring on DGX A100's 24 channels uses 2, a twelfth of the bus; and
+// Simple's last slice trails the first by one slice (half a chunk of 64 KiB / (2 x 8)).
+TEST(Collective, SmallSimpleCallsRunOnFewerChannels) {
+  const Cluster a = load_cluster("dgx-a100");
+  CollectiveCall call = all_reduce(64 << 10);
+  call.algo = CollAlgo::Ring;
+  call.proto = CollProto::Simple;
+  const CollectivePrediction p = predict_collective(a, call, a.gpus());
+  EXPECT_NEAR(p.algbw_gbps, 240.0 * 2 / 24 * 8 / 14, 1e-9);
+  EXPECT_NEAR(p.fill_us, (64 << 10) / 16.0 / 2 / (1e3 * 240.0 / 24), 1e-9);
+}
+
+// NVLS moves rounds of 16 channels x 8 heads chunks (64 KiB each for 64 MiB..1 GiB) through a
+// 2-stage pipeline: one round of fill at the NVLS bandwidth (275/370 of 450 x 20.6/25 GB/s).
+TEST(Collective, NvlsFillsItsPipelineWithOneRoundOfChunks) {
+  const Cluster h = load_cluster("hgx-h100");
+  const CollectivePrediction p = predict_collective(h, all_reduce(64LL << 20), h.gpus());
+  ASSERT_EQ(p.algo, CollAlgo::Nvls);
+  const double algbw = 450 * 20.6 / 25 * 275 / 370;
+  EXPECT_NEAR(p.algbw_gbps, algbw, 1e-6);
+  EXPECT_NEAR(p.fill_us, 128.0 * 65536 / (1e3 * algbw), 1e-6);
+}
+
+// DGX-1's hybrid cube mesh: no ring in rank order is all NVLink, NCCL's rings are. Six NVLink 2
+// links per GPU at NCCL's 20 GB/s each: 120 GB/s of ring bus bandwidth, with LL128 (NVLink).
+TEST(Collective, HybridCubeMeshRingsStayOnNvlink) {
+  const Cluster d = load_cluster("dgx1-v100");
+  const CollectivePrediction p = predict_collective(d, all_reduce(1LL << 30), d.gpus());
+  EXPECT_NEAR(p.fabric_busbw_gbps, 120.0, 0.5);
+  EXPECT_GT(p.channels, 1);
+  CollectiveCall ll128 = all_reduce(8 << 20);
+  ll128.proto = CollProto::LL128;
+  EXPECT_NO_THROW(predict_collective(d, ll128, d.gpus()));
+}
+
+// Across nodes every node's GPUs on an NVLink 4 switch allow NVLS_TREE (reported as nvls).
+TEST(Collective, NvlsTreeAcrossNodesOfNvSwitches) {
+  const Cluster c = load_cluster(std::string(PLACESIM_TEST_DATA) + "/calibration/2x-hgx-h100.yaml");
+  const CollectivePrediction p = predict_collective(c, all_reduce(8LL << 30), c.gpus());
+  EXPECT_EQ(p.algo, CollAlgo::Nvls);
+  EXPECT_EQ(p.nodes, 2);
+  EXPECT_NEAR(p.algbw_gbps, 450 * 20.6 / 25 * 275 / 370 * 0.9, 1e-6);
+}
+
 TEST(Collective, OtherCollectivesAndErrors) {
   const Cluster c = load_cluster("dgx-a100");
   for (CollectiveKind k :
