@@ -2,6 +2,8 @@
 #include "models/parallel.hpp"
 
 #include <gtest/gtest.h>
+#include <map>
+#include <string>
 
 #include "models/registry.hpp"
 #include "sim/collective.hpp"
@@ -17,7 +19,13 @@ TEST(Parallel, ParsesLayouts) {
   EXPECT_EQ(s.bucket_bytes, 25LL << 20);
   EXPECT_EQ(pm::parse_parallel("dp=2,bucket=50MiB", "<t>").bucket_bytes, 50LL << 20);
   EXPECT_THROW(pm::parse_parallel("dp=0", "<t>"), sim::InputError);
-  EXPECT_THROW(pm::parse_parallel("dp=2,tp=2", "<t>"), sim::InputError);  // not implemented
+  const pm::ParallelSpec p = pm::parse_parallel("dp=2,tp=2,pp=4,mb=8", "<t>");
+  EXPECT_EQ(p.tp, 2);
+  EXPECT_EQ(p.pp, 4);
+  EXPECT_EQ(p.mb, 8);
+  EXPECT_EQ(pm::to_string(p), "dp=2,tp=2,pp=4,mb=8");
+  EXPECT_THROW(pm::parse_parallel("dp=2,mb=0", "<t>"), sim::InputError);
+  EXPECT_THROW(pm::parse_parallel("tp=two", "<t>"), sim::InputError);
   EXPECT_THROW(pm::parse_parallel("xp=2", "<t>"), sim::InputError);
   EXPECT_THROW(pm::parse_parallel("", "<t>"), sim::InputError);
 }
@@ -66,4 +74,167 @@ TEST(Parallel, Refusals) {
   EXPECT_THROW(
       pm::make_parallel(g, sim::load_cluster("dgx-a100"), pm::parse_parallel("dp=16", "<t>")),
       sim::InputError);
+}
+
+namespace {
+
+// A small GPT: 4 blocks of hidden 64, 4 heads, sequence 32, vocabulary 512.
+sim::Graph small_gpt(int layers = 4) {
+  return pm::load_graph("gpt", "batch=2,layers=" + std::to_string(layers) +
+                                   ",hidden=64,heads=4,seq=32,vocab=512,positions=32");
+}
+
+const sim::Op& op_named(const sim::Graph& g, const std::string& name) {
+  const sim::OpId o = g.op_index(name);
+  EXPECT_GE(o, 0) << name;
+  return g.ops[o >= 0 ? o : 0];
+}
+
+}  // namespace
+
+// Megatron's layout: in each block the attention (QKV -> output projection) and the MLP (fc ->
+// fc_proj) are column/row pairs; the split matmuls carry 1/tp of the FLOPs and weights, the norms
+// stay whole; an all-reduce follows each row-parallel matmul, the token embedding and (backward)
+// each column-parallel matmul's input gradient and the LM head's.
+TEST(Parallel, TensorParallelSplitsMegatronPairs) {
+  const sim::Graph g = small_gpt();
+  const pm::TpShard s = pm::shard_tensor_parallel(g, 4, "<t>");
+  EXPECT_EQ(s.pairs, 8);
+  // Per block 2 forward + 2 backward; embedding, loss statistics, LM head input gradient.
+  EXPECT_EQ(s.allreduces, 4 * 4 + 3);
+  for (const std::string n :
+       {"gpt/h0/attn/c_attn/MatMul", "gpt/h0/attn/c_proj/MatMul", "gpt/h3/mlp/c_fc/MatMul",
+        "gpt/h3/mlp/c_proj/MatMul", "gpt/h1/attn/scores", "gpt/h1/attn/softmax", "gpt/head/lm_head",
+        "gradients/gpt/h2/mlp/c_fc/MatMul_grad/MatMul_1"})
+    EXPECT_DOUBLE_EQ(op_named(s.graph, n).flops.v * 4, op_named(g, n).flops.v) << n;
+  for (const std::string n : {"gpt/h0/attn/ln_1", "gpt/h0/attn/residual", "gpt/head/ln_f"})
+    EXPECT_DOUBLE_EQ(op_named(s.graph, n).flops.v, op_named(g, n).flops.v) << n;
+  EXPECT_EQ(op_named(s.graph, "gpt/h0/mlp/c_fc/w").persistent.v * 4,
+            op_named(g, "gpt/h0/mlp/c_fc/w").persistent.v);
+  EXPECT_EQ(op_named(s.graph, "gpt/embedding/wte").persistent.v * 4,
+            op_named(g, "gpt/embedding/wte").persistent.v);
+  EXPECT_EQ(op_named(s.graph, "gpt/h0/mlp/c_proj/b").persistent.v,
+            op_named(g, "gpt/h0/mlp/c_proj/b").persistent.v);  // added after the all-reduce
+  // Forward: the row-parallel output's bias add reads the all-reduce, which reads the matmul.
+  const sim::OpId ar = s.graph.op_index("tp/allreduce/gpt/h1/attn/c_proj/MatMul:0");
+  ASSERT_GE(ar, 0);
+  EXPECT_EQ(s.graph.ops[ar].inputs.at(0).op, s.graph.op_index("gpt/h1/attn/c_proj/MatMul"));
+  EXPECT_EQ(s.graph.ops[ar].collective->bytes,
+            op_named(g, "gpt/h1/attn/c_proj/MatMul").outputs[0].bytes);
+  EXPECT_EQ(op_named(s.graph, "gpt/h1/attn/c_proj/BiasAdd").inputs.at(0).op, ar);
+  // Backward: the QKV projection's input gradient (whole size) is all-reduced before the norm's
+  // gradient reads it.
+  const std::string dx = "gradients/gpt/h1/attn/c_attn/MatMul_grad/MatMul_0";
+  const sim::OpId bar = s.graph.op_index("tp/allreduce/" + dx + ":0");
+  ASSERT_GE(bar, 0);
+  EXPECT_EQ(s.graph.ops[bar].phase, sim::Phase::Backward);
+  EXPECT_EQ(op_named(s.graph, dx).outputs[0].bytes, op_named(g, dx).outputs[0].bytes);
+  EXPECT_GE(s.graph.op_index("tp/allreduce/gpt/embedding/tok_lookup:0"), 0);
+
+  // FLOPs are conserved across the tp ranks of a job: the split ops' copies add up.
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel("tp=4", "<t>"));
+  double split = 0.0;
+  for (const sim::Op& op : job.graph.ops)
+    if (op.name.ends_with("/gpt/h2/mlp/c_fc/MatMul")) split += op.flops.v;
+  EXPECT_DOUBLE_EQ(split, op_named(g, "gpt/h2/mlp/c_fc/MatMul").flops.v);
+  // Weights and optimizer state per GPU: the split ones divided, so well under half of it all.
+  std::int64_t whole = 0;
+  for (const sim::Op& op : g.ops) whole += op.persistent.v;
+  for (std::int64_t b : job.persistent_bytes) EXPECT_LT(b, whole / 3);
+  const sim::Outcome o = sim::simulate(c, job.graph, job.placement);
+  EXPECT_FALSE(o.oom);
+  EXPECT_GT(o.step_time.ns, 0);
+}
+
+TEST(Parallel, TensorParallelRefusesOtherGraphs) {
+  const sim::Graph g = pm::load_graph("resnet50", "batch=8");
+  EXPECT_THROW(pm::shard_tensor_parallel(g, 2, "<t>"), sim::InputError);
+}
+
+// Stages: contiguous layer blocks balanced by compute; activations go forward and their
+// gradients back through send/recv once per micro-batch; the tied embedding's gradient once per
+// step; every stage runs 1F1B.
+TEST(Parallel, PipelineStagesSendRecvAndOneFOneB) {
+  const sim::Graph g = small_gpt();
+  const pm::StagePlan plan = pm::plan_stages(g, 2, "<t>");
+  ASSERT_EQ(plan.blocks_per_stage.size(), 2u);
+  EXPECT_EQ(plan.blocks_per_stage[0] + plan.blocks_per_stage[1], 6);  // embedding, 4 blocks, head
+  EXPECT_EQ(plan.stage[g.op_index("gpt/embedding/tok_lookup")], 0);
+  EXPECT_EQ(plan.stage[g.op_index("gpt/head/lm_head")], 1);
+  EXPECT_EQ(plan.stage[g.op_index("gradients/gpt/head/lm_head_grad/MatMul_0")], 1);
+  EXPECT_LT(std::max(plan.flops_per_stage[0], plan.flops_per_stage[1]),
+            0.75 * (plan.flops_per_stage[0] + plan.flops_per_stage[1]));
+
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const int mb = 4;
+  const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel("pp=2,mb=4", "<t>"));
+  int sends = 0, recvs = 0;
+  for (const sim::Op& op : job.graph.ops) {
+    sends += op.type == "Send";
+    recvs += op.type == "Recv";
+    if (op.type == "Send") EXPECT_EQ(op.collective->kind, sim::CollectiveKind::SendRecv);
+  }
+  EXPECT_EQ(sends, 2 * mb + 1);
+  EXPECT_EQ(recvs, sends);
+  // 1F1B on stage 0 of 2 with 4 micro-batches: F0 F1 B0 F2 B1 F3 B2 B3. The forward of
+  // micro-batch 2 waits for the end of backward 0; on stage 1 (F0 B0 F1 B1 ...) forward 1 waits
+  // for backward 0.
+  auto waits_for = [&](const std::string& op, const std::string& prefix) {
+    for (sim::OpId c : op_named(job.graph, op).control_inputs)
+      if (job.graph.ops[c].name.starts_with(prefix)) return true;
+    return false;
+  };
+  EXPECT_TRUE(waits_for("pp0/mb2/input/ids", "pp0/mb0/gradients/"));
+  EXPECT_FALSE(waits_for("pp0/mb1/input/ids", "pp0/mb0/gradients/"));
+  EXPECT_TRUE(waits_for("pp0/mb1/input/ids", "pp0/mb0/gpt/"));
+  EXPECT_TRUE(waits_for("pp1/mb1/input/labels", "pp1/mb0/gradients/"));
+  // The update reads the last micro-batch's gradient, which summed the earlier ones.
+  const sim::Op& u = op_named(job.graph, "pp0/update/gpt/h0/mlp/c_fc/w");
+  EXPECT_TRUE(job.graph.ops[u.inputs.at(1).op].name.starts_with("pp0/mb3/"));
+  // Each stage holds its own weights; the tied embedding on both ends.
+  EXPECT_GE(job.graph.op_index("pp0/gpt/embedding/wte"), 0);
+  EXPECT_GE(job.graph.op_index("pp1/gpt/embedding/wte"), 0);
+  EXPECT_LT(job.graph.op_index("pp1/gpt/h0/attn/c_attn/w"), 0);
+  // The pipeline beats one GPU running the same micro-batches, and pays a bubble.
+  const pm::ParallelJob one = pm::make_parallel(g, c, pm::parse_parallel("mb=4", "<t>"));
+  const sim::Outcome t1 = sim::simulate(c, one.graph, one.placement);
+  const sim::Outcome t2 = sim::simulate(c, job.graph, job.placement);
+  EXPECT_LT(t2.step_time, t1.step_time);
+  EXPECT_GT(t2.step_time.ns, t1.step_time.ns / 2);
+  EXPECT_DOUBLE_EQ(job.analytic_bubble(), 1.0 / 5.0);
+  EXPECT_THROW(pm::make_parallel(small_gpt(2), c, pm::parse_parallel("pp=5", "<t>")),
+               sim::InputError);  // 4 blocks
+}
+
+// dp x tp x pp: Megatron's rank order (tp innermost, then dp, then the stage), gradient buckets
+// all-reduced among the replicas of one (tp rank, stage).
+TEST(Parallel, ProductPlacesRanksAsMegatron) {
+  const sim::Graph g = small_gpt();
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob job =
+      pm::make_parallel(g, c, pm::parse_parallel("dp=2,tp=2,pp=2,mb=2", "<t>"));
+  const auto gpus = c.gpus();
+  auto device_of = [&](const std::string& n) {
+    const sim::OpId o = job.graph.op_index(n);
+    EXPECT_GE(o, 0) << n;
+    return job.placement.device_of[o >= 0 ? o : 0];
+  };
+  EXPECT_EQ(device_of("dp0/tp0/pp0/mb0/gpt/embedding/tok_lookup"), gpus[0]);
+  EXPECT_EQ(device_of("dp0/tp1/pp0/mb0/gpt/embedding/tok_lookup"), gpus[1]);
+  EXPECT_EQ(device_of("dp1/tp0/pp0/mb1/gpt/embedding/tok_lookup"), gpus[2]);
+  EXPECT_EQ(device_of("dp1/tp1/pp1/mb1/gpt/head/lm_head"), gpus[7]);
+  std::map<std::string, int> ranks;  // call id -> rank ops
+  for (const sim::Op& op : job.graph.ops)
+    if (op.collective) ++ranks[op.collective->id];
+  for (const auto& [id, n] : ranks) {
+    if (id.starts_with("ddp/")) EXPECT_EQ(n, 2) << id;  // dp
+    if (id.starts_with("tp/")) EXPECT_EQ(n, 2) << id;   // tp
+    if (id.starts_with("pp/")) EXPECT_EQ(n, 2) << id;   // send, recv
+  }
+  EXPECT_GT(job.buckets, 0);
+  const sim::Outcome o = sim::simulate(c, job.graph, job.placement);
+  EXPECT_FALSE(o.oom);
+  EXPECT_THROW(pm::make_parallel(g, c, pm::parse_parallel("dp=2,tp=4,pp=2", "<t>")),
+               sim::InputError);  // 16 GPUs on 8
 }
