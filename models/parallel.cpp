@@ -44,6 +44,12 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       (k == "bucket" ? s.bucket_bytes : s.first_bucket_bytes) = b;
       continue;
     }
+    if (k == "recompute") {
+      if (v != "full" && v != "none")
+        throw sim::InputError(origin, k, "full or none, got \"" + v + "\"");
+      s.recompute = v == "full";
+      continue;
+    }
     if (k == "dp" && v == "all") {  // every GPU of the cluster (sweeps vary the GPU count)
       s.dp = 0;
       continue;
@@ -67,8 +73,8 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
     else if (k == "mb")
       s.mb = n;
     else
-      throw sim::InputError(origin, k,
-                            "one of dp, tp, pp, mb, bucket, first_bucket, got \"" + k + "\"");
+      throw sim::InputError(
+          origin, k, "one of dp, tp, pp, mb, recompute, bucket, first_bucket, got \"" + k + "\"");
   }
   if (!any)
     throw sim::InputError(origin, "", "a parallel layout such as dp=8, got \"" + text + "\"");
@@ -80,6 +86,7 @@ std::string to_string(const ParallelSpec& s) {
   if (s.tp != 1) out += ",tp=" + std::to_string(s.tp);
   if (s.pp != 1) out += ",pp=" + std::to_string(s.pp);
   if (s.mb != 1) out += ",mb=" + std::to_string(s.mb);
+  if (s.recompute) out += ",recompute=full";
   return out;
 }
 
@@ -336,7 +343,13 @@ void JobBuilder::connect() {
         std::vector<sim::OpId> ctl;
         for (sim::OpId c : g_.ops[o].control_inputs) {
           const int kc = t_.kind[c] == Kind::Step ? k : 0;
-          if (id(r, c, kc) >= 0) ctl.push_back(id(r, c, kc));
+          if (id(r, c, kc) >= 0) {
+            ctl.push_back(id(r, c, kc));
+          } else if (t_.kind[c] == Kind::Step && !g_.ops[c].outputs.empty()) {
+            // Made on another stage: wait for its first output's arrival.
+            const int src = rank(dp_of(r), tp_of(r), t_.stage[c]);
+            ctl.push_back(recv(src, r, {c, 0}, k));
+          }
         }
         job_.graph.ops[x].inputs = std::move(ins);
         job_.graph.ops[x].control_inputs = std::move(ctl);
@@ -504,7 +517,8 @@ ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const Para
     throw sim::InputError(origin, g.name,
                           "a training graph with update ops fed by backward ops (gradients "
                           "to all-reduce), got none");
-  const TpShard shard = shard_tensor_parallel(g, s.tp, origin);
+  TpShard shard = shard_tensor_parallel(g, s.tp, origin);
+  if (s.recompute) shard.graph = recompute_layers(shard.graph, origin);
   StagePlan plan;
   if (s.pp > 1) {
     plan = plan_stages(shard.graph, s.pp, origin);

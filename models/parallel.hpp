@@ -30,16 +30,18 @@
 namespace placesim::models {
 
 struct ParallelSpec {
-  int dp = 1;                                   ///< data-parallel replicas
-  int tp = 1;                                   ///< tensor-parallel ranks (Megatron-style)
-  int pp = 1;                                   ///< pipeline stages
-  int mb = 1;                                   ///< micro-batches per step (1F1B)
+  int dp = 1;              ///< data-parallel replicas
+  int tp = 1;              ///< tensor-parallel ranks (Megatron-style)
+  int pp = 1;              ///< pipeline stages
+  int mb = 1;              ///< micro-batches per step (1F1B)
+  bool recompute = false;  ///< full activation recomputation of every layer (Megatron's)
   std::int64_t bucket_bytes = 25LL << 20;       ///< DDP bucket_cap_mb = 25
   std::int64_t first_bucket_bytes = 1LL << 20;  ///< DDP's first (smallest) bucket
   auto operator<=>(const ParallelSpec&) const = default;
 };
 
-/// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB".
+/// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB",
+/// "tp=8,pp=2,mb=48,recompute=full".
 /// Throws InputError naming `origin` for an unknown key or a value below 1.
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin);
 std::string to_string(const ParallelSpec& s);  ///< "dp=8", "dp=2,tp=2,pp=2,mb=8"
@@ -92,5 +94,11 @@ struct StagePlan {
   std::vector<double> flops_per_stage;
 };
 StagePlan plan_stages(const sim::Graph& g, int pp, const std::string& origin);
+
+/// Full activation recomputation (Megatron's --recompute-granularity full, Chen et al. 2016):
+/// every numbered layer block's forward ops are copied into the backward pass ("recompute/<op>",
+/// phase backward), its backward ops read the copies, and the copies start when the gradient
+/// reaches the block, so only each block's input stays live between the passes.
+sim::Graph recompute_layers(const sim::Graph& g, const std::string& origin);
 
 }  // namespace placesim::models

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,64 @@ StagePlan plan_stages(const sim::Graph& g, int pp, const std::string& origin) {
                                   g.ops[t.op].name + " of a later stage), got " + g.name);
   }
   return plan;
+}
+
+}  // namespace placesim::models
+
+namespace placesim::models {
+
+sim::Graph recompute_layers(const sim::Graph& g, const std::string& origin) {
+  const int n = g.num_ops();
+  sim::Graph out = g;
+  // Forward ops of each numbered block (a transformer layer), in graph order.
+  std::map<std::string, std::vector<sim::OpId>> blocks;
+  std::map<std::string, std::string> block_of_group;
+  for (sim::OpId o = 0; o < n; ++o) {
+    if (g.ops[o].phase != sim::Phase::Forward) continue;
+    const std::string b = block_of(g.ops[o].layer);
+    if (b == g.ops[o].layer && b.find_first_of("0123456789") == std::string::npos) continue;
+    blocks[b].push_back(o);
+    block_of_group.emplace(g.group_of(o), b);
+  }
+  for (const auto& [b, fwd] : blocks) {
+    std::map<sim::OpId, sim::OpId> copy;  // forward op -> its recomputation
+    for (sim::OpId f : fwd) {
+      sim::Op c = g.ops[f];
+      c.name = "recompute/" + c.name;
+      c.phase = sim::Phase::Backward;
+      c.persistent = sim::Bytes{0};
+      c.control_inputs.clear();
+      if (c.collective) c.collective->id += "/recompute";
+      for (sim::TensorRef& t : c.inputs)
+        if (const auto it = copy.find(t.op); it != copy.end()) t.op = it->second;
+      copy[f] = out.add_op(std::move(c));
+    }
+    // The block's backward ops read the recomputed tensors; the recomputation starts when the
+    // gradient reaches the block (its backward ops' inputs made by backward ops of later blocks).
+    std::set<sim::OpId> incoming;
+    for (sim::OpId o = 0; o < n; ++o) {
+      const sim::Op& op = g.ops[o];
+      if (op.phase != sim::Phase::Backward) continue;
+      const auto own = block_of_group.find(g.group_of(o));
+      if (own == block_of_group.end() || own->second != b) continue;
+      for (sim::TensorRef& t : out.ops[o].inputs)
+        if (const auto it = copy.find(t.op); it != copy.end()) t.op = it->second;
+      for (const sim::TensorRef& t : op.inputs) {
+        if (g.ops[t.op].phase != sim::Phase::Backward) continue;
+        const auto from = block_of_group.find(g.group_of(t.op));
+        if (from == block_of_group.end() || from->second != b) incoming.insert(t.op);
+      }
+    }
+    for (const auto& [f, c] : copy) {
+      bool entry = true;
+      for (const sim::TensorRef& t : out.ops[c].inputs) entry = entry && !copy.contains(t.op);
+      (void)f;
+      if (!entry) continue;
+      for (sim::OpId i : incoming) out.ops[c].control_inputs.push_back(i);
+    }
+  }
+  out.finalize(origin);
+  return out;
 }
 
 }  // namespace placesim::models

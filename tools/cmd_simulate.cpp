@@ -103,23 +103,26 @@ void print_parallel(const models::ParallelJob& job, const sim::Outcome& o, const
   }
   const std::vector<sim::DeviceId> gpus = c.gpus();
   std::int64_t most = 0;
-  double idle = 0.0;
+  double idle = 0.0, least_idle = 1.0;
   int counted = 0;
   for (std::size_t r = 0; r < job.persistent_bytes.size(); ++r) {
     most = std::max(most, job.persistent_bytes[r]);
     for (const sim::DeviceOutcome& d : o.devices)
       if (d.name == c.devices[gpus[r]].name) {
         idle += 1.0 - d.utilization;
+        least_idle = std::min(least_idle, 1.0 - d.utilization);
         ++counted;
       }
   }
   std::printf("weights + optimizer state: %s per GPU (most loaded)\n",
               sim::format_bytes(sim::Bytes{most}).c_str());
+  // The busiest GPU is the slowest stage's: its idle time is the bubble the step pays; the
+  // mean adds the other stages' wait for it (imbalance).
   if (s.pp > 1 && counted > 0)
     std::printf(
-        "pipeline: GPUs idle %.1f%% of the step (mean); 1F1B bubble (pp-1)/(mb+pp-1) = "
-        "%.1f%%\n",
-        100.0 * idle / counted, 100.0 * job.analytic_bubble());
+        "pipeline: busiest GPU idle %.1f%% of the step, mean %.1f%%; 1F1B bubble "
+        "(pp-1)/(mb+pp-1) = %.1f%%\n",
+        100.0 * least_idle, 100.0 * idle / counted, 100.0 * job.analytic_bubble());
   const std::int64_t per_step = static_cast<std::int64_t>(s.dp) * s.mb * batch;
   if (batch > 0 && s.mb == 1)
     std::printf("throughput: %.1f samples/s (%d replicas x batch %lld / step)\n",

@@ -16,7 +16,7 @@ out=$("$BIN" simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parall
 grep -q '^parallel: dp=2 tp=2 pp=2 mb=4 on 8 GPUs; tp: 8 linear pairs, 19 all-reduces per micro-batch' <<<"$out" \
   || fail "no layout line: $out"
 grep -q '^  stage 1: ' <<<"$out" || fail "no stage lines: $out"
-grep -q '^pipeline: GPUs idle .*; 1F1B bubble (pp-1)/(mb+pp-1) = 20.0%' <<<"$out" || fail "no bubble line: $out"
+grep -q '^pipeline: busiest GPU idle [0-9.]*% of the step, mean [0-9.]*%; 1F1B bubble (pp-1)/(mb+pp-1) = 20.0%' <<<"$out" || fail "no bubble line: $out"
 grep -q '^throughput: .* (2 replicas x 4 micro-batches x batch 2 / step)' <<<"$out" || fail "no throughput: $out"
 grep -q 'OUT OF MEMORY' <<<"$out" && fail "out of memory: $out"
 # Same inputs, same step (deterministic).
@@ -67,5 +67,6 @@ expect_error 'tp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --p
 expect_error 'pp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel pp=7
 expect_error 'dp\*tp\*pp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel dp=2,tp=4,pp=2
 expect_error 'zp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel zp=2
+expect_error 'recompute' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=2,recompute=some
 expect_error 'precision' simulate --graph gpt --graph-opt "$GPT,precision=f8" --cluster dgx-a100 --parallel dp=1
 echo "parallel_test: ok"

@@ -26,6 +26,8 @@ TEST(Parallel, ParsesLayouts) {
   EXPECT_EQ(pm::to_string(p), "dp=2,tp=2,pp=4,mb=8");
   EXPECT_THROW(pm::parse_parallel("dp=2,mb=0", "<t>"), sim::InputError);
   EXPECT_THROW(pm::parse_parallel("tp=two", "<t>"), sim::InputError);
+  EXPECT_TRUE(pm::parse_parallel("tp=2,recompute=full", "<t>").recompute);
+  EXPECT_THROW(pm::parse_parallel("tp=2,recompute=some", "<t>"), sim::InputError);
   EXPECT_THROW(pm::parse_parallel("xp=2", "<t>"), sim::InputError);
   EXPECT_THROW(pm::parse_parallel("", "<t>"), sim::InputError);
 }
@@ -237,4 +239,50 @@ TEST(Parallel, ProductPlacesRanksAsMegatron) {
   EXPECT_FALSE(o.oom);
   EXPECT_THROW(pm::make_parallel(g, c, pm::parse_parallel("dp=2,tp=4,pp=2", "<t>")),
                sim::InputError);  // 16 GPUs on 8
+}
+
+// Full recomputation: each layer's forward ops again in the backward pass, read by that layer's
+// gradient ops and started when the gradient reaches the layer; the step holds fewer activations
+// and computes more.
+TEST(Parallel, RecomputationCopiesLayersIntoTheBackwardPass) {
+  const sim::Graph g = small_gpt();
+  const sim::Graph r = pm::recompute_layers(g, "<t>");
+  int forward_in_blocks = 0;
+  for (const sim::Op& op : g.ops)
+    forward_in_blocks += op.phase == sim::Phase::Forward && op.layer.starts_with("gpt/h") &&
+                         !op.layer.starts_with("gpt/head");
+  EXPECT_EQ(r.num_ops(), g.num_ops() + forward_in_blocks);
+  const sim::Op& c = op_named(r, "recompute/gpt/h1/attn/c_attn/MatMul");
+  EXPECT_EQ(c.phase, sim::Phase::Backward);
+  EXPECT_EQ(c.flops, op_named(g, "gpt/h1/attn/c_attn/MatMul").flops);
+  EXPECT_TRUE(r.ops[c.inputs.at(0).op].name.starts_with("recompute/gpt/h1/attn/ln_1"));
+  // The weight gradient reads the recomputed input, not the forward pass's.
+  const sim::Op& dw = op_named(r, "gradients/gpt/h1/attn/c_attn/MatMul_grad/MatMul_1");
+  bool reads_copy = false;
+  for (const sim::TensorRef& t : dw.inputs)
+    reads_copy = reads_copy || r.ops[t.op].name.starts_with("recompute/");
+  EXPECT_TRUE(reads_copy);
+  // The layer's first recomputed op waits for a gradient op of a later layer (its co-location
+  // group: the forward op it differentiates).
+  const sim::Op& entry = op_named(r, "recompute/gpt/h1/attn/ln_1");
+  ASSERT_FALSE(entry.control_inputs.empty());
+  for (sim::OpId i : entry.control_inputs) {
+    EXPECT_EQ(r.ops[i].phase, sim::Phase::Backward);
+    EXPECT_TRUE(r.group_of(i).starts_with("gpt/h2/")) << r.ops[i].name;
+  }
+  const sim::Cluster cl = sim::load_cluster("dgx-a100");
+  const sim::Graph big = pm::load_graph("gpt", "batch=8,layers=4,hidden=256,heads=4,seq=256");
+  const pm::ParallelJob plain = pm::make_parallel(big, cl, pm::parse_parallel("tp=2", "<t>"));
+  const pm::ParallelJob rc =
+      pm::make_parallel(big, cl, pm::parse_parallel("tp=2,recompute=full", "<t>"));
+  const sim::Outcome a = sim::simulate(cl, plain.graph, plain.placement);
+  const sim::Outcome b = sim::simulate(cl, rc.graph, rc.placement);
+  EXPECT_GT(b.step_time, a.step_time);
+  auto peak = [&](const sim::Outcome& o) {
+    for (const sim::DeviceOutcome& d : o.devices)
+      if (d.name == "gpu0") return d.peak_memory.v;
+    return std::int64_t{0};
+  };
+  EXPECT_GT(peak(b), 0);
+  EXPECT_LT(peak(b), peak(a));
 }
