@@ -67,7 +67,8 @@ StagePlan plan_stages(const sim::Graph& g, int pp, const std::string& origin) {
   std::map<std::string, int> block_index;
   std::vector<int> block_of_op(n, -1);
   for (sim::OpId o : g.topo_order) {
-    if (g.ops[o].phase != sim::Phase::Forward) continue;
+    // Constants (an ONNX export's Constant nodes) join their readers' stage, below.
+    if (g.ops[o].phase != sim::Phase::Forward || g.ops[o].inputs.empty()) continue;
     const std::string b = block_of(g.ops[o].layer);
     const auto [it, added] = block_index.emplace(b, static_cast<int>(block_index.size()));
     block_of_op[o] = it->second;
@@ -116,6 +117,13 @@ StagePlan plan_stages(const sim::Graph& g, int pp, const std::string& origin) {
   }
   for (sim::OpId o = 0; o < n; ++o)
     if (owner[o] >= 0) plan.stage[o] = part[block_of_op[owner[o]]];
+  for (sim::OpId o = 0; o < n; ++o) {
+    if (g.ops[o].phase != sim::Phase::Forward || !g.ops[o].inputs.empty()) continue;
+    for (sim::OpId c : g.consumers_of[o])
+      if (plan.stage[c] >= 0 && (plan.stage[o] < 0 || plan.stage[c] < plan.stage[o]))
+        plan.stage[o] = plan.stage[c];
+    if (plan.stage[o] < 0) plan.stage[o] = 0;
+  }
   // Updates: with the producer of their gradient.
   for (sim::OpId o = 0; o < n; ++o) {
     const sim::Op& op = g.ops[o];

@@ -33,23 +33,51 @@ bool is_variable(const sim::Graph& g, sim::OpId o) {
 }
 
 struct Linear {
-  int weight = -1;  // input index of the weight
-  int data = -1;    // input index of the activation
+  int weight = -1;      // input index of the weight
+  int data = -1;        // input index of the activation
+  sim::OpId var = -1;   // the weight variable
+  sim::OpId view = -1;  // a transpose/reshape between the variable and the matmul (ONNX), or -1
 };
 
-// A forward weight matmul: a matmul-kind op with one 2-D variable input and one activation.
+// The 2-D variable a tensor is, directly or through a view (Transpose, Reshape: what an ONNX
+// export puts between a Linear's weight and its MatMul); -1 otherwise. Sets `view`.
+sim::OpId weight_of(const sim::Graph& g, const std::vector<char>& var, sim::TensorRef t,
+                    sim::OpId* view) {
+  *view = -1;
+  auto two_d = [&](sim::TensorRef r) { return g.ops[r.op].outputs[r.output].shape.size() == 2; };
+  if (var[t.op]) return two_d(t) ? t.op : -1;
+  const sim::Op& op = g.ops[t.op];
+  if (op.phase != sim::Phase::Forward || op.flops.v > 0 ||
+      (op.type != "Transpose" && op.type != "Reshape" && op.type != "Identity"))
+    return -1;
+  sim::OpId found = -1;
+  for (const sim::TensorRef& in : op.inputs) {
+    if (g.ops[in.op].outputs[in.output].bytes.v < kSmallTensor) continue;  // a shape
+    if (found >= 0 || !var[in.op] || !two_d(in)) return -1;
+    found = in.op;
+  }
+  if (found >= 0) *view = t.op;
+  return found;
+}
+
+// A forward weight matmul: a matmul-kind op (MatMul, Gemm) whose first two inputs are one 2-D
+// weight (or its view) and one activation.
 std::optional<Linear> linear_of(const sim::Graph& g, const std::vector<char>& var, sim::OpId o) {
   const sim::Op& op = g.ops[o];
-  if (op.phase != sim::Phase::Forward || op.inputs.size() != 2 ||
+  if (op.phase != sim::Phase::Forward || op.inputs.size() < 2 ||
       sim::math_kind_of(op.type) != sim::MathKind::Matmul)
     return std::nullopt;
   Linear l;
   for (int i = 0; i < 2; ++i) {
-    const sim::TensorRef& t = op.inputs[i];
-    if (var[t.op] && g.ops[t.op].outputs[t.output].shape.size() == 2)
+    sim::OpId view = -1;
+    const sim::OpId w = weight_of(g, var, op.inputs[i], &view);
+    if (w >= 0 && l.weight < 0) {
       l.weight = i;
-    else
+      l.var = w;
+      l.view = view;
+    } else {
       l.data = i;
+    }
   }
   if (l.weight < 0 || l.data < 0) return std::nullopt;
   return l;
@@ -85,24 +113,37 @@ std::optional<Pair> find_pair(const sim::Graph& g, const std::vector<char>& var,
     }
     if (op.type.find("Norm") != std::string::npos || op.type.find("Gather") != std::string::npos)
       return std::nullopt;
+    // Weights inside the region only as a column's bias (an add whose other input is the
+    // column's matmul): a decomposed norm's scale and shift end the pattern.
+    bool has_var = false, after_linear = false;
+    for (const sim::TensorRef& t : op.inputs) {
+      has_var = has_var || var[t.op];
+      after_linear = after_linear || lin[t.op].has_value();
+    }
+    if (has_var && !after_linear) return std::nullopt;
     p.region.insert(o);
     if (p.region.size() > kMaxRegion) return std::nullopt;
     for (const sim::TensorRef& t : op.inputs)
       if (g.ops[t.op].outputs[t.output].bytes.v >= kSmallTensor) stack.push_back(t.op);
   }
   if (p.cols.empty()) return std::nullopt;
-  // Closed: what the columns and the region compute is read only inside (forward).
+  // Closed: what the columns and the region compute is read only inside (forward), but for
+  // shape computations (ops whose outputs are all small).
   auto closed = [&](sim::OpId o) {
-    for (sim::OpId c : g.consumers_of[o])
-      if (g.ops[c].phase == sim::Phase::Forward && c != row && !p.region.contains(c)) return false;
+    for (sim::OpId c : g.consumers_of[o]) {
+      if (g.ops[c].phase != sim::Phase::Forward || c == row || p.region.contains(c)) continue;
+      std::int64_t out = 0;
+      for (const sim::TensorOut& t : g.ops[c].outputs) out = std::max(out, t.bytes.v);
+      if (out >= kSmallTensor) return false;
+    }
     return true;
   };
   for (sim::OpId o : p.cols)
     if (!closed(o)) return std::nullopt;
   for (sim::OpId o : p.region)
     if (!closed(o)) return std::nullopt;
-  for (sim::OpId c : p.cols) p.vars.insert(g.ops[c].inputs[lin[c]->weight].op);
-  p.vars.insert(g.ops[row].inputs[lin[row]->weight].op);
+  for (sim::OpId c : p.cols) p.vars.insert(lin[c]->var);
+  p.vars.insert(lin[row]->var);
   return p;
 }
 
@@ -141,12 +182,13 @@ void plan_vocab(const sim::Graph& g, const std::vector<char>& var,
   plan.vars.insert(table);
   for (sim::OpId o = 0; o < g.num_ops(); ++o) {
     if (!lin[o] || plan.fwd.contains(o)) continue;
-    const sim::TensorRef w = g.ops[o].inputs[lin[o]->weight];
+    const sim::OpId w = lin[o]->var;
     const auto& out = g.ops[o].outputs[0].shape;
-    const bool tied = w.op == table;
+    const bool tied = w == table;
     if (!tied && (out.empty() || out.back() != rows)) continue;
     plan.fwd[o] = Split{.full_grad_input = lin[o]->data};
-    plan.vars.insert(w.op);
+    if (lin[o]->view >= 0) plan.fwd[lin[o]->view] = Split{};
+    plan.vars.insert(w);
     // The loss over the split logits: each consumer computes on its slice; the softmax's max,
     // sum and target logit are all-reduced ([rows] floats each: three calls in Megatron, one
     // of the same total size here).
@@ -187,7 +229,9 @@ Plan plan_tp(const sim::Graph& g, int tp) {
     for (sim::OpId c : p->cols) {
       claimed.insert(c);
       plan.fwd[c] = Split{.full_grad_input = lin[c]->data};
+      if (lin[c]->view >= 0) plan.fwd[lin[c]->view] = Split{};
     }
+    if (lin[o]->view >= 0) plan.fwd[lin[o]->view] = Split{};
     for (sim::OpId r : p->region) {
       claimed.insert(r);
       plan.fwd[r] = Split{};
@@ -294,10 +338,13 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
       const sim::TensorRef x = g.ops[it->second].inputs[split.full_grad_input];
       full_shape = g.ops[x.op].outputs[x.output].shape;
     }
+    // A sum of gradients (the builder's accumulation of a tensor read twice) adds an
+    // all-reduced input gradient to a whole one: whole, and not all-reduced again.
+    const bool sum = op.type == "Add" || op.type == "AddN";
     for (std::size_t i = 0; i < op.outputs.size(); ++i) {
       const bool full = !full_shape.empty() && op.outputs[i].shape == full_shape;
       shrink[o][i] = !full;
-      if (full) bwd_allreduce.emplace_back(o, static_cast<int>(i));
+      if (full && !sum) bwd_allreduce.emplace_back(o, static_cast<int>(i));
     }
   }
   // Apply: tensors, FLOPs, resident bytes, traffic.

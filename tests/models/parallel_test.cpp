@@ -315,3 +315,26 @@ TEST(Parallel, PipelineBubbleAndInFlightMemoryFollowOneFOneB) {
   EXPECT_GT(peak8, 0);
   EXPECT_LT(static_cast<double>(peak16), 1.1 * static_cast<double>(peak8));
 }
+
+// An imported transformer (torch.nn.TransformerEncoder exported to ONNX: Transpose->MatMul and
+// Gemm linears, decomposed layer norms, shape arithmetic): the same pairs are found, 2 per layer,
+// and it pipelines; an imported CNN is refused.
+TEST(Parallel, ImportedOnnxTransformerIsSplit) {
+  const std::string dir = PLACESIM_TEST_DATA "/onnx/";
+  const sim::Graph g = pm::load_graph(dir + "transformer_encoder_params.onnx", "training");
+  const pm::TpShard s = pm::shard_tensor_parallel(g, 2, "<t>");
+  EXPECT_EQ(s.pairs, 4);
+  // Per layer: attention out_proj and linear2 forward, in_proj and linear1 input gradients;
+  // the embedding (forward) and the head's input gradient.
+  EXPECT_EQ(s.allreduces, 2 * 4 + 2);
+  EXPECT_GE(s.graph.op_index("tp/allreduce//encoder/layers.1/self_attn/Gemm:0"), 0);
+  EXPECT_DOUBLE_EQ(op_named(s.graph, "/encoder/layers.1/linear1/MatMul").flops.v * 2,
+                   op_named(g, "/encoder/layers.1/linear1/MatMul").flops.v);
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob job =
+      pm::make_parallel(g, c, pm::parse_parallel("dp=2,tp=2,pp=2,mb=2", "<t>"));
+  EXPECT_FALSE(sim::simulate(c, job.graph, job.placement).oom);
+  EXPECT_THROW(pm::make_parallel(pm::load_graph(dir + "resnet18.onnx", "training"), c,
+                                 pm::parse_parallel("tp=2", "<t>")),
+               sim::InputError);
+}
