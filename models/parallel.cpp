@@ -530,6 +530,14 @@ ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const Para
       if (op.phase == sim::Phase::Forward || op.phase == sim::Phase::Backward) f += op.flops.v;
     plan.flops_per_stage = {f};
   }
+  // Every op is copied per micro-batch and per GPU: bound the job before building it.
+  constexpr std::int64_t kMaxJobOps = 20'000'000;
+  const std::int64_t job_ops = static_cast<std::int64_t>(shard.graph.num_ops()) * s.mb * s.dp *
+                               s.tp;  // pp splits the ops, it does not copy them
+  if (job_ops > kMaxJobOps)
+    throw sim::InputError(origin, "mb",
+                          "a job of at most " + std::to_string(kMaxJobOps) +
+                              " ops (ops x mb x dp x tp), got " + std::to_string(job_ops));
   const Template t = classify(shard.graph, plan, s.pp, s.mb);
   JobBuilder b(t, c, s, gpus);
   ParallelJob job = b.build(origin);
