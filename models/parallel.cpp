@@ -90,20 +90,24 @@ std::string to_string(const ParallelSpec& s) {
   return out;
 }
 
-std::int64_t graph_batch(const sim::Graph& g) {
+std::int64_t graph_option(const sim::Graph& g, const std::string& key) {
   const auto it = g.metadata.find("options");
   if (it == g.metadata.end()) return 0;
   std::stringstream ss(it->second);
   std::string item;
   while (std::getline(ss, item, ','))
-    if (item.rfind("batch=", 0) == 0) {
+    if (item.rfind(key + "=", 0) == 0) {
       try {
-        return std::stoll(item.substr(6));
+        return std::stoll(item.substr(key.size() + 1));
       } catch (const std::exception&) {
         return 0;
       }
     }
   return 0;
+}
+
+std::int64_t graph_batch(const sim::Graph& g) {
+  return graph_option(g, "batch");
 }
 
 namespace {

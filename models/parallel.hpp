@@ -74,6 +74,8 @@ ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const Para
 
 /// The per-replica batch from a graph's metadata ("options": "batch=256,..."), or 0 if absent.
 std::int64_t graph_batch(const sim::Graph& g);
+/// An integer option from a graph's "options" metadata ("heads=12"), or 0 if absent.
+std::int64_t graph_option(const sim::Graph& g, const std::string& key);
 
 /// Tensor-parallel shard of one replica (models/parallel_tp.cpp): the graph one tp rank runs,
 /// with all-reduce rank ops whose call ids start "tp/". Exposed for tests.

@@ -155,6 +155,7 @@ struct Split {
   int full_grad_input = -1;
   bool allreduce_output = false;     // all-reduce output 0 in the forward (row-parallel, embedding)
   std::int64_t allreduce_bytes = 0;  // when set: a small all-reduce of this size (vocab softmax)
+  bool vocab = false;  // vocab-parallel: Megatron pads the vocabulary to a multiple of tp
 };
 
 struct Plan {
@@ -186,7 +187,7 @@ void plan_vocab(const sim::Graph& g, const std::vector<char>& var,
     const auto& out = g.ops[o].outputs[0].shape;
     const bool tied = w == table;
     if (!tied && (out.empty() || out.back() != rows)) continue;
-    plan.fwd[o] = Split{.full_grad_input = lin[o]->data};
+    plan.fwd[o] = Split{.full_grad_input = lin[o]->data, .vocab = true};
     if (lin[o]->view >= 0) plan.fwd[lin[o]->view] = Split{};
     plan.vars.insert(w);
     // The loss over the split logits: each consumer computes on its slice; the softmax's max,
@@ -305,6 +306,19 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
                           "a transformer graph (column- then row-parallel linear pairs, as the "
                           "built-in gpt; docs/parallel.md) for tensor parallelism, got " +
                               g.name + " with none");
+  // Megatron splits whole columns and whole attention heads.
+  for (const auto& [o, split] : plan.fwd) {
+    if (split.full_grad_input < 0 || split.vocab) continue;  // a column-parallel linear
+    const auto& shape = g.ops[o].outputs[0].shape;
+    if (!shape.empty() && shape.back() % tp != 0)
+      throw sim::InputError(origin, "tp",
+                            "a divisor of the " + std::to_string(shape.back()) + " columns of " +
+                                g.ops[o].name + ", got " + std::to_string(tp));
+  }
+  if (const std::int64_t heads = graph_option(g, "heads"); heads > 0 && heads % tp != 0)
+    throw sim::InputError(origin, "tp",
+                          "a divisor of the graph's " + std::to_string(heads) +
+                              " attention heads, got " + std::to_string(tp));
   sim::Graph& s = out.graph;
   const int n = g.num_ops();
   // Which output tensors shrink: outputs of split forward ops (but their full ones), variables

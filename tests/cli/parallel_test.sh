@@ -67,6 +67,7 @@ expect_error 'tp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --p
 expect_error 'pp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel pp=7
 expect_error 'dp\*tp\*pp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel dp=2,tp=4,pp=2
 expect_error 'mb' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=8,mb=65536
+expect_error 'attention heads' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=8
 expect_error 'zp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel zp=2
 expect_error 'recompute' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=2,recompute=some
 expect_error 'precision' simulate --graph gpt --graph-opt "$GPT,precision=f8" --cluster dgx-a100 --parallel dp=1
