@@ -53,6 +53,8 @@ YAML
 "$BIN" sweep "$T/spec.yaml" -o "$T/s.csv" --threads 1 -q > /dev/null 2> "$T/err" || fail "sweep: $(cat "$T/err")"
 [ "$(($(wc -l < "$T/s.csv") - 1))" -eq 2 ] || fail "sweep rows: $(cat "$T/s.csv")"
 grep -q '^nvswitch,8,gpt-3d,single-gpu,0\.[0-9]*,0,' "$T/s.csv" || fail "sweep label: $(cat "$T/s.csv")"
+"$BIN" sweep "$T/spec.yaml" -o "$T/s2.csv" --threads 2 -q > /dev/null 2>&1 || fail "2-thread sweep"
+cmp -s "$T/s.csv" "$T/s2.csv" || fail "1 and 2 threads differ: $(diff "$T/s.csv" "$T/s2.csv")"
 
 expect_error() {
   local want=$1; shift

@@ -198,6 +198,15 @@ TEST(Parallel, PipelineStagesSendRecvAndOneFOneB) {
   EXPECT_GE(job.graph.op_index("pp0/gpt/embedding/wte"), 0);
   EXPECT_GE(job.graph.op_index("pp1/gpt/embedding/wte"), 0);
   EXPECT_LT(job.graph.op_index("pp1/gpt/h0/attn/c_attn/w"), 0);
+  // Memory per device: each stage's weights and optimizer state, together all of them plus the
+  // embedding's second copy.
+  std::int64_t whole = 0, wte = 0;
+  for (const sim::Op& op : g.ops) whole += op.persistent.v;
+  wte = op_named(g, "gpt/embedding/wte").persistent.v;
+  ASSERT_EQ(job.persistent_bytes.size(), 2u);
+  EXPECT_LT(job.persistent_bytes[0], whole);
+  EXPECT_LT(job.persistent_bytes[1], whole);
+  EXPECT_EQ(job.persistent_bytes[0] + job.persistent_bytes[1], whole + wte);
   // The pipeline beats one GPU running the same micro-batches, and pays a bubble.
   const pm::ParallelJob one = pm::make_parallel(g, c, pm::parse_parallel("mb=4", "<t>"));
   const sim::Outcome t1 = sim::simulate(c, one.graph, one.placement);
