@@ -346,7 +346,7 @@ void JobBuilder::connect() {
             ins.push_back({id(r, o, k - 1), static_cast<std::int32_t>(i)});
         std::vector<sim::OpId> ctl;
         for (sim::OpId c : g_.ops[o].control_inputs) {
-          const int kc = t_.kind[c] == Kind::Step ? k : 0;
+          const int kc = t_.kind[c] == Kind::Step || t_.kind[c] == Kind::Data ? k : 0;
           if (id(r, c, kc) >= 0) {
             ctl.push_back(id(r, c, kc));
           } else if (t_.kind[c] == Kind::Step && !g_.ops[c].outputs.empty()) {

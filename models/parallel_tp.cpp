@@ -294,6 +294,40 @@ void rewire(sim::Graph& g, sim::TensorRef t, sim::OpId to, sim::OpId except) {
   }
 }
 
+// Shrinks the tensors marked in `shrink`, divides the split ops' FLOPs and resident bytes, and
+// rescales every touched op's traffic (s is a copy of g).
+void apply_split(const sim::Graph& g, const Plan& plan,
+                 const std::vector<std::vector<char>>& shrink, const std::vector<char>& split_op,
+                 int tp, sim::Graph& s) {
+  const int n = g.num_ops();
+  for (sim::OpId o = 0; o < n; ++o) {
+    sim::Op& op = s.ops[o];
+    std::int64_t in_b = 0, in_a = 0, out_b = 0, out_a = 0;
+    for (const sim::TensorRef& t : g.ops[o].inputs) {
+      const std::int64_t b = g.ops[t.op].outputs[t.output].bytes.v;
+      in_b += b;
+      in_a += shrink[t.op][t.output] ? div_up(b, tp) : b;
+    }
+    for (std::size_t i = 0; i < op.outputs.size(); ++i) {
+      out_b += op.outputs[i].bytes.v;
+      if (shrink[o][i]) op.outputs[i].bytes.v = div_up(op.outputs[i].bytes.v, tp);
+      out_a += op.outputs[i].bytes.v;
+    }
+    if (split_op[o] || plan.vars.contains(o)) {
+      op.flops = sim::Flops{op.flops.v / tp};
+      op.persistent.v = div_up(op.persistent.v, tp);
+    }
+    if (op.phase == sim::Phase::Update && split_op[o]) {
+      op.bytes_read.v = div_up(op.bytes_read.v, tp);
+      op.bytes_written.v = div_up(op.bytes_written.v, tp);
+    } else if (in_a != in_b || out_a != out_b) {
+      rescale_traffic(op, in_b, in_a, out_b, out_a);
+    }
+    // Its recorded shapes are the unsplit ones: no exact calibrated look-up applies.
+    if (in_a != in_b || out_a != out_b || split_op[o]) op.signature.reset();
+  }
+}
+
 }  // namespace
 
 TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& origin) {
@@ -361,33 +395,7 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
       if (full && !sum) bwd_allreduce.emplace_back(o, static_cast<int>(i));
     }
   }
-  // Apply: tensors, FLOPs, resident bytes, traffic.
-  for (sim::OpId o = 0; o < n; ++o) {
-    sim::Op& op = s.ops[o];
-    std::int64_t in_b = 0, in_a = 0, out_b = 0, out_a = 0;
-    for (const sim::TensorRef& t : g.ops[o].inputs) {
-      const std::int64_t b = g.ops[t.op].outputs[t.output].bytes.v;
-      in_b += b;
-      in_a += shrink[t.op][t.output] ? div_up(b, tp) : b;
-    }
-    for (std::size_t i = 0; i < op.outputs.size(); ++i) {
-      out_b += op.outputs[i].bytes.v;
-      if (shrink[o][i]) op.outputs[i].bytes.v = div_up(op.outputs[i].bytes.v, tp);
-      out_a += op.outputs[i].bytes.v;
-    }
-    if (split_op[o] || plan.vars.contains(o)) {
-      op.flops = sim::Flops{op.flops.v / tp};
-      op.persistent.v = div_up(op.persistent.v, tp);
-    }
-    if (op.phase == sim::Phase::Update && split_op[o]) {
-      op.bytes_read.v = div_up(op.bytes_read.v, tp);
-      op.bytes_written.v = div_up(op.bytes_written.v, tp);
-    } else if (in_a != in_b || out_a != out_b) {
-      rescale_traffic(op, in_b, in_a, out_b, out_a);
-    }
-    // Its recorded shapes are the unsplit ones: no exact calibrated look-up applies.
-    if (in_a != in_b || out_a != out_b || split_op[o]) op.signature.reset();
-  }
+  apply_split(g, plan, shrink, split_op, tp, s);
   // Forward all-reduces after row-parallel linears and the embedding; the vocab-parallel loss's
   // small all-reduce; backward all-reduces of replicated activations' gradients.
   for (const auto& [o, split] : plan.fwd) {
