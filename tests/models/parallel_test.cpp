@@ -347,3 +347,21 @@ TEST(Parallel, ImportedOnnxTransformerIsSplit) {
                                  pm::parse_parallel("tp=2", "<t>")),
                sim::InputError);
 }
+
+// Mixed precision: matmuls on the BF16 peak, activations half size, 14 bytes a parameter resident
+// (BF16 weights, F32 master copy and Adam's two F32 moments) against F32's 12.
+TEST(Parallel, MixedPrecisionHalvesActivationsAndKeepsMasterWeights) {
+  const sim::Graph f = small_gpt();
+  const sim::Graph h = pm::load_graph(
+      "gpt", "batch=2,layers=4,hidden=64,heads=4,seq=32,vocab=512,positions=32,precision=bf16");
+  EXPECT_EQ(h.metadata.at("precision"), "bf16");
+  const std::string mm = "gpt/h0/mlp/c_fc/MatMul";
+  EXPECT_EQ(op_named(h, mm).dtype, sim::Dtype::BF16);
+  EXPECT_EQ(op_named(h, mm).outputs[0].bytes.v * 2, op_named(f, mm).outputs[0].bytes.v);
+  EXPECT_EQ(op_named(h, mm).flops, op_named(f, mm).flops);
+  std::int64_t pf = 0, ph = 0;
+  for (const sim::Op& op : f.ops) pf += op.persistent.v;
+  for (const sim::Op& op : h.ops) ph += op.persistent.v;
+  EXPECT_EQ(ph * 12, pf * 14);
+  EXPECT_THROW(pm::load_graph("gpt", "precision=f8"), sim::InputError);
+}
