@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "sim/error.hpp"
 
@@ -32,14 +34,20 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
     if (item.empty()) continue;
     const auto eq = item.find('=');
     if (eq == std::string::npos)
-      throw sim::InputError(origin, item,
-                            "key=value (dp=8, tp=1, pp=1, bucket=25MiB), got \"" + item + "\"");
+      throw sim::InputError(
+          origin, item, "key=value (dp=8, tp=2, pp=4, mb=8, bucket=25MiB), got \"" + item + "\"");
     const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
     any = true;
     if (k == "bucket" || k == "first_bucket") {
       const std::int64_t b = parse_size_value(v, origin, k);
       if (b < 1) throw sim::InputError(origin, k, "a positive size, got \"" + v + "\"");
       (k == "bucket" ? s.bucket_bytes : s.first_bucket_bytes) = b;
+      continue;
+    }
+    if (k == "recompute") {
+      if (v != "full" && v != "none")
+        throw sim::InputError(origin, k, "full or none, got \"" + v + "\"");
+      s.recompute = v == "full";
       continue;
     }
     if (k == "dp" && v == "all") {  // every GPU of the cluster (sweeps vary the GPU count)
@@ -62,17 +70,14 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       s.tp = n;
     else if (k == "pp")
       s.pp = n;
+    else if (k == "mb")
+      s.mb = n;
     else
-      throw sim::InputError(origin, k,
-                            "one of dp, tp, pp, bucket, first_bucket, got \"" + k + "\"");
+      throw sim::InputError(
+          origin, k, "one of dp, tp, pp, mb, recompute, bucket, first_bucket, got \"" + k + "\"");
   }
   if (!any)
     throw sim::InputError(origin, "", "a parallel layout such as dp=8, got \"" + text + "\"");
-  if (s.tp != 1 || s.pp != 1)
-    throw sim::InputError(
-        origin, s.tp != 1 ? "tp" : "pp",
-        "1 (only data parallelism is implemented so far; docs/collectives.md), got " +
-            std::to_string(s.tp != 1 ? s.tp : s.pp));
   return s;
 }
 
@@ -80,18 +85,20 @@ std::string to_string(const ParallelSpec& s) {
   std::string out = "dp=" + (s.dp == 0 ? std::string("all") : std::to_string(s.dp));
   if (s.tp != 1) out += ",tp=" + std::to_string(s.tp);
   if (s.pp != 1) out += ",pp=" + std::to_string(s.pp);
+  if (s.mb != 1) out += ",mb=" + std::to_string(s.mb);
+  if (s.recompute) out += ",recompute=full";
   return out;
 }
 
-std::int64_t graph_batch(const sim::Graph& g) {
+std::int64_t graph_option(const sim::Graph& g, const std::string& key) {
   const auto it = g.metadata.find("options");
   if (it == g.metadata.end()) return 0;
   std::stringstream ss(it->second);
   std::string item;
   while (std::getline(ss, item, ','))
-    if (item.rfind("batch=", 0) == 0) {
+    if (item.rfind(key + "=", 0) == 0) {
       try {
-        return std::stoll(item.substr(6));
+        return std::stoll(item.substr(key.size() + 1));
       } catch (const std::exception&) {
         return 0;
       }
@@ -99,106 +106,452 @@ std::int64_t graph_batch(const sim::Graph& g) {
   return 0;
 }
 
+std::int64_t graph_batch(const sim::Graph& g) {
+  return graph_option(g, "batch");
+}
+
+namespace {
+
+// How a template op is copied: once per device (weights, constants), once per micro-batch
+// (inputs, forward and backward ops), once per device after the last micro-batch (updates).
+enum class Kind { Static, Data, Step, Update };
+
+struct Template {
+  const sim::Graph* g = nullptr;
+  int pp = 1, mb = 1;
+  std::vector<Kind> kind;
+  std::vector<int> stage;                  // Step and Update ops
+  std::vector<std::vector<char>> used_on;  // Static and Data ops: per stage
+  std::vector<char> wgrad;  // backward ops whose outputs are (partial) weight gradients
+  std::vector<char> accum;  // weight gradients summed over micro-batches (read by the next one)
+};
+
+Template classify(const sim::Graph& g, const StagePlan& plan, int pp, int mb) {
+  const int n = g.num_ops();
+  Template t;
+  t.g = &g;
+  t.pp = pp;
+  t.mb = mb;
+  t.kind.resize(n);
+  t.stage.assign(n, 0);
+  t.used_on.assign(n, std::vector<char>(pp, 0));
+  t.wgrad.assign(n, 0);
+  t.accum.assign(n, 0);
+  for (sim::OpId o = 0; o < n; ++o) {
+    const sim::Op& op = g.ops[o];
+    if (op.inputs.empty() && op.control_inputs.empty() && op.phase == sim::Phase::Other)
+      t.kind[o] = op.persistent.v > 0 || op.type == "VariableV2" ? Kind::Static : Kind::Data;
+    else
+      t.kind[o] = op.phase == sim::Phase::Update ? Kind::Update : Kind::Step;
+    if (t.kind[o] == Kind::Step || t.kind[o] == Kind::Update)
+      t.stage[o] = plan.stage.empty() ? 0 : plan.stage[o];
+  }
+  // Ops the stage plan left out (phase Other with inputs): with their producers, else consumers.
+  for (sim::OpId o : g.topo_order)
+    if (t.kind[o] == Kind::Step && t.stage[o] < 0)
+      for (const sim::TensorRef& r : g.ops[o].inputs)
+        if (t.kind[r.op] == Kind::Step && t.stage[r.op] >= 0) t.stage[o] = t.stage[r.op];
+  for (auto it = g.topo_order.rbegin(); it != g.topo_order.rend(); ++it) {
+    if (t.kind[*it] != Kind::Step || t.stage[*it] >= 0) continue;
+    t.stage[*it] = 0;
+    for (sim::OpId c : g.consumers_of[*it])
+      if (t.kind[c] == Kind::Step && t.stage[c] >= 0) t.stage[*it] = t.stage[c];
+  }
+  for (sim::OpId o = 0; o < n; ++o) {
+    if (t.kind[o] != Kind::Static && t.kind[o] != Kind::Data) continue;
+    for (sim::OpId c : g.consumers_of[o])
+      if (t.kind[c] == Kind::Step || t.kind[c] == Kind::Update) t.used_on[o][t.stage[c]] = 1;
+    if (std::find(t.used_on[o].begin(), t.used_on[o].end(), 1) == t.used_on[o].end())
+      t.used_on[o][0] = 1;
+  }
+  for (auto it = g.topo_order.rbegin(); it != g.topo_order.rend(); ++it) {
+    const sim::OpId o = *it;
+    if (t.kind[o] != Kind::Step || g.ops[o].phase != sim::Phase::Backward) continue;
+    if (g.ops[o].collective || g.consumers_of[o].empty()) continue;
+    // A weight gradient feeds updates, or sums (Add/AddN) that are weight gradients themselves;
+    // an activation gradient feeds other gradient ops.
+    bool only = true, feeds_update = false, crosses = false;
+    for (sim::OpId c : g.consumers_of[o]) {
+      const bool sum = g.ops[c].type == "Add" || g.ops[c].type == "AddN";
+      only = only && (t.kind[c] == Kind::Update || (t.wgrad[c] && sum));
+      feeds_update = feeds_update || t.kind[c] == Kind::Update;
+      crosses = crosses || t.stage[c] != t.stage[o];
+    }
+    t.wgrad[o] = only;
+    t.accum[o] = only && (feeds_update || crosses);
+  }
+  return t;
+}
+
+// The 1F1B order of one stage (Narayanan et al. 2021, PipeDream-Flush): pp-1-s warm-up forwards,
+// then one forward and one backward in turn, then the remaining backwards. Entries are
+// (is_backward, micro-batch).
+std::vector<std::pair<bool, int>> one_f_one_b(int stage, int pp, int mb) {
+  const int warm = std::min(pp - 1 - stage, mb);
+  std::vector<std::pair<bool, int>> seq;
+  for (int k = 0; k < warm; ++k) seq.emplace_back(false, k);
+  for (int i = 0; i + warm < mb; ++i) {
+    seq.emplace_back(false, warm + i);
+    seq.emplace_back(true, i);
+  }
+  for (int i = mb - warm; i < mb; ++i) seq.emplace_back(true, i);
+  return seq;
+}
+
+class JobBuilder {
+ public:
+  JobBuilder(const Template& t, const sim::Cluster& c, const ParallelSpec& s,
+             const std::vector<sim::DeviceId>& gpus)
+      : t_(t), g_(*t.g), c_(c), s_(s), gpus_(gpus) {
+    ranks_ = s.dp * s.tp * s.pp;
+    id_.assign(ranks_, std::vector<sim::OpId>(static_cast<std::size_t>(g_.num_ops()) * s.mb, -1));
+  }
+
+  ParallelJob build(const std::string& origin);
+
+ private:
+  int rank(int d, int tt, int st) const { return tt + s_.tp * (d + s_.dp * st); }
+  int dp_of(int r) const { return (r / s_.tp) % s_.dp; }
+  int tp_of(int r) const { return r % s_.tp; }
+  int pp_of(int r) const { return r / (s_.tp * s_.dp); }
+  sim::OpId& id(int r, sim::OpId o, int k) {
+    return id_[r][static_cast<std::size_t>(o) * s_.mb + k];
+  }
+  std::string prefix(int r) const {
+    std::string p;
+    if (s_.dp > 1) p += "dp" + std::to_string(dp_of(r)) + "/";
+    if (s_.tp > 1) p += "tp" + std::to_string(tp_of(r)) + "/";
+    if (s_.pp > 1) p += "pp" + std::to_string(pp_of(r)) + "/";
+    return p;
+  }
+  std::string mb_prefix(int k) const { return s_.mb > 1 ? "mb" + std::to_string(k) + "/" : ""; }
+  sim::DeviceId device(int r, const sim::Op& op) const {
+    const sim::DeviceId gpu = gpus_[r];
+    const bool cpu = op.device_kind && *op.device_kind == sim::DeviceKind::Cpu;
+    return cpu ? c_.devices[gpu].host : gpu;
+  }
+  sim::OpId add(sim::Op op, sim::DeviceId dev) {
+    job_.placement.device_of.push_back(dev);
+    return job_.graph.add_op(std::move(op));
+  }
+  void copy_ops();
+  std::optional<sim::TensorRef> resolve(int r, sim::OpId o, int k, sim::TensorRef in);
+  sim::OpId recv(int src, int dst, sim::TensorRef in, int k);
+  void connect();
+  void buckets();
+  void schedule();
+
+  const Template& t_;
+  const sim::Graph& g_;
+  const sim::Cluster& c_;
+  const ParallelSpec& s_;
+  const std::vector<sim::DeviceId>& gpus_;
+  int ranks_ = 0;
+  std::vector<std::vector<sim::OpId>> id_;
+  std::map<std::tuple<int, sim::OpId, int, int>, sim::OpId> recv_;  // (dst, op, output, mb)
+  ParallelJob job_;
+};
+
+void JobBuilder::copy_ops() {
+  for (int r = 0; r < ranks_; ++r) {
+    const int st = pp_of(r);
+    for (sim::OpId o = 0; o < g_.num_ops(); ++o) {
+      const sim::Op& op = g_.ops[o];
+      const Kind kind = t_.kind[o];
+      const bool here =
+          kind == Kind::Static || kind == Kind::Data ? t_.used_on[o][st] != 0 : t_.stage[o] == st;
+      if (!here) continue;
+      const int copies = kind == Kind::Data || kind == Kind::Step ? s_.mb : 1;
+      for (int k = 0; k < copies; ++k) {
+        sim::Op x = op;
+        const std::string pre = prefix(r) + (copies > 1 ? mb_prefix(k) : "");
+        x.name = pre + op.name;
+        if (!x.group.empty()) x.group = pre + x.group;
+        x.inputs.clear();
+        x.control_inputs.clear();
+        if (x.collective)
+          x.collective->id += "/dp" + std::to_string(dp_of(r)) + "/pp" + std::to_string(st) +
+                              "/mb" + std::to_string(k);
+        id(r, o, k) = add(std::move(x), device(r, op));
+      }
+    }
+  }
+}
+
+sim::OpId JobBuilder::recv(int src, int dst, sim::TensorRef in, int k) {
+  const auto key = std::make_tuple(dst, in.op, in.output, k);
+  if (const auto it = recv_.find(key); it != recv_.end()) return it->second;
+  const sim::Op& p = g_.ops[in.op];
+  const sim::TensorOut& tensor = p.outputs[in.output];
+  const std::string what = p.name + ":" + std::to_string(in.output);
+  sim::CollectiveCall call;
+  call.kind = sim::CollectiveKind::SendRecv;
+  call.bytes = tensor.bytes;
+  call.id = "pp/" + what + "/dp" + std::to_string(dp_of(src)) + "/tp" + std::to_string(tp_of(src)) +
+            "/mb" + std::to_string(k) + "/pp" + std::to_string(pp_of(src)) + "-" +
+            std::to_string(pp_of(dst));
+  // The sender is the call's first rank: its op comes first.
+  sim::Op send;
+  send.name =
+      prefix(src) + mb_prefix(k) + "pp/send/" + what + "/to_pp" + std::to_string(pp_of(dst));
+  send.type = "Send";
+  send.phase = p.phase;
+  send.layer = p.layer;
+  send.inputs = {{id(src, in.op, k), in.output}};
+  send.collective = call;
+  add(std::move(send), gpus_[src]);
+  sim::Op rv;
+  rv.name = prefix(dst) + mb_prefix(k) + "pp/recv/" + what;
+  rv.type = "Recv";
+  rv.phase = p.phase;
+  rv.layer = p.layer;
+  sim::TensorOut out = tensor;
+  out.name.clear();
+  rv.outputs = {out};
+  rv.collective = call;
+  const sim::OpId r = add(std::move(rv), gpus_[dst]);
+  recv_[key] = r;
+  return r;
+}
+
+// Where copy k of op `o` on rank r reads template tensor `in`: the same micro-batch's copy on its
+// stage, a received copy from another stage, the device's weights; weight gradients from another
+// stage arrive once per step, summed over the micro-batches (nullopt for the earlier ones).
+std::optional<sim::TensorRef> JobBuilder::resolve(int r, sim::OpId o, int k, sim::TensorRef in) {
+  const Kind kp = t_.kind[in.op];
+  if (kp == Kind::Static) return sim::TensorRef{id(r, in.op, 0), in.output};
+  if (kp == Kind::Data) return sim::TensorRef{id(r, in.op, k), in.output};
+  if (kp == Kind::Update) return sim::TensorRef{id(r, in.op, 0), in.output};
+  const int kk = t_.kind[o] == Kind::Update ? s_.mb - 1 : k;
+  const int st = pp_of(r);
+  if (t_.stage[in.op] == st) return sim::TensorRef{id(r, in.op, kk), in.output};
+  if (t_.wgrad[in.op] && kk != s_.mb - 1) return std::nullopt;
+  const int src = rank(dp_of(r), tp_of(r), t_.stage[in.op]);
+  return sim::TensorRef{recv(src, r, in, kk), 0};
+}
+
+void JobBuilder::connect() {
+  for (int r = 0; r < ranks_; ++r)
+    for (sim::OpId o = 0; o < g_.num_ops(); ++o)
+      for (int k = 0; k < s_.mb; ++k) {
+        const sim::OpId x = id(r, o, k);
+        if (x < 0) continue;
+        std::vector<sim::TensorRef> ins;
+        for (const sim::TensorRef& in : g_.ops[o].inputs)
+          if (const auto ref = resolve(r, o, k, in)) ins.push_back(*ref);
+        // Gradient accumulation fused into the weight-gradient kernel (Megatron's main_grad):
+        // micro-batch k adds into what micro-batch k-1 left.
+        if (t_.accum[o] && k > 0)
+          for (std::size_t i = 0; i < g_.ops[o].outputs.size(); ++i)
+            ins.push_back({id(r, o, k - 1), static_cast<std::int32_t>(i)});
+        std::vector<sim::OpId> ctl;
+        for (sim::OpId c : g_.ops[o].control_inputs) {
+          const int kc = t_.kind[c] == Kind::Step || t_.kind[c] == Kind::Data ? k : 0;
+          if (id(r, c, kc) >= 0) {
+            ctl.push_back(id(r, c, kc));
+          } else if (t_.kind[c] == Kind::Step && !g_.ops[c].outputs.empty()) {
+            // Made on another stage: wait for its first output's arrival.
+            const int src = rank(dp_of(r), tp_of(r), t_.stage[c]);
+            ctl.push_back(recv(src, r, {c, 0}, k));
+          }
+        }
+        job_.graph.ops[x].inputs = std::move(ins);
+        job_.graph.ops[x].control_inputs = std::move(ctl);
+      }
+}
+
+// DDP's bucketed all-reduce of every stage's gradients across the data-parallel replicas.
+void JobBuilder::buckets() {
+  const int n = g_.num_ops();
+  std::vector<int> topo_rank(n);
+  for (int i = 0; i < n; ++i) topo_rank[g_.topo_order[i]] = i;
+  for (int st = 0; st < s_.pp; ++st) {
+    // Gradients: inputs of this stage's updates made by backward ops, in the order the backward
+    // pass makes them, each once.
+    std::set<sim::TensorRef> seen;
+    std::vector<sim::TensorRef> grads;
+    for (sim::OpId o = 0; o < n; ++o) {
+      if (t_.kind[o] != Kind::Update || t_.stage[o] != st) continue;
+      for (const sim::TensorRef& t : g_.ops[o].inputs)
+        if (g_.ops[t.op].phase == sim::Phase::Backward && seen.insert(t).second) grads.push_back(t);
+    }
+    std::stable_sort(grads.begin(), grads.end(), [&](sim::TensorRef a, sim::TensorRef b) {
+      return topo_rank[a.op] < topo_rank[b.op];
+    });
+    std::vector<std::vector<sim::TensorRef>> bucket;
+    std::vector<std::int64_t> size;
+    std::map<sim::TensorRef, int> bucket_of;
+    for (const sim::TensorRef& t : grads) {
+      const std::int64_t b = g_.ops[t.op].outputs[t.output].bytes.v;
+      const std::int64_t cap =
+          bucket.size() <= 1 ? (bucket.empty() ? 0 : s_.first_bucket_bytes) : s_.bucket_bytes;
+      if (bucket.empty() || (size.back() + b > cap && size.back() > 0)) {
+        bucket.emplace_back();
+        size.push_back(0);
+      }
+      bucket.back().push_back(t);
+      size.back() += b;
+      bucket_of[t] = static_cast<int>(bucket.size()) - 1;
+      job_.gradient_bytes += b * s_.tp;
+    }
+    if (st == 0) job_.buckets = s_.dp > 1 ? static_cast<int>(bucket.size()) : 0;
+    if (s_.dp == 1) continue;
+    for (int d = 0; d < s_.dp; ++d)
+      for (int tt = 0; tt < s_.tp; ++tt) {
+        const int r = rank(d, tt, st);
+        std::vector<sim::OpId> ops(bucket.size());
+        for (std::size_t b = 0; b < bucket.size(); ++b) {
+          sim::Op ar;
+          ar.name = prefix(r) + "ddp/allreduce_bucket" + std::to_string(b);
+          ar.type = "AllReduce";
+          ar.phase = sim::Phase::Backward;
+          ar.layer = "ddp";
+          for (const sim::TensorRef& t : bucket[b])
+            ar.inputs.push_back({id(r, t.op, s_.mb - 1), t.output});
+          sim::TensorOut flat;  // the bucket's flat gradient buffer, reduced in place
+          flat.bytes = sim::Bytes{size[b]};
+          ar.outputs = {flat};
+          sim::CollectiveCall call;
+          call.kind = sim::CollectiveKind::AllReduce;
+          call.bytes = flat.bytes;
+          call.id = "ddp/bucket" + std::to_string(b) +
+                    (s_.tp > 1 ? "/tp" + std::to_string(tt) : "") +
+                    (s_.pp > 1 ? "/pp" + std::to_string(st) : "");
+          ar.collective = call;
+          ops[b] = add(std::move(ar), gpus_[r]);
+        }
+        // Each update waits for the all-reduce of the buckets holding its gradients.
+        for (sim::OpId o = 0; o < n; ++o) {
+          if (t_.kind[o] != Kind::Update || t_.stage[o] != st) continue;
+          sim::Op& u = job_.graph.ops[id(r, o, 0)];
+          for (const sim::TensorRef& t : g_.ops[o].inputs) {
+            const auto it = bucket_of.find(t);
+            if (it == bucket_of.end()) continue;
+            const sim::OpId b = ops[it->second];
+            if (std::find(u.control_inputs.begin(), u.control_inputs.end(), b) ==
+                u.control_inputs.end())
+              u.control_inputs.push_back(b);
+          }
+        }
+      }
+  }
+}
+
+// The 1F1B schedule as control edges: every op that ends a forward or backward pass of one
+// micro-batch on a stage comes before every op that starts the next pass in the stage's order.
+// Sends and receives stay outside (they progress as the peers allow, as NCCL's p2p does).
+void JobBuilder::schedule() {
+  if (s_.pp == 1 && s_.mb == 1) return;
+  const int n = g_.num_ops();
+  for (int st = 0; st < s_.pp; ++st) {
+    std::vector<char> in_f(n, 0), in_b(n, 0);
+    for (sim::OpId o = 0; o < n; ++o) {
+      if (t_.kind[o] == Kind::Data && t_.used_on[o][st]) in_f[o] = 1;
+      if (t_.kind[o] != Kind::Step || t_.stage[o] != st) continue;
+      (g_.ops[o].phase == sim::Phase::Backward ? in_b : in_f)[o] = 1;
+    }
+    auto ends = [&](const std::vector<char>& in, bool entry) {
+      std::vector<sim::OpId> out;
+      for (sim::OpId o = 0; o < n; ++o) {
+        if (!in[o]) continue;
+        bool inner = false;
+        if (entry) {
+          for (const sim::TensorRef& t : g_.ops[o].inputs) inner = inner || in[t.op];
+          for (sim::OpId c : g_.ops[o].control_inputs) inner = inner || in[c];
+        } else {
+          for (sim::OpId c : g_.consumers_of[o]) inner = inner || in[c];
+        }
+        if (!inner) out.push_back(o);
+      }
+      return out;
+    };
+    const std::vector<sim::OpId> f_entry = ends(in_f, true), f_exit = ends(in_f, false);
+    const std::vector<sim::OpId> b_entry = ends(in_b, true), b_exit = ends(in_b, false);
+    const auto seq = one_f_one_b(st, s_.pp, s_.mb);
+    for (int d = 0; d < s_.dp; ++d)
+      for (int tt = 0; tt < s_.tp; ++tt) {
+        const int r = rank(d, tt, st);
+        for (std::size_t i = 1; i < seq.size(); ++i) {
+          const auto [pb, pk] = seq[i - 1];
+          const auto [nb, nk] = seq[i];
+          for (sim::OpId e : nb ? b_entry : f_entry) {
+            std::vector<sim::OpId>& ctl = job_.graph.ops[id(r, e, nk)].control_inputs;
+            for (sim::OpId x : pb ? b_exit : f_exit) ctl.push_back(id(r, x, pk));
+          }
+        }
+      }
+  }
+}
+
+ParallelJob JobBuilder::build(const std::string& origin) {
+  copy_ops();
+  connect();
+  buckets();
+  schedule();
+  job_.spec = s_;
+  job_.replicas = s_.dp;
+  job_.persistent_bytes.assign(ranks_, 0);
+  for (std::size_t o = 0; o < job_.graph.ops.size(); ++o) {
+    const auto it = std::find(gpus_.begin(), gpus_.end(), job_.placement.device_of[o]);
+    if (it != gpus_.end() && it - gpus_.begin() < ranks_)
+      job_.persistent_bytes[it - gpus_.begin()] += job_.graph.ops[o].persistent.v;
+  }
+  job_.graph.finalize(origin);
+  return std::move(job_);
+}
+
+}  // namespace
+
 ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const ParallelSpec& spec) {
   const std::string origin = "<parallel " + to_string(spec) + ">";
   const std::vector<sim::DeviceId> gpus = c.gpus();
   ParallelSpec s = spec;
-  if (s.dp == 0) s.dp = std::max(1, static_cast<int>(gpus.size()));
-  if (static_cast<int>(gpus.size()) < s.dp)
-    throw sim::InputError(origin, "dp",
+  const int model = s.tp * s.pp;
+  if (s.dp == 0) s.dp = std::max(1, static_cast<int>(gpus.size()) / model);
+  if (static_cast<std::int64_t>(gpus.size()) < static_cast<std::int64_t>(s.dp) * model)
+    throw sim::InputError(origin, s.tp * s.pp > 1 ? "dp*tp*pp" : "dp",
                           "at most the " + std::to_string(gpus.size()) + " GPUs of cluster " +
-                              c.name + ", got " + std::to_string(s.dp));
-  const int n = g.num_ops();
-  // Gradients: inputs of update ops made by backward ops, in the order the backward pass makes
-  // them (topological rank of the producer), each tensor once.
-  std::vector<int> rank(n);
-  for (int i = 0; i < n; ++i) rank[g.topo_order[i]] = i;
-  std::set<sim::TensorRef> seen;
-  std::vector<sim::TensorRef> grads;
-  for (const sim::Op& op : g.ops) {
-    if (op.phase != sim::Phase::Update) continue;
-    for (const sim::TensorRef& t : op.inputs)
-      if (g.ops[t.op].phase == sim::Phase::Backward && seen.insert(t).second) grads.push_back(t);
-  }
-  std::stable_sort(
-      grads.begin(), grads.end(),
-      [&](const sim::TensorRef& a, const sim::TensorRef& b) { return rank[a.op] < rank[b.op]; });
-  if (grads.empty() && s.dp > 1)
+                              c.name + ", got " + std::to_string(s.dp * model));
+  bool has_grads = false;
+  for (const sim::Op& op : g.ops)
+    if (op.phase == sim::Phase::Update)
+      for (const sim::TensorRef& t : op.inputs)
+        has_grads = has_grads || g.ops[t.op].phase == sim::Phase::Backward;
+  if (!has_grads && (s.dp > 1 || s.pp > 1 || s.mb > 1))
     throw sim::InputError(origin, g.name,
                           "a training graph with update ops fed by backward ops (gradients "
                           "to all-reduce), got none");
-  // Buckets, filled in gradient order: the first up to first_bucket_bytes, then bucket_bytes.
-  std::vector<std::vector<sim::TensorRef>> buckets;
-  std::vector<std::int64_t> bucket_size;
-  std::map<sim::TensorRef, int> bucket_of;
-  ParallelJob job;
-  for (const sim::TensorRef& t : grads) {
-    const std::int64_t b = g.ops[t.op].outputs[t.output].bytes.v;
-    const std::int64_t cap =
-        buckets.size() <= 1 ? (buckets.empty() ? 0 : s.first_bucket_bytes) : s.bucket_bytes;
-    if (buckets.empty() || (bucket_size.back() + b > cap && bucket_size.back() > 0)) {
-      buckets.emplace_back();
-      bucket_size.push_back(0);
-    }
-    buckets.back().push_back(t);
-    bucket_size.back() += b;
-    bucket_of[t] = static_cast<int>(buckets.size()) - 1;
-    job.gradient_bytes += b;
+  TpShard shard = shard_tensor_parallel(g, s.tp, origin);
+  if (s.recompute) shard.graph = recompute_layers(shard.graph, origin);
+  StagePlan plan;
+  if (s.pp > 1) {
+    plan = plan_stages(shard.graph, s.pp, origin);
+  } else {
+    plan.stage.assign(shard.graph.num_ops(), 0);
+    plan.blocks_per_stage = {1};
+    double f = 0.0;
+    for (const sim::Op& op : shard.graph.ops)
+      if (op.phase == sim::Phase::Forward || op.phase == sim::Phase::Backward) f += op.flops.v;
+    plan.flops_per_stage = {f};
   }
-  job.replicas = s.dp;
-  job.buckets = s.dp > 1 ? static_cast<int>(buckets.size()) : 0;
+  // Every op is copied per micro-batch and per GPU: bound the job before building it.
+  constexpr std::int64_t kMaxJobOps = 20'000'000;
+  const std::int64_t job_ops = static_cast<std::int64_t>(shard.graph.num_ops()) * s.mb * s.dp *
+                               s.tp;  // pp splits the ops, it does not copy them
+  if (job_ops > kMaxJobOps)
+    throw sim::InputError(origin, "mb",
+                          "a job of at most " + std::to_string(kMaxJobOps) +
+                              " ops (ops x mb x dp x tp), got " + std::to_string(job_ops));
+  const Template t = classify(shard.graph, plan, s.pp, s.mb);
+  JobBuilder b(t, c, s, gpus);
+  ParallelJob job = b.build(origin);
   job.graph.name = g.name + "@" + to_string(s);
   job.graph.metadata = g.metadata;
   job.graph.metadata["parallel"] = to_string(s);
-  for (int k = 0; k < s.dp; ++k) {
-    const std::string pre = s.dp > 1 ? "dp" + std::to_string(k) + "/" : "";
-    const sim::DeviceId gpu = gpus[k];
-    const sim::OpId base = job.graph.num_ops();
-    for (const sim::Op& op : g.ops) {
-      sim::Op r = op;
-      r.name = pre + op.name;
-      if (!r.group.empty()) r.group = pre + r.group;
-      for (sim::TensorRef& t : r.inputs) t.op += base;
-      for (sim::OpId& o : r.control_inputs) o += base;
-      job.graph.add_op(std::move(r));
-      const bool cpu = op.device_kind && *op.device_kind == sim::DeviceKind::Cpu;
-      job.placement.device_of.push_back(cpu ? c.devices[gpu].host : gpu);
-    }
-    if (s.dp == 1) continue;
-    std::vector<sim::OpId> bucket_op(buckets.size());
-    for (std::size_t b = 0; b < buckets.size(); ++b) {
-      sim::Op ar;
-      ar.name = pre + "ddp/allreduce_bucket" + std::to_string(b);
-      ar.type = "AllReduce";
-      ar.phase = sim::Phase::Backward;
-      ar.layer = "ddp";
-      for (const sim::TensorRef& t : buckets[b]) ar.inputs.push_back({t.op + base, t.output});
-      sim::TensorOut flat;  // the bucket's flat gradient buffer, reduced in place
-      flat.bytes = sim::Bytes{bucket_size[b]};
-      ar.outputs = {flat};
-      sim::CollectiveCall call;
-      call.kind = sim::CollectiveKind::AllReduce;
-      call.bytes = flat.bytes;
-      call.id = "ddp/bucket" + std::to_string(b);
-      ar.collective = call;
-      bucket_op[b] = job.graph.add_op(std::move(ar));
-      job.placement.device_of.push_back(gpu);
-    }
-    // Each update waits for the all-reduce of the buckets holding its gradients.
-    for (sim::OpId o = 0; o < n; ++o) {
-      if (g.ops[o].phase != sim::Phase::Update) continue;
-      sim::Op& u = job.graph.ops[base + o];
-      for (const sim::TensorRef& t : g.ops[o].inputs) {
-        const auto it = bucket_of.find(t);
-        if (it == bucket_of.end()) continue;
-        const sim::OpId b = bucket_op[it->second];
-        if (std::find(u.control_inputs.begin(), u.control_inputs.end(), b) ==
-            u.control_inputs.end())
-          u.control_inputs.push_back(b);
-      }
-    }
-  }
-  job.graph.finalize(origin);
+  job.tp_pairs = shard.pairs;
+  job.tp_allreduces = shard.allreduces;
+  job.stage_layers = plan.blocks_per_stage;
+  job.stage_flops = plan.flops_per_stage;
   return job;
 }
 

@@ -1,17 +1,22 @@
 // Parallel training as graph transforms: one replica's training graph (built-in or imported)
-// becomes the graph of a data-parallel job, with its placement, ready for simulate().
+// becomes the graph of a dp x tp x pp job, with its placement, ready for simulate().
 //
-//   const ParallelSpec s = parse_parallel("dp=8", "<flag --parallel>");
-//   const ParallelJob job = make_parallel(models::load_graph("resnet50", "batch=256"),
+//   const ParallelSpec s = parse_parallel("dp=2,tp=2,pp=2,mb=8", "<flag --parallel>");
+//   const ParallelJob job = make_parallel(models::load_graph("gpt", "batch=4"),
 //                                         sim::load_cluster("dgx-a100"), s);
 //   const sim::Outcome o = sim::simulate(cluster, job.graph, job.placement);
-//   double samples_per_s = job.replicas * 256 / o.step_time.seconds();
+//   double samples_per_s = job.samples_per_step / o.step_time.seconds();
 //
-// Data parallel as PyTorch DDP does it: every replica runs the whole step on its own GPU; the
-// gradients are packed into buckets in the order the backward pass produces them (the first
-// bucket 1 MiB, the others 25 MiB: DDP's bucket_cap_mb=25 and _DEFAULT_FIRST_BUCKET_BYTES), each
-// bucket is all-reduced across the replicas as soon as its last gradient exists (overlapping the
-// rest of the backward pass), and each update op waits for the bucket holding its gradient.
+// Data parallel as PyTorch DDP does it: gradients are packed into buckets in the order the
+// backward pass produces them (the first 1 MiB, the others 25 MiB: DDP's bucket_cap_mb=25 and
+// _DEFAULT_FIRST_BUCKET_BYTES), each bucket is all-reduced across the replicas as soon as its last
+// gradient exists, and each update op waits for the bucket holding its gradient.
+// Tensor parallel as Megatron-LM does it (Shoeybi et al. 2019) on transformer graphs: column- then
+// row-parallel linear pairs (found in the graph, models/parallel_tp.cpp), vocab-parallel token
+// embedding and LM head, an all-reduce after each row-parallel linear (forward) and after each
+// column-parallel input gradient (backward). Pipeline parallel: layers in pp contiguous stages
+// balanced by compute, `mb` micro-batches per step, send/recv between stages, the 1F1B schedule
+// (Narayanan et al. 2021) as control edges. docs/parallel.md.
 #pragma once
 
 #include <cstdint>
@@ -25,35 +30,77 @@
 namespace placesim::models {
 
 struct ParallelSpec {
-  int dp = 1;                                   ///< data-parallel replicas
-  int tp = 1;                                   ///< tensor parallel (not implemented: must be 1)
-  int pp = 1;                                   ///< pipeline parallel (not implemented: must be 1)
+  int dp = 1;              ///< data-parallel replicas
+  int tp = 1;              ///< tensor-parallel ranks (Megatron-style)
+  int pp = 1;              ///< pipeline stages
+  int mb = 1;              ///< micro-batches per step (1F1B)
+  bool recompute = false;  ///< full activation recomputation of every layer (Megatron's)
   std::int64_t bucket_bytes = 25LL << 20;       ///< DDP bucket_cap_mb = 25
   std::int64_t first_bucket_bytes = 1LL << 20;  ///< DDP's first (smallest) bucket
   auto operator<=>(const ParallelSpec&) const = default;
 };
 
-/// Parses "dp=8", "dp=all", "dp=8,tp=1,pp=1", "dp=4,bucket=50MiB,first_bucket=25MiB". Throws
-/// InputError naming `origin` for an unknown key, a value below 1, or tp/pp above 1 (not
-/// implemented).
+/// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB",
+/// "tp=8,pp=2,mb=48,recompute=full".
+/// Throws InputError naming `origin` for an unknown key or a value below 1.
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin);
-std::string to_string(const ParallelSpec& s);  ///< "dp=8"
+std::string to_string(const ParallelSpec& s);  ///< "dp=8", "dp=2,tp=2,pp=2,mb=8"
 
 struct ParallelJob {
   sim::Graph graph;
-  sim::Placement placement;  ///< replica k on the k-th GPU of the cluster
-  int replicas = 1;
-  int buckets = 0;                  ///< gradient buckets (all-reduce calls)
-  std::int64_t gradient_bytes = 0;  ///< per replica
+  sim::Placement placement;         ///< rank tp_rank + tp * (dp_rank + dp * stage) on that GPU
+  ParallelSpec spec;                ///< as resolved (dp=all replaced by the count)
+  int replicas = 1;                 ///< data-parallel replicas (dp)
+  int buckets = 0;                  ///< gradient buckets (all-reduce calls) of one device
+  std::int64_t gradient_bytes = 0;  ///< per replica (all tp ranks and stages together)
+  int tp_pairs = 0;                 ///< column/row-parallel linear pairs found (tp > 1)
+  int tp_allreduces = 0;            ///< tensor-parallel all-reduce calls per micro-batch
+  std::vector<int> stage_layers;    ///< per stage: layer blocks it holds
+  std::vector<double> stage_flops;  ///< per stage: forward + backward FLOPs of one micro-batch
+  /// Per device of the job: the bytes resident all step (weights and optimizer state).
+  std::vector<std::int64_t> persistent_bytes;
+  /// The 1F1B bubble if stages were equal and communication free: (pp-1)/(mb+pp-1).
+  [[nodiscard]] double analytic_bubble() const {
+    return static_cast<double>(spec.pp - 1) / static_cast<double>(spec.mb + spec.pp - 1);
+  }
 };
 
-/// Replicates `g` `s.dp` times (ops renamed "dp<k>/<name>") onto the first dp GPUs of `c` (ops
-/// that must run on a CPU go to that GPU's host CPU) and adds the bucketed gradient all-reduce.
-/// Gradients are the inputs of update-phase ops produced by backward-phase ops. Throws InputError
-/// when the cluster has fewer GPUs than dp or the graph has no gradients to exchange (dp > 1).
+/// Builds the dp x tp x pp job of `g` on the first dp*tp*pp GPUs of `c` (ops that must run on a CPU
+/// go to that GPU's host CPU). Ops are renamed "[d<k>/][t<k>/][p<k>/][mb<k>/]<name>". Gradients are
+/// the inputs of update-phase ops produced by backward-phase ops. Throws InputError when the
+/// cluster has too few GPUs, the graph has no gradients to exchange (dp > 1), tp > 1 on a graph
+/// without transformer linear pairs, or pp above the graph's layer blocks.
 ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const ParallelSpec& s);
 
 /// The per-replica batch from a graph's metadata ("options": "batch=256,..."), or 0 if absent.
 std::int64_t graph_batch(const sim::Graph& g);
+/// An integer option from a graph's "options" metadata ("heads=12"), or 0 if absent.
+std::int64_t graph_option(const sim::Graph& g, const std::string& key);
+
+/// Tensor-parallel shard of one replica (models/parallel_tp.cpp): the graph one tp rank runs,
+/// with all-reduce rank ops whose call ids start "tp/". Exposed for tests.
+struct TpShard {
+  sim::Graph graph;
+  int pairs = 0;       ///< column/row-parallel pairs
+  int allreduces = 0;  ///< all-reduce ops added
+};
+TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& origin);
+
+/// Pipeline stage of every op of `g` (models/parallel_pp.cpp): forward ops by layer block (the
+/// layer path up to its first numbered component, "gpt/h3"), contiguous blocks per stage chosen to
+/// minimise the most expensive stage (forward + backward FLOPs); backward ops with their forward
+/// op's group; -1 for variables, constants and inputs (copied to every stage that reads them).
+struct StagePlan {
+  std::vector<int> stage;  ///< per op
+  std::vector<int> blocks_per_stage;
+  std::vector<double> flops_per_stage;
+};
+StagePlan plan_stages(const sim::Graph& g, int pp, const std::string& origin);
+
+/// Full activation recomputation (Megatron's --recompute-granularity full, Chen et al. 2016):
+/// every numbered layer block's forward ops are copied into the backward pass ("recompute/<op>",
+/// phase backward), its backward ops read the copies, and the copies start when the gradient
+/// reaches the block, so only each block's input stays live between the passes.
+sim::Graph recompute_layers(const sim::Graph& g, const std::string& origin);
 
 }  // namespace placesim::models

@@ -144,9 +144,11 @@ std::vector<std::string> builtin_graph_names() {
 
 namespace {
 
-// Takes "math_mode=M" out of an options string (every graph source accepts it) and returns M.
-std::optional<sim::MathMode> take_math_mode(std::string& options) {
+// Takes "key=V" out of an options string (every graph source accepts math_mode and precision)
+// and returns V; nullopt when the key is absent.
+std::optional<std::string> take_option(std::string& options, const std::string& key) {
   std::string rest, found;
+  bool seen = false;
   std::size_t begin = 0;
   while (begin <= options.size()) {
     std::size_t end = options.find(',', begin);
@@ -154,21 +156,38 @@ std::optional<sim::MathMode> take_math_mode(std::string& options) {
     std::string item = options.substr(begin, end - begin);
     const auto first = item.find_first_not_of(' ');
     const std::string trimmed = first == std::string::npos ? "" : item.substr(first);
-    if (trimmed.rfind("math_mode=", 0) == 0) {
-      found = trimmed.substr(10);
+    if (trimmed.rfind(key + "=", 0) == 0) {
+      found = trimmed.substr(key.size() + 1);
+      seen = true;
       while (!found.empty() && found.back() == ' ') found.pop_back();
     } else if (!item.empty()) {
       rest += (rest.empty() ? "" : ",") + item;
     }
     begin = end + 1;
   }
-  if (found.empty() && options.find("math_mode") == std::string::npos) return std::nullopt;
+  if (!seen && options.find(key) == std::string::npos) return std::nullopt;
   options = rest;
-  const auto m = sim::MathMode::parse(found);
+  return found;
+}
+
+std::optional<sim::MathMode> take_math_mode(std::string& options) {
+  const std::optional<std::string> found = take_option(options, "math_mode");
+  if (!found) return std::nullopt;
+  const auto m = sim::MathMode::parse(*found);
   if (!m)
     throw sim::InputError("--graph-opt", "math_mode",
-                          "one of torch, tf32, f32, got \"" + found + "\"");
+                          "one of torch, tf32, f32, got \"" + *found + "\"");
   return m;
+}
+
+std::optional<sim::Dtype> take_precision(std::string& options) {
+  const std::optional<std::string> found = take_option(options, "precision");
+  if (!found) return std::nullopt;
+  if (*found == "f32" || *found == "fp32") return sim::Dtype::F32;
+  if (*found == "bf16") return sim::Dtype::BF16;
+  if (*found == "f16" || *found == "fp16") return sim::Dtype::F16;
+  throw sim::InputError("--graph-opt", "precision",
+                        "one of f32, bf16, f16, got \"" + *found + "\"");
 }
 
 sim::Graph load_graph_as_given(const std::string& name_or_path, const std::string& options);
@@ -178,8 +197,10 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
 sim::Graph load_graph(const std::string& name_or_path, const std::string& options) {
   std::string rest = options;
   const std::optional<sim::MathMode> math = take_math_mode(rest);
+  const std::optional<sim::Dtype> precision = take_precision(rest);
   sim::Graph g = load_graph_as_given(name_or_path, rest);
   if (math) sim::apply_math_mode(g, *math);
+  if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision);
   return g;
 }
 

@@ -5,7 +5,8 @@
 //   sim::Graph m = models::load_graph("resnet18.onnx", "training");   // ONNX import
 //
 // Option syntax: comma-separated key=value pairs; an unknown key or a malformed value throws
-// sim::InputError naming "--graph-opt" and the key, with the accepted keys.
+// sim::InputError naming "--graph-opt" and the key, with the accepted keys. Every source also
+// takes math_mode=torch|tf32|f32 and precision=f32|bf16|f16 (mixed precision, below).
 #pragma once
 
 #include <string>
@@ -16,6 +17,11 @@
 namespace placesim::models {
 
 sim::Graph load_graph(const std::string& name_or_path, const std::string& options = "");
+/// Mixed-precision training as Megatron-LM and torch.autocast run it: forward and backward ops
+/// compute in `half` (BF16 or F16 tensor-core peaks) on half-size activations and gradients; the
+/// weights the kernels read are half copies; the update keeps an F32 master copy and the
+/// optimizer state (resident with the update op). Records metadata "precision".
+void apply_mixed_precision(sim::Graph& g, sim::Dtype half);
 /// Built-in workload names, sorted ("gpt", "inception_v3", "nmt", "resnet50", "rnnlm").
 std::vector<std::string> builtin_graph_names();
 

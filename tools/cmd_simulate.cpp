@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "models/chakra.hpp"
@@ -76,6 +77,58 @@ void print_summary(const sim::Outcome& o, const sim::Cluster& c) {
   (void)c;
 }
 
+// The job's layout, its memory per GPU, the pipeline's idle time against 1F1B's analytic bubble,
+// and the throughput: a step advances every data-parallel replica by mb micro-batches of `batch`.
+void print_parallel(const models::ParallelJob& job, const sim::Outcome& o, const sim::Cluster& c,
+                    std::int64_t batch) {
+  const models::ParallelSpec& s = job.spec;
+  std::printf("parallel: dp=%d tp=%d pp=%d mb=%d on %d GPUs", s.dp, s.tp, s.pp, s.mb,
+              s.dp * s.tp * s.pp);
+  if (s.tp > 1)
+    std::printf("; tp: %d linear pairs, %d all-reduces per micro-batch", job.tp_pairs,
+                job.tp_allreduces);
+  std::printf("\n");
+  if (s.pp > 1) {
+    for (std::size_t st = 0; st < job.stage_layers.size(); ++st)
+      std::printf("  stage %zu: %d layer blocks, %.3g GFLOP per micro-batch\n", st,
+                  job.stage_layers[st], job.stage_flops[st] / 1e9);
+  }
+  const std::vector<sim::DeviceId> gpus = c.gpus();
+  std::int64_t most = 0;
+  double idle = 0.0, least_idle = 1.0;
+  int counted = 0;
+  for (std::size_t r = 0; r < job.persistent_bytes.size(); ++r) {
+    most = std::max(most, job.persistent_bytes[r]);
+    for (const sim::DeviceOutcome& d : o.devices)
+      if (d.name == c.devices[gpus[r]].name) {
+        idle += 1.0 - d.utilization;
+        least_idle = std::min(least_idle, 1.0 - d.utilization);
+        ++counted;
+      }
+  }
+  std::printf("weights + optimizer state: %s per GPU (most loaded)\n",
+              sim::format_bytes(sim::Bytes{most}).c_str());
+  // The busiest GPU is the slowest stage's: its idle time is the bubble the step pays; the
+  // mean adds the other stages' wait for it (imbalance).
+  if (s.pp > 1 && counted > 0)
+    std::printf(
+        "pipeline: busiest GPU idle %.1f%% of the step, mean %.1f%%; 1F1B bubble "
+        "(pp-1)/(mb+pp-1) = %.1f%%\n",
+        100.0 * least_idle, 100.0 * idle / counted, 100.0 * job.analytic_bubble());
+  const std::int64_t per_step = static_cast<std::int64_t>(s.dp) * s.mb * batch;
+  if (batch > 0 && s.mb == 1)
+    std::printf("throughput: %.1f samples/s (%d replicas x batch %lld / step)\n",
+                static_cast<double>(per_step) / o.step_time.seconds(), s.dp,
+                static_cast<long long>(batch));
+  else if (batch > 0)
+    std::printf("throughput: %.1f samples/s (%d replicas x %d micro-batches x batch %lld / step)\n",
+                static_cast<double>(per_step) / o.step_time.seconds(), s.dp, s.mb,
+                static_cast<long long>(batch));
+  else
+    std::printf("throughput: %.3f steps/s x %d replicas (batch not in the graph's metadata)\n",
+                1.0 / o.step_time.seconds(), s.dp);
+}
+
 }  // namespace
 
 sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph,
@@ -103,7 +156,7 @@ void run_simulate(const SimulateArgs& a) {
   }
 
   sim::Placement placement;
-  int replicas = 1;
+  std::optional<models::ParallelJob> job;
   if (!a.parallel.empty()) {
     // Each replica on its own GPU (models/parallel.hpp); a placement method would fight that.
     if (!a.placement.empty() && a.placement != "single-gpu")
@@ -111,11 +164,10 @@ void run_simulate(const SimulateArgs& a) {
           "<flag --placement>", "",
           "no placement with --parallel (each replica runs on its own GPU), got \"" + a.placement +
               "\"");
-    models::ParallelJob job = models::make_parallel(
-        graph, cluster, models::parse_parallel(a.parallel, "<flag --parallel>"));
-    graph = std::move(job.graph);
-    placement = std::move(job.placement);
-    replicas = job.replicas;
+    job = models::make_parallel(graph, cluster,
+                                models::parse_parallel(a.parallel, "<flag --parallel>"));
+    graph = std::move(job->graph);
+    placement = std::move(job->placement);
   } else if (a.placement.empty()) {
     throw sim::InputError("<flag --placement>", "",
                           "a placement file or method (or --parallel), got none");
@@ -148,16 +200,7 @@ void run_simulate(const SimulateArgs& a) {
     std::cout << json << "\n";
   else
     print_summary(o, cluster);
-  if (!a.json && !a.parallel.empty() && o.step_time.ns > 0) {
-    // A step advances every data-parallel replica by its batch.
-    if (batch > 0)
-      std::printf("throughput: %.1f samples/s (%d replicas x batch %lld / step)\n",
-                  static_cast<double>(replicas * batch) / o.step_time.seconds(), replicas,
-                  static_cast<long long>(batch));
-    else
-      std::printf("throughput: %.3f steps/s x %d replicas (batch not in the graph's metadata)\n",
-                  1.0 / o.step_time.seconds(), replicas);
-  }
+  if (!a.json && job && o.step_time.ns > 0) print_parallel(*job, o, cluster, batch);
 }
 
 }  // namespace
@@ -178,8 +221,8 @@ void register_simulate(CLI::App& app) {
                   "(required unless --parallel)")
       ->check(not_a_directory());
   cmd->add_option("--parallel", args->parallel,
-                  "data-parallel job: dp=N replicas, one per GPU, DDP-bucketed gradient all-reduce "
-                  "(docs/collectives.md)");
+                  "parallel job: dp=N,tp=T,pp=P,mb=M (data, Megatron tensor and 1F1B pipeline "
+                  "parallelism; the graph's batch is one micro-batch; docs/parallel.md)");
   cmd->add_option("--calibration", args->calibration, "calibration YAML (docs/cost-model.md)")
       ->check(input_file());
   cmd->add_option("--trace", args->trace, "write a Chrome-trace JSON timeline (open in Perfetto)");

@@ -2,6 +2,8 @@
 #include "models/parallel.hpp"
 
 #include <gtest/gtest.h>
+#include <map>
+#include <string>
 
 #include "models/registry.hpp"
 #include "sim/collective.hpp"
@@ -17,7 +19,15 @@ TEST(Parallel, ParsesLayouts) {
   EXPECT_EQ(s.bucket_bytes, 25LL << 20);
   EXPECT_EQ(pm::parse_parallel("dp=2,bucket=50MiB", "<t>").bucket_bytes, 50LL << 20);
   EXPECT_THROW(pm::parse_parallel("dp=0", "<t>"), sim::InputError);
-  EXPECT_THROW(pm::parse_parallel("dp=2,tp=2", "<t>"), sim::InputError);  // not implemented
+  const pm::ParallelSpec p = pm::parse_parallel("dp=2,tp=2,pp=4,mb=8", "<t>");
+  EXPECT_EQ(p.tp, 2);
+  EXPECT_EQ(p.pp, 4);
+  EXPECT_EQ(p.mb, 8);
+  EXPECT_EQ(pm::to_string(p), "dp=2,tp=2,pp=4,mb=8");
+  EXPECT_THROW(pm::parse_parallel("dp=2,mb=0", "<t>"), sim::InputError);
+  EXPECT_THROW(pm::parse_parallel("tp=two", "<t>"), sim::InputError);
+  EXPECT_TRUE(pm::parse_parallel("tp=2,recompute=full", "<t>").recompute);
+  EXPECT_THROW(pm::parse_parallel("tp=2,recompute=some", "<t>"), sim::InputError);
   EXPECT_THROW(pm::parse_parallel("xp=2", "<t>"), sim::InputError);
   EXPECT_THROW(pm::parse_parallel("", "<t>"), sim::InputError);
 }
@@ -66,4 +76,292 @@ TEST(Parallel, Refusals) {
   EXPECT_THROW(
       pm::make_parallel(g, sim::load_cluster("dgx-a100"), pm::parse_parallel("dp=16", "<t>")),
       sim::InputError);
+}
+
+namespace {
+
+// A small GPT: 4 blocks of hidden 64, 4 heads, sequence 32, vocabulary 512.
+sim::Graph small_gpt(int layers = 4) {
+  return pm::load_graph("gpt", "batch=2,layers=" + std::to_string(layers) +
+                                   ",hidden=64,heads=4,seq=32,vocab=512,positions=32");
+}
+
+const sim::Op& op_named(const sim::Graph& g, const std::string& name) {
+  const sim::OpId o = g.op_index(name);
+  EXPECT_GE(o, 0) << name;
+  return g.ops[o >= 0 ? o : 0];
+}
+
+}  // namespace
+
+// Megatron's layout: in each block the attention (QKV -> output projection) and the MLP (fc ->
+// fc_proj) are column/row pairs; the split matmuls carry 1/tp of the FLOPs and weights, the norms
+// stay whole; an all-reduce follows each row-parallel matmul, the token embedding and (backward)
+// each column-parallel matmul's input gradient and the LM head's.
+TEST(Parallel, TensorParallelSplitsMegatronPairs) {
+  const sim::Graph g = small_gpt();
+  const pm::TpShard s = pm::shard_tensor_parallel(g, 4, "<t>");
+  EXPECT_EQ(s.pairs, 8);
+  // Per block 2 forward + 2 backward; embedding, loss statistics, LM head input gradient.
+  EXPECT_EQ(s.allreduces, 4 * 4 + 3);
+  for (const std::string n :
+       {"gpt/h0/attn/c_attn/MatMul", "gpt/h0/attn/c_proj/MatMul", "gpt/h3/mlp/c_fc/MatMul",
+        "gpt/h3/mlp/c_proj/MatMul", "gpt/h1/attn/scores", "gpt/h1/attn/softmax", "gpt/head/lm_head",
+        "gradients/gpt/h2/mlp/c_fc/MatMul_grad/MatMul_1"})
+    EXPECT_DOUBLE_EQ(op_named(s.graph, n).flops.v * 4, op_named(g, n).flops.v) << n;
+  for (const std::string n : {"gpt/h0/attn/ln_1", "gpt/h0/attn/residual", "gpt/head/ln_f"})
+    EXPECT_DOUBLE_EQ(op_named(s.graph, n).flops.v, op_named(g, n).flops.v) << n;
+  EXPECT_EQ(op_named(s.graph, "gpt/h0/mlp/c_fc/w").persistent.v * 4,
+            op_named(g, "gpt/h0/mlp/c_fc/w").persistent.v);
+  EXPECT_EQ(op_named(s.graph, "gpt/embedding/wte").persistent.v * 4,
+            op_named(g, "gpt/embedding/wte").persistent.v);
+  EXPECT_EQ(op_named(s.graph, "gpt/h0/mlp/c_proj/b").persistent.v,
+            op_named(g, "gpt/h0/mlp/c_proj/b").persistent.v);  // added after the all-reduce
+  // Forward: the row-parallel output's bias add reads the all-reduce, which reads the matmul.
+  const sim::OpId ar = s.graph.op_index("tp/allreduce/gpt/h1/attn/c_proj/MatMul:0");
+  ASSERT_GE(ar, 0);
+  EXPECT_EQ(s.graph.ops[ar].inputs.at(0).op, s.graph.op_index("gpt/h1/attn/c_proj/MatMul"));
+  EXPECT_EQ(s.graph.ops[ar].collective->bytes,
+            op_named(g, "gpt/h1/attn/c_proj/MatMul").outputs[0].bytes);
+  EXPECT_EQ(op_named(s.graph, "gpt/h1/attn/c_proj/BiasAdd").inputs.at(0).op, ar);
+  // Backward: the QKV projection's input gradient (whole size) is all-reduced before the norm's
+  // gradient reads it.
+  const std::string dx = "gradients/gpt/h1/attn/c_attn/MatMul_grad/MatMul_0";
+  const sim::OpId bar = s.graph.op_index("tp/allreduce/" + dx + ":0");
+  ASSERT_GE(bar, 0);
+  EXPECT_EQ(s.graph.ops[bar].phase, sim::Phase::Backward);
+  EXPECT_EQ(op_named(s.graph, dx).outputs[0].bytes, op_named(g, dx).outputs[0].bytes);
+  EXPECT_GE(s.graph.op_index("tp/allreduce/gpt/embedding/tok_lookup:0"), 0);
+
+  // FLOPs are conserved across the tp ranks of a job: the split ops' copies add up.
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel("tp=4", "<t>"));
+  double split = 0.0;
+  for (const sim::Op& op : job.graph.ops)
+    if (op.name.ends_with("/gpt/h2/mlp/c_fc/MatMul")) split += op.flops.v;
+  EXPECT_DOUBLE_EQ(split, op_named(g, "gpt/h2/mlp/c_fc/MatMul").flops.v);
+  // Weights and optimizer state per GPU: the split ones divided, so well under half of it all.
+  std::int64_t whole = 0;
+  for (const sim::Op& op : g.ops) whole += op.persistent.v;
+  for (std::int64_t b : job.persistent_bytes) EXPECT_LT(b, whole / 3);
+  const sim::Outcome o = sim::simulate(c, job.graph, job.placement);
+  EXPECT_FALSE(o.oom);
+  EXPECT_GT(o.step_time.ns, 0);
+}
+
+TEST(Parallel, TensorParallelRefusesOtherGraphs) {
+  const sim::Graph g = pm::load_graph("resnet50", "batch=8");
+  EXPECT_THROW(pm::shard_tensor_parallel(g, 2, "<t>"), sim::InputError);
+}
+
+// Stages: contiguous layer blocks balanced by compute; activations go forward and their
+// gradients back through send/recv once per micro-batch; the tied embedding's gradient once per
+// step; every stage runs 1F1B.
+TEST(Parallel, PipelineStagesSendRecvAndOneFOneB) {
+  const sim::Graph g = small_gpt();
+  const pm::StagePlan plan = pm::plan_stages(g, 2, "<t>");
+  ASSERT_EQ(plan.blocks_per_stage.size(), 2u);
+  EXPECT_EQ(plan.blocks_per_stage[0] + plan.blocks_per_stage[1], 6);  // embedding, 4 blocks, head
+  EXPECT_EQ(plan.stage[g.op_index("gpt/embedding/tok_lookup")], 0);
+  EXPECT_EQ(plan.stage[g.op_index("gpt/head/lm_head")], 1);
+  EXPECT_EQ(plan.stage[g.op_index("gradients/gpt/head/lm_head_grad/MatMul_0")], 1);
+  EXPECT_LT(std::max(plan.flops_per_stage[0], plan.flops_per_stage[1]),
+            0.75 * (plan.flops_per_stage[0] + plan.flops_per_stage[1]));
+
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const int mb = 4;
+  const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel("pp=2,mb=4", "<t>"));
+  int sends = 0, recvs = 0;
+  for (const sim::Op& op : job.graph.ops) {
+    sends += op.type == "Send";
+    recvs += op.type == "Recv";
+    if (op.type == "Send") EXPECT_EQ(op.collective->kind, sim::CollectiveKind::SendRecv);
+  }
+  EXPECT_EQ(sends, 2 * mb + 1);
+  EXPECT_EQ(recvs, sends);
+  // 1F1B on stage 0 of 2 with 4 micro-batches: F0 F1 B0 F2 B1 F3 B2 B3. The forward of
+  // micro-batch 2 waits for the end of backward 0; on stage 1 (F0 B0 F1 B1 ...) forward 1 waits
+  // for backward 0.
+  auto waits_for = [&](const std::string& op, const std::string& prefix) {
+    for (sim::OpId c : op_named(job.graph, op).control_inputs)
+      if (job.graph.ops[c].name.starts_with(prefix)) return true;
+    return false;
+  };
+  EXPECT_TRUE(waits_for("pp0/mb2/input/ids", "pp0/mb0/gradients/"));
+  EXPECT_FALSE(waits_for("pp0/mb1/input/ids", "pp0/mb0/gradients/"));
+  EXPECT_TRUE(waits_for("pp0/mb1/input/ids", "pp0/mb0/gpt/"));
+  EXPECT_TRUE(waits_for("pp1/mb1/input/labels", "pp1/mb0/gradients/"));
+  // The update reads the last micro-batch's gradient, which summed the earlier ones.
+  const sim::Op& u = op_named(job.graph, "pp0/update/gpt/h0/mlp/c_fc/w");
+  EXPECT_TRUE(job.graph.ops[u.inputs.at(1).op].name.starts_with("pp0/mb3/"));
+  // Each stage holds its own weights; the tied embedding on both ends.
+  EXPECT_GE(job.graph.op_index("pp0/gpt/embedding/wte"), 0);
+  EXPECT_GE(job.graph.op_index("pp1/gpt/embedding/wte"), 0);
+  EXPECT_LT(job.graph.op_index("pp1/gpt/h0/attn/c_attn/w"), 0);
+  // Memory per device: each stage's weights and optimizer state, together all of them plus the
+  // embedding's second copy.
+  std::int64_t whole = 0, wte = 0;
+  for (const sim::Op& op : g.ops) whole += op.persistent.v;
+  wte = op_named(g, "gpt/embedding/wte").persistent.v;
+  ASSERT_EQ(job.persistent_bytes.size(), 2u);
+  EXPECT_LT(job.persistent_bytes[0], whole);
+  EXPECT_LT(job.persistent_bytes[1], whole);
+  EXPECT_EQ(job.persistent_bytes[0] + job.persistent_bytes[1], whole + wte);
+  // The pipeline beats one GPU running the same micro-batches, and pays a bubble.
+  const pm::ParallelJob one = pm::make_parallel(g, c, pm::parse_parallel("mb=4", "<t>"));
+  const sim::Outcome t1 = sim::simulate(c, one.graph, one.placement);
+  const sim::Outcome t2 = sim::simulate(c, job.graph, job.placement);
+  EXPECT_LT(t2.step_time, t1.step_time);
+  EXPECT_GT(t2.step_time.ns, t1.step_time.ns / 2);
+  EXPECT_DOUBLE_EQ(job.analytic_bubble(), 1.0 / 5.0);
+  EXPECT_THROW(pm::make_parallel(small_gpt(2), c, pm::parse_parallel("pp=5", "<t>")),
+               sim::InputError);  // 4 blocks
+}
+
+// dp x tp x pp: Megatron's rank order (tp innermost, then dp, then the stage), gradient buckets
+// all-reduced among the replicas of one (tp rank, stage).
+TEST(Parallel, ProductPlacesRanksAsMegatron) {
+  const sim::Graph g = small_gpt();
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob job =
+      pm::make_parallel(g, c, pm::parse_parallel("dp=2,tp=2,pp=2,mb=2", "<t>"));
+  const auto gpus = c.gpus();
+  auto device_of = [&](const std::string& n) {
+    const sim::OpId o = job.graph.op_index(n);
+    EXPECT_GE(o, 0) << n;
+    return job.placement.device_of[o >= 0 ? o : 0];
+  };
+  EXPECT_EQ(device_of("dp0/tp0/pp0/mb0/gpt/embedding/tok_lookup"), gpus[0]);
+  EXPECT_EQ(device_of("dp0/tp1/pp0/mb0/gpt/embedding/tok_lookup"), gpus[1]);
+  EXPECT_EQ(device_of("dp1/tp0/pp0/mb1/gpt/embedding/tok_lookup"), gpus[2]);
+  EXPECT_EQ(device_of("dp1/tp1/pp1/mb1/gpt/head/lm_head"), gpus[7]);
+  std::map<std::string, int> ranks;  // call id -> rank ops
+  for (const sim::Op& op : job.graph.ops)
+    if (op.collective) ++ranks[op.collective->id];
+  for (const auto& [id, n] : ranks) {
+    if (id.starts_with("ddp/")) EXPECT_EQ(n, 2) << id;  // dp
+    if (id.starts_with("tp/")) EXPECT_EQ(n, 2) << id;   // tp
+    if (id.starts_with("pp/")) EXPECT_EQ(n, 2) << id;   // send, recv
+  }
+  EXPECT_GT(job.buckets, 0);
+  const sim::Outcome o = sim::simulate(c, job.graph, job.placement);
+  EXPECT_FALSE(o.oom);
+  EXPECT_THROW(pm::make_parallel(g, c, pm::parse_parallel("dp=2,tp=4,pp=2", "<t>")),
+               sim::InputError);  // 16 GPUs on 8
+}
+
+// Full recomputation: each layer's forward ops again in the backward pass, read by that layer's
+// gradient ops and started when the gradient reaches the layer; the step holds fewer activations
+// and computes more.
+TEST(Parallel, RecomputationCopiesLayersIntoTheBackwardPass) {
+  const sim::Graph g = small_gpt();
+  const sim::Graph r = pm::recompute_layers(g, "<t>");
+  int forward_in_blocks = 0;
+  for (const sim::Op& op : g.ops)
+    forward_in_blocks += op.phase == sim::Phase::Forward && op.layer.starts_with("gpt/h") &&
+                         !op.layer.starts_with("gpt/head");
+  EXPECT_EQ(r.num_ops(), g.num_ops() + forward_in_blocks);
+  const sim::Op& c = op_named(r, "recompute/gpt/h1/attn/c_attn/MatMul");
+  EXPECT_EQ(c.phase, sim::Phase::Backward);
+  EXPECT_EQ(c.flops, op_named(g, "gpt/h1/attn/c_attn/MatMul").flops);
+  EXPECT_TRUE(r.ops[c.inputs.at(0).op].name.starts_with("recompute/gpt/h1/attn/ln_1"));
+  // The weight gradient reads the recomputed input, not the forward pass's.
+  const sim::Op& dw = op_named(r, "gradients/gpt/h1/attn/c_attn/MatMul_grad/MatMul_1");
+  bool reads_copy = false;
+  for (const sim::TensorRef& t : dw.inputs)
+    reads_copy = reads_copy || r.ops[t.op].name.starts_with("recompute/");
+  EXPECT_TRUE(reads_copy);
+  // The layer's first recomputed op waits for a gradient op of a later layer (its co-location
+  // group: the forward op it differentiates).
+  const sim::Op& entry = op_named(r, "recompute/gpt/h1/attn/ln_1");
+  ASSERT_FALSE(entry.control_inputs.empty());
+  for (sim::OpId i : entry.control_inputs) {
+    EXPECT_EQ(r.ops[i].phase, sim::Phase::Backward);
+    EXPECT_TRUE(r.group_of(i).starts_with("gpt/h2/")) << r.ops[i].name;
+  }
+  const sim::Cluster cl = sim::load_cluster("dgx-a100");
+  const sim::Graph big = pm::load_graph("gpt", "batch=8,layers=4,hidden=256,heads=4,seq=256");
+  const pm::ParallelJob plain = pm::make_parallel(big, cl, pm::parse_parallel("tp=2", "<t>"));
+  const pm::ParallelJob rc =
+      pm::make_parallel(big, cl, pm::parse_parallel("tp=2,recompute=full", "<t>"));
+  const sim::Outcome a = sim::simulate(cl, plain.graph, plain.placement);
+  const sim::Outcome b = sim::simulate(cl, rc.graph, rc.placement);
+  EXPECT_GT(b.step_time, a.step_time);
+  auto peak = [&](const sim::Outcome& o) {
+    for (const sim::DeviceOutcome& d : o.devices)
+      if (d.name == "gpu0") return d.peak_memory.v;
+    return std::int64_t{0};
+  };
+  EXPECT_GT(peak(b), 0);
+  EXPECT_LT(peak(b), peak(a));
+}
+
+// The bubble appears in the simulated step: the slowest stage's GPU idles (pp-1)/(mb+pp-1) of the
+// step when stages are balanced; 1F1B keeps at most pp micro-batches' activations on the first
+// stage, so doubling the micro-batches does not raise its peak memory (all-forward-first would).
+TEST(Parallel, PipelineBubbleAndInFlightMemoryFollowOneFOneB) {
+  const sim::Graph g =
+      pm::load_graph("gpt", "batch=2,layers=8,hidden=512,heads=8,seq=512,vocab=512,positions=512");
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  auto run = [&](const std::string& layout, double* idle, std::int64_t* peak0) {
+    const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel(layout, "<t>"));
+    const sim::Outcome o = sim::simulate(c, job.graph, job.placement);
+    double busiest = 0.0;
+    for (const sim::DeviceOutcome& d : o.devices) {
+      busiest = std::max(busiest, d.utilization);
+      if (d.name == "gpu0") *peak0 = d.peak_memory.v;
+    }
+    *idle = 1.0 - busiest;
+    return job.analytic_bubble();
+  };
+  double idle8 = 0.0, idle16 = 0.0;
+  std::int64_t peak8 = 0, peak16 = 0;
+  const double bubble8 = run("pp=4,mb=8", &idle8, &peak8);
+  const double bubble16 = run("pp=4,mb=16", &idle16, &peak16);
+  EXPECT_NEAR(idle8, bubble8, 0.03);
+  EXPECT_NEAR(idle16, bubble16, 0.03);
+  EXPECT_LT(idle16, idle8);
+  EXPECT_GT(peak8, 0);
+  EXPECT_LT(static_cast<double>(peak16), 1.1 * static_cast<double>(peak8));
+}
+
+// An imported transformer (torch.nn.TransformerEncoder exported to ONNX: Transpose->MatMul and
+// Gemm linears, decomposed layer norms, shape arithmetic): the same pairs are found, 2 per layer,
+// and it pipelines; an imported CNN is refused.
+TEST(Parallel, ImportedOnnxTransformerIsSplit) {
+  const std::string dir = PLACESIM_TEST_DATA "/onnx/";
+  const sim::Graph g = pm::load_graph(dir + "transformer_encoder_params.onnx", "training");
+  const pm::TpShard s = pm::shard_tensor_parallel(g, 2, "<t>");
+  EXPECT_EQ(s.pairs, 4);
+  // Per layer: attention out_proj and linear2 forward, in_proj and linear1 input gradients;
+  // the embedding (forward) and the head's input gradient.
+  EXPECT_EQ(s.allreduces, 2 * 4 + 2);
+  EXPECT_GE(s.graph.op_index("tp/allreduce//encoder/layers.1/self_attn/Gemm:0"), 0);
+  EXPECT_DOUBLE_EQ(op_named(s.graph, "/encoder/layers.1/linear1/MatMul").flops.v * 2,
+                   op_named(g, "/encoder/layers.1/linear1/MatMul").flops.v);
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob job =
+      pm::make_parallel(g, c, pm::parse_parallel("dp=2,tp=2,pp=2,mb=2", "<t>"));
+  EXPECT_FALSE(sim::simulate(c, job.graph, job.placement).oom);
+  EXPECT_THROW(pm::make_parallel(pm::load_graph(dir + "resnet18.onnx", "training"), c,
+                                 pm::parse_parallel("tp=2", "<t>")),
+               sim::InputError);
+}
+
+// Mixed precision: matmuls on the BF16 peak, activations half size, 14 bytes a parameter resident
+// (BF16 weights, F32 master copy and Adam's two F32 moments) against F32's 12.
+TEST(Parallel, MixedPrecisionHalvesActivationsAndKeepsMasterWeights) {
+  const sim::Graph f = small_gpt();
+  const sim::Graph h = pm::load_graph(
+      "gpt", "batch=2,layers=4,hidden=64,heads=4,seq=32,vocab=512,positions=32,precision=bf16");
+  EXPECT_EQ(h.metadata.at("precision"), "bf16");
+  const std::string mm = "gpt/h0/mlp/c_fc/MatMul";
+  EXPECT_EQ(op_named(h, mm).dtype, sim::Dtype::BF16);
+  EXPECT_EQ(op_named(h, mm).outputs[0].bytes.v * 2, op_named(f, mm).outputs[0].bytes.v);
+  EXPECT_EQ(op_named(h, mm).flops, op_named(f, mm).flops);
+  std::int64_t pf = 0, ph = 0;
+  for (const sim::Op& op : f.ops) pf += op.persistent.v;
+  for (const sim::Op& op : h.ops) ph += op.persistent.v;
+  EXPECT_EQ(ph * 12, pf * 14);
+  EXPECT_THROW(pm::load_graph("gpt", "precision=f8"), sim::InputError);
 }

@@ -1,0 +1,73 @@
+// Mixed-precision training as a graph transform (models/registry.hpp, apply_mixed_precision).
+#include <vector>
+
+#include "models/registry.hpp"
+
+namespace placesim::models {
+
+namespace {
+
+bool is_float32(sim::Dtype d) {
+  return d == sim::Dtype::F32 || d == sim::Dtype::TF32;
+}
+
+double ratio(std::int64_t after, std::int64_t before) {
+  return before > 0 ? static_cast<double>(after) / static_cast<double>(before) : 1.0;
+}
+
+}  // namespace
+
+void apply_mixed_precision(sim::Graph& g, sim::Dtype half) {
+  const int n = g.num_ops();
+  // Variables: inputs-free ops an update op reads. Their working copy becomes half; the update
+  // op keeps the F32 master copy (4 bytes a parameter) beside the optimizer state.
+  std::vector<char> variable(n, 0);
+  for (const sim::Op& op : g.ops)
+    if (op.phase == sim::Phase::Update)
+      for (const sim::TensorRef& t : op.inputs)
+        if (g.ops[t.op].inputs.empty() && g.ops[t.op].phase == sim::Phase::Other)
+          variable[t.op] = 1;
+  const std::vector<sim::Op> before = g.ops;
+  for (sim::OpId o = 0; o < n; ++o) {
+    sim::Op& op = g.ops[o];
+    if (op.phase == sim::Phase::Update) continue;
+    // Other persistent tensors (batch-norm statistics, constants) stay F32.
+    if (op.persistent.v > 0 && !variable[o]) continue;
+    for (sim::TensorOut& t : op.outputs)
+      if (is_float32(t.dtype)) {
+        t.bytes.v = t.bytes.v * sim::dtype_size(half) / 4;
+        t.dtype = half;
+      }
+    if (variable[o]) op.persistent.v = op.persistent.v * sim::dtype_size(half) / 4;
+    if (is_float32(op.dtype) &&
+        (op.phase == sim::Phase::Forward || op.phase == sim::Phase::Backward))
+      op.dtype = half;
+  }
+  for (sim::OpId o = 0; o < n; ++o) {
+    sim::Op& op = g.ops[o];
+    if (op.phase == sim::Phase::Update) {
+      // The F32 master weights live with the update (as Megatron's optimizer holds them).
+      for (const sim::TensorRef& t : op.inputs)
+        if (variable[t.op]) op.persistent.v += before[t.op].persistent.v;
+      continue;
+    }
+    std::int64_t in_b = 0, in_a = 0, out_b = 0, out_a = 0;
+    for (const sim::TensorRef& t : op.inputs) {
+      in_b += before[t.op].outputs[t.output].bytes.v;
+      in_a += g.ops[t.op].outputs[t.output].bytes.v;
+    }
+    for (std::size_t i = 0; i < op.outputs.size(); ++i) {
+      out_b += before[o].outputs[i].bytes.v;
+      out_a += op.outputs[i].bytes.v;
+    }
+    op.bytes_read.v =
+        static_cast<std::int64_t>(static_cast<double>(op.bytes_read.v) * ratio(in_a, in_b));
+    op.bytes_written.v =
+        static_cast<std::int64_t>(static_cast<double>(op.bytes_written.v) * ratio(out_a, out_b));
+    if (op.signature && op.dtype == half) op.signature->dtype = half;
+  }
+  g.metadata["precision"] = sim::to_string(half);
+  g.finalize("<precision " + sim::to_string(half) + ">");
+}
+
+}  // namespace placesim::models
