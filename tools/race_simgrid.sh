@@ -5,27 +5,33 @@
 # SIZES: activities per run (default "16000 32000 64000 128000 256000 1000000"); SimGrid runs
 # only sizes <= SIMGRID_MAX (default 128000: it is quadratic here, about a minute at 128k).
 # Prints a Markdown table: process wall seconds of each, the simulation phase alone, their ratio,
-# max RSS, and whether the makespans agree (relative difference <= 1e-6: placesim rounds every
-# completion up to a whole ns, SimGrid keeps doubles).
+# max RSS, and the makespans' relative difference: "exact" when <= 1e-6 (placesim rounds every
+# completion up to a whole ns, SimGrid keeps doubles). This DAG's makespan is chaotic (one byte
+# more per transfer moves it by ~1% at 4k activities in either simulator; race_dag
+# --extra-bytes 1), so beyond a few thousand activities the two differ by up to ~1% without
+# either being wrong; the exact cross-check of the sharing model is tests/sim/simgrid_crosscheck.
 set -eu
 BUILD=$(realpath "${1:?usage: race_simgrid.sh BUILD_DIR [SIZES] [SIMGRID_MAX]}")
 SIZES=${2:-"16000 32000 64000 128000 256000 1000000"}
 SGMAX=${3:-128000}
-RACE=$BUILD/tests/race_dag
-[ -x "$RACE" ] || { echo "no $RACE (configure with SimGrid installed, build race_dag)" >&2; exit 2; }
+for b in race_dag race_dag_simgrid; do
+  [ -x "$BUILD/tests/$b" ] || { echo "no $BUILD/tests/$b (configure with SimGrid installed; ninja $b)" >&2; exit 2; }
+done
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 calc() { awk "BEGIN { print $* }"; }
 field() { sed -E "s/.* $1=([^ ]+).*/\1/" "$2"; }
 
 one() {  # sim size -> $T/$1.out, $T/$1.time (wall s, max RSS kB)
-  /usr/bin/time -o "$T/$1.time" -f "%e %M" "$RACE" --sim "$1" --activities "$2" --seed 1 \
+  local exe=$BUILD/tests/race_dag
+  [ "$1" = simgrid ] && exe=$BUILD/tests/race_dag_simgrid
+  /usr/bin/time -o "$T/$1.time" -f "%e %M" "$exe" --sim "$1" --activities "$2" --seed 1 \
     >"$T/$1.out"
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| activities | placesim process s | run s | RSS MB | SimGrid process s | run s | RSS MB | process ratio | run ratio | makespan placesim / SimGrid s | agree |"
+echo "| activities | placesim process s | run s | RSS MB | SimGrid process s | run s | RSS MB | process ratio | run ratio | makespan placesim / SimGrid s | makespans |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
   one placesim "$n"
@@ -39,7 +45,7 @@ for n in $SIZES; do
     sm=$(field makespan_s "$T/simgrid.out")
     sr=$(field run_s "$T/simgrid.out")
     rel=$(calc "($pm - $sm) / $sm")
-    agree=$(calc "($rel <= 1e-6 && $rel >= -1e-6) ? \"yes ($rel)\" : \"NO ($rel)\"")
+    agree=$(calc "($rel <= 1e-6 && $rel >= -1e-6) ? \"exact ($rel)\" : \"differ by $rel\"")
     echo "| $pa | $pw | $pr | $(calc "$prss / 1024") | $sw | $sr | $(calc "$srss / 1024") |" \
       "$(calc "$sw / $pw")× | $(calc "$sr / $pr")× | $pm / $sm | $agree |"
   else

@@ -4,8 +4,10 @@
 // process per run so that each is timed as a whole process. tools/race_simgrid.sh runs both and
 // compares; docs/performance.md has the figures.
 //
-//   race_dag --sim placesim --activities 16000 --seed 1
-//   race_dag --sim simgrid  --activities 16000 --seed 1
+//   race_dag         --sim placesim --activities 16000 --seed 1
+//   race_dag_simgrid --sim simgrid  --activities 16000 --seed 1
+// (two binaries from this file: race_dag does not link SimGrid, whose loading alone costs about
+// 0.2 s of process time here, so that each side's process time is its own).
 //   -> one line: sim=... activities=... tasks=... comms=... makespan_s=... build_s=... run_s=...
 //
 // The DAG: tasks on 8 hosts (1 TFLOP/s each, one core, so tasks ready together on one host share
@@ -14,7 +16,9 @@
 // switch by 12 GB/s split-duplex links (a PCIe tree), zero latency (CM02 is then plain max-min):
 // a transfer crosses its source's up-link and its destination's down-link, so the transfers of
 // the whole DAG contend in one max-min component. Activities = tasks + transfers; generation
-// stops when their count reaches --activities.
+// stops when their count reaches --activities. --extra-bytes adds B bytes to every transfer: the
+// makespan of such a DAG is chaotic (1 byte more per transfer moves it by ~1% at 4k activities,
+// in both simulators), so two simulators agree exactly only on small DAGs (docs/performance.md).
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -58,7 +62,7 @@ struct Dag {
   std::int64_t comms = 0;
 };
 
-Dag make_dag(std::int64_t activities, std::uint64_t seed) {
+Dag make_dag(std::int64_t activities, std::uint64_t seed, double extra_bytes) {
   std::mt19937_64 rng(seed);
   Dag d;
   std::vector<std::vector<std::pair<std::int32_t, double>>> out;  // builder only
@@ -67,7 +71,7 @@ Dag make_dag(std::int64_t activities, std::uint64_t seed) {
     Dag::Task t;
     t.host = static_cast<int>(rng() % kHosts);
     t.flops = 1e6 + static_cast<double>(rng() % 99'000'000);
-    const double bytes = 4096.0 + static_cast<double>(rng() % (4u << 20));
+    const double bytes = 4096.0 + static_cast<double>(rng() % (4u << 20)) + extra_bytes;
     out.emplace_back();
     if (i > 0) {
       const int k = 1 + static_cast<int>(rng() % 3);
@@ -210,7 +214,9 @@ double run_simgrid(const Dag& d, std::vector<std::string> args) {
 #endif
 
 int usage() {
-  std::fprintf(stderr, "usage: race_dag --sim placesim|simgrid --activities N [--seed S]\n");
+  std::fprintf(
+      stderr,
+      "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]\n");
   return 2;
 }
 
@@ -220,11 +226,14 @@ int main(int argc, char** argv) {
   std::string sim;
   std::int64_t activities = 0;
   std::uint64_t seed = 1;
+  double extra_bytes = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--sim") == 0) {
       sim = argv[i + 1];
     } else if (std::strcmp(argv[i], "--activities") == 0) {
       activities = std::atoll(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--extra-bytes") == 0) {
+      extra_bytes = std::atof(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--seed") == 0) {
       seed = std::strtoull(argv[i + 1], nullptr, 10);
     } else {
@@ -233,7 +242,7 @@ int main(int argc, char** argv) {
   }
   if (activities <= 0 || (sim != "placesim" && sim != "simgrid")) return usage();
   const auto t0 = std::chrono::steady_clock::now();
-  const Dag d = make_dag(activities, seed);
+  const Dag d = make_dag(activities, seed, extra_bytes);
   const double build_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   double makespan = 0;
@@ -243,7 +252,7 @@ int main(int argc, char** argv) {
 #ifdef PLACESIM_RACE_SIMGRID
     makespan = run_simgrid(d, {argv[0]});
 #else
-    std::fprintf(stderr, "race_dag: built without SimGrid\n");
+    std::fprintf(stderr, "race_dag: built without SimGrid (race_dag_simgrid has it)\n");
     return 2;
 #endif
   }
