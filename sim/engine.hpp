@@ -47,7 +47,7 @@ struct Event {
   [[nodiscard]] Priority priority() const { return static_cast<Priority>(key >> 56); }
 };
 
-/// 4-ary min-heap on (time, priority, sequence) over a reusable vector: no allocation once warm.
+/// Binary min-heap on (time, priority, sequence) over a reusable vector: no allocation once warm.
 class EventQueue {
  public:
   void reserve(std::size_t n) { heap_.reserve(n); }

@@ -101,6 +101,10 @@ class MaxMinSolver {
   };
 
   void collect_component();
+  void fix(Var& v, double share);  // fixes v at the level `share`, charging its constraints
+  void fill_plain();
+  void fill_active();
+  static constexpr std::size_t kActiveFillFrom = 8;  // component size (variables)
 
   std::vector<Var> vars_;
   std::vector<Con> cons_;
