@@ -62,13 +62,18 @@ void CpuShare::resolve() {
     }
   }
   solver_.solve();
-  for (int v : solver_.last_changed()) {
+  const std::span<const int> changed = solver_.last_changed();
+  SimTime min_changed = kNever;
+  for (int v : changed) {
     Work& w = work_[v];
     w.rate = solver_.value(v);
     w.finish = finish_at(w.last, w.remaining, w.rate);
+    min_changed = std::min(min_changed, w.finish);
   }
   dirty_ = false;
-  min_valid_ = false;
+  // When every running op is on the processor just solved, its minimum is the minimum.
+  min_valid_ = static_cast<int>(changed.size()) == solver_.num_live_variables();
+  min_finish_ = min_changed;
 }
 
 SimTime CpuShare::next_completion() {

@@ -97,9 +97,14 @@ class MaxMinSolver {
     double remaining = 0.0;  // scratch
     double unfixed = 0;      // scratch: sum of 1 / weight of the unfixed variables
     int unfixed_count = 0;   // scratch
+    double level = 0.0;      // scratch: remaining / unfixed in the current round
   };
 
   void collect_component();
+  void fix(Var& v, double share);  // fixes v at the level `share`, charging its constraints
+  void fill_plain();
+  void fill_active();
+  static constexpr std::size_t kActiveFillFrom = 8;  // component size (variables)
 
   std::vector<Var> vars_;
   std::vector<Con> cons_;
@@ -107,6 +112,7 @@ class MaxMinSolver {
   std::vector<int> dirty_cons_;
   std::vector<int> dirty_vars_;  // new variables with no constraint
   std::vector<int> comp_vars_, comp_cons_, changed_;
+  std::vector<int> act_vars_, act_cons_;  // scratch of solve: what is still open
   std::uint32_t stamp_ = 0;
   bool component_ready_ = false;
   int live_vars_ = 0;

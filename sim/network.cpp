@@ -123,13 +123,19 @@ void FlowNetwork::resolve() {
     }
   }
   solver_.solve();
-  for (int v : solver_.last_changed()) {
+  const std::span<const int> changed = solver_.last_changed();
+  SimTime min_changed = kNever;
+  for (int v : changed) {
     Flow& f = flows_[v];
     f.rate = solver_.value(v);
     f.finish = finish_time(f.last, f.remaining, f.rate);
+    min_changed = std::min(min_changed, f.finish);
   }
   dirty_ = false;
-  min_valid_ = false;
+  // On a tree every flow is in the one component just solved: its minimum is the minimum, no
+  // scan of the other slots needed.
+  min_valid_ = static_cast<int>(changed.size()) == solver_.num_live_variables();
+  min_finish_ = min_changed;
 }
 
 SimTime FlowNetwork::next_completion() {

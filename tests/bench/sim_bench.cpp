@@ -37,14 +37,19 @@ Placement blocky(const Graph& g, const Cluster& c, std::uint64_t seed) {
   return p;
 }
 
-Workload& workload(int n) {
-  static std::map<int, std::unique_ptr<Workload>> cache;  // benchmark-local, built once per size
-  auto& w = cache[n];
+/// The light workload (4 GPUs, blocky placement) or, with `heavy`, heavy contention: the same
+/// graph on cpu0 + 8 GPUs behind one 12 GB/s switch, every op on a random device, so 8 of 9 edges
+/// cross devices and tens of copies share the switch links at once (all in one max-min
+/// component).
+Workload& workload(int n, bool heavy = false) {
+  static std::map<std::pair<int, bool>, std::unique_ptr<Workload>> cache;  // built once per size
+  auto& w = cache[{n, heavy}];
   if (!w) {
     w = std::make_unique<Workload>();
-    w->cluster = testing::star_cluster(4, "12 GB/s", "1 us");
+    w->cluster = testing::star_cluster(heavy ? 8 : 4, "12 GB/s", "1 us");
     w->graph = testing::random_graph(n, 2026);
-    w->placement = blocky(w->graph, w->cluster, 7);
+    w->placement = heavy ? testing::random_placement(w->graph, w->cluster, 7)
+                         : blocky(w->graph, w->cluster, 7);
     SimOptions o;
     o.record_critical_path = false;
     w->oracle = std::make_unique<BatchOracle>(w->cluster, w->graph, o);
@@ -68,6 +73,33 @@ void BM_SimulateStep(benchmark::State& state) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_SimulateStep)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+/// Heavy contention (see workload()); step_ns must not change with an optimisation.
+void BM_SimulateStepHeavy(benchmark::State& state) {
+  Workload& w = workload(static_cast<int>(state.range(0)), /*heavy=*/true);
+  std::int64_t transfers = 0, events = 0;
+  SimTime step = 0;
+  for (auto _ : state) {
+    const Outcome o = w.oracle->evaluate(w.placement);
+    transfers = o.transfers;
+    events = o.events;
+    step = o.step_time.ns;
+    benchmark::DoNotOptimize(o.step_time);
+  }
+  state.counters["transfers"] = static_cast<double>(transfers);
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["step_ns"] = static_cast<double>(step);
+  state.counters["ops_per_s"] = benchmark::Counter(static_cast<double>(w.graph.num_ops()),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["activities_per_s"] =
+      benchmark::Counter(static_cast<double>(w.graph.num_ops() + transfers),
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_SimulateStepHeavy)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->Unit(benchmark::kMillisecond);
 
 /// simulate() from scratch, including the per-graph precomputation the oracle shares.
 void BM_SimulateWithPrecompute(benchmark::State& state) {

@@ -1,0 +1,265 @@
+// The race against SimGrid: one random DAG with link contention, simulated by SimGrid 3.32 (s4u
+// activities with dependencies, CM02 max-min as in tests/sim/simgrid_crosscheck.cpp) or by
+// placesim's engine (Engine + FlowNetwork + CpuShare, the objects simulate() runs on), in one
+// process per run so that each is timed as a whole process. tools/race_simgrid.sh runs both and
+// compares; docs/performance.md has the figures.
+//
+//   race_dag         --sim placesim --activities 16000 --seed 1
+//   race_dag_simgrid --sim simgrid  --activities 16000 --seed 1
+// (two binaries from this file: race_dag does not link SimGrid, whose loading alone costs about
+// 0.2 s of process time here, so that each side's process time is its own).
+//   -> one line: sim=... activities=... tasks=... comms=... makespan_s=... build_s=... run_s=...
+//
+// The DAG: tasks on 8 hosts (1 TFLOP/s each, one core, so tasks ready together on one host share
+// it by max-min: CpuShare with cap 1). Task i reads 1-3 tasks among the 64 before it, runs 1e6-1e8
+// FLOPs (1-100 us) and sends 4 KiB-4 MiB to each consumer on another host. Hosts hang off one
+// switch by 12 GB/s split-duplex links (a PCIe tree), zero latency (CM02 is then plain max-min):
+// a transfer crosses its source's up-link and its destination's down-link, so the transfers of
+// the whole DAG contend in one max-min component. Activities = tasks + transfers; generation
+// stops when their count reaches --activities. --extra-bytes adds B bytes to every transfer: the
+// makespan of such a DAG is chaotic (1 byte more per transfer moves it by ~1% at 4k activities,
+// in both simulators), so two simulators agree exactly only on small DAGs (docs/performance.md).
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#ifdef PLACESIM_RACE_SIMGRID
+#include <simgrid/s4u.hpp>
+#endif
+
+#include "sim/cluster.hpp"
+#include "sim/cpu_share.hpp"
+#include "sim/engine.hpp"
+#include "sim/network.hpp"
+
+namespace {
+
+using namespace placesim::sim;
+
+constexpr int kHosts = 8;
+constexpr double kSpeed = 1e12;  // flop/s per host
+constexpr double kLinkBw = 12e9;
+constexpr std::uint64_t kWindow = 64;  // a task reads tasks among the kWindow before it
+
+struct Dag {
+  struct Task {
+    int host = 0;
+    double flops = 0;
+    std::int32_t first_out = 0, num_out = 0;  // edges to consumers, CSR
+    std::int32_t num_in = 0;
+  };
+  struct Edge {
+    std::int32_t to = 0;
+    double bytes = 0;  // 0: same host, no transfer
+  };
+  std::vector<Task> tasks;
+  std::vector<Edge> edges;
+  std::int64_t comms = 0;
+};
+
+Dag make_dag(std::int64_t activities, std::uint64_t seed, double extra_bytes) {
+  std::mt19937_64 rng(seed);
+  Dag d;
+  std::vector<std::vector<std::pair<std::int32_t, double>>> out;  // builder only
+  while (static_cast<std::int64_t>(d.tasks.size()) + d.comms < activities) {
+    const auto i = static_cast<std::int32_t>(d.tasks.size());
+    Dag::Task t;
+    t.host = static_cast<int>(rng() % kHosts);
+    t.flops = 1e6 + static_cast<double>(rng() % 99'000'000);
+    const double bytes = 4096.0 + static_cast<double>(rng() % (4u << 20)) + extra_bytes;
+    out.emplace_back();
+    if (i > 0) {
+      const int k = 1 + static_cast<int>(rng() % 3);
+      std::vector<std::int32_t> preds;
+      for (int j = 0; j < k; ++j) {
+        const auto back =
+            1 + static_cast<std::int32_t>(rng() % std::min<std::uint64_t>(kWindow, i));
+        const std::int32_t p = i - back;
+        bool dup = false;
+        for (std::int32_t q : preds) dup = dup || q == p;
+        if (!dup) preds.push_back(p);
+      }
+      for (std::int32_t p : preds) {
+        const bool cross = d.tasks[p].host != t.host;
+        out[p].emplace_back(i, cross ? bytes : 0.0);
+        d.comms += cross ? 1 : 0;
+        ++t.num_in;
+      }
+    }
+    d.tasks.push_back(t);
+  }
+  for (std::size_t i = 0; i < d.tasks.size(); ++i) {
+    d.tasks[i].first_out = static_cast<std::int32_t>(d.edges.size());
+    d.tasks[i].num_out = static_cast<std::int32_t>(out[i].size());
+    for (auto [to, b] : out[i]) d.edges.push_back({to, b});
+  }
+  return d;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// placesim: tasks are CpuShare work on their host, transfers FlowNetwork flows; the handler
+/// releases consumers as SimGrid's activity dependencies do.
+double run_placesim(const Dag& d) {
+  Cluster c;
+  for (int h = 0; h < kHosts; ++h)
+    c.links.push_back(Link{"h" + std::to_string(h), 0, 1, Bandwidth{kLinkBw}, Duration{0},
+                           SharingPolicy::SplitDuplex, "pcie"});
+  FlowNetwork net(c);
+  CpuShare cpus(kHosts);
+  struct Driver {
+    const Dag* d;
+    FlowNetwork* net;
+    CpuShare* cpus;
+    std::vector<std::int32_t> waiting;  // unfinished inputs per task
+    std::vector<Hop> hops = std::vector<Hop>(2);
+    void start_task(Engine& e, std::int32_t t) {
+      cpus->start(e.now(), d->tasks[t].host, d->tasks[t].flops / kSpeed * 1e9, 1.0, t);
+    }
+    void input_done(Engine& e, std::int32_t t) {
+      if (--waiting[t] == 0) start_task(e, t);
+    }
+    void on_event(Engine& e, const Event& ev) { start_task(e, ev.index); }
+    void on_resource(Engine& e, int model) {
+      if (model == 1) {  // network: edge index as tag
+        for (std::int32_t edge : net->completed()) input_done(e, d->edges[edge].to);
+        return;
+      }
+      for (std::int32_t t : cpus->completed()) {
+        const Dag::Task& task = d->tasks[t];
+        for (std::int32_t k = task.first_out; k < task.first_out + task.num_out; ++k) {
+          const Dag::Edge& edge = d->edges[k];
+          if (edge.bytes == 0.0) {
+            input_done(e, edge.to);
+            continue;
+          }
+          hops[0] = {task.host, true};
+          hops[1] = {d->tasks[edge.to].host, false};
+          net->start(e.now(), hops, edge.bytes, k);
+        }
+      }
+    }
+  } drv{&d, &net, &cpus, {}};
+  drv.waiting.reserve(d.tasks.size());
+  Engine e;
+  e.add_model(&cpus);
+  e.add_model(&net);
+  for (std::size_t i = 0; i < d.tasks.size(); ++i) {
+    drv.waiting.push_back(d.tasks[i].num_in);
+    if (d.tasks[i].num_in == 0) e.schedule(0, Priority::Start, 0, static_cast<std::int32_t>(i));
+  }
+  e.run(drv);
+  return static_cast<double>(e.now()) * 1e-9;
+}
+
+#ifdef PLACESIM_RACE_SIMGRID
+double run_simgrid(const Dag& d, std::vector<std::string> args) {
+  namespace s4u = simgrid::s4u;
+  for (const char* a : {"--cfg=network/model:CM02", "--cfg=network/latency-factor:1.0",
+                        "--cfg=network/bandwidth-factor:1.0", "--cfg=network/weight-S:0.0",
+                        "--cfg=network/crosstraffic:0", "--log=root.thres:critical"})
+    args.emplace_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  s4u::Engine engine(&argc, argv.data());
+  auto* zone = s4u::create_full_zone("zone");
+  std::vector<s4u::Host*> hosts;
+  std::vector<s4u::Link*> links;
+  for (int h = 0; h < kHosts; ++h) {
+    hosts.push_back(zone->create_host("h" + std::to_string(h), kSpeed));
+    links.push_back(zone->create_split_duplex_link("l" + std::to_string(h), kLinkBw)->seal());
+  }
+  for (int a = 0; a < kHosts; ++a)
+    for (int b = 0; b < kHosts; ++b)
+      if (a != b)
+        zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
+                        {{links[a], s4u::LinkInRoute::Direction::UP},
+                         {links[b], s4u::LinkInRoute::Direction::DOWN}},
+                        false);
+  zone->seal();
+  std::vector<s4u::ExecPtr> execs;
+  execs.reserve(d.tasks.size());
+  for (const Dag::Task& t : d.tasks)
+    execs.push_back(s4u::Exec::init()->set_flops_amount(t.flops)->set_host(hosts[t.host]));
+  std::vector<s4u::CommPtr> comms;
+  comms.reserve(static_cast<std::size_t>(d.comms));
+  for (std::size_t i = 0; i < d.tasks.size(); ++i) {
+    const Dag::Task& t = d.tasks[i];
+    for (std::int32_t k = t.first_out; k < t.first_out + t.num_out; ++k) {
+      const Dag::Edge& edge = d.edges[k];
+      if (edge.bytes == 0.0) {
+        execs[i]->add_successor(execs[edge.to]);
+        continue;
+      }
+      auto comm = s4u::Comm::sendto_init(hosts[t.host], hosts[d.tasks[edge.to].host])
+                      ->set_payload_size(static_cast<std::uint64_t>(edge.bytes));
+      execs[i]->add_successor(comm);
+      comm->add_successor(execs[edge.to]);
+      comms.push_back(comm);
+    }
+  }
+  for (auto& c : comms) c->vetoable_start();
+  for (auto& x : execs) x->vetoable_start();
+  engine.run();
+  return s4u::Engine::get_clock();
+}
+#endif
+
+int usage() {
+  std::fprintf(
+      stderr,
+      "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string sim;
+  std::int64_t activities = 0;
+  std::uint64_t seed = 1;
+  double extra_bytes = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--sim") == 0) {
+      sim = argv[i + 1];
+    } else if (std::strcmp(argv[i], "--activities") == 0) {
+      activities = std::atoll(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--extra-bytes") == 0) {
+      extra_bytes = std::atof(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--seed") == 0) {
+      seed = std::strtoull(argv[i + 1], nullptr, 10);
+    } else {
+      return usage();
+    }
+  }
+  if (activities <= 0 || (sim != "placesim" && sim != "simgrid")) return usage();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Dag d = make_dag(activities, seed, extra_bytes);
+  const double build_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  double makespan = 0;
+  if (sim == "placesim") {
+    makespan = run_placesim(d);
+  } else {
+#ifdef PLACESIM_RACE_SIMGRID
+    makespan = run_simgrid(d, {argv[0]});
+#else
+    std::fprintf(stderr, "race_dag: built without SimGrid (race_dag_simgrid has it)\n");
+    return 2;
+#endif
+  }
+  const double run_s = seconds_since(t1);
+  std::printf(
+      "sim=%s activities=%lld tasks=%zu comms=%lld makespan_s=%.12f build_s=%.4f run_s=%.4f\n",
+      sim.c_str(), static_cast<long long>(d.tasks.size()) + static_cast<long long>(d.comms),
+      d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s);
+  return 0;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The race: the same random DAG with link contention (tests/bench/race_dag.cpp) through SimGrid
+# 3.32 and through placesim's engine, each as a whole process (/usr/bin/time: wall and max RSS).
+#   tools/race_simgrid.sh BUILD_DIR [SIZES] [SIMGRID_MAX]
+# SIZES: activities per run (default "16000 32000 64000 128000 256000 1000000"); SimGrid runs
+# only sizes <= SIMGRID_MAX (default 128000: it is quadratic here, about a minute at 128k).
+# Prints a Markdown table: process wall seconds of each, the simulation phase alone, their ratio,
+# max RSS, and the makespans' relative difference: "exact" when <= 1e-6 (placesim rounds every
+# completion up to a whole ns, SimGrid keeps doubles). This DAG's makespan is chaotic (one byte
+# more per transfer moves it by ~1% at 4k activities in either simulator; race_dag
+# --extra-bytes 1), so beyond a few thousand activities the two differ by up to ~1% without
+# either being wrong; the exact cross-check of the sharing model is tests/sim/simgrid_crosscheck.
+set -eu
+BUILD=$(realpath "${1:?usage: race_simgrid.sh BUILD_DIR [SIZES] [SIMGRID_MAX]}")
+SIZES=${2:-"16000 32000 64000 128000 256000 1000000"}
+SGMAX=${3:-128000}
+for b in race_dag race_dag_simgrid; do
+  [ -x "$BUILD/tests/$b" ] || { echo "no $BUILD/tests/$b (configure with SimGrid installed; ninja $b)" >&2; exit 2; }
+done
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+calc() { awk "BEGIN { print $* }"; }
+field() { sed -E "s/.* $1=([^ ]+).*/\1/" "$2"; }
+
+one() {  # sim size -> $T/$1.out, $T/$1.time (wall s, max RSS kB)
+  local exe=$BUILD/tests/race_dag
+  [ "$1" = simgrid ] && exe=$BUILD/tests/race_dag_simgrid
+  /usr/bin/time -o "$T/$1.time" -f "%e %M" "$exe" --sim "$1" --activities "$2" --seed 1 \
+    >"$T/$1.out"
+}
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| activities | placesim process s | run s | RSS MB | SimGrid process s | run s | RSS MB | process ratio | run ratio | makespan placesim / SimGrid s | makespans |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for n in $SIZES; do
+  one placesim "$n"
+  read -r pw prss < "$T/placesim.time"
+  pa=$(field activities "$T/placesim.out")
+  pm=$(field makespan_s "$T/placesim.out")
+  pr=$(field run_s "$T/placesim.out")
+  if [ "$n" -le "$SGMAX" ]; then
+    one simgrid "$n"
+    read -r sw srss < "$T/simgrid.time"
+    sm=$(field makespan_s "$T/simgrid.out")
+    sr=$(field run_s "$T/simgrid.out")
+    rel=$(calc "($pm - $sm) / $sm")
+    agree=$(calc "($rel <= 1e-6 && $rel >= -1e-6) ? \"exact ($rel)\" : \"differ by $rel\"")
+    echo "| $pa | $pw | $pr | $(calc "$prss / 1024") | $sw | $sr | $(calc "$srss / 1024") |" \
+      "$(calc "$sw / $pw")× | $(calc "$sr / $pr")× | $pm / $sm | $agree |"
+  else
+    echo "| $pa | $pw | $pr | $(calc "$prss / 1024") | not run | | | | | $pm / - | |"
+  fi
+done
+echo
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
