@@ -777,14 +777,7 @@ TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
   const DevicesOfGroups greedy = trainer.greedy();
   const Evaluation ge = evaluation_of(task.oracle->evaluate(task.grouping.expand(greedy)));
   ++evaluations;
-  if (!trainer.best().empty() && (ge.oom || trainer.best_step_s() <= ge.step_time_s)) {
-    result.best_groups = trainer.best();
-    result.best_step_s = trainer.best_step_s();
-  } else {
-    result.best_groups = greedy;
-    result.best_step_s = ge.step_time_s;
-    result.best_oom = ge.oom;
-  }
+  pick_final(trainer.best(), trainer.best_step_s(), greedy, ge, result);
   result.best = task.grouping.expand(result.best_groups);
   result.history = trainer.history();
   result.evaluations = evaluations;

@@ -41,6 +41,17 @@ assert names[0] == "expert" and names[1].startswith("rl:"), names
 assert rows[1]["step_time_s"] > 0 and "error" not in rows[1], rows[1]
 PY
 
+# The shipped policy (scenarios/policies/gnn.ckpt) is `rl`, and compare's default rows end with it.
+"$PLACESIM" place --method rl --graph rnnlm --graph-opt steps=3,hidden=128,vocab=500,batch=8 --cluster paper-2gpu \
+  -o "$tmp/d.json" >/dev/null || { echo "place --method rl with the shipped policy failed"; exit 1; }
+grep -q '"policy": *"default"' "$tmp/d.json" || { echo "placement lacks policy default"; exit 1; }
+"$PLACESIM" compare --graph rnnlm --graph-opt steps=3,hidden=128,vocab=500,batch=8 --cluster paper-2gpu --json >"$tmp/all.json"
+/usr/bin/python3 - "$tmp/all.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert rows[-1]["method"] == "rl" and "error" not in rows[-1] and rows[-1]["step_time_s"] > 0, rows[-1]
+PY
+
 # Fine-tuning from the policy; the same seed gives the same placement and curve.
 ft=(--policy gnn --graph rnnlm --graph-opt steps=3,hidden=128,vocab=500,batch=8 --cluster paper-4gpu
     --pretrained "$tmp/pre/gnn.ckpt" --iterations 4 --samples 4 --seed 7 --no-plot --no-table)
