@@ -8,6 +8,9 @@
 #include "policy/baselines.hpp"
 #include "policy/group_dag.hpp"
 #include "sim/error.hpp"
+#ifdef PLACESIM_WITH_TORCH
+#include "policy/rl_gnn.hpp"
+#endif
 
 namespace placesim::policy {
 namespace {
@@ -46,6 +49,19 @@ sim::Placement make_placement(const std::string& method, const sim::Graph& graph
     const GroupDag dag = build_group_dag(graph);
     return dag.expand(it->second(dag, graph, cluster, options));
   }
+  if (method == "rl" || method.rfind("rl:", 0) == 0) {
+    // The pre-trained GNN policy placing this graph zero-shot (policy/rl_gnn.hpp); rl:PATH names
+    // another policy file.
+    const std::string path = method == "rl" ? std::string() : method.substr(3);
+#ifdef PLACESIM_WITH_TORCH
+    return place_with_gnn(path.empty() ? default_gnn_policy() : path, graph, cluster,
+                          options.costs);
+#else
+    throw sim::InputError(
+        "<flag --method>", method,
+        "a build with LibTorch (placesim-torch) for the rl method, got one without");
+#endif
+  }
   if (method == "single-cpu" || method == "single-gpu" || method.rfind("random:", 0) == 0) {
     if (auto p = sim::builtin_placement(method, graph, cluster)) return *p;
     // A known method that this cluster cannot serve: say what the cluster lacks.
@@ -70,7 +86,7 @@ sim::Placement make_placement(const std::string& method, const sim::Graph& graph
   }
   throw sim::InputError("<flag --method>", "",
                         "one of single-cpu, single-gpu, round-robin, random:SEED, expert, "
-                        "scotch, metis, heft, m-topo, m-etf, m-sct, got \"" +
+                        "scotch, metis, heft, m-topo, m-etf, m-sct, rl, rl:POLICY, got \"" +
                             method + "\"");
 }
 

@@ -1,6 +1,7 @@
 // Placement methods by name, as `place --method`, `compare --methods` and `simulate --placement`
 // accept them: single-cpu, single-gpu, round-robin, random:SEED, expert, scotch, metis, heft,
-// m-topo, m-etf, m-sct.
+// m-topo, m-etf, m-sct; with LibTorch also rl (the pre-trained GNN policy, zero-shot) and
+// rl:POLICY_FILE.
 //
 //   auto p = policy::make_placement("heft", graph, cluster);     // throws InputError if unknown
 //   for (const auto& name : policy::method_names()) ...

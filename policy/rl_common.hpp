@@ -129,4 +129,18 @@ inline void finish_iteration(const SampleScores& sc, const RlOptions& opt, doubl
   history.push_back(st);
 }
 
+/// The result's placement (per group): the best fitting sample, unless the greedy decode (its
+/// evaluation `ge`) is faster or nothing fitted.
+inline void pick_final(const DevicesOfGroups& best, double best_step_s,
+                       const DevicesOfGroups& greedy, const Evaluation& ge, TrainResult& result) {
+  if (!best.empty() && (ge.oom || best_step_s <= ge.step_time_s)) {
+    result.best_groups = best;
+    result.best_step_s = best_step_s;
+  } else {
+    result.best_groups = greedy;
+    result.best_step_s = ge.step_time_s;
+    result.best_oom = ge.oom;
+  }
+}
+
 }  // namespace placesim::policy

@@ -237,14 +237,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   const sim::Outcome greedy_outcome = oracle.evaluate(expand(grouping, greedy));
   ++evaluations;
   const Evaluation ge = evaluation_of(greedy_outcome);
-  if (!trainer.best().empty() && (ge.oom || trainer.best_step_s() <= ge.step_time_s)) {
-    result.best_groups = trainer.best();
-    result.best_step_s = trainer.best_step_s();
-  } else {
-    result.best_groups = greedy;
-    result.best_step_s = ge.step_time_s;
-    result.best_oom = ge.oom;
-  }
+  pick_final(trainer.best(), trainer.best_step_s(), greedy, ge, result);
   result.best = expand(grouping, result.best_groups);
   result.history = trainer.history();
   result.evaluations += evaluations;

@@ -1,4 +1,5 @@
 // `placesim place` (one method, a placement file) and `placesim compare` (every method, a table).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -63,7 +64,23 @@ std::vector<std::string> split_methods(const std::string& text) {
   return out;
 }
 
+// `rl` and `rl:POLICY` run the GNN policy (LibTorch): the LibTorch-free front hands the whole
+// command to placesim-torch first (tools/torch_exec.cpp).
+bool is_rl_method(const std::string& m) {
+  return m == "rl" || m.rfind("rl:", 0) == 0;
+}
+
+// compare's default rows: the baselines, and the pre-trained policy where LibTorch is built in.
+std::vector<std::string> default_methods() {
+  std::vector<std::string> names = policy::method_names();
+#ifdef PLACESIM_WITH_TORCH
+  names.push_back("rl");
+#endif
+  return names;
+}
+
 bool is_method_name(const std::string& m) {
+  if (is_rl_method(m)) return true;
   for (const std::string& n : policy::method_names())
     if (m == n) return true;
   if (m.rfind("random:", 0) == 0 && m.size() > 7)
@@ -96,7 +113,7 @@ std::vector<policy::CompareRow> compare_rows(const std::vector<std::string>& nam
                   s += (s.empty() ? "" : ", ") + n;
                 return s;
               }() +
-              ", random:SEED) or a placement JSON file, got \"" + m + "\"");
+              ", random:SEED, rl, rl:POLICY) or a placement JSON file, got \"" + m + "\"");
     }
   }
   return policy::compare_methods(g, c, methods, mo, std::move(files));
@@ -115,11 +132,13 @@ void register_place(CLI::App& app) {
   place
       ->add_option("--method", *method,
                    "single-cpu, single-gpu, round-robin, random:SEED, expert, scotch, metis, heft, "
-                   "m-topo, m-etf, m-sct")
+                   "m-topo, m-etf, m-sct, rl (the pre-trained GNN policy, zero-shot; needs "
+                   "LibTorch), rl:POLICY_FILE")
       ->required();
   place->add_option("-o,--output", *output, "placement JSON to write")->required();
   place->add_flag("--json", *place_json, "print the result as JSON instead of a line");
   place->callback([place_opts, method, output, place_json] {
+    if (is_rl_method(*method)) exec_torch_build();
     const sim::Graph g = models::load_graph(place_opts->graph, place_opts->graph_opt);
     sim::Cluster c = sim::load_cluster(place_opts->cluster);
     const policy::MethodOptions mo = method_options(*place_opts, c);
@@ -144,6 +163,7 @@ void register_place(CLI::App& app) {
         md.seed.reset();
       }
     }
+    if (is_rl_method(*method)) md.extra["policy"] = *method == "rl" ? "default" : method->substr(3);
     if (!place_opts->graph_opt.empty()) md.extra["graph_options"] = place_opts->graph_opt;
     md.extra["oom"] = o.oom ? "true" : "false";
     md.extra["method_wall_s"] = std::to_string(wall);
@@ -171,12 +191,15 @@ void register_place(CLI::App& app) {
   add_common(compare, *cmp_opts);
   compare->add_option("--methods", *methods,
                       "comma-separated methods and placement JSON files, e.g. expert,best.json "
-                      "(default: all baselines)");
+                      "(default: all baselines, and rl where LibTorch is built)");
   compare->add_flag("--json", *json, "print the rows as JSON instead of a table");
   compare->add_option("--csv", *csv, "also write the rows as CSV to this file");
   compare->callback([cmp_opts, methods, json, csv] {
     const std::vector<std::string> names =
-        methods->empty() ? policy::method_names() : split_methods(*methods);
+        methods->empty() ? default_methods() : split_methods(*methods);
+    // The default rows include rl where placesim-torch is built; so does any rl row asked for.
+    if (methods->empty() || std::any_of(names.begin(), names.end(), is_rl_method))
+      exec_torch_build();
     for (const std::string& m : names)
       if (!is_method_name(m) && std::filesystem::is_directory(m))
         throw sim::InputError("<flag --methods>", "",

@@ -1,6 +1,7 @@
 // `placesim train`: the README's main job. Trains the RL placer (policy/rl.hpp) against the
 // simulator, writes the best placement, the training curve (CSV + PNG) and prints the baselines
 // table with the learned placement added. With no arguments: nmt on paper-4gpu, 8 minutes.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -25,6 +26,7 @@
 #include "tools/commands.hpp"
 #ifdef PLACESIM_WITH_TORCH
 #include "policy/rl.hpp"
+#include "policy/rl_gnn.hpp"
 #endif
 
 namespace placesim::tools {
@@ -55,6 +57,11 @@ struct TrainArgs {
   bool resume = false, no_plot = false, no_table = false, json = false;
   bool project_baselines = false;  // the grouping's ceiling instead of training (docs/rl.md)
   std::string graphs, pretrained;  // multi-graph training; weights to start from (docs/rl.md)
+  // The policy network: seq2seq (the 2017 paper's) or gnn (graph embeddings, issue 21), and how
+  // the GNN learns; --clusters makes --graphs a pre-training corpus of every graph on every one.
+  std::string policy = "seq2seq", update = "ppo", clusters;
+  int ppo_epochs = policy::GnnOptions{}.ppo_epochs, rounds = policy::GnnOptions{}.rounds;
+  bool hidden_given = false, lr_given = false, no_hints = false;
 };
 
 std::string fmt_ms(double s) {
@@ -175,7 +182,90 @@ void run_project_baselines(const sim::Graph& graph, const sim::Cluster& cluster,
   }
 }
 
+policy::GnnOptions gnn_options(const TrainArgs& a) {
+  policy::GnnOptions o;
+  if (a.hidden_given) o.hidden = a.hidden;
+  if (a.lr_given) o.learning_rate = a.learning_rate;
+  o.rounds = a.rounds;
+  o.samples = a.samples;
+  o.seed = a.seed;
+  o.entropy_weight = a.entropy;
+  o.ppo_epochs = a.ppo_epochs;
+  o.hints = !a.no_hints;
+  if (a.update == "ppo")
+    o.update = policy::PolicyUpdate::Ppo;
+  else if (a.update == "reinforce")
+    o.update = policy::PolicyUpdate::Reinforce;
+  else
+    throw sim::InputError("<flag --update>", "", "ppo or reinforce, got \"" + a.update + "\"");
+  if (a.rounds < 0)
+    throw sim::InputError("<flag --rounds>", "", "0 or more, got " + std::to_string(a.rounds));
+  if (a.ppo_epochs < 1)
+    throw sim::InputError("<flag --ppo-epochs>", "",
+                          "at least 1, got " + std::to_string(a.ppo_epochs));
+  return o;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// `--policy gnn --graphs g1,g2@batch=32+layers=2 --clusters c1,c2`: one GNN policy pre-trained on
+// every graph on every cluster, written to --checkpoint DIR/gnn.ckpt (docs/rl.md, "Pre-training").
+void run_pretrain_gnn(const TrainArgs& a, const policy::TrainConfig& cfg) {
+  if (a.checkpoint_dir.empty())
+    throw sim::InputError("<flag --graphs>", "", "--checkpoint DIR to write DIR/gnn.ckpt to");
+  std::vector<sim::Graph> graphs;
+  std::vector<std::string> graph_names;
+  for (const std::string& entry : split_list(a.graphs)) {
+    const auto at = entry.find('@');
+    std::string opts = at == std::string::npos ? a.graph_opt : entry.substr(at + 1);
+    std::replace(opts.begin(), opts.end(), '+', ',');
+    graphs.push_back(models::load_graph(entry.substr(0, at), opts));
+    graph_names.push_back(entry);
+  }
+  std::vector<sim::Cluster> clusters;
+  for (const std::string& c : split_list(a.clusters.empty() ? a.cluster : a.clusters))
+    clusters.push_back(sim::load_cluster(c));
+  std::vector<policy::CorpusItem> corpus;
+  for (size_t gi = 0; gi < graphs.size(); ++gi)
+    for (const auto& c : clusters)
+      corpus.push_back({&graphs[gi], &c, graph_names[gi] + "/" + c.name});
+  if (std::error_code ec; !std::filesystem::create_directories(a.checkpoint_dir, ec) && ec)
+    throw sim::InputError(a.checkpoint_dir, "",
+                          "a folder that can be created (" + ec.message() + ")");
+  const std::string out = (std::filesystem::path(a.checkpoint_dir) / "gnn.ckpt").string();
+  std::ostringstream how;
+  how << "placesim train --policy gnn --update " << a.update << " --graphs " << a.graphs
+      << " --clusters " << (a.clusters.empty() ? a.cluster : a.clusters) << " --seed " << a.seed
+      << " --samples " << a.samples;
+  if (cfg.iterations) how << " --iterations " << *cfg.iterations;
+  if (cfg.minutes) how << " --minutes " << *cfg.minutes;
+  std::cerr << "placesim train: pre-training a GNN policy on " << corpus.size()
+            << " graph-cluster pairs, seed " << a.seed << "\n";
+  const policy::PretrainResult r =
+      policy::pretrain_gnn(corpus, cfg, gnn_options(a), out, how.str());
+  std::string curve = a.curve;
+  if (curve.empty()) curve = (std::filesystem::path(a.checkpoint_dir) / "gnn.curve.csv").string();
+  policy::write_curve_csv(r.history, curve, r.items);
+  std::cout << std::fixed << std::setprecision(3) << "rl: " << r.history.size()
+            << " iterations over " << corpus.size() << " graph-cluster pairs in " << r.wall_s
+            << " s; policy " << out << ", curve " << curve << "\n";
+  for (size_t i = 0; i < r.items.size(); ++i)
+    std::cout << "rl: " << r.items[i] << ": best sample while training " << fmt_ms(r.best_step_s[i])
+              << "\n";
+}
+
 void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
+  if (a.policy != "seq2seq" && a.policy != "gnn")
+    throw sim::InputError("<flag --policy>", "", "seq2seq or gnn, got \"" + a.policy + "\"");
+  const bool gnn = a.policy == "gnn";
+  if (!gnn && !a.clusters.empty())
+    throw sim::InputError("<flag --clusters>", "", "--policy gnn (pre-training corpus)");
   if (a.samples < 1)
     throw sim::InputError("<flag --samples>", "", "at least 1, got " + std::to_string(a.samples));
   if (a.hidden < 1)
@@ -191,7 +281,7 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
                           a.pretrained.empty() ? "at least 1 iteration" : "at least 0 iterations");
   if (a.resume && a.checkpoint_dir.empty())
     throw sim::InputError("<flag --resume>", "", "--checkpoint DIR to resume from");
-  if (!a.graphs.empty() && a.checkpoint_dir.empty())
+  if (!gnn && !a.graphs.empty() && a.checkpoint_dir.empty())
     throw sim::InputError("<flag --graphs>", "", "--checkpoint DIR to keep the trained policy in");
   if (!a.pretrained.empty() && !std::filesystem::exists(a.pretrained))
     throw sim::InputError(
@@ -282,7 +372,10 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
     g_stop_requested.store(false);
     auto* prev_handler = std::signal(SIGINT, on_sigint);
     try {
-      run_train_multi(a, cfg, cluster, comm);
+      if (gnn)
+        run_pretrain_gnn(a, cfg);
+      else
+        run_train_multi(a, cfg, cluster, comm);
     } catch (...) {
       std::signal(SIGINT, prev_handler);
       throw;
@@ -306,8 +399,9 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   auto* previous = std::signal(SIGINT, on_sigint);
   policy::TrainResult r;
   try {
-    r = cfg.grouper == policy::Grouper::Learned ? policy::train_hierarchical(graph, cluster, cfg)
-                                                : policy::train_placement(graph, cluster, cfg);
+    r = gnn ? policy::train_gnn(graph, cluster, cfg, gnn_options(a))
+        : cfg.grouper == policy::Grouper::Learned ? policy::train_hierarchical(graph, cluster, cfg)
+                                                  : policy::train_placement(graph, cluster, cfg);
   } catch (...) {
     std::signal(SIGINT, previous);
     throw;
@@ -329,8 +423,14 @@ void run_train(const TrainArgs& a, const policy::MpiComm& comm) {
   md.extra["iterations"] = std::to_string(r.history.size());
   md.extra["samples"] = std::to_string(a.samples);
   md.extra["groups"] = std::to_string(r.groups);
-  md.extra["hidden"] = std::to_string(a.hidden);
-  md.extra["attention"] = a.attention;
+  md.extra["policy"] = a.policy;
+  if (gnn) {
+    md.extra["update"] = a.update;
+    md.extra["hints"] = a.no_hints ? "false" : "true";
+  } else {
+    md.extra["hidden"] = std::to_string(a.hidden);
+    md.extra["attention"] = a.attention;
+  }
   md.extra["grouper"] = a.grouper;
   if (!a.pretrained.empty()) md.extra["pretrained"] = a.pretrained;
   md.extra["oom"] = r.best_oom ? "true" : "false";
@@ -425,7 +525,25 @@ void register_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "seed: weights and sampling; the same seed gives the same run")
       ->capture_default_str();
-  cmd->add_option("--hidden", a->hidden, "LSTM width")->capture_default_str();
+  auto* hidden_opt = cmd->add_option("--hidden", a->hidden,
+                                     "LSTM width (seq2seq; default 256) or embedding width (gnn; "
+                                     "default 64)");
+  cmd->add_option(
+         "--policy", a->policy,
+         "seq2seq (Mirhoseini et al. 2017, one graph) or gnn (graph embeddings: any graph, "
+         "any cluster; docs/rl.md)")
+      ->capture_default_str();
+  cmd->add_option("--update", a->update,
+                  "gnn: ppo (clipped ratio, --ppo-epochs per batch) or reinforce")
+      ->capture_default_str();
+  cmd->add_option("--ppo-epochs", a->ppo_epochs, "gnn, ppo: gradient steps per batch of samples")
+      ->capture_default_str();
+  cmd->add_option("--rounds", a->rounds, "gnn: message-passing rounds over the group DAG")
+      ->capture_default_str();
+  cmd->add_flag("--no-hints", a->no_hints,
+                "gnn: hide the baselines' placements (scotch, m-etf) from the policy (ablation)");
+  cmd->add_option("--clusters", a->clusters,
+                  "gnn with --graphs: pre-train on every graph on each of these clusters, c1,c2");
   cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")
       ->capture_default_str();
   cmd->add_option("--grouper", a->grouper,
@@ -433,7 +551,8 @@ void register_train(CLI::App& app) {
                   "placement), colocation (contiguous co-location runs) or learned (Hierarchical "
                   "Planner grouper, trained jointly)")
       ->capture_default_str();
-  cmd->add_option("--lr", a->learning_rate, "Adam learning rate")->capture_default_str();
+  auto* lr_opt = cmd->add_option("--lr", a->learning_rate,
+                                 "Adam learning rate (seq2seq default 0.001, gnn 0.003)");
   cmd->add_option("--entropy", a->entropy, "entropy bonus weight")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "softmax temperature")->capture_default_str();
   cmd->add_option("--attention", a->attention,
@@ -446,7 +565,8 @@ void register_train(CLI::App& app) {
   cmd->add_flag("--resume", a->resume, "continue from --checkpoint DIR exactly where it stopped");
   cmd->add_option(
       "--graphs", a->graphs,
-      "train one policy on several graphs, g1,g2,... (needs --checkpoint; see docs/rl.md)");
+      "train one policy on several graphs, g1,g2,... (needs --checkpoint; with --policy gnn "
+      "g@k=v+k=v gives a graph's options; see docs/rl.md)");
   cmd->add_option(
       "--pretrained", a->pretrained,
       "start from this checkpoint's weights (e.g. from --graphs); --iterations 0 = no retraining");
@@ -467,7 +587,9 @@ void register_train(CLI::App& app) {
   cmd->add_flag("--project-baselines", a->project_baselines,
                 "no training: simulate every baseline's placement projected onto the policy's "
                 "groups (what the grouping can express)");
-  cmd->callback([a] {
+  cmd->callback([a, hidden_opt, lr_opt] {
+    a->hidden_given = hidden_opt->count() > 0;
+    a->lr_given = lr_opt->count() > 0;
     policy::MpiRuntime mpi;
     policy::MpiComm comm(mpi);
     refuse_mpirun_without_mpi(mpi);
