@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# PyTorch Execution Traces end to end (`placesim import et`): real torch 1.13 CPU training steps
+# of a small CNN and a small transformer, imported with their Kineto traces, simulated and placed;
+# a real torch 2.x trace (schema 1.0.2-chakra.0.0.4) without one; the same import twice gives the
+# same bytes.
+# Usage: bash et_test.sh PATH_TO_placesim
+set -u
+BIN=${1:?usage: et_test.sh PATH_TO_placesim}
+HERE=$(cd "$(dirname "$0")" && pwd)
+D="$HERE/../data/et"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# The CNN step: 88 ops, each tied to its profiler event; simulated on one CPU it takes the ops'
+# measured time, which is the measured step less the Python between the framework calls.
+"$BIN" import et "$D/cpu_torch113_cnn_et.json.gz" --kineto "$D/cpu_torch113_cnn_kineto.json.gz" \
+  -o "$TMP/cnn.json" --json > "$TMP/imp.json" 2> "$TMP/imp.err" || fail "import exited $?: $(cat "$TMP/imp.err")"
+/usr/bin/python3 - "$TMP/imp.json" <<'PY' || fail "import statistics: $(cat "$TMP/imp.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ops"] == 88 and j["linked_ops"] == 88 and j["kineto_link"] == "order", j
+assert (j["forward_ops"], j["backward_ops"], j["update_ops"]) == (17, 29, 42), j
+assert j["data_edges"] > 80 and j["measured_step_ns"] == 11901000, j
+PY
+"$BIN" simulate --graph "$TMP/cnn.json" --cluster paper-2gpu --placement single-gpu --json > "$TMP/sim.json" \
+  || fail "simulate of the imported CNN exited $?"
+/usr/bin/python3 - "$TMP/sim.json" "$(field "$TMP/imp.json" measured_step_ns)" <<'PY' || fail "CNN step out of range"
+import json, sys
+t = json.load(open(sys.argv[1]))["step_time_ns"]
+measured = int(sys.argv[2])
+assert 0.85 * measured < t <= measured, (t, measured)
+PY
+"$BIN" place --method heft --graph "$TMP/cnn.json" --cluster paper-2gpu -o "$TMP/p.json" > /dev/null \
+  || fail "place of the imported CNN exited $?"
+"$BIN" simulate --graph "$TMP/cnn.json" --cluster paper-2gpu --placement "$TMP/p.json" > /dev/null \
+  || fail "simulate with the placement exited $?"
+
+# Without the Kineto trace the cost model prices every op, and the graph places on GPUs.
+"$BIN" import et "$D/cpu_torch113_cnn_et.json.gz" -o "$TMP/cnn_roofline.json" > /dev/null 2>&1 \
+  || fail "import without --kineto exited $?"
+"$BIN" place --method heft --graph "$TMP/cnn_roofline.json" --cluster paper-4gpu -o "$TMP/p4.json" > /dev/null \
+  || fail "place of the roofline graph exited $?"
+
+# The transformer step (Adam) and the torch 2.x trace.
+"$BIN" import et "$D/cpu_torch113_transformer_et.json.gz" --kineto "$D/cpu_torch113_transformer_kineto.json.gz" \
+  -o "$TMP/tr.json" --json > "$TMP/tr_imp.json" 2> /dev/null || fail "transformer import exited $?"
+[ "$(field "$TMP/tr_imp.json" ops)" = 308 ] || fail "transformer: $(cat "$TMP/tr_imp.json")"
+"$BIN" simulate --graph "$TMP/tr.json" --cluster paper-2gpu --placement single-gpu > /dev/null \
+  || fail "simulate of the transformer exited $?"
+"$BIN" import et "$D/torch2_matmul_et.json" --kineto "$D/torch2_matmul_kineto.json" -o "$TMP/mm.json" --json \
+  > "$TMP/mm_imp.json" 2> /dev/null || fail "torch 2.x import exited $?"
+[ "$(field "$TMP/mm_imp.json" ops)" = 7 ] && [ "$(field "$TMP/mm_imp.json" linked_ops)" = 7 ] \
+  || fail "torch 2.x: $(cat "$TMP/mm_imp.json")"
+"$BIN" describe --graph "$TMP/mm.json" > /dev/null || fail "describe of the torch 2.x graph exited $?"
+
+# Deterministic: the same import writes the same bytes.
+"$BIN" import et "$D/cpu_torch113_cnn_et.json.gz" --kineto "$D/cpu_torch113_cnn_kineto.json.gz" \
+  -o "$TMP/cnn2.json" > /dev/null 2>&1 || fail "second import exited $?"
+cmp -s "$TMP/cnn.json" "$TMP/cnn2.json" || fail "two imports of the same trace differ"
+
+echo "et: CNN $(field "$TMP/sim.json" step_time_ns) ns simulated vs $(field "$TMP/imp.json" measured_step_ns) ns measured; transformer and torch 2.x imported"
