@@ -807,6 +807,7 @@ void time_from_kineto(const std::string& kineto_path, const std::vector<EtNode>&
                       const std::vector<int>& kept, const std::vector<sim::OpId>& op_of,
                       EtImport& r) {
   const Profile prof = read_profile(kineto_path);
+  r.device_name = prof.device_name;
   const bool any_gpu = std::any_of(prof.events.begin(), prof.events.end(),
                                    [](const TraceEvent& e) { return e.on_gpu(); });
   const std::vector<std::int64_t> event_of = link_nodes(prof, nodes, kept, r);
@@ -850,5 +851,22 @@ void time_from_kineto(const std::string& kineto_path, const std::vector<EtNode>&
 }
 
 }  // namespace
+
+std::vector<OpSample> op_samples_from_et(const EtImport& in, const std::string& device_model) {
+  std::vector<OpSample> out;
+  const std::string device = calibration_key(in.device_name, device_model);
+  for (const sim::Op& op : in.graph.ops) {
+    if (!op.measured || op.measured->ns <= 0 || !op.signature) continue;
+    out.push_back(OpSample{
+        .device = device,
+        .signature = *op.signature,
+        .seconds = static_cast<double>(op.measured->ns) * 1e-9,
+        .count = 1,
+        .work = WorkEstimate{.flops = op.flops.v,
+                             .bytes = static_cast<double>(op.bytes_read.v + op.bytes_written.v),
+                             .op_class = op_class_of(op.type)}});
+  }
+  return out;
+}
 
 }  // namespace placesim::calibration

@@ -32,12 +32,15 @@
 //     its CPU time and is CPU-only; on a CPU-only trace the op's CPU time, plus the host time of
 //     the labels around it outside any op (the autograd engine, the optimizer's Python loop),
 //     charged to a label's first op. A timed op is pinned to the device kind it ran on.
+//
+//   std::vector<OpSample> s = op_samples_from_et(in, "cpu0");   // `calibrate --et`
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "calibration/kernel_fit.hpp"
 #include "sim/graph.hpp"
 
 namespace placesim::calibration {
@@ -57,11 +60,18 @@ struct EtImport {
   int gpu_timed = 0;                  ///< ops timed by the GPU activities they launched
   std::int64_t measured_step_ns = 0;  ///< the Kineto trace's first step (profile_steps), 0 if none
   std::int64_t measured_ops_ns = 0;   ///< sum of the ops' measured times
+  std::string device_name;            ///< the Kineto trace's GPU name, "" if none
   std::vector<std::string> notes;
 };
 
 /// Reads an ET file (and, unless `kineto_path` is empty, its Kineto trace). Throws
 /// sim::InputError naming the file and the key for a malformed file.
 EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto_path);
+
+/// Calibration samples from an import with a Kineto trace: one per timed op (measured time > 0),
+/// with the op's signature (ET shapes: torch 1.13's profiler records none) and its work, so that
+/// `calibrate --profile K --et ET` fits exactly the ops an imported graph has. The device key is
+/// `device_model`, else the profile's GPU name, else "cpu".
+std::vector<OpSample> op_samples_from_et(const EtImport& in, const std::string& device_model);
 
 }  // namespace placesim::calibration

@@ -244,3 +244,25 @@ TEST(PytorchEt, MalformedTracesAreOneLineInputErrors) {
   fails("bad_attrs.json", R"J({"nodes": [{"id": 3, "name": "aten::mm", "attrs": 7}]})J",
         "nodes[0].attrs");
 }
+
+TEST(PytorchEt, CalibrationSamplesAreTheGraphsOps) {
+  // `calibrate --profile K --et ET`: one sample per timed op, keyed by the op's own signature, so
+  // that the calibration prices the imported graph's ops exactly.
+  const pc::EtImport in = pc::import_pytorch_et(kData + "cpu_torch113_cnn_et.json.gz",
+                                                kData + "cpu_torch113_cnn_kineto.json.gz");
+  const std::vector<pc::OpSample> s = pc::op_samples_from_et(in, "cpu0");
+  int timed = 0;
+  for (const ps::Op& op : in.graph.ops) timed += op.measured && op.measured->ns > 0;
+  ASSERT_EQ(static_cast<int>(s.size()), timed);
+  for (const pc::OpSample& x : s) EXPECT_EQ(x.device, "cpu0");
+  const pc::CalibrationFit fit = pc::fit_calibration(s, "cnn");
+  ASSERT_TRUE(fit.calibration.devices.count("cpu0"));
+  const ps::DeviceCalibration& dc = fit.calibration.devices.at("cpu0");
+  const auto convs = ops_of_type(in.graph, "aten::conv2d");
+  ASSERT_FALSE(convs.empty());
+  EXPECT_EQ(s.front().signature.key(), in.graph.ops.front().signature->key());
+  ASSERT_TRUE(dc.exact.count(convs[0]->signature->key())) << convs[0]->signature->key();
+  EXPECT_EQ(dc.exact.at(convs[0]->signature->key()).ns, convs[0]->measured->ns);
+  EXPECT_EQ(pc::calibration_key("NVIDIA H200", ""), "H200");
+  EXPECT_EQ(pc::calibration_key("", ""), "cpu");
+}

@@ -96,6 +96,7 @@ et|et-parent-cycle.json|nodes[1].parent: expected a parent chain that ends at th
 et|et-no-operators.json|nodes: expected at least one operator node
 et|et-attr-wrong-type.json|nodes[0].attrs[0].value: expected an integer, got string
 et-kineto|kineto-type-error.json|traceEvents: expected Chrome-trace events of the usual JSON types
+calibrate-et|et-duplicate-id.json|nodes[1].id: expected a node id used once
 vidur|vidur-missing-columns.csv|line 3: expected 5 fields, got 3
 vidur|vidur-inf-workers.csv|line 2: expected a time in (0, 1e6] ms, num_workers a whole number
 vidur|vidur-nan-time.csv|line 2: expected a time in (0, 1e6] ms
@@ -146,6 +147,9 @@ while IFS='|' read -r kind file expect; do
     graph|onnx) cmd=("$BIN" describe --graph "$BAD/$file") ;;
     import-onnx) cmd=("$BIN" import onnx "$BAD/$file" -o "$TMP/out/g.json") ;;
     et) cmd=("$BIN" import et "$BAD/$file" -o "$TMP/out/g.json") ;;
+    calibrate-et)
+      cmd=("$BIN" calibrate --profile "$HERE/../data/et/cpu_torch113_cnn_kineto.json.gz" --et "$BAD/$file"
+           -o "$TMP/out/cal.yaml") ;;
     et-kineto)
       cmd=("$BIN" import et "$HERE/../data/et/cpu_torch113_cnn_et.json.gz" --kineto "$BAD/$file"
            -o "$TMP/out/g.json") ;;

@@ -43,6 +43,21 @@ PY
 "$BIN" place --method heft --graph "$TMP/cnn_roofline.json" --cluster paper-4gpu -o "$TMP/p4.json" > /dev/null \
   || fail "place of the roofline graph exited $?"
 
+# Calibration from the ET's ops timed by the Kineto trace (`calibrate --et`): the graph imported
+# without --kineto, priced by it on one CPU, takes the ops' measured time again.
+"$BIN" calibrate --profile "$D/cpu_torch113_cnn_kineto.json.gz" --et "$D/cpu_torch113_cnn_et.json.gz" \
+  --device-model cpu0 -o "$TMP/cal.yaml" > "$TMP/cal.txt" 2>&1 || fail "calibrate --et exited $?: $(tail -3 "$TMP/cal.txt")"
+grep -q "op samples from the execution trace" "$TMP/cal.txt" || fail "calibrate --et: $(cat "$TMP/cal.txt")"
+printf 'name: this-cpu\ndevices:\n  - {name: cpu0, kind: cpu, peak_flops: {f32: 50 GFLOP/s}, memory_bandwidth: 10 GB/s, memory_capacity: 16 GiB, worker_threads: 1, launch_overhead: 0 us}\nlinks: []\n' > "$TMP/cpu.yaml"
+"$BIN" simulate --graph "$TMP/cnn_roofline.json" --cluster "$TMP/cpu.yaml" --placement single-cpu \
+  --calibration "$TMP/cal.yaml" --json > "$TMP/cal_sim.json" 2> /dev/null || fail "simulate with the ET calibration exited $?"
+/usr/bin/python3 - "$TMP/cal_sim.json" "$(field "$TMP/imp.json" measured_ops_ns)" <<'PY' || fail "calibrated CNN step out of range"
+import json, sys
+t = json.load(open(sys.argv[1]))["step_time_ns"]
+ops = int(sys.argv[2])
+assert 0.95 * ops < t < 1.05 * ops, (t, ops)
+PY
+
 # The transformer step (Adam) and the torch 2.x trace.
 "$BIN" import et "$D/cpu_torch113_transformer_et.json.gz" --kineto "$D/cpu_torch113_transformer_kineto.json.gz" \
   -o "$TMP/tr.json" --json > "$TMP/tr_imp.json" 2> /dev/null || fail "transformer import exited $?"
