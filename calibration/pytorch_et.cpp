@@ -279,8 +279,8 @@ sim::Dtype dtype_of_type(const std::string& type) {
 struct Place {
   int outer_op = -1;  ///< outermost operator at or above the node (index), -1 if none
   sim::Phase phase = sim::Phase::Forward;
-  bool in_step = false;  ///< below a ProfilerStep#N label
-  int label = -1;        ///< nearest label above that names a region (not a root, not a step)
+  int step = -1;   ///< the ProfilerStep#N label above (index), -1 if none
+  int label = -1;  ///< nearest label above that names a region (not a root, not a step)
 };
 
 std::vector<Place> places(const std::vector<EtNode>& nodes, const std::map<std::int64_t, int>& at,
@@ -310,7 +310,7 @@ std::vector<Place> places(const std::vector<EtNode>& nodes, const std::map<std::
       if (!e.op && !e.root && e.cat.empty()) {
         const std::string l = lower(e.name);
         if (starts(e.name, "ProfilerStep#")) {
-          p.in_step = true;
+          p.step = *it;
         } else {
           p.label = *it;
           if (starts(e.name, "Optimizer.") || l.find("optimizer") != std::string::npos)
@@ -554,7 +554,7 @@ Parsed parse_et(const std::string& path, EtImport& r) {
 
 // Kineto: ties ops to profiler events and sets their measured times.
 void time_from_kineto(const std::string& kineto_path, const std::vector<EtNode>& nodes,
-                      const std::vector<int>& kept, const std::vector<sim::OpId>& op_of,
+                      const std::vector<int>& kept, const std::vector<sim::OpId>& op_of, int step,
                       EtImport& r);
 
 }  // namespace
@@ -564,8 +564,18 @@ EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto
   const Parsed p = parse_et(et_path, r);
   const std::vector<EtNode>& nodes = p.nodes;
   const std::vector<Place> pl = places(nodes, p.at, et_path);
-  bool have_steps = false;
-  for (const EtNode& e : nodes) have_steps |= !e.op && starts(e.name, "ProfilerStep#");
+  // A trace of several steps: the first one (lowest record-function id) is the graph.
+  int step = -1, steps = 0;
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    const EtNode& e = nodes[static_cast<std::size_t>(i)];
+    if (e.op || !starts(e.name, "ProfilerStep#")) continue;
+    ++steps;
+    if (step < 0 ||
+        std::make_pair(e.rf_id, e.id) < std::make_pair(nodes[static_cast<std::size_t>(step)].rf_id,
+                                                       nodes[static_cast<std::size_t>(step)].id))
+      step = i;
+  }
+  const bool have_steps = step >= 0;
   // The outermost operators, in start order (record-function id; node id where there is none).
   std::vector<int> kept;
   bool all_rf = true;
@@ -574,7 +584,7 @@ EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto
     if (!e.op) continue;
     if (pl[static_cast<std::size_t>(i)].outer_op != i) {
       ++r.nested;
-    } else if (have_steps && !pl[static_cast<std::size_t>(i)].in_step) {
+    } else if (have_steps && pl[static_cast<std::size_t>(i)].step != step) {
       ++r.outside_step;
     } else {
       kept.push_back(i);
@@ -633,7 +643,7 @@ EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto
     r.graph.ops[static_cast<std::size_t>(o)].device_kind = sim::DeviceKind::Gpu;
     ++r.gpu_timed;
   }
-  if (!kineto_path.empty()) time_from_kineto(kineto_path, nodes, kept, op_of, r);
+  if (!kineto_path.empty()) time_from_kineto(kineto_path, nodes, kept, op_of, step, r);
 
   for (const sim::Op& op : r.graph.ops) {
     r.forward_ops += op.phase == sim::Phase::Forward;
@@ -656,9 +666,14 @@ EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto
     if (r.measured_step_ns > 0)
       r.graph.metadata["measured_step_ns"] = std::to_string(r.measured_step_ns);
   }
+  if (steps > 1)
+    r.notes.push_back("the trace holds " + std::to_string(steps) +
+                      " ProfilerStep#N labels: imported " +
+                      nodes[static_cast<std::size_t>(step)].name);
   if (r.outside_step > 0)
-    r.notes.push_back(std::to_string(r.outside_step) +
-                      " operators outside the trace's ProfilerStep#N labels not imported");
+    r.notes.push_back(std::to_string(r.outside_step) + " operators outside " +
+                      (have_steps ? nodes[static_cast<std::size_t>(step)].name : std::string()) +
+                      " not imported");
   r.graph.finalize(et_path);
   return r;
 }
@@ -804,18 +819,20 @@ std::vector<std::int64_t> label_time(const Profile& prof, const std::vector<EtNo
 }
 
 void time_from_kineto(const std::string& kineto_path, const std::vector<EtNode>& nodes,
-                      const std::vector<int>& kept, const std::vector<sim::OpId>& op_of,
+                      const std::vector<int>& kept, const std::vector<sim::OpId>& op_of, int step,
                       EtImport& r) {
   const Profile prof = read_profile(kineto_path);
   r.device_name = prof.device_name;
   const bool any_gpu = std::any_of(prof.events.begin(), prof.events.end(),
                                    [](const TraceEvent& e) { return e.on_gpu(); });
   const std::vector<std::int64_t> event_of = link_nodes(prof, nodes, kept, r);
+  // The measured step: the profiler's event of the imported ProfilerStep#N label, else its first.
+  if (step >= 0 && event_of[static_cast<std::size_t>(step)] >= 0)
+    r.measured_step_ns =
+        prof.events[static_cast<std::size_t>(event_of[static_cast<std::size_t>(step)])].dur_ns;
   for (const StepWindow& w : profile_steps(prof))
-    if (starts(w.name, "ProfilerStep")) {
+    if (r.measured_step_ns == 0 && starts(w.name, "ProfilerStep"))
       r.measured_step_ns = w.end_ns - w.begin_ns;
-      break;
-    }
   const std::vector<std::int64_t> gpu = gpu_time(prof, kept, event_of);
   const std::vector<std::int64_t> charge =
       any_gpu ? std::vector<std::int64_t>(kept.size(), 0) : label_time(prof, nodes, kept, event_of);

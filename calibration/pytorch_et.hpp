@@ -15,7 +15,7 @@
 //     record-function labels (ProfilerStep#N, "## forward ##", autograd::engine::evaluate_function,
 //     Optimizer.step#...): an operator nested in another (aten::linear -> aten::t, aten::addmm)
 //     is part of it, as Chakra's converter keeps the top-level CPU operators. When the trace has
-//     ProfilerStep#N labels only the operators inside them are imported;
+//     ProfilerStep#N labels only the operators inside the first of them are imported;
 //   - FLOPs from the input shapes and arguments by op class (estimate_work, kernel_fit.hpp;
 //     convolutions with their real stride, padding, dilation and groups), bytes from the tensors
 //     the op reads and writes (views and allocations move none);
@@ -51,14 +51,15 @@ struct EtImport {
   int nodes = 0;         ///< ET nodes in the file
   int ops = 0;           ///< graph ops (outermost operators)
   int nested = 0;        ///< operator nodes inside another operator (part of it)
-  int outside_step = 0;  ///< operators outside every ProfilerStep#N label (not imported)
+  int outside_step = 0;  ///< operators outside the imported ProfilerStep#N label (not imported)
   int data_edges = 0, control_edges = 0;
   int forward_ops = 0, backward_ops = 0, update_ops = 0;
   // With a Kineto trace:
   std::string link_method;            ///< "record-function-id", "order" or "" (no Kineto trace)
   int linked = 0;                     ///< ops tied to a Kineto event
   int gpu_timed = 0;                  ///< ops timed by the GPU activities they launched
-  std::int64_t measured_step_ns = 0;  ///< the Kineto trace's first step (profile_steps), 0 if none
+  std::int64_t measured_step_ns = 0;  ///< the imported step's ProfilerStep#N event, else the
+                                      ///< trace's first step (profile_steps), 0 if none
   std::int64_t measured_ops_ns = 0;   ///< sum of the ops' measured times
   std::string device_name;            ///< the Kineto trace's GPU name, "" if none
   std::vector<std::string> notes;

@@ -208,6 +208,25 @@ TEST(PytorchEt, RecordFunctionIdsAndGpuKernels) {
   EXPECT_EQ(relu.measured->ns, 0);
 }
 
+TEST(PytorchEt, OfSeveralStepsTheFirstIsTheGraph) {
+  const std::string et = write_temp("two_steps.json", R"J({"schema": "1.0.1", "nodes": [
+    {"name": "ProfilerStep#8", "id": 5, "rf_id": 4, "parent": 2, "op_schema": ""},
+    {"name": "aten::relu", "id": 6, "rf_id": 5, "parent": 5, "op_schema": "aten::relu(Tensor self) -> Tensor",
+     "inputs": [[9,10,0,16,4,"cpu"]], "input_shapes": [[16]], "input_types": ["Tensor(float)"],
+     "outputs": [[11,12,0,16,4,"cpu"]], "output_shapes": [[16]], "output_types": ["Tensor(float)"]},
+    {"name": "ProfilerStep#7", "id": 3, "rf_id": 1, "parent": 2, "op_schema": ""},
+    {"name": "aten::neg", "id": 4, "rf_id": 2, "parent": 3, "op_schema": "aten::neg(Tensor self) -> Tensor",
+     "inputs": [[9,10,0,16,4,"cpu"]], "input_shapes": [[16]], "input_types": ["Tensor(float)"],
+     "outputs": [[13,14,0,16,4,"cpu"]], "output_shapes": [[16]], "output_types": ["Tensor(float)"]},
+    {"name": "[pytorch|profiler|execution_graph|thread]", "id": 2, "rf_id": 0, "parent": 1, "op_schema": ""}]})J");
+  const pc::EtImport in = pc::import_pytorch_et(et, "");
+  ASSERT_EQ(in.ops, 1);
+  EXPECT_EQ(in.graph.ops[0].type, "aten::neg");
+  EXPECT_EQ(in.outside_step, 1);
+  ASSERT_FALSE(in.notes.empty());
+  EXPECT_NE(in.notes[0].find("ProfilerStep#7"), std::string::npos) << in.notes[0];
+}
+
 TEST(PytorchEt, MalformedTracesAreOneLineInputErrors) {
   const auto fails = [](const std::string& name, const std::string& text,
                         const std::string& expect) {
