@@ -363,6 +363,38 @@ std::vector<std::pair<std::size_t, std::size_t>> align(const std::vector<const s
   return out;
 }
 
+// The op's dtype, signature and FLOPs from its inputs; true for a view or an allocation (class
+// "meta"), which moves no bytes either.
+bool set_work(const EtNode& e, sim::Op& op) {
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<std::string> concrete, types;
+  for (const EtArg& a : e.inputs) {
+    shapes.push_back(a.tensors.size() == 1 ? a.tensors[0].shape : std::vector<std::int64_t>{});
+    concrete.push_back(a.concrete);
+    if (!a.tensors.empty() && a.tensors[0].t.defined()) types.push_back(a.type);
+  }
+  op.dtype = types.empty() ? sim::Dtype::F32 : dtype_of_type(types.front());
+  op.signature = sim::Signature{e.name, shapes, op.dtype};
+  std::vector<std::vector<std::int64_t>> work_shapes = shapes;
+  if (starts(e.name, "aten::_foreach_")) {
+    // A foreach op runs its elementwise update over every tensor of its first list.
+    work_shapes.clear();
+    if (!e.inputs.empty())
+      for (const EtTensorUse& t : e.inputs[0].tensors) work_shapes.push_back(t.shape);
+  }
+  const WorkEstimate w = estimate_work(e.name, work_shapes, op.dtype);
+  double flops = w.flops;
+  if (starts(e.name, "aten::_foreach_")) {
+    flops = 0;
+    for (const auto& s : work_shapes)
+      flops += static_cast<double>(models::shape_elements(s).value_or(0));
+  }
+  if (const auto f = conv_flops_from_concrete(e.name, shapes, concrete)) flops = *f;
+  const bool moves_nothing = w.op_class == "meta";
+  op.flops = sim::Flops{moves_nothing ? 0.0 : flops};
+  return moves_nothing;
+}
+
 struct Dataflow {
   struct Version {
     sim::TensorRef ref;
@@ -392,32 +424,7 @@ struct Builder {
     op.phase = pl[static_cast<std::size_t>(i)].phase;
     if (const int l = pl[static_cast<std::size_t>(i)].label; l >= 0)
       op.layer = nodes[static_cast<std::size_t>(l)].name;
-    std::vector<std::vector<std::int64_t>> shapes;
-    std::vector<std::string> concrete, types;
-    for (const EtArg& a : e.inputs) {
-      shapes.push_back(a.tensors.size() == 1 ? a.tensors[0].shape : std::vector<std::int64_t>{});
-      concrete.push_back(a.concrete);
-      if (!a.tensors.empty() && a.tensors[0].t.defined()) types.push_back(a.type);
-    }
-    op.dtype = types.empty() ? sim::Dtype::F32 : dtype_of_type(types.front());
-    op.signature = sim::Signature{e.name, shapes, op.dtype};
-    std::vector<std::vector<std::int64_t>> work_shapes = shapes;
-    if (starts(e.name, "aten::_foreach_")) {
-      // A foreach op runs its elementwise update over every tensor of its first list.
-      work_shapes.clear();
-      if (!e.inputs.empty())
-        for (const EtTensorUse& t : e.inputs[0].tensors) work_shapes.push_back(t.shape);
-    }
-    const WorkEstimate w = estimate_work(e.name, work_shapes, op.dtype);
-    double flops = w.flops;
-    if (starts(e.name, "aten::_foreach_")) {
-      flops = 0;
-      for (const auto& s : work_shapes)
-        flops += static_cast<double>(models::shape_elements(s).value_or(0));
-    }
-    if (const auto f = conv_flops_from_concrete(e.name, shapes, concrete)) flops = *f;
-    const bool moves_nothing = w.op_class == "meta";
-    op.flops = sim::Flops{moves_nothing ? 0.0 : flops};
+    const bool moves_nothing = set_work(e, op);
     const sim::OpId self = static_cast<sim::OpId>(r.graph.ops.size());
     std::set<std::pair<std::int64_t, std::int64_t>> in_keys;
     std::set<std::int64_t> in_storages;
