@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -225,7 +226,7 @@ class Reader {
       // time.
       const auto d = n.find("dur");
       if (d != n.end() && d->is_number() && d->get<double>() >= 0 && d->get<double>() < 1e12)
-        e.gpu_dur_ns = static_cast<std::int64_t>(d->get<double>() * 1000.0 + 0.5);
+        e.gpu_dur_ns = std::llround(d->get<double>() * 1000.0);
     }
     e.root = starts(e.name, "[pytorch|profiler|execution_");
     e.op = !e.root && e.cat.empty() && (!e.op_schema.empty() || starts(e.name, "aten::"));
@@ -496,8 +497,9 @@ struct Builder {
   }
 
   void finish_edges() {
-    for (const auto& [consumer, producer] : control) {
-      sim::Op& op = r.graph.ops[static_cast<std::size_t>(consumer)];
+    for (const auto& edge : control) {
+      const sim::OpId producer = edge.second;
+      sim::Op& op = r.graph.ops[static_cast<std::size_t>(edge.first)];
       const bool has_data = std::any_of(op.inputs.begin(), op.inputs.end(),
                                         [&](const sim::TensorRef& t) { return t.op == producer; });
       if (has_data) continue;

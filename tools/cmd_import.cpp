@@ -68,8 +68,9 @@ void register_import_et(CLI::App& import_cmd) {
               << " control edges, " << s.flops.v / 1e9 << " GFLOP";
     if (!a->kineto.empty()) {
       std::cout << "; " << in.linked << " ops timed by the Kineto trace (" << in.link_method
-                << "), " << in.measured_ops_ns / 1e6 << " ms of op time";
-      if (in.measured_step_ns > 0) std::cout << " in a " << in.measured_step_ns / 1e6 << " ms step";
+                << "), " << static_cast<double>(in.measured_ops_ns) / 1e6 << " ms of op time";
+      if (in.measured_step_ns > 0)
+        std::cout << " in a " << static_cast<double>(in.measured_step_ns) / 1e6 << " ms step";
     }
     std::cout << " -> " << a->out << "\n";
   });
