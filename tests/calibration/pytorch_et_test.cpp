@@ -1,12 +1,14 @@
 // PyTorch Execution Trace import (calibration/pytorch_et.hpp) on real traces: torch 1.13 CPU
 // training steps of a small CNN and a small transformer with their Kineto traces, and a torch
-// 2.x (schema 1.0.2-chakra.0.0.4) matmul trace; small hand-written traces for the record-function
-// id and GPU-kernel links and for malformed files.
+// 2.x CUDA training step (facebookresearch/param's linear_et.json); small hand-written traces
+// for the torch 2.x "chakra" dialect (schema 1.0.2-chakra.0.0.4), the record-function-id,
+// order and GPU-kernel links, and malformed files.
 #include "calibration/pytorch_et.hpp"
 
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <string>
 
 #include "sim/error.hpp"
@@ -131,29 +133,98 @@ TEST(PytorchEt, Torch113TransformerStep) {
   EXPECT_EQ(ops_of_type(in.graph, "aten::embedding_backward")[0]->phase, ps::Phase::Backward);
 }
 
-TEST(PytorchEt, Torch2SchemaWithKinetoWithoutRecordFunctionIds) {
-  // A real torch 2.x trace pair: the profiler wrote "Record function id": 0 everywhere, so the
-  // ops are tied by order.
-  const pc::EtImport in =
-      pc::import_pytorch_et(kData + "torch2_matmul_et.json", kData + "torch2_matmul_kineto.json");
-  EXPECT_EQ(in.schema, "1.0.2-chakra.0.0.4");
-  EXPECT_EQ(in.nodes, 21);
-  EXPECT_EQ(in.ops, 7);
-  EXPECT_EQ(in.link_method, "order");
-  EXPECT_EQ(in.linked, 7);
-  const auto mm = ops_of_type(in.graph, "aten::matmul");
-  ASSERT_EQ(mm.size(), 1u);
-  EXPECT_DOUBLE_EQ(mm[0]->flops.v, 2.0 * 1024 * 1024 * 1024);
-  EXPECT_EQ(mm[0]->measured->ns, 1501000);
-  // Both operands come from the float conversions (aten::to), through the in-place detach_
-  // that torch.tensor() applies to each.
-  ASSERT_EQ(mm[0]->inputs.size(), 2u);
-  for (const ps::TensorRef& t : mm[0]->inputs) {
-    const ps::Op& d = in.graph.ops[static_cast<std::size_t>(t.op)];
-    EXPECT_EQ(d.type, "aten::detach_");
-    ASSERT_EQ(d.inputs.size(), 1u);
-    EXPECT_EQ(in.graph.ops[static_cast<std::size_t>(d.inputs[0].op)].type, "aten::to");
+TEST(PytorchEt, Torch2CudaTrainingStepOfLinearLayers) {
+  // A real torch 2.x CUDA trace (facebookresearch/param's linear_et.json): 21 Linear(1024,
+  // 1024)+ReLU layers on batch 512, softmax, cross-entropy, backward on the autograd thread, SGD.
+  const pc::EtImport in = pc::import_pytorch_et(kData + "param_linear_et.json.gz", "");
+  const ps::Graph& g = in.graph;
+  EXPECT_EQ(in.schema, "1.0.1");
+  EXPECT_EQ(in.nodes, 931);
+  EXPECT_EQ(in.ops, 320);
+  EXPECT_EQ(in.forward_ops, 45);
+  EXPECT_EQ(in.backward_ops, 232);
+  EXPECT_EQ(in.update_ops, 43);
+  EXPECT_EQ(in.link_method, "");
+  // aten::linear is the outermost operator; its aten::t and aten::addmm are part of it.
+  const auto linear = ops_of_type(g, "aten::linear");
+  ASSERT_EQ(linear.size(), 21u);
+  EXPECT_TRUE(ops_of_type(g, "aten::addmm").empty());
+  for (const ps::Op* op : linear) {
+    EXPECT_EQ(op->phase, ps::Phase::Forward);
+    EXPECT_EQ(op->dtype, ps::Dtype::F32);
+    EXPECT_DOUBLE_EQ(op->flops.v, 2.0 * 512 * 1024 * 1024);  // addmm [512,1024] x [1024,1024]
   }
+  // Each layer reads the previous layer's ReLU output through the trace's tensor ids; the
+  // weights and biases are parameters, not edges.
+  const auto relu = ops_of_type(g, "aten::relu");
+  ASSERT_EQ(relu.size(), 21u);
+  EXPECT_TRUE(linear[0]->inputs.empty());
+  for (std::size_t l = 1; l < linear.size(); ++l) {
+    ASSERT_EQ(linear[l]->inputs.size(), 1u) << l;
+    EXPECT_EQ(&g.ops[static_cast<std::size_t>(linear[l]->inputs[0].op)], relu[l - 1]) << l;
+    ASSERT_EQ(relu[l]->inputs.size(), 1u) << l;
+    EXPECT_EQ(&g.ops[static_cast<std::size_t>(relu[l]->inputs[0].op)], linear[l]) << l;
+  }
+  // Backward: two mm per layer (input and weight gradients) but the first layer's input
+  // gradient, which autograd does not compute.
+  const auto mm = ops_of_type(g, "aten::mm");
+  ASSERT_EQ(mm.size(), 41u);
+  for (const ps::Op* op : mm) {
+    EXPECT_EQ(op->phase, ps::Phase::Backward);
+    EXPECT_DOUBLE_EQ(op->flops.v, 2.0 * 512 * 1024 * 1024);
+  }
+  const auto step = ops_of_type(g, "aten::_foreach_add_");
+  ASSERT_EQ(step.size(), 1u);
+  EXPECT_EQ(step[0]->phase, ps::Phase::Update);
+  // Every tensor is on cuda:0, so no op is pinned to the host; without a Kineto trace none is
+  // timed either (the cost model prices them).
+  for (const ps::Op& op : g.ops) {
+    EXPECT_NE(op.device_kind, ps::DeviceKind::Cpu) << op.name;
+    EXPECT_FALSE(op.measured.has_value()) << op.name;
+  }
+}
+
+TEST(PytorchEt, ChakraDialectLinksByRecordFunctionIdOrByOrder) {
+  // A hand-written torch 2.x "chakra" ET (nested inputs/outputs, an attrs list, ctrl_deps) and
+  // a Kineto trace whose CPU ops carry the ET's rf_ids: mm -> relu (clamp_min inside) -> sum.
+  const std::string et = kData + "chakra_handwritten_et.json";
+  const std::string kineto = kData + "chakra_handwritten_kineto.json";
+  const pc::EtImport in = pc::import_pytorch_et(et, kineto);
+  EXPECT_EQ(in.schema, "1.0.2-chakra.0.0.4");
+  EXPECT_EQ(in.nodes, 7);
+  ASSERT_EQ(in.ops, 3);
+  EXPECT_EQ(in.nested, 1);
+  EXPECT_EQ(in.link_method, "record-function-id");
+  EXPECT_EQ(in.linked, 3);
+  EXPECT_EQ(in.gpu_timed, 3);
+  EXPECT_EQ(in.measured_step_ns, 200000);
+  const ps::Graph& g = in.graph;
+  EXPECT_EQ(g.ops[0].type, "aten::mm");
+  EXPECT_DOUBLE_EQ(g.ops[0].flops.v, 2.0 * 256 * 256 * 256);
+  EXPECT_EQ(g.ops[0].measured->ns, 25000);  // its kernel, not the 40 us on the host
+  EXPECT_EQ(g.ops[1].type, "aten::relu");
+  EXPECT_EQ(g.ops[1].measured->ns, 4000);  // the kernel its nested clamp_min launched
+  EXPECT_EQ(g.ops[2].measured->ns, 6000);
+  for (const ps::Op& op : g.ops) EXPECT_EQ(op.device_kind, ps::DeviceKind::Gpu) << op.name;
+  ASSERT_EQ(g.ops[2].inputs.size(), 1u);
+  EXPECT_EQ(g.ops[2].inputs[0].op, 1);
+  ASSERT_EQ(g.ops[1].inputs.size(), 1u);
+  EXPECT_EQ(g.ops[1].inputs[0].op, 0);
+
+  // A profiler that wrote "Record function id": 0 (an observer not registered to it): tied by
+  // order, to the same events.
+  std::ifstream f(kineto);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (std::size_t p = 0; (p = text.find("\"Record function id\": ", p)) != std::string::npos;) {
+    p += 22;
+    const std::size_t e = text.find_first_not_of("0123456789", p);
+    text.replace(p, e - p, "0");
+  }
+  const pc::EtImport zero = pc::import_pytorch_et(et, write_temp("chakra_kineto_zero.json", text));
+  EXPECT_EQ(zero.link_method, "order");
+  EXPECT_EQ(zero.linked, 3);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(zero.graph.ops[i].measured->ns, g.ops[i].measured->ns) << i;
 }
 
 namespace {

@@ -244,7 +244,7 @@ for cmd in \
   "validate --profile $CAL/a100_alexnet.json --json" \
   "import topo --nvidia-smi $CAL/h200_nvidia-smi-topo.txt --gpu-model H200-SXM-141GB -o t.yaml --json" \
   "export chakra ${G[*]} ${C[*]} --placement expert -o et --json" \
-  "import et $DATA/et/torch2_matmul_et.json -o e.json --json"; do
+  "import et $DATA/et/param_linear_et.json.gz -o e.json --json"; do
   read -r -a words <<< "$cmd"
   "$BIN" "${words[@]}" > stdout 2> stderr || { bad "$cmd exited $?: $(head -c 300 stderr)"; continue; }
   json_ok "$cmd"

@@ -64,15 +64,41 @@ PY
 [ "$(field "$TMP/tr_imp.json" ops)" = 308 ] || fail "transformer: $(cat "$TMP/tr_imp.json")"
 "$BIN" simulate --graph "$TMP/tr.json" --cluster paper-2gpu --placement single-gpu > /dev/null \
   || fail "simulate of the transformer exited $?"
-"$BIN" import et "$D/torch2_matmul_et.json" --kineto "$D/torch2_matmul_kineto.json" -o "$TMP/mm.json" --json \
-  > "$TMP/mm_imp.json" 2> /dev/null || fail "torch 2.x import exited $?"
-[ "$(field "$TMP/mm_imp.json" ops)" = 7 ] && [ "$(field "$TMP/mm_imp.json" linked_ops)" = 7 ] \
-  || fail "torch 2.x: $(cat "$TMP/mm_imp.json")"
-"$BIN" describe --graph "$TMP/mm.json" > /dev/null || fail "describe of the torch 2.x graph exited $?"
+# A real torch 2.x CUDA trace (param's linear_et.json): 21 Linear+ReLU layers, backward, SGD.
+"$BIN" import et "$D/param_linear_et.json.gz" -o "$TMP/lin.json" --json > "$TMP/lin_imp.json" \
+  2> /dev/null || fail "torch 2.x CUDA import exited $?"
+[ "$(field "$TMP/lin_imp.json" ops)" = 320 ] && [ "$(field "$TMP/lin_imp.json" schema)" = 1.0.1 ] \
+  || fail "torch 2.x CUDA: $(cat "$TMP/lin_imp.json")"
+/usr/bin/python3 - "$TMP/lin.json" <<'PY' || fail "torch 2.x CUDA graph content"
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops"]
+lin = [o for o in ops if o["type"] == "aten::linear"]
+assert len(lin) == 21, len(lin)
+assert all(o["flops"] == 2 * 512 * 1024 * 1024 for o in lin), lin[0]
+assert sum(o["type"] == "aten::mm" for o in ops) == 41
+assert not any(o.get("device_kind") == "cpu" for o in ops)  # every tensor is on cuda:0
+relu = [o["name"] for o in ops if o["type"] == "aten::relu"]
+assert [o.get("inputs") for o in lin[1:]] == [[r] for r in relu[:-1]], lin[1]
+PY
+"$BIN" simulate --graph "$TMP/lin.json" --cluster paper-2gpu --placement single-gpu --json \
+  > "$TMP/lin_sim.json" 2> /dev/null || fail "simulate of the torch 2.x CUDA graph exited $?"
+/usr/bin/python3 - "$TMP/lin_sim.json" <<'PY' || fail "torch 2.x CUDA simulation: $(head -c 300 "$TMP/lin_sim.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+gpu0 = [d for d in r["devices"] if d["name"] == "gpu0"][0]
+assert gpu0["ops"] == 320 and not r["oom"] and r["step_time_ns"] > 0, (gpu0, r["step_time_ns"])
+PY
+
+# The torch 2.x "chakra" dialect (hand-written pair): linked by record-function id.
+"$BIN" import et "$D/chakra_handwritten_et.json" --kineto "$D/chakra_handwritten_kineto.json" \
+  -o "$TMP/ch.json" --json > "$TMP/ch_imp.json" 2> /dev/null || fail "chakra-dialect import exited $?"
+[ "$(field "$TMP/ch_imp.json" ops)" = 3 ] && [ "$(field "$TMP/ch_imp.json" kineto_link)" = record-function-id ] \
+  && [ "$(field "$TMP/ch_imp.json" gpu_timed_ops)" = 3 ] || fail "chakra dialect: $(cat "$TMP/ch_imp.json")"
+"$BIN" describe --graph "$TMP/ch.json" > /dev/null || fail "describe of the chakra-dialect graph exited $?"
 
 # Deterministic: the same import writes the same bytes.
 "$BIN" import et "$D/cpu_torch113_cnn_et.json.gz" --kineto "$D/cpu_torch113_cnn_kineto.json.gz" \
   -o "$TMP/cnn2.json" > /dev/null 2>&1 || fail "second import exited $?"
 cmp -s "$TMP/cnn.json" "$TMP/cnn2.json" || fail "two imports of the same trace differ"
 
-echo "et: CNN $(field "$TMP/sim.json" step_time_ns) ns simulated vs $(field "$TMP/imp.json" measured_step_ns) ns measured; transformer and torch 2.x imported"
+echo "et: CNN $(field "$TMP/sim.json" step_time_ns) ns simulated vs $(field "$TMP/imp.json" measured_step_ns) ns measured; transformer, torch 2.x CUDA ($(field "$TMP/lin_sim.json" step_time_ns) ns simulated) and chakra dialect imported"
