@@ -385,16 +385,20 @@ WorkEstimate estimate_work(const std::string& raw,
 namespace {
 
 std::string device_key(const Profile& p, const std::string& override_model) {
+  return calibration_key(p.device_name, override_model);
+}
+
+}  // namespace
+
+std::string calibration_key(const std::string& device_name, const std::string& override_model) {
   if (!override_model.empty()) return override_model;
-  if (p.device_name.empty()) return "cpu";
-  std::string n = p.device_name;
+  if (device_name.empty()) return "cpu";
+  std::string n = device_name;
   for (const char* prefix : {"NVIDIA ", "Tesla ", "AMD "})
     if (starts(n, prefix)) n = n.substr(std::string(prefix).size());
   std::replace(n.begin(), n.end(), ' ', '-');
   return n;
 }
-
-}  // namespace
 
 std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::string& device_model) {
   std::vector<OpSample> out;

@@ -56,6 +56,11 @@ struct OpSample {
   WorkEstimate work;
 };
 
+/// The calibration key of a profiled device: `override_model` if given, else the device name
+/// without its vendor prefix, spaces as dashes ("NVIDIA A100-SXM4-40GB" -> "A100-SXM4-40GB"), or
+/// "cpu" for a trace without a GPU name.
+std::string calibration_key(const std::string& device_name, const std::string& override_model);
+
 /// One sample per framework op that launched GPU work (kernels, memcpys, memsets tied to it by
 /// external id -> runtime correlation); for CPU-only traces, one per outermost CPU op. Nsight
 /// exports (no framework ops) give one sample per kernel name. `device_model` empty = derived

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "models/chakra_et.pb.h"
+#include "models/et_tensor.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
@@ -115,25 +116,24 @@ bool is_tensor(const PyVal& v) {
 }
 
 // Walks values and shapes together: a tensor's bytes are its shape's element count times its
-// element size; without a matching shape, the storage's element count is used.
+// element size; without a matching shape, the storage's element count is used (et_tensor.hpp).
 void collect_tensors(const PyVal& v, const PyVal* shape, std::vector<TensorUse>& out) {
   if (is_tensor(v)) {
-    std::int64_t numel = v.items[3].i;
-    if (shape && shape->kind == PyVal::List) {
-      std::int64_t n = 1;
-      bool ok = true;
+    const EtTensor t{.id = v.items[0].i,
+                     .storage = v.items[1].i,
+                     .offset = v.items[2].i,
+                     .numel = v.items[3].i,
+                     .itemsize = v.items[4].i,
+                     .device = v.items[5].s};
+    std::vector<std::int64_t> dims;
+    bool ok = shape && shape->kind == PyVal::List;
+    if (ok)
       for (const PyVal& d : shape->items) {
-        if (d.kind != PyVal::Int || d.i < 0 || (d.i > 0 && n > (std::int64_t{1} << 50) / d.i)) {
-          ok = false;
-          break;
-        }
-        n *= d.i;
+        ok = ok && d.kind == PyVal::Int;
+        dims.push_back(d.i);
       }
-      if (ok) numel = n;
-    }
-    const std::int64_t eb = v.items[4].i;
-    if (numel >= 0 && eb >= 0 && (eb == 0 || numel <= (std::int64_t{1} << 50) / eb))
-      out.push_back({static_cast<std::uint64_t>(v.items[0].i), numel * eb});
+    if (const auto bytes = et_tensor_bytes(t, ok ? &dims : nullptr))
+      out.push_back({static_cast<std::uint64_t>(t.id), *bytes});
     return;
   }
   if (v.kind != PyVal::List) return;

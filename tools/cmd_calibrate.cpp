@@ -14,6 +14,7 @@
 
 #include "calibration/kernel_fit.hpp"
 #include "calibration/link_fit.hpp"
+#include "calibration/pytorch_et.hpp"
 #include "calibration/trace.hpp"
 #include "calibration/validate.hpp"
 #include "sim/catalog.hpp"
@@ -31,6 +32,7 @@ namespace {
 
 struct CalibrateArgs {
   std::vector<std::string> profiles;
+  std::vector<std::string> ets;  ///< --et: the execution trace of the i-th profile's step
   std::string output, device_model, math_mode = "torch";
   bool json = false;
 };
@@ -173,6 +175,13 @@ void run_calibrate(const CalibrateArgs& a) {
     }
     const calibration::Profile prof = read_profile_checked(p);
     auto s = calibration::op_samples_from_profile(prof, a.device_model);
+    if (const std::size_t k = static_cast<std::size_t>(&p - a.profiles.data()); k < a.ets.size()) {
+      // The execution trace's ops, with its shapes, timed by this profile (pytorch_et.hpp).
+      s = calibration::op_samples_from_et(calibration::import_pytorch_et(a.ets[k], p),
+                                          a.device_model);
+      outf("%s: %zu op samples from the execution trace %s\n", p.c_str(), s.size(),
+           a.ets[k].c_str());
+    }
     outf("%s: %s, %zu events, %zu op samples%s%s\n", p.c_str(), prof.dialect.c_str(),
          prof.events.size(), s.size(), prof.device_name.empty() ? "" : ", device ",
          prof.device_name.c_str());
@@ -479,6 +488,10 @@ void register_calibrate(CLI::App& app) {
                     "Kineto/PyTorch trace (.json/.json.gz), Nsight Systems SQLite export, or "
                     "profile_rig.py manifest; repeatable")
         ->required()
+        ->check(input_file());
+    cmd->add_option("--et", a->ets,
+                    "PyTorch execution trace of the n-th --profile's step: its ops' shapes "
+                    "(torch 1.13's profiler records none); repeatable")
         ->check(input_file());
     cmd->add_option("--device-model", a->device_model,
                     "calibration key of the profiled device (default: from the trace)");

@@ -1,8 +1,11 @@
-// `placesim import`: `import onnx MODEL.onnx -o graph.json [--training] [--batch N]` here;
-// `import topo` is registered by cmd_import_topo.cpp.
+// `placesim import`: `import onnx MODEL.onnx -o graph.json [--training] [--batch N]` and
+// `import et TRACE.json [--kineto KINETO.json] -o graph.json` here; `import topo` is registered
+// by cmd_import_topo.cpp, `import chakra` by cmd_chakra.cpp.
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "calibration/pytorch_et.hpp"
 #include "models/onnx_import.hpp"
 #include "sim/error.hpp"
 #include "sim/graph.hpp"
@@ -10,6 +13,70 @@
 #include "tools/commands.hpp"
 
 namespace placesim::tools {
+
+namespace {
+
+void register_import_et(CLI::App& import_cmd) {
+  struct Args {
+    std::string trace, kineto, out;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = import_cmd.add_subcommand(
+      "et",
+      "Import a PyTorch Execution Trace (ExecutionGraphObserver / ExecutionTraceObserver JSON), "
+      "timed by its Kineto trace, as a graph JSON (docs/formats.md)");
+  cmd->add_option("trace", a->trace, "execution trace (.json or .json.gz)")
+      ->required()
+      ->check(input_file());
+  cmd->add_option("--kineto", a->kineto,
+                  "the profiler (Kineto / Chrome) trace of the same step: measured op times")
+      ->check(input_file());
+  cmd->add_option("-o,--output", a->out, "graph JSON file to write")->required();
+  cmd->add_flag("--json", a->json, "print the import's statistics as JSON instead of a line");
+  cmd->callback([a] {
+    const calibration::EtImport in = calibration::import_pytorch_et(a->trace, a->kineto);
+    sim::write_graph_json(in.graph, a->out);
+    for (const std::string& n : in.notes) note(n);
+    const sim::GraphStats s = sim::graph_stats(in.graph);
+    if (a->json) {
+      nlohmann::ordered_json j = {{"graph", in.graph.name},
+                                  {"schema", in.schema},
+                                  {"nodes", in.nodes},
+                                  {"ops", in.ops},
+                                  {"nested_operators", in.nested},
+                                  {"outside_step", in.outside_step},
+                                  {"forward_ops", in.forward_ops},
+                                  {"backward_ops", in.backward_ops},
+                                  {"update_ops", in.update_ops},
+                                  {"data_edges", in.data_edges},
+                                  {"control_edges", in.control_edges},
+                                  {"flops", s.flops.v},
+                                  {"persistent_bytes", s.persistent_bytes.v},
+                                  {"kineto_link", in.link_method},
+                                  {"linked_ops", in.linked},
+                                  {"gpu_timed_ops", in.gpu_timed},
+                                  {"measured_ops_ns", in.measured_ops_ns},
+                                  {"measured_step_ns", in.measured_step_ns},
+                                  {"output", a->out}};
+      std::cout << j.dump(1) << "\n";
+      return;
+    }
+    std::cout << in.graph.name << ": " << in.ops << " ops (" << in.forward_ops << " forward, "
+              << in.backward_ops << " backward, " << in.update_ops << " update) from " << in.nodes
+              << " nodes, " << in.data_edges << " data and " << in.control_edges
+              << " control edges, " << s.flops.v / 1e9 << " GFLOP";
+    if (!a->kineto.empty()) {
+      std::cout << "; " << in.linked << " ops timed by the Kineto trace (" << in.link_method
+                << "), " << static_cast<double>(in.measured_ops_ns) / 1e6 << " ms of op time";
+      if (in.measured_step_ns > 0)
+        std::cout << " in a " << static_cast<double>(in.measured_step_ns) / 1e6 << " ms step";
+    }
+    std::cout << " -> " << a->out << "\n";
+  });
+}
+
+}  // namespace
 
 void register_import(CLI::App& app) {
   CLI::App* import_cmd =
@@ -65,6 +132,7 @@ void register_import(CLI::App& app) {
 
   register_import_topo(*import_cmd);
   register_import_chakra(*import_cmd);
+  register_import_et(*import_cmd);
 }
 
 }  // namespace placesim::tools

@@ -89,6 +89,13 @@ import chakra garbage.et -o out.json
 import chakra empty.et -o out.json
 import chakra notes.txt -o out.json
 import chakra garbage.et
+import et
+import et dir -o out.json
+import et $M.json -o out.json
+import et garbage.json -o out.json
+import et empty.json -o out.json
+import et no_events.json -o out.json
+import et garbage.json
 export
 export chakra ${G[*]} ${C[*]} --placement single-gpu
 export chakra ${G[*]} ${C[*]} --placement nosuchmethod -o et
@@ -236,7 +243,8 @@ for cmd in \
   "calibrate-links --p2p $CAL/a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt --cluster a100.yaml -o l.yaml --json" \
   "validate --profile $CAL/a100_alexnet.json --json" \
   "import topo --nvidia-smi $CAL/h200_nvidia-smi-topo.txt --gpu-model H200-SXM-141GB -o t.yaml --json" \
-  "export chakra ${G[*]} ${C[*]} --placement expert -o et --json"; do
+  "export chakra ${G[*]} ${C[*]} --placement expert -o et --json" \
+  "import et $DATA/et/param_linear_et.json.gz -o e.json --json"; do
   read -r -a words <<< "$cmd"
   "$BIN" "${words[@]}" > stdout 2> stderr || { bad "$cmd exited $?: $(head -c 300 stderr)"; continue; }
   json_ok "$cmd"

@@ -87,6 +87,16 @@ onnx|onnx-petabyte-tensor.onnx|and at most 1 PiB
 onnx|onnx-matmul-one-input.onnx|expected
 onnx|onnx-garbage-12-bytes.onnx|expected
 import-onnx|onnx-petabyte-tensor.onnx|and at most 1 PiB
+et|et-truncated.json|byte 64: expected PyTorch Execution Trace JSON
+et|et-nodes-not-list.json|nodes: expected a list of nodes, got object
+et|et-duplicate-id.json|nodes[1].id: expected a node id used once
+et|et-negative-dim.json|nodes[0].inputs[0]: expected dimensions from 0 to 2^40, got -4
+et|et-petabyte-tensor.json|nodes[0].inputs[0]: expected a tensor of at most 1 PiB
+et|et-parent-cycle.json|nodes[1].parent: expected a parent chain that ends at the process node
+et|et-no-operators.json|nodes: expected at least one operator node
+et|et-attr-wrong-type.json|nodes[0].attrs[0].value: expected an integer, got string
+et-kineto|kineto-type-error.json|traceEvents: expected Chrome-trace events of the usual JSON types
+calibrate-et|et-duplicate-id.json|nodes[1].id: expected a node id used once
 vidur|vidur-missing-columns.csv|line 3: expected 5 fields, got 3
 vidur|vidur-inf-workers.csv|line 2: expected a time in (0, 1e6] ms, num_workers a whole number
 vidur|vidur-nan-time.csv|line 2: expected a time in (0, 1e6] ms
@@ -136,6 +146,13 @@ while IFS='|' read -r kind file expect; do
     cluster) cmd=("$BIN" describe --cluster "$BAD/$file") ;;
     graph|onnx) cmd=("$BIN" describe --graph "$BAD/$file") ;;
     import-onnx) cmd=("$BIN" import onnx "$BAD/$file" -o "$TMP/out/g.json") ;;
+    et) cmd=("$BIN" import et "$BAD/$file" -o "$TMP/out/g.json") ;;
+    calibrate-et)
+      cmd=("$BIN" calibrate --profile "$HERE/../data/et/cpu_torch113_cnn_kineto.json.gz" --et "$BAD/$file"
+           -o "$TMP/out/cal.yaml") ;;
+    et-kineto)
+      cmd=("$BIN" import et "$HERE/../data/et/cpu_torch113_cnn_et.json.gz" --kineto "$BAD/$file"
+           -o "$TMP/out/g.json") ;;
     placement)
       cmd=("$BIN" simulate --graph "$GOOD/tiny-graph.json" --cluster paper-2gpu --placement "$BAD/$file"
            --report "$TMP/out.json" --trace "$TMP/trace.json") ;;
