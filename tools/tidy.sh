@@ -28,6 +28,16 @@ else
   mapfile -t files < <(git diff --name-only --diff-filter=AM "$base" -- \
     'sim/*.cpp' 'models/*.cpp' 'calibration/*.cpp' 'policy/*.cpp' 'tools/*.cpp')
 fi
+# clang-tidy 14 cannot parse LibTorch 1.13's headers under libstdc++ 12 in C++20 (errors inside
+# ATen's IValue): the translation units that include <torch/...> (policy/rl_*.cpp, kept apart
+# for that reason among others) are compiled and tested but not tidied; said below.
+kept=()
+skipped=0
+for f in "${files[@]}"; do
+  if [ -f "$f" ] && grep -q '^#include <torch/' "$f"; then skipped=$((skipped + 1)); else kept+=("$f"); fi
+done
+if [ "$skipped" -gt 0 ]; then echo "tidy.sh: $skipped LibTorch translation units not tidied (clang 14 cannot parse LibTorch's headers)"; fi
+files=("${kept[@]}")
 if [ ${#files[@]} -eq 0 ]; then
   echo "tidy.sh: no C++ source changed"
   exit 0
