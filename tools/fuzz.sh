@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD:-$root/build-fuzz}
 work=$build/fuzz-work
 data=$root/tests/data
-all="graph cluster placement calibration sweep_spec sweep_csv onnx kineto kineto_gz manifest nsys smi_topo nccl_xml p2p nccl_tests vidur checkpoint"
+all="graph cluster placement calibration sweep_spec sweep_csv onnx kineto kineto_gz manifest nsys smi_topo nccl_xml p2p nccl_tests vidur checkpoint et et_kineto"
 targets=${FUZZ_TARGETS:-$all}
 jobs=${FUZZ_JOBS:-1}
 
@@ -62,6 +62,9 @@ make_seeds() {
   add nccl_xml "$data"/calibration/azhpc_*.xml
   add p2p "$data"/calibration/*p2pBandwidthLatencyTest.txt
   add nccl_tests "$data"/calibration/*nccl-tests*
+  add et "$data"/et/chakra_handwritten_et.json
+  gzip -dc "$data"/et/cpu_torch113_cnn_et.json.gz > "$(seed_dir et)/cnn_et.json"
+  add et_kineto "$data"/et/chakra_handwritten_kineto.json
   mkdir -p "$(seed_dir vidur)"
   for f in "$data"/calibration/a100_dgx_all_reduce.csv "$data"/calibration/a100_llama2-7b_mlp.csv; do
     head -n 40 "$f" > "$(seed_dir vidur)/$(basename "$f")"
@@ -82,7 +85,7 @@ dict_of() {
     graph) echo graph ;; placement) echo placement ;; kineto) echo kineto ;; manifest) echo manifest ;;
     cluster) echo cluster ;; calibration) echo calibration ;; sweep_spec) echo sweep ;; sweep_csv) echo sweep_csv ;;
     smi_topo) echo smi_topo ;; nccl_xml) echo nccl_xml ;; p2p) echo p2p ;; nccl_tests) echo nccl_tests ;;
-    vidur) echo vidur ;; *) echo "" ;;
+    vidur) echo vidur ;; et|et_kineto) echo kineto ;; *) echo "" ;;
   esac
 }
 

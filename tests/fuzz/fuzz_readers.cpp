@@ -18,6 +18,7 @@
 
 #include "calibration/kernel_fit.hpp"
 #include "calibration/link_fit.hpp"
+#include "calibration/pytorch_et.hpp"
 #include "calibration/topo_import.hpp"
 #include "calibration/trace.hpp"
 #include "models/onnx_import.hpp"
@@ -150,6 +151,18 @@ void run(const std::string& in) {
   sim::Cluster c = four_gpu_cluster();
   (void)calibration::apply_collective_fit(calibration::fit_collective(pts), c);
   (void)sim::cluster_to_yaml(c);
+#elif FUZZ_TARGET_et
+  // A PyTorch execution trace alone; what it imports must write and read back as a graph.
+  const calibration::EtImport x = calibration::import_pytorch_et(as_file(in, "fuzz-et.json"), "");
+  (void)sim::parse_graph_json(sim::graph_to_json(x.graph), "fuzz-et-graph.json");
+#elif FUZZ_TARGET_et_kineto
+  // The Kineto side of `import et --kineto`: a fixed hand-written ET, the Kineto trace mutated,
+  // so that the linking by record-function id and by order sees malformed events.
+  static const std::string et =
+      std::string(source_dir()) + "/tests/data/et/chakra_handwritten_et.json";
+  const calibration::EtImport x =
+      calibration::import_pytorch_et(et, as_file(in, "fuzz-et-kineto.json"));
+  (void)calibration::op_samples_from_et(x, "");
 #elif FUZZ_TARGET_checkpoint
   (void)policy::unwrap_checkpoint(in, "fuzz-checkpoint.pt");
 #else
