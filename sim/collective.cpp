@@ -405,12 +405,11 @@ std::vector<std::vector<DeviceId>> pack_rings(const Cluster& c,
   return out;
 }
 
-// Bus bandwidth (B/s) of NCCL's rings over the fabric: one ring per channel, all channels' flows
-// at once, the sum over channels of each channel's slowest flow. One node: the all-NVLink rings
-// when the GPUs have direct NVLink links (every such ring, sharing the links), else one ring in
-// rank order; several nodes: ranks of each node rotated by the channel so that every channel
-// leaves a node through a different GPU (and NIC).
-double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
+// NCCL's rings over the fabric, as flows (one per ring edge, tagged with its channel). One
+// node: the all-NVLink rings when the GPUs have direct NVLink links (every such ring, sharing the
+// links), else one ring in rank order; several nodes: ranks of each node rotated by the channel
+// so that every channel leaves a node through a different GPU (and NIC).
+std::vector<Flow> ring_flows(const Cluster& c, const Topo& t, int* channels) {
   const int n = static_cast<int>(t.order.size());
   std::vector<std::vector<DeviceId>> rings =
       t.nodes == 1 ? pack_rings(c, nvlink_rings(c, t.order)) : std::vector<std::vector<DeviceId>>{};
@@ -430,13 +429,34 @@ double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
   std::vector<Flow> flows;
   for (int k = 0; k < ch; ++k)
     for (int i = 0; i < n; ++i) flows.push_back({rings[k][i], rings[k][(i + 1) % n], k});
+  return flows;
+}
+
+// Bus bandwidth (B/s) of NCCL's rings over the fabric: all channels' flows at once, the sum over
+// channels of each channel's slowest flow.
+double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
+  const std::vector<Flow> flows = ring_flows(c, t, channels);
   const std::vector<double> r = maxmin_rates(c, flows);
-  std::vector<double> slowest(ch, std::numeric_limits<double>::infinity());
+  std::vector<double> slowest(*channels, std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < flows.size(); ++i)
     slowest[flows[i].channel] = std::min(slowest[flows[i].channel], r[i]);
   double sum = 0;
   for (double s : slowest) sum += s;
   return sum;
+}
+
+// Point-to-point flows: every ordered pair for all-to-all, the one pair for send/recv.
+std::vector<Flow> direct_flows(CollectiveKind kind, const Topo& t,
+                               const std::vector<DeviceId>& ranks) {
+  std::vector<Flow> flows;
+  if (kind == CollectiveKind::SendRecv) {
+    flows.push_back({ranks[0], ranks[1], 0});
+    return flows;
+  }
+  for (DeviceId a : t.order)
+    for (DeviceId b : t.order)
+      if (a != b) flows.push_back({a, b, 0});
+  return flows;
 }
 
 int nsteps(CollectiveKind k, int n) {
@@ -664,6 +684,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
   const double launch_us = std::max(0, launches) * kNcclLaunchUs;
   if (n == 1) {  // NCCL copies the buffer locally (out of place) or does nothing: the launch
     out.time = Duration::from_seconds_ceil(launch_us * 1e-6);
+    out.fixed = out.time;
     return out;
   }
   Topo t = analyse(c, ranks);
@@ -678,13 +699,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     // Point-to-point: every pair's flow at once (one for send/recv), Simple protocol; the slowest
     // flow ends the call. Latency: one step of the ring's Simple protocol (assumed; NCCL's tuner
     // does not model p2p).
-    std::vector<Flow> flows;
-    if (call.kind == CollectiveKind::SendRecv)
-      flows.push_back({ranks[0], ranks[1], 0});
-    else
-      for (DeviceId a : t.order)
-        for (DeviceId b : t.order)
-          if (a != b) flows.push_back({a, b, 0});
+    const std::vector<Flow> flows = direct_flows(call.kind, t, ranks);
     const std::vector<double> r = maxmin_rates(c, flows);
     const double slow = *std::min_element(r.begin(), r.end());
     const double per_flow = call.kind == CollectiveKind::SendRecv ? bytes : bytes / n;
@@ -722,6 +737,23 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
                      "a pair that applies to " + to_string(call.kind) + " on " + c.name + ", got " +
                          to_string(call.algo) + "/" + to_string(call.proto));
   out.time = Duration::from_seconds_ceil((best + launch_us) * 1e-6);
+  out.fixed = std::min(
+      out.time, Duration::from_seconds_ceil((out.latency_us + out.fill_us + launch_us) * 1e-6));
+  return out;
+}
+
+std::vector<std::vector<Hop>> collective_routes(const Cluster& c, const CollectiveCall& call,
+                                                const std::vector<DeviceId>& ranks) {
+  std::vector<std::vector<Hop>> out;
+  if (ranks.size() < 2) return out;
+  const Topo t = analyse(c, ranks);
+  int channels = 1;
+  const std::vector<Flow> flows =
+      call.kind == CollectiveKind::AllToAll || call.kind == CollectiveKind::SendRecv
+          ? direct_flows(call.kind, t, ranks)
+          : ring_flows(c, t, &channels);
+  NicPlan plan;  // the same NIC choice, flow by flow, as maxmin_rates makes
+  for (const Flow& f : flows) out.push_back(flow_hops(c, f, plan));
   return out;
 }
 

@@ -35,6 +35,9 @@ struct CollectivePrediction {
   double latency_us = 0;  ///< the chosen pair's latency term
   double algbw_gbps = 0;  ///< the chosen pair's algorithm bandwidth (GB/s)
   double fill_us = 0;  ///< the chosen pair's pipeline fill (time = latency + size / algbw + fill)
+  /// The part of `time` that moves no bytes (latency, fill, launches, rounded up); the engine
+  /// waits it before the call's flows start (time - fixed is the bandwidth phase).
+  Duration fixed;
   double fabric_busbw_gbps = 0;  ///< ring bus bandwidth the fabric gives (max-min)
   int channels = 1;
   int nodes = 1;
@@ -51,5 +54,13 @@ inline constexpr double kNcclLaunchUs = 2.5;
 /// NVLink 4 switch, tree for anything but all-reduce).
 CollectivePrediction predict_collective(const Cluster& cluster, const CollectiveCall& call,
                                         const std::vector<DeviceId>& ranks, int launches = 0);
+
+/// The routes the call's traffic crosses while it runs, one per flow of its algorithm: each
+/// channel's ring edges for ring, tree and NVLS (trees and NVLS cross the same GPU-side links:
+/// every rank's port in both directions; between nodes, the channel's own NICs, as the model
+/// picks them), every ordered pair for all-to-all, the pair for send/recv. Empty for one rank.
+/// The engine runs these as flows of the step's max-min network (docs/collectives.md).
+std::vector<std::vector<Hop>> collective_routes(const Cluster& cluster, const CollectiveCall& call,
+                                                const std::vector<DeviceId>& ranks);
 
 }  // namespace placesim::sim

@@ -7,8 +7,37 @@
 
 #include "sim/collective.hpp"
 #include "sim/error.hpp"
+#include "sim/network.hpp"
 
 namespace placesim::sim {
+
+namespace {
+
+// The call's routes and the rate of each on the idle fabric, as the engine's network shares it
+// (all of the call's flows at once, no other traffic).
+struct Footprint {
+  std::vector<std::vector<Hop>> routes;
+  std::vector<double> rates;  // bytes/s
+};
+
+Footprint footprint(const Cluster& c, const CollectiveCall& call,
+                    const std::vector<DeviceId>& ranks) {
+  Footprint f;
+  f.routes = collective_routes(c, call, ranks);
+  FlowNetwork net(c);
+  for (std::size_t k = 0; k < f.routes.size(); ++k)
+    net.start(0, f.routes[k], 1.0, static_cast<std::int32_t>(k));
+  for (std::size_t k = 0; k < f.routes.size(); ++k)
+    f.rates.push_back(net.rate_of_tag(static_cast<std::int32_t>(k)));
+  return f;
+}
+
+// Flows of the same algorithm family over the same ranks cross the same routes.
+int route_family(CollectiveKind k) {
+  return k == CollectiveKind::AllToAll ? 1 : k == CollectiveKind::SendRecv ? 2 : 0;
+}
+
+}  // namespace
 
 bool has_collectives(const Graph& g) {
   return std::any_of(g.ops.begin(), g.ops.end(),
@@ -39,6 +68,8 @@ ExpandedGraph expand_collectives(const Cluster& cluster, const Graph& g, const P
     calls[g.ops[o].collective->id].push_back(o);
   }
   std::set<DeviceId> nccl_devices;
+  std::map<std::pair<int, std::vector<DeviceId>>, Footprint> footprints;
+  x.call_of_op.assign(g.ops.size(), -1);
   for (const auto& [id, ops] : calls) {
     const CollectiveCall& first = *g.ops[ops.front()].collective;
     std::vector<DeviceId> ranks;
@@ -66,6 +97,23 @@ ExpandedGraph expand_collectives(const Cluster& cluster, const Graph& g, const P
                        "a rank index below " + std::to_string(ranks.size()) + ", got " +
                            std::to_string(first.root));
     const CollectivePrediction pred = predict_collective(cluster, first, ranks);
+    auto fp = footprints.find({route_family(first.kind), ranks});
+    if (fp == footprints.end())
+      fp =
+          footprints
+              .emplace(std::pair{route_family(first.kind), ranks}, footprint(cluster, first, ranks))
+              .first;
+    ExpandedCall run{ops, pred.fixed, {}, {}};
+    const double phase_s = static_cast<double>(pred.time.ns - pred.fixed.ns) * 1e-9;
+    for (std::size_t k = 0; k < fp->second.routes.size() && phase_s > 0; ++k) {
+      const double r = fp->second.rates[k];
+      if (!(r > 0) || r == kUnbounded) continue;  // a route without links moves nothing
+      run.routes.push_back(fp->second.routes[k]);
+      run.bytes.push_back(r * phase_s);
+    }
+    if (run.routes.empty()) run.fixed = pred.time;  // nothing to share: the call is its time
+    for (OpId o : ops) x.call_of_op[o] = static_cast<std::int32_t>(x.calls.size());
+    x.calls.push_back(std::move(run));
     // Every rank waits for the inputs of every rank (NCCL's kernels progress together).
     std::set<OpId> ready;
     for (OpId o : ops) {
@@ -90,8 +138,10 @@ ExpandedGraph expand_collectives(const Cluster& cluster, const Graph& g, const P
     for (OpId o = 0; o < g.num_ops(); ++o) {
       if (p.device_of[o] != d) continue;
       Op& op = x.graph.ops[o];
+      // Rank ops take no stream slot: the engine runs each call as it progresses, beside the
+      // GPU's kernels and the other calls (sim/simulate.cpp), on the NCCL stream `orig`.
       if (op.collective)
-        op.stream = orig;
+        op.stream.reset();
       else if (orig == 1 && !op.stream)
         op.stream = 0;
     }

@@ -216,7 +216,8 @@ enum : std::int32_t {
   kKernelStart = 1,
   kKernelEnd = 2,
   kLatencyDone = 3,
-  kCopyIssued = 4
+  kCopyIssued = 4,
+  kCollFlows = 5  // a collective call's fixed time has passed: its flows start
 };
 enum : int { kH2D = 0, kD2H = 1, kPeer = 2 };
 
@@ -224,8 +225,9 @@ enum : int { kH2D = 0, kD2H = 1, kPeer = 2 };
 /// copy segment s = 2 * n_ops + s, host-side issue of segment s = 2 * n_ops + segs + s.
 class StepRun {
  public:
-  StepRun(const Prepared& P, const SimOptions& opt)
-      : P_(P), opt_(opt), net_(*P.cluster), cpus_(P.n_dev) {
+  /// `calls`: the collective calls of an expanded graph (collective_expand.hpp), or null.
+  StepRun(const Prepared& P, const SimOptions& opt, const ExpandedGraph* calls = nullptr)
+      : P_(P), opt_(opt), net_(*P.cluster), cpus_(P.n_dev), coll_(calls) {
     engine_.add_model(&net_);   // model 0: completions of transfers come first at one instant
     engine_.add_model(&cpus_);  // model 1: CPU ops sharing their socket
   }
@@ -280,6 +282,10 @@ class StepRun {
   }
   void begin_segment(std::int32_t seg, std::int32_t pred);
   void segment_done(std::int32_t seg);
+  void coll_rank_start(std::int32_t op, std::int32_t launch);
+  void coll_flows(std::int32_t call);
+  void coll_flow_done(std::int32_t flow);
+  void coll_end(std::int32_t call);
   void busy_up(DeviceId d);
   void busy_down(DeviceId d);
   void finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred);
@@ -354,6 +360,12 @@ class StepRun {
   std::int64_t transferred_ = 0;
   bool unreachable_ = false;
   std::vector<std::int32_t> done_scratch_;
+  // Collective calls (null without collectives): per call, ranks started, flows left, the rank
+  // whose start completed it, when its flows started; per flow (numbered across calls) its call.
+  const ExpandedGraph* coll_;
+  std::vector<std::int32_t> coll_started_, coll_left_, coll_last_, coll_flow_call_;
+  std::vector<std::int32_t> coll_flow_begin_;
+  std::vector<SimTime> coll_flow_start_;
 };
 
 void StepRun::build_copies() {
@@ -528,6 +540,11 @@ void StepRun::launch_end(std::int32_t op) {
   if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, item_start_[item], now);
   launcher_busy_[d] = false;
   launcher_last_[d] = item;
+  if (coll_ && coll_->call_of_op[op] >= 0) {  // a collective rank op: no stream slot to wait for
+    coll_rank_start(op, item);
+    dispatch(d);
+    return;
+  }
 
   int s = 0;
   const int ns = P_.streams[d];
@@ -725,6 +742,57 @@ void StepRun::segment_done(std::int32_t seg) {
     if (dev_[P_.cons[i]] == c.dst) credit(P_.cons[i], item);
 }
 
+// A rank op's kernel starts when launched (NCCL's kernel waits on the GPU for its peers); the
+// call starts when its last rank has, and moves its bytes after its fixed time (latency, fill).
+void StepRun::coll_rank_start(std::int32_t op, std::int32_t launch) {
+  const DeviceId d = dev_[op];
+  op_stream_[op] = P_.streams[d] - 1;  // the NCCL stream (collective_expand.cpp)
+  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+  busy_up(d);
+  item_start_[op] = engine_.now();
+  pred_[op] = launch;
+  const std::int32_t call = coll_->call_of_op[op];
+  if (++coll_started_[call] < static_cast<std::int32_t>(coll_->calls[call].ops.size())) return;
+  coll_last_[call] = op;
+  engine_.schedule(engine_.now() + coll_->calls[call].fixed.ns, Priority::LatencyDone, kCollFlows,
+                   call);
+}
+
+void StepRun::coll_flows(std::int32_t call) {
+  const ExpandedCall& k = coll_->calls[call];
+  if (k.routes.empty()) {
+    coll_end(call);
+    return;
+  }
+  coll_left_[call] = static_cast<std::int32_t>(k.routes.size());
+  coll_flow_start_[call] = engine_.now();
+  for (std::size_t i = 0; i < k.routes.size(); ++i)
+    net_.start(engine_.now(), k.routes[i], k.bytes[i],
+               -1 - (coll_flow_begin_[call] + static_cast<std::int32_t>(i)));
+}
+
+void StepRun::coll_flow_done(std::int32_t flow) {
+  const std::int32_t call = coll_flow_call_[flow];
+  if (opt_.trace) {
+    const ExpandedCall& k = coll_->calls[call];
+    const std::size_t i = static_cast<std::size_t>(flow - coll_flow_begin_[call]);
+    const std::string& name = P_.graph->ops[k.ops.front()].collective->id;
+    const auto bytes = static_cast<std::int64_t>(k.bytes[i]);
+    for (const Hop& h : k.routes[i])
+      opt_.trace->link_flow(h.link, name, bytes, coll_flow_start_[call], engine_.now(), h.forward);
+  }
+  if (--coll_left_[call] == 0) coll_end(call);
+}
+
+// Every rank op of the call ends now; each waited for the rank that started last.
+void StepRun::coll_end(std::int32_t call) {
+  const std::int32_t cause = pred_[coll_last_[call]];
+  for (OpId op : coll_->calls[call].ops) {
+    pred_[op] = cause;
+    kernel_end(op);
+  }
+}
+
 void StepRun::on_event(Engine& /*e*/, const Event& ev) {
   switch (ev.kind) {
     case kLaunchEnd:
@@ -738,6 +806,9 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
       break;
     case kCopyIssued:
       copy_issued(ev.index);
+      break;
+    case kCollFlows:
+      coll_flows(ev.index);
       break;
     case kLatencyDone: {
       Seg& s = segs_[ev.index];
@@ -758,7 +829,12 @@ void StepRun::on_resource(Engine& /*e*/, int model) {
   if (model == 0) {
     const auto done = net_.completed();
     done_scratch_.assign(done.begin(), done.end());
-    for (std::int32_t seg : done_scratch_) segment_done(seg);
+    for (std::int32_t tag : done_scratch_) {
+      if (tag >= 0)
+        segment_done(tag);
+      else
+        coll_flow_done(-1 - tag);  // a collective's flow (coll_flows)
+    }
   } else {
     const auto done = cpus_.completed();
     done_scratch_.assign(done.begin(), done.end());
@@ -815,6 +891,21 @@ Outcome StepRun::run(const Placement& placement) {
   ready_time_.assign(n, 0);
   ready_pred_.assign(n, -1);
   build_copies();
+  if (coll_) {
+    const std::size_t nc = coll_->calls.size();
+    coll_started_.assign(nc, 0);
+    coll_left_.assign(nc, 0);
+    coll_last_.assign(nc, -1);
+    coll_flow_start_.assign(nc, 0);
+    coll_flow_begin_.assign(nc + 1, 0);
+    coll_flow_call_.clear();
+    for (std::size_t c = 0; c < nc; ++c) {
+      coll_flow_begin_[c + 1] =
+          coll_flow_begin_[c] + static_cast<std::int32_t>(coll_->calls[c].routes.size());
+      coll_flow_call_.insert(coll_flow_call_.end(), coll_->calls[c].routes.size(),
+                             static_cast<std::int32_t>(c));
+    }
+  }
   const std::size_t items = 2 * static_cast<std::size_t>(n) + 2 * segs_.size();
   pred_.assign(items, -1);
   item_start_.assign(items, 0);
@@ -1009,7 +1100,7 @@ Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& pl
     const ExpandedGraph x = expand_collectives(cluster, graph, placement);
     const Prepared prepared(x.cluster, x.graph, costs);
     check_placement(prepared, placement);
-    StepRun run(prepared, options);
+    StepRun run(prepared, options, &x);
     return run.run(placement);
   }
   const Prepared prepared(cluster, graph, costs);

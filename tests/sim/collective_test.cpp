@@ -194,10 +194,15 @@ TEST(Collective, RankOpsInAGraphStartTogetherOnTheNcclStream) {
   const Placement p{{g0, g1, g0, g1, g0, g0}};
   const ExpandedGraph x = expand_collectives(c, g, p);
   EXPECT_EQ(x.cluster.devices[g0].spec.compute_streams, 2);
-  EXPECT_EQ(x.graph.ops[i0].stream, 1);
+  EXPECT_FALSE(x.graph.ops[i0].stream.has_value());  // the engine runs calls beside the streams
   EXPECT_EQ(x.graph.ops[0].stream, 0);
-  const Duration coll = predict_collective(c, *g.ops[i0].collective, {g0, g1}).time;
-  EXPECT_EQ(x.graph.ops[i0].measured, coll);
+  const CollectivePrediction pred = predict_collective(c, *g.ops[i0].collective, {g0, g1});
+  EXPECT_EQ(x.graph.ops[i0].measured, pred.time);
+  ASSERT_EQ(x.calls.size(), 1u);
+  EXPECT_EQ(x.call_of_op[i0], 0);
+  EXPECT_EQ(x.call_of_op[0], -1);
+  EXPECT_EQ(x.calls[0].fixed, pred.fixed);
+  EXPECT_EQ(x.calls[0].routes.size(), 2u);  // the ring gpu0 -> gpu1 -> gpu0
   const Outcome o = simulate(c, g, p);
   // gpu0: a (launch 2 us + 10 us) then free0 (500 us) on stream 0; the all-reduce on stream 1
   // after b ends on gpu1 (2 + 110 us); after0 after the all-reduce; the step ends with free0.
@@ -209,6 +214,118 @@ TEST(Collective, RankOpsInAGraphStartTogetherOnTheNcclStream) {
   BatchOracle oracle(c, g);
   EXPECT_EQ(oracle.evaluate(p).step_time, o.step_time);
   EXPECT_EQ(oracle.evaluate(std::vector<Placement>{p, p}, 2)[1].step_time, o.step_time);
+}
+
+// A graph of one call over `ranks`: rank k's op (no inputs) on ranks[k]; `extra` more calls of
+// the same kind and size over `extra_ranks` with ids "y<i>".
+Graph call_graph(const CollectiveCall& call, int n, int extra = 0, int extra_n = 0) {
+  Graph g;
+  for (int k = 0; k < n; ++k) {
+    Op r = testing::timed_op("x" + std::to_string(k), 0, 64);
+    r.measured.reset();
+    r.collective = call;
+    r.collective->id = "x";
+    g.add_op(std::move(r));
+  }
+  for (int e = 0; e < extra; ++e)
+    for (int k = 0; k < extra_n; ++k) {
+      Op r = testing::timed_op("y" + std::to_string(e) + "." + std::to_string(k), 0, 64);
+      r.measured.reset();
+      r.collective = call;
+      r.collective->id = "y" + std::to_string(e);
+      g.add_op(std::move(r));
+    }
+  g.finalize();
+  return g;
+}
+
+// A call alone in a step takes what `placesim collective` predicts (after the host launch): its
+// flows, alone on the fabric, end when the model's bandwidth phase does.
+TEST(Collective, ALoneCallInTheEngineTakesThePredictedTime) {
+  for (const char* name : {"dgx-a100", "hgx-h100", "2x-dgx-a100", "pcie-4090x8", "dgx1-v100"}) {
+    const Cluster c = load_cluster(name);
+    const std::vector<DeviceId> gpus = c.gpus();
+    const int n = static_cast<int>(gpus.size());
+    for (CollectiveKind kind :
+         {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::AllToAll})
+      for (std::int64_t bytes : {std::int64_t{8} << 10, std::int64_t{1} << 20,
+                                 std::int64_t{64} << 20, std::int64_t{1} << 30}) {
+        CollectiveCall call = all_reduce(bytes);
+        call.kind = kind;
+        const Graph g = call_graph(call, n);
+        const Placement p{gpus};
+        const CollectivePrediction pred = predict_collective(c, call, gpus);
+        const std::int64_t want = c.devices[gpus[0]].spec.launch_overhead.ns + pred.time.ns;
+        const Outcome o = simulate(c, g, p);
+        SCOPED_TRACE(std::string(name) + " " + to_string(kind) + " " + std::to_string(bytes));
+        EXPECT_NEAR(static_cast<double>(o.step_time.ns), static_cast<double>(want),
+                    2.0 + 1e-6 * static_cast<double>(want));
+      }
+  }
+}
+
+// Calls that share links slow each other; calls on disjoint links do not.
+TEST(Collective, CallsSharingLinksSlowEachOther) {
+  const Cluster c = load_cluster("dgx-a100");
+  const std::vector<DeviceId> gpus = c.gpus();
+  const CollectiveCall call = all_reduce(std::int64_t{256} << 20);
+  const CollectivePrediction pred = predict_collective(c, call, gpus);
+  const std::int64_t launch = c.devices[gpus[0]].spec.launch_overhead.ns;
+  const std::int64_t phase = pred.time.ns - pred.fixed.ns;
+  ASSERT_GT(phase, pred.time.ns / 2);
+  // Two calls on the same 8 GPUs at once: each gets half of every NVSwitch port. The second
+  // launch on each GPU comes one launch later.
+  {
+    const Graph g = call_graph(call, 8, 1, 8);
+    std::vector<DeviceId> dev(gpus);
+    dev.insert(dev.end(), gpus.begin(), gpus.end());
+    const Outcome o = simulate(c, g, Placement{dev});
+    EXPECT_GE(o.step_time.ns, launch + pred.fixed.ns + 2 * phase - 2);
+    EXPECT_LE(o.step_time.ns, 2 * launch + pred.fixed.ns + 2 * phase + 2);
+  }
+  // Two 4-GPU calls on disjoint GPUs of the switch: no shared port, each as fast as alone.
+  {
+    const std::vector<DeviceId> lo(gpus.begin(), gpus.begin() + 4),
+        hi(gpus.begin() + 4, gpus.end());
+    const Graph g = call_graph(call, 4, 1, 4);
+    std::vector<DeviceId> dev(lo);
+    dev.insert(dev.end(), hi.begin(), hi.end());
+    const Outcome o = simulate(c, g, Placement{dev});
+    EXPECT_EQ(o.step_time.ns, launch + predict_collective(c, call, lo).time.ns);
+  }
+}
+
+// A copy over a GPU's NVLink port while an all-reduce runs takes half the port from it.
+TEST(Collective, ACopyBesideACallSlowsIt) {
+  const Cluster c = load_cluster("dgx-a100");
+  const std::vector<DeviceId> gpus = c.gpus();
+  const CollectiveCall call = all_reduce(std::int64_t{1} << 30);
+  const CollectivePrediction pred = predict_collective(c, call, gpus);
+  Graph g = call_graph(call, 8);
+  const OpId src = g.add_op(testing::timed_op("src", 0, std::int64_t{4} << 30));
+  g.add_op(testing::timed_op("dst", 0, 4, {src}));
+  g.finalize();
+  std::vector<DeviceId> dev(gpus);
+  dev.push_back(gpus[0]);
+  dev.push_back(gpus[1]);
+  const Outcome alone = simulate(c, call_graph(call, 8), Placement{gpus});
+  const Outcome both = simulate(c, g, Placement{dev});
+  // The 4 GiB copy alone on gpu0's 300 GB/s port takes ~14 ms; the call ~6 ms: the call's
+  // gpu0 -> switch flow runs at half the port while the copy runs, so the call ends late.
+  EXPECT_GT(both.step_time.ns, alone.step_time.ns);
+  const std::int64_t phase = pred.time.ns - pred.fixed.ns;
+  const Outcome copy_only = [&] {
+    Graph h;
+    const OpId s = h.add_op(testing::timed_op("src", 0, std::int64_t{4} << 30));
+    h.add_op(testing::timed_op("dst", 0, 4, {s}));
+    h.finalize();
+    return simulate(c, h, Placement{{gpus[0], gpus[1]}});
+  }();
+  EXPECT_GT(copy_only.step_time.ns, alone.step_time.ns);
+  // The call's gpu0 -> gpu1 flow and the copy share both ports: the call's bandwidth phase D
+  // doubles, the copy moves half as fast for 2 D, so it ends D later than alone.
+  EXPECT_NEAR(static_cast<double>(both.step_time.ns),
+              static_cast<double>(copy_only.step_time.ns + phase), 0.01 * phase);
 }
 
 TEST(Collective, GraphJsonKeepsTheCall) {
