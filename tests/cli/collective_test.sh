@@ -43,6 +43,18 @@ done
 out=$("$BIN" simulate --graph resnet50 --graph-opt batch=16 --cluster dgx-a100 --parallel dp=4) || fail "dp exited $?"
 grep -q '^throughput: .* (4 replicas x batch 16 / step)' <<<"$out" || fail "no throughput line: $out"
 
+# A call in a step shares links: the 2-node all-reduce beside a host copy into n0-gpu0 ends later
+# than the same call alone (the ring's flow into n0-gpu0 and the copy share its PCIe link).
+D=$(dirname "$0")/../data/collectives
+"$BIN" simulate --graph "$D/allreduce_beside_h2d.json" --cluster 2x-dgx-a100 \
+  --placement "$D/allreduce_beside_h2d_placement.json" --json > "$TMP/step.json" || fail "contention exited $?"
+"$BIN" collective --cluster 2x-dgx-a100 -b 1G -e 1G --json > "$TMP/alone.json" || fail "alone exited $?"
+python3 - "$TMP/step.json" "$TMP/alone.json" <<'PY' || fail "a copy beside the call does not slow it"
+import json, sys
+step, alone = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert step["step_time_s"] > 1.3 * alone[0]["time_s"], (step["step_time_s"], alone[0]["time_s"])
+PY
+
 # Bad input: exit 2, one line naming the flag.
 expect_error() {
   local want=$1; shift
