@@ -44,11 +44,15 @@ constexpr double kNvlsTreeNetLat = 14.0;  // hwLat[NET][NVLS_TREE][Simple]
 constexpr double kLlMaxBw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
 // perChMaxRingLL128Bws[Volta, Ampere, Hopper]: one channel's LL128 ring bandwidth, GB/s.
 constexpr double kPerChLl128Bw[3] = {20.0, 20.0, 36.7};
-// Tree correction by log2(bytes / 64), 64 B .. 128 MiB, [proto][i] (tuning.cc).
-constexpr double kTreeCorrection[3][22] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9}};
+// Tree correction by log2(bytes / 64), 64 B .. 256 MiB, [proto][i] (tuning.cc,
+// treeCorrectionFactor[NCCL_NUM_PROTOCOLS][23]).
+constexpr int kTreeCorrectionSizes = 23;
+constexpr double kTreeCorrection[3][kTreeCorrectionSizes] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
 // NVLS (NVLink SHARP, in-switch reduction) on 8 H100: peak busbw ~480 GB/s, algbw ~275 GB/s, of an
 // effective NVLink bandwidth of 370 GB/s (S. Jeaugey, NCCL maintainer, NVIDIA/nccl-tests#212;
 // astra-sim-alibabacloud's calbusbw.h uses H100_NVLS_BW 475): algbw = 275/370 of the link.
@@ -459,6 +463,35 @@ std::vector<Flow> direct_flows(CollectiveKind kind, const Topo& t,
   return flows;
 }
 
+// The double binary tree's Simple bus bandwidth (GB/s; its algorithm bandwidth is half). On two
+// nodes each byte crosses the network once each way (reduced up to the root's node, broadcast
+// back), where a ring crosses it 2(n-1)/n times, so the tree runs at up to the NICs' whole
+// bandwidth `bus` as algorithm bandwidth ("with Tree, on 2 nodes ... 2x less traffic on the
+// network than on the intra-node connections ... can go up to ~2x the network speed", S. Jeaugey,
+// NVIDIA/nccl#946; NCCL's search raises a 2-node tree's intra-node bandwidth to up to twice its
+// network one, search.cc "increase bwIntra for trees", and its tuner then rates trees on it,
+// tuning.cc "nNodes <= 2 ? bwIntra"), as long as each node's chains carry it: every chain edge
+// moves each byte once each way, 2(p-1)/p per GPU port as a ring all-reduce of the node does, so
+// the node's own ring all-reduce algorithm bandwidth bounds it. Elsewhere the ring's bus. LL and
+// LL128 trees, which NCCL runs only below the sizes where bandwidth decides, keep the ring's bus.
+struct TreeBus {
+  double tuner, fabric;  // NCCL's estimate (chooses), what the fabric gives (times)
+};
+TreeBus tree_bus(const Cluster& c, const Topo& t, double bus) {
+  if (t.nodes != 2) return {bus, bus};
+  double intra = std::numeric_limits<double>::infinity();  // one node's ring bus bandwidth
+  for (const std::vector<DeviceId>& g : t.groups) {
+    if (g.size() < 2) continue;
+    int ch = 1;
+    intra = std::min(intra, ring_busbw(c, analyse(c, g), &ch) / 1e9);
+  }
+  const double p = t.ppn;
+  const double node_algbw = p > 1 ? intra * p / (2 * (p - 1)) : intra;
+  // NCCL's tuner: nChannels x bwIntra, which its search raises to at most twice the network's
+  // per channel while the GPUs' intra-node links still carry every channel.
+  return {std::min(intra, 2 * bus), 2 * std::min(bus, node_algbw)};
+}
+
 int nsteps(CollectiveKind k, int n) {
   if (k == CollectiveKind::AllReduce) return 2 * (n - 1);
   if (k == CollectiveKind::AllGather || k == CollectiveKind::ReduceScatter) return n - 1;
@@ -470,6 +503,9 @@ struct Candidate {
   CollProto proto;
   double lat_us, algbw_gbps;
   double fill_us = 0;  // pipeline fill: time the last chunk spends behind the first
+  // NCCL's own estimate of the algorithm bandwidth where it differs from what the fabric gives
+  // (the 2-node tree): the tuner chooses with it, the call then runs at algbw_gbps. 0: the same.
+  double select_gbps = 0;
 };
 
 // Channels NCCL runs a ring/tree call on (topoGetAlgoInfo): from comm->nChannels, one fewer while
@@ -523,9 +559,10 @@ Candidate nvls_candidate(const Topo& t, double bus_gbps, double bytes) {
 }
 
 // NCCL's ncclTopoTuneModel for one call: every (algorithm, protocol) with its latency and
-// algorithm bandwidth. `bus` is the fabric's ring bus bandwidth in GB/s, `nch` NCCL's channels.
+// algorithm bandwidth. `bus` is the fabric's ring bus bandwidth in GB/s, `tree_bus` the tree's
+// (twice its algorithm bandwidth before NCCL's factors), `nch` NCCL's channels.
 std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, double bus,
-                                  double bytes) {
+                                  TreeBus tree_bus, double bytes) {
   std::vector<Candidate> out;
   const int nch = t.nccl_channels;
   const int idx2 = t.nodes <= 2 ? t.nodes - 1 : 2;
@@ -574,16 +611,23 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill});
     // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.
     if (kind == CollectiveKind::AllReduce) {
-      double tb = bus * 0.92;
+      double tb = bus * 0.92, tsel = 0;
       if (p == 0) tb = std::min(tb / 3.8, ll_max);
       if (p == 1) tb *= t.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
-      if (p == 2) tb *= static_cast<double>(channels_used(bytes, p, false, n, nch)) / nch;
+      if (p == 2) {
+        const double used = static_cast<double>(channels_used(bytes, p, false, n, nch)) / nch;
+        tsel = tree_bus.tuner * 0.92 * used;
+        tb = tree_bus.fabric * 0.92 * used;
+      }
       const int log_size = static_cast<int>(std::floor(std::log2(std::max(1.0, bytes / 64))));
-      if (log_size < 22) tb *= kTreeCorrection[p][std::max(0, log_size)];
+      if (log_size < kTreeCorrectionSizes) {
+        tb *= kTreeCorrection[p][std::max(0, log_size)];
+        tsel *= kTreeCorrection[p][std::max(0, log_size)];
+      }
       const double tlat =
           kBaseLat[0][p] + 2 * ((t.ppn - 1) * kHwLat[t.intra][0][p] +
                                 std::floor(std::log2(t.nodes)) * kHwLat[kNet][0][p]);
-      out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5});
+      out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5, 0, tsel * 0.5});
     }
   }
   if (t.nvls && kind == CollectiveKind::AllReduce) out.push_back(nvls_candidate(t, bus, bytes));
@@ -713,16 +757,20 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     out.fabric_busbw_gbps = bus;
     out.channels = ch;
     if (t.nodes > 1) t.nccl_channels = std::clamp(2 * ch, 2, kMaxChannels);
-    cand = candidates(call.kind, n, t, bus, bytes);
+    cand = candidates(call.kind, n, t, bus, tree_bus(c, t, bus), bytes);
   }
   bool found = false;
-  double best = std::numeric_limits<double>::infinity();
+  double best = std::numeric_limits<double>::infinity(), best_sel = best;
   for (const Candidate& k : cand) {
     if (call.algo != CollAlgo::Auto && k.algo != call.algo) continue;
     if (call.proto != CollProto::Auto && k.proto != call.proto) continue;
     if (k.algbw_gbps <= 0) continue;
     const double us = k.lat_us + bytes / (1e3 * k.algbw_gbps) + k.fill_us;
-    if (us < best) {
+    // The tuner chooses by its own estimate; the call takes what the fabric gives.
+    const double sel =
+        k.select_gbps > 0 ? k.lat_us + bytes / (1e3 * k.select_gbps) + k.fill_us : us;
+    if (sel < best_sel) {
+      best_sel = sel;
       best = us;
       found = true;
       out.algo = k.algo;
