@@ -285,6 +285,80 @@ sim::OpId add_allreduce(sim::Graph& g, sim::TensorRef t, std::int64_t bytes,
   return g.add_op(std::move(ar));
 }
 
+// The sum of `grads` when the builder accumulates exactly them (a chain or tree of Add/AddN
+// whose leaves are `grads` and nothing else); nullopt otherwise.
+std::optional<sim::TensorRef> accumulated_sum(const sim::Graph& s,
+                                              const std::vector<sim::TensorRef>& grads) {
+  std::set<sim::TensorRef> open(grads.begin(), grads.end());
+  for (const sim::Op& op : s.ops)  // a gradient read by anything but a sum is needed alone
+    for (const sim::TensorRef& t : op.inputs)
+      if (open.contains(t) && op.type != "Add" && op.type != "AddN") return std::nullopt;
+  for (bool grew = true; grew && open.size() > 1;) {
+    grew = false;
+    for (sim::OpId c = 0; c < s.num_ops() && !grew; ++c) {
+      const sim::Op& op = s.ops[c];
+      if ((op.type != "Add" && op.type != "AddN") || op.inputs.size() < 2) continue;
+      if (!std::all_of(op.inputs.begin(), op.inputs.end(),
+                       [&](const sim::TensorRef& t) { return open.contains(t); }))
+        continue;
+      for (const sim::TensorRef& t : op.inputs) open.erase(t);
+      open.insert({c, 0});
+      grew = true;
+    }
+  }
+  if (open.size() != 1) return std::nullopt;
+  return *open.begin();
+}
+
+// Megatron launches a column-parallel linear's input-gradient all-reduce before its weight-gradient
+// GEMM (the asynchronous tensor-parallel all-reduce overlaps the two): the other backward ops of
+// the fused linears (their weight gradients) wait for the summed input gradient `root`, unless
+// they feed it.
+void all_reduce_before_weight_grads(sim::Graph& s, const std::vector<sim::TensorRef>& grads,
+                                    sim::OpId root) {
+  std::vector<char> feeds(s.ops.size(), 0);
+  std::vector<sim::OpId> stack{root};
+  while (!stack.empty()) {
+    const sim::OpId o = stack.back();
+    stack.pop_back();
+    if (feeds[o]) continue;
+    feeds[o] = 1;
+    for (const sim::TensorRef& t : s.ops[o].inputs) stack.push_back(t.op);
+    for (sim::OpId c : s.ops[o].control_inputs) stack.push_back(c);
+  }
+  std::set<std::string> groups;
+  for (const sim::TensorRef& t : grads)
+    groups.insert(s.ops[t.op].group.empty() ? s.ops[t.op].name : s.ops[t.op].group);
+  for (sim::OpId c = 0; c < s.num_ops(); ++c) {
+    const sim::Op& op = s.ops[c];
+    if (feeds[c] || op.phase != sim::Phase::Backward) continue;
+    if (groups.contains(op.group.empty() ? op.name : op.group))
+      s.ops[c].control_inputs.push_back(root);
+  }
+}
+
+// Megatron's fused QKV: the input gradients of several column-parallel linears reading one
+// activation (separate query, key and value linears) are partial sums on each rank; Megatron
+// computes them as one fused linear's and all-reduces their sum once. Where the builder sums
+// exactly them (an Add/AddN chain with no other term), that sum is the tensor to all-reduce, once;
+// otherwise (a residual's gradient in the same sum, a gradient read by another op) each gradient
+// keeps its own all-reduce. Returns the tensors to all-reduce, in the map's order.
+std::vector<sim::TensorRef> fuse_column_gradients(
+    sim::Graph& s, const std::map<sim::TensorRef, std::vector<sim::TensorRef>>& by_input) {
+  std::vector<sim::TensorRef> out;
+  for (const auto& [x, grads] : by_input) {
+    const std::optional<sim::TensorRef> acc =
+        grads.size() > 1 ? accumulated_sum(s, grads) : std::nullopt;
+    if (!acc) {
+      out.insert(out.end(), grads.begin(), grads.end());
+      continue;
+    }
+    all_reduce_before_weight_grads(s, grads, acc->op);
+    out.push_back(*acc);
+  }
+  return out;
+}
+
 // Points every reader of `t` (but `except`) at output 0 of `to`.
 void rewire(sim::Graph& g, sim::TensorRef t, sim::OpId to, sim::OpId except) {
   for (sim::OpId c = 0; c < g.num_ops(); ++c) {
@@ -366,7 +440,8 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
       shrink[o][i] = !split.full_outputs.contains(static_cast<int>(i));
   }
   for (sim::OpId v : plan.vars) shrink[v][0] = 1;
-  std::vector<std::pair<sim::OpId, int>> bwd_allreduce;  // (grad op, output)
+  // Input gradients to all-reduce, by the replicated activation they are the gradient of.
+  std::map<sim::TensorRef, std::vector<sim::TensorRef>> bwd_allreduce;
   std::vector<char> split_op(n);
   for (sim::OpId o = 0; o < n; ++o) {
     const sim::Op& op = g.ops[o];
@@ -382,8 +457,9 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
     split_op[o] = 1;
     const Split& split = plan.fwd.at(it->second);
     std::vector<std::int64_t> full_shape;
+    sim::TensorRef x{};
     if (split.full_grad_input >= 0) {
-      const sim::TensorRef x = g.ops[it->second].inputs[split.full_grad_input];
+      x = g.ops[it->second].inputs[split.full_grad_input];
       full_shape = g.ops[x.op].outputs[x.output].shape;
     }
     // A sum of gradients (the builder's accumulation of a tensor read twice) adds an
@@ -392,7 +468,7 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
     for (std::size_t i = 0; i < op.outputs.size(); ++i) {
       const bool full = !full_shape.empty() && op.outputs[i].shape == full_shape;
       shrink[o][i] = !full;
-      if (full && !sum) bwd_allreduce.emplace_back(o, static_cast<int>(i));
+      if (full && !sum) bwd_allreduce[x].push_back({o, static_cast<int>(i)});
     }
   }
   apply_split(g, plan, shrink, split_op, tp, s);
@@ -411,9 +487,9 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
       ++out.allreduces;
     }
   }
-  for (const auto& [o, i] : bwd_allreduce) {
-    const sim::OpId ar = add_allreduce(s, {o, i}, 0, "");
-    rewire(s, {o, i}, ar, ar);
+  for (const sim::TensorRef& t : fuse_column_gradients(s, bwd_allreduce)) {
+    const sim::OpId ar = add_allreduce(s, t, 0, "");
+    rewire(s, t, ar, ar);
     ++out.allreduces;
   }
   out.pairs = plan.pairs;

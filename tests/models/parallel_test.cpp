@@ -348,6 +348,34 @@ TEST(Parallel, ImportedOnnxTransformerIsSplit) {
                sim::InputError);
 }
 
+// Separate query, key and value linears (GPT-NeoX/LLaMA-style code): Megatron all-reduces their
+// summed input gradient once, as one fused QKV linear's; before the weight gradients.
+TEST(Parallel, SeparateQkvInputGradientsAreAllReducedOnce) {
+  const std::string dir = PLACESIM_TEST_DATA "/onnx/";
+  const sim::Graph g = pm::load_graph(dir + "gpt_separate_qkv.onnx", "training");
+  const pm::TpShard s = pm::shard_tensor_parallel(g, 2, "<t>");
+  EXPECT_EQ(s.pairs, 4);
+  // Per layer: out and fc2 forward, the fused q/k/v and fc1 input gradients; embedding and head.
+  EXPECT_EQ(s.allreduces, 4 * 2 + 2);
+  const sim::OpId root = s.graph.op_index("gradients//blocks/blocks.1/ln1/Add_1_0/acc_2");
+  ASSERT_GE(root, 0);
+  const sim::OpId ar =
+      s.graph.op_index("tp/allreduce/gradients//blocks/blocks.1/ln1/Add_1_0/acc_2:0");
+  ASSERT_GE(ar, 0);
+  for (const char* l : {"q", "k", "v"}) {
+    const std::string dx = std::string("gradients//blocks/blocks.1/") + l + "/MatMul_grad/MatMul_0";
+    EXPECT_LT(s.graph.op_index("tp/allreduce/" + dx + ":0"), 0) << l;
+    const sim::Op& dw =
+        op_named(s.graph, std::string("gradients//blocks/blocks.1/") + l + "/MatMul_grad/MatMul_1");
+    EXPECT_NE(std::find(dw.control_inputs.begin(), dw.control_inputs.end(), root),
+              dw.control_inputs.end())
+        << l;
+  }
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel("tp=2", "<t>"));
+  EXPECT_FALSE(sim::simulate(c, job.graph, job.placement).oom);
+}
+
 // Mixed precision: matmuls on the BF16 peak, activations half size, 14 bytes a parameter resident
 // (BF16 weights, F32 master copy and Adam's two F32 moments) against F32's 12.
 TEST(Parallel, MixedPrecisionHalvesActivationsAndKeepsMasterWeights) {

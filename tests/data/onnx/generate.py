@@ -10,7 +10,9 @@ shapes); training mode keeps BatchNormalization nodes (eval mode folds them into
 Besides torchvision names, MODEL may be "transformer_encoder" (an embedding, a 2-layer
 torch.nn.TransformerEncoder and a linear head, batch 1 x 32 tokens; export_params=False) or
 "transformer_encoder_params" (the same model exported with export_params=True: every weight is an
-initializer, the way models usually ship).
+initializer, the way models usually ship), or "gpt_separate_qkv" (an embedding, 2 pre-norm decoder
+blocks whose attention has separate query, key and value linears, as GPT-NeoX/LLaMA-style code
+writes them, and a linear head; export_params=True).
 """
 import sys
 
@@ -53,10 +55,55 @@ def export_transformer(out, export_params):
     print("transformer_encoder", sum(p.numel() for p in model.parameters()), flush=True)
 
 
+class SeparateQkvBlock(torch.nn.Module):
+    """Pre-norm causal block: x + out(attn(q(ln x), k(ln x), v(ln x))), then x + mlp(ln x)."""
+
+    def __init__(self, d=64, heads=4, ff=256):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.q, self.k, self.v = (torch.nn.Linear(d, d) for _ in range(3))
+        self.out = torch.nn.Linear(d, d)
+        self.fc1, self.fc2 = torch.nn.Linear(d, ff), torch.nn.Linear(ff, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        split = lambda y: y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
+        att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
+        att = att.masked_fill(torch.ones(t, t).triu(1).bool(), float("-inf")).softmax(-1)
+        x = x + self.out((att @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+class SeparateQkvLM(torch.nn.Module):
+    def __init__(self, vocab=500, d=64, layers=2):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.blocks = torch.nn.Sequential(*(SeparateQkvBlock(d) for _ in range(layers)))
+        self.ln = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab)
+
+    def forward(self, ids):
+        return self.head(self.ln(self.blocks(self.emb(ids))))
+
+
+def export_separate_qkv(out):
+    torch.manual_seed(0)
+    model = SeparateQkvLM().train()
+    ids = torch.randint(0, 500, (1, 32))
+    torch.onnx.export(model, ids, out, export_params=True, training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, input_names=["ids"], output_names=["logits"], opset_version=14)
+    print("gpt_separate_qkv", sum(p.numel() for p in model.parameters()), flush=True)
+
+
 def main():
     args = sys.argv[1:]
     for name, out in zip(args[0::2], args[1::2]):
-        if name.startswith("transformer_encoder"):
+        if name == "gpt_separate_qkv":
+            export_separate_qkv(out)
+        elif name.startswith("transformer_encoder"):
             export_transformer(out, export_params=name.endswith("_params"))
         else:
             export(name, out)
