@@ -46,13 +46,16 @@ class TransformerEncoderLM(torch.nn.Module):
         return self.head(self.encoder(self.emb(ids)))
 
 
-def export_transformer(out, export_params):
-    torch.manual_seed(0)
-    model = TransformerEncoderLM().train()
+def export_lm(model, label, out, export_params):
     ids = torch.randint(0, 500, (1, 32))
     torch.onnx.export(model, ids, out, export_params=export_params, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=["ids"], output_names=["logits"], opset_version=14)
-    print("transformer_encoder", sum(p.numel() for p in model.parameters()), flush=True)
+    print(label, sum(p.numel() for p in model.parameters()), flush=True)
+
+
+def export_transformer(out, export_params):
+    torch.manual_seed(0)
+    export_lm(TransformerEncoderLM().train(), "transformer_encoder", out, export_params)
 
 
 class SeparateQkvBlock(torch.nn.Module):
@@ -91,11 +94,7 @@ class SeparateQkvLM(torch.nn.Module):
 
 def export_separate_qkv(out):
     torch.manual_seed(0)
-    model = SeparateQkvLM().train()
-    ids = torch.randint(0, 500, (1, 32))
-    torch.onnx.export(model, ids, out, export_params=True, training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, input_names=["ids"], output_names=["logits"], opset_version=14)
-    print("gpt_separate_qkv", sum(p.numel() for p in model.parameters()), flush=True)
+    export_lm(SeparateQkvLM().train(), "gpt_separate_qkv", out, export_params=True)
 
 
 def main():
