@@ -164,7 +164,7 @@ TEST(CollectiveValidation, PublishedFiguresOfNvSwitchAndInfiniBandSystems) {
         << f[0] << ": model " << model << " published " << value;
     ++rows;
   }
-  EXPECT_EQ(rows, 7);
+  EXPECT_EQ(rows, 8);
 }
 
 }  // namespace
