@@ -261,7 +261,8 @@ class StepRun {
   };
 
   void build_copies();
-  void alloc(DeviceId d, std::int64_t b);
+  // Inlined where it is hot (kernel and copy starts), whatever the other callers.
+  [[gnu::always_inline]] inline void alloc(DeviceId d, std::int64_t b);
   void release(DeviceId d, std::int64_t b) {
     cur_mem_[d] -= b;
     if (opt_.trace) opt_.trace->memory(d, engine_.now(), cur_mem_[d]);
@@ -282,10 +283,11 @@ class StepRun {
   }
   void begin_segment(std::int32_t seg, std::int32_t pred);
   void segment_done(std::int32_t seg);
-  void coll_rank_start(std::int32_t op, std::int32_t launch);
-  void coll_flows(std::int32_t call);
-  void coll_flow_done(std::int32_t flow);
-  void coll_end(std::int32_t call);
+  // Collective calls; cold so that graphs without them keep the hot path's inlining.
+  [[gnu::cold]] void coll_rank_start(std::int32_t op, std::int32_t launch);
+  [[gnu::cold]] void coll_flows(std::int32_t call);
+  [[gnu::cold]] void coll_flow_done(std::int32_t flow);
+  [[gnu::cold]] void coll_end(std::int32_t call);
   void busy_up(DeviceId d);
   void busy_down(DeviceId d);
   void finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred);
@@ -435,7 +437,7 @@ void StepRun::build_copies() {
   }
 }
 
-void StepRun::alloc(DeviceId d, std::int64_t b) {
+inline void StepRun::alloc(DeviceId d, std::int64_t b) {
   cur_mem_[d] += b;
   if (opt_.trace) opt_.trace->memory(d, engine_.now(), cur_mem_[d]);
   if (cur_mem_[d] > peak_mem_[d]) peak_mem_[d] = cur_mem_[d];
@@ -787,9 +789,11 @@ void StepRun::coll_flow_done(std::int32_t flow) {
 // Every rank op of the call ends now; each waited for the rank that started last.
 void StepRun::coll_end(std::int32_t call) {
   const std::int32_t cause = pred_[coll_last_[call]];
+  // Through the queue at this instant rather than by calling kernel_end(): a third call site
+  // would change how the compiler inlines the engine's hottest path for every graph.
   for (OpId op : coll_->calls[call].ops) {
     pred_[op] = cause;
-    kernel_end(op);
+    engine_.schedule(engine_.now(), Priority::KernelEnd, kKernelEnd, op);
   }
 }
 
