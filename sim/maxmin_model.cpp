@@ -51,6 +51,13 @@ void MaxMinModel::resolve() {
   SimTime min_changed = kNever;
   for (int v : changed) {
     Item& it = items_[v];
+    // Lazy settlement: an item whose rate the solve left unchanged keeps its progress and
+    // finish time as they are (SimGrid's lazy update does the same): settling it now and again at
+    // its next change rounds differently from settling once then, in the last bits only.
+    if (it.last < t && solver_.value(v) == it.rate && it.rate != kUnbounded) {
+      min_changed = std::min(min_changed, it.finish);
+      continue;
+    }
     // Progress at the old rate up to t (the rate is the item's own copy, which the solve did not
     // touch), then the new rate from t.
     if (it.last < t) {

@@ -19,7 +19,8 @@
 //   t0 + Duration::from_ns_ceil(remaining / r * ns_per_unit)
 // (units.hpp: whole ns, rounded up), so an item alone at a constant rate takes exactly its
 // amount's time. Rates change only when an item starts or ends; then only the items of the touched
-// max-min component are brought up to date and get new rates and finish times.
+// max-min component whose rate changed are brought up to date and get new finish times (lazy
+// settlement: settling an unchanged item twice would round differently, in the last bits only).
 #pragma once
 
 #include <cstdint>
