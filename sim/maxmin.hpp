@@ -60,7 +60,7 @@ class MaxMinSolver {
   /// penalty: on a saturated constraint the variables' rates are proportional to 1 / weight
   /// (TCP flows weighted by their route latency, network.hpp); 1 for all = plain max-min.
   int add_variable(double bound, std::span<const int> constraints, double weight = 1.0);
-  void remove_variable(int v);
+  void remove_variable(int id);
 
   /// The variables whose rate the next `solve()` will recompute (the components touched since
   /// the last solve), in a deterministic order. Valid until the next add/remove/solve.

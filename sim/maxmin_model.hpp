@@ -34,6 +34,9 @@ namespace placesim::sim {
 
 class MaxMinModel : public ResourceModel {
  public:
+  ~MaxMinModel() override = default;
+  MaxMinModel(const MaxMinModel&) = delete;
+  MaxMinModel& operator=(const MaxMinModel&) = delete;
   SimTime next_completion() final;
   void advance(SimTime t) final;
   /// Tags of the items that completed at the last `advance`, in slot order.
@@ -46,9 +49,6 @@ class MaxMinModel : public ResourceModel {
  protected:
   /// `ns_per_unit`: the ns that one unit of work takes at rate 1 (1e9 for bytes at bytes/s).
   explicit MaxMinModel(double ns_per_unit) : ns_per_unit_(ns_per_unit) {}
-  ~MaxMinModel() override = default;
-  MaxMinModel(const MaxMinModel&) = delete;
-  MaxMinModel& operator=(const MaxMinModel&) = delete;
 
   /// Starts an item of `amount` units at `now` over `constraints` (solver ids); returns its slot
   /// (the solver's variable id, reused once it completes).
