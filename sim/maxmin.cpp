@@ -71,34 +71,49 @@ void MaxMinSolver::remove_variable(int id) {
 void MaxMinSolver::collect_component() {
   comp_vars_.clear();
   comp_cons_.clear();
+  act_vars_.clear();  // the bounded variables, for fill_unweighted
+  comp_weighted_ = false;
+  solved_ = false;
   ++stamp_;
   // Breadth-first over the bipartite graph from the touched constraints, in the order they were
-  // touched; comp_cons_ doubles as the queue.
-  for (int c : dirty_cons_) {
-    if (cons_[c].mark != stamp_) {
-      cons_[c].mark = stamp_;
-      comp_cons_.push_back(c);
+  // touched; comp_cons_ doubles as the queue. Each constraint and variable is made ready for the
+  // fill as it is reached (one pass over the component instead of two).
+  const auto reach = [&](int c) {
+    Con& con = cons_[c];
+    con.mark = stamp_;
+    con.remaining = con.capacity;
+    con.unfixed_count = static_cast<int>(con.vars.size());
+    con.unfixed = con.unfixed_count;
+    if (con.weighted > 0) {
+      comp_weighted_ = true;
+      con.unfixed = 0.0;
+      for (int vid : con.vars) con.unfixed += vars_[vid].inv_weight;
     }
-  }
+    comp_cons_.push_back(c);
+  };
+  for (int c : dirty_cons_)
+    if (cons_[c].mark != stamp_) reach(c);
   for (std::size_t qi = 0; qi < comp_cons_.size(); ++qi) {
-    const int c = comp_cons_[qi];
-    for (int vid : cons_[c].vars) {
+    for (int vid : cons_[comp_cons_[qi]].vars) {
       Var& v = vars_[vid];
       if (v.mark == stamp_) continue;
       v.mark = stamp_;
+      v.fixed = false;
       comp_vars_.push_back(vid);
-      for (int c2 : v.cons) {
-        if (cons_[c2].mark != stamp_) {
-          cons_[c2].mark = stamp_;
-          comp_cons_.push_back(c2);
-        }
-      }
+      if (v.bound != kUnbounded) act_vars_.push_back(vid);
+      for (int c2 : v.cons)
+        if (cons_[c2].mark != stamp_) reach(c2);
     }
   }
   for (int vid : dirty_vars_) {
-    if (vars_[vid].alive && vars_[vid].mark != stamp_) {
-      vars_[vid].mark = stamp_;
+    Var& v = vars_[vid];
+    if (v.alive && v.mark != stamp_) {
+      v.mark = stamp_;
+      v.fixed = false;
+      // A weighted variable with no constraint is in no constraint's count.
+      comp_weighted_ = comp_weighted_ || v.weight != 1.0;
       comp_vars_.push_back(vid);
+      if (v.bound != kUnbounded) act_vars_.push_back(vid);
     }
   }
   component_ready_ = true;
@@ -216,33 +231,109 @@ void MaxMinSolver::fill_active() {
   }
 }
 
-bool MaxMinSolver::solve() {
-  changed_.clear();
-  if (dirty_cons_.empty() && dirty_vars_.empty()) return false;
-  if (!component_ready_) collect_component();
-
+void MaxMinSolver::fill_unweighted() {
+  // Every weight in the component is 1, so every variable fixed in a round gets exactly `share`
+  // (a bounded one is fixed only when its bound is within kRelEps above the share, and the share
+  // is at most every open bound): what a constraint is charged in a round is `share` once per
+  // variable fixed on it, whatever the order, and the arithmetic is fill_plain's, bit for bit
+  // (`unfixed` is then the count of open variables, so the level divides by that count). That
+  // frees the order: a round visits only the variables of the saturated constraints, and only the
+  // constraints they cross have their level recomputed (one division each), instead of every open
+  // constraint and variable per round.
+  act_cons_.clear();
   for (int c : comp_cons_) {
     Con& con = cons_[c];
-    con.remaining = con.capacity;
-    con.unfixed_count = static_cast<int>(con.vars.size());
-    con.unfixed = con.unfixed_count;
-    if (con.weighted > 0) {
-      con.unfixed = 0.0;
-      for (int vid : con.vars) con.unfixed += vars_[vid].inv_weight;
+    if (con.unfixed_count == 0) continue;
+    con.level = std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count);
+    act_cons_.push_back(c);
+  }
+  double var_level = kUnbounded;  // the lowest open bound
+  for (int vid : act_vars_) var_level = std::min(var_level, vars_[vid].bound);
+  std::size_t left = comp_vars_.size();
+  while (left > 0) {
+    // The share, dropping the constraints the last round closed.
+    double share = var_level;
+    std::size_t keep = 0;
+    for (int c : act_cons_) {
+      const Con& con = cons_[c];
+      if (con.unfixed_count == 0) continue;
+      act_cons_[keep++] = c;
+      share = std::min(share, con.level);
     }
-    con.dirty = false;
+    act_cons_.resize(keep);
+    if (share == kUnbounded) {  // only unconstrained, unbounded variables remain
+      for (int vid : comp_vars_) {
+        Var& v = vars_[vid];
+        if (!v.fixed) {
+          v.value = kUnbounded;
+          v.fixed = true;
+        }
+      }
+      return;
+    }
+    const double limit = share * (1.0 + kRelEps);
+    ++stamp_;  // marks the constraints charged this round
+    touched_.clear();
+    const auto charge = [&](Var& v) {
+      v.value = share;
+      v.fixed = true;
+      --left;
+      for (int c : v.cons) {
+        Con& con = cons_[c];
+        con.remaining -= share;
+        --con.unfixed_count;
+        if (con.mark != stamp_) {
+          con.mark = stamp_;
+          touched_.push_back(c);
+        }
+      }
+    };
+    // Saturation is judged on the levels at the start of the round (they change only below).
+    for (int c : act_cons_) {
+      if (cons_[c].level > limit) continue;
+      for (int vid : cons_[c].vars)
+        if (!vars_[vid].fixed) charge(vars_[vid]);
+    }
+    if (!act_vars_.empty()) {
+      keep = 0;
+      var_level = kUnbounded;
+      for (int vid : act_vars_) {
+        Var& v = vars_[vid];
+        if (v.fixed) continue;
+        if (v.bound <= limit) {
+          charge(v);
+        } else {
+          act_vars_[keep++] = vid;
+          var_level = std::min(var_level, v.bound);
+        }
+      }
+      act_vars_.resize(keep);
+    }
+    for (int c : touched_) {
+      Con& con = cons_[c];
+      if (con.unfixed_count > 0)
+        con.level = std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count);
+    }
   }
-  for (int vid : comp_vars_) vars_[vid].fixed = false;
-  // Progressive filling (maxmin.hpp). Both fills give the same bits; the plain one, which scans
-  // the whole component every round, is cheaper on small components (cachegrind: the heavy
-  // sim_bench case, a few flows per component), the active-set one on large ones (the race's
-  // tens of flows in one component: 24 % fewer instructions in the solver).
-  if (comp_vars_.size() > kActiveFillFrom) {
-    fill_active();
-  } else {
+}
+
+bool MaxMinSolver::solve() {
+  solved_ = false;
+  if (dirty_cons_.empty() && dirty_vars_.empty()) return false;
+  if (!component_ready_) collect_component();
+  for (int c : dirty_cons_) cons_[c].dirty = false;
+  // Progressive filling (maxmin.hpp); the three fills give the same bits. The plain one, which
+  // scans the whole component every round, is the cheapest on small components (cachegrind: the
+  // heavy sim_bench case, a few flows per component); on large ones the active-set one, or
+  // without weights the one that visits only saturated constraints (the race: ~15 flows).
+  if (comp_vars_.size() <= kActiveFillFrom) {
     fill_plain();
+  } else if (!comp_weighted_) {
+    fill_unweighted();
+  } else {
+    fill_active();
   }
-  changed_.assign(comp_vars_.begin(), comp_vars_.end());
+  solved_ = true;
   dirty_cons_.clear();
   dirty_vars_.clear();
   component_ready_ = false;

@@ -60,15 +60,17 @@ class MaxMinSolver {
   /// penalty: on a saturated constraint the variables' rates are proportional to 1 / weight
   /// (TCP flows weighted by their route latency, network.hpp); 1 for all = plain max-min.
   int add_variable(double bound, std::span<const int> constraints, double weight = 1.0);
-  void remove_variable(int v);
+  void remove_variable(int id);
 
   /// The variables whose rate the next `solve()` will recompute (the components touched since
   /// the last solve), in a deterministic order. Valid until the next add/remove/solve.
   std::span<const int> pending_component();
   /// Recomputes the touched components. Returns true if anything was recomputed.
   bool solve();
-  /// Variables recomputed by the last `solve()`.
-  [[nodiscard]] std::span<const int> last_changed() const { return changed_; }
+  /// Variables recomputed by the last `solve()`, until the next `pending_component()` or `solve()`.
+  [[nodiscard]] std::span<const int> last_changed() const {
+    return solved_ ? std::span<const int>(comp_vars_) : std::span<const int>();
+  }
 
   [[nodiscard]] double value(int v) const { return vars_[v].value; }
   [[nodiscard]] bool alive(int v) const { return vars_[v].alive; }
@@ -104,17 +106,21 @@ class MaxMinSolver {
   void fix(Var& v, double share);  // fixes v at the level `share`, charging its constraints
   void fill_plain();
   void fill_active();
+  void fill_unweighted();                            // all weights 1: the same bits, cheaper rounds
   static constexpr std::size_t kActiveFillFrom = 8;  // component size (variables)
 
   std::vector<Var> vars_;
   std::vector<Con> cons_;
   std::vector<int> free_vars_;  // sorted descending so back() is the lowest id
   std::vector<int> dirty_cons_;
-  std::vector<int> dirty_vars_;  // new variables with no constraint
-  std::vector<int> comp_vars_, comp_cons_, changed_;
-  std::vector<int> act_vars_, act_cons_;  // scratch of solve: what is still open
+  std::vector<int> dirty_vars_;             // new variables with no constraint
+  std::vector<int> comp_vars_, comp_cons_;  // the component being (or last) solved
+  std::vector<int> act_vars_, act_cons_;    // scratch of solve: what is still open
+  std::vector<int> touched_;                // scratch of fill_unweighted
   std::uint32_t stamp_ = 0;
   bool component_ready_ = false;
+  bool comp_weighted_ = false;  // a variable of the component has a weight other than 1
+  bool solved_ = false;         // comp_vars_ holds what the last solve() recomputed
   int live_vars_ = 0;
 };
 

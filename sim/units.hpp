@@ -33,10 +33,13 @@ struct Duration {
   }
   [[nodiscard]] constexpr double seconds() const { return static_cast<double>(ns) * 1e-9; }
   static constexpr Duration from_ns(std::int64_t v) { return {v}; }
-  /// Rounds up to the next whole nanosecond so that positive work never takes zero time.
-  static Duration from_seconds_ceil(double s) {
-    return {static_cast<std::int64_t>(std::ceil(s * 1e9 - 1e-6))};
+  /// Rounds up to the next whole nanosecond so that positive work never takes zero time; the
+  /// 1e-6 ns slack keeps a time that is whole but for floating-point noise at that whole ns. The
+  /// one rounding of durations: cost models, transfers, and the max-min models' completions.
+  static Duration from_ns_ceil(double ns) {
+    return {static_cast<std::int64_t>(std::ceil(ns - 1e-6))};
   }
+  static Duration from_seconds_ceil(double s) { return from_ns_ceil(s * 1e9); }
 };
 
 /// A point in simulated time, nanoseconds since the start of the step.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The race: the same random DAG with link contention (tests/bench/race_dag.cpp) through SimGrid
-# 3.32 and through placesim's engine, each as a whole process (/usr/bin/time: wall and max RSS).
+# 3.32 and through placesim's engine, each as a whole process (wall and CPU time to the ms, max RSS).
 #   tools/race_simgrid.sh BUILD_DIR [SIZES] [SIMGRID_MAX]
 # SIZES: activities per run (default "16000 32000 64000 128000 256000 1000000"); SimGrid runs
 # only sizes <= SIMGRID_MAX (default 128000: it is quadratic here, about a minute at 128k).
@@ -22,34 +22,39 @@ trap 'rm -rf "$T"' EXIT
 calc() { awk "BEGIN { print $* }"; }
 field() { sed -E "s/.* $1=([^ ]+).*/\1/" "$2"; }
 
-one() {  # sim size -> $T/$1.out, $T/$1.time (wall s, max RSS kB)
+one() {  # sim size -> $T/$1.out, $T/$1.time (wall s, max RSS kB, CPU s = user + sys)
   local exe=$BUILD/tests/race_dag
   [ "$1" = simgrid ] && exe=$BUILD/tests/race_dag_simgrid
-  /usr/bin/time -o "$T/$1.time" -f "%e %M" "$exe" --sim "$1" --activities "$2" --seed 1 \
-    >"$T/$1.out"
+  # bash's `time` to the ms (/usr/bin/time's 10 ms is a quarter of placesim's run at 16k); CPU
+  # time, unlike wall time, does not count the minutes other jobs hold the core.
+  local TIMEFORMAT='%3R %3U %3S'
+  { time /usr/bin/time -o "$T/$1.rss" -f "%M" "$exe" --sim "$1" --activities "$2" --seed 1 \
+    >"$T/$1.out"; } 2>"$T/$1.bash"
+  read -r w u s < "$T/$1.bash"
+  echo "$w $(cat "$T/$1.rss") $(calc "$u + $s")" > "$T/$1.time"
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| activities | placesim process s | run s | RSS MB | SimGrid process s | run s | RSS MB | process ratio | run ratio | makespan placesim / SimGrid s | makespans |"
+echo "| activities | placesim process s (CPU s) | run s | RSS MB | SimGrid process s (CPU s) | run s | RSS MB | process ratio wall (CPU) | run ratio | makespan placesim / SimGrid s | makespans |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
   one placesim "$n"
-  read -r pw prss < "$T/placesim.time"
+  read -r pw prss pc < "$T/placesim.time"
   pa=$(field activities "$T/placesim.out")
   pm=$(field makespan_s "$T/placesim.out")
   pr=$(field run_s "$T/placesim.out")
   if [ "$n" -le "$SGMAX" ]; then
     one simgrid "$n"
-    read -r sw srss < "$T/simgrid.time"
+    read -r sw srss sc < "$T/simgrid.time"
     sm=$(field makespan_s "$T/simgrid.out")
     sr=$(field run_s "$T/simgrid.out")
     rel=$(calc "($pm - $sm) / $sm")
     agree=$(calc "($rel <= 1e-6 && $rel >= -1e-6) ? \"exact ($rel)\" : \"differ by $rel\"")
-    echo "| $pa | $pw | $pr | $(calc "$prss / 1024") | $sw | $sr | $(calc "$srss / 1024") |" \
-      "$(calc "$sw / $pw")× | $(calc "$sr / $pr")× | $pm / $sm | $agree |"
+    echo "| $pa | $pw ($pc) | $pr | $(calc "$prss / 1024") | $sw ($sc) | $sr | $(calc "$srss / 1024") |" \
+      "$(calc "$sw / $pw")× ($(calc "$sc / $pc")×) | $(calc "$sr / $pr")× | $pm / $sm | $agree |"
   else
-    echo "| $pa | $pw | $pr | $(calc "$prss / 1024") | not run | | | | | $pm / - | |"
+    echo "| $pa | $pw ($pc) | $pr | $(calc "$prss / 1024") | not run | | | | | $pm / - | |"
   fi
 done
 echo

@@ -260,6 +260,59 @@ TEST(MaxMin, IncrementalMatchesFullRecomputeOnRandomJoinsAndLeaves) {
   }
 }
 
+TEST(MaxMin, UnweightedLargeComponentIsBitIdenticalToPlainFilling) {
+  // Unweighted components of more than 8 variables take the fill that visits only saturated
+  // constraints (maxmin.cpp); it must give the plain filling's bits exactly. Every variable
+  // crosses constraint 0, so there is one component and the reference fills exactly it.
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 40; ++round) {
+    MaxMinSolver s;
+    std::vector<double> cap;
+    const int nc = 2 + static_cast<int>(rng() % 12);
+    for (int c = 0; c < nc; ++c) {
+      // Irrational-looking capacities so that levels rarely tie exactly.
+      cap.push_back(1e9 * (1.0 + static_cast<double>(rng() % 1000) / 7.0));
+      s.add_constraint(cap.back());
+    }
+    std::vector<std::vector<int>> cons;
+    std::vector<double> bound, weight;
+    std::vector<bool> live;
+    for (int step = 0; step < 80; ++step) {
+      std::vector<int> alive;
+      for (std::size_t v = 0; v < live.size(); ++v)
+        if (live[v]) alive.push_back(static_cast<int>(v));
+      if (alive.size() > 12 && rng() % 3 == 0) {
+        const int v = alive[rng() % alive.size()];
+        s.remove_variable(v);
+        live[v] = false;
+      } else {
+        std::vector<int> vc{0};
+        for (int j = static_cast<int>(rng() % 4); j > 0; --j) {
+          const int c = static_cast<int>(rng() % static_cast<std::uint64_t>(nc));
+          if (std::find(vc.begin(), vc.end(), c) == vc.end()) vc.push_back(c);
+        }
+        const double b = rng() % 5 == 0 ? 1e7 * static_cast<double>(1 + rng() % 50) : kUnbounded;
+        const int v = s.add_variable(b, vc);
+        if (static_cast<std::size_t>(v) >= cons.size()) {
+          cons.resize(v + 1);
+          bound.resize(v + 1);
+          weight.resize(v + 1, 1.0);
+          live.resize(v + 1);
+        }
+        cons[v] = vc;
+        bound[v] = b;
+        live[v] = true;
+      }
+      s.solve();
+      const auto ref = reference_rates(cap, cons, bound, weight, live);
+      for (std::size_t v = 0; v < live.size(); ++v)
+        if (live[v])
+          EXPECT_EQ(s.value(static_cast<int>(v)), ref[v])
+              << "round " << round << " step " << step << " variable " << v;
+    }
+  }
+}
+
 TEST(FlowNetwork, OppositeDirectionsSharedVsSplitDuplex) {
   const Hop fwd{0, true}, bwd{0, false};
   {

@@ -1,0 +1,117 @@
+#include "sim/maxmin_model.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace placesim::sim {
+
+SimTime MaxMinModel::finish_time(SimTime from, double remaining, double rate) const {
+  if (remaining <= 0.0 || rate == kUnbounded) return from;
+  if (rate <= 0.0) return kNever;
+  return from + Duration::from_ns_ceil(remaining / rate * ns_per_unit_).ns;
+}
+
+int MaxMinModel::start_item(SimTime now, double bound, std::span<const int> constraints,
+                            double weight, double amount, std::int32_t tag) {
+  assert(!dirty_ || pending_time_ == now);
+  // Items of the touched component must be settled at `now` with their old rates before the new
+  // variable changes them; resolve() does it, and the new item has made no progress yet.
+  const int v = solver_.add_variable(bound, constraints, weight);
+  if (static_cast<std::size_t>(v) >= items_.size()) items_.resize(v + 1);
+  Item& it = items_[v];
+  it.remaining = amount;
+  it.rate = 0.0;
+  it.last = now;
+  it.finish = kNever;
+  it.tag = tag;
+  it.alive = true;
+  pending_time_ = now;
+  dirty_ = true;
+  min_valid_ = false;
+  return v;
+}
+
+void MaxMinModel::reset_items() {
+  for (std::size_t v = 0; v < items_.size(); ++v) {
+    if (items_[v].alive) {
+      solver_.remove_variable(static_cast<int>(v));
+      items_[v].alive = false;
+    }
+  }
+  solver_.solve();
+  completed_.clear();
+  dirty_ = false;
+  min_valid_ = false;
+}
+
+void MaxMinModel::resolve() {
+  const SimTime t = pending_time_;
+  solver_.solve();
+  const std::span<const int> changed = solver_.last_changed();
+  SimTime min_changed = kNever;
+  for (int v : changed) {
+    Item& it = items_[v];
+    // Lazy settlement: an item whose rate the solve left unchanged keeps its progress and
+    // finish time as they are (SimGrid's lazy update does the same): settling it now and again at
+    // its next change rounds differently from settling once then, in the last bits only.
+    if (it.last < t && solver_.value(v) == it.rate && it.rate != kUnbounded) {
+      min_changed = std::min(min_changed, it.finish);
+      continue;
+    }
+    // Progress at the old rate up to t (the rate is the item's own copy, which the solve did not
+    // touch), then the new rate from t.
+    if (it.last < t) {
+      if (it.rate == kUnbounded) {
+        it.remaining = 0.0;
+      } else {
+        it.remaining =
+            std::max(0.0, it.remaining - it.rate * static_cast<double>(t - it.last) * unit_per_ns_);
+      }
+      it.last = t;
+    }
+    it.rate = solver_.value(v);
+    it.finish = finish_time(it.last, it.remaining, it.rate);
+    min_changed = std::min(min_changed, it.finish);
+  }
+  dirty_ = false;
+  // When every item in progress is in the component just solved (a PCIe tree, one socket), its
+  // minimum is the minimum: no scan of the other slots.
+  min_valid_ = static_cast<int>(changed.size()) == solver_.num_live_variables();
+  min_finish_ = min_changed;
+}
+
+SimTime MaxMinModel::next_completion() {
+  if (dirty_) resolve();
+  if (!min_valid_) {
+    min_finish_ = kNever;
+    for (const Item& it : items_)
+      if (it.alive && it.finish < min_finish_) min_finish_ = it.finish;
+    min_valid_ = true;
+  }
+  return min_finish_;
+}
+
+void MaxMinModel::advance(SimTime t) {
+  if (dirty_) resolve();
+  completed_.clear();
+  for (std::size_t v = 0; v < items_.size(); ++v) {
+    Item& it = items_[v];
+    if (!it.alive || it.finish > t) continue;
+    completed_.push_back(it.tag);
+    on_complete(static_cast<int>(v), t);
+    it.alive = false;
+    solver_.remove_variable(static_cast<int>(v));
+    dirty_ = true;
+  }
+  pending_time_ = t;
+  min_valid_ = false;
+}
+
+double MaxMinModel::rate_of_tag(std::int32_t tag) {
+  if (dirty_) resolve();
+  for (const Item& it : items_)
+    if (it.alive && it.tag == tag) return it.rate;
+  return -1.0;
+}
+
+}  // namespace placesim::sim
