@@ -97,11 +97,25 @@ struct OpClassModel {
 /// The host side `placesim calibrate` measured on a profile's annotated steps: host time per
 /// launched GPU activity (framework dispatch, autograd, optimizer, Python), applied as the launch
 /// overhead of the GPUs the calibration matches (apply_host_calibration).
+///
+/// When the profile's host threads could be read op by op (`per_phase` not empty), the host cost
+/// is a per-framework-op model instead (KernelCostModel::host_time): host time per graph op by
+/// phase and op type ("forward:Conv", "backward:ConvBackpropFilter"; the framework op's wall time
+/// on its thread plus the Python/engine gap before it), a default per phase, the optimizer (per
+/// parameter, and a multi-tensor step's host time spread over the update ops) and a per-step
+/// remainder (Python loop, zero_grad, step tail) paid once per GPU.
 struct HostCalibration {
-  Duration launch_overhead;          ///< host time per launched GPU activity
-  std::string profile;               ///< the profile it was measured on
-  int steps = 0;                     ///< annotated steps it is the median of
-  double activities_per_step = 0.0;  ///< GPU activities launched per step
+  Duration launch_overhead;                   ///< host time per launched GPU activity
+  std::string profile;                        ///< the profile it was measured on
+  int steps = 0;                              ///< annotated steps it is the median of
+  double activities_per_step = 0.0;           ///< GPU activities launched per step
+  std::map<std::string, Duration> per_op;     ///< "phase:OpType" -> host time per graph op
+  std::map<std::string, Duration> per_phase;  ///< "forward"/"backward" -> any other op type
+  Duration per_parameter{0};   ///< per update op: grad accumulation (+ per-parameter optimizer)
+  Duration optimizer_step{0};  ///< a foreach optimizer's host time per step, over the update ops
+  Duration per_step{0};        ///< Python loop, zero_grad, step tail: once per step per GPU
+  std::string optimizer;       ///< "foreach", "per-parameter" or "" (not seen)
+  [[nodiscard]] bool per_op_model() const { return !per_phase.empty(); }
 };
 
 /// Calibrated kernel times (and host cost) for one device model.
@@ -153,7 +167,20 @@ class KernelCostModel {
   }
   [[nodiscard]] Duration roofline_time(const Op& op, const DeviceSpec& spec) const;
 
+  /// Host time of launching `op` on `device` under the calibration's per-op host model
+  /// (HostCalibration): by "phase:type", else the phase's default; ops of phase Other
+  /// (variables, placeholders, running statistics) are no framework op and cost 0; an update op
+  /// costs per_parameter + optimizer_step / `update_ops` (the graph's update ops). nullopt where
+  /// no such model applies: a CPU, no host model, or a GPU whose cluster file set its own
+  /// launch_overhead (it then differs from the calibration's, apply_host_calibration): the
+  /// device's launch_overhead is charged per op.
+  [[nodiscard]] std::optional<Duration> host_time(const Op& op, const Device& device,
+                                                  int update_ops) const;
+  /// The per-step host remainder charged once per step on `device`'s launcher (0 if none).
+  [[nodiscard]] Duration step_host_time(const Device& device) const;
+
  private:
+  [[nodiscard]] const HostCalibration* host_model(const Device& device) const;
   RooflineParams roofline_;
   std::shared_ptr<const Calibration> calibration_;
 };
