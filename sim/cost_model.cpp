@@ -251,6 +251,10 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
       double bound = 0.0;
       if (peak > 0.0 && op.flops.v > 0.0) bound = std::max(bound, op.flops.v / peak);
       if (bw > 0.0 && b > 0.0) bound = std::max(bound, b / bw);
+      // Nor faster than its parallelism lets it stream (NCHW BatchNorm: one block per channel).
+      if (device.spec.kind == DeviceKind::Gpu)
+        if (const auto bn = batch_norm_traffic(op, b))
+          bound = std::max(bound, bn->first / bn->second);
       const bool clamped = bound > fit;
       const Duration t = ceil_seconds(std::max(fit, bound));
       return {std::max(t, floor), Source::Fitted, clamped};
