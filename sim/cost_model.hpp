@@ -12,7 +12,8 @@
 // P_dtype is the peak of the unit that runs the op: an F32 convolution runs on TF32 tensor cores
 // where the framework allows it (MathMode, apply_math_mode), which sets the op's compute dtype.
 // The host-side launch overhead is not part of the kernel time: the engine charges it on the
-// launching host thread (DeviceSpec::launch_overhead).
+// launching host thread (DeviceSpec::launch_overhead, or per op the calibration's per-framework-op
+// host model: KernelCostModel::host_time).
 //
 //   KernelCostModel km;                                   // roofline only
 //   km.set_calibration(load_calibration("cal.yaml"));     // adds 2 and 3
