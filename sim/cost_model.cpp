@@ -277,13 +277,11 @@ const HostCalibration* KernelCostModel::host_model(const Device& device) const {
   return &*cal->host;
 }
 
-std::optional<Duration> KernelCostModel::host_time(const Op& op, const Device& device,
-                                                   int update_ops) const {
+std::optional<Duration> KernelCostModel::host_time(const Op& op, const Device& device) const {
   const HostCalibration* h = host_model(device);
   if (!h) return std::nullopt;
   if (op.phase == Phase::Other) return Duration{0};
-  if (op.phase == Phase::Update)
-    return Duration{h->per_parameter.ns + h->optimizer_step.ns / std::max(1, update_ops)};
+  if (op.phase == Phase::Update) return h->per_parameter;
   const std::string phase = to_string(op.phase);
   if (auto it = h->per_op.find(phase + ":" + op.type); it != h->per_op.end()) return it->second;
   if (auto it = h->per_phase.find(phase); it != h->per_phase.end()) return it->second;
@@ -293,6 +291,11 @@ std::optional<Duration> KernelCostModel::host_time(const Op& op, const Device& d
 Duration KernelCostModel::step_host_time(const Device& device) const {
   const HostCalibration* h = host_model(device);
   return h ? h->per_step : Duration{0};
+}
+
+Duration KernelCostModel::optimizer_host_time(const Device& device) const {
+  const HostCalibration* h = host_model(device);
+  return h ? h->optimizer_step : Duration{0};
 }
 
 std::string pricing_to_json(const Graph& g, const Cluster& c,

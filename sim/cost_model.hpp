@@ -103,7 +103,7 @@ struct OpClassModel {
 /// is a per-framework-op model instead (KernelCostModel::host_time): host time per graph op by
 /// phase and op type ("forward:Conv", "backward:ConvBackpropFilter"; the framework op's wall time
 /// on its thread plus the Python/engine gap before it), a default per phase, the optimizer (per
-/// parameter, and a multi-tensor step's host time spread over the update ops) and a per-step
+/// parameter, and a multi-tensor step's host time once per GPU) and a per-step
 /// remainder (Python loop, zero_grad, step tail) paid once per GPU.
 struct HostCalibration {
   Duration launch_overhead;                   ///< host time per launched GPU activity
@@ -113,7 +113,7 @@ struct HostCalibration {
   std::map<std::string, Duration> per_op;     ///< "phase:OpType" -> host time per graph op
   std::map<std::string, Duration> per_phase;  ///< "forward"/"backward" -> any other op type
   Duration per_parameter{0};   ///< per update op: grad accumulation (+ per-parameter optimizer)
-  Duration optimizer_step{0};  ///< a foreach optimizer's host time per step, over the update ops
+  Duration optimizer_step{0};  ///< a foreach optimizer's host time per step, once per GPU
   Duration per_step{0};        ///< Python loop, zero_grad, step tail: once per step per GPU
   std::string optimizer;       ///< "foreach", "per-parameter" or "" (not seen)
   [[nodiscard]] bool per_op_model() const { return !per_phase.empty(); }
@@ -171,14 +171,15 @@ class KernelCostModel {
   /// Host time of launching `op` on `device` under the calibration's per-op host model
   /// (HostCalibration): by "phase:type", else the phase's default; ops of phase Other
   /// (variables, placeholders, running statistics) are no framework op and cost 0; an update op
-  /// costs per_parameter + optimizer_step / `update_ops` (the graph's update ops). nullopt where
-  /// no such model applies: a CPU, no host model, or a GPU whose cluster file set its own
-  /// launch_overhead (it then differs from the calibration's, apply_host_calibration): the
-  /// device's launch_overhead is charged per op.
-  [[nodiscard]] std::optional<Duration> host_time(const Op& op, const Device& device,
-                                                  int update_ops) const;
+  /// costs per_parameter. nullopt where no such model applies: a CPU, no host model, or a GPU
+  /// whose cluster file set its own launch_overhead (it then differs from the calibration's,
+  /// apply_host_calibration): the device's launch_overhead is charged per op.
+  [[nodiscard]] std::optional<Duration> host_time(const Op& op, const Device& device) const;
   /// The per-step host remainder charged once per step on `device`'s launcher (0 if none).
   [[nodiscard]] Duration step_host_time(const Device& device) const;
+  /// A foreach optimizer's host time per step, charged once per step on `device`'s launcher
+  /// before its first update op (each data-parallel rank runs its own optimizer step).
+  [[nodiscard]] Duration optimizer_host_time(const Device& device) const;
 
  private:
   [[nodiscard]] const HostCalibration* host_model(const Device& device) const;

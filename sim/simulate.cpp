@@ -49,6 +49,8 @@ struct Prepared {
   // (KernelCostModel::host_time), -1 = the device's launch_overhead.
   std::vector<std::int64_t> host_ns;
   std::vector<std::int64_t> step_host_ns;  // per device: host remainder paid once per step
+  std::vector<std::int64_t> opt_host_ns;   // per device: foreach optimizer step, once per step
+  std::vector<bool> is_update;             // per op: Phase::Update
 
   std::vector<bool> is_gpu;
   std::vector<std::int32_t> streams, workers;
@@ -144,10 +146,8 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   // Kernel times once per distinct device (cost class), not per device.
   dev_class.assign(n_dev, -1);
   std::vector<DeviceId> reps;
-  int update_ops = 0;
-  for (const Op& op : g.ops) update_ops += op.phase == Phase::Update;
   auto host_of = [&](int o, DeviceId d) {
-    const auto h = costs.host_time(g.ops[o], c.devices[d], update_ops);
+    const auto h = costs.host_time(g.ops[o], c.devices[d]);
     return h ? std::max<std::int64_t>(0, h->ns) : std::int64_t{-1};
   };
   for (int d = 0; d < n_dev; ++d) {
@@ -176,8 +176,13 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
       host_ns[k * n_ops + o] = host_of(o, reps[k]);
     }
   step_host_ns.resize(n_dev);
-  for (int d = 0; d < n_dev; ++d)
+  opt_host_ns.resize(n_dev);
+  for (int d = 0; d < n_dev; ++d) {
     step_host_ns[d] = std::max<std::int64_t>(0, costs.step_host_time(c.devices[d]).ns);
+    opt_host_ns[d] = std::max<std::int64_t>(0, costs.optimizer_host_time(c.devices[d]).ns);
+  }
+  is_update.resize(n_ops);
+  for (int o = 0; o < n_ops; ++o) is_update[o] = g.ops[o].phase == Phase::Update;
 
   is_gpu.resize(n_dev);
   streams.resize(n_dev);
@@ -344,6 +349,7 @@ class StepRun {
   std::vector<std::vector<ReadyEntry>> ready_;
   std::vector<bool> launcher_busy_;
   std::vector<bool> step_paid_;              // per GPU: the per-step host remainder was charged
+  std::vector<bool> opt_paid_;               // per GPU: the foreach optimizer's step was charged
   std::vector<std::int32_t> launcher_last_;  // last launch item per GPU
   std::vector<std::vector<std::int32_t>> issue_q_;  // per GPU: copy segments waiting to be issued
   std::vector<std::size_t> issue_head_;
@@ -507,6 +513,11 @@ void StepRun::dispatch(DeviceId d) {
       // The per-step host remainder (Python loop, zero_grad) delays the step's first launch.
       host += P_.step_host_ns[d];
       step_paid_[d] = true;
+    }
+    if (P_.is_update[op] && !opt_paid_[d]) {
+      // A foreach optimizer's Python and dispatch come before its first kernel.
+      host += P_.opt_host_ns[d];
+      opt_paid_[d] = true;
     }
     engine_.schedule(now + host, Priority::LaunchEnd, kLaunchEnd, op);
     return;
@@ -849,6 +860,7 @@ Outcome StepRun::run(const Placement& placement) {
   for (auto& r : ready_) r.clear();
   launcher_busy_.assign(nd, false);
   step_paid_.assign(nd, false);
+  opt_paid_.assign(nd, false);
   launcher_last_.assign(nd, -1);
   issue_q_.resize(nd);
   for (auto& q : issue_q_) q.clear();

@@ -315,18 +315,19 @@ TEST(HostCost, PerOpHostTimeByPhase) {
   gpu.spec.launch_overhead = h.launch_overhead;  // as apply_host_calibration sets it
   sim::Op op;
   op.type = "Conv";
-  EXPECT_EQ(km.host_time(op, gpu, 62)->ns, 150'000);
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 150'000);
   op.type = "Relu";
-  EXPECT_EQ(km.host_time(op, gpu, 62)->ns, 100'000);
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 100'000);
   op.phase = sim::Phase::Backward;
-  EXPECT_EQ(km.host_time(op, gpu, 62)->ns, 70'000);
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 70'000);
   op.phase = sim::Phase::Update;
-  EXPECT_EQ(km.host_time(op, gpu, 62)->ns, 16'000 + 10'000);
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 16'000);  // the foreach step: once per GPU
+  EXPECT_EQ(km.optimizer_host_time(gpu).ns, 620'000);
   op.phase = sim::Phase::Other;  // variables, placeholders: no framework op
-  EXPECT_EQ(km.host_time(op, gpu, 62)->ns, 0);
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 0);
   // A cluster file's own launch_overhead wins over the calibration's model.
   gpu.spec.launch_overhead = sim::Duration{20'000};
-  EXPECT_FALSE(km.host_time(op, gpu, 62).has_value());
+  EXPECT_FALSE(km.host_time(op, gpu).has_value());
 }
 
 TEST(FitCalibration, NineSyntheticSamplesReturn) {
