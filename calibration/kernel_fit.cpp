@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -473,6 +474,235 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
                                        const std::string& device_model);
 }  // namespace
 
+namespace {
+// The graph builders' and ONNX op types of each op class: a model fitted on the framework's
+// names is written under these too, so graphs from build-graph and import onnx find it.
+const std::map<std::string, std::vector<std::string>>& graph_type_aliases() {
+  static const std::map<std::string, std::vector<std::string>> aliases = {
+      {"gemm", {"MatMul", "BatchMatMul", "Gemm"}},
+      {"conv",
+       {"Conv2D", "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput",
+        "ConvBackpropFilter"}},
+      {"norm",
+       {"FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "BatchNormalizationGrad",
+        "LayerNorm", "LayerNormGrad"}},
+      {"reduction",
+       {"Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum",
+        "SparseSoftmaxCrossEntropyWithLogits"}},
+      {"pool",
+       {"MaxPool", "AveragePool", "GlobalAveragePool", "MaxPoolGrad", "GlobalAveragePoolGrad"}},
+      {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
+      {"rnn", {"LSTMCell"}},
+      // A transformer's ONNX graph (tests/data/onnx/generate.py): dropout, LayerNorm decomposed
+      // into Pow/Sqrt/Div, the embedding's Gather and its sparse update, and their gradients.
+      {"elementwise", {"Add",           "Mul",         "Sub",        "Div",
+                       "Relu",          "Sigmoid",     "Tanh",       "AddN",
+                       "BiasAdd",       "BiasAddGrad", "ReluGrad",   "ApplyGradientDescent",
+                       "ApplyMomentum", "ApplyAdam",   "Dropout",    "DropoutGrad",
+                       "Pow",           "PowGrad",     "Sqrt",       "SqrtGrad",
+                       "Neg",           "DivGrad",     "MulGrad",    "SubGrad",
+                       "Expand",        "Erf",         "Gelu",       "Cast",
+                       "Where",         "Gather",      "GatherGrad", "SparseApplyGradientDescent"}},
+      {"copy", {"Concat", "SliceGrad"}},
+      // Views in the framework (no kernel): a fixed dispatch cost, not a roofline of their bytes.
+      {"meta",
+       {"Flatten", "FlattenGrad", "Reshape", "ReshapeGrad", "Identity", "Transpose",
+        "TransposeGrad", "Slice", "Unsqueeze", "Squeeze", "Shape", "Constant", "VariableV2",
+        "Placeholder"}},
+  };
+  return aliases;
+}
+
+const std::map<std::string, std::vector<std::string>>& graph_type_preferred() {
+  // Graph op types whose own class model, when fitted, replaces the fallback of a related class
+  // (backward convolutions fall back to the forward model when no backward was profiled).
+  static const std::map<std::string, std::vector<std::string>> preferred = {
+      {"conv_bwd",
+       {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
+      {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
+      {"dropout", {"Dropout"}}};
+  return preferred;
+}
+
+}  // namespace
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// One step's host side, op by op (HostCost's per-op fields; docs/calibration.md "Host side").
+struct StepHost {
+  std::map<std::string, double> total_s, graph_ops;  // per "phase:class"
+  double accumulate_s = 0, optimizer_s = 0, per_step_s = 0;
+  int accumulate = 0;
+  bool foreach = false, optimizer_seen = false;
+  std::map<std::string, std::set<std::string>> names;
+};
+
+bool within(const TraceEvent& a, const TraceEvent& outer) {
+  return outer.pid == a.pid && outer.tid == a.tid && a.ts_ns >= outer.ts_ns &&
+         a.end_ns() <= outer.end_ns();
+}
+
+// A 0-d bookkeeping op (BatchNorm's num_batches_tracked += 1): every input a scalar. Graph
+// exporters fold it into its module, so its host time joins the next op's.
+bool scalar_bookkeeping(const TraceEvent& e) {
+  if (e.input_dims.empty()) return false;
+  for (const auto& d : e.input_dims)
+    if (!d.empty()) return false;
+  return true;
+}
+
+StepHost step_host(const Profile& p, const StepWindow& w, const std::vector<int>& launched) {
+  StepHost out;
+  // Top-level host events per thread (framework ops and runtime calls outside any op).
+  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_thread;
+  std::vector<std::size_t> windows;  // Optimizer.step / Optimizer.zero_grad annotations
+  for (std::size_t k = 0; k < p.events.size(); ++k) {
+    const TraceEvent& e = p.events[k];
+    if (e.ts_ns < w.begin_ns || e.ts_ns >= w.end_ns) continue;
+    if (e.kind == EventKind::CpuOp || e.kind == EventKind::Runtime)
+      by_thread[{e.pid, e.tid}].push_back(k);
+    else if (e.kind == EventKind::Annotation && starts(e.name, "Optimizer."))
+      windows.push_back(k);
+  }
+  std::vector<std::size_t> tops;
+  for (auto& [thread, ks] : by_thread) {
+    std::stable_sort(ks.begin(), ks.end(), [&](std::size_t a, std::size_t b) {
+      const TraceEvent &x = p.events[a], &y = p.events[b];
+      return x.ts_ns != y.ts_ns ? x.ts_ns < y.ts_ns : x.dur_ns > y.dur_ns;
+    });
+    std::int64_t end = std::numeric_limits<std::int64_t>::min();
+    for (std::size_t k : ks)
+      if (p.events[k].ts_ns >= end) {
+        tops.push_back(k);
+        end = p.events[k].end_ns();
+      }
+  }
+  std::stable_sort(tops.begin(), tops.end(), [&](std::size_t a, std::size_t b) {
+    return p.events[a].ts_ns != p.events[b].ts_ns ? p.events[a].ts_ns < p.events[b].ts_ns : a < b;
+  });
+  // The host threads take turns (the main thread waits in backward() while the autograd thread
+  // runs): on one merged timeline each op costs its own span plus the gap before it.
+  std::int64_t prev = w.begin_ns;
+  double pending = 0;  // bookkeeping ops' time, for the next op
+  for (std::size_t k : tops) {
+    const TraceEvent& e = p.events[k];
+    const double gap = static_cast<double>(std::max<std::int64_t>(0, e.ts_ns - prev)) * 1e-9;
+    const double own =
+        static_cast<double>(std::max<std::int64_t>(0, e.end_ns() - std::max(e.ts_ns, prev))) * 1e-9;
+    prev = std::max(prev, e.end_ns());
+    std::string window;
+    for (std::size_t a : windows)
+      if (e.ts_ns >= p.events[a].ts_ns && e.ts_ns < p.events[a].end_ns()) window = p.events[a].name;
+    if (e.kind == EventKind::Runtime) {
+      // A synchronising call waits for the GPU, which the engine models itself: only the host
+      // gap before it is host work.
+      out.per_step_s += e.name.find("Synchronize") != std::string::npos ? gap : gap + own;
+      continue;
+    }
+    if (starts(window, "Optimizer.zero_grad")) {
+      out.per_step_s += gap + own;
+      continue;
+    }
+    if (starts(window, "Optimizer.step")) {
+      out.optimizer_seen = true;
+      out.optimizer_s += gap + own;
+      out.foreach |= starts(e.name, "aten::_foreach") || starts(e.name, "aten::_fused");
+      continue;
+    }
+    static const std::string node = "autograd::engine::evaluate_function: ";
+    std::string key, name = e.name;
+    double graph_ops = 1;
+    if (starts(e.name, node.c_str())) {
+      if (e.name.find("AccumulateGrad") != std::string::npos) {
+        out.accumulate_s += gap + own;
+        ++out.accumulate;
+        continue;
+      }
+      // The node's class is that of the framework op inside it that launched the most GPU work.
+      std::int64_t best = -1;
+      int most = 0;
+      for (const auto& [thread, ks] : by_thread) {
+        if (thread.first != e.pid || thread.second != e.tid) continue;
+        for (std::size_t c : ks)
+          if (c != k && p.events[c].kind == EventKind::CpuOp && within(p.events[c], e) &&
+              launched[c] > most) {
+            most = launched[c];
+            best = static_cast<std::int64_t>(c);
+          }
+      }
+      name = best >= 0 ? p.events[static_cast<std::size_t>(best)].name : std::string();
+      const std::string cls = best >= 0 ? op_class_of(name) : "meta";
+      key = "backward:" + cls;
+      // Graphs split a convolution's and a linear layer's backward into an input-gradient and a
+      // weight-gradient op: the node's host time is two graph ops' (as the kernel fit's split).
+      if (cls == "conv_bwd" || cls == "gemm") graph_ops = 2;
+    } else {
+      if (scalar_bookkeeping(e)) {
+        pending += gap + own;
+        continue;
+      }
+      key = "forward:" + op_class_of(e.name);
+    }
+    out.total_s[key] += gap + own + pending;
+    pending = 0;
+    out.graph_ops[key] += graph_ops;
+    if (!name.empty()) out.names[key].insert(name);
+  }
+  out.per_step_s +=
+      pending + static_cast<double>(std::max<std::int64_t>(0, w.end_ns - prev)) * 1e-9;
+  return out;
+}
+
+void fill_host_model(const Profile& p, const std::vector<StepWindow>& steps, HostCost& h) {
+  std::vector<int> launched(p.events.size(), 0);
+  for (const TraceEvent& e : p.events)
+    if (e.on_gpu() && e.op >= 0 && static_cast<std::size_t>(e.op) < launched.size())
+      ++launched[static_cast<std::size_t>(e.op)];
+  std::map<std::string, std::vector<double>> per_class, per_phase;
+  std::vector<double> param, opt, step, params;
+  bool foreach = false, optimizer = false;
+  for (const StepWindow& w : steps) {
+    const StepHost s = step_host(p, w, launched);
+    if (s.total_s.empty()) continue;
+    std::map<std::string, std::pair<double, double>> phase;
+    for (const auto& [k, t] : s.total_s) {
+      const double n = s.graph_ops.at(k);
+      per_class[k].push_back(t / n);
+      auto& ph = phase[k.substr(0, k.find(':'))];
+      ph.first += t;
+      ph.second += n;
+    }
+    for (const auto& [k, v] : phase) per_phase[k].push_back(v.first / v.second);
+    for (const auto& [k, n] : s.names) h.class_names[k].insert(n.begin(), n.end());
+    foreach
+      |= s.foreach;
+    optimizer |= s.optimizer_seen;
+    const int n = std::max(1, s.accumulate);
+    // Per-parameter optimizers (for-loop SGD/Adam) launch per parameter: their step is spread
+    // over the parameters; a foreach step is a fixed cost per step.
+    param.push_back(s.accumulate_s / n + (s.foreach ? 0.0 : s.optimizer_s / n));
+    opt.push_back(s.foreach ? s.optimizer_s : 0.0);
+    step.push_back(s.per_step_s);
+    params.push_back(s.accumulate);
+  }
+  for (const auto& [k, v] : per_class) h.per_class_s[k] = median_of(v);
+  for (const auto& [k, v] : per_phase) h.per_phase_s[k] = median_of(v);
+  h.per_parameter_s = median_of(param);
+  h.optimizer_step_s = median_of(opt);
+  h.per_step_s = median_of(step);
+  h.parameters = static_cast<int>(median_of(params));
+  h.optimizer = !optimizer ? "" : foreach ? "foreach" : "per-parameter";
+}
+
+}  // namespace
+
 std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::string& device_model) {
   const std::vector<StepWindow> steps = profile_steps(p);
   bool annotated = false;
@@ -497,16 +727,48 @@ std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::stri
     ratio.push_back(t / n);
   }
   if (ratio.empty()) return std::nullopt;
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-  };
-  return HostCost{.device = device_key(p, device_model),
-                  .steps = static_cast<int>(ratio.size()),
-                  .step_s = median(time),
-                  .activities_per_step = median(count),
-                  .per_activity_s = median(ratio)};
+  HostCost h{.device = device_key(p, device_model),
+             .steps = static_cast<int>(ratio.size()),
+             .step_s = median_of(time),
+             .activities_per_step = median_of(count),
+             .per_activity_s = median_of(ratio)};
+  fill_host_model(p, steps, h);
+  return h;
+}
+
+sim::HostCalibration host_calibration(const HostCost& h, const std::string& profile) {
+  sim::HostCalibration c{.launch_overhead = sim::Duration{std::llround(h.per_activity_s * 1e9)},
+                         .profile = profile,
+                         .steps = h.steps,
+                         .activities_per_step = h.activities_per_step};
+  if (h.per_phase_s.empty()) return c;
+  auto d = [](double s) { return sim::Duration{std::llround(s * 1e9)}; };
+  const auto& aliases = graph_type_aliases();
+  const auto& preferred = graph_type_preferred();
+  for (const auto& [key, s] : h.per_class_s) {
+    const std::string phase = key.substr(0, key.find(':')), cls = key.substr(key.find(':') + 1);
+    std::set<std::string> names;
+    if (auto it = h.class_names.find(key); it != h.class_names.end()) names = it->second;
+    if (auto it = aliases.find(cls); it != aliases.end())
+      names.insert(it->second.begin(), it->second.end());
+    // The backward convolution node prices the graphs' input- and filter-gradient ops.
+    if (cls == "conv_bwd")
+      for (const std::string& n : aliases.at("conv")) names.insert(n);
+    if (auto it = preferred.find(cls); it != preferred.end())
+      names.insert(it->second.begin(), it->second.end());
+    for (const std::string& n : names) {
+      // Where two classes name one type (pool and pool_bwd both list MaxPoolGrad), the class
+      // the type belongs to decides.
+      const std::string k = phase + ":" + n;
+      if (!c.per_op.count(k) || op_class_of(n) == cls) c.per_op[k] = d(s);
+    }
+  }
+  for (const auto& [phase, s] : h.per_phase_s) c.per_phase[phase] = d(s);
+  c.per_parameter = d(h.per_parameter_s);
+  c.optimizer_step = d(h.optimizer_step_s);
+  c.per_step = d(h.per_step_s);
+  c.optimizer = h.optimizer;
+  return c;
 }
 
 std::vector<OpSample> op_samples_from_manifest(const std::string& path,
@@ -802,45 +1064,8 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
       c.t[it->second] = mean;
     }
   }
-  static const std::map<std::string, std::vector<std::string>> aliases = {
-      {"gemm", {"MatMul", "BatchMatMul", "Gemm"}},
-      {"conv",
-       {"Conv2D", "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput",
-        "ConvBackpropFilter"}},
-      {"norm",
-       {"FusedBatchNorm", "FusedBatchNormGrad", "BatchNormalization", "BatchNormalizationGrad",
-        "LayerNorm", "LayerNormGrad"}},
-      {"reduction",
-       {"Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum",
-        "SparseSoftmaxCrossEntropyWithLogits"}},
-      {"pool",
-       {"MaxPool", "AveragePool", "GlobalAveragePool", "MaxPoolGrad", "GlobalAveragePoolGrad"}},
-      {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
-      {"rnn", {"LSTMCell"}},
-      // A transformer's ONNX graph (tests/data/onnx/generate.py): dropout, LayerNorm decomposed
-      // into Pow/Sqrt/Div, the embedding's Gather and its sparse update, and their gradients.
-      {"elementwise", {"Add",           "Mul",         "Sub",        "Div",
-                       "Relu",          "Sigmoid",     "Tanh",       "AddN",
-                       "BiasAdd",       "BiasAddGrad", "ReluGrad",   "ApplyGradientDescent",
-                       "ApplyMomentum", "ApplyAdam",   "Dropout",    "DropoutGrad",
-                       "Pow",           "PowGrad",     "Sqrt",       "SqrtGrad",
-                       "Neg",           "DivGrad",     "MulGrad",    "SubGrad",
-                       "Expand",        "Erf",         "Gelu",       "Cast",
-                       "Where",         "Gather",      "GatherGrad", "SparseApplyGradientDescent"}},
-      {"copy", {"Concat", "SliceGrad"}},
-      // Views in the framework (no kernel): a fixed dispatch cost, not a roofline of their bytes.
-      {"meta",
-       {"Flatten", "FlattenGrad", "Reshape", "ReshapeGrad", "Identity", "Transpose",
-        "TransposeGrad", "Slice", "Unsqueeze", "Squeeze", "Shape", "Constant", "VariableV2",
-        "Placeholder"}},
-  };
-  // Graph op types whose own class model, when fitted, replaces the fallback of a related class
-  // (backward convolutions fall back to the forward model when no backward was profiled).
-  static const std::map<std::string, std::vector<std::string>> preferred = {
-      {"conv_bwd",
-       {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
-      {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
-      {"dropout", {"Dropout"}}};
+  const auto& aliases = graph_type_aliases();
+  const auto& preferred = graph_type_preferred();
   for (const auto& [key, c] : classes) {
     ClassFitReport r;
     r.device = key.first;

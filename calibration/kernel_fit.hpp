@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -110,7 +111,22 @@ struct HostCost {
   double step_s = 0.0;               ///< median step wall time
   double activities_per_step = 0.0;  ///< median GPU kernels + copies + memsets launched per step
   double per_activity_s = 0.0;       ///< median over steps of step time / activities
+  /// Per framework op (empty when the step's host threads hold no framework ops): host time per
+  /// graph op by "phase:class" ("forward:conv", "backward:norm"), each the median over steps of
+  /// (the op's wall time on its thread + the host gap before it) / the graph ops it stands for
+  /// (a convolution or linear backward node is two graph ops: input and weight gradient).
+  std::map<std::string, double> per_class_s;
+  std::map<std::string, double> per_phase_s;  ///< "forward"/"backward": all of the phase
+  std::map<std::string, std::set<std::string>> class_names;  ///< framework op names per class
+  double per_parameter_s = 0.0;   ///< AccumulateGrad per parameter (+ a per-parameter optimizer)
+  double optimizer_step_s = 0.0;  ///< a foreach optimizer's host time per step
+  double per_step_s = 0.0;        ///< zero_grad, runtime calls outside ops, the step's tail
+  std::string optimizer;          ///< "foreach", "per-parameter", "" (no Optimizer.step seen)
+  int parameters = 0;             ///< AccumulateGrad nodes per step (median)
 };
+/// The calibration's host block from a HostCost: per-op costs written under the graph
+/// builders'/ONNX op types of each class (and the framework names seen), `profile` recorded.
+sim::HostCalibration host_calibration(const HostCost& h, const std::string& profile);
 /// nullopt when the profile has no annotated steps or no GPU activity.
 std::optional<HostCost> host_cost_from_profile(const Profile& p,
                                                const std::string& device_model = "");

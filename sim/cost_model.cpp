@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
+#include <utility>
 #include <yaml-cpp/yaml.h>
 
 #include "sim/catalog.hpp"
@@ -129,11 +131,78 @@ double OpClassModel::predict_s(double flops, double bytes) const {
   return std::max(t, 0.0);
 }
 
+namespace {
+
+// Batch normalisation with batch statistics on a GPU, NCHW (cuDNN's bn_fw_tr / bn_bw kernels).
+// Bytes: the forward reads its input twice (statistics, then normalise) and the backward reads
+// grad-output and input twice (two reductions, then the input gradient): the graph's one read
+// per input becomes two. Bandwidth: each channel is reduced by one thread block, and a block
+// streams at most what it keeps in flight over the memory latency (Little's law: 1024 threads x
+// 16 B = 16 KiB per ~750 ns = 21.8 GB/s), so C channels reach at most C x 21.8 GB/s. Measured
+// on the H200 (ResNet-18, batch 64): 64 channels at 112x112 forward 1.34 TB/s, 128 at 28x28
+// 2.8 TB/s (21-22 GB/s per channel); 256 and more channels run at the device's bandwidth.
+constexpr double kBlockBytesPerSecond = 16384.0 / 750e-9;
+
+// PyTorch's (and its ONNX exports') names, NCHW. The builders' TensorFlow-style FusedBatchNorm
+// ops are NHWC ([N, H, W, C] signatures): cuDNN's NHWC kernels spread N*H*W over all SMs.
+bool batch_norm_type(std::string_view t) {
+  return t == "BatchNormalization" || t == "BatchNormalizationGrad" || t == "aten::batch_norm" ||
+         t == "aten::native_batch_norm" || t == "aten::cudnn_batch_norm" ||
+         t == "aten::native_batch_norm_backward" || t == "aten::cudnn_batch_norm_backward";
+}
+
+// {bytes moved, bandwidth cap} of a GPU batch-norm op with an NCHW signature; nullopt otherwise.
+std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes) {
+  if (!batch_norm_type(op.type) || !op.signature || op.signature->input_shapes.empty() ||
+      op.signature->input_shapes[0].size() != 4)
+    return std::nullopt;
+  const double channels = static_cast<double>(op.signature->input_shapes[0][1]);
+  if (!(channels > 0)) return std::nullopt;
+  return std::make_pair(bytes + static_cast<double>(op.bytes_read.v),
+                        channels * kBlockBytesPerSecond);
+}
+
+double elements(const std::vector<std::int64_t>& shape) {
+  double n = 1;
+  for (std::int64_t d : shape) n *= static_cast<double>(std::max<std::int64_t>(d, 0));
+  return n;
+}
+
+// Max pooling as PyTorch trains it (NCHW or not: only element counts matter). The forward also
+// writes the int64 index of each output's maximum; the backward (max_pool_backward_nchw) visits
+// each input element once and reads grad-output and index of every window that covers it:
+// ((k/s)^2 windows, with the kernel assumed one wider than the stride, k = s + 1: ResNet's 3x3/2
+// gives 2.25), then writes the input gradient. Measured on the H200 (ResNet-18, batch 64,
+// 64x64x112x112): 204 us forward, 572 us backward, where one pass over the graph's bytes gives
+// 67 and 134 us. nullopt for other ops.
+std::optional<double> max_pool_bytes(const Op& op, double bytes) {
+  const double esize = static_cast<double>(dtype_size(op.dtype));
+  if ((op.type == "MaxPool" || op.type == "aten::max_pool2d_with_indices") && !op.outputs.empty())
+    return bytes + static_cast<double>(op.outputs[0].bytes.v) / esize * 8.0;
+  if ((op.type == "MaxPoolGrad" || op.type == "aten::max_pool2d_with_indices_backward") &&
+      op.signature && op.signature->input_shapes.size() >= 2) {
+    const double out = elements(op.signature->input_shapes[0]);
+    const double in = elements(op.signature->input_shapes[1]);
+    if (!(out > 0) || !(in >= out)) return std::nullopt;
+    const double s = std::sqrt(in / out);  // the stride (square windows)
+    const double windows = std::max(1.0, (s + 1) / s * ((s + 1) / s));
+    return in * windows * (esize + 8.0) + in * esize;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) const {
   const RooflineParams& p = roofline_;
   const Duration floor = spec.kind == DeviceKind::Gpu ? p.min_kernel : p.min_cpu_op;
   const double f = op.flops.v;
-  const double b = op_bytes(op);
+  double b = op_bytes(op);
+  double bw_cap = 0.0;  // a kernel whose parallelism cannot reach the device's bandwidth
+  if (spec.kind == DeviceKind::Gpu)
+    if (const auto bn = batch_norm_traffic(op, b)) std::tie(b, bw_cap) = *bn;
+  if (spec.kind == DeviceKind::Gpu)
+    if (const auto mp = max_pool_bytes(op, b)) b = *mp;
   double t = 0.0;
   const double peak = spec.peak_for(op.dtype).per_s;
   // TF32 on a part without TF32 units (Volta and older, CPUs) runs as F32 on the CUDA cores.
@@ -141,7 +210,9 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const double eff = tf32_units ? p.tf32_eff_max : p.compute_eff_max;
   if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * eff));
   const double bw = spec.memory_bandwidth.bytes_per_s;
-  if (b > 0.0 && bw > 0.0) t = std::max(t, (b + p.memory_half_bytes) / (bw * p.memory_eff_max));
+  double rate = bw * p.memory_eff_max;
+  if (bw_cap > 0.0) rate = std::min(rate, bw_cap);
+  if (b > 0.0 && bw > 0.0) t = std::max(t, (b + p.memory_half_bytes) / rate);
   return std::max(ceil_seconds(t), floor);
 }
 
@@ -153,6 +224,16 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
     if (op.signature) {
       auto e = cal->exact.find(op.signature->key());
       if (e != cal->exact.end()) return {e->second, Source::Exact};
+    }
+    if (op.phase == Phase::Update && device.spec.kind == DeviceKind::Gpu && cal->host &&
+        cal->host->optimizer == "foreach") {
+      // A multi-tensor (foreach) optimizer updates every parameter in a few launches
+      // (multi_tensor_apply: ~100 tensors per launch): no per-kernel fixed cost per parameter,
+      // only its bytes at the memory rate. The H200 ResNet-18 step: 62 updates, 35 us of GPU time
+      // where 62 separate kernels at the 2 us floor would take 149 us.
+      const RooflineParams& rp = cal->roofline ? *cal->roofline : roofline_;
+      const double bw = device.spec.memory_bandwidth.bytes_per_s * rp.memory_eff_max;
+      if (bw > 0.0) return {ceil_seconds(op_bytes(op) / bw), Source::Roofline};
     }
     auto m = cal->by_op_type.find(op.type);
     // A class curve fitted on small shapes says little about ones 100x larger (the H200
@@ -170,6 +251,10 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
       double bound = 0.0;
       if (peak > 0.0 && op.flops.v > 0.0) bound = std::max(bound, op.flops.v / peak);
       if (bw > 0.0 && b > 0.0) bound = std::max(bound, b / bw);
+      // Nor faster than its parallelism lets it stream (NCHW BatchNorm: one block per channel).
+      if (device.spec.kind == DeviceKind::Gpu)
+        if (const auto bn = batch_norm_traffic(op, b))
+          bound = std::max(bound, bn->first / bn->second);
       const bool clamped = bound > fit;
       const Duration t = ceil_seconds(std::max(fit, bound));
       return {std::max(t, floor), Source::Fitted, clamped};
@@ -180,6 +265,37 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
     }
   }
   return {roofline_time(op, device.spec), Source::Roofline};
+}
+
+const HostCalibration* KernelCostModel::host_model(const Device& device) const {
+  if (device.spec.kind != DeviceKind::Gpu || !calibration_) return nullptr;
+  const DeviceCalibration* cal = find_device_calibration(*calibration_, device);
+  if (!cal || !cal->host || !cal->host->per_op_model()) return nullptr;
+  // apply_host_calibration set the GPU's launch_overhead to the calibration's unless the cluster
+  // file chose its own: an explicit value wins over the per-op model too.
+  if (device.spec.launch_overhead != cal->host->launch_overhead) return nullptr;
+  return &*cal->host;
+}
+
+std::optional<Duration> KernelCostModel::host_time(const Op& op, const Device& device) const {
+  const HostCalibration* h = host_model(device);
+  if (!h) return std::nullopt;
+  if (op.phase == Phase::Other) return Duration{0};
+  if (op.phase == Phase::Update) return h->per_parameter;
+  const std::string phase = to_string(op.phase);
+  if (auto it = h->per_op.find(phase + ":" + op.type); it != h->per_op.end()) return it->second;
+  if (auto it = h->per_phase.find(phase); it != h->per_phase.end()) return it->second;
+  return device.spec.launch_overhead;
+}
+
+Duration KernelCostModel::step_host_time(const Device& device) const {
+  const HostCalibration* h = host_model(device);
+  return h ? h->per_step : Duration{0};
+}
+
+Duration KernelCostModel::optimizer_host_time(const Device& device) const {
+  const HostCalibration* h = host_model(device);
+  return h ? h->optimizer_step : Duration{0};
 }
 
 std::string pricing_to_json(const Graph& g, const Cluster& c,
@@ -282,18 +398,38 @@ RooflineParams read_roofline(const YAML::Node& n, const std::string& file,
   return p;
 }
 
+// A map of durations, e.g. per_op: {"forward:Conv": "120 us"}.
+std::map<std::string, Duration> read_durations(const YAML::Node& n, const std::string& file,
+                                               const std::string& path) {
+  if (!n.IsMap()) throw InputError(file, path, "a map from name to duration");
+  std::map<std::string, Duration> out;
+  for (const auto& kv : n) {
+    const std::string k = kv.first.as<std::string>();
+    const Duration d =
+        with_units(parse_duration, kv.second, file, path + "." + k, "a duration such as \"50 us\"");
+    if (d.ns < 0) throw InputError(file, path + "." + k, "a non-negative duration");
+    out[k] = d;
+  }
+  return out;
+}
+
 HostCalibration read_host(const YAML::Node& n, const std::string& file, const std::string& path) {
-  if (!n.IsMap())
-    throw InputError(file, path, "a map with launch_overhead, profile, steps, activities_per_step");
+  static const char* kKeys =
+      "one of launch_overhead, profile, steps, activities_per_step, per_op, per_phase, "
+      "per_parameter, optimizer_step, per_step, optimizer";
+  if (!n.IsMap()) throw InputError(file, path, std::string("a map with ") + kKeys);
   HostCalibration h;
   bool have_launch = false;
+  auto duration = [&](const YAML::Node& v, const std::string& kp) {
+    const Duration d = with_units(parse_duration, v, file, kp, "a duration such as \"50 us\"");
+    if (d.ns < 0) throw InputError(file, kp, "a non-negative duration");
+    return d;
+  };
   for (const auto& kv : n) {
     const std::string k = kv.first.as<std::string>();
     const std::string kp = path + "." + k;
     if (k == "launch_overhead") {
-      h.launch_overhead =
-          with_units(parse_duration, kv.second, file, kp, "a duration such as \"50 us\"");
-      if (h.launch_overhead.ns < 0) throw InputError(file, kp, "a non-negative duration");
+      h.launch_overhead = duration(kv.second, kp);
       have_launch = true;
     } else if (k == "profile") {
       h.profile = scalar(kv.second, file, kp);
@@ -306,8 +442,22 @@ HostCalibration read_host(const YAML::Node& n, const std::string& file, const st
     } else if (k == "activities_per_step") {
       h.activities_per_step = number(kv.second, file, kp);
       if (h.activities_per_step < 0) throw InputError(file, kp, "a non-negative count");
+    } else if (k == "per_op") {
+      h.per_op = read_durations(kv.second, file, kp);
+    } else if (k == "per_phase") {
+      h.per_phase = read_durations(kv.second, file, kp);
+    } else if (k == "per_parameter") {
+      h.per_parameter = duration(kv.second, kp);
+    } else if (k == "optimizer_step") {
+      h.optimizer_step = duration(kv.second, kp);
+    } else if (k == "per_step") {
+      h.per_step = duration(kv.second, kp);
+    } else if (k == "optimizer") {
+      h.optimizer = scalar(kv.second, file, kp);
+      if (h.optimizer != "foreach" && h.optimizer != "per-parameter" && !h.optimizer.empty())
+        throw InputError(file, kp, "foreach or per-parameter, got \"" + h.optimizer + "\"");
     } else {
-      throw InputError(file, kp, "one of launch_overhead, profile, steps, activities_per_step");
+      throw InputError(file, kp, kKeys);
     }
   }
   if (!have_launch)
@@ -481,6 +631,19 @@ std::string calibration_to_yaml(const Calibration& c) {
       out += "      profile: " + quoted(dc.host->profile) + "\n";
       out += "      steps: " + std::to_string(dc.host->steps) + "\n";
       out += "      activities_per_step: " + fmt_double(dc.host->activities_per_step) + "\n";
+      const HostCalibration& h = *dc.host;
+      if (h.per_op_model()) {
+        auto ns = [](Duration d) { return "\"" + std::to_string(d.ns) + " ns\""; };
+        out += "      per_step: " + ns(h.per_step) + "\n";
+        out += "      per_parameter: " + ns(h.per_parameter) + "\n";
+        out += "      optimizer_step: " + ns(h.optimizer_step) + "\n";
+        if (!h.optimizer.empty()) out += "      optimizer: " + h.optimizer + "\n";
+        for (const auto* m : {&h.per_phase, &h.per_op}) {
+          out += m == &h.per_phase ? "      per_phase:" : "      per_op:";
+          out += m->empty() ? " {}\n" : "\n";
+          for (const auto& [k, d] : *m) out += yaml_key("        ", k) + " " + ns(d) + "\n";
+        }
+      }
     }
     out += "    op_types:";
     out += dc.by_op_type.empty() ? " {}\n" : "\n";

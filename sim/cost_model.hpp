@@ -12,7 +12,8 @@
 // P_dtype is the peak of the unit that runs the op: an F32 convolution runs on TF32 tensor cores
 // where the framework allows it (MathMode, apply_math_mode), which sets the op's compute dtype.
 // The host-side launch overhead is not part of the kernel time: the engine charges it on the
-// launching host thread (DeviceSpec::launch_overhead).
+// launching host thread (DeviceSpec::launch_overhead, or per op the calibration's per-framework-op
+// host model: KernelCostModel::host_time).
 //
 //   KernelCostModel km;                                   // roofline only
 //   km.set_calibration(load_calibration("cal.yaml"));     // adds 2 and 3
@@ -97,11 +98,25 @@ struct OpClassModel {
 /// The host side `placesim calibrate` measured on a profile's annotated steps: host time per
 /// launched GPU activity (framework dispatch, autograd, optimizer, Python), applied as the launch
 /// overhead of the GPUs the calibration matches (apply_host_calibration).
+///
+/// When the profile's host threads could be read op by op (`per_phase` not empty), the host cost
+/// is a per-framework-op model instead (KernelCostModel::host_time): host time per graph op by
+/// phase and op type ("forward:Conv", "backward:ConvBackpropFilter"; the framework op's wall time
+/// on its thread plus the Python/engine gap before it), a default per phase, the optimizer (per
+/// parameter, and a multi-tensor step's host time once per GPU) and a per-step
+/// remainder (Python loop, zero_grad, step tail) paid once per GPU.
 struct HostCalibration {
-  Duration launch_overhead;          ///< host time per launched GPU activity
-  std::string profile;               ///< the profile it was measured on
-  int steps = 0;                     ///< annotated steps it is the median of
-  double activities_per_step = 0.0;  ///< GPU activities launched per step
+  Duration launch_overhead;                   ///< host time per launched GPU activity
+  std::string profile;                        ///< the profile it was measured on
+  int steps = 0;                              ///< annotated steps it is the median of
+  double activities_per_step = 0.0;           ///< GPU activities launched per step
+  std::map<std::string, Duration> per_op;     ///< "phase:OpType" -> host time per graph op
+  std::map<std::string, Duration> per_phase;  ///< "forward"/"backward" -> any other op type
+  Duration per_parameter{0};   ///< per update op: grad accumulation (+ per-parameter optimizer)
+  Duration optimizer_step{0};  ///< a foreach optimizer's host time per step, once per GPU
+  Duration per_step{0};        ///< Python loop, zero_grad, step tail: once per step per GPU
+  std::string optimizer;       ///< "foreach", "per-parameter" or "" (not seen)
+  [[nodiscard]] bool per_op_model() const { return !per_phase.empty(); }
 };
 
 /// Calibrated kernel times (and host cost) for one device model.
@@ -153,7 +168,21 @@ class KernelCostModel {
   }
   [[nodiscard]] Duration roofline_time(const Op& op, const DeviceSpec& spec) const;
 
+  /// Host time of launching `op` on `device` under the calibration's per-op host model
+  /// (HostCalibration): by "phase:type", else the phase's default; ops of phase Other
+  /// (variables, placeholders, running statistics) are no framework op and cost 0; an update op
+  /// costs per_parameter. nullopt where no such model applies: a CPU, no host model, or a GPU
+  /// whose cluster file set its own launch_overhead (it then differs from the calibration's,
+  /// apply_host_calibration): the device's launch_overhead is charged per op.
+  [[nodiscard]] std::optional<Duration> host_time(const Op& op, const Device& device) const;
+  /// The per-step host remainder charged once per step on `device`'s launcher (0 if none).
+  [[nodiscard]] Duration step_host_time(const Device& device) const;
+  /// A foreach optimizer's host time per step, charged once per step on `device`'s launcher
+  /// before its first update op (each data-parallel rank runs its own optimizer step).
+  [[nodiscard]] Duration optimizer_host_time(const Device& device) const;
+
  private:
+  [[nodiscard]] const HostCalibration* host_model(const Device& device) const;
   RooflineParams roofline_;
   std::shared_ptr<const Calibration> calibration_;
 };

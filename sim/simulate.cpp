@@ -45,6 +45,12 @@ struct Prepared {
 
   std::vector<std::int32_t> dev_class;  // device -> cost class
   std::vector<std::int64_t> kernel_ns;  // class * n_ops + op
+  // class * n_ops + op: host time of launching the op under a per-op host model
+  // (KernelCostModel::host_time), -1 = the device's launch_overhead.
+  std::vector<std::int64_t> host_ns;
+  std::vector<std::int64_t> step_host_ns;  // per device: host remainder paid once per step
+  std::vector<std::int64_t> opt_host_ns;   // per device: foreach optimizer step, once per step
+  std::vector<bool> is_update;             // per op: Phase::Update
 
   std::vector<bool> is_gpu;
   std::vector<std::int32_t> streams, workers;
@@ -140,6 +146,10 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   // Kernel times once per distinct device (cost class), not per device.
   dev_class.assign(n_dev, -1);
   std::vector<DeviceId> reps;
+  auto host_of = [&](int o, DeviceId d) {
+    const auto h = costs.host_time(g.ops[o], c.devices[d]);
+    return h ? std::max<std::int64_t>(0, h->ns) : std::int64_t{-1};
+  };
   for (int d = 0; d < n_dev; ++d) {
     for (std::size_t k = 0; k < reps.size() && dev_class[d] < 0; ++k) {
       // Devices share a class only if every op costs the same on both (a calibration keyed by
@@ -148,7 +158,8 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
       bool equal = true;
       for (int o = 0; o < n_ops && equal; ++o)
         equal =
-            costs.op_time(g.ops[o], c.devices[reps[k]]) == costs.op_time(g.ops[o], c.devices[d]);
+            costs.op_time(g.ops[o], c.devices[reps[k]]) == costs.op_time(g.ops[o], c.devices[d]) &&
+            host_of(o, reps[k]) == host_of(o, d);
       if (equal) dev_class[d] = static_cast<std::int32_t>(k);
     }
     if (dev_class[d] < 0) {
@@ -157,10 +168,21 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
     }
   }
   kernel_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
+  host_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
   for (std::size_t k = 0; k < reps.size(); ++k)
-    for (int o = 0; o < n_ops; ++o)
+    for (int o = 0; o < n_ops; ++o) {
       kernel_ns[k * n_ops + o] =
           std::max<std::int64_t>(0, costs.op_time(g.ops[o], c.devices[reps[k]]).ns);
+      host_ns[k * n_ops + o] = host_of(o, reps[k]);
+    }
+  step_host_ns.resize(n_dev);
+  opt_host_ns.resize(n_dev);
+  for (int d = 0; d < n_dev; ++d) {
+    step_host_ns[d] = std::max<std::int64_t>(0, costs.step_host_time(c.devices[d]).ns);
+    opt_host_ns[d] = std::max<std::int64_t>(0, costs.optimizer_host_time(c.devices[d]).ns);
+  }
+  is_update.resize(n_ops);
+  for (int o = 0; o < n_ops; ++o) is_update[o] = g.ops[o].phase == Phase::Update;
 
   is_gpu.resize(n_dev);
   streams.resize(n_dev);
@@ -334,7 +356,9 @@ class StepRun {
   // Devices.
   std::vector<std::vector<ReadyEntry>> ready_;
   std::vector<bool> launcher_busy_;
-  std::vector<std::int32_t> launcher_last_;         // last launch item per GPU
+  std::vector<bool> step_paid_;              // per GPU: the per-step host remainder was charged
+  std::vector<bool> opt_paid_;               // per GPU: the foreach optimizer's step was charged
+  std::vector<std::int32_t> launcher_last_;  // last launch item per GPU
   std::vector<std::vector<std::int32_t>> issue_q_;  // per GPU: copy segments waiting to be issued
   std::vector<std::size_t> issue_head_;
   std::vector<SimTime> stream_free_;  // device * max_streams + s
@@ -497,7 +521,19 @@ void StepRun::dispatch(DeviceId d) {
     pred_[item] =
         (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
     item_start_[item] = now;
-    engine_.schedule(now + P_.launch_ns[d], Priority::LaunchEnd, kLaunchEnd, op);
+    std::int64_t host = P_.host_ns[static_cast<std::size_t>(P_.dev_class[d]) * P_.n_ops + op];
+    if (host < 0) host = P_.launch_ns[d];
+    if (!step_paid_[d]) {
+      // The per-step host remainder (Python loop, zero_grad) delays the step's first launch.
+      host += P_.step_host_ns[d];
+      step_paid_[d] = true;
+    }
+    if (P_.is_update[op] && !opt_paid_[d]) {
+      // A foreach optimizer's Python and dispatch come before its first kernel.
+      host += P_.opt_host_ns[d];
+      opt_paid_[d] = true;
+    }
+    engine_.schedule(now + host, Priority::LaunchEnd, kLaunchEnd, op);
     return;
   }
   auto& slots = free_slots_[d];
@@ -918,6 +954,8 @@ Outcome StepRun::run(const Placement& placement) {
   ready_.resize(nd);
   for (auto& r : ready_) r.clear();
   launcher_busy_.assign(nd, false);
+  step_paid_.assign(nd, false);
+  opt_paid_.assign(nd, false);
   launcher_last_.assign(nd, -1);
   issue_q_.resize(nd);
   for (auto& q : issue_q_) q.clear();

@@ -143,10 +143,7 @@ void print_links(const std::string& path, const calibration::Profile& prof) {
 // so spreads less host time over more launches than a host-bound one (docs/validation.md).
 void keep_host_cost(std::map<std::string, sim::HostCalibration>& hosts,
                     const calibration::HostCost& h, const std::string& profile) {
-  sim::HostCalibration c{.launch_overhead = sim::Duration{std::llround(h.per_activity_s * 1e9)},
-                         .profile = profile,
-                         .steps = h.steps,
-                         .activities_per_step = h.activities_per_step};
+  sim::HostCalibration c = calibration::host_calibration(h, profile);
   auto it = hosts.find(h.device);
   if (it == hosts.end()) {
     hosts.emplace(h.device, std::move(c));

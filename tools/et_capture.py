@@ -9,6 +9,7 @@ The step runs inside a `ProfilerStep#1` annotation, so both files bracket the sa
 
 Usage:  /usr/bin/python3 tools/et_capture.py --model cnn|transformer --out DIR [--batch N]
                                              [--threads 1] [--warmup 3] [--device cpu|cuda:0]
+                                             [--repeat N]
 Writes DIR/<model>_et.json and DIR/<model>_kineto.json, and prints the step's wall time.
 """
 import argparse
@@ -68,6 +69,8 @@ def main():
     ap.add_argument("--batch", type=int, default=0, help="default: 16 (cnn), 4 (transformer)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=0,
+                    help="also time N unprofiled steps: median wall and CPU (thread) time")
     ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -95,17 +98,31 @@ def main():
         acts.append(torch.profiler.ProfilerActivity.CUDA)
     with torch.profiler.profile(activities=acts, record_shapes=True) as prof:
         et.start()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         with torch.profiler.record_function("ProfilerStep#1"):
             step()
             if a.device.startswith("cuda"):
                 torch.cuda.synchronize()
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.thread_time()
         et.stop()
     et.unregister_callback()
     prof.export_chrome_trace(kineto_path)
-    print("%s: torch %s, batch %d, %d thread(s), step %.3f ms -> %s, %s" %
-          (a.model, torch.__version__, batch, a.threads, (t1 - t0) * 1e3, et_path, kineto_path))
+    print("%s: torch %s, batch %d, %d thread(s), step %.3f ms (CPU %.3f ms) -> %s, %s" %
+          (a.model, torch.__version__, batch, a.threads, (t1 - t0) * 1e3, (c1 - c0) * 1e3,
+           et_path, kineto_path))
+    if a.repeat > 0:
+        # On a shared machine the wall time of a step includes the time other processes held the
+        # core; the thread's CPU time does not (with one intra-op thread, it is the step's work).
+        wall, cpu = [], []
+        for _ in range(a.repeat):
+            w0, k0 = time.perf_counter(), time.thread_time()
+            step()
+            wall.append(time.perf_counter() - w0)
+            cpu.append(time.thread_time() - k0)
+        wall.sort()
+        cpu.sort()
+        print("%d unprofiled steps: median wall %.3f ms, median CPU %.3f ms, min wall %.3f ms" %
+              (a.repeat, wall[a.repeat // 2] * 1e3, cpu[a.repeat // 2] * 1e3, wall[0] * 1e3))
 
 
 if __name__ == "__main__":

@@ -60,8 +60,12 @@ def measured(trace):
 def predicted(simtrace):
     out = collections.Counter()
     for e in load(simtrace):
-        if e.get('ph') == 'X' and e.get('cat') not in ('launch',) and e.get('tid', 0) != 0:
-            out[pclass(e['cat'])] += e['dur']
+        if e.get('ph') != 'X':
+            continue
+        if e.get('cat') == 'kernel':  # Kineto-style trace: GPU kernels carry their op type
+            out[pclass(e['args'].get('op type', ''))] += e['dur']
+        elif e.get('cat') not in ('launch', 'cpu_op', 'cuda_runtime') and e.get('tid', 0) != 0:
+            out[pclass(e['cat'])] += e['dur']  # older simulate --trace: cat = op type
     return out
 
 m = measured(sys.argv[1])

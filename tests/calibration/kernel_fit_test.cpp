@@ -1,10 +1,13 @@
 #include "calibration/kernel_fit.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <gtest/gtest.h>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "calibration/trace.hpp"
@@ -255,4 +258,107 @@ TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
             "H200-SXM-141GB");
   // No ProfilerStep annotations: no host cost.
   EXPECT_FALSE(pc::host_cost_from_profile(pc::read_profile(data("a100_alexnet.json"))).has_value());
+}
+
+TEST(HostCost, PerOpModelFromTheH200BatchEightTrace) {
+  // The host side op by op: the main thread's forward ops, the autograd thread's backward nodes,
+  // torch 2.11's foreach SGD and 62 AccumulateGrad nodes per step (ResNet-18's 62 parameters).
+  const auto h = pc::host_cost_from_profile(
+      pc::read_profile(data("h200_resnet18-64px-b8_train.json.gz")), "H200-SXM-141GB");
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->optimizer, "foreach");
+  EXPECT_EQ(h->parameters, 62);
+  for (const char* k : {"forward:conv", "forward:norm", "forward:elementwise", "backward:conv_bwd",
+                        "backward:norm", "backward:elementwise"}) {
+    ASSERT_TRUE(h->per_class_s.count(k)) << k;
+    // Host time per framework op with the profiler on: tens to a few hundred microseconds.
+    EXPECT_GT(h->per_class_s.at(k), 5e-6) << k;
+    EXPECT_LT(h->per_class_s.at(k), 1e-3) << k;
+  }
+  // A convolution's dispatch (conv2d > convolution > cudnn_convolution) costs more than a ReLU's.
+  EXPECT_GT(h->per_class_s.at("forward:conv"), h->per_class_s.at("forward:elementwise"));
+  EXPECT_GT(h->optimizer_step_s, h->per_parameter_s);
+  // The parts add up to the step: per-op costs x their counts + optimizer + per step.
+  const sim::HostCalibration c = pc::host_calibration(*h, "b8");
+  EXPECT_TRUE(c.per_op_model());
+  EXPECT_EQ(c.per_op.at("forward:Conv").ns, std::llround(h->per_class_s.at("forward:conv") * 1e9));
+  // The backward convolution node prices both of the graphs' gradient ops.
+  EXPECT_EQ(c.per_op.at("backward:ConvBackpropFilter"), c.per_op.at("backward:ConvBackpropInput"));
+  EXPECT_EQ(c.optimizer, "foreach");
+  // It survives the calibration file.
+  sim::Calibration cal;
+  cal.devices["H200-SXM-141GB"].host = c;
+  const std::string yaml = sim::calibration_to_yaml(cal);
+  const std::string path = ::testing::TempDir() + "/host_model.yaml";
+  std::ofstream(path) << yaml;
+  const sim::Calibration back = sim::load_calibration(path);
+  const sim::HostCalibration& r = *back.devices.at("H200-SXM-141GB").host;
+  EXPECT_EQ(r.per_op, c.per_op);
+  EXPECT_EQ(r.per_phase, c.per_phase);
+  EXPECT_EQ(r.per_step, c.per_step);
+  EXPECT_EQ(r.optimizer_step, c.optimizer_step);
+  EXPECT_EQ(r.optimizer, "foreach");
+}
+
+TEST(HostCost, PerOpHostTimeByPhase) {
+  sim::HostCalibration h{.launch_overhead = sim::Duration{50'000}};
+  h.per_op["forward:Conv"] = sim::Duration{150'000};
+  h.per_phase["forward"] = sim::Duration{100'000};
+  h.per_phase["backward"] = sim::Duration{70'000};
+  h.per_parameter = sim::Duration{16'000};
+  h.optimizer_step = sim::Duration{620'000};
+  auto cal = std::make_shared<sim::Calibration>();
+  cal->devices["H200-SXM-141GB"].host = h;
+  sim::KernelCostModel km;
+  km.set_calibration(cal);
+  sim::Device gpu{.name = "gpu0", .spec = *sim::find_device_model("H200-SXM-141GB")};
+  gpu.spec.launch_overhead = h.launch_overhead;  // as apply_host_calibration sets it
+  sim::Op op;
+  op.type = "Conv";
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 150'000);
+  op.type = "Relu";
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 100'000);
+  op.phase = sim::Phase::Backward;
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 70'000);
+  op.phase = sim::Phase::Update;
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 16'000);  // the foreach step: once per GPU
+  EXPECT_EQ(km.optimizer_host_time(gpu).ns, 620'000);
+  op.phase = sim::Phase::Other;  // variables, placeholders: no framework op
+  EXPECT_EQ(km.host_time(op, gpu)->ns, 0);
+  // A cluster file's own launch_overhead wins over the calibration's model.
+  gpu.spec.launch_overhead = sim::Duration{20'000};
+  EXPECT_FALSE(km.host_time(op, gpu).has_value());
+}
+
+TEST(FitCalibration, NineSyntheticSamplesReturn) {
+  // Last session a draft test of fit_calibration on 9 synthetic samples did not return within 15
+  // minutes. Nine samples of one class, of mixed classes, with repeated and degenerate shapes:
+  // each fit must return (the bounded fit enumerates 8 active sets per class and per held-out
+  // shape). Bounded by a future rather than a clock assertion: a hang fails, slowness does not.
+  auto make = [](const std::string& op, std::vector<std::int64_t> shape, double s) {
+    pc::OpSample x;
+    x.device = "H200-SXM-141GB";
+    x.signature.op_type = op;
+    x.signature.input_shapes = {shape, shape};
+    x.seconds = s;
+    x.work = pc::estimate_work(op, x.signature.input_shapes, sim::Dtype::F32);
+    return x;
+  };
+  std::vector<std::vector<pc::OpSample>> cases(3);
+  for (int i = 0; i < 9; ++i) {
+    const std::int64_t n = std::int64_t{64} << i;
+    cases[0].push_back(make("aten::mm", {n, n}, 1e-6 * (1 + i)));
+    cases[1].push_back(make(i % 3 == 0   ? "aten::mm"
+                            : i % 3 == 1 ? "aten::add"
+                                         : "aten::sum",
+                            {n, 128}, 5e-6 * (1 + i)));
+    cases[2].push_back(make("aten::add", {64, 64}, 3e-6));  // nine copies of one shape
+  }
+  for (const auto& samples : cases) {
+    auto f =
+        std::async(std::launch::async, [&] { return pc::fit_calibration(samples, "synthetic"); });
+    ASSERT_EQ(f.wait_for(std::chrono::minutes(2)), std::future_status::ready);
+    const pc::CalibrationFit fit = f.get();
+    EXPECT_FALSE(fit.calibration.devices.empty());
+  }
 }

@@ -76,6 +76,10 @@ grep -q "took a calibrated time" "$T/w.txt" || fail "0 calibrated kernels not no
 "$P" calibrate --profile "$D/h200_resnet18-64px-b8_train.json.gz" --device-model H200-SXM-141GB \
   -o "$T/h200-b8.yaml" >/dev/null || fail "calibrate on the H200 batch-8 trace"
 grep -q 'launch_overhead: "54799 ns"' "$T/h200-b8.yaml" || fail "the host cost per launch is not in the calibration"
+# The per-framework-op host model: torch 2.11's foreach SGD, per-op costs under the ONNX names.
+grep -q 'optimizer: foreach' "$T/h200-b8.yaml" || fail "the foreach optimizer is not in the host model"
+grep -q '"forward:Conv":' "$T/h200-b8.yaml" || fail "no per-op host cost for forward Conv"
+grep -q '"backward:ConvBackpropFilter":' "$T/h200-b8.yaml" || fail "no per-op host cost for the filter gradient"
 "$P" import onnx "$D/../onnx/resnet18.onnx" --training --batch 64 -o "$T/r18.json" >/dev/null || fail "import resnet18.onnx"
 "$P" simulate --graph "$T/r18.json" --cluster "$T/h200.yaml" --placement single-gpu --calibration "$T/h200-b8.yaml" \
   --json >"$T/r18-sim.json" 2>"$T/r18-notes.txt" || fail "simulate with the host calibration"
