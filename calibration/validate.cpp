@@ -658,17 +658,11 @@ std::vector<std::pair<std::int64_t, std::int64_t>> op_times(const ReplayGraph& r
   return t;
 }
 
-}  // namespace
-
-ValidationReport validate_profiles(const std::vector<Profile>& ranks, const ValidateOptions& opt) {
-  if (ranks.empty()) throw InputError("<flag --profile>", "", "at least one profile, got none");
-  ValidationReport rep;
-  for (const Profile& p : ranks) {
-    rep.sources.push_back(p.source);
-    for (const std::string& m : p.missing) rep.notes.push_back(p.source + ": " + m);
-  }
-  const auto steps = profile_steps(ranks[0]);
-  std::size_t n = steps.size();
+// The number of steps replayed: the first profile's, cut to the common prefix of every rank's
+// (noted) and to --max-steps.
+std::size_t common_steps(const std::vector<Profile>& ranks, std::size_t first_count,
+                         const ValidateOptions& opt, ValidationReport& rep) {
+  std::size_t n = first_count;
   // Ranks whose profilers recorded different numbers of steps: the common prefix is replayed.
   for (std::size_t r = 1; r < ranks.size(); ++r) {
     const std::size_t k = profile_steps(ranks[r]).size();
@@ -680,6 +674,154 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
     }
   }
   if (opt.max_steps > 0) n = std::min<std::size_t>(n, static_cast<std::size_t>(opt.max_steps));
+  return n;
+}
+
+// A replay simulated: the graph's outcome and every op's simulated start and end.
+struct ReplayRun {
+  const ReplayGraph& rg;
+  sim::Outcome outcome;
+  std::vector<std::pair<std::int64_t, std::int64_t>> t;
+  [[nodiscard]] std::int64_t start(sim::OpId id) const {
+    return id >= 0 ? t[static_cast<std::size_t>(id)].first : -1;
+  }
+  [[nodiscard]] std::int64_t end(sim::OpId id) const {
+    return id >= 0 ? t[static_cast<std::size_t>(id)].second : -1;
+  }
+};
+
+// Rank r's step s (of n): measured against predicted period, GPU span and busy time per GPU.
+RankStep rank_step(const ReplayRun& run, std::size_t r, std::size_t s, std::size_t n) {
+  const ReplayGraph& rg = run.rg;
+  const ReplayStep& st = rg.steps[r][s];
+  RankStep rs;
+  rs.rank = static_cast<int>(r);
+  rs.measured_period_s =
+      static_cast<double>((st.next_begin_ns >= 0 ? st.next_begin_ns : st.end_ns) - st.begin_ns) *
+      1e-9;
+  const std::int64_t p0 = run.start(st.first_op);
+  const std::int64_t p1 =
+      s + 1 < n ? run.start(rg.steps[r][s + 1].first_op) : run.end(rg.main_tail[r]);
+  // The last replayed step ends where its annotation ends; a later step's start is not
+  // replayed.
+  if (s + 1 == n && st.next_begin_ns >= 0)
+    rs.measured_period_s = static_cast<double>(st.end_ns - st.begin_ns) * 1e-9;
+  rs.predicted_period_s = p0 >= 0 && p1 >= p0 ? static_cast<double>(p1 - p0) * 1e-9 : 0.0;
+  // Without step annotations the step is the whole trace: it ends with the last activity.
+  if (!st.annotated && s + 1 == n && p0 >= 0)
+    rs.predicted_period_s =
+        std::max(rs.predicted_period_s, static_cast<double>(run.outcome.step_time.ns - p0) * 1e-9);
+  if (!st.gpu_ops.empty()) {
+    rs.measured_gpu_span_s = static_cast<double>(st.gpu_end_ns - st.begin_ns) * 1e-9;
+    std::int64_t pe = 0;
+    for (sim::OpId g : st.gpu_ops) pe = std::max(pe, run.end(g));
+    rs.predicted_gpu_span_s = p0 >= 0 ? static_cast<double>(pe - p0) * 1e-9 : 0.0;
+  }
+  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> pred_iv;
+  for (sim::OpId g : st.gpu_ops)
+    pred_iv[rg.cluster.devices[static_cast<std::size_t>(rg.device_of[static_cast<std::size_t>(g)])]
+                .name]
+        .push_back(run.t[static_cast<std::size_t>(g)]);
+  for (const auto& [dn, iv] : st.measured_intervals) {
+    DeviceBusy b;
+    b.device = dn;
+    b.measured_s = union_busy_s(iv);
+    b.predicted_s = union_busy_s(pred_iv[dn]);
+    rs.devices.push_back(b);
+  }
+  return rs;
+}
+
+// Step s (of n) over every rank: the job's step is its slowest rank's.
+StepValidation validate_step(const ReplayRun& run, const std::string& name, std::size_t s,
+                             std::size_t n) {
+  const ReplayGraph& rg = run.rg;
+  StepValidation v;
+  v.name = name;
+  for (std::size_t r = 0; r < rg.steps.size(); ++r) {
+    const ReplayStep& st = rg.steps[r][s];
+    RankStep rs = rank_step(run, r, s, n);
+    v.gpu_ops += static_cast<int>(st.gpu_ops.size());
+    v.host_ops += st.host_ops;
+    v.framework_ops += st.framework_ops + static_cast<int>(st.ops_with_gpu.size());
+    v.calibrated_ops += st.calibrated_ops;
+    v.fallback_ops += st.fallback_ops;
+    v.inferred_waits += st.inferred_waits;
+    v.annotated_s = std::max(
+        v.annotated_s, st.annotated ? static_cast<double>(st.end_ns - st.begin_ns) * 1e-9 : 0.0);
+    // The job's step is its slowest rank's.
+    if (rs.measured_period_s > v.measured_s || r == 0) {
+      v.measured_s = rs.measured_period_s;
+      v.slowest_rank = static_cast<int>(r);
+    }
+    v.predicted_s = std::max(v.predicted_s, rs.predicted_period_s);
+    v.measured_gpu_span_s = std::max(v.measured_gpu_span_s, rs.measured_gpu_span_s);
+    v.predicted_gpu_span_s = std::max(v.predicted_gpu_span_s, rs.predicted_gpu_span_s);
+    v.ranks.push_back(std::move(rs));
+  }
+  v.ops = v.gpu_ops + v.host_ops;
+  v.nccl_matched = 0;  // collectives of this step matched across ranks (counted once)
+  for (const auto& rsteps : rg.steps)
+    for (sim::OpId g : rsteps[s].gpu_ops)
+      v.nccl_matched += static_cast<int>(rg.nccl_matched_ops.count(g));
+  v.compared = v.measured_s > 0 && v.predicted_s > 0;
+  v.error = v.compared ? (v.predicted_s - v.measured_s) / v.measured_s : 0.0;
+  return v;
+}
+
+// The five largest error contributors along the critical path: how much each op's end drifted
+// from its measured end compared with the op before it.
+std::vector<ErrorContributor> error_contributors(const ReplayRun& run) {
+  std::int64_t prev_drift = 0;
+  std::vector<ErrorContributor> contrib;
+  for (const sim::PathItem& it : run.outcome.critical_path) {
+    if (it.kind != sim::PathItem::Kind::Op) continue;
+    const sim::OpId id = run.rg.graph.op_index(it.name);
+    if (id < 0) continue;
+    const std::int64_t drift = it.end - run.rg.measured_end_ns[static_cast<std::size_t>(id)];
+    if (drift != prev_drift)
+      contrib.push_back({it.name, static_cast<double>(drift - prev_drift) * 1e-9});
+    prev_drift = drift;
+  }
+  std::stable_sort(contrib.begin(), contrib.end(),
+                   [](const ErrorContributor& a, const ErrorContributor& b) {
+                     return std::abs(a.shift_s) > std::abs(b.shift_s);
+                   });
+  if (contrib.size() > 5) contrib.resize(5);
+  return contrib;
+}
+
+// Warnings on the whole replay: no framework op tied to a call, or a calibration that matched
+// nothing.
+void add_coverage_warnings(const ValidateOptions& opt, ValidationReport& rep) {
+  int fw = 0, cal = 0, fb = 0;
+  for (const StepValidation& v : rep.steps) {
+    fw += v.framework_ops;
+    cal += v.calibrated_ops;
+    fb += v.fallback_ops;
+  }
+  if (fw == 0)
+    rep.warnings.push_back(
+        "0 framework ops replayed at op level (no op is tied to a replayed call): the replay is "
+        "runtime calls and host gaps only");
+  if (opt.calibration && cal == 0)
+    rep.warnings.push_back("0 of " + std::to_string(cal + fb) +
+                           " GPU activities / CPU ops took a calibrated time (the calibration's "
+                           "signatures match no op of the "
+                           "trace): the prediction uses measured kernel times only");
+}
+
+}  // namespace
+
+ValidationReport validate_profiles(const std::vector<Profile>& ranks, const ValidateOptions& opt) {
+  if (ranks.empty()) throw InputError("<flag --profile>", "", "at least one profile, got none");
+  ValidationReport rep;
+  for (const Profile& p : ranks) {
+    rep.sources.push_back(p.source);
+    for (const std::string& m : p.missing) rep.notes.push_back(p.source + ": " + m);
+  }
+  const auto steps = profile_steps(ranks[0]);
+  const std::size_t n = common_steps(ranks, steps.size(), opt, rep);
   // Consecutive steps are replayed in one simulation: GPU work queued in step N carries into
   // step N+1, as it ran.
   ReplayGraph rg = build_replay(ranks, 0, n, opt);
@@ -690,83 +832,13 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
   so.record_critical_path = true;
   sim::TraceSink sink(rg.cluster);
   so.trace = &sink;
-  const sim::Outcome o = sim::simulate(rg.cluster, rg.graph, pl, so, sim::KernelCostModel{});
-  const auto t = op_times(rg, sink);
-  auto sim_start = [&](sim::OpId id) {
-    return id >= 0 ? t[static_cast<std::size_t>(id)].first : -1;
-  };
-  auto sim_end = [&](sim::OpId id) {
-    return id >= 0 ? t[static_cast<std::size_t>(id)].second : -1;
-  };
+  ReplayRun run{.rg = rg,
+                .outcome = sim::simulate(rg.cluster, rg.graph, pl, so, sim::KernelCostModel{})};
+  run.t = op_times(rg, sink);
   double err = 0, steady_meas = 0, steady_pred = 0;
   int err_n = 0, steady_n = 0;
   for (std::size_t s = 0; s < n; ++s) {
-    StepValidation v;
-    v.name = steps[s].name;
-    for (std::size_t r = 0; r < ranks.size(); ++r) {
-      const ReplayStep& st = rg.steps[r][s];
-      RankStep rs;
-      rs.rank = static_cast<int>(r);
-      rs.measured_period_s =
-          static_cast<double>((st.next_begin_ns >= 0 ? st.next_begin_ns : st.end_ns) -
-                              st.begin_ns) *
-          1e-9;
-      const std::int64_t p0 = sim_start(st.first_op);
-      const std::int64_t p1 =
-          s + 1 < n ? sim_start(rg.steps[r][s + 1].first_op) : sim_end(rg.main_tail[r]);
-      // The last replayed step ends where its annotation ends; a later step's start is not
-      // replayed.
-      if (s + 1 == n && st.next_begin_ns >= 0)
-        rs.measured_period_s = static_cast<double>(st.end_ns - st.begin_ns) * 1e-9;
-      rs.predicted_period_s = p0 >= 0 && p1 >= p0 ? static_cast<double>(p1 - p0) * 1e-9 : 0.0;
-      // Without step annotations the step is the whole trace: it ends with the last activity.
-      if (!st.annotated && s + 1 == n && p0 >= 0)
-        rs.predicted_period_s =
-            std::max(rs.predicted_period_s, static_cast<double>(o.step_time.ns - p0) * 1e-9);
-      if (!st.gpu_ops.empty()) {
-        rs.measured_gpu_span_s = static_cast<double>(st.gpu_end_ns - st.begin_ns) * 1e-9;
-        std::int64_t pe = 0;
-        for (sim::OpId g : st.gpu_ops) pe = std::max(pe, sim_end(g));
-        rs.predicted_gpu_span_s = p0 >= 0 ? static_cast<double>(pe - p0) * 1e-9 : 0.0;
-      }
-      std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> pred_iv;
-      for (sim::OpId g : st.gpu_ops)
-        pred_iv[rg.cluster
-                    .devices[static_cast<std::size_t>(rg.device_of[static_cast<std::size_t>(g)])]
-                    .name]
-            .push_back(t[static_cast<std::size_t>(g)]);
-      for (const auto& [dn, iv] : st.measured_intervals) {
-        DeviceBusy b;
-        b.device = dn;
-        b.measured_s = union_busy_s(iv);
-        b.predicted_s = union_busy_s(pred_iv[dn]);
-        rs.devices.push_back(b);
-      }
-      v.gpu_ops += static_cast<int>(st.gpu_ops.size());
-      v.host_ops += st.host_ops;
-      v.framework_ops += st.framework_ops + static_cast<int>(st.ops_with_gpu.size());
-      v.calibrated_ops += st.calibrated_ops;
-      v.fallback_ops += st.fallback_ops;
-      v.inferred_waits += st.inferred_waits;
-      v.annotated_s = std::max(
-          v.annotated_s, st.annotated ? static_cast<double>(st.end_ns - st.begin_ns) * 1e-9 : 0.0);
-      // The job's step is its slowest rank's.
-      if (rs.measured_period_s > v.measured_s || r == 0) {
-        v.measured_s = rs.measured_period_s;
-        v.slowest_rank = static_cast<int>(r);
-      }
-      v.predicted_s = std::max(v.predicted_s, rs.predicted_period_s);
-      v.measured_gpu_span_s = std::max(v.measured_gpu_span_s, rs.measured_gpu_span_s);
-      v.predicted_gpu_span_s = std::max(v.predicted_gpu_span_s, rs.predicted_gpu_span_s);
-      v.ranks.push_back(std::move(rs));
-    }
-    v.ops = v.gpu_ops + v.host_ops;
-    v.nccl_matched = 0;  // collectives of this step matched across ranks (counted once)
-    for (const auto& rsteps : rg.steps)
-      for (sim::OpId g : rsteps[s].gpu_ops)
-        v.nccl_matched += static_cast<int>(rg.nccl_matched_ops.count(g));
-    v.compared = v.measured_s > 0 && v.predicted_s > 0;
-    v.error = v.compared ? (v.predicted_s - v.measured_s) / v.measured_s : 0.0;
+    StepValidation v = validate_step(run, steps[s].name, s, n);
     if (!v.compared)
       rep.warnings.push_back(v.name + ": no comparison (measured " + std::to_string(v.measured_s) +
                              " s, predicted " + std::to_string(v.predicted_s) +
@@ -782,27 +854,10 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
     }
     rep.steps.push_back(std::move(v));
   }
-  // Streams (whole replay) and the five largest error contributors along the critical path: how
-  // much each op's end drifted from its measured end compared with the op before it.
+  // Streams (whole replay) and the largest error contributors along the critical path.
   if (!rep.steps.empty()) {
     rep.steps.front().streams = rg.streams;
-    std::int64_t prev_drift = 0;
-    std::vector<ErrorContributor> contrib;
-    for (const sim::PathItem& it : o.critical_path) {
-      if (it.kind != sim::PathItem::Kind::Op) continue;
-      const sim::OpId id = rg.graph.op_index(it.name);
-      if (id < 0) continue;
-      const std::int64_t drift = it.end - rg.measured_end_ns[static_cast<std::size_t>(id)];
-      if (drift != prev_drift)
-        contrib.push_back({it.name, static_cast<double>(drift - prev_drift) * 1e-9});
-      prev_drift = drift;
-    }
-    std::stable_sort(contrib.begin(), contrib.end(),
-                     [](const ErrorContributor& a, const ErrorContributor& b) {
-                       return std::abs(a.shift_s) > std::abs(b.shift_s);
-                     });
-    if (contrib.size() > 5) contrib.resize(5);
-    rep.contributors = std::move(contrib);
+    rep.contributors = error_contributors(run);
   }
   rep.compared_steps = err_n;
   rep.mean_abs_error = err_n > 0 ? err / err_n : 0.0;
@@ -811,22 +866,7 @@ ValidationReport validate_profiles(const std::vector<Profile>& ranks, const Vali
     rep.steady_predicted_s = steady_pred / steady_n;
     rep.steady_steps = steady_n;
   }
-  int gpu = 0, fw = 0, cal = 0, fb = 0;
-  for (const StepValidation& v : rep.steps) {
-    gpu += v.gpu_ops;
-    fw += v.framework_ops;
-    cal += v.calibrated_ops;
-    fb += v.fallback_ops;
-  }
-  if (fw == 0)
-    rep.warnings.push_back(
-        "0 framework ops replayed at op level (no op is tied to a replayed call): the replay is "
-        "runtime calls and host gaps only");
-  if (opt.calibration && cal == 0)
-    rep.warnings.push_back("0 of " + std::to_string(cal + fb) +
-                           " GPU activities / CPU ops took a calibrated time (the calibration's "
-                           "signatures match no op of the "
-                           "trace): the prediction uses measured kernel times only");
+  add_coverage_warnings(opt, rep);
   return rep;
 }
 

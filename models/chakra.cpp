@@ -642,68 +642,29 @@ void set_io(pb::IOInfo* io, const std::vector<std::pair<std::int64_t, std::int64
 
 }  // namespace
 
-std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& c,
-                                       const sim::Placement& p, const sim::KernelCostModel& costs,
-                                       const std::string& dir) {
-  if (p.device_of.size() != g.ops.size())
-    throw InputError("<placement>", "",
-                     "a device for each of the " + std::to_string(g.ops.size()) + " ops");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (!std::filesystem::is_directory(dir))
-    throw InputError("<flag --chakra-out>", "",
-                     "a directory that can be created, got \"" + dir + "\"");
-  const int n = g.num_ops(), nd = c.num_devices();
-  // Tensor ids: 1 + the global output index.
-  std::vector<std::int64_t> first_tensor(static_cast<std::size_t>(n) + 1, 1);
-  for (int i = 0; i < n; ++i)
-    first_tensor[static_cast<std::size_t>(i) + 1] =
-        first_tensor[static_cast<std::size_t>(i)] +
-        static_cast<std::int64_t>(g.ops[static_cast<std::size_t>(i)].outputs.size());
-  const auto dev = [&](sim::OpId o) { return p.device_of[static_cast<std::size_t>(o)]; };
-  std::vector<std::vector<pb::Node>> nodes(static_cast<std::size_t>(nd));
-  // Cross-device edges: one SEND/RECV pair per (tensor, destination device), or per (control
-  // edge, destination) with no bytes. Ids above the ops' own.
-  std::map<std::tuple<sim::OpId, std::int32_t, sim::DeviceId>, std::uint64_t> recv_id;
-  std::uint64_t next_id = static_cast<std::uint64_t>(n);
-  std::int64_t next_tag = 0;
-  const auto cross = [&](sim::OpId producer, std::int32_t output, sim::DeviceId to) {
-    const auto key = std::make_tuple(producer, output, to);
-    if (const auto it = recv_id.find(key); it != recv_id.end()) return it->second;
-    const sim::DeviceId from = dev(producer);
-    const bool data = output >= 0;
-    const std::int64_t bytes = data ? g.ops[static_cast<std::size_t>(producer)]
-                                          .outputs[static_cast<std::size_t>(output)]
-                                          .bytes.v
-                                    : 0;
-    const std::int64_t tid = data ? first_tensor[static_cast<std::size_t>(producer)] + output : 0;
-    const std::int64_t tag = next_tag++;
-    for (int side = 0; side < 2; ++side) {
-      pb::Node node;
-      node.set_id(next_id++);
-      const bool send = side == 0;
-      node.set_name((send ? "send " : "recv ") + g.ops[static_cast<std::size_t>(producer)].name +
-                    (data ? ":" + std::to_string(output) : " (control)") + " " +
-                    c.devices[static_cast<std::size_t>(from)].name + " -> " +
-                    c.devices[static_cast<std::size_t>(to)].name);
-      node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
-      // A RECV depends on its SEND through (src, dst, tag), as ASTRA-sim matches them.
-      if (send) node.add_data_deps(static_cast<std::uint64_t>(producer));
-      if (data) set_io(send ? node.mutable_inputs() : node.mutable_outputs(), {{tid, bytes}}, true);
-      set_int32_attr(node, "comm_src", from);
-      set_int32_attr(node, "comm_dst", to);
-      set_attr(node, "comm_size", bytes);
-      set_int32_attr(node, "comm_tag", static_cast<std::int32_t>(tag));
-      set_bool_attr(node, "is_cpu_op", false);
-      nodes[static_cast<std::size_t>(send ? from : to)].push_back(std::move(node));
-    }
-    recv_id[key] = next_id - 1;
-    return next_id - 1;
-  };
-  for (sim::OpId i = 0; i < n; ++i) {
-    const sim::Op& op = g.ops[static_cast<std::size_t>(i)];
+namespace {
+
+// The per-device node lists of one export: compute nodes with the ops' ids, SEND/RECV pairs
+// above them.
+class ChakraNodes {
+ public:
+  ChakraNodes(const sim::Graph& g, const sim::Cluster& c, const sim::Placement& p)
+      : g_(g), c_(c), p_(p), nodes_(static_cast<std::size_t>(c.num_devices())) {
+    const int n = g.num_ops();
+    // Tensor ids: 1 + the global output index.
+    first_tensor_.assign(static_cast<std::size_t>(n) + 1, 1);
+    for (int i = 0; i < n; ++i)
+      first_tensor_[static_cast<std::size_t>(i) + 1] =
+          first_tensor_[static_cast<std::size_t>(i)] +
+          static_cast<std::int64_t>(g.ops[static_cast<std::size_t>(i)].outputs.size());
+    next_id_ = static_cast<std::uint64_t>(n);
+  }
+
+  // Op i as a COMP_NODE on its device, its cross-device inputs through SEND/RECV pairs.
+  void add_op(sim::OpId i, const sim::KernelCostModel& costs) {
+    const sim::Op& op = g_.ops[static_cast<std::size_t>(i)];
     const sim::DeviceId d = dev(i);
-    const sim::Device& device = c.devices[static_cast<std::size_t>(d)];
+    const sim::Device& device = c_.devices[static_cast<std::size_t>(d)];
     const bool gpu = device.spec.kind == sim::DeviceKind::Gpu;
     pb::Node node;
     node.set_id(static_cast<std::uint64_t>(i));
@@ -712,11 +673,13 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
     const std::int64_t ns = costs.op_time(op, device).ns;
     node.set_duration_micros(static_cast<std::uint64_t>((ns + 500) / 1000));
     std::vector<std::pair<std::int64_t, std::int64_t>> in_t, out_t;
+    in_t.reserve(op.inputs.size());
+    out_t.reserve(op.outputs.size());
     std::set<std::uint64_t> data_deps;
     for (const sim::TensorRef& in : op.inputs) {
-      const sim::Op& po = g.ops[static_cast<std::size_t>(in.op)];
-      in_t.push_back({first_tensor[static_cast<std::size_t>(in.op)] + in.output,
-                      po.outputs[static_cast<std::size_t>(in.output)].bytes.v});
+      const sim::Op& po = g_.ops[static_cast<std::size_t>(in.op)];
+      in_t.emplace_back(first_tensor_[static_cast<std::size_t>(in.op)] + in.output,
+                        po.outputs[static_cast<std::size_t>(in.output)].bytes.v);
       const std::uint64_t dep =
           dev(in.op) == d ? static_cast<std::uint64_t>(in.op) : cross(in.op, in.output, d);
       if (data_deps.insert(dep).second) node.add_data_deps(dep);
@@ -729,8 +692,8 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
         node.add_data_deps(dep);  // RECV of a control edge
     }
     for (std::size_t k = 0; k < op.outputs.size(); ++k)
-      out_t.push_back({first_tensor[static_cast<std::size_t>(i)] + static_cast<std::int64_t>(k),
-                       op.outputs[k].bytes.v});
+      out_t.emplace_back(first_tensor_[static_cast<std::size_t>(i)] + static_cast<std::int64_t>(k),
+                         op.outputs[k].bytes.v);
     set_io(node.mutable_inputs(), in_t, gpu);
     set_io(node.mutable_outputs(), out_t, gpu);
     set_bool_attr(node, "is_cpu_op", !gpu);
@@ -742,10 +705,11 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
     set_attr(node, "phase", sim::to_string(op.phase));
     if (op.persistent.v > 0) set_attr(node, "persistent_bytes", op.persistent.v);
     if (!op.layer.empty()) set_attr(node, "layer", op.layer);
-    nodes[static_cast<std::size_t>(d)].push_back(std::move(node));
+    nodes_[static_cast<std::size_t>(d)].push_back(std::move(node));
   }
-  std::vector<std::string> paths;
-  for (int d = 0; d < nd; ++d) {
+
+  // Device d's file: the global metadata, then its nodes by id.
+  std::string device_file(sim::DeviceId d) {
     pb::GlobalMetadata meta;
     meta.set_version("0.0.4");
     const auto add = [&](const std::string& k, const std::string& v) {
@@ -754,18 +718,89 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
       a->set_string_val(v);
     };
     add("schema", "placesim export");
-    add("placesim_device", c.devices[static_cast<std::size_t>(d)].name);
-    add("placesim_graph", g.name);
-    add("placesim_cluster", c.name);
+    add("placesim_device", c_.devices[static_cast<std::size_t>(d)].name);
+    add("placesim_graph", g_.name);
+    add("placesim_cluster", c_.name);
     std::string out;
     write_delimited(meta, out);
-    auto& v = nodes[static_cast<std::size_t>(d)];
+    auto& v = nodes_[static_cast<std::size_t>(d)];
     std::stable_sort(v.begin(), v.end(),
                      [](const pb::Node& a, const pb::Node& b) { return a.id() < b.id(); });
     for (const pb::Node& node : v) write_delimited(node, out);
+    return out;
+  }
+
+ private:
+  [[nodiscard]] sim::DeviceId dev(sim::OpId o) const {
+    return p_.device_of[static_cast<std::size_t>(o)];
+  }
+
+  // Cross-device edges: one SEND/RECV pair per (tensor, destination device), or per (control
+  // edge, destination; output -1) with no bytes. Returns the RECV's id.
+  std::uint64_t cross(sim::OpId producer, std::int32_t output, sim::DeviceId to) {
+    const auto key = std::make_tuple(producer, output, to);
+    if (const auto it = recv_id_.find(key); it != recv_id_.end()) return it->second;
+    const sim::DeviceId from = dev(producer);
+    const bool data = output >= 0;
+    const std::int64_t bytes = data ? g_.ops[static_cast<std::size_t>(producer)]
+                                          .outputs[static_cast<std::size_t>(output)]
+                                          .bytes.v
+                                    : 0;
+    const std::int64_t tid = data ? first_tensor_[static_cast<std::size_t>(producer)] + output : 0;
+    const std::int64_t tag = next_tag_++;
+    for (int side = 0; side < 2; ++side) {
+      pb::Node node;
+      node.set_id(next_id_++);
+      const bool send = side == 0;
+      node.set_name((send ? "send " : "recv ") + g_.ops[static_cast<std::size_t>(producer)].name +
+                    (data ? ":" + std::to_string(output) : " (control)") + " " +
+                    c_.devices[static_cast<std::size_t>(from)].name + " -> " +
+                    c_.devices[static_cast<std::size_t>(to)].name);
+      node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
+      // A RECV depends on its SEND through (src, dst, tag), as ASTRA-sim matches them.
+      if (send) node.add_data_deps(static_cast<std::uint64_t>(producer));
+      if (data) set_io(send ? node.mutable_inputs() : node.mutable_outputs(), {{tid, bytes}}, true);
+      set_int32_attr(node, "comm_src", from);
+      set_int32_attr(node, "comm_dst", to);
+      set_attr(node, "comm_size", bytes);
+      set_int32_attr(node, "comm_tag", static_cast<std::int32_t>(tag));
+      set_bool_attr(node, "is_cpu_op", false);
+      nodes_[static_cast<std::size_t>(send ? from : to)].push_back(std::move(node));
+    }
+    recv_id_[key] = next_id_ - 1;
+    return next_id_ - 1;
+  }
+
+  const sim::Graph& g_;
+  const sim::Cluster& c_;
+  const sim::Placement& p_;
+  std::vector<std::int64_t> first_tensor_;
+  std::vector<std::vector<pb::Node>> nodes_;
+  std::map<std::tuple<sim::OpId, std::int32_t, sim::DeviceId>, std::uint64_t> recv_id_;
+  std::uint64_t next_id_ = 0;
+  std::int64_t next_tag_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& c,
+                                       const sim::Placement& p, const sim::KernelCostModel& costs,
+                                       const std::string& dir) {
+  if (p.device_of.size() != g.ops.size())
+    throw InputError("<placement>", "",
+                     "a device for each of the " + std::to_string(g.ops.size()) + " ops");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir))
+    throw InputError("<flag --chakra-out>", "",
+                     "a directory that can be created, got \"" + dir + "\"");
+  ChakraNodes nodes(g, c, p);
+  for (sim::OpId i = 0; i < g.num_ops(); ++i) nodes.add_op(i, costs);
+  std::vector<std::string> paths;
+  for (int d = 0; d < c.num_devices(); ++d) {
     const std::string path =
         (std::filesystem::path(dir) / (g.name + "." + std::to_string(d) + ".et")).string();
-    sim::write_file_atomic(path, out);
+    sim::write_file_atomic(path, nodes.device_file(d));
     paths.push_back(path);
   }
   return paths;
