@@ -61,8 +61,8 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
   P2pMeasurement m;
   std::istringstream in(text);
   std::string line;
-  static const std::regex dev_re(R"(^Device:\s*(\d+),\s*([^,]+),)");
-  static const std::regex acc_re(R"(^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+))");
+  static const std::regex kDevRe(R"(^Device:\s*(\d+),\s*([^,]+),)");
+  static const std::regex kAccRe(R"(^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+))");
   std::string section;  // current matrix family
   std::string sub;      // "gpu"/"cpu" for latency
   std::vector<std::pair<int, int>> access;
@@ -72,7 +72,7 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::smatch mt;
-    if (std::regex_search(line, mt, dev_re)) {
+    if (std::regex_search(line, mt, kDevRe)) {
       int d = 0;
       if (!parse_index(mt[1], kMaxGpus - 1, d))
         throw InputError(origin, "line " + std::to_string(line_no),
@@ -82,7 +82,7 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
       m.names[static_cast<std::size_t>(d)] = mt[2];
       continue;
     }
-    if (std::regex_search(line, mt, acc_re)) {
+    if (std::regex_search(line, mt, kAccRe)) {
       int i = 0, j = 0;
       if (!parse_index(mt[1], kMaxGpus - 1, i) || !parse_index(mt[3], kMaxGpus - 1, j))
         throw InputError(origin, "line " + std::to_string(line_no),
@@ -388,7 +388,7 @@ Columns columns_from_header(const std::vector<std::string>& cells) {
 
 // "8589934592", "1.00 MiB", "1 MB", "256MB", "8K", "**8 GB**", "~34 GB": bytes. K/M/G are binary,
 // as nccl-tests' -b/-e sizes are (every size it prints is a power of two).
-bool parse_size(std::string cell, double& bytes) {
+bool parse_size(const std::string& cell, double& bytes) {
   std::string t;
   for (char ch : cell)
     if (ch != '*' && ch != '~' && ch != ',' && ch != ' ') t.push_back(ch);
@@ -415,7 +415,7 @@ bool parse_size(std::string cell, double& bytes) {
   return v >= 0;
 }
 
-bool parse_cell_number(std::string cell, double& v) {
+bool parse_cell_number(const std::string& cell, double& v) {
   std::string t;
   for (char ch : cell)
     if (ch != '*' && ch != '~' && ch != ',' && ch != ' ') t.push_back(ch);

@@ -344,8 +344,8 @@ class Importer {
   explicit Importer(const std::vector<std::string>& files) {
     std::size_t total = 0;
     for (const std::string& f : files) {
-      ranks.push_back(read_et(f));
-      total += ranks.back().nodes.size();
+      ranks_.push_back(read_et(f));
+      total += ranks_.back().nodes.size();
     }
     // A rank with no node is fine (a device the exporter placed nothing on); a job with none
     // is not.
@@ -354,27 +354,27 @@ class Importer {
                        "a Chakra execution trace with at least one node, got none");
     // The exporter numbers nodes by op index across ranks, so this order gives back the original
     // op order (and hence the same engine tie-breaks).
-    for (int k = 0; k < static_cast<int>(ranks.size()); ++k)
-      for (const pb::Node& n : ranks[static_cast<std::size_t>(k)].nodes) all.push_back({k, &n});
-    std::stable_sort(all.begin(), all.end(), [](const NodeRef& a, const NodeRef& b) {
+    for (int k = 0; k < static_cast<int>(ranks_.size()); ++k)
+      for (const pb::Node& n : ranks_[static_cast<std::size_t>(k)].nodes) all_.push_back({k, &n});
+    std::stable_sort(all_.begin(), all_.end(), [](const NodeRef& a, const NodeRef& b) {
       return std::make_pair(a.node->id(), a.rank) < std::make_pair(b.node->id(), b.rank);
     });
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (!index_of.emplace(std::make_pair(all[i].rank, all[i].node->id()), i).second)
-        throw InputError(ranks[static_cast<std::size_t>(all[i].rank)].path,
-                         "node id " + std::to_string(all[i].node->id()),
+    for (std::size_t i = 0; i < all_.size(); ++i)
+      if (!index_of_.emplace(std::make_pair(all_[i].rank, all_[i].node->id()), i).second)
+        throw InputError(ranks_[static_cast<std::size_t>(all_[i].rank)].path,
+                         "node id " + std::to_string(all_[i].node->id()),
                          "unique node ids, got a duplicate");
-    send_of.assign(all.size(), all.size());
-    dropped.assign(all.size(), false);
-    op_of.assign(all.size(), -1);
-    outs.resize(all.size());
-    ins.resize(all.size());
-    output_of.resize(all.size());
+    send_of_.assign(all_.size(), all_.size());
+    dropped_.assign(all_.size(), false);
+    op_of_.assign(all_.size(), -1);
+    outs_.resize(all_.size());
+    ins_.resize(all_.size());
+    output_of_.resize(all_.size());
   }
 
   /// SEND/RECV pairs between the imported ranks: the RECV's consumers read the SEND's tensor.
   void match_send_recv() {
-    if (ranks.size() < 2) return;
+    if (ranks_.size() < 2) return;
     const auto key = [](const pb::Node& n)
         -> std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>> {
       const auto src = int_attr(n.attr(), "comm_src"), dst = int_attr(n.attr(), "comm_dst"),
@@ -383,38 +383,38 @@ class Importer {
       return std::make_tuple(*src, *dst, *tag);
     };
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> sends;
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (all[i].node->type() == pb::COMM_SEND_NODE)
-        if (const auto k = key(*all[i].node)) sends[*k] = i;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (all[i].node->type() != pb::COMM_RECV_NODE) continue;
-      const auto k = key(*all[i].node);
+    for (std::size_t i = 0; i < all_.size(); ++i)
+      if (all_[i].node->type() == pb::COMM_SEND_NODE)
+        if (const auto k = key(*all_[i].node)) sends[*k] = i;
+    for (std::size_t i = 0; i < all_.size(); ++i) {
+      if (all_[i].node->type() != pb::COMM_RECV_NODE) continue;
+      const auto k = key(*all_[i].node);
       const auto it = k ? sends.find(*k) : sends.end();
       if (it == sends.end()) continue;
-      send_of[i] = it->second;
-      dropped[i] = dropped[it->second] = true;
-      ++r.matched_send_recv;
+      send_of_[i] = it->second;
+      dropped_[i] = dropped_[it->second] = true;
+      ++r_.matched_send_recv;
     }
   }
 
   /// The op of node i (none for a joined SEND/RECV).
   void add_op(std::size_t i) {
-    sim::Graph& g = r.graph;
-    const pb::Node& n = *all[i].node;
-    outs[i] = tensors_of(n.outputs());
-    ins[i] = tensors_of(n.inputs());
-    if (dropped[i]) return;
-    ++r.nodes;
+    sim::Graph& g = r_.graph;
+    const pb::Node& n = *all_[i].node;
+    outs_[i] = tensors_of(n.outputs());
+    ins_[i] = tensors_of(n.inputs());
+    if (dropped_[i]) return;
+    ++r_.nodes;
     sim::Op op;
     op.name = n.name().empty() ? "node " + std::to_string(n.id()) : n.name();
-    if (!names.insert(op.name).second) {
+    if (!names_.insert(op.name).second) {
       op.name += " #" + std::to_string(n.id()) +
-                 (ranks.size() > 1 ? "@" + std::to_string(all[i].rank) : "");
-      names.insert(op.name);
+                 (ranks_.size() > 1 ? "@" + std::to_string(all_[i].rank) : "");
+      names_.insert(op.name);
     }
     const bool comm = n.type() == pb::COMM_COLL_NODE || n.type() == pb::COMM_SEND_NODE ||
                       n.type() == pb::COMM_RECV_NODE;
-    r.comm_nodes += comm;
+    r_.comm_nodes += comm;
     if (const std::string t = string_attr(n.attr(), "placesim_type"); !t.empty()) {
       op.type = t;
     } else if (n.type() == pb::COMM_COLL_NODE) {
@@ -427,16 +427,16 @@ class Importer {
     }
     std::int64_t in_bytes = 0, out_bytes = 0;
     std::set<std::uint64_t> seen;
-    for (const TensorUse& t : outs[i]) {
+    for (const TensorUse& t : outs_[i]) {
       if (!seen.insert(t.id).second) continue;
-      output_of[i][t.id] = static_cast<std::int32_t>(op.outputs.size());
+      output_of_[i][t.id] = static_cast<std::int32_t>(op.outputs.size());
       sim::TensorOut o;
       o.name = op.name + ":t" + std::to_string(t.id);
       o.bytes = sim::Bytes{t.bytes};
       op.outputs.push_back(o);
       out_bytes += t.bytes;
     }
-    for (const TensorUse& t : ins[i]) in_bytes += t.bytes;
+    for (const TensorUse& t : ins_[i]) in_bytes += t.bytes;
     if (const auto d = int_attr(n.attr(), "duration_ns"); d && *d >= 0) {
       op.measured = sim::Duration{*d};
     } else if (n.duration_micros() > 0 || !int_attr(n.attr(), "num_ops")) {
@@ -459,66 +459,67 @@ class Importer {
       op.device_kind = *cpu ? sim::DeviceKind::Cpu : sim::DeviceKind::Gpu;
     if (const auto ph = sim::parse_phase(string_attr(n.attr(), "phase"))) op.phase = *ph;
     op.layer = string_attr(n.attr(), "layer");
-    op_of[i] = g.add_op(std::move(op));
+    op_of_[i] = g.add_op(std::move(op));
   }
 
   /// Data and control edges into node i's op.
   void add_edges(std::size_t i) {
-    if (dropped[i]) return;
-    const pb::Node& n = *all[i].node;
-    sim::Op& op = r.graph.ops[static_cast<std::size_t>(op_of[i])];
+    if (dropped_[i]) return;
+    const pb::Node& n = *all_[i].node;
+    sim::Op& op = r_.graph.ops[static_cast<std::size_t>(op_of_[i])];
     // Producers among the data dependencies (a matched RECV stands for its SEND's producers).
     std::vector<std::size_t> producers;
     std::set<sim::OpId> control;
     for (std::uint64_t dep : n.data_deps()) {
-      const auto it = index_of.find({all[i].rank, dep});
-      if (it == index_of.end()) {
-        ++r.missing_deps;
+      const auto it = index_of_.find({all_[i].rank, dep});
+      if (it == index_of_.end()) {
+        ++r_.missing_deps;
         continue;
       }
       std::size_t p = it->second;
-      if (send_of[p] < all.size()) {
-        for (std::uint64_t sd : all[send_of[p]].node->data_deps()) {
-          const auto s = index_of.find({all[send_of[p]].rank, sd});
-          if (s != index_of.end() && !dropped[s->second]) producers.push_back(s->second);
+      if (send_of_[p] < all_.size()) {
+        for (std::uint64_t sd : all_[send_of_[p]].node->data_deps()) {
+          const auto s = index_of_.find({all_[send_of_[p]].rank, sd});
+          if (s != index_of_.end() && !dropped_[s->second]) producers.push_back(s->second);
         }
         continue;
       }
-      if (dropped[p]) continue;
+      if (dropped_[p]) continue;
       producers.push_back(p);
     }
     std::set<std::size_t> used;
-    for (const TensorUse& t : ins[i]) {
+    for (const TensorUse& t : ins_[i]) {
       for (std::size_t p : producers) {
-        const auto k = output_of[p].find(t.id);
-        if (k == output_of[p].end() || op_of[p] == op_of[i]) continue;
-        op.inputs.push_back({op_of[p], k->second});
+        const auto k = output_of_[p].find(t.id);
+        if (k == output_of_[p].end() || op_of_[p] == op_of_[i]) continue;
+        op.inputs.push_back({op_of_[p], k->second});
         used.insert(p);
-        ++r.data_edges;
+        ++r_.data_edges;
         break;
       }
     }
     for (std::size_t p : producers)
-      if (!used.count(p) && op_of[p] != op_of[i]) control.insert(op_of[p]);
+      if (!used.count(p) && op_of_[p] != op_of_[i]) control.insert(op_of_[p]);
     for (std::uint64_t dep : n.ctrl_deps()) {
-      const auto it = index_of.find({all[i].rank, dep});
-      if (it == index_of.end()) {
-        ++r.missing_deps;
+      const auto it = index_of_.find({all_[i].rank, dep});
+      if (it == index_of_.end()) {
+        ++r_.missing_deps;
         continue;
       }
-      if (!dropped[it->second] && op_of[it->second] != op_of[i]) control.insert(op_of[it->second]);
+      if (!dropped_[it->second] && op_of_[it->second] != op_of_[i])
+        control.insert(op_of_[it->second]);
     }
     for (sim::OpId c : control) {
       bool has_data = false;
       for (const sim::TensorRef& in : op.inputs) has_data |= in.op == c;
       if (has_data) continue;
       op.control_inputs.push_back(c);
-      ++r.control_edges;
+      ++r_.control_edges;
     }
   }
 
   void break_cycles() {
-    sim::Graph& g = r.graph;
+    sim::Graph& g = r_.graph;
     // Chakra's PyTorch converter writes some dependencies from a CPU op to the kernel it launched
     // (its child in the call tree), which closes a cycle with the kernel's own dependency on the
     // op. A cyclic file keeps only the dependencies on earlier nodes (by id): the order the
@@ -531,29 +532,29 @@ class Importer {
         const auto nd =
             std::erase_if(op.inputs, [&](const sim::TensorRef& t) { return later(t.op); });
         const auto nc = std::erase_if(op.control_inputs, later);
-        r.data_edges -= static_cast<int>(nd);
-        r.control_edges -= static_cast<int>(nc);
+        r_.data_edges -= static_cast<int>(nd);
+        r_.control_edges -= static_cast<int>(nc);
         dropped_edges += static_cast<int>(nd + nc);
       }
-      r.backward_deps = dropped_edges;
-      r.notes.push_back(
+      r_.backward_deps = dropped_edges;
+      r_.notes.push_back(
           std::to_string(dropped_edges) +
           " dependencies on later nodes dropped (the file's dependencies form a cycle)");
     }
-    if (r.missing_deps > 0)
-      r.notes.push_back(std::to_string(r.missing_deps) +
-                        " dependencies on node ids absent from the file (dropped)");
-    if (r.comm_nodes > 0)
-      r.notes.push_back(std::to_string(r.comm_nodes) +
-                        " communication nodes imported as ops with their measured time (no "
-                        "collective op type yet)");
+    if (r_.missing_deps > 0)
+      r_.notes.push_back(std::to_string(r_.missing_deps) +
+                         " dependencies on node ids absent from the file (dropped)");
+    if (r_.comm_nodes > 0)
+      r_.notes.push_back(std::to_string(r_.comm_nodes) +
+                         " communication nodes imported as ops with their measured time (no "
+                         "collective op type yet)");
   }
 
   ChakraImport finish(const std::vector<std::string>& files) {
-    sim::Graph& g = r.graph;
+    sim::Graph& g = r_.graph;
     std::string name = std::filesystem::path(files.front()).filename().string();  // "trace.0.et"
     name = name.substr(0, name.rfind(".et"));                                     // "trace.0"
-    if (const auto dot = name.rfind('.'); dot != std::string::npos && ranks.size() > 1)
+    if (const auto dot = name.rfind('.'); dot != std::string::npos && ranks_.size() > 1)
       name = name.substr(0, dot);
     g.name = name;
     g.metadata["source"] = "chakra";
@@ -561,33 +562,33 @@ class Importer {
     g.finalize(files.front());
 
     bool named = true;
-    for (const RankFile& f : ranks) named &= !f.device.empty();
+    for (const RankFile& f : ranks_) named &= !f.device.empty();
     if (named) {
       sim::PlacementFile pf;
       pf.metadata.method = "chakra";
       pf.metadata.graph = g.name;
-      for (std::size_t i = 0; i < all.size(); ++i)
-        if (!dropped[i])
-          pf.ops[g.ops[static_cast<std::size_t>(op_of[i])].name] =
-              ranks[static_cast<std::size_t>(all[i].rank)].device;
-      r.placement = std::move(pf);
+      for (std::size_t i = 0; i < all_.size(); ++i)
+        if (!dropped_[i])
+          pf.ops[g.ops[static_cast<std::size_t>(op_of_[i])].name] =
+              ranks_[static_cast<std::size_t>(all_[i].rank)].device;
+      r_.placement = std::move(pf);
     }
-    return std::move(r);
+    return std::move(r_);
   }
 
-  std::size_t size() const { return all.size(); }
+  std::size_t size() const { return all_.size(); }
 
  private:
-  std::vector<RankFile> ranks;
-  std::vector<NodeRef> all;
-  std::map<std::pair<int, std::uint64_t>, std::size_t> index_of;  // (rank, id) -> position
-  std::vector<std::size_t> send_of;                               // RECV -> matching SEND
-  std::vector<bool> dropped;                                      // joined SEND/RECV
-  std::vector<sim::OpId> op_of;
-  std::vector<std::vector<TensorUse>> outs, ins;
-  std::vector<std::map<std::uint64_t, std::int32_t>> output_of;  // tensor id -> output index
-  std::set<std::string> names;
-  ChakraImport r;
+  std::vector<RankFile> ranks_;
+  std::vector<NodeRef> all_;
+  std::map<std::pair<int, std::uint64_t>, std::size_t> index_of_;  // (rank, id) -> position
+  std::vector<std::size_t> send_of_;                               // RECV -> matching SEND
+  std::vector<bool> dropped_;                                      // joined SEND/RECV
+  std::vector<sim::OpId> op_of_;
+  std::vector<std::vector<TensorUse>> outs_, ins_;
+  std::vector<std::map<std::uint64_t, std::int32_t>> output_of_;  // tensor id -> output index
+  std::set<std::string> names_;
+  ChakraImport r_;
 };
 
 }  // namespace

@@ -212,7 +212,7 @@ Plan plan_tp(const sim::Graph& g, int tp) {
   const int n = g.num_ops();
   std::vector<char> var(n);
   std::vector<std::optional<Linear>> lin(n);
-  for (sim::OpId o = 0; o < n; ++o) var[o] = is_variable(g, o);
+  for (sim::OpId o = 0; o < n; ++o) var[o] = static_cast<char>(is_variable(g, o));
   for (sim::OpId o = 0; o < n; ++o) lin[o] = linear_of(g, var, o);
   Plan plan;
   std::set<sim::OpId> claimed;
@@ -363,7 +363,7 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
   for (const auto& [o, split] : plan.fwd) {
     group_fwd[g.group_of(o)] = o;
     for (std::size_t i = 0; i < g.ops[o].outputs.size(); ++i)
-      shrink[o][i] = !split.full_outputs.contains(static_cast<int>(i));
+      shrink[o][i] = static_cast<char>(!split.full_outputs.contains(static_cast<int>(i)));
   }
   for (sim::OpId v : plan.vars) shrink[v][0] = 1;
   std::vector<std::pair<sim::OpId, int>> bwd_allreduce;  // (grad op, output)
@@ -391,7 +391,7 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
     const bool sum = op.type == "Add" || op.type == "AddN";
     for (std::size_t i = 0; i < op.outputs.size(); ++i) {
       const bool full = !full_shape.empty() && op.outputs[i].shape == full_shape;
-      shrink[o][i] = !full;
+      shrink[o][i] = static_cast<char>(!full);
       if (full && !sum) bwd_allreduce.emplace_back(o, static_cast<int>(i));
     }
   }
