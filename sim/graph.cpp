@@ -736,7 +736,7 @@ void read_root(const JsonReader& rd, const json& root, Graph& g) {
 
 // A written input resolved against the op names: "name", or "name:K" when "name" is no op.
 TensorRef resolve_input(const JsonReader& rd, const std::map<std::string, OpId, std::less<>>& ids,
-                        const PendingRef& ref, const std::string& key) {
+                        const PendingRef& ref, const std::string& p, std::size_t k) {
   TensorRef t;
   auto it = ids.find(ref.op);
   t.output = ref.output;
@@ -752,7 +752,7 @@ TensorRef resolve_input(const JsonReader& rd, const std::map<std::string, OpId, 
     }
   }
   if (it == ids.end()) {
-    rd.fail(key,
+    rd.fail(p + ".inputs[" + std::to_string(k) + "]",
             "the name of a producer op in this graph, got unknown \"" + printable(ref.op) + "\"");
   }
   t.op = it->second;
@@ -774,8 +774,7 @@ void resolve_references(const JsonReader& rd, const PendingOps& pending, Graph& 
     const auto& refs = pending.inputs[i];
     g.ops[i].inputs.reserve(refs.size());
     for (std::size_t k = 0; k < refs.size(); ++k) {
-      g.ops[i].inputs.push_back(
-          resolve_input(rd, ids, refs[k], p + ".inputs[" + std::to_string(k) + "]"));
+      g.ops[i].inputs.push_back(resolve_input(rd, ids, refs[k], p, k));
     }
     const auto& control = pending.control[i];
     g.ops[i].control_inputs.reserve(control.size());
