@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -20,25 +21,25 @@ namespace placesim::calibration {
 
 using sim::InputError;
 
-double nvlink_gb_s_per_link(const std::string& m, std::string* generation) {
+double nvlink_gb_s_per_link(const std::string& gpu_model, std::string* generation) {
   // Per direction per link: NVLink 1 = 20 GB/s (P100), NVLink 2/3/4 = 25 GB/s (V100, A100,
   // H100/H200) — NVIDIA's P100/V100/A100/H100 whitepapers.
   auto set = [&](const char* g) {
     if (generation) *generation = g;
   };
-  if (m.rfind("P100-SXM", 0) == 0) {
+  if (gpu_model.rfind("P100-SXM", 0) == 0) {
     set("nvlink1");
     return 20.0;
   }
-  if (m.rfind("V100", 0) == 0) {
+  if (gpu_model.rfind("V100", 0) == 0) {
     set("nvlink2");
     return 25.0;
   }
-  if (m.rfind("A100", 0) == 0) {
+  if (gpu_model.rfind("A100", 0) == 0) {
     set("nvlink3");
     return 25.0;
   }
-  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) {
+  if (gpu_model.rfind("H100", 0) == 0 || gpu_model.rfind("H200", 0) == 0) {
     set("nvlink4");
     return 25.0;
   }
@@ -46,16 +47,16 @@ double nvlink_gb_s_per_link(const std::string& m, std::string* generation) {
   return 0.0;
 }
 
-double pcie_x16_gb_s(const std::string& m, std::string* generation) {
+double pcie_x16_gb_s(const std::string& gpu_model, std::string* generation) {
   // x16, per direction, after 128b/130b encoding: Gen3 15.75, Gen4 31.5, Gen5 63 GB/s (PCI-SIG).
   auto set = [&](const char* g) {
     if (generation) *generation = g;
   };
-  if (m.rfind("A100", 0) == 0 || m.rfind("RTX-4090", 0) == 0) {
+  if (gpu_model.rfind("A100", 0) == 0 || gpu_model.rfind("RTX-4090", 0) == 0) {
     set("pcie4");
     return 31.5;
   }
-  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) {
+  if (gpu_model.rfind("H100", 0) == 0 || gpu_model.rfind("H200", 0) == 0) {
     set("pcie5");
     return 63.0;
   }
@@ -68,11 +69,9 @@ namespace {
 using sim::Bandwidth;
 using sim::Cluster;
 using sim::Device;
-using sim::DeviceKind;
 using sim::Duration;
 using sim::Link;
 using sim::SharingPolicy;
-using sim::Vertex;
 using sim::VertexKind;
 
 std::string default_name(const std::string& origin) {
@@ -174,7 +173,7 @@ class Builder {
       used.insert(ln);
       link.name = ln;
       link.bandwidth = Bandwidth{l.gb_s * 1e9};
-      link.latency = Duration{static_cast<std::int64_t>(l.latency_us * 1000.0 + 0.5)};
+      link.latency = Duration{std::llround(l.latency_us * 1000.0)};
       link.sharing = l.sharing;
       link.kind = l.kind;
       c.links.push_back(link);
@@ -816,7 +815,7 @@ class XmlParser {
 
 // PCI device ids (NVIDIA vendor 0x10de) of the GPUs in the catalog.
 std::string model_of_pci_device(const std::string& id) {
-  static const std::map<std::string, std::string> ids = {
+  static const std::map<std::string, std::string> kIds = {
       {"0x15f8", "P100-PCIe-16GB"}, {"0x15f9", "P100-SXM2-16GB"}, {"0x1db1", "V100-SXM2-16GB"},
       {"0x1db5", "V100-SXM2-32GB"}, {"0x1db4", "V100-PCIe-16GB"}, {"0x20b0", "A100-SXM4-40GB"},
       {"0x20b2", "A100-SXM4-80GB"}, {"0x20f1", "A100-PCIe-40GB"}, {"0x20b5", "A100-PCIe-80GB"},
@@ -825,8 +824,8 @@ std::string model_of_pci_device(const std::string& id) {
   std::string k = id;
   std::transform(k.begin(), k.end(), k.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  auto it = ids.find(k);
-  return it == ids.end() ? std::string() : it->second;
+  auto it = kIds.find(k);
+  return it == kIds.end() ? std::string() : it->second;
 }
 
 double pcie_link_gb_s(const std::string& speed, const std::string& width, double fallback) {

@@ -469,6 +469,7 @@ Grouping refine_grouping(const Grouping& gr, const sim::Graph& g,
     if (!fresh) it->second = std::min(it->second, position[static_cast<std::size_t>(v)]);
   }
   std::vector<std::tuple<std::int32_t, std::int64_t, std::int32_t>> pieces;
+  pieces.reserve(first.size());
   for (const auto& [key, pos] : first) pieces.emplace_back(key.first, pos, key.second);
   std::sort(pieces.begin(), pieces.end());
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> id;

@@ -147,13 +147,12 @@ void nmt_backward_layer(GraphBuilder& b, const NmtSizes& z, const std::string& s
 // and a backward LSTM over the source whose outputs are concatenated. Returns the top layer's
 // outputs; `s` holds each layer's final state.
 std::vector<Tensor> nmt_encoder(GraphBuilder& b, const NmtSizes& z, LstmStates& s) {
-  const std::size_t L = z.layers;
   b.scope("nmt/encoder/embedding");
   const Tensor src_emb = b.variable("embedding", {z.src_vocab, z.hidden});
   std::vector<Tensor> ew, eb;
-  s.h.resize(L);
-  s.c.resize(L);
-  for (std::size_t l = 0; l < L; ++l) {
+  s.h.resize(z.layers);
+  s.c.resize(z.layers);
+  for (std::size_t l = 0; l < z.layers; ++l) {
     b.scope("nmt/encoder/lstm_" + std::to_string(l));
     const std::int64_t in = l == 1 && z.bidir ? 2 * z.hidden : z.hidden;
     ew.push_back(b.variable("kernel", {in + z.hidden, 4 * z.hidden}));
@@ -168,7 +167,7 @@ std::vector<Tensor> nmt_encoder(GraphBuilder& b, const NmtSizes& z, LstmStates& 
     b.scope("nmt/encoder/embedding");
     layer_out.push_back(b.gather(t_name("lookup_t", t), src_emb, ids));
   }
-  for (std::size_t l = 0; l < L; ++l) {
+  for (std::size_t l = 0; l < z.layers; ++l) {
     const std::string sc = "nmt/encoder/lstm_" + std::to_string(l);
     b.scope(sc);
     std::vector<Tensor> next;

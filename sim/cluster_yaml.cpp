@@ -56,7 +56,10 @@ class Reader {
       const std::string k = kv.first.Scalar();
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         std::string list;
-        for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        for (std::string_view a : allowed) {
+          if (!list.empty()) list += ", ";
+          list += a;
+        }
         fail(kv.first, path.empty() ? k : path + "." + k,
              "a known key (one of: " + list + "), got unknown key \"" + printable(k) + "\"");
       }
@@ -159,7 +162,10 @@ void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string&
         rd.fail(kv.first, path + ".peak_flops",
                 "a dtype key (f64, f32, tf32, f16, bf16, fp8, i8), got \"" + printable(key) + "\"");
       }
-      s.peak_flops[*dt] = rd.positive_rate(kv.second, path + ".peak_flops." + key);
+      std::string key_path = path;
+      key_path += ".peak_flops.";
+      key_path += key;
+      s.peak_flops[*dt] = rd.positive_rate(kv.second, key_path);
     }
   }
   if (d["memory_bandwidth"]) {

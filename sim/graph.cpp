@@ -75,7 +75,7 @@ std::string op_where(const std::vector<Op>& ops, std::size_t i) {
 void check_op_limits(const std::vector<Op>& ops, std::size_t i, const std::string& origin) {
   const Op& op = ops[i];
   auto where = [&] { return op_where(ops, i); };  // built only for a message
-  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+  static constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
   if (op.flops.v < 0 || !std::isfinite(op.flops.v) || op.flops.v > 1e18)
     throw InputError(origin, where() + ".flops",
                      "a finite FLOP count from 0 to 1e18, got " + std::to_string(op.flops.v));
