@@ -363,7 +363,7 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
   for (const auto& [o, split] : plan.fwd) {
     group_fwd[g.group_of(o)] = o;
     for (std::size_t i = 0; i < g.ops[o].outputs.size(); ++i)
-      shrink[o][i] = static_cast<char>(!split.full_outputs.contains(static_cast<int>(i)));
+      shrink[o][i] = !split.full_outputs.contains(static_cast<int>(i));
   }
   for (sim::OpId v : plan.vars) shrink[v][0] = 1;
   std::vector<std::pair<sim::OpId, int>> bwd_allreduce;  // (grad op, output)
@@ -391,7 +391,7 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
     const bool sum = op.type == "Add" || op.type == "AddN";
     for (std::size_t i = 0; i < op.outputs.size(); ++i) {
       const bool full = !full_shape.empty() && op.outputs[i].shape == full_shape;
-      shrink[o][i] = static_cast<char>(!full);
+      shrink[o][i] = !full;
       if (full && !sum) bwd_allreduce.emplace_back(o, static_cast<int>(i));
     }
   }
