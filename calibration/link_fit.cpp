@@ -61,8 +61,8 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
   P2pMeasurement m;
   std::istringstream in(text);
   std::string line;
-  static const std::regex dev_re(R"(^Device:\s*(\d+),\s*([^,]+),)");
-  static const std::regex acc_re(R"(^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+))");
+  static const std::regex kDevRe(R"(^Device:\s*(\d+),\s*([^,]+),)");
+  static const std::regex kAccRe(R"(^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+))");
   std::string section;  // current matrix family
   std::string sub;      // "gpu"/"cpu" for latency
   std::vector<std::pair<int, int>> access;
@@ -72,7 +72,7 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::smatch mt;
-    if (std::regex_search(line, mt, dev_re)) {
+    if (std::regex_search(line, mt, kDevRe)) {
       int d = 0;
       if (!parse_index(mt[1], kMaxGpus - 1, d))
         throw InputError(origin, "line " + std::to_string(line_no),
@@ -82,7 +82,7 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
       m.names[static_cast<std::size_t>(d)] = mt[2];
       continue;
     }
-    if (std::regex_search(line, mt, acc_re)) {
+    if (std::regex_search(line, mt, kAccRe)) {
       int i = 0, j = 0;
       if (!parse_index(mt[1], kMaxGpus - 1, i) || !parse_index(mt[3], kMaxGpus - 1, j))
         throw InputError(origin, "line " + std::to_string(line_no),
@@ -388,7 +388,7 @@ Columns columns_from_header(const std::vector<std::string>& cells) {
 
 // "8589934592", "1.00 MiB", "1 MB", "256MB", "8K", "**8 GB**", "~34 GB": bytes. K/M/G are binary,
 // as nccl-tests' -b/-e sizes are (every size it prints is a power of two).
-bool parse_size(std::string cell, double& bytes) {
+bool parse_size(const std::string& cell, double& bytes) {
   std::string t;
   for (char ch : cell)
     if (ch != '*' && ch != '~' && ch != ',' && ch != ' ') t.push_back(ch);
@@ -415,7 +415,7 @@ bool parse_size(std::string cell, double& bytes) {
   return v >= 0;
 }
 
-bool parse_cell_number(std::string cell, double& v) {
+bool parse_cell_number(const std::string& cell, double& v) {
   std::string t;
   for (char ch : cell)
     if (ch != '*' && ch != '~' && ch != ',' && ch != ' ') t.push_back(ch);
@@ -498,99 +498,124 @@ void infer_table_ranks(std::vector<CollectivePoint>& out,
 
 }  // namespace
 
-std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
-                                              const std::string& collective) {
-  std::vector<CollectivePoint> out;
-  std::istringstream in(text);
-  std::string raw;
-  int gpus_per_thread = 0, threads = 1, line_no = 0;
-  std::set<int> rank_ids;
-  std::set<std::string> hosts;
-  static const std::regex ngpus_re(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
-  // "#  Rank  0 Group  0 Pid 29262 on bm-h100-01 device 0 ...": with or without the leading '#'
-  // (a launcher's message can end on the same line, or eat it), with or without the Group
-  // column (nccl-tests before 2.11).
-  static const std::regex rank_re(
-      R"((?:^|[#\s:\]])Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
-  Columns raw_cols;  // from nccl-tests' own header line
-  Columns md_cols;   // of the markdown table being read
-  bool in_markdown = false;
-  std::size_t table_start = 0;  // first point of the current markdown table
-  std::vector<std::pair<std::size_t, std::size_t>> md_tables;  // [begin, end) of points per table
-  auto close_markdown = [&] {
-    if (in_markdown && out.size() > table_start) md_tables.emplace_back(table_start, out.size());
-    in_markdown = false;
-    md_cols = Columns{};
-  };
-  auto add_point = [&](double bytes, double time_s, double algbw, double busbw) {
-    // Ranges before use: a NaN, an infinity or an absurd value would fit a link the cluster
-    // format cannot hold (issue 18).
-    if (!(bytes >= 0 && bytes <= kMaxMessageBytes) || !(time_s >= 0 && time_s <= kMaxUs * 1e-6) ||
-        !(algbw >= 0 && algbw <= kMaxGbS) || !(busbw >= 0 && busbw <= kMaxGbS))
-      throw InputError(
-          origin, "line " + std::to_string(line_no),
-          "a size up to 1 PiB, a time up to 1e9 us and bandwidths from 0 to 1e9 GB/s, got " +
-              std::to_string(bytes) + " B, " + std::to_string(time_s) + " s, " +
-              std::to_string(algbw) + " and " + std::to_string(busbw) + " GB/s");
-    CollectivePoint p;
-    p.collective = collective;
-    p.bytes = bytes;
-    p.time_s = time_s > 0 ? time_s : (algbw > 0 ? bytes / (algbw * 1e9) : 0.0);
-    p.algbw_gb_s = algbw > 0 ? algbw : (p.time_s > 0 ? bytes / p.time_s / 1e9 : 0.0);
-    p.busbw_gb_s = busbw;
-    if (p.time_s > 0) out.push_back(p);
-  };
-  while (std::getline(in, raw)) {
-    ++line_no;
-    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
-    const std::string line = strip_mpi_tag(raw);
-    const std::string where = "line " + std::to_string(line_no);
-    std::smatch mt;
-    if (std::regex_search(line, mt, ngpus_re)) {
-      if (!parse_index(mt[1], kMaxGpus, threads) || !parse_index(mt[2], kMaxGpus, gpus_per_thread))
-        throw InputError(origin, "line " + std::to_string(line_no),
-                         "nThread and nGpus up to " + std::to_string(kMaxGpus) + ", got \"" +
-                             sim::printable(line) + "\"");
-      continue;
-    }
-    if (std::regex_search(line, mt, rank_re)) {
-      int rank = 0;
-      if (!parse_index(mt[1], kMaxGpus - 1, rank))
-        throw InputError(origin, "line " + std::to_string(line_no),
-                         "a rank below " + std::to_string(kMaxGpus) + ", got \"" +
-                             sim::printable(mt[1].str()) + "\"");
-      rank_ids.insert(rank);
-      hosts.insert(mt[2]);
-      continue;
-    }
+namespace {
+
+// nccl-tests output read line by line: the result rows (its own table, a markdown table or a
+// whitespace table) as points, and what the header lines say of ranks and hosts.
+class NcclTestsReader {
+ public:
+  NcclTestsReader(const std::string& origin, const std::string& collective)
+      : origin_(origin), collective_(collective) {}
+
+  void read_line(const std::string& line) {
+    ++line_no_;
+    if (read_setup_line(line)) return;
     const auto cells = markdown_cells(line);
     if (!cells.empty()) {
-      if (!in_markdown) {
-        in_markdown = true;
-        table_start = out.size();
-        md_cols = columns_from_header(cells);
-        continue;
-      }
-      if (cells[0].find_first_not_of("-: ") == std::string::npos) continue;  // |---|---:|
-      double bytes = 0;
-      // A row may have fewer cells than its header: no size cell, no result.
-      if (!md_cols.usable() || md_cols.size >= static_cast<int>(cells.size()) ||
-          !parse_size(cells[static_cast<std::size_t>(md_cols.size)], bytes))
-        continue;
-      auto num = [&](int col) {
-        double v = 0;
-        if (col >= 0 && col < static_cast<int>(cells.size()) &&
-            parse_cell_number(cells[static_cast<std::size_t>(col)], v))
-          return v;
-        return 0.0;
-      };
-      add_point(bytes, num(md_cols.time) * md_cols.time_unit_s, num(md_cols.algbw),
-                num(md_cols.busbw));
-      continue;
+      read_markdown_row(cells);
+      return;
     }
     close_markdown();
+    read_plain_line(line);
+  }
+
+  // The points with their ranks and nodes: the "Rank N" lines, else nThread x nGpus of a single
+  // process, else (tables without them) what busbw / algbw implies; nodes: distinct hosts of the
+  // rank lines, else unknown (0), resolved against the cluster when the fit is applied.
+  std::vector<CollectivePoint> finish() {
+    close_markdown();
+    if (out_.empty())
+      throw InputError(origin_, "",
+                       "nccl-tests results (its own output, or a markdown or whitespace table with "
+                       "size and time or algbw "
+                       "columns), got no result row");
+    const long long ranks_ll = !rank_ids_.empty()
+                                   ? *rank_ids_.rbegin() + 1LL
+                                   : static_cast<long long>(threads_) * gpus_per_thread_;
+    if (ranks_ll > kMaxGpus)
+      throw InputError(
+          origin_, "",
+          "at most " + std::to_string(kMaxGpus) + " ranks, got " + std::to_string(ranks_ll));
+    const int ranks = static_cast<int>(ranks_ll);
+    const int nodes = hosts_.empty() ? (ranks > 0 ? 1 : 0) : static_cast<int>(hosts_.size());
+    for (auto& p : out_) {
+      p.ranks = ranks;
+      p.nodes = nodes;
+    }
+    if (ranks <= 0) infer_table_ranks(out_, md_tables_, collective_);
+    check_collective_fit(out_, origin_);
+    return std::move(out_);
+  }
+
+ private:
+  [[nodiscard]] std::string where() const { return "line " + std::to_string(line_no_); }
+
+  // "nThread 1 nGpus 8 ..." and "#  Rank  0 Group  0 Pid 29262 on bm-h100-01 device 0 ...".
+  bool read_setup_line(const std::string& line) {
+    static const std::regex kNgpusRe(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
+    // With or without the leading '#' (a launcher's message can end on the same line, or eat
+    // it), with or without the Group column (nccl-tests before 2.11).
+    static const std::regex kRankRe(
+        R"((?:^|[#\s:\]])Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
+    std::smatch mt;
+    if (std::regex_search(line, mt, kNgpusRe)) {
+      if (!parse_index(mt[1], kMaxGpus, threads_) ||
+          !parse_index(mt[2], kMaxGpus, gpus_per_thread_))
+        throw InputError(origin_, where(),
+                         "nThread and nGpus up to " + std::to_string(kMaxGpus) + ", got \"" +
+                             sim::printable(line) + "\"");
+      return true;
+    }
+    if (std::regex_search(line, mt, kRankRe)) {
+      int rank = 0;
+      if (!parse_index(mt[1], kMaxGpus - 1, rank))
+        throw InputError(origin_, where(),
+                         "a rank below " + std::to_string(kMaxGpus) + ", got \"" +
+                             sim::printable(mt[1].str()) + "\"");
+      rank_ids_.insert(rank);
+      hosts_.insert(mt[2]);
+      return true;
+    }
+    return false;
+  }
+
+  // A markdown table line: its header, the |---| rule, or a result row.
+  void read_markdown_row(const std::vector<std::string>& cells) {
+    if (!in_markdown_) {
+      in_markdown_ = true;
+      table_start_ = out_.size();
+      md_cols_ = columns_from_header(cells);
+      return;
+    }
+    if (cells[0].find_first_not_of("-: ") == std::string::npos) return;  // |---|---:|
+    double bytes = 0;
+    // A row may have fewer cells than its header: no size cell, no result.
+    if (!md_cols_.usable() || md_cols_.size >= static_cast<int>(cells.size()) ||
+        !parse_size(cells[static_cast<std::size_t>(md_cols_.size)], bytes))
+      return;
+    auto num = [&](int col) {
+      double v = 0;
+      if (col >= 0 && col < static_cast<int>(cells.size()) &&
+          parse_cell_number(cells[static_cast<std::size_t>(col)], v))
+        return v;
+      return 0.0;
+    };
+    add_point(bytes, num(md_cols_.time) * md_cols_.time_unit_s, num(md_cols_.algbw),
+              num(md_cols_.busbw));
+  }
+
+  void close_markdown() {
+    if (in_markdown_ && out_.size() > table_start_)
+      md_tables_.emplace_back(table_start_, out_.size());
+    in_markdown_ = false;
+    md_cols_ = Columns{};
+  }
+
+  // Any other line: a header (nccl-tests' own or a whitespace table's), a comment, launcher
+  // chatter, or a result row.
+  void read_plain_line(const std::string& line) {
     const std::size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
+    if (first == std::string::npos) return;
     // A header line: nccl-tests' own ("#  size count type redop root time algbw busbw #wrong ..."),
     // or that of a plain whitespace table ("size time algbw busbw").
     const bool comment = line[first] == '#';
@@ -598,17 +623,21 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
       const auto tok = split_ws(comment ? line.substr(first + 1) : line);
       if (!tok.empty() && lower(tok[0]) == "size" &&
           (line.find("algbw") != std::string::npos || line.find("time") != std::string::npos)) {
-        raw_cols = columns_from_header(tok);
-        continue;
+        raw_cols_ = columns_from_header(tok);
+        return;
       }
     }
-    if (comment) continue;
+    if (comment) return;
     const auto tok = split_ws(line);
     double size = 0;
     if (tok.empty() || !parse_double(tok[0], size) ||
         tok[0].find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    Columns cols = raw_cols;
+      return;
+    read_result_row(tok, size);
+  }
+
+  void read_result_row(const std::vector<std::string>& tok, double size) {
+    Columns cols = raw_cols_;
     if (!cols.usable() || cols.time < 0) {
       cols = Columns{};
       cols.size = 0;
@@ -620,9 +649,9 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     }
     // Before any header, a numeric line that is no result row is launcher chatter; after one, it is
     // a malformed row.
-    if (cols.time < 0 && !raw_cols.usable()) continue;
+    if (cols.time < 0 && !raw_cols_.usable()) return;
     if (cols.time < 0 || static_cast<int>(tok.size()) <= std::max(cols.time, cols.algbw))
-      throw InputError(origin, where,
+      throw InputError(origin_, where(),
                        "an nccl-tests result row (size count type [redop] [root] time algbw busbw "
                        "#wrong ...), got " +
                            std::to_string(tok.size()) + " columns");
@@ -631,37 +660,58 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     if (!parse_double(t_cell, t) || t <= 0 ||
         (cols.algbw >= 0 && !parse_double(tok[static_cast<std::size_t>(cols.algbw)], algbw)))
       throw InputError(
-          origin, where,
+          origin_, where(),
           "a positive time and an algbw in GB/s, got \"" + t_cell + "\" and \"" +
               (cols.algbw >= 0 ? tok[static_cast<std::size_t>(cols.algbw)] : std::string()) + "\"");
     if (cols.busbw >= 0 && cols.busbw < static_cast<int>(tok.size()))
       parse_double(tok[static_cast<std::size_t>(cols.busbw)], busbw);
     add_point(size, t * cols.time_unit_s, algbw, busbw);
   }
-  close_markdown();
-  if (out.empty())
-    throw InputError(origin, "",
-                     "nccl-tests results (its own output, or a markdown or whitespace table with "
-                     "size and time or algbw "
-                     "columns), got no result row");
-  // Ranks: the "Rank N" lines, else nThread x nGpus of a single process, else (tables without
-  // them) what busbw / algbw implies; nodes: distinct hosts of the rank lines, else unknown (0),
-  // resolved against the cluster when the fit is applied.
-  const long long ranks_ll = !rank_ids.empty() ? *rank_ids.rbegin() + 1LL
-                                               : static_cast<long long>(threads) * gpus_per_thread;
-  if (ranks_ll > kMaxGpus)
-    throw InputError(
-        origin, "",
-        "at most " + std::to_string(kMaxGpus) + " ranks, got " + std::to_string(ranks_ll));
-  const int ranks = static_cast<int>(ranks_ll);
-  const int nodes = hosts.empty() ? (ranks > 0 ? 1 : 0) : static_cast<int>(hosts.size());
-  for (auto& p : out) {
-    p.ranks = ranks;
-    p.nodes = nodes;
+
+  void add_point(double bytes, double time_s, double algbw, double busbw) {
+    // Ranges before use: a NaN, an infinity or an absurd value would fit a link the cluster
+    // format cannot hold (issue 18).
+    if (!(bytes >= 0 && bytes <= kMaxMessageBytes) || !(time_s >= 0 && time_s <= kMaxUs * 1e-6) ||
+        !(algbw >= 0 && algbw <= kMaxGbS) || !(busbw >= 0 && busbw <= kMaxGbS))
+      throw InputError(
+          origin_, where(),
+          "a size up to 1 PiB, a time up to 1e9 us and bandwidths from 0 to 1e9 GB/s, got " +
+              std::to_string(bytes) + " B, " + std::to_string(time_s) + " s, " +
+              std::to_string(algbw) + " and " + std::to_string(busbw) + " GB/s");
+    CollectivePoint p;
+    p.collective = collective_;
+    p.bytes = bytes;
+    p.time_s = time_s > 0 ? time_s : (algbw > 0 ? bytes / (algbw * 1e9) : 0.0);
+    p.algbw_gb_s = algbw > 0 ? algbw : (p.time_s > 0 ? bytes / p.time_s / 1e9 : 0.0);
+    p.busbw_gb_s = busbw;
+    if (p.time_s > 0) out_.push_back(p);
   }
-  if (ranks <= 0) infer_table_ranks(out, md_tables, collective);
-  check_collective_fit(out, origin);
-  return out;
+
+  const std::string& origin_;
+  const std::string& collective_;
+  std::vector<CollectivePoint> out_;
+  int gpus_per_thread_ = 0, threads_ = 1, line_no_ = 0;
+  std::set<int> rank_ids_;
+  std::set<std::string> hosts_;
+  Columns raw_cols_;  // from nccl-tests' own header line
+  Columns md_cols_;   // of the markdown table being read
+  bool in_markdown_ = false;
+  std::size_t table_start_ = 0;  // first point of the current markdown table
+  std::vector<std::pair<std::size_t, std::size_t>> md_tables_;  // [begin, end) of points per table
+};
+
+}  // namespace
+
+std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
+                                              const std::string& collective) {
+  NcclTestsReader reader(origin, collective);
+  std::istringstream in(text);
+  std::string raw;
+  while (std::getline(in, raw)) {
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    reader.read_line(strip_mpi_tag(raw));
+  }
+  return reader.finish();
 }
 
 std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,

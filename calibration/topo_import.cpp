@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -20,25 +21,25 @@ namespace placesim::calibration {
 
 using sim::InputError;
 
-double nvlink_gb_s_per_link(const std::string& m, std::string* generation) {
+double nvlink_gb_s_per_link(const std::string& gpu_model, std::string* generation) {
   // Per direction per link: NVLink 1 = 20 GB/s (P100), NVLink 2/3/4 = 25 GB/s (V100, A100,
   // H100/H200) — NVIDIA's P100/V100/A100/H100 whitepapers.
   auto set = [&](const char* g) {
     if (generation) *generation = g;
   };
-  if (m.rfind("P100-SXM", 0) == 0) {
+  if (gpu_model.rfind("P100-SXM", 0) == 0) {
     set("nvlink1");
     return 20.0;
   }
-  if (m.rfind("V100", 0) == 0) {
+  if (gpu_model.rfind("V100", 0) == 0) {
     set("nvlink2");
     return 25.0;
   }
-  if (m.rfind("A100", 0) == 0) {
+  if (gpu_model.rfind("A100", 0) == 0) {
     set("nvlink3");
     return 25.0;
   }
-  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) {
+  if (gpu_model.rfind("H100", 0) == 0 || gpu_model.rfind("H200", 0) == 0) {
     set("nvlink4");
     return 25.0;
   }
@@ -46,16 +47,16 @@ double nvlink_gb_s_per_link(const std::string& m, std::string* generation) {
   return 0.0;
 }
 
-double pcie_x16_gb_s(const std::string& m, std::string* generation) {
+double pcie_x16_gb_s(const std::string& gpu_model, std::string* generation) {
   // x16, per direction, after 128b/130b encoding: Gen3 15.75, Gen4 31.5, Gen5 63 GB/s (PCI-SIG).
   auto set = [&](const char* g) {
     if (generation) *generation = g;
   };
-  if (m.rfind("A100", 0) == 0 || m.rfind("RTX-4090", 0) == 0) {
+  if (gpu_model.rfind("A100", 0) == 0 || gpu_model.rfind("RTX-4090", 0) == 0) {
     set("pcie4");
     return 31.5;
   }
-  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) {
+  if (gpu_model.rfind("H100", 0) == 0 || gpu_model.rfind("H200", 0) == 0) {
     set("pcie5");
     return 63.0;
   }
@@ -68,11 +69,9 @@ namespace {
 using sim::Bandwidth;
 using sim::Cluster;
 using sim::Device;
-using sim::DeviceKind;
 using sim::Duration;
 using sim::Link;
 using sim::SharingPolicy;
-using sim::Vertex;
 using sim::VertexKind;
 
 std::string default_name(const std::string& origin) {
@@ -174,7 +173,7 @@ class Builder {
       used.insert(ln);
       link.name = ln;
       link.bandwidth = Bandwidth{l.gb_s * 1e9};
-      link.latency = Duration{static_cast<std::int64_t>(l.latency_us * 1000.0 + 0.5)};
+      link.latency = Duration{std::llround(l.latency_us * 1000.0)};
       link.sharing = l.sharing;
       link.kind = l.kind;
       c.links.push_back(link);
@@ -383,21 +382,27 @@ std::string strip_ansi(const std::string& line) {
   return out;
 }
 
-}  // namespace
-
-TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& origin,
-                                  const TopoOptions& o) {
-  std::istringstream in(text);
-  std::string line;
+// The matrix of `nvidia-smi topo -m` as printed: column devices, one row of relation cells per
+// device, each row's CPU (or NUMA) affinity, and the NIC legend.
+struct SmiMatrix {
   std::vector<std::string> columns;  // device names of the matrix, in order
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row_names, affinity;
   std::map<std::string, std::string> nic_legend;  // NIC0 -> mlx5_0
-  int line_no = 0, header_line = 0;
+  int header_line = 0;
+};
+
+using RelMatrix = std::vector<std::vector<Relation>>;
+
+SmiMatrix read_smi_matrix(const std::string& text, const std::string& origin) {
+  std::istringstream in(text);
+  std::string line;
+  SmiMatrix mx;
+  int line_no = 0;
   bool in_matrix = false;
-  static const std::regex dev_re(
+  static const std::regex kDevRe(
       "^(GPU\\d+|NIC\\d+|mlx\\d+_\\d+|mlx5_\\d+|ib\\w*\\d+|eth\\d+|bnxt\\w*)$");
-  static const std::regex legend_re("^\\s*(NIC\\d+)\\s*:\\s*(\\S+)\\s*$");
+  static const std::regex kLegendRe("^\\s*(NIC\\d+)\\s*:\\s*(\\S+)\\s*$");
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -407,110 +412,118 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     if (const std::size_t hash = line.find_first_not_of(" \t");
         hash != std::string::npos && line[hash] == '#') {
       const auto after = split_ws(line.substr(hash + 1));
-      if (!after.empty() && std::regex_match(after[0], dev_re)) line = " " + line.substr(hash + 1);
+      if (!after.empty() && std::regex_match(after[0], kDevRe)) line = " " + line.substr(hash + 1);
     }
     std::smatch m;
-    if (std::regex_match(line, m, legend_re)) nic_legend[m[1]] = m[2];
+    if (std::regex_match(line, m, kLegendRe)) mx.nic_legend[m[1]] = m[2];
     const auto tok = split_ws(line);
     if (tok.empty()) {
-      if (in_matrix && !rows.empty()) in_matrix = false;
+      if (in_matrix && !mx.rows.empty()) in_matrix = false;
       continue;
     }
-    if (columns.empty()) {
+    if (mx.columns.empty()) {
       std::vector<std::string> cols;
       for (const std::string& t : tok) {
-        if (std::regex_match(t, dev_re))
+        if (std::regex_match(t, kDevRe))
           cols.push_back(t);
         else
           break;
       }
-      if (!cols.empty() && std::regex_match(tok[0], dev_re) && line.find_first_not_of(" \t") > 0) {
-        columns = cols;
-        header_line = line_no;
+      if (!cols.empty() && std::regex_match(tok[0], kDevRe) && line.find_first_not_of(" \t") > 0) {
+        mx.columns = cols;
+        mx.header_line = line_no;
         in_matrix = true;
       }
       continue;
     }
     if (!in_matrix) continue;
-    if (!std::regex_match(tok[0], dev_re)) {
+    if (!std::regex_match(tok[0], kDevRe)) {
       in_matrix = false;
       continue;
     }
-    if (tok.size() < columns.size() + 1)
+    const std::size_t ncol = mx.columns.size();
+    if (tok.size() < ncol + 1)
       throw InputError(origin, "line " + std::to_string(line_no),
-                       std::to_string(columns.size()) +
-                           " relation cells after the device name, got " +
+                       std::to_string(ncol) + " relation cells after the device name, got " +
                            std::to_string(tok.size() - 1));
-    row_names.push_back(tok[0]);
-    rows.emplace_back(tok.begin() + 1,
-                      tok.begin() + 1 + static_cast<std::ptrdiff_t>(columns.size()));
+    mx.row_names.push_back(tok[0]);
+    mx.rows.emplace_back(tok.begin() + 1, tok.begin() + 1 + static_cast<std::ptrdiff_t>(ncol));
     // The first column after the matrix is the CPU affinity; newer drivers add NUMA affinity.
-    std::string aff = tok.size() > columns.size() + 1 ? tok[columns.size() + 1] : "";
-    if (tok.size() > columns.size() + 2 &&
-        std::isdigit(static_cast<unsigned char>(tok[columns.size() + 2][0])))
-      aff = "numa" + tok[columns.size() + 2];
-    affinity.push_back(aff);
+    std::string aff = tok.size() > ncol + 1 ? tok[ncol + 1] : "";
+    if (tok.size() > ncol + 2 && std::isdigit(static_cast<unsigned char>(tok[ncol + 2][0])))
+      aff = "numa" + tok[ncol + 2];
+    mx.affinity.push_back(aff);
   }
-  if (columns.empty())
+  if (mx.columns.empty())
     throw InputError(origin, "",
                      "the matrix of `nvidia-smi topo -m` (a header row GPU0 GPU1 ...), got none");
-  // Every column needs its row, in order, except that trailing NIC rows may be missing (a paste
-  // cut short): the GPU rows hold every GPU-NIC relation, and NIC-NIC ones only group NICs.
+  return mx;
+}
+
+// The relation of every pair of column devices. Every column needs its row, in order, except
+// that trailing NIC rows may be missing (a paste cut short): the GPU rows hold every GPU-NIC
+// relation, and NIC-NIC ones only group NICs.
+RelMatrix smi_relations(SmiMatrix& mx, const std::string& origin, std::vector<std::string>& notes) {
+  const auto& columns = mx.columns;
+  const auto& row_names = mx.row_names;
   const bool prefix = row_names.size() <= columns.size() &&
                       std::equal(row_names.begin(), row_names.end(), columns.begin());
   bool only_nics_missing = prefix;
   for (std::size_t k = row_names.size(); only_nics_missing && k < columns.size(); ++k)
     only_nics_missing = columns[k].rfind("GPU", 0) != 0;
   if (!only_nics_missing)
-    throw InputError(origin, "line " + std::to_string(header_line),
+    throw InputError(origin, "line " + std::to_string(mx.header_line),
                      "one row per column device in the same order, got " +
                          std::to_string(row_names.size()) + " rows for " +
                          std::to_string(columns.size()) + " columns");
-  const int n = static_cast<int>(columns.size());
-  const int have = static_cast<int>(row_names.size());
-  TopoImport out;
+  const std::size_t n = columns.size();
+  const std::size_t have = row_names.size();
   if (have < n) {
-    out.notes.push_back(
-        std::to_string(n - have) + " NIC row(s) missing from the matrix (" +
-        columns[static_cast<std::size_t>(have)] +
-        " on): their relations to GPUs taken from the GPU rows, to other NICs as SYS");
-    affinity.resize(static_cast<std::size_t>(n));
+    notes.push_back(std::to_string(n - have) + " NIC row(s) missing from the matrix (" +
+                    columns[have] +
+                    " on): their relations to GPUs taken from the GPU rows, to other NICs as SYS");
+    mx.affinity.resize(n);
   }
-  std::vector<std::vector<Relation>> rel(static_cast<std::size_t>(n),
-                                         std::vector<Relation>(static_cast<std::size_t>(n)));
-  for (int i = 0; i < have; ++i)
-    for (int j = 0; j < n; ++j) {
-      const auto r = parse_relation(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
+  RelMatrix rel(n, std::vector<Relation>(n));
+  for (std::size_t i = 0; i < have; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto r = parse_relation(mx.rows[i][j]);
       if (!r)
         throw InputError(
-            origin,
-            row_names[static_cast<std::size_t>(i)] + "/" + columns[static_cast<std::size_t>(j)],
-            "a relation X, NV#, PIX, PXB, PHB, NODE, SYS or SOC, got \"" +
-                rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] + "\"");
-      rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = *r;
+            origin, row_names[i] + "/" + columns[j],
+            "a relation X, NV#, PIX, PXB, PHB, NODE, SYS or SOC, got \"" + mx.rows[i][j] + "\"");
+      rel[i][j] = *r;
     }
-  for (int i = have; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
+  for (std::size_t i = have; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
       Relation r;
       r.kind = i == j ? Relation::Self : Relation::Sys;
-      if (j < have) r = rel[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
-      rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = r;
+      if (j < have) r = rel[j][i];
+      rel[i][j] = r;
     }
-  auto is_gpu = [&](int i) { return columns[static_cast<std::size_t>(i)].rfind("GPU", 0) == 0; };
-  if (o.gpu_model.empty())
-    throw InputError(
-        origin, "--gpu-model",
-        "a GPU model from the catalog (nvidia-smi topo does not name the GPUs), got none");
-  const sim::DeviceSpec& gspec = catalog_spec(o.gpu_model, "<flag --gpu-model>", "");
-  const std::string& model =
-      gspec.model;  // the catalog name, also when given as nvidia-smi prints it
+  return rel;
+}
 
-  Builder b(origin, o);
-  // NUMA nodes: GPUs by their affinity; NICs by their closest GPU.
+bool smi_is_gpu(const SmiMatrix& mx, int i) {
+  return mx.columns[static_cast<std::size_t>(i)].rfind("GPU", 0) == 0;
+}
+
+// NUMA node of every column device (GPUs by their affinity, NICs by their closest GPU) and the
+// PCIe switch groups (components of PIX/PXB).
+struct SmiPlacement {
+  std::vector<int> numa_id;
+  int numas = 1;
+  std::map<int, std::vector<int>> switch_groups;  // root -> members
+};
+
+SmiPlacement smi_placement(const SmiMatrix& mx, const RelMatrix& rel,
+                           std::vector<std::string>& notes) {
+  const int n = static_cast<int>(mx.columns.size());
+  const auto& affinity = mx.affinity;
   UnionFind numa(n);
   std::map<std::string, int> first_with_affinity;
   for (int i = 0; i < n; ++i) {
-    if (!is_gpu(i) || affinity[static_cast<std::size_t>(i)].empty() ||
+    if (!smi_is_gpu(mx, i) || affinity[static_cast<std::size_t>(i)].empty() ||
         affinity[static_cast<std::size_t>(i)] == "N/A")
       continue;
     auto [it, fresh] = first_with_affinity.emplace(affinity[static_cast<std::size_t>(i)], i);
@@ -524,28 +537,76 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
       if (k == Relation::Pix || k == Relation::Pxb) sw.unite(i, j);
       if (k == Relation::Pix || k == Relation::Pxb || k == Relation::Phb || k == Relation::Node) {
         // Same NUMA node; affinity already says so for GPUs, this places the NICs.
-        if (!is_gpu(i) || !is_gpu(j) || first_with_affinity.empty()) numa.unite(i, j);
+        if (!smi_is_gpu(mx, i) || !smi_is_gpu(mx, j) || first_with_affinity.empty())
+          numa.unite(i, j);
       }
     }
   std::map<int, int> numa_index;  // root -> numa number, in order of first GPU
   for (int i = 0; i < n; ++i)
-    if (is_gpu(i)) numa_index.emplace(numa.find(i), static_cast<int>(numa_index.size()));
-  std::vector<int> numa_id(static_cast<std::size_t>(n), 0);
+    if (smi_is_gpu(mx, i)) numa_index.emplace(numa.find(i), static_cast<int>(numa_index.size()));
+  SmiPlacement p;
+  p.numa_id.assign(static_cast<std::size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
     auto it = numa_index.find(numa.find(i));
     if (it != numa_index.end()) {
-      numa_id[static_cast<std::size_t>(i)] = it->second;
+      p.numa_id[static_cast<std::size_t>(i)] = it->second;
     } else {
-      out.notes.push_back(columns[static_cast<std::size_t>(i)] +
-                          ": NUMA node unknown (SYS to every GPU), placed on NUMA 0");
+      notes.push_back(mx.columns[static_cast<std::size_t>(i)] +
+                      ": NUMA node unknown (SYS to every GPU), placed on NUMA 0");
     }
   }
-  const int numas = std::max(1, static_cast<int>(numa_index.size()));
-  const std::string cpu_model = cpu_model_or_default(o, "", out.notes);
-  const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
-  auto numa_of = [&](int i) { return numa_id[static_cast<std::size_t>(i)]; };
-  std::string pgen;
-  const double pcie = pcie_x16_gb_s(model, &pgen);
+  p.numas = std::max(1, static_cast<int>(numa_index.size()));
+  for (int i = 0; i < n; ++i) p.switch_groups[sw.find(i)].push_back(i);
+  return p;
+}
+
+// GPU pairs: NV# relations as NVLinks (through one NVSwitch where the pattern says so), peer
+// access where NVLink or PCIe allows it.
+void add_smi_nvlinks(Builder& b, const SmiMatrix& mx, const RelMatrix& rel,
+                     const std::string& model, std::vector<std::string>& notes) {
+  const int n = static_cast<int>(mx.columns.size());
+  auto gname = [&](int i) { return "gpu" + mx.columns[static_cast<std::size_t>(i)].substr(3); };
+  std::string gen;
+  double per_link = nvlink_gb_s_per_link(model, &gen);
+  if (per_link == 0.0) {
+    bool any_nv = false;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        any_nv |=
+            rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].kind == Relation::NvLink;
+    if (any_nv)
+      notes.push_back(model + " has no NVLink in the catalog: NV links assumed 25 GB/s each");
+    per_link = 25.0;
+    gen = "nvlink";
+  }
+  std::vector<int> gpu_rows;
+  for (int i = 0; i < n; ++i)
+    if (smi_is_gpu(mx, i)) gpu_rows.push_back(i);
+  const NvSwitchPlan plan = plan_nvswitch(rel, gpu_rows, nvlinks_per_gpu(model));
+  if (plan.any()) {
+    b.add_vertex("nvswitch", VertexKind::Switch);
+    for (std::size_t k = 0; k < gpu_rows.size(); ++k) {
+      if (!plan.on_switch[k]) continue;
+      b.add_link(gname(gpu_rows[k]), "nvswitch", per_link * plan.port_links[k], kNvswitchLatencyUs,
+                 gen);
+    }
+    notes.push_back(plan.describe(model, per_link));
+  }
+  for (std::size_t a = 0; a < gpu_rows.size(); ++a)
+    for (std::size_t c = a + 1; c < gpu_rows.size(); ++c) {
+      const int i = gpu_rows[a], j = gpu_rows[c];
+      const Relation r = rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      if (r.kind == Relation::NvLink && !(plan.on_switch[a] && plan.on_switch[c]))
+        b.add_link(gname(i), gname(j), per_link * r.nvlinks, kNvlinkLatencyUs, gen);
+      if (r.kind == Relation::NvLink || r.kind == Relation::Pix || r.kind == Relation::Pxb ||
+          r.kind == Relation::Phb)
+        b.add_peer(gname(i), gname(j));
+    }
+}
+
+// Hosts: per NUMA node a CPU and its host bridge, the host bridges joined by SMP links.
+void add_smi_hosts(Builder& b, int numas, const sim::DeviceSpec& cspec,
+                   std::vector<std::string>& notes) {
   for (int k = 0; k < numas; ++k) {
     const std::string cpu = "cpu" + std::to_string(k), hb = "hb" + std::to_string(k);
     b.add_cpu(cpu, cspec);
@@ -555,14 +616,38 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
       b.add_link("hb" + std::to_string(j), hb, kSmpGbS, kSmpLatencyUs, "smp");
   }
   if (numas > 1)
-    out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) +
-                        " GB/s smp links (assumed; calibrate-links fits them)");
+    notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) +
+                    " GB/s smp links (assumed; calibrate-links fits them)");
+}
+
+}  // namespace
+
+TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& origin,
+                                  const TopoOptions& o) {
+  SmiMatrix mx = read_smi_matrix(text, origin);
+  TopoImport out;
+  const RelMatrix rel = smi_relations(mx, origin, out.notes);
+  const int n = static_cast<int>(mx.columns.size());
+  if (o.gpu_model.empty())
+    throw InputError(
+        origin, "--gpu-model",
+        "a GPU model from the catalog (nvidia-smi topo does not name the GPUs), got none");
+  const sim::DeviceSpec& gspec = catalog_spec(o.gpu_model, "<flag --gpu-model>", "");
+  const std::string& model =
+      gspec.model;  // the catalog name, also when given as nvidia-smi prints it
+
+  Builder b(origin, o);
+  const SmiPlacement place = smi_placement(mx, rel, out.notes);
+  const std::string cpu_model = cpu_model_or_default(o, "", out.notes);
+  const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
+  auto numa_of = [&](int i) { return place.numa_id[static_cast<std::size_t>(i)]; };
+  std::string pgen;
+  const double pcie = pcie_x16_gb_s(model, &pgen);
+  add_smi_hosts(b, place.numas, cspec, out.notes);
   // PCIe switches: components of PIX/PXB with at least two members.
-  std::map<int, std::vector<int>> groups;
-  for (int i = 0; i < n; ++i) groups[sw.find(i)].push_back(i);
   std::map<int, std::string> switch_of;
   int nsw = 0;
-  for (const auto& [root, members] : groups) {
+  for (const auto& [root, members] : place.switch_groups) {
     if (members.size() < 2) continue;
     const std::string s = "sw" + std::to_string(nsw++);
     b.add_vertex(s, VertexKind::Switch);
@@ -575,57 +660,21 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
   const double nic_gbit = o.nic_gbit_s > 0 ? o.nic_gbit_s : assumed_nic_gbit_s(model, &nic_why);
   const double nic_gb_s = nic_gbit / 8.0;
   for (int i = 0; i < n; ++i) {
-    const std::string& name = columns[static_cast<std::size_t>(i)];
+    const std::string& name = mx.columns[static_cast<std::size_t>(i)];
     const std::string up = switch_of.count(i) ? switch_of[i] : "hb" + std::to_string(numa_of(i));
-    if (is_gpu(i)) {
+    if (smi_is_gpu(mx, i)) {
       const std::string g = "gpu" + name.substr(3);
       b.add_gpu(g, gspec, "cpu" + std::to_string(numa_of(i)));
       b.add_link(g, up, pcie, kPcieLatencyUs, pgen);
       ++gpu_count;
     } else {
-      const std::string nic = nic_legend.count(name) ? nic_legend[name] : name;
+      const std::string nic = mx.nic_legend.count(name) ? mx.nic_legend[name] : name;
       b.add_vertex(nic, VertexKind::Nic);
       b.add_link(nic, up, std::min(pcie, nic_gb_s), kNicLatencyUs, "ib");
       ++nic_count;
     }
   }
-  auto gname = [&](int i) { return "gpu" + columns[static_cast<std::size_t>(i)].substr(3); };
-  std::string gen;
-  double per_link = nvlink_gb_s_per_link(model, &gen);
-  if (per_link == 0.0) {
-    bool any_nv = false;
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        any_nv |=
-            rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].kind == Relation::NvLink;
-    if (any_nv)
-      out.notes.push_back(model + " has no NVLink in the catalog: NV links assumed 25 GB/s each");
-    per_link = 25.0;
-    gen = "nvlink";
-  }
-  std::vector<int> gpu_rows;
-  for (int i = 0; i < n; ++i)
-    if (is_gpu(i)) gpu_rows.push_back(i);
-  const NvSwitchPlan plan = plan_nvswitch(rel, gpu_rows, nvlinks_per_gpu(model));
-  if (plan.any()) {
-    b.add_vertex("nvswitch", VertexKind::Switch);
-    for (std::size_t k = 0; k < gpu_rows.size(); ++k) {
-      if (!plan.on_switch[k]) continue;
-      b.add_link(gname(gpu_rows[k]), "nvswitch", per_link * plan.port_links[k], kNvswitchLatencyUs,
-                 gen);
-    }
-    out.notes.push_back(plan.describe(model, per_link));
-  }
-  for (std::size_t a = 0; a < gpu_rows.size(); ++a)
-    for (std::size_t c = a + 1; c < gpu_rows.size(); ++c) {
-      const int i = gpu_rows[a], j = gpu_rows[c];
-      const Relation r = rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-      if (r.kind == Relation::NvLink && !(plan.on_switch[a] && plan.on_switch[c]))
-        b.add_link(gname(i), gname(j), per_link * r.nvlinks, kNvlinkLatencyUs, gen);
-      if (r.kind == Relation::NvLink || r.kind == Relation::Pix || r.kind == Relation::Pxb ||
-          r.kind == Relation::Phb)
-        b.add_peer(gname(i), gname(j));
-    }
+  add_smi_nvlinks(b, mx, rel, model, out.notes);
   if (gpu_count == 0) throw InputError(origin, "", "at least one GPU row, got none");
   if (nic_count > 0) {
     std::ostringstream os;
@@ -766,7 +815,7 @@ class XmlParser {
 
 // PCI device ids (NVIDIA vendor 0x10de) of the GPUs in the catalog.
 std::string model_of_pci_device(const std::string& id) {
-  static const std::map<std::string, std::string> ids = {
+  static const std::map<std::string, std::string> kIds = {
       {"0x15f8", "P100-PCIe-16GB"}, {"0x15f9", "P100-SXM2-16GB"}, {"0x1db1", "V100-SXM2-16GB"},
       {"0x1db5", "V100-SXM2-32GB"}, {"0x1db4", "V100-PCIe-16GB"}, {"0x20b0", "A100-SXM4-40GB"},
       {"0x20b2", "A100-SXM4-80GB"}, {"0x20f1", "A100-PCIe-40GB"}, {"0x20b5", "A100-PCIe-80GB"},
@@ -775,8 +824,8 @@ std::string model_of_pci_device(const std::string& id) {
   std::string k = id;
   std::transform(k.begin(), k.end(), k.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  auto it = ids.find(k);
-  return it == ids.end() ? std::string() : it->second;
+  auto it = kIds.find(k);
+  return it == kIds.end() ? std::string() : it->second;
 }
 
 double pcie_link_gb_s(const std::string& speed, const std::string& width, double fallback) {
@@ -834,97 +883,38 @@ bool is_bridge_class(const std::string& c) {
   return c.rfind("0x0604", 0) == 0;
 }
 
-}  // namespace
+// What an NCCL topology file says, element by element: the GPUs, NICs and PCIe switches under
+// each <cpu>, and the guess at the CPU model from the first <cpu>'s vendor.
+struct NcclGpu {
+  std::string busid, model, name, host, parent;
+  double pcie_gb_s = 0;
+  int dev = -1;
+  std::vector<std::pair<std::string, int>> nvlinks;  // target busid, count
+  std::vector<std::string> nvswitch_targets;
+  int nvswitch_links = 0;  // sum of the count= of the NVLinks to NVSwitches
+  int line = 0;
+};
+struct NcclNic {
+  std::string name, parent;
+  double gb_s;
+};
+struct NcclSwitch {
+  std::string name, parent;
+  double gb_s;
+};
 
-TopoImport import_nccl_topo_xml(const std::string& text, const std::string& origin,
-                                const TopoOptions& o) {
-  const XmlNode doc = XmlParser(text, origin).parse();
-  const XmlNode* system = nullptr;
-  for (const XmlNode& c : doc.children)
-    if (c.tag == "system") system = &c;
-  if (!system)
-    throw InputError(origin, "system",
-                     "an NCCL topology file (<system version=...>), got no <system>");
-  TopoImport out;
-  Builder b(origin, o);
+class NcclReader {
+ public:
+  NcclReader(const std::string& origin, Builder& b) : origin_(origin), b_(b) {}
 
-  struct GpuInfo {
-    std::string busid, model, name, host, parent;
-    double pcie_gb_s = 0;
-    int dev = -1;
-    std::vector<std::pair<std::string, int>> nvlinks;  // target busid, count
-    std::vector<std::string> nvswitch_targets;
-    int nvswitch_links = 0;  // sum of the count= of the NVLinks to NVSwitches
-    int line = 0;
-  };
-  std::vector<GpuInfo> gpus;
-  struct NicInfo {
-    std::string name, parent;
-    double gb_s;
-  };
-  std::vector<NicInfo> nics;
-  struct SwitchInfo {
-    std::string name, parent;
-    double gb_s;
-  };
-  std::vector<SwitchInfo> switches;
+  std::vector<NcclGpu> gpus;
+  std::vector<NcclNic> nics;
+  std::vector<NcclSwitch> switches;
   std::string guessed_cpu;
   int numa = 0, assumed_nic_speeds = 0;
 
-  std::function<void(const XmlNode&, const std::string&, const std::string&)> walk_pci =
-      [&](const XmlNode& p, const std::string& parent, const std::string& cpu) {
-        const std::string cls = p.attr("class");
-        const double bw = pcie_link_gb_s(p.attr("link_speed"), p.attr("link_width"), 0.0);
-        if (is_bridge_class(cls)) {
-          const std::string s = "sw" + std::to_string(switches.size());
-          switches.push_back({s, parent, bw});
-          for (const XmlNode& c : p.children)
-            if (c.tag == "pci") walk_pci(c, s, cpu);
-          return;
-        }
-        if (is_gpu_class(cls)) {
-          GpuInfo g;
-          g.busid = p.attr("busid");
-          g.model = model_of_pci_device(p.attr("device"));
-          g.host = cpu;
-          g.parent = parent;
-          g.pcie_gb_s = bw;
-          g.line = p.line;
-          for (const XmlNode& c : p.children)
-            if (c.tag == "gpu") {
-              g.dev = int_attr(c, "dev", -1, origin);
-              for (const XmlNode& l : c.children)
-                if (l.tag == "nvlink") {
-                  const int count = int_attr(l, "count", 1, origin);
-                  if (l.attr("tclass").rfind("0x0680", 0) == 0) {
-                    g.nvswitch_targets.push_back(l.attr("target"));
-                    g.nvswitch_links += count;
-                  } else
-                    g.nvlinks.emplace_back(l.attr("target"), count);
-                }
-            }
-          gpus.push_back(g);
-          return;
-        }
-        if (is_nic_class(cls)) {
-          double nic_bw = 0.0;
-          for (const XmlNode& c : p.children)
-            if (c.tag == "nic")
-              for (const XmlNode& net : c.children)
-                if (net.tag == "net") nic_bw = num_attr(net, "speed", origin) / 8000.0;
-          if (nic_bw <= 0) ++assumed_nic_speeds;
-          // The NIC's own line rate, capped by its PCIe attachment when the file gives one.
-          const double line = nic_bw > 0 ? nic_bw : kDefaultNicGbS;
-          nics.push_back(
-              {"nic" + std::to_string(nics.size()), parent, bw > 0 ? std::min(bw, line) : line});
-          return;
-        }
-        for (const XmlNode& c : p.children)
-          if (c.tag == "pci") walk_pci(c, parent, cpu);
-      };
-
-  for (const XmlNode& cpu : system->children) {
-    if (cpu.tag != "cpu") continue;
+  // One <cpu>: its host bridge, the PCIe tree below it, NICs attached to it directly.
+  void read_cpu(const XmlNode& cpu) {
     const std::string id = cpu.attr("numaid").empty() ? std::to_string(numa) : cpu.attr("numaid");
     const std::string cname = "cpu" + id, hb = "hb" + id;
     ++numa;
@@ -935,13 +925,13 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
       else if (vendor == "GenuineIntel" && cpu.attr("modelid") == "143")
         guessed_cpu = "Xeon-Platinum-8480C";
     }
-    b.add_vertex(hb, VertexKind::HostBridge);
+    b_.add_vertex(hb, VertexKind::HostBridge);
     for (const XmlNode& c : cpu.children) {
-      if (c.tag == "pci") walk_pci(c, hb, cname);
+      if (c.tag == "pci") read_pci(c, hb, cname);
       if (c.tag == "nic")
         for (const XmlNode& net : c.children)
           if (net.tag == "net") {
-            const double sp = num_attr(net, "speed", origin) / 8000.0;
+            const double sp = num_attr(net, "speed", origin_) / 8000.0;
             if (sp <= 0) ++assumed_nic_speeds;
             nics.push_back(
                 {net.attr("name").empty() ? "nic" + std::to_string(nics.size()) : net.attr("name"),
@@ -949,43 +939,100 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
           }
     }
   }
-  if (assumed_nic_speeds > 0)
-    out.notes.push_back(std::to_string(assumed_nic_speeds) +
-                        " NIC(s) without a speed= in the file: assumed " +
-                        std::to_string(kDefaultNicGbS * 8.0).substr(0, 5) + " Gb/s");
-  if (numa == 0) throw InputError(origin, "system.cpu", "at least one <cpu> element, got none");
-  if (gpus.empty())
-    throw InputError(origin, "system", "at least one GPU (pci class 0x0302/0x0300), got none");
 
-  const std::string cpu_model = cpu_model_or_default(o, guessed_cpu, out.notes);
-  const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
-  std::vector<std::string> hbs;
-  for (const XmlNode& cpu : system->children)
-    if (cpu.tag == "cpu") hbs.push_back(cpu.attr("numaid"));
-  {
-    int k = 0;
-    for (const XmlNode& cpu : system->children) {
-      if (cpu.tag != "cpu") continue;
-      const std::string id = cpu.attr("numaid").empty() ? std::to_string(k) : cpu.attr("numaid");
-      b.add_cpu("cpu" + id, cspec);
-      b.add_link("cpu" + id, "hb" + id, cspec.memory_bandwidth.bytes_per_s / 1e9, 0.1, "membus");
-      for (int j = 0; j < k; ++j) {
-        const std::string other = hbs[static_cast<std::size_t>(j)].empty()
-                                      ? std::to_string(j)
-                                      : hbs[static_cast<std::size_t>(j)];
-        b.add_link("hb" + other, "hb" + id, kSmpGbS, kSmpLatencyUs, "smp");
-      }
-      ++k;
+ private:
+  // A <pci> element: a bridge (a switch, recursed into), a GPU, a NIC, or anything else (its
+  // children read under the same parent).
+  void read_pci(const XmlNode& p, const std::string& parent, const std::string& cpu) {
+    const std::string cls = p.attr("class");
+    const double bw = pcie_link_gb_s(p.attr("link_speed"), p.attr("link_width"), 0.0);
+    if (is_bridge_class(cls)) {
+      const std::string s = "sw" + std::to_string(switches.size());
+      switches.push_back({s, parent, bw});
+      for (const XmlNode& c : p.children)
+        if (c.tag == "pci") read_pci(c, s, cpu);
+      return;
     }
-    if (k > 1)
-      out.notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) +
-                          " GB/s smp links (assumed; calibrate-links fits them)");
+    if (is_gpu_class(cls)) {
+      read_gpu(p, parent, cpu, bw);
+      return;
+    }
+    if (is_nic_class(cls)) {
+      double nic_bw = 0.0;
+      for (const XmlNode& c : p.children)
+        if (c.tag == "nic")
+          for (const XmlNode& net : c.children)
+            if (net.tag == "net") nic_bw = num_attr(net, "speed", origin_) / 8000.0;
+      if (nic_bw <= 0) ++assumed_nic_speeds;
+      // The NIC's own line rate, capped by its PCIe attachment when the file gives one.
+      const double line = nic_bw > 0 ? nic_bw : kDefaultNicGbS;
+      nics.push_back(
+          {"nic" + std::to_string(nics.size()), parent, bw > 0 ? std::min(bw, line) : line});
+      return;
+    }
+    for (const XmlNode& c : p.children)
+      if (c.tag == "pci") read_pci(c, parent, cpu);
   }
 
-  // Name GPUs by their CUDA index when the file gives it, else in file order.
+  // A GPU's <pci> element and its <gpu dev=...> with <nvlink> children.
+  void read_gpu(const XmlNode& p, const std::string& parent, const std::string& cpu, double bw) {
+    NcclGpu g;
+    g.busid = p.attr("busid");
+    g.model = model_of_pci_device(p.attr("device"));
+    g.host = cpu;
+    g.parent = parent;
+    g.pcie_gb_s = bw;
+    g.line = p.line;
+    for (const XmlNode& c : p.children)
+      if (c.tag == "gpu") {
+        g.dev = int_attr(c, "dev", -1, origin_);
+        for (const XmlNode& l : c.children)
+          if (l.tag == "nvlink") {
+            const int count = int_attr(l, "count", 1, origin_);
+            if (l.attr("tclass").rfind("0x0680", 0) == 0) {
+              g.nvswitch_targets.push_back(l.attr("target"));
+              g.nvswitch_links += count;
+            } else
+              g.nvlinks.emplace_back(l.attr("target"), count);
+          }
+      }
+    gpus.push_back(g);
+  }
+
+  const std::string& origin_;
+  Builder& b_;
+};
+
+// A CPU per <cpu> joined to its host bridge, the host bridges joined by SMP links.
+void add_nccl_hosts(Builder& b, const XmlNode& system, const sim::DeviceSpec& cspec,
+                    std::vector<std::string>& notes) {
+  std::vector<std::string> hbs;
+  for (const XmlNode& cpu : system.children)
+    if (cpu.tag == "cpu") hbs.push_back(cpu.attr("numaid"));
+  int k = 0;
+  for (const XmlNode& cpu : system.children) {
+    if (cpu.tag != "cpu") continue;
+    const std::string id = cpu.attr("numaid").empty() ? std::to_string(k) : cpu.attr("numaid");
+    b.add_cpu("cpu" + id, cspec);
+    b.add_link("cpu" + id, "hb" + id, cspec.memory_bandwidth.bytes_per_s / 1e9, 0.1, "membus");
+    for (int j = 0; j < k; ++j) {
+      const std::string other = hbs[static_cast<std::size_t>(j)].empty()
+                                    ? std::to_string(j)
+                                    : hbs[static_cast<std::size_t>(j)];
+      b.add_link("hb" + other, "hb" + id, kSmpGbS, kSmpLatencyUs, "smp");
+    }
+    ++k;
+  }
+  if (k > 1)
+    notes.push_back("NUMA nodes joined by " + std::to_string(kSmpGbS).substr(0, 4) +
+                    " GB/s smp links (assumed; calibrate-links fits them)");
+}
+
+// Name GPUs by their CUDA index when the file gives it, else in file order; fix their model.
+void name_nccl_gpus(std::vector<NcclGpu>& gpus, const TopoOptions& o, const std::string& origin) {
   std::set<int> devs;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    GpuInfo& g = gpus[i];
+    NcclGpu& g = gpus[i];
     if (g.dev < 0) g.dev = static_cast<int>(i);
     if (!devs.insert(g.dev).second)
       throw InputError(origin, "line " + std::to_string(g.line),
@@ -998,39 +1045,27 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
           "a GPU the file identifies (pci device id) or --gpu-model, got neither for busid " +
               g.busid);
   }
-  std::string pgen;
-  const double pcie_default = pcie_x16_gb_s(gpus[0].model, &pgen);
-  for (const SwitchInfo& s : switches) {
-    b.add_vertex(s.name, VertexKind::Switch);
-    b.add_link(s.name, s.parent, s.gb_s > 0 ? s.gb_s : pcie_default, kPcieLatencyUs, pgen);
-  }
-  std::map<std::string, std::string> by_bus;
-  for (const GpuInfo& g : gpus) {
-    b.add_gpu(g.name, catalog_spec(g.model, origin, ("line " + std::to_string(g.line)).c_str()),
-              g.host);
-    b.add_link(g.name, g.parent, g.pcie_gb_s > 0 ? g.pcie_gb_s : pcie_default, kPcieLatencyUs,
-               pgen);
-    by_bus[g.busid] = g.name;
-  }
-  for (const NicInfo& nic : nics) {
-    b.add_vertex(nic.name, VertexKind::Nic);
-    b.add_link(nic.name, nic.parent, nic.gb_s, kNicLatencyUs, "ib");
-  }
-  // NVLinks: a bundle to another GPU (count links), or to NVSwitches (one switch vertex for all).
+}
+
+// NVLinks: a bundle to another GPU (count links), or to NVSwitches (one switch vertex for all);
+// peer access along them and under a common host bridge (NCCL's PHB or closer).
+void add_nccl_nvlinks(Builder& b, const std::vector<NcclGpu>& gpus,
+                      const std::map<std::string, std::string>& by_bus,
+                      std::vector<std::string>& notes) {
   std::set<std::pair<std::string, std::string>> done;
   bool any_nvlink = false, nvswitch = false;
-  for (const GpuInfo& g : gpus) {
+  for (const NcclGpu& g : gpus) {
     std::string gen;
     const double per = nvlink_gb_s_per_link(g.model, &gen);
     for (const auto& [target, count] : g.nvlinks) {
       if (target == g.busid) {
-        out.notes.push_back(g.name + ": NVLink entry targets its own bus id " + target +
-                            " (ignored; no GPU-to-GPU NVLink)");
+        notes.push_back(g.name + ": NVLink entry targets its own bus id " + target +
+                        " (ignored; no GPU-to-GPU NVLink)");
         continue;
       }
       auto it = by_bus.find(target);
       if (it == by_bus.end()) {
-        out.notes.push_back(g.name + ": NVLink to unknown bus id " + target + " ignored");
+        notes.push_back(g.name + ": NVLink to unknown bus id " + target + " ignored");
         continue;
       }
       const auto key = std::minmax(g.name, it->second);
@@ -1050,17 +1085,67 @@ TopoImport import_nccl_topo_xml(const std::string& text, const std::string& orig
     }
   }
   if (nvswitch)
-    for (const GpuInfo& g : gpus)
-      for (const GpuInfo& h : gpus)
+    for (const NcclGpu& g : gpus)
+      for (const NcclGpu& h : gpus)
         if (g.name < h.name && !g.nvswitch_targets.empty() && !h.nvswitch_targets.empty())
           b.add_peer(g.name, h.name);
   // PCIe peers: GPUs under the same host bridge (NCCL's PHB or closer).
-  for (const GpuInfo& g : gpus)
-    for (const GpuInfo& h : gpus)
+  for (const NcclGpu& g : gpus)
+    for (const NcclGpu& h : gpus)
       if (g.name < h.name && g.host == h.host) b.add_peer(g.name, h.name);
   if (!any_nvlink)
-    out.notes.push_back(
+    notes.push_back(
         "no usable NVLink in the file (NCCL completes NVLinks from NVML at run time): PCIe only");
+}
+
+}  // namespace
+
+TopoImport import_nccl_topo_xml(const std::string& text, const std::string& origin,
+                                const TopoOptions& o) {
+  const XmlNode doc = XmlParser(text, origin).parse();
+  const XmlNode* system = nullptr;
+  for (const XmlNode& c : doc.children)
+    if (c.tag == "system") system = &c;
+  if (!system)
+    throw InputError(origin, "system",
+                     "an NCCL topology file (<system version=...>), got no <system>");
+  TopoImport out;
+  Builder b(origin, o);
+  NcclReader rd(origin, b);
+  for (const XmlNode& cpu : system->children) {
+    if (cpu.tag == "cpu") rd.read_cpu(cpu);
+  }
+  if (rd.assumed_nic_speeds > 0)
+    out.notes.push_back(std::to_string(rd.assumed_nic_speeds) +
+                        " NIC(s) without a speed= in the file: assumed " +
+                        std::to_string(kDefaultNicGbS * 8.0).substr(0, 5) + " Gb/s");
+  if (rd.numa == 0) throw InputError(origin, "system.cpu", "at least one <cpu> element, got none");
+  if (rd.gpus.empty())
+    throw InputError(origin, "system", "at least one GPU (pci class 0x0302/0x0300), got none");
+
+  const std::string cpu_model = cpu_model_or_default(o, rd.guessed_cpu, out.notes);
+  const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
+  add_nccl_hosts(b, *system, cspec, out.notes);
+  name_nccl_gpus(rd.gpus, o, origin);
+  std::string pgen;
+  const double pcie_default = pcie_x16_gb_s(rd.gpus[0].model, &pgen);
+  for (const NcclSwitch& s : rd.switches) {
+    b.add_vertex(s.name, VertexKind::Switch);
+    b.add_link(s.name, s.parent, s.gb_s > 0 ? s.gb_s : pcie_default, kPcieLatencyUs, pgen);
+  }
+  std::map<std::string, std::string> by_bus;
+  for (const NcclGpu& g : rd.gpus) {
+    b.add_gpu(g.name, catalog_spec(g.model, origin, ("line " + std::to_string(g.line)).c_str()),
+              g.host);
+    b.add_link(g.name, g.parent, g.pcie_gb_s > 0 ? g.pcie_gb_s : pcie_default, kPcieLatencyUs,
+               pgen);
+    by_bus[g.busid] = g.name;
+  }
+  for (const NcclNic& nic : rd.nics) {
+    b.add_vertex(nic.name, VertexKind::Nic);
+    b.add_link(nic.name, nic.parent, nic.gb_s, kNicLatencyUs, "ib");
+  }
+  add_nccl_nvlinks(b, rd.gpus, by_bus, out.notes);
   out.cluster = b.build(o.name.empty() ? default_name(origin) : o.name);
   return out;
 }

@@ -344,8 +344,8 @@ class Importer {
   explicit Importer(const std::vector<std::string>& files) {
     std::size_t total = 0;
     for (const std::string& f : files) {
-      ranks.push_back(read_et(f));
-      total += ranks.back().nodes.size();
+      ranks_.push_back(read_et(f));
+      total += ranks_.back().nodes.size();
     }
     // A rank with no node is fine (a device the exporter placed nothing on); a job with none
     // is not.
@@ -354,27 +354,27 @@ class Importer {
                        "a Chakra execution trace with at least one node, got none");
     // The exporter numbers nodes by op index across ranks, so this order gives back the original
     // op order (and hence the same engine tie-breaks).
-    for (int k = 0; k < static_cast<int>(ranks.size()); ++k)
-      for (const pb::Node& n : ranks[static_cast<std::size_t>(k)].nodes) all.push_back({k, &n});
-    std::stable_sort(all.begin(), all.end(), [](const NodeRef& a, const NodeRef& b) {
+    for (int k = 0; k < static_cast<int>(ranks_.size()); ++k)
+      for (const pb::Node& n : ranks_[static_cast<std::size_t>(k)].nodes) all_.push_back({k, &n});
+    std::stable_sort(all_.begin(), all_.end(), [](const NodeRef& a, const NodeRef& b) {
       return std::make_pair(a.node->id(), a.rank) < std::make_pair(b.node->id(), b.rank);
     });
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (!index_of.emplace(std::make_pair(all[i].rank, all[i].node->id()), i).second)
-        throw InputError(ranks[static_cast<std::size_t>(all[i].rank)].path,
-                         "node id " + std::to_string(all[i].node->id()),
+    for (std::size_t i = 0; i < all_.size(); ++i)
+      if (!index_of_.emplace(std::make_pair(all_[i].rank, all_[i].node->id()), i).second)
+        throw InputError(ranks_[static_cast<std::size_t>(all_[i].rank)].path,
+                         "node id " + std::to_string(all_[i].node->id()),
                          "unique node ids, got a duplicate");
-    send_of.assign(all.size(), all.size());
-    dropped.assign(all.size(), false);
-    op_of.assign(all.size(), -1);
-    outs.resize(all.size());
-    ins.resize(all.size());
-    output_of.resize(all.size());
+    send_of_.assign(all_.size(), all_.size());
+    dropped_.assign(all_.size(), false);
+    op_of_.assign(all_.size(), -1);
+    outs_.resize(all_.size());
+    ins_.resize(all_.size());
+    output_of_.resize(all_.size());
   }
 
   /// SEND/RECV pairs between the imported ranks: the RECV's consumers read the SEND's tensor.
   void match_send_recv() {
-    if (ranks.size() < 2) return;
+    if (ranks_.size() < 2) return;
     const auto key = [](const pb::Node& n)
         -> std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>> {
       const auto src = int_attr(n.attr(), "comm_src"), dst = int_attr(n.attr(), "comm_dst"),
@@ -383,38 +383,38 @@ class Importer {
       return std::make_tuple(*src, *dst, *tag);
     };
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> sends;
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (all[i].node->type() == pb::COMM_SEND_NODE)
-        if (const auto k = key(*all[i].node)) sends[*k] = i;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (all[i].node->type() != pb::COMM_RECV_NODE) continue;
-      const auto k = key(*all[i].node);
+    for (std::size_t i = 0; i < all_.size(); ++i)
+      if (all_[i].node->type() == pb::COMM_SEND_NODE)
+        if (const auto k = key(*all_[i].node)) sends[*k] = i;
+    for (std::size_t i = 0; i < all_.size(); ++i) {
+      if (all_[i].node->type() != pb::COMM_RECV_NODE) continue;
+      const auto k = key(*all_[i].node);
       const auto it = k ? sends.find(*k) : sends.end();
       if (it == sends.end()) continue;
-      send_of[i] = it->second;
-      dropped[i] = dropped[it->second] = true;
-      ++r.matched_send_recv;
+      send_of_[i] = it->second;
+      dropped_[i] = dropped_[it->second] = true;
+      ++r_.matched_send_recv;
     }
   }
 
   /// The op of node i (none for a joined SEND/RECV).
   void add_op(std::size_t i) {
-    sim::Graph& g = r.graph;
-    const pb::Node& n = *all[i].node;
-    outs[i] = tensors_of(n.outputs());
-    ins[i] = tensors_of(n.inputs());
-    if (dropped[i]) return;
-    ++r.nodes;
+    sim::Graph& g = r_.graph;
+    const pb::Node& n = *all_[i].node;
+    outs_[i] = tensors_of(n.outputs());
+    ins_[i] = tensors_of(n.inputs());
+    if (dropped_[i]) return;
+    ++r_.nodes;
     sim::Op op;
     op.name = n.name().empty() ? "node " + std::to_string(n.id()) : n.name();
-    if (!names.insert(op.name).second) {
+    if (!names_.insert(op.name).second) {
       op.name += " #" + std::to_string(n.id()) +
-                 (ranks.size() > 1 ? "@" + std::to_string(all[i].rank) : "");
-      names.insert(op.name);
+                 (ranks_.size() > 1 ? "@" + std::to_string(all_[i].rank) : "");
+      names_.insert(op.name);
     }
     const bool comm = n.type() == pb::COMM_COLL_NODE || n.type() == pb::COMM_SEND_NODE ||
                       n.type() == pb::COMM_RECV_NODE;
-    r.comm_nodes += comm;
+    r_.comm_nodes += comm;
     if (const std::string t = string_attr(n.attr(), "placesim_type"); !t.empty()) {
       op.type = t;
     } else if (n.type() == pb::COMM_COLL_NODE) {
@@ -427,16 +427,16 @@ class Importer {
     }
     std::int64_t in_bytes = 0, out_bytes = 0;
     std::set<std::uint64_t> seen;
-    for (const TensorUse& t : outs[i]) {
+    for (const TensorUse& t : outs_[i]) {
       if (!seen.insert(t.id).second) continue;
-      output_of[i][t.id] = static_cast<std::int32_t>(op.outputs.size());
+      output_of_[i][t.id] = static_cast<std::int32_t>(op.outputs.size());
       sim::TensorOut o;
       o.name = op.name + ":t" + std::to_string(t.id);
       o.bytes = sim::Bytes{t.bytes};
       op.outputs.push_back(o);
       out_bytes += t.bytes;
     }
-    for (const TensorUse& t : ins[i]) in_bytes += t.bytes;
+    for (const TensorUse& t : ins_[i]) in_bytes += t.bytes;
     if (const auto d = int_attr(n.attr(), "duration_ns"); d && *d >= 0) {
       op.measured = sim::Duration{*d};
     } else if (n.duration_micros() > 0 || !int_attr(n.attr(), "num_ops")) {
@@ -459,66 +459,67 @@ class Importer {
       op.device_kind = *cpu ? sim::DeviceKind::Cpu : sim::DeviceKind::Gpu;
     if (const auto ph = sim::parse_phase(string_attr(n.attr(), "phase"))) op.phase = *ph;
     op.layer = string_attr(n.attr(), "layer");
-    op_of[i] = g.add_op(std::move(op));
+    op_of_[i] = g.add_op(std::move(op));
   }
 
   /// Data and control edges into node i's op.
   void add_edges(std::size_t i) {
-    if (dropped[i]) return;
-    const pb::Node& n = *all[i].node;
-    sim::Op& op = r.graph.ops[static_cast<std::size_t>(op_of[i])];
+    if (dropped_[i]) return;
+    const pb::Node& n = *all_[i].node;
+    sim::Op& op = r_.graph.ops[static_cast<std::size_t>(op_of_[i])];
     // Producers among the data dependencies (a matched RECV stands for its SEND's producers).
     std::vector<std::size_t> producers;
     std::set<sim::OpId> control;
     for (std::uint64_t dep : n.data_deps()) {
-      const auto it = index_of.find({all[i].rank, dep});
-      if (it == index_of.end()) {
-        ++r.missing_deps;
+      const auto it = index_of_.find({all_[i].rank, dep});
+      if (it == index_of_.end()) {
+        ++r_.missing_deps;
         continue;
       }
       std::size_t p = it->second;
-      if (send_of[p] < all.size()) {
-        for (std::uint64_t sd : all[send_of[p]].node->data_deps()) {
-          const auto s = index_of.find({all[send_of[p]].rank, sd});
-          if (s != index_of.end() && !dropped[s->second]) producers.push_back(s->second);
+      if (send_of_[p] < all_.size()) {
+        for (std::uint64_t sd : all_[send_of_[p]].node->data_deps()) {
+          const auto s = index_of_.find({all_[send_of_[p]].rank, sd});
+          if (s != index_of_.end() && !dropped_[s->second]) producers.push_back(s->second);
         }
         continue;
       }
-      if (dropped[p]) continue;
+      if (dropped_[p]) continue;
       producers.push_back(p);
     }
     std::set<std::size_t> used;
-    for (const TensorUse& t : ins[i]) {
+    for (const TensorUse& t : ins_[i]) {
       for (std::size_t p : producers) {
-        const auto k = output_of[p].find(t.id);
-        if (k == output_of[p].end() || op_of[p] == op_of[i]) continue;
-        op.inputs.push_back({op_of[p], k->second});
+        const auto k = output_of_[p].find(t.id);
+        if (k == output_of_[p].end() || op_of_[p] == op_of_[i]) continue;
+        op.inputs.push_back({op_of_[p], k->second});
         used.insert(p);
-        ++r.data_edges;
+        ++r_.data_edges;
         break;
       }
     }
     for (std::size_t p : producers)
-      if (!used.count(p) && op_of[p] != op_of[i]) control.insert(op_of[p]);
+      if (!used.count(p) && op_of_[p] != op_of_[i]) control.insert(op_of_[p]);
     for (std::uint64_t dep : n.ctrl_deps()) {
-      const auto it = index_of.find({all[i].rank, dep});
-      if (it == index_of.end()) {
-        ++r.missing_deps;
+      const auto it = index_of_.find({all_[i].rank, dep});
+      if (it == index_of_.end()) {
+        ++r_.missing_deps;
         continue;
       }
-      if (!dropped[it->second] && op_of[it->second] != op_of[i]) control.insert(op_of[it->second]);
+      if (!dropped_[it->second] && op_of_[it->second] != op_of_[i])
+        control.insert(op_of_[it->second]);
     }
     for (sim::OpId c : control) {
       bool has_data = false;
       for (const sim::TensorRef& in : op.inputs) has_data |= in.op == c;
       if (has_data) continue;
       op.control_inputs.push_back(c);
-      ++r.control_edges;
+      ++r_.control_edges;
     }
   }
 
   void break_cycles() {
-    sim::Graph& g = r.graph;
+    sim::Graph& g = r_.graph;
     // Chakra's PyTorch converter writes some dependencies from a CPU op to the kernel it launched
     // (its child in the call tree), which closes a cycle with the kernel's own dependency on the
     // op. A cyclic file keeps only the dependencies on earlier nodes (by id): the order the
@@ -531,29 +532,29 @@ class Importer {
         const auto nd =
             std::erase_if(op.inputs, [&](const sim::TensorRef& t) { return later(t.op); });
         const auto nc = std::erase_if(op.control_inputs, later);
-        r.data_edges -= static_cast<int>(nd);
-        r.control_edges -= static_cast<int>(nc);
+        r_.data_edges -= static_cast<int>(nd);
+        r_.control_edges -= static_cast<int>(nc);
         dropped_edges += static_cast<int>(nd + nc);
       }
-      r.backward_deps = dropped_edges;
-      r.notes.push_back(
+      r_.backward_deps = dropped_edges;
+      r_.notes.push_back(
           std::to_string(dropped_edges) +
           " dependencies on later nodes dropped (the file's dependencies form a cycle)");
     }
-    if (r.missing_deps > 0)
-      r.notes.push_back(std::to_string(r.missing_deps) +
-                        " dependencies on node ids absent from the file (dropped)");
-    if (r.comm_nodes > 0)
-      r.notes.push_back(std::to_string(r.comm_nodes) +
-                        " communication nodes imported as ops with their measured time (no "
-                        "collective op type yet)");
+    if (r_.missing_deps > 0)
+      r_.notes.push_back(std::to_string(r_.missing_deps) +
+                         " dependencies on node ids absent from the file (dropped)");
+    if (r_.comm_nodes > 0)
+      r_.notes.push_back(std::to_string(r_.comm_nodes) +
+                         " communication nodes imported as ops with their measured time (no "
+                         "collective op type yet)");
   }
 
   ChakraImport finish(const std::vector<std::string>& files) {
-    sim::Graph& g = r.graph;
+    sim::Graph& g = r_.graph;
     std::string name = std::filesystem::path(files.front()).filename().string();  // "trace.0.et"
     name = name.substr(0, name.rfind(".et"));                                     // "trace.0"
-    if (const auto dot = name.rfind('.'); dot != std::string::npos && ranks.size() > 1)
+    if (const auto dot = name.rfind('.'); dot != std::string::npos && ranks_.size() > 1)
       name = name.substr(0, dot);
     g.name = name;
     g.metadata["source"] = "chakra";
@@ -561,33 +562,33 @@ class Importer {
     g.finalize(files.front());
 
     bool named = true;
-    for (const RankFile& f : ranks) named &= !f.device.empty();
+    for (const RankFile& f : ranks_) named &= !f.device.empty();
     if (named) {
       sim::PlacementFile pf;
       pf.metadata.method = "chakra";
       pf.metadata.graph = g.name;
-      for (std::size_t i = 0; i < all.size(); ++i)
-        if (!dropped[i])
-          pf.ops[g.ops[static_cast<std::size_t>(op_of[i])].name] =
-              ranks[static_cast<std::size_t>(all[i].rank)].device;
-      r.placement = std::move(pf);
+      for (std::size_t i = 0; i < all_.size(); ++i)
+        if (!dropped_[i])
+          pf.ops[g.ops[static_cast<std::size_t>(op_of_[i])].name] =
+              ranks_[static_cast<std::size_t>(all_[i].rank)].device;
+      r_.placement = std::move(pf);
     }
-    return std::move(r);
+    return std::move(r_);
   }
 
-  std::size_t size() const { return all.size(); }
+  std::size_t size() const { return all_.size(); }
 
  private:
-  std::vector<RankFile> ranks;
-  std::vector<NodeRef> all;
-  std::map<std::pair<int, std::uint64_t>, std::size_t> index_of;  // (rank, id) -> position
-  std::vector<std::size_t> send_of;                               // RECV -> matching SEND
-  std::vector<bool> dropped;                                      // joined SEND/RECV
-  std::vector<sim::OpId> op_of;
-  std::vector<std::vector<TensorUse>> outs, ins;
-  std::vector<std::map<std::uint64_t, std::int32_t>> output_of;  // tensor id -> output index
-  std::set<std::string> names;
-  ChakraImport r;
+  std::vector<RankFile> ranks_;
+  std::vector<NodeRef> all_;
+  std::map<std::pair<int, std::uint64_t>, std::size_t> index_of_;  // (rank, id) -> position
+  std::vector<std::size_t> send_of_;                               // RECV -> matching SEND
+  std::vector<bool> dropped_;                                      // joined SEND/RECV
+  std::vector<sim::OpId> op_of_;
+  std::vector<std::vector<TensorUse>> outs_, ins_;
+  std::vector<std::map<std::uint64_t, std::int32_t>> output_of_;  // tensor id -> output index
+  std::set<std::string> names_;
+  ChakraImport r_;
 };
 
 }  // namespace
@@ -642,68 +643,29 @@ void set_io(pb::IOInfo* io, const std::vector<std::pair<std::int64_t, std::int64
 
 }  // namespace
 
-std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& c,
-                                       const sim::Placement& p, const sim::KernelCostModel& costs,
-                                       const std::string& dir) {
-  if (p.device_of.size() != g.ops.size())
-    throw InputError("<placement>", "",
-                     "a device for each of the " + std::to_string(g.ops.size()) + " ops");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (!std::filesystem::is_directory(dir))
-    throw InputError("<flag --chakra-out>", "",
-                     "a directory that can be created, got \"" + dir + "\"");
-  const int n = g.num_ops(), nd = c.num_devices();
-  // Tensor ids: 1 + the global output index.
-  std::vector<std::int64_t> first_tensor(static_cast<std::size_t>(n) + 1, 1);
-  for (int i = 0; i < n; ++i)
-    first_tensor[static_cast<std::size_t>(i) + 1] =
-        first_tensor[static_cast<std::size_t>(i)] +
-        static_cast<std::int64_t>(g.ops[static_cast<std::size_t>(i)].outputs.size());
-  const auto dev = [&](sim::OpId o) { return p.device_of[static_cast<std::size_t>(o)]; };
-  std::vector<std::vector<pb::Node>> nodes(static_cast<std::size_t>(nd));
-  // Cross-device edges: one SEND/RECV pair per (tensor, destination device), or per (control
-  // edge, destination) with no bytes. Ids above the ops' own.
-  std::map<std::tuple<sim::OpId, std::int32_t, sim::DeviceId>, std::uint64_t> recv_id;
-  std::uint64_t next_id = static_cast<std::uint64_t>(n);
-  std::int64_t next_tag = 0;
-  const auto cross = [&](sim::OpId producer, std::int32_t output, sim::DeviceId to) {
-    const auto key = std::make_tuple(producer, output, to);
-    if (const auto it = recv_id.find(key); it != recv_id.end()) return it->second;
-    const sim::DeviceId from = dev(producer);
-    const bool data = output >= 0;
-    const std::int64_t bytes = data ? g.ops[static_cast<std::size_t>(producer)]
-                                          .outputs[static_cast<std::size_t>(output)]
-                                          .bytes.v
-                                    : 0;
-    const std::int64_t tid = data ? first_tensor[static_cast<std::size_t>(producer)] + output : 0;
-    const std::int64_t tag = next_tag++;
-    for (int side = 0; side < 2; ++side) {
-      pb::Node node;
-      node.set_id(next_id++);
-      const bool send = side == 0;
-      node.set_name((send ? "send " : "recv ") + g.ops[static_cast<std::size_t>(producer)].name +
-                    (data ? ":" + std::to_string(output) : " (control)") + " " +
-                    c.devices[static_cast<std::size_t>(from)].name + " -> " +
-                    c.devices[static_cast<std::size_t>(to)].name);
-      node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
-      // A RECV depends on its SEND through (src, dst, tag), as ASTRA-sim matches them.
-      if (send) node.add_data_deps(static_cast<std::uint64_t>(producer));
-      if (data) set_io(send ? node.mutable_inputs() : node.mutable_outputs(), {{tid, bytes}}, true);
-      set_int32_attr(node, "comm_src", from);
-      set_int32_attr(node, "comm_dst", to);
-      set_attr(node, "comm_size", bytes);
-      set_int32_attr(node, "comm_tag", static_cast<std::int32_t>(tag));
-      set_bool_attr(node, "is_cpu_op", false);
-      nodes[static_cast<std::size_t>(send ? from : to)].push_back(std::move(node));
-    }
-    recv_id[key] = next_id - 1;
-    return next_id - 1;
-  };
-  for (sim::OpId i = 0; i < n; ++i) {
-    const sim::Op& op = g.ops[static_cast<std::size_t>(i)];
+namespace {
+
+// The per-device node lists of one export: compute nodes with the ops' ids, SEND/RECV pairs
+// above them.
+class ChakraNodes {
+ public:
+  ChakraNodes(const sim::Graph& g, const sim::Cluster& c, const sim::Placement& p)
+      : g_(g), c_(c), p_(p), nodes_(static_cast<std::size_t>(c.num_devices())) {
+    const int n = g.num_ops();
+    // Tensor ids: 1 + the global output index.
+    first_tensor_.assign(static_cast<std::size_t>(n) + 1, 1);
+    for (int i = 0; i < n; ++i)
+      first_tensor_[static_cast<std::size_t>(i) + 1] =
+          first_tensor_[static_cast<std::size_t>(i)] +
+          static_cast<std::int64_t>(g.ops[static_cast<std::size_t>(i)].outputs.size());
+    next_id_ = static_cast<std::uint64_t>(n);
+  }
+
+  // Op i as a COMP_NODE on its device, its cross-device inputs through SEND/RECV pairs.
+  void add_op(sim::OpId i, const sim::KernelCostModel& costs) {
+    const sim::Op& op = g_.ops[static_cast<std::size_t>(i)];
     const sim::DeviceId d = dev(i);
-    const sim::Device& device = c.devices[static_cast<std::size_t>(d)];
+    const sim::Device& device = c_.devices[static_cast<std::size_t>(d)];
     const bool gpu = device.spec.kind == sim::DeviceKind::Gpu;
     pb::Node node;
     node.set_id(static_cast<std::uint64_t>(i));
@@ -712,11 +674,13 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
     const std::int64_t ns = costs.op_time(op, device).ns;
     node.set_duration_micros(static_cast<std::uint64_t>((ns + 500) / 1000));
     std::vector<std::pair<std::int64_t, std::int64_t>> in_t, out_t;
+    in_t.reserve(op.inputs.size());
+    out_t.reserve(op.outputs.size());
     std::set<std::uint64_t> data_deps;
     for (const sim::TensorRef& in : op.inputs) {
-      const sim::Op& po = g.ops[static_cast<std::size_t>(in.op)];
-      in_t.push_back({first_tensor[static_cast<std::size_t>(in.op)] + in.output,
-                      po.outputs[static_cast<std::size_t>(in.output)].bytes.v});
+      const sim::Op& po = g_.ops[static_cast<std::size_t>(in.op)];
+      in_t.emplace_back(first_tensor_[static_cast<std::size_t>(in.op)] + in.output,
+                        po.outputs[static_cast<std::size_t>(in.output)].bytes.v);
       const std::uint64_t dep =
           dev(in.op) == d ? static_cast<std::uint64_t>(in.op) : cross(in.op, in.output, d);
       if (data_deps.insert(dep).second) node.add_data_deps(dep);
@@ -729,8 +693,8 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
         node.add_data_deps(dep);  // RECV of a control edge
     }
     for (std::size_t k = 0; k < op.outputs.size(); ++k)
-      out_t.push_back({first_tensor[static_cast<std::size_t>(i)] + static_cast<std::int64_t>(k),
-                       op.outputs[k].bytes.v});
+      out_t.emplace_back(first_tensor_[static_cast<std::size_t>(i)] + static_cast<std::int64_t>(k),
+                         op.outputs[k].bytes.v);
     set_io(node.mutable_inputs(), in_t, gpu);
     set_io(node.mutable_outputs(), out_t, gpu);
     set_bool_attr(node, "is_cpu_op", !gpu);
@@ -742,10 +706,11 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
     set_attr(node, "phase", sim::to_string(op.phase));
     if (op.persistent.v > 0) set_attr(node, "persistent_bytes", op.persistent.v);
     if (!op.layer.empty()) set_attr(node, "layer", op.layer);
-    nodes[static_cast<std::size_t>(d)].push_back(std::move(node));
+    nodes_[static_cast<std::size_t>(d)].push_back(std::move(node));
   }
-  std::vector<std::string> paths;
-  for (int d = 0; d < nd; ++d) {
+
+  // Device d's file: the global metadata, then its nodes by id.
+  std::string device_file(sim::DeviceId d) {
     pb::GlobalMetadata meta;
     meta.set_version("0.0.4");
     const auto add = [&](const std::string& k, const std::string& v) {
@@ -754,18 +719,89 @@ std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& 
       a->set_string_val(v);
     };
     add("schema", "placesim export");
-    add("placesim_device", c.devices[static_cast<std::size_t>(d)].name);
-    add("placesim_graph", g.name);
-    add("placesim_cluster", c.name);
+    add("placesim_device", c_.devices[static_cast<std::size_t>(d)].name);
+    add("placesim_graph", g_.name);
+    add("placesim_cluster", c_.name);
     std::string out;
     write_delimited(meta, out);
-    auto& v = nodes[static_cast<std::size_t>(d)];
+    auto& v = nodes_[static_cast<std::size_t>(d)];
     std::stable_sort(v.begin(), v.end(),
                      [](const pb::Node& a, const pb::Node& b) { return a.id() < b.id(); });
     for (const pb::Node& node : v) write_delimited(node, out);
+    return out;
+  }
+
+ private:
+  [[nodiscard]] sim::DeviceId dev(sim::OpId o) const {
+    return p_.device_of[static_cast<std::size_t>(o)];
+  }
+
+  // Cross-device edges: one SEND/RECV pair per (tensor, destination device), or per (control
+  // edge, destination; output -1) with no bytes. Returns the RECV's id.
+  std::uint64_t cross(sim::OpId producer, std::int32_t output, sim::DeviceId to) {
+    const auto key = std::make_tuple(producer, output, to);
+    if (const auto it = recv_id_.find(key); it != recv_id_.end()) return it->second;
+    const sim::DeviceId from = dev(producer);
+    const bool data = output >= 0;
+    const std::int64_t bytes = data ? g_.ops[static_cast<std::size_t>(producer)]
+                                          .outputs[static_cast<std::size_t>(output)]
+                                          .bytes.v
+                                    : 0;
+    const std::int64_t tid = data ? first_tensor_[static_cast<std::size_t>(producer)] + output : 0;
+    const std::int64_t tag = next_tag_++;
+    for (int side = 0; side < 2; ++side) {
+      pb::Node node;
+      node.set_id(next_id_++);
+      const bool send = side == 0;
+      node.set_name((send ? "send " : "recv ") + g_.ops[static_cast<std::size_t>(producer)].name +
+                    (data ? ":" + std::to_string(output) : " (control)") + " " +
+                    c_.devices[static_cast<std::size_t>(from)].name + " -> " +
+                    c_.devices[static_cast<std::size_t>(to)].name);
+      node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
+      // A RECV depends on its SEND through (src, dst, tag), as ASTRA-sim matches them.
+      if (send) node.add_data_deps(static_cast<std::uint64_t>(producer));
+      if (data) set_io(send ? node.mutable_inputs() : node.mutable_outputs(), {{tid, bytes}}, true);
+      set_int32_attr(node, "comm_src", from);
+      set_int32_attr(node, "comm_dst", to);
+      set_attr(node, "comm_size", bytes);
+      set_int32_attr(node, "comm_tag", static_cast<std::int32_t>(tag));
+      set_bool_attr(node, "is_cpu_op", false);
+      nodes_[static_cast<std::size_t>(send ? from : to)].push_back(std::move(node));
+    }
+    recv_id_[key] = next_id_ - 1;
+    return next_id_ - 1;
+  }
+
+  const sim::Graph& g_;
+  const sim::Cluster& c_;
+  const sim::Placement& p_;
+  std::vector<std::int64_t> first_tensor_;
+  std::vector<std::vector<pb::Node>> nodes_;
+  std::map<std::tuple<sim::OpId, std::int32_t, sim::DeviceId>, std::uint64_t> recv_id_;
+  std::uint64_t next_id_ = 0;
+  std::int64_t next_tag_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> export_chakra(const sim::Graph& g, const sim::Cluster& c,
+                                       const sim::Placement& p, const sim::KernelCostModel& costs,
+                                       const std::string& dir) {
+  if (p.device_of.size() != g.ops.size())
+    throw InputError("<placement>", "",
+                     "a device for each of the " + std::to_string(g.ops.size()) + " ops");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir))
+    throw InputError("<flag --chakra-out>", "",
+                     "a directory that can be created, got \"" + dir + "\"");
+  ChakraNodes nodes(g, c, p);
+  for (sim::OpId i = 0; i < g.num_ops(); ++i) nodes.add_op(i, costs);
+  std::vector<std::string> paths;
+  for (int d = 0; d < c.num_devices(); ++d) {
     const std::string path =
         (std::filesystem::path(dir) / (g.name + "." + std::to_string(d) + ".et")).string();
-    sim::write_file_atomic(path, out);
+    sim::write_file_atomic(path, nodes.device_file(d));
     paths.push_back(path);
   }
   return paths;

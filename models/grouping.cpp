@@ -243,83 +243,59 @@ sim::Placement Grouping::expand(const std::vector<sim::DeviceId>& device_of_grou
   return p;
 }
 
-Grouping group_graph(const sim::Graph& g, int max_groups) {
-  if (max_groups < 1) {
-    throw sim::InputError("<grouping>", "max_groups",
-                          "a positive number of groups, got " + std::to_string(max_groups));
+namespace {
+
+// The group label of every op while group_graph merges groups stage by stage.
+class GroupLabels {
+ public:
+  explicit GroupLabels(const sim::Graph& g)
+      : g_(g), n_(g.num_ops()), topo_pos_(static_cast<std::size_t>(n_)) {
+    for (int i = 0; i < n_; ++i)
+      topo_pos_[static_cast<std::size_t>(g.topo_order[static_cast<std::size_t>(i)])] = i;
+    for (const auto& op : g.ops) total_flops_ += op.flops.v;
   }
-  const int n = g.num_ops();
-  if (static_cast<int>(g.topo_order.size()) != n) {
-    throw sim::InputError("<grouping>", g.name, "a finalized graph");
-  }
-  std::vector<std::int64_t> topo_pos(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i)
-    topo_pos[static_cast<std::size_t>(g.topo_order[static_cast<std::size_t>(i)])] = i;
 
   // 1. Co-location groups.
-  std::vector<std::int32_t> label(static_cast<std::size_t>(n));
-  std::int32_t m = 0;
-  {
+  void colocate() {
+    label_.assign(static_cast<std::size_t>(n_), 0);
     std::map<std::string_view, std::int32_t> colo;
-    for (const sim::OpId v : g.topo_order) {
-      const auto [it, fresh] = colo.emplace(g.group_of(v), m);
-      if (fresh) ++m;
-      label[static_cast<std::size_t>(v)] = it->second;
+    for (const sim::OpId v : g_.topo_order) {
+      const auto [it, fresh] = colo.emplace(g_.group_of(v), m_);
+      if (fresh) ++m_;
+      label_[static_cast<std::size_t>(v)] = it->second;
     }
   }
+
   // 2. Strongly connected components of the structural quotient.
-  {
-    const Quotient q = quotient(g, label, m);
+  void merge_cycles() {
+    const Quotient q = quotient(g_, label_, m_);
     std::int32_t comps = 0;
     const auto comp = scc(q.succ, comps);
-    if (comps < m) {
-      UnionFind uf(static_cast<std::size_t>(m));
+    if (comps < m_) {
+      UnionFind uf(static_cast<std::size_t>(m_));
       std::vector<std::int32_t> first(static_cast<std::size_t>(comps), -1);
-      for (std::int32_t v = 0; v < m; ++v) {
+      for (std::int32_t v = 0; v < m_; ++v) {
         auto& f = first[static_cast<std::size_t>(comp[static_cast<std::size_t>(v)])];
         if (f < 0) f = v;
         uf.merge(v, f);
       }
-      m = relabel(g, uf, label);
+      m_ = relabel(g_, uf, label_);
     }
   }
-  // Per group: position of its first op in the topological order, work, and whether it holds
-  // any structural (forward-phase) op.
-  auto group_key = [&](std::int32_t count) {
-    std::vector<std::int64_t> key(static_cast<std::size_t>(count),
-                                  std::numeric_limits<std::int64_t>::max());
-    for (int v = 0; v < n; ++v) {
-      auto& k = key[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
-      k = std::min(k, topo_pos[static_cast<std::size_t>(v)]);
-    }
-    return key;
-  };
-  double total_flops = 0;
-  for (const auto& op : g.ops) total_flops += op.flops.v;
-  const auto weight_of = [&](std::int32_t count) {
-    // Half ops, half FLOPs: a group of many launch-bound small ops is as real as one big GEMM.
-    std::vector<double> w(static_cast<std::size_t>(count), 0.0);
-    for (int v = 0; v < n; ++v) {
-      const auto& op = g.ops[static_cast<std::size_t>(v)];
-      w[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])] +=
-          1.0 + (total_flops > 0 ? op.flops.v / total_flops * n : 0.0);
-    }
-    return w;
-  };
 
   // 3. Tiny groups into a neighbour.
-  {
-    const Quotient q = quotient(g, label, m);
-    const auto key = group_key(m);
-    const auto w = weight_of(m);
+  void merge_tiny(int max_groups) {
+    const Quotient q = quotient(g_, label_, m_);
+    const auto key = group_key();
+    const auto w = weights();
     double total_w = 0;
     for (const double x : w) total_w += x;
     const double tiny = total_w / (8.0 * max_groups);
     std::vector<std::int32_t> order = topo(q, key);
-    std::vector<std::int64_t> pos(static_cast<std::size_t>(m));
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(m_));
     for (std::size_t i = 0; i < order.size(); ++i)
       pos[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
-    UnionFind uf(static_cast<std::size_t>(m));
+    UnionFind uf(static_cast<std::size_t>(m_));
     // Groups with no structural edge at all (e.g. a backward-only group) and sources join their
     // earliest successor; a source never becomes anyone's successor, so these merges stay valid.
     for (const std::int32_t v : order) {
@@ -351,18 +327,19 @@ Grouping group_graph(const sim::Graph& g, int max_groups) {
       merged_w[static_cast<std::size_t>(only)] += merged_w[vs];
       uf.merge(v, only);
     }
-    for (auto& l : label) l = uf.find(l);
-    m = relabel(g, uf, label);
+    for (auto& l : label_) l = uf.find(l);
+    m_ = relabel(g_, uf, label_);
   }
+
   // 4. Contiguous runs of a topological order, at most max_groups of them.
-  {
-    const Quotient q = quotient(g, label, m);
-    const auto order = topo(q, group_key(m));
-    const auto w = weight_of(m);
+  void contiguous_runs(int max_groups) {
+    const Quotient q = quotient(g_, label_, m_);
+    const auto order = topo(q, group_key());
+    const auto w = weights();
     double total_w = 0;
     for (const double x : w) total_w += x;
-    const std::int32_t target = std::min<std::int32_t>(max_groups, m);
-    UnionFind uf(static_cast<std::size_t>(m));
+    const std::int32_t target = std::min<std::int32_t>(max_groups, m_);
+    UnionFind uf(static_cast<std::size_t>(m_));
     std::int32_t run = 0, run_head = order.empty() ? 0 : order[0];
     double done = 0;
     for (std::size_t i = 0; i < order.size(); ++i) {
@@ -379,20 +356,68 @@ Grouping group_graph(const sim::Graph& g, int max_groups) {
       uf.merge(v, run_head);
       done += w[static_cast<std::size_t>(v)];
     }
-    for (auto& l : label) l = uf.find(l);
-    m = relabel(g, uf, label);
+    for (auto& l : label_) l = uf.find(l);
+    m_ = relabel(g_, uf, label_);
   }
 
   // Final groups, numbered in a topological order of their DAG.
-  {
-    const Quotient q0 = quotient(g, label, m);
-    const auto order = topo(q0, group_key(m));
-    std::vector<std::int32_t> rank(static_cast<std::size_t>(m));
+  Grouping finish() {
+    const Quotient q0 = quotient(g_, label_, m_);
+    const auto order = topo(q0, group_key());
+    std::vector<std::int32_t> rank(static_cast<std::size_t>(m_));
     for (std::size_t i = 0; i < order.size(); ++i)
       rank[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
-    for (auto& l : label) l = rank[static_cast<std::size_t>(l)];
+    for (auto& l : label_) l = rank[static_cast<std::size_t>(l)];
+    return finish_grouping(g_, std::move(label_), m_);
   }
-  return finish_grouping(g, std::move(label), m);
+
+ private:
+  // Per group: position of its first op in the topological order.
+  [[nodiscard]] std::vector<std::int64_t> group_key() const {
+    std::vector<std::int64_t> key(static_cast<std::size_t>(m_),
+                                  std::numeric_limits<std::int64_t>::max());
+    for (int v = 0; v < n_; ++v) {
+      auto& k = key[static_cast<std::size_t>(label_[static_cast<std::size_t>(v)])];
+      k = std::min(k, topo_pos_[static_cast<std::size_t>(v)]);
+    }
+    return key;
+  }
+  // Per group: its work. Half ops, half FLOPs: a group of many launch-bound small ops is as real
+  // as one big GEMM.
+  [[nodiscard]] std::vector<double> weights() const {
+    std::vector<double> w(static_cast<std::size_t>(m_), 0.0);
+    for (int v = 0; v < n_; ++v) {
+      const auto& op = g_.ops[static_cast<std::size_t>(v)];
+      w[static_cast<std::size_t>(label_[static_cast<std::size_t>(v)])] +=
+          1.0 + (total_flops_ > 0 ? op.flops.v / total_flops_ * n_ : 0.0);
+    }
+    return w;
+  }
+
+  const sim::Graph& g_;
+  int n_;
+  std::vector<std::int64_t> topo_pos_;
+  double total_flops_ = 0;
+  std::vector<std::int32_t> label_;
+  std::int32_t m_ = 0;  // number of groups
+};
+
+}  // namespace
+
+Grouping group_graph(const sim::Graph& g, int max_groups) {
+  if (max_groups < 1) {
+    throw sim::InputError("<grouping>", "max_groups",
+                          "a positive number of groups, got " + std::to_string(max_groups));
+  }
+  if (static_cast<int>(g.topo_order.size()) != g.num_ops()) {
+    throw sim::InputError("<grouping>", g.name, "a finalized graph");
+  }
+  GroupLabels labels(g);
+  labels.colocate();
+  labels.merge_cycles();
+  labels.merge_tiny(max_groups);
+  labels.contiguous_runs(max_groups);
+  return labels.finish();
 }
 
 std::vector<sim::DeviceId> project_placement(const Grouping& gr, const sim::Placement& p,
@@ -444,6 +469,7 @@ Grouping refine_grouping(const Grouping& gr, const sim::Graph& g,
     if (!fresh) it->second = std::min(it->second, position[static_cast<std::size_t>(v)]);
   }
   std::vector<std::tuple<std::int32_t, std::int64_t, std::int32_t>> pieces;
+  pieces.reserve(first.size());
   for (const auto& [key, pos] : first) pieces.emplace_back(key.first, pos, key.second);
   std::sort(pieces.begin(), pieces.end());
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> id;

@@ -206,14 +206,19 @@ sim::Graph import_onnx(const std::string& path, const OnnxImportOptions& options
 
 namespace {
 
-sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOptions& options) {
+// ---------------------------------------------------------------------------------------------
+// Reading and preparing the model.
+
+// The model file, parsed, with the attributes and declared shapes ONNX's shape inference would
+// trust checked first.
+onnx::ModelProto load_model(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw sim::InputError(path, "", "a readable ONNX model file");
   onnx::ModelProto model;
   if (!model.ParseFromIstream(&f) || !model.has_graph()) {
     throw sim::InputError(path, "", "an ONNX ModelProto (protobuf), could not parse the file");
   }
-  onnx::GraphProto& g = *model.mutable_graph();
+  const onnx::GraphProto& g = model.graph();
   check_attributes(g, path);
   // Declared dimensions, before ONNX's shape inference multiplies them (INT64_MAX overflowed).
   for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
@@ -230,55 +235,66 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
     check_shape(dims, from_onnx(t.data_type()), path,
                 "graph.initializer \"" + sim::printable(t.name()) + "\"");
   }
+  return model;
+}
 
-  std::set<std::string> initializers;
-  for (const auto& t : g.initializer()) initializers.insert(t.name());
-  // How each graph input / initializer is used: by which op types, at which input positions.
-  std::map<std::string, std::set<std::pair<std::string, int>>> uses;
-  for (const auto& n : g.node()) {
-    for (int i = 0; i < n.input_size(); ++i) uses[n.input(i)].insert({n.op_type(), i});
+// How each graph input / initializer is used: by which op types, at which input positions.
+class Uses {
+ public:
+  explicit Uses(const onnx::GraphProto& g) {
+    for (const auto& n : g.node()) {
+      for (int i = 0; i < n.input_size(); ++i) uses_[n.input(i)].insert({n.op_type(), i});
+    }
   }
-  auto only_nonzero_positions = [&](const std::string& name) {
-    const auto it = uses.find(name);
-    if (it == uses.end()) return false;
+  [[nodiscard]] bool only_nonzero_positions(const std::string& name) const {
+    const auto it = uses_.find(name);
+    if (it == uses_.end()) return false;
     return std::all_of(it->second.begin(), it->second.end(),
                        [](const auto& u) { return u.second > 0; });
-  };
+  }
   // An initializer is a weight (export_params=True puts every parameter there) when some op reads
   // it as data: not only through a slot that takes a shape, index, exponent, ratio or bound.
-  auto data_slot = [](const std::string& op, int pos) {
-    static const std::set<std::string, std::less<>> first_only = {
-        "Reshape", "Expand",         "Tile",      "Pow",     "Slice",   "Pad",
-        "Resize",  "Upsample",       "Clip",      "Dropout", "Squeeze", "Unsqueeze",
-        "Gather",  "GatherElements", "ReduceSum", "TopK",    "Split",   "CastLike"};
-    static const std::set<std::string, std::less<>> none = {"Shape", "Size", "ConstantOfShape",
-                                                            "Range"};
-    if (none.contains(op)) return false;
-    return !first_only.contains(op) || pos == 0;
-  };
-  auto read_as_data = [&](const std::string& name) {
-    const auto it = uses.find(name);
-    if (it == uses.end()) return false;
+  [[nodiscard]] bool read_as_data(const std::string& name) const {
+    const auto it = uses_.find(name);
+    if (it == uses_.end()) return false;
     return std::any_of(it->second.begin(), it->second.end(),
                        [&](const auto& u) { return data_slot(u.first, u.second); });
-  };
-  auto bn_statistic = [&](const std::string& name) {
-    const auto it = uses.find(name);
-    if (it == uses.end()) return false;
+  }
+  [[nodiscard]] bool bn_statistic(const std::string& name) const {
+    const auto it = uses_.find(name);
+    if (it == uses_.end()) return false;
     return std::all_of(it->second.begin(), it->second.end(), [](const auto& u) {
       return u.first == "BatchNormalization" && u.second >= 3;
     });
-  };
-  // Data inputs. torch.onnx.export lists the model's own inputs first and, with
-  // export_params=False, every weight after them as a graph input, so: the first input; any
-  // integer input (ids, masks: never trainable); and float inputs before the first weight-only
-  // input (one that never feeds an op's first slot) that carry a symbolic (batch) dimension.
+  }
+
+ private:
+  static bool data_slot(const std::string& op, int pos) {
+    static const std::set<std::string, std::less<>> kFirstOnly = {
+        "Reshape", "Expand",         "Tile",      "Pow",     "Slice",   "Pad",
+        "Resize",  "Upsample",       "Clip",      "Dropout", "Squeeze", "Unsqueeze",
+        "Gather",  "GatherElements", "ReduceSum", "TopK",    "Split",   "CastLike"};
+    static const std::set<std::string, std::less<>> kNone = {"Shape", "Size", "ConstantOfShape",
+                                                             "Range"};
+    if (kNone.contains(op)) return false;
+    return !kFirstOnly.contains(op) || pos == 0;
+  }
+  std::map<std::string, std::set<std::pair<std::string, int>>> uses_;
+};
+
+// Data inputs. torch.onnx.export lists the model's own inputs first and, with
+// export_params=False, every weight after them as a graph input, so: the first input; any
+// integer input (ids, masks: never trainable); and float inputs before the first weight-only
+// input (one that never feeds an op's first slot) that carry a symbolic (batch) dimension.
+std::set<std::string> find_data_inputs(const onnx::GraphProto& g,
+                                       const std::set<std::string>& initializers,
+                                       const Uses& uses) {
   std::set<std::string> data_inputs;
   bool leading = true;
   for (int i = 0; i < g.input_size(); ++i) {
     const onnx::ValueInfoProto& in = g.input(i);
     if (initializers.contains(in.name())) continue;
-    if (i > 0 && only_nonzero_positions(in.name())) leading = false;
+    if (i > 0 && uses.only_nonzero_positions(in.name())) leading = false;
     const Info ii = info_of(in.type());
     bool symbolic = false;
     if (in.type().has_tensor_type() && in.type().tensor_type().has_shape()) {
@@ -287,7 +303,13 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
     }
     if (i == 0 || !is_float(ii.dtype) || (leading && symbolic)) data_inputs.insert(in.name());
   }
-  // Fix the batch dimension of the data inputs, drop stale intermediate shapes, infer.
+  return data_inputs;
+}
+
+// Fix the batch dimension of the data inputs, drop stale intermediate shapes, infer.
+void infer_shapes(onnx::ModelProto& model, const std::set<std::string>& data_inputs,
+                  const OnnxImportOptions& options, const std::string& path) {
+  onnx::GraphProto& g = *model.mutable_graph();
   for (auto& in : *g.mutable_input()) {
     if (!data_inputs.contains(in.name()) || !in.type().has_tensor_type()) continue;
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
@@ -314,7 +336,10 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
     throw sim::InputError(path, "shape inference",
                           std::string("a model ONNX can infer shapes for, got: ") + e.what());
   }
+}
 
+// Shape and dtype of every named value after inference (each checked against the limits).
+std::map<std::string, Info> collect_info(const onnx::GraphProto& g, const std::string& path) {
   std::map<std::string, Info> info;
   auto add_info = [&](const onnx::ValueInfoProto& v) {
     Info i = info_of(v.type());
@@ -330,281 +355,440 @@ sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOption
            .known = true};
     info[t.name()] = i;
   }
+  return info;
+}
 
-  std::string stem = path.substr(path.find_last_of('/') + 1);
-  if (const auto dot = stem.rfind('.'); dot != std::string::npos) stem = stem.substr(0, dot);
-  GraphBuilder b(g.name().empty() ? stem : stem);
-  b.prefix_names(false);
-  std::set<std::string> used_names;
-  auto unique = [&](std::string name) {
-    if (name.empty()) name = "op";
-    std::string candidate = name;
-    for (int k = 1; used_names.contains(candidate); ++k) candidate = name + "#" + std::to_string(k);
-    used_names.insert(candidate);
-    return candidate;
-  };
-  std::map<std::string, Tensor> tensors;
+// ---------------------------------------------------------------------------------------------
+// Op handlers: FLOPs of the forward op and the gradient rules, one handler per op family, found
+// through a table from op type to handler.
 
-  // Parameters and constants.
-  auto add_value = [&](const std::string& name, bool graph_input) {
-    const Info& i = info[name];
-    b.scope(layer_of(name, '.'));
-    if (data_inputs.contains(name)) {
-      tensors[name] = b.input(unique(name), i.shape, i.dtype);
-    } else if (is_float(i.dtype) && !bn_statistic(name) &&
-               (graph_input || (!i.shape.empty() && read_as_data(name)))) {
-      tensors[name] = b.variable_named(unique(name), i.shape, layer_of(name, '.'));
-    } else {
-      tensors[name] = b.constant(unique(name), i.shape, i.dtype,
-                                 bn_statistic(name) ? "RunningStatistic" : "Const");
+// One ONNX node as the handlers see it: its builder inputs (pos[j] = ONNX input index of
+// ins[j]), output shapes, sizes, and what the handler decides (flops, rules).
+struct Node {
+  const onnx::NodeProto& n;
+  const std::string& type;
+  const std::vector<Tensor>& ins;
+  const std::vector<int>& pos;
+  const std::vector<Shape>& outs;
+  const sim::Graph& graph;  // ops built so far (a Gather's table: a variable or not)
+  Shape y;                  // first output's shape
+  double ny = 0;            // its elements
+  double nx = 0;            // first input's elements
+  double flops = 0;
+  std::vector<GradRule> rules;
+  bool unknown = false;  // no handler: counted as one FLOP per output element
+
+  // Builder input index of ONNX input `onnx_index`, or -1 when absent.
+  [[nodiscard]] int at(int onnx_index) const {
+    for (std::size_t j = 0; j < pos.size(); ++j) {
+      if (pos[j] == onnx_index) return static_cast<int>(j);
     }
-  };
-  for (const auto& in : g.input()) add_value(in.name(), !initializers.contains(in.name()));
-  for (const auto& t : g.initializer()) {
-    if (!tensors.contains(t.name())) add_value(t.name(), false);
+    return -1;
+  }
+  [[nodiscard]] bool differentiable(int j) const {
+    return j >= 0 && static_cast<std::size_t>(j) < ins.size() &&
+           is_float(ins[static_cast<std::size_t>(j)].dtype);
+  }
+  // A gradient op for the differentiable inputs among `wrt`, reading `saved_in` (absent ones
+  // dropped) and forward outputs `saved_out`.
+  void grad(std::string gtype, double gflops, const std::vector<int>& wrt,
+            const std::vector<int>& saved_in, std::vector<int> saved_out = {}) {
+    std::vector<int> w;
+    for (const int j : wrt) {
+      if (differentiable(j)) w.push_back(j);
+    }
+    if (w.empty()) return;
+    std::vector<int> s;
+    for (const int j : saved_in) {
+      if (j >= 0) s.push_back(j);
+    }
+    rules.push_back(GradRule{.type = std::move(gtype),
+                             .flops = gflops,
+                             .wrt = w,
+                             .saved_inputs = s,
+                             .saved_outputs = std::move(saved_out)});
+  }
+};
+
+using Handler = void (*)(Node&, const std::string& path, const std::string& node_key);
+
+void handle_conv(Node& x, const std::string& path, const std::string& node_key) {
+  const Shape& w = x.ins.at(1).shape;
+  if (w.size() < 3)
+    throw sim::InputError(
+        path, node_key,
+        "a weight of shape [M, C/groups, k...], got " + std::to_string(w.size()) + " dimensions");
+  double k = 1;
+  for (std::size_t d = 2; d < w.size(); ++d) k *= static_cast<double>(w[d]);
+  // Conv: each output element sums (C/groups) x kernel products; ConvTranspose scatters each
+  // input element over (M/groups) x kernel outputs.
+  x.flops = x.type == "Conv" ? 2 * x.ny * static_cast<double>(w[1]) * k
+                             : 2 * x.nx * static_cast<double>(w[1]) * k;
+  if (x.at(2) >= 0) x.flops += x.ny;
+  x.grad(x.type + "BackpropInput", x.flops, {x.at(0)}, {x.at(1)});
+  x.grad(x.type + "BackpropFilter", x.flops, {x.at(1)}, {x.at(0)});
+  x.grad("ReduceSum", x.ny, {x.at(2)}, {});
+}
+
+void handle_matmul(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  const Shape& a = x.ins.at(0).shape;
+  const bool trans_a = x.type == "Gemm" && attr_int(x.n, "transA", 0) != 0;
+  const double kdim = a.empty() ? 1.0 : static_cast<double>(trans_a ? a.front() : a.back());
+  x.flops = 2 * x.ny * kdim + (x.at(2) >= 0 ? x.ny : 0);
+  x.grad(x.type, 2 * x.ny * kdim, {x.at(0)}, {x.at(1)});
+  x.grad(x.type, 2 * x.ny * kdim, {x.at(1)}, {x.at(0)});
+  x.grad("ReduceSum", x.ny, {x.at(2)}, {});
+}
+
+void handle_norm(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  x.flops = 5 * x.nx;
+  x.grad(x.type + "Grad", 8 * x.nx, {x.at(0), x.at(1), x.at(2)}, {x.at(0), x.at(1)});
+}
+
+void handle_pool(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  double k = 1;
+  for (const auto v : attr_ints(x.n, "kernel_shape")) k *= static_cast<double>(v);
+  x.flops = x.ny * k;
+  if (x.type == "MaxPool") {
+    x.grad("MaxPoolGrad", x.flops, {x.at(0)}, {x.at(0)}, {0});
+  } else {
+    x.grad(x.type + "Grad", x.flops, {x.at(0)}, {});
+  }
+}
+
+void handle_global_pool(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  x.flops = x.nx;
+  x.grad(x.type + "Grad", x.nx, {x.at(0)},
+         x.type == "GlobalMaxPool" ? std::vector<int>{x.at(0)} : std::vector<int>{});
+}
+
+void handle_softmax(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  x.flops = 5 * x.nx;
+  x.rules.push_back(
+      GradRule{.type = x.type + "Grad", .flops = 3 * x.nx, .wrt = {0}, .saved_outputs = {0}});
+  if (!x.differentiable(0)) x.rules.clear();
+}
+
+void handle_unary(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  const double per = kUnary.find(x.type)->second;
+  x.flops = x.ny * per;
+  x.grad(x.type + "Grad", x.ny * std::max(1.0, per), {x.at(0)}, {x.at(0)});
+  if (x.type == "PRelu") x.grad("ReduceSum", 2 * x.ny, {x.at(1)}, {x.at(0)});
+}
+
+void handle_binary(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  const std::string& type = x.type;
+  const int n_in = static_cast<int>(x.ins.size());
+  x.flops = x.ny * std::max<double>(1.0, static_cast<double>(x.ins.size()) - 1);
+  for (int j = 0; j < n_in; ++j) {
+    const bool same = x.ins[static_cast<std::size_t>(j)].shape == x.y;
+    if ((type == "Add" || type == "Sum") && same) {
+      if (x.differentiable(j)) x.rules.push_back(GradRule{.wrt = {j}, .passthrough = true});
+    } else if (type == "Add" || type == "Sub" || type == "Sum") {
+      x.grad(same ? "Neg" : "ReduceSum", x.ny, {j}, {});
+    } else if (type == "Where") {
+      if (j > 0) x.grad("Where", x.ny, {j}, {0});
+    } else {
+      std::vector<int> others;
+      for (int o = 0; o < n_in; ++o) {
+        if (o != j) others.push_back(o);
+      }
+      x.grad(type + "Grad", x.ny * (same ? 1.0 : 2.0), {j}, others);
+    }
+  }
+}
+
+void handle_concat(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  for (int j = 0; j < static_cast<int>(x.ins.size()); ++j) x.grad("Slice", 0, {j}, {});
+}
+
+void handle_split(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  x.grad("Concat", 0, {x.at(0)}, {});
+}
+
+void handle_dropout(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  x.flops = 2 * x.nx;  // draw a mask and scale
+  if (x.n.output_size() > 1) {
+    x.grad("DropoutGrad", x.nx, {x.at(0)}, {}, {1});
+  } else {
+    x.grad("DropoutGrad", x.nx, {x.at(0)}, {});
+  }
+}
+
+void handle_identity(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  if (x.differentiable(0)) x.rules.push_back(GradRule{.wrt = {0}, .passthrough = true});
+}
+
+void handle_move(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  const std::string& type = x.type;
+  x.flops = (type == "Resize" || type == "Upsample") ? x.ny * 4 : 0;
+  x.grad(type + "Grad", type == "Expand" || type == "Tile" ? x.ny : x.flops, {x.at(0)}, {});
+}
+
+void handle_gather(Node& x, const std::string& path, const std::string& node_key) {
+  if (x.at(0) >= 0 && x.graph.ops[static_cast<std::size_t>(x.ins[0].op)].type == "VariableV2") {
+    // An embedding look-up: IndexedSlices gradient of the gathered rows.
+    x.rules.push_back(
+        GradRule{.type = "GatherGrad", .wrt = {0}, .saved_inputs = {x.at(1)}, .out_shapes = {x.y}});
+    return;
+  }
+  handle_move(x, path, node_key);
+}
+
+void handle_reduce(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  x.flops = x.nx;
+  x.grad("Expand", x.nx, {x.at(0)},
+         x.type == "ReduceMax" || x.type == "ReduceMin" ? std::vector<int>{x.at(0)}
+                                                        : std::vector<int>{});
+}
+
+void handle_nondiff(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  x.flops = 0;
+}
+
+// Unknown op: one FLOP per output element, and a gradient op of the same size per float input.
+void handle_unknown(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
+  x.unknown = true;
+  x.flops = 0;
+  for (const auto& s : x.outs) x.flops += elems(s);
+  std::vector<int> all(x.ins.size());
+  for (std::size_t j = 0; j < x.ins.size(); ++j) all[j] = static_cast<int>(j);
+  x.grad(x.type + "Grad", x.flops, all, all);
+}
+
+// Op type -> handler. Types in no table: Reduce* reduce, the rest are unknown.
+const std::map<std::string, Handler, std::less<>>& handlers() {
+  static const std::map<std::string, Handler, std::less<>> kTable = [] {
+    std::map<std::string, Handler, std::less<>> t;
+    for (const auto& s : kNonDiff) t[s] = handle_nondiff;
+    for (const auto& s : kMove) t[s] = handle_move;
+    for (const auto& s : kBinary) t[s] = handle_binary;
+    for (const auto& kv : kUnary) t[kv.first] = handle_unary;
+    for (const char* s : {"Conv", "ConvTranspose"}) t[s] = handle_conv;
+    for (const char* s : {"Gemm", "MatMul"}) t[s] = handle_matmul;
+    for (const char* s : {"BatchNormalization", "InstanceNormalization", "LayerNormalization",
+                          "GroupNormalization"})
+      t[s] = handle_norm;
+    for (const char* s : {"MaxPool", "AveragePool", "LpPool"}) t[s] = handle_pool;
+    for (const char* s : {"GlobalAveragePool", "GlobalMaxPool"}) t[s] = handle_global_pool;
+    for (const char* s : {"Softmax", "LogSoftmax"}) t[s] = handle_softmax;
+    t["Concat"] = handle_concat;
+    t["Split"] = handle_split;
+    t["Dropout"] = handle_dropout;
+    t["Identity"] = handle_identity;
+    t["Gather"] = handle_gather;
+    return t;
+  }();
+  return kTable;
+}
+
+Handler handler_of(const std::string& type) {
+  const auto& table = handlers();
+  if (const auto it = table.find(type); it != table.end()) return it->second;
+  if (type.rfind("Reduce", 0) == 0) return handle_reduce;
+  return handle_unknown;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building the graph.
+
+class Importer {
+ public:
+  Importer(const std::string& path, const OnnxImportOptions& options, const onnx::GraphProto& g)
+      : path_(path), options_(options), g_(g), uses_(g), b_(stem_of(path)) {
+    for (const auto& t : g.initializer()) initializers_.insert(t.name());
+    data_inputs_ = find_data_inputs(g, initializers_, uses_);
+    b_.prefix_names(false);
+  }
+  [[nodiscard]] const std::set<std::string>& data_inputs() const { return data_inputs_; }
+
+  // After shape inference: parameters, constants, one op per node, the loss and training ops.
+  sim::Graph build(const onnx::ModelProto& model) {
+    info_ = collect_info(g_, path_);
+    for (const auto& in : g_.input()) add_value(in.name(), !initializers_.contains(in.name()));
+    for (const auto& t : g_.initializer()) {
+      if (!tensors_.contains(t.name())) add_value(t.name(), false);
+    }
+    for (int k = 0; k < g_.node_size(); ++k) add_node(k, g_.node(k));
+    if (options_.training) add_loss();
+    std::string unknown;
+    for (const auto& u : unknown_ops_) unknown += (unknown.empty() ? "" : ",") + u;
+    std::map<std::string, std::string> meta{
+        {"builder", "onnx"},
+        {"source", path_},
+        {"parameters", std::to_string(b_.parameter_count())},
+        {"options", std::string("training=") + (options_.training ? "true" : "false") +
+                        ",batch=" + std::to_string(options_.batch) +
+                        ",optimizer=" + to_string(options_.optimizer)},
+        {"producer", model.producer_name() + " " + model.producer_version()}};
+    if (!unknown.empty()) meta["unknown_ops"] = unknown;
+    return b_.finish(std::move(meta));
   }
 
-  std::set<std::string> unknown_ops;
-  // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
-  // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
-  std::set<std::string> guessed;
-  for (int k = 0; k < g.node_size(); ++k) {
-    const onnx::NodeProto& n = g.node(k);
-    const std::string& type = n.op_type();
-    std::vector<Tensor> ins;
-    std::vector<int> pos;  // ONNX input index of each builder input
+ private:
+  static std::string stem_of(const std::string& path) {
+    std::string stem = path.substr(path.find_last_of('/') + 1);
+    if (const auto dot = stem.rfind('.'); dot != std::string::npos) stem = stem.substr(0, dot);
+    return stem;
+  }
+
+  std::string unique(std::string name) {
+    if (name.empty()) name = "op";
+    std::string candidate = name;
+    for (int k = 1; used_names_.contains(candidate); ++k) {
+      candidate = name + "#" + std::to_string(k);
+    }
+    used_names_.insert(candidate);
+    return candidate;
+  }
+
+  // A graph input or initializer: a data input, a trainable variable or a constant.
+  void add_value(const std::string& name, bool graph_input) {
+    const Info& i = info_[name];
+    b_.scope(layer_of(name, '.'));
+    if (data_inputs_.contains(name)) {
+      tensors_[name] = b_.input(unique(name), i.shape, i.dtype);
+    } else if (is_float(i.dtype) && !uses_.bn_statistic(name) &&
+               (graph_input || (!i.shape.empty() && uses_.read_as_data(name)))) {
+      tensors_[name] = b_.variable_named(unique(name), i.shape, layer_of(name, '.'));
+    } else {
+      tensors_[name] = b_.constant(unique(name), i.shape, i.dtype,
+                                   uses_.bn_statistic(name) ? "RunningStatistic" : "Const");
+    }
+  }
+
+  // The builder inputs of node k (empty ONNX inputs skipped) and their ONNX positions.
+  void node_inputs(int k, const onnx::NodeProto& n, std::vector<Tensor>& ins,
+                   std::vector<int>& pos) const {
     for (int i = 0; i < n.input_size(); ++i) {
       if (n.input(i).empty()) continue;
-      const auto it = tensors.find(n.input(i));
-      if (it == tensors.end()) {
+      const auto it = tensors_.find(n.input(i));
+      if (it == tensors_.end()) {
         throw sim::InputError(
-            path, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
+            path_, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
             "inputs produced earlier in the graph, got unknown tensor \"" + n.input(i) + "\"");
       }
       ins.push_back(it->second);
       pos.push_back(i);
     }
+  }
+
+  // Output shapes of a node (a guess, remembered in guessed_, where inference gave none) and the
+  // dtype of its first output.
+  std::vector<Shape> node_outputs(const onnx::NodeProto& n, const std::vector<Tensor>& ins,
+                                  sim::Dtype& out_dtype) {
     std::vector<Shape> outs;
-    sim::Dtype out_dtype = ins.empty() ? sim::Dtype::F32 : ins[0].dtype;
+    outs.reserve(static_cast<std::size_t>(n.output_size()));
+    out_dtype = ins.empty() ? sim::Dtype::F32 : ins[0].dtype;
     for (int o = 0; o < n.output_size(); ++o) {
-      const auto it = info.find(n.output(o));
-      if (it != info.end() && (it->second.known || !it->second.shape.empty())) {
+      const auto it = info_.find(n.output(o));
+      if (it != info_.end() && (it->second.known || !it->second.shape.empty())) {
         outs.push_back(it->second.shape);
         if (o == 0) out_dtype = it->second.dtype;
-      } else if (type == "BatchNormalization" && o > 0 && ins.size() > 1) {
+      } else if (n.op_type() == "BatchNormalization" && o > 0 && ins.size() > 1) {
         // Opset <= 13 training mode: running/saved mean and variance, one value per channel
         // (shape inference leaves them unknown; x's shape would count a whole activation each).
         outs.push_back(ins[1].shape);
       } else {
         outs.push_back(ins.empty() ? Shape{} : ins[0].shape);
-        guessed.insert(n.output(o));
+        guessed_.insert(n.output(o));
       }
     }
-    const Shape y = outs.empty() ? Shape{} : outs[0];
-    if ((type == "Reshape" || type == "Flatten") && !ins.empty() && !guessed.contains(n.input(0)) &&
-        num_elements(ins[0].shape) != num_elements(y)) {
+    return outs;
+  }
+
+  void add_node(int k, const onnx::NodeProto& n) {
+    const std::string& type = n.op_type();
+    std::vector<Tensor> ins;
+    std::vector<int> pos;
+    node_inputs(k, n, ins, pos);
+    sim::Dtype out_dtype = sim::Dtype::F32;
+    const std::vector<Shape> outs = node_outputs(n, ins, out_dtype);
+    Node x{.n = n, .type = type, .ins = ins, .pos = pos, .outs = outs, .graph = b_.graph()};
+    x.y = outs.empty() ? Shape{} : outs[0];
+    if ((type == "Reshape" || type == "Flatten") && !ins.empty() &&
+        !guessed_.contains(n.input(0)) && num_elements(ins[0].shape) != num_elements(x.y)) {
       // A target shape baked in at export time (x.view(1, ...)) no longer matches a new batch.
       throw sim::InputError(
-          path, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
+          path_, "graph.node[" + std::to_string(k) + "] (\"" + n.name() + "\")",
           "a Reshape whose target fits its input (" + std::to_string(num_elements(ins[0].shape)) +
-              " elements), got " + std::to_string(num_elements(y)) +
-              (options.batch > 0
+              " elements), got " + std::to_string(num_elements(x.y)) +
+              (options_.batch > 0
                    ? "; the model fixes its batch size: export it with batch " +
-                         std::to_string(options.batch) + " or dynamic_axes instead of --batch"
+                         std::to_string(options_.batch) + " or dynamic_axes instead of --batch"
                    : std::string{}));
     }
-    const double ny = elems(y);
-    const double nx = ins.empty() ? 0.0 : elems(ins[0].shape);
-    auto at = [&](int onnx_index) -> int {
-      for (std::size_t j = 0; j < pos.size(); ++j) {
-        if (pos[j] == onnx_index) return static_cast<int>(j);
-      }
-      return -1;
-    };
-    auto differentiable = [&](int j) {
-      return j >= 0 && static_cast<std::size_t>(j) < ins.size() &&
-             is_float(ins[static_cast<std::size_t>(j)].dtype);
-    };
+    x.ny = elems(x.y);
+    x.nx = ins.empty() ? 0.0 : elems(ins[0].shape);
     const std::string node_key =
         "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")";
     const std::size_t need_inputs =
         (type == "Conv" || type == "ConvTranspose" || type == "Gemm" || type == "MatMul") ? 2 : 0;
     if (ins.size() < need_inputs)
-      throw sim::InputError(path, node_key,
+      throw sim::InputError(path_, node_key,
                             "a " + sim::printable(type) + " with " + std::to_string(need_inputs) +
                                 " inputs, got " + std::to_string(ins.size()));
-    std::vector<GradRule> rules;
-    double flops = 0;
-    auto grad = [&](std::string gtype, double gflops, std::vector<int> wrt,
-                    std::vector<int> saved_in, std::vector<int> saved_out = {}) {
-      std::vector<int> w;
-      for (const int j : wrt) {
-        if (differentiable(j)) w.push_back(j);
-      }
-      if (w.empty()) return;
-      std::vector<int> s;
-      for (const int j : saved_in) {
-        if (j >= 0) s.push_back(j);
-      }
-      rules.push_back(GradRule{.type = std::move(gtype),
-                               .flops = gflops,
-                               .wrt = w,
-                               .saved_inputs = s,
-                               .saved_outputs = std::move(saved_out)});
-    };
-
-    if (type == "Conv" || type == "ConvTranspose") {
-      const Shape& w = ins.at(1).shape;
-      if (w.size() < 3)
-        throw sim::InputError(path, node_key,
-                              "a weight of shape [M, C/groups, k...], got " +
-                                  std::to_string(w.size()) + " dimensions");
-      double k = 1;
-      for (std::size_t d = 2; d < w.size(); ++d) k *= static_cast<double>(w[d]);
-      // Conv: each output element sums (C/groups) x kernel products; ConvTranspose scatters each
-      // input element over (M/groups) x kernel outputs.
-      flops = type == "Conv" ? 2 * ny * static_cast<double>(w[1]) * k
-                             : 2 * nx * static_cast<double>(w[1]) * k;
-      if (at(2) >= 0) flops += ny;
-      grad(type + "BackpropInput", flops, {at(0)}, {at(1)});
-      grad(type + "BackpropFilter", flops, {at(1)}, {at(0)});
-      grad("ReduceSum", ny, {at(2)}, {});
-    } else if (type == "Gemm" || type == "MatMul") {
-      const Shape& a = ins.at(0).shape;
-      const bool trans_a = type == "Gemm" && attr_int(n, "transA", 0) != 0;
-      const double kdim = a.empty() ? 1.0 : static_cast<double>(trans_a ? a.front() : a.back());
-      flops = 2 * ny * kdim + (at(2) >= 0 ? ny : 0);
-      grad(type, 2 * ny * kdim, {at(0)}, {at(1)});
-      grad(type, 2 * ny * kdim, {at(1)}, {at(0)});
-      grad("ReduceSum", ny, {at(2)}, {});
-    } else if (type == "BatchNormalization" || type == "InstanceNormalization" ||
-               type == "LayerNormalization" || type == "GroupNormalization") {
-      flops = 5 * nx;
-      grad(type + "Grad", 8 * nx, {at(0), at(1), at(2)}, {at(0), at(1)});
-    } else if (type == "MaxPool" || type == "AveragePool" || type == "LpPool") {
-      double k = 1;
-      for (const auto v : attr_ints(n, "kernel_shape")) k *= static_cast<double>(v);
-      flops = ny * k;
-      if (type == "MaxPool") {
-        grad("MaxPoolGrad", flops, {at(0)}, {at(0)}, {0});
-      } else {
-        grad(type + "Grad", flops, {at(0)}, {});
-      }
-    } else if (type == "GlobalAveragePool" || type == "GlobalMaxPool") {
-      flops = nx;
-      grad(type + "Grad", nx, {at(0)},
-           type == "GlobalMaxPool" ? std::vector<int>{at(0)} : std::vector<int>{});
-    } else if (type == "Softmax" || type == "LogSoftmax") {
-      flops = 5 * nx;
-      rules.push_back(
-          GradRule{.type = type + "Grad", .flops = 3 * nx, .wrt = {0}, .saved_outputs = {0}});
-      if (!differentiable(0)) rules.clear();
-    } else if (const auto u = kUnary.find(type); u != kUnary.end()) {
-      flops = ny * u->second;
-      grad(type + "Grad", ny * std::max(1.0, u->second), {at(0)}, {at(0)});
-      if (type == "PRelu") grad("ReduceSum", 2 * ny, {at(1)}, {at(0)});
-    } else if (kBinary.contains(type)) {
-      flops = ny * std::max<double>(1.0, static_cast<double>(ins.size()) - 1);
-      for (int j = 0; j < static_cast<int>(ins.size()); ++j) {
-        const bool same = ins[static_cast<std::size_t>(j)].shape == y;
-        if ((type == "Add" || type == "Sum") && same) {
-          if (differentiable(j)) rules.push_back(GradRule{.wrt = {j}, .passthrough = true});
-        } else if (type == "Add" || type == "Sub" || type == "Sum") {
-          grad(same ? "Neg" : "ReduceSum", ny, {j}, {});
-        } else if (type == "Where") {
-          if (j > 0) grad("Where", ny, {j}, {0});
-        } else {
-          std::vector<int> others;
-          for (int o = 0; o < static_cast<int>(ins.size()); ++o) {
-            if (o != j) others.push_back(o);
-          }
-          grad(type + "Grad", ny * (same ? 1.0 : 2.0), {j}, others);
-        }
-      }
-    } else if (type == "Concat") {
-      for (int j = 0; j < static_cast<int>(ins.size()); ++j) grad("Slice", 0, {j}, {});
-    } else if (type == "Split") {
-      grad("Concat", 0, {at(0)}, {});
-    } else if (type == "Dropout") {
-      flops = 2 * nx;  // draw a mask and scale
-      if (n.output_size() > 1) {
-        grad("DropoutGrad", nx, {at(0)}, {}, {1});
-      } else {
-        grad("DropoutGrad", nx, {at(0)}, {});
-      }
-    } else if (type == "Identity") {
-      if (differentiable(0)) rules.push_back(GradRule{.wrt = {0}, .passthrough = true});
-    } else if (type == "Gather" && at(0) >= 0 &&
-               b.graph().ops[static_cast<std::size_t>(ins[0].op)].type == "VariableV2") {
-      // An embedding look-up: IndexedSlices gradient of the gathered rows.
-      rules.push_back(
-          GradRule{.type = "GatherGrad", .wrt = {0}, .saved_inputs = {at(1)}, .out_shapes = {y}});
-    } else if (kMove.contains(type)) {
-      flops = (type == "Resize" || type == "Upsample") ? ny * 4 : 0;
-      grad(type + "Grad", type == "Expand" || type == "Tile" ? ny : flops, {at(0)}, {});
-    } else if (type.rfind("Reduce", 0) == 0) {
-      flops = nx;
-      grad("Expand", nx, {at(0)},
-           type == "ReduceMax" || type == "ReduceMin" ? std::vector<int>{at(0)}
-                                                      : std::vector<int>{});
-    } else if (kNonDiff.contains(type)) {
-      flops = 0;
-    } else {
-      // Unknown op: one FLOP per output element, and a gradient op of the same size per float
-      // input.
-      unknown_ops.insert(type);
-      flops = 0;
-      for (const auto& s : outs) flops += elems(s);
-      std::vector<int> all(ins.size());
-      for (std::size_t j = 0; j < ins.size(); ++j) all[j] = static_cast<int>(j);
-      grad(type + "Grad", flops, all, all);
-    }
-    if (type == "Einsum") unknown_ops.insert(type);
+    handler_of(type)(x, path_, node_key);
+    if (x.unknown) unknown_ops_.insert(type);
 
     const std::string name = unique(n.name().empty() ? type + "_" + std::to_string(k) : n.name());
-    b.scope(layer_of(name, '/'));
-    const auto results = b.op(name, type, ins, outs, flops, std::move(rules), out_dtype);
+    b_.scope(layer_of(name, '/'));
+    const auto results = b_.op(name, type, ins, outs, x.flops, std::move(x.rules), out_dtype);
     for (int o = 0; o < n.output_size(); ++o) {
-      if (!n.output(o).empty()) tensors[n.output(o)] = results[static_cast<std::size_t>(o)];
+      if (!n.output(o).empty()) tensors_[n.output(o)] = results[static_cast<std::size_t>(o)];
     }
   }
 
-  if (options.training) {
-    b.scope("loss");
+  // A loss per float output that depends on a parameter (softmax cross-entropy of a [batch,
+  // classes] output, the mean of any other), summed, then the backward and update ops.
+  void add_loss() {
+    b_.scope("loss");
     std::vector<Tensor> losses;
-    for (const auto& out : g.output()) {
-      const auto it = tensors.find(out.name());
-      if (it == tensors.end() || !is_float(it->second.dtype) || !b.needs_grad(it->second)) continue;
+    for (const auto& out : g_.output()) {
+      const auto it = tensors_.find(out.name());
+      if (it == tensors_.end() || !is_float(it->second.dtype) || !b_.needs_grad(it->second)) {
+        continue;
+      }
       const Tensor& t = it->second;
       if (t.shape.size() == 2) {
         const Tensor labels =
-            b.input(unique("loss/labels_" + out.name()), {t.shape[0]}, sim::Dtype::I64);
+            b_.input(unique("loss/labels_" + out.name()), {t.shape[0]}, sim::Dtype::I64);
         losses.push_back(
-            b.reduce_mean(unique("loss/mean_" + out.name()),
-                          b.sparse_softmax_xent(unique("loss/xent_" + out.name()), t, labels)));
+            b_.reduce_mean(unique("loss/mean_" + out.name()),
+                           b_.sparse_softmax_xent(unique("loss/xent_" + out.name()), t, labels)));
       } else {
-        losses.push_back(b.reduce_mean(unique("loss/mean_" + out.name()), t));
+        losses.push_back(b_.reduce_mean(unique("loss/mean_" + out.name()), t));
       }
     }
     if (losses.empty()) {
-      throw sim::InputError(path, "graph.output",
+      throw sim::InputError(path_, "graph.output",
                             "a float output that depends on a parameter to train, got none");
     }
-    const Tensor loss = losses.size() == 1 ? losses[0] : b.add_n(unique("loss/total"), losses);
-    b.train(loss, options.optimizer);
+    const Tensor loss = losses.size() == 1 ? losses[0] : b_.add_n(unique("loss/total"), losses);
+    b_.train(loss, options_.optimizer);
   }
 
-  std::string unknown;
-  for (const auto& u : unknown_ops) unknown += (unknown.empty() ? "" : ",") + u;
-  std::map<std::string, std::string> meta{
-      {"builder", "onnx"},
-      {"source", path},
-      {"parameters", std::to_string(b.parameter_count())},
-      {"options", std::string("training=") + (options.training ? "true" : "false") + ",batch=" +
-                      std::to_string(options.batch) + ",optimizer=" + to_string(options.optimizer)},
-      {"producer", model.producer_name() + " " + model.producer_version()}};
-  if (!unknown.empty()) meta["unknown_ops"] = unknown;
-  return b.finish(std::move(meta));
+  const std::string& path_;
+  const OnnxImportOptions& options_;
+  const onnx::GraphProto& g_;
+  Uses uses_;
+  GraphBuilder b_;
+  std::set<std::string> initializers_;
+  std::set<std::string> data_inputs_;
+  std::map<std::string, Info> info_;
+  std::set<std::string> used_names_;
+  std::map<std::string, Tensor> tensors_;
+  std::set<std::string> unknown_ops_;
+  // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
+  // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
+  std::set<std::string> guessed_;
+};
+
+sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOptions& options) {
+  onnx::ModelProto model = load_model(path);
+  Importer importer(path, options, model.graph());
+  infer_shapes(model, importer.data_inputs(), options, path);
+  return importer.build(model);
 }
 
 }  // namespace

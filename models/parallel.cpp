@@ -177,8 +177,8 @@ Template classify(const sim::Graph& g, const StagePlan& plan, int pp, int mb) {
       feeds_update = feeds_update || t.kind[c] == Kind::Update;
       crosses = crosses || t.stage[c] != t.stage[o];
     }
-    t.wgrad[o] = only;
-    t.accum[o] = only && (feeds_update || crosses);
+    t.wgrad[o] = static_cast<char>(only);
+    t.accum[o] = static_cast<char>(only && (feeds_update || crosses));
   }
   return t;
 }

@@ -212,7 +212,7 @@ Plan plan_tp(const sim::Graph& g, int tp) {
   const int n = g.num_ops();
   std::vector<char> var(n);
   std::vector<std::optional<Linear>> lin(n);
-  for (sim::OpId o = 0; o < n; ++o) var[o] = is_variable(g, o);
+  for (sim::OpId o = 0; o < n; ++o) var[o] = static_cast<char>(is_variable(g, o));
   for (sim::OpId o = 0; o < n; ++o) lin[o] = linear_of(g, var, o);
   Plan plan;
   std::set<sim::OpId> claimed;

@@ -121,7 +121,12 @@ std::string GraphOptions::get_choice(const std::string& key, const std::string& 
 
 std::string GraphOptions::resolved() const {
   std::string s;
-  for (const auto& [k, v] : resolved_) s += (s.empty() ? "" : ",") + k + "=" + v;
+  for (const auto& [k, v] : resolved_) {
+    if (!s.empty()) s += ',';
+    s += k;
+    s += '=';
+    s += v;
+  }
   return s;
 }
 

@@ -56,7 +56,10 @@ class Reader {
       const std::string k = kv.first.Scalar();
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         std::string list;
-        for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        for (std::string_view a : allowed) {
+          if (!list.empty()) list += ", ";
+          list += a;
+        }
         fail(kv.first, path.empty() ? k : path + "." + k,
              "a known key (one of: " + list + "), got unknown key \"" + printable(k) + "\"");
       }
@@ -159,7 +162,10 @@ void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string&
         rd.fail(kv.first, path + ".peak_flops",
                 "a dtype key (f64, f32, tf32, f16, bf16, fp8, i8), got \"" + printable(key) + "\"");
       }
-      s.peak_flops[*dt] = rd.positive_rate(kv.second, path + ".peak_flops." + key);
+      std::string key_path = path;
+      key_path += ".peak_flops.";
+      key_path += key;
+      s.peak_flops[*dt] = rd.positive_rate(kv.second, key_path);
     }
   }
   if (d["memory_bandwidth"]) {
@@ -259,10 +265,326 @@ std::set<std::string> parse_tcp(const Reader& rd, const YAML::Node& n, Cluster& 
   return kinds;
 }
 
-}  // namespace
+// One device entry: name, kind or catalog model, spec fields, node and the host name (resolved
+// once every device is known, in resolve_hosts).
+Device parse_device(const Reader& rd, const YAML::Node& d, const std::string& path,
+                    std::set<std::string>& names, std::string& host_name) {
+  rd.expect_map(
+      d, path,
+      {"name", "kind", "model", "node", "host", "peak_flops", "memory_bandwidth", "memory_capacity",
+       "compute_streams", "worker_threads", "copy_engines", "launch_overhead", "intra_op_threads",
+       "reserved_memory", "copy_issue_overhead", "dma_setup_latency", "source"});
+  Device dev;
+  dev.name = rd.str(require(rd, d, d["name"], path + ".name", "a device name"), path + ".name");
+  check_name(rd, d["name"], path + ".name", names, dev.name);
+  std::optional<DeviceKind> kind;
+  if (d["kind"]) {
+    const std::string k = rd.str(d["kind"], path + ".kind");
+    if (k == "cpu")
+      kind = DeviceKind::Cpu;
+    else if (k == "gpu")
+      kind = DeviceKind::Gpu;
+    else
+      rd.fail(d["kind"], path + ".kind", "cpu or gpu, got \"" + printable(k) + "\"");
+  }
+  if (d["model"]) {
+    const std::string m = rd.str(d["model"], path + ".model");
+    const DeviceSpec* spec = find_device_model(m);
+    if (spec == nullptr) {
+      std::string list;
+      for (const std::string& n : device_model_names()) list += (list.empty() ? "" : ", ") + n;
+      rd.fail(d["model"], path + ".model",
+              "a catalog model (" + list + ") or explicit specs without 'model', got \"" +
+                  printable(m) + "\"");
+    }
+    dev.spec = *spec;
+    if (kind && *kind != spec->kind) {
+      rd.fail(
+          d["kind"], path + ".kind",
+          to_string(spec->kind) + " as the catalog says for " + m + ", got " + to_string(*kind));
+    }
+  } else {
+    if (!kind) rd.fail(d, path, "either 'model' (from the catalog) or 'kind' with explicit specs");
+    dev.spec = DeviceSpec{};
+    dev.spec.model = "custom";
+    dev.spec.kind = *kind;
+    if (*kind == DeviceKind::Cpu) {
+      dev.spec.h2d_engines = dev.spec.d2h_engines = dev.spec.peer_engines = 0;
+    }
+    for (const char* key : {"peak_flops", "memory_bandwidth", "memory_capacity"}) {
+      if (!d[key])
+        rd.fail(
+            d, path + "." + key,
+            std::string("'") + key + "' for a device without a catalog model (the key is missing)");
+    }
+    dev.spec.source = "explicit in " + rd.origin();
+  }
+  apply_spec_fields(rd, d, path, dev.spec);
+  if (dev.spec.peak_flops.empty() || dev.spec.peak_for(Dtype::F32).per_s <= 0) {
+    rd.fail(d, path + ".peak_flops", "a peak rate for f32 at least");
+  }
+  dev.node = d["node"] ? rd.str(d["node"], path + ".node") : "node0";
+  if (d["host"]) host_name = rd.str(d["host"], path + ".host");
+  return dev;
+}
 
-Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
-  const Reader rd(origin);
+// Hosts: a GPU's host is named or the first CPU of its node.
+void resolve_hosts(const Reader& rd, const YAML::Node& devs,
+                   const std::vector<std::string>& host_names, Cluster& c) {
+  for (std::size_t i = 0; i < c.devices.size(); ++i) {
+    Device& dev = c.devices[i];
+    const std::string path = idx("devices", i) + ".host";
+    if (dev.spec.kind == DeviceKind::Cpu) {
+      if (!host_names[i].empty() && host_names[i] != dev.name) {
+        rd.fail(devs[i]["host"], path,
+                "no host for a CPU (or itself), got \"" + host_names[i] + "\"");
+      }
+      dev.host = static_cast<DeviceId>(i);
+      continue;
+    }
+    if (!host_names[i].empty()) {
+      const DeviceId h = c.device_index(host_names[i]);
+      if (h < 0 || c.devices[static_cast<std::size_t>(h)].spec.kind != DeviceKind::Cpu) {
+        rd.fail(devs[i]["host"], path,
+                "the name of a CPU device, got \"" + printable(host_names[i]) + "\"");
+      }
+      dev.host = h;
+    } else {
+      for (std::size_t j = 0; j < c.devices.size(); ++j) {
+        if (c.devices[j].spec.kind == DeviceKind::Cpu && c.devices[j].node == dev.node) {
+          dev.host = static_cast<DeviceId>(j);
+          break;
+        }
+      }
+      if (dev.host < 0) {
+        rd.fail(devs[i], idx("devices", i),
+                "a CPU device in node " + dev.node + " to host GPU " + dev.name + " (none found)");
+      }
+    }
+  }
+}
+
+// Top-level `devices`: every device, then their hosts.
+void parse_devices(const Reader& rd, const YAML::Node& root, std::set<std::string>& names,
+                   Cluster& c) {
+  const YAML::Node devs = require(rd, root, root["devices"], "devices", "a list of devices");
+  if (!devs.IsSequence() || devs.size() == 0) {
+    rd.fail(devs, "devices", "a non-empty list of devices, got " + Reader::shown(devs));
+  }
+  std::vector<std::string> host_names(devs.size());
+  c.devices.reserve(devs.size());
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    c.devices.push_back(parse_device(rd, devs[i], idx("devices", i), names, host_names[i]));
+    c.vertices.push_back({c.devices.back().name, VertexKind::Device, c.devices.back().node});
+  }
+  resolve_hosts(rd, devs, host_names, c);
+}
+
+// Top-level `switches`, `host_bridges`, `nics`: fabric vertices, each a name or {name, node}.
+void parse_fabric(const Reader& rd, const YAML::Node& root, std::set<std::string>& names,
+                  Cluster& c) {
+  const std::array<std::pair<const char*, VertexKind>, 3> fabric{
+      {{"switches", VertexKind::Switch},
+       {"host_bridges", VertexKind::HostBridge},
+       {"nics", VertexKind::Nic}}};
+  for (const auto& [key, vk] : fabric) {
+    const YAML::Node list = root[key];
+    if (!list) continue;
+    if (!list.IsSequence()) rd.fail(list, key, "a list, got " + Reader::shown(list));
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string path = idx(key, i);
+      const YAML::Node v = list[i];
+      Vertex vx;
+      vx.kind = vk;
+      if (v.IsScalar()) {
+        vx.name = rd.str(v, path);
+        vx.node = "node0";
+        check_name(rd, v, path, names, vx.name);
+      } else {
+        rd.expect_map(v, path, {"name", "node", "kind", "source"});
+        vx.name = rd.str(require(rd, v, v["name"], path + ".name", "a name"), path + ".name");
+        check_name(rd, v["name"], path + ".name", names, vx.name);
+        vx.node = v["node"] ? rd.str(v["node"], path + ".node") : "node0";
+      }
+      c.vertices.push_back(std::move(vx));
+    }
+  }
+}
+
+// One `links` entry; an unnamed link is called "a-b" (with "#k" appended while taken).
+Link parse_link(const Reader& rd, const YAML::Node& l, const std::string& path, const Cluster& c,
+                const std::set<std::string>& link_names) {
+  rd.expect_map(l, path, {"name", "between", "bandwidth", "latency", "sharing", "kind", "tcp"});
+  Link link;
+  const YAML::Node ends = require(rd, l, l["between"], path + ".between", "two endpoint names");
+  if (!ends.IsSequence() || ends.size() != 2) {
+    rd.fail(ends, path + ".between", "a list of two endpoint names, got " + Reader::shown(ends));
+  }
+  for (int e = 0; e < 2; ++e) {
+    const std::string ep = path + ".between[" + std::to_string(e) + "]";
+    const std::string n = rd.str(ends[e], ep);
+    const VertexId v = c.vertex_index(n);
+    if (v < 0) {
+      rd.fail(
+          ends[e], ep,
+          "the name of a device, switch, host bridge or NIC, got unknown \"" + printable(n) + "\"");
+    }
+    (e == 0 ? link.a : link.b) = v;
+  }
+  if (link.a == link.b) rd.fail(ends, path + ".between", "two different endpoints");
+  link.bandwidth = rd.positive_bandwidth(
+      require(rd, l, l["bandwidth"], path + ".bandwidth", "a bandwidth"), path + ".bandwidth");
+  if (l["latency"]) link.latency = rd.duration(l["latency"], path + ".latency");
+  if (l["sharing"]) link.sharing = parse_sharing(rd, l["sharing"], path + ".sharing");
+  if (l["kind"]) link.kind = rd.str(l["kind"], path + ".kind");
+  if (l["tcp"]) link.tcp = parse_bool(rd, l["tcp"], path + ".tcp");
+  if (l["name"]) {
+    link.name = rd.str(l["name"], path + ".name");
+    if (link_names.count(link.name) != 0) {
+      rd.fail(l["name"], path + ".name",
+              "a unique link name, got \"" + printable(link.name) + "\" a second time");
+    }
+  } else {
+    const std::string base = c.vertices[static_cast<std::size_t>(link.a)].name + "-" +
+                             c.vertices[static_cast<std::size_t>(link.b)].name;
+    link.name = base;
+    for (int k = 2; link_names.count(link.name) != 0; ++k)
+      link.name = base + "#" + std::to_string(k);
+  }
+  return link;
+}
+
+// Top-level `links`, then `tcp`: the cluster-wide selection marks links that do not say for
+// themselves.
+void parse_links(const Reader& rd, const YAML::Node& root, Cluster& c) {
+  const YAML::Node links = require(rd, root, root["links"], "links", "a list of links");
+  if (!links.IsSequence()) rd.fail(links, "links", "a list of links, got " + Reader::shown(links));
+  std::set<std::string> link_names;
+  c.links.reserve(links.size());
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    c.links.push_back(parse_link(rd, links[i], idx("links", i), c, link_names));
+    link_names.insert(c.links.back().name);
+  }
+  if (root["tcp"]) {
+    const std::set<std::string> kinds = parse_tcp(rd, root["tcp"], c);
+    for (std::size_t i = 0; i < links.size(); ++i)
+      if (!links[i]["tcp"] && (kinds.count("*") || kinds.count(c.links[i].kind)))
+        c.links[i].tcp = true;
+  }
+}
+
+// Top-level `peer_access`: "all" (default), "none", or {groups: [[...]], pairs: [[a, b]]}.
+void parse_peer_access(const Reader& rd, const YAML::Node& pa, Cluster& c) {
+  const std::size_t n = c.devices.size();
+  c.peer_access.assign(n, std::vector<bool>(n, false));
+  auto set_peer = [&](DeviceId a, DeviceId b) {
+    if (a == b) return;
+    c.peer_access[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = true;
+    c.peer_access[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] = true;
+  };
+  const auto gpu_ids = c.gpus();
+  auto gpu_by_name = [&](const YAML::Node& node, const std::string& path) {
+    const std::string nm = rd.str(node, path);
+    const DeviceId d = c.device_index(nm);
+    if (d < 0 || c.devices[static_cast<std::size_t>(d)].spec.kind != DeviceKind::Gpu) {
+      rd.fail(node, path, "the name of a GPU device, got \"" + printable(nm) + "\"");
+    }
+    return d;
+  };
+  if (!pa || (pa.IsScalar() && pa.Scalar() == "all")) {
+    for (DeviceId a : gpu_ids)
+      for (DeviceId b : gpu_ids) set_peer(a, b);
+  } else if (pa.IsScalar() && pa.Scalar() == "none") {
+  } else if (pa.IsMap()) {
+    rd.expect_map(pa, "peer_access", {"groups", "pairs"});
+    for (const char* key : {"groups", "pairs"}) {
+      const YAML::Node list = pa[key];
+      if (!list) continue;
+      const std::string lp = std::string("peer_access.") + key;
+      if (!list.IsSequence()) rd.fail(list, lp, "a list of lists of GPU names");
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node grp = list[i];
+        const std::string gp = idx(lp, i);
+        if (!grp.IsSequence() || grp.size() < 2 ||
+            (std::string(key) == "pairs" && grp.size() != 2)) {
+          rd.fail(grp, gp,
+                  std::string(key) == "pairs" ? "a list of two GPU names"
+                                              : "a list of at least two GPU names");
+        }
+        std::vector<DeviceId> ids;
+        ids.reserve(grp.size());
+        for (std::size_t k = 0; k < grp.size(); ++k) ids.push_back(gpu_by_name(grp[k], idx(gp, k)));
+        for (DeviceId a : ids)
+          for (DeviceId b : ids) set_peer(a, b);
+      }
+    }
+  } else {
+    rd.fail(pa, "peer_access",
+            "all, none, or a mapping with groups/pairs, got " + Reader::shown(pa));
+  }
+}
+
+// One `routes` entry: replaces the computed route of its pair (one segment, as given).
+void parse_route(const Reader& rd, const YAML::Node& r, const std::string& path, Cluster& c) {
+  rd.expect_map(r, path, {"from", "to", "links"});
+  const std::string from =
+      rd.str(require(rd, r, r["from"], path + ".from", "a device name"), path + ".from");
+  const std::string to =
+      rd.str(require(rd, r, r["to"], path + ".to", "a device name"), path + ".to");
+  const DeviceId a = c.device_index(from);
+  const DeviceId b = c.device_index(to);
+  if (a < 0)
+    rd.fail(r["from"], path + ".from", "a device name, got unknown \"" + printable(from) + "\"");
+  if (b < 0 || b == a)
+    rd.fail(r["to"], path + ".to", "another device's name, got \"" + printable(to) + "\"");
+  const YAML::Node ls = require(rd, r, r["links"], path + ".links", "a list of link names");
+  if (!ls.IsSequence() || ls.size() == 0)
+    rd.fail(ls, path + ".links", "a non-empty list of link names");
+  std::vector<LinkId> ids;
+  ids.reserve(ls.size());
+  VertexId at = a;
+  for (std::size_t k = 0; k < ls.size(); ++k) {
+    const std::string lp = idx(path + ".links", k);
+    const std::string ln = rd.str(ls[k], lp);
+    LinkId id = -1;
+    for (std::size_t q = 0; q < c.links.size(); ++q) {
+      if (c.links[q].name == ln) id = static_cast<LinkId>(q);
+    }
+    if (id < 0) rd.fail(ls[k], lp, "a link name, got unknown \"" + printable(ln) + "\"");
+    const Link& lk = c.links[static_cast<std::size_t>(id)];
+    if (lk.a != at && lk.b != at) {
+      rd.fail(ls[k], lp,
+              "a link touching " + c.vertices[static_cast<std::size_t>(at)].name +
+                  " (the route must be a connected chain), got " + ln);
+    }
+    at = lk.a == at ? lk.b : lk.a;
+    ids.push_back(id);
+  }
+  if (at != b) rd.fail(ls, path + ".links", "a chain of links ending at " + to);
+  RouteSegment seg;
+  seg.from = a;
+  seg.to = b;
+  at = a;
+  double bottleneck = std::numeric_limits<double>::infinity();
+  for (LinkId id : ids) {
+    const Link& lk = c.links[static_cast<std::size_t>(id)];
+    seg.hops.push_back({id, lk.a == at});
+    at = lk.a == at ? lk.b : lk.a;
+    seg.latency += lk.latency;
+    bottleneck = std::min(bottleneck, lk.bandwidth.bytes_per_s);
+  }
+  seg.bottleneck = Bandwidth{bottleneck};
+  c.routes[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)].segments = {seg};
+}
+
+// Top-level `routes`: explicit routes replace computed ones for their pair.
+void parse_routes(const Reader& rd, const YAML::Node& routes, Cluster& c) {
+  if (!routes.IsSequence()) rd.fail(routes, "routes", "a list of routes");
+  for (std::size_t i = 0; i < routes.size(); ++i) parse_route(rd, routes[i], idx("routes", i), c);
+}
+
+// The document as YAML (NUL bytes and syntax errors reported with their line and column).
+YAML::Node load_yaml(const Reader& rd, const std::string& text) {
   if (text.find('\0') != std::string::npos) {
     rd.fail_at("", "a YAML text file, got binary data (a NUL byte)");
   }
@@ -276,6 +598,14 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
   if (!root.IsDefined() || root.IsNull()) {
     rd.fail_at("", "a YAML mapping with 'devices' and 'links', got an empty document");
   }
+  return root;
+}
+
+}  // namespace
+
+Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
+  const Reader rd(origin);
+  const YAML::Node root = load_yaml(rd, text);
   try {
     rd.expect_map(root, "",
                   {"name", "description", "sources", "devices", "switches", "host_bridges", "nics",
@@ -283,305 +613,13 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
     Cluster c;
     c.source_file = origin;
     c.name = root["name"] ? rd.str(root["name"], "name") : fs::path(origin).stem().string();
-
-    std::set<std::string> names;
-    const YAML::Node devs = require(rd, root, root["devices"], "devices", "a list of devices");
-    if (!devs.IsSequence() || devs.size() == 0) {
-      rd.fail(devs, "devices", "a non-empty list of devices, got " + Reader::shown(devs));
-    }
-    std::vector<std::string> host_names(devs.size());
-    for (std::size_t i = 0; i < devs.size(); ++i) {
-      const std::string path = idx("devices", i);
-      const YAML::Node d = devs[i];
-      rd.expect_map(d, path,
-                    {"name", "kind", "model", "node", "host", "peak_flops", "memory_bandwidth",
-                     "memory_capacity", "compute_streams", "worker_threads", "copy_engines",
-                     "launch_overhead", "intra_op_threads", "reserved_memory",
-                     "copy_issue_overhead", "dma_setup_latency", "source"});
-      Device dev;
-      dev.name = rd.str(require(rd, d, d["name"], path + ".name", "a device name"), path + ".name");
-      check_name(rd, d["name"], path + ".name", names, dev.name);
-      std::optional<DeviceKind> kind;
-      if (d["kind"]) {
-        const std::string k = rd.str(d["kind"], path + ".kind");
-        if (k == "cpu")
-          kind = DeviceKind::Cpu;
-        else if (k == "gpu")
-          kind = DeviceKind::Gpu;
-        else
-          rd.fail(d["kind"], path + ".kind", "cpu or gpu, got \"" + printable(k) + "\"");
-      }
-      if (d["model"]) {
-        const std::string m = rd.str(d["model"], path + ".model");
-        const DeviceSpec* spec = find_device_model(m);
-        if (spec == nullptr) {
-          std::string list;
-          for (const std::string& n : device_model_names()) list += (list.empty() ? "" : ", ") + n;
-          rd.fail(d["model"], path + ".model",
-                  "a catalog model (" + list + ") or explicit specs without 'model', got \"" +
-                      printable(m) + "\"");
-        }
-        dev.spec = *spec;
-        if (kind && *kind != spec->kind) {
-          rd.fail(d["kind"], path + ".kind",
-                  to_string(spec->kind) + " as the catalog says for " + m + ", got " +
-                      to_string(*kind));
-        }
-      } else {
-        if (!kind)
-          rd.fail(d, path, "either 'model' (from the catalog) or 'kind' with explicit specs");
-        dev.spec = DeviceSpec{};
-        dev.spec.model = "custom";
-        dev.spec.kind = *kind;
-        if (*kind == DeviceKind::Cpu) {
-          dev.spec.h2d_engines = dev.spec.d2h_engines = dev.spec.peer_engines = 0;
-        }
-        for (const char* key : {"peak_flops", "memory_bandwidth", "memory_capacity"}) {
-          if (!d[key])
-            rd.fail(d, path + "." + key,
-                    std::string("'") + key +
-                        "' for a device without a catalog model (the key is missing)");
-        }
-        dev.spec.source = "explicit in " + origin;
-      }
-      apply_spec_fields(rd, d, path, dev.spec);
-      if (dev.spec.peak_flops.empty() || dev.spec.peak_for(Dtype::F32).per_s <= 0) {
-        rd.fail(d, path + ".peak_flops", "a peak rate for f32 at least");
-      }
-      dev.node = d["node"] ? rd.str(d["node"], path + ".node") : "node0";
-      if (d["host"]) host_names[i] = rd.str(d["host"], path + ".host");
-      c.devices.push_back(std::move(dev));
-      c.vertices.push_back({c.devices.back().name, VertexKind::Device, c.devices.back().node});
-    }
-    // Hosts: a GPU's host is named or the first CPU of its node.
-    for (std::size_t i = 0; i < c.devices.size(); ++i) {
-      Device& dev = c.devices[i];
-      const std::string path = idx("devices", i) + ".host";
-      if (dev.spec.kind == DeviceKind::Cpu) {
-        if (!host_names[i].empty() && host_names[i] != dev.name) {
-          rd.fail(devs[i]["host"], path,
-                  "no host for a CPU (or itself), got \"" + host_names[i] + "\"");
-        }
-        dev.host = static_cast<DeviceId>(i);
-        continue;
-      }
-      if (!host_names[i].empty()) {
-        const DeviceId h = c.device_index(host_names[i]);
-        if (h < 0 || c.devices[static_cast<std::size_t>(h)].spec.kind != DeviceKind::Cpu) {
-          rd.fail(devs[i]["host"], path,
-                  "the name of a CPU device, got \"" + printable(host_names[i]) + "\"");
-        }
-        dev.host = h;
-      } else {
-        for (std::size_t j = 0; j < c.devices.size(); ++j) {
-          if (c.devices[j].spec.kind == DeviceKind::Cpu && c.devices[j].node == dev.node) {
-            dev.host = static_cast<DeviceId>(j);
-            break;
-          }
-        }
-        if (dev.host < 0) {
-          rd.fail(
-              devs[i], idx("devices", i),
-              "a CPU device in node " + dev.node + " to host GPU " + dev.name + " (none found)");
-        }
-      }
-    }
-
-    // Fabric vertices.
-    const std::array<std::pair<const char*, VertexKind>, 3> fabric{
-        {{"switches", VertexKind::Switch},
-         {"host_bridges", VertexKind::HostBridge},
-         {"nics", VertexKind::Nic}}};
-    for (const auto& [key, vk] : fabric) {
-      const YAML::Node list = root[key];
-      if (!list) continue;
-      if (!list.IsSequence()) rd.fail(list, key, "a list, got " + Reader::shown(list));
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        const std::string path = idx(key, i);
-        const YAML::Node v = list[i];
-        Vertex vx;
-        vx.kind = vk;
-        if (v.IsScalar()) {
-          vx.name = rd.str(v, path);
-          vx.node = "node0";
-          check_name(rd, v, path, names, vx.name);
-        } else {
-          rd.expect_map(v, path, {"name", "node", "kind", "source"});
-          vx.name = rd.str(require(rd, v, v["name"], path + ".name", "a name"), path + ".name");
-          check_name(rd, v["name"], path + ".name", names, vx.name);
-          vx.node = v["node"] ? rd.str(v["node"], path + ".node") : "node0";
-        }
-        c.vertices.push_back(std::move(vx));
-      }
-    }
-
-    // Links.
-    const YAML::Node links = require(rd, root, root["links"], "links", "a list of links");
-    if (!links.IsSequence())
-      rd.fail(links, "links", "a list of links, got " + Reader::shown(links));
-    std::set<std::string> link_names;
-    for (std::size_t i = 0; i < links.size(); ++i) {
-      const std::string path = idx("links", i);
-      const YAML::Node l = links[i];
-      rd.expect_map(l, path, {"name", "between", "bandwidth", "latency", "sharing", "kind", "tcp"});
-      Link link;
-      const YAML::Node ends = require(rd, l, l["between"], path + ".between", "two endpoint names");
-      if (!ends.IsSequence() || ends.size() != 2) {
-        rd.fail(ends, path + ".between",
-                "a list of two endpoint names, got " + Reader::shown(ends));
-      }
-      for (int e = 0; e < 2; ++e) {
-        const std::string ep = path + ".between[" + std::to_string(e) + "]";
-        const std::string n = rd.str(ends[e], ep);
-        const VertexId v = c.vertex_index(n);
-        if (v < 0) {
-          rd.fail(ends[e], ep,
-                  "the name of a device, switch, host bridge or NIC, got unknown \"" +
-                      printable(n) + "\"");
-        }
-        (e == 0 ? link.a : link.b) = v;
-      }
-      if (link.a == link.b) rd.fail(ends, path + ".between", "two different endpoints");
-      link.bandwidth = rd.positive_bandwidth(
-          require(rd, l, l["bandwidth"], path + ".bandwidth", "a bandwidth"), path + ".bandwidth");
-      if (l["latency"]) link.latency = rd.duration(l["latency"], path + ".latency");
-      if (l["sharing"]) link.sharing = parse_sharing(rd, l["sharing"], path + ".sharing");
-      if (l["kind"]) link.kind = rd.str(l["kind"], path + ".kind");
-      if (l["tcp"]) link.tcp = parse_bool(rd, l["tcp"], path + ".tcp");
-      if (l["name"]) {
-        link.name = rd.str(l["name"], path + ".name");
-        if (link_names.count(link.name) != 0) {
-          rd.fail(l["name"], path + ".name",
-                  "a unique link name, got \"" + printable(link.name) + "\" a second time");
-        }
-      } else {
-        const std::string base = c.vertices[static_cast<std::size_t>(link.a)].name + "-" +
-                                 c.vertices[static_cast<std::size_t>(link.b)].name;
-        link.name = base;
-        for (int k = 2; link_names.count(link.name) != 0; ++k)
-          link.name = base + "#" + std::to_string(k);
-      }
-      link_names.insert(link.name);
-      c.links.push_back(std::move(link));
-    }
-
-    // TCP flows: the cluster-wide selection marks links that do not say for themselves.
-    if (root["tcp"]) {
-      const std::set<std::string> kinds = parse_tcp(rd, root["tcp"], c);
-      for (std::size_t i = 0; i < links.size(); ++i)
-        if (!links[i]["tcp"] && (kinds.count("*") || kinds.count(c.links[i].kind)))
-          c.links[i].tcp = true;
-    }
-
-    // Peer access: "all" (default), "none", or {groups: [[...]], pairs: [[a, b]]}.
-    const std::size_t n = c.devices.size();
-    c.peer_access.assign(n, std::vector<bool>(n, false));
-    auto set_peer = [&](DeviceId a, DeviceId b) {
-      if (a == b) return;
-      c.peer_access[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = true;
-      c.peer_access[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] = true;
-    };
-    const auto gpu_ids = c.gpus();
-    const YAML::Node pa = root["peer_access"];
-    auto gpu_by_name = [&](const YAML::Node& node, const std::string& path) {
-      const std::string nm = rd.str(node, path);
-      const DeviceId d = c.device_index(nm);
-      if (d < 0 || c.devices[static_cast<std::size_t>(d)].spec.kind != DeviceKind::Gpu) {
-        rd.fail(node, path, "the name of a GPU device, got \"" + printable(nm) + "\"");
-      }
-      return d;
-    };
-    if (!pa || (pa.IsScalar() && pa.Scalar() == "all")) {
-      for (DeviceId a : gpu_ids)
-        for (DeviceId b : gpu_ids) set_peer(a, b);
-    } else if (pa.IsScalar() && pa.Scalar() == "none") {
-    } else if (pa.IsMap()) {
-      rd.expect_map(pa, "peer_access", {"groups", "pairs"});
-      for (const char* key : {"groups", "pairs"}) {
-        const YAML::Node list = pa[key];
-        if (!list) continue;
-        const std::string lp = std::string("peer_access.") + key;
-        if (!list.IsSequence()) rd.fail(list, lp, "a list of lists of GPU names");
-        for (std::size_t i = 0; i < list.size(); ++i) {
-          const YAML::Node grp = list[i];
-          const std::string gp = idx(lp, i);
-          if (!grp.IsSequence() || grp.size() < 2 ||
-              (std::string(key) == "pairs" && grp.size() != 2)) {
-            rd.fail(grp, gp,
-                    std::string(key) == "pairs" ? "a list of two GPU names"
-                                                : "a list of at least two GPU names");
-          }
-          std::vector<DeviceId> ids;
-          for (std::size_t k = 0; k < grp.size(); ++k)
-            ids.push_back(gpu_by_name(grp[k], idx(gp, k)));
-          for (DeviceId a : ids)
-            for (DeviceId b : ids) set_peer(a, b);
-        }
-      }
-    } else {
-      rd.fail(pa, "peer_access",
-              "all, none, or a mapping with groups/pairs, got " + Reader::shown(pa));
-    }
-
+    std::set<std::string> names;  // devices and fabric vertices share one namespace
+    parse_devices(rd, root, names, c);
+    parse_fabric(rd, root, names, c);
+    parse_links(rd, root, c);
+    parse_peer_access(rd, root["peer_access"], c);
     compute_routes(c);
-
-    // Explicit routes replace computed ones for their pair (one segment, as given).
-    if (const YAML::Node routes = root["routes"]) {
-      if (!routes.IsSequence()) rd.fail(routes, "routes", "a list of routes");
-      for (std::size_t i = 0; i < routes.size(); ++i) {
-        const std::string path = idx("routes", i);
-        const YAML::Node r = routes[i];
-        rd.expect_map(r, path, {"from", "to", "links"});
-        const std::string from =
-            rd.str(require(rd, r, r["from"], path + ".from", "a device name"), path + ".from");
-        const std::string to =
-            rd.str(require(rd, r, r["to"], path + ".to", "a device name"), path + ".to");
-        const DeviceId a = c.device_index(from);
-        const DeviceId b = c.device_index(to);
-        if (a < 0)
-          rd.fail(r["from"], path + ".from",
-                  "a device name, got unknown \"" + printable(from) + "\"");
-        if (b < 0 || b == a)
-          rd.fail(r["to"], path + ".to", "another device's name, got \"" + printable(to) + "\"");
-        const YAML::Node ls = require(rd, r, r["links"], path + ".links", "a list of link names");
-        if (!ls.IsSequence() || ls.size() == 0)
-          rd.fail(ls, path + ".links", "a non-empty list of link names");
-        std::vector<LinkId> ids;
-        VertexId at = a;
-        for (std::size_t k = 0; k < ls.size(); ++k) {
-          const std::string lp = idx(path + ".links", k);
-          const std::string ln = rd.str(ls[k], lp);
-          LinkId id = -1;
-          for (std::size_t q = 0; q < c.links.size(); ++q) {
-            if (c.links[q].name == ln) id = static_cast<LinkId>(q);
-          }
-          if (id < 0) rd.fail(ls[k], lp, "a link name, got unknown \"" + printable(ln) + "\"");
-          const Link& lk = c.links[static_cast<std::size_t>(id)];
-          if (lk.a != at && lk.b != at) {
-            rd.fail(ls[k], lp,
-                    "a link touching " + c.vertices[static_cast<std::size_t>(at)].name +
-                        " (the route must be a connected chain), got " + ln);
-          }
-          at = lk.a == at ? lk.b : lk.a;
-          ids.push_back(id);
-        }
-        if (at != b) rd.fail(ls, path + ".links", "a chain of links ending at " + to);
-        RouteSegment seg;
-        seg.from = a;
-        seg.to = b;
-        at = a;
-        double bottleneck = std::numeric_limits<double>::infinity();
-        for (LinkId id : ids) {
-          const Link& lk = c.links[static_cast<std::size_t>(id)];
-          seg.hops.push_back({id, lk.a == at});
-          at = lk.a == at ? lk.b : lk.a;
-          seg.latency += lk.latency;
-          bottleneck = std::min(bottleneck, lk.bandwidth.bytes_per_s);
-        }
-        seg.bottleneck = Bandwidth{bottleneck};
-        c.routes[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)].segments = {seg};
-      }
-    }
+    if (const YAML::Node routes = root["routes"]) parse_routes(rd, routes, c);
     return c;
   } catch (const YAML::Exception& e) {
     // Conversions inside yaml-cpp (e.g. a bad map access) still name the line.
@@ -643,10 +681,10 @@ std::string spell_duration(Duration d) {
 
 }  // namespace
 
-std::string cluster_to_yaml(const Cluster& c) {
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << c.name;
+namespace {
+
+// `devices`: every spec field spelled out, the catalog model named when there is one.
+void emit_devices(const Cluster& c, YAML::Emitter& out) {
   out << YAML::Key << "devices" << YAML::Value << YAML::BeginSeq;
   for (const Device& d : c.devices) {
     const DeviceSpec& s = d.spec;
@@ -680,6 +718,10 @@ std::string cluster_to_yaml(const Cluster& c) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
+}
+
+// `switches`, `host_bridges`, `nics`, `links` and a non-default `tcp` window.
+void emit_fabric_and_links(const Cluster& c, YAML::Emitter& out) {
   const std::array<std::pair<const char*, VertexKind>, 3> fabric{
       {{"switches", VertexKind::Switch},
        {"host_bridges", VertexKind::HostBridge},
@@ -715,7 +757,10 @@ std::string cluster_to_yaml(const Cluster& c) {
     out << YAML::Key << "tcp" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
         << "window" << YAML::Value
         << spell_bytes(Bytes{static_cast<std::int64_t>(c.tcp_window_bytes)}) << YAML::EndMap;
-  // Peer access as explicit pairs so that any pattern round-trips.
+}
+
+// `peer_access`: explicit pairs, so that any pattern round-trips.
+void emit_peer_access(const Cluster& c, YAML::Emitter& out) {
   out << YAML::Key << "peer_access" << YAML::Value;
   std::vector<std::pair<std::string, std::string>> pairs;
   for (std::size_t i = 0; i < c.peer_access.size(); ++i) {
@@ -730,8 +775,11 @@ std::string cluster_to_yaml(const Cluster& c) {
     for (const auto& [a, b] : pairs) out << YAML::Flow << YAML::BeginSeq << a << b << YAML::EndSeq;
     out << YAML::EndSeq << YAML::EndMap;
   }
-  // Routes that differ from what compute_routes() gives were explicit in the source file; write
-  // them back so the round trip keeps them.
+}
+
+// Routes that differ from what compute_routes() gives were explicit in the source file; write
+// them back so the round trip keeps them.
+void emit_routes(const Cluster& c, YAML::Emitter& out) {
   Cluster recomputed = c;
   bool have_recomputed = true;
   try {
@@ -768,6 +816,18 @@ std::string cluster_to_yaml(const Cluster& c) {
     }
   }
   if (any_route) out << YAML::EndSeq;
+}
+
+}  // namespace
+
+std::string cluster_to_yaml(const Cluster& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << c.name;
+  emit_devices(c, out);
+  emit_fabric_and_links(c, out);
+  emit_peer_access(c, out);
+  emit_routes(c, out);
   out << YAML::EndMap;
   std::string text = std::string(out.c_str()) + "\n";
   // What is written must read back: an imported or calibrated cluster whose links fall outside

@@ -63,88 +63,151 @@ const std::string& Graph::group_of(OpId id) const {
   return op.group.empty() ? op.name : op.group;
 }
 
+namespace {
+
+// "ops[i] (\"name\")": how finalize names an op in its messages.
+std::string op_where(const std::vector<Op>& ops, std::size_t i) {
+  return "ops[" + std::to_string(i) + "] (\"" + printable(ops[i].name) + "\")";
+}
+
+// The reader's limits (docs/formats.md) hold for graphs built in memory too: derived times
+// (FLOPs / peak, bytes / bandwidth) then stay far inside int64 nanoseconds.
+void check_op_limits(const std::vector<Op>& ops, std::size_t i, const std::string& origin) {
+  const Op& op = ops[i];
+  auto where = [&] { return op_where(ops, i); };  // built only for a message
+  static constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+  if (op.flops.v < 0 || !std::isfinite(op.flops.v) || op.flops.v > 1e18)
+    throw InputError(origin, where() + ".flops",
+                     "a finite FLOP count from 0 to 1e18, got " + std::to_string(op.flops.v));
+  for (const Bytes b : {op.bytes_read, op.bytes_written, op.persistent})
+    if (b.v > kMaxBytes)
+      throw InputError(origin, where(), "sizes up to 1 PiB, got " + std::to_string(b.v) + " bytes");
+  for (const auto& out : op.outputs)
+    if (out.bytes.v > kMaxBytes)
+      throw InputError(origin, where() + ".outputs",
+                       "sizes up to 1 PiB, got " + std::to_string(out.bytes.v) + " bytes");
+  if (op.measured && op.measured->ns > 1'000'000'000'000)
+    throw InputError(origin, where() + ".measured",
+                     "a duration up to 1000 s, got " + std::to_string(op.measured->ns) + " ns");
+  if (op.bytes_read.v < 0)
+    throw InputError(origin, where() + ".bytes_read", "a non-negative byte count");
+  if (op.bytes_written.v < 0)
+    throw InputError(origin, where() + ".bytes_written", "a non-negative byte count");
+  if (op.persistent.v < 0)
+    throw InputError(origin, where() + ".persistent_bytes", "a non-negative byte count");
+  if (op.measured && op.measured->ns < 0)
+    throw InputError(origin, where() + ".measured", "a non-negative duration");
+  for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+    if (op.outputs[k].bytes.v < 0) {
+      throw InputError(origin, where() + ".outputs[" + std::to_string(k) + "].bytes",
+                       "a non-negative byte count");
+    }
+  }
+}
+
+// The distinct producers (data and control) of op i, each checked to exist.
+std::vector<OpId> predecessors(const std::vector<Op>& ops, std::size_t i,
+                               const std::string& origin) {
+  const std::size_t n = ops.size();
+  const Op& op = ops[i];
+  std::vector<OpId> preds;
+  preds.reserve(op.inputs.size() + op.control_inputs.size());
+  for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+    const TensorRef& in = op.inputs[k];
+    if (in.op < 0 || static_cast<std::size_t>(in.op) >= n) {
+      throw InputError(origin, op_where(ops, i) + ".inputs[" + std::to_string(k) + "]",
+                       "an existing producer op, got op id " + std::to_string(in.op));
+    }
+    const Op& prod = ops[static_cast<std::size_t>(in.op)];
+    if (in.output < 0 || static_cast<std::size_t>(in.output) >= prod.outputs.size()) {
+      throw InputError(
+          origin, op_where(ops, i) + ".inputs[" + std::to_string(k) + "]",
+          prod.outputs.empty()
+              ? "a producer with outputs, but \"" + printable(prod.name) + "\" has none"
+              : "an output index of \"" + printable(prod.name) + "\" below " +
+                    std::to_string(prod.outputs.size()) + ", got " + std::to_string(in.output));
+    }
+    preds.push_back(in.op);
+  }
+  for (std::size_t k = 0; k < op.control_inputs.size(); ++k) {
+    const OpId c = op.control_inputs[k];
+    if (c < 0 || static_cast<std::size_t>(c) >= n) {
+      throw InputError(origin, op_where(ops, i) + ".control_inputs[" + std::to_string(k) + "]",
+                       "an existing op, got op id " + std::to_string(c));
+    }
+    preds.push_back(c);
+  }
+  std::sort(preds.begin(), preds.end());
+  preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+  return preds;
+}
+
+// Called when Kahn's algorithm left ops over (indegree > 0): walk predecessors among them until
+// one repeats, which lies on a cycle, and name the cycle.
+[[noreturn]] void throw_cycle(const std::vector<Op>& ops, const std::vector<std::int32_t>& indegree,
+                              const std::string& origin) {
+  const std::size_t n = ops.size();
+  std::size_t start = 0;
+  while (indegree[start] == 0) ++start;
+  std::vector<int> seen(n, -1);
+  std::vector<OpId> walk;
+  auto cur = static_cast<OpId>(start);
+  while (seen[static_cast<std::size_t>(cur)] < 0) {
+    seen[static_cast<std::size_t>(cur)] = static_cast<int>(walk.size());
+    walk.push_back(cur);
+    OpId next = -1;
+    const Op& op = ops[static_cast<std::size_t>(cur)];
+    for (const TensorRef& in : op.inputs) {
+      if (indegree[static_cast<std::size_t>(in.op)] > 0) {
+        next = in.op;
+        break;
+      }
+    }
+    if (next < 0) {
+      for (OpId c : op.control_inputs) {
+        if (indegree[static_cast<std::size_t>(c)] > 0) {
+          next = c;
+          break;
+        }
+      }
+    }
+    cur = next;
+  }
+  std::vector<OpId> cycle(walk.begin() + seen[static_cast<std::size_t>(cur)], walk.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::string names;
+  for (std::size_t k = 0; k < cycle.size() && k < 6; ++k) {
+    names += "\"" + printable(ops[static_cast<std::size_t>(cycle[k])].name) + "\" -> ";
+  }
+  names += cycle.size() > 6 ? "..."
+                            : "\"" + printable(ops[static_cast<std::size_t>(cycle[0])].name) + "\"";
+  throw InputError(origin, op_where(ops, static_cast<std::size_t>(cycle[0])),
+                   "an acyclic graph, got a cycle: " + names);
+}
+
+}  // namespace
+
 void Graph::finalize(const std::string& origin) {
   const std::size_t n = ops.size();
-  auto where = [&](std::size_t i) {
-    return "ops[" + std::to_string(i) + "] (\"" + printable(ops[i].name) + "\")";
-  };
   index.clear();
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = ops[i];
     if (op.name.empty())
       throw InputError(origin, "ops[" + std::to_string(i) + "].name", "a non-empty op name");
     if (!index.emplace(op.name, static_cast<OpId>(i)).second) {
-      throw InputError(origin, where(i) + ".name",
+      throw InputError(origin, op_where(ops, i) + ".name",
                        "a unique op name, got a second op named \"" + printable(op.name) +
                            "\" (first is ops[" + std::to_string(index[op.name]) + "])");
     }
-    // The reader's limits (docs/formats.md) hold for graphs built in memory too: derived times
-    // (FLOPs / peak, bytes / bandwidth) then stay far inside int64 nanoseconds.
-    constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
-    if (op.flops.v < 0 || !std::isfinite(op.flops.v) || op.flops.v > 1e18)
-      throw InputError(origin, where(i) + ".flops",
-                       "a finite FLOP count from 0 to 1e18, got " + std::to_string(op.flops.v));
-    for (const Bytes b : {op.bytes_read, op.bytes_written, op.persistent})
-      if (b.v > kMaxBytes)
-        throw InputError(origin, where(i),
-                         "sizes up to 1 PiB, got " + std::to_string(b.v) + " bytes");
-    for (const auto& out : op.outputs)
-      if (out.bytes.v > kMaxBytes)
-        throw InputError(origin, where(i) + ".outputs",
-                         "sizes up to 1 PiB, got " + std::to_string(out.bytes.v) + " bytes");
-    if (op.measured && op.measured->ns > 1'000'000'000'000)
-      throw InputError(origin, where(i) + ".measured",
-                       "a duration up to 1000 s, got " + std::to_string(op.measured->ns) + " ns");
-    if (op.bytes_read.v < 0)
-      throw InputError(origin, where(i) + ".bytes_read", "a non-negative byte count");
-    if (op.bytes_written.v < 0)
-      throw InputError(origin, where(i) + ".bytes_written", "a non-negative byte count");
-    if (op.persistent.v < 0)
-      throw InputError(origin, where(i) + ".persistent_bytes", "a non-negative byte count");
-    if (op.measured && op.measured->ns < 0)
-      throw InputError(origin, where(i) + ".measured", "a non-negative duration");
-    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
-      if (op.outputs[k].bytes.v < 0) {
-        throw InputError(origin, where(i) + ".outputs[" + std::to_string(k) + "].bytes",
-                         "a non-negative byte count");
-      }
-    }
+    check_op_limits(ops, i, origin);
   }
   consumers_of.assign(n, {});
   std::vector<std::int32_t> indegree(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    const Op& op = ops[i];
-    std::vector<OpId> preds;
-    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-      const TensorRef& in = op.inputs[k];
-      if (in.op < 0 || static_cast<std::size_t>(in.op) >= n) {
-        throw InputError(origin, where(i) + ".inputs[" + std::to_string(k) + "]",
-                         "an existing producer op, got op id " + std::to_string(in.op));
-      }
-      const Op& prod = ops[static_cast<std::size_t>(in.op)];
-      if (in.output < 0 || static_cast<std::size_t>(in.output) >= prod.outputs.size()) {
-        throw InputError(
-            origin, where(i) + ".inputs[" + std::to_string(k) + "]",
-            prod.outputs.empty()
-                ? "a producer with outputs, but \"" + printable(prod.name) + "\" has none"
-                : "an output index of \"" + printable(prod.name) + "\" below " +
-                      std::to_string(prod.outputs.size()) + ", got " + std::to_string(in.output));
-      }
-      preds.push_back(in.op);
-    }
-    for (std::size_t k = 0; k < op.control_inputs.size(); ++k) {
-      const OpId c = op.control_inputs[k];
-      if (c < 0 || static_cast<std::size_t>(c) >= n) {
-        throw InputError(origin, where(i) + ".control_inputs[" + std::to_string(k) + "]",
-                         "an existing op, got op id " + std::to_string(c));
-      }
-      preds.push_back(c);
-    }
-    std::sort(preds.begin(), preds.end());
-    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    const std::vector<OpId> preds = predecessors(ops, i, origin);
     for (OpId p : preds) {
       if (static_cast<std::size_t>(p) == i) {
-        throw InputError(origin, where(i),
+        throw InputError(origin, op_where(ops, i),
                          "an acyclic graph, got an op that consumes its own output");
       }
       consumers_of[static_cast<std::size_t>(p)].push_back(static_cast<OpId>(i));
@@ -168,46 +231,7 @@ void Graph::finalize(const std::string& origin) {
       if (--indegree[static_cast<std::size_t>(v)] == 0) ready.push(v);
     }
   }
-  if (topo_order.size() != n) {
-    // Walk predecessors among the ops left over until one repeats: it lies on a cycle.
-    std::size_t start = 0;
-    while (indegree[start] == 0) ++start;
-    std::vector<int> seen(n, -1);
-    std::vector<OpId> walk;
-    auto cur = static_cast<OpId>(start);
-    while (seen[static_cast<std::size_t>(cur)] < 0) {
-      seen[static_cast<std::size_t>(cur)] = static_cast<int>(walk.size());
-      walk.push_back(cur);
-      OpId next = -1;
-      const Op& op = ops[static_cast<std::size_t>(cur)];
-      for (const TensorRef& in : op.inputs) {
-        if (indegree[static_cast<std::size_t>(in.op)] > 0) {
-          next = in.op;
-          break;
-        }
-      }
-      if (next < 0) {
-        for (OpId c : op.control_inputs) {
-          if (indegree[static_cast<std::size_t>(c)] > 0) {
-            next = c;
-            break;
-          }
-        }
-      }
-      cur = next;
-    }
-    std::vector<OpId> cycle(walk.begin() + seen[static_cast<std::size_t>(cur)], walk.end());
-    std::reverse(cycle.begin(), cycle.end());
-    std::string names;
-    for (std::size_t k = 0; k < cycle.size() && k < 6; ++k) {
-      names += "\"" + printable(ops[static_cast<std::size_t>(cycle[k])].name) + "\" -> ";
-    }
-    names += cycle.size() > 6
-                 ? "..."
-                 : "\"" + printable(ops[static_cast<std::size_t>(cycle[0])].name) + "\"";
-    throw InputError(origin, where(static_cast<std::size_t>(cycle[0])),
-                     "an acyclic graph, got a cycle: " + names);
-  }
+  if (topo_order.size() != n) throw_cycle(ops, indegree, origin);
 }
 
 GraphStats graph_stats(const Graph& g) {
@@ -525,160 +549,174 @@ CollectiveCall read_collective(const JsonReader& rd, const json& c, const std::s
   return call;
 }
 
-}  // namespace
+// An op's "phase": forward, backward, update or other (and their short spellings).
+Phase read_phase(const JsonReader& rd, const json& v, const Key& key) {
+  const std::string ph = rd.str(v, key);
+  const auto parsed = parse_phase(ph);
+  if (!parsed) rd.fail(key, "forward, backward, update or other, got \"" + printable(ph) + "\"");
+  return *parsed;
+}
 
-Graph parse_graph_json(const std::string& text, const std::string& origin) {
-  const JsonReader rd(origin);
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    rd.fail("", "a JSON graph object with \"ops\", got an empty file");
+// An op's "signature": {op_type, input_shapes, dtype}, defaulting to the op's type and dtype.
+Signature read_signature(const JsonReader& rd, const json& s, const std::string& p, const Op& op) {
+  rd.expect_object(s, Key{p, ".signature"}, {"op_type", "input_shapes", "dtype"});
+  Signature sig;
+  sig.op_type =
+      s.contains("op_type") ? rd.str(s["op_type"], Key{p, ".signature.op_type"}) : op.type;
+  if (s.contains("input_shapes")) {
+    const json& sh = s["input_shapes"];
+    if (!sh.is_array())
+      rd.fail(Key{p, ".signature.input_shapes"}, "a list of shapes, got " + shown(sh));
+    sig.input_shapes.reserve(sh.size());
+    for (std::size_t k = 0; k < sh.size(); ++k) {
+      sig.input_shapes.push_back(
+          rd.shape(sh[k], p + ".signature.input_shapes[" + std::to_string(k) + "]"));
+    }
   }
-  Graph g;
-  std::vector<std::vector<PendingRef>> pending_inputs;
-  std::vector<std::vector<std::string>> pending_control;
-  auto read_op = [&](const json& o, std::size_t i) {
-    pending_inputs.emplace_back();
-    pending_control.emplace_back();
-    const std::string path = "ops[" + std::to_string(i) + "]";
-    rd.expect_object(o, path,
-                     {"name", "type", "phase", "flops", "bytes_read", "bytes_written", "dtype",
-                      "signature", "measured", "outputs", "inputs", "control_inputs",
-                      "persistent_bytes", "group", "device_kind", "layer", "stream", "collective"});
-    Op op;
-    if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
-    op.name = rd.str(o["name"], path + ".name");
-    const std::string p = path + " (\"" + printable(op.name) + "\")";
-    op.type = o.contains("type") ? rd.str(o["type"], Key{p, ".type"}) : std::string();
-    if (o.contains("phase")) {
-      const std::string ph = rd.str(o["phase"], Key{p, ".phase"});
-      const auto parsed = parse_phase(ph);
-      if (!parsed)
-        rd.fail(Key{p, ".phase"},
-                "forward, backward, update or other, got \"" + printable(ph) + "\"");
-      op.phase = *parsed;
-    }
-    if (o.contains("flops")) op.flops = Flops{rd.number(o["flops"], Key{p, ".flops"})};
-    if (o.contains("bytes_read")) op.bytes_read = rd.bytes(o["bytes_read"], Key{p, ".bytes_read"});
-    if (o.contains("bytes_written"))
-      op.bytes_written = rd.bytes(o["bytes_written"], Key{p, ".bytes_written"});
-    if (o.contains("dtype")) op.dtype = rd.dtype(o["dtype"], Key{p, ".dtype"});
-    if (o.contains("signature")) {
-      const json& s = o["signature"];
-      rd.expect_object(s, Key{p, ".signature"}, {"op_type", "input_shapes", "dtype"});
-      Signature sig;
-      sig.op_type =
-          s.contains("op_type") ? rd.str(s["op_type"], Key{p, ".signature.op_type"}) : op.type;
-      if (s.contains("input_shapes")) {
-        const json& sh = s["input_shapes"];
-        if (!sh.is_array())
-          rd.fail(Key{p, ".signature.input_shapes"}, "a list of shapes, got " + shown(sh));
-        for (std::size_t k = 0; k < sh.size(); ++k) {
-          sig.input_shapes.push_back(
-              rd.shape(sh[k], p + ".signature.input_shapes[" + std::to_string(k) + "]"));
-        }
-      }
-      sig.dtype = s.contains("dtype") ? rd.dtype(s["dtype"], Key{p, ".signature.dtype"}) : op.dtype;
-      op.signature = std::move(sig);
-    }
-    if (o.contains("measured")) {
-      const json& m = o["measured"];
-      if (m.is_string()) {
-        try {
-          op.measured = parse_duration(m.get_ref<const std::string&>());
-        } catch (const InputError& e) {
-          std::string msg = e.what();
-          if (msg.rfind("expected ", 0) == 0) msg = msg.substr(9);
-          rd.fail(Key{p, ".measured"}, msg);
-        }
-      } else {
-        rd.fail(Key{p, ".measured"}, "a duration string such as \"12.5 us\", got " + shown(m));
-      }
-      if (op.measured->ns > 1'000'000'000'000) {
-        rd.fail(Key{p, ".measured"}, "a duration up to 1000 s, got " + shown(m));
-      }
-    }
-    if (o.contains("outputs")) {
-      const json& outs = o["outputs"];
-      if (!outs.is_array()) rd.fail(Key{p, ".outputs"}, "a list of outputs, got " + shown(outs));
-      for (std::size_t k = 0; k < outs.size(); ++k) {
-        const std::string op_path = p + ".outputs[" + std::to_string(k) + "]";
-        const json& t = outs[k];
-        TensorOut out;
-        if (t.is_number() || t.is_string()) {
-          out.bytes = rd.bytes(t, op_path);
-        } else {
-          rd.expect_object(t, op_path, {"name", "bytes", "shape", "dtype"});
-          if (!t.contains("bytes"))
-            rd.fail(op_path + ".bytes", "a byte count (the key is missing)");
-          out.bytes = rd.bytes(t["bytes"], op_path + ".bytes");
-          if (t.contains("name")) out.name = rd.str(t["name"], op_path + ".name");
-          if (t.contains("shape")) out.shape = rd.shape(t["shape"], op_path + ".shape");
-          if (t.contains("dtype")) out.dtype = rd.dtype(t["dtype"], op_path + ".dtype");
-        }
-        op.outputs.push_back(std::move(out));
-      }
-    }
-    if (o.contains("inputs")) {
-      const json& ins = o["inputs"];
-      if (!ins.is_array()) rd.fail(Key{p, ".inputs"}, "a list of inputs, got " + shown(ins));
-      for (std::size_t k = 0; k < ins.size(); ++k) {
-        const std::string ip = p + ".inputs[" + std::to_string(k) + "]";
-        const json& in = ins[k];
-        PendingRef ref;
-        if (in.is_string()) {
-          ref.op = in.get<std::string>();
-        } else if (in.is_object()) {
-          rd.expect_object(in, ip, {"op", "output"});
-          if (!in.contains("op")) rd.fail(ip + ".op", "a producer op name (the key is missing)");
-          ref.op = rd.str(in["op"], ip + ".op");
-          if (in.contains("output")) {
-            ref.output =
-                static_cast<std::int32_t>(rd.integer(in["output"], ip + ".output", 0, 1 << 30));
-          }
-          ref.explicit_output = true;
-        } else {
-          rd.fail(ip, "a producer name (\"op\" or \"op:1\") or {\"op\": ..., \"output\": N}, got " +
-                          shown(in));
-        }
-        pending_inputs[i].push_back(std::move(ref));
-      }
-    }
-    if (o.contains("control_inputs")) {
-      const json& cs = o["control_inputs"];
-      if (!cs.is_array())
-        rd.fail(Key{p, ".control_inputs"}, "a list of op names, got " + shown(cs));
-      for (std::size_t k = 0; k < cs.size(); ++k) {
-        pending_control[i].push_back(
-            rd.str(cs[k], p + ".control_inputs[" + std::to_string(k) + "]"));
-      }
-    }
-    if (o.contains("persistent_bytes"))
-      op.persistent = rd.bytes(o["persistent_bytes"], Key{p, ".persistent_bytes"});
-    if (o.contains("group")) op.group = rd.str(o["group"], Key{p, ".group"});
-    if (o.contains("device_kind")) {
-      const std::string k = rd.str(o["device_kind"], Key{p, ".device_kind"});
-      if (k == "cpu")
-        op.device_kind = DeviceKind::Cpu;
-      else if (k == "gpu")
-        op.device_kind = DeviceKind::Gpu;
-      else
-        rd.fail(Key{p, ".device_kind"}, "cpu or gpu, got \"" + printable(k) + "\"");
-    }
-    if (o.contains("layer")) op.layer = rd.str(o["layer"], Key{p, ".layer"});
-    if (o.contains("stream"))
-      op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
-    if (o.contains("collective"))
-      op.collective = read_collective(rd, o["collective"], p + ".collective");
-    g.ops.push_back(std::move(op));
-  };
+  sig.dtype = s.contains("dtype") ? rd.dtype(s["dtype"], Key{p, ".signature.dtype"}) : op.dtype;
+  return sig;
+}
 
-  check_json_nesting(text, origin);  // dump() of a deep metadata value would recurse
-  OpStreamingBuilder builder(rd, text, read_op);
-  try {
-    json::sax_parse(text, &builder);
-  } catch (const json::exception& e) {
-    rd.fail("", std::string("valid JSON (") + printable(e.what(), 120) + ")");
+// An op's "measured": a duration string up to 1000 s.
+Duration read_measured(const JsonReader& rd, const json& m, const std::string& p) {
+  Duration d;
+  if (m.is_string()) {
+    try {
+      d = parse_duration(m.get_ref<const std::string&>());
+    } catch (const InputError& e) {
+      std::string msg = e.what();
+      if (msg.rfind("expected ", 0) == 0) msg = msg.substr(9);
+      rd.fail(Key{p, ".measured"}, msg);
+    }
+  } else {
+    rd.fail(Key{p, ".measured"}, "a duration string such as \"12.5 us\", got " + shown(m));
   }
-  json& root = builder.root;
+  if (d.ns > 1'000'000'000'000) {
+    rd.fail(Key{p, ".measured"}, "a duration up to 1000 s, got " + shown(m));
+  }
+  return d;
+}
+
+// An op's "outputs": each a byte count or {name, bytes, shape, dtype}.
+std::vector<TensorOut> read_outputs(const JsonReader& rd, const json& outs, const std::string& p) {
+  if (!outs.is_array()) rd.fail(Key{p, ".outputs"}, "a list of outputs, got " + shown(outs));
+  std::vector<TensorOut> result;
+  result.reserve(outs.size());
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    const std::string op_path = p + ".outputs[" + std::to_string(k) + "]";
+    const json& t = outs[k];
+    TensorOut out;
+    if (t.is_number() || t.is_string()) {
+      out.bytes = rd.bytes(t, op_path);
+    } else {
+      rd.expect_object(t, op_path, {"name", "bytes", "shape", "dtype"});
+      if (!t.contains("bytes")) rd.fail(op_path + ".bytes", "a byte count (the key is missing)");
+      out.bytes = rd.bytes(t["bytes"], op_path + ".bytes");
+      if (t.contains("name")) out.name = rd.str(t["name"], op_path + ".name");
+      if (t.contains("shape")) out.shape = rd.shape(t["shape"], op_path + ".shape");
+      if (t.contains("dtype")) out.dtype = rd.dtype(t["dtype"], op_path + ".dtype");
+    }
+    result.push_back(std::move(out));
+  }
+  return result;
+}
+
+// An op's "inputs", as written (names are resolved once every op is known).
+std::vector<PendingRef> read_inputs(const JsonReader& rd, const json& ins, const std::string& p) {
+  if (!ins.is_array()) rd.fail(Key{p, ".inputs"}, "a list of inputs, got " + shown(ins));
+  std::vector<PendingRef> refs;
+  refs.reserve(ins.size());
+  for (std::size_t k = 0; k < ins.size(); ++k) {
+    const std::string ip = p + ".inputs[" + std::to_string(k) + "]";
+    const json& in = ins[k];
+    PendingRef ref;
+    if (in.is_string()) {
+      ref.op = in.get<std::string>();
+    } else if (in.is_object()) {
+      rd.expect_object(in, ip, {"op", "output"});
+      if (!in.contains("op")) rd.fail(ip + ".op", "a producer op name (the key is missing)");
+      ref.op = rd.str(in["op"], ip + ".op");
+      if (in.contains("output")) {
+        ref.output =
+            static_cast<std::int32_t>(rd.integer(in["output"], ip + ".output", 0, 1 << 30));
+      }
+      ref.explicit_output = true;
+    } else {
+      rd.fail(ip, "a producer name (\"op\" or \"op:1\") or {\"op\": ..., \"output\": N}, got " +
+                      shown(in));
+    }
+    refs.push_back(std::move(ref));
+  }
+  return refs;
+}
+
+// An op's "control_inputs": op names (resolved later).
+std::vector<std::string> read_control_inputs(const JsonReader& rd, const json& cs,
+                                             const std::string& p) {
+  if (!cs.is_array()) rd.fail(Key{p, ".control_inputs"}, "a list of op names, got " + shown(cs));
+  std::vector<std::string> names;
+  names.reserve(cs.size());
+  for (std::size_t k = 0; k < cs.size(); ++k) {
+    names.push_back(rd.str(cs[k], p + ".control_inputs[" + std::to_string(k) + "]"));
+  }
+  return names;
+}
+
+DeviceKind read_device_kind(const JsonReader& rd, const json& v, const Key& key) {
+  const std::string k = rd.str(v, key);
+  if (k == "cpu") return DeviceKind::Cpu;
+  if (k == "gpu") return DeviceKind::Gpu;
+  rd.fail(key, "cpu or gpu, got \"" + printable(k) + "\"");
+}
+
+// Ops are read one at a time as the streaming parser completes them; their inputs and control
+// inputs wait here, by name, until every op is known.
+struct PendingOps {
+  std::vector<std::vector<PendingRef>> inputs;
+  std::vector<std::vector<std::string>> control;
+};
+
+// One element of "ops", key by key.
+Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pending) {
+  pending.inputs.emplace_back();
+  pending.control.emplace_back();
+  const std::string path = "ops[" + std::to_string(i) + "]";
+  rd.expect_object(o, path,
+                   {"name", "type", "phase", "flops", "bytes_read", "bytes_written", "dtype",
+                    "signature", "measured", "outputs", "inputs", "control_inputs",
+                    "persistent_bytes", "group", "device_kind", "layer", "stream", "collective"});
+  Op op;
+  if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
+  op.name = rd.str(o["name"], path + ".name");
+  const std::string p = path + " (\"" + printable(op.name) + "\")";
+  op.type = o.contains("type") ? rd.str(o["type"], Key{p, ".type"}) : std::string();
+  if (o.contains("phase")) op.phase = read_phase(rd, o["phase"], Key{p, ".phase"});
+  if (o.contains("flops")) op.flops = Flops{rd.number(o["flops"], Key{p, ".flops"})};
+  if (o.contains("bytes_read")) op.bytes_read = rd.bytes(o["bytes_read"], Key{p, ".bytes_read"});
+  if (o.contains("bytes_written"))
+    op.bytes_written = rd.bytes(o["bytes_written"], Key{p, ".bytes_written"});
+  if (o.contains("dtype")) op.dtype = rd.dtype(o["dtype"], Key{p, ".dtype"});
+  if (o.contains("signature")) op.signature = read_signature(rd, o["signature"], p, op);
+  if (o.contains("measured")) op.measured = read_measured(rd, o["measured"], p);
+  if (o.contains("outputs")) op.outputs = read_outputs(rd, o["outputs"], p);
+  if (o.contains("inputs")) pending.inputs[i] = read_inputs(rd, o["inputs"], p);
+  if (o.contains("control_inputs"))
+    pending.control[i] = read_control_inputs(rd, o["control_inputs"], p);
+  if (o.contains("persistent_bytes"))
+    op.persistent = rd.bytes(o["persistent_bytes"], Key{p, ".persistent_bytes"});
+  if (o.contains("group")) op.group = rd.str(o["group"], Key{p, ".group"});
+  if (o.contains("device_kind"))
+    op.device_kind = read_device_kind(rd, o["device_kind"], Key{p, ".device_kind"});
+  if (o.contains("layer")) op.layer = rd.str(o["layer"], Key{p, ".layer"});
+  if (o.contains("stream"))
+    op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
+  if (o.contains("collective"))
+    op.collective = read_collective(rd, o["collective"], p + ".collective");
+  return op;
+}
+
+// The top-level keys besides the ops: format, version, name, metadata; then that "ops" is a list.
+void read_root(const JsonReader& rd, const json& root, Graph& g) {
   rd.expect_object(root, "", {"format", "version", "name", "metadata", "ops"});
   if (root.contains("version")) {
     const auto ver = rd.integer(root["version"], "version", 1, 1);
@@ -694,8 +732,35 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
   }
   if (!root.contains("ops")) rd.fail("ops", "a list of ops (the key is missing)");
   if (!root["ops"].is_array()) rd.fail("ops", "a list of ops, got " + shown(root["ops"]));
+}
 
-  // Resolve names now that every op is known (inputs may name later ops; finalize finds cycles).
+// A written input resolved against the op names: "name", or "name:K" when "name" is no op.
+TensorRef resolve_input(const JsonReader& rd, const std::map<std::string, OpId, std::less<>>& ids,
+                        const PendingRef& ref, const std::string& p, std::size_t k) {
+  TensorRef t;
+  auto it = ids.find(ref.op);
+  t.output = ref.output;
+  if (it == ids.end() && !ref.explicit_output) {
+    // "name:K" — op names may themselves contain ':' ("aten::mm"), so only a numeric suffix
+    // after the last ':' of a string that is not an op name counts as an output index.
+    const auto colon = ref.op.rfind(':');
+    if (colon != std::string::npos && colon + 1 < ref.op.size() &&
+        ref.op.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
+        ref.op.size() - colon - 1 <= 9) {
+      it = ids.find(std::string_view(ref.op).substr(0, colon));
+      t.output = static_cast<std::int32_t>(std::stol(ref.op.substr(colon + 1)));
+    }
+  }
+  if (it == ids.end()) {
+    rd.fail(p + ".inputs[" + std::to_string(k) + "]",
+            "the name of a producer op in this graph, got unknown \"" + printable(ref.op) + "\"");
+  }
+  t.op = it->second;
+  return t;
+}
+
+// Resolve names now that every op is known (inputs may name later ops; finalize finds cycles).
+void resolve_references(const JsonReader& rd, const PendingOps& pending, Graph& g) {
   std::map<std::string, OpId, std::less<>> ids;
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
     if (!ids.emplace(g.ops[i].name, static_cast<OpId>(i)).second) {
@@ -706,40 +771,43 @@ Graph parse_graph_json(const std::string& text, const std::string& origin) {
   }
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
     const std::string p = "ops[" + std::to_string(i) + "] (\"" + printable(g.ops[i].name) + "\")";
-    for (std::size_t k = 0; k < pending_inputs[i].size(); ++k) {
-      const PendingRef& ref = pending_inputs[i][k];
-      TensorRef t;
-      auto it = ids.find(ref.op);
-      t.output = ref.output;
-      if (it == ids.end() && !ref.explicit_output) {
-        // "name:K" — op names may themselves contain ':' ("aten::mm"), so only a numeric suffix
-        // after the last ':' of a string that is not an op name counts as an output index.
-        const auto colon = ref.op.rfind(':');
-        if (colon != std::string::npos && colon + 1 < ref.op.size() &&
-            ref.op.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
-            ref.op.size() - colon - 1 <= 9) {
-          it = ids.find(std::string_view(ref.op).substr(0, colon));
-          t.output = static_cast<std::int32_t>(std::stol(ref.op.substr(colon + 1)));
-        }
-      }
-      if (it == ids.end()) {
-        rd.fail(
-            p + ".inputs[" + std::to_string(k) + "]",
-            "the name of a producer op in this graph, got unknown \"" + printable(ref.op) + "\"");
-      }
-      t.op = it->second;
-      g.ops[i].inputs.push_back(t);
+    const auto& refs = pending.inputs[i];
+    g.ops[i].inputs.reserve(refs.size());
+    for (std::size_t k = 0; k < refs.size(); ++k) {
+      g.ops[i].inputs.push_back(resolve_input(rd, ids, refs[k], p, k));
     }
-    for (std::size_t k = 0; k < pending_control[i].size(); ++k) {
-      const auto it = ids.find(pending_control[i][k]);
+    const auto& control = pending.control[i];
+    g.ops[i].control_inputs.reserve(control.size());
+    for (std::size_t k = 0; k < control.size(); ++k) {
+      const auto it = ids.find(control[k]);
       if (it == ids.end()) {
         rd.fail(p + ".control_inputs[" + std::to_string(k) + "]",
-                "the name of an op in this graph, got unknown \"" +
-                    printable(pending_control[i][k]) + "\"");
+                "the name of an op in this graph, got unknown \"" + printable(control[k]) + "\"");
       }
       g.ops[i].control_inputs.push_back(it->second);
     }
   }
+}
+
+}  // namespace
+
+Graph parse_graph_json(const std::string& text, const std::string& origin) {
+  const JsonReader rd(origin);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    rd.fail("", "a JSON graph object with \"ops\", got an empty file");
+  }
+  Graph g;
+  PendingOps pending;
+  check_json_nesting(text, origin);  // dump() of a deep metadata value would recurse
+  OpStreamingBuilder builder(
+      rd, text, [&](const json& o, std::size_t i) { g.ops.push_back(read_op(rd, o, i, pending)); });
+  try {
+    json::sax_parse(text, &builder);
+  } catch (const json::exception& e) {
+    rd.fail("", std::string("valid JSON (") + printable(e.what(), 120) + ")");
+  }
+  read_root(rd, builder.root, g);
+  resolve_references(rd, pending, g);
   g.finalize(origin);
   return g;
 }
@@ -825,6 +893,106 @@ class JsonOut {
 
 }  // namespace
 
+namespace {
+
+void write_signature(const Signature& sig, JsonOut& o) {
+  o.key("signature");
+  o.open_obj();
+  o.key("op_type");
+  o.str(sig.op_type);
+  o.key("input_shapes");
+  o.s += '[';
+  for (std::size_t k = 0; k < sig.input_shapes.size(); ++k) {
+    if (k != 0) o.s += ',';
+    o.shape(sig.input_shapes[k]);
+  }
+  o.s += ']';
+  o.key("dtype");
+  o.str(to_string(sig.dtype));
+  o.close_obj();
+}
+
+// Outputs: a bare byte count when that is all there is to say.
+void write_outputs(const std::vector<TensorOut>& outputs, JsonOut& o) {
+  o.key("outputs");
+  o.s += '[';
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const TensorOut& t = outputs[k];
+    if (k != 0) o.s += ", ";
+    if (t.name.empty() && t.shape.empty() && t.dtype == Dtype::F32) {
+      o.num(t.bytes.v);
+      continue;
+    }
+    o.open_obj();
+    if (!t.name.empty()) {
+      o.key("name");
+      o.str(t.name);
+    }
+    o.key("bytes");
+    o.num(t.bytes.v);
+    if (!t.shape.empty()) {
+      o.key("shape");
+      o.shape(t.shape);
+    }
+    if (t.dtype != Dtype::F32) {
+      o.key("dtype");
+      o.str(to_string(t.dtype));
+    }
+    o.close_obj();
+  }
+  o.s += ']';
+}
+
+// Inputs by producer name; {"op", "output"} for outputs other than the first.
+void write_inputs(const Graph& g, const std::vector<TensorRef>& inputs, JsonOut& o) {
+  o.key("inputs");
+  o.s += '[';
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const TensorRef& in = inputs[k];
+    if (k != 0) o.s += ", ";
+    const std::string& pn = g.ops[static_cast<std::size_t>(in.op)].name;
+    if (in.output == 0) {
+      o.str(pn);
+    } else {
+      o.open_obj();
+      o.key("op");
+      o.str(pn);
+      o.key("output");
+      o.num(static_cast<std::int64_t>(in.output));
+      o.close_obj();
+    }
+  }
+  o.s += ']';
+}
+
+void write_collective(const CollectiveCall& c, JsonOut& o) {
+  o.key("collective");
+  o.open_obj();
+  o.key("kind");
+  o.str(to_string(c.kind));
+  o.key("bytes");
+  o.num(c.bytes.v);
+  if (!c.id.empty()) {
+    o.key("id");
+    o.str(c.id);
+  }
+  if (c.root != 0) {
+    o.key("root");
+    o.num(static_cast<std::int64_t>(c.root));
+  }
+  if (c.algo != CollAlgo::Auto) {
+    o.key("algo");
+    o.str(to_string(c.algo));
+  }
+  if (c.proto != CollProto::Auto) {
+    o.key("proto");
+    o.str(to_string(c.proto));
+  }
+  o.close_obj();
+}
+
+}  // namespace
+
 std::string graph_to_json(const Graph& g) {
   JsonOut o;
   o.s.reserve(g.ops.size() * 160 + 256);
@@ -869,73 +1037,17 @@ std::string graph_to_json(const Graph& g) {
       o.str(to_string(op.dtype));
     }
     if (op.signature) {
-      o.key("signature");
-      o.open_obj();
-      o.key("op_type");
-      o.str(op.signature->op_type);
-      o.key("input_shapes");
-      o.s += '[';
-      for (std::size_t k = 0; k < op.signature->input_shapes.size(); ++k) {
-        if (k != 0) o.s += ',';
-        o.shape(op.signature->input_shapes[k]);
-      }
-      o.s += ']';
-      o.key("dtype");
-      o.str(to_string(op.signature->dtype));
-      o.close_obj();
+      write_signature(*op.signature, o);
     }
     if (op.measured) {
       o.key("measured");
       o.str(std::to_string(op.measured->ns) + " ns");
     }
     if (!op.outputs.empty()) {
-      o.key("outputs");
-      o.s += '[';
-      for (std::size_t k = 0; k < op.outputs.size(); ++k) {
-        const TensorOut& t = op.outputs[k];
-        if (k != 0) o.s += ", ";
-        if (t.name.empty() && t.shape.empty() && t.dtype == Dtype::F32) {
-          o.num(t.bytes.v);
-          continue;
-        }
-        o.open_obj();
-        if (!t.name.empty()) {
-          o.key("name");
-          o.str(t.name);
-        }
-        o.key("bytes");
-        o.num(t.bytes.v);
-        if (!t.shape.empty()) {
-          o.key("shape");
-          o.shape(t.shape);
-        }
-        if (t.dtype != Dtype::F32) {
-          o.key("dtype");
-          o.str(to_string(t.dtype));
-        }
-        o.close_obj();
-      }
-      o.s += ']';
+      write_outputs(op.outputs, o);
     }
     if (!op.inputs.empty()) {
-      o.key("inputs");
-      o.s += '[';
-      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-        const TensorRef& in = op.inputs[k];
-        if (k != 0) o.s += ", ";
-        const std::string& pn = g.ops[static_cast<std::size_t>(in.op)].name;
-        if (in.output == 0) {
-          o.str(pn);
-        } else {
-          o.open_obj();
-          o.key("op");
-          o.str(pn);
-          o.key("output");
-          o.num(static_cast<std::int64_t>(in.output));
-          o.close_obj();
-        }
-      }
-      o.s += ']';
+      write_inputs(g, op.inputs, o);
     }
     if (!op.control_inputs.empty()) {
       o.key("control_inputs");
@@ -967,30 +1079,7 @@ std::string graph_to_json(const Graph& g) {
       o.num(static_cast<std::int64_t>(*op.stream));
     }
     if (op.collective) {
-      const CollectiveCall& c = *op.collective;
-      o.key("collective");
-      o.open_obj();
-      o.key("kind");
-      o.str(to_string(c.kind));
-      o.key("bytes");
-      o.num(c.bytes.v);
-      if (!c.id.empty()) {
-        o.key("id");
-        o.str(c.id);
-      }
-      if (c.root != 0) {
-        o.key("root");
-        o.num(static_cast<std::int64_t>(c.root));
-      }
-      if (c.algo != CollAlgo::Auto) {
-        o.key("algo");
-        o.str(to_string(c.algo));
-      }
-      if (c.proto != CollProto::Auto) {
-        o.key("proto");
-        o.str(to_string(c.proto));
-      }
-      o.close_obj();
+      write_collective(*op.collective, o);
     }
     o.close_obj();
   }
