@@ -142,12 +142,15 @@ PretrainResult pretrain_gnn(const std::vector<CorpusItem>& corpus, const TrainCo
 /// `samples` placements drawn from the policy; the best one is then improved by moving one group
 /// at a time to the device that shortens the step most, until no move helps or
 /// `search_evaluations` simulations are spent. Counts, not seconds, so the result is the same on
-/// any machine and thread count. samples = search_evaluations = 0: the plain greedy decode
-/// against the hints.
+/// any machine and thread count. samples = search_evaluations = op_evaluations = 0: the plain
+/// greedy decode against the hints.
 struct GnnPlaceOptions {
   int samples = 32;
   int search_evaluations = 512;  ///< per start
   int starts = 3;                ///< climbs from this many best distinct candidates
+  /// Then op-level moves of boundary ops (an op to a producer's or consumer's device): finer than
+  /// the groups, whose granularity bounds the group-level search.
+  int op_evaluations = 1024;
   std::uint64_t seed = 1;
   int sim_threads = 0;  ///< oneTBB threads for the simulations; <= 0 = default
 };
@@ -164,8 +167,9 @@ struct GnnPlacement {
 GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& graph,
                                    const sim::Cluster& cluster, const sim::KernelCostModel& costs,
                                    const GnnPlaceOptions& options);
-/// GnnPlaceOptions with $PLACESIM_RL_SEARCH = "SAMPLES,EVALUATIONS,STARTS" when set (e.g. "0,0,1":
-/// the plain greedy decode against the hints); throws sim::InputError when it is malformed.
+/// GnnPlaceOptions with $PLACESIM_RL_SEARCH = "SAMPLES,EVALUATIONS,STARTS,OP_EVALUATIONS" when set
+/// (e.g. "0,0,1,0": the plain greedy decode against the hints); throws sim::InputError when it is
+/// malformed.
 GnnPlaceOptions gnn_place_options_from_env();
 /// Zero-shot placement, `placesim place --method rl`: place_with_gnn_search with those options,
 /// over the grouping TrainConfig's defaults give. Seconds.
