@@ -148,8 +148,8 @@ struct GnnPlaceOptions {
   int samples = 32;
   int search_evaluations = 512;  ///< per start
   int starts = 3;                ///< climbs from this many best distinct candidates
-  /// Then op-level moves of boundary ops (an op to a producer's or consumer's device): finer than
-  /// the groups, whose granularity bounds the group-level search.
+  /// Then op-level moves (the ops of a co-location group together), first onto a producer's or
+  /// consumer's device, then onto any: finer than the groups, which bound the group-level search.
   int op_evaluations = 1024;
   std::uint64_t seed = 1;
   int sim_threads = 0;  ///< oneTBB threads for the simulations; <= 0 = default
@@ -160,7 +160,7 @@ struct GnnPlacement {
   double greedy_s = 0.0;   ///< the policy's greedy decode
   double hint_s = 0.0;     ///< the best hint
   double sampled_s = 0.0;  ///< the best of the samples
-  double final_s = 0.0;    ///< after the one-group moves
+  double final_s = 0.0;    ///< after the group and op moves
   std::string start;       ///< "greedy", "hint scotch", "hint m-etf" or "sample": where it began
   std::int64_t evaluations = 0;  ///< simulations run
 };
