@@ -10,8 +10,10 @@
 //   TrainResult r = train_gnn(graph, cluster, TrainConfig{.iterations = 100}, o);
 //   pretrain_gnn({{&nmt, &paper4}, {&rnnlm, &dgx1}}, cfg, o, "policy.ckpt");  // a corpus
 //   sim::Placement p = place_with_gnn(default_gnn_policy(), graph, cluster, {});  // zero-shot
+//   GnnPlacement s = place_with_gnn_search(path, graph, cluster, {}, {.samples = 0});  // stages
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +85,9 @@ class GnnTrainer {
 
   IterationStats step();  ///< samples K placements, scores them, updates; deterministic
   [[nodiscard]] DevicesOfGroups greedy() const;  ///< most likely device per group
+  /// K placements drawn from the policy as step() draws them (the trainer's seeded RNG), without
+  /// scoring or updating: test-time search (place_with_gnn_search).
+  std::vector<DevicesOfGroups> sample(int k);
   [[nodiscard]] const DevicesOfGroups& best() const;
   [[nodiscard]] double best_step_s() const;
   [[nodiscard]] int iteration() const;
@@ -132,8 +137,42 @@ PretrainResult pretrain_gnn(const std::vector<CorpusItem>& corpus, const TrainCo
                             const GnnOptions& options, const std::string& output,
                             const std::string& how_made);
 
-/// Zero-shot placement: the policy in `path` places `graph` on `cluster` greedily (one decode, no
-/// sampling, no training), over the grouping TrainConfig's defaults give. Seconds.
+/// Test-time search of a zero-shot placement (no training): the simulator scores the policy's
+/// greedy decode, its hints (Scotch's and m-ETF's placements projected onto the groups) and
+/// `samples` placements drawn from the policy; the best one is then improved by moving one group
+/// at a time to the device that shortens the step most, until no move helps or
+/// `search_evaluations` simulations are spent. Counts, not seconds, so the result is the same on
+/// any machine and thread count. samples = search_evaluations = op_evaluations = 0: the plain
+/// greedy decode against the hints.
+struct GnnPlaceOptions {
+  int samples = 32;
+  int search_evaluations = 512;  ///< per start
+  int starts = 3;                ///< climbs from this many best distinct candidates
+  /// Then op-level moves (the ops of a co-location group together), first onto a producer's or
+  /// consumer's device, then onto any: finer than the groups, which bound the group-level search.
+  int op_evaluations = 1024;
+  std::uint64_t seed = 1;
+  int sim_threads = 0;  ///< oneTBB threads for the simulations; <= 0 = default
+};
+/// What the search found: the placement and the step time of each stage's best (0 = none ran).
+struct GnnPlacement {
+  sim::Placement placement;
+  double greedy_s = 0.0;   ///< the policy's greedy decode
+  double hint_s = 0.0;     ///< the best hint
+  double sampled_s = 0.0;  ///< the best of the samples
+  double final_s = 0.0;    ///< after the group and op moves
+  std::string start;       ///< "greedy", "hint scotch", "hint m-etf" or "sample": where it began
+  std::int64_t evaluations = 0;  ///< simulations run
+};
+GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& graph,
+                                   const sim::Cluster& cluster, const sim::KernelCostModel& costs,
+                                   const GnnPlaceOptions& options);
+/// GnnPlaceOptions with $PLACESIM_RL_SEARCH = "SAMPLES,EVALUATIONS,STARTS,OP_EVALUATIONS" when set
+/// (e.g. "0,0,1,0": the plain greedy decode against the hints); throws sim::InputError when it is
+/// malformed.
+GnnPlaceOptions gnn_place_options_from_env();
+/// Zero-shot placement, `placesim place --method rl`: place_with_gnn_search with those options,
+/// over the grouping TrainConfig's defaults give. Seconds.
 sim::Placement place_with_gnn(const std::string& path, const sim::Graph& graph,
                               const sim::Cluster& cluster, const sim::KernelCostModel& costs);
 

@@ -4,13 +4,16 @@
 #ifdef PLACESIM_WITH_TORCH
 #include "policy/rl_gnn.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 
 #include "models/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
+#include "sim/simulate.hpp"
 
 namespace placesim::policy {
 namespace {
@@ -177,6 +180,83 @@ TEST(GnnPolicy, FeaturesOfARealGraphAndClusterAndZeroShotPlacement) {
   ASSERT_EQ(static_cast<int>(a.device_of.size()), g.num_ops());
   EXPECT_EQ(a.device_of, b.device_of);
   std::filesystem::remove_all(dir);
+}
+
+// Test-time search (place --method rl): never worse than any candidate it scored, the step time it
+// reports is the simulator's for the placement it returns, a budget of 0 keeps the best candidate,
+// and the result does not depend on the thread count.
+TEST(GnnPolicy, TestTimeSearchKeepsTheBestCandidateAndImprovesIt) {
+  const sim::Graph g = models::load_graph("rnnlm", "steps=3,hidden=128,vocab=500,batch=8");
+  const sim::Cluster c = sim::load_cluster("paper-4gpu");
+  TrainConfig cfg;
+  const models::Grouping gr = policy_grouping(g, c, cfg);
+  const auto dir = std::filesystem::temp_directory_path() / "placesim_gnn_test_search";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "p.ckpt").string();
+  GnnTrainer t(make_gnn_problem(gr, c), small(PolicyUpdate::Ppo), prefer_device(1), 1.0);
+  t.save_policy(path, "x");
+
+  GnnPlaceOptions none;
+  none.samples = 0;
+  none.search_evaluations = 0;
+  none.op_evaluations = 0;
+  const GnnPlacement plain = place_with_gnn_search(path, g, c, {}, none);
+  ASSERT_GT(plain.greedy_s, 0.0);
+  EXPECT_EQ(plain.sampled_s, 0.0);  // no samples drawn
+  const double best_candidate =
+      plain.hint_s > 0 ? std::min(plain.greedy_s, plain.hint_s) : plain.greedy_s;
+  EXPECT_EQ(plain.final_s, best_candidate);
+
+  GnnPlaceOptions o;
+  o.samples = 8;
+  o.search_evaluations = 60;
+  o.op_evaluations = 40;
+  o.sim_threads = 1;
+  const GnnPlacement a = place_with_gnn_search(path, g, c, {}, o);
+  o.sim_threads = 2;
+  const GnnPlacement b = place_with_gnn_search(path, g, c, {}, o);
+  EXPECT_EQ(a.placement.device_of, b.placement.device_of);
+  EXPECT_EQ(a.final_s, b.final_s);
+  EXPECT_LE(a.final_s, best_candidate);
+  EXPECT_LE(a.final_s, a.sampled_s);
+  EXPECT_GT(a.sampled_s, 0.0);
+  // 1 reference (single-GPU) + greedy + hints + 8 samples + at most 60 moves per start + 40.
+  EXPECT_LE(a.evaluations, 1 + 1 + kGnnHints + 8 + 3 * 60 + 40);
+  EXPECT_GT(a.evaluations, 1 + 1 + 8);  // the searches ran
+  sim::SimOptions so;
+  so.record_critical_path = false;
+  const sim::BatchOracle oracle(c, g, so);
+  EXPECT_EQ(oracle.evaluate(a.placement).step_time.seconds(), a.final_s);
+  // The op-level moves keep every co-location group on one device.
+  std::map<std::string, sim::DeviceId> device_of_group;
+  for (int o = 0; o < g.num_ops(); ++o) {
+    const auto d = a.placement.device_of[static_cast<size_t>(o)];
+    EXPECT_EQ(device_of_group.emplace(g.group_of(o), d).first->second, d) << g.group_of(o);
+  }
+  // place_with_gnn is the search with its defaults.
+  GnnPlaceOptions d;
+  EXPECT_EQ(place_with_gnn(path, g, c, {}).device_of,
+            place_with_gnn_search(path, g, c, {}, d).placement.device_of);
+  d.samples = -1;
+  EXPECT_THROW(place_with_gnn_search(path, g, c, {}, d), sim::InputError);
+  std::filesystem::remove_all(dir);
+}
+
+// PLACESIM_RL_SEARCH sizes the search; anything but four non-negative integers is an input error.
+TEST(GnnPolicy, SearchSizeFromTheEnvironment) {
+  ::unsetenv("PLACESIM_RL_SEARCH");
+  EXPECT_EQ(gnn_place_options_from_env().samples, GnnPlaceOptions{}.samples);
+  ::setenv("PLACESIM_RL_SEARCH", "0,0,1,0", 1);
+  const GnnPlaceOptions o = gnn_place_options_from_env();
+  EXPECT_EQ(o.samples, 0);
+  EXPECT_EQ(o.search_evaluations, 0);
+  EXPECT_EQ(o.starts, 1);
+  EXPECT_EQ(o.op_evaluations, 0);
+  for (const char* bad : {"1,2,3", "1,2,3,4,5", "1,2,0,4", "-1,2,3,4", "a,b,c,d", "1,2,3,4x"}) {
+    ::setenv("PLACESIM_RL_SEARCH", bad, 1);
+    EXPECT_THROW(gnn_place_options_from_env(), sim::InputError) << bad;
+  }
+  ::unsetenv("PLACESIM_RL_SEARCH");
 }
 
 }  // namespace
