@@ -5,7 +5,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 
-#include "policy/rl.hpp"
+#include "policy/rl/rl.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::policy {

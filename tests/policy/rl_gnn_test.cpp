@@ -2,7 +2,7 @@
 // REINFORCE, a seed reproduces a run bit for bit, one policy file places problems of other sizes
 // (groups, devices), and damaged or foreign policy files are input errors.
 #ifdef PLACESIM_WITH_TORCH
-#include "policy/rl_gnn.hpp"
+#include "policy/rl/rl_gnn.hpp"
 
 #include <filesystem>
 #include <fstream>

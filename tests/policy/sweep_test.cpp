@@ -1,6 +1,6 @@
 // Sweep spec parsing, grid expansion, the CSV (order, determinism across thread counts, resume
 // after an interruption) with an injected evaluator, so these tests do not depend on the engine.
-#include "policy/sweep.hpp"
+#include "policy/sweep/sweep.hpp"
 
 #include <atomic>
 #include <filesystem>
@@ -11,10 +11,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "policy/mpi_util.hpp"
+#include "policy/comm/mpi.hpp"
+#include "policy/comm/thread_comm.hpp"
 #include "sim/error.hpp"
-
-#include "tests/policy/thread_comm.hpp"
 
 namespace placesim::policy {
 namespace {
