@@ -370,7 +370,7 @@ SweepSpec parse_sweep_spec(const std::string& yaml_text, const std::string& orig
 }
 
 namespace {
-SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::string& origin) {
+YAML::Node load_root(const std::string& yaml_text, const std::string& origin) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -389,187 +389,237 @@ SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::st
           origin, k,
           "one of name, question, base (or cluster), axes, points, workloads, methods, plot");
   }
-  SweepSpec spec;
-  spec.origin = origin;
-  if (root["name"]) spec.name = scalar(root["name"], origin, "name");
-  if (root["question"]) spec.question = scalar(root["question"], origin, "question");
+  return root;
+}
 
+// `base:` (or `cluster:`): a cluster name, or {cluster: NAME} or {template: T, params...}.
+SweepBase parse_base(const YAML::Node& root, const std::string& origin) {
   if (root["base"] && root["cluster"])
     throw InputError(origin, "cluster", "either base or cluster, not both");
   const YAML::Node base = root["base"] ? root["base"] : root["cluster"];
   if (!base) throw InputError(origin, "base", "a base cluster (built-in name, file, or template)");
+  SweepBase out;
   if (base.IsScalar()) {
-    spec.base.cluster = base.Scalar();
-  } else if (base.IsMap()) {
-    for (const auto& kv : base) {
-      const std::string k = kv.first.as<std::string>();
-      const std::string v = scalar(kv.second, origin, "base." + k);
-      if (k == "template")
-        spec.base.template_name = v;
-      else if (k == "cluster")
-        spec.base.cluster = v;
-      else
-        spec.base.params[k] = k == "peer_access" ? normalize_bool(v) : v;
-    }
-    if (spec.base.template_name.empty() == spec.base.cluster.empty())
-      throw InputError(origin, "base", "exactly one of base.cluster or base.template");
-    if (!spec.base.cluster.empty() && !spec.base.params.empty())
-      throw InputError(origin, "base." + spec.base.params.begin()->first,
-                       "no template parameters with base.cluster");
-  } else {
+    out.cluster = base.Scalar();
+    return out;
+  }
+  if (!base.IsMap())
     throw InputError(origin, "base", "a cluster name or a mapping with cluster or template");
+  for (const auto& kv : base) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string v = scalar(kv.second, origin, "base." + k);
+    if (k == "template")
+      out.template_name = v;
+    else if (k == "cluster")
+      out.cluster = v;
+    else
+      out.params[k] = k == "peer_access" ? normalize_bool(v) : v;
   }
+  if (out.template_name.empty() == out.cluster.empty())
+    throw InputError(origin, "base", "exactly one of base.cluster or base.template");
+  if (!out.cluster.empty() && !out.params.empty())
+    throw InputError(origin, "base." + out.params.begin()->first,
+                     "no template parameters with base.cluster");
+  return out;
+}
 
-  if (const YAML::Node axes_node = root["axes"]) {
-    // Either {name: [values], ...} or [{name: N, values: [...]}, ...].
-    std::vector<std::pair<std::string, YAML::Node>> axes;
-    if (axes_node.IsMap()) {
-      for (const auto& kv : axes_node) axes.emplace_back(kv.first.as<std::string>(), kv.second);
-    } else if (axes_node.IsSequence()) {
-      for (std::size_t i = 0; i < axes_node.size(); ++i) {
-        const YAML::Node& n = axes_node[i];
-        if (!n.IsMap() || !n["name"] || !n["values"] || n.size() != 2)
-          throw InputError(origin, "axes[" + std::to_string(i) + "]",
-                           "a mapping {name: AXIS, values: [...]}");
-        axes.emplace_back(scalar(n["name"], origin, "axes[" + std::to_string(i) + "].name"),
-                          n["values"]);
-      }
-    } else {
-      throw InputError(origin, "axes", "a mapping from axis name to a list of values");
+// `axes:` as written: {name: [values], ...} or [{name: N, values: [...]}, ...].
+std::vector<std::pair<std::string, YAML::Node>> axis_entries(const YAML::Node& axes_node,
+                                                             const std::string& origin) {
+  std::vector<std::pair<std::string, YAML::Node>> axes;
+  if (axes_node.IsMap()) {
+    for (const auto& kv : axes_node) axes.emplace_back(kv.first.as<std::string>(), kv.second);
+  } else if (axes_node.IsSequence()) {
+    for (std::size_t i = 0; i < axes_node.size(); ++i) {
+      const YAML::Node& n = axes_node[i];
+      if (!n.IsMap() || !n["name"] || !n["values"] || n.size() != 2)
+        throw InputError(origin, "axes[" + std::to_string(i) + "]",
+                         "a mapping {name: AXIS, values: [...]}");
+      axes.emplace_back(scalar(n["name"], origin, "axes[" + std::to_string(i) + "].name"),
+                        n["values"]);
     }
-    for (const auto& kv : axes) {
-      SweepAxis a;
-      const std::string key = "axes." + kv.first;
-      a.name = canonical_axis(kv.first);
-      for (const auto& prev : spec.axes)
-        if (prev.name == a.name)
-          throw InputError(origin, key, "each axis once, got " + a.name + " twice");
-      if (!is_known_axis(a.name))
-        throw InputError(origin, key,
-                         "an axis among " + join(sweep_axis_names(), ", ") +
-                             " (prefixes take a link kind, e.g. link_scale.pcie)");
-      if (!kv.second.IsSequence() || kv.second.size() == 0)
-        throw InputError(origin, key, "a non-empty list of values");
-      std::set<std::string> seen;
-      for (std::size_t i = 0; i < kv.second.size(); ++i) {
-        std::string v = scalar(kv.second[i], origin, key + "[" + std::to_string(i) + "]");
-        if (a.name == "peer_access") v = normalize_bool(v);
-        check_axis_value(a.name, v, origin, key + "[" + std::to_string(i) + "]");
-        if (!seen.insert(v).second)
-          throw InputError(origin, key + "[" + std::to_string(i) + "]",
-                           "distinct values, got \"" + v + "\" twice");
-        a.values.push_back(v);
-      }
-      spec.axes.push_back(std::move(a));
-    }
+  } else {
+    throw InputError(origin, "axes", "a mapping from axis name to a list of values");
   }
+  return axes;
+}
 
-  if (const YAML::Node pts = root["points"]) {
-    if (!pts.IsSequence() || pts.size() == 0)
-      throw InputError(origin, "points", "a non-empty list of mappings axis -> value");
-    if (spec.axes.empty())
-      throw InputError(origin, "points", "an axes section declaring the axes the points use");
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      const std::string key = "points[" + std::to_string(i) + "]";
-      if (!pts[i].IsMap()) throw InputError(origin, key, "a mapping axis -> value");
-      std::map<std::string, std::string> p;
-      for (const auto& kv : pts[i]) {
-        const std::string axis = canonical_axis(kv.first.as<std::string>());
-        auto it = std::find_if(spec.axes.begin(), spec.axes.end(),
-                               [&](const SweepAxis& a) { return a.name == axis; });
-        if (it == spec.axes.end())
-          throw InputError(origin, key + "." + axis, "an axis declared under axes");
-        std::string v = scalar(kv.second, origin, key + "." + axis);
-        if (axis == "peer_access") v = normalize_bool(v);
-        check_axis_value(axis, v, origin, key + "." + axis);
-        p[axis] = v;
-      }
-      for (const auto& a : spec.axes)
-        if (!p.count(a.name)) throw InputError(origin, key, "a value for axis " + a.name);
-      spec.points.push_back(std::move(p));
+std::vector<SweepAxis> parse_axes(const YAML::Node& axes_node, const std::string& origin) {
+  std::vector<SweepAxis> out;
+  for (const auto& [name, values] : axis_entries(axes_node, origin)) {
+    SweepAxis a;
+    const std::string key = "axes." + name;
+    a.name = canonical_axis(name);
+    for (const auto& prev : out)
+      if (prev.name == a.name)
+        throw InputError(origin, key, "each axis once, got " + a.name + " twice");
+    if (!is_known_axis(a.name))
+      throw InputError(origin, key,
+                       "an axis among " + join(sweep_axis_names(), ", ") +
+                           " (prefixes take a link kind, e.g. link_scale.pcie)");
+    if (!values.IsSequence() || values.size() == 0)
+      throw InputError(origin, key, "a non-empty list of values");
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      std::string v = scalar(values[i], origin, key + "[" + std::to_string(i) + "]");
+      if (a.name == "peer_access") v = normalize_bool(v);
+      check_axis_value(a.name, v, origin, key + "[" + std::to_string(i) + "]");
+      if (!seen.insert(v).second)
+        throw InputError(origin, key + "[" + std::to_string(i) + "]",
+                         "distinct values, got \"" + v + "\" twice");
+      a.values.push_back(v);
     }
+    out.push_back(std::move(a));
   }
+  return out;
+}
 
-  const YAML::Node wl = root["workloads"];
+// `points:`: explicit points instead of the grid, each a value for every declared axis.
+std::vector<std::map<std::string, std::string>> parse_points(const YAML::Node& pts,
+                                                             const std::vector<SweepAxis>& axes,
+                                                             const std::string& origin) {
+  if (!pts.IsSequence() || pts.size() == 0)
+    throw InputError(origin, "points", "a non-empty list of mappings axis -> value");
+  if (axes.empty())
+    throw InputError(origin, "points", "an axes section declaring the axes the points use");
+  std::vector<std::map<std::string, std::string>> out;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const std::string key = "points[" + std::to_string(i) + "]";
+    if (!pts[i].IsMap()) throw InputError(origin, key, "a mapping axis -> value");
+    std::map<std::string, std::string> p;
+    for (const auto& kv : pts[i]) {
+      const std::string axis = canonical_axis(kv.first.as<std::string>());
+      if (std::none_of(axes.begin(), axes.end(),
+                       [&](const SweepAxis& a) { return a.name == axis; }))
+        throw InputError(origin, key + "." + axis, "an axis declared under axes");
+      std::string v = scalar(kv.second, origin, key + "." + axis);
+      if (axis == "peer_access") v = normalize_bool(v);
+      check_axis_value(axis, v, origin, key + "." + axis);
+      p[axis] = v;
+    }
+    for (const auto& a : axes)
+      if (!p.count(a.name)) throw InputError(origin, key, "a value for axis " + a.name);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// One entry of `workloads:`: a name, or {graph, options, parallel, label}.
+SweepWorkload parse_workload(const YAML::Node& n, const std::string& origin,
+                             const std::string& key) {
+  SweepWorkload w;
+  if (n.IsScalar()) {
+    w.graph = n.Scalar();
+  } else if (n.IsMap()) {
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      if (k == "options" && kv.second.IsMap()) {
+        // {layers: 4, batch: 64} is the same as "layers=4,batch=64".
+        for (const auto& o : kv.second)
+          w.options += (w.options.empty() ? "" : ",") + o.first.as<std::string>() + "=" +
+                       scalar(o.second, origin, key + ".options." + o.first.as<std::string>());
+        continue;
+      }
+      const std::string v = scalar(kv.second, origin, key + "." + k);
+      if (k == "graph" || k == "name" || k == "workload")
+        w.graph = v;
+      else if (k == "options")
+        w.options = v;
+      else if (k == "label")
+        w.label = v;
+      else if (k == "parallel") {
+        (void)models::parse_parallel(v, origin + ": " + key + ".parallel");  // checked here
+        w.parallel = v;
+      } else
+        throw InputError(origin, key + "." + k, "graph, options, parallel or label");
+    }
+  } else {
+    throw InputError(origin, key, "a workload name or a mapping {graph, options, label}");
+  }
+  if (w.graph.empty()) throw InputError(origin, key + ".graph", "a graph name or file");
+  if (w.label.empty()) {
+    w.label = w.options.empty() ? w.graph : w.graph + "(" + w.options + ")";
+    if (!w.parallel.empty()) w.label += "[" + w.parallel + "]";
+  }
+  return w;
+}
+
+std::vector<SweepWorkload> parse_workloads(const YAML::Node& wl, const std::string& origin) {
   if (!wl || !wl.IsSequence() || wl.size() == 0)
     throw InputError(origin, "workloads",
                      "a non-empty list of workloads (name or {graph, options, label})");
+  std::vector<SweepWorkload> out;
   std::set<std::string> labels;
   for (std::size_t i = 0; i < wl.size(); ++i) {
     const std::string key = "workloads[" + std::to_string(i) + "]";
-    SweepWorkload w;
-    if (wl[i].IsScalar()) {
-      w.graph = wl[i].Scalar();
-    } else if (wl[i].IsMap()) {
-      for (const auto& kv : wl[i]) {
-        const std::string k = kv.first.as<std::string>();
-        if (k == "options" && kv.second.IsMap()) {
-          // {layers: 4, batch: 64} is the same as "layers=4,batch=64".
-          for (const auto& o : kv.second)
-            w.options += (w.options.empty() ? "" : ",") + o.first.as<std::string>() + "=" +
-                         scalar(o.second, origin, key + ".options." + o.first.as<std::string>());
-          continue;
-        }
-        const std::string v = scalar(kv.second, origin, key + "." + k);
-        if (k == "graph" || k == "name" || k == "workload")
-          w.graph = v;
-        else if (k == "options")
-          w.options = v;
-        else if (k == "label")
-          w.label = v;
-        else if (k == "parallel") {
-          (void)models::parse_parallel(v, origin + ": " + key + ".parallel");  // checked here
-          w.parallel = v;
-        } else
-          throw InputError(origin, key + "." + k, "graph, options, parallel or label");
-      }
-    } else {
-      throw InputError(origin, key, "a workload name or a mapping {graph, options, label}");
-    }
-    if (w.graph.empty()) throw InputError(origin, key + ".graph", "a graph name or file");
-    if (w.label.empty()) {
-      w.label = w.options.empty() ? w.graph : w.graph + "(" + w.options + ")";
-      if (!w.parallel.empty()) w.label += "[" + w.parallel + "]";
-    }
+    SweepWorkload w = parse_workload(wl[i], origin, key);
     if (!labels.insert(w.label).second)
       throw InputError(origin, key, "distinct workload labels, got \"" + w.label + "\" twice");
-    spec.workloads.push_back(std::move(w));
+    out.push_back(std::move(w));
   }
+  return out;
+}
 
-  const YAML::Node ms = root["methods"];
+// One entry of `methods:`: a method name, or {best_of: [name, ...]}.
+SweepMethod parse_method(const YAML::Node& n, const std::string& origin, const std::string& key) {
+  SweepMethod m;
+  if (n.IsScalar()) {
+    m.candidates = {n.Scalar()};
+    m.label = n.Scalar();
+  } else if (n.IsMap() && n.size() == 1 && (n["best_of"] || n["best-of"])) {
+    const YAML::Node c = n["best_of"] ? n["best_of"] : n["best-of"];
+    if (!c.IsSequence() || c.size() < 2)
+      throw InputError(origin, key + ".best_of", "a list of at least two baselines");
+    for (std::size_t j = 0; j < c.size(); ++j)
+      m.candidates.push_back(scalar(c[j], origin, key + ".best_of[" + std::to_string(j) + "]"));
+    m.label = "best-of(" + join(m.candidates, "|") + ")";
+  } else {
+    throw InputError(origin, key, "a baseline name or {best_of: [baseline, ...]}");
+  }
+  for (const auto& c : m.candidates)
+    if (c.empty()) throw InputError(origin, key, "non-empty method names");
+  return m;
+}
+
+std::vector<SweepMethod> parse_methods(const YAML::Node& ms, const std::string& origin) {
   if (!ms || !ms.IsSequence() || ms.size() == 0)
     throw InputError(origin, "methods", "a non-empty list of placement methods");
-  labels.clear();
+  std::vector<SweepMethod> out;
+  std::set<std::string> labels;
   for (std::size_t i = 0; i < ms.size(); ++i) {
     const std::string key = "methods[" + std::to_string(i) + "]";
-    SweepMethod m;
-    if (ms[i].IsScalar()) {
-      m.candidates = {ms[i].Scalar()};
-      m.label = ms[i].Scalar();
-    } else if (ms[i].IsMap() && ms[i].size() == 1 && (ms[i]["best_of"] || ms[i]["best-of"])) {
-      const YAML::Node c = ms[i]["best_of"] ? ms[i]["best_of"] : ms[i]["best-of"];
-      if (!c.IsSequence() || c.size() < 2)
-        throw InputError(origin, key + ".best_of", "a list of at least two baselines");
-      for (std::size_t j = 0; j < c.size(); ++j)
-        m.candidates.push_back(scalar(c[j], origin, key + ".best_of[" + std::to_string(j) + "]"));
-      m.label = "best-of(" + join(m.candidates, "|") + ")";
-    } else {
-      throw InputError(origin, key, "a baseline name or {best_of: [baseline, ...]}");
-    }
-    for (const auto& c : m.candidates)
-      if (c.empty()) throw InputError(origin, key, "non-empty method names");
+    SweepMethod m = parse_method(ms[i], origin, key);
     if (!labels.insert(m.label).second)
       throw InputError(origin, key, "distinct methods, got \"" + m.label + "\" twice");
-    spec.methods.push_back(std::move(m));
+    out.push_back(std::move(m));
   }
-  if (const YAML::Node plot = root["plot"]) {
-    if (!plot.IsMap() || plot.size() != 1 || !plot["x"])
-      throw InputError(origin, "plot", "a mapping {x: AXIS}");
-    spec.plot_x = scalar(plot["x"], origin, "plot.x");
-    if (std::none_of(spec.axes.begin(), spec.axes.end(),
-                     [&](const SweepAxis& a) { return a.name == spec.plot_x; }))
-      throw InputError(origin, "plot.x", "one of the axes, got \"" + spec.plot_x + "\"");
-  }
+  return out;
+}
+
+// `plot: {x: AXIS}`: the axis along the line charts.
+std::string parse_plot(const YAML::Node& plot, const std::vector<SweepAxis>& axes,
+                       const std::string& origin) {
+  if (!plot.IsMap() || plot.size() != 1 || !plot["x"])
+    throw InputError(origin, "plot", "a mapping {x: AXIS}");
+  std::string x = scalar(plot["x"], origin, "plot.x");
+  if (std::none_of(axes.begin(), axes.end(), [&](const SweepAxis& a) { return a.name == x; }))
+    throw InputError(origin, "plot.x", "one of the axes, got \"" + x + "\"");
+  return x;
+}
+
+// One function per top-level key, called in the order the checks always ran.
+SweepSpec parse_sweep_spec_unchecked(const std::string& yaml_text, const std::string& origin) {
+  const YAML::Node root = load_root(yaml_text, origin);
+  SweepSpec spec;
+  spec.origin = origin;
+  if (root["name"]) spec.name = scalar(root["name"], origin, "name");
+  if (root["question"]) spec.question = scalar(root["question"], origin, "question");
+  spec.base = parse_base(root, origin);
+  if (const YAML::Node axes = root["axes"]) spec.axes = parse_axes(axes, origin);
+  if (const YAML::Node pts = root["points"]) spec.points = parse_points(pts, spec.axes, origin);
+  spec.workloads = parse_workloads(root["workloads"], origin);
+  spec.methods = parse_methods(root["methods"], origin);
+  if (const YAML::Node plot = root["plot"]) spec.plot_x = parse_plot(plot, spec.axes, origin);
   return spec;
 }
 }  // namespace
@@ -705,222 +755,98 @@ std::optional<std::vector<std::string>> split_csv_line(const std::string& line) 
   return out;
 }
 
-SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
-                        const std::string& csv_path, const SweepRunOptions& options) {
-  const Comm single;
-  const Comm& comm = options.comm ? *options.comm : single;
-  // Ranks start at different times (each loads LibTorch and builds its graphs first): without
-  // this barrier the sweep's time would include waiting for the slowest rank's start-up, which
-  // the process's own wall time already reports. A gather makes rank 0, which reports, wait.
-  if (comm.size() > 1) (void)comm.gather(std::string());
-  const auto t0 = std::chrono::steady_clock::now();
-  const int rank = comm.rank();
-  const int size = comm.size();
-  const bool root = rank == 0;
+namespace {
 
-  const std::vector<SweepPoint> points = expand_points(spec);
-  const std::vector<std::string> header = csv_header(spec);
-  const std::size_t key_columns = spec.axes.size() + 2;
-  const std::string journal_path = csv_path + ".partial";
-
-  SweepRunStats stats;
-  stats.total = points.size();
-
-  // Rank 0 decides what is left; the others learn it from the broadcast (they may not see the
-  // same file system).
-  KnownRows known;
-  std::string error_text;
-  std::vector<std::size_t> todo;
-  std::string todo_text;
-  if (root) {
-    try {
-      read_rows(csv_path, header, key_columns, options.retry_errors, known);
-      read_rows(journal_path, header, key_columns, options.retry_errors, known);
-    } catch (const InputError& e) {
-      error_text = e.what();
-    }
-    if (error_text.empty()) {
-      std::vector<std::size_t> left;
-      for (const auto& p : points)
-        if (!known.by_key.count(p.key())) left.push_back(p.index);
-      if (options.cost_hint) {
-        // Most expensive first; ties keep point order. A point whose cost cannot be guessed
-        // (its cluster cannot be built: its row will record the error) counts as free. Nothing
-        // may escape here: the other ranks are waiting in the broadcast below.
-        std::vector<double> cost(points.size(), 0.0);
-        for (std::size_t i : left) {
-          try {
-            cost[i] = options.cost_hint(points[i]);
-          } catch (const std::exception&) {
-          }
-        }
-        std::stable_sort(left.begin(), left.end(),
-                         [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
-      }
-      std::ostringstream os;
-      for (std::size_t i : left) os << i << "\n";
-      todo_text = os.str();
-    } else {
-      todo_text = "!" + error_text;
-    }
+/// Rank 0's list of the points left to evaluate (point indices, one a line; most expensive
+/// first with a cost hint), or "!" and the error that stops the sweep. `known` gets the rows
+/// already in the CSV and its journal.
+std::string points_left(const std::vector<SweepPoint>& points,
+                        const std::vector<std::string>& header, std::size_t key_columns,
+                        const std::string& csv_path, const std::string& journal_path,
+                        const SweepRunOptions& options, KnownRows& known) {
+  try {
+    read_rows(csv_path, header, key_columns, options.retry_errors, known);
+    read_rows(journal_path, header, key_columns, options.retry_errors, known);
+  } catch (const InputError& e) {
+    return std::string("!") + e.what();
   }
-  todo_text = comm.broadcast(todo_text);
-  if (!todo_text.empty() && todo_text[0] == '!') throw InputError(todo_text.substr(1));
-  {
-    std::istringstream is(todo_text);
-    std::size_t i = 0;
-    while (is >> i) todo.push_back(i);
-  }
-  stats.skipped = points.size() - todo.size();
-
-  // The journal: rows in the order they finish, each flushed, so a killed run loses nothing.
-  std::ofstream journal;
-  std::mutex journal_mutex;
-  if (root) {
-    const bool fresh = !std::filesystem::exists(journal_path);
-    journal.open(journal_path, std::ios::binary | std::ios::app);
-    if (!journal) throw InputError(journal_path, "", "a writable path next to the sweep CSV");
-    if (fresh) journal << csv_line(header) << "\n" << std::flush;
-  }
-  std::map<std::size_t, std::string> fresh_rows;  // point index -> line, on rank 0
-  Progress progress(root ? options.progress : nullptr, points.size(), stats.skipped);
-
-  tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
-  const int threads = std::max(1, arena.max_concurrency());
-  const std::size_t limit = options.stop_after;
-  // The positions in `todo` this run may evaluate: all, or the first `limit` (tests of resume).
-  const std::size_t to_hand_out = limit ? std::min(limit, todo.size()) : todo.size();
-
-  // Evaluates todo[begin, end) on this rank's threads; on rank 0 each row is journaled as it
-  // finishes. Returns the rows in position order.
-  auto evaluate_range = [&](std::size_t begin, std::size_t end) {
-    std::vector<std::string> lines(end - begin);
-    arena.execute([&] {
-      tbb::parallel_for(
-          tbb::blocked_range<std::size_t>(begin, end, 1),
-          [&](const tbb::blocked_range<std::size_t>& r) {
-            for (std::size_t k = r.begin(); k != r.end(); ++k) {
-              const SweepPoint& p = points[todo[k]];
-              PointResult res;
-              try {
-                res = evaluate(p);
-              } catch (const InputError& e) {
-                res = PointResult{};
-                res.error = e.what();
-              }
-              lines[k - begin] = csv_row(p, res);
-              if (root) {
-                const std::lock_guard lock(journal_mutex);
-                journal << lines[k - begin] << "\n" << std::flush;
-                fresh_rows[todo[k]] = lines[k - begin];
-                progress.advance(1);
-              }
-            }
-          },
-          tbb::simple_partitioner());
-    });
-    return lines;
-  };
-
-  if (size == 1) {
-    evaluate_range(0, to_hand_out);
-    stats.evaluated = to_hand_out;
-  } else if (root) {
-    // The work queue. Points differ in cost (GPU count, method: HEFT costs 2.3x the expert on
-    // bench_throughput.yaml), so a fixed deal leaves one rank idle at the end of every round of
-    // collectives (80% efficiency on 2 ranks with 4 rounds, 66-69% with 20). Here a rank asks for
-    // more when it is done: guided chunks, a quarter of what is left per rank and at least one
-    // point per thread, so requests are few at first and the last chunks are single points.
-    // The main thread only serves requests (waiting politely between them, no core spent) while
-    // a second thread evaluates rank 0's own chunks, so a request never waits for a chunk.
-    std::mutex queue_mutex;
-    std::size_t next = 0;
-    auto take = [&](std::size_t at_least) -> std::pair<std::size_t, std::size_t> {
-      const std::lock_guard lock(queue_mutex);
-      const std::size_t left = to_hand_out - next;
-      const std::size_t want =
-          (left + 4 * static_cast<std::size_t>(size) - 1) / (4 * static_cast<std::size_t>(size));
-      const std::size_t n = std::min(left, std::max(want, at_least));
-      next += n;
-      return {next - n, next};
-    };
-    std::exception_ptr local_error;
-    std::thread local([&] {
+  std::vector<std::size_t> left;
+  for (const auto& p : points)
+    if (!known.by_key.count(p.key())) left.push_back(p.index);
+  if (options.cost_hint) {
+    // Most expensive first; ties keep point order. A point whose cost cannot be guessed (its
+    // cluster cannot be built: its row will record the error) counts as free. Nothing may
+    // escape here: the other ranks are waiting in run_sweep's broadcast.
+    std::vector<double> cost(points.size(), 0.0);
+    for (std::size_t i : left) {
       try {
-        for (auto [b, e] = take(static_cast<std::size_t>(threads)); b < e;
-             std::tie(b, e) = take(static_cast<std::size_t>(threads)))
-          evaluate_range(b, e);
-      } catch (...) {
-        local_error = std::current_exception();
+        cost[i] = options.cost_hint(points[i]);
+      } catch (const std::exception&) {
       }
-    });
-    int working = size - 1;
-    try {
-      while (working > 0) {
-        auto [from, message] = comm.receive();
-        // "R<threads>\n<rows of the previous chunk>": a request, with what the last one gave.
-        const std::size_t eol = message.find('\n');
-        if (message.empty() || message[0] != 'R' || eol == std::string::npos)
-          throw std::logic_error("run_sweep: unexpected message from rank " + std::to_string(from));
-        const std::size_t their_threads = std::stoull(message.substr(1, eol - 1));
-        {
-          const std::lock_guard lock(journal_mutex);
-          for (auto& [i, line] : decode_results(message.substr(eol + 1))) {
-            journal << line << "\n";
-            fresh_rows[i] = std::move(line);
-            progress.advance(1);
-          }
-          journal.flush();
-        }
-        const auto [b, e] = take(std::max<std::size_t>(1, their_threads));
-        if (b == e) {
-          comm.send(from, "D");
-          --working;
-        } else {
-          comm.send(from, "C" + std::to_string(b) + " " + std::to_string(e));
-        }
-      }
-    } catch (...) {
-      // Stop handing out chunks, so that rank 0's own thread ends with its current one.
-      {
-        const std::lock_guard lock(queue_mutex);
-        next = to_hand_out;
-      }
-      local.join();
-      throw;
     }
-    local.join();
-    if (local_error) std::rethrow_exception(local_error);
-    stats.evaluated = to_hand_out;
-    if (fresh_rows.size() != to_hand_out)
-      throw std::logic_error("run_sweep: " + std::to_string(fresh_rows.size()) + " rows for " +
-                             std::to_string(to_hand_out) + " points handed out");
-  } else {
-    std::vector<std::pair<std::size_t, std::string>> rows;
-    for (;;) {
-      comm.send(0, "R" + std::to_string(threads) + "\n" + encode_results(rows));
-      rows.clear();
-      const auto [from, message] = comm.receive();
-      if (message == "D") break;
-      std::size_t b = 0, e = 0;
-      std::istringstream is(message.substr(1));
-      if (from != 0 || message.empty() || message[0] != 'C' || !(is >> b >> e) || b > e ||
-          e > todo.size())
-        throw std::logic_error("run_sweep: unexpected message from rank " + std::to_string(from));
-      const std::vector<std::string> lines = evaluate_range(b, e);
-      for (std::size_t k = b; k < e; ++k) rows.emplace_back(todo[k], lines[k - b]);
-      stats.evaluated += e - b;
-    }
+    std::stable_sort(left.begin(), left.end(),
+                     [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
   }
-  const bool stopped = to_hand_out < todo.size();
+  std::ostringstream os;
+  for (std::size_t i : left) os << i << "\n";
+  return os.str();
+}
 
-  stats.completed = !stopped || stats.evaluated + stats.skipped >= stats.total;
-  if (root && stats.completed) {
-    journal.close();
+/// One rank's part of run_sweep once every rank knows what is left (`todo`): the evaluation on
+/// this rank's threads, rank 0's journal and work queue, and the final CSV.
+class SweepRun {
+ public:
+  SweepRun(const std::vector<SweepPoint>& points, const std::vector<std::size_t>& todo,
+           const PointEvaluator& evaluate, const Comm& comm, const SweepRunOptions& options,
+           std::size_t skipped)
+      : points_(points),
+        todo_(todo),
+        evaluate_(evaluate),
+        comm_(comm),
+        root_(comm.rank() == 0),
+        progress_(root_ ? options.progress : nullptr, points.size(), skipped),
+        arena_(options.threads > 0 ? options.threads : tbb::task_arena::automatic),
+        threads_(std::max(1, arena_.max_concurrency())),
+        // The positions in `todo` this run may evaluate: all, or the first `stop_after` (tests
+        // of resume).
+        to_hand_out_(options.stop_after ? std::min(options.stop_after, todo.size()) : todo.size()) {
+  }
+
+  /// Rank 0: the journal, rows in the order they finish, each flushed, so a killed run loses
+  /// nothing.
+  void open_journal(const std::string& journal_path, const std::vector<std::string>& header) {
+    const bool fresh = !std::filesystem::exists(journal_path);
+    journal_.open(journal_path, std::ios::binary | std::ios::app);
+    if (!journal_) throw InputError(journal_path, "", "a writable path next to the sweep CSV");
+    if (fresh) journal_ << csv_line(header) << "\n" << std::flush;
+  }
+
+  /// Evaluates this rank's share; returns the number of points evaluated (all ranks' on rank 0).
+  std::size_t run() {
+    if (comm_.size() == 1) {
+      evaluate_range(0, to_hand_out_);
+      return to_hand_out_;
+    }
+    if (root_) {
+      serve_queue();
+      if (fresh_rows_.size() != to_hand_out_)
+        throw std::logic_error("run_sweep: " + std::to_string(fresh_rows_.size()) + " rows for " +
+                               std::to_string(to_hand_out_) + " points handed out");
+      return to_hand_out_;
+    }
+    return work_for_root();
+  }
+
+  [[nodiscard]] bool stopped() const { return to_hand_out_ < todo_.size(); }
+
+  /// Rank 0: the CSV in point order, from this run's rows and those known before.
+  void write_csv(const std::string& csv_path, const std::string& journal_path,
+                 const std::vector<std::string>& header, const KnownRows& known) {
+    journal_.close();
     std::string text = csv_line(header) + "\n";
     std::set<std::string> written;
-    for (const auto& p : points) {
-      if (auto it = fresh_rows.find(p.index); it != fresh_rows.end()) {
+    for (const auto& p : points_) {
+      if (auto it = fresh_rows_.find(p.index); it != fresh_rows_.end()) {
         text += it->second + "\n";
       } else {
         text += known.by_key.at(p.key()) + "\n";
@@ -933,6 +859,189 @@ SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
     write_atomic(csv_path, text);
     std::filesystem::remove(journal_path);
   }
+
+ private:
+  // Evaluates todo[begin, end) on this rank's threads; on rank 0 each row is journaled as it
+  // finishes. Returns the rows in position order.
+  std::vector<std::string> evaluate_range(std::size_t begin, std::size_t end) {
+    std::vector<std::string> lines(end - begin);
+    arena_.execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(begin, end, 1),
+          [&](const tbb::blocked_range<std::size_t>& r) {
+            for (std::size_t k = r.begin(); k != r.end(); ++k) {
+              const SweepPoint& p = points_[todo_[k]];
+              PointResult res;
+              try {
+                res = evaluate_(p);
+              } catch (const InputError& e) {
+                res = PointResult{};
+                res.error = e.what();
+              }
+              lines[k - begin] = csv_row(p, res);
+              if (root_) {
+                const std::lock_guard lock(journal_mutex_);
+                journal_ << lines[k - begin] << "\n" << std::flush;
+                fresh_rows_[todo_[k]] = lines[k - begin];
+                progress_.advance(1);
+              }
+            }
+          },
+          tbb::simple_partitioner());
+    });
+    return lines;
+  }
+
+  // The next chunk of the queue: guided, a quarter of what is left per rank, at least
+  // `at_least` points; empty when all is handed out.
+  std::pair<std::size_t, std::size_t> take(std::size_t at_least) {
+    const std::lock_guard lock(queue_mutex_);
+    const auto size = static_cast<std::size_t>(comm_.size());
+    const std::size_t left = to_hand_out_ - next_;
+    const std::size_t want = (left + 4 * size - 1) / (4 * size);
+    const std::size_t n = std::min(left, std::max(want, at_least));
+    next_ += n;
+    return {next_ - n, next_};
+  }
+
+  // Rank 0 of several. The work queue. Points differ in cost (GPU count, method: HEFT costs 2.3x
+  // the expert on bench_throughput.yaml), so a fixed deal leaves one rank idle at the end of
+  // every round of collectives (80% efficiency on 2 ranks with 4 rounds, 66-69% with 20). Here a
+  // rank asks for more when it is done: guided chunks, a quarter of what is left per rank and at
+  // least one point per thread, so requests are few at first and the last chunks are single
+  // points. The main thread only serves requests (waiting politely between them, no core spent)
+  // while a second thread evaluates rank 0's own chunks, so a request never waits for a chunk.
+  void serve_queue() {
+    std::exception_ptr local_error;
+    std::thread local([&] {
+      try {
+        const auto mine = static_cast<std::size_t>(threads_);
+        for (auto [b, e] = take(mine); b < e; std::tie(b, e) = take(mine)) evaluate_range(b, e);
+      } catch (...) {
+        local_error = std::current_exception();
+      }
+    });
+    try {
+      for (int working = comm_.size() - 1; working > 0;)
+        if (!answer_request()) --working;
+    } catch (...) {
+      // Stop handing out chunks, so that rank 0's own thread ends with its current one.
+      {
+        const std::lock_guard lock(queue_mutex_);
+        next_ = to_hand_out_;
+      }
+      local.join();
+      throw;
+    }
+    local.join();
+    if (local_error) std::rethrow_exception(local_error);
+  }
+
+  // Rank 0: one request, "R<threads>\n<rows of the previous chunk>"; journals the rows and
+  // answers with the next chunk, or "D" (done; returns false).
+  bool answer_request() {
+    auto [from, message] = comm_.receive();
+    const std::size_t eol = message.find('\n');
+    if (message.empty() || message[0] != 'R' || eol == std::string::npos)
+      throw std::logic_error("run_sweep: unexpected message from rank " + std::to_string(from));
+    const std::size_t their_threads = std::stoull(message.substr(1, eol - 1));
+    {
+      const std::lock_guard lock(journal_mutex_);
+      for (auto& [i, line] : decode_results(message.substr(eol + 1))) {
+        journal_ << line << "\n";
+        fresh_rows_[i] = std::move(line);
+        progress_.advance(1);
+      }
+      journal_.flush();
+    }
+    const auto [b, e] = take(std::max<std::size_t>(1, their_threads));
+    if (b == e) {
+      comm_.send(from, "D");
+      return false;
+    }
+    comm_.send(from, "C" + std::to_string(b) + " " + std::to_string(e));
+    return true;
+  }
+
+  // Another rank: asks rank 0 for chunks (sending the rows of the last one) until it says done.
+  std::size_t work_for_root() {
+    std::size_t evaluated = 0;
+    std::vector<std::pair<std::size_t, std::string>> rows;
+    for (;;) {
+      comm_.send(0, "R" + std::to_string(threads_) + "\n" + encode_results(rows));
+      rows.clear();
+      const auto [from, message] = comm_.receive();
+      if (message == "D") break;
+      std::size_t b = 0, e = 0;
+      std::istringstream is(message.substr(1));
+      if (from != 0 || message.empty() || message[0] != 'C' || !(is >> b >> e) || b > e ||
+          e > todo_.size())
+        throw std::logic_error("run_sweep: unexpected message from rank " + std::to_string(from));
+      const std::vector<std::string> lines = evaluate_range(b, e);
+      for (std::size_t k = b; k < e; ++k) rows.emplace_back(todo_[k], lines[k - b]);
+      evaluated += e - b;
+    }
+    return evaluated;
+  }
+
+  const std::vector<SweepPoint>& points_;
+  const std::vector<std::size_t>& todo_;
+  const PointEvaluator& evaluate_;
+  const Comm& comm_;
+  const bool root_;
+  std::ofstream journal_;
+  std::mutex journal_mutex_;
+  std::map<std::size_t, std::string> fresh_rows_;  // point index -> line, on rank 0
+  Progress progress_;
+  tbb::task_arena arena_;
+  const int threads_;
+  const std::size_t to_hand_out_;
+  std::mutex queue_mutex_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace
+
+SweepRunStats run_sweep(const SweepSpec& spec, const PointEvaluator& evaluate,
+                        const std::string& csv_path, const SweepRunOptions& options) {
+  const Comm single;
+  const Comm& comm = options.comm ? *options.comm : single;
+  // Ranks start at different times (each loads LibTorch and builds its graphs first): without
+  // this barrier the sweep's time would include waiting for the slowest rank's start-up, which
+  // the process's own wall time already reports. A gather makes rank 0, which reports, wait.
+  if (comm.size() > 1) (void)comm.gather(std::string());
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool root = comm.rank() == 0;
+
+  const std::vector<SweepPoint> points = expand_points(spec);
+  const std::vector<std::string> header = csv_header(spec);
+  const std::size_t key_columns = spec.axes.size() + 2;
+  const std::string journal_path = csv_path + ".partial";
+
+  SweepRunStats stats;
+  stats.total = points.size();
+
+  // Rank 0 decides what is left; the others learn it from the broadcast (they may not see the
+  // same file system).
+  KnownRows known;
+  std::string todo_text;
+  if (root)
+    todo_text = points_left(points, header, key_columns, csv_path, journal_path, options, known);
+  todo_text = comm.broadcast(todo_text);
+  if (!todo_text.empty() && todo_text[0] == '!') throw InputError(todo_text.substr(1));
+  std::vector<std::size_t> todo;
+  {
+    std::istringstream is(todo_text);
+    std::size_t i = 0;
+    while (is >> i) todo.push_back(i);
+  }
+  stats.skipped = points.size() - todo.size();
+
+  SweepRun run(points, todo, evaluate, comm, options, stats.skipped);
+  if (root) run.open_journal(journal_path, header);
+  stats.evaluated = run.run();
+  stats.completed = !run.stopped() || stats.evaluated + stats.skipped >= stats.total;
+  if (root && stats.completed) run.write_csv(csv_path, journal_path, header, known);
   stats.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return stats;
 }
