@@ -12,6 +12,8 @@
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
+#include "tests/common/rewards.hpp"
+
 namespace placesim::policy {
 namespace {
 
@@ -35,18 +37,7 @@ GnnProblem chain_problem(int groups, int devices) {
   return p;
 }
 
-// Step time = 1 + number of groups not on `target`.
-RewardFn prefer_device(int target) {
-  return [target](const std::vector<DevicesOfGroups>& ps) {
-    std::vector<Evaluation> out;
-    for (const auto& p : ps) {
-      double t = 1.0;
-      for (auto d : p) t += d != target ? 1.0 : 0.0;
-      out.push_back({.step_time_s = t});
-    }
-    return out;
-  };
-}
+using placesim::test::prefer_device;
 
 GnnOptions small(PolicyUpdate update) {
   GnnOptions o;

@@ -845,19 +845,14 @@ sim::Placement place_with_gnn(const std::string& path, const sim::Graph& graph,
 std::string default_gnn_policy() {
   if (const char* env = std::getenv("PLACESIM_POLICY"); env != nullptr && *env != '\0') return env;
   namespace fs = std::filesystem;
-  std::vector<fs::path> candidates;
-#ifdef PLACESIM_POLICY_DIR
-  candidates.emplace_back(fs::path(PLACESIM_POLICY_DIR) / "gnn.ckpt");
-#endif
+  // PLACESIM_POLICY_DIR: the checkout's scenarios/policies (policy/rl/CMakeLists.txt).
+  const std::string compiled_in = (fs::path(PLACESIM_POLICY_DIR) / "gnn.ckpt").string();
+  const std::vector<fs::path> candidates =
+      sim::checkout_paths(compiled_in, fs::path("scenarios") / "policies" / "gnn.ckpt");
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
-         dir = dir.parent_path())
-      candidates.push_back(dir / "scenarios" / "policies" / "gnn.ckpt");
   for (const auto& c : candidates)
     if (fs::is_regular_file(c, ec)) return c.string();
-  return (fs::path("scenarios") / "policies" / "gnn.ckpt").string();
+  return candidates.back().string();
 }
 
 }  // namespace placesim::policy
