@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -17,6 +18,7 @@ namespace {
 
 // A signal handler can reach nothing but a global; this flag is the only one, and only the
 // `train` command installs the handler that sets it.
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
 std::atomic<bool> g_stop_requested{false};
 extern "C" void on_sigint(int) {
   g_stop_requested.store(true);
@@ -24,14 +26,16 @@ extern "C" void on_sigint(int) {
 
 // While training: Ctrl-C sets the stop flag (checkpoint and return); before and after it, the
 // handler that was there.
-void catch_interrupt(bool on) {
-  static void (*previous)(int) = SIG_DFL;
-  if (on) {
-    g_stop_requested.store(false);
-    previous = std::signal(SIGINT, on_sigint);
-  } else {
-    std::signal(SIGINT, previous);
-  }
+std::function<void(bool)> interrupt_switch() {
+  auto previous = std::make_shared<void (*)(int)>(SIG_DFL);
+  return [previous](bool on) {
+    if (on) {
+      g_stop_requested.store(false);
+      *previous = std::signal(SIGINT, on_sigint);
+    } else {
+      std::signal(SIGINT, *previous);
+    }
+  };
 }
 
 // The LibTorch-free binary when placesim-torch is not beside it (main.cpp hands `train` over when
@@ -144,7 +148,7 @@ void register_train(CLI::App& app) {
     refuse_mpirun_without_mpi(mpi);
     policy::TrainHooks hooks;
     hooks.stop = &g_stop_requested;
-    hooks.catch_interrupt = catch_interrupt;
+    hooks.catch_interrupt = interrupt_switch();
     hooks.note = note;
     try {
       const int status = run(*a, comm, hooks);

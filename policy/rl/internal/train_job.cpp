@@ -457,7 +457,8 @@ int train_one(const TrainJob& a, const sim::Graph& graph, const sim::Cluster& cl
 
 }  // namespace
 
-int run_train_job(const TrainJob& a, const Comm& comm, const TrainHooks& hooks) {
+int run_train_job(const TrainJob& job, const Comm& comm, const TrainHooks& hooks) {
+  const TrainJob& a = job;
   check_flags(a);
   (void)attention_of(a);  // a bad --attention is reported before any input is read
   const sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
