@@ -843,19 +843,12 @@ std::string cluster_to_yaml(const Cluster& c) {
 namespace {
 
 std::vector<fs::path> scenario_dirs() {
-  std::vector<fs::path> dirs;
 #ifdef PLACESIM_SCENARIO_DIR
-  dirs.emplace_back(fs::path(PLACESIM_SCENARIO_DIR) / "clusters");
+  const std::string compiled_in = (fs::path(PLACESIM_SCENARIO_DIR) / "clusters").string();
+#else
+  const std::string compiled_in;
 #endif
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    dirs.push_back(exe.parent_path() / "scenarios" / "clusters");
-    dirs.push_back(exe.parent_path().parent_path() / "scenarios" / "clusters");
-    dirs.push_back(exe.parent_path().parent_path().parent_path() / "scenarios" / "clusters");
-  }
-  dirs.emplace_back(fs::path("scenarios") / "clusters");
-  return dirs;
+  return checkout_paths(compiled_in, fs::path("scenarios") / "clusters", 2);
 }
 
 }  // namespace

@@ -126,4 +126,22 @@ std::string line_col(const std::string& text, std::size_t byte) {
   return "line " + std::to_string(line) + ":" + std::to_string(col);
 }
 
+std::vector<std::filesystem::path> checkout_paths(const std::string& compiled_in,
+                                                  const std::filesystem::path& relative,
+                                                  int levels_up) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> out;
+  if (!compiled_in.empty()) out.emplace_back(compiled_in);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path dir = exe.parent_path();
+    for (int up = 0; levels_up < 0 ? !dir.empty() && dir != dir.root_path() : up <= levels_up;
+         ++up, dir = dir.parent_path())
+      out.push_back(dir / relative);
+  }
+  out.push_back(relative);
+  return out;
+}
+
 }  // namespace placesim::sim

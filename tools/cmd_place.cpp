@@ -10,8 +10,9 @@
 #include <sstream>
 
 #include "models/registry.hpp"
-#include "policy/compare.hpp"
-#include "policy/methods.hpp"
+#include "policy/place/compare.hpp"
+#include "policy/place/learned.hpp"
+#include "policy/place/methods.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 #include "sim/simulate.hpp"
@@ -73,9 +74,7 @@ bool is_rl_method(const std::string& m) {
 // compare's default rows: the baselines, and the pre-trained policy where LibTorch is built in.
 std::vector<std::string> default_methods() {
   std::vector<std::string> names = policy::method_names();
-#ifdef PLACESIM_WITH_TORCH
-  names.push_back("rl");
-#endif
+  if (policy::learned_methods() != nullptr) names.push_back("rl");
   return names;
 }
 

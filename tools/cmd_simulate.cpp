@@ -11,7 +11,7 @@
 #include "models/chakra.hpp"
 #include "models/parallel.hpp"
 #include "models/registry.hpp"
-#include "policy/methods.hpp"
+#include "policy/place/methods.hpp"
 #include "sim/cluster.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/error.hpp"

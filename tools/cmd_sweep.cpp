@@ -11,8 +11,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "policy/mpi_util.hpp"
-#include "policy/sweep.hpp"
+#include "policy/comm/mpi.hpp"
+#include "policy/place/learned.hpp"
+#include "policy/sweep/sweep.hpp"
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
 
@@ -92,14 +93,12 @@ void register_sweep(CLI::App& app) {
   cmd->add_flag("--retry-errors", args->retry_errors,
                 "evaluate again the points whose rows in the CSV carry an error");
   cmd->callback([args] {
-#ifndef PLACESIM_WITH_TORCH
     // rl: methods are LibTorch's: hand over to placesim-torch before MPI starts (a bad spec is
     // reported below, by this build, like any other).
-    try {
-      if (policy::uses_rl(policy::load_sweep_spec(args->spec))) exec_torch_build();
-    } catch (const sim::InputError&) {
-    }
-#endif
+    if (policy::learned_methods() == nullptr) try {
+        if (policy::uses_rl(policy::load_sweep_spec(args->spec))) exec_torch_build();
+      } catch (const sim::InputError&) {
+      }
     policy::MpiRuntime mpi;
     policy::MpiComm comm(mpi);
     refuse_mpirun_without_mpi(mpi);

@@ -2,7 +2,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "policy/mpi_util.hpp"
+#include "policy/comm/mpi.hpp"
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
 

@@ -6,12 +6,13 @@
 #include <unistd.h>
 #include <vector>
 
+#include "policy/place/learned.hpp"
 #include "tools/commands.hpp"
 
 namespace placesim::tools {
 
 void exec_torch_build() {
-#ifndef PLACESIM_WITH_TORCH
+  if (policy::learned_methods() != nullptr) return;  // this binary has the RL library itself
   // This process's own path and arguments, from /proc: nothing is kept from main().
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -33,7 +34,6 @@ void exec_torch_build() {
   argv.push_back(nullptr);
   execv(full.c_str(), argv.data());
   // execv returned: it failed, and the caller goes on with this build's own answer.
-#endif
 }
 
 }  // namespace placesim::tools

@@ -12,17 +12,14 @@
 #include "sim/cluster.hpp"
 #include "sim/collective.hpp"
 
+#include "tests/common/files.hpp"
+
 namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using placesim::test::slurp;
 
 double predicted_busbw(const sim::Cluster& c, const std::vector<sim::DeviceId>& ranks, double bytes,
                        int launches, sim::CollAlgo algo = sim::CollAlgo::Auto) {

@@ -9,6 +9,8 @@
 #include "calibration/topo_import.hpp"
 #include "sim/error.hpp"
 
+#include "tests/common/files.hpp"
+
 namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
 
@@ -16,12 +18,7 @@ namespace {
 std::string data(const std::string& f) {
   return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
 }
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using placesim::test::slurp;
 }  // namespace
 
 TEST(P2p, ParsesEveryMatrixOfTheA100Box) {

@@ -10,6 +10,8 @@
 #include "sim/placement.hpp"
 #include "sim/simulate.hpp"
 
+#include "tests/common/files.hpp"
+
 namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
 
@@ -17,12 +19,7 @@ namespace {
 std::string data(const std::string& f) {
   return std::string(PLACESIM_TEST_DATA) + "/calibration/" + f;
 }
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using placesim::test::slurp;
 const sim::Link* link_between(const sim::Cluster& c, const std::string& a, const std::string& b) {
   const auto va = c.vertex_index(a), vb = c.vertex_index(b);
   for (const auto& l : c.links)

@@ -17,6 +17,8 @@
 #include "sim/placement.hpp"
 #include "sim/simulate.hpp"
 
+#include "tests/common/files.hpp"
+
 namespace placesim::sim {
 namespace {
 
@@ -30,12 +32,7 @@ std::vector<std::string> case_names() {
   return names;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using placesim::test::slurp;
 
 nlohmann::json run_case(const fs::path& dir) {
   const Graph g = read_graph_json((dir / "graph.json").string());

@@ -1,6 +1,6 @@
 // The placement baselines on small hand-built graphs and clusters, where the right answer can be
 // worked out by hand, and on small configurations of every built-in workload.
-#include "policy/baselines.hpp"
+#include "policy/place/baselines.hpp"
 
 #include <algorithm>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "models/registry.hpp"
-#include "policy/group_dag.hpp"
-#include "policy/methods.hpp"
+#include "policy/place/group_dag.hpp"
+#include "policy/place/methods.hpp"
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <unistd.h>
 
-#include "policy/checkpoint_file.hpp"
+#include "policy/rl/checkpoint_file.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
 #ifdef PLACESIM_WITH_TORCH
-#include "policy/rl.hpp"
+#include "policy/rl/rl.hpp"
 #endif
 
 namespace placesim::policy {

@@ -1,5 +1,5 @@
 // compare_methods() and its table, CSV and JSON forms.
-#include "policy/compare.hpp"
+#include "policy/place/compare.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,6 @@
-// Data-parallel training (policy/data_parallel.hpp): shard plans, per-sample seeds, fixed-order
-// sums, and a trainer split over two "ranks" (threads exchanging through a SweepComm) that ends
+// Data-parallel training (policy/comm/shards.hpp): shard plans, per-sample seeds, fixed-order
+// sums, and a trainer split over two "ranks" (threads exchanging through a Comm) that ends
 // with the single process's bits. The real 2-rank mpirun run is tests/cli/train_mpi_test.sh.
-#include "policy/data_parallel.hpp"
-
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -11,12 +9,12 @@
 #include <thread>
 #include <vector>
 
-#include "policy/sweep.hpp"
+#include "policy/comm/shards.hpp"
+#include "policy/comm/thread_comm.hpp"
+#include "policy/sweep/sweep.hpp"
 #include "sim/error.hpp"
-
-#include "tests/policy/thread_comm.hpp"
 #ifdef PLACESIM_WITH_TORCH
-#include "policy/rl.hpp"
+#include "policy/rl/rl.hpp"
 #endif
 
 namespace placesim::policy {
@@ -24,7 +22,7 @@ namespace {
 
 // Runs fn(comm) on `ranks` threads and returns their results in rank order.
 template <typename T>
-std::vector<T> on_ranks(int ranks, const std::function<T(const SweepComm&)>& fn) {
+std::vector<T> on_ranks(int ranks, const std::function<T(const Comm&)>& fn) {
   ThreadComm::Shared hub(ranks);
   std::vector<ThreadComm> comms;
   for (int r = 0; r < ranks; ++r) comms.emplace_back(hub, r);
@@ -86,7 +84,7 @@ TEST(SumShards, OneProcessAddsShardsLeftToRight) {
 TEST(SumShards, TwoRanksGiveTheSameBitsOnEveryRank) {
   const auto s = awkward_shards();
   const std::vector<float> single = sum_shards_fixed_order(nullptr, s);
-  const auto per_rank = on_ranks<std::vector<float>>(2, [&](const SweepComm& comm) {
+  const auto per_rank = on_ranks<std::vector<float>>(2, [&](const Comm& comm) {
     const ShardPlan plan(8, 4, comm.rank(), comm.size());
     std::vector<std::vector<float>> mine(s.begin() + plan.first_shard(),
                                          s.begin() + plan.end_shard());
@@ -111,7 +109,7 @@ TEST(SumShards, AnyRankCountAndLengthGiveTheSingleProcessBits) {
                                       (1.0 + 0.1234567 * static_cast<double>(i)));
     const std::vector<float> single = sum_shards_fixed_order(nullptr, s);
     for (const int ranks : {2, 4}) {
-      const auto per_rank = on_ranks<std::vector<float>>(ranks, [&](const SweepComm& comm) {
+      const auto per_rank = on_ranks<std::vector<float>>(ranks, [&](const Comm& comm) {
         const ShardPlan plan(8, 4, comm.rank(), comm.size());
         std::vector<std::vector<float>> mine(s.begin() + plan.first_shard(),
                                              s.begin() + plan.end_shard());
@@ -127,7 +125,7 @@ TEST(SumShards, AnyRankCountAndLengthGiveTheSingleProcessBits) {
 }
 
 TEST(Alltoall, PartRGoesToRankR) {
-  const auto got = on_ranks<std::vector<std::string>>(3, [](const SweepComm& comm) {
+  const auto got = on_ranks<std::vector<std::string>>(3, [](const Comm& comm) {
     std::vector<std::string> to_each;
     for (int q = 0; q < comm.size(); ++q)
       to_each.push_back(std::to_string(comm.rank()) + ">" + std::to_string(q));
@@ -140,7 +138,7 @@ TEST(Alltoall, PartRGoesToRankR) {
 }
 
 TEST(Allgather, EveryRankGetsEveryPartInRankOrder) {
-  const auto got = on_ranks<std::vector<std::string>>(3, [](const SweepComm& comm) {
+  const auto got = on_ranks<std::vector<std::string>>(3, [](const Comm& comm) {
     return allgather(&comm, std::string(static_cast<size_t>(comm.rank()), 'x') + "|");
   });
   const std::vector<std::string> want{"|", "x|", "xx|"};

@@ -5,8 +5,10 @@
 #include <fstream>
 #include <gtest/gtest.h>
 
-#include "policy/rl.hpp"
+#include "policy/rl/rl.hpp"
 #include "sim/error.hpp"
+
+#include "tests/common/rewards.hpp"
 
 namespace placesim::policy {
 namespace {
@@ -20,18 +22,7 @@ PolicyProblem chain_problem(int groups, int devices) {
   return p;
 }
 
-// Step time = 1 + number of groups away from `target`: a single best placement.
-RewardFn prefer_device(int target) {
-  return [target](const std::vector<DevicesOfGroups>& ps) {
-    std::vector<Evaluation> out;
-    for (const auto& p : ps) {
-      double t = 1.0;
-      for (auto d : p) t += d != target ? 1.0 : 0.0;
-      out.push_back({.step_time_s = t});
-    }
-    return out;
-  };
-}
+using placesim::test::prefer_device;
 
 // A load-balancing reward with OOM: step time = max device load + 0.1 per cut edge; a device
 // with more than 60% of the groups runs out of memory.

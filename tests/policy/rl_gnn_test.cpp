@@ -2,7 +2,7 @@
 // REINFORCE, a seed reproduces a run bit for bit, one policy file places problems of other sizes
 // (groups, devices), and damaged or foreign policy files are input errors.
 #ifdef PLACESIM_WITH_TORCH
-#include "policy/rl_gnn.hpp"
+#include "policy/rl/rl_gnn.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +14,8 @@
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 #include "sim/simulate.hpp"
+
+#include "tests/common/rewards.hpp"
 
 namespace placesim::policy {
 namespace {
@@ -38,18 +40,7 @@ GnnProblem chain_problem(int groups, int devices) {
   return p;
 }
 
-// Step time = 1 + number of groups not on `target`.
-RewardFn prefer_device(int target) {
-  return [target](const std::vector<DevicesOfGroups>& ps) {
-    std::vector<Evaluation> out;
-    for (const auto& p : ps) {
-      double t = 1.0;
-      for (auto d : p) t += d != target ? 1.0 : 0.0;
-      out.push_back({.step_time_s = t});
-    }
-    return out;
-  };
-}
+using placesim::test::prefer_device;
 
 GnnOptions small(PolicyUpdate update) {
   GnnOptions o;

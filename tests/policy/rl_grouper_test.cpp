@@ -3,7 +3,7 @@
 #ifdef PLACESIM_WITH_TORCH
 #include <gtest/gtest.h>
 
-#include "policy/rl.hpp"
+#include "policy/rl/rl.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::policy {

@@ -8,8 +8,8 @@
 
 #include "models/grouping.hpp"
 #include "models/registry.hpp"
-#include "policy/methods.hpp"
-#include "policy/rl.hpp"
+#include "policy/place/methods.hpp"
+#include "policy/rl/rl.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::policy {

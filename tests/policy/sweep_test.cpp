@@ -1,6 +1,6 @@
 // Sweep spec parsing, grid expansion, the CSV (order, determinism across thread counts, resume
 // after an interruption) with an injected evaluator, so these tests do not depend on the engine.
-#include "policy/sweep.hpp"
+#include "policy/sweep/sweep.hpp"
 
 #include <atomic>
 #include <filesystem>
@@ -11,10 +11,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "policy/mpi_util.hpp"
+#include "policy/comm/mpi.hpp"
+#include "policy/comm/thread_comm.hpp"
 #include "sim/error.hpp"
 
-#include "tests/policy/thread_comm.hpp"
+#include "tests/common/files.hpp"
 
 namespace placesim::policy {
 namespace {
@@ -35,12 +36,7 @@ methods:
   - best_of: [scotch, metis]
 )";
 
-std::string read_file(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using placesim::test::slurp;
 
 /// A deterministic stand-in for the simulator: results depend only on the point.
 PointResult fake(const SweepPoint& p) {
@@ -192,8 +188,8 @@ TEST_F(SweepTest, IdenticalCsvOnOneAndTwoThreads) {
   EXPECT_TRUE(st1.completed);
   EXPECT_EQ(st1.evaluated, 48u);
   EXPECT_EQ(st2.evaluated, 48u);
-  const std::string a = read_file(path("a.csv"));
-  EXPECT_EQ(a, read_file(path("b.csv")));
+  const std::string a = slurp(path("a.csv"));
+  EXPECT_EQ(a, slurp(path("b.csv")));
   EXPECT_FALSE(std::filesystem::exists(path("a.csv.partial")));
   // Header + one row per point, in point order; the failing point keeps its error.
   std::istringstream is(a);
@@ -237,7 +233,7 @@ TEST_F(SweepTest, ResumesAfterInterruptionWithoutRepeatingWork) {
   EXPECT_TRUE(st2.completed);
   EXPECT_EQ(st2.skipped, 10u);
   EXPECT_EQ(calls.load(), 38);
-  EXPECT_EQ(read_file(path("r.csv")), read_file(path("full.csv")));
+  EXPECT_EQ(slurp(path("r.csv")), slurp(path("full.csv")));
   EXPECT_FALSE(std::filesystem::exists(path("r.csv.partial")));
 
   // Running a finished sweep again evaluates nothing and leaves the file as it was.
@@ -245,7 +241,7 @@ TEST_F(SweepTest, ResumesAfterInterruptionWithoutRepeatingWork) {
   const auto st3 = run_sweep(s, counting, path("r.csv"), {});
   EXPECT_EQ(calls.load(), 0);
   EXPECT_EQ(st3.skipped, 48u);
-  EXPECT_EQ(read_file(path("r.csv")), read_file(path("full.csv")));
+  EXPECT_EQ(slurp(path("r.csv")), slurp(path("full.csv")));
 }
 
 TEST_F(SweepTest, RetryErrorsEvaluatesOnlyTheFailedPointsAgain) {
@@ -263,7 +259,7 @@ TEST_F(SweepTest, RetryErrorsEvaluatesOnlyTheFailedPointsAgain) {
       path("e.csv"), o);
   EXPECT_EQ(calls.load(), 6);  // gpus=2, peer_access=off, rnnlm: 3 scales x 2 methods
   run_sweep(s, fake, path("f.csv"), {});
-  EXPECT_EQ(read_file(path("e.csv")), read_file(path("f.csv")));
+  EXPECT_EQ(slurp(path("e.csv")), slurp(path("f.csv")));
 }
 
 TEST_F(SweepTest, AddingAnAxisValueEvaluatesOnlyTheNewPoints) {
@@ -279,7 +275,7 @@ TEST_F(SweepTest, AddingAnAxisValueEvaluatesOnlyTheNewPoints) {
             path("x.csv"), {});
   EXPECT_EQ(calls.load(), 24);
   run_sweep(s, fake, path("y.csv"), {});
-  EXPECT_EQ(read_file(path("x.csv")), read_file(path("y.csv")));
+  EXPECT_EQ(slurp(path("x.csv")), slurp(path("y.csv")));
 }
 
 TEST_F(SweepTest, RefusesACsvOfAnotherSpec) {
@@ -289,7 +285,7 @@ TEST_F(SweepTest, RefusesACsvOfAnotherSpec) {
   }
   const SweepSpec s = parse_sweep_spec(kSpec, "tiny.yaml");
   EXPECT_THROW(run_sweep(s, fake, path("other.csv"), {}), sim::InputError);
-  EXPECT_EQ(read_file(path("other.csv")), "a,b,c\n1,2,3\n");
+  EXPECT_EQ(slurp(path("other.csv")), "a,b,c\n1,2,3\n");
 }
 
 TEST_F(SweepTest, CostHintHandsOutTheMostExpensivePointsFirstAndKeepsTheCsv) {
@@ -317,7 +313,7 @@ TEST_F(SweepTest, CostHintHandsOutTheMostExpensivePointsFirstAndKeepsTheCsv) {
                 (cost(order[k - 1]) == cost(order[k]) && order[k - 1] < order[k]))
         << "position " << k << ": " << order[k - 1] << " then " << order[k];
   }
-  EXPECT_EQ(read_file(path("hinted.csv")), read_file(path("plain.csv")));
+  EXPECT_EQ(slurp(path("hinted.csv")), slurp(path("plain.csv")));
 }
 
 TEST_F(SweepTest, RanksShareThePointsThroughTheQueueAndRankZeroWritesTheSameCsv) {
@@ -353,7 +349,7 @@ TEST_F(SweepTest, RanksShareThePointsThroughTheQueueAndRankZeroWritesTheSameCsv)
     for (int r = 0; r < ranks; ++r)
       for (std::size_t i : seen[static_cast<std::size_t>(r)]) ++times.at(i);
     EXPECT_EQ(times, std::vector<int>(128, 1)) << ranks << " ranks";
-    EXPECT_EQ(read_file(out), read_file(path("one.csv"))) << ranks << " ranks";
+    EXPECT_EQ(slurp(out), slurp(path("one.csv"))) << ranks << " ranks";
   }
 }
 
@@ -516,7 +512,7 @@ TEST_F(SweepTest, RealEvaluatorEndToEnd) {
   const auto st = run_sweep(
       s, [&](const SweepPoint& p) { return eval(p); }, path("e2e.csv"), o);
   EXPECT_EQ(st.evaluated, 8u);
-  std::istringstream is(read_file(path("e2e.csv")));
+  std::istringstream is(slurp(path("e2e.csv")));
   std::string line;
   std::getline(is, line);
   int rows = 0;

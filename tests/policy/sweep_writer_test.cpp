@@ -7,7 +7,7 @@
 #include <limits>
 #include <unistd.h>
 
-#include "policy/sweep.hpp"
+#include "policy/sweep/sweep.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
