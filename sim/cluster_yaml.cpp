@@ -60,7 +60,10 @@ class Reader {
           if (!list.empty()) list += ", ";
           list += a;
         }
-        fail(kv.first, path.empty() ? k : path + "." + k,
+        std::string key = path;
+        if (!key.empty()) key += '.';
+        key += k;
+        fail(kv.first, key,
              "a known key (one of: " + list + "), got unknown key \"" + printable(k) + "\"");
       }
     }

@@ -25,7 +25,7 @@ else
     echo "tidy.sh: no commit $base to compare with; nothing to check"
     exit 0
   fi
-  mapfile -t files < <(git diff --name-only --diff-filter=AM "$base" -- \
+  mapfile -t files < <(git diff --name-only --diff-filter=AMR "$base" -- \
     'sim/*.cpp' 'models/*.cpp' 'calibration/*.cpp' 'policy/*.cpp' 'tools/*.cpp')
 fi
 # clang-tidy 14 cannot parse LibTorch 1.13's headers under libstdc++ 12 in C++20 (errors inside
