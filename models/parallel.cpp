@@ -189,6 +189,7 @@ Template classify(const sim::Graph& g, const StagePlan& plan, int pp, int mb) {
 std::vector<std::pair<bool, int>> one_f_one_b(int stage, int pp, int mb) {
   const int warm = std::min(pp - 1 - stage, mb);
   std::vector<std::pair<bool, int>> seq;
+  seq.reserve(2 * static_cast<std::size_t>(std::max(mb, 0)));  // mb forwards, mb backwards
   for (int k = 0; k < warm; ++k) seq.emplace_back(false, k);
   for (int i = 0; i + warm < mb; ++i) {
     seq.emplace_back(false, warm + i);
@@ -532,7 +533,7 @@ ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const Para
     plan.flops_per_stage = {f};
   }
   // Every op is copied per micro-batch and per GPU: bound the job before building it.
-  constexpr std::int64_t kMaxJobOps = 20'000'000;
+  static constexpr std::int64_t kMaxJobOps = 20'000'000;
   const std::int64_t job_ops = static_cast<std::int64_t>(shard.graph.num_ops()) * s.mb * s.dp *
                                s.tp;  // pp splits the ops, it does not copy them
   if (job_ops > kMaxJobOps)
