@@ -66,13 +66,13 @@ void serialise_process_groups(ExpandedGraph& x, const Placement& p, const std::s
   for (auto& [devs, calls] : groups) {
     std::sort(calls.begin(), calls.end());
     for (std::size_t i = 1; i < calls.size(); ++i) {
-      const ExpandedCall& prev = x.calls[calls[i - 1].second];
-      for (OpId o : x.calls[calls[i].second].ops)
-        for (OpId q : prev.ops)
-          if (p.device_of[q] == p.device_of[o] && pos[q] < pos[o]) {
-            std::vector<OpId>& ctl = x.graph.ops[o].control_inputs;
-            if (std::find(ctl.begin(), ctl.end(), q) == ctl.end()) ctl.push_back(q);
-          }
+      std::map<DeviceId, OpId> prev;  // the previous call's rank op on each GPU
+      for (OpId q : x.calls[calls[i - 1].second].ops) prev.emplace(p.device_of[q], q);
+      for (OpId o : x.calls[calls[i].second].ops) {
+        const OpId q = prev.at(p.device_of[o]);  // same GPU set: every GPU has one
+        std::vector<OpId>& ctl = x.graph.ops[o].control_inputs;
+        if (pos[q] < pos[o] && std::find(ctl.begin(), ctl.end(), q) == ctl.end()) ctl.push_back(q);
+      }
     }
   }
 }
