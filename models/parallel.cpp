@@ -189,6 +189,7 @@ Template classify(const sim::Graph& g, const StagePlan& plan, int pp, int mb) {
 std::vector<std::pair<bool, int>> one_f_one_b(int stage, int pp, int mb) {
   const int warm = std::min(pp - 1 - stage, mb);
   std::vector<std::pair<bool, int>> seq;
+  seq.reserve(2 * static_cast<std::size_t>(std::max(mb, 0)));  // mb forwards, mb backwards
   for (int k = 0; k < warm; ++k) seq.emplace_back(false, k);
   for (int i = 0; i + warm < mb; ++i) {
     seq.emplace_back(false, warm + i);
@@ -380,7 +381,6 @@ void JobBuilder::buckets() {
     });
     std::vector<std::vector<sim::TensorRef>> bucket;
     std::vector<std::int64_t> size;
-    std::map<sim::TensorRef, int> bucket_of;
     for (const sim::TensorRef& t : grads) {
       const std::int64_t b = g_.ops[t.op].outputs[t.output].bytes.v;
       const std::int64_t cap =
@@ -391,7 +391,6 @@ void JobBuilder::buckets() {
       }
       bucket.back().push_back(t);
       size.back() += b;
-      bucket_of[t] = static_cast<int>(bucket.size()) - 1;
       job_.gradient_bytes += b * s_.tp;
     }
     if (st == 0) job_.buckets = s_.dp > 1 ? static_cast<int>(bucket.size()) : 0;
@@ -420,18 +419,17 @@ void JobBuilder::buckets() {
           ar.collective = call;
           ops[b] = add(std::move(ar), gpus_[r]);
         }
-        // Each update waits for the all-reduce of the buckets holding its gradients.
+        // Every update waits for every bucket's all-reduce: DDP's backward() returns only once
+        // the reducer has waited for all buckets (finalize_backward), and optimizer.step() runs
+        // after it, so no parameter is updated while a bucket is still being reduced. The last
+        // bucket's all-reduce (the first layers' gradients) is then exposed before the step.
         for (sim::OpId o = 0; o < n; ++o) {
           if (t_.kind[o] != Kind::Update || t_.stage[o] != st) continue;
           sim::Op& u = job_.graph.ops[id(r, o, 0)];
-          for (const sim::TensorRef& t : g_.ops[o].inputs) {
-            const auto it = bucket_of.find(t);
-            if (it == bucket_of.end()) continue;
-            const sim::OpId b = ops[it->second];
+          for (const sim::OpId b : ops)
             if (std::find(u.control_inputs.begin(), u.control_inputs.end(), b) ==
                 u.control_inputs.end())
               u.control_inputs.push_back(b);
-          }
         }
       }
   }
@@ -535,7 +533,7 @@ ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const Para
     plan.flops_per_stage = {f};
   }
   // Every op is copied per micro-batch and per GPU: bound the job before building it.
-  constexpr std::int64_t kMaxJobOps = 20'000'000;
+  static constexpr std::int64_t kMaxJobOps = 20'000'000;
   const std::int64_t job_ops = static_cast<std::int64_t>(shard.graph.num_ops()) * s.mb * s.dp *
                                s.tp;  // pp splits the ops, it does not copy them
   if (job_ops > kMaxJobOps)

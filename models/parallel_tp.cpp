@@ -437,7 +437,7 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
   for (const auto& [o, split] : plan.fwd) {
     group_fwd[g.group_of(o)] = o;
     for (std::size_t i = 0; i < g.ops[o].outputs.size(); ++i)
-      shrink[o][i] = !split.full_outputs.contains(static_cast<int>(i));
+      shrink[o][i] = static_cast<char>(!split.full_outputs.contains(static_cast<int>(i)));
   }
   for (sim::OpId v : plan.vars) shrink[v][0] = 1;
   // Input gradients to all-reduce, by the replicated activation they are the gradient of.
@@ -467,7 +467,7 @@ TpShard shard_tensor_parallel(const sim::Graph& g, int tp, const std::string& or
     const bool sum = op.type == "Add" || op.type == "AddN";
     for (std::size_t i = 0; i < op.outputs.size(); ++i) {
       const bool full = !full_shape.empty() && op.outputs[i].shape == full_shape;
-      shrink[o][i] = !full;
+      shrink[o][i] = static_cast<char>(!full);
       if (full && !sum) bwd_allreduce[x].push_back({o, static_cast<int>(i)});
     }
   }

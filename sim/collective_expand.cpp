@@ -2,6 +2,7 @@
 #include "sim/collective_expand.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -35,6 +36,45 @@ Footprint footprint(const Cluster& c, const CollectiveCall& call,
 // Flows of the same algorithm family over the same ranks cross the same routes.
 int route_family(CollectiveKind k) {
   return k == CollectiveKind::AllToAll ? 1 : k == CollectiveKind::SendRecv ? 2 : 0;
+}
+
+// NCCL runs the calls of one communicator in order, one at a time, on its stream: on every GPU a
+// call's kernel starts only after the previous call's kernel of that communicator has ended
+// (ProcessGroupNCCL enqueues every collective of a process group on the group's one NCCL stream).
+// A process group here is the set of GPUs a call's ranks are placed on. Calls are ordered as the
+// ranks issue them, by their first rank op in a topological order of the expanded graph; each
+// rank op of a call gets a control edge from the same GPU's rank op of the group's previous call,
+// only where that edge runs forward in the order (so it can never close a cycle; ranks that
+// disagree on the order would hang NCCL, and are left to overlap here).
+void serialise_process_groups(ExpandedGraph& x, const Placement& p, const std::string& origin) {
+  if (x.calls.size() < 2) return;
+  x.graph.finalize(origin);
+  std::vector<std::int64_t> pos(x.graph.ops.size(), 0);
+  for (std::size_t i = 0; i < x.graph.topo_order.size(); ++i)
+    pos[x.graph.topo_order[i]] = static_cast<std::int64_t>(i);
+  std::map<std::vector<DeviceId>, std::vector<std::pair<std::int64_t, std::size_t>>> groups;
+  for (std::size_t c = 0; c < x.calls.size(); ++c) {
+    std::vector<DeviceId> devs;
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    for (OpId o : x.calls[c].ops) {
+      devs.push_back(p.device_of[o]);
+      first = std::min(first, pos[o]);
+    }
+    std::sort(devs.begin(), devs.end());
+    groups[devs].emplace_back(first, c);
+  }
+  for (auto& [devs, calls] : groups) {
+    std::sort(calls.begin(), calls.end());
+    for (std::size_t i = 1; i < calls.size(); ++i) {
+      std::map<DeviceId, OpId> prev;  // the previous call's rank op on each GPU
+      for (OpId q : x.calls[calls[i - 1].second].ops) prev.emplace(p.device_of[q], q);
+      for (OpId o : x.calls[calls[i].second].ops) {
+        const OpId q = prev.at(p.device_of[o]);  // same GPU set: every GPU has one
+        std::vector<OpId>& ctl = x.graph.ops[o].control_inputs;
+        if (pos[q] < pos[o] && std::find(ctl.begin(), ctl.end(), q) == ctl.end()) ctl.push_back(q);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -130,6 +170,7 @@ ExpandedGraph expand_collectives(const Cluster& cluster, const Graph& g, const P
       nccl_devices.insert(p.device_of[o]);
     }
   }
+  serialise_process_groups(x, p, origin);
   // One more stream per GPU that runs collectives: NCCL's communication stream.
   for (DeviceId d : nccl_devices) {
     DeviceSpec& s = x.cluster.devices[d].spec;

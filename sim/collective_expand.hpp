@@ -31,7 +31,9 @@ struct ExpandedCall {
 /// stream than the device had, which only collectives use; when the GPU had one stream its other
 /// ops are pinned to stream 0, so they keep their order and launch-ahead. A rank op may start
 /// only when every rank's inputs are ready: control edges from the producers of the other ranks'
-/// inputs (NCCL's kernels wait for their peers). Op ids do not change.
+/// inputs (NCCL's kernels wait for their peers). Calls over the same set of GPUs (one process
+/// group, one NCCL stream) run in order, one at a time: each rank op also waits for the same GPU's
+/// rank op of the group's previous call. Op ids do not change.
 struct ExpandedGraph {
   Cluster cluster;
   Graph graph;

@@ -273,15 +273,16 @@ TEST(Collective, CallsSharingLinksSlowEachOther) {
   const std::int64_t launch = c.devices[gpus[0]].spec.launch_overhead.ns;
   const std::int64_t phase = pred.time.ns - pred.fixed.ns;
   ASSERT_GT(phase, pred.time.ns / 2);
-  // Two calls on the same 8 GPUs at once: each gets half of every NVSwitch port. The second
-  // launch on each GPU comes one launch later.
+  // Two calls on the same 8 GPUs, both ready at once: one process group, one NCCL stream, so the
+  // second runs after the first (not beside it at half of every port): each takes its time
+  // alone, the second's launch waiting for the first's end.
   {
     const Graph g = call_graph(call, 8, 1, 8);
     std::vector<DeviceId> dev(gpus);
     dev.insert(dev.end(), gpus.begin(), gpus.end());
     const Outcome o = simulate(c, g, Placement{dev});
-    EXPECT_GE(o.step_time.ns, launch + pred.fixed.ns + 2 * phase - 2);
-    EXPECT_LE(o.step_time.ns, 2 * launch + pred.fixed.ns + 2 * phase + 2);
+    EXPECT_GE(o.step_time.ns, launch + 2 * pred.time.ns - 2);
+    EXPECT_LE(o.step_time.ns, 2 * launch + 2 * pred.time.ns + 2);
   }
   // Two 4-GPU calls on disjoint GPUs of the switch: no shared port, each as fast as alone.
   {
@@ -293,6 +294,27 @@ TEST(Collective, CallsSharingLinksSlowEachOther) {
     const Outcome o = simulate(c, g, Placement{dev});
     EXPECT_EQ(o.step_time.ns, launch + predict_collective(c, call, lo).time.ns);
   }
+}
+
+// Latency-bound calls show the queue: two 8 KiB all-reduces of one process group take twice one
+// call's time; the same two calls in two groups (the second over 7 of the 8 GPUs) overlap.
+TEST(Collective, CallsOfOneProcessGroupQueueOnItsStream) {
+  const Cluster c = load_cluster("dgx-a100");
+  const std::vector<DeviceId> gpus = c.gpus();
+  const CollectiveCall call = all_reduce(8192);
+  const std::vector<DeviceId> seven(gpus.begin(), gpus.end() - 1);
+  const std::int64_t t8 = predict_collective(c, call, gpus).time.ns;
+  const std::int64_t t7 = predict_collective(c, call, seven).time.ns;
+  const std::int64_t launch = c.devices[gpus[0]].spec.launch_overhead.ns;
+  std::vector<DeviceId> same(gpus);
+  same.insert(same.end(), gpus.begin(), gpus.end());
+  const Outcome queued = simulate(c, call_graph(call, 8, 1, 8), Placement{same});
+  EXPECT_GE(queued.step_time.ns, launch + 2 * t8 - 2);
+  EXPECT_LE(queued.step_time.ns, 2 * launch + 2 * t8 + 2);
+  std::vector<DeviceId> two(gpus);
+  two.insert(two.end(), seven.begin(), seven.end());
+  const Outcome overlapped = simulate(c, call_graph(call, 8, 1, 7), Placement{two});
+  EXPECT_LE(overlapped.step_time.ns, 2 * launch + std::max(t8, t7) + std::min(t8, t7) / 4);
 }
 
 // A copy over a GPU's NVLink port while an all-reduce runs takes half the port from it.
