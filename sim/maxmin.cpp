@@ -1,9 +1,48 @@
 #include "sim/maxmin.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
 
 namespace placesim::sim {
+
+namespace {
+
+// The process-wide default of the invariant check: PLACESIM_CHECK_MAXMIN=1 read once, then
+// whatever set_check_invariants_default() says. Atomic because BatchOracle creates solvers on
+// several threads.
+std::atomic<bool>& check_default_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* env = std::getenv("PLACESIM_CHECK_MAXMIN");
+    return env != nullptr && std::strcmp(env, "1") == 0;
+  }()};
+  return flag;
+}
+
+[[noreturn]] void violated(const std::string& what) {
+  throw MaxMinInvariantError("max-min invariant violated: " + what);
+}
+
+std::string num(double x) {
+  std::ostringstream o;
+  o.precision(17);
+  o << x;
+  return o.str();
+}
+
+}  // namespace
+
+bool MaxMinSolver::check_default() {
+  return check_default_flag().load(std::memory_order_relaxed);
+}
+
+void MaxMinSolver::set_check_invariants_default(bool on) {
+  check_default_flag().store(on, std::memory_order_relaxed);
+}
 
 int MaxMinSolver::add_constraint(double capacity) {
   assert(capacity > 0.0);
@@ -337,7 +376,141 @@ bool MaxMinSolver::solve() {
   dirty_cons_.clear();
   dirty_vars_.clear();
   component_ready_ = false;
+  if (check_) {
+    // Only what this solve recomputed: the rest was checked when it was solved and is unchanged.
+    check_bookkeeping();
+    check_solution(comp_vars_, comp_cons_);
+  }
   return true;
+}
+
+void MaxMinSolver::check_invariants() const {
+  check_bookkeeping();
+  int live = 0;
+  std::vector<int> vars, cons;
+  for (std::size_t v = 0; v < vars_.size(); ++v) {
+    if (!vars_[v].alive) continue;
+    ++live;
+    vars.push_back(static_cast<int>(v));
+  }
+  if (live != live_vars_)
+    violated(std::to_string(live) + " live variables, the count says " +
+             std::to_string(live_vars_));
+  for (std::size_t c = 0; c < cons_.size(); ++c) cons.push_back(static_cast<int>(c));
+  check_solution(vars, cons);
+}
+
+void MaxMinSolver::check_bookkeeping() const {
+  if (!dirty_cons_.empty() || !dirty_vars_.empty())
+    violated("changes pending after a solve (dirty constraints or variables left)");
+  for (std::size_t c = 0; c < cons_.size(); ++c) {
+    const Con& con = cons_[c];
+    if (!(con.capacity > 0.0)) violated("constraint " + std::to_string(c) + " has capacity <= 0");
+    if (con.dirty) violated("constraint " + std::to_string(c) + " still marked dirty");
+    int weighted = 0;
+    for (std::size_t i = 0; i < con.vars.size(); ++i) {
+      const int vid = con.vars[i];
+      // Messages are built only on a failure: the check runs after every solve.
+      const auto where = [&] {
+        return "constraint " + std::to_string(c) + " lists variable " + std::to_string(vid);
+      };
+      if (vid < 0 || static_cast<std::size_t>(vid) >= vars_.size())
+        violated(where() + ": no such id");
+      const Var& v = vars_[vid];
+      if (!v.alive) violated(where() + ", which is not alive");
+      if (std::count(v.cons.begin(), v.cons.end(), static_cast<int>(c)) != 1)
+        violated(where() + ", which does not cross it exactly once");
+      if (std::find(con.vars.begin() + static_cast<std::ptrdiff_t>(i) + 1, con.vars.end(), vid) !=
+          con.vars.end())
+        violated(where() + " twice");
+      if (v.weight != 1.0) ++weighted;
+    }
+    if (weighted != con.weighted)
+      violated("constraint " + std::to_string(c) + " counts " + std::to_string(con.weighted) +
+               " weighted variables, it has " + std::to_string(weighted));
+  }
+  for (std::size_t v = 0; v < vars_.size(); ++v) {
+    const Var& var = vars_[v];
+    if (!var.alive) continue;
+    if (!(var.weight > 0.0) || var.inv_weight != 1.0 / var.weight)
+      violated("variable " + std::to_string(v) + " has weight " + num(var.weight) +
+               " and inverse " + num(var.inv_weight));
+    for (int c : var.cons) {
+      const auto& list = cons_[c].vars;
+      if (std::find(list.begin(), list.end(), static_cast<int>(v)) == list.end())
+        violated("variable " + std::to_string(v) + " crosses constraint " + std::to_string(c) +
+                 ", which does not list it");
+    }
+  }
+  for (int id : free_vars_)
+    if (vars_[id].alive) violated("variable " + std::to_string(id) + " is alive and free");
+}
+
+void MaxMinSolver::check_solution(std::span<const int> vars, std::span<const int> cons) const {
+  // Per constraint: usage and the largest weighted rate x_v w_v of its variables.
+  std::vector<double> usage(cons_.size(), 0.0), top(cons_.size(), 0.0);
+  for (int c : cons) {
+    for (int vid : cons_[c].vars) {
+      usage[c] += vars_[vid].value;
+      top[c] = std::max(top[c], vars_[vid].value * vars_[vid].weight);
+    }
+    if (usage[c] > cons_[c].capacity * (1.0 + kCheckRelTol))
+      violated("constraint " + std::to_string(c) + " carries " + num(usage[c]) + " > capacity " +
+               num(cons_[c].capacity) + " (relative tolerance " + num(kCheckRelTol) + ")");
+  }
+  const auto saturated = [&](int c) {
+    return usage[c] >= cons_[c].capacity * (1.0 - kCheckRelTol);
+  };
+  for (int vid : vars) {
+    const Var& v = vars_[vid];
+    const auto name = [&] {
+      return "variable " + std::to_string(vid) + " (rate " + num(v.value) + ")";
+    };
+    if (!(v.value > 0.0)) violated(name() + " has no positive rate");
+    if (v.value == kUnbounded) {
+      if (!v.cons.empty() || v.bound != kUnbounded)
+        violated(name() + " is unlimited but has a constraint or a bound");
+      continue;
+    }
+    if (v.value > v.bound * (1.0 + kCheckRelTol))
+      violated(name() + " exceeds its bound " + num(v.bound));
+    if (v.value >= v.bound * (1.0 - kCheckRelTol)) continue;  // held by its bound
+    bool bottleneck = false;
+    for (int c : v.cons)
+      bottleneck =
+          bottleneck || (saturated(c) && v.value * v.weight >= top[c] * (1.0 - kCheckRelTol));
+    if (!bottleneck)
+      violated(name() +
+               " is below its bound and gets the largest share on no saturated "
+               "constraint (not max-min fair)");
+  }
+  // Equal treatment: the same constraints, bound and weight give the same rate, bit for bit (the
+  // fill fixes such variables in the same round at the same share).
+  std::vector<std::pair<std::vector<int>, int>> keyed;
+  keyed.reserve(vars.size());
+  for (int vid : vars) {
+    std::vector<int> key = vars_[vid].cons;
+    std::sort(key.begin(), key.end());
+    keyed.emplace_back(std::move(key), vid);
+  }
+  const auto less = [&](const auto& a, const auto& b) {
+    const Var& x = vars_[a.second];
+    const Var& y = vars_[b.second];
+    if (a.first != b.first) return a.first < b.first;
+    if (x.bound != y.bound) return x.bound < y.bound;
+    if (x.weight != y.weight) return x.weight < y.weight;
+    return a.second < b.second;
+  };
+  std::sort(keyed.begin(), keyed.end(), less);
+  for (std::size_t i = 1; i < keyed.size(); ++i) {
+    const Var& x = vars_[keyed[i - 1].second];
+    const Var& y = vars_[keyed[i].second];
+    if (keyed[i - 1].first == keyed[i].first && x.bound == y.bound && x.weight == y.weight &&
+        x.value != y.value)
+      violated("variables " + std::to_string(keyed[i - 1].second) + " and " +
+               std::to_string(keyed[i].second) + " share constraints, bound and weight but get " +
+               num(x.value) + " and " + num(y.value));
+  }
 }
 
 double MaxMinSolver::usage(int c) const {

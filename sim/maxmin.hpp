@@ -38,20 +38,54 @@
 //
 // Determinism: components are explored in the order constraints and variables were created, and
 // all arithmetic is in a fixed order, so equal inputs give bit-identical rates.
+//
+// Invariant checks (for tests; SimGrid's lmm System::check_concurrency and its solver's sanity
+// asserts are the model). `set_check_invariants(true)`, or PLACESIM_CHECK_MAXMIN=1 in the
+// environment (read once per process, the default of every solver created after), makes every
+// solve() verify the component it solved and throw MaxMinInvariantError on a violation:
+// bookkeeping (each live variable listed exactly once by each of its constraints and by no
+// other, weighted counts, live count, nothing left dirty), feasibility (each constraint's usage
+// <= capacity (1 + kCheckRelTol), each bound respected), positivity (every rate > 0), max-min
+// optimality (each variable is at its bound or crosses a saturated constraint, usage >=
+// capacity (1 - kCheckRelTol), on which its weighted rate x_v w_v is the largest to kCheckRelTol)
+// and equal treatment (variables with the same constraints, bound and weight have the same rate,
+// bit for bit). It costs about one more solve; `check_invariants()` runs it on demand.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 namespace placesim::sim {
 
 inline constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
+/// Thrown by MaxMinSolver's invariant check (a bug in the solver or its caller, not bad input).
+class MaxMinInvariantError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 class MaxMinSolver {
  public:
   static constexpr double kRelEps = 1e-12;
+  /// Relative tolerance of the invariant check: the fill accumulates one rounding per variable
+  /// charged to a constraint, far below this.
+  static constexpr double kCheckRelTol = 1e-9;
+
+  MaxMinSolver() : check_(check_default()) {}
+
+  /// Turns the invariant check after every solve() on or off (default: PLACESIM_CHECK_MAXMIN).
+  void set_check_invariants(bool on) { check_ = on; }
+  [[nodiscard]] bool check_invariants_enabled() const { return check_; }
+  /// Process-wide default for solvers created from now on; starts as PLACESIM_CHECK_MAXMIN=1.
+  static void set_check_invariants_default(bool on);
+  /// Checks the whole system (every live variable and constraint) now; throws
+  /// MaxMinInvariantError naming the first violation. Call after solve(), not between a change
+  /// and the next solve (then rates are stale by design).
+  void check_invariants() const;
 
   /// Adds a constraint with `capacity` (> 0) and returns its id (ids are dense, from 0).
   int add_constraint(double capacity);
@@ -102,6 +136,11 @@ class MaxMinSolver {
     double level = 0.0;      // scratch: remaining / unfixed in the current round
   };
 
+  friend struct MaxMinSolverTestAccess;  // tests corrupt the state to see the check fail
+
+  static bool check_default();
+  void check_bookkeeping() const;
+  void check_solution(std::span<const int> vars, std::span<const int> cons) const;
   void collect_component();
   void fix(Var& v, double share);  // fixes v at the level `share`, charging its constraints
   void fill_plain();
@@ -121,6 +160,7 @@ class MaxMinSolver {
   bool component_ready_ = false;
   bool comp_weighted_ = false;  // a variable of the component has a weight other than 1
   bool solved_ = false;         // comp_vars_ holds what the last solve() recomputed
+  bool check_ = false;          // check invariants after each solve
   int live_vars_ = 0;
 };
 

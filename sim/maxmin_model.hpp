@@ -45,6 +45,8 @@ class MaxMinModel : public ResourceModel {
   [[nodiscard]] int active() const { return solver_.num_live_variables(); }
   /// Current rate of the item started with `tag`; -1 if it is not in progress. For tests.
   [[nodiscard]] double rate_of_tag(std::int32_t tag);
+  /// The solver's invariant check after every solve (maxmin.hpp; default PLACESIM_CHECK_MAXMIN).
+  void set_check_invariants(bool on) { solver_.set_check_invariants(on); }
 
  protected:
   /// `ns_per_unit`: the ns that one unit of work takes at rate 1 (1e9 for bytes at bytes/s).

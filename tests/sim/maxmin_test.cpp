@@ -1,16 +1,30 @@
-// The max-min solver and the flow network against hand-computed cases.
+// The max-min solver and the flow network against hand-computed cases. Every solver in this test
+// binary checks its invariants after each solve (maxmin.hpp), so each case here, and every
+// simulation of tests/sim, also runs the check.
 #include "sim/maxmin.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "sim/network.hpp"
 
 namespace placesim::sim {
+
+/// Reaches into the solver to corrupt its state, so the tests can see the check fail.
+struct MaxMinSolverTestAccess {
+  static double& value(MaxMinSolver& s, int v) { return s.vars_[v].value; }
+  static std::vector<int>& vars_of(MaxMinSolver& s, int c) { return s.cons_[c].vars; }
+  static int& weighted(MaxMinSolver& s, int c) { return s.cons_[c].weighted; }
+};
+
 namespace {
+
+// Before main(): the default of every solver this binary creates, whatever the environment says.
+[[maybe_unused]] const bool kChecksOn = (MaxMinSolver::set_check_invariants_default(true), true);
 
 int add(MaxMinSolver& s, double bound, std::vector<int> cons) {
   return s.add_variable(bound, cons);
@@ -119,6 +133,91 @@ TEST(MaxMin, NothingToSolveIsANoOp) {
   MaxMinSolver s;
   s.add_constraint(1.0);
   EXPECT_FALSE(s.solve());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The invariant check catches a corrupted state.
+
+/// The message of the MaxMinInvariantError that `f` throws; "" if it throws none.
+template <class F>
+std::string violation(F&& f) {
+  try {
+    f();
+  } catch (const MaxMinInvariantError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MaxMinCheck, OnInThisBinaryAndQuietOnAValidState) {
+  MaxMinSolver s;
+  EXPECT_TRUE(s.check_invariants_enabled());
+  const int l1 = s.add_constraint(1.0), l2 = s.add_constraint(1.0);
+  add(s, kUnbounded, {l1, l2});
+  add(s, kUnbounded, {l1});
+  add(s, 0.25, {l2});
+  add(s, kUnbounded, {});
+  s.solve();
+  EXPECT_EQ(violation([&] { s.check_invariants(); }), "");
+}
+
+TEST(MaxMinCheck, CatchesOverCapacity) {
+  MaxMinSolver s;
+  const int l = s.add_constraint(10.0);
+  const int a = add(s, kUnbounded, {l});
+  add(s, kUnbounded, {l});
+  s.solve();
+  MaxMinSolverTestAccess::value(s, a) = 6.0;
+  EXPECT_NE(violation([&] { s.check_invariants(); }).find("constraint 0 carries 11 > capacity 10"),
+            std::string::npos);
+}
+
+TEST(MaxMinCheck, CatchesARateThatIsNotMaxMinFair) {
+  // Parking lot: each flow 0.5. Lowering a short flow leaves its link unsaturated.
+  MaxMinSolver s;
+  const int l1 = s.add_constraint(1.0), l2 = s.add_constraint(1.0);
+  add(s, kUnbounded, {l1, l2});
+  const int s1 = add(s, kUnbounded, {l1});
+  add(s, kUnbounded, {l2});
+  s.solve();
+  MaxMinSolverTestAccess::value(s, s1) = 0.4;
+  EXPECT_NE(violation([&] { s.check_invariants(); }).find("not max-min fair"), std::string::npos);
+  MaxMinSolverTestAccess::value(s, s1) = 0.0;
+  EXPECT_NE(violation([&] { s.check_invariants(); }).find("no positive rate"), std::string::npos);
+}
+
+TEST(MaxMinCheck, CatchesUnequalRatesOfIdenticalFlows) {
+  // Within every tolerance of feasibility and optimality, but not the same bits.
+  MaxMinSolver s;
+  const int l = s.add_constraint(10.0);
+  add(s, kUnbounded, {l});
+  const int b = add(s, kUnbounded, {l});
+  s.solve();
+  MaxMinSolverTestAccess::value(s, b) = 5.0 * (1.0 + 1e-12);
+  EXPECT_NE(violation([&] { s.check_invariants(); }).find("share constraints, bound and weight"),
+            std::string::npos);
+}
+
+TEST(MaxMinCheck, CatchesBrokenBookkeepingAtTheNextSolve) {
+  MaxMinSolver s;
+  const int l1 = s.add_constraint(10.0), l2 = s.add_constraint(10.0);
+  add(s, kUnbounded, {l1, l2});
+  add(s, kUnbounded, {l1});
+  s.solve();
+  MaxMinSolverTestAccess::vars_of(s, l2).clear();  // l2 forgets the flow that crosses it
+  add(s, kUnbounded, {l1});
+  EXPECT_NE(violation([&] { s.solve(); }).find("which does not list it"), std::string::npos);
+
+  MaxMinSolver t;
+  const int c = t.add_constraint(10.0);
+  add(t, kUnbounded, {c});
+  t.solve();
+  MaxMinSolverTestAccess::weighted(t, c) = 1;
+  EXPECT_NE(violation([&] { t.check_invariants(); }).find("weighted variables"), std::string::npos);
+  // Switched off, a solve does not check.
+  t.set_check_invariants(false);
+  add(t, kUnbounded, {c});
+  EXPECT_EQ(violation([&] { t.solve(); }), "");
 }
 
 // ---------------------------------------------------------------------------------------------
