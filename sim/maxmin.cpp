@@ -84,18 +84,38 @@ int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, d
   return id;
 }
 
+bool MaxMinSolver::removal_keeps_rates(int id) const {
+  // The allocation is solved (nothing pending) and every other variable on id's constraints has
+  // its recorded bottleneck off them (or is held by its bound). Then without id every variable
+  // still has a saturated constraint where its weighted rate is the largest (its bottleneck:
+  // id does not cross it, so nothing there changed) or sits at its bound: the characterisation of
+  // the max-min allocation, which is unique, so the current rates are it.
+  if (!skip_neutral_ || !dirty_cons_.empty() || !dirty_vars_.empty()) return false;
+  const Var& v = vars_[id];
+  for (int c : v.cons) {
+    for (int u : cons_[c].vars) {
+      if (u == id) continue;
+      const int b = vars_[u].bottleneck;
+      if (b >= 0 && std::find(v.cons.begin(), v.cons.end(), b) != v.cons.end()) return false;
+    }
+  }
+  return true;
+}
+
 void MaxMinSolver::remove_variable(int id) {
   Var& v = vars_[id];
   assert(v.alive);
+  const bool keep_rates = removal_keeps_rates(id);
   for (int c : v.cons) {
     auto& list = cons_[c].vars;
     list.erase(std::find(list.begin(), list.end(), id));
     if (v.weight != 1.0) --cons_[c].weighted;
-    if (!cons_[c].dirty) {
+    if (!keep_rates && !cons_[c].dirty) {
       cons_[c].dirty = true;
       dirty_cons_.push_back(c);
     }
   }
+  if (keep_rates) ++removals_kept_;
   v.alive = false;
   v.value = 0.0;
   --live_vars_;
@@ -105,12 +125,14 @@ void MaxMinSolver::remove_variable(int id) {
   auto it = std::find(dirty_vars_.begin(), dirty_vars_.end(), id);
   if (it != dirty_vars_.end()) dirty_vars_.erase(it);
   component_ready_ = false;
+  if (keep_rates && check_) check_invariants();  // no solve() follows to check it
 }
 
 void MaxMinSolver::collect_component() {
   comp_vars_.clear();
   comp_cons_.clear();
   act_vars_.clear();  // the bounded variables, for fill_unweighted
+  act_cons_.clear();  // the constraints that carry a variable, for fill_unweighted
   comp_weighted_ = false;
   solved_ = false;
   ++stamp_;
@@ -123,6 +145,12 @@ void MaxMinSolver::collect_component() {
     con.remaining = con.capacity;
     con.unfixed_count = static_cast<int>(con.vars.size());
     con.unfixed = con.unfixed_count;
+    // fill_unweighted's first levels and open constraints, here while the constraint is at hand
+    // (capacity > 0, so this is its max(remaining, 0) / unfixed_count, the same bits).
+    if (con.unfixed_count > 0) {
+      con.level = con.capacity / con.unfixed;
+      act_cons_.push_back(c);
+    }
     if (con.weighted > 0) {
       comp_weighted_ = true;
       con.unfixed = 0.0;
@@ -165,6 +193,7 @@ std::span<const int> MaxMinSolver::pending_component() {
 
 void MaxMinSolver::fix(Var& v, double share) {
   v.value = std::min(share * v.inv_weight, v.bound);
+  if (v.value == v.bound) v.bottleneck = -1;
   v.fixed = true;
   for (int c : v.cons) {
     cons_[c].remaining -= v.value;
@@ -193,13 +222,17 @@ void MaxMinSolver::fill_plain() {
       if (con.unfixed_count == 0 || std::max(con.remaining, 0.0) / con.unfixed > limit) continue;
       for (int vid : con.vars) {
         Var& v = vars_[vid];
-        if (!v.fixed) v.value = -1.0;  // marked for fixing at `share`
+        if (!v.fixed) {
+          v.value = -1.0;  // marked for fixing at `share`
+          v.bottleneck = c;
+        }
       }
     }
     for (int vid : comp_vars_) {
       Var& v = vars_[vid];
       if (v.fixed) continue;
       if (v.value == -1.0 || v.bound * v.weight <= limit) {
+        if (v.value != -1.0) v.bottleneck = -1;  // held by its bound
         fix(v, share);
         --left;
       }
@@ -211,6 +244,7 @@ void MaxMinSolver::fill_plain() {
         if (!v.fixed) {
           v.value = kUnbounded;
           v.fixed = true;
+          v.bottleneck = -1;
           --left;
         }
       }
@@ -244,7 +278,10 @@ void MaxMinSolver::fill_active() {
       if (con.level > limit) continue;
       for (int vid : con.vars) {
         Var& v = vars_[vid];
-        if (!v.fixed) v.value = -1.0;
+        if (!v.fixed) {
+          v.value = -1.0;
+          v.bottleneck = c;
+        }
       }
     }
     const bool all = share == kUnbounded;  // only unconstrained, unbounded variables remain
@@ -253,10 +290,12 @@ void MaxMinSolver::fill_active() {
     for (int vid : act_vars_) {
       Var& v = vars_[vid];
       if (v.value == -1.0 || v.bound * v.weight <= limit) {
+        if (v.value != -1.0) v.bottleneck = -1;  // held by its bound
         fix(v, share);
       } else if (all) {
         v.value = kUnbounded;
         v.fixed = true;
+        v.bottleneck = -1;
       } else {
         act_vars_[keep++] = vid;
         var_level = std::min(var_level, v.bound * v.weight);
@@ -279,13 +318,7 @@ void MaxMinSolver::fill_unweighted() {
   // frees the order: a round visits only the variables of the saturated constraints, and only the
   // constraints they cross have their level recomputed (one division each), instead of every open
   // constraint and variable per round.
-  act_cons_.clear();
-  for (int c : comp_cons_) {
-    Con& con = cons_[c];
-    if (con.unfixed_count == 0) continue;
-    con.level = std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count);
-    act_cons_.push_back(c);
-  }
+  // collect_component() left the open constraints in act_cons_ with their first levels.
   double var_level = kUnbounded;  // the lowest open bound
   for (int vid : act_vars_) var_level = std::min(var_level, vars_[vid].bound);
   std::size_t left = comp_vars_.size();
@@ -306,6 +339,7 @@ void MaxMinSolver::fill_unweighted() {
         if (!v.fixed) {
           v.value = kUnbounded;
           v.fixed = true;
+          v.bottleneck = -1;
         }
       }
       return;
@@ -330,8 +364,12 @@ void MaxMinSolver::fill_unweighted() {
     // Saturation is judged on the levels at the start of the round (they change only below).
     for (int c : act_cons_) {
       if (cons_[c].level > limit) continue;
-      for (int vid : cons_[c].vars)
-        if (!vars_[vid].fixed) charge(vars_[vid]);
+      for (int vid : cons_[c].vars) {
+        Var& v = vars_[vid];
+        if (v.fixed) continue;
+        v.bottleneck = c;
+        charge(v);
+      }
     }
     if (!act_vars_.empty()) {
       keep = 0;
@@ -340,6 +378,7 @@ void MaxMinSolver::fill_unweighted() {
         Var& v = vars_[vid];
         if (v.fixed) continue;
         if (v.bound <= limit) {
+          v.bottleneck = -1;  // held by its bound
           charge(v);
         } else {
           act_vars_[keep++] = vid;

@@ -94,7 +94,14 @@ class MaxMinSolver {
   /// penalty: on a saturated constraint the variables' rates are proportional to 1 / weight
   /// (TCP flows weighted by their route latency, network.hpp); 1 for all = plain max-min.
   int add_variable(double bound, std::span<const int> constraints, double weight = 1.0);
+  /// Removes a variable. When that provably leaves every other rate unchanged (see
+  /// removal_keeps_rates in maxmin.cpp: each flow sharing a constraint with it is bottlenecked
+  /// elsewhere), nothing is marked for re-solving and the next solve() has nothing to do.
   void remove_variable(int id);
+  /// Turns the no-re-solve removal above off (on by default), e.g. to compare.
+  void set_skip_neutral_removals(bool on) { skip_neutral_ = on; }
+  /// Removals that needed no re-solve, since creation.
+  [[nodiscard]] std::int64_t removals_without_solve() const { return removals_kept_; }
 
   /// The variables whose rate the next `solve()` will recompute (the components touched since
   /// the last solve), in a deterministic order. Valid until the next add/remove/solve.
@@ -123,6 +130,9 @@ class MaxMinSolver {
     bool alive = false;
     bool fixed = false;      // scratch for solve
     std::uint32_t mark = 0;  // component stamp
+    // The saturated constraint that fixed it in the last solve (where its weighted rate is the
+    // largest), or -1 when its bound holds it: what removal_keeps_rates() reads.
+    int bottleneck = -1;
   };
   struct Con {
     double capacity = 0.0;
@@ -139,6 +149,7 @@ class MaxMinSolver {
   friend struct MaxMinSolverTestAccess;  // tests corrupt the state to see the check fail
 
   static bool check_default();
+  [[nodiscard]] bool removal_keeps_rates(int id) const;
   void check_bookkeeping() const;
   void check_solution(std::span<const int> vars, std::span<const int> cons) const;
   void collect_component();
@@ -161,6 +172,8 @@ class MaxMinSolver {
   bool comp_weighted_ = false;  // a variable of the component has a weight other than 1
   bool solved_ = false;         // comp_vars_ holds what the last solve() recomputed
   bool check_ = false;          // check invariants after each solve
+  bool skip_neutral_ = true;    // removals that keep every rate need no solve
+  std::int64_t removals_kept_ = 0;
   int live_vars_ = 0;
 };
 

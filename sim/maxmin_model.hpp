@@ -47,6 +47,11 @@ class MaxMinModel : public ResourceModel {
   [[nodiscard]] double rate_of_tag(std::int32_t tag);
   /// The solver's invariant check after every solve (maxmin.hpp; default PLACESIM_CHECK_MAXMIN).
   void set_check_invariants(bool on) { solver_.set_check_invariants(on); }
+  /// The solver's no-re-solve removals (maxmin.hpp: on by default; off re-solves at every end).
+  void set_skip_neutral_removals(bool on) { solver_.set_skip_neutral_removals(on); }
+  [[nodiscard]] std::int64_t removals_without_solve() const {
+    return solver_.removals_without_solve();
+  }
 
  protected:
   /// `ns_per_unit`: the ns that one unit of work takes at rate 1 (1e9 for bytes at bytes/s).
