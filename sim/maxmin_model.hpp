@@ -83,6 +83,10 @@ class MaxMinModel : public ResourceModel {
   double ns_per_unit_;
   double unit_per_ns_ = 1.0 / ns_per_unit_;
   std::vector<Item> items_;  // indexed by solver variable id
+  // One past the highest live slot: the solver reuses the lowest free ids, so the live slots sit
+  // at the bottom and the scans of advance() and next_completion() stop here, not at the
+  // historical maximum items_.size().
+  int live_end_ = 0;
   std::vector<std::int32_t> completed_;
   SimTime pending_time_ = 0;
   bool dirty_ = false;
