@@ -1,9 +1,48 @@
 #include "sim/maxmin.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
 
 namespace placesim::sim {
+
+namespace {
+
+// The process-wide default of the invariant check: PLACESIM_CHECK_MAXMIN=1 read once, then
+// whatever set_check_invariants_default() says. Atomic because BatchOracle creates solvers on
+// several threads.
+std::atomic<bool>& check_default_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* env = std::getenv("PLACESIM_CHECK_MAXMIN");
+    return env != nullptr && std::strcmp(env, "1") == 0;
+  }()};
+  return flag;
+}
+
+[[noreturn]] void violated(const std::string& what) {
+  throw MaxMinInvariantError("max-min invariant violated: " + what);
+}
+
+std::string num(double x) {
+  std::ostringstream o;
+  o.precision(17);
+  o << x;
+  return o.str();
+}
+
+}  // namespace
+
+bool MaxMinSolver::check_default() {
+  return check_default_flag().load(std::memory_order_relaxed);
+}
+
+void MaxMinSolver::set_check_invariants_default(bool on) {
+  check_default_flag().store(on, std::memory_order_relaxed);
+}
 
 int MaxMinSolver::add_constraint(double capacity) {
   assert(capacity > 0.0);
@@ -45,18 +84,38 @@ int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, d
   return id;
 }
 
+bool MaxMinSolver::removal_keeps_rates(int id) const {
+  // The allocation is solved (nothing pending) and every other variable on id's constraints has
+  // its recorded bottleneck off them (or is held by its bound). Then without id every variable
+  // still has a saturated constraint where its weighted rate is the largest (its bottleneck:
+  // id does not cross it, so nothing there changed) or sits at its bound: the characterisation of
+  // the max-min allocation, which is unique, so the current rates are it.
+  if (!skip_neutral_ || !dirty_cons_.empty() || !dirty_vars_.empty()) return false;
+  const Var& v = vars_[id];
+  for (int c : v.cons) {
+    for (int u : cons_[c].vars) {
+      if (u == id) continue;
+      const int b = vars_[u].bottleneck;
+      if (b >= 0 && std::find(v.cons.begin(), v.cons.end(), b) != v.cons.end()) return false;
+    }
+  }
+  return true;
+}
+
 void MaxMinSolver::remove_variable(int id) {
   Var& v = vars_[id];
   assert(v.alive);
+  const bool keep_rates = removal_keeps_rates(id);
   for (int c : v.cons) {
     auto& list = cons_[c].vars;
     list.erase(std::find(list.begin(), list.end(), id));
     if (v.weight != 1.0) --cons_[c].weighted;
-    if (!cons_[c].dirty) {
+    if (!keep_rates && !cons_[c].dirty) {
       cons_[c].dirty = true;
       dirty_cons_.push_back(c);
     }
   }
+  if (keep_rates) ++removals_kept_;
   v.alive = false;
   v.value = 0.0;
   --live_vars_;
@@ -66,12 +125,14 @@ void MaxMinSolver::remove_variable(int id) {
   auto it = std::find(dirty_vars_.begin(), dirty_vars_.end(), id);
   if (it != dirty_vars_.end()) dirty_vars_.erase(it);
   component_ready_ = false;
+  if (keep_rates && check_) check_invariants();  // no solve() follows to check it
 }
 
 void MaxMinSolver::collect_component() {
   comp_vars_.clear();
   comp_cons_.clear();
   act_vars_.clear();  // the bounded variables, for fill_unweighted
+  act_cons_.clear();  // the constraints that carry a variable, for fill_unweighted
   comp_weighted_ = false;
   solved_ = false;
   ++stamp_;
@@ -84,6 +145,12 @@ void MaxMinSolver::collect_component() {
     con.remaining = con.capacity;
     con.unfixed_count = static_cast<int>(con.vars.size());
     con.unfixed = con.unfixed_count;
+    // fill_unweighted's first levels and open constraints, here while the constraint is at hand
+    // (capacity > 0, so this is its max(remaining, 0) / unfixed_count, the same bits).
+    if (con.unfixed_count > 0) {
+      con.level = con.capacity / con.unfixed;
+      act_cons_.push_back(c);
+    }
     if (con.weighted > 0) {
       comp_weighted_ = true;
       con.unfixed = 0.0;
@@ -126,6 +193,7 @@ std::span<const int> MaxMinSolver::pending_component() {
 
 void MaxMinSolver::fix(Var& v, double share) {
   v.value = std::min(share * v.inv_weight, v.bound);
+  if (v.value == v.bound) v.bottleneck = -1;
   v.fixed = true;
   for (int c : v.cons) {
     cons_[c].remaining -= v.value;
@@ -154,13 +222,17 @@ void MaxMinSolver::fill_plain() {
       if (con.unfixed_count == 0 || std::max(con.remaining, 0.0) / con.unfixed > limit) continue;
       for (int vid : con.vars) {
         Var& v = vars_[vid];
-        if (!v.fixed) v.value = -1.0;  // marked for fixing at `share`
+        if (!v.fixed) {
+          v.value = -1.0;  // marked for fixing at `share`
+          v.bottleneck = c;
+        }
       }
     }
     for (int vid : comp_vars_) {
       Var& v = vars_[vid];
       if (v.fixed) continue;
       if (v.value == -1.0 || v.bound * v.weight <= limit) {
+        if (v.value != -1.0) v.bottleneck = -1;  // held by its bound
         fix(v, share);
         --left;
       }
@@ -172,6 +244,7 @@ void MaxMinSolver::fill_plain() {
         if (!v.fixed) {
           v.value = kUnbounded;
           v.fixed = true;
+          v.bottleneck = -1;
           --left;
         }
       }
@@ -205,7 +278,10 @@ void MaxMinSolver::fill_active() {
       if (con.level > limit) continue;
       for (int vid : con.vars) {
         Var& v = vars_[vid];
-        if (!v.fixed) v.value = -1.0;
+        if (!v.fixed) {
+          v.value = -1.0;
+          v.bottleneck = c;
+        }
       }
     }
     const bool all = share == kUnbounded;  // only unconstrained, unbounded variables remain
@@ -214,10 +290,12 @@ void MaxMinSolver::fill_active() {
     for (int vid : act_vars_) {
       Var& v = vars_[vid];
       if (v.value == -1.0 || v.bound * v.weight <= limit) {
+        if (v.value != -1.0) v.bottleneck = -1;  // held by its bound
         fix(v, share);
       } else if (all) {
         v.value = kUnbounded;
         v.fixed = true;
+        v.bottleneck = -1;
       } else {
         act_vars_[keep++] = vid;
         var_level = std::min(var_level, v.bound * v.weight);
@@ -240,13 +318,7 @@ void MaxMinSolver::fill_unweighted() {
   // frees the order: a round visits only the variables of the saturated constraints, and only the
   // constraints they cross have their level recomputed (one division each), instead of every open
   // constraint and variable per round.
-  act_cons_.clear();
-  for (int c : comp_cons_) {
-    Con& con = cons_[c];
-    if (con.unfixed_count == 0) continue;
-    con.level = std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count);
-    act_cons_.push_back(c);
-  }
+  // collect_component() left the open constraints in act_cons_ with their first levels.
   double var_level = kUnbounded;  // the lowest open bound
   for (int vid : act_vars_) var_level = std::min(var_level, vars_[vid].bound);
   std::size_t left = comp_vars_.size();
@@ -267,6 +339,7 @@ void MaxMinSolver::fill_unweighted() {
         if (!v.fixed) {
           v.value = kUnbounded;
           v.fixed = true;
+          v.bottleneck = -1;
         }
       }
       return;
@@ -291,8 +364,12 @@ void MaxMinSolver::fill_unweighted() {
     // Saturation is judged on the levels at the start of the round (they change only below).
     for (int c : act_cons_) {
       if (cons_[c].level > limit) continue;
-      for (int vid : cons_[c].vars)
-        if (!vars_[vid].fixed) charge(vars_[vid]);
+      for (int vid : cons_[c].vars) {
+        Var& v = vars_[vid];
+        if (v.fixed) continue;
+        v.bottleneck = c;
+        charge(v);
+      }
     }
     if (!act_vars_.empty()) {
       keep = 0;
@@ -301,6 +378,7 @@ void MaxMinSolver::fill_unweighted() {
         Var& v = vars_[vid];
         if (v.fixed) continue;
         if (v.bound <= limit) {
+          v.bottleneck = -1;  // held by its bound
           charge(v);
         } else {
           act_vars_[keep++] = vid;
@@ -337,7 +415,141 @@ bool MaxMinSolver::solve() {
   dirty_cons_.clear();
   dirty_vars_.clear();
   component_ready_ = false;
+  if (check_) {
+    // Only what this solve recomputed: the rest was checked when it was solved and is unchanged.
+    check_bookkeeping();
+    check_solution(comp_vars_, comp_cons_);
+  }
   return true;
+}
+
+void MaxMinSolver::check_invariants() const {
+  check_bookkeeping();
+  int live = 0;
+  std::vector<int> vars, cons;
+  for (std::size_t v = 0; v < vars_.size(); ++v) {
+    if (!vars_[v].alive) continue;
+    ++live;
+    vars.push_back(static_cast<int>(v));
+  }
+  if (live != live_vars_)
+    violated(std::to_string(live) + " live variables, the count says " +
+             std::to_string(live_vars_));
+  for (std::size_t c = 0; c < cons_.size(); ++c) cons.push_back(static_cast<int>(c));
+  check_solution(vars, cons);
+}
+
+void MaxMinSolver::check_bookkeeping() const {
+  if (!dirty_cons_.empty() || !dirty_vars_.empty())
+    violated("changes pending after a solve (dirty constraints or variables left)");
+  for (std::size_t c = 0; c < cons_.size(); ++c) {
+    const Con& con = cons_[c];
+    if (!(con.capacity > 0.0)) violated("constraint " + std::to_string(c) + " has capacity <= 0");
+    if (con.dirty) violated("constraint " + std::to_string(c) + " still marked dirty");
+    int weighted = 0;
+    for (std::size_t i = 0; i < con.vars.size(); ++i) {
+      const int vid = con.vars[i];
+      // Messages are built only on a failure: the check runs after every solve.
+      const auto where = [&] {
+        return "constraint " + std::to_string(c) + " lists variable " + std::to_string(vid);
+      };
+      if (vid < 0 || static_cast<std::size_t>(vid) >= vars_.size())
+        violated(where() + ": no such id");
+      const Var& v = vars_[vid];
+      if (!v.alive) violated(where() + ", which is not alive");
+      if (std::count(v.cons.begin(), v.cons.end(), static_cast<int>(c)) != 1)
+        violated(where() + ", which does not cross it exactly once");
+      if (std::find(con.vars.begin() + static_cast<std::ptrdiff_t>(i) + 1, con.vars.end(), vid) !=
+          con.vars.end())
+        violated(where() + " twice");
+      if (v.weight != 1.0) ++weighted;
+    }
+    if (weighted != con.weighted)
+      violated("constraint " + std::to_string(c) + " counts " + std::to_string(con.weighted) +
+               " weighted variables, it has " + std::to_string(weighted));
+  }
+  for (std::size_t v = 0; v < vars_.size(); ++v) {
+    const Var& var = vars_[v];
+    if (!var.alive) continue;
+    if (!(var.weight > 0.0) || var.inv_weight != 1.0 / var.weight)
+      violated("variable " + std::to_string(v) + " has weight " + num(var.weight) +
+               " and inverse " + num(var.inv_weight));
+    for (int c : var.cons) {
+      const auto& list = cons_[c].vars;
+      if (std::find(list.begin(), list.end(), static_cast<int>(v)) == list.end())
+        violated("variable " + std::to_string(v) + " crosses constraint " + std::to_string(c) +
+                 ", which does not list it");
+    }
+  }
+  for (int id : free_vars_)
+    if (vars_[id].alive) violated("variable " + std::to_string(id) + " is alive and free");
+}
+
+void MaxMinSolver::check_solution(std::span<const int> vars, std::span<const int> cons) const {
+  // Per constraint: usage and the largest weighted rate x_v w_v of its variables.
+  std::vector<double> usage(cons_.size(), 0.0), top(cons_.size(), 0.0);
+  for (int c : cons) {
+    for (int vid : cons_[c].vars) {
+      usage[c] += vars_[vid].value;
+      top[c] = std::max(top[c], vars_[vid].value * vars_[vid].weight);
+    }
+    if (usage[c] > cons_[c].capacity * (1.0 + kCheckRelTol))
+      violated("constraint " + std::to_string(c) + " carries " + num(usage[c]) + " > capacity " +
+               num(cons_[c].capacity) + " (relative tolerance " + num(kCheckRelTol) + ")");
+  }
+  const auto saturated = [&](int c) {
+    return usage[c] >= cons_[c].capacity * (1.0 - kCheckRelTol);
+  };
+  for (int vid : vars) {
+    const Var& v = vars_[vid];
+    const auto name = [&] {
+      return "variable " + std::to_string(vid) + " (rate " + num(v.value) + ")";
+    };
+    if (!(v.value > 0.0)) violated(name() + " has no positive rate");
+    if (v.value == kUnbounded) {
+      if (!v.cons.empty() || v.bound != kUnbounded)
+        violated(name() + " is unlimited but has a constraint or a bound");
+      continue;
+    }
+    if (v.value > v.bound * (1.0 + kCheckRelTol))
+      violated(name() + " exceeds its bound " + num(v.bound));
+    if (v.value >= v.bound * (1.0 - kCheckRelTol)) continue;  // held by its bound
+    bool bottleneck = false;
+    for (int c : v.cons)
+      bottleneck =
+          bottleneck || (saturated(c) && v.value * v.weight >= top[c] * (1.0 - kCheckRelTol));
+    if (!bottleneck)
+      violated(name() +
+               " is below its bound and gets the largest share on no saturated "
+               "constraint (not max-min fair)");
+  }
+  // Equal treatment: the same constraints, bound and weight give the same rate, bit for bit (the
+  // fill fixes such variables in the same round at the same share).
+  std::vector<std::pair<std::vector<int>, int>> keyed;
+  keyed.reserve(vars.size());
+  for (int vid : vars) {
+    std::vector<int> key = vars_[vid].cons;
+    std::sort(key.begin(), key.end());
+    keyed.emplace_back(std::move(key), vid);
+  }
+  const auto less = [&](const auto& a, const auto& b) {
+    const Var& x = vars_[a.second];
+    const Var& y = vars_[b.second];
+    if (a.first != b.first) return a.first < b.first;
+    if (x.bound != y.bound) return x.bound < y.bound;
+    if (x.weight != y.weight) return x.weight < y.weight;
+    return a.second < b.second;
+  };
+  std::sort(keyed.begin(), keyed.end(), less);
+  for (std::size_t i = 1; i < keyed.size(); ++i) {
+    const Var& x = vars_[keyed[i - 1].second];
+    const Var& y = vars_[keyed[i].second];
+    if (keyed[i - 1].first == keyed[i].first && x.bound == y.bound && x.weight == y.weight &&
+        x.value != y.value)
+      violated("variables " + std::to_string(keyed[i - 1].second) + " and " +
+               std::to_string(keyed[i].second) + " share constraints, bound and weight but get " +
+               num(x.value) + " and " + num(y.value));
+  }
 }
 
 double MaxMinSolver::usage(int c) const {

@@ -38,20 +38,54 @@
 //
 // Determinism: components are explored in the order constraints and variables were created, and
 // all arithmetic is in a fixed order, so equal inputs give bit-identical rates.
+//
+// Invariant checks (for tests; SimGrid's lmm System::check_concurrency and its solver's sanity
+// asserts are the model). `set_check_invariants(true)`, or PLACESIM_CHECK_MAXMIN=1 in the
+// environment (read once per process, the default of every solver created after), makes every
+// solve() verify the component it solved and throw MaxMinInvariantError on a violation:
+// bookkeeping (each live variable listed exactly once by each of its constraints and by no
+// other, weighted counts, live count, nothing left dirty), feasibility (each constraint's usage
+// <= capacity (1 + kCheckRelTol), each bound respected), positivity (every rate > 0), max-min
+// optimality (each variable is at its bound or crosses a saturated constraint, usage >=
+// capacity (1 - kCheckRelTol), on which its weighted rate x_v w_v is the largest to kCheckRelTol)
+// and equal treatment (variables with the same constraints, bound and weight have the same rate,
+// bit for bit). It costs about one more solve; `check_invariants()` runs it on demand.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 namespace placesim::sim {
 
 inline constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
+/// Thrown by MaxMinSolver's invariant check (a bug in the solver or its caller, not bad input).
+class MaxMinInvariantError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 class MaxMinSolver {
  public:
   static constexpr double kRelEps = 1e-12;
+  /// Relative tolerance of the invariant check: the fill accumulates one rounding per variable
+  /// charged to a constraint, far below this.
+  static constexpr double kCheckRelTol = 1e-9;
+
+  MaxMinSolver() : check_(check_default()) {}
+
+  /// Turns the invariant check after every solve() on or off (default: PLACESIM_CHECK_MAXMIN).
+  void set_check_invariants(bool on) { check_ = on; }
+  [[nodiscard]] bool check_invariants_enabled() const { return check_; }
+  /// Process-wide default for solvers created from now on; starts as PLACESIM_CHECK_MAXMIN=1.
+  static void set_check_invariants_default(bool on);
+  /// Checks the whole system (every live variable and constraint) now; throws
+  /// MaxMinInvariantError naming the first violation. Call after solve(), not between a change
+  /// and the next solve (then rates are stale by design).
+  void check_invariants() const;
 
   /// Adds a constraint with `capacity` (> 0) and returns its id (ids are dense, from 0).
   int add_constraint(double capacity);
@@ -60,7 +94,14 @@ class MaxMinSolver {
   /// penalty: on a saturated constraint the variables' rates are proportional to 1 / weight
   /// (TCP flows weighted by their route latency, network.hpp); 1 for all = plain max-min.
   int add_variable(double bound, std::span<const int> constraints, double weight = 1.0);
+  /// Removes a variable. When that provably leaves every other rate unchanged (see
+  /// removal_keeps_rates in maxmin.cpp: each flow sharing a constraint with it is bottlenecked
+  /// elsewhere), nothing is marked for re-solving and the next solve() has nothing to do.
   void remove_variable(int id);
+  /// Turns the no-re-solve removal above off (on by default), e.g. to compare.
+  void set_skip_neutral_removals(bool on) { skip_neutral_ = on; }
+  /// Removals that needed no re-solve, since creation.
+  [[nodiscard]] std::int64_t removals_without_solve() const { return removals_kept_; }
 
   /// The variables whose rate the next `solve()` will recompute (the components touched since
   /// the last solve), in a deterministic order. Valid until the next add/remove/solve.
@@ -89,6 +130,9 @@ class MaxMinSolver {
     bool alive = false;
     bool fixed = false;      // scratch for solve
     std::uint32_t mark = 0;  // component stamp
+    // The saturated constraint that fixed it in the last solve (where its weighted rate is the
+    // largest), or -1 when its bound holds it: what removal_keeps_rates() reads.
+    int bottleneck = -1;
   };
   struct Con {
     double capacity = 0.0;
@@ -102,6 +146,12 @@ class MaxMinSolver {
     double level = 0.0;      // scratch: remaining / unfixed in the current round
   };
 
+  friend struct MaxMinSolverTestAccess;  // tests corrupt the state to see the check fail
+
+  static bool check_default();
+  [[nodiscard]] bool removal_keeps_rates(int id) const;
+  void check_bookkeeping() const;
+  void check_solution(std::span<const int> vars, std::span<const int> cons) const;
   void collect_component();
   void fix(Var& v, double share);  // fixes v at the level `share`, charging its constraints
   void fill_plain();
@@ -121,6 +171,9 @@ class MaxMinSolver {
   bool component_ready_ = false;
   bool comp_weighted_ = false;  // a variable of the component has a weight other than 1
   bool solved_ = false;         // comp_vars_ holds what the last solve() recomputed
+  bool check_ = false;          // check invariants after each solve
+  bool skip_neutral_ = true;    // removals that keep every rate need no solve
+  std::int64_t removals_kept_ = 0;
   int live_vars_ = 0;
 };
 

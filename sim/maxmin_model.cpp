@@ -18,6 +18,7 @@ int MaxMinModel::start_item(SimTime now, double bound, std::span<const int> cons
   // variable changes them; resolve() does it, and the new item has made no progress yet.
   const int v = solver_.add_variable(bound, constraints, weight);
   if (static_cast<std::size_t>(v) >= items_.size()) items_.resize(v + 1);
+  live_end_ = std::max(live_end_, v + 1);
   Item& it = items_[v];
   it.remaining = amount;
   it.rate = 0.0;
@@ -40,6 +41,7 @@ void MaxMinModel::reset_items() {
   }
   solver_.solve();
   completed_.clear();
+  live_end_ = 0;
   dirty_ = false;
   min_valid_ = false;
 }
@@ -84,8 +86,8 @@ SimTime MaxMinModel::next_completion() {
   if (dirty_) resolve();
   if (!min_valid_) {
     min_finish_ = kNever;
-    for (const Item& it : items_)
-      if (it.alive && it.finish < min_finish_) min_finish_ = it.finish;
+    for (int v = 0; v < live_end_; ++v)
+      if (items_[v].alive && items_[v].finish < min_finish_) min_finish_ = items_[v].finish;
     min_valid_ = true;
   }
   return min_finish_;
@@ -94,15 +96,16 @@ SimTime MaxMinModel::next_completion() {
 void MaxMinModel::advance(SimTime t) {
   if (dirty_) resolve();
   completed_.clear();
-  for (std::size_t v = 0; v < items_.size(); ++v) {
+  for (int v = 0; v < live_end_; ++v) {
     Item& it = items_[v];
     if (!it.alive || it.finish > t) continue;
     completed_.push_back(it.tag);
-    on_complete(static_cast<int>(v), t);
+    on_complete(v, t);
     it.alive = false;
-    solver_.remove_variable(static_cast<int>(v));
+    solver_.remove_variable(v);
     dirty_ = true;
   }
+  while (live_end_ > 0 && !items_[live_end_ - 1].alive) --live_end_;
   pending_time_ = t;
   min_valid_ = false;
 }

@@ -45,6 +45,13 @@ class MaxMinModel : public ResourceModel {
   [[nodiscard]] int active() const { return solver_.num_live_variables(); }
   /// Current rate of the item started with `tag`; -1 if it is not in progress. For tests.
   [[nodiscard]] double rate_of_tag(std::int32_t tag);
+  /// The solver's invariant check after every solve (maxmin.hpp; default PLACESIM_CHECK_MAXMIN).
+  void set_check_invariants(bool on) { solver_.set_check_invariants(on); }
+  /// The solver's no-re-solve removals (maxmin.hpp: on by default; off re-solves at every end).
+  void set_skip_neutral_removals(bool on) { solver_.set_skip_neutral_removals(on); }
+  [[nodiscard]] std::int64_t removals_without_solve() const {
+    return solver_.removals_without_solve();
+  }
 
  protected:
   /// `ns_per_unit`: the ns that one unit of work takes at rate 1 (1e9 for bytes at bytes/s).
@@ -76,6 +83,10 @@ class MaxMinModel : public ResourceModel {
   double ns_per_unit_;
   double unit_per_ns_ = 1.0 / ns_per_unit_;
   std::vector<Item> items_;  // indexed by solver variable id
+  // One past the highest live slot: the solver reuses the lowest free ids, so the live slots sit
+  // at the bottom and the scans of advance() and next_completion() stop here, not at the
+  // historical maximum items_.size().
+  int live_end_ = 0;
   std::vector<std::int32_t> completed_;
   SimTime pending_time_ = 0;
   bool dirty_ = false;

@@ -10,6 +10,8 @@
 # more per transfer moves it by ~1% at 4k activities in either simulator; race_dag
 # --extra-bytes 1), so beyond a few thousand activities the two differ by up to ~1% without
 # either being wrong; the exact cross-check of the sharing model is tests/sim/simgrid_crosscheck.
+# race_dag --chain 1 --quantize 1 (nothing concurrent, whole-ns durations) makes the two agree to
+# 12 digits (docs/performance.md, "The race against SimGrid").
 set -eu
 BUILD=$(realpath "${1:?usage: race_simgrid.sh BUILD_DIR [SIZES] [SIMGRID_MAX]}")
 SIZES=${2:-"16000 32000 64000 128000 256000 1000000"}

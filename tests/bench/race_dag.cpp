@@ -19,7 +19,13 @@
 // stops when their count reaches --activities. --extra-bytes adds B bytes to every transfer: the
 // makespan of such a DAG is chaotic (1 byte more per transfer moves it by ~1% at 4k activities,
 // in both simulators), so two simulators agree exactly only on small DAGs (docs/performance.md).
+// Two shapes take the chaos away, to show what is left is rounding: --chain 1 (task i reads task
+// i - 1 only, so nothing ever runs concurrently) and --quantize 1 (FLOPs a multiple of 1,000 and
+// bytes of 12: every task and lone transfer takes a whole number of ns, which placesim's integer
+// clock then represents exactly). --resolve-every-end 1 turns off the solver's no-re-solve
+// removals (maxmin.hpp), for A/B runs; ends_without_solve counts them.
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -62,42 +68,64 @@ struct Dag {
   std::int64_t comms = 0;
 };
 
-Dag make_dag(std::int64_t activities, std::uint64_t seed, double extra_bytes) {
+struct Shape {
+  double extra_bytes = 0;  // added to every transfer
+  bool chain = false;      // task i reads task i - 1 only: nothing ever runs concurrently
+  bool quantize = false;   // whole ns alone: FLOPs a multiple of 1,000, bytes of 12
+};
+
+Dag make_dag(std::int64_t activities, std::uint64_t seed, const Shape& shape) {
   std::mt19937_64 rng(seed);
   Dag d;
-  std::vector<std::vector<std::pair<std::int32_t, double>>> out;  // builder only
+  struct Raw {
+    std::int32_t from, to;
+    double bytes;
+  };
+  std::vector<Raw> raw;  // edges in generation order; bucketed by producer below
+  std::int32_t preds[3];
   while (static_cast<std::int64_t>(d.tasks.size()) + d.comms < activities) {
     const auto i = static_cast<std::int32_t>(d.tasks.size());
     Dag::Task t;
     t.host = static_cast<int>(rng() % kHosts);
     t.flops = 1e6 + static_cast<double>(rng() % 99'000'000);
-    const double bytes = 4096.0 + static_cast<double>(rng() % (4u << 20)) + extra_bytes;
-    out.emplace_back();
-    if (i > 0) {
+    double bytes = 4096.0 + static_cast<double>(rng() % (4u << 20)) + shape.extra_bytes;
+    if (shape.quantize) {
+      // 1 ns = 1,000 FLOPs at 1 TFLOP/s, 12 bytes at 12 GB/s.
+      t.flops = 1000.0 * std::floor(t.flops / 1000.0);
+      bytes = 12.0 * std::floor(bytes / 12.0);
+    }
+    int n = 0;
+    if (i > 0 && shape.chain) {
+      preds[n++] = i - 1;
+    } else if (i > 0) {
       const int k = 1 + static_cast<int>(rng() % 3);
-      std::vector<std::int32_t> preds;
       for (int j = 0; j < k; ++j) {
         const auto back =
             1 + static_cast<std::int32_t>(rng() % std::min<std::uint64_t>(kWindow, i));
         const std::int32_t p = i - back;
         bool dup = false;
-        for (std::int32_t q : preds) dup = dup || q == p;
-        if (!dup) preds.push_back(p);
+        for (int q = 0; q < n; ++q) dup = dup || preds[q] == p;
+        if (!dup) preds[n++] = p;
       }
-      for (std::int32_t p : preds) {
-        const bool cross = d.tasks[p].host != t.host;
-        out[p].emplace_back(i, cross ? bytes : 0.0);
-        d.comms += cross ? 1 : 0;
-        ++t.num_in;
-      }
+    }
+    for (int q = 0; q < n; ++q) {
+      const bool cross = d.tasks[preds[q]].host != t.host;
+      raw.push_back({preds[q], i, cross ? bytes : 0.0});
+      d.comms += cross ? 1 : 0;
+      ++t.num_in;
     }
     d.tasks.push_back(t);
   }
-  for (std::size_t i = 0; i < d.tasks.size(); ++i) {
-    d.tasks[i].first_out = static_cast<std::int32_t>(d.edges.size());
-    d.tasks[i].num_out = static_cast<std::int32_t>(out[i].size());
-    for (auto [to, b] : out[i]) d.edges.push_back({to, b});
+  // CSR by producer, each producer's edges in generation order (a stable counting sort).
+  for (const Raw& r : raw) ++d.tasks[r.from].num_out;
+  std::int32_t at = 0;
+  for (Dag::Task& t : d.tasks) {
+    t.first_out = at;
+    at += t.num_out;
   }
+  d.edges.resize(raw.size());
+  std::vector<std::int32_t> fill(d.tasks.size(), 0);
+  for (const Raw& r : raw) d.edges[d.tasks[r.from].first_out + fill[r.from]++] = {r.to, r.bytes};
   return d;
 }
 
@@ -107,13 +135,15 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 /// placesim: tasks are CpuShare work on their host, transfers FlowNetwork flows; the handler
 /// releases consumers as SimGrid's activity dependencies do.
-double run_placesim(const Dag& d) {
+double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept) {
   Cluster c;
   for (int h = 0; h < kHosts; ++h)
     c.links.push_back(Link{"h" + std::to_string(h), 0, 1, Bandwidth{kLinkBw}, Duration{0},
                            SharingPolicy::SplitDuplex, "pcie"});
   FlowNetwork net(c);
   CpuShare cpus(kHosts);
+  net.set_skip_neutral_removals(skip_neutral);
+  cpus.set_skip_neutral_removals(skip_neutral);
   struct Driver {
     const Dag* d;
     FlowNetwork* net;
@@ -156,6 +186,7 @@ double run_placesim(const Dag& d) {
     if (d.tasks[i].num_in == 0) e.schedule(0, Priority::Start, 0, static_cast<std::int32_t>(i));
   }
   e.run(drv);
+  *kept = net.removals_without_solve() + cpus.removals_without_solve();
   return static_cast<double>(e.now()) * 1e-9;
 }
 
@@ -214,9 +245,9 @@ double run_simgrid(const Dag& d, std::vector<std::string> args) {
 #endif
 
 int usage() {
-  std::fprintf(
-      stderr,
-      "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]\n");
+  std::fprintf(stderr,
+               "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]"
+               " [--resolve-every-end 0|1]\n");
   return 2;
 }
 
@@ -226,14 +257,21 @@ int main(int argc, char** argv) {
   std::string sim;
   std::int64_t activities = 0;
   std::uint64_t seed = 1;
-  double extra_bytes = 0;
+  Shape shape;
+  bool skip_neutral = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--sim") == 0) {
       sim = argv[i + 1];
     } else if (std::strcmp(argv[i], "--activities") == 0) {
       activities = std::atoll(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--extra-bytes") == 0) {
-      extra_bytes = std::atof(argv[i + 1]);
+      shape.extra_bytes = std::atof(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--chain") == 0) {
+      shape.chain = std::strcmp(argv[i + 1], "1") == 0;
+    } else if (std::strcmp(argv[i], "--quantize") == 0) {
+      shape.quantize = std::strcmp(argv[i + 1], "1") == 0;
+    } else if (std::strcmp(argv[i], "--resolve-every-end") == 0) {
+      skip_neutral = std::strcmp(argv[i + 1], "1") != 0;
     } else if (std::strcmp(argv[i], "--seed") == 0) {
       seed = std::strtoull(argv[i + 1], nullptr, 10);
     } else {
@@ -242,12 +280,13 @@ int main(int argc, char** argv) {
   }
   if (activities <= 0 || (sim != "placesim" && sim != "simgrid")) return usage();
   const auto t0 = std::chrono::steady_clock::now();
-  const Dag d = make_dag(activities, seed, extra_bytes);
+  const Dag d = make_dag(activities, seed, shape);
   const double build_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   double makespan = 0;
+  std::int64_t kept = 0;  // ends that needed no re-solve (placesim)
   if (sim == "placesim") {
-    makespan = run_placesim(d);
+    makespan = run_placesim(d, skip_neutral, &kept);
   } else {
 #ifdef PLACESIM_RACE_SIMGRID
     makespan = run_simgrid(d, {argv[0]});
@@ -258,8 +297,10 @@ int main(int argc, char** argv) {
   }
   const double run_s = seconds_since(t1);
   std::printf(
-      "sim=%s activities=%lld tasks=%zu comms=%lld makespan_s=%.12f build_s=%.4f run_s=%.4f\n",
+      "sim=%s activities=%lld tasks=%zu comms=%lld makespan_s=%.12f build_s=%.4f run_s=%.4f "
+      "ends_without_solve=%lld\n",
       sim.c_str(), static_cast<long long>(d.tasks.size()) + static_cast<long long>(d.comms),
-      d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s);
+      d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s,
+      static_cast<long long>(kept));
   return 0;
 }

@@ -6,6 +6,10 @@
 namespace placesim::sim {
 namespace {
 
+// Every solver here checks its invariants after each solve (maxmin.hpp): a wrong rate fails the
+// test even where the completion times happen to agree.
+[[maybe_unused]] const bool kChecksOn = (MaxMinSolver::set_check_invariants_default(true), true);
+
 /// Runs the model alone until it has nothing left; returns (tag, completion time) in order.
 std::vector<std::pair<int, SimTime>> drain(CpuShare& m) {
   std::vector<std::pair<int, SimTime>> out;

@@ -1,16 +1,30 @@
-// The max-min solver and the flow network against hand-computed cases.
+// The max-min solver and the flow network against hand-computed cases. Every solver in this test
+// binary checks its invariants after each solve (maxmin.hpp), so each case here, and every
+// simulation of tests/sim, also runs the check.
 #include "sim/maxmin.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "sim/network.hpp"
 
 namespace placesim::sim {
+
+/// Reaches into the solver to corrupt its state, so the tests can see the check fail.
+struct MaxMinSolverTestAccess {
+  static double& value(MaxMinSolver& s, int v) { return s.vars_[v].value; }
+  static std::vector<int>& vars_of(MaxMinSolver& s, int c) { return s.cons_[c].vars; }
+  static int& weighted(MaxMinSolver& s, int c) { return s.cons_[c].weighted; }
+};
+
 namespace {
+
+// Before main(): the default of every solver this binary creates, whatever the environment says.
+[[maybe_unused]] const bool kChecksOn = (MaxMinSolver::set_check_invariants_default(true), true);
 
 int add(MaxMinSolver& s, double bound, std::vector<int> cons) {
   return s.add_variable(bound, cons);
@@ -119,6 +133,177 @@ TEST(MaxMin, NothingToSolveIsANoOp) {
   MaxMinSolver s;
   s.add_constraint(1.0);
   EXPECT_FALSE(s.solve());
+}
+
+TEST(MaxMin, RemovalThatKeepsEveryRateSkipsTheSolve) {
+  // a and b share L1 (capacity 10); c crosses L1 and L2 (capacity 2), bottlenecked on L2 at 1
+  // with d. a and b get 4.5 each on L1. Removing d: c crosses L2 where it is bottlenecked, so a
+  // re-solve is needed. Removing a would free room on L1 for b: re-solve. A flow alone on L3
+  // ends: nothing else changes, no solve.
+  MaxMinSolver s;
+  const int l1 = s.add_constraint(10.0), l2 = s.add_constraint(2.0), l3 = s.add_constraint(5.0);
+  const int a = add(s, kUnbounded, {l1});
+  add(s, kUnbounded, {l1});
+  const int c = add(s, kUnbounded, {l1, l2});
+  const int d = add(s, kUnbounded, {l2});
+  const int e = add(s, kUnbounded, {l3});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.value(a), 4.5);
+  EXPECT_DOUBLE_EQ(s.value(c), 1.0);
+  s.remove_variable(e);
+  EXPECT_EQ(s.removals_without_solve(), 1);
+  EXPECT_FALSE(s.solve());
+  // A flow on L1 only, whose neighbours there (a, b: L1 itself; c: L2) include ones bottlenecked
+  // on L1: a re-solve.
+  s.remove_variable(a);
+  EXPECT_EQ(s.removals_without_solve(), 1);
+  EXPECT_TRUE(s.solve());
+  EXPECT_DOUBLE_EQ(s.value(c), 1.0);
+  // Now b takes 9 on L1 and c stays at 1 on L2. Removing d (on L2 with c, whose bottleneck is
+  // L2): a re-solve, and c rises to 2.
+  s.remove_variable(d);
+  EXPECT_TRUE(s.solve());
+  EXPECT_DOUBLE_EQ(s.value(c), 2.0);
+}
+
+TEST(MaxMin, SkippedRemovalsGiveTheRatesOfAFullSolve) {
+  // Random joins and leaves on a PCIe-like tree (up and down links of 6 hosts, every flow over
+  // one up and one down link) and on random constraint sets; one solver skips the removals that
+  // keep every rate, the other re-solves at each. The rates must agree to rounding after every
+  // step (both are max-min; the skip keeps rates from a solve that still had the removed flow),
+  // and the invariant check (on in this binary) verifies each skip.
+  std::mt19937_64 rng(23);
+  std::int64_t skipped = 0;
+  for (int round = 0; round < 20; ++round) {
+    MaxMinSolver fast, full;
+    full.set_skip_neutral_removals(false);
+    const bool tree = round % 2 == 0;
+    const int nc = tree ? 12 : 2 + static_cast<int>(rng() % 8);
+    for (int c = 0; c < nc; ++c) {
+      const double cap = 1e9 * (1.0 + static_cast<double>(rng() % 9));
+      fast.add_constraint(cap);
+      full.add_constraint(cap);
+    }
+    std::vector<int> live;
+    for (int step = 0; step < 200; ++step) {
+      if (live.size() > 3 && rng() % 2 == 0) {
+        const std::size_t i = rng() % live.size();
+        fast.remove_variable(live[i]);
+        full.remove_variable(live[i]);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        std::vector<int> vc;
+        if (tree) {
+          const int up = static_cast<int>(rng() % 6);
+          const int down = static_cast<int>((up + 1 + rng() % 5) % 6);
+          vc = {up, 6 + down};
+        } else {
+          for (int j = 1 + static_cast<int>(rng() % 3); j > 0; --j) {
+            const int c = static_cast<int>(rng() % static_cast<std::uint64_t>(nc));
+            if (std::find(vc.begin(), vc.end(), c) == vc.end()) vc.push_back(c);
+          }
+        }
+        const double b = rng() % 6 == 0 ? 1e8 * static_cast<double>(1 + rng() % 30) : kUnbounded;
+        const double w = !tree && round % 4 == 1 ? 1.0 + static_cast<double>(rng() % 3) : 1.0;
+        const int v = fast.add_variable(b, vc, w);
+        ASSERT_EQ(full.add_variable(b, vc, w), v);
+        live.push_back(v);
+      }
+      fast.solve();
+      full.solve();
+      for (int v : live)
+        EXPECT_NEAR(fast.value(v), full.value(v), 1e-9 * full.value(v))
+            << "round " << round << " step " << step << " variable " << v;
+    }
+    skipped += fast.removals_without_solve();
+    EXPECT_EQ(full.removals_without_solve(), 0);
+  }
+  EXPECT_GT(skipped, 50);  // the skip is exercised, not only allowed
+}
+
+// ---------------------------------------------------------------------------------------------
+// The invariant check catches a corrupted state.
+
+/// The message of the MaxMinInvariantError that `f` throws; "" if it throws none.
+template <class F>
+std::string violation(F&& f) {
+  try {
+    f();
+  } catch (const MaxMinInvariantError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MaxMinCheck, OnInThisBinaryAndQuietOnAValidState) {
+  MaxMinSolver s;
+  EXPECT_TRUE(s.check_invariants_enabled());
+  const int l1 = s.add_constraint(1.0), l2 = s.add_constraint(1.0);
+  add(s, kUnbounded, {l1, l2});
+  add(s, kUnbounded, {l1});
+  add(s, 0.25, {l2});
+  add(s, kUnbounded, {});
+  s.solve();
+  EXPECT_EQ(violation([&] { s.check_invariants(); }), "");
+}
+
+TEST(MaxMinCheck, CatchesOverCapacity) {
+  MaxMinSolver s;
+  const int l = s.add_constraint(10.0);
+  const int a = add(s, kUnbounded, {l});
+  add(s, kUnbounded, {l});
+  s.solve();
+  MaxMinSolverTestAccess::value(s, a) = 6.0;
+  EXPECT_NE(violation([&] { s.check_invariants(); }).find("constraint 0 carries 11 > capacity 10"),
+            std::string::npos);
+}
+
+TEST(MaxMinCheck, CatchesARateThatIsNotMaxMinFair) {
+  // Parking lot: each flow 0.5. Lowering a short flow leaves its link unsaturated.
+  MaxMinSolver s;
+  const int l1 = s.add_constraint(1.0), l2 = s.add_constraint(1.0);
+  add(s, kUnbounded, {l1, l2});
+  const int s1 = add(s, kUnbounded, {l1});
+  add(s, kUnbounded, {l2});
+  s.solve();
+  MaxMinSolverTestAccess::value(s, s1) = 0.4;
+  EXPECT_NE(violation([&] { s.check_invariants(); }).find("not max-min fair"), std::string::npos);
+  MaxMinSolverTestAccess::value(s, s1) = 0.0;
+  EXPECT_NE(violation([&] { s.check_invariants(); }).find("no positive rate"), std::string::npos);
+}
+
+TEST(MaxMinCheck, CatchesUnequalRatesOfIdenticalFlows) {
+  // Within every tolerance of feasibility and optimality, but not the same bits.
+  MaxMinSolver s;
+  const int l = s.add_constraint(10.0);
+  add(s, kUnbounded, {l});
+  const int b = add(s, kUnbounded, {l});
+  s.solve();
+  MaxMinSolverTestAccess::value(s, b) = 5.0 * (1.0 + 1e-12);
+  EXPECT_NE(violation([&] { s.check_invariants(); }).find("share constraints, bound and weight"),
+            std::string::npos);
+}
+
+TEST(MaxMinCheck, CatchesBrokenBookkeepingAtTheNextSolve) {
+  MaxMinSolver s;
+  const int l1 = s.add_constraint(10.0), l2 = s.add_constraint(10.0);
+  add(s, kUnbounded, {l1, l2});
+  add(s, kUnbounded, {l1});
+  s.solve();
+  MaxMinSolverTestAccess::vars_of(s, l2).clear();  // l2 forgets the flow that crosses it
+  add(s, kUnbounded, {l1});
+  EXPECT_NE(violation([&] { s.solve(); }).find("which does not list it"), std::string::npos);
+
+  MaxMinSolver t;
+  const int c = t.add_constraint(10.0);
+  add(t, kUnbounded, {c});
+  t.solve();
+  MaxMinSolverTestAccess::weighted(t, c) = 1;
+  EXPECT_NE(violation([&] { t.check_invariants(); }).find("weighted variables"), std::string::npos);
+  // Switched off, a solve does not check.
+  t.set_check_invariants(false);
+  add(t, kUnbounded, {c});
+  EXPECT_EQ(violation([&] { t.solve(); }), "");
 }
 
 // ---------------------------------------------------------------------------------------------

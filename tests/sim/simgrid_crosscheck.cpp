@@ -22,6 +22,10 @@
 namespace placesim::sim {
 namespace {
 
+// Every solver here checks its invariants after each solve (maxmin.hpp): a wrong rate fails the
+// test even where the completion times happen to agree.
+[[maybe_unused]] const bool kChecksOn = (MaxMinSolver::set_check_invariants_default(true), true);
+
 struct FlowSpec {
   std::vector<Hop> hops;
   double bytes = 0;
