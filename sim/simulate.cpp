@@ -23,10 +23,12 @@ namespace placesim::sim {
 namespace {
 
 /// Everything about a (cluster, graph, cost model) that does not depend on the placement, in flat
-/// arrays. Shared read-only by every run of a BatchOracle.
+/// arrays: the simulation's compact view of the graph (per op only what the engine reads, no
+/// names or attributes). Shared read-only by every run of a BatchOracle. Indices are 32-bit:
+/// ops, tensors and input edges each below 2^31 (checked, InputError beyond).
 struct Prepared {
   const Cluster* cluster = nullptr;
-  const Graph* graph = nullptr;
+  const Graph* graph = nullptr;  // names only: placement errors, traces, the critical path
   int n_ops = 0, n_tensors = 0, n_dev = 0;
 
   std::vector<std::int32_t>
@@ -37,16 +39,17 @@ struct Prepared {
   std::vector<std::int32_t> cons_slot;         // per cons entry: its index into `ins`
   std::vector<std::int32_t> in_begin, ins;     // per op: distinct input tensors
   std::vector<std::int32_t> ctl_begin, ctl;    // per op: distinct control successors
-  std::vector<std::int32_t> n_ctl_in;          // per op: number of distinct control predecessors
-  std::vector<std::int32_t> rank;              // position in the topological order
-  std::vector<std::int32_t> pinned;            // Op::stream or -1
-  std::vector<std::int8_t> kind_req;           // -1 any, 0 CPU, 1 GPU
-  std::vector<std::int64_t> persistent;
+  std::vector<std::int32_t> n_pred;   // per op: distinct input tensors + control predecessors
+  std::vector<std::int32_t> rank;     // position in the topological order
+  std::vector<std::int32_t> pinned;   // Op::stream or -1
+  std::vector<std::int8_t> kind_req;  // -1 any, 0 CPU, 1 GPU
+  // Ops with persistent memory (parameters, optimizer state), ascending: few in most graphs.
+  std::vector<std::pair<std::int32_t, std::int64_t>> persistent;
 
   std::vector<std::int32_t> dev_class;  // device -> cost class
   std::vector<std::int64_t> kernel_ns;  // class * n_ops + op
   // class * n_ops + op: host time of launching the op under a per-op host model
-  // (KernelCostModel::host_time), -1 = the device's launch_overhead.
+  // (KernelCostModel::host_time), -1 = the device's launch_overhead. Empty when no op has one.
   std::vector<std::int64_t> host_ns;
   std::vector<std::int64_t> step_host_ns;  // per device: host remainder paid once per step
   std::vector<std::int64_t> opt_host_ns;   // per device: foreach optimizer step, once per step
@@ -62,6 +65,21 @@ struct Prepared {
   std::vector<std::int32_t> engines;           // device * 3 + kind (H2D, D2H, peer)
 
   Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs);
+
+  /// The host time of launching `op` on device `d`: its own, or the device's launch overhead.
+  [[nodiscard]] std::int64_t launch_host_ns(std::int32_t op, DeviceId d) const {
+    const std::int64_t h =
+        host_ns.empty() ? -1 : host_ns[static_cast<std::size_t>(dev_class[d]) * n_ops + op];
+    return h < 0 ? launch_ns[d] : h;
+  }
+
+ private:
+  void index_tensors(const Graph& g);
+  void index_inputs(const Graph& g);
+  void index_control(const Graph& g);
+  void index_op_attributes(const Graph& g);
+  void cost_classes(const Cluster& c, const Graph& g, const KernelCostModel& costs);
+  void device_parameters(const Cluster& c, const KernelCostModel& costs);
 };
 
 bool same_cost_inputs(const Device& a, const Device& b) {
@@ -70,15 +88,36 @@ bool same_cost_inputs(const Device& a, const Device& b) {
          a.spec.memory_bandwidth == b.spec.memory_bandwidth;
 }
 
+/// Throws if `count` does not fit the engine's 32-bit indices.
+void check_index_limit(const Graph& g, const char* what, std::size_t count) {
+  constexpr std::size_t kMax = 2147483647;  // INT32_MAX: ids and CSR offsets are int32
+  if (count >= kMax)
+    throw InputError("<graph " + g.name + ">", what,
+                     "fewer than 2^31 - 1 " + std::string(what) + " (32-bit indices), got " +
+                         std::to_string(count));
+}
+
 Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs)
     : cluster(&c), graph(&g) {
-  n_ops = g.num_ops();
   n_dev = c.num_devices();
   if (n_dev > 32767)
     throw InputError("<cluster " + c.name + ">", "devices", "at most 32767 devices");
+  check_index_limit(g, "ops", g.ops.size());
+  n_ops = g.num_ops();
   if (static_cast<int>(g.topo_order.size()) != n_ops)
     throw InputError("<graph " + g.name + ">", "", "a finalized graph (call Graph::finalize)");
+  index_tensors(g);
+  index_inputs(g);
+  index_control(g);
+  index_op_attributes(g);
+  cost_classes(c, g, costs);
+  device_parameters(c, costs);
+}
 
+void Prepared::index_tensors(const Graph& g) {
+  std::size_t total = 0;
+  for (const Op& op : g.ops) total += op.outputs.size();
+  check_index_limit(g, "tensors", total);
   out_begin.resize(n_ops + 1);
   for (int o = 0; o < n_ops; ++o)
     out_begin[o + 1] = out_begin[o] + static_cast<std::int32_t>(g.ops[o].outputs.size());
@@ -90,9 +129,15 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
       tensor_bytes[out_begin[o] + k] = g.ops[o].outputs[k].bytes.v;
       tensor_op[out_begin[o] + k] = o;
     }
+}
 
-  // Inputs (distinct tensors) and, transposed, consumers per tensor.
+// Inputs (distinct tensors) and, transposed, consumers per tensor.
+void Prepared::index_inputs(const Graph& g) {
+  std::size_t total = 0;
+  for (const Op& op : g.ops) total += op.inputs.size();
+  check_index_limit(g, "input edges", total);
   in_begin.assign(n_ops + 1, 0);
+  ins.reserve(total);
   std::vector<std::int32_t> tmp;
   for (int o = 0; o < n_ops; ++o) {
     tmp.clear();
@@ -102,6 +147,7 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
     ins.insert(ins.end(), tmp.begin(), tmp.end());
     in_begin[o + 1] = static_cast<std::int32_t>(ins.size());
   }
+  ins.shrink_to_fit();
   std::vector<std::int32_t> count(n_tensors + 1, 0);
   for (std::int32_t t : ins) ++count[t + 1];
   cons_begin.assign(n_tensors + 1, 0);
@@ -114,36 +160,49 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
       cons_slot[fill[ins[i]]] = i;
       cons[fill[ins[i]]++] = o;
     }
+}
 
-  // Control edges.
-  n_ctl_in.assign(n_ops, 0);
-  std::vector<std::vector<std::int32_t>> succ(n_ops);
+// Control edges, as successor lists (CSR) and predecessor counts.
+void Prepared::index_control(const Graph& g) {
+  n_pred.assign(n_ops, 0);
+  std::vector<std::int32_t> count(n_ops + 1, 0);
+  std::vector<std::int32_t> tmp;
+  std::vector<std::int32_t> pred;  // distinct predecessors, op by op
+  std::vector<std::int32_t> pred_begin(n_ops + 1, 0);
   for (int o = 0; o < n_ops; ++o) {
     tmp.assign(g.ops[o].control_inputs.begin(), g.ops[o].control_inputs.end());
     std::sort(tmp.begin(), tmp.end());
     tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
-    n_ctl_in[o] = static_cast<std::int32_t>(tmp.size());
-    for (std::int32_t p : tmp) succ[p].push_back(o);
+    n_pred[o] = (in_begin[o + 1] - in_begin[o]) + static_cast<std::int32_t>(tmp.size());
+    for (std::int32_t p : tmp) ++count[p + 1];
+    pred.insert(pred.end(), tmp.begin(), tmp.end());
+    pred_begin[o + 1] = static_cast<std::int32_t>(pred.size());
   }
   ctl_begin.assign(n_ops + 1, 0);
-  for (int o = 0; o < n_ops; ++o) {
-    ctl.insert(ctl.end(), succ[o].begin(), succ[o].end());
-    ctl_begin[o + 1] = static_cast<std::int32_t>(ctl.size());
-  }
+  for (int o = 0; o < n_ops; ++o) ctl_begin[o + 1] = ctl_begin[o] + count[o + 1];
+  ctl.resize(pred.size());
+  std::vector<std::int32_t> fill(ctl_begin.begin(), ctl_begin.end() - 1);
+  for (int o = 0; o < n_ops; ++o)  // ascending o: each successor list comes out ascending
+    for (int i = pred_begin[o]; i < pred_begin[o + 1]; ++i) ctl[fill[pred[i]]++] = o;
+}
 
+void Prepared::index_op_attributes(const Graph& g) {
   rank.resize(n_ops);
   for (int i = 0; i < n_ops; ++i) rank[g.topo_order[i]] = i;
   pinned.resize(n_ops);
   kind_req.resize(n_ops);
-  persistent.resize(n_ops);
+  is_update.resize(n_ops);
   for (int o = 0; o < n_ops; ++o) {
     const Op& op = g.ops[o];
     pinned[o] = op.stream ? *op.stream : -1;
     kind_req[o] = !op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0);
-    persistent[o] = op.persistent.v;
+    is_update[o] = op.phase == Phase::Update;
+    if (op.persistent.v > 0) persistent.emplace_back(o, op.persistent.v);
   }
+}
 
-  // Kernel times once per distinct device (cost class), not per device.
+// Kernel times once per distinct device (cost class), not per device.
+void Prepared::cost_classes(const Cluster& c, const Graph& g, const KernelCostModel& costs) {
   dev_class.assign(n_dev, -1);
   std::vector<DeviceId> reps;
   auto host_of = [&](int o, DeviceId d) {
@@ -169,21 +228,20 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   }
   kernel_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
   host_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
+  bool any_host = false;
   for (std::size_t k = 0; k < reps.size(); ++k)
     for (int o = 0; o < n_ops; ++o) {
       kernel_ns[k * n_ops + o] =
           std::max<std::int64_t>(0, costs.op_time(g.ops[o], c.devices[reps[k]]).ns);
       host_ns[k * n_ops + o] = host_of(o, reps[k]);
+      any_host = any_host || host_ns[k * n_ops + o] >= 0;
     }
+  if (!any_host) std::vector<std::int64_t>().swap(host_ns);  // every launch costs the default
+}
+
+void Prepared::device_parameters(const Cluster& c, const KernelCostModel& costs) {
   step_host_ns.resize(n_dev);
   opt_host_ns.resize(n_dev);
-  for (int d = 0; d < n_dev; ++d) {
-    step_host_ns[d] = std::max<std::int64_t>(0, costs.step_host_time(c.devices[d]).ns);
-    opt_host_ns[d] = std::max<std::int64_t>(0, costs.optimizer_host_time(c.devices[d]).ns);
-  }
-  is_update.resize(n_ops);
-  for (int o = 0; o < n_ops; ++o) is_update[o] = g.ops[o].phase == Phase::Update;
-
   is_gpu.resize(n_dev);
   streams.resize(n_dev);
   workers.resize(n_dev);
@@ -195,6 +253,8 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   cpu_cap.resize(n_dev);
   engines.resize(3 * n_dev);
   for (int d = 0; d < n_dev; ++d) {
+    step_host_ns[d] = std::max<std::int64_t>(0, costs.step_host_time(c.devices[d]).ns);
+    opt_host_ns[d] = std::max<std::int64_t>(0, costs.optimizer_host_time(c.devices[d]).ns);
     const DeviceSpec& s = c.devices[d].spec;
     is_gpu[d] = s.kind == DeviceKind::Gpu;
     streams[d] = std::max(1, s.compute_streams);
@@ -282,7 +342,12 @@ class StepRun {
     bool operator>(const ReadyEntry& o) const { return t != o.t ? t > o.t : rank > o.rank; }
   };
 
+  void reset_ops(const Placement& placement);
   void build_copies();
+  void reset_collectives();
+  void reset_devices();
+  [[nodiscard]] Outcome outcome();
+  [[nodiscard]] std::vector<PathItem> critical_path() const;
   // Inlined where it is hot (kernel and copy starts), whatever the other callers.
   [[gnu::always_inline]] inline void alloc(DeviceId d, std::int64_t b);
   void release(DeviceId d, std::int64_t b) {
@@ -521,8 +586,7 @@ void StepRun::dispatch(DeviceId d) {
     pred_[item] =
         (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
     item_start_[item] = now;
-    std::int64_t host = P_.host_ns[static_cast<std::size_t>(P_.dev_class[d]) * P_.n_ops + op];
-    if (host < 0) host = P_.launch_ns[d];
+    std::int64_t host = P_.launch_host_ns(op, d);
     if (!step_paid_[d]) {
       // The per-step host remainder (Python loop, zero_grad) delays the step's first launch.
       host += P_.step_host_ns[d];
@@ -905,6 +969,25 @@ std::string StepRun::segment_name(std::int32_t seg) const {
 
 Outcome StepRun::run(const Placement& placement) {
   const auto wall0 = std::chrono::steady_clock::now();
+  reset_ops(placement);
+  build_copies();
+  reset_collectives();
+  reset_devices();
+
+  // Persistent state is resident from t = 0.
+  for (const auto& [o, bytes] : P_.persistent) alloc(dev_[o], bytes);
+  for (int i = 0; i < P_.n_ops && !oom_stop(); ++i) {
+    const OpId o = P_.graph->topo_order[i];
+    if (missing_[o] == 0) make_ready(o, -1);
+  }
+  if (!oom_stop()) engine_.run(*this);
+
+  Outcome out = outcome();
+  out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+void StepRun::reset_ops(const Placement& placement) {
   const int n = P_.n_ops, nd = P_.n_dev;
   dev_.assign(placement.device_of.begin(), placement.device_of.end());
   tdev_.resize(P_.n_tensors);
@@ -925,28 +1008,32 @@ Outcome StepRun::run(const Placement& placement) {
   transfers_ = 0;
   transferred_ = 0;
   unreachable_ = false;
-  missing_.resize(n);
-  for (int o = 0; o < n; ++o) missing_[o] = (P_.in_begin[o + 1] - P_.in_begin[o]) + P_.n_ctl_in[o];
+  missing_.assign(P_.n_pred.begin(), P_.n_pred.end());
   op_stream_.assign(n, 0);
   ready_time_.assign(n, 0);
   ready_pred_.assign(n, -1);
-  build_copies();
-  if (coll_) {
-    const std::size_t nc = coll_->calls.size();
-    coll_started_.assign(nc, 0);
-    coll_left_.assign(nc, 0);
-    coll_last_.assign(nc, -1);
-    coll_flow_start_.assign(nc, 0);
-    coll_flow_begin_.assign(nc + 1, 0);
-    coll_flow_call_.clear();
-    for (std::size_t c = 0; c < nc; ++c) {
-      coll_flow_begin_[c + 1] =
-          coll_flow_begin_[c] + static_cast<std::int32_t>(coll_->calls[c].routes.size());
-      coll_flow_call_.insert(coll_flow_call_.end(), coll_->calls[c].routes.size(),
-                             static_cast<std::int32_t>(c));
-    }
+}
+
+void StepRun::reset_collectives() {
+  if (!coll_) return;
+  const std::size_t nc = coll_->calls.size();
+  coll_started_.assign(nc, 0);
+  coll_left_.assign(nc, 0);
+  coll_last_.assign(nc, -1);
+  coll_flow_start_.assign(nc, 0);
+  coll_flow_begin_.assign(nc + 1, 0);
+  coll_flow_call_.clear();
+  for (std::size_t c = 0; c < nc; ++c) {
+    coll_flow_begin_[c + 1] =
+        coll_flow_begin_[c] + static_cast<std::int32_t>(coll_->calls[c].routes.size());
+    coll_flow_call_.insert(coll_flow_call_.end(), coll_->calls[c].routes.size(),
+                           static_cast<std::int32_t>(c));
   }
-  const std::size_t items = 2 * static_cast<std::size_t>(n) + 2 * segs_.size();
+}
+
+void StepRun::reset_devices() {
+  const int nd = P_.n_dev;
+  const std::size_t items = 2 * static_cast<std::size_t>(P_.n_ops) + 2 * segs_.size();
   pred_.assign(items, -1);
   item_start_.assign(items, 0);
   item_end_.assign(items, 0);
@@ -986,16 +1073,10 @@ Outcome StepRun::run(const Placement& placement) {
     for (int s = P_.engines[p] - 1; s >= 0; --s) pool_slots_[p].push_back(s);
   }
   engine_.queue().reserve(64);
+}
 
-  // Persistent state is resident from t = 0.
-  for (int o = 0; o < n; ++o)
-    if (P_.persistent[o] > 0) alloc(dev_[o], P_.persistent[o]);
-  for (int i = 0; i < n && !oom_stop(); ++i) {
-    const OpId o = P_.graph->topo_order[i];
-    if (missing_[o] == 0) make_ready(o, -1);
-  }
-  if (!oom_stop()) engine_.run(*this);
-
+Outcome StepRun::outcome() {
+  const int nd = P_.n_dev;
   Outcome out;
   out.step_time = Duration{end_time_};
   if (opt_.stop_at_first_oom && !oom_order_.empty()) out.step_time = Duration{engine_.now()};
@@ -1030,37 +1111,40 @@ Outcome StepRun::run(const Placement& placement) {
   out.transfers = transfers_;
   out.transferred = Bytes{transferred_};
   out.events = engine_.events_processed();
-  if (opt_.record_critical_path && last_item_ >= 0) {
-    for (std::int32_t it = last_item_; it >= 0; it = pred_[it]) {
-      PathItem p;
-      p.start = item_start_[it];
-      p.end = item_end_[it];
-      if (it < n) {
-        p.kind = PathItem::Kind::Op;
-        p.name = P_.graph->ops[it].name;
-        p.device = dev_[it];
-      } else if (it < 2 * n) {
-        p.kind = PathItem::Kind::Launch;
-        p.name = P_.graph->ops[it - n].name;
-        p.device = dev_[it - n];
-      } else if (it < 2 * n + static_cast<std::int32_t>(segs_.size())) {
-        const std::int32_t seg = it - 2 * n;
-        p.kind = PathItem::Kind::Copy;
-        p.name = segment_name(seg);
-        p.device = segment_of(seg).to;
-      } else {
-        const std::int32_t seg = it - 2 * n - static_cast<std::int32_t>(segs_.size());
-        p.kind = PathItem::Kind::Issue;
-        p.name = segment_name(seg);
-        p.device = segs_[seg].pool / 3;
-      }
-      out.critical_path.push_back(std::move(p));
-      if (static_cast<std::size_t>(out.critical_path.size()) > items) break;  // guards a cycle bug
-    }
-    std::reverse(out.critical_path.begin(), out.critical_path.end());
-  }
-  out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (opt_.record_critical_path && last_item_ >= 0) out.critical_path = critical_path();
   return out;
+}
+
+std::vector<PathItem> StepRun::critical_path() const {
+  const std::int32_t n = P_.n_ops;
+  const auto segs = static_cast<std::int32_t>(segs_.size());
+  const std::size_t items = 2 * static_cast<std::size_t>(n) + 2 * segs_.size();
+  std::vector<PathItem> path;
+  for (std::int32_t it = last_item_; it >= 0; it = pred_[it]) {
+    PathItem p;
+    p.start = item_start_[it];
+    p.end = item_end_[it];
+    if (it < 2 * n) {
+      p.kind = it < n ? PathItem::Kind::Op : PathItem::Kind::Launch;
+      const std::int32_t op = it < n ? it : it - n;
+      p.name = P_.graph->ops[op].name;
+      p.device = dev_[op];
+    } else if (it < 2 * n + segs) {
+      const std::int32_t seg = it - 2 * n;
+      p.kind = PathItem::Kind::Copy;
+      p.name = segment_name(seg);
+      p.device = segment_of(seg).to;
+    } else {
+      const std::int32_t seg = it - 2 * n - segs;
+      p.kind = PathItem::Kind::Issue;
+      p.name = segment_name(seg);
+      p.device = segs_[seg].pool / 3;
+    }
+    path.push_back(std::move(p));
+    if (path.size() > items) break;  // guards a cycle bug
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
 }
 
 }  // namespace
