@@ -322,19 +322,25 @@ class StepRun {
   void on_resource(Engine& e, int model);
 
  private:
+  // 16 bytes: copies outnumber ops on a spread placement.
   struct Copy {
     std::int32_t tensor;
-    DeviceId dst;
     std::int32_t refs;  // consumers on dst not yet finished
+    std::int32_t seg;   // its first segment; a staged copy's second follows it
+    std::int16_t dst;   // a DeviceId (Prepared caps devices at 32767)
     std::int8_t nseg;
   };
+  // One per route segment of a copy (1, or 2 when staged through host memory): 12 bytes.
   struct Seg {
     std::int32_t copy;
-    std::int8_t k;      // segment index in the route
     std::int32_t pool;  // engine pool or -1
-    std::int32_t slot;  // engine slot taken (trace)
-    SimTime ready, start, flow_start;
-    std::int32_t ready_pred;
+    std::int16_t slot;  // engine slot taken (trace; the schema caps engines per pool)
+    std::int8_t k;      // segment index in the route
+  };
+  // Per segment, only while recording the critical path or a trace.
+  struct SegPath {
+    SimTime ready = 0, flow_start = 0;
+    std::int32_t ready_pred = -1;
   };
   struct ReadyEntry {
     SimTime t;
@@ -377,7 +383,7 @@ class StepRun {
   [[gnu::cold]] void coll_end(std::int32_t call);
   void busy_up(DeviceId d);
   void busy_down(DeviceId d);
-  void finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred);
+  void finish_item(std::int32_t item, SimTime end);
   [[nodiscard]] bool stream_dep(std::int32_t producer, std::int32_t consumer) const {
     // A GPU input produced on the same stream is usable once the producer is enqueued: stream
     // order guarantees it runs first (this is how TensorFlow and PyTorch launch ahead).
@@ -418,6 +424,7 @@ class StepRun {
   std::vector<std::int32_t> in_copy_;      // per input slot (`ins`): the copy it reads, -1 = local
   std::vector<Copy> copies_;
   std::vector<Seg> segs_;
+  std::vector<SegPath> seg_path_;  // empty unless track_
   // Devices.
   std::vector<std::vector<ReadyEntry>> ready_;
   std::vector<bool> launcher_busy_;
@@ -441,7 +448,9 @@ class StepRun {
   std::vector<std::vector<std::int32_t>> pool_slots_;
   std::vector<std::vector<std::int32_t>> pool_queue_;
   std::vector<std::size_t> pool_head_;
-  // Critical path.
+  // Critical path and trace times: per item (op kernel, launch, copy segment, issue), sized only
+  // when track_ (record_critical_path or a trace), so a plain run keeps no per-item state.
+  bool track_ = false;
   std::vector<std::int32_t> pred_;
   std::vector<SimTime> item_start_, item_end_;
   std::int32_t last_item_ = -1;
@@ -479,7 +488,7 @@ void StepRun::build_copies() {
       if (seen[d] != t) {
         seen[d] = t;
         on_dev[d] = 0;
-        copies_.push_back({t, d, 0, 0});
+        copies_.push_back({t, 0, 0, static_cast<std::int16_t>(d), 0});
       }
       ++on_dev[d];
     }
@@ -503,27 +512,33 @@ void StepRun::build_copies() {
       in_copy_[P_.cons_slot[i]] = d == src ? -1 : copy_at[d];
     }
   }
-  // Two segment slots per copy (the second used only when staged).
-  segs_.resize(2 * copies_.size());
-  for (std::size_t c = 0; c < copies_.size(); ++c) {
-    for (int k = 0; k < 2; ++k) {
-      Seg& s = segs_[2 * c + k];
-      s.copy = static_cast<std::int32_t>(c);
-      s.k = static_cast<std::int8_t>(k);
-      s.pool = -1;
-      s.slot = -1;
-      if (k < copies_[c].nseg) {
-        const RouteSegment& rs = segment_of(static_cast<std::int32_t>(2 * c + k));
-        const bool from_gpu = P_.is_gpu[rs.from], to_gpu = P_.is_gpu[rs.to];
-        if (from_gpu && to_gpu)
-          s.pool = 3 * rs.from + kPeer;
-        else if (from_gpu)
-          s.pool = 3 * rs.from + kD2H;
-        else if (to_gpu)
-          s.pool = 3 * rs.to + kH2D;
-      }
-    }
+  // Segments of a copy are consecutive, copies in order: ids only grow with (copy, k), as the
+  // engine's tie-breaking by id expects.
+  std::size_t n_segs = 0;
+  for (Copy& c : copies_) {
+    c.seg = static_cast<std::int32_t>(n_segs);
+    n_segs += static_cast<std::size_t>(c.nseg);
   }
+  if (2 * static_cast<std::size_t>(P_.n_ops) + 2 * n_segs >= 2147483647)
+    throw InputError("<placement>", "",
+                     "fewer than 2^31 - 1 ops, launches and copy segments with their issues "
+                     "(32-bit item ids), got " +
+                         std::to_string(2 * P_.n_ops + 2 * n_segs));
+  segs_.resize(n_segs);
+  for (std::size_t c = 0; c < copies_.size(); ++c)
+    for (int k = 0; k < copies_[c].nseg; ++k) {
+      const auto id = static_cast<std::int32_t>(copies_[c].seg + k);
+      Seg& s = segs_[id];
+      s = {static_cast<std::int32_t>(c), -1, -1, static_cast<std::int8_t>(k)};
+      const RouteSegment& rs = segment_of(id);
+      const bool from_gpu = P_.is_gpu[rs.from], to_gpu = P_.is_gpu[rs.to];
+      if (from_gpu && to_gpu)
+        s.pool = 3 * rs.from + kPeer;
+      else if (from_gpu)
+        s.pool = 3 * rs.from + kD2H;
+      else if (to_gpu)
+        s.pool = 3 * rs.to + kH2D;
+    }
 }
 
 inline void StepRun::alloc(DeviceId d, std::int64_t b) {
@@ -537,12 +552,11 @@ inline void StepRun::alloc(DeviceId d, std::int64_t b) {
   }
 }
 
-void StepRun::finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred) {
-  pred_[item] = pred;
-  item_start_[item] = s;
-  item_end_[item] = e;
-  if (e >= end_time_) {
-    end_time_ = e;
+// The item's start and predecessor were recorded when it began (when track_).
+void StepRun::finish_item(std::int32_t item, SimTime end) {
+  if (track_) item_end_[item] = end;
+  if (end >= end_time_) {
+    end_time_ = end;
     last_item_ = item;
   }
 }
@@ -553,8 +567,10 @@ void StepRun::credit(std::int32_t op, std::int32_t pred_item) {
 
 void StepRun::make_ready(std::int32_t op, std::int32_t pred_item) {
   const DeviceId d = dev_[op];
-  ready_time_[op] = engine_.now();
-  ready_pred_[op] = pred_item;
+  if (track_) {
+    ready_time_[op] = engine_.now();
+    ready_pred_[op] = pred_item;
+  }
   ready_.at(d).push_back({engine_.now(), P_.rank[op], op});
   std::push_heap(ready_[d].begin(), ready_[d].end(), std::greater<>());
   dispatch(d);
@@ -569,10 +585,13 @@ void StepRun::dispatch(DeviceId d) {
       // Copies are issued before pending launches: they unblock consumers on other devices.
       const std::int32_t seg = issue_q_[d][issue_head_[d]++];
       launcher_busy_[d] = true;
-      const std::int32_t item = issue_item(seg);
-      pred_[item] = (segs_[seg].ready == now || launcher_last_[d] < 0) ? segs_[seg].ready_pred
-                                                                       : launcher_last_[d];
-      item_start_[item] = now;
+      if (track_) {
+        const std::int32_t item = issue_item(seg);
+        const SegPath& sp = seg_path_[seg];
+        pred_[item] =
+            (sp.ready == now || launcher_last_[d] < 0) ? sp.ready_pred : launcher_last_[d];
+        item_start_[item] = now;
+      }
       engine_.schedule(now + P_.issue_ns[d], Priority::LaunchEnd, kCopyIssued, seg);
       return;
     }
@@ -581,11 +600,13 @@ void StepRun::dispatch(DeviceId d) {
     const std::int32_t op = heap.back().op;
     heap.pop_back();
     launcher_busy_[d] = true;
-    const std::int32_t item = P_.n_ops + op;
-    // The launch waited either for its last input or for the launcher; on a tie, the input.
-    pred_[item] =
-        (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
-    item_start_[item] = now;
+    if (track_) {
+      const std::int32_t item = P_.n_ops + op;
+      // The launch waited either for its last input or for the launcher; on a tie, the input.
+      pred_[item] =
+          (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
+      item_start_[item] = now;
+    }
     std::int64_t host = P_.launch_host_ns(op, d);
     if (!step_paid_[d]) {
       // The per-step host remainder (Python loop, zero_grad) delays the step's first launch.
@@ -609,17 +630,20 @@ void StepRun::dispatch(DeviceId d) {
     slots.pop_back();
     op_stream_[op] = worker;
     const std::int32_t launch = P_.n_ops + op;
-    const std::int32_t pred =
-        (ready_time_[op] == now || worker_last_[d] < 0) ? ready_pred_[op] : worker_last_[d];
     const SimTime ks = now + P_.launch_ns[d];
-    finish_item(launch, now, ks, pred);
+    if (track_) {
+      pred_[launch] =
+          (ready_time_[op] == now || worker_last_[d] < 0) ? ready_pred_[op] : worker_last_[d];
+      item_start_[launch] = now;
+      pred_[op] = launch;
+      item_start_[op] = ks;
+    }
+    finish_item(launch, ks);
     if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, now, ks);
     // A CPU op holds its worker for the dispatch cost and the op itself; its outputs are
     // allocated when the worker takes it.
     for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
     busy_up(d);
-    pred_[op] = launch;
-    item_start_[op] = ks;
     if (ks == now)
       cpu_begin(op);
     else
@@ -630,7 +654,7 @@ void StepRun::dispatch(DeviceId d) {
 void StepRun::cpu_begin(std::int32_t op) {
   // The op's kernel time is its work at the whole socket; the socket is shared (cpu_share.hpp).
   const DeviceId d = dev_[op];
-  item_start_[op] = engine_.now();
+  if (track_) item_start_[op] = engine_.now();
   cpus_.start(engine_.now(), d, static_cast<double>(kernel_time(op)), P_.cpu_cap[d], op);
 }
 
@@ -638,7 +662,7 @@ void StepRun::launch_end(std::int32_t op) {
   const DeviceId d = dev_[op];
   const SimTime now = engine_.now();
   const std::int32_t item = P_.n_ops + op;
-  finish_item(item, item_start_[item], now, pred_[item]);
+  finish_item(item, now);
   if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, item_start_[item], now);
   launcher_busy_[d] = false;
   launcher_last_[d] = item;
@@ -659,7 +683,7 @@ void StepRun::launch_end(std::int32_t op) {
   op_stream_[op] = s;
   const std::size_t si = static_cast<std::size_t>(d) * max_streams_ + s;
   const SimTime start = std::max(now, stream_free_[si]);
-  pred_[op] = (start > now && stream_last_[si] >= 0) ? stream_last_[si] : item;
+  if (track_) pred_[op] = (start > now && stream_last_[si] >= 0) ? stream_last_[si] : item;
   stream_free_[si] = start + kernel_time(op);
   stream_last_[si] = op;
   // Consumers on the same stream may be launched now.
@@ -681,7 +705,7 @@ void StepRun::kernel_start(std::int32_t op) {
   }
   for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
   busy_up(d);
-  item_start_[op] = engine_.now();
+  if (track_) item_start_[op] = engine_.now();
   engine_.schedule(engine_.now() + kernel_time(op), Priority::KernelEnd, kKernelEnd, op);
 }
 
@@ -700,7 +724,7 @@ void StepRun::tensor_unref(std::int32_t t) {
 void StepRun::kernel_end(std::int32_t op) {
   const DeviceId d = dev_[op];
   const SimTime now = engine_.now();
-  finish_item(op, item_start_[op], now, pred_[op]);
+  finish_item(op, now);
   if (opt_.trace)
     opt_.trace->kernel(d, op_stream_[op], P_.graph->ops[op].name, P_.graph->ops[op].type,
                        item_start_[op], now);
@@ -728,8 +752,7 @@ void StepRun::kernel_end(std::int32_t op) {
         unreachable_ = true;
         continue;
       }
-      segs_[2 * c].ready = now;
-      request_segment(2 * c, op);
+      request_segment(copies_[c].seg, op);
     }
   }
   for (int i = P_.ctl_begin[op]; i < P_.ctl_begin[op + 1]; ++i) credit(P_.ctl[i], op);
@@ -742,9 +765,8 @@ void StepRun::kernel_end(std::int32_t op) {
 }
 
 void StepRun::request_segment(std::int32_t seg, std::int32_t pred) {
-  Seg& s = segs_[seg];
-  s.ready = engine_.now();
-  s.ready_pred = pred;
+  const Seg& s = segs_[seg];
+  if (track_) seg_path_[seg] = {engine_.now(), 0, pred};
   // A copy run by a GPU's engine is first issued (cudaMemcpyAsync) on that GPU's host thread.
   if (s.pool >= 0 && P_.issue_ns[s.pool / 3] > 0) {
     const DeviceId g = s.pool / 3;
@@ -759,18 +781,17 @@ void StepRun::copy_issued(std::int32_t seg) {
   const DeviceId g = segs_[seg].pool / 3;
   const SimTime now = engine_.now();
   const std::int32_t item = issue_item(seg);
-  finish_item(item, item_start_[item], now, pred_[item]);
+  finish_item(item, now);
   if (opt_.trace) opt_.trace->launch(g, "issue " + segment_name(seg), item_start_[item], now);
   launcher_busy_[g] = false;
   launcher_last_[g] = item;
-  segs_[seg].ready = now;
-  segs_[seg].ready_pred = item;
+  if (track_) seg_path_[seg] = {now, 0, item};
   request_engine(seg, item);
   dispatch(g);
 }
 
 void StepRun::request_engine(std::int32_t seg, std::int32_t pred) {
-  Seg& s = segs_[seg];
+  const Seg& s = segs_[seg];
   if (s.pool < 0 || pool_free_[s.pool] > 0) {
     begin_segment(seg, pred);
   } else {
@@ -783,12 +804,14 @@ void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
   const SimTime now = engine_.now();
   if (s.pool >= 0) {
     --pool_free_[s.pool];
-    s.slot = pool_slots_[s.pool].back();
+    s.slot = static_cast<std::int16_t>(pool_slots_[s.pool].back());
     pool_slots_[s.pool].pop_back();
   }
-  s.start = now;
   const std::int32_t item = 2 * P_.n_ops + seg;
-  pred_[item] = pred;
+  if (track_) {
+    pred_[item] = pred;
+    item_start_[item] = now;
+  }
   const Copy& c = copies_[s.copy];
   const RouteSegment& rs = segment_of(seg);
   // The destination buffer (or the staging buffer in host memory) exists while the copy runs.
@@ -797,16 +820,16 @@ void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
   if (latency > 0) {
     engine_.schedule(now + latency, Priority::LatencyDone, kLatencyDone, seg);
   } else {
-    s.flow_start = now;
+    if (track_) seg_path_[seg].flow_start = now;
     net_.start(now, rs.hops, static_cast<double>(P_.tensor_bytes[c.tensor]), seg);
   }
 }
 
 void StepRun::segment_done(std::int32_t seg) {
-  Seg& s = segs_[seg];
+  const Seg& s = segs_[seg];
   const SimTime now = engine_.now();
   const std::int32_t item = 2 * P_.n_ops + seg;
-  finish_item(item, s.start, now, pred_[item]);
+  finish_item(item, now);
   Copy& c = copies_[s.copy];
   const RouteSegment& rs = segment_of(seg);
   ++transfers_;
@@ -817,9 +840,11 @@ void StepRun::segment_done(std::int32_t seg) {
     const std::int32_t producer = P_.tensor_op[c.tensor];
     const TraceSink::CopyOf of{producer, c.tensor - P_.out_begin[producer], c.dst, s.k, c.nseg};
     opt_.trace->copy(owner, static_cast<TraceSink::EngineKind>(s.pool >= 0 ? s.pool % 3 : 0),
-                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], s.start, now, of);
+                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], item_start_[item],
+                     now, of);
     for (const Hop& h : rs.hops)
-      opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], s.flow_start, now, h.forward);
+      opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], seg_path_[seg].flow_start, now,
+                            h.forward);
   }
   if (s.pool >= 0) {
     ++pool_free_[s.pool];
@@ -827,7 +852,8 @@ void StepRun::segment_done(std::int32_t seg) {
     auto& q = pool_queue_[s.pool];
     if (pool_head_[s.pool] < q.size()) {
       const std::int32_t next = q[pool_head_[s.pool]++];
-      const std::int32_t p = segs_[next].ready == now ? segs_[next].ready_pred : item;
+      const std::int32_t p =
+          !track_ ? -1 : (seg_path_[next].ready == now ? seg_path_[next].ready_pred : item);
       begin_segment(next, p);
     }
   }
@@ -851,8 +877,10 @@ void StepRun::coll_rank_start(std::int32_t op, std::int32_t launch) {
   op_stream_[op] = P_.streams[d] - 1;  // the NCCL stream (collective_expand.cpp)
   for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
   busy_up(d);
-  item_start_[op] = engine_.now();
-  pred_[op] = launch;
+  if (track_) {
+    item_start_[op] = engine_.now();
+    pred_[op] = launch;
+  }
   const std::int32_t call = coll_->call_of_op[op];
   if (++coll_started_[call] < static_cast<std::int32_t>(coll_->calls[call].ops.size())) return;
   coll_last_[call] = op;
@@ -888,11 +916,11 @@ void StepRun::coll_flow_done(std::int32_t flow) {
 
 // Every rank op of the call ends now; each waited for the rank that started last.
 void StepRun::coll_end(std::int32_t call) {
-  const std::int32_t cause = pred_[coll_last_[call]];
+  const std::int32_t cause = track_ ? pred_[coll_last_[call]] : -1;
   // Through the queue at this instant rather than by calling kernel_end(): a third call site
   // would change how the compiler inlines the engine's hottest path for every graph.
   for (OpId op : coll_->calls[call].ops) {
-    pred_[op] = cause;
+    if (track_) pred_[op] = cause;
     engine_.schedule(engine_.now(), Priority::KernelEnd, kKernelEnd, op);
   }
 }
@@ -915,8 +943,8 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
       coll_flows(ev.index);
       break;
     case kLatencyDone: {
-      Seg& s = segs_[ev.index];
-      s.flow_start = engine_.now();
+      const Seg& s = segs_[ev.index];
+      if (track_) seg_path_[ev.index].flow_start = engine_.now();
       const RouteSegment& rs = segment_of(ev.index);
       net_.start(engine_.now(), rs.hops,
                  static_cast<double>(P_.tensor_bytes[copies_[s.copy].tensor]), ev.index);
@@ -1010,8 +1038,9 @@ void StepRun::reset_ops(const Placement& placement) {
   unreachable_ = false;
   missing_.assign(P_.n_pred.begin(), P_.n_pred.end());
   op_stream_.assign(n, 0);
-  ready_time_.assign(n, 0);
-  ready_pred_.assign(n, -1);
+  track_ = opt_.record_critical_path || opt_.trace != nullptr;
+  ready_time_.assign(track_ ? n : 0, 0);
+  ready_pred_.assign(track_ ? n : 0, -1);
 }
 
 void StepRun::reset_collectives() {
@@ -1033,10 +1062,11 @@ void StepRun::reset_collectives() {
 
 void StepRun::reset_devices() {
   const int nd = P_.n_dev;
-  const std::size_t items = 2 * static_cast<std::size_t>(P_.n_ops) + 2 * segs_.size();
+  const std::size_t items = track_ ? 2 * static_cast<std::size_t>(P_.n_ops) + 2 * segs_.size() : 0;
   pred_.assign(items, -1);
   item_start_.assign(items, 0);
   item_end_.assign(items, 0);
+  seg_path_.assign(track_ ? segs_.size() : 0, SegPath{});
 
   ready_.resize(nd);
   for (auto& r : ready_) r.clear();
@@ -1152,8 +1182,11 @@ std::vector<PathItem> StepRun::critical_path() const {
 // ---------------------------------------------------------------------------------------------
 
 struct BatchOracle::Impl {
-  Cluster cluster;
-  Graph graph;
+  Impl(const Cluster& c, const Graph& g) : cluster(c), graph(g) {}
+  // Borrowed, not copied: the caller keeps both alive (simulate.hpp). A copy of a 1M-op graph
+  // was ~690 MB, as much as the caller's own.
+  const Cluster& cluster;
+  const Graph& graph;
   SimOptions options;
   KernelCostModel costs;
   std::unique_ptr<Prepared> prepared;
@@ -1170,9 +1203,7 @@ struct BatchOracle::Impl {
 
 BatchOracle::BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions options,
                          KernelCostModel costs)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->cluster = cluster;
-  impl_->graph = graph;
+    : impl_(std::make_unique<Impl>(cluster, graph)) {
   impl_->options = options;
   impl_->options.trace = nullptr;  // a sink is not thread-safe
   impl_->costs = std::move(costs);

@@ -88,6 +88,8 @@ Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& pl
 /// Evaluates many placements of one graph on one cluster in parallel (oneTBB), sharing the
 /// per-graph precomputation (kernel times per op × device kind, consumer lists). Results are
 /// bit-identical to calling simulate() one by one, on any thread count (sim_wall_s aside).
+/// The oracle borrows `cluster` and `graph` (no copy: a graph is ~700 bytes per op): both must
+/// outlive it and stay unchanged.
 class BatchOracle {
  public:
   BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions options = {},
