@@ -20,15 +20,15 @@
 
 namespace placesim::sim {
 
-namespace {
-
 /// Everything about a (cluster, graph, cost model) that does not depend on the placement, in flat
 /// arrays: the simulation's compact view of the graph (per op only what the engine reads, no
 /// names or attributes). Shared read-only by every run of a BatchOracle. Indices are 32-bit:
 /// ops, tensors and input edges each below 2^31 (checked, InputError beyond).
 struct Prepared {
   const Cluster* cluster = nullptr;
-  const Graph* graph = nullptr;  // names only: placement errors, traces, the critical path
+  // Names only (placement errors, traces, the critical path) and the topological order; null for
+  // a step built op by op (StepGraphBuilder): ops are then named "op<id>", in id order.
+  const Graph* graph = nullptr;
   int n_ops = 0, n_tensors = 0, n_dev = 0;
 
   std::vector<std::int32_t>
@@ -65,6 +65,17 @@ struct Prepared {
   std::vector<std::int32_t> engines;           // device * 3 + kind (H2D, D2H, peer)
 
   Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs);
+  explicit Prepared(const Cluster& c) : cluster(&c), n_dev(c.num_devices()) {}
+
+  [[nodiscard]] std::string op_name(std::int32_t op) const {
+    return graph ? graph->ops[op].name : "op" + std::to_string(op);
+  }
+  [[nodiscard]] OpId topo_at(std::int32_t i) const { return graph ? graph->topo_order[i] : i; }
+  /// Consumers per tensor (the transpose of `ins`) and control successors from `pred` (distinct
+  /// control predecessors per op, CSR by `pred_begin`).
+  void transpose_edges(const std::vector<std::int32_t>& pred,
+                       const std::vector<std::int32_t>& pred_begin);
+  void device_parameters(const Cluster& c, const KernelCostModel& costs);
 
   /// The host time of launching `op` on device `d`: its own, or the device's launch overhead.
   [[nodiscard]] std::int64_t launch_host_ns(std::int32_t op, DeviceId d) const {
@@ -79,8 +90,9 @@ struct Prepared {
   void index_control(const Graph& g);
   void index_op_attributes(const Graph& g);
   void cost_classes(const Cluster& c, const Graph& g, const KernelCostModel& costs);
-  void device_parameters(const Cluster& c, const KernelCostModel& costs);
 };
+
+namespace {
 
 bool same_cost_inputs(const Device& a, const Device& b) {
   return a.spec.model == b.spec.model && a.spec.kind == b.spec.kind &&
@@ -89,26 +101,28 @@ bool same_cost_inputs(const Device& a, const Device& b) {
 }
 
 /// Throws if `count` does not fit the engine's 32-bit indices.
-void check_index_limit(const Graph& g, const char* what, std::size_t count) {
+void check_index_limit(const std::string& origin, const char* what, std::size_t count) {
   constexpr std::size_t kMax = 2147483647;  // INT32_MAX: ids and CSR offsets are int32
   if (count >= kMax)
-    throw InputError("<graph " + g.name + ">", what,
+    throw InputError(origin, what,
                      "fewer than 2^31 - 1 " + std::string(what) + " (32-bit indices), got " +
                          std::to_string(count));
 }
+
+}  // namespace
 
 Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs)
     : cluster(&c), graph(&g) {
   n_dev = c.num_devices();
   if (n_dev > 32767)
     throw InputError("<cluster " + c.name + ">", "devices", "at most 32767 devices");
-  check_index_limit(g, "ops", g.ops.size());
+  check_index_limit("<graph " + g.name + ">", "ops", g.ops.size());
   n_ops = g.num_ops();
   if (static_cast<int>(g.topo_order.size()) != n_ops)
     throw InputError("<graph " + g.name + ">", "", "a finalized graph (call Graph::finalize)");
   index_tensors(g);
   index_inputs(g);
-  index_control(g);
+  index_control(g);  // transposes the edges
   index_op_attributes(g);
   cost_classes(c, g, costs);
   device_parameters(c, costs);
@@ -117,7 +131,7 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
 void Prepared::index_tensors(const Graph& g) {
   std::size_t total = 0;
   for (const Op& op : g.ops) total += op.outputs.size();
-  check_index_limit(g, "tensors", total);
+  check_index_limit("<graph " + g.name + ">", "tensors", total);
   out_begin.resize(n_ops + 1);
   for (int o = 0; o < n_ops; ++o)
     out_begin[o + 1] = out_begin[o] + static_cast<std::int32_t>(g.ops[o].outputs.size());
@@ -135,7 +149,7 @@ void Prepared::index_tensors(const Graph& g) {
 void Prepared::index_inputs(const Graph& g) {
   std::size_t total = 0;
   for (const Op& op : g.ops) total += op.inputs.size();
-  check_index_limit(g, "input edges", total);
+  check_index_limit("<graph " + g.name + ">", "input edges", total);
   in_begin.assign(n_ops + 1, 0);
   ins.reserve(total);
   std::vector<std::int32_t> tmp;
@@ -148,6 +162,10 @@ void Prepared::index_inputs(const Graph& g) {
     in_begin[o + 1] = static_cast<std::int32_t>(ins.size());
   }
   ins.shrink_to_fit();
+}
+
+void Prepared::transpose_edges(const std::vector<std::int32_t>& pred,
+                               const std::vector<std::int32_t>& pred_begin) {
   std::vector<std::int32_t> count(n_tensors + 1, 0);
   for (std::int32_t t : ins) ++count[t + 1];
   cons_begin.assign(n_tensors + 1, 0);
@@ -160,12 +178,19 @@ void Prepared::index_inputs(const Graph& g) {
       cons_slot[fill[ins[i]]] = i;
       cons[fill[ins[i]]++] = o;
     }
+  std::vector<std::int32_t> ctl_count(n_ops + 1, 0);
+  for (std::int32_t p : pred) ++ctl_count[p + 1];
+  ctl_begin.assign(n_ops + 1, 0);
+  for (int o = 0; o < n_ops; ++o) ctl_begin[o + 1] = ctl_begin[o] + ctl_count[o + 1];
+  ctl.resize(pred.size());
+  fill.assign(ctl_begin.begin(), ctl_begin.end() - 1);
+  for (int o = 0; o < n_ops; ++o)  // ascending o: each successor list comes out ascending
+    for (int i = pred_begin[o]; i < pred_begin[o + 1]; ++i) ctl[fill[pred[i]]++] = o;
 }
 
 // Control edges, as successor lists (CSR) and predecessor counts.
 void Prepared::index_control(const Graph& g) {
   n_pred.assign(n_ops, 0);
-  std::vector<std::int32_t> count(n_ops + 1, 0);
   std::vector<std::int32_t> tmp;
   std::vector<std::int32_t> pred;  // distinct predecessors, op by op
   std::vector<std::int32_t> pred_begin(n_ops + 1, 0);
@@ -174,16 +199,10 @@ void Prepared::index_control(const Graph& g) {
     std::sort(tmp.begin(), tmp.end());
     tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
     n_pred[o] = (in_begin[o + 1] - in_begin[o]) + static_cast<std::int32_t>(tmp.size());
-    for (std::int32_t p : tmp) ++count[p + 1];
     pred.insert(pred.end(), tmp.begin(), tmp.end());
     pred_begin[o + 1] = static_cast<std::int32_t>(pred.size());
   }
-  ctl_begin.assign(n_ops + 1, 0);
-  for (int o = 0; o < n_ops; ++o) ctl_begin[o + 1] = ctl_begin[o] + count[o + 1];
-  ctl.resize(pred.size());
-  std::vector<std::int32_t> fill(ctl_begin.begin(), ctl_begin.end() - 1);
-  for (int o = 0; o < n_ops; ++o)  // ascending o: each successor list comes out ascending
-    for (int i = pred_begin[o]; i < pred_begin[o + 1]; ++i) ctl[fill[pred[i]]++] = o;
+  transpose_edges(pred, pred_begin);
 }
 
 void Prepared::index_op_attributes(const Graph& g) {
@@ -273,6 +292,8 @@ void Prepared::device_parameters(const Cluster& c, const KernelCostModel& costs)
   }
 }
 
+namespace {
+
 void check_placement(const Prepared& P, const Placement& p) {
   const std::string where = "<placement>";
   if (static_cast<int>(p.device_of.size()) != P.n_ops)
@@ -283,10 +304,10 @@ void check_placement(const Prepared& P, const Placement& p) {
     const DeviceId d = p.device_of[o];
     if (d < 0 || d >= P.n_dev)
       throw InputError(
-          where, "op \"" + P.graph->ops[o].name + "\"",
+          where, "op \"" + P.op_name(o) + "\"",
           "a device index in [0, " + std::to_string(P.n_dev) + "), got " + std::to_string(d));
     if (P.kind_req[o] >= 0 && (P.kind_req[o] == 1) != P.is_gpu[d])
-      throw InputError(where, "op \"" + P.graph->ops[o].name + "\"",
+      throw InputError(where, "op \"" + P.op_name(o) + "\"",
                        std::string("a ") + (P.kind_req[o] == 1 ? "GPU" : "CPU") +
                            " device, got \"" + P.cluster->devices[d].name + "\"");
   }
@@ -639,7 +660,7 @@ void StepRun::dispatch(DeviceId d) {
       item_start_[op] = ks;
     }
     finish_item(launch, ks);
-    if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, now, ks);
+    if (opt_.trace) opt_.trace->launch(d, P_.op_name(op), now, ks);
     // A CPU op holds its worker for the dispatch cost and the op itself; its outputs are
     // allocated when the worker takes it.
     for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
@@ -663,7 +684,7 @@ void StepRun::launch_end(std::int32_t op) {
   const SimTime now = engine_.now();
   const std::int32_t item = P_.n_ops + op;
   finish_item(item, now);
-  if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, item_start_[item], now);
+  if (opt_.trace) opt_.trace->launch(d, P_.op_name(op), item_start_[item], now);
   launcher_busy_[d] = false;
   launcher_last_[d] = item;
   if (coll_ && coll_->call_of_op[op] >= 0) {  // a collective rank op: no stream slot to wait for
@@ -726,7 +747,7 @@ void StepRun::kernel_end(std::int32_t op) {
   const SimTime now = engine_.now();
   finish_item(op, now);
   if (opt_.trace)
-    opt_.trace->kernel(d, op_stream_[op], P_.graph->ops[op].name, P_.graph->ops[op].type,
+    opt_.trace->kernel(d, op_stream_[op], P_.op_name(op), P_.graph ? P_.graph->ops[op].type : "",
                        item_start_[op], now);
   busy_down(d);
   ++ops_done_[d];
@@ -976,10 +997,10 @@ void StepRun::on_resource(Engine& /*e*/, int model) {
 
 std::string StepRun::tensor_name(std::int32_t t) const {
   const std::int32_t op = P_.tensor_op[t];
-  const Op& o = P_.graph->ops[op];
   const int k = t - P_.out_begin[op];
-  if (!o.outputs[k].name.empty()) return o.outputs[k].name;
-  return o.name + ":" + std::to_string(k);
+  if (P_.graph && !P_.graph->ops[op].outputs[k].name.empty())
+    return P_.graph->ops[op].outputs[k].name;
+  return P_.op_name(op) + ":" + std::to_string(k);
 }
 
 std::string StepRun::segment_name(std::int32_t seg) const {
@@ -1005,7 +1026,7 @@ Outcome StepRun::run(const Placement& placement) {
   // Persistent state is resident from t = 0.
   for (const auto& [o, bytes] : P_.persistent) alloc(dev_[o], bytes);
   for (int i = 0; i < P_.n_ops && !oom_stop(); ++i) {
-    const OpId o = P_.graph->topo_order[i];
+    const OpId o = P_.topo_at(i);
     if (missing_[o] == 0) make_ready(o, -1);
   }
   if (!oom_stop()) engine_.run(*this);
@@ -1157,7 +1178,7 @@ std::vector<PathItem> StepRun::critical_path() const {
     if (it < 2 * n) {
       p.kind = it < n ? PathItem::Kind::Op : PathItem::Kind::Launch;
       const std::int32_t op = it < n ? it : it - n;
-      p.name = P_.graph->ops[op].name;
+      p.name = P_.op_name(op);
       p.device = dev_[op];
     } else if (it < 2 * n + segs) {
       const std::int32_t seg = it - 2 * n;
@@ -1249,6 +1270,197 @@ std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps,
     body();
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// StepGraph and its op-by-op builder.
+
+StepGraph::StepGraph(std::unique_ptr<Prepared> p) : p_(std::move(p)) {}
+StepGraph::StepGraph(const Cluster& cluster, const Graph& graph, const KernelCostModel& costs) {
+  if (has_collectives(graph))
+    throw InputError("<graph " + graph.name + ">", "",
+                     "a graph without collective ops for a StepGraph (simulate(cluster, graph, "
+                     "...) expands them per placement), got collective ops");
+  p_ = std::make_unique<Prepared>(cluster, graph, costs);
+}
+StepGraph::StepGraph(StepGraph&&) noexcept = default;
+StepGraph& StepGraph::operator=(StepGraph&&) noexcept = default;
+StepGraph::~StepGraph() = default;
+int StepGraph::num_ops() const {
+  return p_->n_ops;
+}
+
+std::size_t StepGraph::memory_bytes() const {
+  const Prepared& P = *p_;
+  auto b = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  return b(P.out_begin) + b(P.tensor_bytes) + b(P.tensor_op) + b(P.cons_begin) + b(P.cons) +
+         b(P.cons_slot) + b(P.in_begin) + b(P.ins) + b(P.ctl_begin) + b(P.ctl) + b(P.n_pred) +
+         b(P.rank) + b(P.pinned) + b(P.kind_req) + b(P.persistent) + b(P.kernel_ns) + b(P.host_ns) +
+         P.is_update.capacity() / 8;
+}
+
+struct StepGraphBuilder::State {
+  KernelCostModel costs;
+  std::unique_ptr<Prepared> p;
+  std::vector<std::int32_t> pred, pred_begin{0};  // distinct control predecessors per op
+  // Per cost class, per op so far. A device starts in the class of the first earlier device with
+  // the same cost inputs and leaves it for a class of its own at the first op that costs
+  // differently on it (the values before that op are its old class's): exact for every device.
+  std::vector<std::vector<std::int64_t>> kernel, host;  // host: empty until some op has one
+  bool any_host = false;
+  std::vector<std::int32_t> tmp;
+  std::string where(int o) const { return "op " + std::to_string(o); }
+  void check(const Op& op, int o) const;
+  void add_costs(const Op& op, int o);
+};
+
+StepGraphBuilder::StepGraphBuilder(const Cluster& cluster, KernelCostModel costs)
+    : s_(std::make_unique<State>()) {
+  s_->costs = std::move(costs);
+  s_->p = std::make_unique<Prepared>(cluster);
+  Prepared& P = *s_->p;
+  if (P.n_dev > 32767)
+    throw InputError("<cluster " + cluster.name + ">", "devices", "at most 32767 devices");
+  P.out_begin.push_back(0);
+  P.in_begin.push_back(0);
+  P.dev_class.assign(P.n_dev, -1);
+  for (int d = 0; d < P.n_dev; ++d) {
+    for (int r = 0; r < d && P.dev_class[d] < 0; ++r)
+      if (same_cost_inputs(cluster.devices[r], cluster.devices[d])) P.dev_class[d] = P.dev_class[r];
+    if (P.dev_class[d] < 0) {
+      P.dev_class[d] = static_cast<std::int32_t>(s_->kernel.size());
+      s_->kernel.emplace_back();
+      s_->host.emplace_back();
+    }
+  }
+}
+StepGraphBuilder::~StepGraphBuilder() = default;
+
+void StepGraphBuilder::reserve(std::size_t ops, std::size_t inputs) {
+  Prepared& P = *s_->p;
+  for (auto* v : {&P.out_begin, &P.tensor_op, &P.in_begin, &P.n_pred, &P.rank, &P.pinned})
+    v->reserve(ops + 1);
+  P.tensor_bytes.reserve(ops);
+  P.kind_req.reserve(ops);
+  P.is_update.reserve(ops);
+  P.ins.reserve(inputs);
+  s_->pred_begin.reserve(ops + 1);
+  for (auto& k : s_->kernel) k.reserve(ops);
+}
+
+void StepGraphBuilder::State::check(const Op& op, int o) const {
+  const Prepared& P = *p;
+  check_index_limit("<step builder>", "ops", static_cast<std::size_t>(o) + 1);
+  check_index_limit("<step builder>", "tensors", P.tensor_bytes.size() + op.outputs.size());
+  check_index_limit("<step builder>", "input edges", P.ins.size() + op.inputs.size());
+  if (op.collective)
+    throw InputError(
+        "<step builder>", where(o),
+        "no collective op (collectives need a Graph), got \"" + op.collective->id + "\"");
+  for (const TensorOut& t : op.outputs)
+    if (t.bytes.v < 0)
+      throw InputError("<step builder>", where(o),
+                       "output bytes >= 0, got " + std::to_string(t.bytes.v));
+  for (const TensorRef& r : op.inputs)
+    if (r.op < 0 || r.op >= o || r.output < 0 ||
+        r.output >= P.out_begin[r.op + 1] - P.out_begin[r.op])
+      throw InputError("<step builder>", where(o),
+                       "inputs that are outputs of earlier ops, got op " + std::to_string(r.op) +
+                           " output " + std::to_string(r.output));
+  for (OpId c : op.control_inputs)
+    if (c < 0 || c >= o)
+      throw InputError("<step builder>", where(o),
+                       "control inputs that are earlier ops, got op " + std::to_string(c));
+}
+
+void StepGraphBuilder::State::add_costs(const Op& op, int o) {
+  Prepared& P = *p;
+  const Cluster& c = *P.cluster;
+  for (int d = 0; d < P.n_dev; ++d) {
+    const std::int64_t k = std::max<std::int64_t>(0, costs.op_time(op, c.devices[d]).ns);
+    const auto h_opt = costs.host_time(op, c.devices[d]);
+    const std::int64_t h = h_opt ? std::max<std::int64_t>(0, h_opt->ns) : -1;
+    if (h >= 0 && !any_host) {  // the first op with its own host time: -1 for the ops before
+      any_host = true;
+      for (std::size_t x = 0; x < host.size(); ++x) host[x].assign(kernel[x].size(), -1);
+    }
+    auto cls = static_cast<std::size_t>(P.dev_class[d]);
+    if (static_cast<int>(kernel[cls].size()) == o) {  // the first device of its class at this op
+      kernel[cls].push_back(k);
+      if (any_host) host[cls].push_back(h);
+      continue;
+    }
+    if (kernel[cls][o] == k && (any_host ? host[cls][o] : -1) == h) continue;
+    // Costs differently from its class from this op on: a class of its own.
+    const std::size_t nc = kernel.size();
+    kernel.emplace_back(kernel[cls].begin(), kernel[cls].begin() + o);
+    host.emplace_back();
+    if (any_host) host[nc].assign(host[cls].begin(), host[cls].begin() + o);
+    kernel[nc].push_back(k);
+    if (any_host) host[nc].push_back(h);
+    P.dev_class[d] = static_cast<std::int32_t>(nc);
+  }
+}
+
+OpId StepGraphBuilder::add_op(const Op& op) {
+  Prepared& P = *s_->p;
+  const int o = P.n_ops;
+  s_->check(op, o);
+  for (const TensorOut& t : op.outputs) {
+    P.tensor_bytes.push_back(t.bytes.v);
+    P.tensor_op.push_back(o);
+  }
+  P.out_begin.push_back(static_cast<std::int32_t>(P.tensor_bytes.size()));
+  auto& tmp = s_->tmp;
+  tmp.clear();
+  for (const TensorRef& r : op.inputs) tmp.push_back(P.out_begin[r.op] + r.output);
+  std::sort(tmp.begin(), tmp.end());
+  tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+  P.ins.insert(P.ins.end(), tmp.begin(), tmp.end());
+  P.in_begin.push_back(static_cast<std::int32_t>(P.ins.size()));
+  std::int32_t n_pred = static_cast<std::int32_t>(tmp.size());
+  tmp.assign(op.control_inputs.begin(), op.control_inputs.end());
+  std::sort(tmp.begin(), tmp.end());
+  tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+  s_->pred.insert(s_->pred.end(), tmp.begin(), tmp.end());
+  s_->pred_begin.push_back(static_cast<std::int32_t>(s_->pred.size()));
+  P.n_pred.push_back(n_pred + static_cast<std::int32_t>(tmp.size()));
+  P.rank.push_back(o);  // ids are in topological order
+  P.pinned.push_back(op.stream ? *op.stream : -1);
+  P.kind_req.push_back(!op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0));
+  P.is_update.push_back(op.phase == Phase::Update);
+  if (op.persistent.v > 0) P.persistent.emplace_back(o, op.persistent.v);
+  s_->add_costs(op, o);
+  ++P.n_ops;
+  return o;
+}
+
+StepGraph StepGraphBuilder::finish() && {
+  Prepared& P = *s_->p;
+  P.n_tensors = static_cast<int>(P.tensor_bytes.size());
+  // Class-major flat arrays, one class at a time so the peak stays near the result.
+  P.kernel_ns.reserve(s_->kernel.size() * static_cast<std::size_t>(P.n_ops));
+  for (auto& k : s_->kernel) {
+    P.kernel_ns.insert(P.kernel_ns.end(), k.begin(), k.end());
+    std::vector<std::int64_t>().swap(k);
+  }
+  if (s_->any_host) {
+    P.host_ns.reserve(s_->host.size() * static_cast<std::size_t>(P.n_ops));
+    for (auto& h : s_->host) {
+      P.host_ns.insert(P.host_ns.end(), h.begin(), h.end());
+      std::vector<std::int64_t>().swap(h);
+    }
+  }
+  P.transpose_edges(s_->pred, s_->pred_begin);
+  P.device_parameters(*P.cluster, s_->costs);
+  return StepGraph(std::move(s_->p));
+}
+
+Outcome simulate(const StepGraph& step, const Placement& placement, const SimOptions& options) {
+  const Prepared& P = *step.p_;
+  check_placement(P, placement);
+  StepRun run(P, options);
+  return run.run(placement);
 }
 
 Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,
