@@ -59,6 +59,37 @@ TEST(StepGraph, StreamedRandomGraphSimulatesLikeTheGraph) {
   EXPECT_TRUE(bare.critical_path.empty());
 }
 
+TEST(StepGraph, DevicesOfOneModelCostingDifferentlySplitIntoTheirOwnClass) {
+  // A calibration keyed by device name makes gpu1's kernels slower than its twins' from some op
+  // on (tiny ops floor at min_kernel on both) and gives gpu2 per-op host times: the builder's
+  // classes must split exactly where the costs part.
+  const Cluster c = testing::star_cluster(4, "12 GB/s", "1 us");
+  auto cal = std::make_shared<Calibration>();
+  cal->devices["gpu1"].roofline = RooflineParams{.compute_eff_max = 0.3, .memory_eff_max = 0.4};
+  HostCalibration host;
+  host.per_phase = {{"forward", Duration{7000}}};
+  host.per_step = Duration{20000};
+  for (const Device& d : c.devices)  // the per-op model applies where the launch cost is its own
+    if (d.name == "gpu2") host.launch_overhead = d.spec.launch_overhead;
+  cal->devices["gpu2"].host = host;
+  KernelCostModel costs;
+  costs.set_calibration(cal);
+  const Graph g = testing::random_graph(1500, 3);
+  const Placement p = testing::random_placement(g, c, 9);
+  StepGraphBuilder b(c, costs);
+  for (const Op& op : g.ops) b.add_op(op);
+  const StepGraph step = std::move(b).finish();
+  const Outcome ref = simulate(c, g, p, {}, costs);
+  expect_same(ref, simulate(step, p));
+  // The calibration matters here: without it the step differs.
+  EXPECT_NE(ref.step_time.ns, simulate(c, g, p).step_time.ns);
+  // 4 kernel-time classes (CPU, gpu0 + gpu3, gpu1, gpu2) and host times for each, against 2
+  // classes and none without the calibration: 6 more arrays of 8 B per op.
+  StepGraphBuilder plain(c);
+  for (const Op& op : g.ops) plain.add_op(op);
+  EXPECT_EQ(step.memory_bytes() - std::move(plain).finish().memory_bytes(), 6U * 1500 * 8);
+}
+
 TEST(StepGraph, ControlEdgesPinsAndOutputsMatchTheGraph) {
   const Cluster c = testing::star_cluster(2, "10 GB/s", "2 us", true, "1 GiB", /*streams=*/2);
   Graph g;
