@@ -20,12 +20,14 @@
 
 namespace placesim::sim {
 
-namespace {
-
 /// Everything about a (cluster, graph, cost model) that does not depend on the placement, in flat
-/// arrays. Shared read-only by every run of a BatchOracle.
+/// arrays: the simulation's compact view of the graph (per op only what the engine reads, no
+/// names or attributes). Shared read-only by every run of a BatchOracle. Indices are 32-bit:
+/// ops, tensors and input edges each below 2^31 (checked, InputError beyond).
 struct Prepared {
   const Cluster* cluster = nullptr;
+  // Names only (placement errors, traces, the critical path) and the topological order; null for
+  // a step built op by op (StepGraphBuilder): ops are then named "op<id>", in id order.
   const Graph* graph = nullptr;
   int n_ops = 0, n_tensors = 0, n_dev = 0;
 
@@ -37,16 +39,17 @@ struct Prepared {
   std::vector<std::int32_t> cons_slot;         // per cons entry: its index into `ins`
   std::vector<std::int32_t> in_begin, ins;     // per op: distinct input tensors
   std::vector<std::int32_t> ctl_begin, ctl;    // per op: distinct control successors
-  std::vector<std::int32_t> n_ctl_in;          // per op: number of distinct control predecessors
-  std::vector<std::int32_t> rank;              // position in the topological order
-  std::vector<std::int32_t> pinned;            // Op::stream or -1
-  std::vector<std::int8_t> kind_req;           // -1 any, 0 CPU, 1 GPU
-  std::vector<std::int64_t> persistent;
+  std::vector<std::int32_t> n_pred;   // per op: distinct input tensors + control predecessors
+  std::vector<std::int32_t> rank;     // position in the topological order
+  std::vector<std::int32_t> pinned;   // Op::stream or -1
+  std::vector<std::int8_t> kind_req;  // -1 any, 0 CPU, 1 GPU
+  // Ops with persistent memory (parameters, optimizer state), ascending: few in most graphs.
+  std::vector<std::pair<std::int32_t, std::int64_t>> persistent;
 
   std::vector<std::int32_t> dev_class;  // device -> cost class
   std::vector<std::int64_t> kernel_ns;  // class * n_ops + op
   // class * n_ops + op: host time of launching the op under a per-op host model
-  // (KernelCostModel::host_time), -1 = the device's launch_overhead.
+  // (KernelCostModel::host_time), -1 = the device's launch_overhead. Empty when no op has one.
   std::vector<std::int64_t> host_ns;
   std::vector<std::int64_t> step_host_ns;  // per device: host remainder paid once per step
   std::vector<std::int64_t> opt_host_ns;   // per device: foreach optimizer step, once per step
@@ -62,7 +65,34 @@ struct Prepared {
   std::vector<std::int32_t> engines;           // device * 3 + kind (H2D, D2H, peer)
 
   Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs);
+  explicit Prepared(const Cluster& c) : cluster(&c), n_dev(c.num_devices()) {}
+
+  [[nodiscard]] std::string op_name(std::int32_t op) const {
+    return graph ? graph->ops[op].name : "op" + std::to_string(op);
+  }
+  [[nodiscard]] OpId topo_at(std::int32_t i) const { return graph ? graph->topo_order[i] : i; }
+  /// Consumers per tensor (the transpose of `ins`) and control successors from `pred` (distinct
+  /// control predecessors per op, CSR by `pred_begin`).
+  void transpose_edges(const std::vector<std::int32_t>& pred,
+                       const std::vector<std::int32_t>& pred_begin);
+  void device_parameters(const Cluster& c, const KernelCostModel& costs);
+
+  /// The host time of launching `op` on device `d`: its own, or the device's launch overhead.
+  [[nodiscard]] std::int64_t launch_host_ns(std::int32_t op, DeviceId d) const {
+    const std::int64_t h =
+        host_ns.empty() ? -1 : host_ns[static_cast<std::size_t>(dev_class[d]) * n_ops + op];
+    return h < 0 ? launch_ns[d] : h;
+  }
+
+ private:
+  void index_tensors(const Graph& g);
+  void index_inputs(const Graph& g);
+  void index_control(const Graph& g);
+  void index_op_attributes(const Graph& g);
+  void cost_classes(const Cluster& c, const Graph& g, const KernelCostModel& costs);
 };
+
+namespace {
 
 bool same_cost_inputs(const Device& a, const Device& b) {
   return a.spec.model == b.spec.model && a.spec.kind == b.spec.kind &&
@@ -70,15 +100,38 @@ bool same_cost_inputs(const Device& a, const Device& b) {
          a.spec.memory_bandwidth == b.spec.memory_bandwidth;
 }
 
+/// Throws if `count` does not fit the engine's 32-bit indices.
+void check_index_limit(const std::string& origin, const char* what, std::size_t count) {
+  constexpr std::size_t kMax = 2147483647;  // INT32_MAX: ids and CSR offsets are int32
+  if (count >= kMax)
+    throw InputError(origin, what,
+                     "fewer than 2^31 - 1 " + std::string(what) + " (32-bit indices), got " +
+                         std::to_string(count));
+}
+
+}  // namespace
+
 Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& costs)
     : cluster(&c), graph(&g) {
-  n_ops = g.num_ops();
   n_dev = c.num_devices();
   if (n_dev > 32767)
     throw InputError("<cluster " + c.name + ">", "devices", "at most 32767 devices");
+  check_index_limit("<graph " + g.name + ">", "ops", g.ops.size());
+  n_ops = g.num_ops();
   if (static_cast<int>(g.topo_order.size()) != n_ops)
     throw InputError("<graph " + g.name + ">", "", "a finalized graph (call Graph::finalize)");
+  index_tensors(g);
+  index_inputs(g);
+  index_control(g);  // transposes the edges
+  index_op_attributes(g);
+  cost_classes(c, g, costs);
+  device_parameters(c, costs);
+}
 
+void Prepared::index_tensors(const Graph& g) {
+  std::size_t total = 0;
+  for (const Op& op : g.ops) total += op.outputs.size();
+  check_index_limit("<graph " + g.name + ">", "tensors", total);
   out_begin.resize(n_ops + 1);
   for (int o = 0; o < n_ops; ++o)
     out_begin[o + 1] = out_begin[o] + static_cast<std::int32_t>(g.ops[o].outputs.size());
@@ -90,9 +143,15 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
       tensor_bytes[out_begin[o] + k] = g.ops[o].outputs[k].bytes.v;
       tensor_op[out_begin[o] + k] = o;
     }
+}
 
-  // Inputs (distinct tensors) and, transposed, consumers per tensor.
+// Inputs (distinct tensors) and, transposed, consumers per tensor.
+void Prepared::index_inputs(const Graph& g) {
+  std::size_t total = 0;
+  for (const Op& op : g.ops) total += op.inputs.size();
+  check_index_limit("<graph " + g.name + ">", "input edges", total);
   in_begin.assign(n_ops + 1, 0);
+  ins.reserve(total);
   std::vector<std::int32_t> tmp;
   for (int o = 0; o < n_ops; ++o) {
     tmp.clear();
@@ -102,6 +161,11 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
     ins.insert(ins.end(), tmp.begin(), tmp.end());
     in_begin[o + 1] = static_cast<std::int32_t>(ins.size());
   }
+  ins.shrink_to_fit();
+}
+
+void Prepared::transpose_edges(const std::vector<std::int32_t>& pred,
+                               const std::vector<std::int32_t>& pred_begin) {
   std::vector<std::int32_t> count(n_tensors + 1, 0);
   for (std::int32_t t : ins) ++count[t + 1];
   cons_begin.assign(n_tensors + 1, 0);
@@ -114,36 +178,50 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
       cons_slot[fill[ins[i]]] = i;
       cons[fill[ins[i]]++] = o;
     }
+  std::vector<std::int32_t> ctl_count(n_ops + 1, 0);
+  for (std::int32_t p : pred) ++ctl_count[p + 1];
+  ctl_begin.assign(n_ops + 1, 0);
+  for (int o = 0; o < n_ops; ++o) ctl_begin[o + 1] = ctl_begin[o] + ctl_count[o + 1];
+  ctl.resize(pred.size());
+  fill.assign(ctl_begin.begin(), ctl_begin.end() - 1);
+  for (int o = 0; o < n_ops; ++o)  // ascending o: each successor list comes out ascending
+    for (int i = pred_begin[o]; i < pred_begin[o + 1]; ++i) ctl[fill[pred[i]]++] = o;
+}
 
-  // Control edges.
-  n_ctl_in.assign(n_ops, 0);
-  std::vector<std::vector<std::int32_t>> succ(n_ops);
+// Control edges, as successor lists (CSR) and predecessor counts.
+void Prepared::index_control(const Graph& g) {
+  n_pred.assign(n_ops, 0);
+  std::vector<std::int32_t> tmp;
+  std::vector<std::int32_t> pred;  // distinct predecessors, op by op
+  std::vector<std::int32_t> pred_begin(n_ops + 1, 0);
   for (int o = 0; o < n_ops; ++o) {
     tmp.assign(g.ops[o].control_inputs.begin(), g.ops[o].control_inputs.end());
     std::sort(tmp.begin(), tmp.end());
     tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
-    n_ctl_in[o] = static_cast<std::int32_t>(tmp.size());
-    for (std::int32_t p : tmp) succ[p].push_back(o);
+    n_pred[o] = (in_begin[o + 1] - in_begin[o]) + static_cast<std::int32_t>(tmp.size());
+    pred.insert(pred.end(), tmp.begin(), tmp.end());
+    pred_begin[o + 1] = static_cast<std::int32_t>(pred.size());
   }
-  ctl_begin.assign(n_ops + 1, 0);
-  for (int o = 0; o < n_ops; ++o) {
-    ctl.insert(ctl.end(), succ[o].begin(), succ[o].end());
-    ctl_begin[o + 1] = static_cast<std::int32_t>(ctl.size());
-  }
+  transpose_edges(pred, pred_begin);
+}
 
+void Prepared::index_op_attributes(const Graph& g) {
   rank.resize(n_ops);
   for (int i = 0; i < n_ops; ++i) rank[g.topo_order[i]] = i;
   pinned.resize(n_ops);
   kind_req.resize(n_ops);
-  persistent.resize(n_ops);
+  is_update.resize(n_ops);
   for (int o = 0; o < n_ops; ++o) {
     const Op& op = g.ops[o];
     pinned[o] = op.stream ? *op.stream : -1;
     kind_req[o] = !op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0);
-    persistent[o] = op.persistent.v;
+    is_update[o] = op.phase == Phase::Update;
+    if (op.persistent.v > 0) persistent.emplace_back(o, op.persistent.v);
   }
+}
 
-  // Kernel times once per distinct device (cost class), not per device.
+// Kernel times once per distinct device (cost class), not per device.
+void Prepared::cost_classes(const Cluster& c, const Graph& g, const KernelCostModel& costs) {
   dev_class.assign(n_dev, -1);
   std::vector<DeviceId> reps;
   auto host_of = [&](int o, DeviceId d) {
@@ -169,21 +247,20 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   }
   kernel_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
   host_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
+  bool any_host = false;
   for (std::size_t k = 0; k < reps.size(); ++k)
     for (int o = 0; o < n_ops; ++o) {
       kernel_ns[k * n_ops + o] =
           std::max<std::int64_t>(0, costs.op_time(g.ops[o], c.devices[reps[k]]).ns);
       host_ns[k * n_ops + o] = host_of(o, reps[k]);
+      any_host = any_host || host_ns[k * n_ops + o] >= 0;
     }
+  if (!any_host) std::vector<std::int64_t>().swap(host_ns);  // every launch costs the default
+}
+
+void Prepared::device_parameters(const Cluster& c, const KernelCostModel& costs) {
   step_host_ns.resize(n_dev);
   opt_host_ns.resize(n_dev);
-  for (int d = 0; d < n_dev; ++d) {
-    step_host_ns[d] = std::max<std::int64_t>(0, costs.step_host_time(c.devices[d]).ns);
-    opt_host_ns[d] = std::max<std::int64_t>(0, costs.optimizer_host_time(c.devices[d]).ns);
-  }
-  is_update.resize(n_ops);
-  for (int o = 0; o < n_ops; ++o) is_update[o] = g.ops[o].phase == Phase::Update;
-
   is_gpu.resize(n_dev);
   streams.resize(n_dev);
   workers.resize(n_dev);
@@ -195,6 +272,8 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   cpu_cap.resize(n_dev);
   engines.resize(3 * n_dev);
   for (int d = 0; d < n_dev; ++d) {
+    step_host_ns[d] = std::max<std::int64_t>(0, costs.step_host_time(c.devices[d]).ns);
+    opt_host_ns[d] = std::max<std::int64_t>(0, costs.optimizer_host_time(c.devices[d]).ns);
     const DeviceSpec& s = c.devices[d].spec;
     is_gpu[d] = s.kind == DeviceKind::Gpu;
     streams[d] = std::max(1, s.compute_streams);
@@ -213,6 +292,8 @@ Prepared::Prepared(const Cluster& c, const Graph& g, const KernelCostModel& cost
   }
 }
 
+namespace {
+
 void check_placement(const Prepared& P, const Placement& p) {
   const std::string where = "<placement>";
   if (static_cast<int>(p.device_of.size()) != P.n_ops)
@@ -223,10 +304,10 @@ void check_placement(const Prepared& P, const Placement& p) {
     const DeviceId d = p.device_of[o];
     if (d < 0 || d >= P.n_dev)
       throw InputError(
-          where, "op \"" + P.graph->ops[o].name + "\"",
+          where, "op \"" + P.op_name(o) + "\"",
           "a device index in [0, " + std::to_string(P.n_dev) + "), got " + std::to_string(d));
     if (P.kind_req[o] >= 0 && (P.kind_req[o] == 1) != P.is_gpu[d])
-      throw InputError(where, "op \"" + P.graph->ops[o].name + "\"",
+      throw InputError(where, "op \"" + P.op_name(o) + "\"",
                        std::string("a ") + (P.kind_req[o] == 1 ? "GPU" : "CPU") +
                            " device, got \"" + P.cluster->devices[d].name + "\"");
   }
@@ -262,19 +343,25 @@ class StepRun {
   void on_resource(Engine& e, int model);
 
  private:
+  // 16 bytes: copies outnumber ops on a spread placement.
   struct Copy {
     std::int32_t tensor;
-    DeviceId dst;
     std::int32_t refs;  // consumers on dst not yet finished
+    std::int32_t seg;   // its first segment; a staged copy's second follows it
+    std::int16_t dst;   // a DeviceId (Prepared caps devices at 32767)
     std::int8_t nseg;
   };
+  // One per route segment of a copy (1, or 2 when staged through host memory): 12 bytes.
   struct Seg {
     std::int32_t copy;
-    std::int8_t k;      // segment index in the route
     std::int32_t pool;  // engine pool or -1
-    std::int32_t slot;  // engine slot taken (trace)
-    SimTime ready, start, flow_start;
-    std::int32_t ready_pred;
+    std::int16_t slot;  // engine slot taken (trace; the schema caps engines per pool)
+    std::int8_t k;      // segment index in the route
+  };
+  // Per segment, only while recording the critical path or a trace.
+  struct SegPath {
+    SimTime ready = 0, flow_start = 0;
+    std::int32_t ready_pred = -1;
   };
   struct ReadyEntry {
     SimTime t;
@@ -282,7 +369,12 @@ class StepRun {
     bool operator>(const ReadyEntry& o) const { return t != o.t ? t > o.t : rank > o.rank; }
   };
 
+  void reset_ops(const Placement& placement);
   void build_copies();
+  void reset_collectives();
+  void reset_devices();
+  [[nodiscard]] Outcome outcome();
+  [[nodiscard]] std::vector<PathItem> critical_path() const;
   // Inlined where it is hot (kernel and copy starts), whatever the other callers.
   [[gnu::always_inline]] inline void alloc(DeviceId d, std::int64_t b);
   void release(DeviceId d, std::int64_t b) {
@@ -312,7 +404,7 @@ class StepRun {
   [[gnu::cold]] void coll_end(std::int32_t call);
   void busy_up(DeviceId d);
   void busy_down(DeviceId d);
-  void finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred);
+  void finish_item(std::int32_t item, SimTime end);
   [[nodiscard]] bool stream_dep(std::int32_t producer, std::int32_t consumer) const {
     // A GPU input produced on the same stream is usable once the producer is enqueued: stream
     // order guarantees it runs first (this is how TensorFlow and PyTorch launch ahead).
@@ -353,6 +445,7 @@ class StepRun {
   std::vector<std::int32_t> in_copy_;      // per input slot (`ins`): the copy it reads, -1 = local
   std::vector<Copy> copies_;
   std::vector<Seg> segs_;
+  std::vector<SegPath> seg_path_;  // empty unless track_
   // Devices.
   std::vector<std::vector<ReadyEntry>> ready_;
   std::vector<bool> launcher_busy_;
@@ -376,7 +469,9 @@ class StepRun {
   std::vector<std::vector<std::int32_t>> pool_slots_;
   std::vector<std::vector<std::int32_t>> pool_queue_;
   std::vector<std::size_t> pool_head_;
-  // Critical path.
+  // Critical path and trace times: per item (op kernel, launch, copy segment, issue), sized only
+  // when track_ (record_critical_path or a trace), so a plain run keeps no per-item state.
+  bool track_ = false;
   std::vector<std::int32_t> pred_;
   std::vector<SimTime> item_start_, item_end_;
   std::int32_t last_item_ = -1;
@@ -414,7 +509,7 @@ void StepRun::build_copies() {
       if (seen[d] != t) {
         seen[d] = t;
         on_dev[d] = 0;
-        copies_.push_back({t, d, 0, 0});
+        copies_.push_back({t, 0, 0, static_cast<std::int16_t>(d), 0});
       }
       ++on_dev[d];
     }
@@ -438,27 +533,33 @@ void StepRun::build_copies() {
       in_copy_[P_.cons_slot[i]] = d == src ? -1 : copy_at[d];
     }
   }
-  // Two segment slots per copy (the second used only when staged).
-  segs_.resize(2 * copies_.size());
-  for (std::size_t c = 0; c < copies_.size(); ++c) {
-    for (int k = 0; k < 2; ++k) {
-      Seg& s = segs_[2 * c + k];
-      s.copy = static_cast<std::int32_t>(c);
-      s.k = static_cast<std::int8_t>(k);
-      s.pool = -1;
-      s.slot = -1;
-      if (k < copies_[c].nseg) {
-        const RouteSegment& rs = segment_of(static_cast<std::int32_t>(2 * c + k));
-        const bool from_gpu = P_.is_gpu[rs.from], to_gpu = P_.is_gpu[rs.to];
-        if (from_gpu && to_gpu)
-          s.pool = 3 * rs.from + kPeer;
-        else if (from_gpu)
-          s.pool = 3 * rs.from + kD2H;
-        else if (to_gpu)
-          s.pool = 3 * rs.to + kH2D;
-      }
-    }
+  // Segments of a copy are consecutive, copies in order: ids only grow with (copy, k), as the
+  // engine's tie-breaking by id expects.
+  std::size_t n_segs = 0;
+  for (Copy& c : copies_) {
+    c.seg = static_cast<std::int32_t>(n_segs);
+    n_segs += static_cast<std::size_t>(c.nseg);
   }
+  if (2 * static_cast<std::size_t>(P_.n_ops) + 2 * n_segs >= 2147483647)
+    throw InputError("<placement>", "",
+                     "fewer than 2^31 - 1 ops, launches and copy segments with their issues "
+                     "(32-bit item ids), got " +
+                         std::to_string(2 * P_.n_ops + 2 * n_segs));
+  segs_.resize(n_segs);
+  for (std::size_t c = 0; c < copies_.size(); ++c)
+    for (int k = 0; k < copies_[c].nseg; ++k) {
+      const auto id = static_cast<std::int32_t>(copies_[c].seg + k);
+      Seg& s = segs_[id];
+      s = {static_cast<std::int32_t>(c), -1, -1, static_cast<std::int8_t>(k)};
+      const RouteSegment& rs = segment_of(id);
+      const bool from_gpu = P_.is_gpu[rs.from], to_gpu = P_.is_gpu[rs.to];
+      if (from_gpu && to_gpu)
+        s.pool = 3 * rs.from + kPeer;
+      else if (from_gpu)
+        s.pool = 3 * rs.from + kD2H;
+      else if (to_gpu)
+        s.pool = 3 * rs.to + kH2D;
+    }
 }
 
 inline void StepRun::alloc(DeviceId d, std::int64_t b) {
@@ -472,12 +573,11 @@ inline void StepRun::alloc(DeviceId d, std::int64_t b) {
   }
 }
 
-void StepRun::finish_item(std::int32_t item, SimTime s, SimTime e, std::int32_t pred) {
-  pred_[item] = pred;
-  item_start_[item] = s;
-  item_end_[item] = e;
-  if (e >= end_time_) {
-    end_time_ = e;
+// The item's start and predecessor were recorded when it began (when track_).
+void StepRun::finish_item(std::int32_t item, SimTime end) {
+  if (track_) item_end_[item] = end;
+  if (end >= end_time_) {
+    end_time_ = end;
     last_item_ = item;
   }
 }
@@ -488,8 +588,10 @@ void StepRun::credit(std::int32_t op, std::int32_t pred_item) {
 
 void StepRun::make_ready(std::int32_t op, std::int32_t pred_item) {
   const DeviceId d = dev_[op];
-  ready_time_[op] = engine_.now();
-  ready_pred_[op] = pred_item;
+  if (track_) {
+    ready_time_[op] = engine_.now();
+    ready_pred_[op] = pred_item;
+  }
   ready_.at(d).push_back({engine_.now(), P_.rank[op], op});
   std::push_heap(ready_[d].begin(), ready_[d].end(), std::greater<>());
   dispatch(d);
@@ -504,10 +606,13 @@ void StepRun::dispatch(DeviceId d) {
       // Copies are issued before pending launches: they unblock consumers on other devices.
       const std::int32_t seg = issue_q_[d][issue_head_[d]++];
       launcher_busy_[d] = true;
-      const std::int32_t item = issue_item(seg);
-      pred_[item] = (segs_[seg].ready == now || launcher_last_[d] < 0) ? segs_[seg].ready_pred
-                                                                       : launcher_last_[d];
-      item_start_[item] = now;
+      if (track_) {
+        const std::int32_t item = issue_item(seg);
+        const SegPath& sp = seg_path_[seg];
+        pred_[item] =
+            (sp.ready == now || launcher_last_[d] < 0) ? sp.ready_pred : launcher_last_[d];
+        item_start_[item] = now;
+      }
       engine_.schedule(now + P_.issue_ns[d], Priority::LaunchEnd, kCopyIssued, seg);
       return;
     }
@@ -516,13 +621,14 @@ void StepRun::dispatch(DeviceId d) {
     const std::int32_t op = heap.back().op;
     heap.pop_back();
     launcher_busy_[d] = true;
-    const std::int32_t item = P_.n_ops + op;
-    // The launch waited either for its last input or for the launcher; on a tie, the input.
-    pred_[item] =
-        (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
-    item_start_[item] = now;
-    std::int64_t host = P_.host_ns[static_cast<std::size_t>(P_.dev_class[d]) * P_.n_ops + op];
-    if (host < 0) host = P_.launch_ns[d];
+    if (track_) {
+      const std::int32_t item = P_.n_ops + op;
+      // The launch waited either for its last input or for the launcher; on a tie, the input.
+      pred_[item] =
+          (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
+      item_start_[item] = now;
+    }
+    std::int64_t host = P_.launch_host_ns(op, d);
     if (!step_paid_[d]) {
       // The per-step host remainder (Python loop, zero_grad) delays the step's first launch.
       host += P_.step_host_ns[d];
@@ -545,17 +651,20 @@ void StepRun::dispatch(DeviceId d) {
     slots.pop_back();
     op_stream_[op] = worker;
     const std::int32_t launch = P_.n_ops + op;
-    const std::int32_t pred =
-        (ready_time_[op] == now || worker_last_[d] < 0) ? ready_pred_[op] : worker_last_[d];
     const SimTime ks = now + P_.launch_ns[d];
-    finish_item(launch, now, ks, pred);
-    if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, now, ks);
+    if (track_) {
+      pred_[launch] =
+          (ready_time_[op] == now || worker_last_[d] < 0) ? ready_pred_[op] : worker_last_[d];
+      item_start_[launch] = now;
+      pred_[op] = launch;
+      item_start_[op] = ks;
+    }
+    finish_item(launch, ks);
+    if (opt_.trace) opt_.trace->launch(d, P_.op_name(op), now, ks);
     // A CPU op holds its worker for the dispatch cost and the op itself; its outputs are
     // allocated when the worker takes it.
     for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
     busy_up(d);
-    pred_[op] = launch;
-    item_start_[op] = ks;
     if (ks == now)
       cpu_begin(op);
     else
@@ -566,7 +675,7 @@ void StepRun::dispatch(DeviceId d) {
 void StepRun::cpu_begin(std::int32_t op) {
   // The op's kernel time is its work at the whole socket; the socket is shared (cpu_share.hpp).
   const DeviceId d = dev_[op];
-  item_start_[op] = engine_.now();
+  if (track_) item_start_[op] = engine_.now();
   cpus_.start(engine_.now(), d, static_cast<double>(kernel_time(op)), P_.cpu_cap[d], op);
 }
 
@@ -574,8 +683,8 @@ void StepRun::launch_end(std::int32_t op) {
   const DeviceId d = dev_[op];
   const SimTime now = engine_.now();
   const std::int32_t item = P_.n_ops + op;
-  finish_item(item, item_start_[item], now, pred_[item]);
-  if (opt_.trace) opt_.trace->launch(d, P_.graph->ops[op].name, item_start_[item], now);
+  finish_item(item, now);
+  if (opt_.trace) opt_.trace->launch(d, P_.op_name(op), item_start_[item], now);
   launcher_busy_[d] = false;
   launcher_last_[d] = item;
   if (coll_ && coll_->call_of_op[op] >= 0) {  // a collective rank op: no stream slot to wait for
@@ -595,7 +704,7 @@ void StepRun::launch_end(std::int32_t op) {
   op_stream_[op] = s;
   const std::size_t si = static_cast<std::size_t>(d) * max_streams_ + s;
   const SimTime start = std::max(now, stream_free_[si]);
-  pred_[op] = (start > now && stream_last_[si] >= 0) ? stream_last_[si] : item;
+  if (track_) pred_[op] = (start > now && stream_last_[si] >= 0) ? stream_last_[si] : item;
   stream_free_[si] = start + kernel_time(op);
   stream_last_[si] = op;
   // Consumers on the same stream may be launched now.
@@ -617,7 +726,7 @@ void StepRun::kernel_start(std::int32_t op) {
   }
   for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
   busy_up(d);
-  item_start_[op] = engine_.now();
+  if (track_) item_start_[op] = engine_.now();
   engine_.schedule(engine_.now() + kernel_time(op), Priority::KernelEnd, kKernelEnd, op);
 }
 
@@ -636,9 +745,9 @@ void StepRun::tensor_unref(std::int32_t t) {
 void StepRun::kernel_end(std::int32_t op) {
   const DeviceId d = dev_[op];
   const SimTime now = engine_.now();
-  finish_item(op, item_start_[op], now, pred_[op]);
+  finish_item(op, now);
   if (opt_.trace)
-    opt_.trace->kernel(d, op_stream_[op], P_.graph->ops[op].name, P_.graph->ops[op].type,
+    opt_.trace->kernel(d, op_stream_[op], P_.op_name(op), P_.graph ? P_.graph->ops[op].type : "",
                        item_start_[op], now);
   busy_down(d);
   ++ops_done_[d];
@@ -664,8 +773,7 @@ void StepRun::kernel_end(std::int32_t op) {
         unreachable_ = true;
         continue;
       }
-      segs_[2 * c].ready = now;
-      request_segment(2 * c, op);
+      request_segment(copies_[c].seg, op);
     }
   }
   for (int i = P_.ctl_begin[op]; i < P_.ctl_begin[op + 1]; ++i) credit(P_.ctl[i], op);
@@ -678,9 +786,8 @@ void StepRun::kernel_end(std::int32_t op) {
 }
 
 void StepRun::request_segment(std::int32_t seg, std::int32_t pred) {
-  Seg& s = segs_[seg];
-  s.ready = engine_.now();
-  s.ready_pred = pred;
+  const Seg& s = segs_[seg];
+  if (track_) seg_path_[seg] = {engine_.now(), 0, pred};
   // A copy run by a GPU's engine is first issued (cudaMemcpyAsync) on that GPU's host thread.
   if (s.pool >= 0 && P_.issue_ns[s.pool / 3] > 0) {
     const DeviceId g = s.pool / 3;
@@ -695,18 +802,17 @@ void StepRun::copy_issued(std::int32_t seg) {
   const DeviceId g = segs_[seg].pool / 3;
   const SimTime now = engine_.now();
   const std::int32_t item = issue_item(seg);
-  finish_item(item, item_start_[item], now, pred_[item]);
+  finish_item(item, now);
   if (opt_.trace) opt_.trace->launch(g, "issue " + segment_name(seg), item_start_[item], now);
   launcher_busy_[g] = false;
   launcher_last_[g] = item;
-  segs_[seg].ready = now;
-  segs_[seg].ready_pred = item;
+  if (track_) seg_path_[seg] = {now, 0, item};
   request_engine(seg, item);
   dispatch(g);
 }
 
 void StepRun::request_engine(std::int32_t seg, std::int32_t pred) {
-  Seg& s = segs_[seg];
+  const Seg& s = segs_[seg];
   if (s.pool < 0 || pool_free_[s.pool] > 0) {
     begin_segment(seg, pred);
   } else {
@@ -719,12 +825,14 @@ void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
   const SimTime now = engine_.now();
   if (s.pool >= 0) {
     --pool_free_[s.pool];
-    s.slot = pool_slots_[s.pool].back();
+    s.slot = static_cast<std::int16_t>(pool_slots_[s.pool].back());
     pool_slots_[s.pool].pop_back();
   }
-  s.start = now;
   const std::int32_t item = 2 * P_.n_ops + seg;
-  pred_[item] = pred;
+  if (track_) {
+    pred_[item] = pred;
+    item_start_[item] = now;
+  }
   const Copy& c = copies_[s.copy];
   const RouteSegment& rs = segment_of(seg);
   // The destination buffer (or the staging buffer in host memory) exists while the copy runs.
@@ -733,16 +841,16 @@ void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
   if (latency > 0) {
     engine_.schedule(now + latency, Priority::LatencyDone, kLatencyDone, seg);
   } else {
-    s.flow_start = now;
+    if (track_) seg_path_[seg].flow_start = now;
     net_.start(now, rs.hops, static_cast<double>(P_.tensor_bytes[c.tensor]), seg);
   }
 }
 
 void StepRun::segment_done(std::int32_t seg) {
-  Seg& s = segs_[seg];
+  const Seg& s = segs_[seg];
   const SimTime now = engine_.now();
   const std::int32_t item = 2 * P_.n_ops + seg;
-  finish_item(item, s.start, now, pred_[item]);
+  finish_item(item, now);
   Copy& c = copies_[s.copy];
   const RouteSegment& rs = segment_of(seg);
   ++transfers_;
@@ -753,9 +861,11 @@ void StepRun::segment_done(std::int32_t seg) {
     const std::int32_t producer = P_.tensor_op[c.tensor];
     const TraceSink::CopyOf of{producer, c.tensor - P_.out_begin[producer], c.dst, s.k, c.nseg};
     opt_.trace->copy(owner, static_cast<TraceSink::EngineKind>(s.pool >= 0 ? s.pool % 3 : 0),
-                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], s.start, now, of);
+                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], item_start_[item],
+                     now, of);
     for (const Hop& h : rs.hops)
-      opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], s.flow_start, now, h.forward);
+      opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], seg_path_[seg].flow_start, now,
+                            h.forward);
   }
   if (s.pool >= 0) {
     ++pool_free_[s.pool];
@@ -763,7 +873,8 @@ void StepRun::segment_done(std::int32_t seg) {
     auto& q = pool_queue_[s.pool];
     if (pool_head_[s.pool] < q.size()) {
       const std::int32_t next = q[pool_head_[s.pool]++];
-      const std::int32_t p = segs_[next].ready == now ? segs_[next].ready_pred : item;
+      const std::int32_t p =
+          !track_ ? -1 : (seg_path_[next].ready == now ? seg_path_[next].ready_pred : item);
       begin_segment(next, p);
     }
   }
@@ -787,8 +898,10 @@ void StepRun::coll_rank_start(std::int32_t op, std::int32_t launch) {
   op_stream_[op] = P_.streams[d] - 1;  // the NCCL stream (collective_expand.cpp)
   for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
   busy_up(d);
-  item_start_[op] = engine_.now();
-  pred_[op] = launch;
+  if (track_) {
+    item_start_[op] = engine_.now();
+    pred_[op] = launch;
+  }
   const std::int32_t call = coll_->call_of_op[op];
   if (++coll_started_[call] < static_cast<std::int32_t>(coll_->calls[call].ops.size())) return;
   coll_last_[call] = op;
@@ -824,11 +937,11 @@ void StepRun::coll_flow_done(std::int32_t flow) {
 
 // Every rank op of the call ends now; each waited for the rank that started last.
 void StepRun::coll_end(std::int32_t call) {
-  const std::int32_t cause = pred_[coll_last_[call]];
+  const std::int32_t cause = track_ ? pred_[coll_last_[call]] : -1;
   // Through the queue at this instant rather than by calling kernel_end(): a third call site
   // would change how the compiler inlines the engine's hottest path for every graph.
   for (OpId op : coll_->calls[call].ops) {
-    pred_[op] = cause;
+    if (track_) pred_[op] = cause;
     engine_.schedule(engine_.now(), Priority::KernelEnd, kKernelEnd, op);
   }
 }
@@ -851,8 +964,8 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
       coll_flows(ev.index);
       break;
     case kLatencyDone: {
-      Seg& s = segs_[ev.index];
-      s.flow_start = engine_.now();
+      const Seg& s = segs_[ev.index];
+      if (track_) seg_path_[ev.index].flow_start = engine_.now();
       const RouteSegment& rs = segment_of(ev.index);
       net_.start(engine_.now(), rs.hops,
                  static_cast<double>(P_.tensor_bytes[copies_[s.copy].tensor]), ev.index);
@@ -884,10 +997,10 @@ void StepRun::on_resource(Engine& /*e*/, int model) {
 
 std::string StepRun::tensor_name(std::int32_t t) const {
   const std::int32_t op = P_.tensor_op[t];
-  const Op& o = P_.graph->ops[op];
   const int k = t - P_.out_begin[op];
-  if (!o.outputs[k].name.empty()) return o.outputs[k].name;
-  return o.name + ":" + std::to_string(k);
+  if (P_.graph && !P_.graph->ops[op].outputs[k].name.empty())
+    return P_.graph->ops[op].outputs[k].name;
+  return P_.op_name(op) + ":" + std::to_string(k);
 }
 
 std::string StepRun::segment_name(std::int32_t seg) const {
@@ -905,6 +1018,25 @@ std::string StepRun::segment_name(std::int32_t seg) const {
 
 Outcome StepRun::run(const Placement& placement) {
   const auto wall0 = std::chrono::steady_clock::now();
+  reset_ops(placement);
+  build_copies();
+  reset_collectives();
+  reset_devices();
+
+  // Persistent state is resident from t = 0.
+  for (const auto& [o, bytes] : P_.persistent) alloc(dev_[o], bytes);
+  for (int i = 0; i < P_.n_ops && !oom_stop(); ++i) {
+    const OpId o = P_.topo_at(i);
+    if (missing_[o] == 0) make_ready(o, -1);
+  }
+  if (!oom_stop()) engine_.run(*this);
+
+  Outcome out = outcome();
+  out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+void StepRun::reset_ops(const Placement& placement) {
   const int n = P_.n_ops, nd = P_.n_dev;
   dev_.assign(placement.device_of.begin(), placement.device_of.end());
   tdev_.resize(P_.n_tensors);
@@ -925,31 +1057,37 @@ Outcome StepRun::run(const Placement& placement) {
   transfers_ = 0;
   transferred_ = 0;
   unreachable_ = false;
-  missing_.resize(n);
-  for (int o = 0; o < n; ++o) missing_[o] = (P_.in_begin[o + 1] - P_.in_begin[o]) + P_.n_ctl_in[o];
+  missing_.assign(P_.n_pred.begin(), P_.n_pred.end());
   op_stream_.assign(n, 0);
-  ready_time_.assign(n, 0);
-  ready_pred_.assign(n, -1);
-  build_copies();
-  if (coll_) {
-    const std::size_t nc = coll_->calls.size();
-    coll_started_.assign(nc, 0);
-    coll_left_.assign(nc, 0);
-    coll_last_.assign(nc, -1);
-    coll_flow_start_.assign(nc, 0);
-    coll_flow_begin_.assign(nc + 1, 0);
-    coll_flow_call_.clear();
-    for (std::size_t c = 0; c < nc; ++c) {
-      coll_flow_begin_[c + 1] =
-          coll_flow_begin_[c] + static_cast<std::int32_t>(coll_->calls[c].routes.size());
-      coll_flow_call_.insert(coll_flow_call_.end(), coll_->calls[c].routes.size(),
-                             static_cast<std::int32_t>(c));
-    }
+  track_ = opt_.record_critical_path || opt_.trace != nullptr;
+  ready_time_.assign(track_ ? n : 0, 0);
+  ready_pred_.assign(track_ ? n : 0, -1);
+}
+
+void StepRun::reset_collectives() {
+  if (!coll_) return;
+  const std::size_t nc = coll_->calls.size();
+  coll_started_.assign(nc, 0);
+  coll_left_.assign(nc, 0);
+  coll_last_.assign(nc, -1);
+  coll_flow_start_.assign(nc, 0);
+  coll_flow_begin_.assign(nc + 1, 0);
+  coll_flow_call_.clear();
+  for (std::size_t c = 0; c < nc; ++c) {
+    coll_flow_begin_[c + 1] =
+        coll_flow_begin_[c] + static_cast<std::int32_t>(coll_->calls[c].routes.size());
+    coll_flow_call_.insert(coll_flow_call_.end(), coll_->calls[c].routes.size(),
+                           static_cast<std::int32_t>(c));
   }
-  const std::size_t items = 2 * static_cast<std::size_t>(n) + 2 * segs_.size();
+}
+
+void StepRun::reset_devices() {
+  const int nd = P_.n_dev;
+  const std::size_t items = track_ ? 2 * static_cast<std::size_t>(P_.n_ops) + 2 * segs_.size() : 0;
   pred_.assign(items, -1);
   item_start_.assign(items, 0);
   item_end_.assign(items, 0);
+  seg_path_.assign(track_ ? segs_.size() : 0, SegPath{});
 
   ready_.resize(nd);
   for (auto& r : ready_) r.clear();
@@ -986,16 +1124,10 @@ Outcome StepRun::run(const Placement& placement) {
     for (int s = P_.engines[p] - 1; s >= 0; --s) pool_slots_[p].push_back(s);
   }
   engine_.queue().reserve(64);
+}
 
-  // Persistent state is resident from t = 0.
-  for (int o = 0; o < n; ++o)
-    if (P_.persistent[o] > 0) alloc(dev_[o], P_.persistent[o]);
-  for (int i = 0; i < n && !oom_stop(); ++i) {
-    const OpId o = P_.graph->topo_order[i];
-    if (missing_[o] == 0) make_ready(o, -1);
-  }
-  if (!oom_stop()) engine_.run(*this);
-
+Outcome StepRun::outcome() {
+  const int nd = P_.n_dev;
   Outcome out;
   out.step_time = Duration{end_time_};
   if (opt_.stop_at_first_oom && !oom_order_.empty()) out.step_time = Duration{engine_.now()};
@@ -1030,37 +1162,40 @@ Outcome StepRun::run(const Placement& placement) {
   out.transfers = transfers_;
   out.transferred = Bytes{transferred_};
   out.events = engine_.events_processed();
-  if (opt_.record_critical_path && last_item_ >= 0) {
-    for (std::int32_t it = last_item_; it >= 0; it = pred_[it]) {
-      PathItem p;
-      p.start = item_start_[it];
-      p.end = item_end_[it];
-      if (it < n) {
-        p.kind = PathItem::Kind::Op;
-        p.name = P_.graph->ops[it].name;
-        p.device = dev_[it];
-      } else if (it < 2 * n) {
-        p.kind = PathItem::Kind::Launch;
-        p.name = P_.graph->ops[it - n].name;
-        p.device = dev_[it - n];
-      } else if (it < 2 * n + static_cast<std::int32_t>(segs_.size())) {
-        const std::int32_t seg = it - 2 * n;
-        p.kind = PathItem::Kind::Copy;
-        p.name = segment_name(seg);
-        p.device = segment_of(seg).to;
-      } else {
-        const std::int32_t seg = it - 2 * n - static_cast<std::int32_t>(segs_.size());
-        p.kind = PathItem::Kind::Issue;
-        p.name = segment_name(seg);
-        p.device = segs_[seg].pool / 3;
-      }
-      out.critical_path.push_back(std::move(p));
-      if (static_cast<std::size_t>(out.critical_path.size()) > items) break;  // guards a cycle bug
-    }
-    std::reverse(out.critical_path.begin(), out.critical_path.end());
-  }
-  out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (opt_.record_critical_path && last_item_ >= 0) out.critical_path = critical_path();
   return out;
+}
+
+std::vector<PathItem> StepRun::critical_path() const {
+  const std::int32_t n = P_.n_ops;
+  const auto segs = static_cast<std::int32_t>(segs_.size());
+  const std::size_t items = 2 * static_cast<std::size_t>(n) + 2 * segs_.size();
+  std::vector<PathItem> path;
+  for (std::int32_t it = last_item_; it >= 0; it = pred_[it]) {
+    PathItem p;
+    p.start = item_start_[it];
+    p.end = item_end_[it];
+    if (it < 2 * n) {
+      p.kind = it < n ? PathItem::Kind::Op : PathItem::Kind::Launch;
+      const std::int32_t op = it < n ? it : it - n;
+      p.name = P_.op_name(op);
+      p.device = dev_[op];
+    } else if (it < 2 * n + segs) {
+      const std::int32_t seg = it - 2 * n;
+      p.kind = PathItem::Kind::Copy;
+      p.name = segment_name(seg);
+      p.device = segment_of(seg).to;
+    } else {
+      const std::int32_t seg = it - 2 * n - segs;
+      p.kind = PathItem::Kind::Issue;
+      p.name = segment_name(seg);
+      p.device = segs_[seg].pool / 3;
+    }
+    path.push_back(std::move(p));
+    if (path.size() > items) break;  // guards a cycle bug
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
 }
 
 }  // namespace
@@ -1068,8 +1203,11 @@ Outcome StepRun::run(const Placement& placement) {
 // ---------------------------------------------------------------------------------------------
 
 struct BatchOracle::Impl {
-  Cluster cluster;
-  Graph graph;
+  Impl(const Cluster& c, const Graph& g) : cluster(c), graph(g) {}
+  // Borrowed, not copied: the caller keeps both alive (simulate.hpp). A copy of a 1M-op graph
+  // was ~690 MB, as much as the caller's own.
+  const Cluster& cluster;
+  const Graph& graph;
   SimOptions options;
   KernelCostModel costs;
   std::unique_ptr<Prepared> prepared;
@@ -1086,9 +1224,7 @@ struct BatchOracle::Impl {
 
 BatchOracle::BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions options,
                          KernelCostModel costs)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->cluster = cluster;
-  impl_->graph = graph;
+    : impl_(std::make_unique<Impl>(cluster, graph)) {
   impl_->options = options;
   impl_->options.trace = nullptr;  // a sink is not thread-safe
   impl_->costs = std::move(costs);
@@ -1134,6 +1270,197 @@ std::vector<Outcome> BatchOracle::evaluate(const std::vector<Placement>& ps,
     body();
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// StepGraph and its op-by-op builder.
+
+StepGraph::StepGraph(std::unique_ptr<Prepared> p) : p_(std::move(p)) {}
+StepGraph::StepGraph(const Cluster& cluster, const Graph& graph, const KernelCostModel& costs) {
+  if (has_collectives(graph))
+    throw InputError("<graph " + graph.name + ">", "",
+                     "a graph without collective ops for a StepGraph (simulate(cluster, graph, "
+                     "...) expands them per placement), got collective ops");
+  p_ = std::make_unique<Prepared>(cluster, graph, costs);
+}
+StepGraph::StepGraph(StepGraph&&) noexcept = default;
+StepGraph& StepGraph::operator=(StepGraph&&) noexcept = default;
+StepGraph::~StepGraph() = default;
+int StepGraph::num_ops() const {
+  return p_->n_ops;
+}
+
+std::size_t StepGraph::memory_bytes() const {
+  const Prepared& P = *p_;
+  auto b = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  return b(P.out_begin) + b(P.tensor_bytes) + b(P.tensor_op) + b(P.cons_begin) + b(P.cons) +
+         b(P.cons_slot) + b(P.in_begin) + b(P.ins) + b(P.ctl_begin) + b(P.ctl) + b(P.n_pred) +
+         b(P.rank) + b(P.pinned) + b(P.kind_req) + b(P.persistent) + b(P.kernel_ns) + b(P.host_ns) +
+         P.is_update.capacity() / 8;
+}
+
+struct StepGraphBuilder::State {
+  KernelCostModel costs;
+  std::unique_ptr<Prepared> p;
+  std::vector<std::int32_t> pred, pred_begin{0};  // distinct control predecessors per op
+  // Per cost class, per op so far. A device starts in the class of the first earlier device with
+  // the same cost inputs and leaves it for a class of its own at the first op that costs
+  // differently on it (the values before that op are its old class's): exact for every device.
+  std::vector<std::vector<std::int64_t>> kernel, host;  // host: empty until some op has one
+  bool any_host = false;
+  std::vector<std::int32_t> tmp;
+  std::string where(int o) const { return "op " + std::to_string(o); }
+  void check(const Op& op, int o) const;
+  void add_costs(const Op& op, int o);
+};
+
+StepGraphBuilder::StepGraphBuilder(const Cluster& cluster, KernelCostModel costs)
+    : s_(std::make_unique<State>()) {
+  s_->costs = std::move(costs);
+  s_->p = std::make_unique<Prepared>(cluster);
+  Prepared& P = *s_->p;
+  if (P.n_dev > 32767)
+    throw InputError("<cluster " + cluster.name + ">", "devices", "at most 32767 devices");
+  P.out_begin.push_back(0);
+  P.in_begin.push_back(0);
+  P.dev_class.assign(P.n_dev, -1);
+  for (int d = 0; d < P.n_dev; ++d) {
+    for (int r = 0; r < d && P.dev_class[d] < 0; ++r)
+      if (same_cost_inputs(cluster.devices[r], cluster.devices[d])) P.dev_class[d] = P.dev_class[r];
+    if (P.dev_class[d] < 0) {
+      P.dev_class[d] = static_cast<std::int32_t>(s_->kernel.size());
+      s_->kernel.emplace_back();
+      s_->host.emplace_back();
+    }
+  }
+}
+StepGraphBuilder::~StepGraphBuilder() = default;
+
+void StepGraphBuilder::reserve(std::size_t ops, std::size_t inputs) {
+  Prepared& P = *s_->p;
+  for (auto* v : {&P.out_begin, &P.tensor_op, &P.in_begin, &P.n_pred, &P.rank, &P.pinned})
+    v->reserve(ops + 1);
+  P.tensor_bytes.reserve(ops);
+  P.kind_req.reserve(ops);
+  P.is_update.reserve(ops);
+  P.ins.reserve(inputs);
+  s_->pred_begin.reserve(ops + 1);
+  for (auto& k : s_->kernel) k.reserve(ops);
+}
+
+void StepGraphBuilder::State::check(const Op& op, int o) const {
+  const Prepared& P = *p;
+  check_index_limit("<step builder>", "ops", static_cast<std::size_t>(o) + 1);
+  check_index_limit("<step builder>", "tensors", P.tensor_bytes.size() + op.outputs.size());
+  check_index_limit("<step builder>", "input edges", P.ins.size() + op.inputs.size());
+  if (op.collective)
+    throw InputError(
+        "<step builder>", where(o),
+        "no collective op (collectives need a Graph), got \"" + op.collective->id + "\"");
+  for (const TensorOut& t : op.outputs)
+    if (t.bytes.v < 0)
+      throw InputError("<step builder>", where(o),
+                       "output bytes >= 0, got " + std::to_string(t.bytes.v));
+  for (const TensorRef& r : op.inputs)
+    if (r.op < 0 || r.op >= o || r.output < 0 ||
+        r.output >= P.out_begin[r.op + 1] - P.out_begin[r.op])
+      throw InputError("<step builder>", where(o),
+                       "inputs that are outputs of earlier ops, got op " + std::to_string(r.op) +
+                           " output " + std::to_string(r.output));
+  for (OpId c : op.control_inputs)
+    if (c < 0 || c >= o)
+      throw InputError("<step builder>", where(o),
+                       "control inputs that are earlier ops, got op " + std::to_string(c));
+}
+
+void StepGraphBuilder::State::add_costs(const Op& op, int o) {
+  Prepared& P = *p;
+  const Cluster& c = *P.cluster;
+  for (int d = 0; d < P.n_dev; ++d) {
+    const std::int64_t k = std::max<std::int64_t>(0, costs.op_time(op, c.devices[d]).ns);
+    const auto h_opt = costs.host_time(op, c.devices[d]);
+    const std::int64_t h = h_opt ? std::max<std::int64_t>(0, h_opt->ns) : -1;
+    if (h >= 0 && !any_host) {  // the first op with its own host time: -1 for the ops before
+      any_host = true;
+      for (std::size_t x = 0; x < host.size(); ++x) host[x].assign(kernel[x].size(), -1);
+    }
+    auto cls = static_cast<std::size_t>(P.dev_class[d]);
+    if (static_cast<int>(kernel[cls].size()) == o) {  // the first device of its class at this op
+      kernel[cls].push_back(k);
+      if (any_host) host[cls].push_back(h);
+      continue;
+    }
+    if (kernel[cls][o] == k && (any_host ? host[cls][o] : -1) == h) continue;
+    // Costs differently from its class from this op on: a class of its own.
+    const std::size_t nc = kernel.size();
+    kernel.emplace_back(kernel[cls].begin(), kernel[cls].begin() + o);
+    host.emplace_back();
+    if (any_host) host[nc].assign(host[cls].begin(), host[cls].begin() + o);
+    kernel[nc].push_back(k);
+    if (any_host) host[nc].push_back(h);
+    P.dev_class[d] = static_cast<std::int32_t>(nc);
+  }
+}
+
+OpId StepGraphBuilder::add_op(const Op& op) {
+  Prepared& P = *s_->p;
+  const int o = P.n_ops;
+  s_->check(op, o);
+  for (const TensorOut& t : op.outputs) {
+    P.tensor_bytes.push_back(t.bytes.v);
+    P.tensor_op.push_back(o);
+  }
+  P.out_begin.push_back(static_cast<std::int32_t>(P.tensor_bytes.size()));
+  auto& tmp = s_->tmp;
+  tmp.clear();
+  for (const TensorRef& r : op.inputs) tmp.push_back(P.out_begin[r.op] + r.output);
+  std::sort(tmp.begin(), tmp.end());
+  tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+  P.ins.insert(P.ins.end(), tmp.begin(), tmp.end());
+  P.in_begin.push_back(static_cast<std::int32_t>(P.ins.size()));
+  std::int32_t n_pred = static_cast<std::int32_t>(tmp.size());
+  tmp.assign(op.control_inputs.begin(), op.control_inputs.end());
+  std::sort(tmp.begin(), tmp.end());
+  tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+  s_->pred.insert(s_->pred.end(), tmp.begin(), tmp.end());
+  s_->pred_begin.push_back(static_cast<std::int32_t>(s_->pred.size()));
+  P.n_pred.push_back(n_pred + static_cast<std::int32_t>(tmp.size()));
+  P.rank.push_back(o);  // ids are in topological order
+  P.pinned.push_back(op.stream ? *op.stream : -1);
+  P.kind_req.push_back(!op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0));
+  P.is_update.push_back(op.phase == Phase::Update);
+  if (op.persistent.v > 0) P.persistent.emplace_back(o, op.persistent.v);
+  s_->add_costs(op, o);
+  ++P.n_ops;
+  return o;
+}
+
+StepGraph StepGraphBuilder::finish() && {
+  Prepared& P = *s_->p;
+  P.n_tensors = static_cast<int>(P.tensor_bytes.size());
+  // Class-major flat arrays, one class at a time so the peak stays near the result.
+  P.kernel_ns.reserve(s_->kernel.size() * static_cast<std::size_t>(P.n_ops));
+  for (auto& k : s_->kernel) {
+    P.kernel_ns.insert(P.kernel_ns.end(), k.begin(), k.end());
+    std::vector<std::int64_t>().swap(k);
+  }
+  if (s_->any_host) {
+    P.host_ns.reserve(s_->host.size() * static_cast<std::size_t>(P.n_ops));
+    for (auto& h : s_->host) {
+      P.host_ns.insert(P.host_ns.end(), h.begin(), h.end());
+      std::vector<std::int64_t>().swap(h);
+    }
+  }
+  P.transpose_edges(s_->pred, s_->pred_begin);
+  P.device_parameters(*P.cluster, s_->costs);
+  return StepGraph(std::move(s_->p));
+}
+
+Outcome simulate(const StepGraph& step, const Placement& placement, const SimOptions& options) {
+  const Prepared& P = *step.p_;
+  check_placement(P, placement);
+  StepRun run(P, options);
+  return run.run(placement);
 }
 
 Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,

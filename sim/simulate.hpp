@@ -8,6 +8,11 @@
 //
 //   BatchOracle oracle(c, g, SimOptions{}, KernelCostModel{});  // shares per-graph precomputation
 //   std::vector<Outcome> r = oracle.evaluate(placements);       // oneTBB; bit-identical to serial
+//
+//   StepGraphBuilder b(c);            // a huge step op by op, never holding a Graph (~100 B/op)
+//   for (const Op& op : generated_ops) b.add_op(op);   // inputs name earlier ops only
+//   const StepGraph step = std::move(b).finish();
+//   const Outcome big = simulate(step, placement);
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,7 @@
 namespace placesim::sim {
 
 class TraceSink;
+struct Prepared;
 
 struct SimOptions {
   bool stop_at_first_oom = false;  ///< end the simulation at the first allocation over capacity
@@ -85,9 +91,59 @@ struct Outcome {
 Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,
                  const SimOptions& options = {}, const KernelCostModel& costs = {});
 
+/// The simulation's compact, placement-independent view of one step on one cluster: per op only
+/// what the engine reads (tensor bytes, CSR input/consumer/control edges, kernel and launch
+/// times per device cost class, stream pin, device-kind constraint, persistent memory), about
+/// 100 bytes per op, with 32-bit indices (fewer than 2^31 ops, tensors and input edges; an
+/// InputError beyond). It borrows the cluster (and the graph, when built from one).
+class StepGraph {
+ public:
+  StepGraph(const Cluster& cluster, const Graph& graph, const KernelCostModel& costs = {});
+  StepGraph(StepGraph&&) noexcept;
+  StepGraph& operator=(StepGraph&&) noexcept;
+  ~StepGraph();
+  [[nodiscard]] int num_ops() const;
+  /// Bytes held by its arrays (capacity), for memory accounting.
+  [[nodiscard]] std::size_t memory_bytes() const;
+
+ private:
+  friend class StepGraphBuilder;
+  friend Outcome simulate(const StepGraph&, const Placement&, const SimOptions&);
+  explicit StepGraph(std::unique_ptr<Prepared> p);
+  std::unique_ptr<Prepared> p_;
+};
+
+/// Builds a StepGraph op by op without a Graph, so a generator of a huge step never holds the
+/// ~700 bytes per op of Ops with names and attributes. Each op's inputs and control inputs must
+/// name earlier ops (ids are given in order, so id order is the topological order); ops are
+/// named "op<id>" in errors, traces and the critical path. Collective ops need a Graph.
+class StepGraphBuilder {
+ public:
+  explicit StepGraphBuilder(const Cluster& cluster, KernelCostModel costs = {});
+  ~StepGraphBuilder();
+  StepGraphBuilder(const StepGraphBuilder&) = delete;
+  StepGraphBuilder& operator=(const StepGraphBuilder&) = delete;
+  /// Reserves for `ops` ops with `inputs` input edges in all (optional; avoids regrowth).
+  void reserve(std::size_t ops, std::size_t inputs);
+  /// Adds an op (its name, type, layer and group are not kept); returns its id. Throws
+  /// InputError for an input that is not an earlier op's output, or a collective op.
+  OpId add_op(const Op& op);
+  [[nodiscard]] StepGraph finish() &&;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+/// Simulates one step of a StepGraph on the cluster it was built for: the same engine and
+/// results as simulate() on the graph it was built from.
+Outcome simulate(const StepGraph& step, const Placement& placement, const SimOptions& options = {});
+
 /// Evaluates many placements of one graph on one cluster in parallel (oneTBB), sharing the
 /// per-graph precomputation (kernel times per op × device kind, consumer lists). Results are
 /// bit-identical to calling simulate() one by one, on any thread count (sim_wall_s aside).
+/// The oracle borrows `cluster` and `graph` (no copy: a graph is ~700 bytes per op): both must
+/// outlive it and stay unchanged.
 class BatchOracle {
  public:
   BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions options = {},

@@ -1,0 +1,140 @@
+// StepGraph / StepGraphBuilder: the compact simulation graph, built from a Graph or op by op,
+// simulates exactly as simulate() on the Graph (docs/engine.md, "Memory").
+#include <gtest/gtest.h>
+
+#include "sim/error.hpp"
+#include "sim/simulate.hpp"
+
+#include "tests/sim/sim_fixtures.hpp"
+
+namespace placesim::sim {
+namespace {
+
+/// The graph's ops fed to a builder (valid when every input names an earlier op).
+StepGraph streamed(const Cluster& c, const Graph& g) {
+  StepGraphBuilder b(c);
+  b.reserve(g.ops.size(), 0);
+  for (const Op& op : g.ops) b.add_op(op);
+  return std::move(b).finish();
+}
+
+/// `names`: compare critical-path names too (a streamed step names ops "op<id>").
+void expect_same(const Outcome& a, const Outcome& b, bool names = true) {
+  EXPECT_EQ(a.step_time.ns, b.step_time.ns);
+  EXPECT_EQ(a.oom, b.oom);
+  EXPECT_EQ(a.transfers, b.transfers);
+  EXPECT_EQ(a.transferred.v, b.transferred.v);
+  EXPECT_EQ(a.events, b.events);
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (std::size_t d = 0; d < a.devices.size(); ++d) {
+    EXPECT_EQ(a.devices[d].busy.ns, b.devices[d].busy.ns) << d;
+    EXPECT_EQ(a.devices[d].peak_memory.v, b.devices[d].peak_memory.v) << d;
+    EXPECT_EQ(a.devices[d].ops, b.devices[d].ops) << d;
+  }
+  ASSERT_EQ(a.critical_path.size(), b.critical_path.size());
+  for (std::size_t i = 0; i < a.critical_path.size(); ++i) {
+    EXPECT_EQ(a.critical_path[i].kind, b.critical_path[i].kind) << i;
+    if (names) EXPECT_EQ(a.critical_path[i].name, b.critical_path[i].name) << i;
+    EXPECT_EQ(a.critical_path[i].device, b.critical_path[i].device) << i;
+    EXPECT_EQ(a.critical_path[i].start, b.critical_path[i].start) << i;
+    EXPECT_EQ(a.critical_path[i].end, b.critical_path[i].end) << i;
+  }
+}
+
+TEST(StepGraph, StreamedRandomGraphSimulatesLikeTheGraph) {
+  // Heavy contention (every op on a random device of 8 GPUs + CPU), critical path recorded:
+  // random_graph names ops "op<id>", as a streamed step does, so the paths compare by name too.
+  const Cluster c = testing::star_cluster(8, "12 GB/s", "1 us");
+  const Graph g = testing::random_graph(3000, 11);
+  const Placement p = testing::random_placement(g, c, 5);
+  const Outcome ref = simulate(c, g, p);
+  ASSERT_GT(ref.transfers, 1000);
+  ASSERT_FALSE(ref.critical_path.empty());
+  expect_same(ref, simulate(streamed(c, g), p));
+  expect_same(ref, simulate(StepGraph(c, g), p));
+  SimOptions no_path;
+  no_path.record_critical_path = false;
+  const Outcome bare = simulate(streamed(c, g), p, no_path);
+  EXPECT_EQ(bare.step_time.ns, ref.step_time.ns);
+  EXPECT_TRUE(bare.critical_path.empty());
+}
+
+TEST(StepGraph, DevicesOfOneModelCostingDifferentlySplitIntoTheirOwnClass) {
+  // A calibration keyed by device name makes gpu1's kernels slower than its twins' from some op
+  // on (tiny ops floor at min_kernel on both) and gives gpu2 per-op host times: the builder's
+  // classes must split exactly where the costs part.
+  const Cluster c = testing::star_cluster(4, "12 GB/s", "1 us");
+  auto cal = std::make_shared<Calibration>();
+  cal->devices["gpu1"].roofline = RooflineParams{.compute_eff_max = 0.3, .memory_eff_max = 0.4};
+  HostCalibration host;
+  host.per_phase = {{"forward", Duration{7000}}};
+  host.per_step = Duration{20000};
+  for (const Device& d : c.devices)  // the per-op model applies where the launch cost is its own
+    if (d.name == "gpu2") host.launch_overhead = d.spec.launch_overhead;
+  cal->devices["gpu2"].host = host;
+  KernelCostModel costs;
+  costs.set_calibration(cal);
+  const Graph g = testing::random_graph(1500, 3);
+  const Placement p = testing::random_placement(g, c, 9);
+  StepGraphBuilder b(c, costs);
+  for (const Op& op : g.ops) b.add_op(op);
+  const StepGraph step = std::move(b).finish();
+  const Outcome ref = simulate(c, g, p, {}, costs);
+  expect_same(ref, simulate(step, p));
+  // The calibration matters here: without it the step differs.
+  EXPECT_NE(ref.step_time.ns, simulate(c, g, p).step_time.ns);
+  // 4 kernel-time classes (CPU, gpu0 + gpu3, gpu1, gpu2) and host times for each, against 2
+  // classes and none without the calibration: 6 more arrays of 8 B per op.
+  StepGraphBuilder plain(c);
+  for (const Op& op : g.ops) plain.add_op(op);
+  EXPECT_EQ(step.memory_bytes() - std::move(plain).finish().memory_bytes(), 6U * 1500 * 8);
+}
+
+TEST(StepGraph, ControlEdgesPinsAndOutputsMatchTheGraph) {
+  const Cluster c = testing::star_cluster(2, "10 GB/s", "2 us", true, "1 GiB", /*streams=*/2);
+  Graph g;
+  g.name = "ctl";
+  g.add_op(testing::timed_op("a", 5, 1 << 20));
+  Op b = testing::timed_op("b", 7, 1 << 18, {0});
+  b.outputs.push_back({.bytes = Bytes{4096}});
+  b.stream = 1;
+  g.add_op(std::move(b));
+  Op d = testing::timed_op("d", 3, 1 << 16, {0});
+  d.control_inputs = {1, 1, 0};
+  d.persistent = Bytes{1 << 20};
+  g.add_op(std::move(d));
+  Op e = testing::timed_op("e", 2, 64);
+  e.inputs = {{1, 1}, {1, 0}, {2, 0}, {1, 1}};
+  e.phase = Phase::Update;
+  g.add_op(std::move(e));
+  g.finalize("<test>");
+  for (const auto& devs : {std::vector<DeviceId>{1, 2, 1, 0}, std::vector<DeviceId>{1, 1, 1, 1},
+                           std::vector<DeviceId>{2, 1, 0, 2}}) {
+    const Placement p{devs};
+    expect_same(simulate(c, g, p), simulate(streamed(c, g), p), /*names=*/false);
+  }
+}
+
+TEST(StepGraph, BuilderRejectsForwardReferencesAndCollectives) {
+  const Cluster c = testing::star_cluster(2);
+  StepGraphBuilder b(c);
+  b.add_op(testing::timed_op("a", 1, 64));
+  EXPECT_THROW(b.add_op(testing::timed_op("b", 1, 64, {1})), InputError);  // itself
+  Op bad_output = testing::timed_op("c", 1, 64);
+  bad_output.inputs = {{0, 1}};  // op 0 has one output
+  EXPECT_THROW(b.add_op(bad_output), InputError);
+  Op bad_control = testing::timed_op("d", 1, 64);
+  bad_control.control_inputs = {5};
+  EXPECT_THROW(b.add_op(bad_control), InputError);
+  Op coll = testing::timed_op("e", 1, 64);
+  coll.collective = CollectiveCall{.bytes = Bytes{1024}, .id = "ar0"};
+  EXPECT_THROW(b.add_op(coll), InputError);
+  EXPECT_EQ(b.add_op(testing::timed_op("f", 1, 64, {0})), 1);  // the builder is still usable
+  const StepGraph s = std::move(b).finish();
+  EXPECT_EQ(s.num_ops(), 2);
+  EXPECT_GT(s.memory_bytes(), 0U);
+  EXPECT_THROW(simulate(s, Placement{{0}}), InputError);  // one device per op
+}
+
+}  // namespace
+}  // namespace placesim::sim
