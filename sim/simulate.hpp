@@ -148,6 +148,10 @@ class BatchOracle {
  public:
   BatchOracle(const Cluster& cluster, const Graph& graph, SimOptions options = {},
               KernelCostModel costs = {});
+  // A temporary cluster or graph would dangle: refuse them at compile time.
+  BatchOracle(Cluster&&, const Graph&, SimOptions = {}, KernelCostModel = {}) = delete;
+  BatchOracle(const Cluster&, Graph&&, SimOptions = {}, KernelCostModel = {}) = delete;
+  BatchOracle(Cluster&&, Graph&&, SimOptions = {}, KernelCostModel = {}) = delete;
   ~BatchOracle();
   BatchOracle(const BatchOracle&) = delete;
   BatchOracle& operator=(const BatchOracle&) = delete;
