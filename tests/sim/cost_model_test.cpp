@@ -106,6 +106,33 @@ TEST(CostModel, ClassCurveNeverFasterThanThePeak) {
   EXPECT_EQ(to_string(KernelCostModel::Source::Fitted), "class-curve");
 }
 
+TEST(CostModel, StorageOpsLaunchNothing) {
+  // A 100 MB parameter: once priced as a pass over its bytes (111 us at 900 GB/s), it launches
+  // no kernel in PyTorch; nor does an input or a BatchNorm running statistic.
+  const Cluster c = testing::star_cluster(1);
+  KernelCostModel km;
+  for (const char* type : {"VariableV2", "Placeholder", "RunningStatistic", "Const"}) {
+    Op op;
+    op.type = type;
+    op.outputs.push_back({.bytes = Bytes{100'000'000}});
+    EXPECT_TRUE(stores_only(op)) << type;
+    const auto e = km.estimate(op, c.devices[1]);
+    EXPECT_EQ(e.source, KernelCostModel::Source::Storage) << type;
+    EXPECT_EQ(e.time.ns, 0) << type;
+    EXPECT_EQ(km.op_time(op, c.devices[0]).ns, 0) << type;  // the CPU too
+    EXPECT_EQ(km.host_time(op, c.devices[1]), Duration{0}) << type;
+    EXPECT_EQ(km.host_time(op, c.devices[0]), std::nullopt) << type;  // CPUs: the launch cost
+  }
+  // An op of such a type with a data input computes something: priced as usual.
+  Op fed;
+  fed.type = "Placeholder";
+  fed.inputs.push_back({.op = 0, .output = 0});
+  fed.outputs.push_back({.bytes = Bytes{1'000'000}});
+  EXPECT_FALSE(stores_only(fed));
+  EXPECT_GT(km.op_time(fed, c.devices[1]).ns, 0);
+  EXPECT_EQ(to_string(KernelCostModel::Source::Storage), "storage");
+}
+
 TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
   const MathMode torch = *MathMode::parse("torch");
   EXPECT_EQ(compute_dtype("Conv", Dtype::F32, torch), Dtype::TF32);
