@@ -1038,14 +1038,21 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal) {
     ClassData& c = classes[{k.first, s.work.op_class}];
     c.names.insert(s.signature.op_type);
     c.dtypes.insert(s.signature.dtype);
+    // NCHW BatchNorm's bytes as the per-channel bound stretches them (the cost model applies the
+    // curve to the same), so one curve fits 64-channel shapes and 512-channel ones.
+    double bytes = s.work.bytes;
+    if (const sim::DeviceSpec* spec = sim::find_device_model(k.first);
+        spec && spec->kind == sim::DeviceKind::Gpu)
+      bytes *= sim::batch_norm_stretch(s.signature.op_type, s.signature.input_shapes[0],
+                                       spec->memory_bandwidth.bytes_per_s);
     auto [it, fresh] = c.index.emplace(shape_only.key(), c.t.size());
     if (fresh) {
       c.f.push_back(s.work.flops);
-      c.b.push_back(s.work.bytes);
+      c.b.push_back(bytes);
       c.t.push_back(mean);
     } else if (mean > c.t[it->second]) {
       c.f[it->second] = s.work.flops;
-      c.b[it->second] = s.work.bytes;
+      c.b[it->second] = bytes;
       c.t[it->second] = mean;
     }
   }

@@ -166,17 +166,24 @@ bool batch_norm_type(std::string_view t) {
          t == "aten::native_batch_norm_backward" || t == "aten::cudnn_batch_norm_backward";
 }
 
-// {bytes moved, bandwidth cap} of a GPU batch-norm op with an NCHW signature; nullopt otherwise.
-std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes) {
-  if (!batch_norm_type(op.type) || !op.signature || op.signature->input_shapes.empty() ||
-      op.signature->input_shapes[0].size() != 4)
-    return std::nullopt;
-  const double channels = static_cast<double>(op.signature->input_shapes[0][1]);
+// The most C channels of an NCHW batch norm of this type stream (B/s); nullopt for other ops
+// and shapes.
+std::optional<double> batch_norm_cap(std::string_view type,
+                                     const std::vector<std::int64_t>& input0) {
+  if (!batch_norm_type(type) || input0.size() != 4) return std::nullopt;
+  const double channels = static_cast<double>(input0[1]);
   if (!(channels > 0)) return std::nullopt;
   const bool backward =
-      op.type.find("Grad") != std::string::npos || op.type.find("backward") != std::string::npos;
-  return std::make_pair(bytes + static_cast<double>(op.bytes_read.v),
-                        channels * (backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond));
+      type.find("Grad") != std::string::npos || type.find("backward") != std::string::npos;
+  return channels * (backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond);
+}
+
+// {bytes moved, bandwidth cap} of a GPU batch-norm op with an NCHW signature; nullopt otherwise.
+std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes) {
+  if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
+  const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0]);
+  if (!cap) return std::nullopt;
+  return std::make_pair(bytes + static_cast<double>(op.bytes_read.v), *cap);
 }
 
 double elements(const std::vector<std::int64_t>& shape) {
@@ -209,6 +216,12 @@ std::optional<double> max_pool_bytes(const Op& op, double bytes) {
 }
 
 }  // namespace
+
+double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
+                          double bw) {
+  const auto cap = batch_norm_cap(type, input0);
+  return cap && bw > *cap ? bw / *cap : 1.0;
+}
 
 Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) const {
   const RooflineParams& p = roofline_;
@@ -259,11 +272,17 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
     // A class curve fitted on small shapes says little about ones 100x larger (the H200
     // microbenchmarks' convolutions ran at a third of ResNet-18's rate): past its range the
     // roofline prices the op.
-    if (m != cal->by_op_type.end() && m->second.covers(op.flops.v, op_bytes(op))) {
+    const double b = op_bytes(op);
+    // The curve's bytes are stretched as it was fitted (batch_norm_stretch).
+    const double b_fit =
+        device.spec.kind == DeviceKind::Gpu && op.signature && !op.signature->input_shapes.empty()
+            ? b * batch_norm_stretch(op.type, op.signature->input_shapes[0],
+                                     device.spec.memory_bandwidth.bytes_per_s)
+            : b;
+    if (m != cal->by_op_type.end() && m->second.covers(op.flops.v, b_fit)) {
       const Duration floor =
           device.spec.kind == DeviceKind::Gpu ? roofline_.min_kernel : roofline_.min_cpu_op;
-      const double b = op_bytes(op);
-      const double fit = m->second.predict_s(op.flops.v, b);
+      const double fit = m->second.predict_s(op.flops.v, b_fit);
       // No prediction faster than the unit that runs the op can go, whatever the file says (a
       // calibration fitted before fits were constrained, or one fitted on another math mode).
       const double peak = device.spec.peak_for(op.dtype).per_s;

@@ -192,6 +192,14 @@ class KernelCostModel {
 /// "measured", "exact", "class-curve", "roofline", "storage".
 std::string to_string(KernelCostModel::Source s);
 
+/// NCHW BatchNorm (PyTorch/ONNX names, `input0` its first input's [N, C, H, W]) on a GPU of
+/// memory bandwidth `bw` B/s: how many times longer its bytes take than at `bw`, as one thread
+/// block per channel streams at most 21.8 GB/s forward and 13.65 GB/s backward:
+/// max(1, bw / (C x rate)). 1 for other ops and shapes. `norm` class curves are fitted and
+/// applied on bytes x this factor, so one curve serves 64 channels and 512.
+double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
+                          double bw);
+
 /// True for an op with no inputs that only names storage: a parameter (VariableV2, Variable,
 /// VarHandleOp), an input (Placeholder), a constant (Const, Constant) or BatchNorm running
 /// statistics (RunningStatistic). PyTorch launches nothing for these (no aten op in a trace):

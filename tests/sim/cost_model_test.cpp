@@ -133,6 +133,19 @@ TEST(CostModel, StorageOpsLaunchNothing) {
   EXPECT_EQ(to_string(KernelCostModel::Source::Storage), "storage");
 }
 
+TEST(CostModel, BatchNormStretchFollowsThePerChannelBound) {
+  // H200 (4.8 TB/s): 64 channels stream 64 x 21.8 GB/s forward, 64 x 13.65 backward; 512
+  // channels forward reach the bandwidth (no stretch); other ops and NHWC-less shapes: 1.
+  const double fwd = batch_norm_stretch("aten::cudnn_batch_norm", {64, 64, 56, 56}, 4.8e12);
+  const double bwd =
+      batch_norm_stretch("aten::cudnn_batch_norm_backward", {64, 64, 56, 56}, 4.8e12);
+  EXPECT_NEAR(fwd, 4.8e12 / (64 * 16384.0 / 750e-9), 1e-9);
+  EXPECT_NEAR(bwd, 4.8e12 / (64 * 10240.0 / 750e-9), 1e-9);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("BatchNormalization", {64, 512, 7, 7}, 4.8e12), 1.0);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("aten::add", {64, 64, 56, 56}, 4.8e12), 1.0);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("aten::cudnn_batch_norm", {64, 64}, 4.8e12), 1.0);
+}
+
 TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
   const MathMode torch = *MathMode::parse("torch");
   EXPECT_EQ(compute_dtype("Conv", Dtype::F32, torch), Dtype::TF32);
