@@ -37,168 +37,146 @@ double numel(const std::vector<std::int64_t>& s) {
   return n;
 }
 
+// One class and the op names (PyTorch aten, TensorFlow, ONNX) that belong to it.
+struct ClassNames {
+  const char* op_class;
+  std::vector<const char*> names;
+};
+
+// In precedence order: a name listed under two classes belongs to the first
+// (aten::convolution_backward is conv_bwd, not conv).
+const std::vector<ClassNames>& class_table() {
+  static const std::vector<ClassNames> kTable = {
+      // Tensor bookkeeping: no kernel, a fixed dispatch cost whatever the shapes.
+      {"meta",
+       {"aten::empty",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::view",
+        "aten::as_strided",
+        "aten::reshape",
+        "aten::_reshape_alias",
+        "aten::t",
+        "aten::transpose",
+        "aten::expand",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+        "aten::detach",
+        "detach",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::select",
+        "aten::slice",
+        "aten::permute",
+        "aten::result_type",
+        "aten::set_",
+        "aten::alias",
+        "aten::flatten",
+        "aten::numpy_T",
+        "aten::lift_fresh",
+        "aten::_unsafe_view",
+        "aten::unbind",
+        "aten::split",
+        "aten::chunk",
+        "aten::narrow",
+        "aten::stride",
+        "aten::size",
+        "aten::is_nonzero",
+        "aten::item",
+        "aten::_local_scalar_dense",
+        "Reshape",
+        "Flatten",
+        "Squeeze",
+        "Unsqueeze",
+        "Transpose",
+        "Shape"}},
+      // Dropout draws a random number per element: on this machine's CPU aten::bernoulli_ takes
+      // ~8 ns an element, ~10x an add, so one elementwise fit for both mispredicts both.
+      {"dropout",
+       {"aten::dropout", "aten::native_dropout", "aten::bernoulli_", "aten::bernoulli",
+        "aten::feature_dropout", "Dropout"}},
+      {"conv_bwd",
+       {"aten::convolution_backward", "aten::mkldnn_convolution_backward",
+        "aten::cudnn_convolution_backward", "aten::thnn_conv2d_backward",
+        "aten::_slow_conv2d_backward", "aten::miopen_convolution_backward",
+        "ConvolutionBackward0"}},
+      {"gemm",
+       {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+        "aten::addbmm", "MatMul", "BatchMatMul", "Gemm", "MatMulGrad", "Linear"}},
+      {"conv",
+       {"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
+        "aten::cudnn_convolution", "aten::mkldnn_convolution", "aten::miopen_convolution",
+        "aten::thnn_conv2d", "aten::_slow_conv2d_forward", "aten::convolution_backward", "Conv2D",
+        "Conv", "Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput",
+        "ConvBackpropFilter", "ConvTranspose"}},
+      {"norm",
+       {"aten::batch_norm", "aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::layer_norm",
+        "aten::native_layer_norm", "aten::group_norm", "aten::native_batch_norm_backward",
+        "aten::native_layer_norm_backward", "aten::cudnn_batch_norm_backward", "FusedBatchNorm",
+        "FusedBatchNormGrad", "BatchNormalization", "BatchNormalizationGrad", "LayerNorm",
+        "LayerNormalization", "LayerNormGrad"}},
+      {"reduction",
+       {"aten::sum",
+        "aten::mean",
+        "aten::softmax",
+        "aten::_softmax",
+        "aten::log_softmax",
+        "aten::_log_softmax",
+        "aten::max",
+        "aten::amax",
+        "aten::norm",
+        "aten::linalg_vector_norm",
+        "aten::nll_loss",
+        "aten::nll_loss_forward",
+        "aten::cross_entropy_loss",
+        "aten::mse_loss",
+        "aten::_softmax_backward_data",
+        "aten::_log_softmax_backward_data",
+        "aten::nll_loss_backward",
+        "Sum",
+        "Mean",
+        "Softmax",
+        "SoftmaxGrad",
+        "MeanGrad",
+        "ReduceMean",
+        "ReduceSum",
+        "LogSoftmax"}},
+      // Pooling is its own class: on a CPU a 3x3 max pool with indices runs ~50x slower per byte
+      // than a vectorised sum (LeNet-5's two pools took 1.1 ms of a 4.6 ms step), so one fit for
+      // both mispredicts both.
+      {"pool",
+       {"aten::max_pool2d", "aten::max_pool2d_with_indices", "aten::avg_pool2d",
+        "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d", "MaxPool", "AveragePool",
+        "GlobalAveragePool", "MaxPool2D", "AvgPool2D"}},
+      // Its backward scatters into the indices the forward saved: ~20x cheaper per element on a
+      // CPU.
+      {"pool_bwd",
+       {"aten::max_pool2d_with_indices_backward", "aten::avg_pool2d_backward",
+        "aten::_adaptive_avg_pool2d_backward", "MaxPoolGrad", "AvgPoolGrad",
+        "GlobalAveragePoolGrad"}},
+      {"rnn",
+       {"aten::lstm_cell", "aten::_thnn_fused_lstm_cell", "aten::gru_cell", "aten::lstm",
+        "LSTMCell", "LSTM", "GRU", "BlockLSTM"}},
+      {"copy",
+       {"aten::copy", "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous", "aten::cat",
+        "aten::stack", "Memcpy", "Memset", "Concat", "ConcatV2", "Identity"}},
+  };
+  return kTable;
+}
+
 }  // namespace
 
 std::string op_class_of(const std::string& raw) {
+  // Name -> class, the first class of the table that lists the name.
+  static const std::map<std::string, std::string> kClassOf = [] {
+    std::map<std::string, std::string> m;
+    for (const ClassNames& c : class_table())
+      for (const char* n : c.names) m.emplace(n, c.op_class);
+    return m;
+  }();
   const std::string op = base_name(raw);
-  static const std::set<std::string> gemm = {
-      "aten::mm",     "aten::addmm", "aten::bmm",   "aten::baddbmm", "aten::matmul", "aten::linear",
-      "aten::addbmm", "MatMul",      "BatchMatMul", "Gemm",          "MatMulGrad",   "Linear"};
-  static const std::set<std::string> conv = {"aten::conv1d",
-                                             "aten::conv2d",
-                                             "aten::conv3d",
-                                             "aten::convolution",
-                                             "aten::_convolution",
-                                             "aten::cudnn_convolution",
-                                             "aten::mkldnn_convolution",
-                                             "aten::miopen_convolution",
-                                             "aten::thnn_conv2d",
-                                             "aten::_slow_conv2d_forward",
-                                             "aten::convolution_backward",
-                                             "Conv2D",
-                                             "Conv",
-                                             "Conv2DBackpropInput",
-                                             "Conv2DBackpropFilter",
-                                             "ConvBackpropInput",
-                                             "ConvBackpropFilter",
-                                             "ConvTranspose"};
-  static const std::set<std::string> norm = {"aten::batch_norm",
-                                             "aten::native_batch_norm",
-                                             "aten::cudnn_batch_norm",
-                                             "aten::layer_norm",
-                                             "aten::native_layer_norm",
-                                             "aten::group_norm",
-                                             "aten::native_batch_norm_backward",
-                                             "aten::native_layer_norm_backward",
-                                             "aten::cudnn_batch_norm_backward",
-                                             "FusedBatchNorm",
-                                             "FusedBatchNormGrad",
-                                             "BatchNormalization",
-                                             "BatchNormalizationGrad",
-                                             "LayerNorm",
-                                             "LayerNormalization",
-                                             "LayerNormGrad"};
-  static const std::set<std::string> reduction = {"aten::sum",
-                                                  "aten::mean",
-                                                  "aten::softmax",
-                                                  "aten::_softmax",
-                                                  "aten::log_softmax",
-                                                  "aten::_log_softmax",
-                                                  "aten::max",
-                                                  "aten::amax",
-                                                  "aten::norm",
-                                                  "aten::linalg_vector_norm",
-                                                  "aten::nll_loss",
-                                                  "aten::nll_loss_forward",
-                                                  "aten::cross_entropy_loss",
-                                                  "aten::mse_loss",
-                                                  "aten::_softmax_backward_data",
-                                                  "aten::_log_softmax_backward_data",
-                                                  "aten::nll_loss_backward",
-                                                  "Sum",
-                                                  "Mean",
-                                                  "Softmax",
-                                                  "SoftmaxGrad",
-                                                  "MeanGrad",
-                                                  "ReduceMean",
-                                                  "ReduceSum",
-                                                  "LogSoftmax"};
-  // Pooling is its own class: on a CPU a 3x3 max pool with indices runs ~50x slower per byte than a
-  // vectorised sum (LeNet-5's two pools took 1.1 ms of a 4.6 ms step), so one fit for both
-  // mispredicts both.
-  static const std::set<std::string> pool = {"aten::max_pool2d",
-                                             "aten::max_pool2d_with_indices",
-                                             "aten::avg_pool2d",
-                                             "aten::adaptive_avg_pool2d",
-                                             "aten::_adaptive_avg_pool2d",
-                                             "MaxPool",
-                                             "AveragePool",
-                                             "GlobalAveragePool",
-                                             "MaxPool2D",
-                                             "AvgPool2D"};
-  // Its backward scatters into the indices the forward saved: ~20x cheaper per element on a CPU.
-  static const std::set<std::string> pool_bwd = {"aten::max_pool2d_with_indices_backward",
-                                                 "aten::avg_pool2d_backward",
-                                                 "aten::_adaptive_avg_pool2d_backward",
-                                                 "MaxPoolGrad",
-                                                 "AvgPoolGrad",
-                                                 "GlobalAveragePoolGrad"};
-  static const std::set<std::string> rnn = {"aten::lstm_cell",
-                                            "aten::_thnn_fused_lstm_cell",
-                                            "aten::gru_cell",
-                                            "aten::lstm",
-                                            "LSTMCell",
-                                            "LSTM",
-                                            "GRU",
-                                            "BlockLSTM"};
-  static const std::set<std::string> copy = {
-      "aten::copy",  "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous", "aten::cat",
-      "aten::stack", "Memcpy",   "Memset",         "Concat",      "ConcatV2",         "Identity"};
-  // Tensor bookkeeping: no kernel, a fixed dispatch cost whatever the shapes.
-  static const std::set<std::string> meta = {"aten::empty",
-                                             "aten::empty_strided",
-                                             "aten::empty_like",
-                                             "aten::view",
-                                             "aten::as_strided",
-                                             "aten::reshape",
-                                             "aten::_reshape_alias",
-                                             "aten::t",
-                                             "aten::transpose",
-                                             "aten::expand",
-                                             "aten::resolve_conj",
-                                             "aten::resolve_neg",
-                                             "aten::detach",
-                                             "detach",
-                                             "aten::unsqueeze",
-                                             "aten::squeeze",
-                                             "aten::select",
-                                             "aten::slice",
-                                             "aten::permute",
-                                             "aten::result_type",
-                                             "aten::set_",
-                                             "aten::alias",
-                                             "aten::flatten",
-                                             "aten::numpy_T",
-                                             "aten::lift_fresh",
-                                             "aten::_unsafe_view",
-                                             "aten::unbind",
-                                             "aten::split",
-                                             "aten::chunk",
-                                             "aten::narrow",
-                                             "aten::stride",
-                                             "aten::size",
-                                             "aten::is_nonzero",
-                                             "aten::item",
-                                             "aten::_local_scalar_dense",
-                                             "Reshape",
-                                             "Flatten",
-                                             "Squeeze",
-                                             "Unsqueeze",
-                                             "Transpose",
-                                             "Shape"};
-  if (meta.count(op)) return "meta";
-  // Dropout draws a random number per element: on this machine's CPU aten::bernoulli_ takes
-  // ~8 ns an element, ~10x an add, so one elementwise fit for both mispredicts both.
-  static const std::set<std::string> dropout = {"aten::dropout",         "aten::native_dropout",
-                                                "aten::bernoulli_",      "aten::bernoulli",
-                                                "aten::feature_dropout", "Dropout"};
-  if (dropout.count(op)) return "dropout";
-  static const std::set<std::string> conv_bwd = {"aten::convolution_backward",
-                                                 "aten::mkldnn_convolution_backward",
-                                                 "aten::cudnn_convolution_backward",
-                                                 "aten::thnn_conv2d_backward",
-                                                 "aten::_slow_conv2d_backward",
-                                                 "aten::miopen_convolution_backward",
-                                                 "ConvolutionBackward0"};
-  if (conv_bwd.count(op)) return "conv_bwd";
-  if (gemm.count(op)) return "gemm";
-  if (conv.count(op)) return "conv";
-  if (norm.count(op)) return "norm";
-  if (reduction.count(op)) return "reduction";
-  if (pool.count(op)) return "pool";
-  if (pool_bwd.count(op)) return "pool_bwd";
-  if (rnn.count(op)) return "rnn";
-  if (copy.count(op) || starts(op, "Memcpy") || starts(op, "Memset")) return "copy";
+  if (auto it = kClassOf.find(op); it != kClassOf.end()) return it->second;
+  if (starts(op, "Memcpy") || starts(op, "Memset")) return "copy";
   return "elementwise";
 }
 
@@ -1012,35 +990,42 @@ RateBounds class_bounds(const sim::DeviceSpec& spec, const std::string& op_class
   return r;
 }
 
-CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source,
-                               const FitOptions& options) {
-  CalibrationFit fit;
-  fit.calibration.source = source;
-  fit.samples = static_cast<int>(samples.size());
-  // (device, key) -> (sum of seconds x count, count, sample)
-  struct Acc {
-    double weighted = 0;
-    int count = 0;
-    const OpSample* s = nullptr;
-  };
-  std::map<std::pair<std::string, std::string>, Acc> exact;
+namespace {
+
+// (device, signature key) -> the sample-count-weighted mean time of that signature.
+struct Acc {
+  double weighted = 0;  // sum of seconds x count
+  int count = 0;
+  const OpSample* s = nullptr;
+};
+using ExactMap = std::map<std::pair<std::string, std::string>, Acc>;
+
+ExactMap exact_signatures(const std::vector<OpSample>& samples) {
+  ExactMap exact;
   for (const OpSample& s : samples) {
     Acc& a = exact[{s.device, s.signature.key()}];
     a.weighted += s.seconds * s.count;
     a.count += s.count;
     a.s = &s;
   }
-  // Per device and class: one point per signature (its mean), and the op names seen.
-  struct ClassData {
-    std::vector<double> f, b, t;
-    std::set<std::string> names;
-    std::set<Dtype> dtypes;
-    std::map<std::string, std::size_t> index;
-  };
-  std::map<std::pair<std::string, std::string>, ClassData> classes;
+  return exact;
+}
+
+// Per device and class: one point per signature (its mean), and the op names seen.
+struct ClassData {
+  std::vector<double> f, b, t;
+  std::set<std::string> names;
+  std::set<Dtype> dtypes;
+  std::map<std::string, std::size_t> index;
+};
+using ClassMap = std::map<std::pair<std::string, std::string>, ClassData>;
+
+// Writes each signature's mean as an exact entry of `cal` and returns the points of each class.
+ClassMap class_points(const ExactMap& exact, sim::Calibration& cal) {
+  ClassMap classes;
   for (const auto& [k, a] : exact) {
     const double mean = a.weighted / a.count;
-    fit.calibration.devices[k.first].exact[k.second] = sim::Duration::from_seconds_ceil(mean);
+    cal.devices[k.first].exact[k.second] = sim::Duration::from_seconds_ceil(mean);
     const OpSample& s = *a.s;
     if (s.signature.input_shapes.empty() ||
         (s.work.flops <= 0 && s.work.bytes <= 0 && s.work.op_class != "meta"))
@@ -1053,66 +1038,96 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
     ClassData& c = classes[{k.first, s.work.op_class}];
     c.names.insert(s.signature.op_type);
     c.dtypes.insert(s.signature.dtype);
+    // NCHW BatchNorm's bytes as the per-channel bound stretches them (the cost model applies the
+    // curve to the same), so one curve fits 64-channel shapes and 512-channel ones.
+    double bytes = s.work.bytes;
+    if (const sim::DeviceSpec* spec = sim::find_device_model(k.first);
+        spec && spec->kind == sim::DeviceKind::Gpu)
+      bytes *= sim::batch_norm_stretch(s.signature.op_type, s.signature.input_shapes[0],
+                                       spec->memory_bandwidth.bytes_per_s);
     auto [it, fresh] = c.index.emplace(shape_only.key(), c.t.size());
     if (fresh) {
       c.f.push_back(s.work.flops);
-      c.b.push_back(s.work.bytes);
+      c.b.push_back(bytes);
       c.t.push_back(mean);
     } else if (mean > c.t[it->second]) {
       c.f[it->second] = s.work.flops;
-      c.b[it->second] = s.work.bytes;
+      c.b[it->second] = bytes;
       c.t[it->second] = mean;
     }
   }
-  const auto& aliases = graph_type_aliases();
-  const auto& preferred = graph_type_preferred();
-  for (const auto& [key, c] : classes) {
-    ClassFitReport r;
-    r.device = key.first;
-    r.op_class = key.second;
-    r.signatures = static_cast<int>(c.t.size());
-    if (const sim::DeviceSpec* spec = sim::find_device_model(key.first))
-      r.bounds = class_bounds(*spec, key.second, c.dtypes, options.math);
-    r.model = fit_op_class(c.f, c.b, c.t, r.bounds);
-    double train = 0;
+  return classes;
+}
+
+// Leave one shape out: fit on the others, predict the held-back one; the mean relative error.
+double leave_one_out_error(const ClassData& c, const RateBounds& bounds) {
+  double cv = 0;
+  for (std::size_t h = 0; h < c.t.size(); ++h) {
+    std::vector<double> f, b, t;
     for (std::size_t i = 0; i < c.t.size(); ++i)
-      train += std::abs(r.model.predict_s(c.f[i], c.b[i]) - c.t[i]) / c.t[i];
-    r.fit_error = c.t.empty() ? 0.0 : train / static_cast<double>(c.t.size());
-    if (c.t.size() >= 3) {
-      // Leave one shape out: fit on the others, predict the held-back one.
-      double cv = 0;
-      for (std::size_t h = 0; h < c.t.size(); ++h) {
-        std::vector<double> f, b, t;
-        for (std::size_t i = 0; i < c.t.size(); ++i)
-          if (i != h) {
-            f.push_back(c.f[i]);
-            b.push_back(c.b[i]);
-            t.push_back(c.t[i]);
-          }
-        const sim::OpClassModel m = fit_op_class(f, b, t, r.bounds);
-        cv += std::abs(m.predict_s(c.f[h], c.b[h]) - c.t[h]) / c.t[h];
+      if (i != h) {
+        f.push_back(c.f[i]);
+        b.push_back(c.b[i]);
+        t.push_back(c.t[i]);
       }
-      r.cv_error = cv / static_cast<double>(c.t.size());
-    }
-    r.model.cv_error = r.cv_error;
+    const sim::OpClassModel m = fit_op_class(f, b, t, bounds);
+    cv += std::abs(m.predict_s(c.f[h], c.b[h]) - c.t[h]) / c.t[h];
+  }
+  return cv / static_cast<double>(c.t.size());
+}
+
+ClassFitReport fit_class(const std::pair<std::string, std::string>& key, const ClassData& c,
+                         const FitOptions& options) {
+  ClassFitReport r;
+  r.device = key.first;
+  r.op_class = key.second;
+  r.signatures = static_cast<int>(c.t.size());
+  if (const sim::DeviceSpec* spec = sim::find_device_model(key.first))
+    r.bounds = class_bounds(*spec, key.second, c.dtypes, options.math);
+  r.model = fit_op_class(c.f, c.b, c.t, r.bounds);
+  double train = 0;
+  for (std::size_t i = 0; i < c.t.size(); ++i)
+    train += std::abs(r.model.predict_s(c.f[i], c.b[i]) - c.t[i]) / c.t[i];
+  r.fit_error = c.t.empty() ? 0.0 : train / static_cast<double>(c.t.size());
+  if (c.t.size() >= 3) r.cv_error = leave_one_out_error(c, r.bounds);
+  r.model.cv_error = r.cv_error;
+  return r;
+}
+
+// The class model under every op name it prices: the names profiled, then the graph names of
+// the class that have no model of their own, then the preferred graph names.
+void install_class_model(const ClassFitReport& r, const ClassData& c, sim::DeviceCalibration& dc) {
+  for (const std::string& n : c.names) dc.by_op_type[n] = r.model;
+  if (auto it = graph_type_aliases().find(r.op_class); it != graph_type_aliases().end())
+    for (const std::string& n : it->second)
+      if (!dc.by_op_type.count(n)) dc.by_op_type[n] = r.model;
+  if (auto it = graph_type_preferred().find(r.op_class); it != graph_type_preferred().end()) {
+    // A profiled convolution_backward is one op with both gradients; graphs split it into an
+    // input-gradient and a filter-gradient op, each with half its FLOPs. Each pays half the
+    // fixed cost, so the pair costs what the profiled call did.
+    sim::OpClassModel split = r.model;
+    if (r.op_class == "conv_bwd") split.intercept_s *= 0.5;
+    for (const std::string& n : it->second) dc.by_op_type[n] = split;
+  }
+}
+
+}  // namespace
+
+CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source,
+                               const FitOptions& options) {
+  CalibrationFit fit;
+  fit.calibration.source = source;
+  fit.samples = static_cast<int>(samples.size());
+  const ClassMap classes = class_points(exact_signatures(samples), fit.calibration);
+  for (const auto& [key, c] : classes) {
+    const ClassFitReport r = fit_class(key, c, options);
     fit.classes.push_back(r);
     sim::DeviceCalibration& dc = fit.calibration.devices[key.first];
     // One shape is a point, not a curve: its time says nothing about a 50x smaller or larger op
     // (ResNet-18's one batch-64 max pool, 118 us, priced the batch-8 one at 118 us instead of
     // ~2 us). Its exact entry stays; other shapes fall through to the roofline.
     if (c.t.size() < 2) continue;
-    for (const std::string& n : c.names) dc.by_op_type[n] = r.model;
-    if (auto it = aliases.find(key.second); it != aliases.end())
-      for (const std::string& n : it->second)
-        if (!dc.by_op_type.count(n)) dc.by_op_type[n] = r.model;
-    if (auto it = preferred.find(key.second); it != preferred.end()) {
-      // A profiled convolution_backward is one op with both gradients; graphs split it into an
-      // input-gradient and a filter-gradient op, each with half its FLOPs. Each pays half the
-      // fixed cost, so the pair costs what the profiled call did.
-      sim::OpClassModel split = r.model;
-      if (key.second == "conv_bwd") split.intercept_s *= 0.5;
-      for (const std::string& n : it->second) dc.by_op_type[n] = split;
-    }
+    install_class_model(r, c, dc);
   }
   return fit;
 }

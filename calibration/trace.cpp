@@ -239,43 +239,44 @@ Profile parse_kineto_json(const std::string& text, const std::string& origin) {
 
 namespace {
 
-Profile kineto_from_json(const json& doc, const std::string& origin) {
-  Profile p;
-  p.source = origin;
-  const json* events = nullptr;
-  bool bare = false;
+// The event list: the document itself (torch's bare list) or its traceEvents.
+const json& trace_events(const json& doc, const std::string& origin, bool& bare) {
   if (doc.is_array()) {
-    events = &doc;
     bare = true;
-  } else if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) {
-    events = &doc.at("traceEvents");
-  } else {
-    throw InputError(origin, "traceEvents",
-                     "a list of trace events (Kineto/PyTorch profiler output), got none");
+    return doc;
   }
-  if (doc.is_object()) {
-    if (auto it = doc.find("deviceProperties");
-        it != doc.end() && it->is_array() && !it->empty() && (*it)[0].contains("name"))
-      p.device_name = scalar_text((*it)[0].at("name"));
-    if (auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
-      const std::int64_t rank = int_arg(*it, "rank", -1), world = int_arg(*it, "world_size", 0);
-      if (rank < -1 || rank >= kMaxDevices || world < 0 || world > kMaxDevices)
-        throw InputError(origin, "distributedInfo",
-                         "a rank and world_size from 0 to " + std::to_string(kMaxDevices) +
-                             ", got " + std::to_string(rank) + " and " + std::to_string(world));
-      p.rank = static_cast<int>(rank);
-      p.world_size = static_cast<int>(world);
-    }
+  if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array())
+    return doc.at("traceEvents");
+  throw InputError(origin, "traceEvents",
+                   "a list of trace events (Kineto/PyTorch profiler output), got none");
+}
+
+// The GPU's name (deviceProperties) and the rank (distributedInfo) of a Kineto document.
+void read_trace_header(const json& doc, const std::string& origin, Profile& p) {
+  if (!doc.is_object()) return;
+  if (auto it = doc.find("deviceProperties");
+      it != doc.end() && it->is_array() && !it->empty() && (*it)[0].contains("name"))
+    p.device_name = scalar_text((*it)[0].at("name"));
+  if (auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
+    const std::int64_t rank = int_arg(*it, "rank", -1), world = int_arg(*it, "world_size", 0);
+    if (rank < -1 || rank >= kMaxDevices || world < 0 || world > kMaxDevices)
+      throw InputError(origin, "distributedInfo",
+                       "a rank and world_size from 0 to " + std::to_string(kMaxDevices) + ", got " +
+                           std::to_string(rank) + " and " + std::to_string(world));
+    p.rank = static_cast<int>(rank);
+    p.world_size = static_cast<int>(world);
   }
-  bool pre2022 = false;
-  bool any_cat = false;
-  std::size_t index = 0;
-  // ac2g flows: (pid/tid, ts) of the launch ("s") and of the GPU activity ("f") -> flow id, which
-  // is the correlation id; used where an event lacks `correlation` in its args.
-  std::map<std::pair<std::string, std::int64_t>, std::int64_t> flow_start, flow_end;
-  std::vector<bool> raw_ts;  // per event pushed: its ts was already nanoseconds (see us_to_ns)
-  bool any_raw_ts = false;
-  for (const json& e : *events) {
+}
+
+// ac2g flows: (pid/tid, ts) of the launch ("s") and of the GPU activity ("f") -> flow id, which
+// is the correlation id; used where an event lacks `correlation` in its args.
+struct Flows {
+  std::map<std::pair<std::string, std::int64_t>, std::int64_t> start, end;
+};
+
+Flows ac2g_flows(const json& events) {
+  Flows flows;
+  for (const json& e : events) {
     if (!e.is_object()) continue;
     const std::string ph = e.value("ph", std::string());
     if ((ph == "s" || ph == "f") && e.contains("ts") && e.contains("id") &&
@@ -283,118 +284,153 @@ Profile kineto_from_json(const json& doc, const std::string& origin) {
       const std::int64_t id = int_arg(e, "id", -1);
       const std::string th = (e.contains("pid") ? id_text(e["pid"]) : std::string()) + "/" +
                              (e.contains("tid") ? id_text(e["tid"]) : std::string());
-      (ph == "s" ? flow_start : flow_end)[{th, us_to_ns(e["ts"]).value_or(0)}] = id;
+      (ph == "s" ? flows.start : flows.end)[{th, us_to_ns(e["ts"]).value_or(0)}] = id;
     }
   }
-  for (const json& e : *events) {
-    ++index;
-    if (!e.is_object()) continue;
-    const auto ph_it = e.find("ph");
-    const std::string ph =
-        ph_it != e.end() && ph_it->is_string() ? ph_it->get<std::string>() : std::string();
-    if (ph != "X") continue;  // flows, metadata and instants carry no durations
-    TraceEvent t;
-    const std::string at = "traceEvents[" + std::to_string(index - 1) + "]";
-    t.name = e.contains("name") ? scalar_text(e.at("name")) : std::string();
-    if (!e.contains("ts"))
-      throw InputError(origin, at + ".ts", "a timestamp in microseconds, got none");
-    bool raw = false;
-    const auto ts = us_to_ns(e.at("ts"), &raw);
-    if (!ts)
-      throw InputError(origin, at + ".ts",
-                       "a timestamp in microseconds (or nanoseconds since the epoch), got " +
-                           sim::printable(scalar_text(e.at("ts"))));
-    t.ts_ns = *ts;
-    const auto dur = e.contains("dur") ? us_to_ns(e.at("dur")) : std::optional<std::int64_t>(0);
-    if (!dur || *dur < 0 || *dur > kMaxDurNs)
-      throw InputError(origin, at + ".dur",
-                       "a duration from 0 to 1e12 (us, or ns in a nanosecond trace), got " +
-                           sim::printable(scalar_text(e.at("dur"))));
-    t.dur_ns = *dur;
-    t.pid = e.contains("pid") ? id_text(e.at("pid")) : std::string();
-    t.tid = e.contains("tid") ? id_text(e.at("tid")) : std::string();
-    if (e.contains("cat")) {
-      any_cat = true;
-      t.kind = kind_of_category(scalar_text(e.at("cat")), pre2022);
-    } else {
-      // Debian's torch 1.13 CPU build: no categories; every event is a CPU operator, except the
-      // step annotations it also writes as plain events.
-      t.kind = t.name.rfind("ProfilerStep#", 0) == 0 ? EventKind::Annotation : EventKind::CpuOp;
-    }
-    if (t.kind == EventKind::Other) continue;
-    if (t.kind == EventKind::CpuOp && t.name.rfind("ProfilerStep#", 0) == 0)
-      t.kind = EventKind::Annotation;
-    const json empty = json::object();
-    const json& args = e.contains("args") && e.at("args").is_object() ? e.at("args") : empty;
-    t.correlation = int_arg(args, "correlation", -1);
-    t.external_id = int_arg(args, "External id", -1);
-    if (t.external_id < 0) t.external_id = int_arg(args, "external id", -1);  // before 2022
-    if (t.correlation < 0 && (t.on_gpu() || t.kind == EventKind::Runtime)) {
-      const auto& flows = t.kind == EventKind::Runtime ? flow_start : flow_end;
-      if (auto f = flows.find({t.pid + "/" + t.tid, t.ts_ns}); f != flows.end()) {
-        t.correlation = f->second;
-        if (t.on_gpu()) ++p.links.by_flow;
-      }
-    }
-    if (t.on_gpu() || t.kind == EventKind::Sync || t.kind == EventKind::GpuAnnotation) {
-      std::int64_t device = int_arg(args, "device", -1);
-      if (device < -1 || device >= kMaxDevices)
-        throw InputError(
-            origin, at + ".args.device",
-            "a GPU index below " + std::to_string(kMaxDevices) + ", got " + std::to_string(device));
-      // Without args.device, Kineto's pid of a GPU event is the device (a process id is not).
-      if (device < 0 && e.contains("pid") && e.at("pid").is_number()) {
-        const std::int64_t pid = int_arg(e, "pid", -1);
-        if (pid >= 0 && pid < kMaxDevices) device = pid;
-      }
-      t.device = static_cast<int>(device);
-      t.stream = int_arg(args, "stream", -1);
-      if (t.stream < 0 && e.contains("tid") && e.at("tid").is_number())
-        t.stream = int_arg(e, "tid", -1);
-      t.bytes = int_arg(args, "bytes", 0);
-      if (t.bytes < 0 || t.bytes > kMaxBytes)
-        throw InputError(origin, at + ".args.bytes",
-                         "a size from 0 to 1 PiB, got " + std::to_string(t.bytes));
-    }
-    if (auto it = args.find("Input Dims"); it != args.end() && it->is_array()) {
-      for (const json& d : *it) {
-        std::vector<std::int64_t> dims;
-        if (d.is_array())
-          for (const json& x : d) {
-            if (!x.is_number()) continue;
-            const double v = x.get<double>();
-            if (!(v >= -1 && v <= kMaxDim))
-              throw InputError(origin, at + ".args.Input Dims",
-                               "dimensions from -1 to 2^40, got " + sim::printable(x.dump()));
-            dims.push_back(static_cast<std::int64_t>(v));
-          }
-        t.input_dims.push_back(std::move(dims));
-      }
-    }
-    if (auto it = args.find("Input type"); it != args.end() && it->is_array())
-      for (const json& d : *it)
-        t.input_types.push_back(d.is_string() ? d.get<std::string>() : std::string());
-    if (auto it = args.find("Concrete Inputs"); it != args.end() && it->is_array())
-      for (const json& d : *it)
-        t.concrete_inputs.push_back(d.is_string() ? d.get<std::string>() : scalar_text(d));
-    for (auto it = args.begin(); it != args.end(); ++it) {
-      if (it->is_primitive() && it.key() != "Input Dims" && it.key() != "Input type")
-        t.args[it.key()] = scalar_text(*it);
-    }
-    raw_ts.push_back(raw);
-    any_raw_ts |= raw;
-    p.events.push_back(std::move(t));
+  return flows;
+}
+
+// ts and dur of event `at`; `raw` is set when ts was already nanoseconds (see us_to_ns).
+void read_event_times(const json& e, const std::string& origin, const std::string& at,
+                      TraceEvent& t, bool& raw) {
+  if (!e.contains("ts"))
+    throw InputError(origin, at + ".ts", "a timestamp in microseconds, got none");
+  const auto ts = us_to_ns(e.at("ts"), &raw);
+  if (!ts)
+    throw InputError(origin, at + ".ts",
+                     "a timestamp in microseconds (or nanoseconds since the epoch), got " +
+                         sim::printable(scalar_text(e.at("ts"))));
+  t.ts_ns = *ts;
+  const auto dur = e.contains("dur") ? us_to_ns(e.at("dur")) : std::optional<std::int64_t>(0);
+  if (!dur || *dur < 0 || *dur > kMaxDurNs)
+    throw InputError(origin, at + ".dur",
+                     "a duration from 0 to 1e12 (us, or ns in a nanosecond trace), got " +
+                         sim::printable(scalar_text(e.at("dur"))));
+  t.dur_ns = *dur;
+}
+
+EventKind event_kind(const json& e, const TraceEvent& t, bool& any_cat, bool& pre2022) {
+  EventKind kind;
+  if (e.contains("cat")) {
+    any_cat = true;
+    kind = kind_of_category(scalar_text(e.at("cat")), pre2022);
+  } else {
+    // Debian's torch 1.13 CPU build: no categories; every event is a CPU operator, except the
+    // step annotations it also writes as plain events.
+    kind = t.name.rfind("ProfilerStep#", 0) == 0 ? EventKind::Annotation : EventKind::CpuOp;
   }
-  if (bare || !any_cat)
-    p.dialect = "torch-bare-list";
-  else
-    p.dialect = pre2022 ? "kineto-pre2022" : "kineto";
-  // Kineto writes microseconds whatever `displayTimeUnit` says; a few exporters wrote
-  // nanoseconds. Timestamps beyond 4e15 can only be ns (us_to_ns). Otherwise: a kernel launch
-  // returns in 2-50 us on every GPU generation, and even where launches block on a full queue the
-  // fastest tenth do not, so launches whose 10th percentile reads over 0.5 ms (as microseconds)
-  // are nanoseconds.
-  bool ns = any_raw_ts;
+  if (kind == EventKind::CpuOp && t.name.rfind("ProfilerStep#", 0) == 0)
+    kind = EventKind::Annotation;
+  return kind;
+}
+
+// Device, stream and bytes of a GPU activity, sync or GPU annotation.
+void read_gpu_fields(const json& e, const json& args, const std::string& origin,
+                     const std::string& at, TraceEvent& t) {
+  std::int64_t device = int_arg(args, "device", -1);
+  if (device < -1 || device >= kMaxDevices)
+    throw InputError(
+        origin, at + ".args.device",
+        "a GPU index below " + std::to_string(kMaxDevices) + ", got " + std::to_string(device));
+  // Without args.device, Kineto's pid of a GPU event is the device (a process id is not).
+  if (device < 0 && e.contains("pid") && e.at("pid").is_number()) {
+    const std::int64_t pid = int_arg(e, "pid", -1);
+    if (pid >= 0 && pid < kMaxDevices) device = pid;
+  }
+  t.device = static_cast<int>(device);
+  t.stream = int_arg(args, "stream", -1);
+  if (t.stream < 0 && e.contains("tid") && e.at("tid").is_number())
+    t.stream = int_arg(e, "tid", -1);
+  t.bytes = int_arg(args, "bytes", 0);
+  if (t.bytes < 0 || t.bytes > kMaxBytes)
+    throw InputError(origin, at + ".args.bytes",
+                     "a size from 0 to 1 PiB, got " + std::to_string(t.bytes));
+}
+
+// Input Dims, Input type, Concrete Inputs and the scalar args of a framework op.
+void read_op_args(const json& args, const std::string& origin, const std::string& at,
+                  TraceEvent& t) {
+  if (auto it = args.find("Input Dims"); it != args.end() && it->is_array()) {
+    for (const json& d : *it) {
+      std::vector<std::int64_t> dims;
+      if (d.is_array())
+        for (const json& x : d) {
+          if (!x.is_number()) continue;
+          const double v = x.get<double>();
+          if (!(v >= -1 && v <= kMaxDim))
+            throw InputError(origin, at + ".args.Input Dims",
+                             "dimensions from -1 to 2^40, got " + sim::printable(x.dump()));
+          dims.push_back(static_cast<std::int64_t>(v));
+        }
+      t.input_dims.push_back(std::move(dims));
+    }
+  }
+  if (auto it = args.find("Input type"); it != args.end() && it->is_array())
+    for (const json& d : *it)
+      t.input_types.push_back(d.is_string() ? d.get<std::string>() : std::string());
+  if (auto it = args.find("Concrete Inputs"); it != args.end() && it->is_array())
+    for (const json& d : *it)
+      t.concrete_inputs.push_back(d.is_string() ? d.get<std::string>() : scalar_text(d));
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    if (it->is_primitive() && it.key() != "Input Dims" && it.key() != "Input type")
+      t.args[it.key()] = scalar_text(*it);
+  }
+}
+
+// What the event loop carries from one event to the next.
+struct ReadState {
+  Flows flows;
+  bool pre2022 = false;
+  bool any_cat = false;
+  std::vector<bool> raw_ts;  // per event pushed: its ts was already nanoseconds (see us_to_ns)
+  bool any_raw_ts = false;
+};
+
+// One "X" event (traceEvents[index]) into p.events; flows, metadata, instants and events of
+// other categories are skipped.
+void read_event(const json& e, std::size_t index, const std::string& origin, ReadState& s,
+                Profile& p) {
+  if (!e.is_object()) return;
+  const auto ph_it = e.find("ph");
+  const std::string ph =
+      ph_it != e.end() && ph_it->is_string() ? ph_it->get<std::string>() : std::string();
+  if (ph != "X") return;  // flows, metadata and instants carry no durations
+  TraceEvent t;
+  const std::string at = "traceEvents[" + std::to_string(index) + "]";
+  t.name = e.contains("name") ? scalar_text(e.at("name")) : std::string();
+  bool raw = false;
+  read_event_times(e, origin, at, t, raw);
+  t.pid = e.contains("pid") ? id_text(e.at("pid")) : std::string();
+  t.tid = e.contains("tid") ? id_text(e.at("tid")) : std::string();
+  t.kind = event_kind(e, t, s.any_cat, s.pre2022);
+  if (t.kind == EventKind::Other) return;
+  const json empty = json::object();
+  const json& args = e.contains("args") && e.at("args").is_object() ? e.at("args") : empty;
+  t.correlation = int_arg(args, "correlation", -1);
+  t.external_id = int_arg(args, "External id", -1);
+  if (t.external_id < 0) t.external_id = int_arg(args, "external id", -1);  // before 2022
+  if (t.correlation < 0 && (t.on_gpu() || t.kind == EventKind::Runtime)) {
+    const auto& flows = t.kind == EventKind::Runtime ? s.flows.start : s.flows.end;
+    if (auto f = flows.find({t.pid + "/" + t.tid, t.ts_ns}); f != flows.end()) {
+      t.correlation = f->second;
+      if (t.on_gpu()) ++p.links.by_flow;
+    }
+  }
+  if (t.on_gpu() || t.kind == EventKind::Sync || t.kind == EventKind::GpuAnnotation)
+    read_gpu_fields(e, args, origin, at, t);
+  read_op_args(args, origin, at, t);
+  s.raw_ts.push_back(raw);
+  s.any_raw_ts |= raw;
+  p.events.push_back(std::move(t));
+}
+
+// Kineto writes microseconds whatever `displayTimeUnit` says; a few exporters wrote
+// nanoseconds. Timestamps beyond 4e15 can only be ns (us_to_ns). Otherwise: a kernel launch
+// returns in 2-50 us on every GPU generation, and even where launches block on a full queue the
+// fastest tenth do not, so launches whose 10th percentile reads over 0.5 ms (as microseconds)
+// are nanoseconds.
+void fix_nanosecond_units(const ReadState& s, Profile& p) {
+  bool ns = s.any_raw_ts;
   if (!ns) {
     std::vector<std::int64_t> launch_durs;
     for (const TraceEvent& t : p.events)
@@ -406,21 +442,21 @@ Profile kineto_from_json(const json& doc, const std::string& origin) {
       ns = *p10 > 500'000;
     }
   }
-  if (ns) {
-    p.ns_timestamps = true;
-    for (std::size_t i = 0; i < p.events.size(); ++i) {
-      TraceEvent& t = p.events[i];
-      if (!raw_ts[i]) t.ts_ns = (t.ts_ns + 500) / 1000;
-      t.dur_ns = (t.dur_ns + 500) / 1000;
-    }
-    p.missing.push_back(
-        "timestamps are nanoseconds (beyond 4e15, or kernel launches that would last over 0.5 ms "
-        "as "
-        "microseconds): read as ns");
+  if (!ns) return;
+  p.ns_timestamps = true;
+  for (std::size_t i = 0; i < p.events.size(); ++i) {
+    TraceEvent& t = p.events[i];
+    if (!s.raw_ts[i]) t.ts_ns = (t.ts_ns + 500) / 1000;
+    t.dur_ns = (t.dur_ns + 500) / 1000;
   }
-  sort_events(p.events);
-  link_events(p);
+  p.missing.push_back(
+      "timestamps are nanoseconds (beyond 4e15, or kernel launches that would last over 0.5 ms "
+      "as "
+      "microseconds): read as ns");
+}
 
+// What a calibration from this trace cannot know, in p.missing.
+void note_missing_kineto(Profile& p) {
   bool has_gpu = false, has_runtime = false, has_dims = false, has_step = false,
        any_gpu_time = false;
   for (const TraceEvent& t : p.events) {
@@ -444,6 +480,26 @@ Profile kineto_from_json(const json& doc, const std::string& origin) {
         "only");
   if (!has_step)
     p.missing.push_back("no ProfilerStep#N annotations: the whole trace span is one step");
+}
+
+Profile kineto_from_json(const json& doc, const std::string& origin) {
+  Profile p;
+  p.source = origin;
+  bool bare = false;
+  const json& events = trace_events(doc, origin, bare);
+  read_trace_header(doc, origin, p);
+  ReadState s;
+  s.flows = ac2g_flows(events);
+  std::size_t index = 0;
+  for (const json& e : events) read_event(e, index++, origin, s, p);
+  if (bare || !s.any_cat)
+    p.dialect = "torch-bare-list";
+  else
+    p.dialect = s.pre2022 ? "kineto-pre2022" : "kineto";
+  fix_nanosecond_units(s, p);
+  sort_events(p.events);
+  link_events(p);
+  note_missing_kineto(p);
   return p;
 }
 
@@ -492,6 +548,111 @@ std::string col_text(sqlite3_stmt* st, int i) {
   return t ? reinterpret_cast<const char*>(t) : std::string();
 }
 
+struct GpuTable {
+  const char* table;
+  EventKind kind;
+  std::vector<std::string> required;
+};
+
+// The SQL expression naming a row of a GPU activity table.
+std::string gpu_row_name_expr(EventKind kind, const std::set<std::string>& cols) {
+  if (kind == EventKind::Kernel)
+    return cols.count("demangledName") ? "(SELECT value FROM StringIds WHERE id = t.demangledName)"
+           : cols.count("shortName")   ? "(SELECT value FROM StringIds WHERE id = t.shortName)"
+                                       : "'kernel'";
+  if (kind == EventKind::Memcpy)
+    return cols.count("copyKind") ? "'Memcpy kind ' || t.copyKind" : "'Memcpy'";
+  if (kind == EventKind::Memset) return "'Memset'";
+  return cols.count("syncType") ? "'Sync type ' || t.syncType" : "'Sync'";
+}
+
+// The rows of one CUPTI GPU activity table (kernels, memcpys, memsets, syncs) into p.events.
+void read_gpu_table(sqlite3* db, const std::string& path, const GpuTable& g, Profile& p) {
+  const auto cols = table_columns(db, g.table);
+  if (cols.empty()) {
+    p.missing.push_back(std::string("table ") + g.table +
+                        " absent (no such activity was recorded)");
+    return;
+  }
+  for (const std::string& c : g.required)
+    if (!cols.count(c))
+      throw InputError(path, std::string(g.table) + "." + c,
+                       "the column of Nsight Systems schema 2.x, got a table without it "
+                       "(unsupported export version)");
+  const std::string bytes_expr = cols.count("bytes") ? "t.bytes" : "0";
+  const std::string q = "SELECT t.start, t.end, t.deviceId, t.streamId, t.correlationId, " +
+                        bytes_expr + ", " + gpu_row_name_expr(g.kind, cols) + " FROM " + g.table +
+                        " t ORDER BY t.start";
+  Stmt s;
+  if (sqlite3_prepare_v2(db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK)
+    throw InputError(path, g.table,
+                     std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(db));
+  std::int64_t row = 0;
+  while (sqlite3_step(s.st) == SQLITE_ROW) {
+    TraceEvent t;
+    t.kind = g.kind;
+    t.ts_ns = sqlite3_column_int64(s.st, 0);
+    check_span(path, g.table, row, t.ts_ns, sqlite3_column_int64(s.st, 1));
+    t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
+    const std::int64_t device = sqlite3_column_int64(s.st, 2);
+    t.stream = sqlite3_column_int64(s.st, 3);
+    t.correlation = sqlite3_column_int64(s.st, 4);
+    t.bytes = sqlite3_column_int64(s.st, 5);
+    if (device < 0 || device >= kMaxDevices || t.bytes < 0 || t.bytes > kMaxBytes)
+      throw InputError(path, std::string(g.table) + " row " + std::to_string(row),
+                       "a deviceId from 0 to " + std::to_string(kMaxDevices - 1) +
+                           " and bytes from 0 to 1 PiB, got " + std::to_string(device) + " and " +
+                           std::to_string(t.bytes));
+    t.device = static_cast<int>(device);
+    ++row;
+    t.name = col_text(s.st, 6);
+    t.pid = std::to_string(t.device);
+    t.tid = std::to_string(t.stream);
+    p.events.push_back(std::move(t));
+  }
+}
+
+// The CUDA runtime calls (launches, copies, syncs) on the host threads into p.events.
+void read_runtime_table(sqlite3* db, const std::string& path, Profile& p) {
+  const auto rcols = table_columns(db, "CUPTI_ACTIVITY_KIND_RUNTIME");
+  if (rcols.empty()) {
+    p.missing.push_back(
+        "table CUPTI_ACTIVITY_KIND_RUNTIME absent: GPU work cannot be tied to host launches");
+    return;
+  }
+  for (const char* c : {"start", "end", "globalTid", "correlationId", "nameId"})
+    if (!rcols.count(c))
+      throw InputError(path, std::string("CUPTI_ACTIVITY_KIND_RUNTIME.") + c,
+                       "the column of Nsight Systems schema 2.x, got a table without it");
+  Stmt s;
+  const char* q =
+      "SELECT r.start, r.end, r.globalTid, r.correlationId, (SELECT value FROM StringIds WHERE "
+      "id = r.nameId) "
+      "FROM CUPTI_ACTIVITY_KIND_RUNTIME r ORDER BY r.start";
+  if (sqlite3_prepare_v2(db, q, -1, &s.st, nullptr) != SQLITE_OK)
+    throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME",
+                     std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(db));
+  std::int64_t row = 0;
+  while (sqlite3_step(s.st) == SQLITE_ROW) {
+    TraceEvent t;
+    t.kind = EventKind::Runtime;
+    t.ts_ns = sqlite3_column_int64(s.st, 0);
+    check_span(path, "CUPTI_ACTIVITY_KIND_RUNTIME", row++, t.ts_ns, sqlite3_column_int64(s.st, 1));
+    t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
+    const std::int64_t gtid = sqlite3_column_int64(s.st, 2);
+    // globalTid packs the process id in bits 24..47 and the thread id in the low 24 bits.
+    t.pid = std::to_string((gtid >> 24) & 0xFFFFFF);
+    t.tid = std::to_string(gtid & 0xFFFFFF);
+    t.correlation = sqlite3_column_int64(s.st, 3);
+    t.name = col_text(s.st, 4);
+    // Strip the version suffix ("cudaLaunchKernel_v7000") so names match Kineto's.
+    if (auto at = t.name.find("_v"); at != std::string::npos && at + 2 < t.name.size() &&
+                                     std::isdigit(static_cast<unsigned char>(t.name[at + 2])))
+      t.name.resize(at);
+    p.events.push_back(std::move(t));
+  }
+}
+
 }  // namespace
 
 Profile read_nsys_sqlite(const std::string& path) {
@@ -506,12 +667,6 @@ Profile read_nsys_sqlite(const std::string& path) {
   if (!has_strings)
     throw InputError(path, "StringIds",
                      "an Nsight Systems export with a StringIds table, got none");
-
-  struct GpuTable {
-    const char* table;
-    EventKind kind;
-    std::vector<std::string> required;
-  };
   const std::vector<GpuTable> gpu_tables = {
       {"CUPTI_ACTIVITY_KIND_KERNEL",
        EventKind::Kernel,
@@ -526,101 +681,8 @@ Profile read_nsys_sqlite(const std::string& path) {
        EventKind::Sync,
        {"start", "end", "deviceId", "streamId", "correlationId"}},
   };
-  for (const GpuTable& g : gpu_tables) {
-    const auto cols = table_columns(d.db, g.table);
-    if (cols.empty()) {
-      p.missing.push_back(std::string("table ") + g.table +
-                          " absent (no such activity was recorded)");
-      continue;
-    }
-    for (const std::string& c : g.required)
-      if (!cols.count(c))
-        throw InputError(path, std::string(g.table) + "." + c,
-                         "the column of Nsight Systems schema 2.x, got a table without it "
-                         "(unsupported export version)");
-    std::string name_expr = "''";
-    if (g.kind == EventKind::Kernel) {
-      name_expr = cols.count("demangledName")
-                      ? "(SELECT value FROM StringIds WHERE id = t.demangledName)"
-                  : cols.count("shortName") ? "(SELECT value FROM StringIds WHERE id = t.shortName)"
-                                            : "'kernel'";
-    } else if (g.kind == EventKind::Memcpy) {
-      name_expr = cols.count("copyKind") ? "'Memcpy kind ' || t.copyKind" : "'Memcpy'";
-    } else if (g.kind == EventKind::Memset) {
-      name_expr = "'Memset'";
-    } else {
-      name_expr = cols.count("syncType") ? "'Sync type ' || t.syncType" : "'Sync'";
-    }
-    const std::string bytes_expr = cols.count("bytes") ? "t.bytes" : "0";
-    const std::string q = "SELECT t.start, t.end, t.deviceId, t.streamId, t.correlationId, " +
-                          bytes_expr + ", " + name_expr + " FROM " + g.table +
-                          " t ORDER BY t.start";
-    Stmt s;
-    if (sqlite3_prepare_v2(d.db, q.c_str(), -1, &s.st, nullptr) != SQLITE_OK)
-      throw InputError(path, g.table,
-                       std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
-    std::int64_t row = 0;
-    while (sqlite3_step(s.st) == SQLITE_ROW) {
-      TraceEvent t;
-      t.kind = g.kind;
-      t.ts_ns = sqlite3_column_int64(s.st, 0);
-      check_span(path, g.table, row, t.ts_ns, sqlite3_column_int64(s.st, 1));
-      t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
-      const std::int64_t device = sqlite3_column_int64(s.st, 2);
-      t.stream = sqlite3_column_int64(s.st, 3);
-      t.correlation = sqlite3_column_int64(s.st, 4);
-      t.bytes = sqlite3_column_int64(s.st, 5);
-      if (device < 0 || device >= kMaxDevices || t.bytes < 0 || t.bytes > kMaxBytes)
-        throw InputError(path, std::string(g.table) + " row " + std::to_string(row),
-                         "a deviceId from 0 to " + std::to_string(kMaxDevices - 1) +
-                             " and bytes from 0 to 1 PiB, got " + std::to_string(device) + " and " +
-                             std::to_string(t.bytes));
-      t.device = static_cast<int>(device);
-      ++row;
-      t.name = col_text(s.st, 6);
-      t.pid = std::to_string(t.device);
-      t.tid = std::to_string(t.stream);
-      p.events.push_back(std::move(t));
-    }
-  }
-  const auto rcols = table_columns(d.db, "CUPTI_ACTIVITY_KIND_RUNTIME");
-  if (rcols.empty()) {
-    p.missing.push_back(
-        "table CUPTI_ACTIVITY_KIND_RUNTIME absent: GPU work cannot be tied to host launches");
-  } else {
-    for (const char* c : {"start", "end", "globalTid", "correlationId", "nameId"})
-      if (!rcols.count(c))
-        throw InputError(path, std::string("CUPTI_ACTIVITY_KIND_RUNTIME.") + c,
-                         "the column of Nsight Systems schema 2.x, got a table without it");
-    Stmt s;
-    const char* q =
-        "SELECT r.start, r.end, r.globalTid, r.correlationId, (SELECT value FROM StringIds WHERE "
-        "id = r.nameId) "
-        "FROM CUPTI_ACTIVITY_KIND_RUNTIME r ORDER BY r.start";
-    if (sqlite3_prepare_v2(d.db, q, -1, &s.st, nullptr) != SQLITE_OK)
-      throw InputError(path, "CUPTI_ACTIVITY_KIND_RUNTIME",
-                       std::string("a readable table, got SQLite error: ") + sqlite3_errmsg(d.db));
-    std::int64_t row = 0;
-    while (sqlite3_step(s.st) == SQLITE_ROW) {
-      TraceEvent t;
-      t.kind = EventKind::Runtime;
-      t.ts_ns = sqlite3_column_int64(s.st, 0);
-      check_span(path, "CUPTI_ACTIVITY_KIND_RUNTIME", row++, t.ts_ns,
-                 sqlite3_column_int64(s.st, 1));
-      t.dur_ns = sqlite3_column_int64(s.st, 1) - t.ts_ns;
-      const std::int64_t gtid = sqlite3_column_int64(s.st, 2);
-      // globalTid packs the process id in bits 24..47 and the thread id in the low 24 bits.
-      t.pid = std::to_string((gtid >> 24) & 0xFFFFFF);
-      t.tid = std::to_string(gtid & 0xFFFFFF);
-      t.correlation = sqlite3_column_int64(s.st, 3);
-      t.name = col_text(s.st, 4);
-      // Strip the version suffix ("cudaLaunchKernel_v7000") so names match Kineto's.
-      if (auto at = t.name.find("_v"); at != std::string::npos && at + 2 < t.name.size() &&
-                                       std::isdigit(static_cast<unsigned char>(t.name[at + 2])))
-        t.name.resize(at);
-      p.events.push_back(std::move(t));
-    }
-  }
+  for (const GpuTable& g : gpu_tables) read_gpu_table(d.db, path, g, p);
+  read_runtime_table(d.db, path, p);
   if (!table_columns(d.db, "TARGET_INFO_GPU").empty()) {
     Stmt s;
     if (sqlite3_prepare_v2(d.db, "SELECT name FROM TARGET_INFO_GPU ORDER BY id LIMIT 1", -1, &s.st,

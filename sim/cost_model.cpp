@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -119,8 +120,17 @@ std::string to_string(KernelCostModel::Source s) {
       return "class-curve";
     case KernelCostModel::Source::Roofline:
       return "roofline";
+    case KernelCostModel::Source::Storage:
+      return "storage";
   }
   return "roofline";
+}
+
+bool stores_only(const Op& op) {
+  static const std::set<std::string> kStorage = {"Placeholder",     "VariableV2", "Variable",
+                                                 "VarHandleOp",     "Const",      "Constant",
+                                                 "RunningStatistic"};
+  return op.inputs.empty() && kStorage.count(op.type) != 0;
 }
 
 double OpClassModel::predict_s(double flops, double bytes) const {
@@ -142,6 +152,11 @@ namespace {
 // on the H200 (ResNet-18, batch 64): 64 channels at 112x112 forward 1.34 TB/s, 128 at 28x28
 // 2.8 TB/s (21-22 GB/s per channel); 256 and more channels run at the device's bandwidth.
 constexpr double kBlockBytesPerSecond = 16384.0 / 750e-9;
+// The backward (bn_bw_1C11_kernel) streams two tensors per element and keeps fewer bytes in
+// flight per block: the same H200 trace, counting two reads of x and dy and one write of dx,
+// gives 13.5 and 13.8 GB/s per channel at 64 channels (56x56, 112x112) and 11.9 at 128 (28x28),
+// where the forward's kernels reach 20-22; about 10 KiB in flight per ~750 ns (13.65 GB/s).
+constexpr double kBlockBytesPerSecondBwd = 10240.0 / 750e-9;
 
 // PyTorch's (and its ONNX exports') names, NCHW. The builders' TensorFlow-style FusedBatchNorm
 // ops are NHWC ([N, H, W, C] signatures): cuDNN's NHWC kernels spread N*H*W over all SMs.
@@ -151,15 +166,24 @@ bool batch_norm_type(std::string_view t) {
          t == "aten::native_batch_norm_backward" || t == "aten::cudnn_batch_norm_backward";
 }
 
+// The most C channels of an NCHW batch norm of this type stream (B/s); nullopt for other ops
+// and shapes.
+std::optional<double> batch_norm_cap(std::string_view type,
+                                     const std::vector<std::int64_t>& input0) {
+  if (!batch_norm_type(type) || input0.size() != 4) return std::nullopt;
+  const double channels = static_cast<double>(input0[1]);
+  if (!(channels > 0)) return std::nullopt;
+  const bool backward =
+      type.find("Grad") != std::string::npos || type.find("backward") != std::string::npos;
+  return channels * (backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond);
+}
+
 // {bytes moved, bandwidth cap} of a GPU batch-norm op with an NCHW signature; nullopt otherwise.
 std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes) {
-  if (!batch_norm_type(op.type) || !op.signature || op.signature->input_shapes.empty() ||
-      op.signature->input_shapes[0].size() != 4)
-    return std::nullopt;
-  const double channels = static_cast<double>(op.signature->input_shapes[0][1]);
-  if (!(channels > 0)) return std::nullopt;
-  return std::make_pair(bytes + static_cast<double>(op.bytes_read.v),
-                        channels * kBlockBytesPerSecond);
+  if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
+  const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0]);
+  if (!cap) return std::nullopt;
+  return std::make_pair(bytes + static_cast<double>(op.bytes_read.v), *cap);
 }
 
 double elements(const std::vector<std::int64_t>& shape) {
@@ -193,6 +217,12 @@ std::optional<double> max_pool_bytes(const Op& op, double bytes) {
 
 }  // namespace
 
+double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
+                          double bw) {
+  const auto cap = batch_norm_cap(type, input0);
+  return cap && bw > *cap ? bw / *cap : 1.0;
+}
+
 Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) const {
   const RooflineParams& p = roofline_;
   const Duration floor = spec.kind == DeviceKind::Gpu ? p.min_kernel : p.min_cpu_op;
@@ -218,6 +248,9 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
 
 KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& device) const {
   if (op.measured) return {*op.measured, Source::Measured};
+  // Before any calibration: the 2 us kernel floor on each of ResNet-18's 104 variables and
+  // running statistics was 0.13 ms of a batch-8 step's GPU time that no kernel spends.
+  if (stores_only(op)) return {Duration{0}, Source::Storage};
   const DeviceCalibration* cal =
       calibration_ ? find_device_calibration(*calibration_, device) : nullptr;
   if (cal) {
@@ -239,11 +272,17 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
     // A class curve fitted on small shapes says little about ones 100x larger (the H200
     // microbenchmarks' convolutions ran at a third of ResNet-18's rate): past its range the
     // roofline prices the op.
-    if (m != cal->by_op_type.end() && m->second.covers(op.flops.v, op_bytes(op))) {
+    const double b = op_bytes(op);
+    // The curve's bytes are stretched as it was fitted (batch_norm_stretch).
+    const double b_fit =
+        device.spec.kind == DeviceKind::Gpu && op.signature && !op.signature->input_shapes.empty()
+            ? b * batch_norm_stretch(op.type, op.signature->input_shapes[0],
+                                     device.spec.memory_bandwidth.bytes_per_s)
+            : b;
+    if (m != cal->by_op_type.end() && m->second.covers(op.flops.v, b_fit)) {
       const Duration floor =
           device.spec.kind == DeviceKind::Gpu ? roofline_.min_kernel : roofline_.min_cpu_op;
-      const double b = op_bytes(op);
-      const double fit = m->second.predict_s(op.flops.v, b);
+      const double fit = m->second.predict_s(op.flops.v, b_fit);
       // No prediction faster than the unit that runs the op can go, whatever the file says (a
       // calibration fitted before fits were constrained, or one fitted on another math mode).
       const double peak = device.spec.peak_for(op.dtype).per_s;
@@ -278,6 +317,8 @@ const HostCalibration* KernelCostModel::host_model(const Device& device) const {
 }
 
 std::optional<Duration> KernelCostModel::host_time(const Op& op, const Device& device) const {
+  // A parameter or an input is no framework op: nothing is dispatched or launched for it.
+  if (device.spec.kind == DeviceKind::Gpu && stores_only(op)) return Duration{0};
   const HostCalibration* h = host_model(device);
   if (!h) return std::nullopt;
   if (op.phase == Phase::Other) return Duration{0};

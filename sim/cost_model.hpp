@@ -155,8 +155,9 @@ class KernelCostModel {
   void set_calibration(std::shared_ptr<const Calibration> c) { calibration_ = std::move(c); }
   [[nodiscard]] const RooflineParams& roofline() const { return roofline_; }
 
-  /// Which rule produced a time (for reports): the fall-back chain above.
-  enum class Source { Measured, Exact, Fitted, Roofline };
+  /// Which rule produced a time (for reports): the fall-back chain above. Storage: an op that
+  /// only names a tensor already in memory (stores_only), which launches no kernel.
+  enum class Source { Measured, Exact, Fitted, Roofline, Storage };
   struct Estimate {
     Duration time;
     Source source;
@@ -170,7 +171,8 @@ class KernelCostModel {
 
   /// Host time of launching `op` on `device` under the calibration's per-op host model
   /// (HostCalibration): by "phase:type", else the phase's default; ops of phase Other
-  /// (variables, placeholders, running statistics) are no framework op and cost 0; an update op
+  /// (variables, placeholders, running statistics) are no framework op and cost 0, as do
+  /// stores_only ops on any GPU, with or without a host model; an update op
   /// costs per_parameter. nullopt where no such model applies: a CPU, no host model, or a GPU
   /// whose cluster file set its own launch_overhead (it then differs from the calibration's,
   /// apply_host_calibration): the device's launch_overhead is charged per op.
@@ -187,8 +189,22 @@ class KernelCostModel {
   std::shared_ptr<const Calibration> calibration_;
 };
 
-/// "measured", "exact", "class-curve", "roofline".
+/// "measured", "exact", "class-curve", "roofline", "storage".
 std::string to_string(KernelCostModel::Source s);
+
+/// NCHW BatchNorm (PyTorch/ONNX names, `input0` its first input's [N, C, H, W]) on a GPU of
+/// memory bandwidth `bw` B/s: how many times longer its bytes take than at `bw`, as one thread
+/// block per channel streams at most 21.8 GB/s forward and 13.65 GB/s backward:
+/// max(1, bw / (C x rate)). 1 for other ops and shapes. `norm` class curves are fitted and
+/// applied on bytes x this factor, so one curve serves 64 channels and 512.
+double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
+                          double bw);
+
+/// True for an op with no inputs that only names storage: a parameter (VariableV2, Variable,
+/// VarHandleOp), an input (Placeholder), a constant (Const, Constant) or BatchNorm running
+/// statistics (RunningStatistic). PyTorch launches nothing for these (no aten op in a trace):
+/// they cost no kernel time and, on a GPU, no host time.
+bool stores_only(const Op& op);
 
 /// Per op of a placed graph, the rule that priced it on its device, as a JSON object:
 /// {"rules": {"roofline": N, ...}, "clamped": N, "ops": [{"op", "device", "rule", "time_ns"

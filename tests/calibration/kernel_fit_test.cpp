@@ -51,6 +51,25 @@ TEST(WorkEstimate, DropoutIsItsOwnClassAtTwoPerElement) {
   EXPECT_EQ(pc::op_class_of("Dropout"), "dropout");
 }
 
+TEST(OpClass, TableKeepsItsPrecedence) {
+  // A name under two classes belongs to the first (convolution_backward is listed under conv
+  // too); in-place forms share their class; Memcpy/Memset by prefix; anything else elementwise.
+  EXPECT_EQ(pc::op_class_of("aten::convolution_backward"), "conv_bwd");
+  EXPECT_EQ(pc::op_class_of("aten::convolution"), "conv");
+  EXPECT_EQ(pc::op_class_of("aten::addmm"), "gemm");
+  EXPECT_EQ(pc::op_class_of("aten::view"), "meta");
+  EXPECT_EQ(pc::op_class_of("aten::cudnn_batch_norm_backward"), "norm");
+  EXPECT_EQ(pc::op_class_of("aten::_log_softmax"), "reduction");
+  EXPECT_EQ(pc::op_class_of("aten::max_pool2d_with_indices"), "pool");
+  EXPECT_EQ(pc::op_class_of("aten::max_pool2d_with_indices_backward"), "pool_bwd");
+  EXPECT_EQ(pc::op_class_of("aten::lstm_cell"), "rnn");
+  EXPECT_EQ(pc::op_class_of("aten::copy_"), "copy");
+  EXPECT_EQ(pc::op_class_of("Memcpy HtoD (Pageable -> Device)"), "copy");
+  EXPECT_EQ(pc::op_class_of("aten::bernoulli_"), "dropout");
+  EXPECT_EQ(pc::op_class_of("aten::__and__"), "elementwise");
+  EXPECT_EQ(pc::op_class_of("aten::add_"), "elementwise");
+}
+
 TEST(FitOpClass, RecoversAKnownLinearModel) {
   // t = 5 us + F / 10 TFLOP/s + B / 500 GB/s
   std::vector<double> f, b, t;

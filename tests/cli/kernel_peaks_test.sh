@@ -58,14 +58,16 @@ if [ -x /usr/bin/python3 ]; then
 fi
 
 # simulate --pricing names the rule of the fall-back chain that priced each op: ResNet-18 (ONNX,
-# training) on the imported 1-GPU H200 with the microbenchmark calibration.
+# training) on the imported 1-GPU H200 with the microbenchmark calibration; its variables, inputs
+# and running statistics launch nothing ("storage", 0 ns).
 "$P" import topo --nvidia-smi "$D/h200_nvidia-smi-topo.txt" --gpu-model H200-SXM-141GB -o "$T/h200c.yaml" >/dev/null || fail "import topo"
 "$P" simulate --graph "$ROOT/tests/data/onnx/resnet18.onnx" --graph-opt training,batch=8 --cluster "$T/h200c.yaml" \
   --placement single-gpu --calibration "$T/h200-micro.yaml" --pricing "$T/pricing.json" >/dev/null || fail "simulate --pricing"
 python3 - "$T/pricing.json" <<'PY' || fail "simulate --pricing: no pricing rule per op"
 import json, sys
 p = json.load(open(sys.argv[1]))
-assert p["ops"] and all(o["rule"] in ("measured", "exact", "class-curve", "roofline") for o in p["ops"]), p["rules"]
+assert p["ops"] and all(o["rule"] in ("measured", "exact", "class-curve", "roofline", "storage") for o in p["ops"]), p["rules"]
+assert p["rules"].get("storage", 0) > 0 and all(o["time_ns"] == 0 for o in p["ops"] if o["rule"] == "storage"), p["rules"]
 assert sum(p["rules"].values()) == len(p["ops"]), p["rules"]
 assert p["rules"].get("class-curve", 0) > 0, p["rules"]
 PY

@@ -106,6 +106,46 @@ TEST(CostModel, ClassCurveNeverFasterThanThePeak) {
   EXPECT_EQ(to_string(KernelCostModel::Source::Fitted), "class-curve");
 }
 
+TEST(CostModel, StorageOpsLaunchNothing) {
+  // A 100 MB parameter: once priced as a pass over its bytes (111 us at 900 GB/s), it launches
+  // no kernel in PyTorch; nor does an input or a BatchNorm running statistic.
+  const Cluster c = testing::star_cluster(1);
+  KernelCostModel km;
+  for (const char* type : {"VariableV2", "Placeholder", "RunningStatistic", "Const"}) {
+    Op op;
+    op.type = type;
+    op.outputs.push_back({.bytes = Bytes{100'000'000}});
+    EXPECT_TRUE(stores_only(op)) << type;
+    const auto e = km.estimate(op, c.devices[1]);
+    EXPECT_EQ(e.source, KernelCostModel::Source::Storage) << type;
+    EXPECT_EQ(e.time.ns, 0) << type;
+    EXPECT_EQ(km.op_time(op, c.devices[0]).ns, 0) << type;  // the CPU too
+    EXPECT_EQ(km.host_time(op, c.devices[1]), Duration{0}) << type;
+    EXPECT_EQ(km.host_time(op, c.devices[0]), std::nullopt) << type;  // CPUs: the launch cost
+  }
+  // An op of such a type with a data input computes something: priced as usual.
+  Op fed;
+  fed.type = "Placeholder";
+  fed.inputs.push_back({.op = 0, .output = 0});
+  fed.outputs.push_back({.bytes = Bytes{1'000'000}});
+  EXPECT_FALSE(stores_only(fed));
+  EXPECT_GT(km.op_time(fed, c.devices[1]).ns, 0);
+  EXPECT_EQ(to_string(KernelCostModel::Source::Storage), "storage");
+}
+
+TEST(CostModel, BatchNormStretchFollowsThePerChannelBound) {
+  // H200 (4.8 TB/s): 64 channels stream 64 x 21.8 GB/s forward, 64 x 13.65 backward; 512
+  // channels forward reach the bandwidth (no stretch); other ops and NHWC-less shapes: 1.
+  const double fwd = batch_norm_stretch("aten::cudnn_batch_norm", {64, 64, 56, 56}, 4.8e12);
+  const double bwd =
+      batch_norm_stretch("aten::cudnn_batch_norm_backward", {64, 64, 56, 56}, 4.8e12);
+  EXPECT_NEAR(fwd, 4.8e12 / (64 * 16384.0 / 750e-9), 1e-9);
+  EXPECT_NEAR(bwd, 4.8e12 / (64 * 10240.0 / 750e-9), 1e-9);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("BatchNormalization", {64, 512, 7, 7}, 4.8e12), 1.0);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("aten::add", {64, 64, 56, 56}, 4.8e12), 1.0);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("aten::cudnn_batch_norm", {64, 64}, 4.8e12), 1.0);
+}
+
 TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
   const MathMode torch = *MathMode::parse("torch");
   EXPECT_EQ(compute_dtype("Conv", Dtype::F32, torch), Dtype::TF32);
