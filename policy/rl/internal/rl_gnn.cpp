@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -677,6 +678,7 @@ namespace {
 
 // What the trainer needs to place one graph on one cluster.
 struct Task {
+  const sim::Graph* graph = nullptr;
   models::Grouping grouping;
   std::unique_ptr<sim::BatchOracle> oracle;
   double reference_s = 1.0;
@@ -688,6 +690,7 @@ Task make_task(const sim::Graph& graph, const sim::Cluster& cluster, const Train
     throw sim::InputError("<flag --grouper>", "",
                           "scotch, group_graph or colocation with --policy gnn, got learned");
   Task t;
+  t.graph = &graph;
   t.grouping = policy_grouping(graph, cluster, config);
   sim::SimOptions so;
   so.record_critical_path = false;
@@ -730,16 +733,18 @@ void make_dir(const std::string& dir) {
 
 // Runs `step` until the iteration count, the wall budget or a stop request ends it; reports
 // progress after every iteration.
+// `reserve` is the wall time to leave at the end of a --minutes budget (the final search).
 template <typename Step>
-bool run_budget(const TrainConfig& config, GnnTrainer& trainer, Step&& step,
-                const std::int64_t& evaluations) {
+bool run_budget(
+    const TrainConfig& config, GnnTrainer& trainer, Step&& step, const std::int64_t& evaluations,
+    const std::function<double()>& reserve = [] { return 0.0; }) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool has_budget = config.minutes.has_value();
   const double budget_s = has_budget ? *config.minutes * 60.0 : 0.0;
   const int total = config.iterations ? *config.iterations : (has_budget ? -1 : 100);
   while (total < 0 || trainer.iteration() < total) {
     if (config.stop != nullptr && config.stop->load()) return true;
-    if (has_budget && seconds_since(t0) >= budget_s) break;
+    if (has_budget && seconds_since(t0) + reserve() >= budget_s) break;
     const IterationStats st = step();
     if (config.on_iteration) {
       Progress pr;
@@ -754,45 +759,23 @@ bool run_budget(const TrainConfig& config, GnnTrainer& trainer, Step&& step,
   return false;
 }
 
-}  // namespace
-
-TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
-                      const TrainConfig& config, const GnnOptions& options) {
-  const auto t_start = std::chrono::steady_clock::now();
-  pin_torch_to_one_thread();
-  if (config.resume)
-    throw sim::InputError("<flag --resume>", "", "--policy seq2seq: --policy gnn cannot resume");
-  if (config.comm != nullptr && config.comm->size() > 1)
-    throw sim::InputError("<flag --policy>", "", "one process (no mpirun) for --policy gnn");
-  const GnnOptions opt = with_pretrained(options, config.pretrained);
-  TrainResult result;
-  std::int64_t evaluations = 0;
-  const Task task = make_task(graph, cluster, config, evaluations);
-  result.groups = task.grouping.size();
-  GnnTrainer trainer(make_gnn_problem(task.grouping, graph, cluster, config.costs), opt,
-                     reward_of(task, config.sim_threads, evaluations), task.reference_s);
-  if (!config.pretrained.empty()) trainer.load_policy(config.pretrained);
-  result.interrupted = run_budget(
-      config, trainer, [&] { return trainer.step(); }, evaluations);
-  if (!config.checkpoint_dir.empty()) {
-    make_dir(config.checkpoint_dir);
-    trainer.save_policy((std::filesystem::path(config.checkpoint_dir) / "gnn.ckpt").string(),
-                        "train --policy gnn --graph " + graph.name + " --cluster " + cluster.name +
-                            " --seed " + std::to_string(opt.seed) + ", " +
-                            std::to_string(trainer.iteration()) + " iterations" +
-                            (config.pretrained.empty() ? "" : ", from " + config.pretrained));
-  }
-  // The greedy decode is a candidate too (the only one with --iterations 0).
-  const DevicesOfGroups greedy = trainer.greedy();
-  const Evaluation ge = evaluation_of(task.oracle->evaluate(task.grouping.expand(greedy)));
-  ++evaluations;
-  pick_final(trainer.best(), trainer.best_step_s(), greedy, ge, result);
-  result.best = task.grouping.expand(result.best_groups);
-  result.history = trainer.history();
-  result.evaluations = evaluations;
-  result.wall_s = seconds_since(t_start);
-  return result;
+// What the final search will cost at most: its simulation count times the mean wall time of one
+// simulation in training so far (a batch of K on the oracle's threads), with a margin of 1.5 for
+// the search's smaller batches (a group move simulates D - 1 placements at once). Zero before the
+// first iteration (the first always runs) and without a search.
+std::function<double()> search_reserve(const std::optional<GnnPlaceOptions>& search,
+                                       const GnnTrainer& trainer, int samples) {
+  if (!search) return [] { return 0.0; };
+  const auto most = static_cast<double>(gnn_search_max_evaluations(*search, 1));
+  return [most, &trainer, samples] {
+    double reward_s = 0.0;
+    for (const auto& st : trainer.history()) reward_s += st.reward_s;
+    const auto sims = static_cast<double>(trainer.history().size()) * samples;
+    return sims > 0 ? 1.5 * most * reward_s / sims : 0.0;
+  };
 }
+
+}  // namespace
 
 PretrainResult pretrain_gnn(const std::vector<CorpusItem>& corpus, const TrainConfig& config,
                             const GnnOptions& options, const std::string& output,
@@ -970,9 +953,102 @@ int refine_ops(const sim::Graph& graph, const sim::BatchOracle& oracle, int thre
 
 }  // namespace
 
-GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& graph,
-                                   const sim::Cluster& cluster, const sim::KernelCostModel& costs,
-                                   const GnnPlaceOptions& options) {
+namespace {
+
+// A placement the search starts from besides the policy's and the hints (training's best).
+struct Seed {
+  DevicesOfGroups groups;
+  std::string name;
+};
+
+// The candidates of the search in a fixed order (greedy, hints that apply, seeds, samples),
+// simulated in one batch; the stage bests go to `out`.
+struct Candidates {
+  std::vector<DevicesOfGroups> groups;
+  std::vector<std::string> names;
+  std::vector<Evaluation> evals;
+};
+
+Candidates gather_candidates(GnnTrainer& trainer, const GnnProblem& problem, const RewardFn& reward,
+                             const std::vector<Seed>& seeds, int samples, GnnPlacement& out) {
+  Candidates c;
+  c.groups.push_back(trainer.greedy());
+  c.names.emplace_back("greedy");
+  const char* hint_names[kGnnHints] = {"scotch", "m-etf"};
+  for (size_t h = 0; h < problem.hints.size(); ++h) {
+    const auto& hint = problem.hints[h];
+    if (hint.empty() || std::find(hint.begin(), hint.end(), -1) != hint.end()) continue;
+    c.groups.push_back(hint);
+    c.names.push_back(std::string("hint ") + hint_names[h]);
+  }
+  const size_t first_seed = c.groups.size();
+  for (const auto& s : seeds) {
+    c.groups.push_back(s.groups);
+    c.names.push_back(s.name);
+  }
+  const size_t first_sample = c.groups.size();
+  for (auto& s : trainer.sample(samples)) {
+    c.groups.push_back(std::move(s));
+    c.names.emplace_back("sample");
+  }
+  c.evals = reward(c.groups);
+  auto best_of = [&c](size_t from, size_t to) {
+    double b = 0.0;
+    for (size_t i = from; i < to; ++i)
+      if (std::isfinite(step_or_inf(c.evals[i])) && (b == 0.0 || c.evals[i].step_time_s < b))
+        b = c.evals[i].step_time_s;
+    return b;
+  };
+  out.greedy_s = best_of(0, 1);
+  out.hint_s = best_of(1, first_seed);
+  out.sampled_s = best_of(first_sample, c.groups.size());
+  return c;
+}
+
+// The test-time search from a loaded or trained policy: candidates, `starts` group-level climbs,
+// then op-level moves on the best. Counts, not seconds: deterministic.
+GnnPlacement search_from(GnnTrainer& trainer, const GnnProblem& problem, const Task& task,
+                         const RewardFn& reward, std::int64_t& evaluations,
+                         const GnnPlaceOptions& options, const std::vector<Seed>& seeds) {
+  GnnPlacement out;
+  const Candidates c = gather_candidates(trainer, problem, reward, seeds, options.samples, out);
+  // The `starts` best distinct candidates (by step time, then order), each climbed in turn: the
+  // greedy decode and the hints often sit in different basins (m-ETF's on inception_v3).
+  std::vector<size_t> order(c.groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&c](size_t x, size_t y) {
+    return step_or_inf(c.evals[x]) < step_or_inf(c.evals[y]);
+  });
+  DevicesOfGroups cur = c.groups[0];  // all OOM: the greedy decode, as before
+  double cur_s = step_or_inf(c.evals[0]);
+  out.start = c.names[0];
+  std::vector<DevicesOfGroups> climbed;
+  for (const size_t i : order) {
+    if (static_cast<int>(climbed.size()) >= std::max(1, options.starts)) break;
+    if (!std::isfinite(step_or_inf(c.evals[i]))) break;
+    if (std::find(climbed.begin(), climbed.end(), c.groups[i]) != climbed.end()) continue;
+    climbed.push_back(c.groups[i]);
+    DevicesOfGroups p = c.groups[i];
+    double p_s = step_or_inf(c.evals[i]);
+    improve_by_moves(problem, reward, options.search_evaluations, p, p_s);
+    if (climbed.size() == 1 || p_s < cur_s) {
+      cur = std::move(p);
+      cur_s = p_s;
+      out.start = c.names[i];
+    }
+  }
+  out.groups = cur;
+  out.placement = task.grouping.expand(cur);
+  if (std::isfinite(cur_s) && options.op_evaluations > 0) {
+    evaluations += refine_ops(*task.graph, *task.oracle, options.sim_threads,
+                              options.op_evaluations, out.placement, cur_s);
+  }
+  out.final_s = std::isfinite(cur_s) ? cur_s : 0.0;
+  out.evaluations = evaluations;
+  return out;
+}
+
+void check_search_options(const GnnPlaceOptions& options) {
   if (options.samples < 0 || options.search_evaluations < 0 || options.starts < 1 ||
       options.op_evaluations < 0)
     throw sim::InputError("<place options>", "samples",
@@ -980,6 +1056,19 @@ GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& gr
                               std::to_string(options.samples) + ", " +
                               std::to_string(options.search_evaluations) + " and " +
                               std::to_string(options.starts));
+}
+
+}  // namespace
+
+std::int64_t gnn_search_max_evaluations(const GnnPlaceOptions& o, int extra_candidates) {
+  return 1 + kGnnHints + static_cast<std::int64_t>(extra_candidates) + o.samples +
+         static_cast<std::int64_t>(o.starts) * o.search_evaluations + o.op_evaluations;
+}
+
+GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& graph,
+                                   const sim::Cluster& cluster, const sim::KernelCostModel& costs,
+                                   const GnnPlaceOptions& options) {
+  check_search_options(options);
   pin_torch_to_one_thread();
   GnnOptions opt = read_gnn_policy_header(path).first;
   opt.seed = options.seed;
@@ -991,74 +1080,73 @@ GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& gr
   GnnProblem problem = make_gnn_problem(task.grouping, graph, cluster, costs);
   GnnTrainer trainer(problem, opt, reward, task.reference_s);
   trainer.load_policy(path);
-
-  // Candidates in a fixed order: greedy, the hints that apply, the samples.
-  std::vector<DevicesOfGroups> cands{trainer.greedy()};
-  std::vector<std::string> names{"greedy"};
-  const char* hint_names[kGnnHints] = {"scotch", "m-etf"};
-  for (size_t h = 0; h < problem.hints.size(); ++h) {
-    const auto& hint = problem.hints[h];
-    if (hint.empty() || std::find(hint.begin(), hint.end(), -1) != hint.end()) continue;
-    cands.push_back(hint);
-    names.push_back(std::string("hint ") + hint_names[h]);
-  }
-  const size_t first_sample = cands.size();
-  for (auto& s : trainer.sample(options.samples)) {
-    cands.push_back(std::move(s));
-    names.emplace_back("sample");
-  }
-  const std::vector<Evaluation> evals = reward(cands);
-  GnnPlacement out;
-  auto best_of = [&evals](size_t from, size_t to) {
-    double b = 0.0;
-    for (size_t i = from; i < to; ++i)
-      if (std::isfinite(step_or_inf(evals[i])) && (b == 0.0 || evals[i].step_time_s < b))
-        b = evals[i].step_time_s;
-    return b;
-  };
-  out.greedy_s = best_of(0, 1);
-  out.hint_s = best_of(1, first_sample);
-  out.sampled_s = best_of(first_sample, cands.size());
-  // The `starts` best distinct candidates (by step time, then order), each climbed in turn: the
-  // greedy decode and the hints often sit in different basins (m-ETF's on inception_v3).
-  std::vector<size_t> order(cands.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&evals](size_t x, size_t y) {
-    return step_or_inf(evals[x]) < step_or_inf(evals[y]);
-  });
-  DevicesOfGroups cur = cands[0];  // all OOM: the greedy decode, as before
-  double cur_s = step_or_inf(evals[0]);
-  out.start = names[0];
-  std::vector<DevicesOfGroups> climbed;
-  for (const size_t i : order) {
-    if (static_cast<int>(climbed.size()) >= std::max(1, options.starts)) break;
-    if (!std::isfinite(step_or_inf(evals[i]))) break;
-    if (std::find(climbed.begin(), climbed.end(), cands[i]) != climbed.end()) continue;
-    climbed.push_back(cands[i]);
-    DevicesOfGroups p = cands[i];
-    double p_s = step_or_inf(evals[i]);
-    improve_by_moves(problem, reward, options.search_evaluations, p, p_s);
-    if (climbed.size() == 1 || p_s < cur_s) {
-      cur = std::move(p);
-      cur_s = p_s;
-      out.start = names[i];
-    }
-  }
-  out.placement = task.grouping.expand(cur);
-  if (std::isfinite(cur_s) && options.op_evaluations > 0) {
-    evaluations += refine_ops(graph, *task.oracle, options.sim_threads, options.op_evaluations,
-                              out.placement, cur_s);
-  }
-  out.final_s = std::isfinite(cur_s) ? cur_s : 0.0;
-  out.evaluations = evaluations;
-  return out;
+  return search_from(trainer, problem, task, reward, evaluations, options, {});
 }
 
-GnnPlaceOptions gnn_place_options_from_env() {
+TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
+                      const TrainConfig& config, const GnnOptions& options,
+                      const std::optional<GnnPlaceOptions>& search) {
+  const auto t_start = std::chrono::steady_clock::now();
+  pin_torch_to_one_thread();
+  if (config.resume)
+    throw sim::InputError("<flag --resume>", "", "--policy seq2seq: --policy gnn cannot resume");
+  if (config.comm != nullptr && config.comm->size() > 1)
+    throw sim::InputError("<flag --policy>", "", "one process (no mpirun) for --policy gnn");
+  if (search) check_search_options(*search);
+  const GnnOptions opt = with_pretrained(options, config.pretrained);
+  TrainResult result;
+  std::int64_t evaluations = 0;
+  const Task task = make_task(graph, cluster, config, evaluations);
+  result.groups = task.grouping.size();
+  const RewardFn reward = reward_of(task, config.sim_threads, evaluations);
+  const GnnProblem problem = make_gnn_problem(task.grouping, graph, cluster, config.costs);
+  GnnTrainer trainer(problem, opt, reward, task.reference_s);
+  if (!config.pretrained.empty()) trainer.load_policy(config.pretrained);
+  result.interrupted = run_budget(
+      config, trainer, [&] { return trainer.step(); }, evaluations,
+      search_reserve(search, trainer, opt.samples));
+  if (!config.checkpoint_dir.empty()) {
+    make_dir(config.checkpoint_dir);
+    trainer.save_policy((std::filesystem::path(config.checkpoint_dir) / "gnn.ckpt").string(),
+                        "train --policy gnn --graph " + graph.name + " --cluster " + cluster.name +
+                            " --seed " + std::to_string(opt.seed) + ", " +
+                            std::to_string(trainer.iteration()) + " iterations" +
+                            (config.pretrained.empty() ? "" : ", from " + config.pretrained));
+  }
+  // The greedy decode is a candidate too (the only one with --iterations 0).
+  const DevicesOfGroups greedy = trainer.greedy();
+  const Evaluation ge = evaluation_of(task.oracle->evaluate(task.grouping.expand(greedy)));
+  ++evaluations;
+  pick_final(trainer.best(), trainer.best_step_s(), greedy, ge, result);
+  result.best = task.grouping.expand(result.best_groups);
+  result.history = trainer.history();
+  if (search && !result.interrupted) {
+    // The search from the trained policy, seeded with what training found: it keeps the best
+    // candidate and improves only strictly, so it never ends worse than training's result.
+    const auto t_search = std::chrono::steady_clock::now();
+    const std::int64_t before = evaluations;
+    GnnPlaceOptions so = *search;
+    so.sim_threads = config.sim_threads;
+    const GnnPlacement found = search_from(trainer, problem, task, reward, evaluations, so,
+                                           {{result.best_groups, "training best"}});
+    result.trained_step_s = result.best_oom ? 0.0 : result.best_step_s;
+    result.search_evaluations = evaluations - before;
+    result.search_wall_s = seconds_since(t_search);
+    if (found.final_s > 0 && (result.best_oom || found.final_s < result.best_step_s)) {
+      result.best = found.placement;
+      result.best_groups = found.groups;
+      result.best_step_s = found.final_s;
+      result.best_oom = false;
+    }
+  }
+  result.evaluations = evaluations;
+  result.wall_s = seconds_since(t_start);
+  return result;
+}
+
+GnnPlaceOptions parse_gnn_search(const std::string& text, const std::string& where) {
   GnnPlaceOptions o;
-  const char* env = std::getenv("PLACESIM_RL_SEARCH");
-  if (env == nullptr || *env == '\0') return o;
-  std::istringstream in(env);
+  std::istringstream in(text);
   std::array<long long, 4> v{o.samples, o.search_evaluations, o.starts, o.op_evaluations};
   char comma = ',';
   size_t n = 0;
@@ -1071,14 +1159,20 @@ GnnPlaceOptions gnn_place_options_from_env() {
                   v[2] <= 1'000'000;
   if (!ok)
     throw sim::InputError(
-        "<environment PLACESIM_RL_SEARCH>", "",
+        where, "",
         "SAMPLES,EVALUATIONS,STARTS,OP_EVALUATIONS (integers >= 0, >= 0, >= 1, >= 0), got '" +
-            std::string(env) + "'");
+            text + "'");
   o.samples = static_cast<int>(v[0]);
   o.search_evaluations = static_cast<int>(v[1]);
   o.starts = static_cast<int>(v[2]);
   o.op_evaluations = static_cast<int>(v[3]);
   return o;
+}
+
+GnnPlaceOptions gnn_place_options_from_env() {
+  const char* env = std::getenv("PLACESIM_RL_SEARCH");
+  if (env == nullptr || *env == '\0') return {};
+  return parse_gnn_search(env, "<environment PLACESIM_RL_SEARCH>");
 }
 
 sim::Placement place_with_gnn(const std::string& path, const sim::Graph& graph,
