@@ -89,6 +89,8 @@ class GnnTrainer {
   /// K placements drawn from the policy as step() draws them (the trainer's seeded RNG), without
   /// scoring or updating: test-time search (place_with_gnn_search).
   std::vector<DevicesOfGroups> sample(int k);
+  /// The same from an engine seeded with `seed`, leaving the trainer's RNG as it was.
+  [[nodiscard]] std::vector<DevicesOfGroups> sample(int k, std::uint64_t seed) const;
   [[nodiscard]] const DevicesOfGroups& best() const;
   [[nodiscard]] double best_step_s() const;
   [[nodiscard]] int iteration() const;
@@ -130,6 +132,14 @@ struct GnnPlaceOptions {
   std::uint64_t seed = 1;
   int sim_threads = 0;  ///< oneTBB threads for the simulations; <= 0 = default
 };
+/// The search `train --policy gnn` ends with by default: place's with 8 times the op-level moves
+/// (training has minutes; on the held-out mobilenet_v2 and inception_v3 x a100pcie4 the op moves
+/// still improved after 1,024; docs/rl.md).
+inline GnnPlaceOptions gnn_train_search_defaults() {
+  GnnPlaceOptions o;
+  o.op_evaluations = 8192;
+  return o;
+}
 /// `placesim train --policy gnn`: train_placement with the GNN (grouping, oracle, budgets as
 /// there; config.pretrained = a GNN policy file to fine-tune). Writes
 /// config.checkpoint_dir/gnn.ckpt at the end when set (no --resume). With `search`, training

@@ -74,8 +74,9 @@ s, o = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert "trained_step_s" not in o and "search_simulations" not in o, o
 assert s["trained_step_s"] == o["best_step_s"], (s, o)
 assert 0 < s["best_step_s"] <= s["trained_step_s"], s
-# greedy + 2 hints + training's best + 4 samples + 20 group moves + 20 op moves
-assert 0 < s["search_simulations"] <= 48, s
+# before training place --method rl's search (at most 1 + 2 + 32 + 3 x 512 + 1024), after it
+# greedy + 2 hints + training's best + the first search's result + 4 samples + 20 + 20 moves
+assert 0 < s["search_simulations"] <= 2595 + 49, s
 assert s["simulations"] == o["simulations"] + s["search_simulations"], (s, o)
 PY
 for bad in "1,2,3" "1,2,0,4" "x"; do

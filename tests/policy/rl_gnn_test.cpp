@@ -235,9 +235,11 @@ TEST(GnnPolicy, TestTimeSearchKeepsTheBestCandidateAndImprovesIt) {
 
 // `train --policy gnn --pretrained P` ends with the test-time search from the fine-tuned policy,
 // seeded with training's best: the final placement is never worse than the best placement seen in
-// training, its step time is the simulator's, and a fixed seed and counts give the same bits on
+// training or the search before training (the zero-shot placement), its step time is the
+// simulator's, and a fixed seed and counts give the same bits on
 // any thread count. Without the search the result is training's best, as before.
 TEST(GnnPolicy, FineTuneEndsWithTheSearchAndNeverLosesTrainingsBest) {
+  ::unsetenv("PLACESIM_RL_SEARCH");  // the first search is place --method rl's defaults
   const sim::Graph g = models::load_graph("rnnlm", "steps=3,hidden=128,vocab=500,batch=8");
   const sim::Cluster c = sim::load_cluster("paper-4gpu");
   TrainConfig cfg;
@@ -270,7 +272,12 @@ TEST(GnnPolicy, FineTuneEndsWithTheSearchAndNeverLosesTrainingsBest) {
   EXPECT_LE(a.best_step_s, a.trained_step_s);
   for (const auto& st : a.history)
     EXPECT_LE(a.best_step_s, st.min_step_s > 0 ? st.min_step_s : 1e9);
-  EXPECT_LE(a.search_evaluations, gnn_search_max_evaluations(search, 1));
+  // Two searches: place --method rl's from the policy before training, then `search` from the
+  // trained one with 2 seeds (training's best, the first search's result).
+  EXPECT_LE(a.search_evaluations, gnn_search_max_evaluations(GnnPlaceOptions{}, 0) +
+                                      gnn_search_max_evaluations(search, 2));
+  // Never worse than place --method rl (the zero-shot search) with the same policy file.
+  EXPECT_LE(a.best_step_s, place_with_gnn_search(path, g, c, {}, GnnPlaceOptions{}).final_s);
   EXPECT_EQ(a.best.device_of, b.best.device_of);
   EXPECT_EQ(a.best_step_s, b.best_step_s);
   EXPECT_EQ(a.evaluations, b.evaluations);

@@ -453,6 +453,9 @@ struct GnnTrainer::Impl {
   // K placements drawn group by group from the policy's per-group distributions with our own
   // RNG (inverse CDF over doubles), so a seed reproduces them bit for bit.
   std::vector<DevicesOfGroups> sample(const torch::Tensor& probs, int k) {
+    return sample(probs, k, rng);
+  }
+  std::vector<DevicesOfGroups> sample(const torch::Tensor& probs, int k, std::mt19937_64& engine) {
     const auto g = probs.size(0), d = probs.size(1);
     const double* p = probs.data_ptr<double>();
     std::vector<DevicesOfGroups> out(static_cast<size_t>(k),
@@ -460,7 +463,7 @@ struct GnnTrainer::Impl {
     for (int s = 0; s < k; ++s)
       for (std::int64_t i = 0; i < g; ++i) {
         const double* row = p + i * d;
-        const double u = uniform01(rng);
+        const double u = uniform01(engine);
         double acc = 0.0;
         int pick = -1;
         for (std::int64_t j = 0; j < d; ++j) {
@@ -584,6 +587,14 @@ std::vector<DevicesOfGroups> GnnTrainer::sample(int k) {
   torch::NoGradGuard no_grad;
   auto probs = torch::softmax(m.logits().to(torch::kDouble), 1).contiguous();
   return m.sample(probs, k);
+}
+
+std::vector<DevicesOfGroups> GnnTrainer::sample(int k, std::uint64_t seed) const {
+  auto& m = *impl_;
+  torch::NoGradGuard no_grad;
+  auto probs = torch::softmax(m.logits().to(torch::kDouble), 1).contiguous();
+  std::mt19937_64 engine(seed);
+  return m.sample(probs, k, engine);
 }
 
 DevicesOfGroups GnnTrainer::greedy() const {
@@ -737,8 +748,8 @@ void make_dir(const std::string& dir) {
 template <typename Step>
 bool run_budget(
     const TrainConfig& config, GnnTrainer& trainer, Step&& step, const std::int64_t& evaluations,
-    const std::function<double()>& reserve = [] { return 0.0; }) {
-  const auto t0 = std::chrono::steady_clock::now();
+    const std::function<double()>& reserve = [] { return 0.0; },
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now()) {
   const bool has_budget = config.minutes.has_value();
   const double budget_s = has_budget ? *config.minutes * 60.0 : 0.0;
   const int total = config.iterations ? *config.iterations : (has_budget ? -1 : 100);
@@ -766,7 +777,7 @@ bool run_budget(
 std::function<double()> search_reserve(const std::optional<GnnPlaceOptions>& search,
                                        const GnnTrainer& trainer, int samples) {
   if (!search) return [] { return 0.0; };
-  const auto most = static_cast<double>(gnn_search_max_evaluations(*search, 1));
+  const auto most = static_cast<double>(gnn_search_max_evaluations(*search, 2));
   return [most, &trainer, samples] {
     double reward_s = 0.0;
     for (const auto& st : trainer.history()) reward_s += st.reward_s;
@@ -969,8 +980,9 @@ struct Candidates {
   std::vector<Evaluation> evals;
 };
 
-Candidates gather_candidates(GnnTrainer& trainer, const GnnProblem& problem, const RewardFn& reward,
-                             const std::vector<Seed>& seeds, int samples, GnnPlacement& out) {
+Candidates gather_candidates(const GnnTrainer& trainer, const GnnProblem& problem,
+                             const RewardFn& reward, const std::vector<Seed>& seeds,
+                             const GnnPlaceOptions& options, GnnPlacement& out) {
   Candidates c;
   c.groups.push_back(trainer.greedy());
   c.names.emplace_back("greedy");
@@ -987,7 +999,7 @@ Candidates gather_candidates(GnnTrainer& trainer, const GnnProblem& problem, con
     c.names.push_back(s.name);
   }
   const size_t first_sample = c.groups.size();
-  for (auto& s : trainer.sample(samples)) {
+  for (auto& s : trainer.sample(options.samples, options.seed)) {
     c.groups.push_back(std::move(s));
     c.names.emplace_back("sample");
   }
@@ -1007,11 +1019,11 @@ Candidates gather_candidates(GnnTrainer& trainer, const GnnProblem& problem, con
 
 // The test-time search from a loaded or trained policy: candidates, `starts` group-level climbs,
 // then op-level moves on the best. Counts, not seconds: deterministic.
-GnnPlacement search_from(GnnTrainer& trainer, const GnnProblem& problem, const Task& task,
+GnnPlacement search_from(const GnnTrainer& trainer, const GnnProblem& problem, const Task& task,
                          const RewardFn& reward, std::int64_t& evaluations,
                          const GnnPlaceOptions& options, const std::vector<Seed>& seeds) {
   GnnPlacement out;
-  const Candidates c = gather_candidates(trainer, problem, reward, seeds, options.samples, out);
+  const Candidates c = gather_candidates(trainer, problem, reward, seeds, options, out);
   // The `starts` best distinct candidates (by step time, then order), each climbed in turn: the
   // greedy decode and the hints often sit in different basins (m-ETF's on inception_v3).
   std::vector<size_t> order(c.groups.size());
@@ -1102,9 +1114,27 @@ TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
   const GnnProblem problem = make_gnn_problem(task.grouping, graph, cluster, config.costs);
   GnnTrainer trainer(problem, opt, reward, task.reference_s);
   if (!config.pretrained.empty()) trainer.load_policy(config.pretrained);
+  // The search from the policy before training (place --method rl's, sized by its defaults or
+  // $PLACESIM_RL_SEARCH, with a pre-trained policy):
+  // its placement is kept unless training and the final search beat it, so a fine-tune never
+  // ends worse than the zero-shot placement it starts from. Its time counts in the budget; it
+  // draws its samples from its own engine, so training's draws do not depend on it.
+  const auto t_loop = std::chrono::steady_clock::now();
+  GnnPlaceOptions so = search.value_or(GnnPlaceOptions{});
+  so.seed = opt.seed;
+  so.sim_threads = config.sim_threads;
+  std::optional<GnnPlacement> initial;
+  const std::int64_t before_initial = evaluations;
+  if (search) {
+    GnnPlaceOptions place = gnn_place_options_from_env();  // place --method rl's, seed 1
+    place.sim_threads = config.sim_threads;
+    initial = search_from(trainer, problem, task, reward, evaluations, place, {});
+  }
+  const std::int64_t initial_evaluations = evaluations;
+  const double initial_wall_s = seconds_since(t_loop);
   result.interrupted = run_budget(
       config, trainer, [&] { return trainer.step(); }, evaluations,
-      search_reserve(search, trainer, opt.samples));
+      search_reserve(search, trainer, opt.samples), t_loop);
   if (!config.checkpoint_dir.empty()) {
     make_dir(config.checkpoint_dir);
     trainer.save_policy((std::filesystem::path(config.checkpoint_dir) / "gnn.ckpt").string(),
@@ -1120,24 +1150,24 @@ TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
   pick_final(trainer.best(), trainer.best_step_s(), greedy, ge, result);
   result.best = task.grouping.expand(result.best_groups);
   result.history = trainer.history();
-  if (search && !result.interrupted) {
-    // The search from the trained policy, seeded with what training found: it keeps the best
-    // candidate and improves only strictly, so it never ends worse than training's result.
+  if (initial && !result.interrupted) {
+    // The search from the trained policy, seeded with what training and the first search found:
+    // it keeps its best candidate and improves only strictly, so it ends no worse than either.
     const auto t_search = std::chrono::steady_clock::now();
     const std::int64_t before = evaluations;
-    GnnPlaceOptions so = *search;
-    so.sim_threads = config.sim_threads;
-    const GnnPlacement found = search_from(trainer, problem, task, reward, evaluations, so,
-                                           {{result.best_groups, "training best"}});
+    const GnnPlacement found =
+        search_from(trainer, problem, task, reward, evaluations, so,
+                    {{result.best_groups, "training best"}, {initial->groups, "first search"}});
     result.trained_step_s = result.best_oom ? 0.0 : result.best_step_s;
-    result.search_evaluations = evaluations - before;
-    result.search_wall_s = seconds_since(t_search);
-    if (found.final_s > 0 && (result.best_oom || found.final_s < result.best_step_s)) {
-      result.best = found.placement;
-      result.best_groups = found.groups;
-      result.best_step_s = found.final_s;
-      result.best_oom = false;
-    }
+    result.search_evaluations = (initial_evaluations - before_initial) + (evaluations - before);
+    result.search_wall_s = initial_wall_s + seconds_since(t_search);
+    for (const GnnPlacement* p : {static_cast<const GnnPlacement*>(&*initial), &found})
+      if (p->final_s > 0 && (result.best_oom || p->final_s < result.best_step_s)) {
+        result.best = p->placement;
+        result.best_groups = p->groups;
+        result.best_step_s = p->final_s;
+        result.best_oom = false;
+      }
   }
   result.evaluations = evaluations;
   result.wall_s = seconds_since(t_start);

@@ -168,7 +168,7 @@ GnnOptions gnn_options(const TrainJob& a) {
 // `--search`: nullopt = off; "default" = GnnPlaceOptions' defaults.
 std::optional<GnnPlaceOptions> gnn_search(const TrainJob& a) {
   if (a.search == "off") return std::nullopt;
-  if (a.search == "default") return GnnPlaceOptions{};
+  if (a.search == "default") return gnn_train_search_defaults();
   GnnPlaceOptions o = parse_gnn_search(a.search, "<flag --search>");
   o.seed = a.seed;
   return o;
