@@ -770,19 +770,21 @@ bool run_budget(
   return false;
 }
 
-// What the final search will cost at most: its simulation count times the mean wall time of one
-// simulation in training so far (a batch of K on the oracle's threads), with a margin of 1.5 for
-// the search's smaller batches (a group move simulates D - 1 placements at once). Zero before the
-// first iteration (the first always runs) and without a search.
+// What the final search will cost at most: its simulation count times the wall time of one
+// simulation, the larger of two measures: in the search before training (`first_s_per_sim`: the
+// same kind of placements, batched as the final search batches them) and in training so far (a
+// batch of K on the oracle's threads; a young policy's placements that run out of memory are
+// cheaper than the search's), with a margin of 1.5. Zero without a search.
 std::function<double()> search_reserve(const std::optional<GnnPlaceOptions>& search,
-                                       const GnnTrainer& trainer, int samples) {
+                                       const GnnTrainer& trainer, int samples,
+                                       double first_s_per_sim) {
   if (!search) return [] { return 0.0; };
   const auto most = static_cast<double>(gnn_search_max_evaluations(*search, 2));
-  return [most, &trainer, samples] {
+  return [most, &trainer, samples, first_s_per_sim] {
     double reward_s = 0.0;
     for (const auto& st : trainer.history()) reward_s += st.reward_s;
     const auto sims = static_cast<double>(trainer.history().size()) * samples;
-    return sims > 0 ? 1.5 * most * reward_s / sims : 0.0;
+    return 1.5 * most * std::max(first_s_per_sim, sims > 0 ? reward_s / sims : 0.0);
   };
 }
 
@@ -1134,7 +1136,12 @@ TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
   const double initial_wall_s = seconds_since(t_loop);
   result.interrupted = run_budget(
       config, trainer, [&] { return trainer.step(); }, evaluations,
-      search_reserve(search, trainer, opt.samples), t_loop);
+      search_reserve(
+          search, trainer, opt.samples,
+          initial_evaluations > before_initial
+              ? initial_wall_s / static_cast<double>(initial_evaluations - before_initial)
+              : 0.0),
+      t_loop);
   if (!config.checkpoint_dir.empty()) {
     make_dir(config.checkpoint_dir);
     trainer.save_policy((std::filesystem::path(config.checkpoint_dir) / "gnn.ckpt").string(),
