@@ -95,6 +95,10 @@ void register_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-hints", a->no_hints,
                 "gnn: hide the baselines' placements (scotch, m-etf) from the policy (ablation)");
+  cmd->add_option("--search", a->search,
+                  "gnn: the test-time search that ends training (inside --minutes), "
+                  "SAMPLES,EVALUATIONS,STARTS,OP_EVALUATIONS, default (32,512,3,8192) or off")
+      ->capture_default_str();
   cmd->add_option("--clusters", a->clusters,
                   "gnn with --graphs: pre-train on every graph on each of these clusters, c1,c2");
   cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")

@@ -215,6 +215,11 @@ struct TrainResult {
   bool resumed = false;
   double wall_s = 0.0;
   std::int64_t evaluations = 0;  ///< simulations run by this process
+  /// `train --policy gnn` with its final test-time search: the best step time training found
+  /// (before the search), the search's simulations and wall time; 0 = no search ran.
+  double trained_step_s = 0.0;
+  std::int64_t search_evaluations = 0;
+  double search_wall_s = 0.0;
 };
 
 /// The grouping train_placement gives the policy for `config.grouper` (not Learned) and

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,6 +89,8 @@ class GnnTrainer {
   /// K placements drawn from the policy as step() draws them (the trainer's seeded RNG), without
   /// scoring or updating: test-time search (place_with_gnn_search).
   std::vector<DevicesOfGroups> sample(int k);
+  /// The same from an engine seeded with `seed`, leaving the trainer's RNG as it was.
+  [[nodiscard]] std::vector<DevicesOfGroups> sample(int k, std::uint64_t seed) const;
   [[nodiscard]] const DevicesOfGroups& best() const;
   [[nodiscard]] double best_step_s() const;
   [[nodiscard]] int iteration() const;
@@ -112,11 +115,47 @@ class GnnTrainer {
 /// sim::InputError as GnnTrainer::load_policy.
 std::pair<GnnOptions, std::string> read_gnn_policy_header(const std::string& path);
 
+/// Test-time search of a zero-shot placement (no training): the simulator scores the policy's
+/// greedy decode, its hints (Scotch's and m-ETF's placements projected onto the groups) and
+/// `samples` placements drawn from the policy; the best one is then improved by moving one group
+/// at a time to the device that shortens the step most, until no move helps or
+/// `search_evaluations` simulations are spent. Counts, not seconds, so the result is the same on
+/// any machine and thread count. samples = search_evaluations = op_evaluations = 0: the plain
+/// greedy decode against the hints.
+struct GnnPlaceOptions {
+  int samples = 32;
+  int search_evaluations = 512;  ///< per start
+  int starts = 3;                ///< climbs from this many best distinct candidates
+  /// Then op-level moves (the ops of a co-location group together), first onto a producer's or
+  /// consumer's device, then onto any: finer than the groups, which bound the group-level search.
+  int op_evaluations = 1024;
+  std::uint64_t seed = 1;
+  int sim_threads = 0;  ///< oneTBB threads for the simulations; <= 0 = default
+};
+/// The search `train --policy gnn` ends with by default: place's with 8 times the op-level moves
+/// (training has minutes; on the held-out mobilenet_v2 and inception_v3 x a100pcie4 the op moves
+/// still improved after 1,024; docs/rl.md).
+inline GnnPlaceOptions gnn_train_search_defaults() {
+  GnnPlaceOptions o;
+  o.op_evaluations = 8192;
+  return o;
+}
 /// `placesim train --policy gnn`: train_placement with the GNN (grouping, oracle, budgets as
 /// there; config.pretrained = a GNN policy file to fine-tune). Writes
-/// config.checkpoint_dir/gnn.ckpt at the end when set (no --resume).
+/// config.checkpoint_dir/gnn.ckpt at the end when set (no --resume). With `search`, training
+/// ends with the test-time search of place_with_gnn_search from the trained policy, seeded with
+/// the best placement training found (so the result is never worse than it); a --minutes budget
+/// stops training early enough to leave the search its time (an estimate from the simulations'
+/// measured cost; the search itself is bounded by counts, so it is deterministic).
 TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
-                      const TrainConfig& config, const GnnOptions& options);
+                      const TrainConfig& config, const GnnOptions& options,
+                      const std::optional<GnnPlaceOptions>& search = std::nullopt);
+/// The most simulations the search runs with `o` (besides the greedy decode and hint and seed
+/// candidates, at most `extra_candidates`).
+std::int64_t gnn_search_max_evaluations(const GnnPlaceOptions& o, int extra_candidates);
+/// GnnPlaceOptions from "SAMPLES,EVALUATIONS,STARTS,OP_EVALUATIONS" (`train --search`,
+/// $PLACESIM_RL_SEARCH); throws sim::InputError naming `where` when it is malformed.
+GnnPlaceOptions parse_gnn_search(const std::string& text, const std::string& where);
 
 /// One (graph, cluster) pair of a pre-training corpus, with its name for the curve.
 struct CorpusItem {
@@ -137,26 +176,10 @@ PretrainResult pretrain_gnn(const std::vector<CorpusItem>& corpus, const TrainCo
                             const GnnOptions& options, const std::string& output,
                             const std::string& how_made);
 
-/// Test-time search of a zero-shot placement (no training): the simulator scores the policy's
-/// greedy decode, its hints (Scotch's and m-ETF's placements projected onto the groups) and
-/// `samples` placements drawn from the policy; the best one is then improved by moving one group
-/// at a time to the device that shortens the step most, until no move helps or
-/// `search_evaluations` simulations are spent. Counts, not seconds, so the result is the same on
-/// any machine and thread count. samples = search_evaluations = op_evaluations = 0: the plain
-/// greedy decode against the hints.
-struct GnnPlaceOptions {
-  int samples = 32;
-  int search_evaluations = 512;  ///< per start
-  int starts = 3;                ///< climbs from this many best distinct candidates
-  /// Then op-level moves (the ops of a co-location group together), first onto a producer's or
-  /// consumer's device, then onto any: finer than the groups, which bound the group-level search.
-  int op_evaluations = 1024;
-  std::uint64_t seed = 1;
-  int sim_threads = 0;  ///< oneTBB threads for the simulations; <= 0 = default
-};
 /// What the search found: the placement and the step time of each stage's best (0 = none ran).
 struct GnnPlacement {
   sim::Placement placement;
+  DevicesOfGroups groups;  ///< the group-level placement before the op-level moves
   double greedy_s = 0.0;   ///< the policy's greedy decode
   double hint_s = 0.0;     ///< the best hint
   double sampled_s = 0.0;  ///< the best of the samples

@@ -44,6 +44,9 @@ struct TrainJob {
   std::string policy = "seq2seq", update = "ppo", clusters;
   int ppo_epochs = GnnOptions{}.ppo_epochs, rounds = GnnOptions{}.rounds;
   bool hidden_given = false, lr_given = false, no_hints = false;
+  /// gnn, one graph: the test-time search that ends training, "SAMPLES,EVALUATIONS,STARTS,
+  /// OP_EVALUATIONS" (GnnPlaceOptions), "default" or "off" (the best sample of training).
+  std::string search = "default";
 };
 
 /// What the run needs from the command line around it.

@@ -64,6 +64,36 @@ grep -q '"update": *"ppo"' "$tmp/f1.json" || { echo "placement lacks the update 
 # REINFORCE runs too.
 "$PLACESIM" train "${ft[@]}" --update reinforce -o "$tmp/r.json" >/dev/null 2>&1
 
+# Training ends with the test-time search (--search, sized by counts): never worse than training's
+# best, which --search off returns alone; a malformed --search, or one for seq2seq, is exit 2.
+"$PLACESIM" train "${ft[@]}" --search 4,20,1,20 --json -o "$tmp/s.json" >"$tmp/s.out" 2>/dev/null
+"$PLACESIM" train "${ft[@]}" --search off --json -o "$tmp/o.json" >"$tmp/o.out" 2>/dev/null
+/usr/bin/python3 - "$tmp/s.out" "$tmp/o.out" <<'PY'
+import json, sys
+s, o = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert "trained_step_s" not in o and "search_simulations" not in o, o
+assert s["trained_step_s"] == o["best_step_s"], (s, o)
+assert 0 < s["best_step_s"] <= s["trained_step_s"], s
+# before training place --method rl's search (at most 1 + 2 + 32 + 3 x 512 + 1024), after it
+# greedy + 2 hints + training's best + the first search's result + 4 samples + 20 + 20 moves
+assert 0 < s["search_simulations"] <= 2595 + 49, s
+assert s["simulations"] == o["simulations"] + s["search_simulations"], (s, o)
+PY
+for bad in "1,2,3" "1,2,0,4" "x"; do
+  set +e
+  "$PLACESIM" train "${ft[@]}" --search "$bad" -o "$tmp/bad.json" >/dev/null 2>"$tmp/bad.err"
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/bad.err")" -eq 1 ] && grep -q -- "--search" "$tmp/bad.err" && [ ! -e "$tmp/bad.json" ] \
+    || { echo "--search $bad: exit $rc"; cat "$tmp/bad.err"; exit 1; }
+done
+set +e
+"$PLACESIM" train --graph rnnlm --graph-opt steps=3,hidden=128,vocab=500,batch=8 --cluster paper-2gpu \
+  --iterations 1 --search off -o "$tmp/bad.json" >/dev/null 2>"$tmp/bad.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q -- "--search" "$tmp/bad.err" || { echo "--search with seq2seq: exit $rc"; cat "$tmp/bad.err"; exit 1; }
+
 # Damaged, foreign and missing policy files: one line, exit 2, no placement written.
 bytes=$(stat -c %s "$tmp/pre/gnn.ckpt")
 head -c $((bytes / 2)) "$tmp/pre/gnn.ckpt" >"$tmp/cut.ckpt"

@@ -233,6 +233,62 @@ TEST(GnnPolicy, TestTimeSearchKeepsTheBestCandidateAndImprovesIt) {
   std::filesystem::remove_all(dir);
 }
 
+// `train --policy gnn --pretrained P` ends with the test-time search from the fine-tuned policy,
+// seeded with training's best: the final placement is never worse than the best placement seen in
+// training or the search before training (the zero-shot placement), its step time is the
+// simulator's, and a fixed seed and counts give the same bits on
+// any thread count. Without the search the result is training's best, as before.
+TEST(GnnPolicy, FineTuneEndsWithTheSearchAndNeverLosesTrainingsBest) {
+  ::unsetenv("PLACESIM_RL_SEARCH");  // the first search is place --method rl's defaults
+  const sim::Graph g = models::load_graph("rnnlm", "steps=3,hidden=128,vocab=500,batch=8");
+  const sim::Cluster c = sim::load_cluster("paper-4gpu");
+  TrainConfig cfg;
+  const auto dir = std::filesystem::temp_directory_path() / "placesim_gnn_test_finetune";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "p.ckpt").string();
+  {
+    GnnTrainer t(make_gnn_problem(policy_grouping(g, c, cfg), c), small(PolicyUpdate::Ppo),
+                 prefer_device(1), 1.0);
+    t.save_policy(path, "x");
+  }
+  cfg.pretrained = path;
+  cfg.iterations = 3;
+  GnnOptions opt = small(PolicyUpdate::Ppo);
+  GnnPlaceOptions search;
+  search.samples = 8;
+  search.search_evaluations = 40;
+  search.starts = 2;
+  search.op_evaluations = 40;
+  cfg.sim_threads = 1;
+  const TrainResult plain = train_gnn(g, c, cfg, opt);
+  const TrainResult a = train_gnn(g, c, cfg, opt, search);
+  cfg.sim_threads = 2;
+  const TrainResult b = train_gnn(g, c, cfg, opt, search);
+  EXPECT_EQ(plain.search_evaluations, 0);
+  EXPECT_EQ(plain.trained_step_s, 0.0);
+  ASSERT_GT(a.search_evaluations, 0);
+  // The same training (same seed, same iterations) before the search.
+  EXPECT_EQ(a.trained_step_s, plain.best_step_s);
+  EXPECT_LE(a.best_step_s, a.trained_step_s);
+  for (const auto& st : a.history)
+    EXPECT_LE(a.best_step_s, st.min_step_s > 0 ? st.min_step_s : 1e9);
+  // Two searches: place --method rl's from the policy before training, then `search` from the
+  // trained one with 2 seeds (training's best, the first search's result).
+  EXPECT_LE(a.search_evaluations, gnn_search_max_evaluations(GnnPlaceOptions{}, 0) +
+                                      gnn_search_max_evaluations(search, 2));
+  // Never worse than place --method rl (the zero-shot search) with the same policy file.
+  EXPECT_LE(a.best_step_s, place_with_gnn_search(path, g, c, {}, GnnPlaceOptions{}).final_s);
+  EXPECT_EQ(a.best.device_of, b.best.device_of);
+  EXPECT_EQ(a.best_step_s, b.best_step_s);
+  EXPECT_EQ(a.evaluations, b.evaluations);
+  sim::SimOptions so;
+  so.record_critical_path = false;
+  const sim::BatchOracle oracle(c, g, so);
+  EXPECT_EQ(oracle.evaluate(a.best).step_time.seconds(), a.best_step_s);
+  EXPECT_THROW(parse_gnn_search("1,2,3", "<flag --search>"), sim::InputError);
+  std::filesystem::remove_all(dir);
+}
+
 // PLACESIM_RL_SEARCH sizes the search; anything but four non-negative integers is an input error.
 TEST(GnnPolicy, SearchSizeFromTheEnvironment) {
   ::unsetenv("PLACESIM_RL_SEARCH");

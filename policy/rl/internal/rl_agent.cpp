@@ -283,6 +283,135 @@ struct Trainer::Impl {
       }
     }
   }
+
+  // The encoder and what the decoder precomputes from it run once, with autograd's record; their
+  // outputs become leaves, so each shard's decoder pass yields that shard's gradient alone. The
+  // shard gradients are summed in shard order across ranks, then the sum flows back through the
+  // encoder. (The leaves' gradients are smaller than the weights' they stand for: the decoder
+  // LSTM's input projection [G + D + 1, 4H] against W_ih [4H, 2H]; on nmt what travels between
+  // ranks fell from 939k to 482k floats.)
+  struct Leaves {
+    Encoded e;                                 // the leaves
+    std::vector<torch::Tensor> roots, leaves;  // encoder outputs and their leaves, paired
+  };
+  Leaves encode_as_leaves() {
+    const Encoded full = encode();
+    auto leaf = [](const torch::Tensor& t) {
+      return t.defined() ? t.detach().requires_grad_() : t;
+    };
+    Leaves l;
+    l.e.enc = leaf(full.enc);
+    l.e.enc_keys = leaf(full.enc_keys);
+    l.e.in_enc = leaf(full.in_enc);
+    l.e.in_prev = leaf(full.in_prev);
+    l.e.h0 = leaf(full.h0);
+    l.e.c0 = leaf(full.c0);
+    l.roots = {full.enc, full.in_enc, full.in_prev, full.h0, full.c0};
+    l.leaves = {l.e.enc, l.e.in_enc, l.e.in_prev, l.e.h0, l.e.c0};
+    if (full.enc_keys.defined()) {
+      l.roots.push_back(full.enc_keys);
+      l.leaves.push_back(l.e.enc_keys);
+    }
+    return l;
+  }
+
+  // This rank's shards' placements, each shard decoded as one batch, each sample from its own
+  // engine seeded by (seed, iteration, sample).
+  std::vector<DevicesOfGroups> sample_shards(const Encoded& e, const ShardPlan& plan,
+                                             int iteration) {
+    torch::NoGradGuard no_grad;
+    Encoded plain;
+    plain.enc = e.enc.detach();
+    plain.enc_keys = e.enc_keys.defined() ? e.enc_keys.detach() : torch::Tensor();
+    plain.in_enc = e.in_enc.detach();
+    plain.in_prev = e.in_prev.detach();
+    plain.h0 = e.h0.detach();
+    plain.c0 = e.c0.detach();
+    std::vector<DevicesOfGroups> placements;
+    for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
+      const auto [begin, end] = plan.samples_of(sh);
+      std::vector<std::mt19937_64> engines;
+      for (int s = begin; s < end; ++s)
+        engines.emplace_back(policy::sample_seed(this->sample_seed, iteration, s));
+      for (auto& p : decode_from(plain, end - begin, nullptr, &engines))
+        placements.push_back(std::move(p));
+    }
+    return placements;
+  }
+
+  // One shard's gradient of the REINFORCE loss (flattened over the inputs its loss reaches, which
+  // `reached` records) and its summed entropy.
+  std::vector<float> shard_gradient(const Encoded& e, const std::vector<torch::Tensor>& inputs,
+                                    const std::vector<DevicesOfGroups>& placements,
+                                    const std::vector<double>& rewards, double scale, int begin,
+                                    int end, std::vector<bool>& reached, double& entropy) {
+    const int n = end - begin, g = groups(), k = opt.samples;
+    auto actions = torch::empty({n, g}, torch::kLong);
+    auto aa = actions.accessor<std::int64_t, 2>();
+    for (int s = 0; s < n; ++s)
+      for (int t = 0; t < g; ++t)
+        aa[s][t] = placements[static_cast<size_t>(begin + s)][static_cast<size_t>(t)];
+    const Scored tr = teacher_forced(e, actions);
+    auto adv = torch::empty({n}, torch::kFloat);
+    auto ad = adv.accessor<float, 1>();
+    for (int s = 0; s < n; ++s)
+      ad[s] = static_cast<float>((rewards[static_cast<size_t>(begin + s)] - baseline) * scale);
+    auto entropy_sum = tr.entropy.sum();
+    auto loss = -(adv * tr.logp).sum() / k - opt.entropy_weight * entropy_sum / k;
+    const auto grads = torch::autograd::grad({loss}, inputs, {}, false, false, true);
+    std::vector<torch::Tensor> flat;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      reached[i] = grads[i].defined();
+      if (reached[i]) flat.push_back(grads[i].reshape({-1}));
+    }
+    auto all = torch::cat(flat).contiguous();
+    entropy = entropy_sum.item<double>();
+    return {all.data_ptr<float>(), all.data_ptr<float>() + all.numel()};
+  }
+
+  // The shards' gradients summed in shard order across ranks, set on the weights and the leaves,
+  // through the encoder, clipped, one Adam step. Returns the mean entropy per decision.
+  double update(const Leaves& l, const ShardPlan& plan,
+                const std::vector<DevicesOfGroups>& placements, const SampleScores& sc) {
+    const double scale = advantage_scale(sc.rewards, sc.mean_reward, opt.normalize_advantage);
+    std::vector<torch::Tensor> inputs = net->parameters();
+    const size_t num_params = inputs.size();
+    inputs.insert(inputs.end(), l.leaves.begin(), l.leaves.end());
+    std::vector<std::vector<float>> shard_grads;
+    std::vector<std::vector<double>> shard_entropy;
+    // Which inputs a shard's loss reaches: the same for every shard on every rank (the encoder's
+    // and the decoder's input weights never are: their share comes below, through the leaves), so
+    // only those travel between ranks.
+    std::vector<bool> reached(inputs.size(), false);
+    for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
+      const auto [begin, end] = plan.samples_of(sh);
+      double entropy = 0.0;
+      shard_grads.push_back(
+          shard_gradient(l.e, inputs, placements, sc.rewards, scale, begin, end, reached, entropy));
+      shard_entropy.push_back({entropy});
+    }
+    const std::vector<float> sum = sum_shards_fixed_order(comm, shard_grads);
+    const double entropy_total = sum_shards_fixed_order(comm, shard_entropy).at(0);
+    std::vector<torch::Tensor> leaf_grads;
+    std::int64_t at = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      torch::Tensor gi = torch::zeros(inputs[i].sizes());
+      if (reached[i]) {
+        gi = torch::from_blob(const_cast<float*>(sum.data()) + at, inputs[i].sizes()).clone();
+        at += inputs[i].numel();
+      }
+      if (i < num_params)
+        inputs[i].mutable_grad() = gi;
+      else
+        leaf_grads.push_back(gi);
+    }
+    // Adds the encoder's and the precomputed inputs' share to the gradients set above (zeros
+    // there: no shard reached those weights).
+    torch::autograd::backward(l.roots, leaf_grads);
+    torch::nn::utils::clip_grad_norm_(net->parameters(), opt.grad_clip);
+    adam->step();
+    return entropy_total / (static_cast<double>(opt.samples) * groups());
+  }
 };
 
 namespace {
@@ -362,54 +491,16 @@ DevicesOfGroups Trainer::greedy() const {
 
 IterationStats Trainer::step() {
   auto& m = *impl_;
-  const int k = m.opt.samples, g = m.groups();
   IterationStats st;
   st.iteration = static_cast<int>(m.history.size()) + 1;
   // Data-parallel (policy/comm/shards.hpp): this rank draws its shards' samples, each shard as
   // one batch and each sample from its own seed, so the bits do not depend on the rank count.
-  const ShardPlan plan(k, m.opt.shards, m.comm ? m.comm->rank() : 0, m.comm ? m.comm->size() : 1);
-
-  // The encoder and what the decoder precomputes from it run once, with autograd's record; their
-  // outputs become leaves, so each shard's decoder pass yields that shard's gradient alone. The
-  // shard gradients are summed in shard order across ranks, then the sum flows back through the
-  // encoder. (The leaves' gradients are smaller than the weights' they stand for: the decoder
-  // LSTM's input projection [G + D + 1, 4H] against W_ih [4H, 2H]; on nmt what travels between
-  // ranks fell from 939k to 482k floats.)
+  const ShardPlan plan(m.opt.samples, m.opt.shards, m.comm ? m.comm->rank() : 0,
+                       m.comm ? m.comm->size() : 1);
   double t0 = now_s();
-  const Encoded full = m.encode();
-  auto leaf = [](const torch::Tensor& t) { return t.defined() ? t.detach().requires_grad_() : t; };
-  Encoded e;
-  e.enc = leaf(full.enc);
-  e.enc_keys = leaf(full.enc_keys);
-  e.in_enc = leaf(full.in_enc);
-  e.in_prev = leaf(full.in_prev);
-  e.h0 = leaf(full.h0);
-  e.c0 = leaf(full.c0);
-  std::vector<torch::Tensor> roots{full.enc, full.in_enc, full.in_prev, full.h0, full.c0};
-  std::vector<torch::Tensor> leaves{e.enc, e.in_enc, e.in_prev, e.h0, e.c0};
-  if (full.enc_keys.defined()) {
-    roots.push_back(full.enc_keys);
-    leaves.push_back(e.enc_keys);
-  }
-  std::vector<DevicesOfGroups> placements;
-  {
-    torch::NoGradGuard no_grad;
-    Encoded plain;
-    plain.enc = e.enc.detach();
-    plain.enc_keys = full.enc_keys.defined() ? e.enc_keys.detach() : torch::Tensor();
-    plain.in_enc = e.in_enc.detach();
-    plain.in_prev = e.in_prev.detach();
-    plain.h0 = e.h0.detach();
-    plain.c0 = e.c0.detach();
-    for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
-      const auto [begin, end] = plan.samples_of(sh);
-      std::vector<std::mt19937_64> engines;
-      for (int s = begin; s < end; ++s)
-        engines.emplace_back(sample_seed(m.sample_seed, st.iteration, s));
-      for (auto& p : m.decode_from(plain, end - begin, nullptr, &engines))
-        placements.push_back(std::move(p));
-    }
-  }
+  const Impl::Leaves leaves = m.encode_as_leaves();
+  // Every rank's samples after the exchange below (each rank draws only its shards').
+  std::vector<DevicesOfGroups> placements = m.sample_shards(leaves.e, plan, st.iteration);
   st.sample_s = now_s() - t0;
 
   t0 = now_s();
@@ -422,67 +513,8 @@ IterationStats Trainer::step() {
 
   const SampleScores sc = score_samples(placements, evals, m.opt, m.oom_reference_s, st, m.best,
                                         m.best_step_s, m.baseline, m.baseline_set);
-  const std::vector<double>& rewards = sc.rewards;
-
   t0 = now_s();
-  {
-    const double scale = advantage_scale(rewards, sc.mean_reward, m.opt.normalize_advantage);
-    std::vector<torch::Tensor> inputs = m.net->parameters();
-    const size_t num_params = inputs.size();
-    inputs.insert(inputs.end(), leaves.begin(), leaves.end());
-    std::vector<std::vector<float>> shard_grads;
-    std::vector<std::vector<double>> shard_entropy;
-    // Which inputs a shard's loss reaches: the same for every shard on every rank (the encoder's
-    // and the decoder's input weights never are: their share comes below, through the leaves), so
-    // only those travel between ranks.
-    std::vector<bool> reached(inputs.size(), false);
-    for (int sh = plan.first_shard(); sh < plan.end_shard(); ++sh) {
-      const auto [begin, end] = plan.samples_of(sh);
-      const int n = end - begin;
-      auto actions = torch::empty({n, g}, torch::kLong);
-      auto aa = actions.accessor<std::int64_t, 2>();
-      for (int s = 0; s < n; ++s)
-        for (int t = 0; t < g; ++t)
-          aa[s][t] = placements[static_cast<size_t>(begin + s)][static_cast<size_t>(t)];
-      const Impl::Scored tr = m.teacher_forced(e, actions);
-      auto adv = torch::empty({n}, torch::kFloat);
-      auto ad = adv.accessor<float, 1>();
-      for (int s = 0; s < n; ++s)
-        ad[s] = static_cast<float>((rewards[static_cast<size_t>(begin + s)] - m.baseline) * scale);
-      auto entropy_sum = tr.entropy.sum();
-      auto loss = -(adv * tr.logp).sum() / k - m.opt.entropy_weight * entropy_sum / k;
-      const auto grads = torch::autograd::grad({loss}, inputs, {}, false, false, true);
-      std::vector<torch::Tensor> flat;
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        reached[i] = grads[i].defined();
-        if (reached[i]) flat.push_back(grads[i].reshape({-1}));
-      }
-      auto all = torch::cat(flat).contiguous();
-      shard_grads.emplace_back(all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
-      shard_entropy.push_back({entropy_sum.item<double>()});
-    }
-    const std::vector<float> sum = sum_shards_fixed_order(m.comm, shard_grads);
-    const double entropy_total = sum_shards_fixed_order(m.comm, shard_entropy).at(0);
-    std::vector<torch::Tensor> leaf_grads;
-    std::int64_t at = 0;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      torch::Tensor gi = torch::zeros(inputs[i].sizes());
-      if (reached[i]) {
-        gi = torch::from_blob(const_cast<float*>(sum.data()) + at, inputs[i].sizes()).clone();
-        at += inputs[i].numel();
-      }
-      if (i < num_params)
-        inputs[i].mutable_grad() = gi;
-      else
-        leaf_grads.push_back(gi);
-    }
-    // Adds the encoder's and the precomputed inputs' share to the gradients set above (zeros
-    // there: no shard reached those weights).
-    torch::autograd::backward(roots, leaf_grads);
-    torch::nn::utils::clip_grad_norm_(m.net->parameters(), m.opt.grad_clip);
-    m.adam->step();
-    st.entropy = entropy_total / (static_cast<double>(k) * g);
-  }
+  st.entropy = m.update(leaves, plan, placements, sc);
   st.grad_s = now_s() - t0;
 
   finish_iteration(sc, m.opt, m.best_step_s, m.baseline, st, m.history);

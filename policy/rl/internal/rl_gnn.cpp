@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -452,6 +453,9 @@ struct GnnTrainer::Impl {
   // K placements drawn group by group from the policy's per-group distributions with our own
   // RNG (inverse CDF over doubles), so a seed reproduces them bit for bit.
   std::vector<DevicesOfGroups> sample(const torch::Tensor& probs, int k) {
+    return sample(probs, k, rng);
+  }
+  std::vector<DevicesOfGroups> sample(const torch::Tensor& probs, int k, std::mt19937_64& engine) {
     const auto g = probs.size(0), d = probs.size(1);
     const double* p = probs.data_ptr<double>();
     std::vector<DevicesOfGroups> out(static_cast<size_t>(k),
@@ -459,7 +463,7 @@ struct GnnTrainer::Impl {
     for (int s = 0; s < k; ++s)
       for (std::int64_t i = 0; i < g; ++i) {
         const double* row = p + i * d;
-        const double u = uniform01(rng);
+        const double u = uniform01(engine);
         double acc = 0.0;
         int pick = -1;
         for (std::int64_t j = 0; j < d; ++j) {
@@ -585,6 +589,14 @@ std::vector<DevicesOfGroups> GnnTrainer::sample(int k) {
   return m.sample(probs, k);
 }
 
+std::vector<DevicesOfGroups> GnnTrainer::sample(int k, std::uint64_t seed) const {
+  auto& m = *impl_;
+  torch::NoGradGuard no_grad;
+  auto probs = torch::softmax(m.logits().to(torch::kDouble), 1).contiguous();
+  std::mt19937_64 engine(seed);
+  return m.sample(probs, k, engine);
+}
+
 DevicesOfGroups GnnTrainer::greedy() const {
   auto& m = *impl_;
   torch::NoGradGuard no_grad;
@@ -677,6 +689,7 @@ namespace {
 
 // What the trainer needs to place one graph on one cluster.
 struct Task {
+  const sim::Graph* graph = nullptr;
   models::Grouping grouping;
   std::unique_ptr<sim::BatchOracle> oracle;
   double reference_s = 1.0;
@@ -688,6 +701,7 @@ Task make_task(const sim::Graph& graph, const sim::Cluster& cluster, const Train
     throw sim::InputError("<flag --grouper>", "",
                           "scotch, group_graph or colocation with --policy gnn, got learned");
   Task t;
+  t.graph = &graph;
   t.grouping = policy_grouping(graph, cluster, config);
   sim::SimOptions so;
   so.record_critical_path = false;
@@ -730,16 +744,18 @@ void make_dir(const std::string& dir) {
 
 // Runs `step` until the iteration count, the wall budget or a stop request ends it; reports
 // progress after every iteration.
+// `reserve` is the wall time to leave at the end of a --minutes budget (the final search).
 template <typename Step>
-bool run_budget(const TrainConfig& config, GnnTrainer& trainer, Step&& step,
-                const std::int64_t& evaluations) {
-  const auto t0 = std::chrono::steady_clock::now();
+bool run_budget(
+    const TrainConfig& config, GnnTrainer& trainer, Step&& step, const std::int64_t& evaluations,
+    const std::function<double()>& reserve = [] { return 0.0; },
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now()) {
   const bool has_budget = config.minutes.has_value();
   const double budget_s = has_budget ? *config.minutes * 60.0 : 0.0;
   const int total = config.iterations ? *config.iterations : (has_budget ? -1 : 100);
   while (total < 0 || trainer.iteration() < total) {
     if (config.stop != nullptr && config.stop->load()) return true;
-    if (has_budget && seconds_since(t0) >= budget_s) break;
+    if (has_budget && seconds_since(t0) + reserve() >= budget_s) break;
     const IterationStats st = step();
     if (config.on_iteration) {
       Progress pr;
@@ -754,45 +770,25 @@ bool run_budget(const TrainConfig& config, GnnTrainer& trainer, Step&& step,
   return false;
 }
 
-}  // namespace
-
-TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
-                      const TrainConfig& config, const GnnOptions& options) {
-  const auto t_start = std::chrono::steady_clock::now();
-  pin_torch_to_one_thread();
-  if (config.resume)
-    throw sim::InputError("<flag --resume>", "", "--policy seq2seq: --policy gnn cannot resume");
-  if (config.comm != nullptr && config.comm->size() > 1)
-    throw sim::InputError("<flag --policy>", "", "one process (no mpirun) for --policy gnn");
-  const GnnOptions opt = with_pretrained(options, config.pretrained);
-  TrainResult result;
-  std::int64_t evaluations = 0;
-  const Task task = make_task(graph, cluster, config, evaluations);
-  result.groups = task.grouping.size();
-  GnnTrainer trainer(make_gnn_problem(task.grouping, graph, cluster, config.costs), opt,
-                     reward_of(task, config.sim_threads, evaluations), task.reference_s);
-  if (!config.pretrained.empty()) trainer.load_policy(config.pretrained);
-  result.interrupted = run_budget(
-      config, trainer, [&] { return trainer.step(); }, evaluations);
-  if (!config.checkpoint_dir.empty()) {
-    make_dir(config.checkpoint_dir);
-    trainer.save_policy((std::filesystem::path(config.checkpoint_dir) / "gnn.ckpt").string(),
-                        "train --policy gnn --graph " + graph.name + " --cluster " + cluster.name +
-                            " --seed " + std::to_string(opt.seed) + ", " +
-                            std::to_string(trainer.iteration()) + " iterations" +
-                            (config.pretrained.empty() ? "" : ", from " + config.pretrained));
-  }
-  // The greedy decode is a candidate too (the only one with --iterations 0).
-  const DevicesOfGroups greedy = trainer.greedy();
-  const Evaluation ge = evaluation_of(task.oracle->evaluate(task.grouping.expand(greedy)));
-  ++evaluations;
-  pick_final(trainer.best(), trainer.best_step_s(), greedy, ge, result);
-  result.best = task.grouping.expand(result.best_groups);
-  result.history = trainer.history();
-  result.evaluations = evaluations;
-  result.wall_s = seconds_since(t_start);
-  return result;
+// What the final search will cost at most: its simulation count times the wall time of one
+// simulation, the larger of two measures: in the search before training (`first_s_per_sim`: the
+// same kind of placements, batched as the final search batches them) and in training so far (a
+// batch of K on the oracle's threads; a young policy's placements that run out of memory are
+// cheaper than the search's), with a margin of 1.5. Zero without a search.
+std::function<double()> search_reserve(const std::optional<GnnPlaceOptions>& search,
+                                       const GnnTrainer& trainer, int samples,
+                                       double first_s_per_sim) {
+  if (!search) return [] { return 0.0; };
+  const auto most = static_cast<double>(gnn_search_max_evaluations(*search, 2));
+  return [most, &trainer, samples, first_s_per_sim] {
+    double reward_s = 0.0;
+    for (const auto& st : trainer.history()) reward_s += st.reward_s;
+    const auto sims = static_cast<double>(trainer.history().size()) * samples;
+    return 1.5 * most * std::max(first_s_per_sim, sims > 0 ? reward_s / sims : 0.0);
+  };
 }
+
+}  // namespace
 
 PretrainResult pretrain_gnn(const std::vector<CorpusItem>& corpus, const TrainConfig& config,
                             const GnnOptions& options, const std::string& output,
@@ -970,9 +966,103 @@ int refine_ops(const sim::Graph& graph, const sim::BatchOracle& oracle, int thre
 
 }  // namespace
 
-GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& graph,
-                                   const sim::Cluster& cluster, const sim::KernelCostModel& costs,
-                                   const GnnPlaceOptions& options) {
+namespace {
+
+// A placement the search starts from besides the policy's and the hints (training's best).
+struct Seed {
+  DevicesOfGroups groups;
+  std::string name;
+};
+
+// The candidates of the search in a fixed order (greedy, hints that apply, seeds, samples),
+// simulated in one batch; the stage bests go to `out`.
+struct Candidates {
+  std::vector<DevicesOfGroups> groups;
+  std::vector<std::string> names;
+  std::vector<Evaluation> evals;
+};
+
+Candidates gather_candidates(const GnnTrainer& trainer, const GnnProblem& problem,
+                             const RewardFn& reward, const std::vector<Seed>& seeds,
+                             const GnnPlaceOptions& options, GnnPlacement& out) {
+  Candidates c;
+  c.groups.push_back(trainer.greedy());
+  c.names.emplace_back("greedy");
+  const char* hint_names[kGnnHints] = {"scotch", "m-etf"};
+  for (size_t h = 0; h < problem.hints.size(); ++h) {
+    const auto& hint = problem.hints[h];
+    if (hint.empty() || std::find(hint.begin(), hint.end(), -1) != hint.end()) continue;
+    c.groups.push_back(hint);
+    c.names.push_back(std::string("hint ") + hint_names[h]);
+  }
+  const size_t first_seed = c.groups.size();
+  for (const auto& s : seeds) {
+    c.groups.push_back(s.groups);
+    c.names.push_back(s.name);
+  }
+  const size_t first_sample = c.groups.size();
+  for (auto& s : trainer.sample(options.samples, options.seed)) {
+    c.groups.push_back(std::move(s));
+    c.names.emplace_back("sample");
+  }
+  c.evals = reward(c.groups);
+  auto best_of = [&c](size_t from, size_t to) {
+    double b = 0.0;
+    for (size_t i = from; i < to; ++i)
+      if (std::isfinite(step_or_inf(c.evals[i])) && (b == 0.0 || c.evals[i].step_time_s < b))
+        b = c.evals[i].step_time_s;
+    return b;
+  };
+  out.greedy_s = best_of(0, 1);
+  out.hint_s = best_of(1, first_seed);
+  out.sampled_s = best_of(first_sample, c.groups.size());
+  return c;
+}
+
+// The test-time search from a loaded or trained policy: candidates, `starts` group-level climbs,
+// then op-level moves on the best. Counts, not seconds: deterministic.
+GnnPlacement search_from(const GnnTrainer& trainer, const GnnProblem& problem, const Task& task,
+                         const RewardFn& reward, std::int64_t& evaluations,
+                         const GnnPlaceOptions& options, const std::vector<Seed>& seeds) {
+  GnnPlacement out;
+  const Candidates c = gather_candidates(trainer, problem, reward, seeds, options, out);
+  // The `starts` best distinct candidates (by step time, then order), each climbed in turn: the
+  // greedy decode and the hints often sit in different basins (m-ETF's on inception_v3).
+  std::vector<size_t> order(c.groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&c](size_t x, size_t y) {
+    return step_or_inf(c.evals[x]) < step_or_inf(c.evals[y]);
+  });
+  DevicesOfGroups cur = c.groups[0];  // all OOM: the greedy decode, as before
+  double cur_s = step_or_inf(c.evals[0]);
+  out.start = c.names[0];
+  std::vector<DevicesOfGroups> climbed;
+  for (const size_t i : order) {
+    if (static_cast<int>(climbed.size()) >= std::max(1, options.starts)) break;
+    if (!std::isfinite(step_or_inf(c.evals[i]))) break;
+    if (std::find(climbed.begin(), climbed.end(), c.groups[i]) != climbed.end()) continue;
+    climbed.push_back(c.groups[i]);
+    DevicesOfGroups p = c.groups[i];
+    double p_s = step_or_inf(c.evals[i]);
+    improve_by_moves(problem, reward, options.search_evaluations, p, p_s);
+    if (climbed.size() == 1 || p_s < cur_s) {
+      cur = std::move(p);
+      cur_s = p_s;
+      out.start = c.names[i];
+    }
+  }
+  out.groups = cur;
+  out.placement = task.grouping.expand(cur);
+  if (std::isfinite(cur_s) && options.op_evaluations > 0) {
+    evaluations += refine_ops(*task.graph, *task.oracle, options.sim_threads,
+                              options.op_evaluations, out.placement, cur_s);
+  }
+  out.final_s = std::isfinite(cur_s) ? cur_s : 0.0;
+  out.evaluations = evaluations;
+  return out;
+}
+
+void check_search_options(const GnnPlaceOptions& options) {
   if (options.samples < 0 || options.search_evaluations < 0 || options.starts < 1 ||
       options.op_evaluations < 0)
     throw sim::InputError("<place options>", "samples",
@@ -980,6 +1070,19 @@ GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& gr
                               std::to_string(options.samples) + ", " +
                               std::to_string(options.search_evaluations) + " and " +
                               std::to_string(options.starts));
+}
+
+}  // namespace
+
+std::int64_t gnn_search_max_evaluations(const GnnPlaceOptions& o, int extra_candidates) {
+  return 1 + kGnnHints + static_cast<std::int64_t>(extra_candidates) + o.samples +
+         static_cast<std::int64_t>(o.starts) * o.search_evaluations + o.op_evaluations;
+}
+
+GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& graph,
+                                   const sim::Cluster& cluster, const sim::KernelCostModel& costs,
+                                   const GnnPlaceOptions& options) {
+  check_search_options(options);
   pin_torch_to_one_thread();
   GnnOptions opt = read_gnn_policy_header(path).first;
   opt.seed = options.seed;
@@ -991,74 +1094,96 @@ GnnPlacement place_with_gnn_search(const std::string& path, const sim::Graph& gr
   GnnProblem problem = make_gnn_problem(task.grouping, graph, cluster, costs);
   GnnTrainer trainer(problem, opt, reward, task.reference_s);
   trainer.load_policy(path);
-
-  // Candidates in a fixed order: greedy, the hints that apply, the samples.
-  std::vector<DevicesOfGroups> cands{trainer.greedy()};
-  std::vector<std::string> names{"greedy"};
-  const char* hint_names[kGnnHints] = {"scotch", "m-etf"};
-  for (size_t h = 0; h < problem.hints.size(); ++h) {
-    const auto& hint = problem.hints[h];
-    if (hint.empty() || std::find(hint.begin(), hint.end(), -1) != hint.end()) continue;
-    cands.push_back(hint);
-    names.push_back(std::string("hint ") + hint_names[h]);
-  }
-  const size_t first_sample = cands.size();
-  for (auto& s : trainer.sample(options.samples)) {
-    cands.push_back(std::move(s));
-    names.emplace_back("sample");
-  }
-  const std::vector<Evaluation> evals = reward(cands);
-  GnnPlacement out;
-  auto best_of = [&evals](size_t from, size_t to) {
-    double b = 0.0;
-    for (size_t i = from; i < to; ++i)
-      if (std::isfinite(step_or_inf(evals[i])) && (b == 0.0 || evals[i].step_time_s < b))
-        b = evals[i].step_time_s;
-    return b;
-  };
-  out.greedy_s = best_of(0, 1);
-  out.hint_s = best_of(1, first_sample);
-  out.sampled_s = best_of(first_sample, cands.size());
-  // The `starts` best distinct candidates (by step time, then order), each climbed in turn: the
-  // greedy decode and the hints often sit in different basins (m-ETF's on inception_v3).
-  std::vector<size_t> order(cands.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&evals](size_t x, size_t y) {
-    return step_or_inf(evals[x]) < step_or_inf(evals[y]);
-  });
-  DevicesOfGroups cur = cands[0];  // all OOM: the greedy decode, as before
-  double cur_s = step_or_inf(evals[0]);
-  out.start = names[0];
-  std::vector<DevicesOfGroups> climbed;
-  for (const size_t i : order) {
-    if (static_cast<int>(climbed.size()) >= std::max(1, options.starts)) break;
-    if (!std::isfinite(step_or_inf(evals[i]))) break;
-    if (std::find(climbed.begin(), climbed.end(), cands[i]) != climbed.end()) continue;
-    climbed.push_back(cands[i]);
-    DevicesOfGroups p = cands[i];
-    double p_s = step_or_inf(evals[i]);
-    improve_by_moves(problem, reward, options.search_evaluations, p, p_s);
-    if (climbed.size() == 1 || p_s < cur_s) {
-      cur = std::move(p);
-      cur_s = p_s;
-      out.start = names[i];
-    }
-  }
-  out.placement = task.grouping.expand(cur);
-  if (std::isfinite(cur_s) && options.op_evaluations > 0) {
-    evaluations += refine_ops(graph, *task.oracle, options.sim_threads, options.op_evaluations,
-                              out.placement, cur_s);
-  }
-  out.final_s = std::isfinite(cur_s) ? cur_s : 0.0;
-  out.evaluations = evaluations;
-  return out;
+  return search_from(trainer, problem, task, reward, evaluations, options, {});
 }
 
-GnnPlaceOptions gnn_place_options_from_env() {
+TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
+                      const TrainConfig& config, const GnnOptions& options,
+                      const std::optional<GnnPlaceOptions>& search) {
+  const auto t_start = std::chrono::steady_clock::now();
+  pin_torch_to_one_thread();
+  if (config.resume)
+    throw sim::InputError("<flag --resume>", "", "--policy seq2seq: --policy gnn cannot resume");
+  if (config.comm != nullptr && config.comm->size() > 1)
+    throw sim::InputError("<flag --policy>", "", "one process (no mpirun) for --policy gnn");
+  if (search) check_search_options(*search);
+  const GnnOptions opt = with_pretrained(options, config.pretrained);
+  TrainResult result;
+  std::int64_t evaluations = 0;
+  const Task task = make_task(graph, cluster, config, evaluations);
+  result.groups = task.grouping.size();
+  const RewardFn reward = reward_of(task, config.sim_threads, evaluations);
+  const GnnProblem problem = make_gnn_problem(task.grouping, graph, cluster, config.costs);
+  GnnTrainer trainer(problem, opt, reward, task.reference_s);
+  if (!config.pretrained.empty()) trainer.load_policy(config.pretrained);
+  // The search from the policy before training (place --method rl's, sized by its defaults or
+  // $PLACESIM_RL_SEARCH, with a pre-trained policy):
+  // its placement is kept unless training and the final search beat it, so a fine-tune never
+  // ends worse than the zero-shot placement it starts from. Its time counts in the budget; it
+  // draws its samples from its own engine, so training's draws do not depend on it.
+  const auto t_loop = std::chrono::steady_clock::now();
+  GnnPlaceOptions so = search.value_or(GnnPlaceOptions{});
+  so.seed = opt.seed;
+  so.sim_threads = config.sim_threads;
+  std::optional<GnnPlacement> initial;
+  const std::int64_t before_initial = evaluations;
+  if (search) {
+    GnnPlaceOptions place = gnn_place_options_from_env();  // place --method rl's, seed 1
+    place.sim_threads = config.sim_threads;
+    initial = search_from(trainer, problem, task, reward, evaluations, place, {});
+  }
+  const std::int64_t initial_evaluations = evaluations;
+  const double initial_wall_s = seconds_since(t_loop);
+  result.interrupted = run_budget(
+      config, trainer, [&] { return trainer.step(); }, evaluations,
+      search_reserve(
+          search, trainer, opt.samples,
+          initial_evaluations > before_initial
+              ? initial_wall_s / static_cast<double>(initial_evaluations - before_initial)
+              : 0.0),
+      t_loop);
+  if (!config.checkpoint_dir.empty()) {
+    make_dir(config.checkpoint_dir);
+    trainer.save_policy((std::filesystem::path(config.checkpoint_dir) / "gnn.ckpt").string(),
+                        "train --policy gnn --graph " + graph.name + " --cluster " + cluster.name +
+                            " --seed " + std::to_string(opt.seed) + ", " +
+                            std::to_string(trainer.iteration()) + " iterations" +
+                            (config.pretrained.empty() ? "" : ", from " + config.pretrained));
+  }
+  // The greedy decode is a candidate too (the only one with --iterations 0).
+  const DevicesOfGroups greedy = trainer.greedy();
+  const Evaluation ge = evaluation_of(task.oracle->evaluate(task.grouping.expand(greedy)));
+  ++evaluations;
+  pick_final(trainer.best(), trainer.best_step_s(), greedy, ge, result);
+  result.best = task.grouping.expand(result.best_groups);
+  result.history = trainer.history();
+  if (initial && !result.interrupted) {
+    // The search from the trained policy, seeded with what training and the first search found:
+    // it keeps its best candidate and improves only strictly, so it ends no worse than either.
+    const auto t_search = std::chrono::steady_clock::now();
+    const std::int64_t before = evaluations;
+    const GnnPlacement found =
+        search_from(trainer, problem, task, reward, evaluations, so,
+                    {{result.best_groups, "training best"}, {initial->groups, "first search"}});
+    result.trained_step_s = result.best_oom ? 0.0 : result.best_step_s;
+    result.search_evaluations = (initial_evaluations - before_initial) + (evaluations - before);
+    result.search_wall_s = initial_wall_s + seconds_since(t_search);
+    for (const GnnPlacement* p : {static_cast<const GnnPlacement*>(&*initial), &found})
+      if (p->final_s > 0 && (result.best_oom || p->final_s < result.best_step_s)) {
+        result.best = p->placement;
+        result.best_groups = p->groups;
+        result.best_step_s = p->final_s;
+        result.best_oom = false;
+      }
+  }
+  result.evaluations = evaluations;
+  result.wall_s = seconds_since(t_start);
+  return result;
+}
+
+GnnPlaceOptions parse_gnn_search(const std::string& text, const std::string& where) {
   GnnPlaceOptions o;
-  const char* env = std::getenv("PLACESIM_RL_SEARCH");
-  if (env == nullptr || *env == '\0') return o;
-  std::istringstream in(env);
+  std::istringstream in(text);
   std::array<long long, 4> v{o.samples, o.search_evaluations, o.starts, o.op_evaluations};
   char comma = ',';
   size_t n = 0;
@@ -1071,14 +1196,20 @@ GnnPlaceOptions gnn_place_options_from_env() {
                   v[2] <= 1'000'000;
   if (!ok)
     throw sim::InputError(
-        "<environment PLACESIM_RL_SEARCH>", "",
+        where, "",
         "SAMPLES,EVALUATIONS,STARTS,OP_EVALUATIONS (integers >= 0, >= 0, >= 1, >= 0), got '" +
-            std::string(env) + "'");
+            text + "'");
   o.samples = static_cast<int>(v[0]);
   o.search_evaluations = static_cast<int>(v[1]);
   o.starts = static_cast<int>(v[2]);
   o.op_evaluations = static_cast<int>(v[3]);
   return o;
+}
+
+GnnPlaceOptions gnn_place_options_from_env() {
+  const char* env = std::getenv("PLACESIM_RL_SEARCH");
+  if (env == nullptr || *env == '\0') return {};
+  return parse_gnn_search(env, "<environment PLACESIM_RL_SEARCH>");
 }
 
 sim::Placement place_with_gnn(const std::string& path, const sim::Graph& graph,

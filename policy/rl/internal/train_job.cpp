@@ -165,6 +165,15 @@ GnnOptions gnn_options(const TrainJob& a) {
   return o;
 }
 
+// `--search`: nullopt = off; "default" = GnnPlaceOptions' defaults.
+std::optional<GnnPlaceOptions> gnn_search(const TrainJob& a) {
+  if (a.search == "off") return std::nullopt;
+  if (a.search == "default") return gnn_train_search_defaults();
+  GnnPlaceOptions o = parse_gnn_search(a.search, "<flag --search>");
+  o.seed = a.seed;
+  return o;
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream ss(text);
@@ -225,6 +234,10 @@ void check_flags(const TrainJob& a) {
   const bool gnn = a.policy == "gnn";
   if (!gnn && !a.clusters.empty())
     throw sim::InputError("<flag --clusters>", "", "--policy gnn (pre-training corpus)");
+  if (!gnn && a.search != "default")
+    throw sim::InputError("<flag --search>", "", "--policy gnn (the final test-time search)");
+  if (a.search != "default" && a.search != "off")
+    (void)parse_gnn_search(a.search, "<flag --search>");
   if (a.samples < 1)
     throw sim::InputError("<flag --samples>", "", "at least 1, got " + std::to_string(a.samples));
   if (a.hidden < 1)
@@ -364,6 +377,8 @@ void write_best_placement(const TrainJob& a, const sim::Graph& graph, const sim:
   if (a.policy == "gnn") {
     md.extra["update"] = a.update;
     md.extra["hints"] = a.no_hints ? "false" : "true";
+    md.extra["search"] = a.search;
+    if (r.search_evaluations > 0) md.extra["trained_step_s"] = std::to_string(r.trained_step_s);
   } else {
     md.extra["hidden"] = std::to_string(a.hidden);
     md.extra["attention"] = a.attention;
@@ -395,6 +410,11 @@ int report_json(const TrainJob& a, const sim::Graph& graph, const sim::Cluster& 
                               {"output", a.output},
                               {"curve", curve},
                               {"interrupted", r.interrupted}};
+  if (r.search_evaluations > 0) {
+    j["trained_step_s"] = r.trained_step_s;
+    j["search_simulations"] = r.search_evaluations;
+    j["search_wall_s"] = r.search_wall_s;
+  }
   if (!a.no_table && !r.interrupted)
     j["compare"] =
         nlohmann::ordered_json::parse(compare_to_json(compare_with_learned(graph, cluster, r, mo)));
@@ -415,6 +435,9 @@ int report_text(const TrainJob& a, const sim::Graph& graph, const sim::Cluster& 
             << r.groups << " groups, " << r.evaluations << " simulations in " << r.wall_s
             << " s; per iteration: sampling " << sample_s / n << " s, simulation " << reward_s / n
             << " s, gradient " << grad_s / n << " s\n";
+  if (r.search_evaluations > 0)
+    std::cout << "rl: training's best " << fmt_ms(r.trained_step_s) << "; the final search ran "
+              << r.search_evaluations << " simulations in " << r.search_wall_s << " s\n";
   std::cout << "rl: best step time " << fmt_ms(r.best_step_s) << (r.best_oom ? " (OOM)" : "")
             << "; placement " << a.output << ", curve " << curve << "\n";
   if (r.interrupted) {
@@ -436,7 +459,7 @@ int train_one(const TrainJob& a, const sim::Graph& graph, const sim::Cluster& cl
   const bool root = comm.rank() == 0;
   if (root) announce(a, graph, cluster, cfg, comm);
   const TrainResult r = with_interrupts(hooks, [&] {
-    return a.policy == "gnn"                 ? train_gnn(graph, cluster, cfg, gnn_options(a))
+    return a.policy == "gnn" ? train_gnn(graph, cluster, cfg, gnn_options(a), gnn_search(a))
            : cfg.grouper == Grouper::Learned ? train_hierarchical(graph, cluster, cfg)
                                              : train_placement(graph, cluster, cfg);
   });
