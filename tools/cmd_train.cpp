@@ -49,6 +49,98 @@ void register_train_unavailable(CLI::App& app) {
   });
 }
 
+// The options that name the problem: graph, cluster, cost model, budget and seed.
+void add_problem_options(CLI::App* cmd, policy::TrainJob& a) {
+  cmd->add_option("--graph", a.graph, "built-in workload or graph file")
+      ->capture_default_str()
+      ->check(not_a_directory());
+  cmd->add_option("--graph-opt", a.graph_opt, "workload options, k=v,k=v");
+  cmd->add_option("--cluster", a.cluster, "built-in cluster or YAML file")
+      ->capture_default_str()
+      ->check(not_a_directory());
+  cmd->add_option("--calibration", a.calibration, "calibration YAML for the kernel cost model")
+      ->check(input_file());
+  cmd->add_option("--minutes", a.minutes,
+                  "wall-clock budget (default 8 when --iterations is not given)");
+  cmd->add_option("--iterations", a.iterations, "total iterations, counting those before --resume");
+  cmd->add_option("--samples", a.samples, "placements sampled per iteration (K)")
+      ->capture_default_str();
+  cmd->add_option("--seed", a.seed, "seed: weights and sampling; the same seed gives the same run")
+      ->capture_default_str();
+}
+
+// The GNN policy's options (docs/rl.md, "The GNN policy").
+void add_gnn_options(CLI::App* cmd, policy::TrainJob& a) {
+  cmd->add_option(
+         "--policy", a.policy,
+         "seq2seq (Mirhoseini et al. 2017, one graph) or gnn (graph embeddings: any graph, "
+         "any cluster; docs/rl.md)")
+      ->capture_default_str();
+  cmd->add_option("--update", a.update,
+                  "gnn: ppo (clipped ratio, --ppo-epochs per batch) or reinforce")
+      ->capture_default_str();
+  cmd->add_option("--ppo-epochs", a.ppo_epochs, "gnn, ppo: gradient steps per batch of samples")
+      ->capture_default_str();
+  cmd->add_option("--rounds", a.rounds, "gnn: message-passing rounds over the group DAG")
+      ->capture_default_str();
+  cmd->add_flag("--no-hints", a.no_hints,
+                "gnn: hide the baselines' placements (scotch, m-etf) from the policy (ablation)");
+  cmd->add_option("--search", a.search,
+                  "gnn: the test-time search that ends training (inside --minutes), "
+                  "SAMPLES,EVALUATIONS,STARTS,OP_EVALUATIONS, default (32,512,3,8192) or off")
+      ->capture_default_str();
+  cmd->add_option("--clusters", a.clusters,
+                  "gnn with --graphs: pre-train on every graph on each of these clusters, c1,c2");
+}
+
+// Outputs, parallelism and what is printed.
+void add_output_options(CLI::App* cmd, policy::TrainJob& a) {
+  cmd->add_option("-o,--output", a.output, "best placement JSON")->capture_default_str();
+  cmd->add_option("--curve", a.curve,
+                  "training-curve CSV (default: <output stem>.curve.csv; PNG beside it)");
+  cmd->add_option("--threads", a.threads,
+                  "simulation threads (oneTBB); 0 = all cores (shared by the ranks under mpirun)")
+      ->capture_default_str();
+  cmd->add_option("--shards", a.shards,
+                  "cut the K samples into this many shards, each sampled and back-propagated as "
+                  "one batch; under mpirun the rank count must divide it, and every such rank "
+                  "count (1 included) gives the same result")
+      ->capture_default_str();
+  cmd->add_flag("--no-plot", a.no_plot, "skip the PNG plot");
+  cmd->add_flag("--no-table", a.no_table, "skip the baselines table at the end");
+  cmd->add_flag("--json", a.json, "print the result (and the baselines table's rows) as JSON");
+  cmd->add_flag("--project-baselines", a.project_baselines,
+                "no training: simulate every baseline's placement projected onto the policy's "
+                "groups (what the grouping can express)");
+}
+
+// One `placesim train` run, on every rank.
+void run_train_command(const policy::TrainJob& a, policy::TrainJobRunner run) {
+  policy::MpiRuntime mpi;
+  policy::MpiComm comm(mpi);
+  refuse_mpirun_without_mpi(mpi);
+  policy::TrainHooks hooks;
+  hooks.stop = &g_stop_requested;
+  hooks.catch_interrupt = interrupt_switch();
+  hooks.note = note;
+  try {
+    const int status = run(a, comm, hooks);
+    if (status != 0) throw CliExit{status};
+  } catch (const sim::InputError&) {
+    // Every rank meets the same bad input; one line from rank 0 is enough. The others wait a
+    // moment before exiting: mpirun aborts the job when the first rank exits non-zero, which
+    // could otherwise be before rank 0 has printed the line.
+    if (comm.rank() != 0) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      throw CliExit{2};
+    }
+    throw;
+  }
+  // Ranks leave together (polling with sleeps), so no rank spins in MPI_Finalize while rank 0
+  // writes its outputs and the baselines table.
+  comm.barrier();
+}
+
 }  // namespace
 
 void register_train(CLI::App& app) {
@@ -61,46 +153,11 @@ void register_train(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train",
                                      "train the RL placer (Mirhoseini et al. 2017) on the "
                                      "simulator; no arguments = nmt on paper-4gpu, 8 minutes");
-  cmd->add_option("--graph", a->graph, "built-in workload or graph file")
-      ->capture_default_str()
-      ->check(not_a_directory());
-  cmd->add_option("--graph-opt", a->graph_opt, "workload options, k=v,k=v");
-  cmd->add_option("--cluster", a->cluster, "built-in cluster or YAML file")
-      ->capture_default_str()
-      ->check(not_a_directory());
-  cmd->add_option("--calibration", a->calibration, "calibration YAML for the kernel cost model")
-      ->check(input_file());
-  cmd->add_option("--minutes", a->minutes,
-                  "wall-clock budget (default 8 when --iterations is not given)");
-  cmd->add_option("--iterations", a->iterations,
-                  "total iterations, counting those before --resume");
-  cmd->add_option("--samples", a->samples, "placements sampled per iteration (K)")
-      ->capture_default_str();
-  cmd->add_option("--seed", a->seed, "seed: weights and sampling; the same seed gives the same run")
-      ->capture_default_str();
+  add_problem_options(cmd, *a);
   auto* hidden_opt = cmd->add_option("--hidden", a->hidden,
                                      "LSTM width (seq2seq; default 256) or embedding width (gnn; "
                                      "default 64)");
-  cmd->add_option(
-         "--policy", a->policy,
-         "seq2seq (Mirhoseini et al. 2017, one graph) or gnn (graph embeddings: any graph, "
-         "any cluster; docs/rl.md)")
-      ->capture_default_str();
-  cmd->add_option("--update", a->update,
-                  "gnn: ppo (clipped ratio, --ppo-epochs per batch) or reinforce")
-      ->capture_default_str();
-  cmd->add_option("--ppo-epochs", a->ppo_epochs, "gnn, ppo: gradient steps per batch of samples")
-      ->capture_default_str();
-  cmd->add_option("--rounds", a->rounds, "gnn: message-passing rounds over the group DAG")
-      ->capture_default_str();
-  cmd->add_flag("--no-hints", a->no_hints,
-                "gnn: hide the baselines' placements (scotch, m-etf) from the policy (ablation)");
-  cmd->add_option("--search", a->search,
-                  "gnn: the test-time search that ends training (inside --minutes), "
-                  "SAMPLES,EVALUATIONS,STARTS,OP_EVALUATIONS, default (32,512,3,8192) or off")
-      ->capture_default_str();
-  cmd->add_option("--clusters", a->clusters,
-                  "gnn with --graphs: pre-train on every graph on each of these clusters, c1,c2");
+  add_gnn_options(cmd, *a);
   cmd->add_option("--groups", a->groups, "maximum co-location groups the policy places")
       ->capture_default_str();
   cmd->add_option("--grouper", a->grouper,
@@ -127,49 +184,11 @@ void register_train(CLI::App& app) {
   cmd->add_option(
       "--pretrained", a->pretrained,
       "start from this checkpoint's weights (e.g. from --graphs); --iterations 0 = no retraining");
-  cmd->add_option("-o,--output", a->output, "best placement JSON")->capture_default_str();
-  cmd->add_option("--curve", a->curve,
-                  "training-curve CSV (default: <output stem>.curve.csv; PNG beside it)");
-  cmd->add_option("--threads", a->threads,
-                  "simulation threads (oneTBB); 0 = all cores (shared by the ranks under mpirun)")
-      ->capture_default_str();
-  cmd->add_option("--shards", a->shards,
-                  "cut the K samples into this many shards, each sampled and back-propagated as "
-                  "one batch; under mpirun the rank count must divide it, and every such rank "
-                  "count (1 included) gives the same result")
-      ->capture_default_str();
-  cmd->add_flag("--no-plot", a->no_plot, "skip the PNG plot");
-  cmd->add_flag("--no-table", a->no_table, "skip the baselines table at the end");
-  cmd->add_flag("--json", a->json, "print the result (and the baselines table's rows) as JSON");
-  cmd->add_flag("--project-baselines", a->project_baselines,
-                "no training: simulate every baseline's placement projected onto the policy's "
-                "groups (what the grouping can express)");
+  add_output_options(cmd, *a);
   cmd->callback([a, hidden_opt, lr_opt, run] {
     a->hidden_given = hidden_opt->count() > 0;
     a->lr_given = lr_opt->count() > 0;
-    policy::MpiRuntime mpi;
-    policy::MpiComm comm(mpi);
-    refuse_mpirun_without_mpi(mpi);
-    policy::TrainHooks hooks;
-    hooks.stop = &g_stop_requested;
-    hooks.catch_interrupt = interrupt_switch();
-    hooks.note = note;
-    try {
-      const int status = run(*a, comm, hooks);
-      if (status != 0) throw CliExit{status};
-    } catch (const sim::InputError&) {
-      // Every rank meets the same bad input; one line from rank 0 is enough. The others wait a
-      // moment before exiting: mpirun aborts the job when the first rank exits non-zero, which
-      // could otherwise be before rank 0 has printed the line.
-      if (comm.rank() != 0) {
-        std::this_thread::sleep_for(std::chrono::seconds(2));
-        throw CliExit{2};
-      }
-      throw;
-    }
-    // Ranks leave together (polling with sleeps), so no rank spins in MPI_Finalize while rank 0
-    // writes its outputs and the baselines table.
-    comm.barrier();
+    run_train_command(*a, run);
   });
 }
 

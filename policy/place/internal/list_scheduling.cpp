@@ -278,136 +278,181 @@ GroupPlacement m_topo(const GroupDag& dag, const sim::Graph& g, const sim::Clust
 // an LP relaxation; the largest transfer is our simplification), and a ready favourite child
 // starts on its parent's device, ahead of any other choice, whenever that device is idle by the
 // time the child's inputs are there.
-GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, const sim::Cluster& c,
-                                   const MethodOptions& o, bool favourite_child,
-                                   double share_of_activations) {
-  Schedule s(dag, g, c, o);
-  s.activation_share = share_of_activations;
-  const int n = g.num_ops();
-  const int nd = c.num_devices();
-  std::vector<double> device_free(static_cast<std::size_t>(nd), 0.0);
+// The state of one earliest-task-first run: the schedule, per-op states and the per-device
+// queues of ready ops.
+class EarliestTaskFirst {
+ public:
+  EarliestTaskFirst(const GroupDag& dag, const sim::Graph& g, const sim::Cluster& c,
+                    const MethodOptions& o, bool favourite_child, double share_of_activations)
+      : dag_(dag),
+        c_(c),
+        s_(dag, g, c, o),
+        n_(g.num_ops()),
+        nd_(c.num_devices()),
+        device_free_(static_cast<std::size_t>(nd_), 0.0),
+        state_(static_cast<std::size_t>(n_), State::Waiting),
+        waiting_(static_cast<std::size_t>(n_), 0),
+        favourite_parent_(static_cast<std::size_t>(n_), -1),
+        queue_(static_cast<std::size_t>(nd_)),
+        ready_at_(static_cast<std::size_t>(n_)),
+        queued_on_(static_cast<std::size_t>(n_), 0) {
+    s_.activation_share = share_of_activations;
+    for (int op = 0; op < n_; ++op)
+      waiting_[static_cast<std::size_t>(op)] =
+          static_cast<int>(dag.op_pred[static_cast<std::size_t>(op)].size());
+    if (favourite_child) find_favourite_parents();
+  }
+
+  GroupPlacement run() {
+    for (int op = 0; op < n_; ++op)
+      if (waiting_[static_cast<std::size_t>(op)] == 0 &&
+          state_[static_cast<std::size_t>(op)] == State::Waiting)
+        make_ready(op);
+    int placed = 0;
+    while (placed < n_) {
+      if (place_urgent()) {
+        ++placed;
+        continue;
+      }
+      const Step step = place_earliest();
+      if (step == Step::Placed) ++placed;
+      if (step == Step::Stuck) break;
+    }
+    // Groups whose ops were never reached (only if the loop above stopped early) keep a device.
+    for (int gi = 0; gi < dag_.size(); ++gi)
+      if (s_.gdev[static_cast<std::size_t>(gi)] < 0)
+        s_.gdev[static_cast<std::size_t>(gi)] =
+            s_.fallback_device(gi, baechi_candidates(dag_, gi, c_));
+    return s_.gdev;
+  }
+
+ private:
   enum class State : std::uint8_t { Waiting, Ready, Placed };
-  std::vector<State> state(static_cast<std::size_t>(n), State::Waiting);
-  std::vector<int> waiting(static_cast<std::size_t>(n), 0);
-  for (int op = 0; op < n; ++op)
-    waiting[static_cast<std::size_t>(op)] =
-        static_cast<int>(dag.op_pred[static_cast<std::size_t>(op)].size());
-  std::vector<sim::OpId> favourite_parent(static_cast<std::size_t>(n), -1);
-  if (favourite_child) {
-    std::vector<double> best_bytes(static_cast<std::size_t>(n), -1.0);
-    for (int op = 0; op < n; ++op) {
+  enum class Step : std::uint8_t { Placed, Pruned, Stuck };
+
+  // Each op's favourite child is the consumer it sends the most bytes to; a child with several
+  // such parents keeps the one sending the most.
+  void find_favourite_parents() {
+    std::vector<double> best_bytes(static_cast<std::size_t>(n_), -1.0);
+    for (int op = 0; op < n_; ++op) {
       sim::OpId fav = -1;
       double fav_bytes = 0.0;
-      for (const OpEdge& e : dag.op_succ[static_cast<std::size_t>(op)])
+      for (const OpEdge& e : dag_.op_succ[static_cast<std::size_t>(op)])
         if (e.bytes > fav_bytes) {
           fav_bytes = e.bytes;
           fav = e.op;
         }
       if (fav >= 0 && fav_bytes > best_bytes[static_cast<std::size_t>(fav)]) {
         best_bytes[static_cast<std::size_t>(fav)] = fav_bytes;
-        favourite_parent[static_cast<std::size_t>(fav)] = op;
+        favourite_parent_[static_cast<std::size_t>(fav)] = op;
       }
     }
   }
-  // Per device, the ready ops that may start there, by (data-ready time there, op).
-  std::vector<std::set<std::pair<double, sim::OpId>>> queue(static_cast<std::size_t>(nd));
-  std::vector<std::vector<double>> ready_at(static_cast<std::size_t>(n));  // -1 = not queued there
-  std::vector<int> queued_on(static_cast<std::size_t>(n), 0);
-  std::deque<sim::OpId> urgent;
 
-  const auto enqueue = [&](sim::OpId op, sim::DeviceId d) {
-    auto& r = ready_at[static_cast<std::size_t>(op)];
+  void enqueue(sim::OpId op, sim::DeviceId d) {
+    auto& r = ready_at_[static_cast<std::size_t>(op)];
     if (r[static_cast<std::size_t>(d)] >= 0) return;
-    r[static_cast<std::size_t>(d)] = s.data_ready(op, d);
-    queue[static_cast<std::size_t>(d)].emplace(r[static_cast<std::size_t>(d)], op);
-    ++queued_on[static_cast<std::size_t>(op)];
-  };
-  const auto dequeue = [&](sim::OpId op, sim::DeviceId d) {
-    auto& r = ready_at[static_cast<std::size_t>(op)];
+    r[static_cast<std::size_t>(d)] = s_.data_ready(op, d);
+    queue_[static_cast<std::size_t>(d)].emplace(r[static_cast<std::size_t>(d)], op);
+    ++queued_on_[static_cast<std::size_t>(op)];
+  }
+
+  void dequeue(sim::OpId op, sim::DeviceId d) {
+    auto& r = ready_at_[static_cast<std::size_t>(op)];
     if (r[static_cast<std::size_t>(d)] < 0) return;
-    queue[static_cast<std::size_t>(d)].erase({r[static_cast<std::size_t>(d)], op});
+    queue_[static_cast<std::size_t>(d)].erase({r[static_cast<std::size_t>(d)], op});
     r[static_cast<std::size_t>(d)] = -1;
-    --queued_on[static_cast<std::size_t>(op)];
-  };
+    --queued_on_[static_cast<std::size_t>(op)];
+  }
+
   // Choosing a device for a group reserves its memory and queues its other ready ops there.
-  const auto pin = [&](int gi, sim::DeviceId d) {
-    s.pin(gi, d);
-    for (const sim::OpId other : dag.ops[static_cast<std::size_t>(gi)])
-      if (state[static_cast<std::size_t>(other)] == State::Ready) {
-        for (int x = 0; x < nd; ++x)
+  void pin(int gi, sim::DeviceId d) {
+    s_.pin(gi, d);
+    for (const sim::OpId other : dag_.ops[static_cast<std::size_t>(gi)])
+      if (state_[static_cast<std::size_t>(other)] == State::Ready) {
+        for (int x = 0; x < nd_; ++x)
           if (x != d) dequeue(other, x);
         enqueue(other, d);
       }
-  };
-  const auto make_ready = [&](sim::OpId op) {
-    state[static_cast<std::size_t>(op)] = State::Ready;
-    ready_at[static_cast<std::size_t>(op)].assign(static_cast<std::size_t>(nd), -1.0);
-    const int gi = s.group(op);
-    const sim::DeviceId pinned = s.gdev[static_cast<std::size_t>(gi)];
+  }
+
+  void make_ready(sim::OpId op) {
+    state_[static_cast<std::size_t>(op)] = State::Ready;
+    ready_at_[static_cast<std::size_t>(op)].assign(static_cast<std::size_t>(nd_), -1.0);
+    const int gi = s_.group(op);
+    const sim::DeviceId pinned = s_.gdev[static_cast<std::size_t>(gi)];
     if (pinned >= 0) {
       enqueue(op, pinned);
     } else {
-      const Candidates cand = baechi_candidates(dag, gi, c);
+      const Candidates cand = baechi_candidates(dag_, gi, c_);
       for (const sim::DeviceId d : cand.preferred)
-        if (s.fits(gi, d)) enqueue(op, d);
-      if (queued_on[static_cast<std::size_t>(op)] == 0) pin(gi, s.fallback_device(gi, cand));
+        if (s_.fits(gi, d)) enqueue(op, d);
+      if (queued_on_[static_cast<std::size_t>(op)] == 0) pin(gi, s_.fallback_device(gi, cand));
     }
-    if (favourite_parent[static_cast<std::size_t>(op)] >= 0) urgent.push_back(op);
-  };
-  const auto place = [&](sim::OpId op, sim::DeviceId d, double start) {
-    for (int x = 0; x < nd; ++x) dequeue(op, x);
-    state[static_cast<std::size_t>(op)] = State::Placed;
-    const int gi = s.group(op);
-    if (s.gdev[static_cast<std::size_t>(gi)] < 0) pin(gi, d);
-    s.finish[static_cast<std::size_t>(op)] = start + s.time(op, d);
-    device_free[static_cast<std::size_t>(d)] = s.finish[static_cast<std::size_t>(op)];
-    for (const OpEdge& e : dag.op_succ[static_cast<std::size_t>(op)])
-      if (--waiting[static_cast<std::size_t>(e.op)] == 0) make_ready(e.op);
-  };
+    if (favourite_parent_[static_cast<std::size_t>(op)] >= 0) urgent_.push_back(op);
+  }
 
-  for (int op = 0; op < n; ++op)
-    if (waiting[static_cast<std::size_t>(op)] == 0 &&
-        state[static_cast<std::size_t>(op)] == State::Waiting)
-      make_ready(op);
-  int placed = 0;
-  while (placed < n) {
-    bool took_urgent = false;
-    while (!urgent.empty() && !took_urgent) {
-      const sim::OpId op = urgent.front();
-      urgent.pop_front();
-      if (state[static_cast<std::size_t>(op)] != State::Ready) continue;
-      const sim::DeviceId d = s.device_of_op(favourite_parent[static_cast<std::size_t>(op)]);
-      const double r = ready_at[static_cast<std::size_t>(op)][static_cast<std::size_t>(d)];
-      if (r < 0 || device_free[static_cast<std::size_t>(d)] > r) continue;
-      const int gi = s.group(op);
-      if (s.gdev[static_cast<std::size_t>(gi)] < 0 && !s.fits(gi, d)) continue;
+  void place(sim::OpId op, sim::DeviceId d, double start) {
+    for (int x = 0; x < nd_; ++x) dequeue(op, x);
+    state_[static_cast<std::size_t>(op)] = State::Placed;
+    const int gi = s_.group(op);
+    if (s_.gdev[static_cast<std::size_t>(gi)] < 0) pin(gi, d);
+    s_.finish[static_cast<std::size_t>(op)] = start + s_.time(op, d);
+    device_free_[static_cast<std::size_t>(d)] = s_.finish[static_cast<std::size_t>(op)];
+    for (const OpEdge& e : dag_.op_succ[static_cast<std::size_t>(op)])
+      if (--waiting_[static_cast<std::size_t>(e.op)] == 0) make_ready(e.op);
+  }
+
+  // A ready favourite child starts on its parent's device when that device is idle by the time
+  // its inputs are there. Returns whether one was placed.
+  bool place_urgent() {
+    while (!urgent_.empty()) {
+      const sim::OpId op = urgent_.front();
+      urgent_.pop_front();
+      if (state_[static_cast<std::size_t>(op)] != State::Ready) continue;
+      const sim::DeviceId d = s_.device_of_op(favourite_parent_[static_cast<std::size_t>(op)]);
+      const double r = ready_at_[static_cast<std::size_t>(op)][static_cast<std::size_t>(d)];
+      if (r < 0 || device_free_[static_cast<std::size_t>(d)] > r) continue;
+      const int gi = s_.group(op);
+      if (s_.gdev[static_cast<std::size_t>(gi)] < 0 && !s_.fits(gi, d)) continue;
       place(op, d, r);
-      ++placed;
-      took_urgent = true;
+      return true;
     }
-    if (took_urgent) continue;
+    return false;
+  }
 
+  // Drops the ops at the head of device d's queue whose group can no longer go there (an
+  // unplaced group that no longer fits never will: free memory only shrinks). Returns whether
+  // any was dropped.
+  bool prune_head(sim::DeviceId d) {
+    auto& q = queue_[static_cast<std::size_t>(d)];
+    bool pruned = false;
+    while (!q.empty()) {
+      const sim::OpId op = q.begin()->second;
+      const int gi = s_.group(op);
+      if (s_.gdev[static_cast<std::size_t>(gi)] == d ||
+          (s_.gdev[static_cast<std::size_t>(gi)] < 0 && s_.fits(gi, d)))
+        break;
+      dequeue(op, d);
+      pruned = true;
+      if (queued_on_[static_cast<std::size_t>(op)] == 0 &&
+          s_.gdev[static_cast<std::size_t>(gi)] < 0)
+        pin(gi, s_.fallback_device(gi, baechi_candidates(dag_, gi, c_)));
+    }
+    return pruned;
+  }
+
+  // Starts the (ready op, device) pair with the earliest start time.
+  Step place_earliest() {
     bool progress = false;
     double best_start = std::numeric_limits<double>::infinity();
     sim::OpId best_op = -1;
     sim::DeviceId best_dev = -1;
-    for (int d = 0; d < nd; ++d) {
-      auto& q = queue[static_cast<std::size_t>(d)];
-      // An unplaced group that no longer fits here never will (free memory only shrinks).
-      while (!q.empty()) {
-        const sim::OpId op = q.begin()->second;
-        const int gi = s.group(op);
-        if (s.gdev[static_cast<std::size_t>(gi)] == d ||
-            (s.gdev[static_cast<std::size_t>(gi)] < 0 && s.fits(gi, d)))
-          break;
-        dequeue(op, d);
-        progress = true;
-        if (queued_on[static_cast<std::size_t>(op)] == 0 &&
-            s.gdev[static_cast<std::size_t>(gi)] < 0)
-          pin(gi, s.fallback_device(gi, baechi_candidates(dag, gi, c)));
-      }
+    for (int d = 0; d < nd_; ++d) {
+      if (prune_head(d)) progress = true;
+      const auto& q = queue_[static_cast<std::size_t>(d)];
       if (q.empty()) continue;
-      const double start = std::max(device_free[static_cast<std::size_t>(d)], q.begin()->first);
+      const double start = std::max(device_free_[static_cast<std::size_t>(d)], q.begin()->first);
       if (start < best_start) {
         best_start = start;
         best_op = q.begin()->second;
@@ -416,17 +461,32 @@ GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, con
     }
     if (best_op < 0) {
       assert(progress);
-      if (!progress) break;
-      continue;
+      return progress ? Step::Pruned : Step::Stuck;
     }
     place(best_op, best_dev, best_start);
-    ++placed;
+    return Step::Placed;
   }
-  // Groups whose ops were never reached (only if the loop above stopped early) keep a device.
-  for (int gi = 0; gi < dag.size(); ++gi)
-    if (s.gdev[static_cast<std::size_t>(gi)] < 0)
-      s.gdev[static_cast<std::size_t>(gi)] = s.fallback_device(gi, baechi_candidates(dag, gi, c));
-  return s.gdev;
+
+  const GroupDag& dag_;
+  const sim::Cluster& c_;
+  Schedule s_;
+  int n_;
+  int nd_;
+  std::vector<double> device_free_;
+  std::vector<State> state_;
+  std::vector<int> waiting_;
+  std::vector<sim::OpId> favourite_parent_;
+  // Per device, the ready ops that may start there, by (data-ready time there, op).
+  std::vector<std::set<std::pair<double, sim::OpId>>> queue_;
+  std::vector<std::vector<double>> ready_at_;  // per op and device; -1 = not queued there
+  std::vector<int> queued_on_;
+  std::deque<sim::OpId> urgent_;
+};
+
+GroupPlacement earliest_task_first(const GroupDag& dag, const sim::Graph& g, const sim::Cluster& c,
+                                   const MethodOptions& o, bool favourite_child,
+                                   double share_of_activations) {
+  return EarliestTaskFirst(dag, g, c, o, favourite_child, share_of_activations).run();
 }
 
 using Scheduler = GroupPlacement (*)(const GroupDag&, const sim::Graph&, const sim::Cluster&,

@@ -96,16 +96,70 @@ models::Grouping policy_grouping(const sim::Graph& graph, const sim::Cluster& cl
   return models::group_graph(graph, config.max_groups);
 }
 
-TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster,
-                            const TrainConfig& config) {
-  const auto t_start = std::chrono::steady_clock::now();
-  pin_torch_to_one_thread();
+namespace {
+
+// The flags a run cannot start with.
+void check_train_flags(const TrainConfig& config) {
   if (config.checkpoint_every < 1)
     throw sim::InputError("<flag --checkpoint-every>", "", "a positive number of iterations");
   if (config.iterations && *config.iterations < 0)
     throw sim::InputError("<flag --iterations>", "", "a non-negative number of iterations");
   if (config.minutes && !(*config.minutes >= 0))
     throw sim::InputError("<flag --minutes>", "", "a non-negative number of minutes");
+}
+
+// Creates --checkpoint's folder and, with --resume, loads the checkpoint found there. Returns the
+// checkpoint file's path ("" without --checkpoint).
+std::string open_checkpoint(const TrainConfig& config, const models::Grouping& grouping,
+                            const sim::BatchOracle& oracle, Trainer& trainer, TrainResult& result) {
+  std::string checkpoint;
+  if (!config.checkpoint_dir.empty()) {
+    if (std::error_code ec; !std::filesystem::create_directories(config.checkpoint_dir, ec) && ec)
+      throw sim::InputError(config.checkpoint_dir, "",
+                            "a folder for checkpoints that can be created (" + ec.message() + ")");
+    checkpoint = (std::filesystem::path(config.checkpoint_dir) / "checkpoint.pt").string();
+    if (config.resume && std::filesystem::exists(checkpoint)) {
+      trainer.load(checkpoint);
+      result.resumed = true;
+      // The best placement a checkpoint carries is simulated again: its step time must be the one
+      // recorded (a crafted or foreign best would otherwise be reported as found).
+      if (!trainer.best().empty()) {
+        const Evaluation e = evaluation_of(oracle.evaluate(expand(grouping, trainer.best())));
+        if (e.oom || e.step_time_s != trainer.best_step_s())
+          throw sim::InputError(checkpoint, "best_step_s",
+                                "the simulated step time of the checkpoint's best placement (" +
+                                    std::to_string(e.step_time_s) + " s" +
+                                    (e.oom ? ", out of memory" : "") + "), got " +
+                                    std::to_string(trainer.best_step_s()) + " s");
+      }
+    }
+  }
+  return checkpoint;
+}
+
+// What the progress line shows after an iteration: `done` iterations this run, `iteration` in
+// all, `total` (-1: until the budget ends), `evals` simulations so far.
+Progress progress_of(int done, int iteration, int total, double elapsed_s, double evals,
+                     std::optional<double> budget_s) {
+  Progress pr;
+  pr.iteration = iteration;
+  if (total >= 0) pr.total_iterations = total;
+  pr.elapsed_s = elapsed_s;
+  pr.evals_per_s = pr.elapsed_s > 0 ? evals / pr.elapsed_s : 0.0;
+  std::optional<double> left;
+  if (total >= 0 && done > 0) left = pr.elapsed_s / done * std::max(0, total - iteration);
+  if (budget_s) left = std::min(left.value_or(*budget_s), std::max(0.0, *budget_s - pr.elapsed_s));
+  pr.time_left_s = left;
+  return pr;
+}
+
+}  // namespace
+
+TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster,
+                            const TrainConfig& config) {
+  const auto t_start = std::chrono::steady_clock::now();
+  pin_torch_to_one_thread();
+  check_train_flags(config);
 
   if (config.grouper == Grouper::Learned) return train_hierarchical(graph, cluster, config);
   // Before the grouping, which runs Scotch: a bad --shards is known without it.
@@ -151,28 +205,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   const bool root = config.comm == nullptr || config.comm->rank() == 0;
   const int ranks = config.comm == nullptr ? 1 : config.comm->size();
 
-  std::string checkpoint;
-  if (!config.checkpoint_dir.empty()) {
-    if (std::error_code ec; !std::filesystem::create_directories(config.checkpoint_dir, ec) && ec)
-      throw sim::InputError(config.checkpoint_dir, "",
-                            "a folder for checkpoints that can be created (" + ec.message() + ")");
-    checkpoint = (std::filesystem::path(config.checkpoint_dir) / "checkpoint.pt").string();
-    if (config.resume && std::filesystem::exists(checkpoint)) {
-      trainer.load(checkpoint);
-      result.resumed = true;
-      // The best placement a checkpoint carries is simulated again: its step time must be the one
-      // recorded (a crafted or foreign best would otherwise be reported as found).
-      if (!trainer.best().empty()) {
-        const Evaluation e = evaluation_of(oracle.evaluate(expand(grouping, trainer.best())));
-        if (e.oom || e.step_time_s != trainer.best_step_s())
-          throw sim::InputError(checkpoint, "best_step_s",
-                                "the simulated step time of the checkpoint's best placement (" +
-                                    std::to_string(e.step_time_s) + " s" +
-                                    (e.oom ? ", out of memory" : "") + "), got " +
-                                    std::to_string(trainer.best_step_s()) + " s");
-      }
-    }
-  }
+  const std::string checkpoint = open_checkpoint(config, grouping, oracle, trainer, result);
   // The best placement so far, as a placement file beside the checkpoint: a run killed with
   // SIGKILL leaves it on disk (the checkpoint itself needs LibTorch to read).
   auto save_checkpoint = [&] {
@@ -195,6 +228,7 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
   const int first_iteration = trainer.iteration();
   const bool has_budget = config.minutes.has_value();
   const double budget_s = has_budget ? *config.minutes * 60.0 : 0.0;
+  const std::optional<double> budget = has_budget ? std::optional<double>(budget_s) : std::nullopt;
   const int total = config.iterations ? *config.iterations : (has_budget ? -1 : 100);
   while (total < 0 || trainer.iteration() < total) {
     // Rank 0's clock and Ctrl-C decide for all ranks, which would otherwise part ways and wait
@@ -208,23 +242,13 @@ TrainResult train_placement(const sim::Graph& graph, const sim::Cluster& cluster
     if (root && !checkpoint.empty() && trainer.iteration() % config.checkpoint_every == 0)
       save_checkpoint();
     if (root && config.on_iteration) {
-      Progress pr;
-      pr.iteration = trainer.iteration();
-      if (total >= 0) pr.total_iterations = total;
-      pr.elapsed_s = seconds_since(t_train);
+      const double elapsed_s = seconds_since(t_train);
       // All ranks' simulations: this process ran only its shards' share.
       const double evals = ranks == 1 ? static_cast<double>(evaluations)
                                       : static_cast<double>(trainer.iteration() - first_iteration) *
                                             config.rl.samples;
-      pr.evals_per_s = pr.elapsed_s > 0 ? evals / pr.elapsed_s : 0.0;
-      const int done = trainer.iteration() - first_iteration;
-      std::optional<double> left;
-      if (total >= 0 && done > 0)
-        left = pr.elapsed_s / done * std::max(0, total - trainer.iteration());
-      if (has_budget)
-        left = std::min(left.value_or(budget_s), std::max(0.0, budget_s - pr.elapsed_s));
-      pr.time_left_s = left;
-      config.on_iteration(st, pr);
+      config.on_iteration(st, progress_of(trainer.iteration() - first_iteration,
+                                          trainer.iteration(), total, elapsed_s, evals, budget));
     }
   }
   if (ranks == 1 && config.stop != nullptr && config.stop->load()) result.interrupted = true;
