@@ -113,4 +113,27 @@ set +e
 rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -q -- "--policy" "$tmp/x.err" || { echo "bad --policy: exit $rc"; cat "$tmp/x.err"; exit 1; }
+# Corpus entries may be files beside built-in names: an ONNX import with its options and a cluster
+# YAML path (the shipped policy's corpus has both, scenarios/policies/README.md). A missing file or
+# an ONNX model whose batch cannot change is one line, exit 2, and no policy written.
+onnx="$(cd "$(dirname "$0")/../data/onnx" && pwd)"
+yaml="$(cd "$(dirname "$0")/../../scenarios/clusters" && pwd)/paper-2gpu.yaml"
+"$PLACESIM" train --policy gnn --graphs "rnnlm@$small,$onnx/squeezenet1_0.onnx@training=true+batch=2" \
+  --clusters "paper-4gpu,$yaml" --iterations 4 --samples 4 --hidden 16 --seed 2 --search off \
+  --checkpoint "$tmp/files" >"$tmp/files.out" 2>"$tmp/files.err" \
+  || { echo "pre-training on files failed"; cat "$tmp/files.err"; exit 1; }
+grep -q "squeezenet1_0.onnx@training=true+batch=2/paper-2gpu" "$tmp/files/gnn.curve.csv" \
+  || { echo "curve lacks the file entries"; cat "$tmp/files/gnn.curve.csv"; exit 1; }
+for bad in "--graphs rnnlm@$small,$tmp/none.onnx --clusters paper-2gpu" \
+           "--graphs rnnlm@$small --clusters paper-2gpu,$tmp/none.yaml" \
+           "--graphs $onnx/gpt_separate_qkv.onnx@training=true+batch=64 --clusters paper-2gpu"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$PLACESIM" train --policy gnn $bad --iterations 1 --samples 4 --hidden 16 \
+    --checkpoint "$tmp/badc" >/dev/null 2>"$tmp/bad.err"
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/bad.err")" -eq 1 ] && [ ! -e "$tmp/badc/gnn.ckpt" ] \
+    || { echo "bad corpus entry ($bad): exit $rc"; cat "$tmp/bad.err"; exit 1; }
+done
 echo ok
