@@ -753,10 +753,14 @@ bool run_budget(
   const bool has_budget = config.minutes.has_value();
   const double budget_s = has_budget ? *config.minutes * 60.0 : 0.0;
   const int total = config.iterations ? *config.iterations : (has_budget ? -1 : 100);
+  double last_step_s = 0.0;
   while (total < 0 || trainer.iteration() < total) {
     if (config.stop != nullptr && config.stop->load()) return true;
-    if (has_budget && seconds_since(t0) + reserve() >= budget_s) break;
+    // The next iteration must fit too: it takes about as long as the last one.
+    if (has_budget && seconds_since(t0) + reserve() + last_step_s >= budget_s) break;
+    const auto t_step = std::chrono::steady_clock::now();
     const IterationStats st = step();
+    last_step_s = seconds_since(t_step);
     if (config.on_iteration) {
       Progress pr;
       pr.iteration = trainer.iteration();
@@ -1141,7 +1145,7 @@ TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
           initial_evaluations > before_initial
               ? initial_wall_s / static_cast<double>(initial_evaluations - before_initial)
               : 0.0),
-      t_loop);
+      t_start);
   if (!config.checkpoint_dir.empty()) {
     make_dir(config.checkpoint_dir);
     trainer.save_policy((std::filesystem::path(config.checkpoint_dir) / "gnn.ckpt").string(),
