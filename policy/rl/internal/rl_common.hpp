@@ -5,6 +5,7 @@
 //   Evaluation e = evaluation_of(outcome);        // the reward oracle's view of a simulation
 //   SampleScores sc = score_samples(...);         // rewards, best placement, first baseline
 //   finish_iteration(sc, ...);                    // baseline update, the curve's row
+//   make_checkpoint_dir(config.checkpoint_dir);   // --checkpoint's folder, or an input error
 #pragma once
 
 #include <ATen/Parallel.h>
@@ -12,15 +13,26 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <filesystem>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <vector>
 
 #include "policy/comm/shards.hpp"
 #include "policy/rl/internal/samples.hpp"
 #include "policy/rl/rl.hpp"
+#include "sim/error.hpp"
 #include "sim/simulate.hpp"
 
 namespace placesim::policy {
+
+/// Creates --checkpoint's folder (and its parents); one that cannot be made is an input error.
+inline void make_checkpoint_dir(const std::string& dir) {
+  if (std::error_code ec; !std::filesystem::create_directories(dir, ec) && ec)
+    throw sim::InputError(dir, "",
+                          "a folder for checkpoints that can be created (" + ec.message() + ")");
+}
 
 /// Held while a training loop seeds LibTorch's global generator and initialises its network's
 /// weights from it: a sweep trains several policies at once on oneTBB threads (`rl:` methods),

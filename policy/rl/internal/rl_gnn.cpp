@@ -736,12 +736,6 @@ GnnOptions with_pretrained(GnnOptions o, const std::string& pretrained) {
   return o;
 }
 
-void make_dir(const std::string& dir) {
-  if (std::error_code ec; !std::filesystem::create_directories(dir, ec) && ec)
-    throw sim::InputError(dir, "",
-                          "a folder for checkpoints that can be created (" + ec.message() + ")");
-}
-
 // Runs `step` until the iteration count, the wall budget or a stop request ends it; reports
 // progress after every iteration.
 // `reserve` is the wall time to leave at the end of a --minutes budget (the final search).
@@ -1147,7 +1141,7 @@ TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
               : 0.0),
       t_start);
   if (!config.checkpoint_dir.empty()) {
-    make_dir(config.checkpoint_dir);
+    make_checkpoint_dir(config.checkpoint_dir);
     trainer.save_policy((std::filesystem::path(config.checkpoint_dir) / "gnn.ckpt").string(),
                         "train --policy gnn --graph " + graph.name + " --cluster " + cluster.name +
                             " --seed " + std::to_string(opt.seed) + ", " +

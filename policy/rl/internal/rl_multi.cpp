@@ -77,9 +77,7 @@ MultiTrainResult train_multi(const std::vector<sim::Graph>& graphs, const sim::C
                   tasks[0].reference_s);
   std::string checkpoint;
   if (!config.checkpoint_dir.empty()) {
-    if (std::error_code ec; !std::filesystem::create_directories(config.checkpoint_dir, ec) && ec)
-      throw sim::InputError(config.checkpoint_dir, "",
-                            "a folder for checkpoints that can be created (" + ec.message() + ")");
+    make_checkpoint_dir(config.checkpoint_dir);
     checkpoint = (std::filesystem::path(config.checkpoint_dir) / "checkpoint.pt").string();
   }
 

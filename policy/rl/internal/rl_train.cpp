@@ -114,9 +114,7 @@ std::string open_checkpoint(const TrainConfig& config, const models::Grouping& g
                             const sim::BatchOracle& oracle, Trainer& trainer, TrainResult& result) {
   std::string checkpoint;
   if (!config.checkpoint_dir.empty()) {
-    if (std::error_code ec; !std::filesystem::create_directories(config.checkpoint_dir, ec) && ec)
-      throw sim::InputError(config.checkpoint_dir, "",
-                            "a folder for checkpoints that can be created (" + ec.message() + ")");
+    make_checkpoint_dir(config.checkpoint_dir);
     checkpoint = (std::filesystem::path(config.checkpoint_dir) / "checkpoint.pt").string();
     if (config.resume && std::filesystem::exists(checkpoint)) {
       trainer.load(checkpoint);
