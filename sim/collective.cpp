@@ -251,11 +251,12 @@ struct Topo {
   bool nvls = false;        // the ranks of every node on one NVSwitch over NVLink 4+
   double nvls_link_bw = 0;  // smallest effective rank-switch NVLink bandwidth, B/s
   int nccl_channels = 2;    // NCCL's ring channel count (comm->nChannels)
-  // Channels of NCCL's tree graph (graphs[TREE]->nChannels), which its per-channel tree caps
-  // multiply: across nodes one per NIC of a node the rings use (NCCL's search gives each NIC a
-  // channel at the NIC's speed and, at 24-48 GB/s per NIC, does not duplicate them: search.cc
-  // ncclTopoDupChannels); on one node the ring's count (the caps do not bind there).
-  int tree_channels = 2;
+  // Channels of NCCL's searched ring and tree graphs (graphs[a]->nChannels, before ncclTopoPostset
+  // doubles comm->nChannels), which its per-channel caps multiply: across nodes one per NIC of a
+  // node the rings use (NCCL's search gives each NIC a channel at the NIC's speed and, at 24-48
+  // GB/s per NIC, does not duplicate them: search.cc ncclTopoDupChannels); on one node the ring's
+  // count (the caps do not bind there).
+  int graph_channels = 2;
 };
 
 // Effective bandwidth (B/s) of the slowest NVLink 4+ port from `group`'s ranks to one switch they
@@ -464,7 +465,7 @@ double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
 }
 
 // NICs of the first node that NCCL's rings leave it through (NicPlan's choice): NCCL's tree
-// graph has one channel per such NIC (Topo::tree_channels).
+// graphs have one channel per such NIC (Topo::graph_channels).
 int ring_nics(const Cluster& c, const Topo& t) {
   int ch = 1;
   NicPlan plan;
@@ -614,7 +615,11 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
                                           kind == CollectiveKind::Reduce
                                       ? 1.0 / 4
                                       : 1.0 / 3));
-    if (p == 1) bw = std::min(bw * 0.92, nc * kPerChLl128Bw[t.gen]);
+    // LL128: at most perChMaxRingLL128Bw per channel of the ring graph (tuning.cc), and of the
+    // channels the call runs on.
+    if (p == 1)
+      bw = std::min(bw * 0.92,
+                    std::min(nc, t.nodes > 1 ? t.graph_channels : nc) * kPerChLl128Bw[t.gen]);
     if (p == 2) bw *= static_cast<double>(nc) / nch;
     const int steps = nsteps(kind, n);
     double lat = kBaseLat[1][p];
@@ -644,13 +649,13 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.
     if (kind == CollectiveKind::AllReduce) {
       // tuning.cc: every tree protocol at most nChannels x perChMaxTreeBw, LL128 further at most
-      // nChannels x perChMaxTreeLL128Bw (the tree graph's channels, Topo::tree_channels).
-      const double tree_cap = t.tree_channels * kPerChMaxTreeBw[t.gen][idx2];
+      // nChannels x perChMaxTreeLL128Bw (the tree graph's channels, Topo::graph_channels).
+      const double tree_cap = t.graph_channels * kPerChMaxTreeBw[t.gen][idx2];
       double tb = std::min(bus * 0.92, tree_cap), tsel = 0;
       if (p == 0) tb = std::min(tb / 3.8, ll_max);
       if (p == 1)
         tb = std::min(tb * (t.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
-                      t.tree_channels * kPerChMaxTreeLl128Bw[t.gen][idx2]);
+                      t.graph_channels * kPerChMaxTreeLl128Bw[t.gen][idx2]);
       if (p == 2) {
         const double used = static_cast<double>(channels_used(bytes, p, false, n, nch)) / nch;
         tsel = std::min(tree_bus.tuner * 0.92, tree_cap) * used;
@@ -797,7 +802,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     out.fabric_busbw_gbps = bus;
     out.channels = ch;
     if (t.nodes > 1) t.nccl_channels = std::clamp(2 * ch, 2, kMaxChannels);
-    t.tree_channels = t.nodes > 1 ? ring_nics(c, t) : t.nccl_channels;
+    t.graph_channels = t.nodes > 1 ? ring_nics(c, t) : t.nccl_channels;
     cand = candidates(call.kind, n, t, bus, tree_bus(c, t, bus), bytes);
   }
   bool found = false;
