@@ -464,8 +464,9 @@ double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
   return sum;
 }
 
-// NICs of the first node that NCCL's rings leave it through (NicPlan's choice): NCCL's tree
-// graphs have one channel per such NIC (Topo::graph_channels).
+// NICs of the first node that NCCL's rings leave it through (NicPlan's choice): NCCL's ring and
+// tree graphs have one channel per such NIC (Topo::graph_channels). 0 when the route between the
+// nodes has no NIC vertex.
 int ring_nics(const Cluster& c, const Topo& t) {
   int ch = 1;
   NicPlan plan;
@@ -478,7 +479,7 @@ int ring_nics(const Cluster& c, const Topo& t) {
     const auto it = plan.nic.find({f.from, 0});
     if (it != plan.nic.end() && it->second >= 0) nics.insert(it->second);
   }
-  return std::max(1, static_cast<int>(nics.size()));
+  return static_cast<int>(nics.size());
 }
 
 // Point-to-point flows: every ordered pair for all-to-all, the one pair for send/recv.
@@ -802,7 +803,10 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     out.fabric_busbw_gbps = bus;
     out.channels = ch;
     if (t.nodes > 1) t.nccl_channels = std::clamp(2 * ch, 2, kMaxChannels);
-    t.graph_channels = t.nodes > 1 ? ring_nics(c, t) : t.nccl_channels;
+    // Across nodes one graph channel per NIC; a cluster whose nodes meet without NIC vertices
+    // keeps the rings' own count (one per GPU of a node).
+    const int nics = t.nodes > 1 ? ring_nics(c, t) : 0;
+    t.graph_channels = t.nodes == 1 ? t.nccl_channels : nics > 0 ? nics : ch;
     cand = candidates(call.kind, n, t, bus, tree_bus(c, t, bus), bytes);
   }
   bool found = false;
