@@ -44,6 +44,15 @@ constexpr double kNvlsTreeNetLat = 14.0;  // hwLat[NET][NVLS_TREE][Simple]
 constexpr double kLlMaxBw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
 // perChMaxRingLL128Bws[Volta, Ampere, Hopper]: one channel's LL128 ring bandwidth, GB/s.
 constexpr double kPerChLl128Bw[3] = {20.0, 20.0, 36.7};
+// perChMaxTreeBws and perChMaxTreeLL128Bws[GPU generation][1 node, 2 nodes, >2 nodes]: what one
+// tree channel carries (GB/s of bus bandwidth). tuning.cc caps every tree protocol at nChannels x
+// perChMaxTreeBw, and LL128 trees further at nChannels x perChMaxTreeLL128Bw. On 2 nodes of A100
+// with one HDR NIC per channel (24 GB/s) this keeps the tree's estimate (8 x 23.6 / 2 = 94 GB/s
+// algbw) under the Simple ring's (192 x 16/30 = 102), so NCCL stays on the ring at large sizes.
+constexpr double kPerChMaxTreeBw[3][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
+constexpr double kPerChMaxTreeLl128Bw[3][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};
 // Tree correction by log2(bytes / 64), 64 B .. 256 MiB, [proto][i] (tuning.cc,
 // treeCorrectionFactor[NCCL_NUM_PROTOCOLS][23]).
 constexpr int kTreeCorrectionSizes = 23;
@@ -242,6 +251,12 @@ struct Topo {
   bool nvls = false;        // the ranks of every node on one NVSwitch over NVLink 4+
   double nvls_link_bw = 0;  // smallest effective rank-switch NVLink bandwidth, B/s
   int nccl_channels = 2;    // NCCL's ring channel count (comm->nChannels)
+  // Channels of NCCL's searched ring and tree graphs (graphs[a]->nChannels, before ncclTopoPostset
+  // doubles comm->nChannels), which its per-channel caps multiply: across nodes one per NIC of a
+  // node the rings use (NCCL's search gives each NIC a channel at the NIC's speed and, at 24-48
+  // GB/s per NIC, does not duplicate them: search.cc ncclTopoDupChannels); on one node the ring's
+  // count (the caps do not bind there).
+  int graph_channels = 2;
 };
 
 // Effective bandwidth (B/s) of the slowest NVLink 4+ port from `group`'s ranks to one switch they
@@ -449,6 +464,24 @@ double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
   return sum;
 }
 
+// NICs of the first node that NCCL's rings leave it through (NicPlan's choice): NCCL's ring and
+// tree graphs have one channel per such NIC (Topo::graph_channels). 0 when the route between the
+// nodes has no NIC vertex.
+int ring_nics(const Cluster& c, const Topo& t) {
+  int ch = 1;
+  NicPlan plan;
+  std::set<VertexId> nics;
+  for (const Flow& f : ring_flows(c, t, &ch)) {
+    if (c.devices[f.from].node != c.devices[t.order.front()].node ||
+        c.devices[f.to].node == c.devices[f.from].node)
+      continue;
+    flow_hops(c, f, plan);
+    const auto it = plan.nic.find({f.from, 0});
+    if (it != plan.nic.end() && it->second >= 0) nics.insert(it->second);
+  }
+  return static_cast<int>(nics.size());
+}
+
 // Point-to-point flows: every ordered pair for all-to-all, the one pair for send/recv.
 std::vector<Flow> direct_flows(CollectiveKind kind, const Topo& t,
                                const std::vector<DeviceId>& ranks) {
@@ -583,7 +616,11 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
                                           kind == CollectiveKind::Reduce
                                       ? 1.0 / 4
                                       : 1.0 / 3));
-    if (p == 1) bw = std::min(bw * 0.92, nc * kPerChLl128Bw[t.gen]);
+    // LL128: at most perChMaxRingLL128Bw per channel of the ring graph (tuning.cc), and of the
+    // channels the call runs on.
+    if (p == 1)
+      bw = std::min(bw * 0.92,
+                    std::min(nc, t.nodes > 1 ? t.graph_channels : nc) * kPerChLl128Bw[t.gen]);
     if (p == 2) bw *= static_cast<double>(nc) / nch;
     const int steps = nsteps(kind, n);
     double lat = kBaseLat[1][p];
@@ -592,8 +629,9 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     } else {
       const double intra = std::max(kHwLat[t.intra][1][p], net_overhead * (p == 2 ? 3 : 1));
       const double inter = kHwLat[kNet][t.ppn == 1 ? 0 : 1][p];
+      // NCCL 2.19+ counts 2 nNodes network steps for an all-reduce ring (2 (nNodes - 1) before).
       const int inter_steps = t.nodes == 1                        ? 0
-                              : kind == CollectiveKind::AllReduce ? 2 * (t.nodes - 1)
+                              : kind == CollectiveKind::AllReduce ? 2 * t.nodes
                                                                   : t.nodes - 1;
       lat += (steps - inter_steps) * intra + inter_steps * inter;
     }
@@ -611,22 +649,30 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill});
     // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.
     if (kind == CollectiveKind::AllReduce) {
-      double tb = bus * 0.92, tsel = 0;
+      // tuning.cc: every tree protocol at most nChannels x perChMaxTreeBw, LL128 further at most
+      // nChannels x perChMaxTreeLL128Bw (the tree graph's channels, Topo::graph_channels).
+      const double tree_cap = t.graph_channels * kPerChMaxTreeBw[t.gen][idx2];
+      double tb = std::min(bus * 0.92, tree_cap), tsel = 0;
       if (p == 0) tb = std::min(tb / 3.8, ll_max);
-      if (p == 1) tb *= t.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+      if (p == 1)
+        tb = std::min(tb * (t.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                      t.graph_channels * kPerChMaxTreeLl128Bw[t.gen][idx2]);
       if (p == 2) {
         const double used = static_cast<double>(channels_used(bytes, p, false, n, nch)) / nch;
-        tsel = tree_bus.tuner * 0.92 * used;
-        tb = tree_bus.fabric * 0.92 * used;
+        tsel = std::min(tree_bus.tuner * 0.92, tree_cap) * used;
+        tb = std::min(tree_bus.fabric * 0.92, tree_cap) * used;
       }
       const int log_size = static_cast<int>(std::floor(std::log2(std::max(1.0, bytes / 64))));
       if (log_size < kTreeCorrectionSizes) {
         tb *= kTreeCorrection[p][std::max(0, log_size)];
         tsel *= kTreeCorrection[p][std::max(0, log_size)];
       }
+      // Across nodes every chain step waits, as a ring step does, for the network proxy's post
+      // (NCCL charges rings max(intra hop, net overhead) per step; its tuner leaves trees out).
+      const double tintra = std::max(kHwLat[t.intra][0][p], net_overhead * (p == 2 ? 3 : 1));
       const double tlat =
-          kBaseLat[0][p] + 2 * ((t.ppn - 1) * kHwLat[t.intra][0][p] +
-                                std::floor(std::log2(t.nodes)) * kHwLat[kNet][0][p]);
+          kBaseLat[0][p] +
+          2 * ((t.ppn - 1) * tintra + std::floor(std::log2(t.nodes)) * kHwLat[kNet][0][p]);
       out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5, 0, tsel * 0.5});
     }
   }
@@ -757,6 +803,10 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     out.fabric_busbw_gbps = bus;
     out.channels = ch;
     if (t.nodes > 1) t.nccl_channels = std::clamp(2 * ch, 2, kMaxChannels);
+    // Across nodes one graph channel per NIC; a cluster whose nodes meet without NIC vertices
+    // keeps the rings' own count (one per GPU of a node).
+    const int nics = t.nodes > 1 ? ring_nics(c, t) : 0;
+    t.graph_channels = t.nodes == 1 ? t.nccl_channels : nics > 0 ? nics : ch;
     cand = candidates(call.kind, n, t, bus, tree_bus(c, t, bus), bytes);
   }
   bool found = false;

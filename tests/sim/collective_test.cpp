@@ -59,6 +59,29 @@ TEST(Collective, TwoNodeRingsUseEveryNic) {
   EXPECT_NEAR(p.fabric_busbw_gbps, 8 * 23.5, 1e-6);
 }
 
+// NCCL 2.19's per-channel tree cap (tuning.cc perChMaxTreeBws, Ampere on 2 nodes 23.6 GB/s per
+// channel, one tree channel per NIC) keeps the 2-node tree's estimate under the Simple ring's on
+// two DGX A100, so large calls run the ring (188 GB/s bus x 0.99) and a forced tree is capped at
+// 8 x 23.6 / 2 GB/s algbw. Without the cap the tuner took the tree at 235 GB/s busbw.
+TEST(Collective, TwoNodeA100StaysOnTheRingUnderNcclsTreeCap) {
+  const Cluster c = load_cluster("2x-dgx-a100");
+  const CollectivePrediction p = predict_collective(c, all_reduce(8LL << 30), c.gpus());
+  EXPECT_EQ(p.algo, CollAlgo::Ring);
+  EXPECT_EQ(p.proto, CollProto::Simple);
+  CollectiveCall tree = all_reduce(8LL << 30);
+  tree.algo = CollAlgo::Tree;
+  tree.proto = CollProto::Simple;
+  const CollectivePrediction t = predict_collective(c, tree, c.gpus());
+  EXPECT_LE(t.algbw_gbps, 8 * 23.6 / 2 + 1e-9);
+  EXPECT_GT(p.algbw_gbps, t.algbw_gbps);
+  // Small calls: the tree's chain steps pay the AMD hosts' 2 us network overhead (NCCL's
+  // getNetOverhead): 6.8 + 2 (7 x 2 + 5) = 44.8 us of tree LL latency.
+  const CollectivePrediction s = predict_collective(c, all_reduce(8192), c.gpus());
+  EXPECT_EQ(s.algo, CollAlgo::Tree);
+  EXPECT_EQ(s.proto, CollProto::LL);
+  EXPECT_NEAR(s.latency_us, 44.8, 1e-9);
+}
+
 TEST(Collective, TunerPicksLowLatencyForSmallAndSimpleForLarge) {
   const Cluster c = load_cluster("dgx-a100");
   const CollectivePrediction small = predict_collective(c, all_reduce(8), c.gpus());
