@@ -81,6 +81,9 @@ void register_sweep(CLI::App& app) {
     bool quiet = false;
     bool retry_errors = false;
     bool json = false;
+    std::string clusters_dir;
+    std::size_t sample = 0;
+    std::uint64_t seed = 1;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("spec", args->spec, "sweep spec YAML")->required()->check(input_file());
@@ -92,7 +95,23 @@ void register_sweep(CLI::App& app) {
   cmd->add_flag("--json", args->json, "print the run's summary as JSON instead of the CSV path");
   cmd->add_flag("--retry-errors", args->retry_errors,
                 "evaluate again the points whose rows in the CSV carry an error");
+  auto* write = cmd->add_option(
+      "--write-clusters", args->clusters_dir,
+      "write the cluster of each grid point to DIR/NNN_AXIS-VALUE_....yaml instead of evaluating "
+      "(a corpus for `train --clusters`)");
+  cmd->add_option("--sample", args->sample,
+                  "with --write-clusters: only N grid points drawn at random (default: all)")
+      ->needs(write)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", args->seed, "with --sample: the draw's seed (default 1)")->needs(write);
   cmd->callback([args] {
+    if (!args->clusters_dir.empty()) {
+      const policy::SweepSpec spec = policy::load_sweep_spec(args->spec);
+      for (const std::string& path :
+           policy::write_sweep_clusters(spec, args->clusters_dir, args->sample, args->seed))
+        std::cout << path << "\n";
+      return;
+    }
     // rl: methods are LibTorch's: hand over to placesim-torch before MPI starts (a bad spec is
     // reported below, by this build, like any other).
     if (policy::learned_methods() == nullptr) try {

@@ -186,6 +186,26 @@ void set_host_link_bandwidth(sim::Cluster& c, sim::Bandwidth bw);
 void set_peer_access(sim::Cluster& c, bool on);
 void set_gpu_memory(sim::Cluster& c, sim::Bytes capacity);
 
+/// The distinct combinations of axis values of a spec (one per grid point or listed point,
+/// whatever its workloads and methods), in expansion order. With `sample` > 0, that many of them
+/// drawn without replacement by `seed` (std::mt19937_64, the same on every platform), still in
+/// expansion order; all of them when the spec has no more. Each comes with its ordinal in the
+/// full list, so a combination's file name does not depend on the sample (sweep_write.cpp).
+struct ClusterPoint {
+  std::size_t ordinal = 0;
+  std::vector<std::pair<std::string, std::string>> axis_values;
+};
+std::vector<ClusterPoint> cluster_points(const SweepSpec& spec, std::size_t sample,
+                                         std::uint64_t seed);
+
+/// Builds the cluster of each of `cluster_points(spec, sample, seed)` (apply_axes) and writes it
+/// as YAML (sim::cluster_to_yaml, temp file + rename) to `dir`/NNN_AXIS-VALUE_....yaml, creating
+/// `dir`; the cluster's name is the file's stem. Nothing is written unless every cluster builds
+/// (a value that cannot be applied throws sim::InputError naming the spec first). Returns the
+/// paths written, in order.
+std::vector<std::string> write_sweep_clusters(const SweepSpec& spec, const std::string& dir,
+                                              std::size_t sample, std::uint64_t seed);
+
 /// Whether any method of the spec is a short RL run (`rl:...`), which needs LibTorch. Throws
 /// sim::InputError for a malformed one, as SimulationEvaluator does.
 bool uses_rl(const SweepSpec& spec);
