@@ -73,15 +73,65 @@ int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, d
   for (int c : constraints) {
     cons_[c].vars.push_back(id);
     if (weight != 1.0) ++cons_[c].weighted;
+  }
+  ++live_vars_;
+  if (!constraints.empty() && dirty_cons_.empty() && dirty_vars_.empty() && addition_alone(id)) {
+    // Every other rate stays; the new variable's is set. solve() reports it as changed.
+    fast_vars_.push_back(id);
+    ++additions_kept_;
+    return id;
+  }
+  for (int c : constraints) {
     if (!cons_[c].dirty) {
       cons_[c].dirty = true;
       dirty_cons_.push_back(c);
     }
   }
   if (constraints.empty()) dirty_vars_.push_back(id);
-  ++live_vars_;
   component_ready_ = false;
   return id;
+}
+
+bool MaxMinSolver::addition_alone(int id) {
+  // The allocation is solved (nothing dirty) and no variable sharing a constraint with id has
+  // its bottleneck on one of id's constraints. Give id x = min(bound, the least room left on its
+  // constraints). Every other variable keeps its saturated bottleneck, where it is still the
+  // largest (id does not cross it), or its bound; id is at its bound or saturates the constraint
+  // of least room, where it must then be the largest (weighted). That is the characterisation of
+  // the max-min allocation, which is unique, so no other rate changes and nothing is re-solved.
+  // Any doubt (a neighbour bottlenecked on id's constraints, no room, id not the largest where it
+  // saturates) falls back to the re-solve. The room is capacity minus the usage summed in the
+  // constraint's list order: deterministic.
+  if (!skip_neutral_) return false;
+  Var& v = vars_[id];
+  double x = v.bound;
+  int bottleneck = -1;
+  for (int c : v.cons) {
+    double used = 0.0;
+    for (int u : cons_[c].vars) {
+      if (u == id) continue;
+      const Var& w = vars_[u];
+      if (w.bottleneck >= 0 &&
+          std::find(v.cons.begin(), v.cons.end(), w.bottleneck) != v.cons.end())
+        return false;
+      used += w.value;
+    }
+    const double room = cons_[c].capacity - used;
+    if (room < x) {
+      x = room;
+      bottleneck = c;
+    }
+  }
+  if (!(x > 0.0) || x == kUnbounded) return false;
+  if (bottleneck >= 0) {
+    const double share = x * v.weight;
+    for (int u : cons_[bottleneck].vars)
+      if (u != id && vars_[u].value * vars_[u].weight > share) return false;
+  }
+  v.value = x;
+  v.bottleneck = bottleneck;
+  v.fixed = true;
+  return true;
 }
 
 bool MaxMinSolver::removal_keeps_rates(int id) const {
@@ -124,6 +174,8 @@ void MaxMinSolver::remove_variable(int id) {
                     id);
   auto it = std::find(dirty_vars_.begin(), dirty_vars_.end(), id);
   if (it != dirty_vars_.end()) dirty_vars_.erase(it);
+  it = std::find(fast_vars_.begin(), fast_vars_.end(), id);
+  if (it != fast_vars_.end()) fast_vars_.erase(it);
   component_ready_ = false;
   if (keep_rates && check_) check_invariants();  // no solve() follows to check it
 }
@@ -397,8 +449,17 @@ void MaxMinSolver::fill_unweighted() {
 
 bool MaxMinSolver::solve() {
   solved_ = false;
-  if (dirty_cons_.empty() && dirty_vars_.empty()) return false;
+  if (dirty_cons_.empty() && dirty_vars_.empty()) {
+    if (fast_vars_.empty()) return false;
+    // Only additions that changed no other rate (addition_alone): they are what changed.
+    comp_vars_.assign(fast_vars_.begin(), fast_vars_.end());
+    fast_vars_.clear();
+    solved_ = true;
+    if (check_) check_invariants();
+    return true;
+  }
   if (!component_ready_) collect_component();
+  const std::uint32_t comp_stamp = stamp_;  // the fills move stamp_ on
   for (int c : dirty_cons_) cons_[c].dirty = false;
   // Progressive filling (maxmin.hpp); the three fills give the same bits. The plain one, which
   // scans the whole component every round, is the cheapest on small components (cachegrind: the
@@ -411,14 +472,23 @@ bool MaxMinSolver::solve() {
   } else {
     fill_active();
   }
+  // Additions set alone before the change that needed this solve, outside its component.
+  const bool had_fast = !fast_vars_.empty();
+  for (int f : fast_vars_)
+    if (vars_[f].mark != comp_stamp) comp_vars_.push_back(f);
+  fast_vars_.clear();
   solved_ = true;
   dirty_cons_.clear();
   dirty_vars_.clear();
   component_ready_ = false;
   if (check_) {
-    // Only what this solve recomputed: the rest was checked when it was solved and is unchanged.
-    check_bookkeeping();
-    check_solution(comp_vars_, comp_cons_);
+    if (had_fast) {
+      check_invariants();
+    } else {
+      // Only what this solve recomputed: the rest was checked when it was solved and is unchanged.
+      check_bookkeeping();
+      check_solution(comp_vars_, comp_cons_);
+    }
   }
   return true;
 }

@@ -135,7 +135,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 /// placesim: tasks are CpuShare work on their host, transfers FlowNetwork flows; the handler
 /// releases consumers as SimGrid's activity dependencies do.
-double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept) {
+double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept, std::int64_t* alone) {
   Cluster c;
   for (int h = 0; h < kHosts; ++h)
     c.links.push_back(Link{"h" + std::to_string(h), 0, 1, Bandwidth{kLinkBw}, Duration{0},
@@ -187,6 +187,7 @@ double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept) {
   }
   e.run(drv);
   *kept = net.removals_without_solve() + cpus.removals_without_solve();
+  *alone = net.additions_without_solve() + cpus.additions_without_solve();
   return static_cast<double>(e.now()) * 1e-9;
 }
 
@@ -284,9 +285,10 @@ int main(int argc, char** argv) {
   const double build_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   double makespan = 0;
-  std::int64_t kept = 0;  // ends that needed no re-solve (placesim)
+  std::int64_t kept = 0;   // ends that needed no re-solve (placesim)
+  std::int64_t alone = 0;  // starts that needed no re-solve (placesim)
   if (sim == "placesim") {
-    makespan = run_placesim(d, skip_neutral, &kept);
+    makespan = run_placesim(d, skip_neutral, &kept, &alone);
   } else {
 #ifdef PLACESIM_RACE_SIMGRID
     makespan = run_simgrid(d, {argv[0]});
@@ -298,9 +300,9 @@ int main(int argc, char** argv) {
   const double run_s = seconds_since(t1);
   std::printf(
       "sim=%s activities=%lld tasks=%zu comms=%lld makespan_s=%.12f build_s=%.4f run_s=%.4f "
-      "ends_without_solve=%lld\n",
+      "ends_without_solve=%lld starts_without_solve=%lld\n",
       sim.c_str(), static_cast<long long>(d.tasks.size()) + static_cast<long long>(d.comms),
       d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s,
-      static_cast<long long>(kept));
+      static_cast<long long>(kept), static_cast<long long>(alone));
   return 0;
 }
