@@ -17,10 +17,8 @@ int MaxMinModel::start_item(SimTime now, double bound, std::span<const int> cons
   // Items of the touched component must be settled at `now` with their old rates before the new
   // variable changes them; resolve() does it, and the new item has made no progress yet.
   const int v = solver_.add_variable(bound, constraints, weight);
-  if (static_cast<std::size_t>(v) >= items_.size()) {
-    items_.resize(v + 1);
-    heap_pos_.resize(v + 1, -1);
-  }
+  if (static_cast<std::size_t>(v) >= items_.size()) items_.resize(v + 1);
+  live_end_ = std::max(live_end_, v + 1);
   Item& it = items_[v];
   it.remaining = amount;
   it.rate = 0.0;
@@ -30,6 +28,7 @@ int MaxMinModel::start_item(SimTime now, double bound, std::span<const int> cons
   it.alive = true;
   pending_time_ = now;
   dirty_ = true;
+  min_valid_ = false;
   return v;
 }
 
@@ -42,20 +41,25 @@ void MaxMinModel::reset_items() {
   }
   solver_.solve();
   completed_.clear();
-  for (int v : heap_) heap_pos_[v] = -1;
-  heap_.clear();
+  live_end_ = 0;
   dirty_ = false;
+  min_valid_ = false;
 }
 
 void MaxMinModel::resolve() {
   const SimTime t = pending_time_;
   solver_.solve();
-  for (int v : solver_.last_changed()) {
+  const std::span<const int> changed = solver_.last_changed();
+  SimTime min_changed = kNever;
+  for (int v : changed) {
     Item& it = items_[v];
     // Lazy settlement: an item whose rate the solve left unchanged keeps its progress and
     // finish time as they are (SimGrid's lazy update does the same): settling it now and again at
     // its next change rounds differently from settling once then, in the last bits only.
-    if (it.last < t && solver_.value(v) == it.rate && it.rate != kUnbounded) continue;
+    if (it.last < t && solver_.value(v) == it.rate && it.rate != kUnbounded) {
+      min_changed = std::min(min_changed, it.finish);
+      continue;
+    }
     // Progress at the old rate up to t (the rate is the item's own copy, which the solve did not
     // touch), then the new rate from t.
     if (it.last < t) {
@@ -69,94 +73,41 @@ void MaxMinModel::resolve() {
     }
     it.rate = solver_.value(v);
     it.finish = finish_time(it.last, it.remaining, it.rate);
-    heap_set(v);
+    min_changed = std::min(min_changed, it.finish);
   }
   dirty_ = false;
+  // When every item in progress is in the component just solved (a PCIe tree, one socket), its
+  // minimum is the minimum: no scan of the other slots.
+  min_valid_ = static_cast<int>(changed.size()) == solver_.num_live_variables();
+  min_finish_ = min_changed;
 }
 
 SimTime MaxMinModel::next_completion() {
   if (dirty_) resolve();
-  return heap_.empty() ? kNever : items_[heap_[0]].finish;
+  if (!min_valid_) {
+    min_finish_ = kNever;
+    for (int v = 0; v < live_end_; ++v)
+      if (items_[v].alive && items_[v].finish < min_finish_) min_finish_ = items_[v].finish;
+    min_valid_ = true;
+  }
+  return min_finish_;
 }
 
 void MaxMinModel::advance(SimTime t) {
   if (dirty_) resolve();
   completed_.clear();
-  // Everything due, then in slot order (the order of the scan this replaced: the removals'
-  // order decides which of them re-solve, so the results stay the same bits).
-  done_.clear();
-  while (!heap_.empty() && items_[heap_[0]].finish <= t) {
-    done_.push_back(heap_[0]);
-    heap_erase(heap_[0]);
-  }
-  std::sort(done_.begin(), done_.end());
-  for (int v : done_) {
+  for (int v = 0; v < live_end_; ++v) {
     Item& it = items_[v];
+    if (!it.alive || it.finish > t) continue;
     completed_.push_back(it.tag);
     on_complete(v, t);
     it.alive = false;
     solver_.remove_variable(v);
     dirty_ = true;
   }
+  while (live_end_ > 0 && !items_[live_end_ - 1].alive) --live_end_;
   pending_time_ = t;
-}
-
-void MaxMinModel::heap_set(int slot) {
-  if (items_[slot].finish == kNever) {
-    if (heap_pos_[slot] >= 0) heap_erase(slot);
-    return;
-  }
-  std::size_t i;
-  if (heap_pos_[slot] < 0) {
-    i = heap_.size();
-    heap_.push_back(slot);
-    heap_pos_[slot] = static_cast<int>(i);
-  } else {
-    i = static_cast<std::size_t>(heap_pos_[slot]);
-  }
-  sift_up(i);
-  sift_down(static_cast<std::size_t>(heap_pos_[slot]));
-}
-
-void MaxMinModel::heap_erase(int slot) {
-  const auto i = static_cast<std::size_t>(heap_pos_[slot]);
-  heap_pos_[slot] = -1;
-  const int last = heap_.back();
-  heap_.pop_back();
-  if (i == heap_.size()) return;
-  heap_[i] = last;
-  heap_pos_[last] = static_cast<int>(i);
-  sift_up(i);
-  sift_down(static_cast<std::size_t>(heap_pos_[last]));
-}
-
-void MaxMinModel::sift_up(std::size_t i) {
-  const int slot = heap_[i];
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 2;
-    if (!heap_less(slot, heap_[parent])) break;
-    heap_[i] = heap_[parent];
-    heap_pos_[heap_[i]] = static_cast<int>(i);
-    i = parent;
-  }
-  heap_[i] = slot;
-  heap_pos_[slot] = static_cast<int>(i);
-}
-
-void MaxMinModel::sift_down(std::size_t i) {
-  const int slot = heap_[i];
-  const std::size_t n = heap_.size();
-  for (;;) {
-    std::size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && heap_less(heap_[child + 1], heap_[child])) ++child;
-    if (!heap_less(heap_[child], slot)) break;
-    heap_[i] = heap_[child];
-    heap_pos_[heap_[i]] = static_cast<int>(i);
-    i = child;
-  }
-  heap_[i] = slot;
-  heap_pos_[slot] = static_cast<int>(i);
+  min_valid_ = false;
 }
 
 double MaxMinModel::rate_of_tag(std::int32_t tag) {

@@ -20,9 +20,7 @@
 // (units.hpp: whole ns, rounded up), so an item alone at a constant rate takes exactly its
 // amount's time. Rates change only when an item starts or ends; then only the items of the touched
 // max-min component whose rate changed are brought up to date and get new finish times (lazy
-// settlement: settling an unchanged item twice would round differently, in the last bits only),
-// and only their entries move in the completion heap; next_completion() reads the heap's top and
-// advance() pops what is due, so no event scans the items in progress.
+// settlement: settling an unchanged item twice would round differently, in the last bits only).
 #pragma once
 
 #include <cstdint>
@@ -86,26 +84,19 @@ class MaxMinModel : public ResourceModel {
   };
   void resolve();
   [[nodiscard]] SimTime finish_time(SimTime from, double remaining, double rate) const;
-  // The completion heap: live items with a finite finish, a binary min-heap on (finish, slot),
-  // with each slot's position so that a changed finish moves only its own entry (O(log n) per
-  // item whose rate changed; nothing is scanned per event).
-  [[nodiscard]] bool heap_less(int a, int b) const {
-    return items_[a].finish < items_[b].finish || (items_[a].finish == items_[b].finish && a < b);
-  }
-  void heap_set(int slot);    // slot's finish changed (or it is new): place it
-  void heap_erase(int slot);  // slot leaves the heap
-  void sift_up(std::size_t i);
-  void sift_down(std::size_t i);
 
   double ns_per_unit_;
   double unit_per_ns_ = 1.0 / ns_per_unit_;
-  std::vector<Item> items_;    // indexed by solver variable id
-  std::vector<int> heap_;      // slots
-  std::vector<int> heap_pos_;  // per slot: index in heap_, -1 when not there
-  std::vector<int> done_;      // scratch of advance: slots completing
+  std::vector<Item> items_;  // indexed by solver variable id
+  // One past the highest live slot: the solver reuses the lowest free ids, so the live slots sit
+  // at the bottom and the scans of advance() and next_completion() stop here, not at the
+  // historical maximum items_.size().
+  int live_end_ = 0;
   std::vector<std::int32_t> completed_;
   SimTime pending_time_ = 0;
   bool dirty_ = false;
+  bool min_valid_ = false;
+  SimTime min_finish_ = kNever;
 };
 
 }  // namespace placesim::sim

@@ -135,7 +135,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 /// placesim: tasks are CpuShare work on their host, transfers FlowNetwork flows; the handler
 /// releases consumers as SimGrid's activity dependencies do.
-double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept, std::int64_t* alone) {
+/// kept / alone: ends / starts that needed no re-solve, [0] the transfers', [1] the tasks'.
+double run_placesim(const Dag& d, bool skip_neutral, std::int64_t kept[2], std::int64_t alone[2]) {
   Cluster c;
   for (int h = 0; h < kHosts; ++h)
     c.links.push_back(Link{"h" + std::to_string(h), 0, 1, Bandwidth{kLinkBw}, Duration{0},
@@ -186,18 +187,23 @@ double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept, std::in
     if (d.tasks[i].num_in == 0) e.schedule(0, Priority::Start, 0, static_cast<std::int32_t>(i));
   }
   e.run(drv);
-  *kept = net.removals_without_solve() + cpus.removals_without_solve();
-  *alone = net.additions_without_solve() + cpus.additions_without_solve();
+  kept[0] = net.removals_without_solve();
+  kept[1] = cpus.removals_without_solve();
+  alone[0] = net.additions_without_solve();
+  alone[1] = cpus.additions_without_solve();
   return static_cast<double>(e.now()) * 1e-9;
 }
 
 #ifdef PLACESIM_RACE_SIMGRID
 double run_simgrid(const Dag& d, std::vector<std::string> args) {
   namespace s4u = simgrid::s4u;
-  for (const char* a : {"--cfg=network/model:CM02", "--cfg=network/latency-factor:1.0",
-                        "--cfg=network/bandwidth-factor:1.0", "--cfg=network/weight-S:0.0",
-                        "--cfg=network/crosstraffic:0", "--log=root.thres:critical"})
-    args.emplace_back(a);
+  // The race's settings go first, so that --sg-cfg options (in args already) come after them:
+  // SimGrid applies --cfg options in order.
+  const std::vector<std::string> base{
+      "--cfg=network/model:CM02",           "--cfg=network/latency-factor:1.0",
+      "--cfg=network/bandwidth-factor:1.0", "--cfg=network/weight-S:0.0",
+      "--cfg=network/crosstraffic:0",       "--log=root.thres:critical"};
+  args.insert(args.begin() + 1, base.begin(), base.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
@@ -246,9 +252,10 @@ double run_simgrid(const Dag& d, std::vector<std::string> args) {
 #endif
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]"
-               " [--resolve-every-end 0|1]\n");
+  std::fprintf(
+      stderr,
+      "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]"
+      " [--chain 0|1] [--quantize 0|1] [--resolve-every-end 0|1] [--sg-cfg KEY:VALUE]...\n");
   return 2;
 }
 
@@ -256,6 +263,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   std::string sim;
+  std::vector<std::string> sg_args{argv[0]};  // SimGrid's command line (--sg-cfg adds to it)
   std::int64_t activities = 0;
   std::uint64_t seed = 1;
   Shape shape;
@@ -273,6 +281,8 @@ int main(int argc, char** argv) {
       shape.quantize = std::strcmp(argv[i + 1], "1") == 0;
     } else if (std::strcmp(argv[i], "--resolve-every-end") == 0) {
       skip_neutral = std::strcmp(argv[i + 1], "1") != 0;
+    } else if (std::strcmp(argv[i], "--sg-cfg") == 0) {
+      sg_args.push_back(std::string("--cfg=") + argv[i + 1]);  // after the race's own settings
     } else if (std::strcmp(argv[i], "--seed") == 0) {
       seed = std::strtoull(argv[i + 1], nullptr, 10);
     } else {
@@ -285,13 +295,13 @@ int main(int argc, char** argv) {
   const double build_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   double makespan = 0;
-  std::int64_t kept = 0;   // ends that needed no re-solve (placesim)
-  std::int64_t alone = 0;  // starts that needed no re-solve (placesim)
+  std::int64_t kept[2] = {0, 0};   // ends that needed no re-solve (placesim): transfers, tasks
+  std::int64_t alone[2] = {0, 0};  // starts that needed no re-solve (placesim)
   if (sim == "placesim") {
-    makespan = run_placesim(d, skip_neutral, &kept, &alone);
+    makespan = run_placesim(d, skip_neutral, kept, alone);
   } else {
 #ifdef PLACESIM_RACE_SIMGRID
-    makespan = run_simgrid(d, {argv[0]});
+    makespan = run_simgrid(d, sg_args);
 #else
     std::fprintf(stderr, "race_dag: built without SimGrid (race_dag_simgrid has it)\n");
     return 2;
@@ -300,9 +310,10 @@ int main(int argc, char** argv) {
   const double run_s = seconds_since(t1);
   std::printf(
       "sim=%s activities=%lld tasks=%zu comms=%lld makespan_s=%.12f build_s=%.4f run_s=%.4f "
-      "ends_without_solve=%lld starts_without_solve=%lld\n",
+      "ends_without_solve=%lld+%lld starts_without_solve=%lld+%lld\n",
       sim.c_str(), static_cast<long long>(d.tasks.size()) + static_cast<long long>(d.comms),
       d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s,
-      static_cast<long long>(kept), static_cast<long long>(alone));
+      static_cast<long long>(kept[0]), static_cast<long long>(kept[1]),
+      static_cast<long long>(alone[0]), static_cast<long long>(alone[1]));
   return 0;
 }
