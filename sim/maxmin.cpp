@@ -81,12 +81,18 @@ int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, d
     ++additions_kept_;
     return id;
   }
+  // Its rate will be at least its fair share on its tightest constraint (or its bound): no
+  // variable below that can change (collect_partial).
+  double floor = bound;
   for (int c : constraints) {
+    floor = std::min(floor, cons_[c].capacity / static_cast<double>(cons_[c].vars.size()));
     if (!cons_[c].dirty) {
       cons_[c].dirty = true;
       dirty_cons_.push_back(c);
     }
   }
+  if (weight != 1.0) floor = 0.0;  // the fair-share floor is for weight 1; re-solve it all
+  change_floor_ = std::min(change_floor_, floor);
   if (constraints.empty()) dirty_vars_.push_back(id);
   component_ready_ = false;
   return id;
@@ -165,7 +171,12 @@ void MaxMinSolver::remove_variable(int id) {
       dirty_cons_.push_back(c);
     }
   }
-  if (keep_rates) ++removals_kept_;
+  if (keep_rates) {
+    ++removals_kept_;
+  } else {
+    // Every variable below the removed one's rate keeps its rate (collect_partial).
+    change_floor_ = std::min(change_floor_, v.weight == 1.0 ? v.value : 0.0);
+  }
   v.alive = false;
   v.value = 0.0;
   --live_vars_;
@@ -180,7 +191,7 @@ void MaxMinSolver::remove_variable(int id) {
   if (keep_rates && check_) check_invariants();  // no solve() follows to check it
 }
 
-void MaxMinSolver::collect_component() {
+void MaxMinSolver::start_collection() {
   comp_vars_.clear();
   comp_cons_.clear();
   act_vars_.clear();  // the bounded variables, for fill_unweighted
@@ -188,6 +199,10 @@ void MaxMinSolver::collect_component() {
   comp_weighted_ = false;
   solved_ = false;
   ++stamp_;
+}
+
+void MaxMinSolver::collect_component() {
+  start_collection();
   // Breadth-first over the bipartite graph from the touched constraints, in the order they were
   // touched; comp_cons_ doubles as the queue. Each constraint and variable is made ready for the
   // fill as it is reached (one pass over the component instead of two).
@@ -236,6 +251,76 @@ void MaxMinSolver::collect_component() {
     }
   }
   component_ready_ = true;
+}
+
+bool MaxMinSolver::collect_partial() {
+  // The progressive filling of the changed system repeats the last one's rounds, bit for bit,
+  // up to the level of the lowest variable whose rate a change can move: an added variable's
+  // rate is at least the floor recorded by add_variable (its fair share on its tightest
+  // constraint), a removed one freed nothing below its own rate. So every variable below
+  // change_floor_ keeps its rate, and the fill only has to resume from that level: over the
+  // variables at or above it (and the new ones) reachable from the touched constraints through
+  // such variables, on each constraint's capacity less what the variables below the floor take.
+  // That is subtracted in ascending order of rate, the order in which the fill charged them (a
+  // round charges its share to each variable it fixes, rounds in rising share), so the fill
+  // resumes from the same bits. Unweighted components only; anything else takes the full
+  // collection.
+  if (!skip_neutral_ || !dirty_vars_.empty() || !(change_floor_ > 0.0)) return false;
+  const double cut = change_floor_ * (1.0 - 1e-9);  // margin for the fill's tie tolerance
+  start_collection();
+  const auto reach = [&](int c) {
+    Con& con = cons_[c];
+    con.mark = stamp_;
+    below_.clear();
+    int open = 0;
+    for (int vid : con.vars) {
+      Var& v = vars_[vid];
+      if (v.fixed && v.value < cut) {
+        below_.push_back(v.value);
+        continue;
+      }
+      ++open;
+      if (v.mark == stamp_) continue;
+      v.mark = stamp_;
+      v.fixed = false;
+      comp_vars_.push_back(vid);
+      if (v.bound != kUnbounded) act_vars_.push_back(vid);
+    }
+    // Insertion sort: a handful of rates, often in order already.
+    for (std::size_t i = 1; i < below_.size(); ++i) {
+      const double x = below_[i];
+      std::size_t j = i;
+      for (; j > 0 && below_[j - 1] > x; --j) below_[j] = below_[j - 1];
+      below_[j] = x;
+    }
+    double remaining = con.capacity;
+    for (double x : below_) remaining -= x;
+    con.remaining = remaining;
+    con.unfixed_count = open;
+    con.unfixed = open;
+    if (open > 0) {
+      con.level = std::max(remaining, 0.0) / con.unfixed;
+      act_cons_.push_back(c);
+    }
+    comp_cons_.push_back(c);
+    return con.weighted == 0;
+  };
+  for (int c : dirty_cons_)
+    if (cons_[c].mark != stamp_ && !reach(c)) return abandon_partial();
+  // comp_vars_ grows as constraints are reached: walk it as the queue.
+  for (std::size_t qi = 0; qi < comp_vars_.size(); ++qi)
+    for (int c : vars_[comp_vars_[qi]].cons)
+      if (cons_[c].mark != stamp_ && !reach(c)) return abandon_partial();
+  component_ready_ = true;
+  ++partial_solves_;
+  return true;
+}
+
+bool MaxMinSolver::abandon_partial() {
+  // Variables opened so far go back to fixed (their rates stand); the full collection follows.
+  // (a new variable has rate 0 and was not fixed; every solved one has a positive rate).
+  for (int vid : comp_vars_) vars_[vid].fixed = vars_[vid].value > 0.0;
+  return false;
 }
 
 std::span<const int> MaxMinSolver::pending_component() {
@@ -458,7 +543,8 @@ bool MaxMinSolver::solve() {
     if (check_) check_invariants();
     return true;
   }
-  if (!component_ready_) collect_component();
+  if (!component_ready_ && !collect_partial()) collect_component();
+  change_floor_ = kUnbounded;
   const std::uint32_t comp_stamp = stamp_;  // the fills move stamp_ on
   for (int c : dirty_cons_) cons_[c].dirty = false;
   // Progressive filling (maxmin.hpp); the three fills give the same bits. The plain one, which

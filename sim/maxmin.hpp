@@ -109,6 +109,8 @@ class MaxMinSolver {
   /// largest on the constraint it saturates, every other rate provably stays (addition_alone in
   /// maxmin.cpp). The next solve() reports only it as changed.
   [[nodiscard]] std::int64_t additions_without_solve() const { return additions_kept_; }
+  /// Solves that re-filled only the variables at or above the lowest rate a change can move.
+  [[nodiscard]] std::int64_t partial_solves() const { return partial_solves_; }
 
   /// The variables whose rate the next `solve()` will recompute (the components touched since
   /// the last solve), in a deterministic order. Valid until the next add/remove/solve.
@@ -160,7 +162,10 @@ class MaxMinSolver {
   bool addition_alone(int id);  // sets id's rate when no other changes (see above)
   void check_bookkeeping() const;
   void check_solution(std::span<const int> vars, std::span<const int> cons) const;
+  void start_collection();  // empties the component lists, new stamp
   void collect_component();
+  bool collect_partial();  // the variables that can change only (maxmin.cpp); false: not here
+  bool abandon_partial();  // undoes a started collect_partial; returns false
   void fix(Var& v, double share);  // fixes v at the level `share`, charging its constraints
   void fill_plain();
   void fill_active();
@@ -184,6 +189,10 @@ class MaxMinSolver {
   bool skip_neutral_ = true;    // removals that keep every rate need no solve
   std::int64_t removals_kept_ = 0;
   std::int64_t additions_kept_ = 0;
+  std::int64_t partial_solves_ = 0;
+  // No variable with a rate below this can change at the next solve (collect_partial).
+  double change_floor_ = kUnbounded;
+  std::vector<double> below_;  // scratch of collect_partial
   int live_vars_ = 0;
 };
 

@@ -212,12 +212,13 @@ TEST(MaxMin, AdditionThatChangesNoOtherRateIsSetAlone) {
 TEST(MaxMin, SkippedRemovalsGiveTheRatesOfAFullSolve) {
   // Random joins and leaves on a PCIe-like tree (up and down links of 6 hosts, every flow over
   // one up and one down link) and on random constraint sets; one solver skips the removals that
-  // keep every rate and sets alone the additions that change no other rate, the other re-solves
-  // at each. The rates must agree to rounding after every step (both are max-min; the skip keeps
-  // rates from a solve that still had the removed flow), and the invariant check (on in this
-  // binary) verifies each skip.
+  // keep every rate, sets alone the additions that change no other rate and re-fills only the
+  // variables at or above the lowest rate a change can move; the other re-solves whole
+  // components at each. The rates must agree to rounding after every step (both are max-min; the
+  // skip keeps rates from a solve that still had the removed flow), and the invariant check (on in
+  // this binary) verifies each skip.
   std::mt19937_64 rng(23);
-  std::int64_t skipped = 0, alone = 0;
+  std::int64_t skipped = 0, alone = 0, partial = 0;
   for (int round = 0; round < 20; ++round) {
     MaxMinSolver fast, full;
     full.set_skip_neutral_removals(false);
@@ -261,11 +262,14 @@ TEST(MaxMin, SkippedRemovalsGiveTheRatesOfAFullSolve) {
     }
     skipped += fast.removals_without_solve();
     alone += fast.additions_without_solve();
+    partial += fast.partial_solves();
+    EXPECT_EQ(full.partial_solves(), 0);
     EXPECT_EQ(full.removals_without_solve(), 0);
     EXPECT_EQ(full.additions_without_solve(), 0);
   }
   EXPECT_GT(skipped, 50);  // the skips are exercised, not only allowed
   EXPECT_GT(alone, 50);
+  EXPECT_GT(partial, 500);
 }
 
 // ---------------------------------------------------------------------------------------------
