@@ -254,6 +254,8 @@ TEST(MaxMin, SkippedRemovalsGiveTheRatesOfAFullSolve) {
         ASSERT_EQ(full.add_variable(b, vc, w), v);
         live.push_back(v);
       }
+      // Every third round batches three changes per solve (starts and ends at one instant).
+      if (round % 3 == 2 && step % 3 != 2) continue;
       fast.solve();
       full.solve();
       for (int v : live)
