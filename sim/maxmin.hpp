@@ -98,10 +98,19 @@ class MaxMinSolver {
   /// removal_keeps_rates in maxmin.cpp: each flow sharing a constraint with it is bottlenecked
   /// elsewhere), nothing is marked for re-solving and the next solve() has nothing to do.
   void remove_variable(int id);
-  /// Turns the no-re-solve removal above off (on by default), e.g. to compare.
+  /// Turns the no-re-solve removals above and additions below off (on by default), e.g. to
+  /// compare.
   void set_skip_neutral_removals(bool on) { skip_neutral_ = on; }
   /// Removals that needed no re-solve, since creation.
   [[nodiscard]] std::int64_t removals_without_solve() const { return removals_kept_; }
+  /// Additions that needed no re-solve, since creation: when nothing is pending and no variable
+  /// sharing a constraint with the new one is bottlenecked on one of its constraints, the new
+  /// variable takes the least room left on its constraints (or its bound) and, if it is then the
+  /// largest on the constraint it saturates, every other rate provably stays (addition_alone in
+  /// maxmin.cpp). The next solve() reports only it as changed.
+  [[nodiscard]] std::int64_t additions_without_solve() const { return additions_kept_; }
+  /// Solves that re-filled only the variables at or above the lowest rate a change can move.
+  [[nodiscard]] std::int64_t partial_solves() const { return partial_solves_; }
 
   /// The variables whose rate the next `solve()` will recompute (the components touched since
   /// the last solve), in a deterministic order. Valid until the next add/remove/solve.
@@ -150,9 +159,16 @@ class MaxMinSolver {
 
   static bool check_default();
   [[nodiscard]] bool removal_keeps_rates(int id) const;
+  bool addition_alone(int id);  // sets id's rate when no other changes (see above)
   void check_bookkeeping() const;
   void check_solution(std::span<const int> vars, std::span<const int> cons) const;
+  void start_collection();  // empties the component lists, new stamp
   void collect_component();
+  bool collect_partial();  // the variables that can change only (maxmin.cpp); false: not here
+  bool abandon_partial();
+  [[nodiscard]] double rate_floor(int id) const;  // lower bound on an added variable's new rate
+  static void sort_small(
+      std::vector<double>& xs);    // undoes a started collect_partial; returns false
   void fix(Var& v, double share);  // fixes v at the level `share`, charging its constraints
   void fill_plain();
   void fill_active();
@@ -164,6 +180,7 @@ class MaxMinSolver {
   std::vector<int> free_vars_;  // sorted descending so back() is the lowest id
   std::vector<int> dirty_cons_;
   std::vector<int> dirty_vars_;             // new variables with no constraint
+  std::vector<int> fast_vars_;              // additions set alone since the last solve
   std::vector<int> comp_vars_, comp_cons_;  // the component being (or last) solved
   std::vector<int> act_vars_, act_cons_;    // scratch of solve: what is still open
   std::vector<int> touched_;                // scratch of fill_unweighted
@@ -174,6 +191,12 @@ class MaxMinSolver {
   bool check_ = false;          // check invariants after each solve
   bool skip_neutral_ = true;    // removals that keep every rate need no solve
   std::int64_t removals_kept_ = 0;
+  std::int64_t additions_kept_ = 0;
+  std::int64_t partial_solves_ = 0;
+  // No variable with a rate below this can change at the next solve (collect_partial).
+  double change_floor_ = kUnbounded;
+  std::vector<double> below_;      // scratch of collect_partial
+  std::vector<int> pending_adds_;  // variables added (weight 1, not alone) since the last solve
   int live_vars_ = 0;
 };
 

@@ -47,10 +47,15 @@ class MaxMinModel : public ResourceModel {
   [[nodiscard]] double rate_of_tag(std::int32_t tag);
   /// The solver's invariant check after every solve (maxmin.hpp; default PLACESIM_CHECK_MAXMIN).
   void set_check_invariants(bool on) { solver_.set_check_invariants(on); }
-  /// The solver's no-re-solve removals (maxmin.hpp: on by default; off re-solves at every end).
+  /// The solver's no-re-solve removals and additions (maxmin.hpp: on by default; off re-solves at
+  /// every start and end).
   void set_skip_neutral_removals(bool on) { solver_.set_skip_neutral_removals(on); }
   [[nodiscard]] std::int64_t removals_without_solve() const {
     return solver_.removals_without_solve();
+  }
+  /// Starts that needed no re-solve (maxmin.hpp, additions_without_solve).
+  [[nodiscard]] std::int64_t additions_without_solve() const {
+    return solver_.additions_without_solve();
   }
 
  protected:

@@ -135,7 +135,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 /// placesim: tasks are CpuShare work on their host, transfers FlowNetwork flows; the handler
 /// releases consumers as SimGrid's activity dependencies do.
-double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept) {
+/// kept / alone: ends / starts that needed no re-solve, [0] the transfers', [1] the tasks'.
+/// ends: when not null, filled with each task's end (ns, by task) then each edge's (by edge; 0
+/// for edges without a transfer).
+double run_placesim(const Dag& d, bool skip_neutral, std::int64_t kept[2], std::int64_t alone[2],
+                    std::vector<double>* ends) {
   Cluster c;
   for (int h = 0; h < kHosts; ++h)
     c.links.push_back(Link{"h" + std::to_string(h), 0, 1, Bandwidth{kLinkBw}, Duration{0},
@@ -150,6 +154,7 @@ double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept) {
     CpuShare* cpus;
     std::vector<std::int32_t> waiting;  // unfinished inputs per task
     std::vector<Hop> hops = std::vector<Hop>(2);
+    std::vector<double>* ends = nullptr;
     void start_task(Engine& e, std::int32_t t) {
       cpus->start(e.now(), d->tasks[t].host, d->tasks[t].flops / kSpeed * 1e9, 1.0, t);
     }
@@ -159,10 +164,14 @@ double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept) {
     void on_event(Engine& e, const Event& ev) { start_task(e, ev.index); }
     void on_resource(Engine& e, int model) {
       if (model == 1) {  // network: edge index as tag
-        for (std::int32_t edge : net->completed()) input_done(e, d->edges[edge].to);
+        for (std::int32_t edge : net->completed()) {
+          if (ends) (*ends)[d->tasks.size() + static_cast<std::size_t>(edge)] = e.now() * 1e-9;
+          input_done(e, d->edges[edge].to);
+        }
         return;
       }
       for (std::int32_t t : cpus->completed()) {
+        if (ends) (*ends)[static_cast<std::size_t>(t)] = e.now() * 1e-9;
         const Dag::Task& task = d->tasks[t];
         for (std::int32_t k = task.first_out; k < task.first_out + task.num_out; ++k) {
           const Dag::Edge& edge = d->edges[k];
@@ -177,6 +186,8 @@ double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept) {
       }
     }
   } drv{&d, &net, &cpus, {}};
+  drv.ends = ends;
+  if (ends) ends->assign(d.tasks.size() + d.edges.size(), 0.0);
   drv.waiting.reserve(d.tasks.size());
   Engine e;
   e.add_model(&cpus);
@@ -186,17 +197,23 @@ double run_placesim(const Dag& d, bool skip_neutral, std::int64_t* kept) {
     if (d.tasks[i].num_in == 0) e.schedule(0, Priority::Start, 0, static_cast<std::int32_t>(i));
   }
   e.run(drv);
-  *kept = net.removals_without_solve() + cpus.removals_without_solve();
+  kept[0] = net.removals_without_solve();
+  kept[1] = cpus.removals_without_solve();
+  alone[0] = net.additions_without_solve();
+  alone[1] = cpus.additions_without_solve();
   return static_cast<double>(e.now()) * 1e-9;
 }
 
 #ifdef PLACESIM_RACE_SIMGRID
-double run_simgrid(const Dag& d, std::vector<std::string> args) {
+double run_simgrid(const Dag& d, std::vector<std::string> args, std::vector<double>* ends) {
   namespace s4u = simgrid::s4u;
-  for (const char* a : {"--cfg=network/model:CM02", "--cfg=network/latency-factor:1.0",
-                        "--cfg=network/bandwidth-factor:1.0", "--cfg=network/weight-S:0.0",
-                        "--cfg=network/crosstraffic:0", "--log=root.thres:critical"})
-    args.emplace_back(a);
+  // The race's settings go first, so that --sg-cfg options (in args already) come after them:
+  // SimGrid applies --cfg options in order.
+  const std::vector<std::string> base{
+      "--cfg=network/model:CM02",           "--cfg=network/latency-factor:1.0",
+      "--cfg=network/bandwidth-factor:1.0", "--cfg=network/weight-S:0.0",
+      "--cfg=network/crosstraffic:0",       "--log=root.thres:critical"};
+  args.insert(args.begin() + 1, base.begin(), base.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
@@ -240,14 +257,36 @@ double run_simgrid(const Dag& d, std::vector<std::string> args) {
   for (auto& c : comms) c->vetoable_start();
   for (auto& x : execs) x->vetoable_start();
   engine.run();
+  if (ends) {
+    ends->assign(d.tasks.size() + d.edges.size(), 0.0);
+    for (std::size_t i = 0; i < d.tasks.size(); ++i) (*ends)[i] = execs[i]->get_finish_time();
+    std::size_t c = 0;
+    for (std::size_t k = 0; k < d.edges.size(); ++k)
+      if (d.edges[k].bytes != 0.0) (*ends)[d.tasks.size() + k] = comms[c++]->get_finish_time();
+  }
   return s4u::Engine::get_clock();
 }
 #endif
 
+/// One line per activity: "t<task>" or "e<edge>", then its end time in s (17 digits); edges
+/// without a transfer are left out. For tools/race_diverge.py.
+bool write_ends(const char* path, const Dag& d, const std::vector<double>& ends) {
+  std::FILE* f = std::fopen(path, "w");
+  if (!f) {
+    std::fprintf(stderr, "race_dag: cannot write %s\n", path);
+    return false;
+  }
+  for (std::size_t i = 0; i < d.tasks.size(); ++i) std::fprintf(f, "t%zu %.17g\n", i, ends[i]);
+  for (std::size_t k = 0; k < d.edges.size(); ++k)
+    if (d.edges[k].bytes != 0.0) std::fprintf(f, "e%zu %.17g\n", k, ends[d.tasks.size() + k]);
+  return std::fclose(f) == 0;
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]"
-               " [--resolve-every-end 0|1]\n");
+               " [--chain 0|1] [--quantize 0|1] [--resolve-every-end 0|1] [--sg-cfg KEY:VALUE]..."
+               " [--ends FILE]\n");
   return 2;
 }
 
@@ -255,6 +294,8 @@ int usage() {
 
 int main(int argc, char** argv) {
   std::string sim;
+  std::vector<std::string> sg_args{argv[0]};  // SimGrid's command line (--sg-cfg adds to it)
+  const char* ends_file = nullptr;
   std::int64_t activities = 0;
   std::uint64_t seed = 1;
   Shape shape;
@@ -272,6 +313,10 @@ int main(int argc, char** argv) {
       shape.quantize = std::strcmp(argv[i + 1], "1") == 0;
     } else if (std::strcmp(argv[i], "--resolve-every-end") == 0) {
       skip_neutral = std::strcmp(argv[i + 1], "1") != 0;
+    } else if (std::strcmp(argv[i], "--ends") == 0) {
+      ends_file = argv[i + 1];
+    } else if (std::strcmp(argv[i], "--sg-cfg") == 0) {
+      sg_args.push_back(std::string("--cfg=") + argv[i + 1]);  // after the race's own settings
     } else if (std::strcmp(argv[i], "--seed") == 0) {
       seed = std::strtoull(argv[i + 1], nullptr, 10);
     } else {
@@ -284,23 +329,27 @@ int main(int argc, char** argv) {
   const double build_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   double makespan = 0;
-  std::int64_t kept = 0;  // ends that needed no re-solve (placesim)
+  std::vector<double> ends;        // --ends: every activity's end time
+  std::int64_t kept[2] = {0, 0};   // ends that needed no re-solve (placesim): transfers, tasks
+  std::int64_t alone[2] = {0, 0};  // starts that needed no re-solve (placesim)
   if (sim == "placesim") {
-    makespan = run_placesim(d, skip_neutral, &kept);
+    makespan = run_placesim(d, skip_neutral, kept, alone, ends_file ? &ends : nullptr);
   } else {
 #ifdef PLACESIM_RACE_SIMGRID
-    makespan = run_simgrid(d, {argv[0]});
+    makespan = run_simgrid(d, sg_args, ends_file ? &ends : nullptr);
 #else
     std::fprintf(stderr, "race_dag: built without SimGrid (race_dag_simgrid has it)\n");
     return 2;
 #endif
   }
   const double run_s = seconds_since(t1);
+  if (ends_file && !write_ends(ends_file, d, ends)) return 2;
   std::printf(
       "sim=%s activities=%lld tasks=%zu comms=%lld makespan_s=%.12f build_s=%.4f run_s=%.4f "
-      "ends_without_solve=%lld\n",
+      "ends_without_solve=%lld+%lld starts_without_solve=%lld+%lld\n",
       sim.c_str(), static_cast<long long>(d.tasks.size()) + static_cast<long long>(d.comms),
       d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s,
-      static_cast<long long>(kept));
+      static_cast<long long>(kept[0]), static_cast<long long>(kept[1]),
+      static_cast<long long>(alone[0]), static_cast<long long>(alone[1]));
   return 0;
 }
