@@ -175,6 +175,9 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
   sim::SimOptions opt;
   opt.stop_at_first_oom = a.stop_at_oom;
   opt.threads = a.threads;
+  // The critical path of a huge step (10^6 items, "op<id>" names) costs ~75 B per op of
+  // per-item times while simulating: kept only for the JSON that prints it.
+  opt.record_critical_path = a.json || !a.report.empty();
   const sim::Outcome o = sim::simulate(h.step, h.placement, opt);
   // The JSON of a huge step's critical path (10^5 items) is a tenth of a run: only when asked.
   const std::string json = a.json || !a.report.empty() ? sim::outcome_to_json(o) : "";
