@@ -154,6 +154,10 @@ class KernelCostModel {
   explicit KernelCostModel(RooflineParams p) : roofline_(p) {}
   void set_calibration(std::shared_ptr<const Calibration> c) { calibration_ = std::move(c); }
   [[nodiscard]] const RooflineParams& roofline() const { return roofline_; }
+  /// The calibration entry pricing `device` (find_device_calibration), or nullptr.
+  [[nodiscard]] const DeviceCalibration* calibration_for(const Device& device) const {
+    return calibration_ ? find_device_calibration(*calibration_, device) : nullptr;
+  }
 
   /// Which rule produced a time (for reports): the fall-back chain above. Storage: an op that
   /// only names a tensor already in memory (stores_only), which launches no kernel.

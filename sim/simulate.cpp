@@ -6,9 +6,12 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 #include <tbb/task_arena.h>
 
 #include "sim/collective_expand.hpp"
@@ -98,6 +101,13 @@ bool same_cost_inputs(const Device& a, const Device& b) {
   return a.spec.model == b.spec.model && a.spec.kind == b.spec.kind &&
          a.spec.peak_flops == b.spec.peak_flops &&
          a.spec.memory_bandwidth == b.spec.memory_bandwidth;
+}
+
+/// True when every op costs the same on `a` and `b`: KernelCostModel reads a device's cost
+/// inputs, its launch overhead (host_model) and its calibration entry, nothing else.
+bool cost_twins(const Device& a, const Device& b, const KernelCostModel& costs) {
+  return same_cost_inputs(a, b) && a.spec.launch_overhead == b.spec.launch_overhead &&
+         costs.calibration_for(a) == costs.calibration_for(b);
 }
 
 /// Throws if `count` does not fit the engine's 32-bit indices.
@@ -231,13 +241,21 @@ void Prepared::cost_classes(const Cluster& c, const Graph& g, const KernelCostMo
   for (int d = 0; d < n_dev; ++d) {
     for (std::size_t k = 0; k < reps.size() && dev_class[d] < 0; ++k) {
       // Devices share a class only if every op costs the same on both (a calibration keyed by
-      // device name can make two devices of one model differ).
-      if (!same_cost_inputs(c.devices[reps[k]], c.devices[d])) continue;
-      bool equal = true;
-      for (int o = 0; o < n_ops && equal; ++o)
-        equal =
-            costs.op_time(g.ops[o], c.devices[reps[k]]) == costs.op_time(g.ops[o], c.devices[d]) &&
-            host_of(o, reps[k]) == host_of(o, d);
+      // device name can make two devices of one model differ). Twins do by construction; others
+      // are compared op by op, in parallel (the ops are independent; the answer is an AND).
+      const Device &rep = c.devices[reps[k]], &dev = c.devices[d];
+      if (!same_cost_inputs(rep, dev)) continue;
+      const bool equal = cost_twins(rep, dev, costs) ||
+                         tbb::parallel_reduce(
+                             tbb::blocked_range<int>(0, n_ops, 1024), true,
+                             [&](const tbb::blocked_range<int>& r, bool eq) {
+                               for (int o = r.begin(); o != r.end() && eq; ++o)
+                                 eq =
+                                     costs.op_time(g.ops[o], rep) == costs.op_time(g.ops[o], dev) &&
+                                     host_of(o, reps[k]) == host_of(o, d);
+                               return eq;
+                             },
+                             std::logical_and<>());
       if (equal) dev_class[d] = static_cast<std::int32_t>(k);
     }
     if (dev_class[d] < 0) {
@@ -247,14 +265,18 @@ void Prepared::cost_classes(const Cluster& c, const Graph& g, const KernelCostMo
   }
   kernel_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
   host_ns.resize(reps.size() * static_cast<std::size_t>(n_ops));
-  bool any_host = false;
+  // Pricing is pure: ops price in parallel, each into its own slot.
   for (std::size_t k = 0; k < reps.size(); ++k)
-    for (int o = 0; o < n_ops; ++o) {
-      kernel_ns[k * n_ops + o] =
-          std::max<std::int64_t>(0, costs.op_time(g.ops[o], c.devices[reps[k]]).ns);
-      host_ns[k * n_ops + o] = host_of(o, reps[k]);
-      any_host = any_host || host_ns[k * n_ops + o] >= 0;
-    }
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, n_ops, 1024), [&](const tbb::blocked_range<int>& r) {
+          for (int o = r.begin(); o != r.end(); ++o) {
+            kernel_ns[k * n_ops + o] =
+                std::max<std::int64_t>(0, costs.op_time(g.ops[o], c.devices[reps[k]]).ns);
+            host_ns[k * n_ops + o] = host_of(o, reps[k]);
+          }
+        });
+  const bool any_host =
+      std::any_of(host_ns.begin(), host_ns.end(), [](std::int64_t h) { return h >= 0; });
   if (!any_host) std::vector<std::int64_t>().swap(host_ns);  // every launch costs the default
 }
 
@@ -1309,9 +1331,21 @@ struct StepGraphBuilder::State {
   std::vector<std::vector<std::int64_t>> kernel, host;  // host: empty until some op has one
   bool any_host = false;
   std::vector<std::int32_t> tmp;
+  // Per device: an earlier device that every op costs the same on (same cost inputs, launch
+  // overhead and calibration entry: all KernelCostModel reads), or -1. A 1,024-GPU cluster then
+  // prices each op once per distinct device, not 1,024 times.
+  std::vector<std::int32_t> twin;
   std::string where(int o) const { return "op " + std::to_string(o); }
+  // Priced devices (twin < 0), ascending, and a batch's prices: op i, priced device j at
+  // i * priced.size() + j (kernel; host, -1 = the device's launch overhead).
+  std::vector<DeviceId> priced;
+  std::vector<std::int64_t> kbuf, hbuf;
   void check(const Op& op, int o) const;
-  void add_costs(const Op& op, int o);
+  /// Prices `op` on every priced device into k[j], h[j]: pure, so ops price in parallel.
+  void price(const Op& op, std::int64_t* k, std::int64_t* h) const;
+  /// Files op o's prices into the cost classes (sequential: classes split in op order).
+  void add_costs(int o, const std::int64_t* k, const std::int64_t* h);
+  void append(const Op& op, const std::int64_t* k, const std::int64_t* h);
 };
 
 StepGraphBuilder::StepGraphBuilder(const Cluster& cluster, KernelCostModel costs)
@@ -1333,6 +1367,15 @@ StepGraphBuilder::StepGraphBuilder(const Cluster& cluster, KernelCostModel costs
       s_->host.emplace_back();
     }
   }
+  s_->twin.assign(P.n_dev, -1);
+  for (int d = 0; d < P.n_dev; ++d) {
+    const Device& dd = cluster.devices[d];
+    for (int r = 0; r < d && s_->twin[d] < 0; ++r) {
+      const Device& rr = cluster.devices[r];
+      if (s_->twin[r] < 0 && cost_twins(rr, dd, s_->costs)) s_->twin[d] = r;
+    }
+    if (s_->twin[d] < 0) s_->priced.push_back(d);
+  }
 }
 StepGraphBuilder::~StepGraphBuilder() = default;
 
@@ -1350,9 +1393,14 @@ void StepGraphBuilder::reserve(std::size_t ops, std::size_t inputs) {
 
 void StepGraphBuilder::State::check(const Op& op, int o) const {
   const Prepared& P = *p;
-  check_index_limit("<step builder>", "ops", static_cast<std::size_t>(o) + 1);
-  check_index_limit("<step builder>", "tensors", P.tensor_bytes.size() + op.outputs.size());
-  check_index_limit("<step builder>", "input edges", P.ins.size() + op.inputs.size());
+  // Far below the 32-bit limits (always, but in a test of them) skip the checks' strings.
+  constexpr std::size_t kFar = std::size_t{1} << 30;
+  if (static_cast<std::size_t>(o) >= kFar || P.tensor_bytes.size() >= kFar ||
+      P.ins.size() >= kFar || op.outputs.size() >= kFar || op.inputs.size() >= kFar) {
+    check_index_limit("<step builder>", "ops", static_cast<std::size_t>(o) + 1);
+    check_index_limit("<step builder>", "tensors", P.tensor_bytes.size() + op.outputs.size());
+    check_index_limit("<step builder>", "input edges", P.ins.size() + op.inputs.size());
+  }
   if (op.collective)
     throw InputError(
         "<step builder>", where(o),
@@ -1373,13 +1421,22 @@ void StepGraphBuilder::State::check(const Op& op, int o) const {
                        "control inputs that are earlier ops, got op " + std::to_string(c));
 }
 
-void StepGraphBuilder::State::add_costs(const Op& op, int o) {
+void StepGraphBuilder::State::price(const Op& op, std::int64_t* k, std::int64_t* h) const {
+  const Cluster& c = *p->cluster;
+  for (std::size_t j = 0; j < priced.size(); ++j) {
+    const Device& dev = c.devices[priced[j]];
+    k[j] = std::max<std::int64_t>(0, costs.op_time(op, dev).ns);
+    const auto h_opt = costs.host_time(op, dev);
+    h[j] = h_opt ? std::max<std::int64_t>(0, h_opt->ns) : -1;
+  }
+}
+
+void StepGraphBuilder::State::add_costs(int o, const std::int64_t* kp, const std::int64_t* hp) {
   Prepared& P = *p;
-  const Cluster& c = *P.cluster;
-  for (int d = 0; d < P.n_dev; ++d) {
-    const std::int64_t k = std::max<std::int64_t>(0, costs.op_time(op, c.devices[d]).ns);
-    const auto h_opt = costs.host_time(op, c.devices[d]);
-    const std::int64_t h = h_opt ? std::max<std::int64_t>(0, h_opt->ns) : -1;
+  // Twins follow their device's class; finish() files them.
+  for (std::size_t j = 0; j < priced.size(); ++j) {
+    const DeviceId d = priced[j];
+    const std::int64_t k = kp[j], h = hp[j];
     if (h >= 0 && !any_host) {  // the first op with its own host time: -1 for the ops before
       any_host = true;
       for (std::size_t x = 0; x < host.size(); ++x) host[x].assign(kernel[x].size(), -1);
@@ -1403,15 +1460,39 @@ void StepGraphBuilder::State::add_costs(const Op& op, int o) {
 }
 
 OpId StepGraphBuilder::add_op(const Op& op) {
-  Prepared& P = *s_->p;
+  State& S = *s_;
+  S.kbuf.resize(S.priced.size());
+  S.hbuf.resize(S.priced.size());
+  S.price(op, S.kbuf.data(), S.hbuf.data());
+  S.append(op, S.kbuf.data(), S.hbuf.data());
+  return S.p->n_ops - 1;
+}
+
+void StepGraphBuilder::add_ops(std::span<const Op> ops) {
+  State& S = *s_;
+  const std::size_t np = S.priced.size();
+  S.kbuf.resize(ops.size() * np);
+  S.hbuf.resize(ops.size() * np);
+  // Pricing (the cost model: roofline, calibration look-ups by string) is most of a builder's
+  // time and pure: ops price in parallel, then file in order, exactly as add_op one by one.
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, ops.size(), 256),
+                    [&](const tbb::blocked_range<std::size_t>& r) {
+                      for (std::size_t i = r.begin(); i != r.end(); ++i)
+                        S.price(ops[i], S.kbuf.data() + i * np, S.hbuf.data() + i * np);
+                    });
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    S.append(ops[i], S.kbuf.data() + i * np, S.hbuf.data() + i * np);
+}
+
+void StepGraphBuilder::State::append(const Op& op, const std::int64_t* kp, const std::int64_t* hp) {
+  Prepared& P = *p;
   const int o = P.n_ops;
-  s_->check(op, o);
+  check(op, o);
   for (const TensorOut& t : op.outputs) {
     P.tensor_bytes.push_back(t.bytes.v);
     P.tensor_op.push_back(o);
   }
   P.out_begin.push_back(static_cast<std::int32_t>(P.tensor_bytes.size()));
-  auto& tmp = s_->tmp;
   tmp.clear();
   for (const TensorRef& r : op.inputs) tmp.push_back(P.out_begin[r.op] + r.output);
   std::sort(tmp.begin(), tmp.end());
@@ -1422,17 +1503,16 @@ OpId StepGraphBuilder::add_op(const Op& op) {
   tmp.assign(op.control_inputs.begin(), op.control_inputs.end());
   std::sort(tmp.begin(), tmp.end());
   tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
-  s_->pred.insert(s_->pred.end(), tmp.begin(), tmp.end());
-  s_->pred_begin.push_back(static_cast<std::int32_t>(s_->pred.size()));
+  pred.insert(pred.end(), tmp.begin(), tmp.end());
+  pred_begin.push_back(static_cast<std::int32_t>(pred.size()));
   P.n_pred.push_back(n_pred + static_cast<std::int32_t>(tmp.size()));
   P.rank.push_back(o);  // ids are in topological order
   P.pinned.push_back(op.stream ? *op.stream : -1);
   P.kind_req.push_back(!op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0));
   P.is_update.push_back(op.phase == Phase::Update);
   if (op.persistent.v > 0) P.persistent.emplace_back(o, op.persistent.v);
-  s_->add_costs(op, o);
+  add_costs(o, kp, hp);
   ++P.n_ops;
-  return o;
 }
 
 StepGraph StepGraphBuilder::finish() && {
@@ -1451,6 +1531,8 @@ StepGraph StepGraphBuilder::finish() && {
       std::vector<std::int64_t>().swap(h);
     }
   }
+  for (int d = 0; d < P.n_dev; ++d)  // ascending: a twin's device is earlier and no twin
+    if (s_->twin[d] >= 0) P.dev_class[d] = P.dev_class[s_->twin[d]];
   P.transpose_edges(s_->pred, s_->pred_begin);
   P.device_parameters(*P.cluster, s_->costs);
   return StepGraph(std::move(s_->p));
@@ -1463,8 +1545,19 @@ Outcome simulate(const StepGraph& step, const Placement& placement, const SimOpt
   return run.run(placement);
 }
 
-Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,
-                 const SimOptions& options, const KernelCostModel& costs) {
+namespace {
+/// Runs f() on `threads` oneTBB threads (0: the default arena).
+template <class F>
+auto in_arena(int threads, F&& f) {
+  if (threads <= 0) return f();
+  tbb::task_arena arena(threads);
+  return arena.execute(std::forward<F>(f));
+}
+}  // namespace
+
+namespace {
+Outcome simulate_in_arena(const Cluster& cluster, const Graph& graph, const Placement& placement,
+                          const SimOptions& options, const KernelCostModel& costs) {
   if (has_collectives(graph)) {  // collective rank ops become timed ops on an NCCL stream
     const ExpandedGraph x = expand_collectives(cluster, graph, placement);
     const Prepared prepared(x.cluster, x.graph, costs);
@@ -1476,6 +1569,13 @@ Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& pl
   check_placement(prepared, placement);
   StepRun run(prepared, options);
   return run.run(placement);
+}
+}  // namespace
+
+Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& placement,
+                 const SimOptions& options, const KernelCostModel& costs) {
+  return in_arena(options.threads,
+                  [&] { return simulate_in_arena(cluster, graph, placement, options, costs); });
 }
 
 std::string outcome_to_json(const Outcome& o, int indent) {

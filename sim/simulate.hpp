@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct SimOptions {
   bool stop_at_first_oom = false;  ///< end the simulation at the first allocation over capacity
   bool record_critical_path = true;
   TraceSink* trace = nullptr;  ///< optional Chrome-trace sink (not thread-safe; one per simulate)
+  /// Threads one simulation may use (docs/engine.md, "Parallel engine"): 0 = oneTBB's default,
+  /// 1 = sequential. Results are bit-identical on any count (sim_wall_s aside).
+  int threads = 0;
 };
 
 struct DeviceOutcome {
@@ -99,6 +103,11 @@ Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& pl
 class StepGraph {
  public:
   StepGraph(const Cluster& cluster, const Graph& graph, const KernelCostModel& costs = {});
+  // It borrows the cluster and the graph: a temporary would dangle, so refuse them at compile
+  // time (as BatchOracle does).
+  StepGraph(Cluster&&, const Graph&, const KernelCostModel& = {}) = delete;
+  StepGraph(const Cluster&, Graph&&, const KernelCostModel& = {}) = delete;
+  StepGraph(Cluster&&, Graph&&, const KernelCostModel& = {}) = delete;
   StepGraph(StepGraph&&) noexcept;
   StepGraph& operator=(StepGraph&&) noexcept;
   ~StepGraph();
@@ -120,6 +129,7 @@ class StepGraph {
 class StepGraphBuilder {
  public:
   explicit StepGraphBuilder(const Cluster& cluster, KernelCostModel costs = {});
+  StepGraphBuilder(Cluster&&, KernelCostModel = {}) = delete;  // the step borrows the cluster
   ~StepGraphBuilder();
   StepGraphBuilder(const StepGraphBuilder&) = delete;
   StepGraphBuilder& operator=(const StepGraphBuilder&) = delete;
@@ -128,6 +138,9 @@ class StepGraphBuilder {
   /// Adds an op (its name, type, layer and group are not kept); returns its id. Throws
   /// InputError for an input that is not an earlier op's output, or a collective op.
   OpId add_op(const Op& op);
+  /// Adds ops in order, as add_op one by one (same ids, same errors), pricing them in parallel
+  /// on the calling oneTBB arena: the way a generator of a huge step feeds the builder.
+  void add_ops(std::span<const Op> ops);
   [[nodiscard]] StepGraph finish() &&;
 
  private:

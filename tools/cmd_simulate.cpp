@@ -1,5 +1,6 @@
 // `placesim simulate`: one placed training step through the engine.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "models/chakra.hpp"
+#include "models/huge_step.hpp"
 #include "models/parallel.hpp"
 #include "models/registry.hpp"
 #include "policy/place/methods.hpp"
@@ -30,6 +32,7 @@ struct SimulateArgs {
       parallel;
   bool json = false;
   bool stop_at_oom = false;
+  int threads = 0;  // 0: oneTBB's default
 };
 
 // The output named by its flag: sim::write_file_atomic's temp file + rename, its error re-said
@@ -143,8 +146,68 @@ sim::Placement placement_arg(const std::string& arg, const sim::Graph& graph,
 
 namespace {
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// --graph gpt-huge: the step is generated op by op into a StepGraph (never a Graph: ~700 bytes
+// per op more), so only what needs no Graph is offered.
+void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
+                  const sim::KernelCostModel& costs) {
+  if (a.parallel.empty())
+    throw sim::InputError("<flag --parallel>", "",
+                          "dp=..,tp=..,pp=..,mb=.. for --graph gpt-huge, got none");
+  for (const auto& [flag, value] : {std::pair{"--placement", &a.placement},
+                                    {"--trace", &a.trace},
+                                    {"--chakra-out", &a.chakra_out},
+                                    {"--pricing", &a.pricing}})
+    if (!value->empty())
+      throw sim::InputError(std::string("<flag ") + flag + ">", "",
+                            "no " + std::string(flag) +
+                                " with --graph gpt-huge (a streamed step keeps no op names), "
+                                "got \"" +
+                                *value + "\"");
+  const models::HugeGptShape shape = models::parse_gpt_huge(a.graph_opt, "<flag --graph-opt>");
+  const models::ParallelSpec par = models::parse_parallel(a.parallel, "<flag --parallel>");
+  const auto t0 = std::chrono::steady_clock::now();
+  const models::HugeStep h = models::build_gpt_huge(cluster, shape, par, costs, a.threads);
+  const double build_s = seconds_since(t0);
+  sim::SimOptions opt;
+  opt.stop_at_first_oom = a.stop_at_oom;
+  opt.threads = a.threads;
+  // The critical path of a huge step (10^6 items, "op<id>" names) costs ~75 B per op of
+  // per-item times while simulating: kept only for the JSON that prints it.
+  opt.record_critical_path = a.json || !a.report.empty();
+  const sim::Outcome o = sim::simulate(h.step, h.placement, opt);
+  // The JSON of a huge step's critical path (10^5 items) is a tenth of a run: only when asked.
+  const std::string json = a.json || !a.report.empty() ? sim::outcome_to_json(o) : "";
+  if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
+  if (a.json) {
+    std::cout << json << "\n";
+  } else {
+    print_summary(o, cluster);
+    std::printf(
+        "gpt-huge: %lld ops (%lld in all-reduce rings), %lld input edges on %d GPUs; step graph "
+        "%.0f B/op; built in %.2f s, simulated in %.2f s\n",
+        static_cast<long long>(h.ops), static_cast<long long>(h.ring_ops),
+        static_cast<long long>(h.input_edges), h.gpus,
+        static_cast<double>(h.step.memory_bytes()) / static_cast<double>(h.ops), build_s,
+        o.sim_wall_s);
+  }
+}
+
 void run_simulate(const SimulateArgs& a) {
   sim::Cluster cluster = sim::load_cluster(a.cluster);
+  if (a.graph == "gpt-huge") {
+    sim::KernelCostModel costs;
+    if (!a.calibration.empty()) {
+      std::vector<std::string> notes;
+      costs.set_calibration(sim::use_calibration(a.calibration, cluster, notes));
+      for (const std::string& n : notes) note(n);
+    }
+    run_gpt_huge(a, cluster, costs);
+    return;
+  }
   sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
   const std::int64_t batch = models::graph_batch(graph);
   sim::KernelCostModel costs;
@@ -177,6 +240,7 @@ void run_simulate(const SimulateArgs& a) {
 
   sim::SimOptions opt;
   opt.stop_at_first_oom = a.stop_at_oom;
+  opt.threads = a.threads;
   std::unique_ptr<sim::TraceSink> trace;
   if (!a.trace.empty()) {
     trace = std::make_unique<sim::TraceSink>(cluster);
@@ -209,7 +273,9 @@ void register_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a placed graph");
   cmd->add_option("--graph", args->graph,
-                  "graph JSON file, ONNX file, Chakra ET (.et) or built-in workload name")
+                  "graph JSON file, ONNX file, Chakra ET (.et), built-in workload name, or "
+                  "gpt-huge (a streamed dp x tp x pp GPT step of millions of ops, with --parallel; "
+                  "docs/performance.md)")
       ->required()
       ->check(not_a_directory());
   cmd->add_option("--graph-opt", args->graph_opt, "options of a built-in workload (key=value,...)");
@@ -233,6 +299,10 @@ void register_simulate(CLI::App& app) {
   cmd->add_option(
       "--pricing", args->pricing,
       "write per op the cost-model rule that priced it (exact, class-curve, roofline) as JSON");
+  cmd->add_option("--threads", args->threads,
+                  "threads of the parallel engine for one step (0 = all cores; 1 = sequential; "
+                  "results are bit-identical on any count; docs/engine.md)")
+      ->check(CLI::Range(0, 1024));
   cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
   cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
   cmd->callback([args] { run_simulate(*args); });

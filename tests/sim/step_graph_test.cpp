@@ -1,6 +1,9 @@
 // StepGraph / StepGraphBuilder: the compact simulation graph, built from a Graph or op by op,
 // simulates exactly as simulate() on the Graph (docs/engine.md, "Memory").
 #include <gtest/gtest.h>
+#include <span>
+#include <tbb/task_arena.h>
+#include <type_traits>
 
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
@@ -40,6 +43,15 @@ void expect_same(const Outcome& a, const Outcome& b, bool names = true) {
     EXPECT_EQ(a.critical_path[i].end, b.critical_path[i].end) << i;
   }
 }
+
+// A StepGraph borrows its cluster and graph, a builder its cluster: temporaries would dangle.
+static_assert(std::is_constructible_v<StepGraph, const Cluster&, const Graph&>);
+static_assert(!std::is_constructible_v<StepGraph, Cluster&&, const Graph&>);
+static_assert(!std::is_constructible_v<StepGraph, const Cluster&, Graph&&>);
+static_assert(!std::is_constructible_v<StepGraph, Cluster&&, Graph&&>);
+static_assert(!std::is_constructible_v<StepGraph, Cluster, Graph>);
+static_assert(std::is_constructible_v<StepGraphBuilder, const Cluster&>);
+static_assert(!std::is_constructible_v<StepGraphBuilder, Cluster&&>);
 
 TEST(StepGraph, StreamedRandomGraphSimulatesLikeTheGraph) {
   // Heavy contention (every op on a random device of 8 GPUs + CPU), critical path recorded:
@@ -88,6 +100,68 @@ TEST(StepGraph, DevicesOfOneModelCostingDifferentlySplitIntoTheirOwnClass) {
   StepGraphBuilder plain(c);
   for (const Op& op : g.ops) plain.add_op(op);
   EXPECT_EQ(step.memory_bytes() - std::move(plain).finish().memory_bytes(), 6U * 1500 * 8);
+}
+
+/// The calibration of the test above: gpu1 slower from some op on, gpu2 with per-op host times.
+KernelCostModel split_costs(const Cluster& c) {
+  auto cal = std::make_shared<Calibration>();
+  cal->devices["gpu1"].roofline = RooflineParams{.compute_eff_max = 0.3, .memory_eff_max = 0.4};
+  HostCalibration host;
+  host.per_phase = {{"forward", Duration{7000}}};
+  for (const Device& d : c.devices)
+    if (d.name == "gpu2") host.launch_overhead = d.spec.launch_overhead;
+  cal->devices["gpu2"].host = host;
+  KernelCostModel costs;
+  costs.set_calibration(cal);
+  return costs;
+}
+
+TEST(StepGraph, BatchedParallelPricingOnAnyThreadCountIsBitIdentical) {
+  // add_ops prices a batch in parallel: on 1, 2 and 4 threads the step must be the one add_op
+  // builds op by op, with and without device classes that split mid-graph.
+  const Cluster c = testing::star_cluster(8, "12 GB/s", "1 us");
+  const Graph g = testing::random_graph(5000, 21);
+  const Placement p = testing::random_placement(g, c, 4);
+  for (const KernelCostModel& costs : {KernelCostModel{}, split_costs(c)}) {
+    const Outcome ref = simulate(c, g, p, {}, costs);
+    ASSERT_GT(ref.transfers, 2000);  // heavy contention on the star's links
+    for (int threads : {1, 2, 4}) {
+      tbb::task_arena arena(threads);
+      StepGraphBuilder b(c, costs);
+      arena.execute([&] {
+        // Uneven batches, one of them a single op.
+        const std::span<const Op> all(g.ops);
+        b.add_ops(all.subspan(0, 1));
+        b.add_ops(all.subspan(1, 2999));
+        b.add_ops(all.subspan(3000));
+      });
+      const StepGraph step = std::move(b).finish();
+      SimOptions o;
+      o.threads = threads;
+      expect_same(ref, simulate(step, p, o));
+      expect_same(ref, simulate(c, g, p, o, costs));
+    }
+  }
+}
+
+TEST(StepGraph, ParallelPricingOfAGraphMatchesOnAnyThreadCount) {
+  // simulate(cluster, graph) prices the graph's ops in parallel (Prepared): several graphs and
+  // clusters, light and heavy contention, the same outcome on 1, 2 and 4 threads.
+  for (int gpus : {2, 8}) {
+    const Cluster c = testing::star_cluster(gpus, gpus == 2 ? "40 GB/s" : "6 GB/s", "2 us");
+    for (std::uint64_t seed : {1, 2, 3}) {
+      const Graph g = testing::random_graph(2000 + 500 * static_cast<int>(seed), seed);
+      const Placement p = testing::random_placement(g, c, seed + 10);
+      SimOptions one;
+      one.threads = 1;
+      const Outcome ref = simulate(c, g, p, one);
+      for (int threads : {2, 4}) {
+        SimOptions o;
+        o.threads = threads;
+        expect_same(ref, simulate(c, g, p, o));
+      }
+    }
+  }
 }
 
 TEST(StepGraph, ControlEdgesPinsAndOutputsMatchTheGraph) {
