@@ -1040,18 +1040,23 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal) {
     c.dtypes.insert(s.signature.dtype);
     // NCHW BatchNorm's bytes as the per-channel bound stretches them (the cost model applies the
     // curve to the same), so one curve fits 64-channel shapes and 512-channel ones.
+    // A convolution's FLOPs quantised to whole waves of tiles, likewise (wave_quantised_flops).
     double bytes = s.work.bytes;
+    double flops = s.work.flops;
     if (const sim::DeviceSpec* spec = sim::find_device_model(k.first);
-        spec && spec->kind == sim::DeviceKind::Gpu)
+        spec && spec->kind == sim::DeviceKind::Gpu) {
       bytes *= sim::batch_norm_stretch(s.signature.op_type, s.signature.input_shapes[0],
                                        spec->memory_bandwidth.bytes_per_s);
+      flops = sim::wave_quantised_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
+                                        spec->sm_count);
+    }
     auto [it, fresh] = c.index.emplace(shape_only.key(), c.t.size());
     if (fresh) {
-      c.f.push_back(s.work.flops);
+      c.f.push_back(flops);
       c.b.push_back(bytes);
       c.t.push_back(mean);
     } else if (mean > c.t[it->second]) {
-      c.f[it->second] = s.work.flops;
+      c.f[it->second] = flops;
       c.b[it->second] = bytes;
       c.t[it->second] = mean;
     }
@@ -1112,6 +1117,16 @@ void install_class_model(const ClassFitReport& r, const ClassData& c, sim::Devic
 }
 
 }  // namespace
+
+std::optional<double> kernel_floor_s(const Profile& p) {
+  std::vector<std::int64_t> d;
+  for (const TraceEvent& e : p.events)
+    if (e.kind == EventKind::Kernel && e.dur_ns > 0) d.push_back(e.dur_ns);
+  if (d.size() < 20) return std::nullopt;
+  const std::size_t i = d.size() / 20;
+  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(i), d.end());
+  return static_cast<double>(d[i]) * 1e-9;
+}
 
 CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source,
                                const FitOptions& options) {

@@ -68,6 +68,13 @@ std::string calibration_key(const std::string& device_name, const std::string& o
 /// from the profile's device name ("NVIDIA A100-SXM4-40GB" -> "A100-SXM4-40GB") or "cpu".
 std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::string& device_model);
 
+/// The shortest kernel the profiled GPU runs, launch to end on the device: the 5th percentile of
+/// the profile's kernel durations (its very shortest are outliers: 0.64 us on the H200 b8 trace,
+/// whose 5th percentile is 1.02 us and whose elementwise kernels take 1.0-1.2 us). nullopt with
+/// fewer than 20 kernels (the cost model keeps its 2 us default). `calibrate` writes it as the
+/// device's `min_kernel`.
+std::optional<double> kernel_floor_s(const Profile& p);
+
 /// Samples from a tools/profile_rig.py manifest (its "ops" table: name, input_shapes, dtype,
 /// count, mean_us per device). Throws sim::InputError.
 std::vector<OpSample> op_samples_from_manifest(const std::string& path,

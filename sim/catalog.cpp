@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -82,6 +83,31 @@ DeviceSpec cpu(std::string model, double f64_gflops, double f32_gflops, double m
   s.launch_overhead = kLaunchCpuOp;
   s.source = std::move(source);
   return s;
+}
+
+void set_sm_counts(std::vector<DeviceSpec>& c) {
+  // Streaming multiprocessors enabled on each part (the wave quantisation of GEMM-like kernels):
+  // NVIDIA's architecture whitepapers (Kepler GK110/GK210: K40 15 SMX, K80 13 per GK210 die;
+  // Pascal GP100: Tesla P100 56; Volta GV100: Tesla V100 80; Ampere GA100: A100 108; Hopper
+  // GH100: H100 SXM5 132, H100 PCIe 114; H200 SXM: 132 as H100 SXM5 (its datasheet); Ada AD102:
+  // RTX 4090 128) and deviceQuery's "Multiprocessors" lines for the same parts.
+  static const std::map<std::string, int> kSms = {{"K40", 15},
+                                                  {"K80-GK210", 13},
+                                                  {"P100-SXM2-16GB", 56},
+                                                  {"P100-PCIe-16GB", 56},
+                                                  {"V100-SXM2-16GB", 80},
+                                                  {"V100-SXM2-32GB", 80},
+                                                  {"V100-PCIe-16GB", 80},
+                                                  {"A100-SXM4-40GB", 108},
+                                                  {"A100-SXM4-80GB", 108},
+                                                  {"A100-PCIe-40GB", 108},
+                                                  {"A100-PCIe-80GB", 108},
+                                                  {"H100-SXM5-80GB", 132},
+                                                  {"H100-PCIe-80GB", 114},
+                                                  {"H200-SXM-141GB", 132},
+                                                  {"RTX-4090", 128}};
+  for (DeviceSpec& s : c)
+    if (auto it = kSms.find(s.model); it != kSms.end()) s.sm_count = it->second;
 }
 
 std::vector<DeviceSpec> build_catalog() {
@@ -196,6 +222,7 @@ std::vector<DeviceSpec> build_catalog() {
                   "NVIDIA Ada Lovelace architecture whitepaper v2.1, RTX 4090 column: 82.6 F32, "
                   "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "
                   "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"));
+  set_sm_counts(c);
   std::sort(c.begin(), c.end(),
             [](const DeviceSpec& a, const DeviceSpec& b) { return a.model < b.model; });
   return c;

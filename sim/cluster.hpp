@@ -48,8 +48,11 @@ struct DeviceSpec {
   Bandwidth memory_bandwidth;            ///< DRAM/HBM bandwidth
   Bytes memory_capacity;                 ///< usable device memory (host DRAM for a CPU)
   int compute_streams = 1;               ///< GPU: streams kernels run on; frameworks default to 1
-  int worker_threads = 1;                ///< CPU: inter-op worker threads running ops
-  int h2d_engines = 1;                   ///< GPU copy engines by direction (catalog)
+  /// GPU: streaming multiprocessors (catalog; 0 = unknown): one wave of a GEMM-like kernel runs at
+  /// most this many thread-block tiles at once (wave quantisation, docs/cost-model.md).
+  int sm_count = 0;
+  int worker_threads = 1;  ///< CPU: inter-op worker threads running ops
+  int h2d_engines = 1;     ///< GPU copy engines by direction (catalog)
   int d2h_engines = 1;
   int peer_engines = 1;            ///< engines usable for peer (GPU->GPU) copies
   Duration launch_overhead{5000};  ///< host-side dispatch time per op on this device

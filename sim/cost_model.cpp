@@ -1,6 +1,7 @@
 #include "sim/cost_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -122,6 +123,8 @@ std::string to_string(KernelCostModel::Source s) {
       return "roofline";
     case KernelCostModel::Source::Storage:
       return "storage";
+    case KernelCostModel::Source::View:
+      return "view";
   }
   return "roofline";
 }
@@ -131,6 +134,14 @@ bool stores_only(const Op& op) {
                                                  "VarHandleOp",     "Const",      "Constant",
                                                  "RunningStatistic"};
   return op.inputs.empty() && kStorage.count(op.type) != 0;
+}
+
+bool is_view(std::string_view type) {
+  static constexpr std::string_view kViews[] = {
+      "Flatten",     "FlattenGrad",   "Reshape",         "ReshapeGrad",       "Squeeze",
+      "SqueezeGrad", "Unsqueeze",     "UnsqueezeGrad",   "Identity",          "View",
+      "aten::view",  "aten::squeeze", "aten::unsqueeze", "aten::_unsafe_view"};
+  return std::find(std::begin(kViews), std::end(kViews), type) != std::end(kViews);
 }
 
 double OpClassModel::predict_s(double flops, double bytes) const {
@@ -215,7 +226,92 @@ std::optional<double> max_pool_bytes(const Op& op, double bytes) {
   return std::nullopt;
 }
 
+// The thread-block tiles (rows x columns of the GEMM output) the implicit-GEMM convolution
+// kernels of the H200 ResNet-18 traces use (sm80/sm90 xmma "tilesize64x32x64", "64x64x32",
+// "64x128x32", "128x64x32", CUTLASS 128x128 and 256x128); both orientations are tried.
+constexpr std::array<std::pair<double, double>, 5> kTiles = {
+    {{64, 32}, {64, 64}, {128, 64}, {128, 128}, {256, 128}}};
+
+// FLOPs one GEMM of an M x N output and `flops` FLOPs occupies a device of `sms` SMs for.
+double quantised(double m, double n, double flops, double sms) {
+  if (!(m >= 1) || !(n >= 1) || !(flops > 0)) return flops;
+  const double k = flops / (2.0 * m * n);  // the reduction each tile streams
+  double best = 0.0;
+  for (const auto& [a, b] : kTiles)
+    for (const auto& [tm, tn] : {std::pair{a, b}, std::pair{b, a}}) {
+      const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
+      const double f = std::ceil(tiles / sms) * sms * 2.0 * tm * tn * k;
+      if (best == 0.0 || f < best) best = f;
+    }
+  return std::max(flops, best);
+}
+
+double product(const std::vector<std::int64_t>& s, std::size_t from) {
+  double n = 1;
+  for (std::size_t i = from; i < s.size(); ++i)
+    n *= static_cast<double>(std::max<std::int64_t>(s[i], 0));
+  return n;
+}
+
+bool contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
+
 }  // namespace
+
+double wave_quantised_flops(std::string_view type,
+                            const std::vector<std::vector<std::int64_t>>& inputs,
+                            const std::vector<std::int64_t>& output, double flops, int sm_count) {
+  if (sm_count <= 0 || !(flops > 0) || math_kind_of(type) != MathKind::Conv) return flops;
+  const double sms = sm_count;
+  if (!output.empty() && output.size() >= 3) {
+    // A graph op: its output is the GEMM's M x N. ONNX/PyTorch NCHW: y [N,K,P,Q] and dx
+    // [N,C,H,W] have their columns in dim 1, dw [K,C,R,S] its rows in dim 0; the builders' NHWC
+    // (Conv2D*: [N,P,Q,K], [N,H,W,C], HWIO [R,S,C,K]) have the columns last.
+    // The weight gradient's reduction (N x P x Q) is split across thread blocks whenever its
+    // few tiles would leave SMs idle (cuDNN's split-K wgrad: the traces' ReduceSplitK and
+    // reduce_wgrad kernels), so it loses no wave.
+    if (contains(type, "Filter")) return flops;
+    const double all = product(output, 0);
+    double n = 0;
+    if (starts_with(type, "Conv2D"))
+      n = static_cast<double>(output.back());
+    else if (contains(type, "Filter"))
+      n = all / std::max<double>(1.0, static_cast<double>(output[0]));
+    else
+      n = static_cast<double>(output[1]);
+    return n > 0 ? quantised(all / n, n, flops, sms) : flops;
+  }
+  // A profiled aten op: convolution(x [N,C,H,W], w [K,C,R,S]) is one GEMM of N*P*Q x K over
+  // C*R*S; convolution_backward(dy, x, w) the input gradient (N*H*W x C over K*R*S) and the
+  // weight gradient (split-K, as above), half the FLOPs each.
+  const bool backward = contains(type, "backward") || contains(type, "Backward");
+  if (!backward && inputs.size() >= 2 && inputs[1].size() >= 3) {
+    const double k = static_cast<double>(inputs[1][0]);
+    const double red = product(inputs[1], 1);
+    if (!(k > 0) || !(red > 0)) return flops;
+    return quantised(flops / (2.0 * k * red), k, flops, sms);
+  }
+  if (backward && inputs.size() >= 3 && inputs[1].size() >= 3 && inputs[2].size() >= 3) {
+    const auto& x = inputs[1];
+    const auto& w = inputs[2];
+    const double c = static_cast<double>(x[1]);
+    const double k = static_cast<double>(w[0]);
+    if (!(c > 0) || !(k > 0)) return flops;
+    // An image input (<= 4 channels) is a first layer's: PyTorch computes no input gradient for
+    // it (ResNet's conv1), so the call is the weight gradient alone.
+    if (c <= 4) return flops;
+    return quantised(product(x, 0) / c, c, flops / 2, sms) + flops / 2;  // dw: split-K
+  }
+  return flops;
+}
+
+double wave_quantised_flops(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || op.outputs.empty()) return op.flops.v;
+  static const std::vector<std::vector<std::int64_t>> kNone;
+  return wave_quantised_flops(op.type, op.signature ? op.signature->input_shapes : kNone,
+                              op.outputs[0].shape, op.flops.v, spec.sm_count);
+}
 
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
                           double bw) {
@@ -226,7 +322,9 @@ double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>
 Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) const {
   const RooflineParams& p = roofline_;
   const Duration floor = spec.kind == DeviceKind::Gpu ? p.min_kernel : p.min_cpu_op;
-  const double f = op.flops.v;
+  // A convolution's FLOPs rounded up to whole waves of whole tiles (fewer tiles than SMs leave
+  // SMs idle while each tile streams the whole reduction).
+  const double f = wave_quantised_flops(op, spec);
   double b = op_bytes(op);
   double bw_cap = 0.0;  // a kernel whose parallelism cannot reach the device's bandwidth
   if (spec.kind == DeviceKind::Gpu)
@@ -246,13 +344,18 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   return std::max(ceil_seconds(t), floor);
 }
 
-KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& device) const {
+namespace {
+
+// The fall-back chain (header comment) with the model's defaults `roofline_` and the device's
+// calibration `cal` (nullptr: none); estimate() adds what the framework launches around the op.
+KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const Op& op,
+                                         const Device& device, const DeviceCalibration* cal) {
+  using Source = KernelCostModel::Source;
   if (op.measured) return {*op.measured, Source::Measured};
   // Before any calibration: the 2 us kernel floor on each of ResNet-18's 104 variables and
   // running statistics was 0.13 ms of a batch-8 step's GPU time that no kernel spends.
   if (stores_only(op)) return {Duration{0}, Source::Storage};
-  const DeviceCalibration* cal =
-      calibration_ ? find_device_calibration(*calibration_, device) : nullptr;
+  if (device.spec.kind == DeviceKind::Gpu && is_view(op.type)) return {Duration{0}, Source::View};
   if (cal) {
     if (op.signature) {
       auto e = cal->exact.find(op.signature->key());
@@ -279,10 +382,13 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
             ? b * batch_norm_stretch(op.type, op.signature->input_shapes[0],
                                      device.spec.memory_bandwidth.bytes_per_s)
             : b;
-    if (m != cal->by_op_type.end() && m->second.covers(op.flops.v, b_fit)) {
-      const Duration floor =
-          device.spec.kind == DeviceKind::Gpu ? roofline_.min_kernel : roofline_.min_cpu_op;
-      const double fit = m->second.predict_s(op.flops.v, b_fit);
+    // ... and its FLOPs quantised to whole waves of tiles (wave_quantised_flops), as fitted.
+    const double f_fit = wave_quantised_flops(op, device.spec);
+    if (m != cal->by_op_type.end() && m->second.covers(f_fit, b_fit)) {
+      const Duration floor = device.spec.kind != DeviceKind::Gpu ? roofline_.min_cpu_op
+                             : cal->min_kernel                   ? *cal->min_kernel
+                                                                 : roofline_.min_kernel;
+      const double fit = m->second.predict_s(f_fit, b_fit);
       // No prediction faster than the unit that runs the op can go, whatever the file says (a
       // calibration fitted before fits were constrained, or one fitted on another math mode).
       const double peak = device.spec.peak_for(op.dtype).per_s;
@@ -298,12 +404,34 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
       const Duration t = ceil_seconds(std::max(fit, bound));
       return {std::max(t, floor), Source::Fitted, clamped};
     }
-    if (cal->roofline) {
-      const KernelCostModel fitted(*cal->roofline);
+    if (cal->roofline || cal->min_kernel) {
+      // The calibration's efficiency curves and its device's own shortest kernel.
+      RooflineParams p = cal->roofline ? *cal->roofline : roofline_;
+      if (cal->min_kernel) p.min_kernel = *cal->min_kernel;
+      const KernelCostModel fitted(p);
       return {fitted.roofline_time(op, device.spec), Source::Roofline};
     }
   }
-  return {roofline_time(op, device.spec), Source::Roofline};
+  return {KernelCostModel(roofline_).roofline_time(op, device.spec), Source::Roofline};
+}
+
+// PyTorch's BatchNorm2d in training mode also increments its num_batches_tracked counter: one
+// more (elementwise add_) kernel per forward call. An ONNX training export keeps the op
+// (BatchNormalization with its running-statistic outputs) but not the counter. The H200
+// ResNet-18 b8 trace: 20 such add_ kernels per step, 1.1 us each.
+bool torch_batch_norm_training(const Op& op) {
+  return op.type == "BatchNormalization" && op.phase == Phase::Forward && op.outputs.size() > 1;
+}
+}  // namespace
+
+KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& device) const {
+  const DeviceCalibration* cal =
+      calibration_ ? find_device_calibration(*calibration_, device) : nullptr;
+  Estimate e = chain_estimate(roofline_, op, device, cal);
+  if (device.spec.kind == DeviceKind::Gpu && e.source != Source::Measured &&
+      torch_batch_norm_training(op))
+    e.time = e.time + (cal && cal->min_kernel ? *cal->min_kernel : roofline_.min_kernel);
+  return e;
 }
 
 const HostCalibration* KernelCostModel::host_model(const Device& device) const {
@@ -596,8 +724,13 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
         dc.roofline = read_roofline(kv.second, file, dp + ".roofline");
       } else if (k == "host") {
         dc.host = read_host(kv.second, file, dp + ".host");
+      } else if (k == "min_kernel") {
+        const Duration d = with_units(parse_duration, kv.second, file, dp + ".min_kernel",
+                                      "a duration such as \"1.2 us\"");
+        if (d.ns <= 0) throw InputError(file, dp + ".min_kernel", "a positive duration");
+        dc.min_kernel = d;
       } else {
-        throw InputError(file, dp + "." + k, "one of exact, op_types, roofline, host");
+        throw InputError(file, dp + "." + k, "one of exact, op_types, roofline, host, min_kernel");
       }
     }
     cal.devices[model] = std::move(dc);
@@ -666,6 +799,7 @@ std::string calibration_to_yaml(const Calibration& c) {
       out += "      min_kernel: \"" + std::to_string(p.min_kernel.ns) + " ns\"\n";
       out += "      min_cpu_op: \"" + std::to_string(p.min_cpu_op.ns) + " ns\"\n";
     }
+    if (dc.min_kernel) out += "    min_kernel: \"" + std::to_string(dc.min_kernel->ns) + " ns\"\n";
     if (dc.host) {
       out += "    host:\n";
       out += "      launch_overhead: \"" + std::to_string(dc.host->launch_overhead.ns) + " ns\"\n";

@@ -125,6 +125,10 @@ struct DeviceCalibration {
   std::map<std::string, OpClassModel> by_op_type;  ///< op type -> fitted model
   std::optional<RooflineParams> roofline;          ///< fitted efficiency curve, if any
   std::optional<HostCalibration> host;             ///< measured host cost per launch, if any
+  /// The shortest kernel of this device as profiled (kernel_floor_s: the 5th percentile of the
+  /// profile's kernel durations); replaces RooflineParams::min_kernel in every rule that has a
+  /// floor. Unset (a manifest, a CPU, too few kernels): the 2 us default.
+  std::optional<Duration> min_kernel;
 };
 
 struct Calibration {
@@ -161,7 +165,8 @@ class KernelCostModel {
 
   /// Which rule produced a time (for reports): the fall-back chain above. Storage: an op that
   /// only names a tensor already in memory (stores_only), which launches no kernel.
-  enum class Source { Measured, Exact, Fitted, Roofline, Storage };
+  /// View: a GPU op that only re-describes its input's memory (is_view), which launches no kernel.
+  enum class Source { Measured, Exact, Fitted, Roofline, Storage, View };
   struct Estimate {
     Duration time;
     Source source;
@@ -193,7 +198,7 @@ class KernelCostModel {
   std::shared_ptr<const Calibration> calibration_;
 };
 
-/// "measured", "exact", "class-curve", "roofline", "storage".
+/// "measured", "exact", "class-curve", "roofline", "storage", "view".
 std::string to_string(KernelCostModel::Source s);
 
 /// NCHW BatchNorm (PyTorch/ONNX names, `input0` its first input's [N, C, H, W]) on a GPU of
@@ -203,6 +208,30 @@ std::string to_string(KernelCostModel::Source s);
 /// applied on bytes x this factor, so one curve serves 64 channels and 512.
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
                           double bw);
+
+/// Wave/tile quantisation of a convolution (forward, input gradient, weight gradient) on a GPU of
+/// `sm_count` SMs: the FLOPs its implicit-GEMM kernels occupy the device for. Each GEMM's
+/// M x N output is cut into thread-block tiles (the xmma/CUTLASS tiles of the H200 traces' kernel
+/// names, 64x32 to 256x128, the one that fills the device best), a wave runs one tile per SM, and
+/// every tile streams the whole reduction dimension (K = F / 2MN): max(F, waves x SMs x 2 x tile
+/// x K). Fewer tiles than SMs (ResNet-18 at batch 8: 16-64) cost one tile's whole reduction
+/// however few FLOPs the op has. Forward and input gradient only: the weight gradient's long
+/// reduction (N x P x Q) is split across blocks (split-K) and loses no wave. `output` is the graph
+/// op's first output shape (empty for a profiled aten op, whose GEMMs follow from `inputs`).
+/// `flops` unchanged for other ops, unknown shapes or sm_count <= 0. Class curves are fitted
+/// (calibration/kernel_fit) and applied on it.
+double wave_quantised_flops(std::string_view type,
+                            const std::vector<std::vector<std::int64_t>>& inputs,
+                            const std::vector<std::int64_t>& output, double flops, int sm_count);
+/// The same for a graph op on a device (its signature's inputs, its first output).
+double wave_quantised_flops(const Op& op, const DeviceSpec& spec);
+
+/// True for a shape-only op PyTorch runs as a view of its input's memory (Flatten, Reshape,
+/// Squeeze, Unsqueeze, Identity, View and the graphs' gradients of the first four): it launches
+/// no kernel (the H200 ResNet-18 traces' aten::flatten / aten::view launch none), so on a GPU it
+/// costs no kernel time (its host dispatch is still charged). Transpose is not one: where a
+/// framework runs it as a view, the copy happens in whichever op first needs it contiguous.
+bool is_view(std::string_view type);
 
 /// True for an op with no inputs that only names storage: a parameter (VariableV2, Variable,
 /// VarHandleOp), an input (Placeholder), a constant (Const, Constant) or BatchNorm running

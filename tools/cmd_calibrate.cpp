@@ -158,9 +158,34 @@ void keep_host_cost(std::map<std::string, sim::HostCalibration>& hosts,
   if (&kept == &c) it->second = std::move(c);
 }
 
+// The profile's shortest kernel (kernel_floor_s) under its device; several profiles of one device:
+// the shortest floor (their kernels all ran there).
+void keep_kernel_floor(std::map<std::string, sim::Duration>& floors,
+                       const calibration::Profile& prof, const std::string& device_model) {
+  const auto f = calibration::kernel_floor_s(prof);
+  if (!f) return;
+  const std::string dev = calibration::calibration_key(prof.device_name, device_model);
+  const sim::Duration d = sim::Duration::from_seconds_ceil(*f);
+  auto [it, fresh] = floors.emplace(dev, d);
+  if (!fresh) it->second = std::min(it->second, d);
+}
+
+void apply_kernel_floors(const std::map<std::string, sim::Duration>& floors,
+                         sim::Calibration& cal) {
+  for (const auto& [dev, d] : floors)
+    if (auto it = cal.devices.find(dev); it != cal.devices.end()) {
+      it->second.min_kernel = d;
+      outf(
+          "device %s: shortest kernel %s (5th percentile of the profile's kernels; the kernel "
+          "floor of every rule)\n",
+          dev.c_str(), sim::format_duration(d).c_str());
+    }
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   std::vector<calibration::OpSample> samples;
   std::map<std::string, sim::HostCalibration> hosts;
+  std::map<std::string, sim::Duration> floors;  // device -> its shortest kernel (kernel_floor_s)
   std::string sources;
   for (const std::string& p : a.profiles) {
     sources += (sources.empty() ? "" : ", ") + p;
@@ -193,6 +218,7 @@ void run_calibrate(const CalibrateArgs& a) {
           h->steps, h->step_s * 1e3, h->activities_per_step, h->per_activity_s * 1e6);
       keep_host_cost(hosts, *h, p);
     }
+    keep_kernel_floor(floors, prof, a.device_model);
     samples.insert(samples.end(), s.begin(), s.end());
   }
   if (samples.empty())
@@ -212,6 +238,7 @@ void run_calibrate(const CalibrateArgs& a) {
         dev.c_str(), sim::format_duration(h.launch_overhead).c_str(), h.profile.c_str());
     fit.calibration.devices[dev].host = std::move(h);
   }
+  apply_kernel_floors(floors, fit.calibration);
   for (const auto& [dev, dc] : fit.calibration.devices) {
     outf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(),
          dc.exact.size(), dc.by_op_type.size());

@@ -381,3 +381,66 @@ TEST(FitCalibration, NineSyntheticSamplesReturn) {
     EXPECT_FALSE(fit.calibration.devices.empty());
   }
 }
+
+namespace placesim::calibration {
+namespace {
+
+// ResNet-18's last 3x3 convolution at batch 8, 64 px ([8,512,2,2] x [512,512,3,3]): an implicit
+// GEMM of 32 x 512 outputs over 4608, 16 tiles of 64x32 on the H200's 132 SMs: one wave of one
+// tile's whole reduction, 132 x 2 x 64 x 32 x 4608 FLOPs however few the op has.
+TEST(WaveQuantisation, FewerTilesThanSmsCostOneWave) {
+  const sim::DeviceSpec* h200 = sim::find_device_model("H200-SXM-141GB");
+  ASSERT_NE(h200, nullptr);
+  EXPECT_EQ(h200->sm_count, 132);
+  const double f = 2.0 * 32 * 512 * 4608;
+  const double wave = 132.0 * 2 * 64 * 32 * 4608;
+  // A graph op (output [8,512,2,2]) and the profiled aten op (inputs only) agree.
+  EXPECT_DOUBLE_EQ(
+      sim::wave_quantised_flops("Conv", {{8, 512, 2, 2}, {512, 512, 3, 3}}, {8, 512, 2, 2}, f, 132),
+      wave);
+  EXPECT_DOUBLE_EQ(sim::wave_quantised_flops("aten::cudnn_convolution",
+                                             {{8, 512, 2, 2}, {512, 512, 3, 3}}, {}, f, 132),
+                   wave);
+  // The backward: dx (32 x 512 over 4608, one wave) and dw (512 x 4608 over 32: split-K, as
+  // cuDNN's wgrad kernels do, so no wave lost).
+  EXPECT_DOUBLE_EQ(
+      sim::wave_quantised_flops("aten::convolution_backward",
+                                {{8, 512, 2, 2}, {8, 512, 2, 2}, {512, 512, 3, 3}}, {}, 2 * f, 132),
+      wave + f);
+  EXPECT_DOUBLE_EQ(
+      sim::wave_quantised_flops("ConvBackpropInput", {{8, 512, 2, 2}, {512, 512, 3, 3}},
+                                {8, 512, 2, 2}, f, 132),
+      wave);
+  EXPECT_DOUBLE_EQ(sim::wave_quantised_flops("ConvBackpropFilter", {{8, 512, 2, 2}, {8, 512, 2, 2}},
+                                             {512, 512, 3, 3}, f, 132),
+                   f);
+  // Many waves: within a few percent of the op's own FLOPs (batch 64, 224 px, layer 1).
+  const double big = 2.0 * 64 * 56 * 56 * 64 * 576;
+  const double q = sim::wave_quantised_flops("Conv", {{64, 64, 56, 56}, {64, 64, 3, 3}},
+                                             {64, 64, 56, 56}, big, 132);
+  EXPECT_GE(q, big);
+  EXPECT_LT(q, 1.05 * big);
+  // Not a convolution, or no SM count: unchanged.
+  EXPECT_DOUBLE_EQ(sim::wave_quantised_flops("Relu", {{8, 512, 2, 2}}, {8, 512, 2, 2}, f, 132), f);
+  EXPECT_DOUBLE_EQ(
+      sim::wave_quantised_flops("Conv", {{8, 512, 2, 2}, {512, 512, 3, 3}}, {8, 512, 2, 2}, f, 0),
+      f);
+}
+
+TEST(KernelFloor, FifthPercentileOfTheProfilesKernels) {
+  Profile p;
+  for (int i = 1; i <= 40; ++i) {
+    TraceEvent e;
+    e.kind = EventKind::Kernel;
+    e.dur_ns = 1000 * i;  // 1 .. 40 us
+    p.events.push_back(e);
+  }
+  const auto f = kernel_floor_s(p);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_DOUBLE_EQ(*f, 3e-6);  // element 40 / 20 = 2 of the sorted durations
+  p.events.resize(19);
+  EXPECT_FALSE(kernel_floor_s(p).has_value());  // too few: the 2 us default stays
+}
+
+}  // namespace
+}  // namespace placesim::calibration

@@ -303,3 +303,53 @@ TEST(CalibrationYaml, BadInputNamesFileAndKey) {
 
 }  // namespace
 }  // namespace placesim::sim
+
+namespace placesim::sim {
+namespace {
+
+// Views launch no kernel: 0 GPU time, rule "view"; a calibration's min_kernel is the floor of
+// its class curves and round-trips through YAML.
+TEST(CostModel, ViewsAreFreeAndTheCalibrationsFloorApplies) {
+  KernelCostModel km;
+  const Device d = gpu();
+  Op flat;
+  flat.name = "f";
+  flat.type = "Flatten";
+  flat.bytes_read = Bytes{4096};
+  flat.inputs.push_back(TensorRef{});
+  const auto e = km.estimate(flat, d);
+  EXPECT_EQ(e.time.ns, 0);
+  EXPECT_EQ(e.source, KernelCostModel::Source::View);
+  EXPECT_EQ(to_string(KernelCostModel::Source::View), "view");
+  EXPECT_FALSE(is_view("Transpose"));
+
+  auto cal = std::make_shared<Calibration>();
+  DeviceCalibration dc;
+  OpClassModel m;
+  m.intercept_s = 0.1e-6;
+  m.byte_rate = 1e12;
+  m.samples = 3;
+  dc.by_op_type["Relu"] = m;
+  dc.min_kernel = Duration{1100};
+  cal->devices[d.name] = dc;
+  Op relu = flat;
+  relu.type = "Relu";
+  km.set_calibration(cal);
+  const auto r = km.estimate(relu, d);
+  EXPECT_EQ(r.source, KernelCostModel::Source::Fitted);
+  EXPECT_EQ(r.time.ns, 1100);  // 0.1 us + 4 ns of bytes, raised to the profile's floor
+
+  const std::string yaml = calibration_to_yaml(*cal);
+  EXPECT_NE(yaml.find("min_kernel: \"1100 ns\""), std::string::npos) << yaml;
+  const std::string path = ::testing::TempDir() + "cal_floor.yaml";
+  std::ofstream(path) << yaml;
+  const Calibration back = load_calibration(path);
+  ASSERT_TRUE(back.devices.at(d.name).min_kernel.has_value());
+  EXPECT_EQ(back.devices.at(d.name).min_kernel->ns, 1100);
+  std::ofstream(path)
+      << "format: placesim-calibration/1\ndevices:\n  x:\n    min_kernel: \"-1 ns\"\n";
+  EXPECT_THROW(load_calibration(path), InputError);
+}
+
+}  // namespace
+}  // namespace placesim::sim
