@@ -4,14 +4,13 @@
 // tools/cpu_closed_loop.py calibrates from them (`placesim calibrate`: cache-aware class curves,
 // the shape-aware GEMM model, the CPU host model), imports the ONNX graph at the profiled batch,
 // simulates it and compares with the measured median step in CPU time (wall-clock times on this
-// shared 2-core machine run 2-4x the CPU time under load).
+// shared 2-core machine run 2-7x the CPU time under load).
 //
-// Measured ratios predicted / measured: docs/validation.md ("Closing the loop on this machine's
-// CPU"). The bound [0.5, 1.6] is wide because the machine's load moves the measured CPU time
-// itself (LeNet-5 3.8-10.8 ms at load 6-10); it fails when an op class or the host side is lost
-// (the step without its per-step host time and dispatch falls to ~0.4 of the measured one) or a
-// unit slips. The calibration must also carry what the loop depends on: the memory levels, the
-// CPU host model and the shape-aware GEMM terms.
+// Measured ratios predicted / measured (docs/validation.md, "A physical CPU model"): LeNet-5
+// 0.55-0.62 at load 7-11, where the wall time of the profiled ops runs 3-7x their CPU time. The
+// bound [0.35, 1.6] leaves a factor 1.6 below the lowest; it fails on a lost op class, a unit
+// slip or a host side counted in wall time (x3-7). The calibration must also carry what the loop
+// depends on: the memory levels, the CPU host model and the shape-aware GEMM terms.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -73,5 +72,5 @@ TEST(CpuClosedLoop, LeNet5PredictedFromMicrobenchmarksAndAnotherBatch) {
   const double ratio = loop["ratio"].get<double>();
   EXPECT_GT(loop["predicted_s"].get<double>(), 0.0);
   EXPECT_LT(ratio, 1.6);
-  EXPECT_GT(ratio, 0.5);
+  EXPECT_GT(ratio, 0.35);
 }
