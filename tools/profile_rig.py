@@ -184,10 +184,11 @@ def profile_benches(dev, quick, out_dir, reps):
         for _, fn in bs:  # warm-up: first calls allocate and pick kernels
             fn()
         sync(dev)
+        shares = {}
         with profile(activities=acts, record_shapes=True) as prof:
             for _, fn in bs:
                 for _ in range(reps):
-                    fn()
+                    timed_call(dev, fn, shares)
                 sync(dev)
     # Export before the next profiler session starts: with torch 2.11 (CUDA 13) a trace exported
     # after a later session had every GPU activity and runtime call at ts 0, dur 0 (H200 rig,
@@ -195,7 +196,7 @@ def profile_benches(dev, quick, out_dir, reps):
     path = os.path.join(out_dir, "traces", "%s_micro.json" % tag)
     prof.export_chrome_trace(path)
     traces.append(path)
-    collect(prof, dev, rows)
+    collect(prof, dev, rows, shares)
     # Backward passes of convolutions and linear layers (autograd on), as a training step runs them.
     train = []
     bwd_convs = ([(4, 16, 32, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1)] if quick else
@@ -216,19 +217,37 @@ def profile_benches(dev, quick, out_dir, reps):
         for fn in train:
             fn()
     sync(dev)
+    shares = {}
     with profile(activities=acts, record_shapes=True) as prof_bwd:
         for fn in train:
             for _ in range(reps):
-                fn()
+                timed_call(dev, fn, shares)
             sync(dev)
     path = os.path.join(out_dir, "traces", "%s_micro_bwd.json" % tag)
     prof_bwd.export_chrome_trace(path)
     traces.append(path)
-    collect(prof_bwd, dev, rows)
+    collect(prof_bwd, dev, rows, shares)
     return rows, traces
 
 
-def cpu_medians(prof):
+def timed_call(dev, fn, shares):
+    """One call of a microbenchmark; on the CPU inside a "rigcall#N" range, with the share of the
+    core its thread got during the call (thread CPU time / wall time) in shares[N]: the profiler's
+    times are wall-clock, and on a shared machine a call longer than a scheduler slice is mostly
+    preempted (ResNet-size convolutions read 1.3-1.5x slow at load 8), one shorter mostly not."""
+    if dev.startswith("cuda"):
+        fn()
+        return
+    from torch.profiler import record_function
+    n = len(shares)
+    with record_function("rigcall#%d" % n):
+        w0, c0 = time.perf_counter(), time.thread_time()
+        fn()
+        w, c = time.perf_counter() - w0, time.thread_time() - c0
+    shares[n] = min(1.0, c / w) if w > 0 else 1.0
+
+
+def cpu_medians(prof, shares=None):
     """(name, shapes) -> median CPU time in us of the individual calls. On a shared machine an op that
     the scheduler preempted takes a whole time slice longer; the median of the calls drops those,
     where key_averages()' mean (what 1.13 reports) carries them (a 2-core machine at load 7 moved
@@ -238,12 +257,18 @@ def cpu_medians(prof):
         if not ev.name.startswith("aten::"):
             continue
         shapes = tuple(tuple(s) for s in (ev.input_shapes or []))
-        calls.setdefault((ev.name, shapes), []).append(ev.cpu_time_total)
+        # In CPU time: the op's wall time x its call's share of the core (timed_call).
+        share, par = 1.0, ev.cpu_parent
+        while par is not None and not par.name.startswith("rigcall#"):
+            par = par.cpu_parent
+        if par is not None and shares:
+            share = shares.get(int(par.name.split("#", 1)[1]), 1.0)
+        calls.setdefault((ev.name, shapes), []).append(ev.cpu_time_total * share)
     return {k: sorted(v)[len(v) // 2] for k, v in calls.items()}
 
 
-def collect(prof, dev, rows):
-    medians = None if dev.startswith("cuda") else cpu_medians(prof)
+def collect(prof, dev, rows, shares=None):
+    medians = None if dev.startswith("cuda") else cpu_medians(prof, shares)
     for ev in prof.key_averages(group_by_input_shape=True):
         if ev.count == 0 or not ev.key.startswith("aten::"):
             continue
