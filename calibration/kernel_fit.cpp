@@ -300,6 +300,10 @@ WorkEstimate estimate_work(const std::string& raw,
         n = static_cast<double>(b.back());
       w.flops = 2.0 * rows * k * n;
       w.bytes = (numel(a) + numel(b) + rows * n) * es;
+      w.out_bytes = rows * n * es;
+      // bmm's [batch, k, n] operand: one BLAS call per matrix.
+      if (b.size() >= 3 && b[b.size() - 1] > 0 && b[b.size() - 2] > 0)
+        w.matrices = numel(b) / static_cast<double>(b[b.size() - 1] * b[b.size() - 2]);
       return w;
     }
   }
@@ -772,6 +776,85 @@ std::vector<OpSample> op_samples_from_manifest(const std::string& path,
 
 namespace {
 
+double manifest_number(const nlohmann::json& o, const char* key, const std::string& path,
+                       const std::string& where, double hi) {
+  if (!o.contains(key) || !o.at(key).is_number() || !(o.at(key).get<double>() >= 0) ||
+      o.at(key).get<double>() > hi) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", hi);
+    throw InputError(path, where + "." + key, std::string("a number from 0 to ") + buf);
+  }
+  return o.at(key).get<double>();
+}
+
+std::vector<sim::MemoryLevel> manifest_memory(const nlohmann::json& doc, const std::string& path) {
+  std::vector<sim::MemoryLevel> out;
+  if (!doc.contains("memory_levels")) return out;
+  if (!doc.at("memory_levels").is_array())
+    throw InputError(path, "memory_levels", "a list of {level, bytes, byte_s}");
+  std::size_t i = 0;
+  for (const nlohmann::json& l : doc.at("memory_levels")) {
+    const std::string key = "memory_levels[" + std::to_string(i++) + "]";
+    if (!l.is_object()) throw InputError(path, key, "a map with level, bytes, byte_s");
+    sim::MemoryLevel m;
+    m.name = l.value("level", std::string("?"));
+    m.bytes = manifest_number(l, "bytes", path, key, 1e15);
+    m.byte_s = manifest_number(l, "byte_s", path, key, 1e15);
+    if (!(m.byte_s > 0)) throw InputError(path, key + ".byte_s", "a positive rate");
+    if (!out.empty() && (out.back().bytes <= 0 || (m.bytes > 0 && m.bytes <= out.back().bytes)))
+      throw InputError(path, key + ".bytes", "levels ascending by size, DRAM (0) last");
+    out.push_back(m);
+  }
+  return out;
+}
+
+// The host block of a CPU: dispatch per op; per parameter the optimizer's Python (SGD loops over
+// the parameters); per step what no graph op stands for. All measured by the rig, in us.
+std::optional<sim::HostCalibration> manifest_host(const nlohmann::json& doc,
+                                                  const std::string& path) {
+  if (!doc.contains("host_side") || !doc.at("host_side").is_object() ||
+      !doc.at("host_side").contains("cpu"))
+    return std::nullopt;
+  const nlohmann::json& h = doc.at("host_side").at("cpu");
+  const std::string where = "host_side.cpu";
+  if (!h.is_object()) throw InputError(path, where, "a map of host-side figures");
+  auto us = [&](const char* k) {
+    return sim::Duration::from_seconds_ceil(manifest_number(h, k, path, where, 1e9) * 1e-6);
+  };
+  sim::HostCalibration c;
+  c.cpu = true;
+  c.profile = path + " (batch " + std::to_string(h.value("batch", 0)) + ")";
+  c.steps = static_cast<int>(manifest_number(h, "steps", path, where, 1e6));
+  c.launch_overhead = us("dispatch_us");
+  c.per_parameter = us("optimizer_per_parameter_us");
+  c.per_step = us("gap_us") + us("zero_grad_us") + us("accumulate_grad_us");
+  c.optimizer = "per-parameter";
+  return c;
+}
+
+}  // namespace
+
+std::optional<ManifestCpu> cpu_side_from_manifest(const std::string& path,
+                                                  const std::string& device_model) {
+  nlohmann::json doc;
+  try {
+    const std::string text = sim::read_text_file(path);
+    sim::check_json_nesting(text, path);
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(path, "", "a profile_rig.py manifest (JSON), got unparsable text");
+  }
+  if (!doc.is_object()) throw InputError(path, "", "a profile_rig.py manifest (a JSON object)");
+  ManifestCpu m;
+  m.device = !device_model.empty() ? device_model : doc.value("device_model", std::string("cpu"));
+  m.memory = manifest_memory(doc, path);
+  m.host = manifest_host(doc, path);
+  if (m.memory.empty() && !m.host) return std::nullopt;
+  return m;
+}
+
+namespace {
+
 std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::string& path,
                                        const std::string& device_model) {
   using nlohmann::json;
@@ -1014,6 +1097,9 @@ ExactMap exact_signatures(const std::vector<OpSample>& samples) {
 // Per device and class: one point per signature (its mean), and the op names seen.
 struct ClassData {
   std::vector<double> f, b, t;
+  std::vector<double> o, m;  // gemm: output bytes, matrices
+  bool cpu = false;          // a CPU with a measured memory hierarchy (FitOptions::memory)
+  bool cpu_gemm = false;     // ... and the gemm class: fitted by fit_cpu_gemm
   std::set<std::string> names;
   std::set<Dtype> dtypes;
   std::map<std::string, std::size_t> index;
@@ -1021,7 +1107,7 @@ struct ClassData {
 using ClassMap = std::map<std::pair<std::string, std::string>, ClassData>;
 
 // Writes each signature's mean as an exact entry of `cal` and returns the points of each class.
-ClassMap class_points(const ExactMap& exact, sim::Calibration& cal) {
+ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOptions& options) {
   ClassMap classes;
   for (const auto& [k, a] : exact) {
     const double mean = a.weighted / a.count;
@@ -1033,16 +1119,31 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal) {
     // One point per shape: nested framework ops of one call (conv2d > convolution > _convolution
     // > mkldnn_convolution) share the shapes; the outermost (longest) stands for the call, and
     // holding a shape back in cross-validation holds back all of them.
+    WorkEstimate work = s.work;
+    const auto mem = options.memory.find(k.first);
+    if (mem != options.memory.end() && work.op_class != "meta" && work.bytes > 0) {
+      // An op that "moved" its bytes faster than twice the CPU's fastest cache level touched
+      // none of them: a view or a no-op under a kernel's name (aten::to to the same dtype,
+      // aten::contiguous of a contiguous tensor, aten::is_same_size): a fixed cost, as views.
+      double fastest = 0.0;
+      for (const sim::MemoryLevel& l : mem->second) fastest = std::max(fastest, l.byte_s);
+      if (work.bytes > 2.0 * fastest * mean) work = WorkEstimate{0.0, 0.0, "meta"};
+      // Elementwise ops and copies stream: their FLOPs are proportional to their bytes in the
+      // microbenchmarks (1 per element) but not in graphs (SGD's update counts 2-3 per element
+      // and 12 bytes), so a fit that puts the time on FLOPs misprices the graph's (ResNet-18's
+      // updates: 17.7 ms predicted for 4.9 ms measured). Fitted on bytes alone.
+      if (work.op_class == "elementwise" || work.op_class == "copy") work.flops = 0.0;
+    }
     sim::Signature shape_only = s.signature;
-    shape_only.op_type = s.work.op_class;
-    ClassData& c = classes[{k.first, s.work.op_class}];
-    c.names.insert(s.signature.op_type);
+    shape_only.op_type = work.op_class;
+    ClassData& c = classes[{k.first, work.op_class}];
+    if (work.op_class == s.work.op_class) c.names.insert(s.signature.op_type);
     c.dtypes.insert(s.signature.dtype);
     // NCHW BatchNorm's bytes as the per-channel bound stretches them (the cost model applies the
     // curve to the same), so one curve fits 64-channel shapes and 512-channel ones.
     // A convolution's FLOPs quantised to whole waves of tiles, likewise (wave_quantised_flops).
-    double bytes = s.work.bytes;
-    double flops = s.work.flops;
+    double bytes = work.bytes;
+    double flops = work.flops;
     if (const sim::DeviceSpec* spec = sim::find_device_model(k.first);
         spec && spec->kind == sim::DeviceKind::Gpu) {
       bytes *= sim::batch_norm_stretch(s.signature.op_type, s.signature.input_shapes[0],
@@ -1050,23 +1151,128 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal) {
       flops = sim::wave_quantised_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
                                         spec->sm_count);
     }
+    // A CPU's bytes as its cache hierarchy stretches them (the cost model applies the same).
+    double stretch = 1.0;
+    if (mem != options.memory.end()) {
+      c.cpu = true;
+      c.cpu_gemm = work.op_class == "gemm";
+      stretch = sim::memory_stretch(mem->second, bytes);
+    }
     auto [it, fresh] = c.index.emplace(shape_only.key(), c.t.size());
-    if (fresh) {
-      c.f.push_back(flops);
-      c.b.push_back(bytes);
-      c.t.push_back(mean);
-    } else if (mean > c.t[it->second]) {
+    if (fresh || mean > c.t[it->second]) {
+      if (fresh) {
+        c.f.emplace_back();
+        c.b.emplace_back();
+        c.t.emplace_back();
+        c.o.emplace_back();
+        c.m.emplace_back();
+      }
       c.f[it->second] = flops;
-      c.b[it->second] = bytes;
+      c.b[it->second] = bytes * stretch;
       c.t[it->second] = mean;
+      c.o[it->second] = work.out_bytes * stretch;
+      c.m[it->second] = work.matrices;
     }
   }
   return classes;
 }
 
+// Non-negative least squares on relative error, sum ((x.c - t) / t)^2 with every c >= 0, by
+// enumerating the active sets (at most 5 columns: 31 small systems). Empty when none solves.
+std::vector<double> nnls_relative(const std::vector<std::vector<double>>& x,
+                                  const std::vector<double>& t) {
+  const std::size_t n = x.empty() ? 0 : x[0].size();
+  // Columns scaled to unit magnitude so F (1e9) and the intercept's 1 keep the system conditioned.
+  std::vector<double> scale(n, 0.0);
+  for (std::size_t j = 0; j < n; ++j)
+    for (const auto& r : x) scale[j] = std::max(scale[j], std::abs(r[j]));
+  for (double& v : scale) v = v > 0 ? v : 1.0;
+  std::vector<double> best;
+  double best_err = -1.0;
+  for (unsigned mask = 1; mask < (1u << n); ++mask) {
+    std::vector<std::size_t> cols;
+    for (std::size_t j = 0; j < n; ++j)
+      if (mask >> j & 1u) cols.push_back(j);
+    const std::size_t m = cols.size();
+    std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0.0));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double w = 1.0 / std::max(t[i] * t[i], 1e-24);
+      for (std::size_t r = 0; r < m; ++r) {
+        const double xr = x[i][cols[r]] / scale[cols[r]];
+        for (std::size_t q = 0; q < m; ++q) a[r][q] += w * xr * x[i][cols[q]] / scale[cols[q]];
+        a[r][m] += w * xr * t[i];
+      }
+    }
+    bool ok = true;
+    for (std::size_t q = 0; q < m && ok; ++q) {
+      std::size_t piv = q;
+      for (std::size_t r = q + 1; r < m; ++r)
+        if (std::abs(a[r][q]) > std::abs(a[piv][q])) piv = r;
+      ok = std::abs(a[piv][q]) > 1e-300;
+      if (!ok) break;
+      std::swap(a[q], a[piv]);
+      for (std::size_t r = 0; r < m; ++r)
+        if (r != q) {
+          const double f = a[r][q] / a[q][q];
+          for (std::size_t k = q; k <= m; ++k) a[r][k] -= f * a[q][k];
+        }
+    }
+    if (!ok) continue;
+    std::vector<double> c(n, 0.0);
+    for (std::size_t q = 0; q < m; ++q) c[cols[q]] = a[q][m] / a[q][q] / scale[cols[q]];
+    if (std::any_of(c.begin(), c.end(), [](double v) { return v < 0; })) continue;
+    double err = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      double p = 0;
+      for (std::size_t j = 0; j < n; ++j) p += c[j] * x[i][j];
+      err += (p - t[i]) * (p - t[i]) / std::max(t[i] * t[i], 1e-24);
+    }
+    if (best_err < 0 || err < best_err - 1e-15) {
+      best_err = err;
+      best = c;
+    }
+  }
+  return best;
+}
+
+// A CPU GEMM (OpenBLAS under torch): t = a + F/R_f + B/R_b + B_out/R_out + (matrices - 1) x c,
+// fitted on the rig's grid of shapes. Small K pays the output and packing terms per few FLOPs
+// (a 2048x16x256 mm ran at 42 GFLOP/s, a 512x512x512 one at 78 here), and each matrix of a
+// batched GEMM is its own BLAS call (~5 us at 64x16x64). `skip` is a held-back point (or npos).
+sim::OpClassModel fit_cpu_gemm(const ClassData& c, std::size_t skip) {
+  std::vector<std::vector<double>> x;
+  std::vector<double> t;
+  sim::OpClassModel m;
+  for (std::size_t i = 0; i < c.t.size(); ++i) {
+    if (i == skip) continue;
+    x.push_back({1.0, c.f[i], c.b[i], c.o[i], std::max(c.m[i] - 1.0, 0.0)});
+    t.push_back(c.t[i]);
+    m.max_flops = std::max(m.max_flops, c.f[i]);
+    m.max_bytes = std::max(m.max_bytes, c.b[i]);
+  }
+  m.samples = static_cast<int>(t.size());
+  const std::vector<double> k = nnls_relative(x, t);
+  if (k.size() != 5) return m;
+  m.intercept_s = k[0];
+  m.flop_rate = k[1] > 0 ? 1.0 / k[1] : 0.0;
+  m.byte_rate = k[2] > 0 ? 1.0 / k[2] : 0.0;
+  m.out_byte_rate = k[3] > 0 ? 1.0 / k[3] : 0.0;
+  m.per_matrix_s = k[4];
+  return m;
+}
+
+double predict_point(const sim::OpClassModel& m, const ClassData& c, std::size_t i) {
+  return c.o.size() > i ? m.predict_s(c.f[i], c.b[i], c.o[i], c.m[i]) : m.predict_s(c.f[i], c.b[i]);
+}
+
 // Leave one shape out: fit on the others, predict the held-back one; the mean relative error.
 double leave_one_out_error(const ClassData& c, const RateBounds& bounds) {
   double cv = 0;
+  if (c.cpu_gemm) {  // the shape-aware CPU GEMM model, as fit_class fits it
+    for (std::size_t h = 0; h < c.t.size(); ++h)
+      cv += std::abs(predict_point(fit_cpu_gemm(c, h), c, h) - c.t[h]) / c.t[h];
+    return cv / static_cast<double>(c.t.size());
+  }
   for (std::size_t h = 0; h < c.t.size(); ++h) {
     std::vector<double> f, b, t;
     for (std::size_t i = 0; i < c.t.size(); ++i)
@@ -1089,10 +1295,13 @@ ClassFitReport fit_class(const std::pair<std::string, std::string>& key, const C
   r.signatures = static_cast<int>(c.t.size());
   if (const sim::DeviceSpec* spec = sim::find_device_model(key.first))
     r.bounds = class_bounds(*spec, key.second, c.dtypes, options.math);
-  r.model = fit_op_class(c.f, c.b, c.t, r.bounds);
+  // A CPU's GEMMs (no catalog peak bounds them) on the shape-aware model, the rest on t = a +
+  // F/R_f + B/R_b.
+  r.model = c.cpu_gemm ? fit_cpu_gemm(c, static_cast<std::size_t>(-1))
+                       : fit_op_class(c.f, c.b, c.t, r.bounds);
   double train = 0;
   for (std::size_t i = 0; i < c.t.size(); ++i)
-    train += std::abs(r.model.predict_s(c.f[i], c.b[i]) - c.t[i]) / c.t[i];
+    train += std::abs(predict_point(r.model, c, i) - c.t[i]) / c.t[i];
   r.fit_error = c.t.empty() ? 0.0 : train / static_cast<double>(c.t.size());
   if (c.t.size() >= 3) r.cv_error = leave_one_out_error(c, r.bounds);
   r.model.cv_error = r.cv_error;
@@ -1133,7 +1342,8 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
   CalibrationFit fit;
   fit.calibration.source = source;
   fit.samples = static_cast<int>(samples.size());
-  const ClassMap classes = class_points(exact_signatures(samples), fit.calibration);
+  const ClassMap classes = class_points(exact_signatures(samples), fit.calibration, options);
+  for (const auto& [dev, levels] : options.memory) fit.calibration.devices[dev].memory = levels;
   for (const auto& [key, c] : classes) {
     const ClassFitReport r = fit_class(key, c, options);
     fit.classes.push_back(r);

@@ -34,7 +34,9 @@ namespace placesim::calibration {
 struct WorkEstimate {
   double flops = 0.0;
   double bytes = 0.0;
-  std::string op_class;  ///< "gemm", "conv", "elementwise", "reduction", "norm", "copy", "other"
+  std::string op_class;    ///< "gemm", "conv", "elementwise", "reduction", "norm", "copy", "other"
+  double out_bytes = 0.0;  ///< gemm: bytes of the output matrix (or matrices)
+  double matrices = 1.0;   ///< gemm: matrices of a batched GEMM (bmm's batch)
 };
 WorkEstimate estimate_work(const std::string& op,
                            const std::vector<std::vector<std::int64_t>>& shapes, sim::Dtype dtype);
@@ -90,7 +92,25 @@ struct RateBounds {
 struct FitOptions {
   /// Decides the peak that bounds F32 convolution / matmul fits (docs/cost-model.md).
   sim::MathMode math;
+  /// Per device key, a CPU's measured memory hierarchy (a rig manifest's, cpu_side_from_manifest):
+  /// its class curves are fitted on bytes stretched by sim::memory_stretch, its GEMMs on the
+  /// shape-aware model (per matrix and per output byte too), and the levels go into the
+  /// calibration.
+  std::map<std::string, std::vector<sim::MemoryLevel>> memory;
 };
+
+/// What a rig manifest says about a CPU beyond its op rows: the device key, the memory
+/// hierarchy (cache sizes from /sys with the rates the rig's streaming sweep measured) and the
+/// host side (per-op dispatch, per-parameter optimizer overhead, and per step the Python between
+/// ops, zero_grad and AccumulateGrad, from the model's trace at the --host-batch).
+struct ManifestCpu {
+  std::string device;
+  std::vector<sim::MemoryLevel> memory;
+  std::optional<sim::HostCalibration> host;
+};
+/// nullopt when the manifest has neither (a GPU-only or older manifest). Throws sim::InputError.
+std::optional<ManifestCpu> cpu_side_from_manifest(const std::string& path,
+                                                  const std::string& device_model);
 
 struct ClassFitReport {
   std::string device;

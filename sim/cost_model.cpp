@@ -152,6 +152,27 @@ double OpClassModel::predict_s(double flops, double bytes) const {
   return std::max(t, 0.0);
 }
 
+double OpClassModel::predict_s(double flops, double bytes, double out_bytes,
+                               double matrices) const {
+  double t = predict_s(flops, bytes);
+  if (out_byte_rate > 0.0 && out_bytes > 0.0) t += out_bytes / out_byte_rate;
+  if (per_matrix_s > 0.0 && matrices > 1.0) t += (matrices - 1.0) * per_matrix_s;
+  return std::max(t, 0.0);
+}
+
+double memory_level_rate(const std::vector<MemoryLevel>& m, double working_set) {
+  for (const MemoryLevel& l : m)
+    if (l.bytes <= 0.0 || working_set <= l.bytes) return l.byte_s;
+  return m.empty() ? 0.0 : m.back().byte_s;
+}
+
+double memory_stretch(const std::vector<MemoryLevel>& m, double working_set) {
+  double fastest = 0.0;
+  for (const MemoryLevel& l : m) fastest = std::max(fastest, l.byte_s);
+  const double r = memory_level_rate(m, working_set);
+  return r > 0.0 && fastest > r ? fastest / r : 1.0;
+}
+
 namespace {
 
 // Batch normalisation with batch statistics on a GPU, NCHW (cuDNN's bn_fw_tr / bn_bw kernels).
@@ -255,6 +276,30 @@ double product(const std::vector<std::int64_t>& s, std::size_t from) {
 
 bool contains(std::string_view s, std::string_view p) {
   return s.find(p) != std::string_view::npos;
+}
+
+// A matmul's output bytes and its number of matrices (the product of the output's dimensions
+// before the last two when every operand is batched: attention's [batch, heads, seq, seq] is
+// batch x heads GEMMs), for the
+// CPU GEMM model's per-output-byte and per-matrix terms (OpClassModel::predict_s).
+double gemm_out_bytes(const Op& op) {
+  double b = 0.0;
+  for (const TensorOut& t : op.outputs) b += static_cast<double>(t.bytes.v);
+  return b;
+}
+
+double gemm_matrices(const Op& op) {
+  if (op.outputs.empty() || op.outputs[0].shape.size() < 3) return 1.0;
+  // [batch, seq, d] x [d, m] is one GEMM of batch x seq rows (torch folds it): a 2-D operand
+  // (a weight, or a gradient with respect to one) means one matrix.
+  if (op.signature)
+    for (const auto& in : op.signature->input_shapes)
+      if (in.size() < 3) return 1.0;
+  const auto& s = op.outputs[0].shape;
+  double n = 1.0;
+  for (std::size_t i = 0; i + 2 < s.size(); ++i)
+    n *= static_cast<double>(std::max<std::int64_t>(s[i], 1));
+  return n;
 }
 
 }  // namespace
@@ -376,23 +421,35 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
     // microbenchmarks' convolutions ran at a third of ResNet-18's rate): past its range the
     // roofline prices the op.
     const double b = op_bytes(op);
-    // The curve's bytes are stretched as it was fitted (batch_norm_stretch).
-    const double b_fit =
-        device.spec.kind == DeviceKind::Gpu && op.signature && !op.signature->input_shapes.empty()
-            ? b * batch_norm_stretch(op.type, op.signature->input_shapes[0],
-                                     device.spec.memory_bandwidth.bytes_per_s)
-            : b;
+    // The curve's bytes are stretched as it was fitted (batch_norm_stretch on a GPU; on a CPU
+    // with a measured hierarchy, memory_stretch of the op's working set).
+    const bool cpu_memory = device.spec.kind == DeviceKind::Cpu && !cal->memory.empty();
+    const double stretch =
+        cpu_memory ? memory_stretch(cal->memory, b)
+        : device.spec.kind == DeviceKind::Gpu && op.signature && !op.signature->input_shapes.empty()
+            ? batch_norm_stretch(op.type, op.signature->input_shapes[0],
+                                 device.spec.memory_bandwidth.bytes_per_s)
+            : 1.0;
+    const double b_fit = b * stretch;
     // ... and its FLOPs quantised to whole waves of tiles (wave_quantised_flops), as fitted.
     const double f_fit = wave_quantised_flops(op, device.spec);
-    if (m != cal->by_op_type.end() && m->second.covers(f_fit, b_fit)) {
+    // A CPU curve without a FLOP term streams its bytes: past DRAM-sized working sets nothing
+    // changes regime, so it holds at any size (ResNet-18's 9.4 MB weight updates fell to a
+    // roofline whose GPU half-efficiency FLOPs cost them 5.6 ms each).
+    const bool streaming = cpu_memory && m != cal->by_op_type.end() && m->second.flop_rate <= 0.0;
+    if (m != cal->by_op_type.end() && (streaming || m->second.covers(f_fit, b_fit))) {
       const Duration floor = device.spec.kind != DeviceKind::Gpu ? roofline_.min_cpu_op
                              : cal->min_kernel                   ? *cal->min_kernel
                                                                  : roofline_.min_kernel;
-      const double fit = m->second.predict_s(f_fit, b_fit);
+      const double fit =
+          m->second.predict_s(f_fit, b_fit, stretch * gemm_out_bytes(op), gemm_matrices(op));
       // No prediction faster than the unit that runs the op can go, whatever the file says (a
       // calibration fitted before fits were constrained, or one fitted on another math mode).
       const double peak = device.spec.peak_for(op.dtype).per_s;
-      const double bw = device.spec.memory_bandwidth.bytes_per_s;
+      // A CPU with a measured hierarchy streams an op at its working set's level, not at the
+      // cluster file's DRAM figure.
+      const double bw =
+          cpu_memory ? memory_level_rate(cal->memory, b) : device.spec.memory_bandwidth.bytes_per_s;
       double bound = 0.0;
       if (peak > 0.0 && op.flops.v > 0.0) bound = std::max(bound, op.flops.v / peak);
       if (bw > 0.0 && b > 0.0) bound = std::max(bound, b / bw);
@@ -435,8 +492,11 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
 }
 
 const HostCalibration* KernelCostModel::host_model(const Device& device) const {
-  if (device.spec.kind != DeviceKind::Gpu || !calibration_) return nullptr;
+  if (!calibration_) return nullptr;
   const DeviceCalibration* cal = find_device_calibration(*calibration_, device);
+  if (device.spec.kind != DeviceKind::Gpu)
+    return cal && cal->host && cal->host->cpu ? &*cal->host : nullptr;
+  if (cal && cal->host && cal->host->cpu) return nullptr;
   if (!cal || !cal->host || !cal->host->per_op_model()) return nullptr;
   // apply_host_calibration set the GPU's launch_overhead to the calibration's unless the cluster
   // file chose its own: an explicit value wins over the per-op model too.
@@ -449,7 +509,9 @@ std::optional<Duration> KernelCostModel::host_time(const Op& op, const Device& d
   if (device.spec.kind == DeviceKind::Gpu && stores_only(op)) return Duration{0};
   const HostCalibration* h = host_model(device);
   if (!h) return std::nullopt;
-  if (op.phase == Phase::Other) return Duration{0};
+  if (op.phase == Phase::Other || stores_only(op)) return Duration{0};
+  if (h->cpu)  // every framework op is dispatched from Python; an update also loops in it
+    return op.phase == Phase::Update ? h->launch_overhead + h->per_parameter : h->launch_overhead;
   if (op.phase == Phase::Update) return h->per_parameter;
   const std::string phase = to_string(op.phase);
   if (auto it = h->per_op.find(phase + ":" + op.type); it != h->per_op.end()) return it->second;
@@ -585,7 +647,7 @@ std::map<std::string, Duration> read_durations(const YAML::Node& n, const std::s
 HostCalibration read_host(const YAML::Node& n, const std::string& file, const std::string& path) {
   static const char* kKeys =
       "one of launch_overhead, profile, steps, activities_per_step, per_op, per_phase, "
-      "per_parameter, optimizer_step, per_step, optimizer";
+      "per_parameter, optimizer_step, per_step, optimizer, cpu";
   if (!n.IsMap()) throw InputError(file, path, std::string("a map with ") + kKeys);
   HostCalibration h;
   bool have_launch = false;
@@ -621,6 +683,11 @@ HostCalibration read_host(const YAML::Node& n, const std::string& file, const st
       h.optimizer_step = duration(kv.second, kp);
     } else if (k == "per_step") {
       h.per_step = duration(kv.second, kp);
+    } else if (k == "cpu") {
+      const std::string v = scalar(kv.second, file, kp);
+      if (v != "true" && v != "false")
+        throw InputError(file, kp, "true or false, got \"" + v + "\"");
+      h.cpu = v == "true";
     } else if (k == "optimizer") {
       h.optimizer = scalar(kv.second, file, kp);
       if (h.optimizer != "foreach" && h.optimizer != "per-parameter" && !h.optimizer.empty())
@@ -670,16 +737,53 @@ OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const s
       m.max_flops = number(kv.second, file, kp);
     } else if (k == "max_bytes") {
       m.max_bytes = number(kv.second, file, kp);
+    } else if (k == "out_byte_rate") {
+      m.out_byte_rate =
+          with_units(parse_bandwidth, kv.second, file, kp, "a bandwidth such as \"20 GB/s\"")
+              .bytes_per_s;
+    } else if (k == "per_matrix") {
+      const Duration d =
+          with_units(parse_duration, kv.second, file, kp, "a duration such as \"1 us\"");
+      if (d.ns < 0) throw InputError(file, kp, "a non-negative duration");
+      m.per_matrix_s = d.seconds();
     } else {
       throw InputError(file, kp,
                        "one of intercept, flop_rate, half_flops, byte_rate, samples, cv_error, "
-                       "clamped, max_flops, max_bytes");
+                       "clamped, max_flops, max_bytes, out_byte_rate, per_matrix");
     }
   }
   if (m.flop_rate < 0.0 || m.byte_rate < 0.0 || m.half_flops < 0.0 || m.max_flops < 0.0 ||
-      m.max_bytes < 0.0)
+      m.max_bytes < 0.0 || m.out_byte_rate < 0.0)
     throw InputError(file, path, "non-negative rates and half_flops");
   return m;
+}
+
+// A CPU's memory hierarchy: [{name: L2, bytes: 524288, byte_rate: "80 GB/s"}, ...], ascending by
+// size, the last one unbounded (bytes 0: DRAM).
+std::vector<MemoryLevel> read_memory(const YAML::Node& n, const std::string& file,
+                                     const std::string& path) {
+  if (!n.IsSequence())
+    throw InputError(file, path, "a list of {name, bytes, byte_rate}, ascending by bytes");
+  std::vector<MemoryLevel> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    const YAML::Node e = n[i];
+    if (!e.IsMap()) throw InputError(file, p, "a map with name, bytes, byte_rate");
+    MemoryLevel l;
+    l.name = scalar(need(e, "name", file, p + "."), file, p + ".name");
+    l.bytes = number(need(e, "bytes", file, p + "."), file, p + ".bytes");
+    l.byte_s = with_units(parse_bandwidth, need(e, "byte_rate", file, p + "."), file,
+                          p + ".byte_rate", "a bandwidth such as \"80 GB/s\"")
+                   .bytes_per_s;
+    if (!(l.bytes >= 0) || l.bytes > 1e15) throw InputError(file, p + ".bytes", "0 to 1e15 bytes");
+    if (!(l.byte_s > 0)) throw InputError(file, p + ".byte_rate", "a positive bandwidth");
+    const bool ascending =
+        out.empty() || (out.back().bytes > 0 && (l.bytes == 0 || l.bytes > out.back().bytes));
+    if (!ascending)
+      throw InputError(file, p + ".bytes", "levels ascending by bytes, the unbounded (0) one last");
+    out.push_back(l);
+  }
+  return out;
 }
 
 Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
@@ -729,8 +833,11 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
                                       "a duration such as \"1.2 us\"");
         if (d.ns <= 0) throw InputError(file, dp + ".min_kernel", "a positive duration");
         dc.min_kernel = d;
+      } else if (k == "memory") {
+        dc.memory = read_memory(kv.second, file, dp + ".memory");
       } else {
-        throw InputError(file, dp + "." + k, "one of exact, op_types, roofline, host, min_kernel");
+        throw InputError(file, dp + "." + k,
+                         "one of exact, op_types, roofline, host, min_kernel, memory");
       }
     }
     cal.devices[model] = std::move(dc);
@@ -807,7 +914,8 @@ std::string calibration_to_yaml(const Calibration& c) {
       out += "      steps: " + std::to_string(dc.host->steps) + "\n";
       out += "      activities_per_step: " + fmt_double(dc.host->activities_per_step) + "\n";
       const HostCalibration& h = *dc.host;
-      if (h.per_op_model()) {
+      if (h.cpu) out += "      cpu: true\n";
+      if (h.per_op_model() || h.cpu) {
         auto ns = [](Duration d) { return "\"" + std::to_string(d.ns) + " ns\""; };
         out += "      per_step: " + ns(h.per_step) + "\n";
         out += "      per_parameter: " + ns(h.per_parameter) + "\n";
@@ -819,6 +927,12 @@ std::string calibration_to_yaml(const Calibration& c) {
           for (const auto& [k, d] : *m) out += yaml_key("        ", k) + " " + ns(d) + "\n";
         }
       }
+    }
+    if (!dc.memory.empty()) {
+      out += "    memory:\n";
+      for (const MemoryLevel& l : dc.memory)
+        out += "      - {name: " + quoted(l.name) + ", bytes: " + fmt_double(l.bytes) +
+               ", byte_rate: \"" + fmt_double(l.byte_s) + " B/s\"}\n";
     }
     out += "    op_types:";
     out += dc.by_op_type.empty() ? " {}\n" : "\n";
@@ -834,6 +948,10 @@ std::string calibration_to_yaml(const Calibration& c) {
       if (!m.clamped.empty()) out += "        clamped: " + quoted(m.clamped) + "\n";
       if (m.max_flops > 0) out += "        max_flops: " + fmt_double(m.max_flops) + "\n";
       if (m.max_bytes > 0) out += "        max_bytes: " + fmt_double(m.max_bytes) + "\n";
+      if (m.out_byte_rate > 0)
+        out += "        out_byte_rate: \"" + fmt_double(m.out_byte_rate) + " B/s\"\n";
+      if (m.per_matrix_s > 0)
+        out += "        per_matrix: \"" + fmt_double(m.per_matrix_s * 1e9) + " ns\"\n";
     }
     out += "    exact:";
     out += dc.exact.empty() ? " {}\n" : "\n";

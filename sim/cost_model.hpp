@@ -93,7 +93,29 @@ struct OpClassModel {
            !(max_bytes > 0.0 && bytes > kClassCurveRange * max_bytes);
   }
   [[nodiscard]] double predict_s(double flops, double bytes) const;
+  /// GEMMs on a CPU (fitted from a grid of shapes, calibration/kernel_fit.cpp): a cost per byte
+  /// of the output (C written once per K-panel: small K pays it per few FLOPs) and per matrix of
+  /// a batched GEMM (each is its own BLAS call), on top of predict_s. 0 = unused.
+  double out_byte_rate = 0.0;  ///< output bytes/s
+  double per_matrix_s = 0.0;   ///< per matrix of a batched GEMM
+  [[nodiscard]] double predict_s(double flops, double bytes, double out_bytes,
+                                 double matrices) const;
 };
+
+/// One level of a CPU's memory hierarchy as `tools/profile_rig.py` measured it: an op whose
+/// working set (bytes read + written) is at most `bytes` (0 = no limit: DRAM) streams at `byte_s`.
+/// Sizes from /sys/devices/system/cpu/cpu0/cache.
+struct MemoryLevel {
+  std::string name;  ///< "L2", "L3", "DRAM"
+  double bytes = 0.0;
+  double byte_s = 0.0;
+};
+/// The rate an op with this working set streams at: the first level it fits (0 if `m` is empty).
+double memory_level_rate(const std::vector<MemoryLevel>& m, double working_set);
+/// How many times longer its bytes take than at the hierarchy's fastest level (1 if `m` is
+/// empty). CPU class curves are fitted and applied on bytes x this factor, so one curve serves a
+/// cache-resident add and one that streams from DRAM.
+double memory_stretch(const std::vector<MemoryLevel>& m, double working_set);
 
 /// The host side `placesim calibrate` measured on a profile's annotated steps: host time per
 /// launched GPU activity (framework dispatch, autograd, optimizer, Python), applied as the launch
@@ -116,6 +138,11 @@ struct HostCalibration {
   Duration optimizer_step{0};  ///< a foreach optimizer's host time per step, once per GPU
   Duration per_step{0};        ///< Python loop, zero_grad, step tail: once per step per GPU
   std::string optimizer;       ///< "foreach", "per-parameter" or "" (not seen)
+  /// A CPU's host side (tools/profile_rig.py): every framework op pays launch_overhead on the
+  /// worker before it runs, an update op per_parameter more, ops of phase Other nothing, and the
+  /// step per_step once (the Python between ops, zero_grad, AccumulateGrad: no graph op stands
+  /// for them). Applies to CPU devices only; per_op/per_phase are then empty.
+  bool cpu = false;
   [[nodiscard]] bool per_op_model() const { return !per_phase.empty(); }
 };
 
@@ -129,6 +156,7 @@ struct DeviceCalibration {
   /// profile's kernel durations); replaces RooflineParams::min_kernel in every rule that has a
   /// floor. Unset (a manifest, a CPU, too few kernels): the 2 us default.
   std::optional<Duration> min_kernel;
+  std::vector<MemoryLevel> memory;  ///< a CPU's cache hierarchy, ascending (DRAM last); or empty
 };
 
 struct Calibration {
@@ -182,7 +210,9 @@ class KernelCostModel {
   /// (HostCalibration): by "phase:type", else the phase's default; ops of phase Other
   /// (variables, placeholders, running statistics) are no framework op and cost 0, as do
   /// stores_only ops on any GPU, with or without a host model; an update op
-  /// costs per_parameter. nullopt where no such model applies: a CPU, no host model, or a GPU
+  /// costs per_parameter. On a CPU with a CPU host model (HostCalibration::cpu): 0 for Other,
+  /// launch_overhead (+ per_parameter for updates) otherwise.
+  /// nullopt where no such model applies: a CPU without one, no host model, or a GPU
   /// whose cluster file set its own launch_overhead (it then differs from the calibration's,
   /// apply_host_calibration): the device's launch_overhead is charged per op.
   [[nodiscard]] std::optional<Duration> host_time(const Op& op, const Device& device) const;

@@ -673,7 +673,14 @@ void StepRun::dispatch(DeviceId d) {
     slots.pop_back();
     op_stream_[op] = worker;
     const std::int32_t launch = P_.n_ops + op;
-    const SimTime ks = now + P_.launch_ns[d];
+    // The dispatch cost: the device's launch_overhead, or a CPU host model's per-op cost plus,
+    // on the step's first op, the host time no graph op stands for (KernelCostModel::host_time).
+    std::int64_t host = P_.launch_host_ns(op, d);
+    if (!step_paid_[d]) {
+      host += P_.step_host_ns[d];
+      step_paid_[d] = true;
+    }
+    const SimTime ks = now + host;
     if (track_) {
       pred_[launch] =
           (ready_time_[op] == now || worker_last_[d] < 0) ? ready_pred_[op] : worker_last_[d];

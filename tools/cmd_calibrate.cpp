@@ -182,10 +182,39 @@ void apply_kernel_floors(const std::map<std::string, sim::Duration>& floors,
     }
 }
 
+// A rig manifest's CPU side: its memory hierarchy (the class fits use it) and host model.
+void keep_cpu_side(const calibration::ManifestCpu& cpu,
+                   std::map<std::string, std::vector<sim::MemoryLevel>>& memory,
+                   std::map<std::string, sim::HostCalibration>& hosts) {
+  if (!cpu.memory.empty()) {
+    std::string line;
+    for (const sim::MemoryLevel& l : cpu.memory) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%s %.3g GB/s", line.empty() ? "" : ", ", l.name.c_str(),
+                    l.byte_s * 1e-9);
+      line += buf;
+      if (l.bytes > 0)
+        line += " (<= " + std::to_string(static_cast<long long>(l.bytes) >> 10) + " KiB)";
+    }
+    outf("  memory of %s: %s\n", cpu.device.c_str(), line.c_str());
+    memory[cpu.device] = cpu.memory;
+  }
+  if (cpu.host) {
+    outf(
+        "  host of %s: %s per op, %s per parameter, %s per step (Python between ops, zero_grad, "
+        "AccumulateGrad) from %s\n",
+        cpu.device.c_str(), sim::format_duration(cpu.host->launch_overhead).c_str(),
+        sim::format_duration(cpu.host->per_parameter).c_str(),
+        sim::format_duration(cpu.host->per_step).c_str(), cpu.host->profile.c_str());
+    hosts[cpu.device] = *cpu.host;
+  }
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   std::vector<calibration::OpSample> samples;
   std::map<std::string, sim::HostCalibration> hosts;
   std::map<std::string, sim::Duration> floors;  // device -> its shortest kernel (kernel_floor_s)
+  std::map<std::string, std::vector<sim::MemoryLevel>> memory;
   std::string sources;
   for (const std::string& p : a.profiles) {
     sources += (sources.empty() ? "" : ", ") + p;
@@ -193,6 +222,8 @@ void run_calibrate(const CalibrateArgs& a) {
       auto s = calibration::op_samples_from_manifest(p, a.device_model);
       outf("%s: rig manifest, %zu op rows\n", p.c_str(), s.size());
       samples.insert(samples.end(), s.begin(), s.end());
+      if (auto cpu = calibration::cpu_side_from_manifest(p, a.device_model))
+        keep_cpu_side(*cpu, memory, hosts);
       continue;
     }
     const calibration::Profile prof = read_profile_checked(p);
@@ -225,6 +256,7 @@ void run_calibrate(const CalibrateArgs& a) {
     throw sim::InputError("<flag --profile>", "",
                           "profiles with at least one op that has a measured time, got none");
   calibration::FitOptions fo;
+  fo.memory = memory;
   if (const auto m = sim::MathMode::parse(a.math_mode))
     fo.math = *m;
   else
@@ -233,9 +265,10 @@ void run_calibrate(const CalibrateArgs& a) {
   calibration::CalibrationFit fit = calibration::fit_calibration(samples, sources, fo);
   for (auto& [dev, h] : hosts) {
     outf(
-        "device %s: launch_overhead %s per GPU op from %s's host side (simulate --calibration "
+        "device %s: launch_overhead %s per %s op from %s's host side (simulate --calibration "
         "applies it)\n",
-        dev.c_str(), sim::format_duration(h.launch_overhead).c_str(), h.profile.c_str());
+        dev.c_str(), sim::format_duration(h.launch_overhead).c_str(), h.cpu ? "CPU" : "GPU",
+        h.profile.c_str());
     fit.calibration.devices[dev].host = std::move(h);
   }
   apply_kernel_floors(floors, fit.calibration);

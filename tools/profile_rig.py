@@ -15,7 +15,7 @@ fits a device from them; "model" holds the measured step times to compare the pr
 
 Usage:  /usr/bin/python3 tools/profile_rig.py --out rig/ [--quick] [--steps 5] [--batch 8]
                                              [--model resnet18|lenet5|transformer] [--threads N] [--image PX]
-                                             [--devices cpu,cuda:0]
+                                             [--devices cpu,cuda:0] [--host-batch B]
 """
 import argparse
 import json
@@ -54,6 +54,17 @@ def benches(dev, quick):
         a = torch.randn(m, k, device=dev)
         b = torch.randn(k, n, device=dev)
         out.append(("gemm_%dx%dx%d" % (m, k, n), lambda a=a, b=b: torch.mm(a, b)))
+    if not dev.startswith("cuda"):
+        # A CPU GEMM's rate depends on its shape, not only its FLOPs: OpenBLAS packs A and B and
+        # writes C once per K-panel, so small K (an attention head's 16, a d-64 linear layer) or
+        # small M/N spend most of the call moving operands. A grid over M, K and N lets the fit
+        # separate the FLOP term from the per-element terms (calibration/kernel_fit.cpp).
+        for m in (64, 512, 2048):
+            for k in (16, 64, 256):
+                for n in (64, 256):
+                    a = torch.randn(m, k, device=dev)
+                    b = torch.randn(k, n, device=dev)
+                    out.append(("gemm_%dx%dx%d" % (m, k, n), lambda a=a, b=b: torch.mm(a, b)))
     convs = [(4, 16, 32, 3), (4, 32, 16, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1), (8, 256, 4, 3)]
     if not quick:
         convs += [(8, 64, 32, 3), (8, 128, 16, 3), (8, 256, 8, 3), (8, 512, 4, 3), (16, 64, 16, 1)]
@@ -173,10 +184,11 @@ def profile_benches(dev, quick, out_dir, reps):
         for _, fn in bs:  # warm-up: first calls allocate and pick kernels
             fn()
         sync(dev)
+        shares = {}
         with profile(activities=acts, record_shapes=True) as prof:
             for _, fn in bs:
                 for _ in range(reps):
-                    fn()
+                    timed_call(dev, fn, shares)
                 sync(dev)
     # Export before the next profiler session starts: with torch 2.11 (CUDA 13) a trace exported
     # after a later session had every GPU activity and runtime call at ts 0, dur 0 (H200 rig,
@@ -184,7 +196,7 @@ def profile_benches(dev, quick, out_dir, reps):
     path = os.path.join(out_dir, "traces", "%s_micro.json" % tag)
     prof.export_chrome_trace(path)
     traces.append(path)
-    collect(prof, dev, rows)
+    collect(prof, dev, rows, shares)
     # Backward passes of convolutions and linear layers (autograd on), as a training step runs them.
     train = []
     bwd_convs = ([(4, 16, 32, 3), (8, 64, 16, 3), (8, 128, 8, 3), (8, 64, 16, 1)] if quick else
@@ -205,19 +217,37 @@ def profile_benches(dev, quick, out_dir, reps):
         for fn in train:
             fn()
     sync(dev)
+    shares = {}
     with profile(activities=acts, record_shapes=True) as prof_bwd:
         for fn in train:
             for _ in range(reps):
-                fn()
+                timed_call(dev, fn, shares)
             sync(dev)
     path = os.path.join(out_dir, "traces", "%s_micro_bwd.json" % tag)
     prof_bwd.export_chrome_trace(path)
     traces.append(path)
-    collect(prof_bwd, dev, rows)
+    collect(prof_bwd, dev, rows, shares)
     return rows, traces
 
 
-def cpu_medians(prof):
+def timed_call(dev, fn, shares):
+    """One call of a microbenchmark; on the CPU inside a "rigcall#N" range, with the share of the
+    core its thread got during the call (thread CPU time / wall time) in shares[N]: the profiler's
+    times are wall-clock, and on a shared machine a call longer than a scheduler slice is mostly
+    preempted (ResNet-size convolutions read 1.3-1.5x slow at load 8), one shorter mostly not."""
+    if dev.startswith("cuda"):
+        fn()
+        return
+    from torch.profiler import record_function
+    n = len(shares)
+    with record_function("rigcall#%d" % n):
+        w0, c0 = time.perf_counter(), time.thread_time()
+        fn()
+        w, c = time.perf_counter() - w0, time.thread_time() - c0
+    shares[n] = min(1.0, c / w) if w > 0 else 1.0
+
+
+def cpu_medians(prof, shares=None):
     """(name, shapes) -> median CPU time in us of the individual calls. On a shared machine an op that
     the scheduler preempted takes a whole time slice longer; the median of the calls drops those,
     where key_averages()' mean (what 1.13 reports) carries them (a 2-core machine at load 7 moved
@@ -227,12 +257,18 @@ def cpu_medians(prof):
         if not ev.name.startswith("aten::"):
             continue
         shapes = tuple(tuple(s) for s in (ev.input_shapes or []))
-        calls.setdefault((ev.name, shapes), []).append(ev.cpu_time_total)
+        # In CPU time: the op's wall time x its call's share of the core (timed_call).
+        share, par = 1.0, ev.cpu_parent
+        while par is not None and not par.name.startswith("rigcall#"):
+            par = par.cpu_parent
+        if par is not None and shares:
+            share = shares.get(int(par.name.split("#", 1)[1]), 1.0)
+        calls.setdefault((ev.name, shapes), []).append(ev.cpu_time_total * share)
     return {k: sorted(v)[len(v) // 2] for k, v in calls.items()}
 
 
-def collect(prof, dev, rows):
-    medians = None if dev.startswith("cuda") else cpu_medians(prof)
+def collect(prof, dev, rows, shares=None):
+    medians = None if dev.startswith("cuda") else cpu_medians(prof, shares)
     for ev in prof.key_averages(group_by_input_shape=True):
         if ev.count == 0 or not ev.key.startswith("aten::"):
             continue
@@ -268,6 +304,144 @@ def measured_rates(rows):
             tensors = (2 if r["name"] in ("aten::add", "aten::mul") else 1) + (0 if r["name"] == "aten::sum" else 1)
             bw = max(bw, 4.0 * n * tensors / t)
     return {"f32_flop_s": flops, "byte_s": bw}
+
+
+def cpu_caches():
+    """This CPU's data caches as the kernel reports them (/sys/devices/system/cpu/cpu0/cache):
+    [{"level": 2, "bytes": 524288, "shared_cpus": "0"}, ...], L1 data and unified levels only."""
+    out = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        d = os.path.join(base, entry)
+        try:
+            with open(os.path.join(d, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(d, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(d, "size")) as f:
+                size = f.read().strip()
+            with open(os.path.join(d, "shared_cpu_list")) as f:
+                shared = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction":
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+        out.append({"level": level, "bytes": int(size.rstrip("KMG")) * mult, "shared_cpus": shared})
+    return out
+
+
+def memory_sweep(caches):
+    """Streaming rate by working set: torch.add(x, y, out=z) on 1-D float tensors (12 bytes an
+    element), timed in CPU time of this process over enough calls to move ~200 MB, median of 5
+    rounds, less the fixed cost of a call. Working sets from 96 KB to 192 MB cross L2, the
+    last-level cache and DRAM.
+    Returns the points and, per level (each cache, then DRAM), the median rate of the points whose
+    working set fits it but not the level below (a point within 25 % of a boundary is left out: a
+    cache holds other data too)."""
+    def per_call_s(n, calls):
+        x, y, z = torch.randn(n), torch.randn(n), torch.empty(n)
+        times = []
+        for _ in range(5):
+            torch.add(x, y, out=z)
+            t0 = time.process_time()
+            for _ in range(calls):
+                torch.add(x, y, out=z)
+            times.append((time.process_time() - t0) / calls)
+        return sorted(times)[len(times) // 2]
+
+    # The fixed cost of a call (dispatch, a few us) is no bandwidth: taken off every point, or the
+    # cache-sized points read slower than the cache is.
+    fixed = per_call_s(16, 20000)
+    points = []
+    for n in (1 << 13, 1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18, 1 << 19, 1 << 20, 1 << 21,
+              1 << 22, 1 << 23, 1 << 24):
+        ws = 12 * n
+        t = per_call_s(n, max(3, int(1e9 / ws / 5))) - fixed
+        if t > 0:
+            points.append({"bytes": ws, "byte_s": ws / t})
+    levels = []
+    lo = 0
+    # L1 is left out: an op whose operands fit 32 KB is all fixed cost.
+    for c in sorted((c for c in caches if c["level"] >= 2), key=lambda c: c["level"]) + [{"level": 0, "bytes": 0}]:
+        hi = c["bytes"]
+        inside = [p["byte_s"] for p in points
+                  if p["bytes"] > 1.25 * lo and (hi == 0 or p["bytes"] < 0.75 * hi)]
+        if inside:
+            levels.append({"level": "DRAM" if hi == 0 else "L%d" % c["level"], "bytes": hi,
+                           "byte_s": sorted(inside)[len(inside) // 2], "points": len(inside)})
+        lo = hi
+    return points, levels
+
+
+def optimizer_overhead_us(dev, params=64, rounds=50):
+    """Host cost per parameter of the training loop's per-parameter work, on 1-element parameters
+    (no bytes to move, so what is left is Python and dispatch): SGD's step (torch 1.13 on a CPU
+    loops over the parameters) and zero_grad, in CPU time."""
+    ps = [torch.zeros(1, device=dev, requires_grad=True) for _ in range(params)]
+    for p in ps:
+        p.grad = torch.zeros(1, device=dev)
+    opt = torch.optim.SGD(ps, lr=0.01)
+    for _ in range(5):
+        opt.step()
+        opt.zero_grad()
+    t0 = time.process_time()
+    for _ in range(rounds):
+        opt.step()
+        opt.zero_grad()
+    return (time.process_time() - t0) / rounds / params * 1e6
+
+
+def step_host_side(prof, parameters, cpu_share=1.0):
+    """The host side of the profiled steps from the trace (medians over steps, us): the time in
+    each step that no top-level op covers (Python between ops, the autograd engine between nodes),
+    zero_grad and AccumulateGrad (no graph op stands for them) and the optimizer's step less the
+    aten ops inside it (the graph's update ops price those)."""
+    steps = {}
+    events = list(prof.events())
+    for ev in events:
+        if ev.name.startswith("ProfilerStep"):  # 1.13 renames "ProfilerStep#N" to "ProfilerStep*"
+            steps[id(ev)] = {"ev": ev, "kids": []}
+    for ev in events:
+        par = ev.cpu_parent
+        if par is not None and id(par) in steps:
+            steps[id(par)]["kids"].append(ev)
+    rows, by_name = [], {}
+    for s in steps.values():
+        ev = s["ev"]
+        for k in s["kids"]:
+            by_name[k.name] = by_name.get(k.name, 0.0) + k.time_range.elapsed_us() / len(steps)
+        spans = sorted((k.time_range.start, k.time_range.end) for k in s["kids"])
+        covered, end = 0.0, ev.time_range.start
+        for a, b in spans:   # union: 1.13 parents some AccumulateGrad nodes twice
+            a = max(a, end)
+            if b > a:
+                covered += b - a
+                end = b
+        zero = sum(k.time_range.elapsed_us() for k in s["kids"] if k.name.startswith("Optimizer.zero_grad"))
+        acc = sum(k.time_range.elapsed_us() for k in s["kids"]
+                  if k.name.startswith("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"))
+        opt = [k for k in s["kids"] if k.name.startswith("Optimizer.step")]
+        opt_total = sum(k.time_range.elapsed_us() for k in opt)
+        opt_kernels = sum(c.time_range.elapsed_us() for k in opt for c in k.cpu_children)
+        rows.append({"step_us": ev.time_range.elapsed_us(), "gap_us": ev.time_range.elapsed_us() - covered,
+                     "top_level_ops": len(s["kids"]), "zero_grad_us": zero, "accumulate_grad_us": acc,
+                     "optimizer_overhead_us": max(0.0, opt_total - opt_kernels)})
+    if not rows:
+        return {}
+    med = lambda k: sorted(r[k] for r in rows)[len(rows) // 2]
+    out = {k: med(k) for k in rows[0]}
+    # The trace's times are wall-clock: on a shared machine the step's thread got only a share
+    # of the core (its CPU time / wall time), and the gaps stretch with it like everything else.
+    # In CPU time, as the step is compared.
+    out["cpu_share"] = cpu_share
+    for k in ("gap_us", "zero_grad_us", "accumulate_grad_us", "optimizer_overhead_us"):
+        out[k + "_wall"] = out[k]
+        out[k] = out[k] * cpu_share
+    out["parameters"] = parameters
+    out["steps"] = len(rows)
+    out["top_level_us_per_step"] = by_name  # mean per step, for per-class comparisons
+    return out
 
 
 def device_model(dev):
@@ -338,7 +512,7 @@ def dispatch_overhead_us(dev, calls=2000):
     return (clock() - t0) / calls * 1e6
 
 
-def profile_model(dev, model, steps, batch, out_dir, image=64):
+def profile_model(dev, model, steps, batch, out_dir, image=64, export=True):
     from torch.profiler import ProfilerActivity, profile, record_function
     name, m, x, y = real_model(model, batch, image)
     m = m.to(dev)
@@ -367,10 +541,13 @@ def profile_model(dev, model, steps, batch, out_dir, image=64):
             times.append(time.perf_counter() - t0)
             cpu_times.append(time.process_time() - c0)
     tag = dev.replace(":", "")
-    path = os.path.join(out_dir, "traces", "%s_%s_train.json" % (tag, name))
+    path = os.path.join(out_dir, "traces", "%s_%s_b%d_train.json" % (tag, name, batch))
     prof.export_chrome_trace(path)
+    share = sorted(c / w for c, w in zip(cpu_times, times) if w > 0)
+    host = (step_host_side(prof, sum(1 for _ in m.parameters()), min(1.0, share[len(share) // 2]))
+            if not dev.startswith("cuda") and share else {})
     onnx_path = os.path.join(out_dir, "model.onnx")
-    if not os.path.exists(onnx_path):
+    if export and not os.path.exists(onnx_path):
         m_cpu = m.to("cpu")
         # Training mode keeps BatchNormalization nodes; eval mode folds them into the convolutions
         # and the imported step then lacks the normalisation (32% of ResNet-18's GPU time on the H200).
@@ -385,7 +562,8 @@ def profile_model(dev, model, steps, batch, out_dir, image=64):
             "onnx": onnx_path, "trace": path, "measured_step_s": times,
             "median_step_s": sorted(times)[len(times) // 2],
             # CPU time of this process per step: on a shared machine, the step as an unshared core runs it.
-            "measured_step_cpu_s": cpu_times, "median_step_cpu_s": sorted(cpu_times)[len(cpu_times) // 2]}
+            "measured_step_cpu_s": cpu_times, "median_step_cpu_s": sorted(cpu_times)[len(cpu_times) // 2],
+            "host_side": host}
 
 
 def main():
@@ -396,6 +574,9 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--model", choices=["resnet18", "lenet5", "transformer"], default="resnet18")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--host-batch", type=int, default=0,
+                    help="also profile the model at this batch and take the host side (Python gap, "
+                         "zero_grad, AccumulateGrad, optimizer overhead) from it, not from --batch")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0 = leave)")
     ap.add_argument("--image", type=int, default=64, help="ResNet-18 input height and width")
     ap.add_argument("--devices", default="all", help="comma-separated subset of cpu,cuda:0,... (default all)")
@@ -419,6 +600,22 @@ def main():
         manifest.setdefault("dispatch_overhead_us", {})[dev] = dispatch_overhead_us(dev)
         manifest.setdefault("measured_rates", {})[dev] = measured_rates(rows)
         manifest["models"].append(profile_model(dev, args.model, args.steps, args.batch, args.out, args.image))
+        if not dev.startswith("cuda"):
+            caches = cpu_caches()
+            points, levels = memory_sweep(caches)
+            manifest["cpu_caches"] = caches
+            manifest["memory_sweep"] = points
+            manifest["memory_levels"] = levels
+            source = manifest["models"][-1]
+            if args.host_batch > 0:
+                source = profile_model(dev, args.model, args.steps, args.host_batch, args.out, args.image,
+                                       export=False)
+                manifest["host_models"] = [source]
+            host = dict(source["host_side"])
+            host["batch"] = source["batch"]
+            host["dispatch_us"] = manifest["dispatch_overhead_us"][dev]
+            host["optimizer_per_parameter_us"] = optimizer_overhead_us(dev)
+            manifest.setdefault("host_side", {})[dev] = host
         print("%s: %d op rows, model step %.4f s" % (dev, len(rows), manifest["models"][-1]["median_step_s"]))
     tmp = os.path.join(args.out, "manifest.json.tmp")
     with open(tmp, "w") as f:

@@ -144,6 +144,56 @@ TEST(Calibrate, CrossValidationOnSyntheticNoisyGemms) {
   EXPECT_EQ(fit.calibration.devices.at("dev").exact.size(), 10u);
 }
 
+// A CPU rig (FitOptions::memory set): GEMMs on the shape-aware model, whose per-matrix and
+// per-output-byte terms a grid of mm and bmm shapes made from known coefficients gives back;
+// bytes stretched by the cache level of their working set; a "kernel" that moved its bytes faster
+// than the fastest cache (a view under a kernel's name) fitted as a fixed cost; the levels copied
+// into the calibration.
+TEST(Calibrate, CpuGemmShapeModelAndCacheLevels) {
+  const std::vector<sim::MemoryLevel> mem = {
+      {"L2", 512e3, 100e9}, {"L3", 32e6, 50e9}, {"DRAM", 0, 10e9}};
+  std::vector<pc::OpSample> s;
+  auto add = [&](const std::string& op, std::vector<std::vector<std::int64_t>> shapes) {
+    pc::OpSample o;
+    o.device = "cpu0";
+    o.signature.op_type = op;
+    o.signature.input_shapes = std::move(shapes);
+    o.work = pc::estimate_work(op, o.signature.input_shapes, sim::Dtype::F32);
+    const double st = sim::memory_stretch(mem, o.work.bytes);
+    o.seconds = 2e-6 + o.work.flops / 80e9 + o.work.bytes * st / 200e9 +
+                o.work.out_bytes * st / 40e9 + (o.work.matrices - 1) * 5e-6;
+    s.push_back(o);
+  };
+  for (std::int64_t m : {64, 512, 2048})
+    for (std::int64_t k : {16, 64, 256})
+      for (std::int64_t n : {64, 256}) add("aten::mm", {{m, k}, {k, n}});
+  for (std::int64_t b : {8, 32, 128}) add("aten::bmm", {{b, 64, 16}, {b, 16, 64}});
+  pc::OpSample view;
+  view.device = "cpu0";
+  view.signature = {"aten::is_same_size", {{2048, 500}, {2048, 500}}, sim::Dtype::F32};
+  view.work =
+      pc::estimate_work(view.signature.op_type, view.signature.input_shapes, sim::Dtype::F32);
+  view.seconds = 2e-6;  // 12 MB in 2 us: 6 TB/s, no cache streams that
+  s.push_back(view);
+  pc::FitOptions fo;
+  fo.memory["cpu0"] = mem;
+  const pc::CalibrationFit fit = pc::fit_calibration(s, "synthetic", fo);
+  const sim::DeviceCalibration& dc = fit.calibration.devices.at("cpu0");
+  ASSERT_EQ(dc.memory.size(), 3u);
+  const sim::OpClassModel& g = dc.by_op_type.at("BatchMatMul");
+  EXPECT_NEAR(g.per_matrix_s, 5e-6, 1e-8);
+  EXPECT_NEAR(g.flop_rate, 80e9, 80e9 * 1e-4);
+  EXPECT_NEAR(g.out_byte_rate, 40e9, 40e9 * 1e-4);
+  for (const pc::ClassFitReport& r : fit.classes) {
+    if (r.op_class == "gemm") EXPECT_LT(r.cv_error, 1e-6);
+    EXPECT_NE(r.op_class, "elementwise");  // the view went to meta
+  }
+  // The same grid without the memory option: one curve on FLOPs and bytes, which cannot follow it.
+  const pc::CalibrationFit plain = pc::fit_calibration(s, "synthetic");
+  for (const pc::ClassFitReport& r : plain.classes)
+    if (r.op_class == "gemm") EXPECT_GT(r.cv_error, 0.05);
+}
+
 // Kernel-time prediction on held-back shapes, on times measured on a real A100 (Vidur's Llama-2-7B
 // projection GEMMs). Every 4th row keeps the test fast; the full file gives 7.3 % (calibration.md).
 TEST(Calibrate, VidurA100GemmsHeldBackShapes) {

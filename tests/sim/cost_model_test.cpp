@@ -301,6 +301,119 @@ TEST(CalibrationYaml, BadInputNamesFileAndKey) {
   EXPECT_THROW(load_calibration("/nonexistent/cal.yaml"), InputError);
 }
 
+// A CPU with a measured memory hierarchy: class curves priced on bytes stretched by the level the
+// op's working set fits (L2 100 GB/s, L3 50, DRAM 10: x1, x2, x10), never faster than that level;
+// the CPU host model charges dispatch per op, the optimizer per update, the rest once per step.
+TEST(CostModel, CpuMemoryHierarchyAndHostModel) {
+  const std::vector<MemoryLevel> mem = {
+      {"L2", 512e3, 100e9}, {"L3", 32e6, 50e9}, {"DRAM", 0, 10e9}};
+  EXPECT_DOUBLE_EQ(memory_stretch(mem, 300e3), 1.0);
+  EXPECT_DOUBLE_EQ(memory_stretch(mem, 3e6), 2.0);
+  EXPECT_DOUBLE_EQ(memory_stretch(mem, 100e6), 10.0);
+  EXPECT_DOUBLE_EQ(memory_level_rate(mem, 3e6), 50e9);
+  EXPECT_DOUBLE_EQ(memory_stretch({}, 3e6), 1.0);
+
+  auto cal = std::make_shared<Calibration>();
+  DeviceCalibration& dc = cal->devices["cpu0"];
+  dc.memory = mem;
+  OpClassModel add;
+  add.intercept_s = 1e-6;
+  add.byte_rate = 100e9;
+  dc.by_op_type["Add"] = add;
+  dc.host = HostCalibration{Duration{3000}, "rig", 4, 0.0};
+  dc.host->cpu = true;
+  dc.host->per_parameter = Duration{5000};
+  dc.host->per_step = Duration{1'000'000};
+  KernelCostModel km;
+  km.set_calibration(cal);
+  const Cluster c = testing::star_cluster(1);
+  const Device& cpu = c.devices[0];
+  ASSERT_EQ(cpu.spec.kind, DeviceKind::Cpu);
+  Op op;
+  op.type = "Add";
+  op.bytes_read = Bytes{200'000};
+  EXPECT_EQ(km.op_time(op, cpu).ns, 1000 + 2000);  // in L2: 200 KB at 100 GB/s
+  op.bytes_read = Bytes{3'000'000};
+  EXPECT_EQ(km.op_time(op, cpu).ns, 1000 + 60'000);  // in L3: twice as long per byte
+  op.bytes_read = Bytes{100'000'000};
+  // DRAM: 10 ms at 10 GB/s, though the cluster file says 100 GB/s.
+  EXPECT_EQ(km.op_time(op, cpu).ns, 1000 + 10'000'000);
+
+  EXPECT_EQ(km.host_time(op, cpu)->ns, 3000);
+  op.phase = Phase::Update;
+  EXPECT_EQ(km.host_time(op, cpu)->ns, 8000);
+  op.phase = Phase::Other;
+  EXPECT_EQ(km.host_time(op, cpu)->ns, 0);
+  EXPECT_EQ(km.step_host_time(cpu).ns, 1'000'000);
+  // A GPU is not priced by a CPU host model, and a CPU without one keeps its launch_overhead.
+  EXPECT_FALSE(km.host_time(op, c.devices[1]).has_value());
+  dc.host->cpu = false;
+  EXPECT_FALSE(km.host_time(op, cpu).has_value());
+}
+
+// A batched CPU GEMM pays per matrix and per output byte on top of a + F/R_f + B/R_b.
+TEST(CostModel, CpuGemmShapeTerms) {
+  OpClassModel m;
+  m.intercept_s = 1e-6;
+  m.flop_rate = 100e9;
+  m.out_byte_rate = 10e9;
+  m.per_matrix_s = 5e-6;
+  EXPECT_DOUBLE_EQ(m.predict_s(1e9, 0, 0, 1), 1e-6 + 1e-2);
+  EXPECT_NEAR(m.predict_s(1e9, 0, 1e6, 9), 1e-6 + 1e-2 + 1e-4 + 8 * 5e-6, 1e-15);
+  auto cal = std::make_shared<Calibration>();
+  cal->devices["cpu0"].by_op_type["BatchMatMul"] = m;
+  cal->devices["cpu0"].memory = {{"DRAM", 0, 1e12}};
+  KernelCostModel km;
+  km.set_calibration(cal);
+  Op op;
+  op.type = "BatchMatMul";
+  op.flops = Flops{1e6};
+  op.outputs.push_back(TensorOut{"o", Bytes{4 * 8 * 64 * 64}, {2, 4, 64, 64}, Dtype::F32});
+  const double out = 4.0 * 8 * 64 * 64;
+  const double expect = 1e-6 + 1e6 / 100e9 + out / 10e9 + 7 * 5e-6;
+  EXPECT_NEAR(km.op_time(op, testing::star_cluster(1).devices[0]).seconds(), expect, 2e-9);
+}
+
+TEST(CalibrationYaml, CpuMemoryHostAndGemmTermsRoundTrip) {
+  Calibration c;
+  DeviceCalibration& dc = c.devices["cpu0"];
+  dc.memory = {{"L2", 524288, 1.2e11}, {"L3", 33554432, 6.5e10}, {"DRAM", 0, 2.1e10}};
+  OpClassModel m;
+  m.flop_rate = 9e10;
+  m.out_byte_rate = 2e10;
+  m.per_matrix_s = 4.5e-6;
+  dc.by_op_type["MatMul"] = m;
+  dc.host = HostCalibration{Duration{2500}, "rig (batch 4)", 8, 0.0};
+  dc.host->cpu = true;
+  dc.host->per_parameter = Duration{6000};
+  dc.host->per_step = Duration{900'000};
+  const std::string path = write_tmp(calibration_to_yaml(c));
+  const Calibration r = load_calibration(path);
+  std::filesystem::remove(path);
+  const DeviceCalibration& rd = r.devices.at("cpu0");
+  ASSERT_EQ(rd.memory.size(), 3u);
+  EXPECT_EQ(rd.memory[1].name, "L3");
+  EXPECT_DOUBLE_EQ(rd.memory[1].bytes, 33554432);
+  EXPECT_DOUBLE_EQ(rd.memory[2].byte_s, 2.1e10);
+  EXPECT_DOUBLE_EQ(rd.by_op_type.at("MatMul").out_byte_rate, 2e10);
+  EXPECT_NEAR(rd.by_op_type.at("MatMul").per_matrix_s, 4.5e-6, 1e-12);
+  ASSERT_TRUE(rd.host && rd.host->cpu);
+  EXPECT_EQ(rd.host->per_parameter.ns, 6000);
+  EXPECT_EQ(rd.host->per_step.ns, 900'000);
+  // Levels out of order are refused with the key named.
+  const std::string bad = write_tmp(
+      "devices:\n  cpu0:\n    memory:\n      - {name: DRAM, bytes: 0, byte_rate: \"10 GB/s\"}\n"
+      "      - {name: L2, bytes: 524288, byte_rate: \"100 GB/s\"}\n");
+  try {
+    load_calibration(bad);
+    ADD_FAILURE() << "levels after DRAM accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("devices.cpu0.memory[1].bytes"), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(bad);
+}
+
 }  // namespace
 }  // namespace placesim::sim
 

@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""Close the loop on this machine's CPU from a tools/profile_rig.py output folder: calibrate from
+the rig's microbenchmarks (and its host side, taken at --host-batch), import the model's ONNX
+graph at the profiled batch, simulate it on a one-thread CPU, and compare with the measured step
+in CPU time, in total and per op class.
+
+Usage:  /usr/bin/python3 tools/cpu_closed_loop.py --rig RIG --placesim build/placesim [--json OUT]
+
+The cluster (RIG/cpu.yaml) is one CPU `cpu0` with worker_threads 1, its f32 peak the best GEMM
+rate the rig measured and its memory bandwidth the DRAM rate of the rig's streaming sweep: the
+calibration's cache levels and class curves price the ops; the peaks only bound them.
+Prints one line per op class: measured (the top-level ops of the profiled steps, mean per step,
+scaled to CPU time by the step's CPU time / wall time; "Python between ops" is the time no top-level
+op covers) and predicted (simulate --pricing's kernel time per graph op; the host model's dispatch
+per op, optimizer per parameter, and per step the Python gap + zero_grad + AccumulateGrad measured
+at --host-batch).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+# torch top-level op (forward call or autograd node) -> class
+TORCH_CLASSES = [
+    ("zero_grad + AccumulateGrad", ("Optimizer.zero_grad", "torch::autograd::AccumulateGrad")),
+    ("optimizer", ("Optimizer.step",)),
+    ("gemm", ("aten::linear", "aten::bmm", "aten::mm", "aten::addmm", "aten::matmul", "AddmmBackward",
+              "MmBackward", "BmmBackward", "aten::_transformer_encoder_layer_fwd")),
+    ("conv", ("aten::conv", "aten::_convolution", "ConvolutionBackward")),
+    ("norm", ("aten::batch_norm", "aten::layer_norm", "NativeBatchNormBackward", "NativeLayerNormBackward")),
+    ("dropout", ("aten::dropout", "aten::feature_dropout", "NativeDropoutBackward", "MulBackward")),
+    ("softmax/loss", ("aten::softmax", "aten::log_softmax", "aten::cross_entropy", "aten::nll",
+                      "SoftmaxBackward", "LogSoftmaxBackward", "NllLossBackward")),
+    ("pool", ("aten::max_pool", "aten::adaptive_avg_pool", "MaxPool2DWithIndicesBackward", "AdaptiveAvgPool2DBackward")),
+    ("embedding", ("aten::embedding", "EmbeddingBackward")),
+]
+# graph op type (ONNX import) -> class
+GRAPH_CLASSES = [
+    ("optimizer", ("Apply", "SparseApply")),
+    ("gemm", ("MatMul", "Gemm", "BatchMatMul")),
+    ("conv", ("Conv",)),
+    ("norm", ("BatchNormalization", "LayerNorm", "FusedBatchNorm")),
+    ("dropout", ("Dropout",)),
+    ("softmax/loss", ("Softmax", "LogSoftmax", "SoftmaxCrossEntropy", "NegativeLogLikelihood", "SparseSoftmax")),
+    ("pool", ("MaxPool", "AveragePool", "GlobalAveragePool")),
+    ("embedding", ("Gather",)),
+]
+
+
+def classify(name, table):
+    key = name.split(": ", 1)[-1]
+    for cls, prefixes in table:
+        if any(key.startswith(p) or p in key for p in prefixes):
+            return cls
+    return "other"
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("cpu_closed_loop.py: %s failed (%d):\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+    return r.stdout + r.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rig", required=True)
+    ap.add_argument("--placesim", required=True)
+    ap.add_argument("--json", help="write the figures here too")
+    args = ap.parse_args()
+    rig, bin_ = args.rig, args.placesim
+    m = json.load(open(os.path.join(rig, "manifest.json")))
+    model = m["models"][0]
+    rates = m["measured_rates"]["cpu"]
+    dram = [l["byte_s"] for l in m.get("memory_levels", []) if l["level"] == "DRAM"]
+    with open(os.path.join(rig, "cpu.yaml"), "w") as f:
+        f.write("name: this-cpu\ndevices:\n  - {name: cpu0, kind: cpu, peak_flops: {f32: %.6g GFLOP/s}, "
+                "memory_bandwidth: %.6g GB/s, memory_capacity: 16 GiB, worker_threads: 1, "
+                "launch_overhead: %.3f us}\nlinks: []\n"
+                % (rates["f32_flop_s"] * 1e-9, (dram[0] if dram else rates["byte_s"]) * 1e-9,
+                   m["dispatch_overhead_us"]["cpu"]))
+    cal_log = run([bin_, "calibrate", "--profile", os.path.join(rig, "manifest.json"), "--device-model", "cpu0",
+                   "-o", os.path.join(rig, "cal.yaml")])
+    run([bin_, "import", "onnx", model["onnx"], "--training", "--batch", str(model["batch"]),
+         "-o", os.path.join(rig, "g.json")])
+    sim = run([bin_, "simulate", "--graph", os.path.join(rig, "g.json"), "--cluster", os.path.join(rig, "cpu.yaml"),
+               "--placement", "single-cpu", "--calibration", os.path.join(rig, "cal.yaml"), "--json",
+               "--pricing", os.path.join(rig, "pricing.json")])
+    predicted = json.loads(sim[sim.index("{"):])["step_time_s"] if "{" in sim else None
+    measured = model["median_step_cpu_s"]
+    # Per class.
+    host = model.get("host_side", {})
+    share = host.get("cpu_share", 1.0)
+    meas = {}
+    for name, us in host.get("top_level_us_per_step", {}).items():
+        c = classify(name, TORCH_CLASSES)
+        meas[c] = meas.get(c, 0.0) + us * share * 1e-6
+    meas["host: Python between ops"] = host.get("gap_us", 0.0) * 1e-6
+    g = json.load(open(os.path.join(rig, "g.json")))
+    ops = {o["name"]: o for o in g["ops"]}
+    pricing = json.load(open(os.path.join(rig, "pricing.json")))
+    pred = {}
+    for o in pricing["ops"]:
+        c = classify(ops[o["op"]]["type"], GRAPH_CLASSES)
+        pred[c] = pred.get(c, 0.0) + o["time_ns"] * 1e-9
+    # The host model's share (KernelCostModel::host_time): dispatch per framework op, the
+    # optimizer's Python per update, and once per step what no graph op stands for.
+    text = open(os.path.join(rig, "cal.yaml")).read()
+    def ns(key):
+        mt = re.search(r"^      %s: \"(\d+) ns\"" % key, text, re.M)
+        return int(mt.group(1)) * 1e-9 if mt else 0.0
+    storage = {"Placeholder", "VariableV2", "Variable", "VarHandleOp", "Const", "Constant", "RunningStatistic"}
+    dispatched = [o for o in g["ops"] if o.get("phase") != "other" and o["type"] not in storage]
+    updates = [o for o in dispatched if o.get("phase") == "update"]
+    pred["host: dispatch per op"] = len(dispatched) * ns("launch_overhead")
+    pred["optimizer"] = pred.get("optimizer", 0.0) + len(updates) * ns("per_parameter")
+    # per_step is the host batch's Python gap + zero_grad + AccumulateGrad (manifest host_side).
+    hs = m.get("host_side", {}).get("cpu", {})
+    pred["zero_grad + AccumulateGrad"] = (hs.get("zero_grad_us", 0) + hs.get("accumulate_grad_us", 0)) * 1e-6
+    pred["host: Python between ops"] = ns("per_step") - pred["zero_grad + AccumulateGrad"]
+    print(cal_log)
+    print("measured step (median CPU time) %.2f ms, wall %.2f ms; predicted %.2f ms; predicted/measured %.3f"
+          % (measured * 1e3, model["median_step_s"] * 1e3, predicted * 1e3, predicted / measured))
+    print("%-26s %10s %10s" % ("class", "measured", "predicted"))
+    for c in sorted(set(meas) | set(pred)):
+        print("%-26s %8.2f ms %8.2f ms" % (c, meas.get(c, 0) * 1e3, pred.get(c, 0) * 1e3))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"measured_cpu_s": measured, "measured_wall_s": model["median_step_s"], "predicted_s": predicted,
+                       "ratio": predicted / measured, "measured_by_class_s": meas, "kernels_by_class_s": pred,
+                       "graph_ops": len(g["ops"])}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
