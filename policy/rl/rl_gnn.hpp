@@ -13,6 +13,7 @@
 //   GnnPlacement s = place_with_gnn_search(path, graph, cluster, {}, {.samples = 0});  // stages
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -131,6 +132,10 @@ struct GnnPlaceOptions {
   int op_evaluations = 1024;
   std::uint64_t seed = 1;
   int sim_threads = 0;  ///< oneTBB threads for the simulations; <= 0 = default
+  /// A wall-clock end: no simulation batch starts after it (train --minutes sets it on the final
+  /// search so a run ends inside its budget whatever the load; unset, the counts alone bound the
+  /// search and its result is the same on any machine).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 /// The search `train --policy gnn` ends with by default: place's with 8 times the op-level moves
 /// (training has minutes; on the held-out mobilenet_v2 and inception_v3 x a100pcie4 the op moves

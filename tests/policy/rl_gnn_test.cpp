@@ -4,6 +4,7 @@
 #ifdef PLACESIM_WITH_TORCH
 #include "policy/rl/rl_gnn.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -228,6 +229,13 @@ TEST(GnnPolicy, TestTimeSearchKeepsTheBestCandidateAndImprovesIt) {
   GnnPlaceOptions d;
   EXPECT_EQ(place_with_gnn(path, g, c, {}).device_of,
             place_with_gnn_search(path, g, c, {}, d).placement.device_of);
+  // A deadline already past (train --minutes at the end of its budget): the candidates are
+  // drawn and priced, but no move is simulated; the result is the best candidate.
+  o.deadline = std::chrono::steady_clock::now();
+  const GnnPlacement late = place_with_gnn_search(path, g, c, {}, o);
+  EXPECT_EQ(late.evaluations, 1 + 1 + kGnnHints + 8);
+  EXPECT_LE(late.final_s, best_candidate);
+  EXPECT_GE(late.final_s, a.final_s);
   d.samples = -1;
   EXPECT_THROW(place_with_gnn_search(path, g, c, {}, d), sim::InputError);
   std::filesystem::remove_all(dir);

@@ -852,13 +852,19 @@ int shortest(const std::vector<Evaluation>& evals) {
 // the budget is spent. Why not sample more instead: the policy's samples stay near its greedy
 // decode, while the baselines that win on held-out graphs (m-ETF, HEFT) differ from it in a few
 // groups, which single moves reach.
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+bool past(const Deadline& deadline) {
+  return deadline && std::chrono::steady_clock::now() >= *deadline;
+}
+
 void improve_by_moves(const GnnProblem& problem, const RewardFn& reward, int budget,
-                      DevicesOfGroups& cur, double& cur_s) {
+                      DevicesOfGroups& cur, double& cur_s, const Deadline& deadline = {}) {
   const int g = problem.num_groups(), d = problem.num_devices();
   bool improved = true;
-  while (improved && budget > 0) {
+  while (improved && budget > 0 && !past(deadline)) {
     improved = false;
-    for (int i = 0; i < g && budget > 0; ++i) {
+    for (int i = 0; i < g && budget > 0 && !past(deadline); ++i) {
       std::vector<DevicesOfGroups> moves;
       for (int j = 0; j < d && static_cast<int>(moves.size()) < budget; ++j) {
         if (j == cur[static_cast<size_t>(i)]) continue;
@@ -888,7 +894,7 @@ void improve_by_moves(const GnnProblem& problem, const RewardFn& reward, int bud
 // there, in chunks of 32 against the current placement, the best strict improvement of each chunk
 // kept.
 int refine_ops(const sim::Graph& graph, const sim::BatchOracle& oracle, int threads, int budget,
-               sim::Placement& cur, double& cur_s) {
+               sim::Placement& cur, double& cur_s, const Deadline& deadline = {}) {
   const int given = budget;
   const int n = graph.num_ops();
   const sim::Cluster& cluster = oracle.cluster();
@@ -920,7 +926,7 @@ int refine_ops(const sim::Graph& graph, const sim::BatchOracle& oracle, int thre
   // idle GPU is never a boundary move: mobilenet_v2 on 4 A100s stopped on two of them).
   for (const bool any_device : {false, true}) {
     bool improved = true;
-    while (improved && budget > 0) {
+    while (improved && budget > 0 && !past(deadline)) {
       improved = false;
       std::vector<std::pair<int, sim::DeviceId>> moves;  // (unit, device), by unit then device
       for (int u = 0; u < static_cast<int>(ops_of.size()); ++u) {
@@ -938,7 +944,7 @@ int refine_ops(const sim::Graph& graph, const sim::BatchOracle& oracle, int thre
         for (const auto d : to)
           if (may_run(u, d)) moves.emplace_back(u, d);
       }
-      for (size_t at = 0; at < moves.size() && budget > 0; at += kChunk) {
+      for (size_t at = 0; at < moves.size() && budget > 0 && !past(deadline); at += kChunk) {
         std::vector<sim::Placement> tries;
         for (size_t i = at;
              i < std::min(moves.size(), at + kChunk) && static_cast<int>(tries.size()) < budget;
@@ -1042,7 +1048,7 @@ GnnPlacement search_from(const GnnTrainer& trainer, const GnnProblem& problem, c
     climbed.push_back(c.groups[i]);
     DevicesOfGroups p = c.groups[i];
     double p_s = step_or_inf(c.evals[i]);
-    improve_by_moves(problem, reward, options.search_evaluations, p, p_s);
+    improve_by_moves(problem, reward, options.search_evaluations, p, p_s, options.deadline);
     if (climbed.size() == 1 || p_s < cur_s) {
       cur = std::move(p);
       cur_s = p_s;
@@ -1053,7 +1059,7 @@ GnnPlacement search_from(const GnnTrainer& trainer, const GnnProblem& problem, c
   out.placement = task.grouping.expand(cur);
   if (std::isfinite(cur_s) && options.op_evaluations > 0) {
     evaluations += refine_ops(*task.graph, *task.oracle, options.sim_threads,
-                              options.op_evaluations, out.placement, cur_s);
+                              options.op_evaluations, out.placement, cur_s, options.deadline);
   }
   out.final_s = std::isfinite(cur_s) ? cur_s : 0.0;
   out.evaluations = evaluations;
@@ -1160,6 +1166,11 @@ TrainResult train_gnn(const sim::Graph& graph, const sim::Cluster& cluster,
     // it keeps its best candidate and improves only strictly, so it ends no worse than either.
     const auto t_search = std::chrono::steady_clock::now();
     const std::int64_t before = evaluations;
+    // With --minutes, the search's reserve is an estimate that a rising load can beat (5-minute
+    // runs ended at 311-315 s at load 6-12): its moves stop at the budget's end too.
+    if (config.minutes)
+      so.deadline = t_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(*config.minutes * 60.0));
     const GnnPlacement found =
         search_from(trainer, problem, task, reward, evaluations, so,
                     {{result.best_groups, "training best"}, {initial->groups, "first search"}});
