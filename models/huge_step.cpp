@@ -16,13 +16,13 @@
 #include <limits>
 #include <map>
 #include <span>
-#include <sstream>
 #include <tbb/concurrent_queue.h>
 #include <tbb/task_arena.h>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "models/workloads.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::models {
@@ -359,44 +359,17 @@ void Generator::run() {
 }  // namespace
 
 HugeGptShape parse_gpt_huge(const std::string& text, const std::string& origin) {
+  GraphOptions o(text, origin);
+  o.accept({"layers", "hidden", "seq", "batch", "vocab", "precision"});
+  constexpr std::int64_t kMax = std::int64_t{1} << 20;
   HugeGptShape g;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    const std::string k = item.substr(0, eq),
-                      v = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (k == "precision") {
-      if (v != "bf16" && v != "f16")
-        throw sim::InputError(origin, k, "bf16 or f16, got \"" + v + "\"");
-      g.half = v == "bf16" ? sim::Dtype::BF16 : sim::Dtype::F16;
-      continue;
-    }
-    std::int64_t n = 0;
-    std::size_t used = 0;
-    try {
-      n = std::stoll(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != v.size() || n < 1 || n > (std::int64_t{1} << 20))
-      throw sim::InputError(origin, k.empty() ? item : k,
-                            "an integer in [1, 2^20], got \"" + v + "\"");
-    if (k == "layers")
-      g.layers = static_cast<int>(n);
-    else if (k == "hidden")
-      g.hidden = n;
-    else if (k == "seq")
-      g.seq = n;
-    else if (k == "batch")
-      g.batch = n;
-    else if (k == "vocab")
-      g.vocab = n;
-    else
-      throw sim::InputError(
-          origin, k, "one of layers, hidden, seq, batch, vocab, precision, got \"" + k + "\"");
-  }
+  g.layers = static_cast<int>(o.get_int("layers", g.layers, 1, kMax));
+  g.hidden = o.get_int("hidden", g.hidden, 1, kMax);
+  g.seq = o.get_int("seq", g.seq, 1, kMax);
+  g.batch = o.get_int("batch", g.batch, 1, kMax);
+  g.vocab = o.get_int("vocab", g.vocab, 1, kMax);
+  g.half = o.get_choice("precision", "bf16", {"bf16", "f16"}) == "bf16" ? sim::Dtype::BF16
+                                                                        : sim::Dtype::F16;
   return g;
 }
 
