@@ -380,7 +380,11 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const double peak = spec.peak_for(op.dtype).per_s;
   // TF32 on a part without TF32 units (Volta and older, CPUs) runs as F32 on the CUDA cores.
   const bool tf32_units = op.dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) != 0;
-  const double eff = tf32_units ? p.tf32_eff_max : p.compute_eff_max;
+  // tf32_eff_max was measured on cuDNN convolutions (layout transforms included); a TF32 GEMM
+  // is a cuBLAS GEMM like any other and keeps the GEMM efficiency (BERT-large's TF32 matmuls
+  // at 0.21 of peak put NVIDIA's published 317 sequences/s at 111; docs/validation.md).
+  const bool tf32_conv = tf32_units && math_kind_of(op.type) == MathKind::Conv;
+  const double eff = tf32_conv ? p.tf32_eff_max : p.compute_eff_max;
   if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * eff));
   const double bw = spec.memory_bandwidth.bytes_per_s;
   double rate = bw * p.memory_eff_max;
