@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Published training throughput of standard models (tests/data/published_throughput.csv: NVIDIA
-# DeepLearningExamples' ResNet-50, ResNeXt-101 32x4d and SE-ResNeXt-101 32x4d on 1 and 8 GPUs of
-# DGX A100 and DGX-1, TF32/FP32 and mixed precision) against `placesim simulate`: every row's
+# DeepLearningExamples' ResNet-50, ResNeXt-101 32x4d, SE-ResNeXt-101 32x4d and BERT-large
+# pre-training on 1 and 8 GPUs of DGX A100 and DGX-1, TF32/FP32 and mixed precision) against
+# `placesim simulate`: every row's
 # error must stay within the row's bound_pct. Prints the table docs/validation.md quotes
 # (published, predicted, error, command). Simulated time only: nothing here depends on this
 # machine's speed.
@@ -16,7 +17,7 @@ bin_, src, table = sys.argv[1], sys.argv[2], sys.argv[3] == "--table"
 data = f"{src}/tests/data"
 rows = [r for r in csv.DictReader(l for l in open(f"{data}/published_throughput.csv")
                                   if not l.startswith("#"))]
-assert len(rows) >= 24, f"expected >= 24 rows, got {len(rows)}"
+assert len(rows) >= 40, f"expected >= 40 rows, got {len(rows)}"
 failures, lines = [], []
 for r in rows:
     graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"
@@ -36,15 +37,15 @@ for r in rows:
     shown = " ".join(c if "," not in c and " " not in c else f"'{c}'" for c in cmd[1:])
     shown = shown.replace(f"{data}/", "tests/data/")
     lines.append(f"| {r['model']} | {r['system']} | {gpus} | {r['precision']} | {r['batch']} | "
-                 f"{published:,.0f} | {predicted:,.1f} | {err:+.1f} % | `placesim {shown}` |")
+                 f"{published:,g} | {predicted:,.1f} | {r['unit']} | {err:+.1f} % | `placesim {shown}` |")
     if not abs(err) <= bound:
         failures.append(f"{r['model']} {r['system']} {gpus} GPU {r['precision']}: predicted "
-                        f"{predicted:.1f} img/s against {published:.0f} ({err:+.1f} %), "
+                        f"{predicted:.1f} {r['unit']} against {published:g} ({err:+.1f} %), "
                         f"outside the row's bound of {bound:g} %")
 if table or failures:
-    print("| model | system | GPUs | precision | batch/GPU | published img/s | predicted img/s "
-          "| error | command |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | system | GPUs | precision | batch/GPU | published | predicted "
+          "| unit | error | command |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(lines))
 for f in failures:
     print("FAIL:", f, file=sys.stderr)
