@@ -17,7 +17,7 @@ bin_, src, table = sys.argv[1], sys.argv[2], sys.argv[3] == "--table"
 data = f"{src}/tests/data"
 rows = [r for r in csv.DictReader(l for l in open(f"{data}/published_throughput.csv")
                                   if not l.startswith("#"))]
-assert len(rows) >= 40, f"expected >= 40 rows, got {len(rows)}"
+assert len(rows) >= 52, f"expected >= 52 rows, got {len(rows)}"
 failures, lines = [], []
 for r in rows:
     graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"

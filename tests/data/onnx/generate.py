@@ -27,6 +27,12 @@ def export(name, out, batch=1, model=None):
         kwargs = dict(aux_logits=False, init_weights=False)
     if model is None:
         model = getattr(torchvision.models, name)(**kwargs)
+    # Stochastic depth (EfficientNet) draws a Bernoulli mask that torch.onnx cannot export in
+    # training mode; an Identity in its place drops one elementwise multiply per block.
+    for parent in model.modules():
+        for child_name, child in parent.named_children():
+            if type(child).__name__ == "StochasticDepth":
+                setattr(parent, child_name, torch.nn.Identity())
     model = model.train()
     size = 299 if name == "inception_v3" else 224
     x = torch.randn(batch, 3, size, size)
