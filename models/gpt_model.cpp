@@ -31,7 +31,8 @@ Tensor layer_norm(GraphBuilder& b, const std::string& name, const Tensor& x) {
 }  // namespace
 
 sim::Graph build_gpt(GraphOptions& o) {
-  o.accept({"batch", "layers", "hidden", "heads", "seq", "vocab", "positions", "optimizer"});
+  o.accept(
+      {"batch", "layers", "hidden", "heads", "seq", "vocab", "positions", "optimizer", "masked"});
   const std::int64_t batch = o.get_int("batch", 4);
   const std::int64_t layers = o.get_int("layers", 12, 1, 1024);
   const std::int64_t hidden = o.get_int("hidden", 768);
@@ -39,6 +40,9 @@ sim::Graph build_gpt(GraphOptions& o) {
   const std::int64_t seq = o.get_int("seq", 1024);
   const std::int64_t vocab = o.get_int("vocab", 50257);
   const std::int64_t positions = o.get_int("positions", std::max<std::int64_t>(1024, seq));
+  // Positions per sequence the head predicts: all of them for a causal LM; BERT's masked-LM
+  // head runs on max_predictions_per_seq gathered positions (20 at 128 tokens, 80 at 512).
+  const std::int64_t masked = o.get_int("masked", seq, 1, seq);
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   if (hidden % heads != 0) {
     throw sim::InputError(
@@ -56,7 +60,8 @@ sim::Graph build_gpt(GraphOptions& o) {
   b.scope("input");
   const Tensor ids = b.input("ids", {bt}, sim::Dtype::I32);
   const Tensor pos_ids = b.input("positions", {seq}, sim::Dtype::I32);
-  const Tensor labels = b.input("labels", {bt}, sim::Dtype::I32);
+  const std::int64_t predicted = batch * masked;
+  const Tensor labels = b.input("labels", {predicted}, sim::Dtype::I32);
   b.scope("gpt/embedding");
   const Tensor wte = b.variable("wte", {vocab, hidden});
   const Tensor wpe = b.variable("wpe", {positions, hidden});
@@ -87,6 +92,13 @@ sim::Graph build_gpt(GraphOptions& o) {
   }
   b.scope("gpt/head");
   x = layer_norm(b, "ln_f", x);
+  if (masked < seq) {
+    // index_select of the masked rows; its gradient zero-fills [batch*seq, hidden] and
+    // index_adds the rows back (PyTorch's IndexSelectBackward).
+    const Tensor rows = b.input("masked_positions", {predicted}, sim::Dtype::I32);
+    x = b.op("gather_masked", "GatherRows", {x, rows}, {{predicted, hidden}}, 0,
+             {GradRule{.type = "GatherRowsGrad", .flops = 0, .wrt = {0}, .saved_inputs = {1}}})[0];
+  }
   const Tensor logits = b.matmul("lm_head", x, wte, true);
   const Tensor loss = b.reduce_mean("mean", b.sparse_softmax_xent("xent", logits, labels));
   b.train(loss, opt);

@@ -70,7 +70,7 @@ struct RooflineParams {
   Duration min_cpu_op{1000};        ///< shortest op on a CPU worker
   /// compute_eff_max for ops on TF32 tensor cores: measured 0.207 for ResNet-18's cuDNN
   /// convolutions (forward and backward, layout transforms included) on an H200
-  /// (docs/cost-model.md).
+  /// (docs/cost-model.md). TF32 matmuls keep compute_eff_max.
   double tf32_eff_max = 0.21;
 };
 

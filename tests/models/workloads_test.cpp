@@ -70,6 +70,26 @@ TEST(Workloads, Gpt2SmallParameters) {
               2 * weights * tokens + 4 * layers * t * t * h + 2 * h * v * tokens, 1.0);
 }
 
+TEST(Workloads, GptMaskedHeadPredictsOnlyTheMaskedPositions) {
+  // BERT-style pre-training: the head runs on `masked` gathered positions per sequence, so the
+  // head's FLOPs scale by masked/seq; the parameters do not change.
+  const std::string dims = "layers=2,hidden=64,heads=4,seq=32,vocab=1000,batch=2";
+  const sim::Graph all = load_graph("gpt", dims);
+  const sim::Graph mlm = load_graph("gpt", dims + ",masked=4");
+  EXPECT_EQ(params_of(all), params_of(mlm));
+  const double h = 64, v = 1000, b = 2;
+  EXPECT_NEAR((forward_macs(all) - forward_macs(mlm)) * 2, 2 * h * v * b * (32 - 4), 1.0);
+  int gathers = 0, grads = 0;
+  for (const auto& op : mlm.ops) {
+    gathers += op.type == "GatherRows";
+    grads += op.type == "GatherRowsGrad";
+  }
+  EXPECT_EQ(gathers, 1);
+  EXPECT_EQ(grads, 1);
+  EXPECT_THROW(load_graph("gpt", dims + ",masked=33"), sim::InputError);
+  EXPECT_THROW(load_graph("gpt", dims + ",masked=0"), sim::InputError);
+}
+
 TEST(Workloads, RnnlmStructure) {
   const sim::Graph g = load_graph("rnnlm", "steps=3,hidden=64,vocab=100,batch=4");
   // Embedding V x H, two LSTM layers of (2H x 4H + 4H), softmax H x V + V.

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Published training throughput of standard models (tests/data/published_throughput.csv: NVIDIA
+# DeepLearningExamples' ResNet-50, ResNeXt-101 32x4d, SE-ResNeXt-101 32x4d and BERT-large
+# pre-training on 1 and 8 GPUs of DGX A100 and DGX-1, TF32/FP32 and mixed precision) against
+# `placesim simulate`: every row's
+# error must stay within the row's bound_pct. Prints the table docs/validation.md quotes
+# (published, predicted, error, command). Simulated time only: nothing here depends on this
+# machine's speed.
+# Usage: bash published_throughput_test.sh PATH_TO_placesim [--table]
+set -u
+BIN=${1:?usage: published_throughput_test.sh PATH_TO_placesim [--table]}
+SRC=${PLACESIM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+python3 - "$BIN" "$SRC" "${2:-}" <<'PY'
+import csv, json, subprocess, sys
+
+bin_, src, table = sys.argv[1], sys.argv[2], sys.argv[3] == "--table"
+data = f"{src}/tests/data"
+rows = [r for r in csv.DictReader(l for l in open(f"{data}/published_throughput.csv")
+                                  if not l.startswith("#"))]
+assert len(rows) >= 52, f"expected >= 52 rows, got {len(rows)}"
+failures, lines = [], []
+for r in rows:
+    graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"
+    gpus = int(r["gpus"])
+    cmd = [bin_, "simulate", "--graph", graph, "--graph-opt", r["graph_opt"], "--cluster",
+           r["cluster"], "--quiet", "--json"]
+    cmd += ["--parallel", f"dp={gpus}"] if gpus > 1 else ["--placement", "single-gpu"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        failures.append(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip()}")
+        continue
+    step = json.loads(out.stdout)["step_time_s"]
+    predicted = int(r["batch"]) * gpus / step
+    published = float(r["published"])
+    err = 100.0 * (predicted - published) / published
+    bound = float(r["bound_pct"])
+    shown = " ".join(c if "," not in c and " " not in c else f"'{c}'" for c in cmd[1:])
+    shown = shown.replace(f"{data}/", "tests/data/")
+    lines.append(f"| {r['model']} | {r['system']} | {gpus} | {r['precision']} | {r['batch']} | "
+                 f"{published:,g} | {predicted:,.1f} | {r['unit']} | {err:+.1f} % | `placesim {shown}` |")
+    if not abs(err) <= bound:
+        failures.append(f"{r['model']} {r['system']} {gpus} GPU {r['precision']}: predicted "
+                        f"{predicted:.1f} {r['unit']} against {published:g} ({err:+.1f} %), "
+                        f"outside the row's bound of {bound:g} %")
+if table or failures:
+    print("| model | system | GPUs | precision | batch/GPU | published | predicted "
+          "| unit | error | command |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(lines))
+for f in failures:
+    print("FAIL:", f, file=sys.stderr)
+sys.exit(1 if failures else 0)
+PY
