@@ -19,6 +19,8 @@
 // stops when their count reaches --activities. --extra-bytes adds B bytes to every transfer: the
 // makespan of such a DAG is chaotic (1 byte more per transfer moves it by ~1% at 4k activities,
 // in both simulators), so two simulators agree exactly only on small DAGs (docs/performance.md).
+// --extra-flops F adds F FLOPs to every task; a fraction of a FLOP is a perturbation far below
+// either simulator's resolution (1e-6 FLOP is 1e-18 s), which still moves SimGrid's makespan.
 // Two shapes take the chaos away, to show what is left is rounding: --chain 1 (task i reads task
 // i - 1 only, so nothing ever runs concurrently) and --quantize 1 (FLOPs a multiple of 1,000 and
 // bytes of 12: every task and lone transfer takes a whole number of ns, which placesim's integer
@@ -71,6 +73,7 @@ struct Dag {
 
 struct Shape {
   double extra_bytes = 0;  // added to every transfer
+  double extra_flops = 0;  // added to every task (may be a fraction of a FLOP: a perturbation)
   bool chain = false;      // task i reads task i - 1 only: nothing ever runs concurrently
   bool quantize = false;   // whole ns alone: FLOPs a multiple of 1,000, bytes of 12
 };
@@ -93,7 +96,7 @@ Dag make_dag(std::int64_t activities, std::uint64_t seed, const Shape& shape) {
     const auto i = static_cast<std::int32_t>(d.tasks.size());
     Dag::Task t;
     t.host = static_cast<int>(rng() % kHosts);
-    t.flops = 1e6 + static_cast<double>(rng() % 99'000'000);
+    t.flops = 1e6 + static_cast<double>(rng() % 99'000'000) + shape.extra_flops;
     double bytes = 4096.0 + static_cast<double>(rng() % (4u << 20)) + shape.extra_bytes;
     if (shape.quantize) {
       // 1 ns = 1,000 FLOPs at 1 TFLOP/s, 12 bytes at 12 GB/s.
@@ -290,7 +293,8 @@ bool write_ends(const char* path, const Dag& d, const std::vector<double>& ends)
 
 int usage() {
   std::fprintf(stderr,
-               "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]"
+               "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B] "
+               "[--extra-flops F]"
                " [--chain 0|1] [--quantize 0|1] [--resolve-every-end 0|1] [--sg-cfg KEY:VALUE]..."
                " [--ends FILE]\n");
   return 2;
@@ -317,6 +321,8 @@ int main(int argc, char** argv) {
       activities = std::atoll(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--extra-bytes") == 0) {
       shape.extra_bytes = std::atof(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--extra-flops") == 0) {
+      shape.extra_flops = std::atof(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--chain") == 0) {
       shape.chain = std::strcmp(argv[i + 1], "1") == 0;
     } else if (std::strcmp(argv[i], "--quantize") == 0) {
