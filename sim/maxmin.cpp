@@ -290,8 +290,8 @@ bool MaxMinSolver::collect_partial() {
       comp_vars_.push_back(vid);
       if (v.bound != kUnbounded) act_vars_.push_back(vid);
     }
-    sort_small(below_);
     double remaining = con.capacity;
+    if (below_.size() > 1) sort_small(below_);
     for (double x : below_) remaining -= x;
     con.remaining = remaining;
     con.unfixed_count = open;

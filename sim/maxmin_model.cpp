@@ -17,13 +17,15 @@ int MaxMinModel::start_item(SimTime now, double bound, std::span<const int> cons
   // Items of the touched component must be settled at `now` with their old rates before the new
   // variable changes them; resolve() does it, and the new item has made no progress yet.
   const int v = solver_.add_variable(bound, constraints, weight);
-  if (static_cast<std::size_t>(v) >= items_.size()) items_.resize(v + 1);
+  if (static_cast<std::size_t>(v) >= items_.size()) {
+    items_.resize(v + 1);
+    finish_.resize(v + 1, kNever);
+  }
   live_end_ = std::max(live_end_, v + 1);
   Item& it = items_[v];
   it.remaining = amount;
   it.rate = 0.0;
   it.last = now;
-  it.finish = kNever;
   it.tag = tag;
   it.alive = true;
   pending_time_ = now;
@@ -37,6 +39,7 @@ void MaxMinModel::reset_items() {
     if (items_[v].alive) {
       solver_.remove_variable(static_cast<int>(v));
       items_[v].alive = false;
+      finish_[v] = kNever;
     }
   }
   solver_.solve();
@@ -57,7 +60,7 @@ void MaxMinModel::resolve() {
     // finish time as they are (SimGrid's lazy update does the same): settling it now and again at
     // its next change rounds differently from settling once then, in the last bits only.
     if (it.last < t && solver_.value(v) == it.rate && it.rate != kUnbounded) {
-      min_changed = std::min(min_changed, it.finish);
+      min_changed = std::min(min_changed, finish_[v]);
       continue;
     }
     // Progress at the old rate up to t (the rate is the item's own copy, which the solve did not
@@ -72,8 +75,8 @@ void MaxMinModel::resolve() {
       it.last = t;
     }
     it.rate = solver_.value(v);
-    it.finish = finish_time(it.last, it.remaining, it.rate);
-    min_changed = std::min(min_changed, it.finish);
+    finish_[v] = finish_time(it.last, it.remaining, it.rate);
+    min_changed = std::min(min_changed, finish_[v]);
   }
   dirty_ = false;
   // When every item in progress is in the component just solved (a PCIe tree, one socket), its
@@ -85,9 +88,10 @@ void MaxMinModel::resolve() {
 SimTime MaxMinModel::next_completion() {
   if (dirty_) resolve();
   if (!min_valid_) {
-    min_finish_ = kNever;
-    for (int v = 0; v < live_end_; ++v)
-      if (items_[v].alive && items_[v].finish < min_finish_) min_finish_ = items_[v].finish;
+    // finish_ is kNever at free slots: a branch-free minimum over one array.
+    SimTime m = kNever;
+    for (int v = 0; v < live_end_; ++v) m = std::min(m, finish_[v]);
+    min_finish_ = m;
     min_valid_ = true;
   }
   return min_finish_;
@@ -97,11 +101,12 @@ void MaxMinModel::advance(SimTime t) {
   if (dirty_) resolve();
   completed_.clear();
   for (int v = 0; v < live_end_; ++v) {
+    if (finish_[v] > t) continue;  // free slots hold kNever > t
     Item& it = items_[v];
-    if (!it.alive || it.finish > t) continue;
     completed_.push_back(it.tag);
     on_complete(v, t);
     it.alive = false;
+    finish_[v] = kNever;
     solver_.remove_variable(v);
     dirty_ = true;
   }

@@ -78,7 +78,6 @@ class MaxMinModel : public ResourceModel {
     double remaining = 0.0;
     double rate = 0.0;
     SimTime last = 0;  // time `remaining` refers to
-    SimTime finish = kNever;
     std::int32_t tag = -1;
     bool alive = false;
   };
@@ -88,6 +87,9 @@ class MaxMinModel : public ResourceModel {
   double ns_per_unit_;
   double unit_per_ns_ = 1.0 / ns_per_unit_;
   std::vector<Item> items_;  // indexed by solver variable id
+  // Each slot's finish time, kNever when free (or stalled): apart from the items so that the scans
+  // of next_completion() and advance() read one dense array, without a liveness test.
+  std::vector<SimTime> finish_;
   // One past the highest live slot: the solver reuses the lowest free ids, so the live slots sit
   // at the bottom and the scans of advance() and next_completion() stop here, not at the
   // historical maximum items_.size().

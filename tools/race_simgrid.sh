@@ -9,7 +9,9 @@
 # completion up to a whole ns, SimGrid keeps doubles). This DAG's makespan is chaotic (one byte
 # more per transfer moves it by ~1% at 4k activities in either simulator; race_dag
 # --extra-bytes 1), so beyond a few thousand activities the two differ by up to ~1% without
-# either being wrong; the exact cross-check of the sharing model is tests/sim/simgrid_crosscheck.
+# either being wrong (race_dag --extra-flops 1e-8, 1e-20 s more per task, moves SimGrid's own
+# makespan by 0.9% at 16k); the exact cross-check of the sharing model is
+# tests/sim/simgrid_crosscheck.
 # race_dag --chain 1 --quantize 1 (nothing concurrent, whole-ns durations) makes the two agree to
 # 12 digits (docs/performance.md, "The race against SimGrid").
 set -eu

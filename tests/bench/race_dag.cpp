@@ -19,6 +19,8 @@
 // stops when their count reaches --activities. --extra-bytes adds B bytes to every transfer: the
 // makespan of such a DAG is chaotic (1 byte more per transfer moves it by ~1% at 4k activities,
 // in both simulators), so two simulators agree exactly only on small DAGs (docs/performance.md).
+// --extra-flops F adds F FLOPs to every task; a fraction of a FLOP is a perturbation far below
+// either simulator's resolution (1e-6 FLOP is 1e-18 s), which still moves SimGrid's makespan.
 // Two shapes take the chaos away, to show what is left is rounding: --chain 1 (task i reads task
 // i - 1 only, so nothing ever runs concurrently) and --quantize 1 (FLOPs a multiple of 1,000 and
 // bytes of 12: every task and lone transfer takes a whole number of ns, which placesim's integer
@@ -30,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <malloc.h>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,23 +56,28 @@ constexpr double kLinkBw = 12e9;
 constexpr std::uint64_t kWindow = 64;  // a task reads tasks among the kWindow before it
 
 struct Dag {
-  struct Task {
-    int host = 0;
+  struct Task {  // 32 bytes, no padding
     double flops = 0;
+    double bytes = 0;  // what each producer on another host sends it, as one transfer
+    std::int32_t host = 0;
     std::int32_t first_out = 0, num_out = 0;  // edges to consumers, CSR
     std::int32_t num_in = 0;
   };
-  struct Edge {
-    std::int32_t to = 0;
-    double bytes = 0;  // 0: same host, no transfer
-  };
   std::vector<Task> tasks;
-  std::vector<Edge> edges;
+  // Edge k (producer p -> consumer c, CSR by producer) is a transfer of tasks[c].bytes when the
+  // two hosts differ, a plain dependency otherwise: 4 bytes an edge.
+  std::vector<std::int32_t> edges;  // consumer
   std::int64_t comms = 0;
+  /// Edge k of producer p: a transfer (its bytes) or 0 (a dependency on the same host).
+  [[nodiscard]] double bytes(std::int32_t p, std::int32_t k) const {
+    const Task& c = tasks[edges[k]];
+    return c.host != tasks[p].host ? c.bytes : 0.0;
+  }
 };
 
 struct Shape {
   double extra_bytes = 0;  // added to every transfer
+  double extra_flops = 0;  // added to every task (may be a fraction of a FLOP: a perturbation)
   bool chain = false;      // task i reads task i - 1 only: nothing ever runs concurrently
   bool quantize = false;   // whole ns alone: FLOPs a multiple of 1,000, bytes of 12
 };
@@ -79,15 +87,19 @@ Dag make_dag(std::int64_t activities, std::uint64_t seed, const Shape& shape) {
   Dag d;
   struct Raw {
     std::int32_t from, to;
-    double bytes;
   };
   std::vector<Raw> raw;  // edges in generation order; bucketed by producer below
+  // Room for the largest case up front (a task is an activity; an edge a transfer or a same-host
+  // dependency, 2 per task on average): growing by doubling copies and touches fresh pages, which
+  // cost ~10 us each on this VM. Pages reserved and never written cost nothing.
+  d.tasks.reserve(static_cast<std::size_t>(activities));
+  raw.reserve(static_cast<std::size_t>(activities) * 3 / 2);
   std::int32_t preds[3];
   while (static_cast<std::int64_t>(d.tasks.size()) + d.comms < activities) {
     const auto i = static_cast<std::int32_t>(d.tasks.size());
     Dag::Task t;
     t.host = static_cast<int>(rng() % kHosts);
-    t.flops = 1e6 + static_cast<double>(rng() % 99'000'000);
+    t.flops = 1e6 + static_cast<double>(rng() % 99'000'000) + shape.extra_flops;
     double bytes = 4096.0 + static_cast<double>(rng() % (4u << 20)) + shape.extra_bytes;
     if (shape.quantize) {
       // 1 ns = 1,000 FLOPs at 1 TFLOP/s, 12 bytes at 12 GB/s.
@@ -110,22 +122,23 @@ Dag make_dag(std::int64_t activities, std::uint64_t seed, const Shape& shape) {
     }
     for (int q = 0; q < n; ++q) {
       const bool cross = d.tasks[preds[q]].host != t.host;
-      raw.push_back({preds[q], i, cross ? bytes : 0.0});
+      raw.push_back({preds[q], i});
       d.comms += cross ? 1 : 0;
       ++t.num_in;
     }
+    t.bytes = bytes;
     d.tasks.push_back(t);
   }
-  // CSR by producer, each producer's edges in generation order (a stable counting sort).
+  // CSR by producer, each producer's edges in generation order (a stable counting sort: first_out
+  // starts at the end of each range and moves down as raw is walked backwards).
   for (const Raw& r : raw) ++d.tasks[r.from].num_out;
   std::int32_t at = 0;
   for (Dag::Task& t : d.tasks) {
-    t.first_out = at;
     at += t.num_out;
+    t.first_out = at;
   }
   d.edges.resize(raw.size());
-  std::vector<std::int32_t> fill(d.tasks.size(), 0);
-  for (const Raw& r : raw) d.edges[d.tasks[r.from].first_out + fill[r.from]++] = {r.to, r.bytes};
+  for (auto r = raw.rbegin(); r != raw.rend(); ++r) d.edges[--d.tasks[r->from].first_out] = r->to;
   return d;
 }
 
@@ -166,7 +179,7 @@ double run_placesim(const Dag& d, bool skip_neutral, std::int64_t kept[2], std::
       if (model == 1) {  // network: edge index as tag
         for (std::int32_t edge : net->completed()) {
           if (ends) (*ends)[d->tasks.size() + static_cast<std::size_t>(edge)] = e.now() * 1e-9;
-          input_done(e, d->edges[edge].to);
+          input_done(e, d->edges[edge]);
         }
         return;
       }
@@ -174,14 +187,15 @@ double run_placesim(const Dag& d, bool skip_neutral, std::int64_t kept[2], std::
         if (ends) (*ends)[static_cast<std::size_t>(t)] = e.now() * 1e-9;
         const Dag::Task& task = d->tasks[t];
         for (std::int32_t k = task.first_out; k < task.first_out + task.num_out; ++k) {
-          const Dag::Edge& edge = d->edges[k];
-          if (edge.bytes == 0.0) {
-            input_done(e, edge.to);
+          const std::int32_t to = d->edges[k];
+          const Dag::Task& consumer = d->tasks[to];
+          if (consumer.host == task.host) {
+            input_done(e, to);
             continue;
           }
           hops[0] = {task.host, true};
-          hops[1] = {d->tasks[edge.to].host, false};
-          net->start(e.now(), hops, edge.bytes, k);
+          hops[1] = {consumer.host, false};
+          net->start(e.now(), hops, consumer.bytes, k);
         }
       }
     }
@@ -242,15 +256,16 @@ double run_simgrid(const Dag& d, std::vector<std::string> args, std::vector<doub
   for (std::size_t i = 0; i < d.tasks.size(); ++i) {
     const Dag::Task& t = d.tasks[i];
     for (std::int32_t k = t.first_out; k < t.first_out + t.num_out; ++k) {
-      const Dag::Edge& edge = d.edges[k];
-      if (edge.bytes == 0.0) {
-        execs[i]->add_successor(execs[edge.to]);
+      const std::int32_t to = d.edges[k];
+      const double bytes = d.bytes(static_cast<std::int32_t>(i), k);
+      if (bytes == 0.0) {
+        execs[i]->add_successor(execs[to]);
         continue;
       }
-      auto comm = s4u::Comm::sendto_init(hosts[t.host], hosts[d.tasks[edge.to].host])
-                      ->set_payload_size(static_cast<std::uint64_t>(edge.bytes));
+      auto comm = s4u::Comm::sendto_init(hosts[t.host], hosts[d.tasks[to].host])
+                      ->set_payload_size(static_cast<std::uint64_t>(bytes));
       execs[i]->add_successor(comm);
-      comm->add_successor(execs[edge.to]);
+      comm->add_successor(execs[to]);
       comms.push_back(comm);
     }
   }
@@ -261,8 +276,10 @@ double run_simgrid(const Dag& d, std::vector<std::string> args, std::vector<doub
     ends->assign(d.tasks.size() + d.edges.size(), 0.0);
     for (std::size_t i = 0; i < d.tasks.size(); ++i) (*ends)[i] = execs[i]->get_finish_time();
     std::size_t c = 0;
-    for (std::size_t k = 0; k < d.edges.size(); ++k)
-      if (d.edges[k].bytes != 0.0) (*ends)[d.tasks.size() + k] = comms[c++]->get_finish_time();
+    for (std::int32_t i = 0; i < static_cast<std::int32_t>(d.tasks.size()); ++i)
+      for (std::int32_t k = d.tasks[i].first_out; k < d.tasks[i].first_out + d.tasks[i].num_out;
+           ++k)
+        if (d.bytes(i, k) != 0.0) (*ends)[d.tasks.size() + k] = comms[c++]->get_finish_time();
   }
   return s4u::Engine::get_clock();
 }
@@ -277,14 +294,17 @@ bool write_ends(const char* path, const Dag& d, const std::vector<double>& ends)
     return false;
   }
   for (std::size_t i = 0; i < d.tasks.size(); ++i) std::fprintf(f, "t%zu %.17g\n", i, ends[i]);
-  for (std::size_t k = 0; k < d.edges.size(); ++k)
-    if (d.edges[k].bytes != 0.0) std::fprintf(f, "e%zu %.17g\n", k, ends[d.tasks.size() + k]);
+  // By edge number (the producers' ranges are consecutive, so this is k = 0, 1, ...).
+  for (std::int32_t i = 0; i < static_cast<std::int32_t>(d.tasks.size()); ++i)
+    for (std::int32_t k = d.tasks[i].first_out; k < d.tasks[i].first_out + d.tasks[i].num_out; ++k)
+      if (d.bytes(i, k) != 0.0) std::fprintf(f, "e%d %.17g\n", k, ends[d.tasks.size() + k]);
   return std::fclose(f) == 0;
 }
 
 int usage() {
   std::fprintf(stderr,
-               "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B]"
+               "usage: race_dag --sim placesim|simgrid --activities N [--seed S] [--extra-bytes B] "
+               "[--extra-flops F]"
                " [--chain 0|1] [--quantize 0|1] [--resolve-every-end 0|1] [--sg-cfg KEY:VALUE]..."
                " [--ends FILE]\n");
   return 2;
@@ -293,6 +313,10 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As the placesim command line does (tools/main.cpp): keep freed memory in the process rather
+  // than mapping and faulting in fresh pages for every large block.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   std::string sim;
   std::vector<std::string> sg_args{argv[0]};  // SimGrid's command line (--sg-cfg adds to it)
   const char* ends_file = nullptr;
@@ -307,6 +331,8 @@ int main(int argc, char** argv) {
       activities = std::atoll(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--extra-bytes") == 0) {
       shape.extra_bytes = std::atof(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--extra-flops") == 0) {
+      shape.extra_flops = std::atof(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--chain") == 0) {
       shape.chain = std::strcmp(argv[i + 1], "1") == 0;
     } else if (std::strcmp(argv[i], "--quantize") == 0) {
