@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tbb/task_arena.h>
 
 #include "models/chakra.hpp"
 #include "models/huge_step.hpp"
@@ -180,7 +181,11 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
   opt.record_critical_path = a.json || !a.report.empty();
   const sim::Outcome o = sim::simulate(h.step, h.placement, opt);
   // The JSON of a huge step's critical path (10^5 items) is a tenth of a run: only when asked.
-  const std::string json = a.json || !a.report.empty() ? sim::outcome_to_json(o) : "";
+  // Its critical path is rendered in parallel: on --threads' arena, like the rest of the run.
+  const auto to_json = [&] { return sim::outcome_to_json(o); };
+  const std::string json = !a.json && a.report.empty() ? ""
+                           : a.threads > 0             ? tbb::task_arena(a.threads).execute(to_json)
+                                                       : to_json();
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
   if (a.json) {
     std::cout << json << "\n";
