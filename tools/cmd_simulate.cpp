@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <tbb/task_arena.h>
+#include <thread>
 
 #include "models/chakra.hpp"
 #include "models/huge_step.hpp"
@@ -33,7 +34,7 @@ struct SimulateArgs {
       parallel;
   bool json = false;
   bool stop_at_oom = false;
-  int threads = 0;  // 0: oneTBB's default
+  int threads = -1;  // not given: default_threads(); 0: oneTBB's default (all cores)
 };
 
 // The output named by its flag: sim::write_file_atomic's temp file + rename, its error re-said
@@ -201,6 +202,14 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
   }
 }
 
+/// --threads when not given: 1 on a machine with at most 2 hardware threads, where a second
+/// thread was measured to buy nothing for one step (only building and the report run in
+/// parallel; docs/engine.md, "Parallel engine"), else all cores.
+int default_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw != 0 && hw <= 2 ? 1 : 0;
+}
+
 void run_simulate(const SimulateArgs& a) {
   sim::Cluster cluster = sim::load_cluster(a.cluster);
   if (a.graph == "gpt-huge") {
@@ -304,13 +313,18 @@ void register_simulate(CLI::App& app) {
   cmd->add_option(
       "--pricing", args->pricing,
       "write per op the cost-model rule that priced it (exact, class-curve, roofline) as JSON");
-  cmd->add_option("--threads", args->threads,
-                  "threads of the parallel engine for one step (0 = all cores; 1 = sequential; "
-                  "results are bit-identical on any count; docs/engine.md)")
+  cmd->add_option(
+         "--threads", args->threads,
+         "threads of the parallel engine for one step (0 = all cores; 1 = sequential; default: 1 "
+         "on a machine with at most 2 cores, else all; "
+         "results are bit-identical on any count; docs/engine.md)")
       ->check(CLI::Range(0, 1024));
   cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
   cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
-  cmd->callback([args] { run_simulate(*args); });
+  cmd->callback([args] {
+    if (args->threads < 0) args->threads = default_threads();
+    run_simulate(*args);
+  });
 }
 
 }  // namespace placesim::tools
