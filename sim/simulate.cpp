@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -1199,31 +1200,40 @@ std::vector<PathItem> StepRun::critical_path() const {
   const std::int32_t n = P_.n_ops;
   const auto segs = static_cast<std::int32_t>(segs_.size());
   const std::size_t items = 2 * static_cast<std::size_t>(n) + 2 * segs_.size();
-  std::vector<PathItem> path;
+  // The chain is followed back sequentially (cheap); naming its items ("op<id>", a copy's
+  // tensor and route) is most of the cost on a huge step's 10^6 items, and runs in parallel.
+  std::vector<std::int32_t> chain;
   for (std::int32_t it = last_item_; it >= 0; it = pred_[it]) {
-    PathItem p;
-    p.start = item_start_[it];
-    p.end = item_end_[it];
-    if (it < 2 * n) {
-      p.kind = it < n ? PathItem::Kind::Op : PathItem::Kind::Launch;
-      const std::int32_t op = it < n ? it : it - n;
-      p.name = P_.op_name(op);
-      p.device = dev_[op];
-    } else if (it < 2 * n + segs) {
-      const std::int32_t seg = it - 2 * n;
-      p.kind = PathItem::Kind::Copy;
-      p.name = segment_name(seg);
-      p.device = segment_of(seg).to;
-    } else {
-      const std::int32_t seg = it - 2 * n - segs;
-      p.kind = PathItem::Kind::Issue;
-      p.name = segment_name(seg);
-      p.device = segs_[seg].pool / 3;
-    }
-    path.push_back(std::move(p));
-    if (path.size() > items) break;  // guards a cycle bug
+    chain.push_back(it);
+    if (chain.size() > items) break;  // guards a cycle bug
   }
-  std::reverse(path.begin(), path.end());
+  std::reverse(chain.begin(), chain.end());
+  std::vector<PathItem> path(chain.size());
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, chain.size(), 1024),
+                    [&](const tbb::blocked_range<std::size_t>& r) {
+                      for (std::size_t i = r.begin(); i != r.end(); ++i) {
+                        const std::int32_t it = chain[i];
+                        PathItem& p = path[i];
+                        p.start = item_start_[it];
+                        p.end = item_end_[it];
+                        if (it < 2 * n) {
+                          p.kind = it < n ? PathItem::Kind::Op : PathItem::Kind::Launch;
+                          const std::int32_t op = it < n ? it : it - n;
+                          p.name = P_.op_name(op);
+                          p.device = dev_[op];
+                        } else if (it < 2 * n + segs) {
+                          const std::int32_t seg = it - 2 * n;
+                          p.kind = PathItem::Kind::Copy;
+                          p.name = segment_name(seg);
+                          p.device = segment_of(seg).to;
+                        } else {
+                          const std::int32_t seg = it - 2 * n - segs;
+                          p.kind = PathItem::Kind::Issue;
+                          p.name = segment_name(seg);
+                          p.device = segs_[seg].pool / 3;
+                        }
+                      }
+                    });
   return path;
 }
 
@@ -1477,18 +1487,36 @@ OpId StepGraphBuilder::add_op(const Op& op) {
 
 void StepGraphBuilder::add_ops(std::span<const Op> ops) {
   State& S = *s_;
+  PricedOps priced;
+  priced.kernel.swap(S.kbuf);  // reuse the buffers' capacity
+  priced.host.swap(S.hbuf);
+  price_ops(ops, priced);
+  add_priced_ops(ops, priced);
+  S.kbuf.swap(priced.kernel);
+  S.hbuf.swap(priced.host);
+}
+
+void StepGraphBuilder::price_ops(std::span<const Op> ops, PricedOps& out) const {
+  const State& S = *s_;
   const std::size_t np = S.priced.size();
-  S.kbuf.resize(ops.size() * np);
-  S.hbuf.resize(ops.size() * np);
+  out.kernel.resize(ops.size() * np);
+  out.host.resize(ops.size() * np);
   // Pricing (the cost model: roofline, calibration look-ups by string) is most of a builder's
   // time and pure: ops price in parallel, then file in order, exactly as add_op one by one.
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, ops.size(), 256),
                     [&](const tbb::blocked_range<std::size_t>& r) {
                       for (std::size_t i = r.begin(); i != r.end(); ++i)
-                        S.price(ops[i], S.kbuf.data() + i * np, S.hbuf.data() + i * np);
+                        S.price(ops[i], out.kernel.data() + i * np, out.host.data() + i * np);
                     });
+}
+
+void StepGraphBuilder::add_priced_ops(std::span<const Op> ops, const PricedOps& priced) {
+  State& S = *s_;
+  const std::size_t np = S.priced.size();
+  if (priced.kernel.size() != ops.size() * np || priced.host.size() != ops.size() * np)
+    throw std::invalid_argument("StepGraphBuilder::add_priced_ops: prices of another batch");
   for (std::size_t i = 0; i < ops.size(); ++i)
-    S.append(ops[i], S.kbuf.data() + i * np, S.hbuf.data() + i * np);
+    S.append(ops[i], priced.kernel.data() + i * np, priced.host.data() + i * np);
 }
 
 void StepGraphBuilder::State::append(const Op& op, const std::int64_t* kp, const std::int64_t* hp) {
@@ -1545,13 +1573,6 @@ StepGraph StepGraphBuilder::finish() && {
   return StepGraph(std::move(s_->p));
 }
 
-Outcome simulate(const StepGraph& step, const Placement& placement, const SimOptions& options) {
-  const Prepared& P = *step.p_;
-  check_placement(P, placement);
-  StepRun run(P, options);
-  return run.run(placement);
-}
-
 namespace {
 /// Runs f() on `threads` oneTBB threads (0: the default arena).
 template <class F>
@@ -1561,6 +1582,15 @@ auto in_arena(int threads, F&& f) {
   return arena.execute(std::forward<F>(f));
 }
 }  // namespace
+
+Outcome simulate(const StepGraph& step, const Placement& placement, const SimOptions& options) {
+  const Prepared& P = *step.p_;
+  check_placement(P, placement);
+  return in_arena(options.threads, [&] {  // the critical path's items are named in parallel
+    StepRun run(P, options);
+    return run.run(placement);
+  });
+}
 
 namespace {
 Outcome simulate_in_arena(const Cluster& cluster, const Graph& graph, const Placement& placement,
@@ -1584,6 +1614,57 @@ Outcome simulate(const Cluster& cluster, const Graph& graph, const Placement& pl
   return in_arena(options.threads,
                   [&] { return simulate_in_arena(cluster, graph, placement, options, costs); });
 }
+
+namespace {
+nlohmann::json path_item_json(const PathItem& p) {
+  const char* kind = p.kind == PathItem::Kind::Op      ? "op"
+                     : p.kind == PathItem::Kind::Copy  ? "copy"
+                     : p.kind == PathItem::Kind::Issue ? "issue"
+                                                       : "launch";
+  return {{"kind", kind},
+          {"name", p.name},
+          {"device", p.device},
+          {"start_s", static_cast<double>(p.start) * 1e-9},
+          {"end_s", static_cast<double>(p.end) * 1e-9}};
+}
+
+/// The critical path as nlohmann's dump(indent) writes it as the value of a top-level key,
+/// rendered in parallel chunks: a huge step's path (10^6 items, hundreds of MB) was a fifth of
+/// the process, sequential. Each item is dumped alone and re-indented to its depth (2), which
+/// is byte for byte what dump() of the whole document writes (tests/sim/simulate_test.cpp).
+std::string path_json(const std::vector<PathItem>& path, int indent) {
+  if (path.empty()) return "[]";
+  const std::string item_pad = indent >= 0 ? "\n" + std::string(2 * indent, ' ') : "";
+  constexpr std::size_t kChunk = 4096;
+  const std::size_t chunks = (path.size() + kChunk - 1) / kChunk;
+  std::vector<std::string> text(chunks);
+  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
+    std::string& out = text[c];
+    const std::size_t end = std::min(path.size(), (c + 1) * kChunk);
+    for (std::size_t i = c * kChunk; i < end; ++i) {
+      if (i > 0) out += ',';
+      out += item_pad;
+      const std::string item = path_item_json(path[i]).dump(indent);
+      for (char ch : item) {
+        if (ch == '\n') {
+          out += item_pad;  // one level deeper than a top-level dump: 2 * indent more
+        } else {
+          out += ch;
+        }
+      }
+    }
+  });
+  std::size_t total = 2 + (indent >= 0 ? 1 + static_cast<std::size_t>(indent) : 0);
+  for (const std::string& t : text) total += t.size();
+  std::string out;
+  out.reserve(total);
+  out += '[';
+  for (const std::string& t : text) out += t;
+  if (indent >= 0) out += "\n" + std::string(indent, ' ');
+  out += ']';
+  return out;
+}
+}  // namespace
 
 std::string outcome_to_json(const Outcome& o, int indent) {
   using nlohmann::json;
@@ -1617,21 +1698,20 @@ std::string outcome_to_json(const Outcome& o, int indent) {
   j["transfers"] = o.transfers;
   j["transferred_bytes"] = o.transferred.v;
   j["events"] = o.events;
-  json path = json::array();
-  for (const PathItem& p : o.critical_path) {
-    const char* kind = p.kind == PathItem::Kind::Op      ? "op"
-                       : p.kind == PathItem::Kind::Copy  ? "copy"
-                       : p.kind == PathItem::Kind::Issue ? "issue"
-                                                         : "launch";
-    path.push_back({{"kind", kind},
-                    {"name", p.name},
-                    {"device", p.device},
-                    {"start_s", static_cast<double>(p.start) * 1e-9},
-                    {"end_s", static_cast<double>(p.end) * 1e-9}});
-  }
-  j["critical_path"] = std::move(path);
   j["sim_wall_s"] = o.sim_wall_s;
-  return j.dump(indent);
+  // Keys are sorted, so "critical_path" is the first: spliced in right after the opening brace.
+  const std::string rest = j.dump(indent);
+  const std::string pad = indent >= 0 ? "\n" + std::string(indent, ' ') : "";
+  const std::string path = path_json(o.critical_path, indent);
+  std::string out;
+  out.reserve(rest.size() + path.size() + pad.size() + 20);
+  out += '{';
+  out += pad;
+  out += indent >= 0 ? "\"critical_path\": " : "\"critical_path\":";
+  out += path;
+  out += ',';
+  out.append(rest, 1);  // rest opens with '{' and its newline and pad come next
+  return out;
 }
 
 }  // namespace placesim::sim

@@ -141,6 +141,15 @@ class StepGraphBuilder {
   /// Adds ops in order, as add_op one by one (same ids, same errors), pricing them in parallel
   /// on the calling oneTBB arena: the way a generator of a huge step feeds the builder.
   void add_ops(std::span<const Op> ops);
+  /// A batch's prices (kernel and host ns per op and priced device), from price_ops.
+  struct PricedOps {
+    std::vector<std::int64_t> kernel, host;
+  };
+  /// Prices `ops` into `out` for add_priced_ops: const and pure, so one thread may price the
+  /// next batch while another files this one (on the calling oneTBB arena, in parallel).
+  void price_ops(std::span<const Op> ops, PricedOps& out) const;
+  /// Files ops priced by price_ops, as add_op one by one (same ids, same errors).
+  void add_priced_ops(std::span<const Op> ops, const PricedOps& priced);
   [[nodiscard]] StepGraph finish() &&;
 
  private:

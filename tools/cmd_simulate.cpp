@@ -8,6 +8,8 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tbb/task_arena.h>
+#include <thread>
 
 #include "models/chakra.hpp"
 #include "models/huge_step.hpp"
@@ -32,7 +34,7 @@ struct SimulateArgs {
       parallel;
   bool json = false;
   bool stop_at_oom = false;
-  int threads = 0;  // 0: oneTBB's default
+  int threads = -1;  // not given: default_threads(); 0: oneTBB's default (all cores)
 };
 
 // The output named by its flag: sim::write_file_atomic's temp file + rename, its error re-said
@@ -180,7 +182,11 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
   opt.record_critical_path = a.json || !a.report.empty();
   const sim::Outcome o = sim::simulate(h.step, h.placement, opt);
   // The JSON of a huge step's critical path (10^5 items) is a tenth of a run: only when asked.
-  const std::string json = a.json || !a.report.empty() ? sim::outcome_to_json(o) : "";
+  // Its critical path is rendered in parallel: on --threads' arena, like the rest of the run.
+  const auto to_json = [&] { return sim::outcome_to_json(o); };
+  const std::string json = !a.json && a.report.empty() ? ""
+                           : a.threads > 0             ? tbb::task_arena(a.threads).execute(to_json)
+                                                       : to_json();
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
   if (a.json) {
     std::cout << json << "\n";
@@ -194,6 +200,14 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
         static_cast<double>(h.step.memory_bytes()) / static_cast<double>(h.ops), build_s,
         o.sim_wall_s);
   }
+}
+
+/// --threads when not given: 1 on a machine with at most 2 hardware threads, where a second
+/// thread was measured to buy nothing for one step (only building and the report run in
+/// parallel; docs/engine.md, "Parallel engine"), else all cores.
+int default_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw != 0 && hw <= 2 ? 1 : 0;
 }
 
 void run_simulate(const SimulateArgs& a) {
@@ -299,13 +313,18 @@ void register_simulate(CLI::App& app) {
   cmd->add_option(
       "--pricing", args->pricing,
       "write per op the cost-model rule that priced it (exact, class-curve, roofline) as JSON");
-  cmd->add_option("--threads", args->threads,
-                  "threads of the parallel engine for one step (0 = all cores; 1 = sequential; "
-                  "results are bit-identical on any count; docs/engine.md)")
+  cmd->add_option(
+         "--threads", args->threads,
+         "threads of the parallel engine for one step (0 = all cores; 1 = sequential; default: 1 "
+         "on a machine with at most 2 cores, else all; "
+         "results are bit-identical on any count; docs/engine.md)")
       ->check(CLI::Range(0, 1024));
   cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
   cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
-  cmd->callback([args] { run_simulate(*args); });
+  cmd->callback([args] {
+    if (args->threads < 0) args->threads = default_threads();
+    run_simulate(*args);
+  });
 }
 
 }  // namespace placesim::tools

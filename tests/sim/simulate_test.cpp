@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <tbb/task_arena.h>
 
 #include "sim/error.hpp"
 #include "sim/trace.hpp"
@@ -476,6 +477,53 @@ TEST(OutcomeJson, HasTheDocumentedKeys) {
     EXPECT_TRUE(j["devices"][0].contains(k)) << k;
   for (const char* k : {"name", "bytes", "busy_s"}) EXPECT_TRUE(j["links"][0].contains(k)) << k;
   EXPECT_DOUBLE_EQ(j["step_time_s"].get<double>(), 12e-6);
+}
+
+}  // namespace
+}  // namespace placesim::sim
+
+namespace placesim::sim {
+namespace {
+
+TEST(OutcomeJson, CriticalPathRenderedInChunksIsTheWholeDumpByteForByte) {
+  // outcome_to_json renders a long critical path in parallel chunks and splices it in: it must
+  // be what nlohmann's dump() of the whole document writes, for every indent and thread count.
+  const Cluster c = testing::star_cluster(4, "12 GB/s", "1 us");
+  const Graph g = testing::random_graph(300, 5);
+  Outcome o = simulate(c, g, testing::random_placement(g, c, 3));
+  ASSERT_FALSE(o.critical_path.empty());
+  const std::vector<PathItem> real = o.critical_path;
+  for (int i = 0; i < 9000; ++i) {  // three chunks of 4,096 and a partial one
+    PathItem p = real[static_cast<std::size_t>(i) % real.size()];
+    p.kind = static_cast<PathItem::Kind>(i % 4);
+    if (i % 7 == 0) p.name += " \"quoted\" \\ tab\t é";  // escapes and UTF-8
+    p.start += i;
+    p.end += 3 * i + 1;
+    o.critical_path.push_back(p);
+  }
+  nlohmann::json ref = nlohmann::json::parse(outcome_to_json(o));
+  nlohmann::json path = nlohmann::json::array();
+  for (const PathItem& p : o.critical_path) {
+    const char* kind = p.kind == PathItem::Kind::Op      ? "op"
+                       : p.kind == PathItem::Kind::Copy  ? "copy"
+                       : p.kind == PathItem::Kind::Issue ? "issue"
+                                                         : "launch";
+    path.push_back({{"kind", kind},
+                    {"name", p.name},
+                    {"device", p.device},
+                    {"start_s", static_cast<double>(p.start) * 1e-9},
+                    {"end_s", static_cast<double>(p.end) * 1e-9}});
+  }
+  ref["critical_path"] = path;  // the reference document, built whole
+  for (int threads : {1, 2, 4}) {
+    tbb::task_arena arena(threads);
+    for (int indent : {-1, 0, 2, 4})
+      EXPECT_EQ(arena.execute([&] { return outcome_to_json(o, indent); }), ref.dump(indent))
+          << "indent " << indent << ", threads " << threads;
+  }
+  o.critical_path.clear();
+  ref["critical_path"] = nlohmann::json::array();
+  EXPECT_EQ(outcome_to_json(o, 2), ref.dump(2));
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // StepGraph / StepGraphBuilder: the compact simulation graph, built from a Graph or op by op,
 // simulates exactly as simulate() on the Graph (docs/engine.md, "Memory").
+#include <atomic>
 #include <gtest/gtest.h>
 #include <span>
+#include <stdexcept>
 #include <tbb/task_arena.h>
+#include <thread>
 #include <type_traits>
 
 #include "sim/error.hpp"
@@ -141,6 +144,38 @@ TEST(StepGraph, BatchedParallelPricingOnAnyThreadCountIsBitIdentical) {
       expect_same(ref, simulate(step, p, o));
       expect_same(ref, simulate(c, g, p, o, costs));
     }
+  }
+}
+
+TEST(StepGraph, PricingOnAnotherThreadWhileFilingIsBitIdentical) {
+  // The huge-step pipeline (models/huge_step.cpp): one thread prices batch i + 1 (price_ops)
+  // while this one files batch i (add_priced_ops). Same step as add_op one by one; prices of
+  // another batch's size are refused.
+  const Cluster c = testing::star_cluster(8, "12 GB/s", "1 us");
+  const Graph g = testing::random_graph(5000, 23);
+  const Placement p = testing::random_placement(g, c, 5);
+  for (const KernelCostModel& costs : {KernelCostModel{}, split_costs(c)}) {
+    const Outcome ref = simulate(c, g, p, {}, costs);
+    StepGraphBuilder b(c, costs);
+    const std::span<const Op> all(g.ops);
+    const std::size_t cuts[] = {0, 1, 1700, 3400, all.size()};
+    std::vector<StepGraphBuilder::PricedOps> priced(4);
+    std::atomic<int> ready{0};
+    std::thread pricer([&] {
+      for (std::size_t i = 0; i < 4; ++i) {
+        b.price_ops(all.subspan(cuts[i], cuts[i + 1] - cuts[i]), priced[i]);
+        ready.store(static_cast<int>(i) + 1, std::memory_order_release);
+      }
+    });
+    for (std::size_t i = 0; i < 4; ++i) {
+      while (ready.load(std::memory_order_acquire) <= static_cast<int>(i))
+        std::this_thread::yield();
+      b.add_priced_ops(all.subspan(cuts[i], cuts[i + 1] - cuts[i]), priced[i]);
+    }
+    pricer.join();
+    EXPECT_THROW(b.add_priced_ops(all.subspan(0, 2), priced[0]), std::invalid_argument);
+    const StepGraph step = std::move(b).finish();
+    expect_same(ref, simulate(step, p));
   }
 }
 
