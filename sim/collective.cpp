@@ -649,9 +649,10 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
                                       ? 1.0 / 4
                                       : 1.0 / 3));
     // LL128: at most perChMaxRingLL128Bw per channel of the ring graph (tuning.cc), and of the
-    // channels the call runs on.
+    // channels the call runs on. NCCL 2.19 rates it at 0.7 of the bus with one GPU per node (a
+    // GPU sending and receiving through its NIC), 0.92 otherwise; 2.23+ at 0.92 always.
     if (p == 1)
-      bw = std::min(bw * 0.92,
+      bw = std::min(bw * (t.ppn < 2 && !t.nccl223() ? 0.7 : 0.92),
                     std::min(nc, t.nodes > 1 ? t.graph_channels : nc) * kPerChLl128Bw[t.gen]);
     if (p == 2) bw *= static_cast<double>(nc) / nch;
     const int steps = nsteps(kind, n);

@@ -124,6 +124,14 @@ TEST(Collective, NcclVersionsTakeTheirTunersTables) {
   EXPECT_NEAR(pat.latency_us, 17.6, 1e-9);
   EXPECT_NEAR(pat.algbw_gbps, 0.75 * pat.fabric_busbw_gbps, 1e-9);
   EXPECT_THROW(predict_collective(c, ag, c.gpus()), InputError);  // 8 GPUs per node: no PAT
+  // Ring LL128 with one GPU per node: NCCL 2.19 takes 0.7 of the bus (one HDR NIC, 23.5 GB/s as
+  // NCCL carries it), 2.23+ 0.92, under one channel's 20 GB/s LL128 cap.
+  CollectiveCall ll128 = all_reduce(1LL << 30);
+  ll128.algo = CollAlgo::Ring;
+  ll128.proto = CollProto::LL128;
+  EXPECT_NEAR(predict_collective(c, ll128, pair).algbw_gbps, 0.7 * 23.5, 1e-9);
+  ll128.nccl_version = 22304;
+  EXPECT_NEAR(predict_collective(c, ll128, pair).algbw_gbps, 20.0, 1e-9);
 }
 
 TEST(Collective, TunerPicksLowLatencyForSmallAndSimpleForLarge) {
