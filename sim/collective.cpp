@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "sim/collective_expand.hpp"
 #include "sim/error.hpp"
@@ -37,7 +38,24 @@ enum Hw { kNvlink = 0, kPci = 1, kNet = 2 };
 constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}},   // NVLink
                                     {{1.0, 1.9, 28.0}, {1.0, 2.5, 5.7}},    // PCI
                                     {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}}};  // network
-constexpr double kNvlsLat = 23.0;         // hwLat[NVLINK][NVLS and NVLS_TREE][Simple]
+constexpr double kNvlsLat = 23.0;  // hwLat[NVLINK][NVLS and NVLS_TREE][Simple]
+// NCCL 2.23 and later (the tuning.cc that brought PAT; the same constants in NCCL 2.28.3's
+// ncclTunerConstantsDefaults: a NCCL 2.2x tuning.cc in the search index, id 15804745244, and
+// zhanglin496/nccl-2.28.3-1 @ 850a18f5 : src/graph/tuning.cc): tree Simple's latency fell from
+// base 0 + 28 us per NVLink/PCI/network hop to base 8.4 + 4.0 / 4.0 / 14 us, NVLS's NVLink hop rose
+// to 25 us, the ring LL bandwidth is half the bus for every collective (a quarter or a third
+// before), an all-reduce ring counts 2 (nNodes - 1) network steps (2 nNodes before), Hopper's
+// one-node LL bound is 141 GB/s (87.7 before), and PAT runs all-gather and reduce-scatter with one
+// GPU per node. docs/collectives.md, "NCCL versions".
+constexpr int kNccl223 = 22300;
+constexpr double kTreeSimpleBaseLat223 = 8.4;
+constexpr double kTreeSimpleHwLat223[3] = {4.0, 4.0, 14.0};  // NVLink, PCI, network
+constexpr double kNvlsLat223 = 25.0;
+constexpr double kLlMaxBwHopper223 = 141.0;
+// PAT (Parallel Aggregated Trees), NCCL 2.23+: all-gather / reduce-scatter, Simple, one GPU per
+// node only. tuning.cc: busBw x .75 (not converted to an algorithm bandwidth), latency 8 +
+// log2(nNodes) x (the tree's network latency / 3.5) + nRanks x 2.8 us.
+constexpr double kPatEfficiency = 0.75, kPatBaseLat = 8.0, kPatPerRankLat = 2.8;
 constexpr double kNvlsTreeNetLat = 14.0;  // hwLat[NET][NVLS_TREE][Simple]
 // llMaxBws[GPU generation (one node) or CPU vendor (several)][1 node, 2 nodes, >2 nodes], GB/s.
 // NCCL 2.19 has Hopper at Ampere's values (later versions raised it to 141 GB/s).
@@ -257,7 +275,18 @@ struct Topo {
   // GB/s per NIC, does not duplicate them: search.cc ncclTopoDupChannels); on one node the ring's
   // count (the caps do not bind there).
   int graph_channels = 2;
+  int nccl = kDefaultNcclVersion;  // the NCCL version whose tuner chooses (NCCL_VERSION_CODE)
+  [[nodiscard]] bool nccl223() const { return nccl >= kNccl223; }
 };
+
+// NCCL's latency constants by version (above): base latency and per-hop latency of algorithm `a`
+// (0 tree, 1 ring) and protocol `p` (0 LL, 1 LL128, 2 Simple).
+double base_lat(const Topo& t, int a, int p) {
+  return t.nccl223() && a == 0 && p == 2 ? kTreeSimpleBaseLat223 : kBaseLat[a][p];
+}
+double hw_lat(const Topo& t, Hw hw, int a, int p) {
+  return t.nccl223() && a == 0 && p == 2 ? kTreeSimpleHwLat223[hw] : kHwLat[hw][a][p];
+}
 
 // Effective bandwidth (B/s) of the slowest NVLink 4+ port from `group`'s ranks to one switch they
 // all reach directly (NVLS needs one); 0 when there is none.
@@ -579,7 +608,7 @@ double nvls_chunk(double bytes, double ops, bool tree) {
 Candidate nvls_candidate(const Topo& t, double bus_gbps, double bytes) {
   const bool tree = t.nodes > 1;
   double algbw = t.nvls_link_bw * kNvlsAlgbwPerLinkBw / 1e9;
-  double lat = kNvlsLat;
+  double lat = t.nccl223() ? kNvlsLat223 : kNvlsLat;
   if (tree) {
     // tuning.cc: NVLS_TREE bandwidth min(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2): the
     // network carries each GPU's 1/ppn share up and down the tree.
@@ -599,7 +628,9 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
   std::vector<Candidate> out;
   const int nch = t.nccl_channels;
   const int idx2 = t.nodes <= 2 ? t.nodes - 1 : 2;
-  const double ll_max = kLlMaxBw[t.nodes == 1 ? t.gen : (t.amd_host ? 1 : 0)][idx2];
+  const double ll_max = t.nccl223() && t.nodes == 1 && t.gen == 2
+                            ? kLlMaxBwHopper223
+                            : kLlMaxBw[t.nodes == 1 ? t.gen : (t.amd_host ? 1 : 0)][idx2];
   const bool ll128 = t.intra == kNvlink;  // NCCL enables LL128 only over NVLink by default
   const Hw hw = t.nodes == 1 ? t.intra : kNet;
   const double net_overhead = t.nodes > 1 ? (t.amd_host ? 2.0 : 1.0) : 0.0;
@@ -612,27 +643,30 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     const int nc = channels_used(bytes, p, true, n, nch);
     double bw = bus;
     if (p == 0)
-      bw = std::min(ll_max, bw * (t.nodes > 1 || kind == CollectiveKind::AllReduce ||
+      bw = std::min(ll_max, bw * (t.nccl223() ? 1.0 / 2
+                                  : t.nodes > 1 || kind == CollectiveKind::AllReduce ||
                                           kind == CollectiveKind::Reduce
                                       ? 1.0 / 4
                                       : 1.0 / 3));
     // LL128: at most perChMaxRingLL128Bw per channel of the ring graph (tuning.cc), and of the
-    // channels the call runs on.
+    // channels the call runs on. NCCL 2.19 rates it at 0.7 of the bus with one GPU per node (a
+    // GPU sending and receiving through its NIC), 0.92 otherwise; 2.23+ at 0.92 always.
     if (p == 1)
-      bw = std::min(bw * 0.92,
+      bw = std::min(bw * (t.ppn < 2 && !t.nccl223() ? 0.7 : 0.92),
                     std::min(nc, t.nodes > 1 ? t.graph_channels : nc) * kPerChLl128Bw[t.gen]);
     if (p == 2) bw *= static_cast<double>(nc) / nch;
     const int steps = nsteps(kind, n);
-    double lat = kBaseLat[1][p];
+    double lat = base_lat(t, 1, p);
     if (rooted) {
-      lat += kHwLat[hw][1][p];
+      lat += hw_lat(t, hw, 1, p);
     } else {
-      const double intra = std::max(kHwLat[t.intra][1][p], net_overhead * (p == 2 ? 3 : 1));
-      const double inter = kHwLat[kNet][t.ppn == 1 ? 0 : 1][p];
-      // NCCL 2.19+ counts 2 nNodes network steps for an all-reduce ring (2 (nNodes - 1) before).
-      const int inter_steps = t.nodes == 1                        ? 0
-                              : kind == CollectiveKind::AllReduce ? 2 * t.nodes
-                                                                  : t.nodes - 1;
+      const double intra = std::max(hw_lat(t, t.intra, 1, p), net_overhead * (p == 2 ? 3 : 1));
+      const double inter = hw_lat(t, kNet, t.ppn == 1 ? 0 : 1, p);
+      // NCCL 2.19 counts 2 nNodes network steps for an all-reduce ring, 2.23+ 2 (nNodes - 1).
+      const int inter_steps = t.nodes == 1 ? 0
+                              : kind == CollectiveKind::AllReduce
+                                  ? 2 * (t.nccl223() ? t.nodes - 1 : t.nodes)
+                                  : t.nodes - 1;
       lat += (steps - inter_steps) * intra + inter_steps * inter;
     }
     if (p == 2 && t.nodes > 1 && kind == CollectiveKind::AllReduce && bytes / n >= 64)
@@ -669,14 +703,22 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
       }
       // Across nodes every chain step waits, as a ring step does, for the network proxy's post
       // (NCCL charges rings max(intra hop, net overhead) per step; its tuner leaves trees out).
-      const double tintra = std::max(kHwLat[t.intra][0][p], net_overhead * (p == 2 ? 3 : 1));
+      const double tintra = std::max(hw_lat(t, t.intra, 0, p), net_overhead * (p == 2 ? 3 : 1));
       const double tlat =
-          kBaseLat[0][p] +
-          2 * ((t.ppn - 1) * tintra + std::floor(std::log2(t.nodes)) * kHwLat[kNet][0][p]);
+          base_lat(t, 0, p) +
+          2 * ((t.ppn - 1) * tintra + std::floor(std::log2(t.nodes)) * hw_lat(t, kNet, 0, p));
       out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5, 0, tsel * 0.5});
     }
   }
   if (t.nvls && kind == CollectiveKind::AllReduce) out.push_back(nvls_candidate(t, bus, bytes));
+  // PAT (NCCL 2.23+): all-gather and reduce-scatter with one GPU per node, chosen for its
+  // logarithmic latency where a ring pays one network hop per rank.
+  if (t.nccl223() && t.ppn == 1 && t.nodes > 1 &&
+      (kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter))
+    out.push_back({CollAlgo::Pat, CollProto::Simple,
+                   kPatBaseLat + std::floor(std::log2(t.nodes)) * hw_lat(t, kNet, 0, 2) / 3.5 +
+                       n * kPatPerRankLat,
+                   bus * kPatEfficiency});
   return out;
 }
 
@@ -702,7 +744,7 @@ std::string to_string(CollectiveKind k) {
   return "?";
 }
 std::string to_string(CollAlgo a) {
-  static const char* names[] = {"auto", "ring", "tree", "nvls", "direct"};
+  static const char* names[] = {"auto", "ring", "tree", "nvls", "direct", "pat"};
   return names[static_cast<int>(a)];
 }
 std::string to_string(CollProto p) {
@@ -723,10 +765,30 @@ std::optional<CollectiveKind> parse_collective_kind(std::string_view s) {
 }
 std::optional<CollAlgo> parse_coll_algo(std::string_view s) {
   const std::string k = lower_alnum(s);
-  for (CollAlgo a :
-       {CollAlgo::Auto, CollAlgo::Ring, CollAlgo::Tree, CollAlgo::Nvls, CollAlgo::Direct})
+  for (CollAlgo a : {CollAlgo::Auto, CollAlgo::Ring, CollAlgo::Tree, CollAlgo::Nvls,
+                     CollAlgo::Direct, CollAlgo::Pat})
     if (to_string(a) == k) return a;
   return std::nullopt;
+}
+std::optional<int> parse_nccl_version(std::string_view s) {
+  const std::string v(s.substr(0, s.find('-')));  // "2.23.4-1": the package revision goes
+  std::vector<int> parts;
+  for (std::size_t i = 0;;) {
+    std::size_t j = i;
+    while (j < v.size() && std::isdigit(static_cast<unsigned char>(v[j]))) ++j;
+    if (j == i || j - i > 6 || parts.size() == 3) return std::nullopt;
+    parts.push_back(std::stoi(v.substr(i, j - i)));
+    if (j == v.size()) break;
+    if (v[j] != '.') return std::nullopt;
+    i = j + 1;
+  }
+  int code = parts[0];  // one number: NCCL_VERSION_CODE
+  if (parts.size() > 1)
+    code = parts[0] == 2 && parts[1] < 100 && (parts.size() < 3 || parts[2] < 100)
+               ? 20000 + parts[1] * 100 + (parts.size() == 3 ? parts[2] : 0)
+               : 0;
+  if (code < 20000 || code >= 30000) return std::nullopt;
+  return code;
 }
 std::optional<CollProto> parse_coll_proto(std::string_view s) {
   const std::string k = lower_alnum(s);
@@ -778,6 +840,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     return out;
   }
   Topo t = analyse(c, ranks);
+  t.nccl = call.nccl_version > 0 ? call.nccl_version : kDefaultNcclVersion;
   out.nodes = t.nodes;
   if (call.algo == CollAlgo::Nvls && (!t.nvls || call.kind != CollectiveKind::AllReduce))
     throw InputError(

@@ -24,16 +24,23 @@ enum class CollectiveKind {
   AllToAll,
   SendRecv
 };
-enum class CollAlgo { Auto, Ring, Tree, Nvls, Direct };
+enum class CollAlgo { Auto, Ring, Tree, Nvls, Direct, Pat };
 enum class CollProto { Auto, LL, LL128, Simple };
 
 std::string to_string(CollectiveKind k);  ///< "all-reduce", "all-gather", ...
-std::string to_string(CollAlgo a);        ///< "auto", "ring", "tree", "nvls", "direct"
+std::string to_string(CollAlgo a);        ///< "auto", "ring", "tree", "nvls", "direct", "pat"
 std::string to_string(CollProto p);       ///< "auto", "LL", "LL128", "Simple"
 /// Accepts "all-reduce", "all_reduce", "allreduce" (any case) and so on; nullopt otherwise.
 std::optional<CollectiveKind> parse_collective_kind(std::string_view s);
 std::optional<CollAlgo> parse_coll_algo(std::string_view s);
 std::optional<CollProto> parse_coll_proto(std::string_view s);
+/// An NCCL version as NCCL_VERSION_CODE numbers it (2.23.4 -> 22304): "2.23", "2.23.4",
+/// "2.23.4-1" (a package revision is ignored) or the code itself; nullopt unless 2.0 <= v < 3.0.
+std::optional<int> parse_nccl_version(std::string_view s);
+
+/// The NCCL version whose tuning the model takes by default: NCCL 2.19's src/graph/tuning.cc
+/// (docs/collectives.md, "NCCL versions").
+inline constexpr int kDefaultNcclVersion = 21900;
 
 /// One collective call as a rank op of a graph carries it (docs/formats.md, "collective").
 struct CollectiveCall {
@@ -47,6 +54,9 @@ struct CollectiveCall {
   int root = 0;                       ///< broadcast/reduce: index of the root rank
   CollAlgo algo = CollAlgo::Auto;     ///< forced algorithm (NCCL_ALGO); Auto = tuner
   CollProto proto = CollProto::Auto;  ///< forced protocol (NCCL_PROTO); Auto = tuner
+  /// NCCL version whose tuner chooses (NCCL_VERSION_CODE, 22304 for 2.23.4); 0: the model's
+  /// default, kDefaultNcclVersion.
+  int nccl_version = 0;
   auto operator<=>(const CollectiveCall&) const = default;
 };
 

@@ -19,7 +19,7 @@ namespace {
 
 struct CollectiveArgs {
   std::string cluster, op = "all-reduce", devices, min_bytes = "8", max_bytes = "128MiB";
-  std::string dtype = "f32", algo = "auto", proto = "auto";
+  std::string dtype = "f32", algo = "auto", proto = "auto", nccl_version;
   double step_factor = 2;
   int root = 0;
   int gpus_per_thread = 1;
@@ -107,13 +107,21 @@ void run_collective(const CollectiveArgs& a) {
   const auto algo = sim::parse_coll_algo(a.algo);
   if (!algo)
     throw sim::InputError("<flag --algo>", "",
-                          "auto, ring, tree, nvls or direct, got \"" + a.algo + "\"");
+                          "auto, ring, tree, nvls, direct or pat, got \"" + a.algo + "\"");
   call.algo = *algo;
   const auto proto = sim::parse_coll_proto(a.proto);
   if (!proto)
     throw sim::InputError("<flag --proto>", "",
                           "auto, LL, LL128 or Simple, got \"" + a.proto + "\"");
   call.proto = *proto;
+  if (!a.nccl_version.empty()) {
+    const auto v = sim::parse_nccl_version(a.nccl_version);
+    if (!v)
+      throw sim::InputError(
+          "<flag --nccl-version>", "",
+          "an NCCL 2.x version such as 2.19, 2.23.4 or 22304, got \"" + a.nccl_version + "\"");
+    call.nccl_version = *v;
+  }
   const auto dtype = sim::parse_dtype(a.dtype);
   if (!dtype)
     throw sim::InputError("<flag --dtype>", "",
@@ -207,7 +215,11 @@ void register_collective(CLI::App& app) {
          "--gpus-per-thread,-g", args->gpus_per_thread,
          "GPUs one host thread launches for (nccl-tests -g; 8 for one process driving 8 GPUs)")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--algo", args->algo, "force an algorithm: ring, tree, nvls, direct (NCCL_ALGO)");
+  cmd->add_option("--algo", args->algo,
+                  "force an algorithm: ring, tree, nvls, direct, pat (NCCL_ALGO)");
+  cmd->add_option("--nccl-version", args->nccl_version,
+                  "NCCL version whose tuner chooses (2.19 by default; 2.23+ has other tree "
+                  "latencies, ring LL bandwidth and PAT)");
   cmd->add_option("--proto", args->proto, "force a protocol: LL, LL128, Simple (NCCL_PROTO)");
   cmd->add_flag("--json", args->json,
                 "print a JSON list of rows (bytes, time_s, algbw_gbps, busbw_gbps)");

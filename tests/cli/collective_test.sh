@@ -70,6 +70,12 @@ expect_error '--max-bytes' collective --cluster dgx-a100 -b 1G -e 1M
 expect_error '--min-bytes' collective --cluster dgx-a100 -b lots
 expect_error 'algo' collective --cluster dgx-a100 --algo nvls
 expect_error 'send-recv' collective --cluster dgx-a100 --op send-recv
+expect_error '--nccl-version' collective --cluster dgx-a100 --nccl-version 3.1
+expect_error 'algo' collective --cluster 2x-dgx-a100 --op all-gather --algo pat   # PAT: 2.23+
+# PAT with one GPU per node from NCCL 2.23 on (docs/collectives.md, "NCCL versions").
+out=$("$BIN" collective --cluster 2x-dgx-a100 --devices n0-gpu0,n1-gpu0 --op all-gather --algo pat \
+  --nccl-version 2.23.4 -b 1M -e 1M) || fail "pat exited $?"
+echo "$out" | grep -q 'pat/Simple' || fail "no pat/Simple in: $out"
 expect_error 'tp' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=2,tp=2
 expect_error 'dp' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=9
 expect_error '--placement' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=2 --placement heft

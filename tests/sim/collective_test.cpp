@@ -82,6 +82,58 @@ TEST(Collective, TwoNodeA100StaysOnTheRingUnderNcclsTreeCap) {
   EXPECT_NEAR(s.latency_us, 44.8, 1e-9);
 }
 
+TEST(Collective, ParsesNcclVersionsAsNcclNumbersThem) {
+  EXPECT_EQ(parse_nccl_version("2.23.4"), 22304);
+  EXPECT_EQ(parse_nccl_version("2.19"), 21900);
+  EXPECT_EQ(parse_nccl_version("2.26.2-1"), 22602);
+  EXPECT_EQ(parse_nccl_version("22903"), 22903);
+  for (const char* bad : {"", "2.", "3.0", "1.9", "2.x", "2.19.3.1", "abc", "2.100"})
+    EXPECT_FALSE(parse_nccl_version(bad).has_value()) << bad;
+}
+
+// NCCL 2.23+ tuning (docs/collectives.md, "NCCL versions"): on two DGX A100 (AMD hosts: 2 us
+// network overhead, x3 for Simple) a tree Simple call's latency is 8.4 + 2 (7 max(4, 6) + 14) =
+// 120.4 us, where NCCL 2.19 said 0 + 2 (7 x 28 + 28) = 448; one node's ring LL carries half of
+// the 240 GB/s bus (capped at Ampere's 87.7) where 2.19 took a quarter.
+TEST(Collective, NcclVersionsTakeTheirTunersTables) {
+  const Cluster c = load_cluster("2x-dgx-a100");
+  CollectiveCall tree = all_reduce(1LL << 30);
+  tree.algo = CollAlgo::Tree;
+  tree.proto = CollProto::Simple;
+  EXPECT_NEAR(predict_collective(c, tree, c.gpus()).latency_us, 448.0, 1e-9);
+  tree.nccl_version = 22304;
+  EXPECT_NEAR(predict_collective(c, tree, c.gpus()).latency_us, 120.4, 1e-9);
+  const Cluster one = load_cluster("dgx-a100");
+  CollectiveCall ll = all_reduce(1 << 20);
+  ll.algo = CollAlgo::Ring;
+  ll.proto = CollProto::LL;
+  EXPECT_NEAR(predict_collective(one, ll, one.gpus()).algbw_gbps, 60.0 * 8 / 14, 1e-9);
+  ll.nccl_version = 22602;
+  EXPECT_NEAR(predict_collective(one, ll, one.gpus()).algbw_gbps, 87.7 * 8 / 14, 1e-9);
+  // PAT: all-gather with one GPU per node, from 2.23 only; latency 8 + log2(2) x 14 / 3.5 +
+  // 2 x 2.8 = 17.6 us, algbw 0.75 of the ring's bus.
+  const std::vector<DeviceId> pair{c.device_index("n0-gpu0"), c.device_index("n1-gpu0")};
+  CollectiveCall ag;
+  ag.kind = CollectiveKind::AllGather;
+  ag.bytes = Bytes{1 << 20};
+  ag.algo = CollAlgo::Pat;
+  EXPECT_THROW(predict_collective(c, ag, pair), InputError);
+  ag.nccl_version = 22304;
+  const CollectivePrediction pat = predict_collective(c, ag, pair);
+  EXPECT_EQ(pat.algo, CollAlgo::Pat);
+  EXPECT_NEAR(pat.latency_us, 17.6, 1e-9);
+  EXPECT_NEAR(pat.algbw_gbps, 0.75 * pat.fabric_busbw_gbps, 1e-9);
+  EXPECT_THROW(predict_collective(c, ag, c.gpus()), InputError);  // 8 GPUs per node: no PAT
+  // Ring LL128 with one GPU per node: NCCL 2.19 takes 0.7 of the bus (one HDR NIC, 23.5 GB/s as
+  // NCCL carries it), 2.23+ 0.92, under one channel's 20 GB/s LL128 cap.
+  CollectiveCall ll128 = all_reduce(1LL << 30);
+  ll128.algo = CollAlgo::Ring;
+  ll128.proto = CollProto::LL128;
+  EXPECT_NEAR(predict_collective(c, ll128, pair).algbw_gbps, 0.7 * 23.5, 1e-9);
+  ll128.nccl_version = 22304;
+  EXPECT_NEAR(predict_collective(c, ll128, pair).algbw_gbps, 20.0, 1e-9);
+}
+
 TEST(Collective, TunerPicksLowLatencyForSmallAndSimpleForLarge) {
   const Cluster c = load_cluster("dgx-a100");
   const CollectivePrediction small = predict_collective(c, all_reduce(8), c.gpus());
