@@ -1239,7 +1239,9 @@ std::vector<double> nnls_relative(const std::vector<std::vector<double>>& x,
 // fitted on the rig's grid of shapes. Small K pays the output and packing terms per few FLOPs
 // (a 2048x16x256 mm ran at 42 GFLOP/s, a 512x512x512 one at 78 here), and each matrix of a
 // batched GEMM is its own BLAS call (~5 us at 64x16x64). `skip` is a held-back point (or npos).
-sim::OpClassModel fit_cpu_gemm(const ClassData& c, std::size_t skip) {
+// A catalog CPU's peak bounds R_f as a GPU's bounds its classes (fit_op_class): where the free fit
+// claims more, the fit is redone with the FLOP term's coefficient held at or above 1 / peak.
+sim::OpClassModel fit_cpu_gemm(const ClassData& c, std::size_t skip, const RateBounds& bounds) {
   std::vector<std::vector<double>> x;
   std::vector<double> t;
   sim::OpClassModel m;
@@ -1251,8 +1253,23 @@ sim::OpClassModel fit_cpu_gemm(const ClassData& c, std::size_t skip) {
     m.max_bytes = std::max(m.max_bytes, c.b[i]);
   }
   m.samples = static_cast<int>(t.size());
-  const std::vector<double> k = nnls_relative(x, t);
+  std::vector<double> k = nnls_relative(x, t);
   if (k.size() != 5) return m;
+  const double lo_f = bounds.max_flop_rate > 0 ? 1.0 / bounds.max_flop_rate : 0.0;
+  if (k[1] > 0 && k[1] < lo_f) {
+    // t - F / peak = a + F x k' + ...: k' >= 0 keeps the rate at or under the peak.
+    std::vector<double> rest = t;
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < c.t.size(); ++i)
+      if (i != skip) rest[j++] -= lo_f * c.f[i];
+    const std::vector<double> free = k;
+    k = nnls_relative(x, rest);
+    if (k.size() != 5) return m;
+    k[1] += lo_f;
+    m.clamped = "flop_rate held at the " + bounds.what + " peak " +
+                rate_text(bounds.max_flop_rate, "FLOP/s") +
+                " (unconstrained fit: " + rate_text(1.0 / free[1], "FLOP/s") + ")";
+  }
   m.intercept_s = k[0];
   m.flop_rate = k[1] > 0 ? 1.0 / k[1] : 0.0;
   m.byte_rate = k[2] > 0 ? 1.0 / k[2] : 0.0;
@@ -1270,7 +1287,7 @@ double leave_one_out_error(const ClassData& c, const RateBounds& bounds) {
   double cv = 0;
   if (c.cpu_gemm) {  // the shape-aware CPU GEMM model, as fit_class fits it
     for (std::size_t h = 0; h < c.t.size(); ++h)
-      cv += std::abs(predict_point(fit_cpu_gemm(c, h), c, h) - c.t[h]) / c.t[h];
+      cv += std::abs(predict_point(fit_cpu_gemm(c, h, bounds), c, h) - c.t[h]) / c.t[h];
     return cv / static_cast<double>(c.t.size());
   }
   for (std::size_t h = 0; h < c.t.size(); ++h) {
@@ -1297,7 +1314,7 @@ ClassFitReport fit_class(const std::pair<std::string, std::string>& key, const C
     r.bounds = class_bounds(*spec, key.second, c.dtypes, options.math);
   // A CPU's GEMMs (no catalog peak bounds them) on the shape-aware model, the rest on t = a +
   // F/R_f + B/R_b.
-  r.model = c.cpu_gemm ? fit_cpu_gemm(c, static_cast<std::size_t>(-1))
+  r.model = c.cpu_gemm ? fit_cpu_gemm(c, static_cast<std::size_t>(-1), r.bounds)
                        : fit_op_class(c.f, c.b, c.t, r.bounds);
   double train = 0;
   for (std::size_t i = 0; i < c.t.size(); ++i)

@@ -181,6 +181,14 @@ void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string&
     s.compute_streams =
         static_cast<int>(rd.integer(d["compute_streams"], path + ".compute_streams", 1, 1024));
   }
+  if (d["sm_count"]) {
+    // Wave quantisation divides a kernel's tiles by it (docs/cost-model.md): a GPU property.
+    if (s.kind != DeviceKind::Gpu)
+      rd.fail(d["sm_count"], path + ".sm_count",
+              "no sm_count on a CPU (streaming multiprocessors are a GPU's), got " +
+                  Reader::shown(d["sm_count"]));
+    s.sm_count = static_cast<int>(rd.integer(d["sm_count"], path + ".sm_count", 1, 4096));
+  }
   if (d["worker_threads"]) {
     s.worker_threads =
         static_cast<int>(rd.integer(d["worker_threads"], path + ".worker_threads", 1, 1 << 20));
@@ -272,11 +280,11 @@ std::set<std::string> parse_tcp(const Reader& rd, const YAML::Node& n, Cluster& 
 // once every device is known, in resolve_hosts).
 Device parse_device(const Reader& rd, const YAML::Node& d, const std::string& path,
                     std::set<std::string>& names, std::string& host_name) {
-  rd.expect_map(
-      d, path,
-      {"name", "kind", "model", "node", "host", "peak_flops", "memory_bandwidth", "memory_capacity",
-       "compute_streams", "worker_threads", "copy_engines", "launch_overhead", "intra_op_threads",
-       "reserved_memory", "copy_issue_overhead", "dma_setup_latency", "source"});
+  rd.expect_map(d, path,
+                {"name", "kind", "model", "node", "host", "peak_flops", "memory_bandwidth",
+                 "memory_capacity", "compute_streams", "sm_count", "worker_threads", "copy_engines",
+                 "launch_overhead", "intra_op_threads", "reserved_memory", "copy_issue_overhead",
+                 "dma_setup_latency", "source"});
   Device dev;
   dev.name = rd.str(require(rd, d, d["name"], path + ".name", "a device name"), path + ".name");
   check_name(rd, d["name"], path + ".name", names, dev.name);
@@ -707,6 +715,8 @@ void emit_devices(const Cluster& c, YAML::Emitter& out) {
     out << YAML::Key << "memory_bandwidth" << YAML::Value << spell_bandwidth(s.memory_bandwidth);
     out << YAML::Key << "memory_capacity" << YAML::Value << spell_bytes(s.memory_capacity);
     out << YAML::Key << "compute_streams" << YAML::Value << s.compute_streams;
+    if (s.kind == DeviceKind::Gpu && s.sm_count > 0)
+      out << YAML::Key << "sm_count" << YAML::Value << s.sm_count;
     out << YAML::Key << "worker_threads" << YAML::Value << s.worker_threads;
     out << YAML::Key << "copy_engines" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
         << "h2d" << YAML::Value << s.h2d_engines << YAML::Key << "d2h" << YAML::Value

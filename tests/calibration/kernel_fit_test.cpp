@@ -309,6 +309,53 @@ TEST(Calibrate, NoFittedRateAbovePeakOnRealGpuTraces) {
   }
 }
 
+// The calibration paths the test above does not take: a profile calibrated under the device name
+// its trace prints (no --device-model: "NVIDIA H200", "NVIDIA A100-PG509-200"), and a CPU rig's
+// shape-aware GEMM fit on a catalog CPU, fed times that claim 5x the CPU's F32 peak.
+TEST(Calibrate, EveryFitPathHoldsRatesUnderThePeak) {
+  for (const char* f : {"h200_resnet18-64px-b8_train.json.gz", "a100_2rank_nccl_rank0.json.gz"}) {
+    SCOPED_TRACE(f);
+    const pc::Profile prof = pc::read_profile(data(f));
+    const sim::DeviceSpec* spec = sim::find_device_model(prof.device_name);
+    ASSERT_NE(spec, nullptr) << prof.device_name << ": no catalog model, so no peak bounds it";
+    const pc::CalibrationFit fit = pc::fit_calibration(pc::op_samples_from_profile(prof, ""), f);
+    for (const auto& r : fit.classes) {
+      ASSERT_GT(r.bounds.max_flop_rate, 0) << r.op_class;
+      EXPECT_LE(r.model.flop_rate, r.bounds.max_flop_rate * (1 + 1e-12)) << r.op_class;
+      EXPECT_LE(r.model.byte_rate, spec->memory_bandwidth.bytes_per_s * (1 + 1e-12)) << r.op_class;
+    }
+  }
+  const sim::DeviceSpec* cpu = sim::find_device_model("Xeon-E5-2690v3");
+  ASSERT_NE(cpu, nullptr);
+  const double peak = cpu->peak_for(sim::Dtype::F32).per_s;
+  const std::vector<sim::MemoryLevel> mem = {{"L3", 30e6, 50e9}, {"DRAM", 0, 10e9}};
+  std::vector<pc::OpSample> s;
+  for (std::int64_t m : {64, 512, 2048})
+    for (std::int64_t k : {16, 64, 256})
+      for (std::int64_t n : {64, 256}) {
+        pc::OpSample o;
+        o.device = cpu->model;
+        o.signature = {"aten::mm", {{m, k}, {k, n}}, sim::Dtype::F32};
+        o.work = pc::estimate_work("aten::mm", o.signature.input_shapes, sim::Dtype::F32);
+        o.seconds = 2e-6 + o.work.flops / (5 * peak) + o.work.out_bytes / 40e9;
+        s.push_back(o);
+      }
+  pc::FitOptions fo;
+  fo.memory[cpu->model] = mem;
+  const pc::CalibrationFit fit = pc::fit_calibration(s, "synthetic", fo);
+  bool gemm = false;
+  for (const auto& r : fit.classes) {
+    if (r.op_class != "gemm") continue;
+    gemm = true;
+    EXPECT_GT(r.model.flop_rate, 0.0);
+    EXPECT_LE(r.model.flop_rate, peak * (1 + 1e-9));
+    EXPECT_NE(r.model.clamped.find("unconstrained fit"), std::string::npos) << r.model.clamped;
+  }
+  EXPECT_TRUE(gemm);
+  for (const auto& [type, m] : fit.calibration.devices.at(cpu->model).by_op_type)
+    EXPECT_LE(m.flop_rate, peak * (1 + 1e-9)) << type;
+}
+
 TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
   // The batch-8 ResNet-18 step on the H200 is host-bound (GPU 9 % busy): 5 annotated steps with
   // 302 GPU activities each, median step 16.549 ms (the annotations' durations), so 54.8 us of

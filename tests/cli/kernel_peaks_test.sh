@@ -88,4 +88,19 @@ out=$("$P" simulate --graph resnet50 --graph-opt math_mode=fast --cluster dgx-a1
 "$P" simulate --graph resnet50 --graph-opt batch=112,image_size=224 --cluster dgx1-v100 --placement single-gpu --json >"$T/r50v.json" || fail "resnet50 on dgx1-v100"
 v=$(ips 112 "$T/r50v.json")
 [ "$v" -gt 312 ] && [ "$v" -lt 422 ] || fail "V100 FP32 ResNet-50: $v img/s, published 367"
+# sm_count per GPU in a cluster YAML (the written cluster carries the catalog's 132): half the SMs
+# change the quantised convolutions' time, so the roofline step of a batch-8 ResNet-18 moves; a bad
+# value stops the load with one line naming the key (exit 2).
+grep -q "sm_count: 132" "$T/h200c.yaml" || fail "import topo should write the H200's 132 SMs"
+sed 's/sm_count: 132/sm_count: 66/' "$T/h200c.yaml" >"$T/h200c66.yaml"
+gpu() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step_time_s'])" "$1"; }
+"$P" simulate --graph "$ROOT/tests/data/onnx/resnet18.onnx" --graph-opt training,batch=8 --cluster "$T/h200c.yaml" \
+  --placement single-gpu --json >"$T/s132.json" || fail "simulate 132 SMs"
+"$P" simulate --graph "$ROOT/tests/data/onnx/resnet18.onnx" --graph-opt training,batch=8 --cluster "$T/h200c66.yaml" \
+  --placement single-gpu --json >"$T/s66.json" || fail "simulate 66 SMs"
+[ "$(gpu "$T/s132.json")" != "$(gpu "$T/s66.json")" ] || fail "sm_count from the cluster file did not reach the cost model"
+sed 's/sm_count: 132/sm_count: 0/' "$T/h200c.yaml" >"$T/h200c0.yaml"
+out=$("$P" simulate --graph resnet18 --cluster "$T/h200c0.yaml" --placement single-gpu 2>&1); rc=$?
+[ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && printf '%s' "$out" | grep -q "sm_count" ||
+  fail "sm_count: 0 should give one line naming the key and exit 2: $out"
 echo "ok"

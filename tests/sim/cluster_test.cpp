@@ -291,6 +291,53 @@ TEST(Cluster, UnknownBuiltinListsTheKnownOnes) {
 namespace placesim::sim {
 namespace {
 
+TEST(Cluster, SmCountAndPeaksPerMathModeOverrideTheCatalogAndRoundTrip) {
+  const std::string y =
+      "name: t\ndevices:\n"
+      "  - {name: cpu0, model: Xeon-E5-2690v3}\n"
+      "  - {name: gpu0, model: A100-SXM4-80GB, host: cpu0, sm_count: 98,"
+      " peak_flops: {tf32: 120 TFLOP/s, f16: 250 TFLOP/s}}\n"
+      "  - {name: gpu1, model: A100-SXM4-80GB, host: cpu0}\n"
+      "  - {name: gpu2, kind: gpu, host: cpu0, peak_flops: {f32: 10 TFLOP/s},"
+      " memory_bandwidth: 900 GB/s, memory_capacity: 16 GiB, sm_count: 40}\n"
+      "links:\n  - {between: [cpu0, gpu0], bandwidth: 10 GB/s}\n  - {between: [cpu0, gpu1], "
+      "bandwidth: 10 GB/s}\n  - {between: [cpu0, gpu2], bandwidth: 10 GB/s}\n"
+      "peer_access: none\n";
+  const Cluster c = parse_cluster_yaml(y, "t.yaml");
+  EXPECT_EQ(c.devices[1].spec.sm_count, 98);
+  EXPECT_EQ(c.devices[2].spec.sm_count, 108);  // the catalog's
+  EXPECT_EQ(c.devices[3].spec.sm_count, 40);
+  EXPECT_DOUBLE_EQ(c.devices[1].spec.peak_for(Dtype::TF32).per_s, 120e12);
+  EXPECT_DOUBLE_EQ(c.devices[1].spec.peak_for(Dtype::F16).per_s, 250e12);
+  EXPECT_DOUBLE_EQ(c.devices[1].spec.peak_for(Dtype::BF16).per_s,
+                   c.devices[2].spec.peak_for(Dtype::BF16).per_s);  // not set: the catalog's
+  const Cluster b = parse_cluster_yaml(cluster_to_yaml(c), "roundtrip.yaml");
+  EXPECT_EQ(b.devices[1].spec.sm_count, 98);
+  EXPECT_EQ(b.devices[3].spec.sm_count, 40);
+  EXPECT_EQ(b.devices[0].spec.sm_count, 0);
+  // Bad values: one line naming the file and the key.
+  for (const char* bad : {"sm_count: 0", "sm_count: -3", "sm_count: 1.5", "sm_count: many",
+                          "sm_count: 5000", "sm_count: [1]"}) {
+    try {
+      parse_cluster_yaml(
+          std::string("name: t\ndevices:\n  - {name: gpu0, model: H200, ") + bad + "}\n", "t.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("t.yaml"), std::string::npos) << m;
+      EXPECT_NE(m.find("devices[0].sm_count"), std::string::npos) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+  try {
+    parse_cluster_yaml("name: t\ndevices:\n  - {name: c, model: Xeon-E5-2690v3, sm_count: 8}\n",
+                       "t.yaml");
+    ADD_FAILURE() << "sm_count on a CPU";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no sm_count on a CPU"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
   const std::string y =
       "name: t\ndevices:\n"
