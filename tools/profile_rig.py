@@ -272,10 +272,10 @@ def cold_bench(name):
 
 
 def timed_call(dev, fn, shares, evict=None):
-    """One call of a microbenchmark; on the CPU inside a "rigcall#N" range, with the share of the
-    core its thread got during the call (thread CPU time / wall time) in shares[N]: the profiler's
-    times are wall-clock, and on a shared machine a call longer than a scheduler slice is mostly
-    preempted (ResNet-size convolutions read 1.3-1.5x slow at load 8), one shorter mostly not."""
+    """One call of a microbenchmark; on the CPU inside a "rigcall#N" range, with the CPU time its
+    thread got during the call in shares[N] (us): the profiler's times are wall-clock, and on a
+    shared machine a call longer than a scheduler slice is mostly preempted (ResNet-size
+    convolutions read 1.3-1.5x slow at load 8), one shorter mostly not (call_median)."""
     if dev.startswith("cuda"):
         fn()
         return
@@ -284,10 +284,10 @@ def timed_call(dev, fn, shares, evict=None):
         evict()
     n = len(shares)
     with record_function("rigcall#%d" % n):
-        w0, c0 = time.perf_counter(), time.thread_time()
+        c0 = time.thread_time()
         fn()
-        w, c = time.perf_counter() - w0, time.thread_time() - c0
-    shares[n] = min(1.0, c / w) if w > 0 else 1.0
+        c = time.thread_time() - c0
+    shares[n] = c * 1e6
 
 
 def cpu_medians(prof, shares=None):
@@ -300,27 +300,25 @@ def cpu_medians(prof, shares=None):
         if not ev.name.startswith("aten::"):
             continue
         shapes = tuple(tuple(s) for s in (ev.input_shapes or []))
-        # In CPU time: the op's wall time x its call's share of the core (timed_call).
-        share, par = 1.0, ev.cpu_parent
+        # In CPU time: bounded by its call's CPU time (timed_call, call_median).
+        cpu, par = float("inf"), ev.cpu_parent
         while par is not None and not par.name.startswith("rigcall#"):
             par = par.cpu_parent
         if par is not None and shares:
-            share = shares.get(int(par.name.split("#", 1)[1]), 1.0)
-        calls.setdefault((ev.name, shapes), []).append((ev.cpu_time_total, share))
+            cpu = shares.get(int(par.name.split("#", 1)[1]), cpu)
+        calls.setdefault((ev.name, shapes), []).append((ev.cpu_time_total, cpu))
     return {k: call_median(v) for k, v in calls.items()}
 
 
 def call_median(calls):
-    """An op's time from its calls [(wall us, share of the core of the call)]: the median wall time
-    of the calls the scheduler left alone (share >= 0.9) when there are three, else the median of
-    wall x share. Scaling assumes the call was slowed evenly, which holds for one long op but not
-    for the short ops of a call preempted elsewhere: at load 9.5 the encoder's backward bmm read
-    0.3 ms scaled, 4.3 ms at load 3."""
-    alone = sorted(w for w, sh in calls if sh >= 0.9)
-    if len(alone) >= 3:
-        return alone[len(alone) // 2]
-    scaled = sorted(w * sh for w, sh in calls)
-    return scaled[len(scaled) // 2]
+    """An op's time from its calls [(wall us, CPU us of the whole call)]: the median of min(wall,
+    call CPU). An op takes no longer than its wall time nor than all the CPU time its call got, and
+    the bound is exact both for an op the scheduler preempted (the call's CPU time is the op's) and
+    for one it left alone (its wall time is). Scaling the wall time by the call's share of the core
+    assumed an even slowdown: at load 10, with the call preempted outside the op (profiler exit),
+    a 128x128x128 mm read 4.6 us for ~150 us of work."""
+    est = sorted(min(w, c) for w, c in calls)
+    return est[len(est) // 2]
 
 
 def collect(prof, dev, rows, shares=None):
