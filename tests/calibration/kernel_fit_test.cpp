@@ -150,16 +150,25 @@ TEST(Calibrate, CrossValidationOnSyntheticNoisyGemms) {
 // bytes stretched by the cache level of their working set; a "kernel" that moved its bytes faster
 // than the fastest cache (a view under a kernel's name) fitted as a fixed cost; the levels copied
 // into the calibration.
+namespace {
+// A CPU rig row of `op` on `shapes`, its work estimated as calibrate does; the caller sets its
+// time.
+pc::OpSample cpu_sample(const std::string& op, std::vector<std::vector<std::int64_t>> shapes) {
+  pc::OpSample o;
+  o.device = "cpu0";
+  o.signature.op_type = op;
+  o.signature.input_shapes = std::move(shapes);
+  o.work = pc::estimate_work(op, o.signature.input_shapes, sim::Dtype::F32);
+  return o;
+}
+}  // namespace
+
 TEST(Calibrate, CpuGemmShapeModelAndCacheLevels) {
   const std::vector<sim::MemoryLevel> mem = {
       {"L2", 512e3, 100e9}, {"L3", 32e6, 50e9}, {"DRAM", 0, 10e9}};
   std::vector<pc::OpSample> s;
   auto add = [&](const std::string& op, std::vector<std::vector<std::int64_t>> shapes) {
-    pc::OpSample o;
-    o.device = "cpu0";
-    o.signature.op_type = op;
-    o.signature.input_shapes = std::move(shapes);
-    o.work = pc::estimate_work(op, o.signature.input_shapes, sim::Dtype::F32);
+    pc::OpSample o = cpu_sample(op, std::move(shapes));
     const double st = sim::memory_stretch(mem, o.work.bytes);
     o.seconds = 2e-6 + o.work.flops / 80e9 + o.work.bytes * st / 200e9 +
                 o.work.out_bytes * st / 40e9 + (o.work.matrices - 1) * 5e-6;
@@ -204,11 +213,7 @@ TEST(Calibrate, CpuConvWeightTermAndOwnClasses) {
   std::vector<pc::OpSample> s;
   auto add = [&](const std::string& op, std::vector<std::vector<std::int64_t>> shapes,
                  double ns_per_elem) {
-    pc::OpSample o;
-    o.device = "cpu0";
-    o.signature.op_type = op;
-    o.signature.input_shapes = std::move(shapes);
-    o.work = pc::estimate_work(op, o.signature.input_shapes, sim::Dtype::F32);
+    pc::OpSample o = cpu_sample(op, std::move(shapes));
     const double st = sim::memory_stretch(mem, o.work.bytes);
     o.seconds = ns_per_elem > 0 ? 5e-6 + ns_per_elem * 1e-9 * o.work.bytes / 8.0
                                 : 2e-6 + o.work.flops / 60e9 + o.work.bytes * st / 100e9 +
