@@ -319,6 +319,7 @@ WorkEstimate estimate_work(const std::string& raw,
     for (std::size_t i = 1; i < wt.size(); ++i) kernel *= static_cast<double>(wt[i]);
     w.flops = 2.0 * n * k * spatial * kernel;
     w.bytes = (numel(x) + numel(wt) + n * k * spatial) * es;
+    w.out_bytes = numel(wt) * es;  // the CPU curve's weight term (cost model: shape_term_bytes)
     return w;
   }
   if (w.op_class == "conv_bwd" && t.size() >= 3 && t[0].size() >= 3 && t[1].size() == t[0].size() &&
@@ -333,6 +334,7 @@ WorkEstimate estimate_work(const std::string& raw,
     w.flops =
         2.0 * 2.0 * static_cast<double>(go[0]) * static_cast<double>(wt[0]) * spatial * kernel;
     w.bytes = (numel(t[0]) + 2.0 * numel(t[1]) + 2.0 * numel(t[2])) * es;
+    w.out_bytes = numel(wt) * es;
     return w;
   }
   if (w.op_class == "rnn" && t.size() >= 2) {
@@ -359,6 +361,10 @@ WorkEstimate estimate_work(const std::string& raw,
                                                  : 1.0;
   w.flops = per * max_elems;
   w.bytes = (in_elems + max_elems) * es;
+  // A batch norm's N x C planes, as the cost model counts them (gemm_matrices).
+  if (w.op_class == "norm" && !t.empty() && t[0].size() >= 4 && starts(op, "aten::") &&
+      op.find("batch_norm") != std::string::npos)
+    w.matrices = static_cast<double>(t[0][0]) * static_cast<double>(t[0][1]);
   return w;
 }
 
@@ -502,7 +508,13 @@ const std::map<std::string, std::vector<std::string>>& graph_type_preferred() {
       {"conv_bwd",
        {"Conv2DBackpropInput", "Conv2DBackpropFilter", "ConvBackpropInput", "ConvBackpropFilter"}},
       {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
-      {"dropout", {"Dropout"}}};
+      {"dropout", {"Dropout"}},
+      // CPU-only classes (cpu_op_class): fitted only from a CPU rig's rows.
+      {"norm_bwd", {"BatchNormalizationGrad", "FusedBatchNormGrad"}},
+      {"layer_norm", {"LayerNorm", "LayerNormalization", "LayerNormGrad"}},
+      {"softmax",
+       {"Softmax", "SoftmaxGrad", "LogSoftmax", "LogSoftmaxGrad",
+        "SparseSoftmaxCrossEntropyWithLogits"}}};
   return preferred;
 }
 
@@ -1094,12 +1106,30 @@ ExactMap exact_signatures(const std::vector<OpSample>& samples) {
   return exact;
 }
 
+// On a CPU, two classes split by what the kernel does per element. A normalisation's backward
+// reads the saved input and the gradient and reduces twice (ResNet-18's BatchNorm backward ran
+// 3.4x what the forward-dominated norm curve priced); softmax, log-softmax and the NLL loss take
+// an exp or a log per element, ~1.7 ns here, where a vectorised sum takes ~0.1 ns (the encoder's
+// softmax/loss: -91 % on the reduction curve). GPU calibrations keep the shared classes.
+std::string cpu_op_class(const std::string& op, const std::string& cls) {
+  // LayerNorm (one row per token, ~1.5 ns an element here) is not BatchNorm (a plane per channel,
+  // ~3.2 ns an element forward): one curve for both priced ResNet-18's BatchNorms 30 % fast.
+  if (cls == "norm" && op.find("layer_norm") != std::string::npos) return "layer_norm";
+  if (cls == "norm" && op.find("_backward") != std::string::npos) return "norm_bwd";
+  if (cls == "reduction" && (op.find("softmax") != std::string::npos ||
+                             op.find("nll_loss_backward") != std::string::npos ||
+                             op.find("cross_entropy") != std::string::npos))
+    return "softmax";
+  return cls;
+}
+
 // Per device and class: one point per signature (its mean), and the op names seen.
 struct ClassData {
   std::vector<double> f, b, t;
   std::vector<double> o, m;  // gemm: output bytes, matrices
   bool cpu = false;          // a CPU with a measured memory hierarchy (FitOptions::memory)
-  bool cpu_gemm = false;     // ... and the gemm class: fitted by fit_cpu_gemm
+  bool cpu_gemm = false;     // ... and gemm, conv, conv_bwd, norm, norm_bwd: fitted by fit_cpu_gemm
+  std::string op_class;
   std::set<std::string> names;
   std::set<Dtype> dtypes;
   std::map<std::string, std::size_t> index;
@@ -1133,11 +1163,25 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
       // and 12 bytes), so a fit that puts the time on FLOPs misprices the graph's (ResNet-18's
       // updates: 17.7 ms predicted for 4.9 ms measured). Fitted on bytes alone.
       if (work.op_class == "elementwise" || work.op_class == "copy") work.flops = 0.0;
+      // A max pool reads its input once and writes a quarter of it (stride 2, as the rig's 3x3
+      // and LeNet's 2x2 pools): on bytes alone, as the graph's MaxPool counts them, and not on
+      // FLOPs, which the importer counts per window (9 per output for 3x3) and the rig cannot
+      // (its rows carry no kernel size). On FLOPs, ResNet-18's stem pool fell outside the curve
+      // and to the roofline: 2.0 ms for 4.9 ms measured.
+      if (work.op_class == "pool" && !s.signature.input_shapes[0].empty()) {
+        work.flops = 0.0;
+        work.bytes = 1.25 * numel(s.signature.input_shapes[0]) *
+                     static_cast<double>(sim::dtype_size(s.signature.dtype));
+      }
+      work.op_class = cpu_op_class(s.signature.op_type, work.op_class);
     }
     sim::Signature shape_only = s.signature;
     shape_only.op_type = work.op_class;
     ClassData& c = classes[{k.first, work.op_class}];
-    if (work.op_class == s.work.op_class) c.names.insert(s.signature.op_type);
+    const std::string own = mem != options.memory.end()
+                                ? cpu_op_class(s.signature.op_type, s.work.op_class)
+                                : s.work.op_class;
+    if (work.op_class == own) c.names.insert(s.signature.op_type);
     c.dtypes.insert(s.signature.dtype);
     // NCHW BatchNorm's bytes as the per-channel bound stretches them (the cost model applies the
     // curve to the same), so one curve fits 64-channel shapes and 512-channel ones.
@@ -1155,7 +1199,10 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
     double stretch = 1.0;
     if (mem != options.memory.end()) {
       c.cpu = true;
-      c.cpu_gemm = work.op_class == "gemm";
+      static const std::set<std::string> kShapeModel = {"gemm", "conv",     "conv_bwd",
+                                                        "norm", "norm_bwd", "layer_norm"};
+      c.cpu_gemm = kShapeModel.count(work.op_class) > 0;
+      c.op_class = work.op_class;
       stretch = sim::memory_stretch(mem->second, bytes);
     }
     auto [it, fresh] = c.index.emplace(shape_only.key(), c.t.size());
@@ -1180,7 +1227,7 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
 // Non-negative least squares on relative error, sum ((x.c - t) / t)^2 with every c >= 0, by
 // enumerating the active sets (at most 5 columns: 31 small systems). Empty when none solves.
 std::vector<double> nnls_relative(const std::vector<std::vector<double>>& x,
-                                  const std::vector<double>& t) {
+                                  const std::vector<double>& t, unsigned required = 0) {
   const std::size_t n = x.empty() ? 0 : x[0].size();
   // Columns scaled to unit magnitude so F (1e9) and the intercept's 1 keep the system conditioned.
   std::vector<double> scale(n, 0.0);
@@ -1190,6 +1237,7 @@ std::vector<double> nnls_relative(const std::vector<std::vector<double>>& x,
   std::vector<double> best;
   double best_err = -1.0;
   for (unsigned mask = 1; mask < (1u << n); ++mask) {
+    if ((mask & required) != required) continue;
     std::vector<std::size_t> cols;
     for (std::size_t j = 0; j < n; ++j)
       if (mask >> j & 1u) cols.push_back(j);
@@ -1253,7 +1301,12 @@ sim::OpClassModel fit_cpu_gemm(const ClassData& c, std::size_t skip, const RateB
     m.max_bytes = std::max(m.max_bytes, c.b[i]);
   }
   m.samples = static_cast<int>(t.size());
-  std::vector<double> k = nnls_relative(x, t);
+  // A compute class keeps its FLOP term: under load the best fit of one rig's GEMMs (2026-12-02,
+  // load 9) dropped it and priced every GEMM on bytes, the encoder's at half their time.
+  const unsigned flops_column = 1u << 1;
+  const bool compute = c.op_class == "gemm" || c.op_class == "conv" || c.op_class == "conv_bwd";
+  const unsigned required = compute ? flops_column : 0u;
+  std::vector<double> k = nnls_relative(x, t, required);
   if (k.size() != 5) return m;
   const double lo_f = bounds.max_flop_rate > 0 ? 1.0 / bounds.max_flop_rate : 0.0;
   if (k[1] > 0 && k[1] < lo_f) {
@@ -1337,7 +1390,11 @@ void install_class_model(const ClassFitReport& r, const ClassData& c, sim::Devic
     // input-gradient and a filter-gradient op, each with half its FLOPs. Each pays half the
     // fixed cost, so the pair costs what the profiled call did.
     sim::OpClassModel split = r.model;
-    if (r.op_class == "conv_bwd") split.intercept_s *= 0.5;
+    // Each also names all the weights (shape_term_bytes): half the profiled call's weight time.
+    if (r.op_class == "conv_bwd") {
+      split.intercept_s *= 0.5;
+      split.out_byte_rate *= 2.0;
+    }
     for (const std::string& n : it->second) dc.by_op_type[n] = split;
   }
 }

@@ -35,8 +35,8 @@ struct WorkEstimate {
   double flops = 0.0;
   double bytes = 0.0;
   std::string op_class;    ///< "gemm", "conv", "elementwise", "reduction", "norm", "copy", "other"
-  double out_bytes = 0.0;  ///< gemm: bytes of the output matrix (or matrices)
-  double matrices = 1.0;   ///< gemm: matrices of a batched GEMM (bmm's batch)
+  double out_bytes = 0.0;  ///< gemm: bytes of the output matrix (or matrices); conv: weights
+  double matrices = 1.0;   ///< gemm: matrices of a batched GEMM (bmm's batch); BatchNorm: N x C
 };
 WorkEstimate estimate_work(const std::string& op,
                            const std::vector<std::vector<std::int64_t>>& shapes, sim::Dtype dtype);

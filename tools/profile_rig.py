@@ -15,7 +15,7 @@ fits a device from them; "model" holds the measured step times to compare the pr
 
 Usage:  /usr/bin/python3 tools/profile_rig.py --out rig/ [--quick] [--steps 5] [--batch 8]
                                              [--model resnet18|lenet5|transformer] [--threads N] [--image PX]
-                                             [--devices cpu,cuda:0] [--host-batch B]
+                                             [--devices cpu,cuda:0] [--host-batch B] [--hot]
 """
 import argparse
 import json
@@ -39,6 +39,15 @@ def devices():
 def sync(dev):
     if dev.startswith("cuda"):
         torch.cuda.synchronize(dev)
+
+
+# CPU convolutions (batch, C in, C out, H=W, kernel; stride 1, same padding, so the calibration's
+# stride-1 FLOP count is exact) outside the square 16-256-channel set: few input channels (LeNet's
+# 1 and 6, an RGB stem's 3), where oneDNN's direct kernels fill few of a vector's lanes and a call
+# runs at a fraction of the large-channel rate; and 512 channels on 2x2, where the 9.4 MB of
+# weights, not the FLOPs, set the time (ResNet-18's last stage at 64 px).
+CPU_CONVS = [(32, 1, 6, 28, 5), (32, 6, 16, 14, 5), (8, 3, 64, 32, 7), (8, 512, 512, 2, 3),
+             (8, 256, 512, 4, 3)]
 
 
 def benches(dev, quick):
@@ -73,10 +82,13 @@ def benches(dev, quick):
         # small shapes above (H200: 35 TFLOP/s fitted on them, ~110 TFLOP/s measured in ResNet-18's
         # training step), and a per-class fit does not extrapolate that.
         convs += [(64, 64, 56, 3), (64, 128, 28, 3), (64, 256, 14, 3), (64, 512, 7, 3), (64, 256, 14, 1)]
-    for batch, c, hw, k in convs:
+    convs = [(b, c, c, hw, k) for b, c, hw, k in convs]
+    if not dev.startswith("cuda"):
+        convs += CPU_CONVS
+    for batch, c, cout, hw, k in convs:
         x = torch.randn(batch, c, hw, hw, device=dev)
-        conv = torch.nn.Conv2d(c, c, k, padding=k // 2).to(dev)
-        out.append(("conv_%d_%d_%d_%d" % (batch, c, hw, k), lambda x=x, conv=conv: conv(x)))
+        conv = torch.nn.Conv2d(c, cout, k, padding=k // 2).to(dev)
+        out.append(("conv_%d_%d_%d_%d_%d" % (batch, c, cout, hw, k), lambda x=x, conv=conv: conv(x)))
     for hidden in ([128, 256] if quick else [128, 256, 512]):
         cell = torch.nn.LSTMCell(hidden, hidden).to(dev)
         x = torch.randn(16, hidden, device=dev)
@@ -174,7 +186,7 @@ def transformer_train_benches(dev):
     return out
 
 
-def profile_benches(dev, quick, out_dir, reps):
+def profile_benches(dev, quick, out_dir, reps, cold=True):
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.startswith("cuda") else [])
     rows, traces = [], []
@@ -185,10 +197,11 @@ def profile_benches(dev, quick, out_dir, reps):
             fn()
         sync(dev)
         shares = {}
+        evict = ColdCache(cpu_caches()) if cold and not dev.startswith("cuda") else None
         with profile(activities=acts, record_shapes=True) as prof:
-            for _, fn in bs:
+            for name, fn in bs:
                 for _ in range(reps):
-                    timed_call(dev, fn, shares)
+                    timed_call(dev, fn, shares, evict if cold_bench(name) else None)
                 sync(dev)
     # Export before the next profiler session starts: with torch 2.11 (CUDA 13) a trace exported
     # after a later session had every GPU activity and runtime call at ts 0, dur 0 (H200 rig,
@@ -204,13 +217,17 @@ def profile_benches(dev, quick, out_dir, reps):
                   (8, 256, 8, 3), (16, 32, 32, 3)])
     if dev.startswith("cuda"):
         bwd_convs += [(64, 64, 56, 3), (64, 128, 28, 3), (64, 256, 14, 3), (64, 512, 7, 3)]
-    for batch, c, hw, k in bwd_convs:
-        conv = torch.nn.Conv2d(c, c, k, padding=k // 2).to(dev)
+    bwd_convs = [(b, c, c, hw, k) for b, c, hw, k in bwd_convs]
+    if not dev.startswith("cuda"):
+        bwd_convs += CPU_CONVS + [(8, 64, 64, 32, 3)]
+    for batch, c, cout, hw, k in bwd_convs:
+        conv = torch.nn.Conv2d(c, cout, k, padding=k // 2).to(dev)
         x = torch.randn(batch, c, hw, hw, device=dev, requires_grad=True)
-        gy = torch.ones(batch, c, hw, hw, device=dev)
+        gy = torch.ones(batch, cout, hw, hw, device=dev)
         train.append(lambda conv=conv, x=x, gy=gy: conv(x).backward(gy))
         bn = torch.nn.BatchNorm2d(c).to(dev).train()
-        train.append(lambda bn=bn, x=x, gy=gy: bn(x).backward(gy))
+        gx = torch.ones(batch, c, hw, hw, device=dev)
+        train.append(lambda bn=bn, x=x, gx=gx: bn(x).backward(gx))
         train.append(lambda x=x: torch.nn.functional.max_pool2d(x, 3, 2, 1).sum().backward())
     train += transformer_train_benches(dev)
     for _ in range(2):
@@ -221,7 +238,7 @@ def profile_benches(dev, quick, out_dir, reps):
     with profile(activities=acts, record_shapes=True) as prof_bwd:
         for fn in train:
             for _ in range(reps):
-                timed_call(dev, fn, shares)
+                timed_call(dev, fn, shares, evict)
             sync(dev)
     path = os.path.join(out_dir, "traces", "%s_micro_bwd.json" % tag)
     prof_bwd.export_chrome_trace(path)
@@ -230,21 +247,47 @@ def profile_benches(dev, quick, out_dir, reps):
     return rows, traces
 
 
-def timed_call(dev, fn, shares):
-    """One call of a microbenchmark; on the CPU inside a "rigcall#N" range, with the share of the
-    core its thread got during the call (thread CPU time / wall time) in shares[N]: the profiler's
-    times are wall-clock, and on a shared machine a call longer than a scheduler slice is mostly
-    preempted (ResNet-size convolutions read 1.3-1.5x slow at load 8), one shorter mostly not."""
+class ColdCache:
+    """Evicts this CPU's caches before a microbenchmark call: in a training step an op's weights and
+    saved activations were last touched a whole forward or backward pass earlier, so they come from
+    DRAM, while a microbenchmark that repeats one op on the same tensors finds them in L2/L3 (the
+    encoder's [512,64]x[64,256] linear layer: ~300 us hot, ~650 us after an eviction, 380-410 us in
+    the step). Streams over twice the last-level cache with numpy, which torch.profiler does not
+    record, outside the call's timed range."""
+
+    def __init__(self, caches):
+        import numpy
+        llc = max([c["bytes"] for c in caches] + [32 << 20])
+        self.buf = numpy.ones(2 * llc // 4, dtype=numpy.float32)
+        self.np = numpy
+
+    def __call__(self):
+        self.np.add(self.buf, 1.0, out=self.buf)
+
+
+def cold_bench(name):
+    """Microbenchmarks whose operands a step holds cold: the GEMMs and convolutions (their weights
+    were last read a pass earlier), as every backward pass (its saved activations)."""
+    return name.split("_", 1)[0] in ("gemm", "conv", "linear", "bmm", "lstm")
+
+
+def timed_call(dev, fn, shares, evict=None):
+    """One call of a microbenchmark; on the CPU inside a "rigcall#N" range, with the CPU time its
+    thread got during the call in shares[N] (us): the profiler's times are wall-clock, and on a
+    shared machine a call longer than a scheduler slice is mostly preempted (ResNet-size
+    convolutions read 1.3-1.5x slow at load 8), one shorter mostly not (call_median)."""
     if dev.startswith("cuda"):
         fn()
         return
     from torch.profiler import record_function
+    if evict is not None:
+        evict()
     n = len(shares)
     with record_function("rigcall#%d" % n):
-        w0, c0 = time.perf_counter(), time.thread_time()
+        c0 = time.thread_time()
         fn()
-        w, c = time.perf_counter() - w0, time.thread_time() - c0
-    shares[n] = min(1.0, c / w) if w > 0 else 1.0
+        c = time.thread_time() - c0
+    shares[n] = c * 1e6
 
 
 def cpu_medians(prof, shares=None):
@@ -257,14 +300,25 @@ def cpu_medians(prof, shares=None):
         if not ev.name.startswith("aten::"):
             continue
         shapes = tuple(tuple(s) for s in (ev.input_shapes or []))
-        # In CPU time: the op's wall time x its call's share of the core (timed_call).
-        share, par = 1.0, ev.cpu_parent
+        # In CPU time: bounded by its call's CPU time (timed_call, call_median).
+        cpu, par = float("inf"), ev.cpu_parent
         while par is not None and not par.name.startswith("rigcall#"):
             par = par.cpu_parent
         if par is not None and shares:
-            share = shares.get(int(par.name.split("#", 1)[1]), 1.0)
-        calls.setdefault((ev.name, shapes), []).append(ev.cpu_time_total * share)
-    return {k: sorted(v)[len(v) // 2] for k, v in calls.items()}
+            cpu = shares.get(int(par.name.split("#", 1)[1]), cpu)
+        calls.setdefault((ev.name, shapes), []).append((ev.cpu_time_total, cpu))
+    return {k: call_median(v) for k, v in calls.items()}
+
+
+def call_median(calls):
+    """An op's time from its calls [(wall us, CPU us of the whole call)]: the median of min(wall,
+    call CPU). An op takes no longer than its wall time nor than all the CPU time its call got, and
+    the bound is exact both for an op the scheduler preempted (the call's CPU time is the op's) and
+    for one it left alone (its wall time is). Scaling the wall time by the call's share of the core
+    assumed an even slowdown: at load 10, with the call preempted outside the op (profiler exit),
+    a 128x128x128 mm read 4.6 us for ~150 us of work."""
+    est = sorted(min(w, c) for w, c in calls)
+    return est[len(est) // 2]
 
 
 def collect(prof, dev, rows, shares=None):
@@ -369,7 +423,10 @@ def memory_sweep(caches):
                   if p["bytes"] > 1.25 * lo and (hi == 0 or p["bytes"] < 0.75 * hi)]
         if inside:
             levels.append({"level": "DRAM" if hi == 0 else "L%d" % c["level"], "bytes": hi,
-                           "byte_s": sorted(inside)[len(inside) // 2], "points": len(inside)})
+                           # The lower median: L2 has two points, and one whose few-us call the
+                           # scheduler or the fixed-cost subtraction distorted read 728 GB/s
+                           # (next to 74; every cache-level curve is stretched by it).
+                           "byte_s": sorted(inside)[(len(inside) - 1) // 2], "points": len(inside)})
         lo = hi
     return points, levels
 
@@ -579,6 +636,9 @@ def main():
                          "zero_grad, AccumulateGrad, optimizer overhead) from it, not from --batch")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0 = leave)")
     ap.add_argument("--image", type=int, default=64, help="ResNet-18 input height and width")
+    ap.add_argument("--hot", action="store_true",
+                    help="CPU: leave operands in cache between microbenchmark calls (default: evict "
+                         "the caches before each GEMM/convolution/backward call, as a step does)")
     ap.add_argument("--devices", default="all", help="comma-separated subset of cpu,cuda:0,... (default all)")
     args = ap.parse_args()
     if args.threads > 0:
@@ -593,8 +653,10 @@ def main():
     devs = devices() if args.devices == "all" else [d for d in args.devices.split(",") if d in devices()]
     if not devs:
         sys.exit("profile_rig.py: --devices %s: none of these exists here (have %s)" % (args.devices, ",".join(devices())))
+    manifest["cold_operands"] = not args.hot
+    manifest["load_average_start"] = os.getloadavg()[0]
     for dev in devs:
-        rows, traces = profile_benches(dev, args.quick, args.out, args.reps)
+        rows, traces = profile_benches(dev, args.quick, args.out, args.reps, cold=not args.hot)
         manifest["ops"] += rows
         manifest["traces"] += traces
         manifest.setdefault("dispatch_overhead_us", {})[dev] = dispatch_overhead_us(dev)
@@ -617,6 +679,7 @@ def main():
             host["optimizer_per_parameter_us"] = optimizer_overhead_us(dev)
             manifest.setdefault("host_side", {})[dev] = host
         print("%s: %d op rows, model step %.4f s" % (dev, len(rows), manifest["models"][-1]["median_step_s"]))
+    manifest["load_average_end"] = os.getloadavg()[0]
     tmp = os.path.join(args.out, "manifest.json.tmp")
     with open(tmp, "w") as f:
         json.dump(manifest, f, indent=1)

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "calibration/trace.hpp"
@@ -149,16 +150,25 @@ TEST(Calibrate, CrossValidationOnSyntheticNoisyGemms) {
 // bytes stretched by the cache level of their working set; a "kernel" that moved its bytes faster
 // than the fastest cache (a view under a kernel's name) fitted as a fixed cost; the levels copied
 // into the calibration.
+namespace {
+// A CPU rig row of `op` on `shapes`, its work estimated as calibrate does; the caller sets its
+// time.
+pc::OpSample cpu_sample(const std::string& op, std::vector<std::vector<std::int64_t>> shapes) {
+  pc::OpSample o;
+  o.device = "cpu0";
+  o.signature.op_type = op;
+  o.signature.input_shapes = std::move(shapes);
+  o.work = pc::estimate_work(op, o.signature.input_shapes, sim::Dtype::F32);
+  return o;
+}
+}  // namespace
+
 TEST(Calibrate, CpuGemmShapeModelAndCacheLevels) {
   const std::vector<sim::MemoryLevel> mem = {
       {"L2", 512e3, 100e9}, {"L3", 32e6, 50e9}, {"DRAM", 0, 10e9}};
   std::vector<pc::OpSample> s;
   auto add = [&](const std::string& op, std::vector<std::vector<std::int64_t>> shapes) {
-    pc::OpSample o;
-    o.device = "cpu0";
-    o.signature.op_type = op;
-    o.signature.input_shapes = std::move(shapes);
-    o.work = pc::estimate_work(op, o.signature.input_shapes, sim::Dtype::F32);
+    pc::OpSample o = cpu_sample(op, std::move(shapes));
     const double st = sim::memory_stretch(mem, o.work.bytes);
     o.seconds = 2e-6 + o.work.flops / 80e9 + o.work.bytes * st / 200e9 +
                 o.work.out_bytes * st / 40e9 + (o.work.matrices - 1) * 5e-6;
@@ -192,6 +202,54 @@ TEST(Calibrate, CpuGemmShapeModelAndCacheLevels) {
   const pc::CalibrationFit plain = pc::fit_calibration(s, "synthetic");
   for (const pc::ClassFitReport& r : plain.classes)
     if (r.op_class == "gemm") EXPECT_GT(r.cv_error, 0.05);
+}
+
+// A CPU rig's convolutions pay per weight byte (oneDNN reorders the weights each call), its
+// softmax/log-softmax rows and BatchNorm backward rows get curves of their own, and a GPU-style
+// fit (no memory levels) keeps the shared classes.
+TEST(Calibrate, CpuConvWeightTermAndOwnClasses) {
+  const std::vector<sim::MemoryLevel> mem = {
+      {"L2", 512e3, 100e9}, {"L3", 32e6, 50e9}, {"DRAM", 0, 10e9}};
+  std::vector<pc::OpSample> s;
+  auto add = [&](const std::string& op, std::vector<std::vector<std::int64_t>> shapes,
+                 double ns_per_elem) {
+    pc::OpSample o = cpu_sample(op, std::move(shapes));
+    const double st = sim::memory_stretch(mem, o.work.bytes);
+    o.seconds = ns_per_elem > 0 ? 5e-6 + ns_per_elem * 1e-9 * o.work.bytes / 8.0
+                                : 2e-6 + o.work.flops / 60e9 + o.work.bytes * st / 100e9 +
+                                      o.work.out_bytes * st / 3e9;
+    s.push_back(o);
+  };
+  for (std::int64_t c : {16, 64, 256, 512})
+    for (std::int64_t hw : {2, 8, 16}) add("aten::conv2d", {{8, c, hw, hw}, {c, c, 3, 3}, {c}}, 0);
+  for (std::int64_t n : {128, 512, 2048}) {
+    add("aten::_softmax", {{n, 500}, {}, {}}, 1.5);  // an exp per element
+    add("aten::sum", {{n, 500}}, 0.1);               // vectorised adds
+    add("aten::native_batch_norm", {{8, 64, n / 64, 16}, {64}, {64}}, 3.0);
+    add("aten::native_batch_norm_backward", {{8, 64, n / 64, 16}, {8, 64, n / 64, 16}, {64}}, 0.8);
+  }
+  pc::FitOptions fo;
+  fo.memory["cpu0"] = mem;
+  const pc::CalibrationFit fit = pc::fit_calibration(s, "synthetic", fo);
+  const sim::DeviceCalibration& dc = fit.calibration.devices.at("cpu0");
+  const sim::OpClassModel& conv = dc.by_op_type.at("Conv");
+  EXPECT_NEAR(conv.out_byte_rate, 3e9, 3e9 * 1e-3);
+  EXPECT_NEAR(conv.flop_rate, 60e9, 60e9 * 1e-3);
+  std::set<std::string> classes;
+  for (const pc::ClassFitReport& r : fit.classes) classes.insert(r.op_class);
+  for (const char* c : {"softmax", "reduction", "norm", "norm_bwd"}) EXPECT_TRUE(classes.count(c));
+  // 500 K elements: the softmax curve prices ~15x what the sum curve does.
+  const double f = 4.0 * 256e3 * 4, b = 2.0 * 256e3 * 4;
+  EXPECT_GT(dc.by_op_type.at("Softmax").predict_s(f, b),
+            5.0 * dc.by_op_type.at("ReduceSum").predict_s(f, b));
+  EXPECT_NE(dc.by_op_type.at("BatchNormalizationGrad").intercept_s,
+            dc.by_op_type.at("BatchNormalization").intercept_s);
+  // Without memory levels (a GPU's fit) the shared classes stay.
+  const pc::CalibrationFit plain = pc::fit_calibration(s, "synthetic");
+  for (const pc::ClassFitReport& r : plain.classes) {
+    EXPECT_NE(r.op_class, "softmax");
+    EXPECT_NE(r.op_class, "norm_bwd");
+  }
 }
 
 // Kernel-time prediction on held-back shapes, on times measured on a real A100 (Vidur's Llama-2-7B
