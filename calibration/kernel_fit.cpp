@@ -552,35 +552,70 @@ bool scalar_bookkeeping(const TraceEvent& e) {
   return true;
 }
 
-StepHost step_host(const Profile& p, const StepWindow& w, const std::vector<int>& launched) {
-  StepHost out;
-  // Top-level host events per thread (framework ops and runtime calls outside any op).
-  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_thread;
-  std::vector<std::size_t> windows;  // Optimizer.step / Optimizer.zero_grad annotations
+using ThreadEvents = std::map<std::pair<std::string, std::string>, std::vector<std::size_t>>;
+
+// The host events of [begin, end) per thread (framework ops and runtime calls), each thread's
+// sorted by start, longest first; `windows` gets the Optimizer.step / zero_grad annotations.
+ThreadEvents host_events(const Profile& p, std::int64_t begin, std::int64_t end,
+                         std::vector<std::size_t>* windows) {
+  ThreadEvents by_thread;
   for (std::size_t k = 0; k < p.events.size(); ++k) {
     const TraceEvent& e = p.events[k];
-    if (e.ts_ns < w.begin_ns || e.ts_ns >= w.end_ns) continue;
+    if (e.ts_ns < begin || e.ts_ns >= end) continue;
     if (e.kind == EventKind::CpuOp || e.kind == EventKind::Runtime)
       by_thread[{e.pid, e.tid}].push_back(k);
-    else if (e.kind == EventKind::Annotation && starts(e.name, "Optimizer."))
-      windows.push_back(k);
+    else if (windows && e.kind == EventKind::Annotation && starts(e.name, "Optimizer."))
+      windows->push_back(k);
   }
-  std::vector<std::size_t> tops;
-  for (auto& [thread, ks] : by_thread) {
+  for (auto& [thread, ks] : by_thread)
     std::stable_sort(ks.begin(), ks.end(), [&](std::size_t a, std::size_t b) {
       const TraceEvent &x = p.events[a], &y = p.events[b];
       return x.ts_ns != y.ts_ns ? x.ts_ns < y.ts_ns : x.dur_ns > y.dur_ns;
     });
-    std::int64_t end = std::numeric_limits<std::int64_t>::min();
+  return by_thread;
+}
+
+// Each thread's top-level events (none inside another), merged into one timeline by start.
+std::vector<std::size_t> merged_tops(const Profile& p, const ThreadEvents& by_thread) {
+  std::vector<std::size_t> tops;
+  for (const auto& [thread, ks] : by_thread) {
+    std::int64_t last = std::numeric_limits<std::int64_t>::min();
     for (std::size_t k : ks)
-      if (p.events[k].ts_ns >= end) {
+      if (p.events[k].ts_ns >= last) {
         tops.push_back(k);
-        end = p.events[k].end_ns();
+        last = p.events[k].end_ns();
       }
   }
   std::stable_sort(tops.begin(), tops.end(), [&](std::size_t a, std::size_t b) {
     return p.events[a].ts_ns != p.events[b].ts_ns ? p.events[a].ts_ns < p.events[b].ts_ns : a < b;
   });
+  return tops;
+}
+
+// The framework op inside autograd node `k` that launched the most GPU work (-1: none).
+std::int64_t node_op(const Profile& p, const ThreadEvents& by_thread, std::size_t k,
+                     const std::vector<int>& launched) {
+  const TraceEvent& e = p.events[k];
+  std::int64_t best = -1;
+  int most = 0;
+  for (const auto& [thread, ks] : by_thread) {
+    if (thread.first != e.pid || thread.second != e.tid) continue;
+    for (std::size_t c : ks)
+      if (c != k && p.events[c].kind == EventKind::CpuOp && within(p.events[c], e) &&
+          launched[c] > most) {
+        most = launched[c];
+        best = static_cast<std::int64_t>(c);
+      }
+  }
+  return best;
+}
+
+StepHost step_host(const Profile& p, const StepWindow& w, const std::vector<int>& launched) {
+  StepHost out;
+  // Top-level host events per thread (framework ops and runtime calls outside any op).
+  std::vector<std::size_t> windows;  // Optimizer.step / Optimizer.zero_grad annotations
+  const ThreadEvents by_thread = host_events(p, w.begin_ns, w.end_ns, &windows);
+  const std::vector<std::size_t> tops = merged_tops(p, by_thread);
   // The host threads take turns (the main thread waits in backward() while the autograd thread
   // runs): on one merged timeline each op costs its own span plus the gap before it.
   std::int64_t prev = w.begin_ns;
@@ -620,17 +655,7 @@ StepHost step_host(const Profile& p, const StepWindow& w, const std::vector<int>
         continue;
       }
       // The node's class is that of the framework op inside it that launched the most GPU work.
-      std::int64_t best = -1;
-      int most = 0;
-      for (const auto& [thread, ks] : by_thread) {
-        if (thread.first != e.pid || thread.second != e.tid) continue;
-        for (std::size_t c : ks)
-          if (c != k && p.events[c].kind == EventKind::CpuOp && within(p.events[c], e) &&
-              launched[c] > most) {
-            most = launched[c];
-            best = static_cast<std::int64_t>(c);
-          }
-      }
+      const std::int64_t best = node_op(p, by_thread, k, launched);
       name = best >= 0 ? p.events[static_cast<std::size_t>(best)].name : std::string();
       const std::string cls = best >= 0 ? op_class_of(name) : "meta";
       key = "backward:" + cls;
@@ -654,11 +679,17 @@ StepHost step_host(const Profile& p, const StepWindow& w, const std::vector<int>
   return out;
 }
 
-void fill_host_model(const Profile& p, const std::vector<StepWindow>& steps, HostCost& h) {
+// GPU activities (kernels, copies, memsets) each host event launched.
+std::vector<int> launched_by(const Profile& p) {
   std::vector<int> launched(p.events.size(), 0);
   for (const TraceEvent& e : p.events)
     if (e.on_gpu() && e.op >= 0 && static_cast<std::size_t>(e.op) < launched.size())
       ++launched[static_cast<std::size_t>(e.op)];
+  return launched;
+}
+
+void fill_host_model(const Profile& p, const std::vector<StepWindow>& steps, HostCost& h) {
+  const std::vector<int> launched = launched_by(p);
   std::map<std::string, std::vector<double>> per_class, per_phase;
   std::vector<double> param, opt, step, params;
   bool foreach = false, optimizer = false;
@@ -695,7 +726,103 @@ void fill_host_model(const Profile& p, const std::vector<StepWindow>& steps, Hos
   h.optimizer = !optimizer ? "" : foreach ? "foreach" : "per-parameter";
 }
 
+// The host side of a trace without steps (an op microbenchmark): the span of every top-level
+// framework op on its thread, by phase and class, and the host gap before it on the merged
+// timeline of the host threads (as step_host: they take turns). The gaps are the benchmark's
+// loop and the autograd engine's scheduling; their median per phase is added to every op.
+void fill_op_spans(const Profile& p, HostCost& h) {
+  const std::vector<int> launched = launched_by(p);
+  const ThreadEvents by_thread = host_events(p, std::numeric_limits<std::int64_t>::min(),
+                                             std::numeric_limits<std::int64_t>::max(), nullptr);
+  const std::vector<std::size_t> tops = merged_tops(p, by_thread);
+  static const std::string node = "autograd::engine::evaluate_function: ";
+  std::int64_t prev = std::numeric_limits<std::int64_t>::min();
+  for (std::size_t k : tops) {
+    const TraceEvent& e = p.events[k];
+    const double gap = prev == std::numeric_limits<std::int64_t>::min()
+                           ? -1.0
+                           : static_cast<double>(std::max<std::int64_t>(0, e.ts_ns - prev)) * 1e-9;
+    prev = std::max(prev, e.end_ns());
+    // A synchronising or other runtime call outside any op is the benchmark's, not an op's.
+    if (e.kind != EventKind::CpuOp || scalar_bookkeeping(e)) continue;
+    const double span = static_cast<double>(e.dur_ns) * 1e-9;
+    const bool backward = starts(e.name, node.c_str());
+    if (gap >= 0) h.op_gaps_s[backward ? "backward" : "forward"].push_back(gap);
+    if (!backward) {
+      const std::string key = "forward:" + op_class_of(e.name);
+      h.op_spans_s[key].push_back(span);
+      h.class_names[key].insert(e.name);
+      continue;
+    }
+    h.autograd = true;
+    if (e.name.find("AccumulateGrad") != std::string::npos) {
+      h.op_spans_s["parameter"].push_back(span);
+      continue;
+    }
+    const std::int64_t best = node_op(p, by_thread, k, launched);
+    const std::string name = best >= 0 ? p.events[static_cast<std::size_t>(best)].name : "";
+    const std::string cls = best >= 0 ? op_class_of(name) : "meta";
+    // As step_host: a convolution or linear backward node stands for two graph ops.
+    const double graph_ops = cls == "conv_bwd" || cls == "gemm" ? 2 : 1;
+    h.op_spans_s["backward:" + cls].push_back(span / graph_ops);
+    if (!name.empty()) h.class_names["backward:" + cls].insert(name);
+  }
+  for (const TraceEvent& e : p.events) h.op_launches += e.on_gpu() ? 1 : 0;
+}
+
 }  // namespace
+
+std::optional<HostCost> host_cost_from_ops(const Profile& p, const std::string& device_model) {
+  HostCost h{.device = device_key(p, device_model), .op_level = true};
+  fill_op_spans(p, h);
+  if (h.op_spans_s.empty() || h.op_launches == 0) return std::nullopt;
+  finish_op_host_cost(h);
+  return h;
+}
+
+void finish_op_host_cost(HostCost& h) {
+  h.per_class_s.clear();
+  h.per_phase_s.clear();
+  std::map<std::string, std::vector<double>> phase;
+  std::vector<double> all;
+  auto gap = [&](const std::string& ph) {
+    const auto g = h.op_gaps_s.find(ph);
+    return g == h.op_gaps_s.end() ? 0.0 : median_of(g->second);
+  };
+  for (const auto& [k, v] : h.op_spans_s) {
+    if (k == "parameter") continue;
+    all.insert(all.end(), v.begin(), v.end());
+    const std::string ph = k.substr(0, k.find(':'));
+    h.per_class_s[k] = median_of(v) + gap(ph);
+    phase[ph].insert(phase[ph].end(), v.begin(), v.end());
+  }
+  for (const auto& [k, v] : phase) h.per_phase_s[k] = median_of(v) + gap(k);
+  const auto it = h.op_spans_s.find("parameter");
+  h.per_parameter_s = it == h.op_spans_s.end() ? 0.0 : median_of(it->second) + gap("backward");
+  // The launch overhead a GPU takes from the calibration (the per-op model's last fall-back): a
+  // typical op's span. A mean would be the warm-up's (cuDNN's first call: milliseconds).
+  h.per_activity_s = median_of(all);
+  // Not in a trace without steps; 0 is what the per-op model then charges (docs/calibration.md).
+  h.optimizer_step_s = h.per_step_s = 0.0;
+}
+
+void merge_op_host_cost(HostCost& into, const HostCost& from) {
+  // A forward op of a trace whose ops record the autograd graph (it runs a backward) costs what
+  // a training step's does (the b8 ResNet trace's conv2d: 109 us; the inference-only
+  // microbenchmark's: 55 us): where one trace records and the other does not, it decides.
+  for (const auto& [k, v] : from.op_spans_s) {
+    const bool training = k.rfind("forward:", 0) == 0;
+    if (training && into.autograd && !from.autograd && into.op_spans_s.count(k)) continue;
+    if (training && from.autograd && !into.autograd) into.op_spans_s[k].clear();
+    into.op_spans_s[k].insert(into.op_spans_s[k].end(), v.begin(), v.end());
+  }
+  for (const auto& [k, v] : from.op_gaps_s)
+    into.op_gaps_s[k].insert(into.op_gaps_s[k].end(), v.begin(), v.end());
+  into.autograd |= from.autograd;
+  for (const auto& [k, n] : from.class_names) into.class_names[k].insert(n.begin(), n.end());
+  into.op_launches += from.op_launches;
+  finish_op_host_cost(into);
+}
 
 std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::string& device_model) {
   const std::vector<StepWindow> steps = profile_steps(p);

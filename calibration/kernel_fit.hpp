@@ -150,6 +150,18 @@ struct HostCost {
   double per_step_s = 0.0;        ///< zero_grad, runtime calls outside ops, the step's tail
   std::string optimizer;          ///< "foreach", "per-parameter", "" (no Optimizer.step seen)
   int parameters = 0;             ///< AccumulateGrad nodes per step (median)
+  /// From a trace without ProfilerStep annotations (an op microbenchmark): per_class_s is the
+  /// median span of the top-level framework ops of each "phase:class" on their thread (dispatch
+  /// and runtime calls included) plus the phase's median host gap before an op on the host
+  /// threads' merged timeline (the benchmark's Python loop, the autograd engine's scheduling),
+  /// per_phase_s the same over the phase, per_parameter_s the AccumulateGrad nodes';
+  /// per_step_s and optimizer_step_s are 0 (only a step trace shows the Python loop, zero_grad
+  /// and optimizer.step), steps 0, per_activity_s the median span of all its ops.
+  bool op_level = false;
+  std::map<std::string, std::vector<double>> op_spans_s;  ///< "phase:class"/"parameter" spans
+  std::map<std::string, std::vector<double>> op_gaps_s;   ///< per phase: host gap before an op
+  bool autograd = false;  ///< backward nodes ran: its forward ops recorded the autograd graph
+  int op_launches = 0;    ///< GPU activities in the trace (none: no host model)
 };
 /// The calibration's host block from a HostCost: per-op costs written under the graph
 /// builders'/ONNX op types of each class (and the framework names seen), `profile` recorded.
@@ -157,6 +169,15 @@ sim::HostCalibration host_calibration(const HostCost& h, const std::string& prof
 /// nullopt when the profile has no annotated steps or no GPU activity.
 std::optional<HostCost> host_cost_from_profile(const Profile& p,
                                                const std::string& device_model = "");
+/// The op-level model (HostCost::op_level) of any trace, annotated or not (`calibrate
+/// --host-from-ops` uses it for traces without steps); nullopt when the profile has no
+/// framework op or no GPU activity.
+std::optional<HostCost> host_cost_from_ops(const Profile& p, const std::string& device_model = "");
+/// Recomputes an op-level HostCost's medians from its op_spans_s.
+void finish_op_host_cost(HostCost& h);
+/// Pools `from`'s op spans into `into` (two microbenchmark traces of one device: forward ops and
+/// backward ops) and recomputes the medians. Both op-level.
+void merge_op_host_cost(HostCost& into, const HostCost& from);
 
 /// Exact table (mean per signature key) + per-class fits, written under every op type name of
 /// the class that was seen in the samples plus the builders'/ONNX names of that class. Each

@@ -35,6 +35,7 @@ struct CalibrateArgs {
   std::vector<std::string> ets;  ///< --et: the execution trace of the i-th profile's step
   std::string output, device_model, math_mode = "torch";
   bool json = false;
+  bool host_from_ops = false;  ///< op-level host model from traces without ProfilerStep#N
 };
 
 struct LinksArgs {
@@ -141,10 +142,39 @@ void print_links(const std::string& path, const calibration::Profile& prof) {
 // Several profiles of one device: the largest host cost per launch is kept, because a step that is
 // partly GPU-bound (ResNet-18 at batch 64 on an H200: GPU 68 % busy) waits on the GPU as well and
 // so spreads less host time over more launches than a host-bound one (docs/validation.md).
+// Op-level host costs (traces without steps) of each device, pooled over its profiles.
+struct OpLevelHost {
+  calibration::HostCost cost;
+  std::string profiles;
+};
+
 void keep_host_cost(std::map<std::string, sim::HostCalibration>& hosts,
-                    const calibration::HostCost& h, const std::string& profile) {
-  sim::HostCalibration c = calibration::host_calibration(h, profile);
+                    std::map<std::string, OpLevelHost>& op_level, const calibration::HostCost& h,
+                    const std::string& profile) {
   auto it = hosts.find(h.device);
+  // A step trace's model holds what an op-level one lacks (Python, optimizer): it wins.
+  const bool have_steps = it != hosts.end() && (it->second.steps > 0 || it->second.cpu);
+  if (h.op_level) {
+    auto [o, fresh] = op_level.try_emplace(h.device, OpLevelHost{h, profile});
+    if (!fresh) {
+      calibration::merge_op_host_cost(o->second.cost, h);
+      o->second.profiles += " + " + profile;
+    }
+    if (have_steps) {
+      g_notes.push_back(h.device + ": op-level host cost of " + profile +
+                        " not used: a step trace's host model (" + it->second.profile + ") wins");
+      return;
+    }
+    hosts[h.device] = calibration::host_calibration(o->second.cost, o->second.profiles);
+    return;
+  }
+  sim::HostCalibration c = calibration::host_calibration(h, profile);
+  if (it != hosts.end() && !have_steps) {
+    g_notes.push_back(h.device + ": the step trace " + profile + "'s host model replaces the " +
+                      "op-level one of " + it->second.profile);
+    it->second = std::move(c);
+    return;
+  }
   if (it == hosts.end()) {
     hosts.emplace(h.device, std::move(c));
     return;
@@ -213,6 +243,7 @@ void keep_cpu_side(const calibration::ManifestCpu& cpu,
 void run_calibrate(const CalibrateArgs& a) {
   std::vector<calibration::OpSample> samples;
   std::map<std::string, sim::HostCalibration> hosts;
+  std::map<std::string, OpLevelHost> op_level;
   std::map<std::string, sim::Duration> floors;  // device -> its shortest kernel (kernel_floor_s)
   std::map<std::string, std::vector<sim::MemoryLevel>> memory;
   std::string sources;
@@ -241,13 +272,27 @@ void run_calibrate(const CalibrateArgs& a) {
     for (const std::string& m : prof.missing) g_notes.push_back(p + ": " + m);
     print_links(p, prof);
     if (s.empty()) g_notes.push_back(p + ": 0 op samples (nothing to calibrate from this profile)");
-    if (const auto h = calibration::host_cost_from_profile(prof, a.device_model)) {
+    std::optional<calibration::HostCost> h =
+        calibration::host_cost_from_profile(prof, a.device_model);
+    if (!h && a.host_from_ops) h = calibration::host_cost_from_ops(prof, a.device_model);
+    if (h && h->op_level) {
+      outf(
+          "  host: no ProfilerStep annotations: op-level host model from %zu framework-op "
+          "classes' spans, %.1f us per parameter (AccumulateGrad)\n",
+          h->per_class_s.size(), h->per_parameter_s * 1e6);
+      g_notes.push_back(
+          p +
+          ": host model from framework-op spans only (no ProfilerStep#N): the Python between "
+          "ops, zero_grad, optimizer.step and the step's tail are not in it (per_step and "
+          "optimizer_step 0); ops of a class it did not run cost its phase's median");
+      keep_host_cost(hosts, op_level, *h, p);
+    } else if (h) {
       outf(
           "  host: %d steps, median %.3f ms, %.0f GPU activities launched per step: %.1f us of "
           "host time per "
           "activity (a host-bound step's launch_overhead per GPU op, docs/validation.md)\n",
           h->steps, h->step_s * 1e3, h->activities_per_step, h->per_activity_s * 1e6);
-      keep_host_cost(hosts, *h, p);
+      keep_host_cost(hosts, op_level, *h, p);
     }
     keep_kernel_floor(floors, prof, a.device_model);
     samples.insert(samples.end(), s.begin(), s.end());
@@ -556,6 +601,9 @@ void register_calibrate(CLI::App& app) {
         "--math-mode", a->math_mode,
         "framework math that bounds F32 conv/matmul rates: torch (default: TF32 convs), tf32, f32");
     cmd->add_option("-o,--output", a->output, "calibration YAML to write")->required();
+    cmd->add_flag("--host-from-ops", a->host_from_ops,
+                  "a trace without ProfilerStep#N annotations (an op microbenchmark) gives a "
+                  "host model from its framework ops' spans (no per-step Python or optimizer)");
     cmd->add_flag("--json", a->json, "print the fitted classes as JSON instead of a table");
     cmd->callback([a] { run_calibrate(*a); });
   }

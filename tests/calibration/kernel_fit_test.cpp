@@ -434,6 +434,40 @@ TEST(HostCost, H200BatchEightStepIsHostTimePerLaunch) {
   EXPECT_FALSE(pc::host_cost_from_profile(pc::read_profile(data("a100_alexnet.json"))).has_value());
 }
 
+TEST(HostCost, OpLevelModelFromTheH200Microbenchmarks) {
+  // No ProfilerStep#N: the step model has nothing, the op-level model reads each framework op's
+  // span. The forward microbenchmark records no autograd graph; the _bwd one does (its conv2d
+  // runs a backward on the autograd thread, with 3 AccumulateGrad nodes per call).
+  const pc::Profile fwd = pc::read_profile(data("h200_micro.json.gz"));
+  const pc::Profile bwd = pc::read_profile(data("h200_micro_bwd.json.gz"));
+  EXPECT_FALSE(pc::host_cost_from_profile(fwd).has_value());
+  auto f = pc::host_cost_from_ops(fwd, "H200-SXM-141GB");
+  const auto b = pc::host_cost_from_ops(bwd, "H200-SXM-141GB");
+  ASSERT_TRUE(f && b);
+  EXPECT_TRUE(f->op_level && !f->autograd && b->autograd);
+  EXPECT_EQ(f->per_parameter_s, 0.0);
+  EXPECT_EQ(b->op_spans_s.at("parameter").size(), 210u);
+  EXPECT_EQ(b->op_spans_s.at("backward:conv_bwd").size(), 70u);
+  // Only a step trace shows the Python loop and the optimizer.
+  EXPECT_EQ(b->per_step_s, 0.0);
+  EXPECT_EQ(b->optimizer_step_s, 0.0);
+  // Recording the autograd graph doubles a convolution's host time (55 -> 113 us median span):
+  // the training trace's forward convolutions replace the inference ones when pooled.
+  EXPECT_GT(b->per_class_s.at("forward:conv"), 1.5 * f->per_class_s.at("forward:conv"));
+  pc::merge_op_host_cost(*f, *b);
+  EXPECT_EQ(f->op_spans_s.at("forward:conv"), b->op_spans_s.at("forward:conv"));
+  EXPECT_TRUE(f->per_class_s.count("forward:gemm") && f->per_class_s.count("backward:conv_bwd"));
+  // What `calibrate --host-from-ops` writes for these two traces (docs/validation.md).
+  const sim::HostCalibration c = pc::host_calibration(*f, "micro");
+  EXPECT_TRUE(c.per_op_model());
+  EXPECT_EQ(c.steps, 0);
+  EXPECT_EQ(c.per_op.at("forward:Conv").ns, 115421);
+  EXPECT_EQ(c.per_op.at("backward:ConvBackpropFilter").ns, 74566);
+  EXPECT_EQ(c.per_phase.at("forward").ns, 19553);
+  EXPECT_EQ(c.per_parameter.ns, 19765);
+  EXPECT_EQ(c.per_step.ns, 0);
+}
+
 TEST(HostCost, PerOpModelFromTheH200BatchEightTrace) {
   // The host side op by op: the main thread's forward ops, the autograd thread's backward nodes,
   // torch 2.11's foreach SGD and 62 AccumulateGrad nodes per step (ResNet-18's 62 parameters).

@@ -53,6 +53,14 @@ grep -q "pcie5" "$T/h200.yaml" || fail "no PCIe Gen5 link in the imported H200 c
 "$P" calibrate --profile "$D/h200_micro.json.gz" --profile "$D/h200_micro_bwd.json.gz" --device-model H200-SXM-141GB -o "$T/h200-cal.yaml" >"$T/h200-cal.txt" || fail "calibrate on the H200 traces"
 grep -q "^H200-SXM-141GB   gemm" "$T/h200-cal.txt" || fail "no H200 gemm fit"
 grep -q "\"Gemm\":" "$T/h200-cal.yaml" || fail "the gemm fit is not written under the ONNX name Gemm"
+# No ProfilerStep#N: no host model unless asked for; --host-from-ops reads the ops' host spans and
+# says on stderr what such a trace cannot show (per-step Python, the optimizer: written as 0).
+! grep -q "^    host:" "$T/h200-cal.yaml" || fail "a host block from traces without steps, not asked for"
+"$P" calibrate --profile "$D/h200_micro.json.gz" --profile "$D/h200_micro_bwd.json.gz" --device-model H200-SXM-141GB \
+  --host-from-ops -o "$T/h200-ops.yaml" >/dev/null 2>"$T/h200-ops.err" || fail "calibrate --host-from-ops"
+grep -q '"backward:ConvBackpropFilter":' "$T/h200-ops.yaml" || fail "no backward convolution host cost"
+grep -q 'per_step: "0 ns"' "$T/h200-ops.yaml" || fail "per_step should be 0 from traces without steps"
+grep -q "optimizer.step .* not in it" "$T/h200-ops.err" || fail "stderr does not say what the op-level host model lacks"
 "$P" validate --profile "$D/h200_resnet18-64px-b8_train.json.gz" --json -o "$T/h200-v.json" >/dev/null || fail "validate the H200 trace"
 python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['steps']; sys.exit(0 if len(s) == 5 and all(abs(x['error']) < 0.05 for x in s) else 1)" "$T/h200-v.json" || fail "H200 replay: not 5 steps within 5%"
 
