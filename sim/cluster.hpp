@@ -148,6 +148,10 @@ struct Cluster {
   std::vector<std::vector<Route>> routes;
   /// TCP window (bytes) bounding flows over `tcp` links; SimGrid's network/TCP-gamma default.
   double tcp_window_bytes = 4194304.0;
+  /// The fabric's NCCL (NCCL_VERSION_CODE, 22602 for 2.26.2; YAML key `nccl_version`): whose tuner
+  /// every collective simulated on this cluster takes unless the call names its own. 0: the
+  /// model's default, NCCL 2.19 (docs/collectives.md, "NCCL versions").
+  int nccl_version = 0;
 
   [[nodiscard]] DeviceId device_index(std::string_view name) const;  ///< -1 if absent
   [[nodiscard]] VertexId vertex_index(std::string_view name) const;  ///< -1 if absent

@@ -14,6 +14,7 @@
 
 #include "sim/catalog.hpp"
 #include "sim/cluster.hpp"
+#include "sim/collective_call.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
@@ -620,10 +621,17 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& origin) {
   try {
     rd.expect_map(root, "",
                   {"name", "description", "sources", "devices", "switches", "host_bridges", "nics",
-                   "links", "peer_access", "routes", "tcp"});
+                   "links", "peer_access", "routes", "tcp", "nccl_version"});
     Cluster c;
     c.source_file = origin;
     c.name = root["name"] ? rd.str(root["name"], "name") : fs::path(origin).stem().string();
+    if (const YAML::Node v = root["nccl_version"]) {
+      // The same versions and message as `collective --nccl-version`.
+      if (!v.IsScalar()) rd.fail(v, "nccl_version", "an NCCL 2.x version, got " + Reader::shown(v));
+      const std::optional<int> code = parse_nccl_version(v.Scalar());
+      if (!code) rd.fail(v, "nccl_version", nccl_version_expected(v.Scalar()));
+      c.nccl_version = *code;
+    }
     std::set<std::string> names;  // devices and fabric vertices share one namespace
     parse_devices(rd, root, names, c);
     parse_fabric(rd, root, names, c);
@@ -841,6 +849,8 @@ std::string cluster_to_yaml(const Cluster& c) {
   emit_fabric_and_links(c, out);
   emit_peer_access(c, out);
   emit_routes(c, out);
+  if (c.nccl_version > 0)
+    out << YAML::Key << "nccl_version" << YAML::Value << nccl_version_string(c.nccl_version);
   out << YAML::EndMap;
   std::string text = std::string(out.c_str()) + "\n";
   // What is written must read back: an imported or calibrated cluster whose links fall outside

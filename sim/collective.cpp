@@ -14,6 +14,7 @@
 
 #include "sim/collective_expand.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 #include "sim/maxmin.hpp"
 
 namespace placesim::sim {
@@ -790,6 +791,13 @@ std::optional<int> parse_nccl_version(std::string_view s) {
   if (code < 20000 || code >= 30000) return std::nullopt;
   return code;
 }
+std::string nccl_version_expected(std::string_view got) {
+  return "an NCCL 2.x version such as 2.19, 2.23.4 or 22304, got \"" + printable(got) + "\"";
+}
+std::string nccl_version_string(int code) {
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
+         std::to_string(code % 100);
+}
 std::optional<CollProto> parse_coll_proto(std::string_view s) {
   const std::string k = lower_alnum(s);
   for (CollProto p : {CollProto::Auto, CollProto::LL, CollProto::LL128, CollProto::Simple})
@@ -840,7 +848,10 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     return out;
   }
   Topo t = analyse(c, ranks);
-  t.nccl = call.nccl_version > 0 ? call.nccl_version : kDefaultNcclVersion;
+  // The call's own version (collective --nccl-version) wins over the cluster's fabric.
+  t.nccl = call.nccl_version > 0 ? call.nccl_version
+           : c.nccl_version > 0  ? c.nccl_version
+                                 : kDefaultNcclVersion;
   out.nodes = t.nodes;
   if (call.algo == CollAlgo::Nvls && (!t.nvls || call.kind != CollectiveKind::AllReduce))
     throw InputError(

@@ -37,6 +37,11 @@ std::optional<CollProto> parse_coll_proto(std::string_view s);
 /// An NCCL version as NCCL_VERSION_CODE numbers it (2.23.4 -> 22304): "2.23", "2.23.4",
 /// "2.23.4-1" (a package revision is ignored) or the code itself; nullopt unless 2.0 <= v < 3.0.
 std::optional<int> parse_nccl_version(std::string_view s);
+/// What a bad version is told, one text for the flag and the cluster key: "an NCCL 2.x version
+/// such as 2.19, 2.23.4 or 22304, got \"<got>\"".
+std::string nccl_version_expected(std::string_view got);
+/// The version as a release names it, "2.26.2" for 22602 (what cluster_to_yaml writes).
+std::string nccl_version_string(int code);
 
 /// The NCCL version whose tuning the model takes by default: NCCL 2.19's src/graph/tuning.cc
 /// (docs/collectives.md, "NCCL versions").
@@ -54,8 +59,8 @@ struct CollectiveCall {
   int root = 0;                       ///< broadcast/reduce: index of the root rank
   CollAlgo algo = CollAlgo::Auto;     ///< forced algorithm (NCCL_ALGO); Auto = tuner
   CollProto proto = CollProto::Auto;  ///< forced protocol (NCCL_PROTO); Auto = tuner
-  /// NCCL version whose tuner chooses (NCCL_VERSION_CODE, 22304 for 2.23.4); 0: the model's
-  /// default, kDefaultNcclVersion.
+  /// NCCL version whose tuner chooses (NCCL_VERSION_CODE, 22304 for 2.23.4); 0: the cluster's
+  /// (Cluster::nccl_version, the YAML key `nccl_version`), else kDefaultNcclVersion.
   int nccl_version = 0;
   auto operator<=>(const CollectiveCall&) const = default;
 };

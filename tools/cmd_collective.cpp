@@ -117,9 +117,8 @@ void run_collective(const CollectiveArgs& a) {
   if (!a.nccl_version.empty()) {
     const auto v = sim::parse_nccl_version(a.nccl_version);
     if (!v)
-      throw sim::InputError(
-          "<flag --nccl-version>", "",
-          "an NCCL 2.x version such as 2.19, 2.23.4 or 22304, got \"" + a.nccl_version + "\"");
+      throw sim::InputError("<flag --nccl-version>", "",
+                            sim::nccl_version_expected(a.nccl_version));
     call.nccl_version = *v;
   }
   const auto dtype = sim::parse_dtype(a.dtype);
@@ -218,8 +217,8 @@ void register_collective(CLI::App& app) {
   cmd->add_option("--algo", args->algo,
                   "force an algorithm: ring, tree, nvls, direct, pat (NCCL_ALGO)");
   cmd->add_option("--nccl-version", args->nccl_version,
-                  "NCCL version whose tuner chooses (2.19 by default; 2.23+ has other tree "
-                  "latencies, ring LL bandwidth and PAT)");
+                  "NCCL version whose tuner chooses (over the cluster's nccl_version; 2.19 by "
+                  "default; 2.23+ has other tree latencies, ring LL bandwidth and PAT)");
   cmd->add_option("--proto", args->proto, "force a protocol: LL, LL128, Simple (NCCL_PROTO)");
   cmd->add_flag("--json", args->json,
                 "print a JSON list of rows (bytes, time_s, algbw_gbps, busbw_gbps)");

@@ -55,6 +55,69 @@ step, alone = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert step["step_time_s"] > 1.3 * alone[0]["time_s"], (step["step_time_s"], alone[0]["time_s"])
 PY
 
+# The cluster's NCCL (`nccl_version`, docs/collectives.md "NCCL versions"): a copy of 2x-dgx-a100
+# with `nccl_version: 2.26.2` gives the rows of `--nccl-version 2.26.2` (which differ from the
+# default's), the flag overrides the file, and the copy validates against the schema.
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+V226="$TMP/2x-dgx-a100-nccl226.yaml"
+{ cat "$SRC/scenarios/clusters/2x-dgx-a100.yaml"; echo "nccl_version: 2.26.2"; } > "$V226"
+"$BIN" collective --cluster "$V226" -b 8 -e 8G -f 4 --json > "$TMP/file.json" || fail "file version exited $?"
+"$BIN" collective --cluster 2x-dgx-a100 -b 8 -e 8G -f 4 --nccl-version 2.26.2 --json > "$TMP/flag.json" \
+  || fail "flag version exited $?"
+"$BIN" collective --cluster 2x-dgx-a100 -b 8 -e 8G -f 4 --json > "$TMP/default.json" || fail "default exited $?"
+"$BIN" collective --cluster "$V226" -b 8 -e 8G -f 4 --nccl-version 2.19 --json > "$TMP/over.json" \
+  || fail "override exited $?"
+cmp -s "$TMP/file.json" "$TMP/flag.json" || fail "nccl_version: 2.26.2 rows differ from --nccl-version 2.26.2"
+cmp -s "$TMP/file.json" "$TMP/default.json" && fail "2.26.2 rows equal the default's: the case tests nothing"
+cmp -s "$TMP/over.json" "$TMP/default.json" || fail "--nccl-version 2.19 does not override the file's 2.26.2"
+python3 - "$SRC" "$V226" <<'PY' || fail "the 2.26.2 copy does not validate against cluster.schema.json"
+import json, sys, jsonschema, yaml
+schema = json.load(open(f"{sys.argv[1]}/docs/schemas/cluster.schema.json"))
+jsonschema.Draft202012Validator(schema).validate(yaml.safe_load(open(sys.argv[2])))
+PY
+# A graph's all-reduce (16 rank ops, 32 MiB) on the copy takes 2.26's tables: its step moves by what
+# the call's prediction moves between the versions (the launch before it is the same).
+python3 - "$TMP" <<'PY' || fail "writing the graph"
+import json, sys
+gpus = [f"n{n}-gpu{g}" for n in range(2) for g in range(8)]
+def graph(kind, size, ranks, algo=None):
+    ops = []
+    for k, _ in enumerate(ranks):
+        c = {"kind": kind, "bytes": size, "id": "c0"}
+        if algo: c["algo"] = algo
+        ops.append({"name": f"r{k}", "type": "Collective", "outputs": [64], "collective": c})
+    return {"name": "call", "ops": ops}
+def placement(ranks):
+    return {"format": "placesim-placement", "version": 1,
+            "ops": {f"r{k}": d for k, d in enumerate(ranks)}}
+t = sys.argv[1]
+json.dump(graph("all-reduce", "32 MiB", gpus), open(f"{t}/ar.json", "w"))
+json.dump(placement(gpus), open(f"{t}/ar_p.json", "w"))
+pair = ["n0-gpu0", "n1-gpu0"]
+json.dump(graph("all-gather", "1 MiB", pair, "pat"), open(f"{t}/pat.json", "w"))
+json.dump(placement(pair), open(f"{t}/pat_p.json", "w"))
+PY
+for c in default:2x-dgx-a100 v226:$V226; do
+  "$BIN" simulate --graph "$TMP/ar.json" --cluster "${c#*:}" --placement "$TMP/ar_p.json" --json \
+    > "$TMP/step_${c%%:*}.json" || fail "graph all-reduce on ${c%%:*} exited $?"
+done
+"$BIN" collective --cluster 2x-dgx-a100 -b 32M -e 32M --json > "$TMP/ar19.json" || fail "32M default"
+"$BIN" collective --cluster 2x-dgx-a100 -b 32M -e 32M --nccl-version 2.26.2 --json > "$TMP/ar26.json" \
+  || fail "32M 2.26.2"
+python3 - "$TMP" <<'PY' || fail "the graph's all-reduce does not take the cluster's NCCL version"
+import json, sys
+t = sys.argv[1]
+s19, s26 = (json.load(open(f"{t}/step_{v}.json"))["step_time_s"] for v in ("default", "v226"))
+c19, c26 = (json.load(open(f"{t}/ar{v}.json"))[0]["time_s"] for v in ("19", "26"))
+assert abs(c26 - c19) > 1e-6, (c19, c26)  # ring network steps: 2 (nNodes - 1) from 2.23, 2 nNodes before
+assert abs((s26 - s19) - (c26 - c19)) < 1e-8, (s19, s26, c19, c26)
+PY
+# PAT in a graph: refused under the default 2.19 tables, taken on the 2.26 copy.
+"$BIN" simulate --graph "$TMP/pat.json" --cluster 2x-dgx-a100 --placement "$TMP/pat_p.json" \
+  > /dev/null 2>&1; [ $? -eq 2 ] || fail "a pat all-gather on 2.19 tables is not refused"
+"$BIN" simulate --graph "$TMP/pat.json" --cluster "$V226" --placement "$TMP/pat_p.json" > /dev/null \
+  || fail "a pat all-gather on the 2.26 copy exited $?"
+
 # Bad input: exit 2, one line naming the flag.
 expect_error() {
   local want=$1; shift
@@ -76,6 +139,11 @@ expect_error 'algo' collective --cluster 2x-dgx-a100 --op all-gather --algo pat 
 out=$("$BIN" collective --cluster 2x-dgx-a100 --devices n0-gpu0,n1-gpu0 --op all-gather --algo pat \
   --nccl-version 2.23.4 -b 1M -e 1M) || fail "pat exited $?"
 echo "$out" | grep -q 'pat/Simple' || fail "no pat/Simple in: $out"
+# A bad nccl_version in the cluster: the file and key named, for collective and simulate alike.
+sed 's/^nccl_version: .*/nccl_version: 3.1/' "$V226" > "$TMP/bad-nccl.yaml"
+expect_error 'bad-nccl.yaml: nccl_version (line [0-9]*): expected an NCCL 2.x version' \
+  collective --cluster "$TMP/bad-nccl.yaml"
+expect_error 'nccl_version' simulate --graph resnet50 --cluster "$TMP/bad-nccl.yaml" --parallel dp=2
 expect_error 'tp' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=2,tp=2
 expect_error 'dp' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=9
 expect_error '--placement' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=2 --placement heft

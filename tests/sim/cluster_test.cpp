@@ -372,6 +372,35 @@ TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
       InputError);
 }
 
+// `nccl_version`: the versions and message of `collective --nccl-version`, kept by the writer.
+TEST(Cluster, NcclVersionReadsAsTheFlagAndRoundTrips) {
+  const std::string base =
+      "name: n\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3}\n"
+      "  - {name: gpu0, model: A100-SXM4-80GB, host: cpu0}\n"
+      "links:\n  - {between: [cpu0, gpu0], bandwidth: 10 GB/s}\n";
+  EXPECT_EQ(parse_cluster_yaml(base, "t.yaml").nccl_version, 0);
+  for (const auto& [text, code] : std::vector<std::pair<std::string, int>>{
+           {"2.26.2", 22602}, {"2.19", 21900}, {"2.23.4-1", 22304}, {"22903", 22903}}) {
+    const Cluster c = parse_cluster_yaml(base + "nccl_version: " + text + "\n", "t.yaml");
+    EXPECT_EQ(c.nccl_version, code) << text;
+    EXPECT_EQ(parse_cluster_yaml(cluster_to_yaml(c), "back.yaml").nccl_version, code) << text;
+  }
+  EXPECT_NE(cluster_to_yaml(parse_cluster_yaml(base + "nccl_version: 2.26.2\n", "t.yaml"))
+                .find("nccl_version: 2.26.2"),
+            std::string::npos);
+  for (const char* bad : {"3.1", "2.x", "\"\"", "[2, 26]", "{v: 2}", ""}) {
+    try {
+      (void)parse_cluster_yaml(base + "nccl_version: " + bad + "\n", "t.yaml");
+      ADD_FAILURE() << "accepted nccl_version: " << bad;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("t.yaml"), std::string::npos) << what;
+      EXPECT_NE(what.find("nccl_version (line "), std::string::npos) << what;
+      EXPECT_NE(what.find("an NCCL 2.x version"), std::string::npos) << what;
+    }
+  }
+}
+
 TEST(Cluster, TcpLinksPerLinkAndClusterWideRoundTrip) {
   const std::string base =
       "name: eth\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3}\n  - {name: cpu1, model: "

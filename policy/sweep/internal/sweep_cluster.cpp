@@ -291,6 +291,8 @@ Cluster with_gpu_count(const Cluster& c, int n, const std::string& origin) {
   Cluster out;
   out.name = c.name + "-" + std::to_string(n) + "gpu";
   out.source_file = c.source_file;
+  out.tcp_window_bytes = c.tcp_window_bytes;  // the fabric's settings stay with it
+  out.nccl_version = c.nccl_version;
 
   // New device list: the non-GPU devices and the kept GPUs in their order, then clones.
   std::vector<int> new_of_old(c.vertices.size(), -1);
