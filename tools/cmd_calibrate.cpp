@@ -240,6 +240,35 @@ void keep_cpu_side(const calibration::ManifestCpu& cpu,
   }
 }
 
+// The host half of one profile: the step model where it has ProfilerStep#N labels, else (with
+// --host-from-ops) the op-level model from its framework-op spans.
+void keep_profile_host(const calibration::Profile& prof, const std::string& p,
+                       const CalibrateArgs& a, std::map<std::string, sim::HostCalibration>& hosts,
+                       std::map<std::string, OpLevelHost>& op_level) {
+  std::optional<calibration::HostCost> h =
+      calibration::host_cost_from_profile(prof, a.device_model);
+  if (!h && a.host_from_ops) h = calibration::host_cost_from_ops(prof, a.device_model);
+  if (!h) return;
+  if (h->op_level) {
+    outf(
+        "  host: no ProfilerStep annotations: op-level host model from %zu framework-op "
+        "classes' spans, %.1f us per parameter (AccumulateGrad)\n",
+        h->per_class_s.size(), h->per_parameter_s * 1e6);
+    g_notes.push_back(
+        p +
+        ": host model from framework-op spans only (no ProfilerStep#N): the Python between "
+        "ops, zero_grad, optimizer.step and the step's tail are not in it (per_step and "
+        "optimizer_step 0); ops of a class it did not run cost its phase's median");
+  } else {
+    outf(
+        "  host: %d steps, median %.3f ms, %.0f GPU activities launched per step: %.1f us of "
+        "host time per "
+        "activity (a host-bound step's launch_overhead per GPU op, docs/validation.md)\n",
+        h->steps, h->step_s * 1e3, h->activities_per_step, h->per_activity_s * 1e6);
+  }
+  keep_host_cost(hosts, op_level, *h, p);
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   std::vector<calibration::OpSample> samples;
   std::map<std::string, sim::HostCalibration> hosts;
@@ -272,28 +301,7 @@ void run_calibrate(const CalibrateArgs& a) {
     for (const std::string& m : prof.missing) g_notes.push_back(p + ": " + m);
     print_links(p, prof);
     if (s.empty()) g_notes.push_back(p + ": 0 op samples (nothing to calibrate from this profile)");
-    std::optional<calibration::HostCost> h =
-        calibration::host_cost_from_profile(prof, a.device_model);
-    if (!h && a.host_from_ops) h = calibration::host_cost_from_ops(prof, a.device_model);
-    if (h && h->op_level) {
-      outf(
-          "  host: no ProfilerStep annotations: op-level host model from %zu framework-op "
-          "classes' spans, %.1f us per parameter (AccumulateGrad)\n",
-          h->per_class_s.size(), h->per_parameter_s * 1e6);
-      g_notes.push_back(
-          p +
-          ": host model from framework-op spans only (no ProfilerStep#N): the Python between "
-          "ops, zero_grad, optimizer.step and the step's tail are not in it (per_step and "
-          "optimizer_step 0); ops of a class it did not run cost its phase's median");
-      keep_host_cost(hosts, op_level, *h, p);
-    } else if (h) {
-      outf(
-          "  host: %d steps, median %.3f ms, %.0f GPU activities launched per step: %.1f us of "
-          "host time per "
-          "activity (a host-bound step's launch_overhead per GPU op, docs/validation.md)\n",
-          h->steps, h->step_s * 1e3, h->activities_per_step, h->per_activity_s * 1e6);
-      keep_host_cost(hosts, op_level, *h, p);
-    }
+    keep_profile_host(prof, p, a, hosts, op_level);
     keep_kernel_floor(floors, prof, a.device_model);
     samples.insert(samples.end(), s.begin(), s.end());
   }
