@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "calibration/text_util.hpp"
+#include "sim/collective_call.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
@@ -358,6 +359,7 @@ std::string lower(std::string s) {
 // are the out-of-place ones.
 struct Columns {
   int size = -1, time = -1, algbw = -1, busbw = -1;
+  int type = -1, redop = -1;  // nccl-tests' data type and reduction columns
   double time_unit_s = 1e-6;  // nccl-tests prints us
   [[nodiscard]] bool usable() const { return size >= 0 && (time >= 0 || algbw >= 0); }
 };
@@ -381,6 +383,10 @@ Columns columns_from_header(const std::vector<std::string>& cells) {
         c.time_unit_s = 1e-3;
       else if (h.find("(s)") != std::string::npos)
         c.time_unit_s = 1.0;
+    } else if (c.type < 0 && h == "type") {
+      c.type = k;
+    } else if (c.redop < 0 && (h == "redop" || h == "op")) {
+      c.redop = k;
     }
   }
   return c;
@@ -444,19 +450,35 @@ std::vector<std::string> markdown_cells(const std::string& line) {
   return cells;
 }
 
-// mpirun --tag-output prefixes ("[1,0]<stdout>:", "[0]") before the text nccl-tests printed. Only
-// rank tags (digits and commas): "[bm-h100-01:29250] 15 more processes ..." is Open MPI's own.
-std::string strip_mpi_tag(const std::string& line) {
-  std::size_t i = line.find_first_not_of(" \t");
-  if (i == std::string::npos || line[i] != '[') return line;
-  const std::size_t close = line.find(']', i);
-  if (close == std::string::npos || close == i + 1 ||
-      line.find_first_not_of("0123456789,", i + 1) != close)
-    return line;
-  std::size_t j = close + 1;
-  if (line.compare(j, 8, "<stdout>") == 0) j += 8;
-  if (j < line.size() && line[j] == ':') ++j;
-  return line.substr(j);
+// What launchers and log collectors put before the text nccl-tests printed, removed one after
+// another: mpirun --tag-output rank tags ("[1,0]<stdout>:", "[0]"; only digits and commas:
+// "[bm-h100-01:29250] 15 more processes ..." is Open MPI's own), Ray's "(head, rank=0, pid=3808) "
+// (SkyPilot), srun -l task labels (" 0: "), ISO timestamps (kubectl logs --timestamps, journald
+// exports: "2025-03-01T12:00:00.123456Z ") and pdsh host labels ("node005: ") before a '#' or a
+// number. A markdown-escaped "\#" (a tracker's rendering of nccl-tests' comment marker) is read
+// as '#'.
+std::string strip_prefixes(const std::string& line) {
+  static const std::regex kTag(R"(^\s*\[[0-9,]+\](?:<stdout>)?:?)");
+  static const std::regex kRay(R"(^\s*\([^()]*\bpid=\d+[^()]*\) ?)");
+  static const std::regex kTime(
+      R"(^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]? ?)");
+  static const std::regex kSrun(R"(^\s*\d+: ?(?=\s*(?:[#|]|\d|\\#|$)))");
+  static const std::regex kHost(R"(^\s*[A-Za-z][\w.-]*: (?=\s*(?:\\?#|\d)))");
+  std::string s = line;
+  for (int pass = 0; pass < 6; ++pass) {
+    std::smatch m;
+    bool cut = false;
+    for (const std::regex* re : {&kTag, &kRay, &kTime, &kSrun, &kHost})
+      if (std::regex_search(s, m, *re) && m.length(0) > 0) {
+        s = s.substr(static_cast<std::size_t>(m.length(0)));
+        cut = true;
+        break;
+      }
+    if (!cut) break;
+  }
+  const std::size_t first = s.find_first_not_of(" \t");
+  if (first != std::string::npos && s.compare(first, 2, "\\#") == 0) s.erase(first, 1);
+  return s;
 }
 
 // Ranks from the ratio busbw / algbw that nccl-tests prints: 2(n-1)/n for all-reduce, (n-1)/n for
@@ -538,9 +560,11 @@ class NcclTestsReader {
           "at most " + std::to_string(kMaxGpus) + " ranks, got " + std::to_string(ranks_ll));
     const int ranks = static_cast<int>(ranks_ll);
     const int nodes = hosts_.empty() ? (ranks > 0 ? 1 : 0) : static_cast<int>(hosts_.size());
+    keep_the_requested_rows();
     for (auto& p : out_) {
       p.ranks = ranks;
       p.nodes = nodes;
+      p.nccl_version = nccl_version_;
     }
     if (ranks <= 0) infer_table_ranks(out_, md_tables_, collective_);
     check_collective_fit(out_, origin_);
@@ -549,6 +573,97 @@ class NcclTestsReader {
 
  private:
   [[nodiscard]] std::string where() const { return "line " + std::to_string(line_no_); }
+
+  // Keeps the rows of one measurement: the section of the collective asked for when the log holds
+  // several binaries' results, and of several data types or reduction ops (-d all, -o all) those
+  // of nccl-tests' default (float, sum) or else the first row's. Refuses a collective whose rows
+  // say it is another one (all_gather's redop "none" read as all_reduce).
+  void keep_the_requested_rows() {
+    std::set<std::string> sections;
+    for (const RowInfo& r : rows_) sections.insert(r.section);
+    if (sections.size() > 1 || (sections.size() == 1 && !sections.begin()->empty())) {
+      std::string found;
+      bool any = false;
+      for (const std::string& sec : sections) {
+        found += (found.empty() ? "" : ", ") + (sec.empty() ? std::string("(unnamed)") : sec);
+        any = any || same_collective(sec, collective_);
+      }
+      if (!any)
+        throw InputError(origin_, "",
+                         "results of " + collective_ + " (pass --collective to name another), " +
+                             "got the sections " + sim::printable(found));
+      keep_if([&](const RowInfo& r) { return same_collective(r.section, collective_); });
+    }
+    std::string key;  // type and op of the rows kept; rows of tables that print none stay
+    std::set<std::string> keys;
+    for (const RowInfo& r : rows_) {
+      if (r.type.empty()) continue;
+      const std::string k = r.type + " " + r.redop;
+      keys.insert(k);
+      if (key.empty() || (r.type == "float" && key.rfind("float ", 0) != 0)) key = k;
+    }
+    if (keys.contains("float sum")) key = "float sum";
+    if (keys.size() > 1)
+      keep_if([&](const RowInfo& r) { return r.type.empty() || r.type + " " + r.redop == key; });
+    if (!key.empty()) check_reduction(key.substr(key.find(' ') + 1));
+  }
+
+  // all_reduce_perf, reduce_scatter_perf and reduce_perf print a reduction op (sum, prod, ...);
+  // all_gather, alltoall, broadcast, gather and scatter print "none".
+  void check_reduction(const std::string& redop) const {
+    if (redop.empty() || rows_.empty()) return;
+    const std::string c = lower(collective_);
+    const bool reduces = c.find("reduce") != std::string::npos;
+    const bool none = redop == "none";
+    const bool knows = reduces || c.find("gather") != std::string::npos ||
+                       c.find("alltoall") != std::string::npos ||
+                       c.find("broadcast") != std::string::npos ||
+                       c.find("scatter") != std::string::npos;
+    if (knows && reduces == none)
+      throw InputError(origin_, "line " + std::to_string(rows_.front().line),
+                       "rows of " + collective_ +
+                           (reduces ? " (redop sum, prod, ...)" : " (redop none)") +
+                           ", got redop \"" + sim::printable(redop) +
+                           "\" (another collective's output: pass --collective)");
+  }
+
+  // "all_reduce_perf_mpi" names all_reduce; "" (rows before any section line) names whatever
+  // was asked.
+  static bool same_collective(const std::string& section, const std::string& collective) {
+    if (section.empty()) return true;
+    auto norm = [](std::string x) {
+      x = lower(x);
+      for (const char* suffix : {"_mpi", "_perf"})
+        if (x.size() > std::string(suffix).size() && x.ends_with(suffix))
+          x.resize(x.size() - std::string(suffix).size());
+      std::string y;
+      for (char ch : x)
+        if (ch != '_' && ch != '-') y.push_back(ch);
+      return y;
+    };
+    return norm(section) == norm(collective);
+  }
+
+  template <typename Pred>
+  void keep_if(Pred keep) {
+    std::vector<CollectivePoint> out;
+    std::vector<RowInfo> rows;
+    std::vector<std::size_t> new_index(out_.size() + 1, 0);
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      new_index[i] = out.size();
+      if (keep(rows_[i])) {
+        out.push_back(out_[i]);
+        rows.push_back(rows_[i]);
+      }
+    }
+    new_index[out_.size()] = out.size();
+    std::vector<std::pair<std::size_t, std::size_t>> tables;
+    for (const auto& [b, e] : md_tables_)
+      if (new_index[e] > new_index[b]) tables.emplace_back(new_index[b], new_index[e]);
+    out_ = std::move(out);
+    rows_ = std::move(rows);
+    md_tables_ = std::move(tables);
+  }
 
   // "nThread 1 nGpus 8 ..." and "#  Rank  0 Group  0 Pid 29262 on bm-h100-01 device 0 ...".
   bool read_setup_line(const std::string& line) {
@@ -572,8 +687,35 @@ class NcclTestsReader {
         throw InputError(origin_, where(),
                          "a rank below " + std::to_string(kMaxGpus) + ", got \"" +
                              sim::printable(mt[1].str()) + "\"");
+      // One job names each rank once. The same rank on two hosts: processes that each ran a job
+      // of their own (nccl-tests built without MPI=1 under mpirun), whose rows are not one run's.
+      const auto [it, added] = rank_hosts_.emplace(rank, mt[2].str());
+      if (!added && it->second != mt[2].str())
+        throw InputError(origin_, where(),
+                         "each rank once (one job), got Rank " + std::to_string(rank) + " on " +
+                             sim::printable(it->second) + " and on " + sim::printable(mt[2].str()) +
+                             " (several 1-rank jobs: nccl-tests built without MPI=1?)");
       rank_ids_.insert(rank);
       hosts_.insert(mt[2]);
+      return true;
+    }
+    return read_version_or_section(line);
+  }
+
+  // "NCCL version 2.30.4+cuda13.2", "# nccl-tests version 2.18.3 nccl-headers=23004
+  // nccl-library=23004" (the library's NCCL_VERSION_CODE) and "# Collective test starting:
+  // all_reduce_perf" (nccl-tests 2.14 and later; several in one log of many binaries).
+  bool read_version_or_section(const std::string& line) {
+    static const std::regex kVersionRe(R"(NCCL version (2\.\d{1,3}\.\d{1,3}))");
+    static const std::regex kLibraryRe(R"(nccl-library=(\d{5}))");
+    static const std::regex kSectionRe(R"(Collective test starting:\s*(\S+))");
+    std::smatch mt;
+    if (std::regex_search(line, mt, kLibraryRe) || std::regex_search(line, mt, kVersionRe)) {
+      if (const auto v = sim::parse_nccl_version(mt[1].str())) nccl_version_ = *v;
+      return true;
+    }
+    if (std::regex_search(line, mt, kSectionRe)) {
+      section_ = mt[1].str();
       return true;
     }
     return false;
@@ -646,6 +788,8 @@ class NcclTestsReader {
       cols.time = tok.size() >= 13 ? 5 : tok.size() == 12 ? 4 : tok.size() == 11 ? 3 : -1;
       cols.algbw = cols.time + 1;
       cols.busbw = cols.time + 2;
+      cols.type = cols.time >= 3 ? 2 : -1;
+      cols.redop = cols.time >= 4 ? 3 : -1;
     }
     // Before any header, a numeric line that is no result row is launcher chatter; after one, it is
     // a malformed row.
@@ -665,10 +809,15 @@ class NcclTestsReader {
               (cols.algbw >= 0 ? tok[static_cast<std::size_t>(cols.algbw)] : std::string()) + "\"");
     if (cols.busbw >= 0 && cols.busbw < static_cast<int>(tok.size()))
       parse_double(tok[static_cast<std::size_t>(cols.busbw)], busbw);
-    add_point(size, t * cols.time_unit_s, algbw, busbw);
+    auto cell = [&](int col) {
+      return col >= 0 && col < static_cast<int>(tok.size()) ? tok[static_cast<std::size_t>(col)]
+                                                            : std::string();
+    };
+    add_point(size, t * cols.time_unit_s, algbw, busbw, cell(cols.type), cell(cols.redop));
   }
 
-  void add_point(double bytes, double time_s, double algbw, double busbw) {
+  void add_point(double bytes, double time_s, double algbw, double busbw,
+                 const std::string& type = "", const std::string& redop = "") {
     // Ranges before use: a NaN, an infinity or an absurd value would fit a link the cluster
     // format cannot hold (issue 18).
     if (!(bytes >= 0 && bytes <= kMaxMessageBytes) || !(time_s >= 0 && time_s <= kMaxUs * 1e-6) ||
@@ -684,12 +833,26 @@ class NcclTestsReader {
     p.time_s = time_s > 0 ? time_s : (algbw > 0 ? bytes / (algbw * 1e9) : 0.0);
     p.algbw_gb_s = algbw > 0 ? algbw : (p.time_s > 0 ? bytes / p.time_s / 1e9 : 0.0);
     p.busbw_gb_s = busbw;
-    if (p.time_s > 0) out_.push_back(p);
+    if (p.time_s > 0) {
+      out_.push_back(p);
+      rows_.push_back(RowInfo{type, redop, section_, line_no_});
+    }
   }
+
+  // Where a point came from: its data type and reduction op (nccl-tests' own rows), the
+  // "Collective test starting" section it sits in, and its line.
+  struct RowInfo {
+    std::string type, redop, section;
+    int line = 0;
+  };
 
   const std::string& origin_;
   const std::string& collective_;
   std::vector<CollectivePoint> out_;
+  std::vector<RowInfo> rows_;  // parallel to out_
+  std::map<int, std::string> rank_hosts_;
+  std::string section_;
+  int nccl_version_ = 0;
   int gpus_per_thread_ = 0, threads_ = 1, line_no_ = 0;
   std::set<int> rank_ids_;
   std::set<std::string> hosts_;
@@ -709,7 +872,7 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
   std::string raw;
   while (std::getline(in, raw)) {
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
-    reader.read_line(strip_mpi_tag(raw));
+    reader.read_line(strip_prefixes(raw));
   }
   return reader.finish();
 }

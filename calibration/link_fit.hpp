@@ -66,14 +66,21 @@ struct CollectivePoint {
   double time_s = 0;       ///< out-of-place time
   double algbw_gb_s = 0;   ///< as printed (nccl-tests) or bytes / time
   double busbw_gb_s = 0;   ///< as printed (0 = not printed)
+  int nccl_version = 0;    ///< NCCL_VERSION_CODE the output states (22304 for 2.23.4); 0 = none
 };
 /// nccl-tests results (`*_perf -b 8 -e 128M -f 2`): its own output (columns size count type
 /// [redop root] time algbw busbw #wrong, out-of-place then in-place, placed by its header line when
 /// present), and markdown or whitespace tables of such results with a header naming size and time
 /// (us, ms or s by the header) or algbw, busbw (sizes may carry K/M/G units). `collective` names
-/// the binary that ran, as the output does not. Ranks: the highest "Rank N" line + 1 (with or
-/// without a leading '#', Group column or mpirun tag), else nThread x nGpus, else per table from
-/// busbw / algbw; nodes: distinct host names of the rank lines, else 0 (unknown).
+/// the binary that ran when the output does not ("# Collective test starting: X_perf" sections of
+/// a log of several binaries are kept only for it; rows whose redop says another collective, such
+/// as all_gather's "none" asked for as all_reduce, are refused). Of -d all / -o all outputs the
+/// float/sum rows are kept (else the first type's). Launcher prefixes are removed first (mpirun
+/// --tag-output, srun -l, Ray, ISO timestamps, pdsh host labels). Ranks: the highest "Rank N"
+/// line + 1 (with or without a leading '#', Group column or mpirun tag; one rank on two hosts is
+/// refused), else nThread x nGpus, else per table from busbw / algbw; nodes: distinct host names
+/// of the rank lines, else 0 (unknown); nccl_version from "NCCL version 2.x.y" or
+/// "nccl-library=NNNNN".
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
                                               const std::string& collective);
 /// Vidur's profiling CSV (data/profiling/network/*/all_reduce.csv): time in ms, size in bytes.

@@ -1,6 +1,7 @@
 // `placesim collective`: one collective over GPUs of a cluster at a range of sizes, printed as
 // nccl-tests prints it (docs/collectives.md).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -8,9 +9,11 @@
 #include <sstream>
 #include <string>
 
+#include "calibration/link_fit.hpp"
 #include "sim/cluster.hpp"
 #include "sim/collective.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 #include "tools/commands.hpp"
 
 namespace placesim::tools {
@@ -19,7 +22,7 @@ namespace {
 
 struct CollectiveArgs {
   std::string cluster, op = "all-reduce", devices, min_bytes = "8", max_bytes = "128MiB";
-  std::string dtype = "f32", algo = "auto", proto = "auto", nccl_version;
+  std::string dtype = "f32", algo = "auto", proto = "auto", nccl_version, compare;
   double step_factor = 2;
   int root = 0;
   int gpus_per_thread = 1;
@@ -94,8 +97,9 @@ std::vector<sim::DeviceId> parse_devices(const sim::Cluster& c, const std::strin
   return out;
 }
 
-void run_collective(const CollectiveArgs& a) {
-  const sim::Cluster cluster = sim::load_cluster(a.cluster);
+// The call the flags describe (kind, algorithm, protocol, NCCL version); bytes and root are set
+// per row.
+sim::CollectiveCall call_from_flags(const CollectiveArgs& a) {
   sim::CollectiveCall call;
   const auto kind = sim::parse_collective_kind(a.op);
   if (!kind)
@@ -121,6 +125,60 @@ void run_collective(const CollectiveArgs& a) {
                             sim::nccl_version_expected(a.nccl_version));
     call.nccl_version = *v;
   }
+  return call;
+}
+
+// A real nccl-tests output beside the prediction (--compare): its rows of the op, over as many
+// GPUs as the prediction's, with the NCCL version the output states unless --nccl-version names
+// one.
+struct Measured {
+  std::vector<calibration::CollectivePoint> points;
+  std::string origin;
+};
+Measured read_measured(const CollectiveArgs& a, sim::CollectiveCall& call, int n) {
+  Measured m;
+  if (a.compare.empty()) return m;
+  m.origin = a.compare;
+  std::string coll = sim::to_string(call.kind);  // "all-reduce": nccl-tests' binary all_reduce
+  std::replace(coll.begin(), coll.end(), '-', '_');
+  if (call.kind == sim::CollectiveKind::AllToAll) coll = "alltoall";
+  if (call.kind == sim::CollectiveKind::SendRecv) coll = "sendrecv";
+  std::string found;  // rank counts of the file's tables
+  for (const calibration::CollectivePoint& p :
+       calibration::parse_nccl_tests(sim::read_text_file(a.compare), a.compare, coll)) {
+    if (p.ranks == n)
+      m.points.push_back(p);
+    else if (found.find(" " + std::to_string(p.ranks) + " ") == std::string::npos)
+      found += " " + std::to_string(p.ranks) + " ";
+  }
+  if (m.points.empty())
+    throw sim::InputError(a.compare, "",
+                          "a run over the " + std::to_string(n) +
+                              " GPUs predicted (--devices), got runs of" + found + "ranks");
+  if (a.nccl_version.empty() && m.points.front().nccl_version > 0)
+    call.nccl_version = m.points.front().nccl_version;
+  return m;
+}
+
+// The largest |model / measured - 1| of busbw per size band (docs/validation.md's bands).
+void print_band_errors(const std::vector<std::pair<double, double>>& size_err) {
+  double band[3] = {0, 0, 0};
+  int rows[3] = {0, 0, 0};
+  for (const auto& [bytes, err] : size_err) {
+    if (bytes < 8192) continue;
+    const int b = bytes <= (1 << 20) ? 0 : bytes < 64.0 * (1 << 20) ? 1 : 2;
+    band[b] = std::max(band[b], std::fabs(err));
+    ++rows[b];
+  }
+  std::printf(
+      "# largest |busbw error|: 8 KiB-1 MiB %.1f %% (%d rows), 1-64 MiB %.1f %% (%d), "
+      ">= 64 MiB %.1f %% (%d)\n",
+      100 * band[0], rows[0], 100 * band[1], rows[1], 100 * band[2], rows[2]);
+}
+
+void run_collective(const CollectiveArgs& a) {
+  const sim::Cluster cluster = sim::load_cluster(a.cluster);
+  sim::CollectiveCall call = call_from_flags(a);
   const auto dtype = sim::parse_dtype(a.dtype);
   if (!dtype)
     throw sim::InputError("<flag --dtype>", "",
@@ -132,6 +190,7 @@ void run_collective(const CollectiveArgs& a) {
         "<flag --root>", "",
         "a rank index below " + std::to_string(n) + ", got " + std::to_string(a.root));
   call.root = a.root;
+  const Measured measured = read_measured(a, call, n);
   const sim::Bytes lo = parse_size(a.min_bytes, "--min-bytes");
   const sim::Bytes hi = parse_size(a.max_bytes, "--max-bytes");
   if (hi.v < lo.v)
@@ -155,14 +214,25 @@ void run_collective(const CollectiveArgs& a) {
   if (!a.json) {
     std::printf("# placesim collective: %s on %s, %d GPUs (simulated)\n",
                 sim::to_string(call.kind).c_str(), cluster.name.c_str(), n);
-    std::printf("#\n#%12s  %12s  %8s  %6s  %6s  %9s  %8s  %8s  %s\n", "size", "count", "type",
-                "redop", "root", "time", "algbw", "busbw", "algo/proto");
-    std::printf("#%12s  %12s  %8s  %6s  %6s  %9s  %8s  %8s\n", "(B)", "(elements)", "", "", "",
-                "(us)", "(GB/s)", "(GB/s)");
+    if (!measured.points.empty())
+      std::printf("# beside %s (sizes from it; measured: its out-of-place busbw)\n",
+                  measured.origin.c_str());
+    std::printf("#\n#%12s  %12s  %8s  %6s  %6s  %9s  %8s  %8s  %s%s\n", "size", "count", "type",
+                "redop", "root", "time", "algbw", "busbw", "algo/proto",
+                measured.points.empty() ? "" : "  measured  error");
+    std::printf("#%12s  %12s  %8s  %6s  %6s  %9s  %8s  %8s%s\n", "(B)", "(elements)", "", "", "",
+                "(us)", "(GB/s)", "(GB/s)", measured.points.empty() ? "" : "              (GB/s)");
   }
+  std::vector<std::pair<double, double>> size_err;
   double size = static_cast<double>(lo.v);
-  for (int guard = 0; guard < 200 && size <= static_cast<double>(hi.v) + 0.5; ++guard) {
-    const std::int64_t bytes = static_cast<std::int64_t>(size) / align * align;
+  const std::size_t rows_wanted = measured.points.empty() ? 200 : measured.points.size();
+  for (std::size_t row = 0;
+       row < rows_wanted && (!measured.points.empty() || size <= static_cast<double>(hi.v) + 0.5);
+       ++row) {
+    if (!measured.points.empty()) size = measured.points[row].bytes;
+    const std::int64_t bytes = !measured.points.empty()
+                                   ? static_cast<std::int64_t>(size)
+                                   : static_cast<std::int64_t>(size) / align * align;
     call.bytes = sim::Bytes{bytes};
     const sim::CollectivePrediction p =
         sim::predict_collective(cluster, call, ranks, a.gpus_per_thread);
@@ -170,6 +240,13 @@ void run_collective(const CollectiveArgs& a) {
     const double algbw = t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0.0;
     const double busbw = algbw * sim::bus_factor(call.kind, n);
     const std::int64_t count = bytes / sim::dtype_size(*dtype);
+    double meas = 0;  // measured busbw (printed, else from its time)
+    if (!measured.points.empty()) {
+      const calibration::CollectivePoint& m = measured.points[row];
+      meas = m.busbw_gb_s > 0 ? m.busbw_gb_s
+                              : m.bytes / m.time_s / 1e9 * sim::bus_factor(call.kind, n);
+      if (meas > 0) size_err.emplace_back(m.bytes, busbw / meas - 1);
+    }
     if (a.json) {
       rows.push_back({{"bytes", bytes},
                       {"count", count},
@@ -179,15 +256,24 @@ void run_collective(const CollectiveArgs& a) {
                       {"busbw_gbps", busbw},
                       {"algo", sim::to_string(p.algo)},
                       {"proto", sim::to_string(p.proto)}});
+      if (meas > 0) {
+        rows.back()["measured_busbw_gbps"] = meas;
+        rows.back()["busbw_error"] = busbw / meas - 1;
+      }
     } else {
-      std::printf(" %12lld  %12lld  %8s  %6s  %6d  %9.2f  %8.2f  %8.2f  %s/%s\n",
+      std::printf(" %12lld  %12lld  %8s  %6s  %6d  %9.2f  %8.2f  %8.2f  %s/%s",
                   static_cast<long long>(bytes), static_cast<long long>(count), nccl_type(*dtype),
                   reduces ? "sum" : "none", rooted ? a.root : -1, t * 1e6, algbw, busbw,
                   sim::to_string(p.algo).c_str(), sim::to_string(p.proto).c_str());
+      if (meas > 0) std::printf("  %8.2f  %+5.1f %%", meas, 100 * (busbw / meas - 1));
+      std::printf("\n");
     }
     size *= a.step_factor;
   }
-  if (a.json) std::cout << rows.dump(2) << "\n";
+  if (a.json)
+    std::cout << rows.dump(2) << "\n";
+  else if (!measured.points.empty())
+    print_band_errors(size_err);
 }
 
 }  // namespace
@@ -220,6 +306,10 @@ void register_collective(CLI::App& app) {
                   "NCCL version whose tuner chooses (over the cluster's nccl_version; 2.19 by "
                   "default; 2.23+ has other tree latencies, ring LL bandwidth and PAT)");
   cmd->add_option("--proto", args->proto, "force a protocol: LL, LL128, Simple (NCCL_PROTO)");
+  cmd->add_option(
+      "--compare", args->compare,
+      "a real nccl-tests output of the op: predict at its sizes and print its busbw and "
+      "the error beside each row, and the largest error per size band");
   cmd->add_flag("--json", args->json,
                 "print a JSON list of rows (bytes, time_s, algbw_gbps, busbw_gbps)");
   cmd->callback([args] { run_collective(*args); });

@@ -308,3 +308,85 @@ TEST(NcclTests, MarkdownTablesOfResults) {
   EXPECT_THROW(pc::parse_nccl_tests("| a | b |\n|---|---|\n| x | y |\n", "bad.md", "all_reduce"),
                sim::InputError);
 }
+
+// Real outputs as launchers and log collectors print them (tests/data/README.md, issue 16).
+TEST(NcclTests, LauncherPrefixesOfRealLogs) {
+  // SkyPilot on GKE: Ray's "(head, rank=0, pid=3808) " before mpirun's "[1,0]<stdout>:".
+  const auto ray = pc::parse_nccl_tests(
+      slurp(data("skypilot_gke-a3ultra_nccl-tests_all_gather_2x8xH200_ray-mpirun-tags.txt")),
+      "ray.txt", "all_gather");
+  ASSERT_EQ(ray.size(), 24u);  // 1 KiB .. 8 GiB
+  EXPECT_EQ(ray[0].ranks, 16);
+  EXPECT_EQ(ray[0].nodes, 2);
+  EXPECT_NEAR(ray.back().busbw_gb_s, 325.72, 1e-9);
+  EXPECT_EQ(ray[0].nccl_version, 0);  // this run states none
+  // The same measurement as GCP's own pod printed it, with its "NCCL version" line.
+  const auto gcp = pc::parse_nccl_tests(
+      slurp(data("gcp_gke-a3ultra_nccl-tests_all_gather_2x8xH200_nccl2266.txt")), "gcp.txt",
+      "all_gather");
+  ASSERT_EQ(gcp.size(), 24u);
+  EXPECT_EQ(gcp[0].nccl_version, 22606);
+  // srun -l task labels (" 0: ") and "N/A" in #wrong (-c 0): NVIDIA/nccl-tests#290.
+  const auto srun = pc::parse_nccl_tests(
+      slurp(data("nccl-tests_issue290_all_reduce_2x8xH100_srun-l.txt")), "290.txt", "all_reduce");
+  ASSERT_EQ(srun.size(), 11u);  // 8 MiB .. 8 GiB
+  EXPECT_EQ(srun[0].ranks, 16);
+  EXPECT_EQ(srun[0].nodes, 2);
+  EXPECT_NEAR(srun.back().time_s, 103530e-6, 1e-12);
+  // ISO timestamps (kubectl logs --timestamps), pdsh host labels and a markdown-escaped "\#".
+  const std::string text = slurp(data("nccl-tests_all_reduce_2x8xH100_issue309.txt"));
+  std::istringstream in(text);
+  std::string stamped, line;
+  for (int i = 0; std::getline(in, line); ++i)
+    stamped += (i % 3 == 0   ? "2025-03-01T12:00:0" + std::to_string(i % 10) + ".123456789Z "
+                : i % 3 == 1 ? std::string("bm-h100-01: ")
+                             : std::string()) +
+               (line.rfind("#", 0) == 0 ? "\\" + line : line) + "\n";
+  const auto plain = pc::parse_nccl_tests(text, "309.txt", "all_reduce");
+  const auto st = pc::parse_nccl_tests(stamped, "stamped.txt", "all_reduce");
+  ASSERT_EQ(st.size(), plain.size());
+  EXPECT_EQ(st[0].ranks, 16);
+  EXPECT_EQ(st[0].nodes, 2);
+  for (std::size_t i = 0; i < st.size(); ++i) EXPECT_DOUBLE_EQ(st[i].time_s, plain[i].time_s);
+}
+
+TEST(NcclTests, OneMeasurementOfALogOfMany) {
+  // -d all: ten data types over 2 Dell XE9680 H200 nodes (Spectrum-X); the float/sum rows stay.
+  const auto all = pc::parse_nccl_tests(
+      slurp(data("redhat_spectrumx_nccl-tests_all_reduce_2x8xH200_dtype-all.txt")), "d.txt",
+      "all_reduce");
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_NEAR(all[0].busbw_gb_s, 484.55, 1e-9);
+  EXPECT_EQ(all[0].nccl_version, 23004);  // nccl-library=23004
+  EXPECT_EQ(all[0].ranks, 16);
+  // A log of several binaries ("# Collective test starting: X") gives the one asked for.
+  const std::string one = slurp(data("redhat_spectrumx_nccl-tests_all_reduce_2x8xH200.txt"));
+  std::string two = one;
+  std::string bcast = one;
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"all_reduce_perf", "broadcast_perf"},
+        {"     sum      -1", "    none       0"}})
+    for (std::size_t at = bcast.find(from); at != std::string::npos; at = bcast.find(from, at))
+      bcast.replace(at, from.size(), to);
+  two = bcast + one;
+  const auto ar = pc::parse_nccl_tests(two, "two.txt", "all_reduce");
+  ASSERT_EQ(ar.size(), 25u);
+  EXPECT_NEAR(ar.back().busbw_gb_s, 485.66, 1e-9);
+  EXPECT_EQ(pc::parse_nccl_tests(two, "two.txt", "broadcast").size(), 25u);
+  // Refused, each in one line naming what was found: a collective the log does not hold, and
+  // all_gather's rows (redop none) read as all_reduce.
+  EXPECT_THROW(pc::parse_nccl_tests(one, "one.txt", "all_gather"), sim::InputError);
+  try {
+    pc::parse_nccl_tests(slurp(data("gcp_gke-a3ultra_nccl-tests_all_gather_2x8xH200_nccl2266.txt")),
+                         "ag.txt", "all_reduce");
+    ADD_FAILURE() << "all_gather rows read as all_reduce";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("redop"), std::string::npos) << e.what();
+  }
+  // The same rank on two hosts: two 1-rank jobs (nccl-tests without MPI=1), not one run.
+  EXPECT_THROW(pc::parse_nccl_tests("#   Rank  0 Pid   1320 on ip-a device  0 [0x00] V100\n"
+                                    "#   Rank  0 Pid   2066 on ip-b device  0 [0x00] V100\n"
+                                    "  8 2 float sum 5.0 0.00 0.00 0 5.0 0.00 0.00 0\n",
+                                    "107.txt", "all_reduce"),
+               sim::InputError);
+}
