@@ -148,4 +148,12 @@ expect_error 'tp' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=2,t
 expect_error 'dp' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=9
 expect_error '--placement' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=2 --placement heft
 expect_error '--placement' simulate --graph resnet50 --cluster dgx-a100
+# --compare: a real nccl-tests output beside the model (its sizes, its busbw, the band maxima).
+CAL="$(cd "$(dirname "$0")/../data/calibration" && pwd)"
+out=$("$BIN" collective --cluster "$CAL/2x-hgx-h100.yaml" -g 8 \
+  --compare "$CAL/redhat_spectrumx_nccl-tests_all_reduce_2x8xH200.txt") || fail "--compare exited $?"
+[ "$(echo "$out" | grep -c ' %$')" = 25 ] || fail "--compare: expected 25 rows with an error"
+echo "$out" | grep -q '^# largest |busbw error|' || fail "--compare: no band line"
+expect_error 'GPUs predicted' collective --cluster hgx-h100 \
+  --compare "$CAL/redhat_spectrumx_nccl-tests_all_reduce_2x8xH200.txt"
 echo "collective_test: ok"
