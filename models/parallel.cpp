@@ -62,6 +62,21 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
     } catch (const std::exception&) {
       n = 0;
     }
+    if (k == "loader_us") {
+      std::int64_t us = 0;
+      try {
+        std::size_t pos = 0;
+        us = std::stoll(v, &pos);
+        if (pos != v.size()) us = 0;
+      } catch (const std::exception&) {
+        us = 0;
+      }
+      if (us < 1 || us > 1'000'000)
+        throw sim::InputError(
+            origin, k, "a whole number of microseconds from 1 to 1000000, got \"" + v + "\"");
+      s.loader_us = us;
+      continue;
+    }
     if (n < 1 || n > 65536)
       throw sim::InputError(origin, k, "a whole number from 1, got \"" + v + "\"");
     if (k == "dp")
@@ -72,10 +87,17 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       s.pp = n;
     else if (k == "mb")
       s.mb = n;
+    else if (k == "loader_workers")
+      s.loader_workers = n;
     else
-      throw sim::InputError(
-          origin, k, "one of dp, tp, pp, mb, recompute, bucket, first_bucket, got \"" + k + "\"");
+      throw sim::InputError(origin, k,
+                            "one of dp, tp, pp, mb, recompute, bucket, first_bucket, "
+                            "loader_workers, loader_us, got \"" +
+                                k + "\"");
   }
+  if ((s.loader_workers > 0) != (s.loader_us > 0))
+    throw sim::InputError(origin, s.loader_us > 0 ? "loader_workers" : "loader_us",
+                          "loader_workers and loader_us together, got only one of them");
   if (!any)
     throw sim::InputError(origin, "", "a parallel layout such as dp=8, got \"" + text + "\"");
   return s;
@@ -87,6 +109,9 @@ std::string to_string(const ParallelSpec& s) {
   if (s.pp != 1) out += ",pp=" + std::to_string(s.pp);
   if (s.mb != 1) out += ",mb=" + std::to_string(s.mb);
   if (s.recompute) out += ",recompute=full";
+  if (s.loader_workers > 0)
+    out += ",loader_workers=" + std::to_string(s.loader_workers) +
+           ",loader_us=" + std::to_string(s.loader_us);
   return out;
 }
 
@@ -241,7 +266,12 @@ class JobBuilder {
   void connect();
   void buckets();
   void schedule();
+  void loaders();
 
+ public:
+  std::int64_t samples = 0;  ///< per replica and micro-batch (the graph's batch)
+
+ private:
   const Template& t_;
   const sim::Graph& g_;
   const sim::Cluster& c_;
@@ -481,11 +511,42 @@ void JobBuilder::schedule() {
   }
 }
 
+// The input pipeline of each replica, as PyTorch's DataLoader runs it: `loader_workers` worker
+// processes on the host CPU of the replica's first GPU, each decoding and augmenting its share of
+// the next step's samples while this step runs (prefetch: no edge to the step's ops). Each worker
+// is one CPU op of type "DataLoader", which sim/simulate.cpp (kLoaderType) runs on one thread, at
+// most 1/worker_threads of the socket: its work at the whole socket is (its samples x loader_us)
+// / worker_threads, so it takes samples x loader_us alone, and workers beyond the socket's threads
+// share it (sim/cpu_share.hpp). The step ends when the last of them does: step = max(GPU step,
+// slowest worker).
+void JobBuilder::loaders() {
+  if (s_.loader_workers <= 0) return;
+  const std::int64_t images = samples * s_.mb;
+  for (int r = 0; r < ranks_; ++r) {
+    if (pp_of(r) != 0 || tp_of(r) != 0) continue;  // the first stage's first tp rank loads
+    const sim::DeviceId host = c_.devices[gpus_[r]].host;
+    const std::int64_t threads = std::max(1, c_.devices[host].spec.worker_threads);
+    for (int w = 0; w < s_.loader_workers; ++w) {
+      const std::int64_t mine =
+          images / s_.loader_workers + (w < images % s_.loader_workers ? 1 : 0);
+      if (mine == 0) continue;
+      sim::Op op;
+      op.name = prefix(r) + "input/loader" + std::to_string(w);
+      op.type = "DataLoader";
+      op.device_kind = sim::DeviceKind::Cpu;
+      op.measured = sim::Duration{mine * s_.loader_us * 1000 / threads};
+      op.layer = "input";
+      add(std::move(op), host);
+    }
+  }
+}
+
 ParallelJob JobBuilder::build(const std::string& origin) {
   copy_ops();
   connect();
   buckets();
   schedule();
+  loaders();
   job_.spec = s_;
   job_.replicas = s_.dp;
   job_.persistent_bytes.assign(ranks_, 0);
@@ -542,6 +603,10 @@ ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const Para
                               " ops (ops x mb x dp x tp), got " + std::to_string(job_ops));
   const Template t = classify(shard.graph, plan, s.pp, s.mb);
   JobBuilder b(t, c, s, gpus);
+  b.samples = graph_batch(g);
+  if (s.loader_workers > 0 && b.samples < 1)
+    throw sim::InputError(origin, "loader_workers",
+                          "a graph with a batch option (samples to load), got none in " + g.name);
   ParallelJob job = b.build(origin);
   job.graph.name = g.name + "@" + to_string(s);
   job.graph.metadata = g.metadata;

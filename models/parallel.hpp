@@ -37,11 +37,16 @@ struct ParallelSpec {
   bool recompute = false;  ///< full activation recomputation of every layer (Megatron's)
   std::int64_t bucket_bytes = 25LL << 20;       ///< DDP bucket_cap_mb = 25
   std::int64_t first_bucket_bytes = 1LL << 20;  ///< DDP's first (smallest) bucket
+  /// Input pipeline on the host CPU (off by default: no sourced per-image cost; docs/parallel.md):
+  /// worker processes per replica (PyTorch DataLoader num_workers, DeepLearningExamples'
+  /// `workers`) and CPU time one worker spends on one sample (decode + augmentation), in us.
+  int loader_workers = 0;
+  std::int64_t loader_us = 0;
   auto operator<=>(const ParallelSpec&) const = default;
 };
 
 /// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB",
-/// "tp=8,pp=2,mb=48,recompute=full".
+/// "tp=8,pp=2,mb=48,recompute=full", "dp=8,loader_workers=16,loader_us=6000".
 /// Throws InputError naming `origin` for an unknown key or a value below 1.
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin);
 std::string to_string(const ParallelSpec& s);  ///< "dp=8", "dp=2,tp=2,pp=2,mb=8"

@@ -9,6 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string_view>
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -23,6 +24,11 @@
 #include "sim/trace.hpp"
 
 namespace placesim::sim {
+
+// A CPU op of this type is one input-pipeline worker process (a DataLoader worker, added by the
+// data-parallel transform's loader_workers, models/parallel.cpp): it runs on one thread, at most
+// 1/worker_threads of its socket, whatever the CPU's intra_op_threads.
+constexpr std::string_view kLoaderType = "DataLoader";
 
 /// Everything about a (cluster, graph, cost model) that does not depend on the placement, in flat
 /// arrays: the simulation's compact view of the graph (per op only what the engine reads, no
@@ -49,6 +55,9 @@ struct Prepared {
   std::vector<std::int8_t> kind_req;  // -1 any, 0 CPU, 1 GPU
   // Ops with persistent memory (parameters, optimizer state), ascending: few in most graphs.
   std::vector<std::pair<std::int32_t, std::int64_t>> persistent;
+  // CPU ops of type "DataLoader" (one input-pipeline worker process each, models/parallel.hpp),
+  // ascending: each runs on one thread, at most 1/worker_threads of its socket.
+  std::vector<std::int32_t> loader_ops;
 
   std::vector<std::int32_t> dev_class;  // device -> cost class
   std::vector<std::int64_t> kernel_ns;  // class * n_ops + op
@@ -228,6 +237,7 @@ void Prepared::index_op_attributes(const Graph& g) {
     kind_req[o] = !op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0);
     is_update[o] = op.phase == Phase::Update;
     if (op.persistent.v > 0) persistent.emplace_back(o, op.persistent.v);
+    if (op.type == kLoaderType) loader_ops.push_back(o);
   }
 }
 
@@ -706,7 +716,9 @@ void StepRun::cpu_begin(std::int32_t op) {
   // The op's kernel time is its work at the whole socket; the socket is shared (cpu_share.hpp).
   const DeviceId d = dev_[op];
   if (track_) item_start_[op] = engine_.now();
-  cpus_.start(engine_.now(), d, static_cast<double>(kernel_time(op)), P_.cpu_cap[d], op);
+  const bool loader = std::binary_search(P_.loader_ops.begin(), P_.loader_ops.end(), op);
+  const double cap = loader ? std::min(1.0, 1.0 / P_.workers[d]) : P_.cpu_cap[d];
+  cpus_.start(engine_.now(), d, static_cast<double>(kernel_time(op)), cap, op);
 }
 
 void StepRun::launch_end(std::int32_t op) {
@@ -1334,8 +1346,8 @@ std::size_t StepGraph::memory_bytes() const {
   auto b = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   return b(P.out_begin) + b(P.tensor_bytes) + b(P.tensor_op) + b(P.cons_begin) + b(P.cons) +
          b(P.cons_slot) + b(P.in_begin) + b(P.ins) + b(P.ctl_begin) + b(P.ctl) + b(P.n_pred) +
-         b(P.rank) + b(P.pinned) + b(P.kind_req) + b(P.persistent) + b(P.kernel_ns) + b(P.host_ns) +
-         P.is_update.capacity() / 8;
+         b(P.rank) + b(P.pinned) + b(P.kind_req) + b(P.persistent) + b(P.loader_ops) +
+         b(P.kernel_ns) + b(P.host_ns) + P.is_update.capacity() / 8;
 }
 
 struct StepGraphBuilder::State {
@@ -1546,6 +1558,7 @@ void StepGraphBuilder::State::append(const Op& op, const std::int64_t* kp, const
   P.kind_req.push_back(!op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0));
   P.is_update.push_back(op.phase == Phase::Update);
   if (op.persistent.v > 0) P.persistent.emplace_back(o, op.persistent.v);
+  if (op.type == kLoaderType) P.loader_ops.push_back(o);
   add_costs(o, kp, hp);
   ++P.n_ops;
 }

@@ -113,6 +113,52 @@ TEST(Parallel, OptimizerStepWaitsForEveryBucketAndMatchesPublishedThroughput) {
   }
 }
 
+// The input pipeline (loader_workers, loader_us): one CPU op per worker on the replica's host CPU,
+// prefetching the next step's samples while this one runs, one thread each; the socket's threads
+// (EPYC 7742: 128) are shared when more workers than that run on it.
+TEST(Parallel, LoaderWorkersRunOnTheHostCpuAndShareItsThreads) {
+  const pm::ParallelSpec s = pm::parse_parallel("dp=8,loader_workers=16,loader_us=6000", "<t>");
+  EXPECT_EQ(s.loader_workers, 16);
+  EXPECT_EQ(s.loader_us, 6000);
+  EXPECT_EQ(pm::to_string(s), "dp=8,loader_workers=16,loader_us=6000");
+  EXPECT_THROW(pm::parse_parallel("dp=8,loader_workers=16", "<t>"), sim::InputError);
+  EXPECT_THROW(pm::parse_parallel("dp=8,loader_us=6000", "<t>"), sim::InputError);
+  EXPECT_THROW(pm::parse_parallel("dp=8,loader_workers=4,loader_us=0", "<t>"), sim::InputError);
+  EXPECT_THROW(pm::parse_parallel("dp=8,loader_workers=4,loader_us=6ms", "<t>"), sim::InputError);
+
+  const sim::Graph g = pm::load_graph("resnet50", "batch=64");
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  auto run = [&](const std::string& spec) {
+    const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel(spec, "<t>"));
+    return std::make_pair(job, sim::simulate(c, job.graph, job.placement).step_time.ns);
+  };
+  const auto [plain, plain_ns] = run("dp=2");
+  // 100 us per sample: the loaders hide behind the step, which does not change.
+  const auto [hidden, hidden_ns] = run("dp=2,loader_workers=4,loader_us=100");
+  int loaders = 0;
+  for (sim::OpId o = 0; o < hidden.graph.num_ops(); ++o) {
+    const sim::Op& op = hidden.graph.ops[o];
+    if (op.type != "DataLoader") continue;
+    ++loaders;
+    EXPECT_EQ(c.devices[hidden.placement.device_of[o]].spec.kind, sim::DeviceKind::Cpu) << op.name;
+    EXPECT_TRUE(op.inputs.empty() && op.control_inputs.empty()) << op.name;
+  }
+  EXPECT_EQ(loaders, 8);
+  EXPECT_EQ(pm::to_string(hidden.spec), "dp=2,loader_workers=4,loader_us=100");
+  EXPECT_NEAR(static_cast<double>(hidden_ns), static_cast<double>(plain_ns), 1e-3 * plain_ns);
+  // 1 s per sample, 64 workers per replica: one sample each, 1 s alone. Two replicas on cpu0 (128
+  // workers on 128 threads) take 1 s; four (256 workers) share the socket and take 2 s.
+  const std::int64_t two = run("dp=2,loader_workers=64,loader_us=1000000").second;
+  const std::int64_t four = run("dp=4,loader_workers=64,loader_us=1000000").second;
+  EXPECT_NEAR(two * 1e-9, 1.0, 1e-3);
+  EXPECT_NEAR(four * 1e-9, 2.0, 2e-3);
+  sim::Graph unsized = g;  // no batch option: nothing says how many samples to load
+  unsized.metadata.erase("options");
+  EXPECT_THROW(pm::make_parallel(unsized, c,
+                                 pm::parse_parallel("dp=2,loader_workers=2,loader_us=10", "<t>")),
+               sim::InputError);
+}
+
 TEST(Parallel, Refusals) {
   const sim::Graph g = pm::load_graph("resnet50", "batch=8");
   EXPECT_THROW(
