@@ -5,7 +5,11 @@
 namespace placesim::sim {
 
 void EventQueue::push(SimTime t, Priority p, std::int32_t kind, std::int32_t index) {
-  Event ev{t, (static_cast<std::uint64_t>(p) << 56) | seq_++, kind, index};
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(p) << 56) |
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(kind) & 0xFFFFFFU) << 32) |
+      static_cast<std::uint32_t>(index);
+  Event ev{t, key, kind, index};
   std::size_t i = heap_.size();
   heap_.push_back(ev);
   while (i > 0) {

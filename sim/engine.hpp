@@ -1,7 +1,7 @@
-// The discrete-event core: an event queue ordered by (time, named priority, insertion sequence)
-// and an `Engine` that interleaves those events with the completions of resource models
-// (SimGrid's protocol: a model is asked "when is your next completion?" and told "advance to t").
-// The Engine is an ordinary object: as many per process as you like, no globals.
+// The discrete-event core: an event queue ordered by (time, named priority, kind, index) and an
+// `Engine` that interleaves those events with the completions of resource models (SimGrid's
+// protocol: a model is asked "when is your next completion?" and told "advance to t"). The Engine
+// is an ordinary object: as many per process as you like, no globals.
 //
 //   struct Handler {
 //     void on_event(Engine& e, const Event& ev) { ... e.schedule(e.now() + 5, Priority::OpEnd, 1,
@@ -16,7 +16,11 @@
 //
 // Priorities order events that happen at the same nanosecond; completions come before starts
 // so that memory freed at t is available to an allocation at t, and a resource released at t can
-// be taken at t.
+// be taken at t. Within a priority, events at one nanosecond run by (kind, index), not by when
+// they were inserted: the order is a property of the events themselves, so a run split into
+// partitions (each seeing only its own events) orders every partition's events as the whole run
+// does (docs/engine.md, "Same-instant order"). Two events equal in (time, priority, kind, index)
+// are indistinguishable, so their order cannot matter.
 #pragma once
 
 #include <cstdint>
@@ -41,20 +45,18 @@ enum class Priority : std::uint8_t {
 
 struct Event {
   SimTime time = 0;
-  std::uint64_t key = 0;   ///< priority << 56 | insertion sequence
+  std::uint64_t key = 0;   ///< priority << 56 | (kind & 0xFFFFFF) << 32 | uint32(index)
   std::int32_t kind = 0;   ///< meaning chosen by the handler
   std::int32_t index = 0;  ///< e.g. an op or copy index
   [[nodiscard]] Priority priority() const { return static_cast<Priority>(key >> 56); }
 };
 
-/// Binary min-heap on (time, priority, sequence) over a reusable vector: no allocation once warm.
+/// Binary min-heap on (time, priority, kind, index) over a reusable vector: no allocation once
+/// warm. Kinds are compared as their low 24 bits and indices as unsigned 32-bit numbers.
 class EventQueue {
  public:
   void reserve(std::size_t n) { heap_.reserve(n); }
-  void clear() {
-    heap_.clear();
-    seq_ = 0;
-  }
+  void clear() { heap_.clear(); }
   void push(SimTime t, Priority p, std::int32_t kind, std::int32_t index);
   [[nodiscard]] bool empty() const { return heap_.empty(); }
   [[nodiscard]] std::size_t size() const { return heap_.size(); }
@@ -67,7 +69,6 @@ class EventQueue {
     return a.time != b.time ? a.time < b.time : a.key < b.key;
   }
   std::vector<Event> heap_;
-  std::uint64_t seq_ = 0;
 };
 
 /// A model of resources whose work completes at times it computes itself (the network's flows).

@@ -1020,10 +1020,14 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
 
 void StepRun::on_resource(Engine& /*e*/, int model) {
   // Copy the tags: finishing one may start flows or CPU ops, which does not touch completed(),
-  // but keep the loop independent of that.
+  // but keep the loop independent of that. Completions at one instant are handled in tag order
+  // (collective flows, then copy segments by id; CPU ops by id), not in the models' slot order,
+  // which depends on the history of slot reuse: the same-instant order stays a property of the
+  // work itself, as the event queue's (docs/engine.md, "Same-instant order").
   if (model == 0) {
     const auto done = net_.completed();
     done_scratch_.assign(done.begin(), done.end());
+    std::sort(done_scratch_.begin(), done_scratch_.end());
     for (std::int32_t tag : done_scratch_) {
       if (tag >= 0)
         segment_done(tag);
@@ -1033,6 +1037,7 @@ void StepRun::on_resource(Engine& /*e*/, int model) {
   } else {
     const auto done = cpus_.completed();
     done_scratch_.assign(done.begin(), done.end());
+    std::sort(done_scratch_.begin(), done_scratch_.end());
     for (std::int32_t op : done_scratch_) kernel_end(op);
   }
 }
