@@ -994,6 +994,39 @@ std::optional<ManifestCpu> cpu_side_from_manifest(const std::string& path,
 
 namespace {
 
+// A 2-D max pool's window from a rig row (kernel_shape, strides, pads: profile_rig.py writes
+// them, since torch records no int arguments): its work as the ONNX importer counts a MaxPool's,
+// kernel area x output elements comparisons, and the input read and output written once.
+void manifest_pool_window(const nlohmann::json& r, const std::string& path, const std::string& key,
+                          OpSample& s) {
+  const auto ints = [&](const char* field, std::int64_t lo) {
+    std::vector<std::int64_t> v;
+    if (r.contains(field) && r.at(field).is_array())
+      for (const nlohmann::json& d : r.at(field))
+        if (d.is_number_integer() && d.get<std::int64_t>() >= lo && d.get<std::int64_t>() <= 4096)
+          v.push_back(d.get<std::int64_t>());
+    if (v.size() != 2)
+      throw InputError(path, key + "." + field,
+                       "two integers from " + std::to_string(lo) + " to 4096 (a 2-D pool's)");
+    return v;
+  };
+  const std::vector<std::int64_t> k = ints("kernel_shape", 1), st = ints("strides", 1),
+                                  pad = ints("pads", 0);
+  const auto& x =
+      s.signature.input_shapes.empty() ? std::vector<std::int64_t>{} : s.signature.input_shapes[0];
+  if (x.size() != 4) throw InputError(path, key + ".input_shapes", "an NCHW input for a 2-D pool");
+  double out = numel(x) / static_cast<double>(std::max<std::int64_t>(x[2] * x[3], 1));
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::int64_t n = (x[2 + i] + 2 * pad[i] - k[i]) / st[i] + 1;
+    if (n < 1) throw InputError(path, key + ".kernel_shape", "a window that fits the input");
+    out *= static_cast<double>(n);
+  }
+  const double es = static_cast<double>(sim::dtype_size(s.signature.dtype));
+  s.work.flops = static_cast<double>(k[0] * k[1]) * out;
+  s.work.bytes = (numel(x) + out) * es;
+  s.work.window = true;
+}
+
 std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::string& path,
                                        const std::string& device_model) {
   using nlohmann::json;
@@ -1045,6 +1078,8 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
       throw InputError(path, key + ".count", "a count from 1 to 1e9, got " + std::to_string(count));
     s.count = static_cast<int>(count);
     s.work = estimate_work(s.signature.op_type, s.signature.input_shapes, s.signature.dtype);
+    if (s.work.op_class == "pool" && r.contains("kernel_shape"))
+      manifest_pool_window(r, path, key, s);
     out.push_back(std::move(s));
   }
   return out;
@@ -1250,6 +1285,21 @@ std::string cpu_op_class(const std::string& op, const std::string& cls) {
   return cls;
 }
 
+// A CPU rig row's FLOPs as the graphs count the op its curve prices (builders and the ONNX
+// importer): a BatchNorm forward 5 per element, a softmax forward 5 and its backward 3, where
+// estimate_work counts 8 (a norm's backward) and 4 (a reduction's). A curve fitted on one count
+// and applied on the other is off by their ratio wherever its FLOP term carries the time: the
+// BatchNorm forward curve priced ResNet-18's at 5/8 of the rows it was fitted on.
+double graph_counted_flops(const std::string& op, const WorkEstimate& w) {
+  const std::string b = base_name(op);
+  const bool backward = b.find("backward") != std::string::npos;
+  if (w.op_class == "norm" && b.find("batch_norm") != std::string::npos && !backward)
+    return w.flops * 5.0 / 8.0;
+  if (w.op_class == "reduction" && b.find("softmax") != std::string::npos)
+    return w.flops * (backward ? 3.0 : 5.0) / 4.0;
+  return w.flops;
+}
+
 // Per device and class: one point per signature (its mean), and the op names seen.
 struct ClassData {
   std::vector<double> f, b, t;
@@ -1290,12 +1340,20 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
       // and 12 bytes), so a fit that puts the time on FLOPs misprices the graph's (ResNet-18's
       // updates: 17.7 ms predicted for 4.9 ms measured). Fitted on bytes alone.
       if (work.op_class == "elementwise" || work.op_class == "copy") work.flops = 0.0;
+      work.flops = graph_counted_flops(s.signature.op_type, work);
       // A max pool reads its input once and writes a quarter of it (stride 2, as the rig's 3x3
       // and LeNet's 2x2 pools): on bytes alone, as the graph's MaxPool counts them, and not on
       // FLOPs, which the importer counts per window (9 per output for 3x3) and the rig cannot
       // (its rows carry no kernel size). On FLOPs, ResNet-18's stem pool fell outside the curve
       // and to the roofline: 2.0 ms for 4.9 ms measured.
-      if (work.op_class == "pool" && !s.signature.input_shapes[0].empty()) {
+      // With the window in the row (profile_rig.py's kernel_shape), the pool keeps its
+      // comparisons as FLOPs: LeNet-5's 2x2 windows make 4 per output where the rig's 3x3 ones
+      // make 9, and on bytes alone the 2x2 pools were priced at the 3x3 rate (+50 to +92 %).
+      // Its backward scatters each output's gradient through the saved index into a zeroed
+      // input gradient: no window in it, so bytes alone (the graph's MaxPoolGrad counts
+      // window FLOPs, 2.25 per input element for 3x3/2, 1 for 2x2/2).
+      if (work.op_class == "pool_bwd") work.flops = 0.0;
+      if (work.op_class == "pool" && !work.window && !s.signature.input_shapes[0].empty()) {
         work.flops = 0.0;
         work.bytes = 1.25 * numel(s.signature.input_shapes[0]) *
                      static_cast<double>(sim::dtype_size(s.signature.dtype));

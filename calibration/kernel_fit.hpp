@@ -37,6 +37,8 @@ struct WorkEstimate {
   std::string op_class;    ///< "gemm", "conv", "elementwise", "reduction", "norm", "copy", "other"
   double out_bytes = 0.0;  ///< gemm: bytes of the output matrix (or matrices); conv: weights
   double matrices = 1.0;   ///< gemm: matrices of a batched GEMM (bmm's batch); BatchNorm: N x C
+  /// pool: `flops` are the window's comparisons, kernel area x outputs (a rig row's kernel_shape)
+  bool window = false;
 };
 WorkEstimate estimate_work(const std::string& op,
                            const std::vector<std::vector<std::int64_t>>& shapes, sim::Dtype dtype);

@@ -110,7 +110,13 @@ def benches(dev, quick):
         x = torch.randn(batch, c, hw, hw, device=dev)
         bn = torch.nn.BatchNorm2d(c).to(dev).train()
         out.append(("batch_norm_%d_%d_%d" % (batch, c, hw), lambda x=x, bn=bn: bn(x)))
-        out.append(("max_pool_%d_%d_%d" % (batch, c, hw), lambda x=x: torch.nn.functional.max_pool2d(x, 3, 2, 1)))
+        out.append(("max_pool_%d_%d_%d" % (batch, c, hw), max_pool(x, 3, 2, 1)))
+    # 2x2 windows (LeNet's, VGG's) on shapes of their own: the profiler records no kernel size,
+    # so a row is told apart by its input shape (POOL_WINDOWS), and a fit on 3x3 windows alone
+    # cannot tell the window's comparisons from the bytes.
+    for batch, c, hw in POOL2_SHAPES:
+        x = torch.randn(batch, c, hw, hw, device=dev)
+        out.append(("max_pool2_%d_%d_%d" % (batch, c, hw), max_pool(x, 2, 2, 0)))
     out += transformer_benches(dev)
     if dev.startswith("cuda"):
         for n in [1 << 16, 1 << 20, 1 << 24]:
@@ -122,6 +128,22 @@ def benches(dev, quick):
                 other = "cuda:1" if dev != "cuda:1" else "cuda:0"
                 out.append(("peer_%d" % n, lambda d=d, other=other: d.to(other)))
     return out
+
+
+# Max-pool windows by input shape: (kernel, stride, padding) of each pooling microbenchmark,
+# written into its manifest rows (collect), since torch's shape record leaves the int arguments
+# empty. Every shape has one window.
+POOL_WINDOWS = {}
+# Inputs of the 2x2/2 pools (LeNet-5's two at batch 32, one 64-channel map): none is a 3x3 one's.
+POOL2_SHAPES = [(32, 6, 28), (32, 16, 10), (16, 64, 16)]
+
+
+def max_pool(x, k, s, p):
+    """A max pool of x with a k x k window, stride s, padding p, its window in POOL_WINDOWS."""
+    key = tuple(x.shape)
+    if POOL_WINDOWS.setdefault(key, (k, s, p)) != (k, s, p):
+        raise SystemExit("profile_rig.py: two pool windows on input %s" % (list(key),))
+    return lambda: torch.nn.functional.max_pool2d(x, k, s, p)
 
 
 # Token counts (batch x sequence) and widths of a small transformer encoder (d 64, 4 heads, feed-forward
@@ -233,7 +255,12 @@ def profile_benches(dev, quick, out_dir, reps, cold=True):
         held = {}
         train.append(lambda bn=bn, x=x, held=held: held.__setitem__("y", bn(x)))
         train.append(lambda gx=gx, held=held: held["y"].backward(gx, retain_graph=True))
-        train.append(lambda x=x: torch.nn.functional.max_pool2d(x, 3, 2, 1).sum().backward())
+        pool = max_pool(x, 3, 2, 1)
+        train.append(lambda pool=pool: pool().sum().backward())
+    for batch, c, hw in POOL2_SHAPES:
+        x = torch.randn(batch, c, hw, hw, device=dev, requires_grad=True)
+        pool = max_pool(x, 2, 2, 0)
+        train.append(lambda pool=pool: pool().sum().backward())
     train += transformer_train_benches(dev)
     for _ in range(2):
         for fn in train:
@@ -342,8 +369,16 @@ def collect(prof, dev, rows, shares=None):
             mean_us = (gpu if gpu > 0 else ev.cpu_time_total) / ev.count
         if mean_us <= 0:
             continue
-        rows.append({"name": ev.key, "input_shapes": shapes, "dtype": "f32", "count": int(ev.count),
-                     "mean_us": float(mean_us), "device": dev, "device_model": device_model(dev)})
+        row = {"name": ev.key, "input_shapes": shapes, "dtype": "f32", "count": int(ev.count),
+               "mean_us": float(mean_us), "device": dev, "device_model": device_model(dev)}
+        # A max pool's window (its backward's input is the second tensor): the calibration counts
+        # its comparisons, kernel area x outputs, as the ONNX importer counts a MaxPool's.
+        if "max_pool" in ev.key:
+            x = shapes[1] if "backward" in ev.key and len(shapes) > 1 else shapes[0]
+            if tuple(x) in POOL_WINDOWS:
+                k, st, p = POOL_WINDOWS[tuple(x)]
+                row.update({"kernel_shape": [k, k], "strides": [st, st], "pads": [p, p]})
+        rows.append(row)
 
 
 def measured_rates(rows):
@@ -387,7 +422,65 @@ def cpu_caches():
             continue
         mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
         out.append({"level": level, "bytes": int(size.rstrip("KMG")) * mult, "shared_cpus": shared})
+    return out or sysconf_caches()
+
+
+def sysconf_caches():
+    """L1d and L2 as glibc's getconf reads them (cpuid), where /sys has no cache directory (the 2-vCPU
+    EPYC VM of 2026-12-02: L1d 48 KiB, L2 1 MiB). Its L3 is left out: the VM reports 508 MiB, a
+    socket's worth, where the sweep's rate falls to DRAM's past 25 MB; sweep_llc places it."""
+    import subprocess
+    out = []
+    for level, name in ((1, "LEVEL1_DCACHE_SIZE"), (2, "LEVEL2_CACHE_SIZE")):
+        try:
+            size = int(subprocess.run(["getconf", name], capture_output=True, text=True).stdout)
+        except (ValueError, OSError):
+            continue
+        if size > 0:
+            out.append({"level": level, "bytes": size, "shared_cpus": "", "source": "getconf"})
     return out
+
+
+def sweep_llc(points, above):
+    """The last-level cache's size where the kernel does not report it: the working set before the
+    first sweep point past `above` (the L2) whose rate is below the midpoint of the first such
+    point's and the slower of the two largest (DRAM's). None with fewer than four points."""
+    past = [p for p in points if p["bytes"] > 1.25 * above]
+    if len(past) < 4:
+        return None
+    mid = (past[0]["byte_s"] + min(p["byte_s"] for p in past[-2:])) / 2
+    last = None
+    for p in past:
+        if p["byte_s"] < mid:
+            return last
+        last = p["bytes"]
+    return None
+
+
+def memory_levels(points, caches):
+    """Per level (each cache from L2, then DRAM) the lower median rate of the sweep points whose
+    working set fits it but not the level below (a point within 25 % of a boundary is left out: a
+    cache holds other data too). Without an L3 from the kernel, the sweep's knee (sweep_llc)."""
+    caches = [c for c in caches if c["level"] >= 2]
+    if caches and not any(c["level"] >= 3 for c in caches):
+        llc = sweep_llc(points, max(c["bytes"] for c in caches))
+        if llc:
+            caches.append({"level": 3, "bytes": llc, "shared_cpus": "", "source": "sweep"})
+    levels = []
+    lo = 0
+    # L1 is left out: an op whose operands fit 32 KB is all fixed cost.
+    for c in sorted(caches, key=lambda c: c["level"]) + [{"level": 0, "bytes": 0}]:
+        hi = c["bytes"]
+        inside = [p["byte_s"] for p in points
+                  if p["bytes"] > 1.25 * lo and (hi == 0 or p["bytes"] < 0.75 * hi)]
+        if inside:
+            levels.append({"level": "DRAM" if hi == 0 else "L%d" % c["level"], "bytes": hi,
+                           # The lower median: L2 has two points, and one whose few-us call the
+                           # scheduler or the fixed-cost subtraction distorted read 728 GB/s
+                           # (next to 74; every cache-level curve is stretched by it).
+                           "byte_s": sorted(inside)[(len(inside) - 1) // 2], "points": len(inside)})
+        lo = hi
+    return levels
 
 
 def memory_sweep(caches):
@@ -419,21 +512,7 @@ def memory_sweep(caches):
         t = per_call_s(n, max(3, int(1e9 / ws / 5))) - fixed
         if t > 0:
             points.append({"bytes": ws, "byte_s": ws / t})
-    levels = []
-    lo = 0
-    # L1 is left out: an op whose operands fit 32 KB is all fixed cost.
-    for c in sorted((c for c in caches if c["level"] >= 2), key=lambda c: c["level"]) + [{"level": 0, "bytes": 0}]:
-        hi = c["bytes"]
-        inside = [p["byte_s"] for p in points
-                  if p["bytes"] > 1.25 * lo and (hi == 0 or p["bytes"] < 0.75 * hi)]
-        if inside:
-            levels.append({"level": "DRAM" if hi == 0 else "L%d" % c["level"], "bytes": hi,
-                           # The lower median: L2 has two points, and one whose few-us call the
-                           # scheduler or the fixed-cost subtraction distorted read 728 GB/s
-                           # (next to 74; every cache-level curve is stretched by it).
-                           "byte_s": sorted(inside)[(len(inside) - 1) // 2], "points": len(inside)})
-        lo = hi
-    return points, levels
+    return points, memory_levels(points, caches)
 
 
 def optimizer_overhead_us(dev, params=64, rounds=50):

@@ -13,6 +13,7 @@
 
 #include "calibration/trace.hpp"
 #include "sim/catalog.hpp"
+#include "sim/error.hpp"
 
 namespace pc = placesim::calibration;
 namespace sim = placesim::sim;
@@ -250,6 +251,126 @@ TEST(Calibrate, CpuConvWeightTermAndOwnClasses) {
     EXPECT_NE(r.op_class, "softmax");
     EXPECT_NE(r.op_class, "norm_bwd");
   }
+}
+
+// A CPU rig's max-pool rows with their window (profile_rig.py's kernel_shape, strides, pads):
+// the forward counts kernel area x outputs comparisons, as the ONNX importer counts a MaxPool's,
+// so one curve prices LeNet-5's 2x2 windows and the rig's 3x3 ones; the backward scatters
+// through the saved indices and is fitted on bytes alone. A malformed window is an input error.
+namespace {
+std::string pool_row(const char* op, const std::vector<std::vector<std::int64_t>>& shapes, int k,
+                     int st, int pad, double us) {
+  std::ostringstream o;
+  o << R"({"name": ")" << op << R"(", "input_shapes": [)";
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    o << (i ? ", [" : "[");
+    for (std::size_t j = 0; j < shapes[i].size(); ++j) o << (j ? ", " : "") << shapes[i][j];
+    o << "]";
+  }
+  o << R"(], "mean_us": )" << us << R"(, "kernel_shape": [)" << k << ", " << k
+    << R"(], "strides": [)" << st << ", " << st << R"(], "pads": [)" << pad << ", " << pad << "]}";
+  return o.str();
+}
+std::string write_manifest(const std::string& name, const std::vector<std::string>& rows) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream f(path);
+  f << R"({"format": "placesim-rig-manifest", "device_model": "cpu0", "ops": [)";
+  for (std::size_t i = 0; i < rows.size(); ++i) f << (i ? ", " : "") << rows[i];
+  f << R"(], "memory_levels": [{"level": "DRAM", "bytes": 0, "byte_s": 85e9}]})";
+  return path;
+}
+}  // namespace
+
+TEST(Calibrate, CpuPoolWindowFromRigRows) {
+  // Truth: 2 us + 1.4 ns per comparison + 1 ns per byte forward; 2 us + 0.1 ns per byte backward.
+  auto fwd_us = [](double comparisons, double bytes) {
+    return 2.0 + 1.4e-3 * comparisons + 1e-3 * bytes;
+  };
+  std::vector<std::string> rows;
+  struct Pool {
+    std::int64_t n, c, hw;
+    int k, st, pad;
+  };
+  for (const Pool& p :
+       {Pool{8, 64, 16, 3, 2, 1}, Pool{8, 128, 8, 3, 2, 1}, Pool{8, 64, 32, 3, 2, 1},
+        Pool{4, 16, 32, 3, 2, 1}, Pool{32, 6, 28, 2, 2, 0}, Pool{32, 16, 10, 2, 2, 0},
+        Pool{16, 64, 16, 2, 2, 0}}) {
+    const std::int64_t o = (p.hw + 2 * p.pad - p.k) / p.st + 1;
+    const double in = static_cast<double>(p.n * p.c * p.hw * p.hw);
+    const double out = static_cast<double>(p.n * p.c * o * o);
+    rows.push_back(pool_row("aten::max_pool2d_with_indices", {{p.n, p.c, p.hw, p.hw}, {}, {}}, p.k,
+                            p.st, p.pad, fwd_us(p.k * p.k * out, 4 * (in + out))));
+    rows.push_back(pool_row("aten::max_pool2d_with_indices_backward",
+                            {{p.n, p.c, o, o}, {p.n, p.c, p.hw, p.hw}, {}, {p.n, p.c, o, o}}, p.k,
+                            p.st, p.pad, 2.0 + 1e-4 * 4 * (2 * in + 2 * out)));
+  }
+  const std::string path = write_manifest("pool_manifest.json", rows);
+  const std::vector<pc::OpSample> s = pc::op_samples_from_manifest(path, "");
+  ASSERT_EQ(s.size(), 14u);
+  // LeNet-5's first pool: 32 x 6 x 14 x 14 outputs of 4 comparisons each.
+  EXPECT_TRUE(s[8].work.window);
+  EXPECT_DOUBLE_EQ(s[8].work.flops, 4.0 * 32 * 6 * 14 * 14);
+  EXPECT_DOUBLE_EQ(s[8].work.bytes, 4.0 * (32 * 6 * 28 * 28 + 32 * 6 * 14 * 14));
+  pc::FitOptions fo;
+  fo.memory["cpu0"] = pc::cpu_side_from_manifest(path, "")->memory;
+  const pc::CalibrationFit fit = pc::fit_calibration(s, "synthetic", fo);
+  const sim::DeviceCalibration& dc = fit.calibration.devices.at("cpu0");
+  // The graph's 2x2 MaxPool of LeNet-5's second layer (batch 64, not a rig shape) and the
+  // 3x3 stem pool of ResNet-18 at batch 16: within 1 % of the truth.
+  const double l_in = 64.0 * 16 * 10 * 10, l_out = l_in / 4;
+  EXPECT_NEAR(dc.by_op_type.at("MaxPool").predict_s(4 * l_out, 4 * (l_in + l_out)),
+              fwd_us(4 * l_out, 4 * (l_in + l_out)) * 1e-6,
+              0.01 * fwd_us(4 * l_out, 4 * (l_in + l_out)) * 1e-6);
+  const double r_in = 16.0 * 64 * 32 * 32, r_out = r_in / 4;
+  EXPECT_NEAR(dc.by_op_type.at("MaxPool").predict_s(9 * r_out, 4 * (r_in + r_out)),
+              fwd_us(9 * r_out, 4 * (r_in + r_out)) * 1e-6,
+              0.01 * fwd_us(9 * r_out, 4 * (r_in + r_out)) * 1e-6);
+  EXPECT_EQ(dc.by_op_type.at("MaxPoolGrad").flop_rate, 0.0);
+  // A window that is not two positive integers names the row.
+  const std::string bad = write_manifest(
+      "pool_bad.json", {R"({"name": "aten::max_pool2d_with_indices", "input_shapes": )"
+                        R"([[8, 64, 16, 16]], "mean_us": 5, "kernel_shape": [0, 3]})"});
+  try {
+    (void)pc::op_samples_from_manifest(bad, "");
+    ADD_FAILURE() << "no error";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ops[0].kernel_shape"), std::string::npos) << e.what();
+  }
+}
+
+// A CPU rig's BatchNorm forward and softmax rows are fitted on the FLOPs the graphs count for
+// the ops their curves price (BatchNormalization 5 per element, Softmax 5, SoftmaxGrad 3; the
+// rows' own estimate is 8 and 4): a row's time comes back for the graph's op of its shape.
+TEST(Calibrate, CpuRowsCountedAsTheGraphCounts) {
+  const std::vector<sim::MemoryLevel> mem = {{"DRAM", 0, 85e9}};
+  std::vector<pc::OpSample> s;
+  auto add = [&](const std::string& op, std::vector<std::vector<std::int64_t>> shapes,
+                 double ns_per_elem) {
+    pc::OpSample o = cpu_sample(op, std::move(shapes));
+    o.seconds = 3e-6 + ns_per_elem * 1e-9 *
+                           pc::estimate_work(op, o.signature.input_shapes, sim::Dtype::F32).bytes /
+                           8.0;
+    s.push_back(o);
+  };
+  for (std::int64_t hw : {4, 8, 16, 32}) {
+    add("aten::native_batch_norm", {{8, 64, hw, hw}, {64}, {64}}, 1.8);
+    add("aten::_softmax", {{8 * hw, 64, 64}, {}, {}}, 1.5);
+    add("aten::_softmax_backward_data", {{8 * hw, 64, 64}, {8 * hw, 64, 64}, {}, {}}, 0.6);
+  }
+  pc::FitOptions fo;
+  fo.memory["cpu0"] = mem;
+  const pc::CalibrationFit fit = pc::fit_calibration(s, "synthetic", fo);
+  const sim::DeviceCalibration& dc = fit.calibration.devices.at("cpu0");
+  // ResNet-18's [8, 64, 16, 16] BatchNorm as the graph counts it: 5 FLOPs and 2 x 4 bytes an
+  // element (the row: 8 FLOPs and 4 x (n + 2 x 64) + 4 n bytes).
+  const double n = 8.0 * 64 * 16 * 16;
+  const double bn_bytes = 4.0 * (2 * n + 128);
+  const double bn_true = 3e-6 + 1.8e-9 * bn_bytes / 8.0;
+  EXPECT_NEAR(dc.by_op_type.at("BatchNormalization").predict_s(5 * n, bn_bytes), bn_true,
+              0.02 * bn_true);
+  const double m = 8.0 * 16 * 64 * 64;
+  EXPECT_NEAR(dc.by_op_type.at("Softmax").predict_s(5 * m, 8 * m), 3e-6 + 1.5e-9 * m,
+              0.03 * (3e-6 + 1.5e-9 * m));
 }
 
 // Kernel-time prediction on held-back shapes, on times measured on a real A100 (Vidur's Llama-2-7B

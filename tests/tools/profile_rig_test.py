@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Unit tests of tools/profile_rig.py's memory levels (no torch needed: a stub stands in).
+
+The sweep is a real one: tools/profile_rig.py on this project's 2-vCPU AMD EPYC VM,
+2026-12-02 09:53 UTC (load 2.5), whose /sys has no cache directory; getconf gives L1d 48 KiB and
+L2 1 MiB, and reports 508 MiB of L3 (a socket's), where the rate falls towards DRAM's past 25 MB.
+"""
+import os
+import sys
+import types
+import unittest
+
+sys.modules.setdefault("torch", types.SimpleNamespace(float32=0, float16=1, bfloat16=2, float64=3,
+                                                     nn=types.SimpleNamespace(Module=object)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import profile_rig  # noqa: E402
+
+SWEEP = [[98304, 187839601592], [196608, 190667515638], [393216, 177024037074],
+         [786432, 129067769949], [1572864, 97108295616], [3145728, 84815476104],
+         [6291456, 84749965671], [12582912, 66744193188], [25165824, 52013254592],
+         [50331648, 48079747508], [100663296, 28381187009], [201326592, 30159096856]]
+POINTS = [{"bytes": b, "byte_s": r} for b, r in SWEEP]
+GETCONF = [{"level": 1, "bytes": 49152}, {"level": 2, "bytes": 1 << 20}]
+
+
+class MemoryLevels(unittest.TestCase):
+    def test_llc_from_the_sweep_where_the_kernel_gives_none(self):
+        # Midway between 97.1 GB/s (first point past L2) and 28.4 (the slower of the two largest)
+        # is 62.7: 25 MB is the first point below it, so the L3 ends at the 12.6 MB point.
+        self.assertEqual(profile_rig.sweep_llc(POINTS, 1 << 20), 12582912)
+        levels = profile_rig.memory_levels(POINTS, GETCONF)
+        self.assertEqual([l["level"] for l in levels], ["L2", "L3", "DRAM"])
+        self.assertEqual(levels[1]["bytes"], 12582912)
+        # Lower medians: L2 of 98 K-393 K, L3 of 1.5-6.3 MB, DRAM of 25-201 MB.
+        self.assertEqual([round(l["byte_s"] / 1e9, 1) for l in levels], [187.8, 84.8, 30.2])
+
+    def test_a_reported_llc_is_kept(self):
+        caches = GETCONF + [{"level": 3, "bytes": 32 << 20}]
+        levels = profile_rig.memory_levels(POINTS, caches)
+        self.assertEqual(levels[1]["bytes"], 32 << 20)
+        self.assertEqual(levels[-1]["points"], 3)  # 50, 100 and 201 MB are past 1.25 x 32 MiB
+
+    def test_too_few_points_or_no_caches(self):
+        self.assertIsNone(profile_rig.sweep_llc(POINTS[:6], 1 << 20))
+        levels = profile_rig.memory_levels(POINTS, [])
+        self.assertEqual([l["level"] for l in levels], ["DRAM"])
+
+
+if __name__ == "__main__":
+    unittest.main()
