@@ -29,13 +29,14 @@ field() { sed -E "s/.* $1=([^ ]+).*/\1/" "$2"; }
 one() {  # sim size -> $T/$1.out, $T/$1.time (wall s, max RSS kB, CPU s = user + sys)
   local exe=$BUILD/tests/race_dag
   [ "$1" = simgrid ] && exe=$BUILD/tests/race_dag_simgrid
-  # bash's `time` to the ms (/usr/bin/time's 10 ms is a quarter of placesim's run at 16k); CPU
-  # time, unlike wall time, does not count the minutes other jobs hold the core.
+  # bash's `time` to the ms (/usr/bin/time's 10 ms is a third of placesim's run at 16k) of the
+  # process alone: it reports its own max RSS (max_rss_kb=), so no /usr/bin/time wrapper's fork
+  # and start-up is counted. CPU time, unlike wall time, does not count the minutes other jobs
+  # hold the core.
   local TIMEFORMAT='%3R %3U %3S'
-  { time /usr/bin/time -o "$T/$1.rss" -f "%M" "$exe" --sim "$1" --activities "$2" --seed 1 \
-    >"$T/$1.out"; } 2>"$T/$1.bash"
+  { time "$exe" --sim "$1" --activities "$2" --seed 1 >"$T/$1.out"; } 2>"$T/$1.bash"
   read -r w u s < "$T/$1.bash"
-  echo "$w $(cat "$T/$1.rss") $(calc "$u + $s")" > "$T/$1.time"
+  echo "$w $(field max_rss_kb "$T/$1.out") $(calc "$u + $s")" > "$T/$1.time"
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -9,6 +9,7 @@
 // (two binaries from this file: race_dag does not link SimGrid, whose loading alone costs about
 // 0.2 s of process time here, so that each side's process time is its own).
 //   -> one line: sim=... activities=... tasks=... comms=... makespan_s=... build_s=... run_s=...
+//      ... max_rss_kb=... (the process's peak resident set)
 //
 // The DAG: tasks on 8 hosts (1 TFLOP/s each, one core, so tasks ready together on one host share
 // it by max-min: CpuShare with cap 1). Task i reads 1-3 tasks among the 64 before it, runs 1e6-1e8
@@ -35,6 +36,7 @@
 #include <malloc.h>
 #include <random>
 #include <string>
+#include <sys/resource.h>
 #include <vector>
 
 #ifdef PLACESIM_RACE_SIMGRID
@@ -370,12 +372,16 @@ int main(int argc, char** argv) {
   }
   const double run_s = seconds_since(t1);
   if (ends_file && !write_ends(ends_file, d, ends)) return 2;
+  // The process's own peak resident set (kB, what /usr/bin/time's %M reads): the race script
+  // then times the process alone, without a /usr/bin/time wrapper's fork and start-up.
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
   std::printf(
       "sim=%s activities=%lld tasks=%zu comms=%lld makespan_s=%.12f build_s=%.4f run_s=%.4f "
-      "ends_without_solve=%lld+%lld starts_without_solve=%lld+%lld\n",
+      "ends_without_solve=%lld+%lld starts_without_solve=%lld+%lld max_rss_kb=%ld\n",
       sim.c_str(), static_cast<long long>(d.tasks.size()) + static_cast<long long>(d.comms),
       d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s,
       static_cast<long long>(kept[0]), static_cast<long long>(kept[1]),
-      static_cast<long long>(alone[0]), static_cast<long long>(alone[1]));
+      static_cast<long long>(alone[0]), static_cast<long long>(alone[1]), ru.ru_maxrss);
   return 0;
 }
