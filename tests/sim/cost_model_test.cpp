@@ -466,3 +466,55 @@ TEST(CostModel, ViewsAreFreeAndTheCalibrationsFloorApplies) {
 
 }  // namespace
 }  // namespace placesim::sim
+
+namespace placesim::sim {
+namespace {
+
+// Channel-wise kernels are element-bound per SM: squeeze-and-excitation's scale (a [N,C,1,1]
+// broadcast over [N,C,H,W]) takes as long in f16 as in f32, a global mean to [N,C] is priced at
+// the reduction rate, and a same-shape multiply keeps the byte roofline.
+TEST(CostModel, ChannelwiseKernelsAreElementBound) {
+  KernelCostModel km;
+  Device d = gpu();
+  d.spec.sm_count = 108;  // an A100
+  d.spec.memory_bandwidth = Bandwidth{2039e9};
+  auto op_of = [](std::string type, std::vector<std::vector<std::int64_t>> ins,
+                  std::vector<std::int64_t> out, Dtype dt) {
+    Op op;
+    op.name = type;
+    op.type = type;
+    op.dtype = dt;
+    double n_out = 1;
+    for (auto v : out) n_out *= static_cast<double>(v);
+    std::int64_t rd = 0;
+    for (const auto& s : ins) {
+      double n = 1;
+      for (auto v : s) n *= static_cast<double>(v);
+      rd += static_cast<std::int64_t>(n) * dtype_size(dt);
+      op.inputs.push_back(TensorRef{});
+    }
+    op.bytes_read = Bytes{rd};
+    op.bytes_written = Bytes{static_cast<std::int64_t>(n_out) * dtype_size(dt)};
+    op.outputs.push_back({.bytes = op.bytes_written, .shape = out});
+    op.signature = Signature{type, std::move(ins), dt};
+    return op;
+  };
+  const std::vector<std::int64_t> x = {128, 256, 56, 56};
+  const double n = 128.0 * 256 * 56 * 56;
+  const Op scale32 = op_of("Mul", {x, {128, 256, 1, 1}}, x, Dtype::F32);
+  const Op scale16 = op_of("Mul", {x, {128, 256, 1, 1}}, x, Dtype::F16);
+  const auto e32 = km.estimate(scale32, d);
+  EXPECT_EQ(e32.time, km.estimate(scale16, d).time);
+  EXPECT_NEAR(e32.time.seconds(), (2 * n + 128 * 256) / (108 * 2.4e9), 1e-8);
+  EXPECT_EQ(e32.source, KernelCostModel::Source::Roofline);
+  const Op mean = op_of("ReduceMean", {x}, {128, 256}, Dtype::F32);
+  EXPECT_NEAR(km.estimate(mean, d).time.seconds(), (n + 128 * 256) / (108 * 1.23e9), 1e-8);
+  // Same shapes: the byte roofline (3 x 4 B per element at 0.8 x 2039 GB/s), no element bound.
+  const Op silu = op_of("Mul", {x, x}, x, Dtype::F32);
+  EXPECT_EQ(km.estimate(silu, d).time, km.roofline_time(silu, d.spec));
+  d.spec.sm_count = 0;  // unknown SMs: no bound
+  EXPECT_EQ(km.estimate(scale16, d).time, km.roofline_time(scale16, d.spec));
+}
+
+}  // namespace
+}  // namespace placesim::sim
