@@ -54,31 +54,23 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       s.dp = 0;
       continue;
     }
-    int n = 0;
+    std::int64_t whole = 0;  // v as a whole number; 0 when it is not one
     try {
       std::size_t pos = 0;
-      n = std::stoi(v, &pos);
-      if (pos != v.size()) n = 0;
+      whole = std::stoll(v, &pos);
+      if (pos != v.size()) whole = 0;
     } catch (const std::exception&) {
-      n = 0;
+      whole = 0;
     }
     if (k == "loader_us") {
-      std::int64_t us = 0;
-      try {
-        std::size_t pos = 0;
-        us = std::stoll(v, &pos);
-        if (pos != v.size()) us = 0;
-      } catch (const std::exception&) {
-        us = 0;
-      }
-      if (us < 1 || us > 1'000'000)
+      if (whole < 1 || whole > 1'000'000)
         throw sim::InputError(
             origin, k, "a whole number of microseconds from 1 to 1000000, got \"" + v + "\"");
-      s.loader_us = us;
+      s.loader_us = whole;
       continue;
     }
-    if (n < 1 || n > 65536)
-      throw sim::InputError(origin, k, "a whole number from 1, got \"" + v + "\"");
+    const int n = whole >= 1 && whole <= 65536 ? static_cast<int>(whole) : 0;
+    if (n < 1) throw sim::InputError(origin, k, "a whole number from 1, got \"" + v + "\"");
     if (k == "dp")
       s.dp = n;
     else if (k == "tp")
