@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <sstream>
 
 #include "calibration/link_fit.hpp"
@@ -109,8 +110,50 @@ struct BandErrors {
   int n_small = 0, n_mid = 0, n_large = 0;
 };
 
-// Rows whose time exceeds the next larger size's are skipped: a healthy run never moves more
-// bytes in less time, so such a row measured something else (a stall, another job).
+// One measured row: the size and its out-of-place (or only published) bus bandwidth.
+struct Measured {
+  double bytes, busbw;
+};
+
+// Largest |model / measured - 1| per size band. Rows whose time exceeds the next larger size's
+// are skipped: a healthy run never moves more bytes in less time, so such a row measured
+// something else (a stall, another job).
+template <typename Model>
+BandErrors band_maxima(const std::vector<Measured>& rows, const Model& model_busbw) {
+  BandErrors e;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i + 1 < rows.size() &&
+        rows[i].bytes / rows[i].busbw > rows[i + 1].bytes / rows[i + 1].busbw)
+      continue;
+    const double err = std::fabs(model_busbw(rows[i].bytes) / rows[i].busbw - 1);
+    if (rows[i].bytes >= 64.0 * (1 << 20)) {
+      e.large = std::max(e.large, err);
+      ++e.n_large;
+    } else if (rows[i].bytes <= 1 << 20) {
+      e.small = std::max(e.small, err);
+      ++e.n_small;
+    } else {
+      e.mid = std::max(e.mid, err);
+      ++e.n_mid;
+    }
+  }
+  return e;
+}
+
+// The band maxima against the bounds the test holds for a source, and the issue's bounds (25 %
+// small, 10 % large) where the model meets them (docs/validation.md names the misses).
+void expect_within(const BandErrors& e, const std::string& name, const BandErrors& bound,
+                   bool issue_bounds) {
+  EXPECT_GT(e.n_large, 0) << name;
+  EXPECT_LE(e.small, bound.small) << name << ": 8 KiB..1 MiB";
+  EXPECT_LE(e.mid, bound.mid) << name << ": 1..64 MiB";
+  EXPECT_LE(e.large, bound.large) << name << ": >= 64 MiB";
+  if (issue_bounds) {
+    EXPECT_LE(e.small, 0.25) << name;
+    EXPECT_LE(e.large, 0.10) << name;
+  }
+}
+
 BandErrors band_errors(const Source& s, int nccl) {
   const std::string dir = std::string(PLACESIM_TEST_DATA) + "/calibration/";
   std::vector<pc::CollectivePoint> pts;
@@ -124,29 +167,12 @@ BandErrors band_errors(const Source& s, int nccl) {
   const sim::Cluster c = sim::load_cluster(cl);
   const sim::CollectiveKind kind = *sim::parse_collective_kind(s.collective);
   const double factor = sim::bus_factor(kind, s.ranks);
-  auto busbw = [&](const pc::CollectivePoint& p) {
-    return p.busbw_gb_s > 0 ? p.busbw_gb_s : p.bytes / p.time_s / 1e9 * factor;
-  };
-  BandErrors e;
-  for (std::size_t i = 0; i < pts.size(); ++i) {
-    if (i + 1 < pts.size() && pts[i].bytes / busbw(pts[i]) > pts[i + 1].bytes / busbw(pts[i + 1]))
-      continue;
-    const double err = std::fabs(
-        predicted_busbw(c, c.gpus(), pts[i].bytes, s.launches, sim::CollAlgo::Auto, nccl, kind) /
-            busbw(pts[i]) -
-        1);
-    if (pts[i].bytes >= 64.0 * (1 << 20)) {
-      e.large = std::max(e.large, err);
-      ++e.n_large;
-    } else if (pts[i].bytes <= 1 << 20) {
-      e.small = std::max(e.small, err);
-      ++e.n_small;
-    } else {
-      e.mid = std::max(e.mid, err);
-      ++e.n_mid;
-    }
-  }
-  return e;
+  std::vector<Measured> rows;
+  for (const pc::CollectivePoint& p : pts)
+    rows.push_back({p.bytes, p.busbw_gb_s > 0 ? p.busbw_gb_s : p.bytes / p.time_s / 1e9 * factor});
+  return band_maxima(rows, [&](double bytes) {
+    return predicted_busbw(c, c.gpus(), bytes, s.launches, sim::CollAlgo::Auto, nccl, kind);
+  });
 }
 
 // Each run against the model with the NCCL version it states (--nccl-version; the default tuning,
@@ -163,15 +189,7 @@ TEST(CollectiveValidation, RealAllReduceRunsWithinTheAchievedBoundsPerSizeBand) 
                   100 * d.large);
     }
     std::printf("\n");
-    EXPECT_GT(e.n_large, 0) << s.name;
-    EXPECT_LE(e.small, s.small) << s.name << ": 8 KiB..1 MiB";
-    EXPECT_LE(e.mid, s.mid) << s.name << ": 1..64 MiB";
-    EXPECT_LE(e.large, s.large) << s.name << ": >= 64 MiB";
-    // The issue's bounds, where the model meets them (docs/validation.md names the misses).
-    if (s.issue_bounds) {
-      EXPECT_LE(e.small, 0.25) << s.name;
-      EXPECT_LE(e.large, 0.10) << s.name;
-    }
+    expect_within(e, s.name, {s.small, s.mid, s.large}, s.issue_bounds);
   }
 }
 
@@ -217,6 +235,64 @@ TEST(CollectiveValidation, PublishedFiguresOfNvSwitchAndInfiniBandSystems) {
     ++rows;
   }
   EXPECT_EQ(rows, 14);
+}
+
+// Published all-reduce sweeps of one 8-GPU NVSwitch node, tables of bus bandwidth per size
+// (tests/data/collectives/published_allreduce_sweeps.csv; tests/data/README.md has the sources),
+// against the model with the NCCL version and the algorithm each run used. Bounds: the largest
+// |error| per band the model achieves (docs/validation.md, "Published sweeps of one node").
+struct Sweep {
+  const char* source;  // the CSV's source column
+  const char* cluster;
+  int launches;        // GPUs one thread launches for (nccl-tests -g)
+  int nccl;            // the NCCL version the page states (NCCL_VERSION_CODE)
+  sim::CollAlgo algo;  // what the run's NCCL_ALGO left NCCL
+  double small, mid, large;
+  bool issue_bounds;  // the model meets the issue's bounds (25 % small, 10 % large) on it
+};
+constexpr Sweep kSweeps[] = {
+    // Azure ND A100 v4 (8x A100-SXM4-80GB), NCCL 2.18.5, -g 8, in-place. Its NCCL_ALGO=NVLS
+    // leaves no all-reduce algorithm on A100, and NCCL's tuner then restores the ring with every
+    // protocol (tuning.cc, "at least set ring algo available"). A miss at 64-128 MiB (+21/+24 %)
+    // where SuperBench and OCI on the same GPUs are within 1-9 %: the sources disagree.
+    {"azure_nd_a100_v4", "dgx-a100", 8, 21805, sim::CollAlgo::Ring, 0.229, 0.390, 0.239, false},
+    // Azure ND H200 v5 (8x H200), NCCL 2.20.5, -g 8, in-place, NCCL_ALGO=NVLS at every size. A
+    // miss at 8 KiB-1 MiB: its calls take 30-35 us where the model's NVLS latency and 8 host
+    // launches (kNcclLaunchUs, fitted on A100 hosts) give 43-51.
+    {"azure_nd_h200_v5", "hgx-h100", 8, 22005, sim::CollAlgo::Nvls, 0.334, 0.291, 0.051, false},
+    // stas00/ml-engineering, 8x H200, NCCL 2.27.7: torch.distributed, one process per GPU, each
+    // call timed alone after a barrier (15-48 us more per call than nccl-tests' back-to-back
+    // calls; not nccl-tests, so outside the issue's bounds by method).
+    {"ml_engineering_8xh200", "hgx-h100", 1, 22707, sim::CollAlgo::Auto, 1.138, 0.362, 0.125,
+     false},
+};
+
+TEST(CollectiveValidation, PublishedSweepsOfOneNvSwitchNode) {
+  const std::string path =
+      std::string(PLACESIM_TEST_DATA) + "/collectives/published_allreduce_sweeps.csv";
+  std::istringstream in(slurp(path));
+  std::map<std::string, std::vector<Measured>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("source,", 0) == 0) continue;
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 4u) << line;
+    const double bytes = std::stod(f[2]);
+    if (bytes >= 8192) rows[f[0]].push_back({bytes, std::stod(f[3])});
+  }
+  ASSERT_EQ(rows.size(), std::size(kSweeps));
+  for (const Sweep& s : kSweeps) {
+    ASSERT_TRUE(rows.count(s.source)) << s.source;
+    const sim::Cluster c = sim::load_cluster(s.cluster);
+    const BandErrors e = band_maxima(rows[s.source], [&](double bytes) {
+      return predicted_busbw(c, c.gpus(), bytes, s.launches, s.algo, s.nccl);
+    });
+    std::printf("%-24s small %5.1f %% (%d)  mid %5.1f %% (%d)  large %5.1f %% (%d)\n", s.source,
+                100 * e.small, e.n_small, 100 * e.mid, e.n_mid, 100 * e.large, e.n_large);
+    expect_within(e, s.source, {s.small, s.mid, s.large}, s.issue_bounds);
+  }
 }
 
 }  // namespace
