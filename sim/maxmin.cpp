@@ -272,15 +272,23 @@ bool MaxMinSolver::collect_partial() {
   if (!(floor > 0.0)) return false;
   const double cut = floor * (1.0 - 1e-9);  // margin for the fill's tie tolerance
   start_collection();
-  const auto reach = [&](int c) {
+  // Inlined at both calls (a call per reached constraint cost more than its loop), and the rates
+  // below the cut go straight into their ascending place in a buffer sized once per constraint
+  // (an insertion sort as they come, instead of push_back then a sort: the same sorted sequence).
+  const auto reach = [&](int c) __attribute__((always_inline)) {
     Con& con = cons_[c];
     con.mark = stamp_;
-    below_.clear();
+    if (below_.size() < con.vars.size()) below_.resize(con.vars.size());
+    double* const below = below_.data();
+    std::size_t num_below = 0;
     int open = 0;
     for (int vid : con.vars) {
       Var& v = vars_[vid];
       if (v.fixed && v.value < cut) {
-        below_.push_back(v.value);
+        const double x = v.value;
+        std::size_t j = num_below++;
+        for (; j > 0 && below[j - 1] > x; --j) below[j] = below[j - 1];
+        below[j] = x;
         continue;
       }
       ++open;
@@ -291,8 +299,7 @@ bool MaxMinSolver::collect_partial() {
       if (v.bound != kUnbounded) act_vars_.push_back(vid);
     }
     double remaining = con.capacity;
-    if (below_.size() > 1) sort_small(below_);
-    for (double x : below_) remaining -= x;
+    for (std::size_t i = 0; i < num_below; ++i) remaining -= below[i];
     con.remaining = remaining;
     con.unfixed_count = open;
     con.unfixed = open;
@@ -325,16 +332,6 @@ double MaxMinSolver::rate_floor(int id) const {
   for (int c : v.cons)
     floor = std::min(floor, cons_[c].capacity / static_cast<double>(cons_[c].vars.size()));
   return floor;
-}
-
-void MaxMinSolver::sort_small(std::vector<double>& xs) {
-  // Insertion sort: a handful of rates, often in order already.
-  for (std::size_t i = 1; i < xs.size(); ++i) {
-    const double x = xs[i];
-    std::size_t j = i;
-    for (; j > 0 && xs[j - 1] > x; --j) xs[j] = xs[j - 1];
-    xs[j] = x;
-  }
 }
 
 bool MaxMinSolver::abandon_partial() {

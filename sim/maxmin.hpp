@@ -165,10 +165,8 @@ class MaxMinSolver {
   void start_collection();  // empties the component lists, new stamp
   void collect_component();
   bool collect_partial();  // the variables that can change only (maxmin.cpp); false: not here
-  bool abandon_partial();
+  bool abandon_partial();  // undoes a started collect_partial; returns false
   [[nodiscard]] double rate_floor(int id) const;  // lower bound on an added variable's new rate
-  static void sort_small(
-      std::vector<double>& xs);    // undoes a started collect_partial; returns false
   void fix(Var& v, double share);  // fixes v at the level `share`, charging its constraints
   void fill_plain();
   void fill_active();
@@ -195,7 +193,7 @@ class MaxMinSolver {
   std::int64_t partial_solves_ = 0;
   // No variable with a rate below this can change at the next solve (collect_partial).
   double change_floor_ = kUnbounded;
-  std::vector<double> below_;      // scratch of collect_partial
+  std::vector<double> below_;      // scratch of collect_partial: rates below the cut, ascending
   std::vector<int> pending_adds_;  // variables added (weight 1, not alone) since the last solve
   int live_vars_ = 0;
 };

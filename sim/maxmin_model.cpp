@@ -61,6 +61,7 @@ void MaxMinModel::reset_items() {
   live_end_ = 0;
   dirty_ = false;
   min_valid_ = false;
+  min_held_ = false;
 }
 
 void MaxMinModel::resolve() {
@@ -77,6 +78,8 @@ void MaxMinModel::resolve() {
       min_changed = std::min(min_changed, finish_[v]);
       continue;
     }
+    // A re-timed slot that held the last minimum may no longer hold it (see below).
+    if (finish_[v] == min_finish_) min_held_ = false;
     // Progress at the old rate up to t (the rate is the item's own copy, which the solve did not
     // touch), then the new rate from t.
     if (it.last < t) {
@@ -93,10 +96,22 @@ void MaxMinModel::resolve() {
     min_changed = std::min(min_changed, finish_[v]);
   }
   dirty_ = false;
-  // When every item in progress is in the component just solved (a PCIe tree, one socket), its
-  // minimum is the minimum: no scan of the other slots.
-  min_valid_ = static_cast<int>(changed.size()) == solver_.num_live_variables();
-  min_finish_ = min_changed;
+  if (static_cast<int>(changed.size()) == solver_.num_live_variables()) {
+    // Every item in progress is in the component just solved (a PCIe tree, one socket): its
+    // minimum is the minimum, no scan of the other slots.
+    min_finish_ = min_changed;
+    min_valid_ = true;
+  } else if (min_held_) {
+    // min_finish_ was at most every slot's finish time before this solve (the last minimum, or
+    // advance()'s over the slots that stay) and held by some slot, and no re-timed slot held it:
+    // a slot the solve left alone still does and the others are at or above it, so the minimum
+    // is the lesser of it and the re-timed slots'.
+    min_finish_ = std::min(min_finish_, min_changed);
+    min_valid_ = true;
+  } else {
+    min_valid_ = false;
+  }
+  min_held_ = min_valid_;
 }
 
 SimTime MaxMinModel::next_completion() {
@@ -107,6 +122,7 @@ SimTime MaxMinModel::next_completion() {
     for (int v = 0; v < live_end_; ++v) m = std::min(m, finish_[v]);
     min_finish_ = m;
     min_valid_ = true;
+    min_held_ = true;
   }
   return min_finish_;
 }
@@ -114,8 +130,12 @@ SimTime MaxMinModel::next_completion() {
 void MaxMinModel::advance(SimTime t) {
   if (dirty_) resolve();
   completed_.clear();
+  SimTime m = kNever;  // the minimum over the slots that stay, for resolve()
   for (int v = 0; v < live_end_; ++v) {
-    if (finish_[v] > t) continue;  // free slots hold kNever > t
+    if (finish_[v] > t) {  // free slots hold kNever > t
+      m = std::min(m, finish_[v]);
+      continue;
+    }
     Item& it = items_[v];
     completed_.push_back(it.tag);
     on_complete(v, t);
@@ -127,6 +147,8 @@ void MaxMinModel::advance(SimTime t) {
   while (live_end_ > 0 && !items_[live_end_ - 1].alive) --live_end_;
   pending_time_ = t;
   min_valid_ = false;
+  min_finish_ = m;
+  min_held_ = true;
 }
 
 double MaxMinModel::rate_of_tag(std::int32_t tag) {

@@ -99,6 +99,10 @@ class MaxMinModel : public ResourceModel {
   bool dirty_ = false;
   bool min_valid_ = false;
   SimTime min_finish_ = kNever;
+  // min_finish_ is at most every slot's finish time and some slot holds it (after a scan, a solve,
+  // or advance() over the slots that stay): resolve() then needs no scan unless a slot it
+  // re-times held it.
+  bool min_held_ = false;
 };
 
 }  // namespace placesim::sim

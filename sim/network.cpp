@@ -12,12 +12,12 @@ FlowNetwork::FlowNetwork(const Cluster& c) : MaxMinModel(/*ns_per_unit=*/1e9) {
   con_bwd_.assign(n, -1);
   fat_bound_.assign(n, kUnbounded);
   latency_s_.assign(n, 0.0);
-  tcp_.assign(n, false);
+  tcp_.assign(n, 0);
   tcp_window_ = c.tcp_window_bytes;
   for (std::size_t l = 0; l < n; ++l) {
     const Link& link = c.links[l];
     latency_s_[l] = static_cast<double>(link.latency.ns) * 1e-9;
-    tcp_[l] = link.tcp;
+    tcp_[l] = link.tcp ? 1 : 0;
     const double bw = link.bandwidth.bytes_per_s;
     switch (link.sharing) {
       case SharingPolicy::Shared:
@@ -51,7 +51,7 @@ void FlowNetwork::start(SimTime now, std::span<const Hop> hops, double bytes, st
   bool tcp = false;
   double latency = 0.0;
   for (const Hop& h : hops) {
-    tcp = tcp || tcp_[h.link];
+    tcp = tcp || tcp_[h.link] != 0;
     latency += latency_s_[h.link];
     const int c = h.forward ? con_fwd_[h.link] : con_bwd_[h.link];
     if (c >= 0) {

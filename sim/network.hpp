@@ -63,7 +63,7 @@ class FlowNetwork final : public MaxMinModel {
   std::vector<int> con_fwd_, con_bwd_;  // constraint per link direction (-1 = none)
   std::vector<double> fat_bound_;       // per link: bound for FatPipe, +inf otherwise
   std::vector<double> latency_s_;       // per link, seconds
-  std::vector<bool> tcp_;               // per link
+  std::vector<char> tcp_;               // per link (bytes: read at every flow start)
   double tcp_window_ = 0;
   std::vector<FlowStats> stats_;  // indexed by slot
   std::vector<int> scratch_cons_;
