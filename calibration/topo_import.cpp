@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -351,6 +352,36 @@ std::optional<Relation> parse_relation(const std::string& cell) {
   return r;
 }
 
+// Two or more relations printed without a space between them ("NODENODE", "PIXPIX", "NODEPIX"):
+// nvidia-smi pads every cell to its column's width, and a header wider than that (the 36-NIC
+// matrix of an 8x H20 in sglang#14092 pads "NIC12" and "NIC33" so) leaves the next cell glued on.
+// The relations in order, or none when `cell` is not a run of at least two relations.
+std::vector<std::string> split_glued_relations(const std::string& cell) {
+  static const char* const kWords[] = {"NODE", "PIX", "PXB", "PHB", "SYS", "SOC", "X"};
+  std::vector<std::string> out;
+  std::size_t p = 0;
+  while (p < cell.size()) {
+    std::size_t len = 0;
+    if (cell.compare(p, 2, "NV") == 0) {
+      len = 2;
+      while (p + len < cell.size() && std::isdigit(static_cast<unsigned char>(cell[p + len])))
+        ++len;
+      if (len == 2) return {};
+    } else {
+      for (const char* w : kWords)
+        if (cell.compare(p, std::strlen(w), w) == 0) {
+          len = std::strlen(w);
+          break;
+        }
+      if (len == 0) return {};
+    }
+    out.push_back(cell.substr(p, len));
+    p += len;
+  }
+  if (out.size() < 2) return {};
+  return out;
+}
+
 struct UnionFind {
   std::vector<int> p;
   explicit UnionFind(int n) : p(static_cast<std::size_t>(n)) { std::iota(p.begin(), p.end(), 0); }
@@ -390,6 +421,7 @@ struct SmiMatrix {
   std::vector<std::string> row_names, affinity;
   std::map<std::string, std::string> nic_legend;  // NIC0 -> mlx5_0
   int header_line = 0;
+  int glued_cells = 0;  // printed cells that held two or more relations (split on reading)
 };
 
 using RelMatrix = std::vector<std::vector<Relation>>;
@@ -442,16 +474,29 @@ SmiMatrix read_smi_matrix(const std::string& text, const std::string& origin) {
       continue;
     }
     const std::size_t ncol = mx.columns.size();
-    if (tok.size() < ncol + 1)
+    // The relation cells, glued ones split; what follows them is the affinity.
+    std::vector<std::string> cells;
+    std::size_t next = 1;
+    for (; next < tok.size() && cells.size() < ncol; ++next) {
+      const auto parts =
+          parse_relation(tok[next]) ? std::vector<std::string>{} : split_glued_relations(tok[next]);
+      if (parts.empty()) {
+        cells.push_back(tok[next]);
+        continue;
+      }
+      cells.insert(cells.end(), parts.begin(), parts.end());
+      ++mx.glued_cells;
+    }
+    if (cells.size() != ncol)
       throw InputError(origin, "line " + std::to_string(line_no),
                        std::to_string(ncol) + " relation cells after the device name, got " +
-                           std::to_string(tok.size() - 1));
+                           std::to_string(cells.size()));
     mx.row_names.push_back(tok[0]);
-    mx.rows.emplace_back(tok.begin() + 1, tok.begin() + 1 + static_cast<std::ptrdiff_t>(ncol));
+    mx.rows.push_back(std::move(cells));
     // The first column after the matrix is the CPU affinity; newer drivers add NUMA affinity.
-    std::string aff = tok.size() > ncol + 1 ? tok[ncol + 1] : "";
-    if (tok.size() > ncol + 2 && std::isdigit(static_cast<unsigned char>(tok[ncol + 2][0])))
-      aff = "numa" + tok[ncol + 2];
+    std::string aff = tok.size() > next ? tok[next] : "";
+    if (tok.size() > next + 1 && std::isdigit(static_cast<unsigned char>(tok[next + 1][0])))
+      aff = "numa" + tok[next + 1];
     mx.affinity.push_back(aff);
   }
   if (mx.columns.empty())
@@ -627,6 +672,10 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
   SmiMatrix mx = read_smi_matrix(text, origin);
   TopoImport out;
   const RelMatrix rel = smi_relations(mx, origin, out.notes);
+  if (mx.glued_cells > 0)
+    out.notes.push_back(std::to_string(mx.glued_cells) +
+                        " matrix cell(s) held two relations with no space between them "
+                        "(\"NODEPIX\"): read as two cells");
   const int n = static_cast<int>(mx.columns.size());
   if (o.gpu_model.empty())
     throw InputError(

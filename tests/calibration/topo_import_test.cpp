@@ -208,6 +208,29 @@ sim::Outcome seven_to_one(const sim::Cluster& c) {
   return sim::simulate(c, g, p);
 }
 
+// A file of tests/data/calibration imported with its GPUs as `gpu_model`.
+pc::TopoImport import_smi(const std::string& file, const std::string& gpu_model) {
+  pc::TopoOptions o;
+  o.gpu_model = gpu_model;
+  return pc::import_nvidia_smi_topo(slurp(data(file)), file, o);
+}
+
+// One NVSwitch with a port of `bytes_per_s` per GPU, and no GPU-GPU bundle.
+void expect_switch_ports(const sim::Cluster& c, double bytes_per_s) {
+  ASSERT_GE(c.vertex_index("nvswitch"), 0);
+  EXPECT_EQ(count_kind(c, "nvlink4"), static_cast<int>(c.gpus().size()));
+  for (std::size_t g = 0; g < c.gpus().size(); ++g) {
+    const sim::Link* port = link_between(c, "gpu" + std::to_string(g), "nvswitch");
+    ASSERT_NE(port, nullptr) << g;
+    EXPECT_DOUBLE_EQ(port->bandwidth.bytes_per_s, bytes_per_s);
+  }
+}
+
+bool noted(const pc::TopoImport& r, const std::string& what) {
+  return std::any_of(r.notes.begin(), r.notes.end(),
+                     [&](const std::string& n) { return n.find(what) != std::string::npos; });
+}
+
 }  // namespace
 
 TEST(NvidiaSmiTopo, HgxH100Nv18EverywhereIsOneNvSwitch) {
@@ -369,6 +392,85 @@ TEST(NvidiaSmiTopo, MatrixPastedAsComments) {
   const auto r = pc::import_nvidia_smi_topo(commented, "c.txt", o);
   EXPECT_EQ(r.cluster.gpus().size(), 8u);
   EXPECT_EQ(count_kind(r.cluster, "nvlink4"), 8);
+}
+
+TEST(NvidiaSmiTopo, H20ThirtySixNicsWithGluedCells) {
+  // A real 8x H20 (NV18 everywhere, 36 mlx5 NICs, GPU NUMA ID column; sglang#14092,
+  // tests/data/README.md). The NIC12/NIC33 columns are printed glued to the next ("NODENODE",
+  // "PIXNODE", "SYSSYS"); before, every row was short and the import stopped at line 11. H20 has
+  // H100's 18 NVLink 4 links, so it is imported as H100 for its links.
+  const auto r = import_smi("h20x8_sglang14092_nvidia-smi-topo.txt", "H100-SXM5-80GB");
+  const sim::Cluster& c = r.cluster;
+  ASSERT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.cpus().size(), 2u);  // NUMA Affinity 0 and 1
+  EXPECT_EQ(count_kind(c, "ib"), 36);
+  EXPECT_GE(c.vertex_index("mlx5_bond_3"), 0);  // names from the NIC legend
+  expect_switch_ports(c, 450e9);
+  EXPECT_TRUE(noted(r, "no space between them"));
+  // GPU4 is PIX to NIC32 (mlx5_bond_0), the cell after a glued one: both on one PCIe switch;
+  // GPU5 (NODE to it) is not.
+  const auto up = [&](const std::string& v, const std::string& kind) -> int {
+    const int vi = c.vertex_index(v);
+    for (const auto& l : c.links)
+      if (l.kind == kind && (l.a == vi || l.b == vi)) return l.a == vi ? l.b : l.a;
+    return -1;
+  };
+  EXPECT_EQ(up("gpu4", "pcie5"), up("mlx5_bond_0", "ib"));
+  EXPECT_NE(up("gpu5", "pcie5"), up("mlx5_bond_0", "ib"));
+  const double t = static_cast<double>(seven_to_one(c).step_time.ns);
+  EXPECT_NEAR(t, static_cast<double>(seven_to_one(sim::load_cluster("hgx-h100")).step_time.ns),
+              0.001 * t);
+  // A glued cell that is not two relations stays an error naming the row and column.
+  std::string bad = slurp(data("h20x8_sglang14092_nvidia-smi-topo.txt"));
+  bad.replace(bad.find("NODEPIX"), 7, "NODEPIQ");
+  pc::TopoOptions o;
+  o.gpu_model = "H100-SXM5-80GB";
+  try {
+    pc::import_nvidia_smi_topo(bad, "bad.txt", o);
+    FAIL() << "expected an InputError";
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("NODEPIQ"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NvidiaSmiTopo, H800Nv8IsOneNvSwitchOfEightLinkPorts) {
+  // A real 8x H800 (NV8 everywhere: H800 keeps 8 of H100's 18 NVLinks; 9 NICs incl.
+  // mlx5_bond_0; sglang#28424, tests/data/README.md), imported as H100 for its links: one switch
+  // with 8 x 25 = 200 GB/s ports, so seven GPUs sending 1 GiB each to gpu0 take 7 GiB / 200 GB/s.
+  const auto r = import_smi("h800x8_sglang28424_nvidia-smi-topo.txt", "NVIDIA H100 80GB HBM3");
+  const sim::Cluster& c = r.cluster;
+  ASSERT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.cpus().size(), 2u);
+  EXPECT_EQ(count_kind(c, "ib"), 9);
+  EXPECT_GE(c.vertex_index("mlx5_bond_0"), 0);
+  expect_switch_ports(c, 200e9);
+  const double expect_ns = 7.0 * 1073741824.0 / 200e9 * 1e9;
+  EXPECT_NEAR(static_cast<double>(seven_to_one(c).step_time.ns), expect_ns, 0.01 * expect_ns);
+}
+
+TEST(NvidiaSmiTopo, Rtx4090PcieOnlyTabsAndGpuNumaId) {
+  // Two real PCIe-only RTX 4090 boxes (tests/data/README.md): 8 GPUs, SYS everywhere, two NICs
+  // PHB to GPU6, tab-separated with the GPU NUMA ID column (NVIDIA/go-gpuallocator#17); and 5
+  // GPUs, PHB/NODE/SYS with the legend (noonghunna/club-3090#46).
+  const auto dev = [](const sim::Cluster& c, const char* g) {
+    return static_cast<std::size_t>(c.device_index(g));
+  };
+  const auto r8 =
+      import_smi("rtx4090x8_go-gpuallocator17_nvidia-smi-topo.txt", "NVIDIA GeForce RTX 4090");
+  const sim::Cluster& c8 = r8.cluster;
+  ASSERT_EQ(c8.gpus().size(), 8u);
+  EXPECT_EQ(c8.cpus().size(), 2u);
+  EXPECT_EQ(count_kind(c8, "ib"), 2);
+  EXPECT_EQ(count_kind(c8, "pcie4"), 9);  // 8 GPUs, and the PIX pair NIC0/NIC1's switch up
+  EXPECT_FALSE(c8.peer_access[dev(c8, "gpu0")][dev(c8, "gpu1")]);  // SYS: through host memory
+  const auto r5 = import_smi("rtx4090x5_club3090-46_nvidia-smi-topo.txt", "RTX-4090");
+  const sim::Cluster& c5 = r5.cluster;
+  ASSERT_EQ(c5.gpus().size(), 5u);
+  EXPECT_EQ(c5.cpus().size(), 2u);  // GPU0 on NUMA 1, the rest on NUMA 0
+  EXPECT_TRUE(c5.peer_access[dev(c5, "gpu1")][dev(c5, "gpu2")]);   // PHB
+  EXPECT_FALSE(c5.peer_access[dev(c5, "gpu1")][dev(c5, "gpu3")]);  // NODE
+  EXPECT_FALSE(c5.peer_access[dev(c5, "gpu0")][dev(c5, "gpu1")]);  // SYS
+  EXPECT_EQ(link_between(c5, "gpu1", "gpu2"), nullptr);            // no NVLink
 }
 
 namespace placesim::calibration {
