@@ -52,7 +52,8 @@ make_seeds() {
   add sweep_csv "$root"/tests/fuzz/seeds/sweep_csv/*
   mkdir -p "$(seed_dir onnx)"; cp "$data"/onnx/squeezenet1_0.onnx "$data"/onnx/resnet18.onnx "$(seed_dir onnx)/"
   add kineto "$data"/calibration/a100_event_sync.json "$data"/calibration/a100_triton.json \
-    "$data"/calibration/mi250_rocm_minitoy.json
+    "$data"/calibration/mi250_rocm_minitoy.json "$data"/calibration/v100_torch181_tbplugin_excerpt.json \
+    "$data"/calibration/h100_libkineto_cuda-sync_test-output.json
   mkdir -p "$(seed_dir kineto_gz)"
   gzip -c "$data"/calibration/a100_event_sync.json > "$(seed_dir kineto_gz)/event_sync.json.gz"
   gzip -c "$data"/calibration/a100_triton.json > "$(seed_dir kineto_gz)/triton.json.gz"
