@@ -63,9 +63,9 @@ make_seeds() {
   add nccl_xml "$data"/calibration/azhpc_*.xml
   add p2p "$data"/calibration/*p2pBandwidthLatencyTest.txt
   add nccl_tests "$data"/calibration/*nccl-tests*
-  add et "$data"/et/chakra_handwritten_et.json
+  add et "$data"/et/chakra_handwritten_et.json "$data"/et/cpu_torch2-2024_matmul1024_et.json
   gzip -dc "$data"/et/cpu_torch113_cnn_et.json.gz > "$(seed_dir et)/cnn_et.json"
-  add et_kineto "$data"/et/chakra_handwritten_kineto.json
+  add et_kineto "$data"/et/chakra_handwritten_kineto.json "$data"/et/cpu_torch2-2024_matmul1024_kineto.json
   mkdir -p "$(seed_dir vidur)"
   for f in "$data"/calibration/a100_dgx_all_reduce.csv "$data"/calibration/a100_llama2-7b_mlp.csv; do
     head -n 40 "$f" > "$(seed_dir vidur)/$(basename "$f")"
