@@ -251,12 +251,15 @@ const json& trace_events(const json& doc, const std::string& origin, bool& bare)
                    "a list of trace events (Kineto/PyTorch profiler output), got none");
 }
 
-// The GPU's name (deviceProperties) and the rank (distributedInfo) of a Kineto document.
+// The GPU's name and the rank (distributedInfo) of a Kineto document. torch >= 1.10 writes the
+// GPUs as `deviceProperties`; torch 1.8-1.9 wrote the same list as `computeProperties`
+// (tests/data/calibration/v100_torch181_tbplugin_excerpt.json).
 void read_trace_header(const json& doc, const std::string& origin, Profile& p) {
   if (!doc.is_object()) return;
-  if (auto it = doc.find("deviceProperties");
-      it != doc.end() && it->is_array() && !it->empty() && (*it)[0].contains("name"))
-    p.device_name = scalar_text((*it)[0].at("name"));
+  for (const char* key : {"deviceProperties", "computeProperties"})
+    if (auto it = doc.find(key); p.device_name.empty() && it != doc.end() && it->is_array() &&
+                                 !it->empty() && (*it)[0].is_object() && (*it)[0].contains("name"))
+      p.device_name = scalar_text((*it)[0].at("name"));
   if (auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
     const std::int64_t rank = int_arg(*it, "rank", -1), world = int_arg(*it, "world_size", 0);
     if (rank < -1 || rank >= kMaxDevices || world < 0 || world > kMaxDevices)

@@ -199,7 +199,17 @@ const sim::DeviceCalibration* device_calibration(const Profile& p, const Validat
                                                  std::vector<std::string>& notes) {
   if (!opt.calibration) return nullptr;
   std::string key = opt.device_model;
-  if (key.empty() && p.device_name.empty()) key = "cpu";  // what calibrate writes for CPU traces
+  if (key.empty() && p.device_name.empty()) {
+    // What calibrate writes for CPU traces; a GPU trace without a GPU name is never "cpu".
+    if (std::any_of(p.events.begin(), p.events.end(),
+                    [](const TraceEvent& e) { return e.on_gpu(); })) {
+      notes.push_back(p.source +
+                      ": the trace names no GPU (no deviceProperties) and --device-model is not "
+                      "given: every kernel keeps its measured time");
+      return nullptr;
+    }
+    key = "cpu";
+  }
   if (key.empty()) {
     key = p.device_name;
     for (const char* prefix : {"NVIDIA ", "Tesla ", "AMD "})

@@ -98,6 +98,20 @@ calibration::Profile read_profile_checked(const std::string& path) {
   return p;
 }
 
+/// A trace with GPU activity but no GPU name (no deviceProperties/computeProperties header, as in
+/// excerpts and some exporters) would be filed under the CPU's key "cpu": its kernel times and
+/// launch overhead would then price CPU ops. Without --device-model it is refused.
+void refuse_unnamed_gpu(const calibration::Profile& p, const std::string& path,
+                        const std::string& device_model) {
+  if (!p.device_name.empty() || !device_model.empty()) return;
+  for (const calibration::TraceEvent& e : p.events)
+    if (e.on_gpu())
+      throw sim::InputError(path, "deviceProperties",
+                            "the name of the GPU its kernels ran on (Kineto's deviceProperties, "
+                            "computeProperties before torch 1.10), got none; pass "
+                            "--device-model MODEL");
+}
+
 bool is_manifest(const std::string& path) {
   // profile_rig.py manifests are JSON objects with "format": "placesim-rig-manifest".
   if (path.size() < 5 || path.substr(path.size() - 5) != ".json") return false;
@@ -291,6 +305,7 @@ void run_calibrate(const CalibrateArgs& a) {
       continue;
     }
     const calibration::Profile prof = read_profile_checked(p);
+    refuse_unnamed_gpu(prof, p, a.device_model);
     auto s = calibration::op_samples_from_profile(prof, a.device_model);
     if (const std::size_t k = static_cast<std::size_t>(&p - a.profiles.data()); k < a.ets.size()) {
       // The execution trace's ops, with its shapes, timed by this profile (pytorch_et.hpp).

@@ -227,6 +227,28 @@ TEST(PytorchEt, ChakraDialectLinksByRecordFunctionIdOrByOrder) {
     EXPECT_EQ(zero.graph.ops[i].measured->ns, g.ops[i].measured->ns) << i;
 }
 
+TEST(PytorchEt, RealChakraDialectPairWithZeroRecordFunctionIds) {
+  // A real torch 2.x pair (2024-04-09, schema 1.0.2-chakra.0.0.4, CPU): two 1024x1024 numpy
+  // arrays to float tensors, then torch.matmul. The profiler wrote "Record function id": 0 on
+  // every event, the process node is its own ctrl_deps parent, and the top-level ops name a
+  // parent (3) that is not in the file: read as they are, tied by order.
+  const pc::EtImport in = pc::import_pytorch_et(kData + "cpu_torch2-2024_matmul1024_et.json",
+                                                kData + "cpu_torch2-2024_matmul1024_kineto.json");
+  EXPECT_EQ(in.schema, "1.0.2-chakra.0.0.4");
+  EXPECT_EQ(in.nodes, 21);
+  ASSERT_EQ(in.ops, 7);
+  EXPECT_EQ(in.link_method, "order");
+  EXPECT_EQ(in.linked, 7);
+  EXPECT_EQ(in.measured_step_ns, 2674000);  // ProfilerStep#10
+  const ps::Op& mm = in.graph.ops.back();
+  EXPECT_EQ(mm.type, "aten::matmul");
+  EXPECT_DOUBLE_EQ(mm.flops.v, 2.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(mm.measured->ns, 1501000);
+  ASSERT_EQ(mm.inputs.size(), 2u);  // the two converted tensors, through their detach_
+  EXPECT_EQ(in.graph.ops[1].measured->ns, 189000);  // the first aten::to (double -> float)
+  for (const ps::Op& op : in.graph.ops) EXPECT_EQ(op.device_kind, ps::DeviceKind::Cpu) << op.name;
+}
+
 namespace {
 
 // One op on the GPU: aten::mm (record-function id 5) launching one 30 us kernel.

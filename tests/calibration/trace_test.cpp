@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <string>
 
+#include "calibration/kernel_fit.hpp"
 #include "sim/error.hpp"
 
 namespace pc = placesim::calibration;
@@ -225,7 +226,8 @@ TEST(Linking, EveryRealTraceLinksNinetyPercentAndNoAllocationOpGetsGpuTime) {
        {"a100_alexnet.json", "a100_simple_add.json", "a100_triton.json",
         "hta_backward_thread_excerpt.json", "mi250_rocm_minitoy.json",
         "a100_2rank_nccl_rank0.json.gz", "h200_resnet18-224px-b64_train.json.gz",
-        "h200_resnet18-64px-b8_train.json.gz", "h200_micro.json.gz", "h200_micro_bwd.json.gz"}) {
+        "h200_resnet18-64px-b8_train.json.gz", "h200_micro.json.gz", "h200_micro_bwd.json.gz",
+        "v100_torch181_tbplugin_excerpt.json", "h100_libkineto_cuda-sync_test-output.json"}) {
     const pc::Profile p = pc::read_profile(data(f));
     ASSERT_GT(p.links.gpu, 0) << f;
     EXPECT_GE(p.links.gpu_linked_fraction(), 0.90)
@@ -254,6 +256,36 @@ TEST(Linking, Torch113BackwardThreadExcerpt) {
   const pc::Profile p = pc::read_profile(data("hta_backward_thread_excerpt.json"));
   EXPECT_EQ(op_of(p, "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"),
             "aten::mm");
+}
+
+TEST(Dialects, Torch181TbPluginTraceNamesItsGpuFromComputeProperties) {
+  // Real excerpt (kineto tb_plugin test input, torch 1.8.1, Tesla V100-DGXS-32GB, May 2021): the
+  // GPUs are listed as `computeProperties`, tids are strings ("24572", "stream 7"), flows are
+  // `async`/`launch`. Read as deviceProperties only, the trace had no GPU name and calibrate filed
+  // its kernel times under "cpu".
+  const pc::Profile p = pc::read_profile(data("v100_torch181_tbplugin_excerpt.json"));
+  EXPECT_EQ(p.dialect, "kineto-pre2022");
+  EXPECT_EQ(p.device_name, "Tesla V100-DGXS-32GB");
+  EXPECT_EQ(pc::calibration_key(p.device_name, ""), "V100-DGXS-32GB");
+  EXPECT_EQ(p.links.gpu, 5);
+  EXPECT_EQ(p.links.gpu_to_op, 5);
+  EXPECT_EQ(op_of(p, "volta_sgemm_128x32_nt"), "aten::mm");  // on the autograd thread "24610"
+  EXPECT_EQ(op_of(p, "Memcpy HtoD (Pageable -> Device)"), "aten::copy_");
+  for (const pc::OpSample& s : pc::op_samples_from_profile(p, ""))
+    EXPECT_EQ(s.device, "V100-DGXS-32GB") << s.signature.op_type;
+}
+
+TEST(Dialects, LibkinetoTestOutputWithCudaSyncAndStringPids) {
+  // Real libkineto output (CuptiActivityProfilerTest, 8x H100, CUDA 12.9 runtime, CUPTI 28):
+  // leading whitespace, `cuda_sync` activities (Stream Wait Event, Event Sync with stream -1),
+  // a "Trace" span and instants on the string pids "Spans", "Traces" and "".
+  const pc::Profile p = pc::read_profile(data("h100_libkineto_cuda-sync_test-output.json"));
+  EXPECT_EQ(p.dialect, "kineto");
+  EXPECT_EQ(p.device_name, "NVIDIA H100");
+  EXPECT_EQ(op_of(p, "Kernel"), "op1");
+  int syncs = 0;
+  for (const auto& e : p.events) syncs += e.kind == pc::EventKind::Sync;
+  EXPECT_EQ(syncs, 2);
 }
 
 TEST(Linking, ZeroLengthCallAtAnOpsEndBelongsToTheOpItsIdNames) {

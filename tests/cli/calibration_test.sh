@@ -98,6 +98,27 @@ sed '0,/launch_overhead: 6 us/s//launch_overhead: 20 us/' "$T/h200.yaml" >"$T/h2
 "$P" simulate --graph "$T/r18.json" --cluster "$T/h200-own.yaml" --placement single-gpu --calibration "$T/h200-b8.yaml" \
   >/dev/null 2>"$T/own-notes.txt" || fail "simulate with a cluster's own launch_overhead"
 grep -q "gpu0: launch_overhead 20 us kept" "$T/own-notes.txt" || fail "a cluster's own launch_overhead did not win"
+# Dialects of other torch versions: torch 1.8.1 names its GPUs `computeProperties`; its kernel times
+# go under the GPU, never "cpu". A trace with kernels but no GPU name at all (the HTA excerpt) is
+# refused in one line unless --device-model names the GPU.
+"$P" calibrate --profile "$D/v100_torch181_tbplugin_excerpt.json" -o "$T/v100.yaml" >/dev/null 2>&1 \
+  || fail "calibrate on the torch 1.8.1 tb_plugin excerpt"
+grep -q '^  "V100-DGXS-32GB":' "$T/v100.yaml" || fail "torch 1.8.1 kernels not under the V100: $(grep '^  "' "$T/v100.yaml")"
+! grep -q '^  "cpu":' "$T/v100.yaml" || fail "torch 1.8.1 GPU kernels filed under cpu"
+out=$("$P" calibrate --profile "$D/hta_backward_thread_excerpt.json" -o "$T/noname.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "a GPU trace without a GPU name should exit 2, got $rc: $out"
+[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "unnamed-GPU error should be one line: $out"
+case "$out" in *hta_backward_thread_excerpt.json*deviceProperties*--device-model*) ;; *) fail "unnamed-GPU error names no file/key/flag: $out" ;; esac
+[ ! -e "$T/noname.yaml" ] || fail "no output file on the unnamed-GPU error"
+"$P" calibrate --profile "$D/hta_backward_thread_excerpt.json" --device-model A100-SXM4-40GB -o "$T/named.yaml" >/dev/null 2>&1 \
+  || fail "the unnamed-GPU trace with --device-model"
+grep -q '^  "A100-SXM4-40GB":' "$T/named.yaml" || fail "--device-model did not key the unnamed-GPU trace"
+# validate does not price that trace's kernels with a CPU calibration either.
+"$P" calibrate --profile "$D/cpu_torch113_cnn_6steps.json.gz" -o "$T/cpu.yaml" >/dev/null 2>&1 || fail "calibrate on the CPU trace"
+grep -q '^  "cpu":' "$T/cpu.yaml" || fail "the CPU trace's calibration has no cpu device"
+"$P" validate --profile "$D/hta_backward_thread_excerpt.json" --calibration "$T/cpu.yaml" >/dev/null 2>"$T/nn.txt" \
+  || fail "validate of the unnamed-GPU trace with a CPU calibration"
+grep -q "names no GPU" "$T/nn.txt" || fail "a CPU calibration priced GPU kernels: $(cat "$T/nn.txt")"
 printf '{"traceEvents": [' >"$T/bad.json"
 out=$("$P" calibrate --profile "$T/bad.json" -o "$T/bad.yaml" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "truncated JSON should exit 2, got $rc"
