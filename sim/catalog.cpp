@@ -90,7 +90,9 @@ void set_sm_counts(std::vector<DeviceSpec>& c) {
   // NVIDIA's architecture whitepapers (Kepler GK110/GK210: K40 15 SMX, K80 13 per GK210 die;
   // Pascal GP100: Tesla P100 56; Volta GV100: Tesla V100 80; Ampere GA100: A100 108; Hopper
   // GH100: H100 SXM5 132, H100 PCIe 114; H200 SXM: 132 as H100 SXM5 (its datasheet); Ada AD102:
-  // RTX 4090 128) and deviceQuery's "Multiprocessors" lines for the same parts.
+  // RTX 4090 128) and deviceQuery's "Multiprocessors" lines for the same parts. Recent parts
+  // (add_recent_parts): H20 78 (Geekbench 6), H800 132 (H100 SXM5 die), L40S 142, L4 60, A10 72,
+  // T4 40 (spec listings named in each source string); B200/GB200 unknown (0: no wave model).
   static const std::map<std::string, int> kSms = {{"K40", 15},
                                                   {"K80-GK210", 13},
                                                   {"P100-SXM2-16GB", 56},
@@ -105,9 +107,126 @@ void set_sm_counts(std::vector<DeviceSpec>& c) {
                                                   {"H100-SXM5-80GB", 132},
                                                   {"H100-PCIe-80GB", 114},
                                                   {"H200-SXM-141GB", 132},
-                                                  {"RTX-4090", 128}};
+                                                  {"RTX-4090", 128},
+                                                  {"H20-SXM-96GB", 78},
+                                                  {"H800-SXM5-80GB", 132},
+                                                  {"L40S-48GB", 142},
+                                                  {"L4-24GB", 60},
+                                                  {"A10-24GB", 72},
+                                                  {"T4-16GB", 40}};
   for (DeviceSpec& s : c)
     if (auto it = kSms.find(s.model); it != kSms.end()) s.sm_count = it->second;
+}
+
+// Parts users run today (issue 16: the names nvidia-smi and Kineto print for them). Dense peaks:
+// NVIDIA's "with sparsity" tensor figures halved. Copy engines: 3 assumed on every one (as on
+// A100/H100; no deviceQuery log of these parts is stored). Sources are third-party copies of
+// NVIDIA's datasheet tables found with the search index; each entry names its own.
+void add_recent_parts(std::vector<DeviceSpec>& c) {
+  using D = Dtype;
+  // AMD Genoa host CPU (/proc/cpuinfo: "AMD EPYC 9654 96-Core Processor").
+  c.push_back(cpu("EPYC-9654", 3686.4, 7372.8, 460.8, 768, 192,
+                  "AMD EPYC 9654 (Genoa, Zen 4): 96 cores/192 threads, 2.4 GHz base (3.7 GHz "
+                  "boost; fanaticosdelhardware / club386 review), 12x DDR5-4800 = 460.8 GB/s "
+                  "(tomshardware.fr); Zen 4 runs AVX-512 on two 256-bit FMA pipes (16 F64 / 32 "
+                  "F32 FLOP/cycle, as Zen 2); capacity assumed 768 GiB (12 x 64 GB)"));
+  // HGX H20 (China export part, GH100): NVIDIA's H20 figures as reported (zangshuxian.com,
+  // willitrunai.com): 1 F64, 44 F32, 74 TF32, 148 F16/BF16 dense, 296 INT8 TOPS,
+  // 96 GB HBM3, 4.0 TB/s, NVLink 900 GB/s.
+  c.push_back(gpu("H20-SXM-96GB",
+                  {{D::F64, 1.0},
+                   {D::F32, 44.0},
+                   {D::TF32, 74.0},
+                   {D::F16, 148.0},
+                   {D::BF16, 148.0},
+                   {D::FP8, 296.0}},
+                  4000.0, 96, 3, kAmpereOn,
+                  "NVIDIA H20 figures as reported by zangshuxian.com and willitrunai.com: 1 F64, "
+                  "44 F32, 74 TF32, 148 F16/BF16 dense TFLOP/s, 296 INT8 TOPS (FP8 taken equal to "
+                  "INT8, as on every Hopper datasheet; no FP8 figure in the sources read), 96 GB "
+                  "HBM3, 4.0 TB/s, NVLink 900 GB/s (18 NVLink 4 links); 78 SMs per Geekbench 6; "
+                  "3 copy engines assumed"));
+  // H800 SXM5: H100 SXM silicon with NVLink cut to 400 GB/s (8 links) and FP64 to 1 TFLOP/s.
+  c.push_back(gpu("H800-SXM5-80GB",
+                  {{D::F64, 1.0},
+                   {D::F32, 67.0},
+                   {D::TF32, 494.5},
+                   {D::F16, 989.5},
+                   {D::BF16, 989.5},
+                   {D::FP8, 1979.0}},
+                  3350.0, 80, 3, kAmpereOn,
+                  "NVIDIA H800 SXM: the H100 SXM die and low-precision rates (philisun.com H800 vs "
+                  "H100: same core arrays, 80 GB, 3.35 TB/s), FP64 1 TFLOP/s and NVLink 400 GB/s "
+                  "bidirectional = 8 NVLink 4 links (tumgag/philisun); F32 67 and tensor rates as "
+                  "H100 SXM dense; 3 copy engines assumed"));
+  // HGX B200 / GB200 (Blackwell): NVIDIA's GB200 NVL72 / HGX B200 table (copied on
+  // zdszero.github.io): TF32, F16/BF16, FP8 figures are with sparsity there; halved here.
+  c.push_back(
+      gpu("B200-SXM-180GB",
+          {{D::F64, 37.0},
+           {D::F32, 75.0},
+           {D::TF32, 1100.0},
+           {D::F16, 2250.0},
+           {D::BF16, 2250.0},
+           {D::FP8, 4500.0}},
+          7700.0, 180, 3, kAmpereOn,
+          "NVIDIA HGX B200 datasheet table (zdszero.github.io copy): 37 F64/F64 tensor, 75 "
+          "F32, 2.2 P TF32, 4.5 P F16/BF16, 9 P FP8 with sparsity (halved: 1100 / 2250 / "
+          "4500 dense, as glennklockwood.com's B200 table), 180 GB HBM3e, 7.7 TB/s, NVLink 5 "
+          "1.8 TB/s (18 links x 50 GB/s/dir), PCIe Gen5; SM count not in the sources; 3 "
+          "copy engines assumed"));
+  c.push_back(gpu("GB200-186GB",
+                  {{D::F64, 40.0},
+                   {D::F32, 80.0},
+                   {D::TF32, 1250.0},
+                   {D::F16, 2500.0},
+                   {D::BF16, 2500.0},
+                   {D::FP8, 5000.0}},
+                  8000.0, 186, 3, kAmpereOn,
+                  "NVIDIA GB200 NVL72 datasheet table, per Blackwell GPU (zdszero.github.io copy): "
+                  "40 F64, 80 F32, 2.5 P TF32, 5 P F16/BF16, 10 P FP8 with sparsity (halved), "
+                  "186 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s (18 x 50 GB/s/dir); SM count not in the "
+                  "sources; 3 copy engines assumed"));
+  // Ada / Ampere / Turing PCIe inference cards (no NVLink).
+  c.push_back(gpu("L40S-48GB",
+                  {{D::F64, 1.431},
+                   {D::F32, 91.6},
+                   {D::TF32, 183.0},
+                   {D::F16, 362.05},
+                   {D::BF16, 362.05},
+                   {D::FP8, 733.0}},
+                  864.0, 48, 3, kAmpereOn,
+                  "NVIDIA L40S datasheet table (mullet.se copy): 91.6 F32, 183 TF32, 362.05 "
+                  "F16/BF16, 733 FP8 dense TFLOP/s (366 / 733 / 1466 with sparsity), 48 GB GDDR6, "
+                  "864 GB/s, PCIe Gen4 x16, no NVLink; F64 1.431 (1:64, itcreations.com); 142 SMs "
+                  "(reach.dog listing); 3 copy engines assumed"));
+  c.push_back(
+      gpu("L4-24GB",
+          {{D::F64, 0.473},
+           {D::F32, 30.3},
+           {D::TF32, 60.0},
+           {D::F16, 121.0},
+           {D::BF16, 121.0},
+           {D::FP8, 242.5}},
+          300.0, 24, 3, kAmpereOn,
+          "NVIDIA L4 datasheet figures (grokipedia L4 vs L40S, sourcecode.com listing): "
+          "TF32 120, F16/BF16 242, FP8 485 TFLOP/s with sparsity (halved: 60 / 121 / "
+          "242.5), 24 GB GDDR6, 300 GB/s, PCIe Gen4 x16; 30.29 F32, 0.473 F64 (1:64) and 60 "
+          "SMs per fpsbench.com; 3 copy engines assumed"));
+  c.push_back(
+      gpu("A10-24GB", {{D::F64, 0.976}, {D::F32, 31.2}, {D::F16, 125.0}, {D::BF16, 125.0}}, 600.0,
+          24, 3, kAmpereOn,
+          "NVIDIA A10: 31.2 F32 and 125 F16 dense TFLOP/s, 24 GB GDDR6, 600 GB/s "
+          "(kimbochen gist, huggingface gpu_catalog, baseten A10 vs A10G); BF16 taken equal "
+          "to F16 (Ampere tensor cores run both at one rate); 0.976 F64 (1:32) and 72 SMs "
+          "per sysrqmts.com; PCIe Gen4 x16; no TF32 figure in the sources read, so TF32 "
+          "falls back to the F32 peak; 3 copy engines assumed"));
+  c.push_back(gpu("T4-16GB", {{D::F64, 0.254}, {D::F32, 8.1}, {D::F16, 65.0}, {D::BF16, 8.1}},
+                  320.0, 16, 3, kAmpereOn,
+                  "NVIDIA Tesla T4 (Turing): 8.1 F32, 65 F16 mixed-precision tensor TFLOP/s "
+                  "(geektopia.es launch figures; huggingface gpu_catalog), 16 GB GDDR6, 320 GB/s, "
+                  "40 SMs, PCIe Gen3 x16 (sysrqmts.com); 0.254 F64 (1:32); no BF16 units (F32 "
+                  "rate, as V100); 3 copy engines assumed"));
 }
 
 std::vector<DeviceSpec> build_catalog() {
@@ -222,6 +341,7 @@ std::vector<DeviceSpec> build_catalog() {
                   "NVIDIA Ada Lovelace architecture whitepaper v2.1, RTX 4090 column: 82.6 F32, "
                   "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "
                   "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"));
+  add_recent_parts(c);
   set_sm_counts(c);
   std::sort(c.begin(), c.end(),
             [](const DeviceSpec& a, const DeviceSpec& b) { return a.model < b.model; });
@@ -286,6 +406,14 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     {"h200", "H200-SXM-141GB"},
     {"h200141gbhbm3e", "H200-SXM-141GB"},
     {"xeonplatinum8480", "Xeon-Platinum-8480C"},
+    {"h20", "H20-SXM-96GB"},
+    {"h800", "H800-SXM5-80GB"},
+    {"b200", "B200-SXM-180GB"},
+    {"gb200", "GB200-186GB"},
+    {"l40s", "L40S-48GB"},
+    {"l4", "L4-24GB"},
+    {"a10", "A10-24GB"},
+    {"t4", "T4-16GB"},
 };
 
 }  // namespace

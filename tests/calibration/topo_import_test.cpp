@@ -216,9 +216,10 @@ pc::TopoImport import_smi(const std::string& file, const std::string& gpu_model)
 }
 
 // One NVSwitch with a port of `bytes_per_s` per GPU, and no GPU-GPU bundle.
-void expect_switch_ports(const sim::Cluster& c, double bytes_per_s) {
+void expect_switch_ports(const sim::Cluster& c, double bytes_per_s,
+                         const std::string& kind = "nvlink4") {
   ASSERT_GE(c.vertex_index("nvswitch"), 0);
-  EXPECT_EQ(count_kind(c, "nvlink4"), static_cast<int>(c.gpus().size()));
+  EXPECT_EQ(count_kind(c, kind), static_cast<int>(c.gpus().size()));
   for (std::size_t g = 0; g < c.gpus().size(); ++g) {
     const sim::Link* port = link_between(c, "gpu" + std::to_string(g), "nvswitch");
     ASSERT_NE(port, nullptr) << g;
@@ -397,9 +398,10 @@ TEST(NvidiaSmiTopo, MatrixPastedAsComments) {
 TEST(NvidiaSmiTopo, H20ThirtySixNicsWithGluedCells) {
   // A real 8x H20 (NV18 everywhere, 36 mlx5 NICs, GPU NUMA ID column; sglang#14092,
   // tests/data/README.md). The NIC12/NIC33 columns are printed glued to the next ("NODENODE",
-  // "PIXNODE", "SYSSYS"); before, every row was short and the import stopped at line 11. H20 has
-  // H100's 18 NVLink 4 links, so it is imported as H100 for its links.
-  const auto r = import_smi("h20x8_sglang14092_nvidia-smi-topo.txt", "H100-SXM5-80GB");
+  // "PIXNODE", "SYSSYS"); before, every row was short and the import stopped at line 11. The GPU
+  // named as nvidia-smi prints it: the catalog's H20 has H100's 18 NVLink 4 links, so NV18 to
+  // seven peers (126 links) is one NVSwitch with 18 x 25 = 450 GB/s ports.
+  const auto r = import_smi("h20x8_sglang14092_nvidia-smi-topo.txt", "NVIDIA H20");
   const sim::Cluster& c = r.cluster;
   ASSERT_EQ(c.gpus().size(), 8u);
   EXPECT_EQ(c.cpus().size(), 2u);  // NUMA Affinity 0 and 1
@@ -437,7 +439,7 @@ TEST(NvidiaSmiTopo, H800Nv8IsOneNvSwitchOfEightLinkPorts) {
   // A real 8x H800 (NV8 everywhere: H800 keeps 8 of H100's 18 NVLinks; 9 NICs incl.
   // mlx5_bond_0; sglang#28424, tests/data/README.md), imported as H100 for its links: one switch
   // with 8 x 25 = 200 GB/s ports, so seven GPUs sending 1 GiB each to gpu0 take 7 GiB / 200 GB/s.
-  const auto r = import_smi("h800x8_sglang28424_nvidia-smi-topo.txt", "NVIDIA H100 80GB HBM3");
+  const auto r = import_smi("h800x8_sglang28424_nvidia-smi-topo.txt", "NVIDIA H800");
   const sim::Cluster& c = r.cluster;
   ASSERT_EQ(c.gpus().size(), 8u);
   EXPECT_EQ(c.cpus().size(), 2u);
@@ -446,6 +448,19 @@ TEST(NvidiaSmiTopo, H800Nv8IsOneNvSwitchOfEightLinkPorts) {
   expect_switch_ports(c, 200e9);
   const double expect_ns = 7.0 * 1073741824.0 / 200e9 * 1e9;
   EXPECT_NEAR(static_cast<double>(seven_to_one(c).step_time.ns), expect_ns, 0.01 * expect_ns);
+}
+
+TEST(NvidiaSmiTopo, NewGpuModelsKnowTheirLinkCounts) {
+  // NV18 everywhere read for a B200 (18 NVLink 5 links of 50 GB/s): one switch, 900 GB/s ports;
+  // for an H20 the same file gives 450 GB/s ports. A part without NVLink (L40S) gets no switch.
+  const auto b = import_smi("h20x8_sglang14092_nvidia-smi-topo.txt", "NVIDIA B200");
+  expect_switch_ports(b.cluster, 900e9, "nvlink5");
+  EXPECT_GT(count_kind(b.cluster, "pcie5"), 0);
+  const auto h = import_smi("h20x8_sglang14092_nvidia-smi-topo.txt", "NVIDIA H20");
+  EXPECT_GT(count_kind(h.cluster, "nvlink4"), 0);
+  const auto l = import_smi("h20x8_sglang14092_nvidia-smi-topo.txt", "NVIDIA L40S");
+  EXPECT_LT(l.cluster.vertex_index("nvswitch"), 0);
+  EXPECT_GT(count_kind(l.cluster, "pcie4"), 0);
 }
 
 TEST(NvidiaSmiTopo, Rtx4090PcieOnlyTabsAndGpuNumaId) {

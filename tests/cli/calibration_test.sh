@@ -25,6 +25,21 @@ if "$P" import topo --help >/dev/null 2>&1; then
   grep -q "nvswitch" "$T/h100.yaml" || fail "no nvswitch in the imported HGX H100"
   grep -q "^# note: .*NVSwitch" "$T/h100.yaml" || fail "the YAML does not say NVSwitch was inferred"
   grep -q "NVSwitch" "$T/h100.err" || fail "stderr does not say NVSwitch was inferred"
+  # An 8x H20 node (issue 16) with the GPU as nvidia-smi prints it: the catalog's H20 entry, one
+  # NVSwitch with 18 x 25 = 450 GB/s ports; `describe` shows the entry and its source.
+  "$P" import topo --nvidia-smi "$D/h20x8_sglang14092_nvidia-smi-topo.txt" --gpu-model "NVIDIA H20" \
+    -o "$T/h20.yaml" >/dev/null 2>&1 || fail "import topo of the 8x H20 matrix"
+  [ "$(grep -c "nvswitch" "$T/h20.yaml")" -ge 9 ] || fail "no nvswitch with 8 ports in the imported H20"
+  "$P" describe --cluster "$T/h20.yaml" --json >"$T/h20.json" || fail "describe the imported H20"
+  python3 - "$T/h20.json" <<'PY' || fail "describe of the H20 cluster: $(head -c 400 "$T/h20.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["cluster"]
+text = json.dumps(d)
+assert "H20-SXM-96GB" in text and "zangshuxian" in text, "entry or source missing"
+ports = [l for l in d["links"] if "nvswitch" in (l.get("a"), l.get("b"))]
+assert len(ports) == 8, ports
+assert all(abs(l["bandwidth_bytes_per_s"] - 450e9) < 1 for l in ports), ports
+PY
   # P2P=Disabled numbers calibrate the host path, never NVLink.
   "$P" calibrate-links --p2p "$D/a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest_p2p-disabled-only.txt" --cluster "$T/a100.yaml" \
     -o "$T/off.yaml" >"$T/off.txt" || fail "calibrate-links --p2p (P2P=Disabled only)"
