@@ -988,7 +988,14 @@ std::optional<ManifestCpu> cpu_side_from_manifest(const std::string& path,
   m.device = !device_model.empty() ? device_model : doc.value("device_model", std::string("cpu"));
   m.memory = manifest_memory(doc, path);
   m.host = manifest_host(doc, path);
-  if (m.memory.empty() && !m.host) return std::nullopt;
+  if (doc.contains("vector_lanes")) {
+    const nlohmann::json& v = doc.at("vector_lanes");
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 64)
+      throw InputError(path, "vector_lanes",
+                       "a SIMD width in floats from 1 to 64, got " + v.dump());
+    m.vector_lanes = static_cast<int>(v.get<std::int64_t>());
+  }
+  if (m.memory.empty() && !m.host && m.vector_lanes == 0) return std::nullopt;
   return m;
 }
 
@@ -1270,17 +1277,19 @@ ExactMap exact_signatures(const std::vector<OpSample>& samples) {
 
 // On a CPU, two classes split by what the kernel does per element. A normalisation's backward
 // reads the saved input and the gradient and reduces twice (ResNet-18's BatchNorm backward ran
-// 3.4x what the forward-dominated norm curve priced); softmax, log-softmax and the NLL loss take
+// 3.4x what the forward-dominated norm curve priced); softmax, log-softmax and cross-entropy take
 // an exp or a log per element, ~1.7 ns here, where a vectorised sum takes ~0.1 ns (the encoder's
-// softmax/loss: -91 % on the reduction curve). GPU calibrations keep the shared classes.
+// softmax/loss: -91 % on the reduction curve). NLL's backward is not one of them: it zeroes the
+// logits' gradient and writes one value per row (0.4-0.8 ns an element here), a memset that
+// pulled the softmax curve's per-element rate down; it stays a reduction. GPU calibrations keep
+// the shared classes.
 std::string cpu_op_class(const std::string& op, const std::string& cls) {
   // LayerNorm (one row per token, ~1.5 ns an element here) is not BatchNorm (a plane per channel,
   // ~3.2 ns an element forward): one curve for both priced ResNet-18's BatchNorms 30 % fast.
   if (cls == "norm" && op.find("layer_norm") != std::string::npos) return "layer_norm";
   if (cls == "norm" && op.find("_backward") != std::string::npos) return "norm_bwd";
-  if (cls == "reduction" && (op.find("softmax") != std::string::npos ||
-                             op.find("nll_loss_backward") != std::string::npos ||
-                             op.find("cross_entropy") != std::string::npos))
+  if (cls == "reduction" &&
+      (op.find("softmax") != std::string::npos || op.find("cross_entropy") != std::string::npos))
     return "softmax";
   return cls;
 }
@@ -1305,7 +1314,7 @@ struct ClassData {
   std::vector<double> f, b, t;
   std::vector<double> o, m;  // gemm: output bytes, matrices
   bool cpu = false;          // a CPU with a measured memory hierarchy (FitOptions::memory)
-  bool cpu_gemm = false;     // ... and gemm, conv, conv_bwd, norm, norm_bwd: fitted by fit_cpu_gemm
+  bool cpu_gemm = false;     // ... and a class of kShapeModel (gemm, conv, ...): fit_cpu_gemm
   std::string op_class;
   std::set<std::string> names;
   std::set<Dtype> dtypes;
@@ -1341,6 +1350,13 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
       // updates: 17.7 ms predicted for 4.9 ms measured). Fitted on bytes alone.
       if (work.op_class == "elementwise" || work.op_class == "copy") work.flops = 0.0;
       work.flops = graph_counted_flops(s.signature.op_type, work);
+      // A dropout row's bytes as the graph's Dropout counts them: x read, y and the mask
+      // written (torch 1.13 draws the mask into a float tensor, scales it in place and
+      // multiplies). The rows' estimate counted x and y alone, so a curve with a byte term
+      // priced the graph's three tensors at 3/2 of the rows' (the encoder's dropout +15 to +48 %).
+      if (work.op_class == "dropout" && !s.signature.input_shapes[0].empty())
+        work.bytes = 3.0 * numel(s.signature.input_shapes[0]) *
+                     static_cast<double>(sim::dtype_size(s.signature.dtype));
       // A max pool reads its input once and writes a quarter of it (stride 2, as the rig's 3x3
       // and LeNet's 2x2 pools): on bytes alone, as the graph's MaxPool counts them, and not on
       // FLOPs, which the importer counts per window (9 per output for 3x3) and the rig cannot
@@ -1380,12 +1396,16 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
       flops = sim::wave_quantised_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
                                         spec->sm_count);
     }
+    // A CPU convolution's FLOPs padded to whole vectors of the channels it writes, likewise.
+    if (const auto l = options.vector_lanes.find(k.first); l != options.vector_lanes.end())
+      flops = sim::lane_padded_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
+                                     l->second);
     // A CPU's bytes as its cache hierarchy stretches them (the cost model applies the same).
     double stretch = 1.0;
     if (mem != options.memory.end()) {
       c.cpu = true;
-      static const std::set<std::string> kShapeModel = {"gemm", "conv",     "conv_bwd",
-                                                        "norm", "norm_bwd", "layer_norm"};
+      static const std::set<std::string> kShapeModel = {
+          "gemm", "conv", "conv_bwd", "norm", "norm_bwd", "layer_norm", "softmax", "dropout"};
       c.cpu_gemm = kShapeModel.count(work.op_class) > 0;
       c.op_class = work.op_class;
       stretch = sim::memory_stretch(mem->second, bytes);
@@ -1487,9 +1507,15 @@ sim::OpClassModel fit_cpu_gemm(const ClassData& c, std::size_t skip, const RateB
   }
   m.samples = static_cast<int>(t.size());
   // A compute class keeps its FLOP term: under load the best fit of one rig's GEMMs (2026-12-02,
-  // load 9) dropped it and priced every GEMM on bytes, the encoder's at half their time.
+  // load 9) dropped it and priced every GEMM on bytes, the encoder's at half their time. So do
+  // the classes whose time is per-element arithmetic, not bytes: softmax and log-softmax (an exp
+  // or a log per element, 1.4-2.7 ns an element here where a streaming add takes 0.3) and dropout
+  // (a scalar Bernoulli draw per element, torch 1.13's bernoulli_ without MKL: 10-17 ns an
+  // element). Fitted on bytes alone, the softmax curve (CV 59 %) priced the encoder's [32,64,64]
+  // softmax at 45 us for 123 us measured: its rows' bytes sit in L2, where bytes are cheap.
   const unsigned flops_column = 1u << 1;
-  const bool compute = c.op_class == "gemm" || c.op_class == "conv" || c.op_class == "conv_bwd";
+  const bool compute = c.op_class == "gemm" || c.op_class == "conv" || c.op_class == "conv_bwd" ||
+                       c.op_class == "softmax" || c.op_class == "dropout";
   const unsigned required = compute ? flops_column : 0u;
   std::vector<double> k = nnls_relative(x, t, required);
   if (k.size() != 5) return m;
@@ -1603,6 +1629,8 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
   fit.samples = static_cast<int>(samples.size());
   const ClassMap classes = class_points(exact_signatures(samples), fit.calibration, options);
   for (const auto& [dev, levels] : options.memory) fit.calibration.devices[dev].memory = levels;
+  for (const auto& [dev, lanes] : options.vector_lanes)
+    fit.calibration.devices[dev].vector_lanes = lanes;
   for (const auto& [key, c] : classes) {
     const ClassFitReport r = fit_class(key, c, options);
     fit.classes.push_back(r);

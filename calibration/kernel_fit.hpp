@@ -99,6 +99,10 @@ struct FitOptions {
   /// shape-aware model (per matrix and per output byte too), and the levels go into the
   /// calibration.
   std::map<std::string, std::vector<sim::MemoryLevel>> memory;
+  /// Per device key, a CPU's SIMD width in floats (a rig manifest's vector_lanes): its
+  /// convolution rows are fitted on sim::lane_padded_flops, and the width goes into the
+  /// calibration, which the cost model prices them with.
+  std::map<std::string, int> vector_lanes;
 };
 
 /// What a rig manifest says about a CPU beyond its op rows: the device key, the memory
@@ -109,6 +113,7 @@ struct ManifestCpu {
   std::string device;
   std::vector<sim::MemoryLevel> memory;
   std::optional<sim::HostCalibration> host;
+  int vector_lanes = 0;  ///< SIMD width in floats (manifest "vector_lanes"); 0 = not recorded
 };
 /// nullopt when the manifest has neither (a GPU-only or older manifest). Throws sim::InputError.
 std::optional<ManifestCpu> cpu_side_from_manifest(const std::string& path,

@@ -431,6 +431,40 @@ double wave_quantised_flops(const Op& op, const DeviceSpec& spec) {
                               op.outputs[0].shape, op.flops.v, spec.sm_count);
 }
 
+double lane_padded_flops(std::string_view type,
+                         const std::vector<std::vector<std::int64_t>>& inputs,
+                         const std::vector<std::int64_t>& output, double flops, int lanes) {
+  if (lanes <= 1 || !(flops > 0) || math_kind_of(type) != MathKind::Conv) return flops;
+  const double v = lanes;
+  // The factor by which whole vectors of `lanes` channels exceed `ch` channels (1 when unknown).
+  const auto pad = [v](std::int64_t ch) {
+    return ch > 0 ? std::ceil(static_cast<double>(ch) / v) * v / static_cast<double>(ch) : 1.0;
+  };
+  if (!output.empty()) {
+    // A graph op: the channels of the tensor it writes. ONNX/PyTorch NCHW: y [N,K,P,Q] and dx
+    // [N,C,H,W] in dim 1, dw [K,C,R,S] in dim 0; the builders' NHWC / HWIO (Conv2D*) last.
+    if (output.size() < 3) return flops;
+    if (starts_with(type, "Conv2D")) return flops * pad(output.back());
+    if (type == "Conv" || type == "ConvBackpropInput") return flops * pad(output[1]);
+    if (type == "ConvBackpropFilter") return flops * pad(output[0]);
+    return flops;  // ConvTranspose and its gradients: not modelled
+  }
+  // A profiled aten op: convolution(x [N,C,H,W], w [K,C,R,S]) writes K channels;
+  // convolution_backward(dy, x, w) the input gradient's C and the weight gradient's K.
+  const bool backward = type.find("backward") != std::string_view::npos;
+  if (!backward && inputs.size() >= 2 && inputs[1].size() >= 3) return flops * pad(inputs[1][0]);
+  if (backward && inputs.size() >= 3 && inputs[1].size() >= 3 && inputs[2].size() >= 3)
+    return flops / 2 * pad(inputs[1][1]) + flops / 2 * pad(inputs[2][0]);
+  return flops;
+}
+
+double lane_padded_flops(const Op& op, int lanes) {
+  if (op.outputs.empty()) return op.flops.v;
+  static const std::vector<std::vector<std::int64_t>> kNone;
+  return lane_padded_flops(op.type, op.signature ? op.signature->input_shapes : kNone,
+                           op.outputs[0].shape, op.flops.v, lanes);
+}
+
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
                           double bw) {
   const auto cap = batch_norm_cap(type, input0);
@@ -519,8 +553,11 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
                                  device.spec.memory_bandwidth.bytes_per_s)
             : 1.0;
     const double b_fit = b * stretch;
-    // ... and its FLOPs quantised to whole waves of tiles (wave_quantised_flops), as fitted.
-    const double f_fit = wave_quantised_flops(op, device.spec);
+    // ... and its FLOPs quantised to whole waves of tiles (wave_quantised_flops), or on a CPU
+    // padded to whole vectors of channels (lane_padded_flops), as fitted.
+    const double f_fit = device.spec.kind == DeviceKind::Cpu
+                             ? lane_padded_flops(op, cal->vector_lanes)
+                             : wave_quantised_flops(op, device.spec);
     // A CPU curve without a FLOP term streams its bytes: past DRAM-sized working sets nothing
     // changes regime, so it holds at any size (ResNet-18's 9.4 MB weight updates fell to a
     // roofline whose GPU half-efficiency FLOPs cost them 5.6 ms each).
@@ -937,9 +974,15 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
         dc.min_kernel = d;
       } else if (k == "memory") {
         dc.memory = read_memory(kv.second, file, dp + ".memory");
+      } else if (k == "vector_lanes") {
+        const double lanes = number(kv.second, file, dp + ".vector_lanes");
+        if (lanes < 1 || lanes > 64 || lanes != std::floor(lanes))
+          throw InputError(file, dp + ".vector_lanes", "a SIMD width in floats from 1 to 64");
+        dc.vector_lanes = static_cast<int>(lanes);
       } else {
-        throw InputError(file, dp + "." + k,
-                         "one of exact, op_types, roofline, host, min_kernel, memory");
+        throw InputError(
+            file, dp + "." + k,
+            "one of exact, op_types, roofline, host, min_kernel, memory, vector_lanes");
       }
     }
     cal.devices[model] = std::move(dc);
@@ -1030,6 +1073,7 @@ std::string calibration_to_yaml(const Calibration& c) {
         }
       }
     }
+    if (dc.vector_lanes > 0) out += "    vector_lanes: " + std::to_string(dc.vector_lanes) + "\n";
     if (!dc.memory.empty()) {
       out += "    memory:\n";
       for (const MemoryLevel& l : dc.memory)

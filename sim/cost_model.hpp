@@ -157,6 +157,9 @@ struct DeviceCalibration {
   /// floor. Unset (a manifest, a CPU, too few kernels): the 2 us default.
   std::optional<Duration> min_kernel;
   std::vector<MemoryLevel> memory;  ///< a CPU's cache hierarchy, ascending (DRAM last); or empty
+  /// A CPU's SIMD width in floats (a rig manifest's vector_lanes): its convolutions are fitted
+  /// and priced on lane_padded_flops. 0 = unknown (no padding).
+  int vector_lanes = 0;
 };
 
 struct Calibration {
@@ -255,6 +258,22 @@ double wave_quantised_flops(std::string_view type,
                             const std::vector<std::int64_t>& output, double flops, int sm_count);
 /// The same for a graph op on a device (its signature's inputs, its first output).
 double wave_quantised_flops(const Op& op, const DeviceSpec& spec);
+
+/// Vector-lane padding of a convolution on a CPU whose kernels (oneDNN's direct convolutions
+/// under PyTorch) vectorise over the channels of the tensor they write, `lanes` floats at a time
+/// (8 with AVX2, 16 with AVX-512): the forward over its output channels K, the input gradient
+/// over the input channels C, the weight gradient over K. A channel count that is not a whole
+/// number of vectors leaves lanes idle, and the op runs as if it had ceil(ch / lanes) x lanes
+/// channels: LeNet-5's 1 -> 6 and 6 -> 16 layers, an RGB stem's input gradient (C = 3: 8/3 of
+/// its FLOPs). Returns the FLOPs so padded (a profiled aten convolution_backward computes both
+/// gradients, half the FLOPs each, each padded on its own channels); `flops` unchanged for other
+/// ops (transposed convolutions included), unknown shapes or lanes <= 1. Class curves are fitted
+/// (calibration/kernel_fit) and applied on it.
+double lane_padded_flops(std::string_view type,
+                         const std::vector<std::vector<std::int64_t>>& inputs,
+                         const std::vector<std::int64_t>& output, double flops, int lanes);
+/// The same for a graph op (its signature's inputs, its first output).
+double lane_padded_flops(const Op& op, int lanes);
 
 /// True for a shape-only op PyTorch runs as a view of its input's memory (Flatten, Reshape,
 /// Squeeze, Unsqueeze, Identity, View and the graphs' gradients of the first four): it launches

@@ -233,7 +233,13 @@ void apply_kernel_floors(const std::map<std::string, sim::Duration>& floors,
 // A rig manifest's CPU side: its memory hierarchy (the class fits use it) and host model.
 void keep_cpu_side(const calibration::ManifestCpu& cpu,
                    std::map<std::string, std::vector<sim::MemoryLevel>>& memory,
-                   std::map<std::string, sim::HostCalibration>& hosts) {
+                   std::map<std::string, sim::HostCalibration>& hosts,
+                   std::map<std::string, int>& lanes) {
+  if (cpu.vector_lanes > 0) {
+    outf("  vector lanes of %s: %d floats (convolutions on lane-padded channels)\n",
+         cpu.device.c_str(), cpu.vector_lanes);
+    lanes[cpu.device] = cpu.vector_lanes;
+  }
   if (!cpu.memory.empty()) {
     std::string line;
     for (const sim::MemoryLevel& l : cpu.memory) {
@@ -293,6 +299,7 @@ void run_calibrate(const CalibrateArgs& a) {
   std::map<std::string, OpLevelHost> op_level;
   std::map<std::string, sim::Duration> floors;  // device -> its shortest kernel (kernel_floor_s)
   std::map<std::string, std::vector<sim::MemoryLevel>> memory;
+  std::map<std::string, int> lanes;  // device -> SIMD width in floats (a rig manifest's)
   std::string sources;
   for (const std::string& p : a.profiles) {
     sources += (sources.empty() ? "" : ", ") + p;
@@ -301,7 +308,7 @@ void run_calibrate(const CalibrateArgs& a) {
       outf("%s: rig manifest, %zu op rows\n", p.c_str(), s.size());
       samples.insert(samples.end(), s.begin(), s.end());
       if (auto cpu = calibration::cpu_side_from_manifest(p, a.device_model))
-        keep_cpu_side(*cpu, memory, hosts);
+        keep_cpu_side(*cpu, memory, hosts, lanes);
       continue;
     }
     const calibration::Profile prof = read_profile_checked(p);
@@ -329,6 +336,7 @@ void run_calibrate(const CalibrateArgs& a) {
                           "profiles with at least one op that has a measured time, got none");
   calibration::FitOptions fo;
   fo.memory = memory;
+  fo.vector_lanes = lanes;
   if (const auto m = sim::MathMode::parse(a.math_mode))
     fo.math = *m;
   else

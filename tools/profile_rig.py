@@ -425,6 +425,29 @@ def cpu_caches():
     return out or sysconf_caches()
 
 
+def vector_lanes(flags=None):
+    """This CPU's SIMD width in float32 lanes, from /proc/cpuinfo's flags (or `flags`): 16 with
+    AVX-512 (avx512f), 8 with AVX/AVX2, 4 otherwise (SSE, NEON). oneDNN's direct convolutions
+    vectorise over the channels they write, that many at a time, so a layer with fewer channels
+    (LeNet-5's 6, an RGB input's 3) leaves lanes idle (sim::lane_padded_flops). None when the
+    flags cannot be read."""
+    if flags is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                line = next((l for l in f if l.startswith(("flags", "Features"))), None)
+        except OSError:
+            return None
+        if line is None:
+            return None
+        flags = line.split(":", 1)[1].split()
+    flags = set(flags)
+    if "avx512f" in flags:
+        return 16
+    if "avx2" in flags or "avx" in flags:
+        return 8
+    return 4
+
+
 def sysconf_caches():
     """L1d and L2 as glibc's getconf reads them (cpuid), where /sys has no cache directory (the 2-vCPU
     EPYC VM of 2026-12-02: L1d 48 KiB, L2 1 MiB). Its L3 is left out: the VM reports 508 MiB, a
@@ -752,6 +775,9 @@ def main():
             manifest["cpu_caches"] = caches
             manifest["memory_sweep"] = points
             manifest["memory_levels"] = levels
+            lanes = vector_lanes()
+            if lanes:
+                manifest["vector_lanes"] = lanes
             source = manifest["models"][-1]
             if args.host_batch > 0:
                 source = profile_model(dev, args.model, args.steps, args.host_batch, args.out, args.image,

@@ -46,5 +46,14 @@ class MemoryLevels(unittest.TestCase):
         self.assertEqual([l["level"] for l in levels], ["DRAM"])
 
 
+class VectorLanes(unittest.TestCase):
+    def test_the_widest_float_vector_the_flags_name(self):
+        # This project's 2-vCPU AMD EPYC VM (2026-12-02): AVX2 and FMA, no AVX-512 flag.
+        epyc = "fpu vme de pse tsc msr pae mce cx8 sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c avx2".split()
+        self.assertEqual(profile_rig.vector_lanes(epyc), 8)
+        self.assertEqual(profile_rig.vector_lanes(epyc + ["avx512f", "avx512dq"]), 16)
+        self.assertEqual(profile_rig.vector_lanes(["fp", "asimd", "evtstrm"]), 4)  # an arm64 core
+
+
 if __name__ == "__main__":
     unittest.main()
