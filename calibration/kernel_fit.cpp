@@ -391,8 +391,7 @@ std::string calibration_key(const std::string& device_name, const std::string& o
 
 std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::string& device_model) {
   std::vector<OpSample> out;
-  bool any_gpu = false;
-  for (const TraceEvent& e : p.events) any_gpu |= e.on_gpu();
+  const bool any_gpu = p.has_gpu_activity();
   const std::string dev =
       any_gpu ? device_key(p, device_model) : (device_model.empty() ? "cpu" : device_model);
   if (!any_gpu) {

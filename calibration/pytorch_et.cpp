@@ -832,8 +832,7 @@ void time_from_kineto(const std::string& kineto_path, const std::vector<EtNode>&
                       EtImport& r) {
   const Profile prof = read_profile(kineto_path);
   r.device_name = prof.device_name;
-  const bool any_gpu = std::any_of(prof.events.begin(), prof.events.end(),
-                                   [](const TraceEvent& e) { return e.on_gpu(); });
+  const bool any_gpu = prof.has_gpu_activity();
   const std::vector<std::int64_t> event_of = link_nodes(prof, nodes, kept, r);
   // The measured step: the profiler's event of the imported ProfilerStep#N label, else its first.
   if (step >= 0 && event_of[static_cast<std::size_t>(step)] >= 0)

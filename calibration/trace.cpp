@@ -717,6 +717,10 @@ Profile read_profile(const std::string& path) {
   return parse_kineto_json(read_maybe_gzip(path), path);
 }
 
+bool Profile::has_gpu_activity() const {
+  return std::any_of(events.begin(), events.end(), [](const TraceEvent& e) { return e.on_gpu(); });
+}
+
 bool launches_nothing(const std::string& op_name) {
   static const std::set<std::string> kNames = {"empty",
                                                "empty_strided",

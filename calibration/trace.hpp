@@ -100,6 +100,10 @@ struct Profile {
   std::vector<std::string> missing;  ///< what the file lacks that calibration/validation would use
   LinkReport links;
   bool ns_timestamps = false;  ///< the file's ts/dur were nanoseconds (not Kineto's microseconds)
+
+  /// True when any event ran on a GPU (a kernel, copy or memset): a GPU trace, whether or not
+  /// the file names its GPU.
+  [[nodiscard]] bool has_gpu_activity() const;
 };
 
 /// Ops that allocate or re-view a tensor (aten::empty, empty_strided, resize_, view, ...): they

@@ -201,8 +201,7 @@ const sim::DeviceCalibration* device_calibration(const Profile& p, const Validat
   std::string key = opt.device_model;
   if (key.empty() && p.device_name.empty()) {
     // What calibrate writes for CPU traces; a GPU trace without a GPU name is never "cpu".
-    if (std::any_of(p.events.begin(), p.events.end(),
-                    [](const TraceEvent& e) { return e.on_gpu(); })) {
+    if (p.has_gpu_activity()) {
       notes.push_back(p.source +
                       ": the trace names no GPU (no deviceProperties) and --device-model is not "
                       "given: every kernel keeps its measured time");
@@ -256,7 +255,7 @@ class RankReplay {
     for (const TraceEvent& e : p_.events)
       if (e.kind == EventKind::Annotation && e.name == rsteps_.front().name && e.ts_ns == lo_)
         main_thread_ = e.pid + "/" + e.tid;
-    for (const TraceEvent& e : p_.events) any_gpu_ |= e.on_gpu();
+    any_gpu_ = p_.has_gpu_activity();
     for (const TraceEvent& e : p_.events)
       if (e.on_gpu()) {
         if (e.correlation >= 0) gpu_by_corr_[e.correlation].push_back(&e);

@@ -103,13 +103,11 @@ calibration::Profile read_profile_checked(const std::string& path) {
 /// launch overhead would then price CPU ops. Without --device-model it is refused.
 void refuse_unnamed_gpu(const calibration::Profile& p, const std::string& path,
                         const std::string& device_model) {
-  if (!p.device_name.empty() || !device_model.empty()) return;
-  for (const calibration::TraceEvent& e : p.events)
-    if (e.on_gpu())
-      throw sim::InputError(path, "deviceProperties",
-                            "the name of the GPU its kernels ran on (Kineto's deviceProperties, "
-                            "computeProperties before torch 1.10), got none; pass "
-                            "--device-model MODEL");
+  if (p.device_name.empty() && device_model.empty() && p.has_gpu_activity())
+    throw sim::InputError(path, "deviceProperties",
+                          "the name of the GPU its kernels ran on (Kineto's deviceProperties, "
+                          "computeProperties before torch 1.10), got none; pass "
+                          "--device-model MODEL");
 }
 
 bool is_manifest(const std::string& path) {
