@@ -234,7 +234,64 @@ TEST(CollectiveValidation, PublishedFiguresOfNvSwitchAndInfiniBandSystems) {
         << f[0] << ": model " << model << " published " << value;
     ++rows;
   }
-  EXPECT_EQ(rows, 14);
+  EXPECT_EQ(rows, 17);
+}
+
+// One InfiniBand fabric at 2, 4 and 8 nodes: ABCI 2.0 "Compute Node (A)" hosts (8x A100-SXM4-40GB,
+// 4x HDR 200 Gb/s, Intel Xeon hosts), NCCL 2.8.4, all_reduce_perf -b 4 -e 32M, one process per GPU
+// (aistabci/abci2.0benchmark; tests/data/README.md). Held out (2026-12-02, session 13). The
+// smallest calls time the latency floor as the node count doubles: measured 32.6, 42.0, 51.4 us at
+// 8 B (+9.4 us per doubling), the model's double binary tree LL 33.3, 43.3, 53.3 (2 log2(nodes)
+// network hops at NCCL's 5 us, +10 us per doubling). From 8 KiB its calls carry far less than 4 HDR
+// NICs do elsewhere (33 GB/s busbw at 32 MiB on 2 nodes, 15 on 8; NVIDIA/nccl#1048 and
+// nccl-tests#100 reach 86-91 GB/s on 2 nodes with 4 HDR NICs), which the cluster does not explain:
+// the bands are the model's honest misses (docs/validation.md, "One fabric at 2, 4 and 8 nodes").
+struct NodeSeries {
+  int nodes;
+  const char* file;     // tests/data/calibration
+  const char* cluster;  // tests/data/collectives
+  double floor;         // |model / measured - 1| of the 8 B call's time the model achieves
+  double small, mid;    // band maxima the model achieves (no rows from 64 MiB)
+};
+constexpr NodeSeries kAbci[] = {
+    {2, "abci_anode_nccl-tests_all_reduce_2x8xA100_nccl284.txt", "2x-abci-anode.yaml", 0.021, 0.548,
+     1.174},
+    {4, "abci_anode_nccl-tests_all_reduce_4x8xA100_nccl284.txt", "4x-abci-anode.yaml", 0.031, 0.479,
+     1.154},
+    {8, "abci_anode_nccl-tests_all_reduce_8x8xA100_nccl284.txt", "8x-abci-anode.yaml", 0.038, 0.519,
+     2.895},
+};
+
+TEST(CollectiveValidation, LatencyFloorAcrossNodeCountsOnOneFabric) {
+  for (const NodeSeries& s : kAbci) {
+    const std::string file = std::string(PLACESIM_TEST_DATA) + "/calibration/" + s.file;
+    const sim::Cluster c =
+        sim::load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/" + s.cluster);
+    ASSERT_EQ(static_cast<int>(c.gpus().size()), 8 * s.nodes) << s.cluster;
+    std::vector<Measured> rows;
+    double floor_s = 0;
+    for (const pc::CollectivePoint& p : pc::parse_nccl_tests(slurp(file), s.file, "all_reduce")) {
+      ASSERT_EQ(p.ranks, 8 * s.nodes) << s.file;
+      EXPECT_EQ(p.nodes, s.nodes) << s.file;
+      if (p.bytes == 8) floor_s = p.time_s;
+      if (p.bytes >= 8192) rows.push_back({p.bytes, p.busbw_gb_s});
+    }
+    ASSERT_GT(floor_s, 0) << s.file;
+    sim::CollectiveCall call;
+    call.bytes = sim::Bytes{8};
+    const double model_s = sim::predict_collective(c, call, c.gpus(), 1).time.seconds();
+    const BandErrors e =
+        band_maxima(rows, [&](double bytes) { return predicted_busbw(c, c.gpus(), bytes, 1); });
+    std::printf(
+        "ABCI %d nodes: 8 B %.2f us (model %.2f, %+.1f %%); small %5.1f %% (%d)  mid %5.1f "
+        "%% (%d)\n",
+        s.nodes, floor_s * 1e6, model_s * 1e6, 100 * (model_s / floor_s - 1), 100 * e.small,
+        e.n_small, 100 * e.mid, e.n_mid);
+    EXPECT_LE(std::fabs(model_s / floor_s - 1), s.floor) << s.file;
+    EXPECT_LE(e.small, s.small) << s.file;
+    EXPECT_LE(e.mid, s.mid) << s.file;
+    EXPECT_EQ(e.n_large, 0) << s.file;
+  }
 }
 
 // Published all-reduce sweeps of one 8-GPU NVSwitch node, tables of bus bandwidth per size

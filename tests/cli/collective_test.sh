@@ -156,4 +156,14 @@ out=$("$BIN" collective --cluster "$CAL/2x-hgx-h100.yaml" -g 8 \
 echo "$out" | grep -q '^# largest |busbw error|' || fail "--compare: no band line"
 expect_error 'GPUs predicted' collective --cluster hgx-h100 \
   --compare "$CAL/redhat_spectrumx_nccl-tests_all_reduce_2x8xH200.txt"
+# The ABCI test clusters are what tools/dgx_cluster.py makes of the two-node one (tests/data/README.md);
+# a missing source is refused with exit 2.
+COL="$(cd "$(dirname "$0")/../data/collectives" && pwd)"
+DGX="$(dirname "$0")/../../tools/dgx_cluster.py"
+for n in 4 8; do
+  python3 "$DGX" $n "$COL/2x-abci-anode.yaml" | cmp -s - "$COL/${n}x-abci-anode.yaml" \
+    || fail "dgx_cluster.py $n does not reproduce ${n}x-abci-anode.yaml"
+done
+python3 "$DGX" 4 "$TMP/none.yaml" 2>"$TMP/err"; rc=$?
+[ "$rc" = 2 ] && grep -q 'none.yaml' "$TMP/err" || fail "dgx_cluster.py: missing source gave $rc"
 echo "collective_test: ok"
