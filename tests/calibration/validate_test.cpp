@@ -1,5 +1,6 @@
 #include "calibration/validate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <memory>
@@ -177,6 +178,59 @@ TEST(Validate, DdpRanksWaitForTheSlowestAndTheJobStepIsItsStep) {
     EXPECT_NEAR(s.predicted_s, s.measured_s, 0.03 * s.measured_s) << pc::validation_to_text(r);
     EXPECT_NEAR(s.ranks[0].predicted_period_s, s.ranks[1].predicted_period_s, 0.03 * s.measured_s);
   }
+}
+
+TEST(Validate, RealGlooDdpJobMatchesItsAllReducesAcrossRanks) {
+  // A real 2-rank DDP job (Debian torch 1.13, gloo backend on this CPU, gen_ddp_trace.py): each
+  // step's all-reduce runs on a gloo worker thread of both ranks; rank 0 waited 44.7 ms in the
+  // first one for rank 1 (0.34 ms). The ranks' clocks are their own.
+  const pc::Profile r0 = pc::read_profile(data("cpu_torch113_ddp2_gloo_rank0.json.gz"));
+  const pc::Profile r1 = pc::read_profile(data("cpu_torch113_ddp2_gloo_rank1.json.gz"));
+  const pc::ValidationReport r = pc::validate_profiles({r0, r1}, {});
+  ASSERT_EQ(r.steps.size(), 4u);
+  int waits = 0;
+  for (const auto& s : r.steps) {
+    EXPECT_EQ(s.nccl_matched, 1) << s.name;  // its all-reduce, matched on both ranks
+    ASSERT_EQ(s.ranks.size(), 2u);
+    EXPECT_TRUE(s.compared);
+    EXPECT_LT(std::abs(s.error), 0.01) << pc::validation_to_text(r);
+    for (const auto& q : s.ranks)
+      EXPECT_LT(std::abs(q.predicted_period_s / q.measured_period_s - 1), 0.01) << s.name;
+    waits += s.inferred_waits;
+  }
+  EXPECT_GE(waits, 3);  // the main thread waiting for the all-reduce after its hooks returned
+  // Each matched all-reduce lasts the shortest measured time of the two, and rank 1 starts
+  // 11.72 ms after rank 0 (its first all-reduce ended 239.802 - 228.082 ms earlier in its trace).
+  const pc::ReplayGraph g = pc::build_replay({r0, r1}, 0, 4, {});
+  std::vector<std::int64_t> coll[2], start[2];
+  for (const auto& op : g.graph.ops) {
+    const int rank = op.name.rfind("r1/", 0) == 0 ? 1 : 0;
+    if (op.type == "HostCollective") coll[rank].push_back(op.measured->ns);
+    if (op.name.ends_with(":rank-start")) start[rank].push_back(op.measured->ns);
+  }
+  ASSERT_EQ(coll[0].size(), 4u);
+  ASSERT_EQ(coll[1].size(), 4u);
+  EXPECT_EQ(coll[0][0], 344000);  // rank 1's; rank 0 measured 44721 us
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(coll[0][i], coll[1][i]);
+  ASSERT_EQ(start[0].size(), 1u);
+  ASSERT_EQ(start[1].size(), 1u);
+  EXPECT_EQ(start[0][0], 0);
+  EXPECT_EQ(start[1][0], 11720000);
+}
+
+TEST(Validate, HostCollectivesThatDifferBetweenRanksAreNotMatched) {
+  // Rank 1's trace passed with rank 0's steps but its all-reduces renamed: matching stops at the
+  // first disagreement, with a note, and the replay still runs.
+  const pc::Profile r0 = pc::read_profile(data("cpu_torch113_ddp2_gloo_rank0.json.gz"));
+  pc::Profile r1 = pc::read_profile(data("cpu_torch113_ddp2_gloo_rank1.json.gz"));
+  for (auto& e : r1.events)
+    if (e.name == "gloo:all_reduce") e.name = "gloo:broadcast";
+  const pc::ValidationReport r = pc::validate_profiles({r0, r1}, {});
+  ASSERT_EQ(r.steps.size(), 4u);
+  for (const auto& s : r.steps) EXPECT_EQ(s.nccl_matched, 0);
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return n.find("host collective 0 differs between ranks") != std::string::npos;
+  })) << pc::validation_to_text(r);
 }
 
 TEST(Validate, PipelinedLoopCarriesQueuedGpuWorkIntoTheNextStep) {
