@@ -1223,8 +1223,7 @@ std::string validation_to_text(const ValidationReport& r) {
       out += buf;
     }
     if (s.inferred_waits > 0 || s.nccl_matched > 0) {
-      std::snprintf(buf, sizeof buf,
-                    "    inferred cross-stream waits %d, NCCL kernels matched across ranks %d\n",
+      std::snprintf(buf, sizeof buf, "    inferred waits %d, collectives matched across ranks %d\n",
                     s.inferred_waits, s.nccl_matched);
       out += buf;
     }
