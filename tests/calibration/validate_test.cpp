@@ -4,6 +4,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "calibration/kernel_fit.hpp"
 #include "calibration/trace.hpp"
@@ -238,6 +240,51 @@ TEST(Validate, RealThreeRankGlooLstmJobHoldsItsSteadyPeriod) {
   ASSERT_GT(v.steady_measured_s, 0.0);
   EXPECT_LT(std::abs(v.steady_predicted_s / v.steady_measured_s - 1.0), 0.05)
       << pc::validation_to_text(v);
+}
+
+namespace {
+// One rank of a CPU-only DDP loop in torch 2.x's dialect (categories; gloo's collective a user
+// annotation on worker thread 2): per step host work `host_us`, DDP's `c10d::allreduce_`, the
+// `gloo:all_reduce` that lasted `gloo_us[s]` (its wait for the other ranks included), the main
+// thread waiting for it, then a copy. Each trace counts from its own start.
+std::string gloo_rank(int host_us, std::vector<int> gloo_us) {
+  std::string ev;
+  int b = 0;
+  auto X = [&](const std::string& cat, const std::string& name, int tid, int ts, int dur) {
+    ev += std::string(ev.empty() ? "" : ",") + R"({"ph": "X", "cat": ")" + cat + R"(", "name": ")" +
+          name + R"(", "pid": 1, "tid": )" + std::to_string(tid) +
+          ", \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + "}";
+  };
+  for (std::size_t s = 0; s < gloo_us.size(); ++s) {
+    const int g = b + host_us + 6, g_end = g + gloo_us[s], end = g_end + 15;
+    X("user_annotation", "ProfilerStep#" + std::to_string(s + 1), 1, b, end - b);
+    X("cpu_op", "aten::mm", 1, b, host_us);
+    X("cpu_op", "c10d::allreduce_", 1, b + host_us, 5);
+    X("user_annotation", "gloo:all_reduce", 2, g, gloo_us[s]);
+    X("cpu_op", "aten::copy_", 1, g_end + 5, 5);
+    b = end;
+  }
+  return "{\"traceEvents\": [" + ev + "]}";
+}
+}  // namespace
+
+TEST(Validate, GlooRanksOfTorch2AreMatchedAndTheirClocksAligned) {
+  // Rank 1 started 20 us after rank 0 and computes 230 us to rank 0's 50: rank 0 waited in
+  // gloo 230 us in step 1, 210 us in step 2 (the ranks then start together); rank 1's took 30.
+  const pc::Profile r0 = pc::parse_kineto_json(gloo_rank(50, {230, 210}), "rank0.json");
+  const pc::Profile r1 = pc::parse_kineto_json(gloo_rank(230, {30, 30}), "rank1.json");
+  const pc::ValidationReport r = pc::validate_profiles({r0, r1}, {});
+  ASSERT_EQ(r.steps.size(), 2u);
+  for (const auto& s : r.steps) {
+    EXPECT_EQ(s.nccl_matched, 1);
+    EXPECT_EQ(s.inferred_waits, 2);
+    ASSERT_EQ(s.ranks.size(), 2u);
+    for (const auto& q : s.ranks)
+      EXPECT_NEAR(q.predicted_period_s, q.measured_period_s, 1e-9) << pc::validation_to_text(r);
+  }
+  ASSERT_FALSE(r.contributors.empty());
+  EXPECT_EQ(r.contributors[0].item, "r1/h0:rank-start");
+  EXPECT_NEAR(r.contributors[0].shift_s, 20e-6, 1e-12);
 }
 
 TEST(Validate, HostCollectivesThatDifferBetweenRanksAreNotMatched) {
