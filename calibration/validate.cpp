@@ -37,6 +37,12 @@ bool is_record_event(const std::string& n) {
 bool is_nccl(const TraceEvent& e) {
   return e.kind == EventKind::Kernel && (contains(e.name, "nccl") || contains(e.name, "rccl"));
 }
+// A collective run by the host: torch's gloo backend records `gloo:all_reduce`, `gloo:broadcast`,
+// ... on its worker threads (a framework op in torch 1.13's bare list, a user annotation later).
+bool is_host_collective(const TraceEvent& e) {
+  return (e.kind == EventKind::CpuOp || e.kind == EventKind::Annotation) &&
+         e.name.rfind("gloo:", 0) == 0;
+}
 
 double union_busy_s(std::vector<std::pair<std::int64_t, std::int64_t>> iv) {
   std::sort(iv.begin(), iv.end());
@@ -81,8 +87,10 @@ sim::DeviceSpec cpu_spec(int threads) {
   return spec;
 }
 
-// One rank's NCCL kernels of one process group, in launch order.
+// One rank's collectives of one process group, in launch order: NCCL kernels, or (CPU-only
+// traces) the host collectives of its gloo worker threads in start order.
 struct NcclSeq {
+  int rank = 0;
   std::vector<sim::OpId> ops;
   std::vector<std::vector<sim::OpId>> deps;  // their other inputs
   std::vector<std::int64_t> dur;
@@ -90,6 +98,8 @@ struct NcclSeq {
 };
 struct RankBuild {
   std::map<std::string, NcclSeq> nccl;  // process group name ("" when not recorded) -> kernels
+  NcclSeq host;                         // host collectives (gloo), all groups in start order
+  sim::OpId start = -1;                 // several ranks: the rank's start (its clock's offset)
 };
 
 std::string nccl_key(const TraceEvent& k) {
@@ -114,7 +124,7 @@ std::map<std::string, std::vector<const TraceEvent*>> host_items(const Profile& 
   for (const TraceEvent& e : p.events) {
     if (e.ts_ns < lo || e.ts_ns >= hi) continue;
     if (!cpu_only && e.kind == EventKind::Runtime) threads[e.pid + "/" + e.tid].push_back(&e);
-    if (cpu_only && e.kind == EventKind::CpuOp) {
+    if (cpu_only && (e.kind == EventKind::CpuOp || is_host_collective(e))) {
       const std::string th = e.pid + "/" + e.tid;
       auto it = open_until.find(th);
       if (it != open_until.end() && e.ts_ns < it->second) continue;  // nested in an outer op
@@ -266,6 +276,7 @@ class RankReplay {
 
   void run() {
     assign_thread_cpus();
+    if (nranks_ > 1) add_rank_start();
     // All threads' calls in time order, so that stream order across threads is launch order.
     std::vector<std::pair<const TraceEvent*, std::string>> ordered;
     for (const auto& [th, calls] : threads_) {
@@ -317,6 +328,18 @@ class RankReplay {
     threads_[main_thread_];
   }
 
+  // Several ranks: every thread of the rank starts after the rank's start op, whose duration
+  // align_rank_clocks sets once the collectives are matched (the ranks' clocks are not one).
+  void add_rank_start() {
+    cur_ = &tstate_[main_thread_];
+    cpu_slot_ = slot_of_thread_.at(main_thread_);
+    on_main_ = false;
+    const sim::OpId s = host_op("HostWork", "rank-start", 0, lo_);
+    --rsteps_[0].host_ops;
+    st_.rb[r_].start = s;
+    for (const auto& [th, calls] : threads_) tstate_[th].prev = s;
+  }
+
   // A host op on the current thread's chain.
   sim::OpId host_op(const std::string& type, const std::string& name, std::int64_t dur,
                     std::int64_t meas_end) {
@@ -361,9 +384,12 @@ class RankReplay {
     on_main_ = th == main_thread_;
     reach(c.ts_ns);
     cur_step_ = step_of(c.ts_ns);
-    if (c.ts_ns > ts.cursor) host_op("HostWork", "cpu", c.ts_ns - ts.cursor, c.ts_ns);
+    if (!on_main_ && !any_gpu_ && is_host_collective(c))
+      issue_gap(c);
+    else if (c.ts_ns > ts.cursor)
+      host_gap(ts.cursor, c.ts_ns);
     ts.cursor = std::max(ts.cursor, c.end_ns());
-    if (c.kind == EventKind::CpuOp) {
+    if (c.kind != EventKind::Runtime) {
       on_cpu_op(c);
       return;
     }
@@ -376,16 +402,77 @@ class RankReplay {
     on_runtime(c, ts, launches ? &git->second : nullptr);
   }
 
+  // The current thread's idle time [from, to) before its next item: host work as measured, except
+  // on the main thread of a CPU-only trace where a host collective of another thread ended in
+  // it (DDP's reducer waits for its gloo all-reduce): a zero-time wait for the collective that
+  // ended last, then the rest of the gap as measured.
+  void host_gap(std::int64_t from, std::int64_t to) {
+    sim::OpId awaited = -1;
+    std::int64_t awaited_end = from;
+    if (on_main_ && !any_gpu_)
+      for (const auto& [end, op] : collective_ends_)
+        if (end > awaited_end && end <= to) {
+          awaited = op;
+          awaited_end = end;
+        }
+    if (awaited >= 0) {
+      const sim::OpId w = host_op("Wait", "collective", 0, awaited_end);
+      st_.rg.graph.ops[static_cast<std::size_t>(w)].control_inputs.push_back(awaited);
+      ++rsteps_[cur_step_].inferred_waits;
+      if (to > awaited_end) host_op("HostWork", "cpu", to - awaited_end, to);
+      return;
+    }
+    host_op("HostWork", "cpu", to - from, to);
+  }
+
+  // A worker thread's host collective is issued by the main thread (DDP's reducer enqueues the
+  // gloo all-reduce from a gradient hook): the worker's idle time before it is not work, so it
+  // starts at its measured offset after the start of the main-thread op that was running when it
+  // started (after the end of the main thread's last op when none was).
+  void issue_gap(const TraceEvent& c) {
+    const ThreadState& m = tstate_[main_thread_];
+    sim::OpId anchor = m.prev;
+    std::int64_t offset = c.ts_ns - m.cursor;
+    if (main_item_.op >= 0 && main_item_.start <= c.ts_ns && c.ts_ns < main_item_.end) {
+      anchor = main_item_.pred;
+      offset = c.ts_ns - main_item_.start;
+    }
+    const sim::OpId g = host_op("HostWork", "issue", std::max<std::int64_t>(0, offset), c.ts_ns);
+    if (anchor >= 0) st_.rg.graph.ops[static_cast<std::size_t>(g)].control_inputs.push_back(anchor);
+  }
+
   // CPU-only trace: with a calibration, the op takes its calibrated time (exact signature, else
-  // its class model on the recorded shapes), as calibrate keys CPU samples.
+  // its class model on the recorded shapes), as calibrate keys CPU samples. A host collective
+  // keeps its measured time and is matched across ranks (match_collectives_across_ranks).
   void on_cpu_op(const TraceEvent& c) {
+    if (is_host_collective(c)) {
+      const sim::OpId id = host_op("HostCollective", c.name, c.dur_ns, c.end_ns());
+      const sim::Op& op = st_.rg.graph.ops[static_cast<std::size_t>(id)];
+      NcclSeq& q = st_.rb[r_].host;
+      q.rank = static_cast<int>(r_);
+      q.ops.push_back(id);
+      q.deps.push_back(op.control_inputs);
+      q.dur.push_back(c.dur_ns);
+      std::string key = c.name;
+      for (const auto& d : c.input_dims)
+        for (std::int64_t x : d) {
+          key += '|';
+          key += std::to_string(x);
+        }
+      q.key.push_back(key);
+      rsteps_[cur_step_].host_collectives.push_back(id);
+      collective_ends_.emplace_back(c.end_ns(), id);
+      return;
+    }
     std::int64_t dur = c.dur_ns;
     if (opt_.calibration) {
       const double pred = dcal_ ? calibrated_s(*dcal_, c) : -1;
       if (pred > 0) dur = std::llround(pred * 1e9);
       ++(pred > 0 ? rsteps_[cur_step_].calibrated_ops : rsteps_[cur_step_].fallback_ops);
     }
-    host_op("CpuOp", c.name, dur, c.end_ns());
+    const sim::OpId pred = cur_->prev;
+    const sim::OpId id = host_op("CpuOp", c.name, dur, c.end_ns());
+    if (on_main_) main_item_ = {id, pred, c.ts_ns, c.end_ns()};
     ++rsteps_[cur_step_].framework_ops;
   }
 
@@ -555,6 +642,7 @@ class RankReplay {
     if (nccl) {
       const auto pg = k.args.find("Process Group Name");
       NcclSeq& q = st_.rb[r_].nccl[pg == k.args.end() ? std::string() : pg->second];
+      q.rank = static_cast<int>(r_);
       q.ops.push_back(id);
       q.deps.push_back(deps);
       q.dur.push_back(k.dur_ns);
@@ -589,6 +677,11 @@ class RankReplay {
   std::map<std::pair<int, std::int64_t>, sim::OpId> last_on_stream_;
   std::map<std::pair<int, std::int64_t>, std::vector<sim::OpId>> stream_history_;
   int seq_ = 0;
+  std::vector<std::pair<std::int64_t, sim::OpId>> collective_ends_;  // host collectives so far
+  struct MainItem {
+    sim::OpId op = -1, pred = -1;  // the main thread's last framework op and the op before it
+    std::int64_t start = 0, end = 0;
+  } main_item_;
   std::map<std::string, ThreadState> tstate_;
   ThreadState* cur_ = nullptr;  // the current thread's state
   int cpu_slot_ = 0;            // the current thread's CPU device
@@ -596,12 +689,50 @@ class RankReplay {
   std::size_t cur_step_ = 0;  // step of the current call
 };
 
-// NCCL kernels matched across ranks, per process group (ranks of several groups, e.g. tensor-
-// and data-parallel, issue each group's collectives in its own order): the i-th kernel of a
-// group on every rank that has the group, as long as the recorded collective name, sizes and
-// dtype agree (a mismatch means the traces cover different collectives: matching stops there).
+// The i-th collective of `part` (one sequence per rank) matched across the ranks while their
+// recorded keys agree: each waits for every rank's predecessors and lasts the shortest measured
+// duration among the ranks (the rank that arrived last waited least).
+void match_sequences(std::vector<NcclSeq*> part, const std::string& noun, const std::string& scope,
+                     ReplayGraph& rg) {
+  std::size_t n = part[0]->ops.size();
+  for (const NcclSeq* q : part) n = std::min(n, q->ops.size());
+  std::size_t i = 0;
+  for (; i < n; ++i) {
+    bool agree = true;
+    for (const NcclSeq* q : part) agree &= q->key[i] == part[0]->key[i];
+    if (!agree) {
+      rg.notes.push_back(noun + " " + std::to_string(i) + scope + " differs between ranks (" +
+                         part[0]->key[i] +
+                         " on the first): later ones are not matched across ranks");
+      break;
+    }
+    std::int64_t shortest = part[0]->dur[i];
+    for (const NcclSeq* q : part) shortest = std::min(shortest, q->dur[i]);
+    for (NcclSeq* q : part) {
+      sim::Op& op = rg.graph.ops[static_cast<std::size_t>(q->ops[i])];
+      op.measured = sim::Duration{shortest};
+      for (const NcclSeq* o : part)
+        if (o != q)
+          for (sim::OpId d : o->deps[i]) op.control_inputs.push_back(d);
+      std::sort(op.control_inputs.begin(), op.control_inputs.end());
+      op.control_inputs.erase(std::unique(op.control_inputs.begin(), op.control_inputs.end()),
+                              op.control_inputs.end());
+    }
+    ++rg.nccl_matched;
+    rg.nccl_matched_ops.insert(part[0]->ops[i]);
+  }
+  if (i == n &&
+      std::any_of(part.begin(), part.end(), [&](const NcclSeq* q) { return q->ops.size() != n; }))
+    rg.notes.push_back("ranks ran different numbers of " + noun + "s" + scope + ": " +
+                       std::to_string(n) + " matched");
+}
+
+// Collectives matched across ranks: NCCL kernels per process group (ranks of several groups,
+// e.g. tensor- and data-parallel, issue each group's collectives in its own order), the i-th
+// kernel of a group on every rank that has the group, as long as the recorded collective name,
+// sizes and dtype agree (a mismatch means the traces cover different collectives: matching
+// stops there); host (gloo) collectives of CPU-only traces by start order and name.
 void match_nccl_across_ranks(ReplayState& st) {
-  ReplayGraph& rg = st.rg;
   std::set<std::string> groups;
   for (const auto& b : st.rb)
     for (const auto& [pg, q] : b.nccl) groups.insert(pg);
@@ -609,39 +740,52 @@ void match_nccl_across_ranks(ReplayState& st) {
     std::vector<NcclSeq*> part;
     for (auto& b : st.rb)
       if (auto it = b.nccl.find(pg); it != b.nccl.end()) part.push_back(&it->second);
-    if (part.size() < 2) continue;
-    std::size_t n = part[0]->ops.size();
-    for (const NcclSeq* q : part) n = std::min(n, q->ops.size());
-    std::size_t i = 0;
-    for (; i < n; ++i) {
-      bool agree = true;
-      for (const NcclSeq* q : part) agree &= q->key[i] == part[0]->key[i];
-      if (!agree) {
-        rg.notes.push_back("NCCL kernel " + std::to_string(i) + " of process group \"" + pg +
-                           "\" differs between ranks (" + part[0]->key[i] +
-                           " on the first): later ones are not matched across ranks");
-        break;
-      }
-      std::int64_t shortest = part[0]->dur[i];
-      for (const NcclSeq* q : part) shortest = std::min(shortest, q->dur[i]);
-      for (NcclSeq* q : part) {
-        sim::Op& op = rg.graph.ops[static_cast<std::size_t>(q->ops[i])];
-        op.measured = sim::Duration{shortest};
-        for (const NcclSeq* o : part)
-          if (o != q)
-            for (sim::OpId d : o->deps[i]) op.control_inputs.push_back(d);
-        std::sort(op.control_inputs.begin(), op.control_inputs.end());
-        op.control_inputs.erase(std::unique(op.control_inputs.begin(), op.control_inputs.end()),
-                                op.control_inputs.end());
-      }
-      ++rg.nccl_matched;
-      rg.nccl_matched_ops.insert(part[0]->ops[i]);
-    }
-    if (i == n &&
-        std::any_of(part.begin(), part.end(), [&](const NcclSeq* q) { return q->ops.size() != n; }))
-      rg.notes.push_back("ranks launched different numbers of NCCL kernels in process group \"" +
-                         pg + "\": " + std::to_string(n) + " matched");
+    if (part.size() >= 2)
+      match_sequences(part, "NCCL kernel", " of process group \"" + pg + "\"", st.rg);
   }
+  std::vector<NcclSeq*> host;
+  for (auto& b : st.rb)
+    if (!b.host.ops.empty()) host.push_back(&b.host);
+  if (host.size() >= 2) match_sequences(host, "host collective", "", st.rg);
+}
+
+// The ranks' clocks are not one (each trace counts from its own start): a collective ends on
+// every rank at about the same moment, so the first matched collective (earliest measured end)
+// fixes each rank's start relative to the others: a rank whose trace shows it ending later after
+// its step start started that much earlier. Without a matched collective the ranks start together.
+void align_rank_clocks(ReplayState& st) {
+  ReplayGraph& rg = st.rg;
+  const NcclSeq* first = nullptr;
+  std::vector<const NcclSeq*> seqs;
+  for (const auto& b : st.rb) {
+    for (const auto& [pg, q] : b.nccl) seqs.push_back(&q);
+    seqs.push_back(&b.host);
+  }
+  auto end_of = [&](sim::OpId op) { return rg.measured_end_ns[static_cast<std::size_t>(op)]; };
+  for (const NcclSeq* q : seqs)
+    if (!q->ops.empty() && rg.nccl_matched_ops.contains(q->ops[0]) &&
+        (!first || end_of(q->ops[0]) < end_of(first->ops[0])))
+      first = q;
+  if (!first) return;
+  // The sequences of the other ranks whose first op was matched with first's.
+  std::map<int, std::int64_t> end_by_rank;
+  for (const NcclSeq* q : seqs) {
+    if (q->ops.empty()) continue;
+    const sim::Op& op = rg.graph.ops[static_cast<std::size_t>(q->ops[0])];
+    const bool same =
+        q == first ||
+        std::any_of(op.control_inputs.begin(), op.control_inputs.end(), [&](sim::OpId d) {
+          const auto& fd = first->deps[0];
+          return std::find(fd.begin(), fd.end(), d) != fd.end();
+        });
+    if (same) end_by_rank.emplace(q->rank, end_of(q->ops[0]));
+  }
+  std::int64_t latest = 0;
+  for (const auto& [r, e] : end_by_rank) latest = std::max(latest, e);
+  for (const auto& [r, e] : end_by_rank)
+    if (st.rb[static_cast<std::size_t>(r)].start >= 0)
+      rg.graph.ops[static_cast<std::size_t>(st.rb[static_cast<std::size_t>(r)].start)].measured =
+          sim::Duration{latest - e};
 }
 
 // Cluster: the CPUs, then the GPUs, each GPU on a PCIe link to its rank's CPU.
@@ -728,7 +872,10 @@ ReplayGraph build_replay(const std::vector<Profile>& ranks, std::size_t first_st
     rg.steps[r] = step_windows(ranks[r], r, first_step, num_steps);
     RankReplay(st, ranks, r, opt).run();
   }
-  if (ranks.size() > 1) match_nccl_across_ranks(st);
+  if (ranks.size() > 1) {
+    match_nccl_across_ranks(st);
+    align_rank_clocks(st);
+  }
   rg.graph.finalize("<replay>");
   build_replay_cluster(st, rg.cluster);
   rg.device_of.resize(st.op_dev_slot.size());
@@ -865,8 +1012,8 @@ StepValidation validate_step(const ReplayRun& run, const std::string& name, std:
   v.ops = v.gpu_ops + v.host_ops;
   v.nccl_matched = 0;  // collectives of this step matched across ranks (counted once)
   for (const auto& rsteps : rg.steps)
-    for (sim::OpId g : rsteps[s].gpu_ops)
-      v.nccl_matched += static_cast<int>(rg.nccl_matched_ops.count(g));
+    for (const auto* ops : {&rsteps[s].gpu_ops, &rsteps[s].host_collectives})
+      for (sim::OpId g : *ops) v.nccl_matched += static_cast<int>(rg.nccl_matched_ops.count(g));
   v.compared = v.measured_s > 0 && v.predicted_s > 0;
   v.error = v.compared ? (v.predicted_s - v.measured_s) / v.measured_s : 0.0;
   return v;
@@ -1076,8 +1223,7 @@ std::string validation_to_text(const ValidationReport& r) {
       out += buf;
     }
     if (s.inferred_waits > 0 || s.nccl_matched > 0) {
-      std::snprintf(buf, sizeof buf,
-                    "    inferred cross-stream waits %d, NCCL kernels matched across ranks %d\n",
+      std::snprintf(buf, sizeof buf, "    inferred waits %d, collectives matched across ranks %d\n",
                     s.inferred_waits, s.nccl_matched);
       out += buf;
     }

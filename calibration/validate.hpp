@@ -116,6 +116,7 @@ struct ReplayStep {
   std::int64_t begin_ns = 0, end_ns = 0, next_begin_ns = -1, gpu_end_ns = 0;  ///< trace clock
   sim::OpId first_op = -1;  ///< the main thread's first op of the step
   std::vector<sim::OpId> gpu_ops;
+  std::vector<sim::OpId> host_collectives;  ///< gloo collectives run by host threads (CPU-only)
   int host_ops = 0, framework_ops = 0, calibrated_ops = 0, fallback_ops = 0, inferred_waits = 0;
   std::set<std::int64_t>
       ops_with_gpu;  ///< framework ops (event indices) whose GPU work is replayed
