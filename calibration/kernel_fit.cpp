@@ -45,6 +45,7 @@ struct ClassNames {
 
 // In precedence order: a name listed under two classes belongs to the first
 // (aten::convolution_backward is conv_bwd, not conv).
+// A table, not logic: kept longer than 120 lines so that the precedence stays one list.
 const std::vector<ClassNames>& class_table() {
   static const std::vector<ClassNames> kTable = {
       // Tensor bookkeeping: no kernel, a fixed dispatch cost whatever the shapes.
@@ -154,6 +155,21 @@ const std::vector<ClassNames>& class_table() {
        {"aten::max_pool2d_with_indices_backward", "aten::avg_pool2d_backward",
         "aten::_adaptive_avg_pool2d_backward", "MaxPoolGrad", "AvgPoolGrad",
         "GlobalAveragePoolGrad"}},
+      // Fused attention (torch >= 2.0's scaled_dot_product_attention and the flash / memory-
+      // efficient / cuDNN kernels under it): two GEMMs per query-key block on the matrix units
+      // (one bf16 call at sequence 32768 runs 85 ms at 206 TFLOP/s on the MI300X of
+      // tests/data/calibration/rocm-mi300x_tracelens_sdpa-bf16_excerpt.json). As "elementwise"
+      // it was fitted at a byte rate with the adds.
+      {"attention",
+       {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_cudnn_attention",
+        "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_flash_attention_forward",
+        "aten::_efficient_attention_forward", "aten::_scaled_dot_product_flash_attention_backward",
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        "aten::_scaled_dot_product_cudnn_attention_backward",
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+        "aten::_flash_attention_backward", "aten::_efficient_attention_backward"}},
       {"rnn",
        {"aten::lstm_cell", "aten::_thnn_fused_lstm_cell", "aten::gru_cell", "aten::lstm",
         "LSTMCell", "LSTM", "GRU", "BlockLSTM"}},
@@ -269,6 +285,41 @@ Dtype dtype_from_profiler(const std::vector<std::string>& types) {
   return Dtype::F32;
 }
 
+namespace {
+
+// Fused attention over q [..., Sq, D], k [..., Skv, D], v [..., Skv, Dv] (torch's SDPA layout;
+// the _flash/_efficient_attention_forward/_backward kernels take [B, S, H, D]): Q K^T and P V are
+// 2 Sq Skv (D + Dv) FLOPs per batch-head; the backward recomputes the scores and runs four more
+// products, 2.5 times the forward (FlashAttention-2's count). As if not causal: a causal kernel
+// skips about half the blocks (the fitted rate takes that in for traces of one kind). Bytes: q, k,
+// v read and the output written, as the kernels stream them (the S x S scores stay on chip); the
+// backward reads and writes about twice that.
+std::optional<WorkEstimate> attention_work(const std::string& op,
+                                           const std::vector<std::vector<std::int64_t>>& t,
+                                           double es) {
+  const bool bwd = op.size() > 9 && op.compare(op.size() - 9, 9, "_backward") == 0;
+  // The backward ops take the output's gradient first: q, k, v follow it.
+  const std::size_t q = bwd ? 1 : 0;
+  if (t.size() < q + 3) return std::nullopt;
+  const auto &qs = t[q], &ks = t[q + 1], &vs = t[q + 2];
+  if (qs.size() < 3 || ks.size() != qs.size() || vs.size() != qs.size()) return std::nullopt;
+  const bool bshd =
+      op == "aten::_flash_attention_forward" || op == "aten::_efficient_attention_forward" ||
+      op == "aten::_flash_attention_backward" || op == "aten::_efficient_attention_backward";
+  const std::size_t seq = bshd ? qs.size() - 3 : qs.size() - 2;
+  const double sq = static_cast<double>(qs[seq]), skv = static_cast<double>(ks[seq]);
+  const double d = static_cast<double>(qs.back()), dv = static_cast<double>(vs.back());
+  if (sq <= 0 || skv <= 0 || d <= 0 || dv <= 0) return std::nullopt;
+  const double heads = numel(qs) / (sq * d);  // batch x heads
+  WorkEstimate w;
+  w.op_class = "attention";
+  w.flops = 2.0 * heads * sq * skv * (d + dv) * (bwd ? 2.5 : 1.0);
+  w.bytes = (numel(qs) + numel(ks) + numel(vs) + heads * sq * dv) * es * (bwd ? 2.0 : 1.0);
+  return w;
+}
+
+}  // namespace
+
 WorkEstimate estimate_work(const std::string& raw,
                            const std::vector<std::vector<std::int64_t>>& shapes, Dtype dtype) {
   WorkEstimate w;
@@ -337,6 +388,8 @@ WorkEstimate estimate_work(const std::string& raw,
     w.out_bytes = numel(wt) * es;
     return w;
   }
+  if (w.op_class == "attention")
+    if (const auto a = attention_work(op, t, es)) return *a;
   if (w.op_class == "rnn" && t.size() >= 2) {
     // lstm_cell(x[B,I], (h,c), w_ih[4H,I], w_hh[4H,H]): two GEMMs and the gates.
     const double b = static_cast<double>(t[0][0]);
@@ -1237,8 +1290,9 @@ RateBounds class_bounds(const sim::DeviceSpec& spec, const std::string& op_class
   RateBounds r;
   // A representative op name of the class decides the math unit (conv, matmul or neither).
   const std::string rep = op_class == "conv" || op_class == "conv_bwd" ? "Conv"
-                          : op_class == "gemm" || op_class == "rnn"    ? "MatMul"
-                                                                       : "Add";
+                          : op_class == "gemm" || op_class == "rnn" || op_class == "attention"
+                              ? "MatMul"
+                              : "Add";
   std::string best;
   for (const sim::Dtype d : dtypes.empty() ? std::set<sim::Dtype>{sim::Dtype::F32} : dtypes) {
     const sim::Dtype cd = sim::compute_dtype(rep, d, math);
