@@ -76,6 +76,34 @@ TEST(WorkEstimate, FusedAttentionIsTwoGemmsPerBlockInEitherLayout) {
   EXPECT_DOUBLE_EQ(bwd.flops, 2.5 * fwd);
 }
 
+TEST(WorkEstimate, CausalAttentionCountsTheKeptQueryKeyPairs) {
+  // is_causal by its position in each schema ("Concrete Inputs" as torch >= 2.0 writes them):
+  // query i keeps keys j <= i, Sq (Sq + 1) / 2 pairs of a square call.
+  const std::vector<std::int64_t> q = {2, 8, 1024, 64};
+  const std::vector<std::string> sdpa_args = {"", "", "", "", "0.", "True", "", "False"};
+  const auto f = pc::attention_flops_from_concrete("aten::scaled_dot_product_attention",
+                                                   {q, q, q, {}, {}, {}, {}, {}}, sdpa_args);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_DOUBLE_EQ(*f, 2.0 * 16 * (1024.0 * 1025 / 2) * (64 + 64));
+  auto not_causal = sdpa_args;
+  not_causal[5] = "False";
+  EXPECT_FALSE(pc::attention_flops_from_concrete("aten::scaled_dot_product_attention",
+                                                 {q, q, q, {}, {}, {}, {}, {}}, not_causal));
+  // More queries than keys: the first Skv rows grow to Skv keys, the rest keep all of them.
+  const auto tall = pc::attention_flops_from_concrete("aten::_scaled_dot_product_flash_attention",
+                                                      {{1, 1, 6, 4}, {1, 1, 4, 4}, {1, 1, 4, 4}},
+                                                      {"", "", "", "0.", "True", "False", ""});
+  ASSERT_TRUE(tall.has_value());
+  EXPECT_DOUBLE_EQ(*tall, 2.0 * (4 * 5 / 2 + 2 * 4) * (4 + 4));
+  // The flash backward: is_causal is argument 11; 2.5 times the forward's count.
+  std::vector<std::string> bwd(15, "");
+  bwd[11] = "True";
+  const auto b = pc::attention_flops_from_concrete(
+      "aten::_scaled_dot_product_flash_attention_backward", {q, q, q, q, q, {2, 8, 1024}}, bwd);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_DOUBLE_EQ(*b, 2.5 * *f);
+}
+
 TEST(OpClass, TableKeepsItsPrecedence) {
   // A name under two classes belongs to the first (convolution_backward is listed under conv
   // too); in-place forms share their class; Memcpy/Memset by prefix; anything else elementwise.
