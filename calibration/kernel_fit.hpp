@@ -50,6 +50,12 @@ std::string op_class_of(const std::string& op);
 std::optional<double> conv_flops_from_concrete(const std::string& op,
                                                const std::vector<std::vector<std::int64_t>>& shapes,
                                                const std::vector<std::string>& concrete);
+/// FLOPs of a causal fused-attention call (is_causal "True" in the "Concrete Inputs", by the op's
+/// argument position: scaled_dot_product_attention, the flash / efficient / cuDNN ops and their
+/// backwards): the query-key pairs the causal mask keeps; nullopt when not causal or not recorded.
+std::optional<double> attention_flops_from_concrete(
+    const std::string& op, const std::vector<std::vector<std::int64_t>>& shapes,
+    const std::vector<std::string>& concrete);
 /// Dtype from the profiler's "Input type" strings ("float", "c10::Half", ...); F32 when unknown.
 sim::Dtype dtype_from_profiler(const std::vector<std::string>& input_types);
 

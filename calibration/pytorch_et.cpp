@@ -37,7 +37,7 @@ struct EtTensorUse {
 struct EtArg {
   std::vector<EtTensorUse> tensors;  ///< a tensor, or the tensors of a list
   std::string type;                  ///< "Tensor(float)", "Int", "GenericList[Int,Int]", ...
-  std::string concrete;              ///< an integer or integer list as text ("[2, 2]"), else ""
+  std::string concrete;  ///< an integer, integer list or bool as text ("[2, 2]", "True"), else ""
 };
 
 struct EtNode {
@@ -153,6 +153,8 @@ class Reader {
                                            key + "[" + std::to_string(j) + "]"));
       } else if (v.is_number_integer()) {
         a.concrete = v.dump();
+      } else if (v.is_boolean()) {
+        a.concrete = v.get<bool>() ? "True" : "False";  // as the profiler's Concrete Inputs
       } else if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) {
                    return x.is_number_integer();
                  })) {
@@ -391,6 +393,7 @@ bool set_work(const EtNode& e, sim::Op& op) {
       flops += static_cast<double>(models::shape_elements(s).value_or(0));
   }
   if (const auto f = conv_flops_from_concrete(e.name, shapes, concrete)) flops = *f;
+  if (const auto f = attention_flops_from_concrete(e.name, shapes, concrete)) flops = *f;
   const bool moves_nothing = w.op_class == "meta";
   op.flops = sim::Flops{moves_nothing ? 0.0 : flops};
   return moves_nothing;

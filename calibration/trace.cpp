@@ -251,6 +251,25 @@ const json& trace_events(const json& doc, const std::string& origin, bool& bare)
                    "a list of trace events (Kineto/PyTorch profiler output), got none");
 }
 
+// ROCm's hipGetDeviceProperties name when it has no marketing name for the part: the MI250 of
+// tests/data/calibration/mi250_rocm_minitoy.json (gfx9.0, 104 CUs, 64 GiB) and Radeon iGPUs alike
+// print it, so it names no model. Read as no name (calibrate then asks for --device-model), with
+// what the header does say in Profile::missing.
+void drop_generic_gpu_name(const json& props, Profile& p) {
+  if (p.device_name != "AMD Radeon Graphics") return;
+  auto num = [&](const char* k) {
+    return props.contains(k) ? scalar_text(props.at(k)) : std::string("?");
+  };
+  const double gib = static_cast<double>(int_arg(props, "totalGlobalMem", 0)) / (1 << 30);
+  std::ostringstream m;
+  m << "deviceProperties name \"AMD Radeon Graphics\" is ROCm's generic name, not a GPU model "
+       "(the header says compute "
+    << num("computeMajor") << "." << num("computeMinor") << ", " << num("numSms") << " CUs, "
+    << static_cast<int>(gib + 0.5) << " GiB): read as no GPU name; pass --device-model";
+  p.missing.push_back(m.str());
+  p.device_name.clear();
+}
+
 // The GPU's name and the rank (distributedInfo) of a Kineto document. torch >= 1.10 writes the
 // GPUs as `deviceProperties`; torch 1.8-1.9 wrote the same list as `computeProperties`
 // (tests/data/calibration/v100_torch181_tbplugin_excerpt.json).
@@ -258,8 +277,11 @@ void read_trace_header(const json& doc, const std::string& origin, Profile& p) {
   if (!doc.is_object()) return;
   for (const char* key : {"deviceProperties", "computeProperties"})
     if (auto it = doc.find(key); p.device_name.empty() && it != doc.end() && it->is_array() &&
-                                 !it->empty() && (*it)[0].is_object() && (*it)[0].contains("name"))
+                                 !it->empty() && (*it)[0].is_object() &&
+                                 (*it)[0].contains("name")) {
       p.device_name = scalar_text((*it)[0].at("name"));
+      drop_generic_gpu_name((*it)[0], p);
+    }
   if (auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
     const std::int64_t rank = int_arg(*it, "rank", -1), world = int_arg(*it, "world_size", 0);
     if (rank < -1 || rank >= kMaxDevices || world < 0 || world > kMaxDevices)

@@ -62,13 +62,22 @@ double union_busy_s(std::vector<std::pair<std::int64_t, std::int64_t>> iv) {
   return static_cast<double>(total) * 1e-9;
 }
 
-sim::DeviceSpec gpu_spec_for(const Profile& p) {
-  std::string n = p.device_name;
-  for (const char* prefix : {"NVIDIA ", "Tesla "})
-    if (n.rfind(prefix, 0) == 0) n = n.substr(std::string(prefix).size());
-  std::replace(n.begin(), n.end(), ' ', '-');
-  const sim::DeviceSpec* s = sim::find_device_model(n);
-  if (!s) s = sim::find_device_model("A100-SXM4-40GB");
+// The catalog entry of the profiled GPU: --device-model when the catalog has it, else the
+// trace's name (calibration_key), else A100-SXM4-40GB's figures with a note (a ROCm or a new part
+// was replayed on them silently: the roofline and peak bounds of ops the calibration prices).
+sim::DeviceSpec gpu_spec_for(const Profile& p, const std::string& device_model,
+                             std::vector<std::string>& notes) {
+  const sim::DeviceSpec* s = device_model.empty() ? nullptr : sim::find_device_model(device_model);
+  if (!s && !p.device_name.empty()) s = sim::find_device_model(calibration_key(p.device_name, ""));
+  if (!s) {
+    s = sim::find_device_model("A100-SXM4-40GB");
+    const std::string named = !device_model.empty()    ? "--device-model " + device_model
+                              : !p.device_name.empty() ? "GPU \"" + p.device_name + "\""
+                                                       : "no GPU name";
+    notes.push_back(p.source + ": " + named +
+                    " is not in the catalog: the replay's GPUs take A100-SXM4-40GB's figures "
+                    "(peaks and memory rate for ops priced by the calibration's curves)");
+  }
   sim::DeviceSpec spec = s ? *s : sim::DeviceSpec{};
   spec.kind = sim::DeviceKind::Gpu;
   spec.launch_overhead = sim::Duration{0};
@@ -272,6 +281,7 @@ class RankReplay {
         if (e.op >= 0) gpu_ns_of_op_[e.op] += e.dur_ns;
       }
     dcal_ = device_calibration(p_, opt_, st_.rg.notes);
+    if (any_gpu_) gpu_spec_ = gpu_spec_for(p_, opt_.device_model, st_.rg.notes);
   }
 
   void run() {
@@ -564,8 +574,7 @@ class RankReplay {
     auto dit = gpu_slot_of_device_.find(k.device);
     if (dit == gpu_slot_of_device_.end()) {
       dit = gpu_slot_of_device_.emplace(k.device, static_cast<int>(st_.gpus.size())).first;
-      st_.gpus.push_back(
-          {gpu_device_name(nranks_, r_, k.device), gpu_spec_for(p_), static_cast<int>(r_)});
+      st_.gpus.push_back({gpu_device_name(nranks_, r_, k.device), gpu_spec_, static_cast<int>(r_)});
     }
     const auto skey = std::make_pair(k.device, k.stream);
     auto sit = stream_index_.find(skey);
@@ -670,6 +679,7 @@ class RankReplay {
   std::map<std::int64_t, std::vector<const TraceEvent*>> gpu_by_corr_;
   std::map<std::int64_t, std::int64_t> gpu_ns_of_op_;  // framework op -> GPU ns of its activities
   const sim::DeviceCalibration* dcal_ = nullptr;
+  sim::DeviceSpec gpu_spec_;  // the catalog entry every GPU of this rank is replayed on
   std::map<std::string, std::vector<const TraceEvent*>> threads_;
   std::map<std::string, int> slot_of_thread_;
   std::map<std::pair<int, std::int64_t>, int> stream_index_;  // (device, stream) -> index on device

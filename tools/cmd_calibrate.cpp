@@ -103,11 +103,19 @@ calibration::Profile read_profile_checked(const std::string& path) {
 /// launch overhead would then price CPU ops. Without --device-model it is refused.
 void refuse_unnamed_gpu(const calibration::Profile& p, const std::string& path,
                         const std::string& device_model) {
-  if (p.device_name.empty() && device_model.empty() && p.has_gpu_activity())
-    throw sim::InputError(path, "deviceProperties",
-                          "the name of the GPU its kernels ran on (Kineto's deviceProperties, "
-                          "computeProperties before torch 1.10), got none; pass "
-                          "--device-model MODEL");
+  if (!p.device_name.empty() || !device_model.empty() || !p.has_gpu_activity()) return;
+  // ROCm's generic "AMD Radeon Graphics" is read as no name (trace.cpp): say that it was there.
+  const bool generic = std::any_of(p.missing.begin(), p.missing.end(), [](const std::string& m) {
+    return m.find("\"AMD Radeon Graphics\"") != std::string::npos;
+  });
+  throw sim::InputError(
+      path, "deviceProperties",
+      std::string("the name of the GPU its kernels ran on (Kineto's "
+                  "deviceProperties, computeProperties before torch 1.10), got ") +
+          (generic ? "ROCm's generic \"AMD Radeon Graphics\", which names no "
+                     "model"
+                   : "none") +
+          "; pass --device-model MODEL");
 }
 
 bool is_manifest(const std::string& path) {
@@ -147,7 +155,8 @@ void print_links(const std::string& path, const calibration::Profile& prof) {
     outf(
         "  External id: %d calls tied by it (no enclosing op on their thread), %d ignored (the op "
         "they name "
-        "does not enclose the call), %d equal to the call's correlation id (torch <= 2.0) and "
+        "does not enclose the call), %d equal to the call's correlation id (torch <= 2.0, ROCm "
+        "traces) and "
         "unused\n",
         l.by_external_id, l.external_id_disagrees, l.external_id_is_correlation);
   if (l.gpu_to_op == 0)

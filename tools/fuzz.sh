@@ -53,7 +53,8 @@ make_seeds() {
   mkdir -p "$(seed_dir onnx)"; cp "$data"/onnx/squeezenet1_0.onnx "$data"/onnx/resnet18.onnx "$(seed_dir onnx)/"
   add kineto "$data"/calibration/a100_event_sync.json "$data"/calibration/a100_triton.json \
     "$data"/calibration/mi250_rocm_minitoy.json "$data"/calibration/v100_torch181_tbplugin_excerpt.json \
-    "$data"/calibration/h100_libkineto_cuda-sync_test-output.json
+    "$data"/calibration/h100_libkineto_cuda-sync_test-output.json \
+    "$data"/calibration/rocm-gfx942_tracelens_bf16-gemm_excerpt.json
   mkdir -p "$(seed_dir kineto_gz)"
   gzip -c "$data"/calibration/a100_event_sync.json > "$(seed_dir kineto_gz)/event_sync.json.gz"
   gzip -c "$data"/calibration/a100_triton.json > "$(seed_dir kineto_gz)/triton.json.gz"
@@ -63,7 +64,8 @@ make_seeds() {
   add nccl_xml "$data"/calibration/azhpc_*.xml
   add p2p "$data"/calibration/*p2pBandwidthLatencyTest.txt
   add nccl_tests "$data"/calibration/*nccl-tests*
-  add et "$data"/et/chakra_handwritten_et.json "$data"/et/cpu_torch2-2024_matmul1024_et.json
+  add et "$data"/et/chakra_handwritten_et.json "$data"/et/cpu_torch2-2024_matmul1024_et.json \
+    "$data"/et/param_resnet_et_excerpt.json
   gzip -dc "$data"/et/cpu_torch113_cnn_et.json.gz > "$(seed_dir et)/cnn_et.json"
   add et_kineto "$data"/et/chakra_handwritten_kineto.json "$data"/et/cpu_torch2-2024_matmul1024_kineto.json
   mkdir -p "$(seed_dir vidur)"

@@ -53,6 +53,57 @@ TEST(WorkEstimate, DropoutIsItsOwnClassAtTwoPerElement) {
   EXPECT_EQ(pc::op_class_of("Dropout"), "dropout");
 }
 
+TEST(WorkEstimate, FusedAttentionIsTwoGemmsPerBlockInEitherLayout) {
+  // 2 x (batch x heads) x Sq x Skv x (D + Dv): Q K^T and P V.
+  const double fwd = 2.0 * 32 * 32768.0 * 32768.0 * (128 + 128);
+  const std::vector<std::int64_t> bhsd = {1, 32, 32768, 128}, bshd = {1, 32768, 32, 128};
+  const auto sdpa = pc::estimate_work("aten::_scaled_dot_product_flash_attention",
+                                      {bhsd, bhsd, bhsd, {}, {}}, sim::Dtype::BF16);
+  EXPECT_EQ(sdpa.op_class, "attention");
+  EXPECT_DOUBLE_EQ(sdpa.flops, fwd);
+  EXPECT_DOUBLE_EQ(sdpa.bytes, 4.0 * 32 * 32768 * 128 * 2);  // q, k, v read, the output written
+  const auto flash =
+      pc::estimate_work("aten::_flash_attention_forward", {bshd, bshd, bshd}, sim::Dtype::BF16);
+  EXPECT_DOUBLE_EQ(flash.flops, fwd);
+  // Cross-attention (Sq != Skv) and the backward (the output's gradient first; 2.5x).
+  const auto cross =
+      pc::estimate_work("aten::scaled_dot_product_attention",
+                        {{8, 16, 128, 64}, {8, 16, 1024, 64}, {8, 16, 1024, 64}}, sim::Dtype::F16);
+  EXPECT_DOUBLE_EQ(cross.flops, 2.0 * 8 * 16 * 128 * 1024 * (64 + 64));
+  const auto bwd = pc::estimate_work("aten::_scaled_dot_product_efficient_attention_backward",
+                                     {bhsd, bhsd, bhsd, bhsd, bhsd}, sim::Dtype::BF16);
+  EXPECT_EQ(bwd.op_class, "attention");
+  EXPECT_DOUBLE_EQ(bwd.flops, 2.5 * fwd);
+}
+
+TEST(WorkEstimate, CausalAttentionCountsTheKeptQueryKeyPairs) {
+  // is_causal by its position in each schema ("Concrete Inputs" as torch >= 2.0 writes them):
+  // query i keeps keys j <= i, Sq (Sq + 1) / 2 pairs of a square call.
+  const std::vector<std::int64_t> q = {2, 8, 1024, 64};
+  const std::vector<std::string> sdpa_args = {"", "", "", "", "0.", "True", "", "False"};
+  const auto f = pc::attention_flops_from_concrete("aten::scaled_dot_product_attention",
+                                                   {q, q, q, {}, {}, {}, {}, {}}, sdpa_args);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_DOUBLE_EQ(*f, 2.0 * 16 * (1024.0 * 1025 / 2) * (64 + 64));
+  auto not_causal = sdpa_args;
+  not_causal[5] = "False";
+  EXPECT_FALSE(pc::attention_flops_from_concrete("aten::scaled_dot_product_attention",
+                                                 {q, q, q, {}, {}, {}, {}, {}}, not_causal));
+  // More queries than keys: the first Skv rows grow to Skv keys, the rest keep all of them.
+  const auto tall = pc::attention_flops_from_concrete("aten::_scaled_dot_product_flash_attention",
+                                                      {{1, 1, 6, 4}, {1, 1, 4, 4}, {1, 1, 4, 4}},
+                                                      {"", "", "", "0.", "True", "False", ""});
+  ASSERT_TRUE(tall.has_value());
+  EXPECT_DOUBLE_EQ(*tall, 2.0 * (4 * 5 / 2 + 2 * 4) * (4 + 4));
+  // The flash backward: is_causal is argument 11; 2.5 times the forward's count.
+  std::vector<std::string> bwd(15, "");
+  bwd[11] = "True";
+  const auto b = pc::attention_flops_from_concrete(
+      "aten::_scaled_dot_product_flash_attention_backward", {q, q, q, q, q, {2, 8, 1024}}, bwd);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_DOUBLE_EQ(*b, 2.5 * *f);
+}
+
 TEST(OpClass, TableKeepsItsPrecedence) {
   // A name under two classes belongs to the first (convolution_backward is listed under conv
   // too); in-place forms share their class; Memcpy/Memset by prefix; anything else elementwise.
@@ -100,6 +151,23 @@ TEST(Calibrate, RocmTraceGivesExactEntriesWithShapes) {
     saw_shape |= k.find("[5,128]") != std::string::npos;
   }
   EXPECT_TRUE(saw_shape);
+}
+
+TEST(Calibrate, RocmMi300xFlashAttentionIsAttentionNotElementwise) {
+  // Real excerpt (TraceLens evals, MI300X, rocprofiler-sdk): one bf16 SDPA call at sequence 32768,
+  // its attn_fwd kernel launched by hipModuleLaunchKernel under aten::_flash_attention_forward.
+  // It was classed "elementwise" (one FLOP an element) and fitted at a byte rate with the adds.
+  const pc::Profile p = pc::read_profile(data("rocm-mi300x_tracelens_sdpa-bf16_excerpt.json"));
+  EXPECT_EQ(p.device_name, "AMD Instinct MI300X");
+  const auto s = pc::op_samples_from_profile(p, "");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].device, "Instinct-MI300X");
+  EXPECT_EQ(s[0].signature.op_type, "aten::_flash_attention_forward");
+  EXPECT_EQ(s[0].work.op_class, "attention");
+  EXPECT_DOUBLE_EQ(s[0].work.flops, 2.0 * 32 * 32768.0 * 32768.0 * 256);
+  EXPECT_NEAR(s[0].seconds, 0.085232206, 1e-12);
+  // 206 TFLOP/s of bf16: the matrix units' order, not a DRAM rate.
+  EXPECT_NEAR(s[0].work.flops / s[0].seconds / 1e12, 206.4, 0.1);
 }
 
 TEST(Calibrate, A100AlexnetGpuTimesTieToCpuOps) {

@@ -184,6 +184,27 @@ TEST(PytorchEt, Torch2CudaTrainingStepOfLinearLayers) {
   }
 }
 
+TEST(PytorchEt, Torch2CudaResnetStemExcerptTakesTheConvolutionsOwnStrideAndPadding) {
+  // Excerpt of facebookresearch/param's resnet_et.json (torch 2.x ExecutionTraceObserver, schema
+  // 1.0.1, CUDA, batch 128): the input and label copies to cuda:0 ("<None>" arguments), an empty
+  // Optimizer.zero_grad label, the stem aten::conv2d (7x7, stride 2, padding 3) over its nested
+  // convolution / _convolution / cudnn_convolution (a "Tensor(nullptr (uninitialized))" bias),
+  // a step counter aten::add_ of a CPU tensor into a CUDA one, and the self-parented process node.
+  const pc::EtImport in = pc::import_pytorch_et(kData + "param_resnet_et_excerpt.json", "");
+  EXPECT_EQ(in.schema, "1.0.1");
+  EXPECT_EQ(in.nodes, 16);
+  EXPECT_EQ(in.ops, 4);
+  EXPECT_EQ(in.nested, 9);
+  const auto conv = ops_of_type(in.graph, "aten::conv2d");
+  ASSERT_EQ(conv.size(), 1u);
+  // 2 x N x K x (112 x 112 outputs, from stride 2 and padding 3) x C x 7 x 7.
+  EXPECT_DOUBLE_EQ(conv[0]->flops.v, 2.0 * 128 * 64 * 112 * 112 * 3 * 7 * 7);
+  EXPECT_EQ(conv[0]->dtype, ps::Dtype::F32);
+  ASSERT_EQ(conv[0]->inputs.size(), 1u);  // the image copied to the GPU by aten::to
+  EXPECT_EQ(in.graph.ops[static_cast<std::size_t>(conv[0]->inputs[0].op)].type, "aten::to");
+  for (const ps::Op& op : in.graph.ops) EXPECT_NE(op.device_kind, ps::DeviceKind::Cpu) << op.name;
+}
+
 TEST(PytorchEt, ChakraDialectLinksByRecordFunctionIdOrByOrder) {
   // A hand-written torch 2.x "chakra" ET (nested inputs/outputs, an attrs list, ctrl_deps) and
   // a Kineto trace whose CPU ops carry the ET's rf_ids: mm -> relu (clamp_min inside) -> sum.

@@ -288,6 +288,44 @@ TEST(Dialects, LibkinetoTestOutputWithCudaSyncAndStringPids) {
   EXPECT_EQ(syncs, 2);
 }
 
+TEST(Dialects, RocmTraceLensGemmLinksByFlowOnly) {
+  // Real excerpt (AMD-AGI/TraceLens evals, torch profiler on ROCm, 2026; Tensile kernels built for
+  // gfx942): no deviceProperties; hipExtModuleLaunchKernel calls whose External id is their own
+  // correlation id (not the aten::mm's), kernels with only an External id and the `ac2g` flow
+  // (`"bp": "e"`), a hex-string "stream" arg, the GPU as pid 2, python_function events with a
+  // null parent id, and bf16 inputs as "c10::BFloat16".
+  const pc::Profile p = pc::read_profile(data("rocm-gfx942_tracelens_bf16-gemm_excerpt.json"));
+  EXPECT_EQ(p.dialect, "kineto");
+  EXPECT_EQ(p.device_name, "");
+  EXPECT_EQ(p.links.gpu, 4);
+  EXPECT_EQ(p.links.by_flow, 4);
+  EXPECT_EQ(p.links.gpu_to_op, 4);
+  EXPECT_EQ(p.links.external_id_is_correlation, 4);
+  for (const auto& e : p.events)
+    if (e.kind == pc::EventKind::Kernel) {
+      EXPECT_EQ(e.device, 2);
+      EXPECT_EQ(e.stream, 0);
+      EXPECT_EQ(p.events[static_cast<std::size_t>(e.op)].name, "aten::mm");
+    }
+  const auto s = pc::op_samples_from_profile(p, "gfx942");
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].signature.dtype, placesim::sim::Dtype::BF16);
+  EXPECT_EQ(s[0].signature.input_shapes,
+            (std::vector<std::vector<std::int64_t>>{{256, 131072}, {131072, 512}}));
+  EXPECT_EQ(s[0].device, "gfx942");
+}
+
+TEST(Dialects, RocmGenericGpuNameIsNoModel) {
+  // HTA's MI250 trace (ROCm 6.2) names its GPUs "AMD Radeon Graphics", ROCm's name for any part
+  // without a marketing name; calibrate filed the MI250's kernels under "Radeon-Graphics".
+  const pc::Profile p = pc::read_profile(data("mi250_rocm_minitoy.json"));
+  EXPECT_EQ(p.device_name, "");
+  EXPECT_TRUE(std::any_of(p.missing.begin(), p.missing.end(), [](const std::string& m) {
+    return m.find("\"AMD Radeon Graphics\"") != std::string::npos &&
+           m.find("9.0, 104 CUs, 64 GiB") != std::string::npos;
+  }));
+}
+
 TEST(Linking, ZeroLengthCallAtAnOpsEndBelongsToTheOpItsIdNames) {
   // torch 1.8-1.10 (as in kineto's tb_plugin tests): a 0-us launch at the instant aten::mm ends,
   // inside aten::matmul; its "external id" names aten::mm, which encloses it (boundary included).

@@ -37,6 +37,30 @@ TEST(Validate, RocmStepsReplay) {
   EXPECT_LT(std::abs(r.steps[0].error), 0.05) << pc::validation_to_text(r);
 }
 
+TEST(Validate, AGpuOutsideTheCatalogIsReplayedOnA100FiguresAndSaysSo) {
+  // The MI300X excerpt's GPU is not in the catalog: its replay takes A100-SXM4-40GB's figures,
+  // which was silent; a catalog model passed as --device-model is used instead.
+  const pc::Profile p = pc::read_profile(data("rocm-mi300x_tracelens_sdpa-bf16_excerpt.json"));
+  auto says_a100 = [](const pc::ValidationReport& r) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+      return n.find("GPU \"AMD Instinct MI300X\" is not in the catalog") != std::string::npos &&
+             n.find("A100-SXM4-40GB") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(says_a100(pc::validate_profiles({p}, {})));
+  pc::ValidateOptions named;
+  named.device_model = "H100-SXM5-80GB";
+  const pc::ValidationReport r = pc::validate_profiles({p}, named);
+  EXPECT_FALSE(says_a100(r));
+  for (const std::string& n : r.notes)
+    EXPECT_EQ(n.find("not in the catalog"), std::string::npos) << n;
+  // A trace whose GPU the catalog knows (by alias: A100-PG509-200) says nothing of it.
+  const pc::ValidationReport a100 =
+      pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});
+  for (const std::string& n : a100.notes)
+    EXPECT_EQ(n.find("not in the catalog"), std::string::npos) << n;
+}
+
 TEST(Validate, JsonReportHasTheDocumentedKeys) {
   const pc::ValidationReport r =
       pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, {});

@@ -128,6 +128,23 @@ case "$out" in *hta_backward_thread_excerpt.json*deviceProperties*--device-model
 "$P" calibrate --profile "$D/hta_backward_thread_excerpt.json" --device-model A100-SXM4-40GB -o "$T/named.yaml" >/dev/null 2>&1 \
   || fail "the unnamed-GPU trace with --device-model"
 grep -q '^  "A100-SXM4-40GB":' "$T/named.yaml" || fail "--device-model did not key the unnamed-GPU trace"
+# ROCm: HTA's MI250 trace calls its GPUs "AMD Radeon Graphics", ROCm's name for any part without a
+# marketing name: refused like a trace without a name (the line says what the file had), keyed by
+# --device-model; the TraceLens gfx942 excerpt (no deviceProperties, kernels linked by ac2g flow
+# only) gives its bf16 GEMM under the model given.
+out=$("$P" calibrate --profile "$D/mi250_rocm_minitoy.json" -o "$T/radeon.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "ROCm's generic GPU name should exit 2, got $rc: $out"
+[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "generic-name error should be one line: $out"
+case "$out" in *mi250_rocm_minitoy.json*deviceProperties*"AMD Radeon Graphics"*--device-model*) ;; *) fail "generic-name error: $out" ;; esac
+out=$("$P" calibrate --profile "$D/rocm-gfx942_tracelens_bf16-gemm_excerpt.json" -o "$T/gfx942.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "the unnamed ROCm excerpt should exit 2, got $rc: $out"
+"$P" calibrate --profile "$D/rocm-gfx942_tracelens_bf16-gemm_excerpt.json" --device-model gfx942 -o "$T/gfx942.yaml" >"$T/gfx942.txt" 2>&1 \
+  || fail "calibrate the ROCm excerpt with --device-model"
+grep -q '"aten::mm\[256,131072\]\[131072,512\]:bf16": "1088500 ns"' "$T/gfx942.yaml" || fail "ROCm bf16 GEMM: $(cat "$T/gfx942.yaml")"
+grep -q "4 of 4 GPU activities (100.0%) .* (4 by ac2g flow)" "$T/gfx942.txt" || fail "ROCm excerpt links: $(cat "$T/gfx942.txt")"
+"$P" validate --profile "$D/rocm-gfx942_tracelens_bf16-gemm_excerpt.json" --calibration "$T/gfx942.yaml" --device-model gfx942 >"$T/gfx942-v.txt" 2>&1 \
+  || fail "validate the ROCm excerpt"
+grep -q "calibrated times 4, measured (no match) 0" "$T/gfx942-v.txt" || fail "ROCm validate: $(cat "$T/gfx942-v.txt")"
 # validate does not price that trace's kernels with a CPU calibration either.
 "$P" calibrate --profile "$D/cpu_torch113_cnn_6steps.json.gz" -o "$T/cpu.yaml" >/dev/null 2>&1 || fail "calibrate on the CPU trace"
 grep -q '^  "cpu":' "$T/cpu.yaml" || fail "the CPU trace's calibration has no cpu device"
