@@ -465,6 +465,106 @@ double lane_padded_flops(const Op& op, int lanes) {
                            op.outputs[0].shape, op.flops.v, lanes);
 }
 
+namespace {
+
+// GEMM curves (docs/cost-model.md, "GEMM curves"). Constants fitted (least mean relative error,
+// t = t0 + F_q / (P x e_max)) on 3 of every 4 rows of a measured table; the 4th rows are held
+// back and checked by tests/sim/cost_model_test.cpp (GemmCurve*).
+// Hopper TF32 (sm_90, H100 SXM): OpenXLA's measured matmul table (kernel time, CUPTI), 375 shapes
+// b in {1,2,4} x M, N, K in {256 ... 4096}, F32 dots run on TF32 tensor cores
+// (tests/data/calibration/xla_sm90_matmul.csv): held rows 15.5 %; 0.82 of the peak at 4096^3 but
+// 0.4-0.65 at mid sizes. (The same table's BF16 column and Vidur's A100 fp16 GEMMs were fitted
+// too, 0.80 / 6.5 us and 0.73 / 8 us, and are not applied: docs/cost-model.md says why.)
+constexpr GemmCurve kHopperTf32{
+    0.63, 9.5e-6, "OpenXLA matmul_interpolator_data.h sm_90 F32 as TF32 (fit: 0.63, 9.5 us)"};
+// F32 on CUDA cores (no TF32, or TF32 not allowed) on V100 and A100: cuBLAS SGEMM reaches 14.0 of
+// 15.7 TFLOP/s on a V100 at M = 2048 (lablup/mlxcel#1654) and 18.88 of 19.49 on an A100 PCIe at
+// 5120x4096x4096 (Yinghan-Li/YHs_Sample#4): the lower, 0.89, with the roofline's half-FLOPs term.
+constexpr GemmCurve kCudaCoreF32{0.89, std::nullopt,
+                                 "cuBLAS SGEMM on V100 14.0/15.7 TFLOP/s (lablup/mlxcel#1654)"};
+
+bool hopper(std::string_view model) {
+  return starts_with(model, "H100") || starts_with(model, "H200") || starts_with(model, "H800") ||
+         starts_with(model, "H20-");
+}
+
+// A recurrent cell's output is not its GEMMs' M x N: no quantisation.
+bool recurrent(std::string_view t) {
+  return contains(t, "LSTM") || contains(t, "lstm") || contains(t, "GRU") || contains(t, "gru");
+}
+
+// {b, M, N, K} of a graph matmul: its first output is the batch of M x N results (a 2-D operand
+// folds the leading dimensions into M, as torch does), K = F / 2bMN. nullopt when unknown.
+std::optional<std::array<double, 4>> gemm_dims(const Op& op) {
+  if (op.outputs.empty() || recurrent(op.type) || !(op.flops.v > 0)) return std::nullopt;
+  const auto& s = op.outputs[0].shape;
+  if (s.size() < 2) return std::nullopt;
+  bool folded = s.size() == 2;
+  if (op.signature)
+    for (const auto& in : op.signature->input_shapes) folded = folded || in.size() < 3;
+  const double n = static_cast<double>(s.back());
+  const double all = product(s, 0);
+  const double m = folded ? all / std::max(n, 1.0) : static_cast<double>(s[s.size() - 2]);
+  const double b = folded ? 1.0 : all / std::max(m * n, 1.0);
+  if (!(b >= 1 && m >= 1 && n >= 1)) return std::nullopt;
+  const double k = op.flops.v / (2.0 * b * m * n);
+  if (!(k >= 1)) return std::nullopt;
+  return std::array<double, 4>{b, m, n, k};
+}
+
+// A matmul's time on a GPU generation with a measured GEMM curve; nullopt elsewhere.
+std::optional<Duration> gemm_curve_time(const Op& op, const DeviceSpec& spec,
+                                        const RooflineParams& p) {
+  if (!p.gemm_curves || spec.kind != DeviceKind::Gpu || math_kind_of(op.type) != MathKind::Matmul)
+    return std::nullopt;
+  const auto c = gemm_curve(spec, op.dtype);
+  const double peak = spec.peak_for(op.dtype).per_s;
+  if (!c || !(peak > 0.0)) return std::nullopt;
+  const auto d = gemm_dims(op);
+  const double fq =
+      d ? gemm_quantised_flops((*d)[0], (*d)[1], (*d)[2], (*d)[3], spec.sm_count) : op.flops.v;
+  double t = 0.0;
+  if (fq > 0.0)
+    t = c->t0_s ? *c->t0_s + fq / (peak * c->e_max)
+                : (fq + p.compute_half_flops) / (peak * c->e_max);
+  const double b = op_bytes(op);
+  const double bw = spec.memory_bandwidth.bytes_per_s;
+  if (b > 0.0 && bw > 0.0) t = std::max(t, (b + p.memory_half_bytes) / (bw * p.memory_eff_max));
+  return std::max(ceil_seconds(t), p.min_kernel);
+}
+
+}  // namespace
+
+std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
+  if (spec.kind != DeviceKind::Gpu) return std::nullopt;
+  // F32 on the CUDA cores of the generations the sources measured (V100, A100); TF32 on a part
+  // without TF32 units runs as F32.
+  const bool measured_sgemm = starts_with(spec.model, "V100") || starts_with(spec.model, "A100");
+  if (measured_sgemm &&
+      (dtype == Dtype::F32 || (dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) == 0)))
+    return kCudaCoreF32;
+  if (hopper(spec.model) && dtype == Dtype::TF32) return kHopperTf32;
+  return std::nullopt;
+}
+
+double gemm_quantised_flops(double b, double m, double n, double k, int sm_count) {
+  const double flops = 2.0 * b * m * n * k;
+  if (sm_count <= 0 || !(b >= 1) || !(m >= 1) || !(n >= 1) || !(k >= 1)) return flops;
+  const double sms = sm_count;
+  constexpr double kMinSplitK = 256;  // the shortest reduction a split-K share is given
+  double best = 0.0;
+  for (const auto& [x, y] : kTiles)
+    for (const auto& [tm, tn] : {std::pair{x, y}, std::pair{y, x}}) {
+      const double tiles = b * std::ceil(m / tm) * std::ceil(n / tn);
+      // The reduction one SM streams: whole tiles per wave, or a split-K share of K.
+      const double per_sm = tiles >= sms ? std::ceil(tiles / sms) * k
+                                         : std::max(k * tiles / sms, std::min(k, kMinSplitK));
+      const double f = sms * 2.0 * tm * tn * per_sm;
+      if (best == 0.0 || f < best) best = f;
+    }
+  return std::max(flops, best);
+}
+
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
                           double bw) {
   const auto cap = batch_norm_cap(type, input0);
@@ -473,6 +573,8 @@ double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>
 
 Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) const {
   const RooflineParams& p = roofline_;
+  // A matmul on a GPU generation whose GEMMs were measured: its own curve.
+  if (const auto g = gemm_curve_time(op, spec, p)) return *g;
   const Duration floor = spec.kind == DeviceKind::Gpu ? p.min_kernel : p.min_cpu_op;
   // A convolution's FLOPs rounded up to whole waves of whole tiles (fewer tiles than SMs leave
   // SMs idle while each tile streams the whole reduction).
@@ -590,6 +692,8 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
       // The calibration's efficiency curves and its device's own shortest kernel.
       RooflineParams p = cal->roofline ? *cal->roofline : roofline_;
       if (cal->min_kernel) p.min_kernel = *cal->min_kernel;
+      // Efficiencies fitted on the device's own profile replace the built-in GEMM curves.
+      if (cal->roofline) p.gemm_curves = false;
       const KernelCostModel fitted(p);
       return {fitted.roofline_time(op, device.spec), Source::Roofline};
     }

@@ -72,7 +72,31 @@ struct RooflineParams {
   /// convolutions (forward and backward, layout transforms included) on an H200
   /// (docs/cost-model.md). TF32 matmuls keep compute_eff_max.
   double tf32_eff_max = 0.21;
+  /// Whether matmuls on a GPU of a generation with a measured GEMM curve (gemm_curve) are priced
+  /// by that curve. A calibration's fitted `roofline` (the device's own profile) turns it off.
+  bool gemm_curves = true;
 };
+
+/// A GPU generation's measured GEMM efficiency for one math unit (docs/cost-model.md, "GEMM
+/// curves"): a GEMM of F FLOPs whose tiles occupy the device for F_q >= F FLOPs
+/// (gemm_quantised_flops) takes t0 + F_q / (P_dtype x e_max) on the unit whose peak is P_dtype,
+/// or, where t0 is unset, (F_q + compute_half_flops) / (P_dtype x e_max).
+struct GemmCurve {
+  double e_max = 0.0;          ///< fraction of P_dtype a large GEMM reaches, in (0, 1]
+  std::optional<double> t0_s;  ///< per-call fixed time (s); nullopt: the roofline's half-flops term
+  std::string_view source;     ///< where the constants come from
+};
+/// The measured curve applied to matmuls computing in `dtype` on a GPU of this catalog model
+/// (Hopper H100/H200/H800/H20: TF32; V100 and A100: F32 on CUDA cores, and TF32 where the part
+/// has no TF32 units), nullopt elsewhere (the roofline's compute_eff_max then applies).
+std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype);
+/// Wave/tile quantisation of a batch of `b` GEMMs of M x N outputs over a K reduction on a GPU of
+/// `sm_count` SMs: the FLOPs its thread-block tiles (64x32 ... 256x128, the best) occupy the device
+/// for. With at least as many tiles as SMs, whole waves of one tile per SM, each tile streaming
+/// all of K; with fewer, the reduction is split across SMs (split-K) but no SM's share is shorter
+/// than min(K, 256). Never below 2bMNK; 2bMNK for unknown shapes or sm_count <= 0. Non-decreasing
+/// in b, M, N and K.
+double gemm_quantised_flops(double b, double m, double n, double k, int sm_count);
 
 /// A fitted per-op-class model: t = a + F / (P * e(F)) + B / (BW_fit), e(F) as the roofline's.
 struct OpClassModel {
