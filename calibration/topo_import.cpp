@@ -22,59 +22,30 @@ namespace placesim::calibration {
 
 using sim::InputError;
 
+namespace {
+
+// The catalog's interconnect facts of a GPU model (sim/catalog.cpp); none for an unknown name.
+sim::GpuInterconnect interconnect_of(const std::string& gpu_model) {
+  const sim::DeviceSpec* s = sim::find_device_model(gpu_model);
+  return s ? s->interconnect : sim::GpuInterconnect{};
+}
+
+}  // namespace
+
 double nvlink_gb_s_per_link(const std::string& gpu_model, std::string* generation) {
-  // Per direction per link: NVLink 1 = 20 GB/s (P100), NVLink 2/3/4 = 25 GB/s (V100, A100,
-  // H100/H200/H20/H800) — NVIDIA's P100/V100/A100/H100 whitepapers; NVLink 5 = 50 GB/s
-  // (B200/GB200: 1.8 TB/s over 18 links, the HGX B200 / GB200 NVL72 datasheets).
-  auto set = [&](const char* g) {
-    if (generation) *generation = g;
-  };
-  if (gpu_model.rfind("P100-SXM", 0) == 0) {
-    set("nvlink1");
-    return 20.0;
-  }
-  if (gpu_model.rfind("V100", 0) == 0) {
-    set("nvlink2");
-    return 25.0;
-  }
-  if (gpu_model.rfind("A100", 0) == 0) {
-    set("nvlink3");
-    return 25.0;
-  }
-  if (gpu_model.rfind("H100", 0) == 0 || gpu_model.rfind("H200", 0) == 0 ||
-      gpu_model.rfind("H20-", 0) == 0 || gpu_model.rfind("H800", 0) == 0) {
-    set("nvlink4");
-    return 25.0;
-  }
-  if (gpu_model.rfind("B200", 0) == 0 || gpu_model.rfind("GB200", 0) == 0) {
-    set("nvlink5");
-    return 50.0;
-  }
-  set("");
-  return 0.0;
+  const sim::GpuInterconnect ic = interconnect_of(gpu_model);
+  const bool any = ic.nvlink_version > 0 && ic.nvlink_gb_s > 0;
+  if (generation) *generation = any ? "nvlink" + std::to_string(ic.nvlink_version) : "";
+  return any ? ic.nvlink_gb_s : 0.0;
 }
 
 double pcie_x16_gb_s(const std::string& gpu_model, std::string* generation) {
   // x16, per direction, after 128b/130b encoding: Gen3 15.75, Gen4 31.5, Gen5 63 GB/s (PCI-SIG).
-  auto set = [&](const char* g) {
-    if (generation) *generation = g;
-  };
-  // Catalog sources: L40S, L4, A10 Gen4; H20/H800 as H100 SXM; B200/GB200 Gen5 (their
-  // datasheet table); T4 Gen3 (the default below).
-  if (gpu_model.rfind("A100", 0) == 0 || gpu_model.rfind("RTX-4090", 0) == 0 ||
-      gpu_model.rfind("L40S", 0) == 0 || gpu_model.rfind("L4-", 0) == 0 ||
-      gpu_model.rfind("A10-", 0) == 0) {
-    set("pcie4");
-    return 31.5;
-  }
-  if (gpu_model.rfind("H100", 0) == 0 || gpu_model.rfind("H200", 0) == 0 ||
-      gpu_model.rfind("H20-", 0) == 0 || gpu_model.rfind("H800", 0) == 0 ||
-      gpu_model.rfind("B200", 0) == 0 || gpu_model.rfind("GB200", 0) == 0) {
-    set("pcie5");
-    return 63.0;
-  }
-  set("pcie3");
-  return 15.75;
+  // A model whose entry gives no generation (a CPU, an unknown name) is taken as Gen3.
+  const int gen = interconnect_of(gpu_model).pcie_gen;
+  const double gb_s = gen == 5 ? 63.0 : gen == 4 ? 31.5 : 15.75;
+  if (generation) *generation = "pcie" + std::to_string(gen == 5 || gen == 4 ? gen : 3);
+  return gb_s;
 }
 
 namespace {
@@ -241,22 +212,10 @@ constexpr double kDefaultNicGbS = 12.5;
 // (docs/routing.md), so GPUs behind one PCIe switch would otherwise talk over PCIe.
 constexpr double kNvswitchLatencyUs = 0.35;
 
-// NVLinks a GPU has in all (NVIDIA P100/V100/A100/H100 whitepapers): a GPU whose NV# relations
-// add up to more than this reaches its peers through NVSwitches, not point-to-point bundles.
+// NVLinks a GPU has in all (the catalog's interconnect facts): a GPU whose NV# relations add up to
+// more than this reaches its peers through NVSwitches, not point-to-point bundles.
 int nvlinks_per_gpu(const std::string& m) {
-  if (m.rfind("P100-SXM", 0) == 0) return 4;
-  if (m.rfind("V100-SXM", 0) == 0) return 6;
-  if (m.rfind("A100-SXM", 0) == 0) return 12;
-  if (m.rfind("H100-SXM", 0) == 0 || m.rfind("H200-SXM", 0) == 0) return 18;
-  // H20 keeps H100's 18 NVLink 4 links (900 GB/s); H800 has 8 (400 GB/s bidirectional);
-  // B200/GB200 have 18 NVLink 5 links (1.8 TB/s) -- the catalog entries' sources.
-  if (m.rfind("H20-", 0) == 0) return 18;
-  if (m.rfind("H800", 0) == 0) return 8;
-  if (m.rfind("B200", 0) == 0 || m.rfind("GB200", 0) == 0) return 18;
-  // PCIe cards with NVLink bridges: three bridges of 4 links (A100 PCIe 600 GB/s, H100 PCIe
-  // 600 GB/s bidirectional -- NVIDIA A100/H100 PCIe product briefs).
-  if (m.rfind("A100-PCIe", 0) == 0 || m.rfind("H100-PCIe", 0) == 0) return 12;
-  return 0;
+  return interconnect_of(m).nvlinks;
 }
 
 // Which GPUs sit on an NVSwitch fabric, and with how many links each.

@@ -11,7 +11,9 @@
 // The model built (docs/calibration.md): one CPU device and one PCIe host bridge per NUMA node
 // (NUMA nodes of one machine fully connected by an "smp" link), a PCIe switch per group of devices
 // that `nvidia-smi` reports as PIX/PXB to each other (or per 0x0604 bridge in NCCL XML), a direct
-// link per NVLink bundle (NV# = # links of the GPU's NVLink generation), a NIC vertex per NIC. GPUs
+// link per NVLink bundle (NV# = # links of the GPU's NVLink generation), a NIC vertex per NIC. The
+// link counts, NVLink generation and rate and PCIe generation are the catalog's
+// (`DeviceSpec::interconnect`, sim/catalog.cpp). GPUs
 // whose NV# relations add up to more links than the GPU has (18 on H100/H200, 12 on A100, 6 on
 // V100, 4 on P100: an HGX/DGX board, DGX-2) are joined by one non-blocking `nvswitch` vertex, one
 // port per GPU at its full NVLink bandwidth, instead of by point-to-point bundles. Peer
@@ -47,8 +49,8 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
 TopoImport import_nccl_topo_xml(const std::string& text, const std::string& origin,
                                 const TopoOptions& options);
 
-/// Per-direction bandwidth of one NVLink of the given GPU model's generation (catalog name), and
-/// its generation name ("nvlink2"); 0/"" when the model has none.
+/// Per-direction bandwidth of one NVLink of the given GPU model (catalog name, or a name as tools
+/// print it), and its generation name ("nvlink2"); 0/"" when the model has none.
 double nvlink_gb_s_per_link(const std::string& gpu_model, std::string* generation = nullptr);
 /// Per-direction x16 PCIe bandwidth of a GPU model's host interface in GB/s, and "pcie3"/4/5.
 double pcie_x16_gb_s(const std::string& gpu_model, std::string* generation = nullptr);

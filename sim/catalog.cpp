@@ -91,8 +91,12 @@ void set_sm_counts(std::vector<DeviceSpec>& c) {
   // Pascal GP100: Tesla P100 56; Volta GV100: Tesla V100 80; Ampere GA100: A100 108; Hopper
   // GH100: H100 SXM5 132, H100 PCIe 114; H200 SXM: 132 as H100 SXM5 (its datasheet); Ada AD102:
   // RTX 4090 128) and deviceQuery's "Multiprocessors" lines for the same parts. Recent parts
-  // (add_recent_parts): H20 78 (Geekbench 6), H800 132 (H100 SXM5 die), L40S 142, L4 60, A10 72,
-  // T4 40 (spec listings named in each source string); B200/GB200 unknown (0: no wave model).
+  // (add_recent_parts): H20 78 (Geekbench 6), H800 132 (H100 SXM5 die), L40S 142, A10 72, T4 40
+  // (spec listings named in each source string), L4 58 (deviceQuery of an L4: "(58)
+  // Multiprocessors ... 7424 CUDA Cores"; the 60 of some listings is the full AD104 die);
+  // B200/GB200 unknown (0: no wave model). Session 13 (add_pcie_and_amd_gpus): H100 NVL 132, RTX
+  // 3090 82, RTX A6000 84, RTX 6000 Ada 142 (their sources); AMD compute units stand for SMs
+  // (one workgroup tile per CU per wave): MI300X 304, MI250X 110 per GCD; H200 NVL unknown.
   static const std::map<std::string, int> kSms = {{"K40", 15},
                                                   {"K80-GK210", 13},
                                                   {"P100-SXM2-16GB", 56},
@@ -111,11 +115,69 @@ void set_sm_counts(std::vector<DeviceSpec>& c) {
                                                   {"H20-SXM-96GB", 78},
                                                   {"H800-SXM5-80GB", 132},
                                                   {"L40S-48GB", 142},
-                                                  {"L4-24GB", 60},
+                                                  {"L4-24GB", 58},
                                                   {"A10-24GB", 72},
-                                                  {"T4-16GB", 40}};
+                                                  {"T4-16GB", 40},
+                                                  {"H100-NVL-94GB", 132},
+                                                  {"RTX-3090", 82},
+                                                  {"RTX-A6000", 84},
+                                                  {"RTX-6000-Ada-48GB", 142},
+                                                  {"MI300X-192GB", 304},
+                                                  {"MI250X-GCD", 110}};
   for (DeviceSpec& s : c)
     if (auto it = kSms.find(s.model); it != kSms.end()) s.sm_count = it->second;
+}
+
+// The interconnect of every catalog GPU, one row each: NVLinks per GPU, NVLink generation, GB/s
+// per link per direction, PCIe generation of the x16 host link. `import topo` reads these
+// (calibration/topo_import.cpp); a GPU missing here fails the catalog's tests.
+//  - NVLink per link and direction: NVLink 1 20 GB/s (P100), NVLink 2/3/4 25 GB/s (V100, A100,
+//    H100/H200/H20/H800), NVLink 5 50 GB/s (B200/GB200: 1.8 TB/s over 18 links) -- NVIDIA's
+//    P100/V100/A100/H100 whitepapers and the HGX B200 / GB200 NVL72 datasheets. GA102 cards
+//    (RTX 3090, RTX A6000) have four x4 NVLink 3 links of 14.0625 GB/s per direction (the GA102
+//    whitepaper).
+//  - Links per GPU (whitepapers): P100 SXM2 4, V100 SXM2 6, A100 SXM4 12, H100 SXM5 and H200 SXM
+//    18; H20 keeps H100's 18, H800 has 8 (400 GB/s bidirectional), B200/GB200 18 (their catalog
+//    sources); PCIe cards with NVLink bridges: A100 PCIe and H100 PCIe three bridges of 4 links
+//    (600 GB/s bidirectional, NVIDIA's product briefs), H100 NVL 12 (600 GB/s; nvidia-smi shows
+//    NV12 between a bridged pair), H200 NVL 18 (900 GB/s per GPU over 2- or 4-way bridges).
+//    V100 PCIe keeps its NVLink 2 generation with no link count (the importer's behaviour before
+//    these facts moved here).
+//  - PCIe: Gen3 for Kepler to Volta and T4, Gen4 for A100, Ampere/Ada PCIe cards, Gen5 for Hopper
+//    and Blackwell (datasheets; the catalog entries' sources).
+void set_interconnects(std::vector<DeviceSpec>& c) {
+  static const std::map<std::string, GpuInterconnect> kLinks = {{"K40", {0, 0, 0, 3}},
+                                                                {"K80-GK210", {0, 0, 0, 3}},
+                                                                {"P100-SXM2-16GB", {4, 1, 20, 3}},
+                                                                {"P100-PCIe-16GB", {0, 0, 0, 3}},
+                                                                {"V100-SXM2-16GB", {6, 2, 25, 3}},
+                                                                {"V100-SXM2-32GB", {6, 2, 25, 3}},
+                                                                {"V100-PCIe-16GB", {0, 2, 25, 3}},
+                                                                {"A100-SXM4-40GB", {12, 3, 25, 4}},
+                                                                {"A100-SXM4-80GB", {12, 3, 25, 4}},
+                                                                {"A100-PCIe-40GB", {12, 3, 25, 4}},
+                                                                {"A100-PCIe-80GB", {12, 3, 25, 4}},
+                                                                {"H100-SXM5-80GB", {18, 4, 25, 5}},
+                                                                {"H100-PCIe-80GB", {12, 4, 25, 5}},
+                                                                {"H200-SXM-141GB", {18, 4, 25, 5}},
+                                                                {"RTX-4090", {0, 0, 0, 4}},
+                                                                {"H20-SXM-96GB", {18, 4, 25, 5}},
+                                                                {"H800-SXM5-80GB", {8, 4, 25, 5}},
+                                                                {"B200-SXM-180GB", {18, 5, 50, 5}},
+                                                                {"GB200-186GB", {18, 5, 50, 5}},
+                                                                {"L40S-48GB", {0, 0, 0, 4}},
+                                                                {"L4-24GB", {0, 0, 0, 4}},
+                                                                {"A10-24GB", {0, 0, 0, 4}},
+                                                                {"T4-16GB", {0, 0, 0, 3}},
+                                                                {"H100-NVL-94GB", {12, 4, 25, 5}},
+                                                                {"H200-NVL-141GB", {18, 4, 25, 5}},
+                                                                {"RTX-3090", {4, 3, 14.0625, 4}},
+                                                                {"RTX-A6000", {4, 3, 14.0625, 4}},
+                                                                {"RTX-6000-Ada-48GB", {0, 0, 0, 4}},
+                                                                {"MI300X-192GB", {0, 0, 0, 5}},
+                                                                {"MI250X-GCD", {0, 0, 0, 4}}};
+  for (DeviceSpec& s : c)
+    if (auto it = kLinks.find(s.model); it != kLinks.end()) s.interconnect = it->second;
 }
 
 // Parts users run today (issue 16: the names nvidia-smi and Kineto print for them). Dense peaks:
@@ -208,18 +270,20 @@ void add_recent_parts(std::vector<DeviceSpec>& c) {
            {D::F16, 121.0},
            {D::BF16, 121.0},
            {D::FP8, 242.5}},
-          300.0, 24, 3, kAmpereOn,
+          300.0, 24, 2, kAmpereOn,
           "NVIDIA L4 datasheet figures (grokipedia L4 vs L40S, sourcecode.com listing): "
           "TF32 120, F16/BF16 242, FP8 485 TFLOP/s with sparsity (halved: 60 / 121 / "
-          "242.5), 24 GB GDDR6, 300 GB/s, PCIe Gen4 x16; 30.29 F32, 0.473 F64 (1:64) and 60 "
-          "SMs per fpsbench.com; 3 copy engines assumed"));
+          "242.5), 24 GB GDDR6, 300 GB/s, PCIe Gen4 x16; 30.29 F32 and 0.473 F64 (1:64) per "
+          "fpsbench.com; 58 SMs (7424 CUDA cores) and 2 copy engines per the deviceQuery "
+          "output of an L4 (CUDA 11.8 demo_suite, stored on GitHub)"));
   c.push_back(
-      gpu("A10-24GB", {{D::F64, 0.976}, {D::F32, 31.2}, {D::F16, 125.0}, {D::BF16, 125.0}}, 600.0,
+      gpu("A10-24GB", {{D::F64, 0.4875}, {D::F32, 31.2}, {D::F16, 125.0}, {D::BF16, 125.0}}, 600.0,
           24, 3, kAmpereOn,
           "NVIDIA A10: 31.2 F32 and 125 F16 dense TFLOP/s, 24 GB GDDR6, 600 GB/s "
           "(kimbochen gist, huggingface gpu_catalog, baseten A10 vs A10G); BF16 taken equal "
-          "to F16 (Ampere tensor cores run both at one rate); 0.976 F64 (1:32) and 72 SMs "
-          "per sysrqmts.com; PCIe Gen4 x16; no TF32 figure in the sources read, so TF32 "
+          "to F16 (Ampere tensor cores run both at one rate); 72 SMs per sysrqmts.com; F64 "
+          "1/64 of F32 (the GA102 whitepaper's rate; sysrqmts lists 0.976 = 1:32); PCIe Gen4 "
+          "x16; no TF32 figure in the sources read (searched again in session 13), so TF32 "
           "falls back to the F32 peak; 3 copy engines assumed"));
   c.push_back(gpu("T4-16GB", {{D::F64, 0.254}, {D::F32, 8.1}, {D::F16, 65.0}, {D::BF16, 8.1}},
                   320.0, 16, 3, kAmpereOn,
@@ -229,9 +293,104 @@ void add_recent_parts(std::vector<DeviceSpec>& c) {
                   "rate, as V100); 3 copy engines assumed"));
 }
 
-std::vector<DeviceSpec> build_catalog() {
+// Issue 15/16, session 13: parts a held-out trace or `nvidia-smi topo -m` names that the catalog
+// refused. Dense peaks (with-sparsity figures halved). Where no source gave a figure the entry
+// says so and the model does not guess it (sm_count 0: no wave model).
+void add_pcie_and_amd_gpus(std::vector<DeviceSpec>& c) {
   using D = Dtype;
-  std::vector<DeviceSpec> c;
+  // H100 NVL / H200 NVL (PCIe cards with NVLink bridges). NVIDIA's datasheet figures as copied in
+  // a third-party table (GitHub, "NVIDIA 数据中心 AI GPU 精确规格表", 2026-09-18).
+  c.push_back(
+      gpu("H100-NVL-94GB",
+          {{D::F64, 60.0},
+           {D::F32, 60.0},
+           {D::TF32, 417.5},
+           {D::F16, 835.5},
+           {D::BF16, 835.5},
+           {D::FP8, 1670.5}},
+          3900.0, 94, 3, kAmpereOn,
+          "NVIDIA H100 NVL datasheet figures as copied in a third-party table (GitHub, "
+          "NVIDIA data-center GPU spec table of 2026-09-18): 30 F64, 60 F64 tensor, 60 F32, "
+          "835 TF32 / 1671 F16/BF16 / 3341 FP8 with sparsity (halved: 417.5 / 835.5 / "
+          "1670.5), 94 GB HBM3, 3.9 TB/s, NVLink 4 bridge 600 GB/s (12 links; a bridged "
+          "pair shows NV12 in nvidia-smi), PCIe Gen5; 132 SMs (16,896 CUDA cores, gpu.blog "
+          "listing); 3 copy engines assumed"));
+  c.push_back(gpu("H200-NVL-141GB",
+                  {{D::F64, 60.0},
+                   {D::F32, 60.0},
+                   {D::TF32, 417.5},
+                   {D::F16, 835.5},
+                   {D::BF16, 835.5},
+                   {D::FP8, 1670.5}},
+                  4800.0, 141, 3, kAmpereOn,
+                  "NVIDIA H200 NVL figures as copied in the same third-party table: 30 F64, 60 F64 "
+                  "tensor, 60 F32, 835 / 1671 / 3341 TF32 / F16/BF16 / FP8 with sparsity (halved), "
+                  "141 GB HBM3e; memory bandwidth 4.8 TB/s per NVIDIA's product page, which that "
+                  "table reports as conflicting with 4.2 TB/s in the datasheet (4.8 taken, as the "
+                  "product page and two other listings give it); 2- or 4-way NVLink bridge, 900 "
+                  "GB/s per GPU (18 NVLink 4 links), PCIe Gen5; SM count not in the sources read; "
+                  "3 copy engines assumed"));
+  // GA102 (Ampere) and AD102 (Ada) PCIe cards.
+  c.push_back(
+      gpu("RTX-3090",
+          {{D::F64, 0.556}, {D::F32, 35.6}, {D::TF32, 35.6}, {D::F16, 71.0}, {D::BF16, 71.0}},
+          936.0, 24, 2, kAmpereOn,
+          "NVIDIA Ampere GA102 whitepaper v2 (docslib.org / studylib.net copies), Appendix "
+          "A GeForce RTX 3090: 82 SMs, 35.6 F32, 71 F16/BF16 tensor with FP32 accumulate, "
+          "35.6 TF32 dense (values as quoted from the whitepaper in a third-party "
+          "training-time script), 936 GB/s GDDR6X, 24 GB; F64 1/64 of F32 (the "
+          "whitepaper's text; TechPowerUp 556 GFLOPS); NVLink 3: four x4 links of 14.0625 "
+          "GB/s per direction (the whitepaper's text, quoted in stas00/ml-engineering), "
+          "PCIe Gen4; 2 copy engines assumed (as RTX-4090's deviceQuery)"));
+  c.push_back(
+      gpu("RTX-A6000",
+          {{D::F64, 0.605}, {D::F32, 38.7}, {D::TF32, 77.4}, {D::F16, 154.8}, {D::BF16, 154.8}},
+          768.0, 48, 2, kAmpereOn,
+          "NVIDIA Ampere GA102 whitepaper v2, Appendix C RTX A6000: 38.7 F32, 154.8 "
+          "F16/BF16 tensor with FP32 accumulate, 77.4 TF32 dense (as quoted in the same "
+          "script), 48 GB GDDR6, 768 GB/s, 84 SMs (sysrqmts.com listing); F64 1/64 of F32 "
+          "(GA102 whitepaper; sysrqmts lists 1:32); NVLink 3 bridge of four x4 links, "
+          "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"));
+  c.push_back(gpu("RTX-6000-Ada-48GB", {{D::F64, 1.42}, {D::F32, 91.1}}, 960.0, 48, 2, kAmpereOn,
+                  "NVIDIA RTX 6000 Ada Generation: 142 SMs, 18,176 CUDA cores, 91.1 F32, 48 GB, "
+                  "960 GB/s (grafikkarten.com table of NVIDIA's figures), PCIe Gen4 x16, no NVLink "
+                  "(cputronic / sourcecode listings); F64 1/64 of F32 (Ada whitepaper); no tensor "
+                  "(TF32, F16/BF16, FP8) figure in the sources read, so those dtypes fall back to "
+                  "the F32 peak (an understatement until sourced); 2 copy engines assumed"));
+  // AMD Instinct (ROCm prints "AMD Instinct MI300X"). FP8 is the OCP-FNUZ format on MI300X.
+  c.push_back(
+      gpu("MI300X-192GB",
+          {{D::F64, 163.4},
+           {D::F32, 163.4},
+           {D::TF32, 653.7},
+           {D::F16, 1307.4},
+           {D::BF16, 1307.4},
+           {D::FP8, 2614.9}},
+          5300.0, 192, 3, kAmpereOn,
+          "AMD ROCm documentation, MI300 microarchitecture (rocm.docs.amd.com "
+          "conceptual/gpu-arch/mi300.html): 304 CUs (8 XCDs x 38), peak 163.4 F64 matrix "
+          "(81.7 vector), 163.4 F32, 653.7 TF32, 1307.4 F16/BF16, 2614.9 FP8 TFLOP/s "
+          "dense, 5.3 TB/s; 192 GB HBM3 (MLCommons inference v4.1 system file); seven "
+          "Infinity Fabric links to its peers (not modelled by import topo) and a PCIe Gen5 "
+          "x16 host link; sm_count = CUs; copy (SDMA) engines: 3 assumed; software costs "
+          "as Ampere-on, assumed"));
+  // One GCD of an MI250X: ROCm lists each of the board's two dies as a device (LUMI: 8 GPUs of
+  // 64 GB per 4-board node), so the entry is half the board, as K80-GK210 is.
+  c.push_back(
+      gpu("MI250X-GCD", {{D::F64, 47.85}, {D::F32, 47.85}, {D::F16, 191.5}, {D::BF16, 191.5}},
+          1638.4, 64, 3, kAmpereOn,
+          "AMD Instinct MI250X, one of its two GCDs = half the board: 95.7 F64/F32 matrix, "
+          "383 F16/BF16 TFLOP/s, 128 GB HBM2e, 3.2 TB/s per board (yobitel.com, "
+          "tomshardware; 3276.8 GB/s per siliconcat.net) halved to 47.85 / 191.5 TFLOP/s, "
+          "64 GB, 1638.4 GB/s; 110 CUs per GCD (rocminfo of an \"AMD Instinct "
+          "MI250X/MI250\" agent; ROCm MI300 page: 304 CUs are ~40% more than MI250X's 220); "
+          "no TF32 or FP8 units (CDNA 2); PCIe Gen4 x16; sm_count = CUs; 3 copy engines "
+          "assumed"));
+}
+
+// Host CPUs, as /proc/cpuinfo prints them: those of the paper's and NVIDIA's DGX systems, and
+// (session 13) of today's GPU servers.
+void add_host_cpus(std::vector<DeviceSpec>& c) {
   // CPUs. Peak = cores x base clock x FLOP/cycle (AVX2 2xFMA: 16 F64 / 32 F32; AVX-512 2xFMA:
   // 32 / 64). Memory bandwidth = channels x MT/s x 8 bytes. Capacity is a typical host
   // configuration; scenarios override it.
@@ -251,6 +410,24 @@ std::vector<DeviceSpec> build_catalog() {
                   "Intel Xeon Platinum 8480+ (8480C is the DGX H100 part): 56 cores/112 threads, "
                   "2.0 GHz, 8x DDR5-4800 (307.2 GB/s); AVX-512 2 FMA (32 F64 / 64 F32 FLOP/cycle); "
                   "1 TiB per socket per NVIDIA DGX H100 user guide (2 TB total)"));
+  c.push_back(cpu("Xeon-Platinum-8462Y+", 2867.2, 5734.4, 307.2, 512, 64,
+                  "Intel Xeon Platinum 8462Y+ (Sapphire Rapids): 32 cores/64 threads, 2.8 GHz "
+                  "base, 4.1 GHz turbo (Intel ARK page title 'processor-60m-cache-2-80-ghz' as "
+                  "linked from a cluster's docs; a server-sizing table: 32 cores, 2.8 GHz; a "
+                  "cluster page: @ 4.1GHz); 8x DDR5-4800 = 307.2 GB/s and AVX-512 2 FMA (32 F64 / "
+                  "64 F32 FLOP/cycle) as the Xeon-Platinum-8480C of the same platform; capacity "
+                  "assumed 512 GiB"));
+  c.push_back(cpu("EPYC-7763", 2508.8, 5017.6, 204.8, 512, 128,
+                  "AMD EPYC 7763 (Milan, Zen 3): 64 cores/128 threads, 2.45 GHz base, 3.5 GHz "
+                  "peak (techgage.com EPYC 7003 launch table); 8x DDR4-3200 = 204.8 GB/s (the SP3 "
+                  "platform of EPYC-7742); Zen 3 2x256-bit FMA (16 F64 / 32 F32 FLOP/cycle); "
+                  "capacity assumed 512 GiB"));
+}
+
+std::vector<DeviceSpec> build_catalog() {
+  using D = Dtype;
+  std::vector<DeviceSpec> c;
+  add_host_cpus(c);
   // GPUs: dense peaks (no structured sparsity) at boost clock from the datasheets.
   c.push_back(gpu("K40", {{D::F64, 1.43}, {D::F32, 4.29}}, 288.0, 12, 2, kKepler,
                   "NVIDIA Tesla K40 datasheet (base clock 745 MHz: 1.43 F64 / 4.29 F32 TFLOP/s, "
@@ -342,7 +519,9 @@ std::vector<DeviceSpec> build_catalog() {
                   "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "
                   "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"));
   add_recent_parts(c);
+  add_pcie_and_amd_gpus(c);
   set_sm_counts(c);
+  set_interconnects(c);
   std::sort(c.begin(), c.end(),
             [](const DeviceSpec& a, const DeviceSpec& b) { return a.model < b.model; });
   return c;
@@ -376,10 +555,18 @@ std::string name_key(std::string_view name) {
     i = j;
     // "64-Core" in "AMD EPYC 7742 64-Core Processor".
     const bool core_count = w.size() > 5 && w.compare(w.size() - 5, 5, "-core") == 0;
-    if (w.empty() || core_count || w == "nvidia" || w == "tesla" || w == "geforce" ||
-        w == "intel" || w == "amd" || w == "cpu" || w == "processor")
-      continue;
-    words += w;
+    if (w.empty() || core_count) continue;
+    // Vendor words go whether the word stands alone or is joined by hyphens: calibrate turns
+    // "NVIDIA GeForce RTX 4090" into the device key "GeForce-RTX-4090".
+    std::size_t p = 0;
+    while (p <= w.size()) {
+      const std::size_t q = std::min(w.find('-', p), w.size());
+      const std::string part = w.substr(p, q - p);
+      if (part != "nvidia" && part != "tesla" && part != "geforce" && part != "intel" &&
+          part != "amd" && part != "cpu" && part != "processor")
+        words += part;
+      p = q + 1;
+    }
   }
   std::string key;
   for (char c : words)
@@ -414,6 +601,16 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     {"l4", "L4-24GB"},
     {"a10", "A10-24GB"},
     {"t4", "T4-16GB"},
+    // Session 13: MLPerf's and papers' "NVIDIA A100-SXM-80GB"; nvidia-smi's "NVIDIA H100 NVL",
+    // "NVIDIA H200 NVL", "NVIDIA RTX 6000 Ada Generation"; ROCm's "AMD Instinct MI300X" and
+    // "AMD Instinct MI250X" (one GCD each). "AMD Instinct MI250X/MI250", which HIP prints for a
+    // GCD of either board, stays unknown: the two parts differ (110 and 104 CUs).
+    {"a100sxm80gb", "A100-SXM4-80GB"},
+    {"h100nvl", "H100-NVL-94GB"},
+    {"h200nvl", "H200-NVL-141GB"},
+    {"rtx6000adageneration", "RTX-6000-Ada-48GB"},
+    {"instinctmi300x", "MI300X-192GB"},
+    {"instinctmi250x", "MI250X-GCD"},
 };
 
 }  // namespace

@@ -22,7 +22,9 @@ namespace placesim::sim {
 /// it: compared without case, vendor words ("NVIDIA", "Tesla", "GeForce", "Intel(R)", "AMD",
 /// "CPU", "Processor", "64-Core"), the "@ clock" suffix and punctuation, then through a table of
 /// product names whose printed form differs from the catalog's ("Tesla K80" = one K80-GK210 die,
-/// "NVIDIA H100 80GB HBM3" = H100-SXM5-80GB, "NVIDIA H200" = H200-SXM-141GB).
+/// "NVIDIA H100 80GB HBM3" = H100-SXM5-80GB, "NVIDIA H200" = H200-SXM-141GB, "AMD Instinct MI300X"
+/// = MI300X-192GB). Vendor words joined by hyphens count too ("GeForce-RTX-4090", as calibrate
+/// keys a device). A GPU entry also holds its NVLink and PCIe facts (`DeviceSpec::interconnect`).
 const DeviceSpec* find_device_model(std::string_view model);
 /// All catalog model names, sorted.
 std::vector<std::string> device_model_names();

@@ -41,6 +41,14 @@ std::optional<Dtype> parse_dtype(std::string_view s);
 std::int64_t dtype_size(Dtype d);
 
 /// What a device can do. Every number in the catalog carries its source (`source`).
+/// A GPU's NVLink and PCIe host link: what the datasheet gives, per GPU.
+struct GpuInterconnect {
+  int nvlinks = 0;         ///< NVLinks per GPU (bridges included); 0 = none
+  int nvlink_version = 0;  ///< NVLink generation 1-5; 0 = no NVLink
+  double nvlink_gb_s = 0;  ///< one link, GB/s per direction
+  int pcie_gen = 0;        ///< PCIe generation of the x16 host link (3-5); 0 = not given
+};
+
 struct DeviceSpec {
   std::string model;  ///< catalog name, e.g. "V100-SXM2-16GB", or "custom"
   DeviceKind kind = DeviceKind::Gpu;
@@ -70,6 +78,9 @@ struct DeviceSpec {
   /// GPU: time from a copy's issue to its first byte on the wire (DMA descriptor setup, doorbell),
   /// added to the route latency of every copy segment its engines run.
   Duration dma_setup_latency{0};
+  /// GPU interconnect as the catalog gives it (sim/catalog.cpp; `import topo` builds links from
+  /// it). Not part of the cluster format: a cluster file gives links, not these.
+  GpuInterconnect interconnect;
   std::string source;  ///< where the numbers came from
 
   /// Peak rate for `d`, falling back to F32 when the dtype has no entry.

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <sstream>
 
+#include "sim/catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/graph.hpp"
 #include "sim/placement.hpp"
@@ -523,3 +525,154 @@ TEST(TopoImportWriter, OutOfFormatTopologiesAreInputErrors) {
 
 }  // namespace
 }  // namespace placesim::calibration
+
+namespace {
+
+// Every GPU the catalog holds; the fact tables below must name each one.
+std::vector<std::string> catalog_gpus() {
+  std::vector<std::string> out;
+  for (const std::string& m : sim::device_model_names())
+    if (sim::find_device_model(m)->kind == sim::DeviceKind::Gpu) out.push_back(m);
+  return out;
+}
+
+}  // namespace
+
+TEST(TopoFacts, NvlinksPerGpuComeFromTheCatalog) {
+  // The link count that decides "NVSwitch or point-to-point bundles", as the importer's prefix
+  // list had it before the facts moved into the catalog, plus the session-13 parts.
+  const std::map<std::string, int> expected = {{"K40", 0},
+                                               {"K80-GK210", 0},
+                                               {"P100-SXM2-16GB", 4},
+                                               {"P100-PCIe-16GB", 0},
+                                               {"V100-SXM2-16GB", 6},
+                                               {"V100-SXM2-32GB", 6},
+                                               {"V100-PCIe-16GB", 0},
+                                               {"A100-SXM4-40GB", 12},
+                                               {"A100-SXM4-80GB", 12},
+                                               {"A100-PCIe-40GB", 12},
+                                               {"A100-PCIe-80GB", 12},
+                                               {"H100-SXM5-80GB", 18},
+                                               {"H100-PCIe-80GB", 12},
+                                               {"H200-SXM-141GB", 18},
+                                               {"RTX-4090", 0},
+                                               {"H20-SXM-96GB", 18},
+                                               {"H800-SXM5-80GB", 8},
+                                               {"B200-SXM-180GB", 18},
+                                               {"GB200-186GB", 18},
+                                               {"L40S-48GB", 0},
+                                               {"L4-24GB", 0},
+                                               {"A10-24GB", 0},
+                                               {"T4-16GB", 0},
+                                               {"H100-NVL-94GB", 12},
+                                               {"H200-NVL-141GB", 18},
+                                               {"RTX-3090", 4},
+                                               {"RTX-A6000", 4},
+                                               {"RTX-6000-Ada-48GB", 0},
+                                               {"MI300X-192GB", 0},
+                                               {"MI250X-GCD", 0}};
+  for (const std::string& m : catalog_gpus()) {
+    ASSERT_TRUE(expected.count(m)) << m << " has no expected NVLink count";
+    EXPECT_EQ(sim::find_device_model(m)->interconnect.nvlinks, expected.at(m)) << m;
+  }
+  EXPECT_EQ(catalog_gpus().size(), expected.size());
+  // A bridged pair of H100 NVL shows NV12 (12 of its 12 links): a bundle, not a switch.
+  const auto r = import_smi("a100pcie-4x-nvlink-pairs_nvidia-smi-topo.txt", "NVIDIA H100 NVL");
+  EXPECT_LT(r.cluster.vertex_index("nvswitch"), 0);
+  const sim::Link* pair = link_between(r.cluster, "gpu0", "gpu1");
+  ASSERT_NE(pair, nullptr);
+  EXPECT_DOUBLE_EQ(pair->bandwidth.bytes_per_s, 12 * 25e9);
+  EXPECT_EQ(pair->kind, "nvlink4");
+}
+
+TEST(TopoFacts, NvlinkGenerationAndRateComeFromTheCatalog) {
+  // Generation and GB/s per link per direction (0 / "" = no NVLink), as before the move for the
+  // older parts; GA102 cards have four x4 NVLink 3 links of 14.0625 GB/s per direction.
+  const std::map<std::string, std::pair<std::string, double>> expected = {
+      {"K40", {"", 0}},
+      {"K80-GK210", {"", 0}},
+      {"P100-SXM2-16GB", {"nvlink1", 20}},
+      {"P100-PCIe-16GB", {"", 0}},
+      {"V100-SXM2-16GB", {"nvlink2", 25}},
+      {"V100-SXM2-32GB", {"nvlink2", 25}},
+      {"V100-PCIe-16GB", {"nvlink2", 25}},
+      {"A100-SXM4-40GB", {"nvlink3", 25}},
+      {"A100-SXM4-80GB", {"nvlink3", 25}},
+      {"A100-PCIe-40GB", {"nvlink3", 25}},
+      {"A100-PCIe-80GB", {"nvlink3", 25}},
+      {"H100-SXM5-80GB", {"nvlink4", 25}},
+      {"H100-PCIe-80GB", {"nvlink4", 25}},
+      {"H200-SXM-141GB", {"nvlink4", 25}},
+      {"RTX-4090", {"", 0}},
+      {"H20-SXM-96GB", {"nvlink4", 25}},
+      {"H800-SXM5-80GB", {"nvlink4", 25}},
+      {"B200-SXM-180GB", {"nvlink5", 50}},
+      {"GB200-186GB", {"nvlink5", 50}},
+      {"L40S-48GB", {"", 0}},
+      {"L4-24GB", {"", 0}},
+      {"A10-24GB", {"", 0}},
+      {"T4-16GB", {"", 0}},
+      {"H100-NVL-94GB", {"nvlink4", 25}},
+      {"H200-NVL-141GB", {"nvlink4", 25}},
+      {"RTX-3090", {"nvlink3", 14.0625}},
+      {"RTX-A6000", {"nvlink3", 14.0625}},
+      {"RTX-6000-Ada-48GB", {"", 0}},
+      {"MI300X-192GB", {"", 0}},
+      {"MI250X-GCD", {"", 0}}};
+  for (const std::string& m : catalog_gpus()) {
+    ASSERT_TRUE(expected.count(m)) << m << " has no expected NVLink generation";
+    std::string gen = "unset";
+    EXPECT_DOUBLE_EQ(pc::nvlink_gb_s_per_link(m, &gen), expected.at(m).second) << m;
+    EXPECT_EQ(gen, expected.at(m).first) << m;
+  }
+  EXPECT_EQ(catalog_gpus().size(), expected.size());
+  std::string gen = "unset";
+  EXPECT_EQ(pc::nvlink_gb_s_per_link("no such GPU", &gen), 0.0);
+  EXPECT_EQ(gen, "");
+}
+
+TEST(TopoFacts, PcieGenerationComesFromTheCatalog) {
+  // The x16 host link per direction: Gen3 15.75, Gen4 31.5, Gen5 63 GB/s; a name without a
+  // generation (a CPU, an unknown name) is Gen3, as before.
+  const std::map<std::string, int> expected = {{"K40", 3},
+                                               {"K80-GK210", 3},
+                                               {"P100-SXM2-16GB", 3},
+                                               {"P100-PCIe-16GB", 3},
+                                               {"V100-SXM2-16GB", 3},
+                                               {"V100-SXM2-32GB", 3},
+                                               {"V100-PCIe-16GB", 3},
+                                               {"A100-SXM4-40GB", 4},
+                                               {"A100-SXM4-80GB", 4},
+                                               {"A100-PCIe-40GB", 4},
+                                               {"A100-PCIe-80GB", 4},
+                                               {"H100-SXM5-80GB", 5},
+                                               {"H100-PCIe-80GB", 5},
+                                               {"H200-SXM-141GB", 5},
+                                               {"RTX-4090", 4},
+                                               {"H20-SXM-96GB", 5},
+                                               {"H800-SXM5-80GB", 5},
+                                               {"B200-SXM-180GB", 5},
+                                               {"GB200-186GB", 5},
+                                               {"L40S-48GB", 4},
+                                               {"L4-24GB", 4},
+                                               {"A10-24GB", 4},
+                                               {"T4-16GB", 3},
+                                               {"H100-NVL-94GB", 5},
+                                               {"H200-NVL-141GB", 5},
+                                               {"RTX-3090", 4},
+                                               {"RTX-A6000", 4},
+                                               {"RTX-6000-Ada-48GB", 4},
+                                               {"MI300X-192GB", 5},
+                                               {"MI250X-GCD", 4}};
+  const std::map<int, double> rate = {{3, 15.75}, {4, 31.5}, {5, 63.0}};
+  for (const std::string& m : catalog_gpus()) {
+    ASSERT_TRUE(expected.count(m)) << m << " has no expected PCIe generation";
+    std::string gen;
+    EXPECT_DOUBLE_EQ(pc::pcie_x16_gb_s(m, &gen), rate.at(expected.at(m))) << m;
+    EXPECT_EQ(gen, "pcie" + std::to_string(expected.at(m))) << m;
+  }
+  EXPECT_EQ(catalog_gpus().size(), expected.size());
+  std::string gen;
+  EXPECT_DOUBLE_EQ(pc::pcie_x16_gb_s("Xeon-E5-2698v4", &gen), 15.75);
+  EXPECT_EQ(gen, "pcie3");
+}

@@ -69,18 +69,38 @@ TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
       {"NVIDIA L4", "L4-24GB"},
       {"Tesla T4", "T4-16GB"},
       {"AMD EPYC 9654 96-Core Processor", "EPYC-9654"},
+      // Session 13 (issues 15/16): nvidia-smi -L / Kineto deviceProperties / MLPerf / ROCm /
+      // /proc/cpuinfo spellings of parts the catalog refused before.
+      {"NVIDIA H100 NVL", "H100-NVL-94GB"},
+      {"NVIDIA H200 NVL", "H200-NVL-141GB"},
+      {"NVIDIA A100-SXM-80GB", "A100-SXM4-80GB"},
+      {"NVIDIA A100-PCIE-80GB", "A100-PCIe-80GB"},
+      {"NVIDIA GeForce RTX 3090", "RTX-3090"},
+      {"NVIDIA RTX A6000", "RTX-A6000"},
+      {"NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada-48GB"},
+      {"AMD Instinct MI300X", "MI300X-192GB"},
+      {"AMD Instinct MI250X", "MI250X-GCD"},
+      {"Intel(R) Xeon(R) Platinum 8462Y+", "Xeon-Platinum-8462Y+"},
+      {"AMD EPYC 7763 64-Core Processor", "EPYC-7763"},
+      // The device keys `calibrate` makes of such names (vendor prefix cut, spaces to hyphens).
+      {"GeForce-RTX-4090", "RTX-4090"},
+      {"GeForce-RTX-3090", "RTX-3090"},
+      {"H100-NVL", "H100-NVL-94GB"},
+      {"RTX-6000-Ada-Generation", "RTX-6000-Ada-48GB"},
+      {"Instinct-MI300X", "MI300X-192GB"},
   };
   for (const auto& [printed, model] : cases) {
     const DeviceSpec* s = find_device_model(printed);
     ASSERT_NE(s, nullptr) << printed;
     EXPECT_EQ(s->model, model) << printed;
   }
-  // Products the catalog does not hold stay unknown rather than matching a neighbour: the NVL
-  // cards and the 8462Y+ have no sourced figures yet (docs/catalog.md); "H20" must not reach
-  // H200, nor "A10G" (AWS's variant, other clocks) A10, nor "L4" L40S.
-  for (const char* unknown :
-       {"NVIDIA H200 NVL", "NVIDIA H100 NVL", "Tesla V100-SXM3-32GB", "NVIDIA A10G",
-        "Intel(R) Xeon(R) Platinum 8462Y+", "NVIDIA L40", "NVIDIA B100"})
+  // Products the catalog does not hold stay unknown rather than matching a neighbour: "H20" must
+  // not reach H200, nor "A10G" (AWS's variant, other clocks) A10, nor "L4" L40S, nor the
+  // Turing "Quadro RTX 6000" the Ada card; HIP's "AMD Instinct MI250X/MI250" names a GCD of either
+  // of two boards (110 or 104 CUs) and stays unknown (docs/catalog.md).
+  for (const char* unknown : {"Tesla V100-SXM3-32GB", "NVIDIA A10G", "NVIDIA L40", "NVIDIA B100",
+                              "Quadro RTX 6000", "AMD Instinct MI250X/MI250", "AMD Instinct MI250",
+                              "AMD Instinct MI325X", "NVIDIA H800 NVL"})
     EXPECT_EQ(find_device_model(unknown), nullptr) << unknown;
   EXPECT_NE(find_device_model("NVIDIA H20")->model, find_device_model("NVIDIA H200")->model);
 }
@@ -108,6 +128,35 @@ TEST(Catalog, RecentPartsCarryTheirDatasheetFigures) {
   EXPECT_EQ(epyc->kind, DeviceKind::Cpu);
   EXPECT_EQ(epyc->worker_threads, 192);
   EXPECT_DOUBLE_EQ(epyc->memory_bandwidth.bytes_per_s, 460.8e9);
+}
+
+TEST(Catalog, SessionThirteenPartsCarryTheirSourcedFigures) {
+  // Dense peaks as each entry's source gives them (with-sparsity figures halved); what no source
+  // gave is left to the F32 fallback, not guessed.
+  const auto peak = [](const char* n, Dtype d) { return find_device_model(n)->peak_for(d).per_s; };
+  EXPECT_DOUBLE_EQ(peak("NVIDIA H100 NVL", Dtype::BF16), 835.5e12);  // 1671 with sparsity
+  EXPECT_DOUBLE_EQ(peak("NVIDIA H100 NVL", Dtype::FP8), 1670.5e12);
+  EXPECT_DOUBLE_EQ(find_device_model("NVIDIA H100 NVL")->memory_bandwidth.bytes_per_s, 3900e9);
+  EXPECT_EQ(find_device_model("NVIDIA H100 NVL")->memory_capacity.v, std::int64_t{94} << 30);
+  EXPECT_EQ(find_device_model("NVIDIA H200 NVL")->sm_count, 0);  // not in the sources read
+  EXPECT_DOUBLE_EQ(peak("AMD Instinct MI300X", Dtype::BF16), 1307.4e12);
+  EXPECT_DOUBLE_EQ(peak("AMD Instinct MI300X", Dtype::TF32), 653.7e12);
+  EXPECT_EQ(find_device_model("AMD Instinct MI300X")->sm_count, 304);
+  // One MI250X GCD is half the board, as "Tesla K80" is one GK210.
+  EXPECT_DOUBLE_EQ(peak("AMD Instinct MI250X", Dtype::F16), 383e12 / 2);
+  EXPECT_EQ(find_device_model("AMD Instinct MI250X")->memory_capacity.v, std::int64_t{64} << 30);
+  EXPECT_DOUBLE_EQ(peak("NVIDIA GeForce RTX 3090", Dtype::BF16), 71e12);
+  EXPECT_DOUBLE_EQ(peak("NVIDIA RTX A6000", Dtype::TF32), 77.4e12);
+  // RTX 6000 Ada: no tensor figure sourced, so F16 falls back to F32.
+  EXPECT_DOUBLE_EQ(peak("NVIDIA RTX 6000 Ada Generation", Dtype::F16), 91.1e12);
+  // L4: 58 SMs (deviceQuery), not the 60 of the full AD104 die.
+  EXPECT_EQ(find_device_model("NVIDIA L4")->sm_count, 58);
+  const DeviceSpec* x = find_device_model("Intel(R) Xeon(R) Platinum 8462Y+");
+  EXPECT_EQ(x->kind, DeviceKind::Cpu);
+  EXPECT_EQ(x->worker_threads, 64);
+  EXPECT_DOUBLE_EQ(x->peak_for(Dtype::F64).per_s, 32 * 2.8e9 * 32);
+  EXPECT_DOUBLE_EQ(find_device_model("AMD EPYC 7763 64-Core Processor")->peak_for(Dtype::F64).per_s,
+                   64 * 2.45e9 * 16);
 }
 
 TEST(Cluster, EveryBuiltinLoadsWithRoutesBetweenAllDevices) {
