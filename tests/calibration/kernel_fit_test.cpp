@@ -191,9 +191,9 @@ TEST(Calibrate, DeviceNamesAsTracesPrintThemReachTheCatalog) {
   }
   // The real ROCm 6.2 trace of an MI250 GCD names it "AMD Radeon Graphics" (104 SMs): no part
   // can be told from that, so it stays unknown and calibrate asks for --device-model.
-  const pc::Profile p = pc::read_profile(data("mi250_rocm_minitoy.json"));
-  EXPECT_EQ(p.device_name, "AMD Radeon Graphics");
-  EXPECT_EQ(sim::find_device_model(pc::calibration_key(p.device_name, "")), nullptr);
+  // (read_profile reads that generic name as no name at all: Dialects.RocmGenericGpuNameIsNoModel)
+  EXPECT_EQ(sim::find_device_model(pc::calibration_key("AMD Radeon Graphics", "")), nullptr);
+  EXPECT_EQ(pc::read_profile(data("mi250_rocm_minitoy.json")).device_name, "");
 }
 
 TEST(Calibrate, A100AlexnetGpuTimesTieToCpuOps) {
