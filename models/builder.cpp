@@ -583,6 +583,9 @@ sim::Graph GraphBuilder::finish(std::map<std::string, std::string> metadata) {
   const auto mode =
       sim::MathMode::parse(g_.metadata.count("math_mode") ? g_.metadata["math_mode"] : "torch");
   sim::apply_math_mode(g_, mode.value_or(sim::MathMode{}));
+  // A builder that states its convolutions' memory format (the ONNX import: NCHW) marks them.
+  if (g_.metadata.count("layout"))
+    if (const auto l = sim::parse_layout(g_.metadata["layout"])) sim::apply_layout(g_, *l);
   g_.finalize("<builder " + g_.name + ">");
   return std::move(g_);
 }

@@ -620,7 +620,10 @@ class Importer {
         {"options", std::string("training=") + (options_.training ? "true" : "false") +
                         ",batch=" + std::to_string(options_.batch) +
                         ",optimizer=" + to_string(options_.optimizer)},
-        {"producer", model.producer_name() + " " + model.producer_version()}};
+        {"producer", model.producer_name() + " " + model.producer_version()},
+        // ONNX tensors are NCHW, as PyTorch runs a model unless told channels_last
+        // (--graph-opt layout=nhwc says it was).
+        {"layout", "nchw"}};
     if (!unknown.empty()) meta["unknown_ops"] = unknown;
     return b_.finish(std::move(meta));
   }

@@ -149,7 +149,8 @@ std::vector<std::string> builtin_graph_names() {
 
 namespace {
 
-// Takes "key=V" out of an options string (every graph source accepts math_mode and precision)
+// Takes "key=V" out of an options string (every graph source accepts math_mode, precision and
+// layout)
 // and returns V; nullopt when the key is absent.
 std::optional<std::string> take_option(std::string& options, const std::string& key) {
   std::string rest, found;
@@ -195,6 +196,16 @@ std::optional<sim::Dtype> take_precision(std::string& options) {
                         "one of f32, bf16, f16, got \"" + *found + "\"");
 }
 
+std::optional<sim::Layout> take_layout(std::string& options) {
+  const std::optional<std::string> found = take_option(options, "layout");
+  if (!found) return std::nullopt;
+  const auto l = sim::parse_layout(*found);
+  if (!l)
+    throw sim::InputError("--graph-opt", "layout",
+                          "one of nchw, nhwc, channels_last, got \"" + *found + "\"");
+  return l;
+}
+
 sim::Graph load_graph_as_given(const std::string& name_or_path, const std::string& options);
 
 }  // namespace
@@ -203,8 +214,10 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   std::string rest = options;
   const std::optional<sim::MathMode> math = take_math_mode(rest);
   const std::optional<sim::Dtype> precision = take_precision(rest);
+  const std::optional<sim::Layout> layout = take_layout(rest);
   sim::Graph g = load_graph_as_given(name_or_path, rest);
   if (math) sim::apply_math_mode(g, *math);
+  if (layout) sim::apply_layout(g, *layout);
   if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision);
   return g;
 }

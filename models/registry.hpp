@@ -6,7 +6,8 @@
 //
 // Option syntax: comma-separated key=value pairs; an unknown key or a malformed value throws
 // sim::InputError naming "--graph-opt" and the key, with the accepted keys. Every source also
-// takes math_mode=torch|tf32|f32 and precision=f32|bf16|f16 (mixed precision, below).
+// takes math_mode=torch|tf32|f32, precision=f32|bf16|f16 (mixed precision, below) and
+// layout=nchw|nhwc (the convolutions' memory format: sim::apply_layout).
 #pragma once
 
 #include <string>

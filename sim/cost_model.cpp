@@ -111,6 +111,12 @@ void apply_math_mode(Graph& g, const MathMode& m) {
   g.metadata["math_mode"] = m.name();
 }
 
+void apply_layout(Graph& g, Layout l) {
+  for (Op& op : g.ops)
+    if (math_kind_of(op.type) == MathKind::Conv) op.layout = l;
+  g.metadata["layout"] = to_string(l);
+}
+
 std::string to_string(KernelCostModel::Source s) {
   switch (s) {
     case KernelCostModel::Source::Measured:
@@ -125,6 +131,8 @@ std::string to_string(KernelCostModel::Source s) {
       return "storage";
     case KernelCostModel::Source::View:
       return "view";
+    case KernelCostModel::Source::NchwTransforms:
+      return "nchw-transforms";
   }
   return "roofline";
 }
@@ -724,10 +732,31 @@ KernelCostModel::Estimate with_channelwise(KernelCostModel::Estimate e, const Op
 }
 }  // namespace
 
+double nchw_transform_bytes(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || op.layout != Layout::Nchw ||
+      math_kind_of(op.type) != MathKind::Conv ||
+      (op.dtype != Dtype::F16 && op.dtype != Dtype::BF16))
+    return 0.0;
+  return 2.0 * op_bytes(op);
+}
+
 KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& device) const {
   const DeviceCalibration* cal =
       calibration_ ? find_device_calibration(*calibration_, device) : nullptr;
   Estimate e = with_channelwise(chain_estimate(roofline_, op, device, cal), op, device.spec);
+  // NCHW layout transforms (nchw_transform_bytes): separate memory-bound kernels on the
+  // convolution's stream, at the roofline's memory rate. Only on the roofline: a class curve or
+  // an exact entry was measured on the profile's own kernels, transforms included.
+  if (e.source == Source::Roofline) {
+    const double tb = nchw_transform_bytes(op, device.spec);
+    const double bw =
+        device.spec.memory_bandwidth.bytes_per_s *
+        (cal && cal->roofline ? cal->roofline->memory_eff_max : roofline_.memory_eff_max);
+    if (tb > 0.0 && bw > 0.0) {
+      e.time = e.time + ceil_seconds(tb / bw);
+      e.source = Source::NchwTransforms;
+    }
+  }
   if (device.spec.kind == DeviceKind::Gpu && e.source != Source::Measured &&
       torch_batch_norm_training(op))
     e.time = e.time + (cal && cal->min_kernel ? *cal->min_kernel : roofline_.min_kernel);

@@ -59,6 +59,16 @@ Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m);
 /// Sets every F32 convolution / matmul op's compute dtype to TF32 where `m` allows it (its
 /// signature keeps F32, as profilers record it) and records metadata "math_mode".
 void apply_math_mode(Graph& g, const MathMode& m);
+/// Sets every convolution op's memory format (Op::layout) to `l` and records metadata "layout".
+/// The ONNX import states NCHW (what its tensors are); `--graph-opt layout=nchw|nhwc` states
+/// how the framework ran the model (PyTorch's default NCHW, or channels_last).
+void apply_layout(Graph& g, Layout l);
+/// The bytes cuDNN's layout transforms move for one convolution call (forward, input or weight
+/// gradient): an f16/bf16 convolution on a GPU whose Op::layout is NCHW runs NHWC tensor-core
+/// kernels behind nchwToNhwc / nhwcToNchw transforms, one read and one write of every operand,
+/// 2 x (bytes read + written). 0 for other ops, dtypes (TF32's tf32_eff_max was measured with
+/// its transforms in), layouts and devices. Sources in docs/cost-model.md.
+double nchw_transform_bytes(const Op& op, const DeviceSpec& spec);
 
 /// Roofline efficiency parameters (defaults and sources in docs/cost-model.md).
 struct RooflineParams {
@@ -221,7 +231,9 @@ class KernelCostModel {
   /// Which rule produced a time (for reports): the fall-back chain above. Storage: an op that
   /// only names a tensor already in memory (stores_only), which launches no kernel.
   /// View: a GPU op that only re-describes its input's memory (is_view), which launches no kernel.
-  enum class Source { Measured, Exact, Fitted, Roofline, Storage, View };
+  /// NchwTransforms: the roofline's time plus the NCHW layout transforms' bytes at the memory
+  /// rate (nchw_transform_bytes); class curves, exact entries and measurements already hold them.
+  enum class Source { Measured, Exact, Fitted, Roofline, Storage, View, NchwTransforms };
   struct Estimate {
     Duration time;
     Source source;
@@ -255,7 +267,7 @@ class KernelCostModel {
   std::shared_ptr<const Calibration> calibration_;
 };
 
-/// "measured", "exact", "class-curve", "roofline", "storage", "view".
+/// "measured", "exact", "class-curve", "roofline", "storage", "view", "nchw-transforms".
 std::string to_string(KernelCostModel::Source s);
 
 /// NCHW BatchNorm (PyTorch/ONNX names, `input0` its first input's [N, C, H, W]) on a GPU of

@@ -38,6 +38,16 @@ std::optional<Phase> parse_phase(std::string_view s) {
   return std::nullopt;
 }
 
+std::string to_string(Layout l) {
+  return l == Layout::Nchw ? "nchw" : "nhwc";
+}
+
+std::optional<Layout> parse_layout(std::string_view s) {
+  if (s == "nchw") return Layout::Nchw;
+  if (s == "nhwc" || s == "channels_last") return Layout::Nhwc;
+  return std::nullopt;
+}
+
 std::string Signature::key() const {
   std::string k = op_type;
   for (const auto& shape : input_shapes) {
@@ -662,6 +672,13 @@ std::vector<std::string> read_control_inputs(const JsonReader& rd, const json& c
   return names;
 }
 
+Layout read_layout(const JsonReader& rd, const json& v, const Key& key) {
+  const std::string l = rd.str(v, key);
+  const auto parsed = parse_layout(l);
+  if (!parsed) rd.fail(key, "nchw or nhwc, got \"" + printable(l) + "\"");
+  return *parsed;
+}
+
 DeviceKind read_device_kind(const JsonReader& rd, const json& v, const Key& key) {
   const std::string k = rd.str(v, key);
   if (k == "cpu") return DeviceKind::Cpu;
@@ -681,10 +698,11 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
   pending.inputs.emplace_back();
   pending.control.emplace_back();
   const std::string path = "ops[" + std::to_string(i) + "]";
-  rd.expect_object(o, path,
-                   {"name", "type", "phase", "flops", "bytes_read", "bytes_written", "dtype",
-                    "signature", "measured", "outputs", "inputs", "control_inputs",
-                    "persistent_bytes", "group", "device_kind", "layer", "stream", "collective"});
+  rd.expect_object(
+      o, path,
+      {"name", "type", "phase", "flops", "bytes_read", "bytes_written", "dtype", "signature",
+       "measured", "outputs", "inputs", "control_inputs", "persistent_bytes", "group",
+       "device_kind", "layer", "stream", "collective", "layout"});
   Op op;
   if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
   op.name = rd.str(o["name"], path + ".name");
@@ -712,6 +730,7 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
     op.stream = static_cast<std::int32_t>(rd.integer(o["stream"], Key{p, ".stream"}, 0, 1023));
   if (o.contains("collective"))
     op.collective = read_collective(rd, o["collective"], p + ".collective");
+  if (o.contains("layout")) op.layout = read_layout(rd, o["layout"], Key{p, ".layout"});
   return op;
 }
 
@@ -1080,6 +1099,10 @@ std::string graph_to_json(const Graph& g) {
     }
     if (op.collective) {
       write_collective(*op.collective, o);
+    }
+    if (op.layout) {
+      o.key("layout");
+      o.str(to_string(*op.layout));
     }
     o.close_obj();
   }

@@ -33,6 +33,14 @@ enum class Phase { Forward, Backward, Update, Other };
 std::string to_string(Phase p);
 std::optional<Phase> parse_phase(std::string_view s);
 
+/// The memory format a convolution's activations had when the framework ran it: NCHW (PyTorch's
+/// default contiguous format, what an ONNX model describes) or NHWC (channels-last). cuDNN's
+/// f16/bf16 tensor-core kernels read NHWC and wrap NCHW tensors in layout transforms
+/// (docs/cost-model.md, "NCHW layout transforms").
+enum class Layout { Nchw, Nhwc };
+std::string to_string(Layout l);                         ///< "nchw", "nhwc"
+std::optional<Layout> parse_layout(std::string_view s);  ///< also "channels_last" for nhwc
+
 /// Key for calibrated look-up: op type + input shapes + dtype.
 struct Signature {
   std::string op_type;
@@ -80,6 +88,8 @@ struct Op {
   /// Set on a collective's rank op: one op per rank, on that rank's GPU, all ranks of one call
   /// sharing `collective->id` (docs/collectives.md). simulate() times it with the collective model.
   std::optional<CollectiveCall> collective;
+  /// A convolution's memory format as it ran (apply_layout); unset: not stated, no transforms.
+  std::optional<Layout> layout;
 };
 
 struct Graph {

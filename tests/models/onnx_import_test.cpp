@@ -9,6 +9,7 @@
 
 #include "models/grouping.hpp"
 #include "models/registry.hpp"
+#include "sim/cost_model.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::models {
@@ -118,6 +119,36 @@ TEST(OnnxImport, ThroughLoadGraphAndJsonRoundTrip) {
   const std::string text = sim::graph_to_json(g);
   EXPECT_EQ(sim::graph_to_json(sim::parse_graph_json(text, "squeezenet")), text);
   EXPECT_THROW(load_graph(kDir + "squeezenet1_0.onnx", "layers=2"), sim::InputError);
+}
+
+// An ONNX model's convolutions are NCHW (PyTorch's default memory format): every forward and
+// backward convolution says so, and survives the JSON round trip; `layout=nhwc` states that the
+// framework ran channels_last; anything else is refused naming the key.
+TEST(OnnxImport, ConvolutionsAreNchwUnlessToldChannelsLast) {
+  const sim::Graph g = load_graph(kDir + "squeezenet1_0.onnx", "training,batch=2");
+  const sim::Graph nhwc = load_graph(kDir + "squeezenet1_0.onnx", "training,batch=2,layout=nhwc");
+  int convs = 0;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const bool conv = sim::math_kind_of(g.ops[i].type) == sim::MathKind::Conv;
+    convs += conv ? 1 : 0;
+    EXPECT_EQ(g.ops[i].layout, conv ? std::optional(sim::Layout::Nchw) : std::nullopt)
+        << g.ops[i].name;
+    EXPECT_EQ(nhwc.ops[i].layout, conv ? std::optional(sim::Layout::Nhwc) : std::nullopt);
+  }
+  // 26 convolutions, each with its filter gradient, all but the first (the image's) its input's.
+  EXPECT_EQ(convs, 3 * 26 - 1);
+  EXPECT_EQ(g.metadata.at("layout"), "nchw");
+  EXPECT_EQ(nhwc.metadata.at("layout"), "nhwc");
+  const sim::Graph back = sim::parse_graph_json(sim::graph_to_json(g), "squeezenet");
+  for (std::size_t i = 0; i < g.ops.size(); ++i) EXPECT_EQ(back.ops[i].layout, g.ops[i].layout);
+  EXPECT_THROW(load_graph(kDir + "squeezenet1_0.onnx", "layout=nchwc"), sim::InputError);
+  // The built-in CNNs are channels-last and state no layout unless asked.
+  const sim::Graph rn = load_graph("resnet50", "batch=2");
+  for (const auto& op : rn.ops) EXPECT_FALSE(op.layout.has_value()) << op.name;
+  const sim::Graph rn_nchw = load_graph("resnet50", "batch=2,layout=nchw");
+  int marked = 0;
+  for (const auto& op : rn_nchw.ops) marked += op.layout == sim::Layout::Nchw ? 1 : 0;
+  EXPECT_GT(marked, 3 * 50);
 }
 
 TEST(OnnxImport, BadFilesAreInputErrors) {

@@ -730,5 +730,71 @@ TEST(GemmCurve, ACalibratedRooflineReplacesTheCurve) {
   EXPECT_GT(e.time.seconds(), 1.2 * curve);
 }
 
+// cuDNN runs f16/bf16 tensor-core convolutions on NHWC kernels; an NCHW one pays nchwToNhwc /
+// nhwcToNchw transforms, one read and one write of every operand at the memory rate, on top of
+// the roofline, reported as its own rule. TF32 (measured all-in), F32, NHWC, an unstated layout,
+// a CPU, and a class curve (fitted on the profile's kernels, transforms in) pay nothing more.
+TEST(CostModel, NchwTransformsOnHalfConvolutions) {
+  KernelCostModel km;
+  const Device d = gpu();  // 900 GB/s
+  Op conv;
+  conv.name = "conv";
+  conv.type = "Conv";
+  conv.dtype = Dtype::F16;
+  conv.flops = Flops{2e11};
+  conv.bytes_read = Bytes{100'000'000};
+  conv.bytes_written = Bytes{50'000'000};
+  conv.outputs.push_back({.bytes = conv.bytes_written, .shape = {64, 256, 56, 56}});
+  const auto plain = km.estimate(conv, d);
+  EXPECT_EQ(plain.source, KernelCostModel::Source::Roofline);
+  conv.layout = Layout::Nchw;
+  EXPECT_EQ(nchw_transform_bytes(conv, d.spec), 3e8);
+  const auto nchw = km.estimate(conv, d);
+  EXPECT_EQ(nchw.source, KernelCostModel::Source::NchwTransforms);
+  EXPECT_EQ(to_string(nchw.source), "nchw-transforms");
+  EXPECT_EQ(
+      nchw.time.ns - plain.time.ns,
+      static_cast<std::int64_t>(std::ceil(3e8 / (900e9 * km.roofline().memory_eff_max) * 1e9)));
+  for (const std::string type :
+       {"ConvBackpropInput", "ConvBackpropFilter", "Conv2DBackpropFilter"}) {
+    Op g = conv;
+    g.type = type;
+    EXPECT_EQ(km.estimate(g, d).source, KernelCostModel::Source::NchwTransforms) << type;
+  }
+  Op bf = conv;
+  bf.dtype = Dtype::BF16;
+  EXPECT_EQ(km.estimate(bf, d).source, KernelCostModel::Source::NchwTransforms);
+  for (const Dtype dt : {Dtype::TF32, Dtype::F32}) {
+    Op o = conv;
+    o.dtype = dt;
+    EXPECT_EQ(nchw_transform_bytes(o, d.spec), 0.0);
+    EXPECT_EQ(km.estimate(o, d).source, KernelCostModel::Source::Roofline);
+  }
+  Op nhwc = conv;
+  nhwc.layout = Layout::Nhwc;
+  EXPECT_EQ(km.estimate(nhwc, d).time, plain.time);
+  Op mm = matmul(2e11, 150'000'000);
+  mm.dtype = Dtype::F16;
+  mm.layout = Layout::Nchw;
+  EXPECT_EQ(nchw_transform_bytes(mm, d.spec), 0.0);
+  const Cluster cpu = testing::star_cluster(1);
+  EXPECT_EQ(nchw_transform_bytes(conv, cpu.devices[0].spec), 0.0);
+  // A class curve for Conv prices the op as fitted, transforms and all.
+  Calibration curve;
+  curve.devices["custom"].by_op_type["Conv"].flop_rate = 5e12;
+  KernelCostModel fitted;
+  fitted.set_calibration(std::make_shared<const Calibration>(curve));
+  EXPECT_EQ(fitted.estimate(conv, d).source, KernelCostModel::Source::Fitted);
+  // apply_layout marks convolutions only, and says so in the metadata.
+  Graph g;
+  g.add_op(conv);
+  g.add_op(matmul(1, 1));
+  g.ops[0].layout.reset();
+  apply_layout(g, Layout::Nchw);
+  EXPECT_EQ(g.ops[0].layout, Layout::Nchw);
+  EXPECT_FALSE(g.ops[1].layout.has_value());
+  EXPECT_EQ(g.metadata.at("layout"), "nchw");
+}
+
 }  // namespace
 }  // namespace placesim::sim
