@@ -180,6 +180,50 @@ void set_interconnects(std::vector<DeviceSpec>& c) {
     if (auto it = kLinks.find(s.model); it != kLinks.end()) s.interconnect = it->second;
 }
 
+// The architecture of every catalog GPU: NVIDIA's CUDA compute capability (NVIDIA's "CUDA GPUs -
+// Compute Capability" table and the CUDA C++ Programming Guide) or AMD's gfx target (ROCm's
+// GPU hardware specifications table). The cost model picks its per-generation curves from these
+// (docs/cost-model.md); a GPU missing here fails the catalog's tests.
+//  - 3.5 K40 (GK110B), 3.7 K80 (GK210), 6.0 P100 (GP100), 7.0 V100 (GV100), 7.5 T4 (TU104),
+//    8.0 A100 (GA100), 8.6 A10, RTX 3090 and RTX A6000 (GA102), 8.9 L4, L40S, RTX 4090 and
+//    RTX 6000 Ada (AD10x), 9.0 H100, H200, H20, H800 (GH100), 10.0 B200 and GB200 (GB100).
+//  - AMD: gfx90a MI250X (CDNA 2), gfx942 MI300X (CDNA 3).
+void set_architectures(std::vector<DeviceSpec>& c) {
+  using V = GpuArch::Vendor;
+  static const std::map<std::string, GpuArch> kArch = {{"K40", {V::Nvidia, 3, 5, ""}},
+                                                       {"K80-GK210", {V::Nvidia, 3, 7, ""}},
+                                                       {"P100-SXM2-16GB", {V::Nvidia, 6, 0, ""}},
+                                                       {"P100-PCIe-16GB", {V::Nvidia, 6, 0, ""}},
+                                                       {"V100-SXM2-16GB", {V::Nvidia, 7, 0, ""}},
+                                                       {"V100-SXM2-32GB", {V::Nvidia, 7, 0, ""}},
+                                                       {"V100-PCIe-16GB", {V::Nvidia, 7, 0, ""}},
+                                                       {"T4-16GB", {V::Nvidia, 7, 5, ""}},
+                                                       {"A100-SXM4-40GB", {V::Nvidia, 8, 0, ""}},
+                                                       {"A100-SXM4-80GB", {V::Nvidia, 8, 0, ""}},
+                                                       {"A100-PCIe-40GB", {V::Nvidia, 8, 0, ""}},
+                                                       {"A100-PCIe-80GB", {V::Nvidia, 8, 0, ""}},
+                                                       {"A10-24GB", {V::Nvidia, 8, 6, ""}},
+                                                       {"RTX-3090", {V::Nvidia, 8, 6, ""}},
+                                                       {"RTX-A6000", {V::Nvidia, 8, 6, ""}},
+                                                       {"L4-24GB", {V::Nvidia, 8, 9, ""}},
+                                                       {"L40S-48GB", {V::Nvidia, 8, 9, ""}},
+                                                       {"RTX-4090", {V::Nvidia, 8, 9, ""}},
+                                                       {"RTX-6000-Ada-48GB", {V::Nvidia, 8, 9, ""}},
+                                                       {"H100-SXM5-80GB", {V::Nvidia, 9, 0, ""}},
+                                                       {"H100-PCIe-80GB", {V::Nvidia, 9, 0, ""}},
+                                                       {"H100-NVL-94GB", {V::Nvidia, 9, 0, ""}},
+                                                       {"H200-SXM-141GB", {V::Nvidia, 9, 0, ""}},
+                                                       {"H200-NVL-141GB", {V::Nvidia, 9, 0, ""}},
+                                                       {"H20-SXM-96GB", {V::Nvidia, 9, 0, ""}},
+                                                       {"H800-SXM5-80GB", {V::Nvidia, 9, 0, ""}},
+                                                       {"B200-SXM-180GB", {V::Nvidia, 10, 0, ""}},
+                                                       {"GB200-186GB", {V::Nvidia, 10, 0, ""}},
+                                                       {"MI250X-GCD", {V::Amd, 0, 0, "gfx90a"}},
+                                                       {"MI300X-192GB", {V::Amd, 0, 0, "gfx942"}}};
+  for (DeviceSpec& s : c)
+    if (auto it = kArch.find(s.model); it != kArch.end()) s.arch = it->second;
+}
+
 // Parts users run today (issue 16: the names nvidia-smi and Kineto print for them). Dense peaks:
 // NVIDIA's "with sparsity" tensor figures halved. Copy engines: 3 assumed on every one (as on
 // A100/H100; no deviceQuery log of these parts is stored). Sources are third-party copies of
@@ -522,6 +566,7 @@ std::vector<DeviceSpec> build_catalog() {
   add_pcie_and_amd_gpus(c);
   set_sm_counts(c);
   set_interconnects(c);
+  set_architectures(c);
   std::sort(c.begin(), c.end(),
             [](const DeviceSpec& a, const DeviceSpec& b) { return a.model < b.model; });
   return c;

@@ -100,6 +100,18 @@ FlopRate DeviceSpec::peak_for(Dtype d) const {
   return {};
 }
 
+std::string to_string(const GpuArch& a) {
+  switch (a.vendor) {
+    case GpuArch::Vendor::Nvidia:
+      return std::to_string(a.major) + "." + std::to_string(a.minor);
+    case GpuArch::Vendor::Amd:
+      return a.gfx;
+    case GpuArch::Vendor::None:
+      break;
+  }
+  return "";
+}
+
 std::string to_string(VertexKind k) {
   switch (k) {
     case VertexKind::Device:

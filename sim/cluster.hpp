@@ -49,6 +49,25 @@ struct GpuInterconnect {
   int pcie_gen = 0;        ///< PCIe generation of the x16 host link (3-5); 0 = not given
 };
 
+/// GPU architecture as the catalog gives it: NVIDIA's CUDA compute capability (major.minor) or
+/// AMD's gfx target. The cost model decides per generation from it (docs/cost-model.md), not from
+/// the model name. Not part of the cluster format: a device without a catalog model has none.
+struct GpuArch {
+  enum class Vendor { None, Nvidia, Amd };
+  Vendor vendor = Vendor::None;
+  int major = 0;    ///< NVIDIA compute capability, e.g. 9 of 9.0 (Hopper)
+  int minor = 0;    ///< e.g. 6 of 8.6
+  std::string gfx;  ///< AMD gfx target, e.g. "gfx942"; empty on NVIDIA
+  /// NVIDIA compute capability `maj`.`min` exactly.
+  [[nodiscard]] bool nvidia(int maj, int min) const {
+    return vendor == Vendor::Nvidia && major == maj && minor == min;
+  }
+  /// NVIDIA Hopper: compute capability 9.x.
+  [[nodiscard]] bool hopper() const { return vendor == Vendor::Nvidia && major == 9; }
+};
+/// The compute capability for NVIDIA ("9.0"), the gfx target for AMD ("gfx942"), "" for none.
+std::string to_string(const GpuArch& a);
+
 struct DeviceSpec {
   std::string model;  ///< catalog name, e.g. "V100-SXM2-16GB", or "custom"
   DeviceKind kind = DeviceKind::Gpu;
@@ -81,6 +100,8 @@ struct DeviceSpec {
   /// GPU interconnect as the catalog gives it (sim/catalog.cpp; `import topo` builds links from
   /// it). Not part of the cluster format: a cluster file gives links, not these.
   GpuInterconnect interconnect;
+  /// GPU architecture as the catalog gives it (sim/catalog.cpp); not part of the cluster format.
+  GpuArch arch;
   std::string source;  ///< where the numbers came from
 
   /// Peak rate for `d`, falling back to F32 when the dtype has no entry.

@@ -491,11 +491,6 @@ constexpr GemmCurve kHopperTf32{
 constexpr GemmCurve kCudaCoreF32{0.89, std::nullopt,
                                  "cuBLAS SGEMM on V100 14.0/15.7 TFLOP/s (lablup/mlxcel#1654)"};
 
-bool hopper(std::string_view model) {
-  return starts_with(model, "H100") || starts_with(model, "H200") || starts_with(model, "H800") ||
-         starts_with(model, "H20-");
-}
-
 // A recurrent cell's output is not its GEMMs' M x N: no quantisation.
 bool recurrent(std::string_view t) {
   return contains(t, "LSTM") || contains(t, "lstm") || contains(t, "GRU") || contains(t, "gru");
@@ -545,13 +540,13 @@ std::optional<Duration> gemm_curve_time(const Op& op, const DeviceSpec& spec,
 
 std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
   if (spec.kind != DeviceKind::Gpu) return std::nullopt;
-  // F32 on the CUDA cores of the generations the sources measured (V100, A100); TF32 on a part
-  // without TF32 units runs as F32.
-  const bool measured_sgemm = starts_with(spec.model, "V100") || starts_with(spec.model, "A100");
+  // F32 on the CUDA cores of the generations the sources measured (V100, A100: compute capability
+  // 7.0 and 8.0, the catalog's `arch`); TF32 on a part without TF32 units runs as F32.
+  const bool measured_sgemm = spec.arch.nvidia(7, 0) || spec.arch.nvidia(8, 0);
   if (measured_sgemm &&
       (dtype == Dtype::F32 || (dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) == 0)))
     return kCudaCoreF32;
-  if (hopper(spec.model) && dtype == Dtype::TF32) return kHopperTf32;
+  if (spec.arch.hopper() && dtype == Dtype::TF32) return kHopperTf32;
   return std::nullopt;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <sstream>
 
 #include "sim/catalog.hpp"
@@ -157,6 +158,63 @@ TEST(Catalog, SessionThirteenPartsCarryTheirSourcedFigures) {
   EXPECT_DOUBLE_EQ(x->peak_for(Dtype::F64).per_s, 32 * 2.8e9 * 32);
   EXPECT_DOUBLE_EQ(find_device_model("AMD EPYC 7763 64-Core Processor")->peak_for(Dtype::F64).per_s,
                    64 * 2.45e9 * 16);
+}
+
+TEST(Catalog, EveryGpuHasItsArchitectureAndNoCpuHasOne) {
+  // Compute capability (NVIDIA) or gfx target (AMD) of every catalog GPU: the cost model's
+  // per-generation curves key on it (docs/cost-model.md), so a GPU without one would silently
+  // lose them. A new GPU entry must be added here too.
+  const std::map<std::string, std::string> expected = {{"K40", "3.5"},
+                                                       {"K80-GK210", "3.7"},
+                                                       {"P100-SXM2-16GB", "6.0"},
+                                                       {"P100-PCIe-16GB", "6.0"},
+                                                       {"V100-SXM2-16GB", "7.0"},
+                                                       {"V100-SXM2-32GB", "7.0"},
+                                                       {"V100-PCIe-16GB", "7.0"},
+                                                       {"T4-16GB", "7.5"},
+                                                       {"A100-SXM4-40GB", "8.0"},
+                                                       {"A100-SXM4-80GB", "8.0"},
+                                                       {"A100-PCIe-40GB", "8.0"},
+                                                       {"A100-PCIe-80GB", "8.0"},
+                                                       {"A10-24GB", "8.6"},
+                                                       {"RTX-3090", "8.6"},
+                                                       {"RTX-A6000", "8.6"},
+                                                       {"L4-24GB", "8.9"},
+                                                       {"L40S-48GB", "8.9"},
+                                                       {"RTX-4090", "8.9"},
+                                                       {"RTX-6000-Ada-48GB", "8.9"},
+                                                       {"H100-SXM5-80GB", "9.0"},
+                                                       {"H100-PCIe-80GB", "9.0"},
+                                                       {"H100-NVL-94GB", "9.0"},
+                                                       {"H200-SXM-141GB", "9.0"},
+                                                       {"H200-NVL-141GB", "9.0"},
+                                                       {"H20-SXM-96GB", "9.0"},
+                                                       {"H800-SXM5-80GB", "9.0"},
+                                                       {"B200-SXM-180GB", "10.0"},
+                                                       {"GB200-186GB", "10.0"},
+                                                       {"MI250X-GCD", "gfx90a"},
+                                                       {"MI300X-192GB", "gfx942"}};
+  std::size_t gpus = 0;
+  for (const std::string& n : device_model_names()) {
+    const DeviceSpec* s = find_device_model(n);
+    if (s->kind != DeviceKind::Gpu) {
+      EXPECT_EQ(s->arch.vendor, GpuArch::Vendor::None) << n;
+      continue;
+    }
+    ++gpus;
+    ASSERT_TRUE(expected.count(n)) << n << " has no expected architecture";
+    EXPECT_EQ(to_string(s->arch), expected.at(n)) << n;
+    EXPECT_EQ(s->arch.vendor,
+              n.rfind("MI", 0) == 0 ? GpuArch::Vendor::Amd : GpuArch::Vendor::Nvidia)
+        << n;
+  }
+  EXPECT_EQ(gpus, expected.size());
+  // Hopper is compute capability 9.x on NVIDIA only; 10.0 and an AMD part are not.
+  EXPECT_TRUE(find_device_model("H800-SXM5-80GB")->arch.hopper());
+  EXPECT_FALSE(find_device_model("B200-SXM-180GB")->arch.hopper());
+  EXPECT_FALSE(find_device_model("MI300X-192GB")->arch.hopper());
+  EXPECT_FALSE(find_device_model("A10-24GB")->arch.nvidia(8, 0));
+  EXPECT_TRUE(find_device_model("A100-PCIe-40GB")->arch.nvidia(8, 0));
 }
 
 TEST(Cluster, EveryBuiltinLoadsWithRoutesBetweenAllDevices) {

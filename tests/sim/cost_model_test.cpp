@@ -713,6 +713,22 @@ TEST(GemmCurve, CudaCoreF32AndWhichGenerationsHaveCurves) {
   const DeviceSpec* cpu = find_device_model("EPYC-7742");
   ASSERT_NE(cpu, nullptr);
   EXPECT_FALSE(gemm_curve(*cpu, Dtype::F32));
+  // The generation is the catalog's compute capability, not the name: a Hopper under a name no
+  // prefix list knew (GH200) keeps the TF32 curve, an A100 renamed keeps SGEMM's, and a spec
+  // with an H100's name but no architecture (as a cluster file's "custom" device) gets neither.
+  DeviceSpec gh = h.spec;
+  gh.model = "GH200-96GB";
+  const auto gh_curve = gemm_curve(gh, Dtype::TF32);
+  ASSERT_TRUE(gh_curve);
+  EXPECT_DOUBLE_EQ(gh_curve->e_max, 0.63);
+  DeviceSpec a800 = catalog_gpu("A100-SXM4-80GB").spec;
+  a800.model = "A800-SXM4-80GB";
+  const auto a800_curve = gemm_curve(a800, Dtype::F32);
+  ASSERT_TRUE(a800_curve);
+  EXPECT_DOUBLE_EQ(a800_curve->e_max, 0.89);
+  DeviceSpec bare = h.spec;
+  bare.arch = GpuArch{};
+  EXPECT_FALSE(gemm_curve(bare, Dtype::TF32));
 }
 
 TEST(GemmCurve, ACalibratedRooflineReplacesTheCurve) {
