@@ -17,7 +17,7 @@ double ratio(std::int64_t after, std::int64_t before) {
 
 }  // namespace
 
-void apply_mixed_precision(sim::Graph& g, sim::Dtype half) {
+void apply_mixed_precision(sim::Graph& g, sim::Dtype half, bool f32_grads) {
   const int n = g.num_ops();
   // Variables: inputs-free ops an update op reads. Their working copy becomes half; the update
   // op keeps the F32 master copy (4 bytes a parameter) beside the optimizer state.
@@ -27,14 +27,28 @@ void apply_mixed_precision(sim::Graph& g, sim::Dtype half) {
       for (const sim::TensorRef& t : op.inputs)
         if (g.ops[t.op].inputs.empty() && g.ops[t.op].phase == sim::Phase::Other)
           variable[t.op] = 1;
+  // Weight gradients: what an update reads from a backward op. With f32_grads they stay F32, as
+  // torch.cuda.amp leaves them: autocast keeps the parameters F32, so each cast's backward writes
+  // an F32 param.grad (GradScaler refuses to unscale F16 ones), and DDP all-reduces those.
+  std::vector<std::vector<char>> keep(n);
+  if (f32_grads)
+    for (const sim::Op& op : g.ops)
+      if (op.phase == sim::Phase::Update)
+        for (const sim::TensorRef& t : op.inputs)
+          if (g.ops[t.op].phase == sim::Phase::Backward) {
+            auto& k = keep[t.op];
+            k.resize(g.ops[t.op].outputs.size(), 0);
+            k[t.output] = 1;
+          }
   const std::vector<sim::Op> before = g.ops;
   for (sim::OpId o = 0; o < n; ++o) {
     sim::Op& op = g.ops[o];
     if (op.phase == sim::Phase::Update) continue;
     // Other persistent tensors (batch-norm statistics, constants) stay F32.
     if (op.persistent.v > 0 && !variable[o]) continue;
-    for (sim::TensorOut& t : op.outputs)
-      if (is_float32(t.dtype)) {
+    for (std::size_t i = 0; i < op.outputs.size(); ++i)
+      if (sim::TensorOut& t = op.outputs[i];
+          is_float32(t.dtype) && !(i < keep[o].size() && keep[o][i])) {
         t.bytes.v = t.bytes.v * sim::dtype_size(half) / 4;
         t.dtype = half;
       }
@@ -67,6 +81,7 @@ void apply_mixed_precision(sim::Graph& g, sim::Dtype half) {
     if (op.signature && op.dtype == half) op.signature->dtype = half;
   }
   g.metadata["precision"] = sim::to_string(half);
+  if (f32_grads) g.metadata["grads"] = "f32";
   g.finalize("<precision " + sim::to_string(half) + ">");
 }
 

@@ -149,8 +149,8 @@ std::vector<std::string> builtin_graph_names() {
 
 namespace {
 
-// Takes "key=V" out of an options string (every graph source accepts math_mode, precision and
-// layout)
+// Takes "key=V" out of an options string (every graph source accepts math_mode, precision, grads
+// and layout)
 // and returns V; nullopt when the key is absent.
 std::optional<std::string> take_option(std::string& options, const std::string& key) {
   std::string rest, found;
@@ -196,6 +196,18 @@ std::optional<sim::Dtype> take_precision(std::string& options) {
                         "one of f32, bf16, f16, got \"" + *found + "\"");
 }
 
+// grads=half|f32: true for f32. Only with precision=bf16|f16 (F32 training has F32 gradients).
+bool take_f32_grads(std::string& options, const std::optional<sim::Dtype>& precision) {
+  const std::optional<std::string> found = take_option(options, "grads");
+  if (!found) return false;
+  if (*found != "f32" && *found != "half")
+    throw sim::InputError("--graph-opt", "grads", "one of half, f32, got \"" + *found + "\"");
+  if (!precision || *precision == sim::Dtype::F32)
+    throw sim::InputError("--graph-opt", "grads",
+                          "precision=bf16 or precision=f16 beside grads=" + *found);
+  return *found == "f32";
+}
+
 std::optional<sim::Layout> take_layout(std::string& options) {
   const std::optional<std::string> found = take_option(options, "layout");
   if (!found) return std::nullopt;
@@ -214,11 +226,12 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   std::string rest = options;
   const std::optional<sim::MathMode> math = take_math_mode(rest);
   const std::optional<sim::Dtype> precision = take_precision(rest);
+  const bool f32_grads = take_f32_grads(rest, precision);
   const std::optional<sim::Layout> layout = take_layout(rest);
   sim::Graph g = load_graph_as_given(name_or_path, rest);
   if (math) sim::apply_math_mode(g, *math);
   if (layout) sim::apply_layout(g, *layout);
-  if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision);
+  if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision, f32_grads);
   return g;
 }
 

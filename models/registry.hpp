@@ -6,8 +6,9 @@
 //
 // Option syntax: comma-separated key=value pairs; an unknown key or a malformed value throws
 // sim::InputError naming "--graph-opt" and the key, with the accepted keys. Every source also
-// takes math_mode=torch|tf32|f32, precision=f32|bf16|f16 (mixed precision, below) and
-// layout=nchw|nhwc (the convolutions' memory format: sim::apply_layout).
+// takes math_mode=torch|tf32|f32, precision=f32|bf16|f16 (mixed precision, below), grads=half|f32
+// (the weight gradients' type under mixed precision, below) and layout=nchw|nhwc (the
+// convolutions' memory format: sim::apply_layout).
 #pragma once
 
 #include <string>
@@ -22,7 +23,10 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
 /// compute in `half` (BF16 or F16 tensor-core peaks) on half-size activations and gradients; the
 /// weights the kernels read are half copies; the update keeps an F32 master copy and the
 /// optimizer state (resident with the update op). Records metadata "precision".
-void apply_mixed_precision(sim::Graph& g, sim::Dtype half);
+/// `f32_grads` (option grads=f32): the weight gradients the updates read stay F32, as
+/// torch.cuda.amp's autocast leaves them (F32 parameters, so F32 param.grad and an F32 DDP
+/// all-reduce); metadata "grads" = "f32". Without it they are half, as Megatron-LM's are.
+void apply_mixed_precision(sim::Graph& g, sim::Dtype half, bool f32_grads = false);
 /// Built-in workload names, sorted ("gpt", "inception_v3", "nmt", "resnet50", "rnnlm").
 std::vector<std::string> builtin_graph_names();
 

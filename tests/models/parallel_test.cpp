@@ -481,3 +481,32 @@ TEST(Parallel, MixedPrecisionHalvesActivationsAndKeepsMasterWeights) {
   EXPECT_EQ(ph * 12, pf * 14);
   EXPECT_THROW(pm::load_graph("gpt", "precision=f8"), sim::InputError);
 }
+
+// torch.cuda.amp (autocast + GradScaler, as NVIDIA's ConvNets and Lambda's runs use it) keeps the
+// parameters F32, so param.grad and DDP's all-reduce are F32 (GradScaler refuses F16 gradients):
+// grads=f32 keeps the weight gradients at 4 bytes a parameter, as F32 training has them, while the
+// activations stay half. Without it (Megatron-LM's half gradients) the all-reduce is half that.
+TEST(Parallel, AutocastGradientsStayF32ForTheAllReduce) {
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const auto grads = [&](const sim::Graph& g) {
+    return pm::make_parallel(g, c, pm::parse_parallel("dp=2", "<t>")).gradient_bytes;
+  };
+  const sim::Graph f = pm::load_graph("resnet50", "batch=8");
+  const sim::Graph h = pm::load_graph("resnet50", "batch=8,precision=f16");
+  const sim::Graph a = pm::load_graph("resnet50", "batch=8,precision=f16,grads=f32");
+  EXPECT_EQ(a.metadata.at("grads"), "f32");
+  EXPECT_EQ(h.metadata.count("grads"), 0U);
+  EXPECT_EQ(grads(h) * 2, grads(f));
+  EXPECT_EQ(grads(a), grads(f));
+  EXPECT_EQ(grads(pm::load_graph("resnet50", "batch=8,precision=f16,grads=half")), grads(h));
+  // Activations stay half: the first convolution's output is half of F32's in both.
+  const auto conv = std::find_if(f.ops.begin(), f.ops.end(), [](const sim::Op& op) {
+    return op.phase == sim::Phase::Forward && op.type == "Conv2D";
+  });
+  ASSERT_NE(conv, f.ops.end());
+  EXPECT_EQ(op_named(a, conv->name).outputs[0].bytes.v * 2, conv->outputs[0].bytes.v);
+  EXPECT_EQ(op_named(a, conv->name).dtype, sim::Dtype::F16);
+  EXPECT_THROW(pm::load_graph("resnet50", "batch=8,grads=f32"), sim::InputError);
+  EXPECT_THROW(pm::load_graph("resnet50", "batch=8,precision=f32,grads=f32"), sim::InputError);
+  EXPECT_THROW(pm::load_graph("resnet50", "batch=8,precision=f16,grads=f8"), sim::InputError);
+}
