@@ -670,7 +670,9 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
                                   : t.nodes - 1;
       lat += (steps - inter_steps) * intra + inter_steps * inter;
     }
-    if (p == 2 && t.nodes > 1 && kind == CollectiveKind::AllReduce && bytes / n >= 64)
+    // NCCL 2.19+ ncclTopoGetAlgoTime: once each rank's share of each of comm->nChannels is 64 B.
+    if (p == 2 && t.nodes > 1 && kind == CollectiveKind::AllReduce &&
+        bytes / (static_cast<double>(nch) * n) >= 64)
       lat *= t.gen >= 1 ? 1.4 : 1.9;  // "plateau effect of ring"
     // Simple moves a ring step's chunk (at most 4 steps of 512 KiB per channel) in two slices,
     // and a rank forwards a slice only once all of it has arrived: the last slice trails the

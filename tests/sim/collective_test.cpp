@@ -189,6 +189,23 @@ TEST(Collective, SmallSimpleCallsRunOnFewerChannels) {
   EXPECT_NEAR(p.fill_us, (64 << 10) / 16.0 / 2 / (1e3 * 240.0 / 24), 1e-9);
 }
 
+// NCCL's "plateau effect of ring" (x1.4 on Ampere+ for a multi-node Simple ring all-reduce's
+// latency) starts once each rank's share of each channel is 64 B (NCCL 2.19 tuning.cc,
+// nBytes / (nChannels x nRanks) >= 64): on 2x DGX A100 (16 ranks, 16 channels) at 16 KiB, not at
+// 1 KiB (64 B per rank, which the model used to take).
+TEST(Collective, RingPlateauStartsAt64BytesPerRankAndChannel) {
+  const Cluster c = load_cluster("2x-dgx-a100");
+  auto latency = [&](std::int64_t bytes) {
+    CollectiveCall call = all_reduce(bytes);
+    call.algo = CollAlgo::Ring;
+    call.proto = CollProto::Simple;
+    return predict_collective(c, call, c.gpus()).latency_us;
+  };
+  EXPECT_NEAR(latency(8 << 10), latency(1 << 10), 1e-9);
+  EXPECT_NEAR(latency(16 << 10), 1.4 * latency(8 << 10), 1e-9);
+  EXPECT_NEAR(latency(1 << 20), latency(16 << 10), 1e-9);
+}
+
 // NVLS moves rounds of 16 channels x 8 heads chunks (64 KiB each for 64 MiB..1 GiB) through a
 // 2-stage pipeline: one round of fill at the NVLS bandwidth (275/370 of 450 x 20.6/25 GB/s).
 TEST(Collective, NvlsFillsItsPipelineWithOneRoundOfChunks) {
