@@ -270,23 +270,17 @@ NvSwitchPlan plan_nvswitch(const Rel& rel, const std::vector<int>& gpu_rows, int
   return p;
 }
 
-// NIC line rate assumed when the file gives none: what NVIDIA ships with each GPU generation's
-// DGX/HGX systems (DGX-1: EDR 100 Gb/s; DGX A100: HDR 200 Gb/s ConnectX-6; DGX H100/H200: NDR
-// 400 Gb/s ConnectX-7 -- NVIDIA DGX user guides), and where that figure comes from.
-double assumed_nic_gbit_s(const std::string& m, std::string* why = nullptr) {
-  auto say = [&](const char* w) {
-    if (why) *why = w;
-  };
-  if (m.rfind("H100", 0) == 0 || m.rfind("H200", 0) == 0) {
-    say("InfiniBand NDR, as in DGX H100/H200");
-    return 400.0;
+// NIC line rate assumed when the file gives none, and where that figure comes from: the NIC of
+// the GPU's reference system as the catalog gives it (sim::reference_nic: DGX-1 EDR 100 Gb/s,
+// DGX A100 HDR 200, DGX H100/H200/B200/GB200 NDR 400, ...), else EDR 100 Gb/s as in DGX-1.
+double assumed_nic_gbit_s(const std::string& m, std::string* why) {
+  const sim::ReferenceNic nic = sim::reference_nic(m);
+  if (nic.gbit_s > 0) {
+    *why = nic.basis;
+    return nic.gbit_s;
   }
-  if (m.rfind("A100", 0) == 0) {
-    say("InfiniBand HDR, as in DGX A100");
-    return 200.0;
-  }
-  say("InfiniBand EDR, as in DGX-1");
-  return 100.0;
+  *why = "no reference system for " + m + " in the catalog, so InfiniBand EDR as in DGX-1";
+  return kDefaultNicGbS * 8.0;
 }
 
 std::string cpu_model_or_default(const TopoOptions& o, const std::string& guessed,

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstring>
 #include <initializer_list>
-#include <map>
 #include <string>
 #include <utility>
 
@@ -44,9 +43,90 @@ constexpr Generation kAmpereOn{Duration{6'000}, Bytes{1024 * kMiB}, Duration{7'0
 constexpr Generation kH200{Duration{6'000}, Bytes{2024669184}, Duration{7'000}, Duration{2'000}};
 constexpr Duration kLaunchCpuOp{2'000};
 
-DeviceSpec gpu(std::string model, std::initializer_list<std::pair<Dtype, double>> peaks_tflops,
-               double mem_bw_gb_s, std::int64_t mem_gib, int copy_engines, const Generation& gen,
-               std::string source) {
+// One catalog entry: a device's spec and, for a GPU, the NIC of its reference system.
+struct Entry {
+  DeviceSpec spec;
+  ReferenceNic nic;
+};
+
+// What the catalog knows about a GPU besides its datasheet rates, given where the entry is
+// defined. Every GPU entry gives all four (a GPU without a row fails the catalog's tests); the
+// entry's comment names the sources of its values. Where the sources come from:
+//  - arch: NVIDIA's CUDA compute capability (NVIDIA's "CUDA GPUs - Compute Capability" table and
+//    the CUDA C++ Programming Guide) or AMD's gfx target (ROCm's GPU hardware specifications
+//    table). The cost model picks its per-generation curves from these (docs/cost-model.md).
+//  - sms: streaming multiprocessors enabled on the part (the wave quantisation of GEMM-like
+//    kernels): NVIDIA's architecture whitepapers and deviceQuery's "Multiprocessors" lines for the
+//    same parts, else the listing the entry names; 0 = unknown (no wave model). AMD compute units
+//    stand for SMs (one workgroup tile per CU per wave).
+//  - links: NVLinks per GPU, NVLink generation, GB/s per link per direction, PCIe generation of
+//    the x16 host link; `import topo` reads them (calibration/topo_import.cpp). NVLink per link
+//    and direction: NVLink 1 20 GB/s (P100), NVLink 2/3/4 25 GB/s (V100, A100, H100/H200/H20/
+//    H800), NVLink 5 50 GB/s (B200/GB200: 1.8 TB/s over 18 links) -- NVIDIA's P100/V100/A100/
+//    H100 whitepapers and the HGX B200 / GB200 NVL72 datasheets. PCIe: Gen3 for Kepler to Volta
+//    and T4, Gen4 for A100, Ampere/Ada PCIe cards, Gen5 for Hopper and Blackwell (datasheets; the
+//    entries' sources).
+//  - nic: the reference system's NIC (ReferenceNic, below).
+struct GpuFacts {
+  GpuArch arch;
+  int sms = 0;
+  GpuInterconnect links;
+  ReferenceNic nic;
+};
+
+GpuArch nvidia_cc(int major, int minor) {
+  return {GpuArch::Vendor::Nvidia, major, minor, ""};
+}
+GpuArch amd_gfx(const char* gfx) {
+  return {GpuArch::Vendor::Amd, 0, 0, gfx};
+}
+
+// The NIC line rate NVIDIA ships with each GPU generation in its reference systems (one NIC per
+// GPU from DGX A100 on; DGX-1 has four for eight GPUs). `import topo` assumes it for a NIC whose
+// speed the file does not give (docs/formats.md).
+//  - DGX-1 (P100, V100): four ConnectX-4 EDR InfiniBand 100 Gb/s HCAs (NVIDIA's DGX-1 with V100
+//    system architecture whitepaper: "four 100 Gb InfiniBand network interface cards"; Mellanox's
+//    DGX-1 page: "four Mellanox ConnectX-4 EDR 100Gb/s InfiniBand HCAs").
+//  - DGX A100: eight single-port ConnectX-6 VPI HDR InfiniBand 200 Gb/s (NVIDIA DGX A100
+//    datasheet and user guide; DGX SuperPOD reference architecture RA-09950-001).
+//  - DGX H100/H200: "four OSFP ports serving eight single-port NVIDIA ConnectX-7 VPI ... up to
+//    400 Gb/s InfiniBand/Ethernet" (NVIDIA DGX BasePOD reference architecture, Core Components).
+//  - DGX B200: "4x OSFP ports serving 8x single-port NVIDIA ConnectX-7 VPI, up to 400Gb/s
+//    InfiniBand/Ethernet" (the same BasePOD page).
+//  - DGX GB200: per compute tray of 4 GPUs, "4x NVIDIA ConnectX-7 single port 400G OSFP NIC" for
+//    the cluster network (NVIDIA DGX GB200 user guide, Hardware).
+constexpr ReferenceNic kDgx1Nic{100, "InfiniBand EDR, as in DGX-1"};
+constexpr ReferenceNic kDgxA100Nic{200, "InfiniBand HDR, as in DGX A100"};
+constexpr ReferenceNic kDgxH100Nic{400, "InfiniBand NDR, as in DGX H100/H200"};
+constexpr ReferenceNic kDgxB200Nic{400, "InfiniBand NDR (ConnectX-7), as in DGX B200"};
+constexpr ReferenceNic kDgxGb200Nic{400, "InfiniBand NDR (ConnectX-7), as in DGX GB200"};
+// H800 (sold where H100 is not; no DGX read): DeepSeek's H800 cluster runs one 400 Gb/s
+// InfiniBand NIC per GPU in a multi-plane fat-tree of 400G switches (DeepSeek-AI, "Insights into
+// DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI Architectures",
+// arXiv 2505.09343).
+constexpr ReferenceNic kH800Nic{400, "InfiniBand NDR, as in DeepSeek's H800 cluster"};
+// H20: no NVIDIA system read; it is an HGX H100-platform part (H100's NVLink, 900 GB/s) and a
+// reported spec sheet says H20 servers keep H100's InfiniBand network and its GPU-to-optics ratio
+// (taoguba.com.cn post of the leaked H20/L20/L2 specifications). Assumed as DGX H100.
+constexpr ReferenceNic kH20Nic{
+    400, "no NVIDIA reference system, so InfiniBand NDR as HGX H100, whose platform H20 shares"};
+// Data-center PCIe cards ship in no NVIDIA reference system: assumed as their generation's DGX.
+constexpr ReferenceNic kPcieAsDgx1{100,
+                                   "a PCIe card in no reference system, so InfiniBand EDR as "
+                                   "in DGX-1 of its generation"};
+constexpr ReferenceNic kPcieAsDgxA100{200,
+                                      "a PCIe card in no reference system, so InfiniBand HDR "
+                                      "as in DGX A100 of its generation"};
+constexpr ReferenceNic kPcieAsDgxH100{400,
+                                      "a PCIe card in no reference system, so InfiniBand NDR "
+                                      "as in DGX H100/H200 of its generation"};
+// Workstation, consumer and inference cards, Kepler, and AMD parts: no reference system and no
+// generation DGX to assume from; the importer falls back to EDR 100 Gb/s and says so.
+constexpr ReferenceNic kNoReferenceNic{};
+
+Entry gpu(std::string model, std::initializer_list<std::pair<Dtype, double>> peaks_tflops,
+          double mem_bw_gb_s, std::int64_t mem_gib, int copy_engines, const Generation& gen,
+          const GpuFacts& facts, std::string source) {
   DeviceSpec s;
   s.model = std::move(model);
   s.kind = DeviceKind::Gpu;
@@ -54,6 +134,7 @@ DeviceSpec gpu(std::string model, std::initializer_list<std::pair<Dtype, double>
   s.memory_bandwidth = Bandwidth{mem_bw_gb_s * kG};
   s.memory_capacity = Bytes{mem_gib * kGiB};
   s.compute_streams = 1;
+  s.sm_count = facts.sms;
   // deviceQuery reports "N copy engine(s)"; one serves host-to-device, one device-to-host, the
   // rest (at least one, shared with a direction on 2-engine parts) peer copies.
   s.h2d_engines = 1;
@@ -63,12 +144,14 @@ DeviceSpec gpu(std::string model, std::initializer_list<std::pair<Dtype, double>
   s.reserved_memory = gen.reserved;
   s.copy_issue_overhead = gen.copy_issue;
   s.dma_setup_latency = gen.dma_setup;
+  s.interconnect = facts.links;
+  s.arch = facts.arch;
   s.source = std::move(source);
-  return s;
+  return {std::move(s), facts.nic};
 }
 
-DeviceSpec cpu(std::string model, double f64_gflops, double f32_gflops, double mem_bw_gb_s,
-               std::int64_t mem_gib, int threads, std::string source) {
+Entry cpu(std::string model, double f64_gflops, double f32_gflops, double mem_bw_gb_s,
+          std::int64_t mem_gib, int threads, std::string source) {
   DeviceSpec s;
   s.model = std::move(model);
   s.kind = DeviceKind::Cpu;
@@ -82,153 +165,14 @@ DeviceSpec cpu(std::string model, double f64_gflops, double f32_gflops, double m
   s.peer_engines = 0;
   s.launch_overhead = kLaunchCpuOp;
   s.source = std::move(source);
-  return s;
-}
-
-void set_sm_counts(std::vector<DeviceSpec>& c) {
-  // Streaming multiprocessors enabled on each part (the wave quantisation of GEMM-like kernels):
-  // NVIDIA's architecture whitepapers (Kepler GK110/GK210: K40 15 SMX, K80 13 per GK210 die;
-  // Pascal GP100: Tesla P100 56; Volta GV100: Tesla V100 80; Ampere GA100: A100 108; Hopper
-  // GH100: H100 SXM5 132, H100 PCIe 114; H200 SXM: 132 as H100 SXM5 (its datasheet); Ada AD102:
-  // RTX 4090 128) and deviceQuery's "Multiprocessors" lines for the same parts. Recent parts
-  // (add_recent_parts): H20 78 (Geekbench 6), H800 132 (H100 SXM5 die), L40S 142, A10 72, T4 40
-  // (spec listings named in each source string), L4 58 (deviceQuery of an L4: "(58)
-  // Multiprocessors ... 7424 CUDA Cores"; the 60 of some listings is the full AD104 die);
-  // B200/GB200 unknown (0: no wave model). Session 13 (add_pcie_and_amd_gpus): H100 NVL 132, RTX
-  // 3090 82, RTX A6000 84, RTX 6000 Ada 142 (their sources); AMD compute units stand for SMs
-  // (one workgroup tile per CU per wave): MI300X 304, MI250X 110 per GCD; H200 NVL unknown.
-  static const std::map<std::string, int> kSms = {{"K40", 15},
-                                                  {"K80-GK210", 13},
-                                                  {"P100-SXM2-16GB", 56},
-                                                  {"P100-PCIe-16GB", 56},
-                                                  {"V100-SXM2-16GB", 80},
-                                                  {"V100-SXM2-32GB", 80},
-                                                  {"V100-PCIe-16GB", 80},
-                                                  {"A100-SXM4-40GB", 108},
-                                                  {"A100-SXM4-80GB", 108},
-                                                  {"A100-PCIe-40GB", 108},
-                                                  {"A100-PCIe-80GB", 108},
-                                                  {"H100-SXM5-80GB", 132},
-                                                  {"H100-PCIe-80GB", 114},
-                                                  {"H200-SXM-141GB", 132},
-                                                  {"RTX-4090", 128},
-                                                  {"H20-SXM-96GB", 78},
-                                                  {"H800-SXM5-80GB", 132},
-                                                  {"L40S-48GB", 142},
-                                                  {"L4-24GB", 58},
-                                                  {"A10-24GB", 72},
-                                                  {"T4-16GB", 40},
-                                                  {"H100-NVL-94GB", 132},
-                                                  {"RTX-3090", 82},
-                                                  {"RTX-A6000", 84},
-                                                  {"RTX-6000-Ada-48GB", 142},
-                                                  {"MI300X-192GB", 304},
-                                                  {"MI250X-GCD", 110}};
-  for (DeviceSpec& s : c)
-    if (auto it = kSms.find(s.model); it != kSms.end()) s.sm_count = it->second;
-}
-
-// The interconnect of every catalog GPU, one row each: NVLinks per GPU, NVLink generation, GB/s
-// per link per direction, PCIe generation of the x16 host link. `import topo` reads these
-// (calibration/topo_import.cpp); a GPU missing here fails the catalog's tests.
-//  - NVLink per link and direction: NVLink 1 20 GB/s (P100), NVLink 2/3/4 25 GB/s (V100, A100,
-//    H100/H200/H20/H800), NVLink 5 50 GB/s (B200/GB200: 1.8 TB/s over 18 links) -- NVIDIA's
-//    P100/V100/A100/H100 whitepapers and the HGX B200 / GB200 NVL72 datasheets. GA102 cards
-//    (RTX 3090, RTX A6000) have four x4 NVLink 3 links of 14.0625 GB/s per direction (the GA102
-//    whitepaper).
-//  - Links per GPU (whitepapers): P100 SXM2 4, V100 SXM2 6, A100 SXM4 12, H100 SXM5 and H200 SXM
-//    18; H20 keeps H100's 18, H800 has 8 (400 GB/s bidirectional), B200/GB200 18 (their catalog
-//    sources); PCIe cards with NVLink bridges: A100 PCIe and H100 PCIe three bridges of 4 links
-//    (600 GB/s bidirectional, NVIDIA's product briefs), H100 NVL 12 (600 GB/s; nvidia-smi shows
-//    NV12 between a bridged pair), H200 NVL 18 (900 GB/s per GPU over 2- or 4-way bridges).
-//    V100 PCIe keeps its NVLink 2 generation with no link count (the importer's behaviour before
-//    these facts moved here).
-//  - PCIe: Gen3 for Kepler to Volta and T4, Gen4 for A100, Ampere/Ada PCIe cards, Gen5 for Hopper
-//    and Blackwell (datasheets; the catalog entries' sources).
-void set_interconnects(std::vector<DeviceSpec>& c) {
-  static const std::map<std::string, GpuInterconnect> kLinks = {{"K40", {0, 0, 0, 3}},
-                                                                {"K80-GK210", {0, 0, 0, 3}},
-                                                                {"P100-SXM2-16GB", {4, 1, 20, 3}},
-                                                                {"P100-PCIe-16GB", {0, 0, 0, 3}},
-                                                                {"V100-SXM2-16GB", {6, 2, 25, 3}},
-                                                                {"V100-SXM2-32GB", {6, 2, 25, 3}},
-                                                                {"V100-PCIe-16GB", {0, 2, 25, 3}},
-                                                                {"A100-SXM4-40GB", {12, 3, 25, 4}},
-                                                                {"A100-SXM4-80GB", {12, 3, 25, 4}},
-                                                                {"A100-PCIe-40GB", {12, 3, 25, 4}},
-                                                                {"A100-PCIe-80GB", {12, 3, 25, 4}},
-                                                                {"H100-SXM5-80GB", {18, 4, 25, 5}},
-                                                                {"H100-PCIe-80GB", {12, 4, 25, 5}},
-                                                                {"H200-SXM-141GB", {18, 4, 25, 5}},
-                                                                {"RTX-4090", {0, 0, 0, 4}},
-                                                                {"H20-SXM-96GB", {18, 4, 25, 5}},
-                                                                {"H800-SXM5-80GB", {8, 4, 25, 5}},
-                                                                {"B200-SXM-180GB", {18, 5, 50, 5}},
-                                                                {"GB200-186GB", {18, 5, 50, 5}},
-                                                                {"L40S-48GB", {0, 0, 0, 4}},
-                                                                {"L4-24GB", {0, 0, 0, 4}},
-                                                                {"A10-24GB", {0, 0, 0, 4}},
-                                                                {"T4-16GB", {0, 0, 0, 3}},
-                                                                {"H100-NVL-94GB", {12, 4, 25, 5}},
-                                                                {"H200-NVL-141GB", {18, 4, 25, 5}},
-                                                                {"RTX-3090", {4, 3, 14.0625, 4}},
-                                                                {"RTX-A6000", {4, 3, 14.0625, 4}},
-                                                                {"RTX-6000-Ada-48GB", {0, 0, 0, 4}},
-                                                                {"MI300X-192GB", {0, 0, 0, 5}},
-                                                                {"MI250X-GCD", {0, 0, 0, 4}}};
-  for (DeviceSpec& s : c)
-    if (auto it = kLinks.find(s.model); it != kLinks.end()) s.interconnect = it->second;
-}
-
-// The architecture of every catalog GPU: NVIDIA's CUDA compute capability (NVIDIA's "CUDA GPUs -
-// Compute Capability" table and the CUDA C++ Programming Guide) or AMD's gfx target (ROCm's
-// GPU hardware specifications table). The cost model picks its per-generation curves from these
-// (docs/cost-model.md); a GPU missing here fails the catalog's tests.
-//  - 3.5 K40 (GK110B), 3.7 K80 (GK210), 6.0 P100 (GP100), 7.0 V100 (GV100), 7.5 T4 (TU104),
-//    8.0 A100 (GA100), 8.6 A10, RTX 3090 and RTX A6000 (GA102), 8.9 L4, L40S, RTX 4090 and
-//    RTX 6000 Ada (AD10x), 9.0 H100, H200, H20, H800 (GH100), 10.0 B200 and GB200 (GB100).
-//  - AMD: gfx90a MI250X (CDNA 2), gfx942 MI300X (CDNA 3).
-void set_architectures(std::vector<DeviceSpec>& c) {
-  using V = GpuArch::Vendor;
-  static const std::map<std::string, GpuArch> kArch = {{"K40", {V::Nvidia, 3, 5, ""}},
-                                                       {"K80-GK210", {V::Nvidia, 3, 7, ""}},
-                                                       {"P100-SXM2-16GB", {V::Nvidia, 6, 0, ""}},
-                                                       {"P100-PCIe-16GB", {V::Nvidia, 6, 0, ""}},
-                                                       {"V100-SXM2-16GB", {V::Nvidia, 7, 0, ""}},
-                                                       {"V100-SXM2-32GB", {V::Nvidia, 7, 0, ""}},
-                                                       {"V100-PCIe-16GB", {V::Nvidia, 7, 0, ""}},
-                                                       {"T4-16GB", {V::Nvidia, 7, 5, ""}},
-                                                       {"A100-SXM4-40GB", {V::Nvidia, 8, 0, ""}},
-                                                       {"A100-SXM4-80GB", {V::Nvidia, 8, 0, ""}},
-                                                       {"A100-PCIe-40GB", {V::Nvidia, 8, 0, ""}},
-                                                       {"A100-PCIe-80GB", {V::Nvidia, 8, 0, ""}},
-                                                       {"A10-24GB", {V::Nvidia, 8, 6, ""}},
-                                                       {"RTX-3090", {V::Nvidia, 8, 6, ""}},
-                                                       {"RTX-A6000", {V::Nvidia, 8, 6, ""}},
-                                                       {"L4-24GB", {V::Nvidia, 8, 9, ""}},
-                                                       {"L40S-48GB", {V::Nvidia, 8, 9, ""}},
-                                                       {"RTX-4090", {V::Nvidia, 8, 9, ""}},
-                                                       {"RTX-6000-Ada-48GB", {V::Nvidia, 8, 9, ""}},
-                                                       {"H100-SXM5-80GB", {V::Nvidia, 9, 0, ""}},
-                                                       {"H100-PCIe-80GB", {V::Nvidia, 9, 0, ""}},
-                                                       {"H100-NVL-94GB", {V::Nvidia, 9, 0, ""}},
-                                                       {"H200-SXM-141GB", {V::Nvidia, 9, 0, ""}},
-                                                       {"H200-NVL-141GB", {V::Nvidia, 9, 0, ""}},
-                                                       {"H20-SXM-96GB", {V::Nvidia, 9, 0, ""}},
-                                                       {"H800-SXM5-80GB", {V::Nvidia, 9, 0, ""}},
-                                                       {"B200-SXM-180GB", {V::Nvidia, 10, 0, ""}},
-                                                       {"GB200-186GB", {V::Nvidia, 10, 0, ""}},
-                                                       {"MI250X-GCD", {V::Amd, 0, 0, "gfx90a"}},
-                                                       {"MI300X-192GB", {V::Amd, 0, 0, "gfx942"}}};
-  for (DeviceSpec& s : c)
-    if (auto it = kArch.find(s.model); it != kArch.end()) s.arch = it->second;
+  return {std::move(s), ReferenceNic{}};
 }
 
 // Parts users run today (issue 16: the names nvidia-smi and Kineto print for them). Dense peaks:
 // NVIDIA's "with sparsity" tensor figures halved. Copy engines: 3 assumed on every one (as on
 // A100/H100; no deviceQuery log of these parts is stored). Sources are third-party copies of
 // NVIDIA's datasheet tables found with the search index; each entry names its own.
-void add_recent_parts(std::vector<DeviceSpec>& c) {
+void add_recent_parts(std::vector<Entry>& c) {
   using D = Dtype;
   // AMD Genoa host CPU (/proc/cpuinfo: "AMD EPYC 9654 96-Core Processor").
   c.push_back(cpu("EPYC-9654", 3686.4, 7372.8, 460.8, 768, 192,
@@ -239,6 +183,8 @@ void add_recent_parts(std::vector<DeviceSpec>& c) {
   // HGX H20 (China export part, GH100): NVIDIA's H20 figures as reported (zangshuxian.com,
   // willitrunai.com): 1 F64, 44 F32, 74 TF32, 148 F16/BF16 dense, 296 INT8 TOPS,
   // 96 GB HBM3, 4.0 TB/s, NVLink 900 GB/s.
+  // H20: 9.0 (GH100); 78 SMs (Geekbench 6); keeps H100's 18 NVLink 4 links (its source), PCIe
+  // Gen5; NIC assumed as DGX H100 (kH20Nic).
   c.push_back(gpu("H20-SXM-96GB",
                   {{D::F64, 1.0},
                    {D::F32, 44.0},
@@ -247,12 +193,15 @@ void add_recent_parts(std::vector<DeviceSpec>& c) {
                    {D::BF16, 148.0},
                    {D::FP8, 296.0}},
                   4000.0, 96, 3, kAmpereOn,
+                  {.arch = nvidia_cc(9, 0), .sms = 78, .links = {18, 4, 25, 5}, .nic = kH20Nic},
                   "NVIDIA H20 figures as reported by zangshuxian.com and willitrunai.com: 1 F64, "
                   "44 F32, 74 TF32, 148 F16/BF16 dense TFLOP/s, 296 INT8 TOPS (FP8 taken equal to "
                   "INT8, as on every Hopper datasheet; no FP8 figure in the sources read), 96 GB "
                   "HBM3, 4.0 TB/s, NVLink 900 GB/s (18 NVLink 4 links); 78 SMs per Geekbench 6; "
                   "3 copy engines assumed"));
   // H800 SXM5: H100 SXM silicon with NVLink cut to 400 GB/s (8 links) and FP64 to 1 TFLOP/s.
+  // H800: 9.0; 132 SMs (the H100 SXM5 die); 8 NVLink 4 links (400 GB/s bidirectional, its source),
+  // PCIe Gen5; 400 Gb/s NICs as DeepSeek's H800 cluster (kH800Nic).
   c.push_back(gpu("H800-SXM5-80GB",
                   {{D::F64, 1.0},
                    {D::F32, 67.0},
@@ -261,12 +210,15 @@ void add_recent_parts(std::vector<DeviceSpec>& c) {
                    {D::BF16, 989.5},
                    {D::FP8, 1979.0}},
                   3350.0, 80, 3, kAmpereOn,
+                  {.arch = nvidia_cc(9, 0), .sms = 132, .links = {8, 4, 25, 5}, .nic = kH800Nic},
                   "NVIDIA H800 SXM: the H100 SXM die and low-precision rates (philisun.com H800 vs "
                   "H100: same core arrays, 80 GB, 3.35 TB/s), FP64 1 TFLOP/s and NVLink 400 GB/s "
                   "bidirectional = 8 NVLink 4 links (tumgag/philisun); F32 67 and tensor rates as "
                   "H100 SXM dense; 3 copy engines assumed"));
   // HGX B200 / GB200 (Blackwell): NVIDIA's GB200 NVL72 / HGX B200 table (copied on
   // zdszero.github.io): TF32, F16/BF16, FP8 figures are with sparsity there; halved here.
+  // B200: 10.0 (GB100); SM count not in the sources (0); 18 NVLink 5 links of 50 GB/s, PCIe Gen5
+  // (its source); DGX B200's ConnectX-7 NICs.
   c.push_back(
       gpu("B200-SXM-180GB",
           {{D::F64, 37.0},
@@ -276,36 +228,49 @@ void add_recent_parts(std::vector<DeviceSpec>& c) {
            {D::BF16, 2250.0},
            {D::FP8, 4500.0}},
           7700.0, 180, 3, kAmpereOn,
+          {.arch = nvidia_cc(10, 0), .sms = 0, .links = {18, 5, 50, 5}, .nic = kDgxB200Nic},
           "NVIDIA HGX B200 datasheet table (zdszero.github.io copy): 37 F64/F64 tensor, 75 "
           "F32, 2.2 P TF32, 4.5 P F16/BF16, 9 P FP8 with sparsity (halved: 1100 / 2250 / "
           "4500 dense, as glennklockwood.com's B200 table), 180 GB HBM3e, 7.7 TB/s, NVLink 5 "
           "1.8 TB/s (18 links x 50 GB/s/dir), PCIe Gen5; SM count not in the sources; 3 "
           "copy engines assumed"));
-  c.push_back(gpu("GB200-186GB",
-                  {{D::F64, 40.0},
-                   {D::F32, 80.0},
-                   {D::TF32, 1250.0},
-                   {D::F16, 2500.0},
-                   {D::BF16, 2500.0},
-                   {D::FP8, 5000.0}},
-                  8000.0, 186, 3, kAmpereOn,
-                  "NVIDIA GB200 NVL72 datasheet table, per Blackwell GPU (zdszero.github.io copy): "
-                  "40 F64, 80 F32, 2.5 P TF32, 5 P F16/BF16, 10 P FP8 with sparsity (halved), "
-                  "186 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s (18 x 50 GB/s/dir); SM count not in the "
-                  "sources; 3 copy engines assumed"));
-  // Ada / Ampere / Turing PCIe inference cards (no NVLink).
-  c.push_back(gpu("L40S-48GB",
-                  {{D::F64, 1.431},
-                   {D::F32, 91.6},
-                   {D::TF32, 183.0},
-                   {D::F16, 362.05},
-                   {D::BF16, 362.05},
-                   {D::FP8, 733.0}},
-                  864.0, 48, 3, kAmpereOn,
-                  "NVIDIA L40S datasheet table (mullet.se copy): 91.6 F32, 183 TF32, 362.05 "
-                  "F16/BF16, 733 FP8 dense TFLOP/s (366 / 733 / 1466 with sparsity), 48 GB GDDR6, "
-                  "864 GB/s, PCIe Gen4 x16, no NVLink; F64 1.431 (1:64, itcreations.com); 142 SMs "
-                  "(reach.dog listing); 3 copy engines assumed"));
+  // GB200: 10.0; SM count unknown (0); 18 NVLink 5 links, PCIe Gen5; DGX GB200's ConnectX-7 NICs.
+  c.push_back(
+      gpu("GB200-186GB",
+          {{D::F64, 40.0},
+           {D::F32, 80.0},
+           {D::TF32, 1250.0},
+           {D::F16, 2500.0},
+           {D::BF16, 2500.0},
+           {D::FP8, 5000.0}},
+          8000.0, 186, 3, kAmpereOn,
+          {.arch = nvidia_cc(10, 0), .sms = 0, .links = {18, 5, 50, 5}, .nic = kDgxGb200Nic},
+          "NVIDIA GB200 NVL72 datasheet table, per Blackwell GPU (zdszero.github.io copy): "
+          "40 F64, 80 F32, 2.5 P TF32, 5 P F16/BF16, 10 P FP8 with sparsity (halved), "
+          "186 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s (18 x 50 GB/s/dir); SM count not in the "
+          "sources; 3 copy engines assumed"));
+}
+
+// Ada / Ampere / Turing PCIe inference cards (no NVLink), sourced as add_recent_parts.
+void add_inference_cards(std::vector<Entry>& c) {
+  using D = Dtype;
+  // L40S: 8.9 (AD102); 142 SMs (reach.dog listing); no NVLink, PCIe Gen4; no reference system.
+  c.push_back(
+      gpu("L40S-48GB",
+          {{D::F64, 1.431},
+           {D::F32, 91.6},
+           {D::TF32, 183.0},
+           {D::F16, 362.05},
+           {D::BF16, 362.05},
+           {D::FP8, 733.0}},
+          864.0, 48, 3, kAmpereOn,
+          {.arch = nvidia_cc(8, 9), .sms = 142, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
+          "NVIDIA L40S datasheet table (mullet.se copy): 91.6 F32, 183 TF32, 362.05 "
+          "F16/BF16, 733 FP8 dense TFLOP/s (366 / 733 / 1466 with sparsity), 48 GB GDDR6, "
+          "864 GB/s, PCIe Gen4 x16, no NVLink; F64 1.431 (1:64, itcreations.com); 142 SMs "
+          "(reach.dog listing); 3 copy engines assumed"));
+  // L4: 8.9 (AD104); 58 SMs (deviceQuery of an L4: "(58) Multiprocessors ... 7424 CUDA Cores"; the
+  // 60 of some listings is the full AD104 die); no NVLink, PCIe Gen4; no reference system.
   c.push_back(
       gpu("L4-24GB",
           {{D::F64, 0.473},
@@ -315,35 +280,43 @@ void add_recent_parts(std::vector<DeviceSpec>& c) {
            {D::BF16, 121.0},
            {D::FP8, 242.5}},
           300.0, 24, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 9), .sms = 58, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
           "NVIDIA L4 datasheet figures (grokipedia L4 vs L40S, sourcecode.com listing): "
           "TF32 120, F16/BF16 242, FP8 485 TFLOP/s with sparsity (halved: 60 / 121 / "
           "242.5), 24 GB GDDR6, 300 GB/s, PCIe Gen4 x16; 30.29 F32 and 0.473 F64 (1:64) per "
           "fpsbench.com; 58 SMs (7424 CUDA cores) and 2 copy engines per the deviceQuery "
           "output of an L4 (CUDA 11.8 demo_suite, stored on GitHub)"));
+  // A10: 8.6 (GA102); 72 SMs (sysrqmts.com); no NVLink, PCIe Gen4; no reference system.
   c.push_back(
       gpu("A10-24GB", {{D::F64, 0.4875}, {D::F32, 31.2}, {D::F16, 125.0}, {D::BF16, 125.0}}, 600.0,
           24, 3, kAmpereOn,
+          {.arch = nvidia_cc(8, 6), .sms = 72, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
           "NVIDIA A10: 31.2 F32 and 125 F16 dense TFLOP/s, 24 GB GDDR6, 600 GB/s "
           "(kimbochen gist, huggingface gpu_catalog, baseten A10 vs A10G); BF16 taken equal "
           "to F16 (Ampere tensor cores run both at one rate); 72 SMs per sysrqmts.com; F64 "
           "1/64 of F32 (the GA102 whitepaper's rate; sysrqmts lists 0.976 = 1:32); PCIe Gen4 "
           "x16; no TF32 figure in the sources read (searched again in session 13), so TF32 "
           "falls back to the F32 peak; 3 copy engines assumed"));
-  c.push_back(gpu("T4-16GB", {{D::F64, 0.254}, {D::F32, 8.1}, {D::F16, 65.0}, {D::BF16, 8.1}},
-                  320.0, 16, 3, kAmpereOn,
-                  "NVIDIA Tesla T4 (Turing): 8.1 F32, 65 F16 mixed-precision tensor TFLOP/s "
-                  "(geektopia.es launch figures; huggingface gpu_catalog), 16 GB GDDR6, 320 GB/s, "
-                  "40 SMs, PCIe Gen3 x16 (sysrqmts.com); 0.254 F64 (1:32); no BF16 units (F32 "
-                  "rate, as V100); 3 copy engines assumed"));
+  // T4: 7.5 (TU104); 40 SMs (sysrqmts.com); no NVLink, PCIe Gen3; no reference system.
+  c.push_back(
+      gpu("T4-16GB", {{D::F64, 0.254}, {D::F32, 8.1}, {D::F16, 65.0}, {D::BF16, 8.1}}, 320.0, 16, 3,
+          kAmpereOn,
+          {.arch = nvidia_cc(7, 5), .sms = 40, .links = {0, 0, 0, 3}, .nic = kNoReferenceNic},
+          "NVIDIA Tesla T4 (Turing): 8.1 F32, 65 F16 mixed-precision tensor TFLOP/s "
+          "(geektopia.es launch figures; huggingface gpu_catalog), 16 GB GDDR6, 320 GB/s, "
+          "40 SMs, PCIe Gen3 x16 (sysrqmts.com); 0.254 F64 (1:32); no BF16 units (F32 "
+          "rate, as V100); 3 copy engines assumed"));
 }
 
 // Issue 15/16, session 13: parts a held-out trace or `nvidia-smi topo -m` names that the catalog
 // refused. Dense peaks (with-sparsity figures halved). Where no source gave a figure the entry
 // says so and the model does not guess it (sm_count 0: no wave model).
-void add_pcie_and_amd_gpus(std::vector<DeviceSpec>& c) {
+void add_pcie_and_amd_gpus(std::vector<Entry>& c) {
   using D = Dtype;
   // H100 NVL / H200 NVL (PCIe cards with NVLink bridges). NVIDIA's datasheet figures as copied in
   // a third-party table (GitHub, "NVIDIA 数据中心 AI GPU 精确规格表", 2026-09-18).
+  // H100 NVL: 9.0; 132 SMs (gpu.blog listing); NVLink bridge of 12 links (600 GB/s; nvidia-smi
+  // shows NV12 between a bridged pair), PCIe Gen5; a PCIe card, assumed as DGX H100.
   c.push_back(
       gpu("H100-NVL-94GB",
           {{D::F64, 60.0},
@@ -353,32 +326,40 @@ void add_pcie_and_amd_gpus(std::vector<DeviceSpec>& c) {
            {D::BF16, 835.5},
            {D::FP8, 1670.5}},
           3900.0, 94, 3, kAmpereOn,
+          {.arch = nvidia_cc(9, 0), .sms = 132, .links = {12, 4, 25, 5}, .nic = kPcieAsDgxH100},
           "NVIDIA H100 NVL datasheet figures as copied in a third-party table (GitHub, "
           "NVIDIA data-center GPU spec table of 2026-09-18): 30 F64, 60 F64 tensor, 60 F32, "
           "835 TF32 / 1671 F16/BF16 / 3341 FP8 with sparsity (halved: 417.5 / 835.5 / "
           "1670.5), 94 GB HBM3, 3.9 TB/s, NVLink 4 bridge 600 GB/s (12 links; a bridged "
           "pair shows NV12 in nvidia-smi), PCIe Gen5; 132 SMs (16,896 CUDA cores, gpu.blog "
           "listing); 3 copy engines assumed"));
-  c.push_back(gpu("H200-NVL-141GB",
-                  {{D::F64, 60.0},
-                   {D::F32, 60.0},
-                   {D::TF32, 417.5},
-                   {D::F16, 835.5},
-                   {D::BF16, 835.5},
-                   {D::FP8, 1670.5}},
-                  4800.0, 141, 3, kAmpereOn,
-                  "NVIDIA H200 NVL figures as copied in the same third-party table: 30 F64, 60 F64 "
-                  "tensor, 60 F32, 835 / 1671 / 3341 TF32 / F16/BF16 / FP8 with sparsity (halved), "
-                  "141 GB HBM3e; memory bandwidth 4.8 TB/s per NVIDIA's product page, which that "
-                  "table reports as conflicting with 4.2 TB/s in the datasheet (4.8 taken, as the "
-                  "product page and two other listings give it); 2- or 4-way NVLink bridge, 900 "
-                  "GB/s per GPU (18 NVLink 4 links), PCIe Gen5; SM count not in the sources read; "
-                  "3 copy engines assumed"));
+  // H200 NVL: 9.0; SM count not in the sources read (0); 18 NVLink 4 links (900 GB/s per GPU over
+  // 2- or 4-way bridges), PCIe Gen5; a PCIe card, assumed as DGX H200.
+  c.push_back(
+      gpu("H200-NVL-141GB",
+          {{D::F64, 60.0},
+           {D::F32, 60.0},
+           {D::TF32, 417.5},
+           {D::F16, 835.5},
+           {D::BF16, 835.5},
+           {D::FP8, 1670.5}},
+          4800.0, 141, 3, kAmpereOn,
+          {.arch = nvidia_cc(9, 0), .sms = 0, .links = {18, 4, 25, 5}, .nic = kPcieAsDgxH100},
+          "NVIDIA H200 NVL figures as copied in the same third-party table: 30 F64, 60 F64 "
+          "tensor, 60 F32, 835 / 1671 / 3341 TF32 / F16/BF16 / FP8 with sparsity (halved), "
+          "141 GB HBM3e; memory bandwidth 4.8 TB/s per NVIDIA's product page, which that "
+          "table reports as conflicting with 4.2 TB/s in the datasheet (4.8 taken, as the "
+          "product page and two other listings give it); 2- or 4-way NVLink bridge, 900 "
+          "GB/s per GPU (18 NVLink 4 links), PCIe Gen5; SM count not in the sources read; "
+          "3 copy engines assumed"));
   // GA102 (Ampere) and AD102 (Ada) PCIe cards.
+  // RTX 3090: 8.6 (GA102); 82 SMs (GA102 whitepaper); four x4 NVLink 3 links of 14.0625 GB/s per
+  // direction (GA102 whitepaper), PCIe Gen4; no reference system.
   c.push_back(
       gpu("RTX-3090",
           {{D::F64, 0.556}, {D::F32, 35.6}, {D::TF32, 35.6}, {D::F16, 71.0}, {D::BF16, 71.0}},
           936.0, 24, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 6), .sms = 82, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
           "NVIDIA Ampere GA102 whitepaper v2 (docslib.org / studylib.net copies), Appendix "
           "A GeForce RTX 3090: 82 SMs, 35.6 F32, 71 F16/BF16 tensor with FP32 accumulate, "
           "35.6 TF32 dense (values as quoted from the whitepaper in a third-party "
@@ -386,22 +367,30 @@ void add_pcie_and_amd_gpus(std::vector<DeviceSpec>& c) {
           "whitepaper's text; TechPowerUp 556 GFLOPS); NVLink 3: four x4 links of 14.0625 "
           "GB/s per direction (the whitepaper's text, quoted in stas00/ml-engineering), "
           "PCIe Gen4; 2 copy engines assumed (as RTX-4090's deviceQuery)"));
+  // RTX A6000: 8.6 (GA102); 84 SMs (sysrqmts.com); NVLink 3 bridge of four x4 links as RTX 3090,
+  // PCIe Gen4; no reference system.
   c.push_back(
       gpu("RTX-A6000",
           {{D::F64, 0.605}, {D::F32, 38.7}, {D::TF32, 77.4}, {D::F16, 154.8}, {D::BF16, 154.8}},
           768.0, 48, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 6), .sms = 84, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
           "NVIDIA Ampere GA102 whitepaper v2, Appendix C RTX A6000: 38.7 F32, 154.8 "
           "F16/BF16 tensor with FP32 accumulate, 77.4 TF32 dense (as quoted in the same "
           "script), 48 GB GDDR6, 768 GB/s, 84 SMs (sysrqmts.com listing); F64 1/64 of F32 "
           "(GA102 whitepaper; sysrqmts lists 1:32); NVLink 3 bridge of four x4 links, "
           "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"));
-  c.push_back(gpu("RTX-6000-Ada-48GB", {{D::F64, 1.42}, {D::F32, 91.1}}, 960.0, 48, 2, kAmpereOn,
-                  "NVIDIA RTX 6000 Ada Generation: 142 SMs, 18,176 CUDA cores, 91.1 F32, 48 GB, "
-                  "960 GB/s (grafikkarten.com table of NVIDIA's figures), PCIe Gen4 x16, no NVLink "
-                  "(cputronic / sourcecode listings); F64 1/64 of F32 (Ada whitepaper); no tensor "
-                  "(TF32, F16/BF16, FP8) figure in the sources read, so those dtypes fall back to "
-                  "the F32 peak (an understatement until sourced); 2 copy engines assumed"));
+  // RTX 6000 Ada: 8.9 (AD102); 142 SMs (its source); no NVLink, PCIe Gen4; no reference system.
+  c.push_back(
+      gpu("RTX-6000-Ada-48GB", {{D::F64, 1.42}, {D::F32, 91.1}}, 960.0, 48, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 9), .sms = 142, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
+          "NVIDIA RTX 6000 Ada Generation: 142 SMs, 18,176 CUDA cores, 91.1 F32, 48 GB, "
+          "960 GB/s (grafikkarten.com table of NVIDIA's figures), PCIe Gen4 x16, no NVLink "
+          "(cputronic / sourcecode listings); F64 1/64 of F32 (Ada whitepaper); no tensor "
+          "(TF32, F16/BF16, FP8) figure in the sources read, so those dtypes fall back to "
+          "the F32 peak (an understatement until sourced); 2 copy engines assumed"));
   // AMD Instinct (ROCm prints "AMD Instinct MI300X"). FP8 is the OCP-FNUZ format on MI300X.
+  // MI300X: gfx942 (CDNA 3); 304 CUs; Infinity Fabric to its peers is not modelled by import topo
+  // (no NVLink), PCIe Gen5; no reference system.
   c.push_back(
       gpu("MI300X-192GB",
           {{D::F64, 163.4},
@@ -411,6 +400,7 @@ void add_pcie_and_amd_gpus(std::vector<DeviceSpec>& c) {
            {D::BF16, 1307.4},
            {D::FP8, 2614.9}},
           5300.0, 192, 3, kAmpereOn,
+          {.arch = amd_gfx("gfx942"), .sms = 304, .links = {0, 0, 0, 5}, .nic = kNoReferenceNic},
           "AMD ROCm documentation, MI300 microarchitecture (rocm.docs.amd.com "
           "conceptual/gpu-arch/mi300.html): 304 CUs (8 XCDs x 38), peak 163.4 F64 matrix "
           "(81.7 vector), 163.4 F32, 653.7 TF32, 1307.4 F16/BF16, 2614.9 FP8 TFLOP/s "
@@ -420,9 +410,11 @@ void add_pcie_and_amd_gpus(std::vector<DeviceSpec>& c) {
           "as Ampere-on, assumed"));
   // One GCD of an MI250X: ROCm lists each of the board's two dies as a device (LUMI: 8 GPUs of
   // 64 GB per 4-board node), so the entry is half the board, as K80-GK210 is.
+  // MI250X GCD: gfx90a (CDNA 2); 110 CUs per GCD; PCIe Gen4; no reference system.
   c.push_back(
       gpu("MI250X-GCD", {{D::F64, 47.85}, {D::F32, 47.85}, {D::F16, 191.5}, {D::BF16, 191.5}},
           1638.4, 64, 3, kAmpereOn,
+          {.arch = amd_gfx("gfx90a"), .sms = 110, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
           "AMD Instinct MI250X, one of its two GCDs = half the board: 95.7 F64/F32 matrix, "
           "383 F16/BF16 TFLOP/s, 128 GB HBM2e, 3.2 TB/s per board (yobitel.com, "
           "tomshardware; 3276.8 GB/s per siliconcat.net) halved to 47.85 / 191.5 TFLOP/s, "
@@ -434,7 +426,7 @@ void add_pcie_and_amd_gpus(std::vector<DeviceSpec>& c) {
 
 // Host CPUs, as /proc/cpuinfo prints them: those of the paper's and NVIDIA's DGX systems, and
 // (session 13) of today's GPU servers.
-void add_host_cpus(std::vector<DeviceSpec>& c) {
+void add_host_cpus(std::vector<Entry>& c) {
   // CPUs. Peak = cores x base clock x FLOP/cycle (AVX2 2xFMA: 16 F64 / 32 F32; AVX-512 2xFMA:
   // 32 / 64). Memory bandwidth = channels x MT/s x 8 bytes. Capacity is a typical host
   // configuration; scenarios override it.
@@ -468,78 +460,125 @@ void add_host_cpus(std::vector<DeviceSpec>& c) {
                   "capacity assumed 512 GiB"));
 }
 
-std::vector<DeviceSpec> build_catalog() {
+// GPUs: dense peaks (no structured sparsity) at boost clock from the datasheets. Kepler to Volta.
+void add_kepler_to_volta(std::vector<Entry>& c) {
   using D = Dtype;
-  std::vector<DeviceSpec> c;
-  add_host_cpus(c);
-  // GPUs: dense peaks (no structured sparsity) at boost clock from the datasheets.
-  c.push_back(gpu("K40", {{D::F64, 1.43}, {D::F32, 4.29}}, 288.0, 12, 2, kKepler,
-                  "NVIDIA Tesla K40 datasheet (base clock 745 MHz: 1.43 F64 / 4.29 F32 TFLOP/s, "
-                  "288 GB/s, 12 GB GDDR5); deviceQuery: 2 copy engines"));
-  c.push_back(gpu("K80-GK210", {{D::F64, 1.455}, {D::F32, 4.365}}, 240.0, 12, 2, kKepler,
-                  "NVIDIA Tesla K80 datasheet, one of the board's two GK210 dies = half the board: "
-                  "2.91/2 F64, 8.73/2 F32 TFLOP/s at boost, 480/2 GB/s, 24/2 GB GDDR5; deviceQuery "
-                  "per die: 2 copy engines"));
+  // K40: compute capability 3.5 (GK110B); 15 SMX (Kepler GK110/GK210 whitepaper); PCIe Gen3, no
+  // NVLink; no reference system.
+  c.push_back(
+      gpu("K40", {{D::F64, 1.43}, {D::F32, 4.29}}, 288.0, 12, 2, kKepler,
+          {.arch = nvidia_cc(3, 5), .sms = 15, .links = {0, 0, 0, 3}, .nic = kNoReferenceNic},
+          "NVIDIA Tesla K40 datasheet (base clock 745 MHz: 1.43 F64 / 4.29 F32 TFLOP/s, "
+          "288 GB/s, 12 GB GDDR5); deviceQuery: 2 copy engines"));
+  // K80 die: 3.7 (GK210); 13 SMX per GK210 die (Kepler whitepaper); PCIe Gen3; no reference system.
+  c.push_back(
+      gpu("K80-GK210", {{D::F64, 1.455}, {D::F32, 4.365}}, 240.0, 12, 2, kKepler,
+          {.arch = nvidia_cc(3, 7), .sms = 13, .links = {0, 0, 0, 3}, .nic = kNoReferenceNic},
+          "NVIDIA Tesla K80 datasheet, one of the board's two GK210 dies = half the board: "
+          "2.91/2 F64, 8.73/2 F32 TFLOP/s at boost, 480/2 GB/s, 24/2 GB GDDR5; deviceQuery "
+          "per die: 2 copy engines"));
+  // P100 SXM2: 6.0 (GP100); 56 SMs (Pascal GP100 whitepaper); 4 NVLink 1 links of 20 GB/s per
+  // direction (whitepaper), PCIe Gen3; DGX-1's EDR NICs.
   c.push_back(gpu(
       "P100-SXM2-16GB", {{D::F64, 5.3}, {D::F32, 10.6}, {D::F16, 21.2}}, 732.0, 16, 2, kPascalVolta,
+      {.arch = nvidia_cc(6, 0), .sms = 56, .links = {4, 1, 20, 3}, .nic = kDgx1Nic},
       "NVIDIA Tesla P100 datasheet (SXM2): 5.3 F64, 10.6 F32, 21.2 F16 TFLOP/s, 732 GB/s "
       "HBM2, 16 GB; habitat devices.yml measured 501 GB/s (P100)"));
+  // P100 PCIe: 6.0; 56 SMs; no NVLink, PCIe Gen3; a PCIe card, assumed as DGX-1.
   c.push_back(gpu(
       "P100-PCIe-16GB", {{D::F64, 4.7}, {D::F32, 9.3}, {D::F16, 18.7}}, 732.0, 16, 2, kPascalVolta,
+      {.arch = nvidia_cc(6, 0), .sms = 56, .links = {0, 0, 0, 3}, .nic = kPcieAsDgx1},
       "NVIDIA Tesla P100 datasheet (PCIe): 4.7 F64, 9.3 F32, 18.7 F16 TFLOP/s, 732 GB/s, "
       "16 GB"));
+  // V100 SXM2: 7.0 (GV100); 80 SMs (Volta GV100 whitepaper); 6 NVLink 2 links of 25 GB/s
+  // (whitepaper), PCIe Gen3; DGX-1's EDR NICs.
   c.push_back(gpu("V100-SXM2-16GB",
                   {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 16, 5,
                   kPascalVolta,
+                  {.arch = nvidia_cc(7, 0), .sms = 80, .links = {6, 2, 25, 3}, .nic = kDgx1Nic},
                   "NVIDIA Tesla V100 datasheet (SXM2): 7.8 F64, 15.7 F32, 125 F16 tensor TFLOP/s, "
                   "900 GB/s HBM2, 16 GB (no BF16 units: F32 rate); deviceQuery V100-SXM2: 5 copy "
                   "engines; habitat devices.yml measured 739 GB/s"));
+  // As V100-SXM2-16GB.
   c.push_back(gpu("V100-SXM2-32GB",
                   {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 32, 5,
                   kPascalVolta,
+                  {.arch = nvidia_cc(7, 0), .sms = 80, .links = {6, 2, 25, 3}, .nic = kDgx1Nic},
                   "NVIDIA Tesla V100 datasheet (SXM2 32 GB): as V100-SXM2-16GB with 32 GB; "
                   "deviceQuery V100-SXM2-32GB: 5 copy engines"));
+  // V100 PCIe: 7.0; 80 SMs; keeps its NVLink 2 generation with no link count (the importer's
+  // behaviour before these facts moved into the catalog), PCIe Gen3; a PCIe card, assumed as DGX-1.
   c.push_back(gpu("V100-PCIe-16GB",
                   {{D::F64, 7.0}, {D::F32, 14.0}, {D::F16, 112.0}, {D::BF16, 14.0}}, 900.0, 16, 5,
                   kPascalVolta,
+                  {.arch = nvidia_cc(7, 0), .sms = 80, .links = {0, 2, 25, 3}, .nic = kPcieAsDgx1},
                   "NVIDIA Tesla V100 datasheet (PCIe): 7 F64, 14 F32, 112 F16 tensor TFLOP/s, "
                   "900 GB/s, 16 GB; copy engines as V100-SXM2"));
+}
+
+// Ampere and Hopper data-center parts and the RTX 4090, as add_kepler_to_volta.
+void add_ampere_and_hopper(std::vector<Entry>& c) {
+  using D = Dtype;
   const std::initializer_list<std::pair<Dtype, double>> a100 = {
       {D::F64, 19.5}, {D::F32, 19.5}, {D::TF32, 156.0}, {D::F16, 312.0}, {D::BF16, 312.0}};
-  c.push_back(gpu("A100-SXM4-40GB", a100, 1555.0, 40, 3, kAmpereOn,
-                  "NVIDIA A100 datasheet (SXM4 40GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
-                  "F16/BF16 dense TFLOP/s, 1555 GB/s HBM2; 3 copy engines assumed (deviceQuery "
-                  "on Ampere datacenter parts)"));
-  c.push_back(gpu("A100-SXM4-80GB", a100, 2039.0, 80, 3, kAmpereOn,
-                  "NVIDIA A100 datasheet (SXM4 80GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
-                  "F16/BF16 dense TFLOP/s, 2039 GB/s HBM2e; 3 copy engines assumed"));
-  c.push_back(gpu("A100-PCIe-40GB", a100, 1555.0, 40, 3, kAmpereOn,
-                  "NVIDIA A100 datasheet (PCIe 40GB): compute as SXM4, 1555 GB/s; 3 copy engines "
-                  "assumed"));
-  c.push_back(gpu("A100-PCIe-80GB", a100, 1935.0, 80, 3, kAmpereOn,
-                  "NVIDIA A100 datasheet (PCIe 80GB): compute as SXM4, 1935 GB/s HBM2e; 3 copy "
-                  "engines assumed"));
-  c.push_back(gpu("H100-SXM5-80GB",
-                  {{D::F64, 67.0},
-                   {D::F32, 67.0},
-                   {D::TF32, 494.5},
-                   {D::F16, 989.5},
-                   {D::BF16, 989.5},
-                   {D::FP8, 1979.0}},
-                  3350.0, 80, 3, kAmpereOn,
-                  "NVIDIA H100 datasheet (SXM): 67 F64 tensor, 67 F32, 494.5 TF32, 989.5 F16/BF16, "
-                  "1979 FP8 dense TFLOP/s (half the with-sparsity figures), 3.35 TB/s HBM3, 80 GB; "
-                  "3 copy engines assumed"));
-  c.push_back(gpu("H100-PCIe-80GB",
-                  {{D::F64, 51.0},
-                   {D::F32, 51.0},
-                   {D::TF32, 378.0},
-                   {D::F16, 756.0},
-                   {D::BF16, 756.0},
-                   {D::FP8, 1513.0}},
-                  2000.0, 80, 3, kAmpereOn,
-                  "NVIDIA H100 datasheet (PCIe): 51 F64 tensor, 51 F32, 378 TF32, 756 F16/BF16, "
-                  "1513 FP8 dense TFLOP/s, 2 TB/s HBM2e, 80 GB; 3 copy engines assumed"));
+  // A100 SXM4: 8.0 (GA100); 108 SMs (Ampere GA100 whitepaper); 12 NVLink 3 links of 25 GB/s,
+  // PCIe Gen4; DGX A100's HDR NICs.
+  c.push_back(
+      gpu("A100-SXM4-40GB", a100, 1555.0, 40, 3, kAmpereOn,
+          {.arch = nvidia_cc(8, 0), .sms = 108, .links = {12, 3, 25, 4}, .nic = kDgxA100Nic},
+          "NVIDIA A100 datasheet (SXM4 40GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
+          "F16/BF16 dense TFLOP/s, 1555 GB/s HBM2; 3 copy engines assumed (deviceQuery "
+          "on Ampere datacenter parts)"));
+  // As A100-SXM4-40GB.
+  c.push_back(
+      gpu("A100-SXM4-80GB", a100, 2039.0, 80, 3, kAmpereOn,
+          {.arch = nvidia_cc(8, 0), .sms = 108, .links = {12, 3, 25, 4}, .nic = kDgxA100Nic},
+          "NVIDIA A100 datasheet (SXM4 80GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
+          "F16/BF16 dense TFLOP/s, 2039 GB/s HBM2e; 3 copy engines assumed"));
+  // A100 PCIe: 8.0; 108 SMs; three NVLink bridges of 4 links (600 GB/s bidirectional, NVIDIA's
+  // product brief), PCIe Gen4; a PCIe card, assumed as DGX A100.
+  c.push_back(
+      gpu("A100-PCIe-40GB", a100, 1555.0, 40, 3, kAmpereOn,
+          {.arch = nvidia_cc(8, 0), .sms = 108, .links = {12, 3, 25, 4}, .nic = kPcieAsDgxA100},
+          "NVIDIA A100 datasheet (PCIe 40GB): compute as SXM4, 1555 GB/s; 3 copy engines "
+          "assumed"));
+  // As A100-PCIe-40GB.
+  c.push_back(
+      gpu("A100-PCIe-80GB", a100, 1935.0, 80, 3, kAmpereOn,
+          {.arch = nvidia_cc(8, 0), .sms = 108, .links = {12, 3, 25, 4}, .nic = kPcieAsDgxA100},
+          "NVIDIA A100 datasheet (PCIe 80GB): compute as SXM4, 1935 GB/s HBM2e; 3 copy "
+          "engines assumed"));
+  // H100 SXM5: 9.0 (GH100); 132 SMs (Hopper GH100 whitepaper); 18 NVLink 4 links of 25 GB/s,
+  // PCIe Gen5; DGX H100's NDR NICs.
+  c.push_back(
+      gpu("H100-SXM5-80GB",
+          {{D::F64, 67.0},
+           {D::F32, 67.0},
+           {D::TF32, 494.5},
+           {D::F16, 989.5},
+           {D::BF16, 989.5},
+           {D::FP8, 1979.0}},
+          3350.0, 80, 3, kAmpereOn,
+          {.arch = nvidia_cc(9, 0), .sms = 132, .links = {18, 4, 25, 5}, .nic = kDgxH100Nic},
+          "NVIDIA H100 datasheet (SXM): 67 F64 tensor, 67 F32, 494.5 TF32, 989.5 F16/BF16, "
+          "1979 FP8 dense TFLOP/s (half the with-sparsity figures), 3.35 TB/s HBM3, 80 GB; "
+          "3 copy engines assumed"));
+  // H100 PCIe: 9.0; 114 SMs (whitepaper); three NVLink bridges of 4 links (600 GB/s bidirectional,
+  // product brief), PCIe Gen5; a PCIe card, assumed as DGX H100.
+  c.push_back(
+      gpu("H100-PCIe-80GB",
+          {{D::F64, 51.0},
+           {D::F32, 51.0},
+           {D::TF32, 378.0},
+           {D::F16, 756.0},
+           {D::BF16, 756.0},
+           {D::FP8, 1513.0}},
+          2000.0, 80, 3, kAmpereOn,
+          {.arch = nvidia_cc(9, 0), .sms = 114, .links = {12, 4, 25, 5}, .nic = kPcieAsDgxH100},
+          "NVIDIA H100 datasheet (PCIe): 51 F64 tensor, 51 F32, 378 TF32, 756 F16/BF16, "
+          "1513 FP8 dense TFLOP/s, 2 TB/s HBM2e, 80 GB; 3 copy engines assumed"));
+  // H200 SXM: 9.0; 132 SMs as H100 SXM5 (its datasheet); 18 NVLink 4 links, PCIe Gen5; DGX H200's
+  // NDR NICs.
   c.push_back(
       gpu("H200-SXM-141GB",
           {{D::F64, 67.0},
@@ -549,31 +588,40 @@ std::vector<DeviceSpec> build_catalog() {
            {D::BF16, 989.5},
            {D::FP8, 1979.0}},
           4800.0, 141, 3, kH200,
+          {.arch = nvidia_cc(9, 0), .sms = 132, .links = {18, 4, 25, 5}, .nic = kDgxH100Nic},
           "NVIDIA H200 datasheet (SXM): compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB; 3 copy "
           "engines assumed"));
-  c.push_back(gpu("RTX-4090",
-                  {{D::F64, 1.29},
-                   {D::F32, 82.6},
-                   {D::TF32, 82.6},
-                   {D::F16, 165.2},
-                   {D::BF16, 165.2},
-                   {D::FP8, 330.3}},
-                  1008.0, 24, 2, kAmpereOn,
-                  "NVIDIA Ada Lovelace architecture whitepaper v2.1, RTX 4090 column: 82.6 F32, "
-                  "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "
-                  "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"));
+  // RTX 4090: 8.9 (AD102); 128 SMs (Ada whitepaper); no NVLink, PCIe Gen4; no reference system.
+  c.push_back(
+      gpu("RTX-4090",
+          {{D::F64, 1.29},
+           {D::F32, 82.6},
+           {D::TF32, 82.6},
+           {D::F16, 165.2},
+           {D::BF16, 165.2},
+           {D::FP8, 330.3}},
+          1008.0, 24, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 9), .sms = 128, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
+          "NVIDIA Ada Lovelace architecture whitepaper v2.1, RTX 4090 column: 82.6 F32, "
+          "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "
+          "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"));
+}
+
+std::vector<Entry> build_catalog() {
+  std::vector<Entry> c;
+  add_host_cpus(c);
+  add_kepler_to_volta(c);
+  add_ampere_and_hopper(c);
   add_recent_parts(c);
+  add_inference_cards(c);
   add_pcie_and_amd_gpus(c);
-  set_sm_counts(c);
-  set_interconnects(c);
-  set_architectures(c);
   std::sort(c.begin(), c.end(),
-            [](const DeviceSpec& a, const DeviceSpec& b) { return a.model < b.model; });
+            [](const Entry& a, const Entry& b) { return a.spec.model < b.spec.model; });
   return c;
 }
 
-const std::vector<DeviceSpec>& catalog() {
-  static const std::vector<DeviceSpec> kCatalog = build_catalog();
+const std::vector<Entry>& catalog() {
+  static const std::vector<Entry> kCatalog = build_catalog();
   return kCatalog;
 }
 
@@ -658,27 +706,38 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     {"instinctmi250x", "MI250X-GCD"},
 };
 
-}  // namespace
-
-const DeviceSpec* find_device_model(std::string_view model) {
-  for (const DeviceSpec& s : catalog()) {
-    if (s.model == model) return &s;
+// The entry for `model` under the names find_device_model takes, or nullptr.
+const Entry* find_entry(std::string_view model) {
+  for (const Entry& e : catalog()) {
+    if (e.spec.model == model) return &e;
   }
   const std::string key = name_key(model);
   if (key.empty()) return nullptr;
-  for (const DeviceSpec& s : catalog()) {
-    if (name_key(s.model) == key) return &s;
+  for (const Entry& e : catalog()) {
+    if (name_key(e.spec.model) == key) return &e;
   }
   for (const auto& [alias, canonical] : kAliases) {
-    if (alias == key) return find_device_model(canonical);
+    if (alias == key) return find_entry(canonical);
   }
   return nullptr;
 }
 
+}  // namespace
+
+const DeviceSpec* find_device_model(std::string_view model) {
+  const Entry* e = find_entry(model);
+  return e ? &e->spec : nullptr;
+}
+
 std::vector<std::string> device_model_names() {
   std::vector<std::string> names;
-  for (const DeviceSpec& s : catalog()) names.push_back(s.model);
+  for (const Entry& e : catalog()) names.push_back(e.spec.model);
   return names;
+}
+
+ReferenceNic reference_nic(std::string_view model) {
+  const Entry* e = find_entry(model);
+  return e ? e->nic : ReferenceNic{};
 }
 
 }  // namespace placesim::sim

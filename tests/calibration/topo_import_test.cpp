@@ -676,3 +676,84 @@ TEST(TopoFacts, PcieGenerationComesFromTheCatalog) {
   EXPECT_DOUBLE_EQ(pc::pcie_x16_gb_s("Xeon-E5-2698v4", &gen), 15.75);
   EXPECT_EQ(gen, "pcie3");
 }
+
+TEST(TopoFacts, ReferenceNicComesFromTheCatalog) {
+  // The NIC line rate NVIDIA ships per GPU generation in its reference systems (DGX-1 EDR 100,
+  // DGX A100 HDR 200, DGX H100/H200/B200/GB200 NDR 400; H800/H20 as sourced), assumed as the
+  // generation's DGX for a data-center PCIe card, none (0) for the rest. Before the catalog held
+  // it, a model-name prefix rule gave B200, GB200, H20 and H800 EDR 100 Gb/s.
+  const std::map<std::string, double> expected = {{"K40", 0},
+                                                  {"K80-GK210", 0},
+                                                  {"P100-SXM2-16GB", 100},
+                                                  {"P100-PCIe-16GB", 100},
+                                                  {"V100-SXM2-16GB", 100},
+                                                  {"V100-SXM2-32GB", 100},
+                                                  {"V100-PCIe-16GB", 100},
+                                                  {"A100-SXM4-40GB", 200},
+                                                  {"A100-SXM4-80GB", 200},
+                                                  {"A100-PCIe-40GB", 200},
+                                                  {"A100-PCIe-80GB", 200},
+                                                  {"H100-SXM5-80GB", 400},
+                                                  {"H100-PCIe-80GB", 400},
+                                                  {"H200-SXM-141GB", 400},
+                                                  {"RTX-4090", 0},
+                                                  {"H20-SXM-96GB", 400},
+                                                  {"H800-SXM5-80GB", 400},
+                                                  {"B200-SXM-180GB", 400},
+                                                  {"GB200-186GB", 400},
+                                                  {"L40S-48GB", 0},
+                                                  {"L4-24GB", 0},
+                                                  {"A10-24GB", 0},
+                                                  {"T4-16GB", 0},
+                                                  {"H100-NVL-94GB", 400},
+                                                  {"H200-NVL-141GB", 400},
+                                                  {"RTX-3090", 0},
+                                                  {"RTX-A6000", 0},
+                                                  {"RTX-6000-Ada-48GB", 0},
+                                                  {"MI300X-192GB", 0},
+                                                  {"MI250X-GCD", 0}};
+  for (const std::string& m : catalog_gpus()) {
+    ASSERT_TRUE(expected.count(m)) << m << " has no expected reference NIC";
+    const sim::ReferenceNic nic = sim::reference_nic(m);
+    EXPECT_DOUBLE_EQ(nic.gbit_s, expected.at(m)) << m;
+    // Every figure says where it comes from; no figure, no words.
+    EXPECT_EQ(nic.basis.empty(), nic.gbit_s == 0) << m;
+  }
+  EXPECT_EQ(catalog_gpus().size(), expected.size());
+  // Printed names reach the entry; a CPU or an unknown name has none.
+  EXPECT_DOUBLE_EQ(sim::reference_nic("NVIDIA B200").gbit_s, 400);
+  EXPECT_DOUBLE_EQ(sim::reference_nic("Xeon-E5-2698v4").gbit_s, 0);
+  EXPECT_DOUBLE_EQ(sim::reference_nic("no such GPU").gbit_s, 0);
+}
+
+TEST(TopoFacts, ImporterAssumesTheReferenceNicAndSaysWhere) {
+  // nvidia-smi gives no NIC speed. A B200 box's NICs are DGX B200's ConnectX-7 at 400 Gb/s
+  // (50 GB/s per direction, under PCIe Gen5's 63), and the note names DGX B200.
+  const auto b = import_smi("h20x8_sglang14092_nvidia-smi-topo.txt", "NVIDIA B200");
+  EXPECT_EQ(count_kind(b.cluster, "ib"), 36);
+  for (const auto& l : b.cluster.links)
+    if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 50e9) << l.name;
+  EXPECT_TRUE(noted(b,
+                    "36 NIC(s) at 400 Gb/s = 50 GB/s per direction (assumed, InfiniBand NDR "
+                    "(ConnectX-7), as in DGX B200: nvidia-smi gives no NIC speed"));
+  // The H800 file's own GPU: 400 Gb/s, as DeepSeek's H800 cluster.
+  const auto h = import_smi("h800x8_sglang28424_nvidia-smi-topo.txt", "NVIDIA H800");
+  for (const auto& l : h.cluster.links)
+    if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 50e9) << l.name;
+  EXPECT_TRUE(noted(h, "at 400 Gb/s") && noted(h, "H800 cluster"));
+  // A GPU in no reference system keeps EDR 100 Gb/s and the note says why.
+  const auto r = import_smi("rtx4090x8_go-gpuallocator17_nvidia-smi-topo.txt", "RTX-4090");
+  for (const auto& l : r.cluster.links)
+    if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 12.5e9) << l.name;
+  EXPECT_TRUE(noted(r, "at 100 Gb/s") &&
+              noted(r, "no reference system for RTX-4090 in the catalog, so InfiniBand EDR"));
+  // --nic-gbps still replaces the catalog's figure.
+  pc::TopoOptions o;
+  o.gpu_model = "B200-SXM-180GB";
+  o.nic_gbit_s = 200;
+  const auto f = pc::import_nvidia_smi_topo(slurp(data("h20x8_sglang14092_nvidia-smi-topo.txt")),
+                                            "h20.txt", o);
+  for (const auto& l : f.cluster.links)
+    if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 25e9) << l.name;
+  EXPECT_TRUE(noted(f, "(--nic-gbps)"));
+}
