@@ -49,6 +49,9 @@ int MaxMinSolver::add_constraint(double capacity) {
   Con c;
   c.capacity = capacity;
   cons_.push_back(std::move(c));
+  comp_cons_.fit(cons_.size());
+  act_cons_.fit(cons_.size());
+  touched_.fit(cons_.size());
   return static_cast<int>(cons_.size()) - 1;
 }
 
@@ -61,6 +64,9 @@ int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, d
   } else {
     id = static_cast<int>(vars_.size());
     vars_.emplace_back();
+    comp_vars_.fit(vars_.size());
+    act_vars_.fit(vars_.size());
+    below_.resize(vars_.size());  // a constraint lists at most every variable
   }
   Var& v = vars_[id];
   v.bound = bound;
@@ -278,7 +284,6 @@ bool MaxMinSolver::collect_partial() {
   const auto reach = [&](int c) __attribute__((always_inline)) {
     Con& con = cons_[c];
     con.mark = stamp_;
-    if (below_.size() < con.vars.size()) below_.resize(con.vars.size());
     double* const below = below_.data();
     std::size_t num_below = 0;
     int open = 0;
