@@ -281,14 +281,19 @@ bool MaxMinSolver::collect_partial() {
   // Inlined at both calls (a call per reached constraint cost more than its loop), and the rates
   // below the cut go straight into their ascending place in a buffer sized once per constraint
   // (an insertion sort as they come, instead of push_back then a sort: the same sorted sequence).
+  // Local pointers (nothing here resizes the arrays): the compiler cannot keep the members'
+  // addresses in registers across the stores.
+  Var* const vars = vars_.data();
+  Con* const cons = cons_.data();
+  double* const below = below_.data();
+  const std::uint32_t stamp = stamp_;
   const auto reach = [&](int c) __attribute__((always_inline)) {
-    Con& con = cons_[c];
-    con.mark = stamp_;
-    double* const below = below_.data();
+    Con& con = cons[c];
+    con.mark = stamp;
     std::size_t num_below = 0;
     int open = 0;
     for (int vid : con.vars) {
-      Var& v = vars_[vid];
+      Var& v = vars[vid];
       if (v.fixed && v.value < cut) {
         const double x = v.value;
         std::size_t j = num_below++;
@@ -297,8 +302,8 @@ bool MaxMinSolver::collect_partial() {
         continue;
       }
       ++open;
-      if (v.mark == stamp_) continue;
-      v.mark = stamp_;
+      if (v.mark == stamp) continue;
+      v.mark = stamp;
       v.fixed = false;
       comp_vars_.push_back(vid);
       if (v.bound != kUnbounded) act_vars_.push_back(vid);
@@ -315,12 +320,14 @@ bool MaxMinSolver::collect_partial() {
     comp_cons_.push_back(c);
     return con.weighted == 0;
   };
+  bool ok = true;
   for (int c : dirty_cons_)
-    if (cons_[c].mark != stamp_ && !reach(c)) return abandon_partial();
-  // comp_vars_ grows as constraints are reached: walk it as the queue.
-  for (std::size_t qi = 0; qi < comp_vars_.size(); ++qi)
-    for (int c : vars_[comp_vars_[qi]].cons)
-      if (cons_[c].mark != stamp_ && !reach(c)) return abandon_partial();
+    if (cons[c].mark != stamp && !(ok = reach(c))) break;
+  // comp_vars grows as constraints are reached: walk it as the queue.
+  for (std::size_t qi = 0; ok && qi < comp_vars_.size(); ++qi)
+    for (int c : vars[comp_vars_[qi]].cons)
+      if (cons[c].mark != stamp && !(ok = reach(c))) break;
+  if (!ok) return abandon_partial();
   component_ready_ = true;
   ++partial_solves_;
   return true;
@@ -479,53 +486,63 @@ void MaxMinSolver::fill_unweighted() {
   // constraints they cross have their level recomputed (one division each), instead of every open
   // constraint and variable per round.
   // collect_component() left the open constraints in act_cons_ with their first levels.
+  // The arrays are read through local pointers: nothing here resizes them, and the compiler
+  // cannot otherwise keep their addresses in registers across the stores.
+  Var* const vars = vars_.data();
+  Con* const cons = cons_.data();
+  int* const act_cons = act_cons_.begin();
+  std::size_t num_act_cons = act_cons_.size();
+  int* const touched = touched_.begin();
   double var_level = kUnbounded;  // the lowest open bound
-  for (int vid : act_vars_) var_level = std::min(var_level, vars_[vid].bound);
+  for (int vid : act_vars_) var_level = std::min(var_level, vars[vid].bound);
   std::size_t left = comp_vars_.size();
+  std::uint32_t stamp = stamp_;
   while (left > 0) {
     // The share, dropping the constraints the last round closed.
     double share = var_level;
     std::size_t keep = 0;
-    for (int c : act_cons_) {
-      const Con& con = cons_[c];
+    for (std::size_t i = 0; i < num_act_cons; ++i) {
+      const int c = act_cons[i];
+      const Con& con = cons[c];
       if (con.unfixed_count == 0) continue;
-      act_cons_[keep++] = c;
+      act_cons[keep++] = c;
       share = std::min(share, con.level);
     }
-    act_cons_.resize(keep);
+    num_act_cons = keep;
     if (share == kUnbounded) {  // only unconstrained, unbounded variables remain
       for (int vid : comp_vars_) {
-        Var& v = vars_[vid];
+        Var& v = vars[vid];
         if (!v.fixed) {
           v.value = kUnbounded;
           v.fixed = true;
           v.bottleneck = -1;
         }
       }
-      return;
+      break;
     }
     const double limit = share * (1.0 + kRelEps);
-    ++stamp_;  // marks the constraints charged this round
-    touched_.clear();
-    const auto charge = [&](Var& v) {
+    ++stamp;  // marks the constraints charged this round
+    std::size_t num_touched = 0;
+    const auto charge = [&](Var& v) __attribute__((always_inline)) {
       v.value = share;
       v.fixed = true;
       --left;
       for (int c : v.cons) {
-        Con& con = cons_[c];
+        Con& con = cons[c];
         con.remaining -= share;
         --con.unfixed_count;
-        if (con.mark != stamp_) {
-          con.mark = stamp_;
-          touched_.push_back(c);
+        if (con.mark != stamp) {
+          con.mark = stamp;
+          touched[num_touched++] = c;
         }
       }
     };
     // Saturation is judged on the levels at the start of the round (they change only below).
-    for (int c : act_cons_) {
-      if (cons_[c].level > limit) continue;
-      for (int vid : cons_[c].vars) {
-        Var& v = vars_[vid];
+    for (std::size_t i = 0; i < num_act_cons; ++i) {
+      const int c = act_cons[i];
+      if (cons[c].level > limit) continue;
+      for (int vid : cons[c].vars) {
+        Var& v = vars[vid];
         if (v.fixed) continue;
         v.bottleneck = c;
         charge(v);
@@ -535,7 +552,7 @@ void MaxMinSolver::fill_unweighted() {
       keep = 0;
       var_level = kUnbounded;
       for (int vid : act_vars_) {
-        Var& v = vars_[vid];
+        Var& v = vars[vid];
         if (v.fixed) continue;
         if (v.bound <= limit) {
           v.bottleneck = -1;  // held by its bound
@@ -547,12 +564,14 @@ void MaxMinSolver::fill_unweighted() {
       }
       act_vars_.resize(keep);
     }
-    for (int c : touched_) {
-      Con& con = cons_[c];
+    for (std::size_t i = 0; i < num_touched; ++i) {
+      Con& con = cons[touched[i]];
       if (con.unfixed_count > 0)
         con.level = std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count);
     }
   }
+  stamp_ = stamp;
+  act_cons_.resize(num_act_cons);
 }
 
 bool MaxMinSolver::solve() {
