@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -58,12 +59,16 @@ int MaxMinSolver::add_constraint(double capacity) {
 int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, double weight) {
   assert(weight > 0.0);
   int id;
-  if (!free_vars_.empty()) {
-    id = free_vars_.back();
-    free_vars_.pop_back();
+  if (num_free_ > 0) {
+    std::size_t w = 0;
+    while (free_bits_[w] == 0) ++w;
+    id = static_cast<int>(w * 64) + std::countr_zero(free_bits_[w]);
+    free_bits_[w] &= free_bits_[w] - 1;
+    --num_free_;
   } else {
     id = static_cast<int>(vars_.size());
     vars_.emplace_back();
+    free_bits_.resize(vars_.size() / 64 + 1, 0);
     comp_vars_.fit(vars_.size());
     act_vars_.fit(vars_.size());
     below_.resize(vars_.size());  // a constraint lists at most every variable
@@ -187,9 +192,9 @@ void MaxMinSolver::remove_variable(int id) {
   v.alive = false;
   v.value = 0.0;
   --live_vars_;
-  // Keep the free list sorted descending so ids are reused lowest first (deterministic).
-  free_vars_.insert(std::upper_bound(free_vars_.begin(), free_vars_.end(), id, std::greater<>()),
-                    id);
+  // Free: reused lowest first (add_variable), so ids are deterministic.
+  free_bits_[static_cast<std::size_t>(id) / 64] |= std::uint64_t{1} << (id % 64);
+  ++num_free_;
   auto it = std::find(dirty_vars_.begin(), dirty_vars_.end(), id);
   if (it != dirty_vars_.end()) dirty_vars_.erase(it);
   it = std::find(fast_vars_.begin(), fast_vars_.end(), id);
@@ -680,8 +685,15 @@ void MaxMinSolver::check_bookkeeping() const {
                  ", which does not list it");
     }
   }
-  for (int id : free_vars_)
+  int free = 0;
+  for (std::size_t id = 0; id < vars_.size(); ++id) {
+    if ((free_bits_[id / 64] >> (id % 64) & 1U) == 0) continue;
+    ++free;
     if (vars_[id].alive) violated("variable " + std::to_string(id) + " is alive and free");
+  }
+  if (free != num_free_)
+    violated(std::to_string(free) + " free variable ids, the count says " +
+             std::to_string(num_free_));
 }
 
 void MaxMinSolver::check_solution(std::span<const int> vars, std::span<const int> cons) const {

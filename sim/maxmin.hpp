@@ -175,7 +175,10 @@ class MaxMinSolver {
 
   std::vector<Var> vars_;
   std::vector<Con> cons_;
-  std::vector<int> free_vars_;  // sorted descending so back() is the lowest id
+  // Free variable ids as a bitmap (bit i of word i / 64): the lowest is reused first
+  // (deterministic ids), found with one count of trailing zeros instead of a sorted list's insert.
+  std::vector<std::uint64_t> free_bits_;
+  int num_free_ = 0;
   std::vector<int> dirty_cons_;
   std::vector<int> dirty_vars_;             // new variables with no constraint
   std::vector<int> fast_vars_;              // additions set alone since the last solve
