@@ -48,8 +48,8 @@ void MaxMinSolver::set_check_invariants_default(bool on) {
 int MaxMinSolver::add_constraint(double capacity) {
   assert(capacity > 0.0);
   Con c;
-  c.capacity = capacity;
   cons_.push_back(std::move(c));
+  capacity_.push_back(capacity);
   comp_cons_.fit(cons_.size());
   act_cons_.fit(cons_.size());
   touched_.fit(cons_.size());
@@ -134,7 +134,7 @@ bool MaxMinSolver::addition_alone(int id) {
         return false;
       used += w.value;
     }
-    const double room = cons_[c].capacity - used;
+    const double room = capacity_[c] - used;
     if (room < x) {
       x = room;
       bottleneck = c;
@@ -221,13 +221,13 @@ void MaxMinSolver::collect_component() {
   const auto reach = [&](int c) {
     Con& con = cons_[c];
     con.mark = stamp_;
-    con.remaining = con.capacity;
+    con.remaining = capacity_[c];
     con.unfixed_count = static_cast<int>(con.vars.size());
     con.unfixed = con.unfixed_count;
     // fill_unweighted's first levels and open constraints, here while the constraint is at hand
     // (capacity > 0, so this is its max(remaining, 0) / unfixed_count, the same bits).
     if (con.unfixed_count > 0) {
-      con.level = con.capacity / con.unfixed;
+      con.level = capacity_[c] / con.unfixed;
       act_cons_.push_back(c);
     }
     if (con.weighted > 0) {
@@ -313,7 +313,7 @@ bool MaxMinSolver::collect_partial() {
       comp_vars_.push_back(vid);
       if (v.bound != kUnbounded) act_vars_.push_back(vid);
     }
-    double remaining = con.capacity;
+    double remaining = capacity_[c];
     for (std::size_t i = 0; i < num_below; ++i) remaining -= below[i];
     con.remaining = remaining;
     con.unfixed_count = open;
@@ -347,7 +347,7 @@ double MaxMinSolver::rate_floor(int id) const {
   const Var& v = vars_[id];
   double floor = v.bound;
   for (int c : v.cons)
-    floor = std::min(floor, cons_[c].capacity / static_cast<double>(cons_[c].vars.size()));
+    floor = std::min(floor, capacity_[c] / static_cast<double>(cons_[c].vars.size()));
   return floor;
 }
 
@@ -648,7 +648,7 @@ void MaxMinSolver::check_bookkeeping() const {
     violated("changes pending after a solve (dirty constraints or variables left)");
   for (std::size_t c = 0; c < cons_.size(); ++c) {
     const Con& con = cons_[c];
-    if (!(con.capacity > 0.0)) violated("constraint " + std::to_string(c) + " has capacity <= 0");
+    if (!(capacity_[c] > 0.0)) violated("constraint " + std::to_string(c) + " has capacity <= 0");
     if (con.dirty) violated("constraint " + std::to_string(c) + " still marked dirty");
     int weighted = 0;
     for (std::size_t i = 0; i < con.vars.size(); ++i) {
@@ -704,12 +704,12 @@ void MaxMinSolver::check_solution(std::span<const int> vars, std::span<const int
       usage[c] += vars_[vid].value;
       top[c] = std::max(top[c], vars_[vid].value * vars_[vid].weight);
     }
-    if (usage[c] > cons_[c].capacity * (1.0 + kCheckRelTol))
+    if (usage[c] > capacity_[c] * (1.0 + kCheckRelTol))
       violated("constraint " + std::to_string(c) + " carries " + num(usage[c]) + " > capacity " +
-               num(cons_[c].capacity) + " (relative tolerance " + num(kCheckRelTol) + ")");
+               num(capacity_[c]) + " (relative tolerance " + num(kCheckRelTol) + ")");
   }
   const auto saturated = [&](int c) {
-    return usage[c] >= cons_[c].capacity * (1.0 - kCheckRelTol);
+    return usage[c] >= capacity_[c] * (1.0 - kCheckRelTol);
   };
   for (int vid : vars) {
     const Var& v = vars_[vid];

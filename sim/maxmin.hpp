@@ -143,17 +143,18 @@ class MaxMinSolver {
     // largest), or -1 when its bound holds it: what removal_keeps_rates() reads.
     int bottleneck = -1;
   };
+  // 64 bytes, so that an index is a shift (the capacity, read once per collection, is apart).
   struct Con {
-    double capacity = 0.0;
-    std::vector<int> vars;  // live variables crossing it, in insertion order
-    int weighted = 0;       // live variables with a weight other than 1
-    bool dirty = false;
-    std::uint32_t mark = 0;
     double remaining = 0.0;  // scratch
     double unfixed = 0;      // scratch: sum of 1 / weight of the unfixed variables
-    int unfixed_count = 0;   // scratch
     double level = 0.0;      // scratch: remaining / unfixed in the current round
+    std::vector<int> vars;   // live variables crossing it, in insertion order
+    int weighted = 0;        // live variables with a weight other than 1
+    std::uint32_t mark = 0;
+    int unfixed_count = 0;  // scratch
+    bool dirty = false;
   };
+  static_assert(sizeof(Con) == 64);
 
   friend struct MaxMinSolverTestAccess;  // tests corrupt the state to see the check fail
 
@@ -175,6 +176,7 @@ class MaxMinSolver {
 
   std::vector<Var> vars_;
   std::vector<Con> cons_;
+  std::vector<double> capacity_;  // per constraint
   // Free variable ids as a bitmap (bit i of word i / 64): the lowest is reused first
   // (deterministic ids), found with one count of trailing zeros instead of a sorted list's insert.
   std::vector<std::uint64_t> free_bits_;
