@@ -503,17 +503,11 @@ void MaxMinSolver::fill_unweighted() {
   std::size_t left = comp_vars_.size();
   std::uint32_t stamp = stamp_;
   while (left > 0) {
-    // The share, dropping the constraints the last round closed.
+    // The share. A constraint closed in the last round has level +inf here (set below) until
+    // the saturation pass drops it.
     double share = var_level;
+    for (std::size_t i = 0; i < num_act_cons; ++i) share = std::min(share, cons[act_cons[i]].level);
     std::size_t keep = 0;
-    for (std::size_t i = 0; i < num_act_cons; ++i) {
-      const int c = act_cons[i];
-      const Con& con = cons[c];
-      if (con.unfixed_count == 0) continue;
-      act_cons[keep++] = c;
-      share = std::min(share, con.level);
-    }
-    num_act_cons = keep;
     if (share == kUnbounded) {  // only unconstrained, unbounded variables remain
       for (int vid : comp_vars_) {
         Var& v = vars[vid];
@@ -542,10 +536,15 @@ void MaxMinSolver::fill_unweighted() {
         }
       }
     };
-    // Saturation is judged on the levels at the start of the round (they change only below).
+    // Saturation is judged on the levels at the start of the round (they change only below). A
+    // saturated constraint closes (each of its open variables is fixed now), and so does one
+    // whose variables an earlier round fixed: both leave the open list here.
     for (std::size_t i = 0; i < num_act_cons; ++i) {
       const int c = act_cons[i];
-      if (cons[c].level > limit) continue;
+      if (cons[c].level > limit) {
+        if (cons[c].unfixed_count > 0) act_cons[keep++] = c;
+        continue;
+      }
       for (int vid : cons[c].vars) {
         Var& v = vars[vid];
         if (v.fixed) continue;
@@ -553,8 +552,9 @@ void MaxMinSolver::fill_unweighted() {
         charge(v);
       }
     }
+    num_act_cons = keep;
     if (!act_vars_.empty()) {
-      keep = 0;
+      std::size_t open = 0;
       var_level = kUnbounded;
       for (int vid : act_vars_) {
         Var& v = vars[vid];
@@ -563,16 +563,17 @@ void MaxMinSolver::fill_unweighted() {
           v.bottleneck = -1;  // held by its bound
           charge(v);
         } else {
-          act_vars_[keep++] = vid;
+          act_vars_[open++] = vid;
           var_level = std::min(var_level, v.bound);
         }
       }
-      act_vars_.resize(keep);
+      act_vars_.resize(open);
     }
     for (std::size_t i = 0; i < num_touched; ++i) {
       Con& con = cons[touched[i]];
-      if (con.unfixed_count > 0)
-        con.level = std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count);
+      con.level = con.unfixed_count > 0
+                      ? std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count)
+                      : kUnbounded;
     }
   }
   stamp_ = stamp;
