@@ -522,7 +522,7 @@ void MaxMinSolver::fill_unweighted() {
     const double limit = share * (1.0 + kRelEps);
     ++stamp;  // marks the constraints charged this round
     std::size_t num_touched = 0;
-    const auto charge = [&](Var& v) __attribute__((always_inline)) {
+    const auto charge = [&](Var & v) __attribute__((always_inline)) {
       v.value = share;
       v.fixed = true;
       --left;
@@ -710,9 +710,7 @@ void MaxMinSolver::check_solution(std::span<const int> vars, std::span<const int
       violated("constraint " + std::to_string(c) + " carries " + num(usage[c]) + " > capacity " +
                num(capacity_[c]) + " (relative tolerance " + num(kCheckRelTol) + ")");
   }
-  const auto saturated = [&](int c) {
-    return usage[c] >= capacity_[c] * (1.0 - kCheckRelTol);
-  };
+  const auto saturated = [&](int c) { return usage[c] >= capacity_[c] * (1.0 - kCheckRelTol); };
   for (int vid : vars) {
     const Var& v = vars_[vid];
     const auto name = [&] {

@@ -182,8 +182,8 @@ class MaxMinSolver {
   std::vector<std::uint64_t> free_bits_;
   int num_free_ = 0;
   std::vector<int> dirty_cons_;
-  std::vector<int> dirty_vars_;             // new variables with no constraint
-  std::vector<int> fast_vars_;              // additions set alone since the last solve
+  std::vector<int> dirty_vars_;  // new variables with no constraint
+  std::vector<int> fast_vars_;   // additions set alone since the last solve
   // A list of ids whose room is made once (fit(): every variable or every constraint), so that
   // the collection's and the fills' appends need no capacity check.
   struct IdList {
