@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -47,20 +48,30 @@ void MaxMinSolver::set_check_invariants_default(bool on) {
 int MaxMinSolver::add_constraint(double capacity) {
   assert(capacity > 0.0);
   Con c;
-  c.capacity = capacity;
   cons_.push_back(std::move(c));
+  capacity_.push_back(capacity);
+  comp_cons_.fit(cons_.size());
+  act_cons_.fit(cons_.size());
+  touched_.fit(cons_.size());
   return static_cast<int>(cons_.size()) - 1;
 }
 
 int MaxMinSolver::add_variable(double bound, std::span<const int> constraints, double weight) {
   assert(weight > 0.0);
   int id;
-  if (!free_vars_.empty()) {
-    id = free_vars_.back();
-    free_vars_.pop_back();
+  if (num_free_ > 0) {
+    std::size_t w = 0;
+    while (free_bits_[w] == 0) ++w;
+    id = static_cast<int>(w * 64) + std::countr_zero(free_bits_[w]);
+    free_bits_[w] &= free_bits_[w] - 1;
+    --num_free_;
   } else {
     id = static_cast<int>(vars_.size());
     vars_.emplace_back();
+    free_bits_.resize(vars_.size() / 64 + 1, 0);
+    comp_vars_.fit(vars_.size());
+    act_vars_.fit(vars_.size());
+    below_.resize(vars_.size());  // a constraint lists at most every variable
   }
   Var& v = vars_[id];
   v.bound = bound;
@@ -123,7 +134,7 @@ bool MaxMinSolver::addition_alone(int id) {
         return false;
       used += w.value;
     }
-    const double room = cons_[c].capacity - used;
+    const double room = capacity_[c] - used;
     if (room < x) {
       x = room;
       bottleneck = c;
@@ -181,9 +192,9 @@ void MaxMinSolver::remove_variable(int id) {
   v.alive = false;
   v.value = 0.0;
   --live_vars_;
-  // Keep the free list sorted descending so ids are reused lowest first (deterministic).
-  free_vars_.insert(std::upper_bound(free_vars_.begin(), free_vars_.end(), id, std::greater<>()),
-                    id);
+  // Free: reused lowest first (add_variable), so ids are deterministic.
+  free_bits_[static_cast<std::size_t>(id) / 64] |= std::uint64_t{1} << (id % 64);
+  ++num_free_;
   auto it = std::find(dirty_vars_.begin(), dirty_vars_.end(), id);
   if (it != dirty_vars_.end()) dirty_vars_.erase(it);
   it = std::find(fast_vars_.begin(), fast_vars_.end(), id);
@@ -210,13 +221,13 @@ void MaxMinSolver::collect_component() {
   const auto reach = [&](int c) {
     Con& con = cons_[c];
     con.mark = stamp_;
-    con.remaining = con.capacity;
+    con.remaining = capacity_[c];
     con.unfixed_count = static_cast<int>(con.vars.size());
     con.unfixed = con.unfixed_count;
     // fill_unweighted's first levels and open constraints, here while the constraint is at hand
     // (capacity > 0, so this is its max(remaining, 0) / unfixed_count, the same bits).
     if (con.unfixed_count > 0) {
-      con.level = con.capacity / con.unfixed;
+      con.level = capacity_[c] / con.unfixed;
       act_cons_.push_back(c);
     }
     if (con.weighted > 0) {
@@ -275,15 +286,19 @@ bool MaxMinSolver::collect_partial() {
   // Inlined at both calls (a call per reached constraint cost more than its loop), and the rates
   // below the cut go straight into their ascending place in a buffer sized once per constraint
   // (an insertion sort as they come, instead of push_back then a sort: the same sorted sequence).
+  // Local pointers (nothing here resizes the arrays): the compiler cannot keep the members'
+  // addresses in registers across the stores.
+  Var* const vars = vars_.data();
+  Con* const cons = cons_.data();
+  double* const below = below_.data();
+  const std::uint32_t stamp = stamp_;
   const auto reach = [&](int c) __attribute__((always_inline)) {
-    Con& con = cons_[c];
-    con.mark = stamp_;
-    if (below_.size() < con.vars.size()) below_.resize(con.vars.size());
-    double* const below = below_.data();
+    Con& con = cons[c];
+    con.mark = stamp;
     std::size_t num_below = 0;
     int open = 0;
     for (int vid : con.vars) {
-      Var& v = vars_[vid];
+      Var& v = vars[vid];
       if (v.fixed && v.value < cut) {
         const double x = v.value;
         std::size_t j = num_below++;
@@ -292,13 +307,13 @@ bool MaxMinSolver::collect_partial() {
         continue;
       }
       ++open;
-      if (v.mark == stamp_) continue;
-      v.mark = stamp_;
+      if (v.mark == stamp) continue;
+      v.mark = stamp;
       v.fixed = false;
       comp_vars_.push_back(vid);
       if (v.bound != kUnbounded) act_vars_.push_back(vid);
     }
-    double remaining = con.capacity;
+    double remaining = capacity_[c];
     for (std::size_t i = 0; i < num_below; ++i) remaining -= below[i];
     con.remaining = remaining;
     con.unfixed_count = open;
@@ -310,12 +325,14 @@ bool MaxMinSolver::collect_partial() {
     comp_cons_.push_back(c);
     return con.weighted == 0;
   };
+  bool ok = true;
   for (int c : dirty_cons_)
-    if (cons_[c].mark != stamp_ && !reach(c)) return abandon_partial();
-  // comp_vars_ grows as constraints are reached: walk it as the queue.
-  for (std::size_t qi = 0; qi < comp_vars_.size(); ++qi)
-    for (int c : vars_[comp_vars_[qi]].cons)
-      if (cons_[c].mark != stamp_ && !reach(c)) return abandon_partial();
+    if (cons[c].mark != stamp && !(ok = reach(c))) break;
+  // comp_vars grows as constraints are reached: walk it as the queue.
+  for (std::size_t qi = 0; ok && qi < comp_vars_.size(); ++qi)
+    for (int c : vars[comp_vars_[qi]].cons)
+      if (cons[c].mark != stamp && !(ok = reach(c))) break;
+  if (!ok) return abandon_partial();
   component_ready_ = true;
   ++partial_solves_;
   return true;
@@ -330,7 +347,7 @@ double MaxMinSolver::rate_floor(int id) const {
   const Var& v = vars_[id];
   double floor = v.bound;
   for (int c : v.cons)
-    floor = std::min(floor, cons_[c].capacity / static_cast<double>(cons_[c].vars.size()));
+    floor = std::min(floor, capacity_[c] / static_cast<double>(cons_[c].vars.size()));
   return floor;
 }
 
@@ -474,80 +491,93 @@ void MaxMinSolver::fill_unweighted() {
   // constraints they cross have their level recomputed (one division each), instead of every open
   // constraint and variable per round.
   // collect_component() left the open constraints in act_cons_ with their first levels.
+  // The arrays are read through local pointers: nothing here resizes them, and the compiler
+  // cannot otherwise keep their addresses in registers across the stores.
+  Var* const vars = vars_.data();
+  Con* const cons = cons_.data();
+  int* const act_cons = act_cons_.begin();
+  std::size_t num_act_cons = act_cons_.size();
+  int* const touched = touched_.begin();
   double var_level = kUnbounded;  // the lowest open bound
-  for (int vid : act_vars_) var_level = std::min(var_level, vars_[vid].bound);
+  for (int vid : act_vars_) var_level = std::min(var_level, vars[vid].bound);
   std::size_t left = comp_vars_.size();
+  std::uint32_t stamp = stamp_;
   while (left > 0) {
-    // The share, dropping the constraints the last round closed.
+    // The share. A constraint closed in the last round has level +inf here (set below) until
+    // the saturation pass drops it.
     double share = var_level;
+    for (std::size_t i = 0; i < num_act_cons; ++i) share = std::min(share, cons[act_cons[i]].level);
     std::size_t keep = 0;
-    for (int c : act_cons_) {
-      const Con& con = cons_[c];
-      if (con.unfixed_count == 0) continue;
-      act_cons_[keep++] = c;
-      share = std::min(share, con.level);
-    }
-    act_cons_.resize(keep);
     if (share == kUnbounded) {  // only unconstrained, unbounded variables remain
       for (int vid : comp_vars_) {
-        Var& v = vars_[vid];
+        Var& v = vars[vid];
         if (!v.fixed) {
           v.value = kUnbounded;
           v.fixed = true;
           v.bottleneck = -1;
         }
       }
-      return;
+      break;
     }
     const double limit = share * (1.0 + kRelEps);
-    ++stamp_;  // marks the constraints charged this round
-    touched_.clear();
-    const auto charge = [&](Var& v) {
+    ++stamp;  // marks the constraints charged this round
+    std::size_t num_touched = 0;
+    const auto charge = [&](Var & v) __attribute__((always_inline)) {
       v.value = share;
       v.fixed = true;
       --left;
       for (int c : v.cons) {
-        Con& con = cons_[c];
+        Con& con = cons[c];
         con.remaining -= share;
         --con.unfixed_count;
-        if (con.mark != stamp_) {
-          con.mark = stamp_;
-          touched_.push_back(c);
+        if (con.mark != stamp) {
+          con.mark = stamp;
+          touched[num_touched++] = c;
         }
       }
     };
-    // Saturation is judged on the levels at the start of the round (they change only below).
-    for (int c : act_cons_) {
-      if (cons_[c].level > limit) continue;
-      for (int vid : cons_[c].vars) {
-        Var& v = vars_[vid];
+    // Saturation is judged on the levels at the start of the round (they change only below). A
+    // saturated constraint closes (each of its open variables is fixed now), and so does one
+    // whose variables an earlier round fixed: both leave the open list here.
+    for (std::size_t i = 0; i < num_act_cons; ++i) {
+      const int c = act_cons[i];
+      if (cons[c].level > limit) {
+        if (cons[c].unfixed_count > 0) act_cons[keep++] = c;
+        continue;
+      }
+      for (int vid : cons[c].vars) {
+        Var& v = vars[vid];
         if (v.fixed) continue;
         v.bottleneck = c;
         charge(v);
       }
     }
+    num_act_cons = keep;
     if (!act_vars_.empty()) {
-      keep = 0;
+      std::size_t open = 0;
       var_level = kUnbounded;
       for (int vid : act_vars_) {
-        Var& v = vars_[vid];
+        Var& v = vars[vid];
         if (v.fixed) continue;
         if (v.bound <= limit) {
           v.bottleneck = -1;  // held by its bound
           charge(v);
         } else {
-          act_vars_[keep++] = vid;
+          act_vars_[open++] = vid;
           var_level = std::min(var_level, v.bound);
         }
       }
-      act_vars_.resize(keep);
+      act_vars_.resize(open);
     }
-    for (int c : touched_) {
-      Con& con = cons_[c];
-      if (con.unfixed_count > 0)
-        con.level = std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count);
+    for (std::size_t i = 0; i < num_touched; ++i) {
+      Con& con = cons[touched[i]];
+      con.level = con.unfixed_count > 0
+                      ? std::max(con.remaining, 0.0) / static_cast<double>(con.unfixed_count)
+                      : kUnbounded;
     }
   }
+  stamp_ = stamp;
+  act_cons_.resize(num_act_cons);
 }
 
 bool MaxMinSolver::solve() {
@@ -566,14 +596,15 @@ bool MaxMinSolver::solve() {
   pending_adds_.clear();
   const std::uint32_t comp_stamp = stamp_;  // the fills move stamp_ on
   for (int c : dirty_cons_) cons_[c].dirty = false;
-  // Progressive filling (maxmin.hpp); the three fills give the same bits. The plain one, which
-  // scans the whole component every round, is the cheapest on small components (cachegrind: the
-  // heavy sim_bench case, a few flows per component); on large ones the active-set one, or
-  // without weights the one that visits only saturated constraints (the race: ~15 flows).
-  if (comp_vars_.size() <= kActiveFillFrom) {
-    fill_plain();
-  } else if (!comp_weighted_) {
+  // Progressive filling (maxmin.hpp); the three fills give the same bits. Without weights the one
+  // that visits only saturated constraints, whatever the size (the race: ~15 flows per component
+  // on the network, 1-3 ops per CPU; cachegrind at 16k activities, it beats the plain scan on
+  // small components too). With weights the plain one, which scans the whole component every
+  // round, on small components, and the active-set one on large ones.
+  if (!comp_weighted_) {
     fill_unweighted();
+  } else if (comp_vars_.size() <= kActiveFillFrom) {
+    fill_plain();
   } else {
     fill_active();
   }
@@ -619,7 +650,7 @@ void MaxMinSolver::check_bookkeeping() const {
     violated("changes pending after a solve (dirty constraints or variables left)");
   for (std::size_t c = 0; c < cons_.size(); ++c) {
     const Con& con = cons_[c];
-    if (!(con.capacity > 0.0)) violated("constraint " + std::to_string(c) + " has capacity <= 0");
+    if (!(capacity_[c] > 0.0)) violated("constraint " + std::to_string(c) + " has capacity <= 0");
     if (con.dirty) violated("constraint " + std::to_string(c) + " still marked dirty");
     int weighted = 0;
     for (std::size_t i = 0; i < con.vars.size(); ++i) {
@@ -656,8 +687,15 @@ void MaxMinSolver::check_bookkeeping() const {
                  ", which does not list it");
     }
   }
-  for (int id : free_vars_)
+  int free = 0;
+  for (std::size_t id = 0; id < vars_.size(); ++id) {
+    if ((free_bits_[id / 64] >> (id % 64) & 1U) == 0) continue;
+    ++free;
     if (vars_[id].alive) violated("variable " + std::to_string(id) + " is alive and free");
+  }
+  if (free != num_free_)
+    violated(std::to_string(free) + " free variable ids, the count says " +
+             std::to_string(num_free_));
 }
 
 void MaxMinSolver::check_solution(std::span<const int> vars, std::span<const int> cons) const {
@@ -668,13 +706,11 @@ void MaxMinSolver::check_solution(std::span<const int> vars, std::span<const int
       usage[c] += vars_[vid].value;
       top[c] = std::max(top[c], vars_[vid].value * vars_[vid].weight);
     }
-    if (usage[c] > cons_[c].capacity * (1.0 + kCheckRelTol))
+    if (usage[c] > capacity_[c] * (1.0 + kCheckRelTol))
       violated("constraint " + std::to_string(c) + " carries " + num(usage[c]) + " > capacity " +
-               num(cons_[c].capacity) + " (relative tolerance " + num(kCheckRelTol) + ")");
+               num(capacity_[c]) + " (relative tolerance " + num(kCheckRelTol) + ")");
   }
-  const auto saturated = [&](int c) {
-    return usage[c] >= cons_[c].capacity * (1.0 - kCheckRelTol);
-  };
+  const auto saturated = [&](int c) { return usage[c] >= capacity_[c] * (1.0 - kCheckRelTol); };
   for (int vid : vars) {
     const Var& v = vars_[vid];
     const auto name = [&] {

@@ -143,17 +143,18 @@ class MaxMinSolver {
     // largest), or -1 when its bound holds it: what removal_keeps_rates() reads.
     int bottleneck = -1;
   };
+  // 64 bytes, so that an index is a shift (the capacity, read once per collection, is apart).
   struct Con {
-    double capacity = 0.0;
-    std::vector<int> vars;  // live variables crossing it, in insertion order
-    int weighted = 0;       // live variables with a weight other than 1
-    bool dirty = false;
-    std::uint32_t mark = 0;
     double remaining = 0.0;  // scratch
     double unfixed = 0;      // scratch: sum of 1 / weight of the unfixed variables
-    int unfixed_count = 0;   // scratch
     double level = 0.0;      // scratch: remaining / unfixed in the current round
+    std::vector<int> vars;   // live variables crossing it, in insertion order
+    int weighted = 0;        // live variables with a weight other than 1
+    std::uint32_t mark = 0;
+    int unfixed_count = 0;  // scratch
+    bool dirty = false;
   };
+  static_assert(sizeof(Con) == 64);
 
   friend struct MaxMinSolverTestAccess;  // tests corrupt the state to see the check fail
 
@@ -175,13 +176,43 @@ class MaxMinSolver {
 
   std::vector<Var> vars_;
   std::vector<Con> cons_;
-  std::vector<int> free_vars_;  // sorted descending so back() is the lowest id
+  std::vector<double> capacity_;  // per constraint
+  // Free variable ids as a bitmap (bit i of word i / 64): the lowest is reused first
+  // (deterministic ids), found with one count of trailing zeros instead of a sorted list's insert.
+  std::vector<std::uint64_t> free_bits_;
+  int num_free_ = 0;
   std::vector<int> dirty_cons_;
-  std::vector<int> dirty_vars_;             // new variables with no constraint
-  std::vector<int> fast_vars_;              // additions set alone since the last solve
-  std::vector<int> comp_vars_, comp_cons_;  // the component being (or last) solved
-  std::vector<int> act_vars_, act_cons_;    // scratch of solve: what is still open
-  std::vector<int> touched_;                // scratch of fill_unweighted
+  std::vector<int> dirty_vars_;  // new variables with no constraint
+  std::vector<int> fast_vars_;   // additions set alone since the last solve
+  // A list of ids whose room is made once (fit(): every variable or every constraint), so that
+  // the collection's and the fills' appends need no capacity check.
+  struct IdList {
+    std::vector<int> room;
+    std::size_t n = 0;
+    void fit(std::size_t size) {
+      if (room.size() < size) room.resize(size);
+    }
+    void clear() { n = 0; }
+    void push_back(int id) { room[n++] = id; }
+    void resize(std::size_t size) { n = size; }
+    template <class It>
+    void assign(It first, It last) {
+      n = 0;
+      for (; first != last; ++first) room[n++] = *first;
+    }
+    [[nodiscard]] std::size_t size() const { return n; }
+    [[nodiscard]] bool empty() const { return n == 0; }
+    int& operator[](std::size_t i) { return room[i]; }
+    int operator[](std::size_t i) const { return room[i]; }
+    int* begin() { return room.data(); }
+    int* end() { return room.data() + n; }
+    [[nodiscard]] const int* begin() const { return room.data(); }
+    [[nodiscard]] const int* end() const { return room.data() + n; }
+    operator std::span<const int>() const { return {room.data(), n}; }
+  };
+  IdList comp_vars_, comp_cons_;  // the component being (or last) solved
+  IdList act_vars_, act_cons_;    // scratch of solve: what is still open
+  IdList touched_;                // scratch of fill_unweighted
   std::uint32_t stamp_ = 0;
   bool component_ready_ = false;
   bool comp_weighted_ = false;  // a variable of the component has a weight other than 1
