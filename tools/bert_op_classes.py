@@ -19,7 +19,7 @@ def op_class(name):
     if any(k in name for k in ('MatMul', '/scores', '/context', 'lm_head')): return 'gemm'
     if '/attn/' in name and any(k in name for k in ('/scale', 'mask_add', 'softmax',
                                                      'dropout_probs')):
-        return 'attention scores: scale, mask, softmax, dropout'
+        return 'scores: scale, mask, softmax, dropout'
     if '/dropout' in name and '/h' in name: return 'hidden dropout'
     if '/ln_' in name: return 'layer norm'
     if 'gelu' in name: return 'gelu'
