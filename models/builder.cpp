@@ -264,6 +264,21 @@ Tensor GraphBuilder::unary(const std::string& name, const std::string& type, con
   return op(name, type, {x}, {x.shape}, n * flops_per_elem, {g})[0];
 }
 
+Tensor GraphBuilder::dropout(const std::string& name, const Tensor& x) {
+  const double n = d(num_elements(x.shape));
+  const Tensor y =
+      op(name, "Dropout", {x}, {x.shape, x.shape}, 2 * n,
+         {GradRule{.type = "DropoutGrad", .flops = n, .wrt = {0}, .saved_outputs = {1}}})[0];
+  // The mask is Bool, not the activation type: one byte an element (mixed precision leaves it).
+  sim::Op& o = g_.ops[static_cast<std::size_t>(y.op)];
+  sim::TensorOut& mask = o.outputs[1];
+  o.bytes_written.v -= mask.bytes.v;
+  mask.dtype = sim::Dtype::Bool;
+  mask.bytes = sim::Bytes{num_elements(x.shape) * sim::dtype_size(sim::Dtype::Bool)};
+  o.bytes_written.v += mask.bytes.v;
+  return y;
+}
+
 Tensor GraphBuilder::add(const std::string& name, const Tensor& a, const Tensor& b) {
   const Tensor& big = num_elements(a.shape) >= num_elements(b.shape) ? a : b;
   const double n = d(num_elements(big.shape));

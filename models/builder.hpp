@@ -100,6 +100,10 @@ class GraphBuilder {
   Tensor unary(const std::string& name, const std::string& type, const Tensor& x,
                double flops_per_elem = 1.0, bool grad_reads_output = true);
   Tensor add(const std::string& name, const Tensor& a, const Tensor& b);
+  /// Dropout as PyTorch's fused kernel runs it (native_dropout): outputs the kept, rescaled
+  /// values and a Bool keep-mask (1 byte an element); the gradient (DropoutGrad) reads the
+  /// output gradient and the mask. 2 FLOPs an element forward (draw, scale), 1 backward.
+  Tensor dropout(const std::string& name, const Tensor& x);
   Tensor mul(const std::string& name, const Tensor& a, const Tensor& b);
   Tensor concat(const std::string& name, const std::vector<Tensor>& xs, int axis);
   std::vector<Tensor> split(const std::string& name, const Tensor& x, int axis, int parts);

@@ -1,6 +1,10 @@
 // A GPT-2-style transformer decoder (Radford et al. 2019): pre-LayerNorm blocks, fused QKV
 // projection, causal softmax attention, GELU MLP, language-model head tied to the token
-// embedding. Activations are kept as [batch*seq, hidden] for the projections.
+// embedding. Activations are kept as [batch*seq, hidden] for the projections. The attention
+// runs the passes eager PyTorch runs (Hugging Face GPT2Attention, NVIDIA DeepLearningExamples'
+// BertSelfAttention): the 1/sqrt(head dim) scale and the mask add as two kernels, softmax, and,
+// unless `dropout=0`, dropout on the probabilities, on the embeddings and on both residual
+// branches (docs/workloads.md).
 #include <algorithm>
 #include <string>
 
@@ -31,8 +35,8 @@ Tensor layer_norm(GraphBuilder& b, const std::string& name, const Tensor& x) {
 }  // namespace
 
 sim::Graph build_gpt(GraphOptions& o) {
-  o.accept(
-      {"batch", "layers", "hidden", "heads", "seq", "vocab", "positions", "optimizer", "masked"});
+  o.accept({"batch", "layers", "hidden", "heads", "seq", "vocab", "positions", "optimizer",
+            "masked", "dropout"});
   const std::int64_t batch = o.get_int("batch", 4);
   const std::int64_t layers = o.get_int("layers", 12, 1, 1024);
   const std::int64_t hidden = o.get_int("hidden", 768);
@@ -43,6 +47,9 @@ sim::Graph build_gpt(GraphOptions& o) {
   // Positions per sequence the head predicts: all of them for a causal LM; BERT's masked-LM
   // head runs on max_predictions_per_seq gathered positions (20 at 128 tokens, 80 at 512).
   const std::int64_t masked = o.get_int("masked", seq, 1, seq);
+  // Dropout probability (GPT-2's and BERT's 0.1); it changes no cost, only whether the dropout
+  // kernels run: 0 leaves them out.
+  const bool dropout = o.get_real("dropout", 0.1, 0.0, 1.0) > 0.0;
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   if (hidden % heads != 0) {
     throw sim::InputError(
@@ -62,11 +69,17 @@ sim::Graph build_gpt(GraphOptions& o) {
   const Tensor pos_ids = b.input("positions", {seq}, sim::Dtype::I32);
   const std::int64_t predicted = batch * masked;
   const Tensor labels = b.input("labels", {predicted}, sim::Dtype::I32);
+  // The additive attention mask, broadcast over heads and query rows (BERT's extended padding
+  // mask; GPT-2's causal mask is one pass over the scores the same way). A resident constant of
+  // batch x seq F32: it is small beside the scores, and as a constant the tensor-parallel
+  // transform treats it as one (models/parallel_tp.cpp).
+  const Tensor mask = b.constant("attention_mask", {batch, 1, 1, seq});
   b.scope("gpt/embedding");
   const Tensor wte = b.variable("wte", {vocab, hidden});
   const Tensor wpe = b.variable("wpe", {positions, hidden});
   Tensor x =
       b.add("add_pos", b.gather("tok_lookup", wte, ids), b.gather("pos_lookup", wpe, pos_ids));
+  if (dropout) x = b.dropout("dropout", x);
 
   const Shape heads_shape{batch, heads, seq, hd};
   const double score_elems = static_cast<double>(batch * heads * seq * seq);
@@ -78,17 +91,24 @@ sim::Graph build_gpt(GraphOptions& o) {
     const Tensor kt = transpose(b, "k_heads", parts[1], {batch, heads, hd, seq});
     const Tensor v = transpose(b, "v_heads", parts[2], heads_shape);
     Tensor s = b.batch_matmul("scores", q, kt);
-    // Scale by 1/sqrt(head dim) and apply the causal mask (constants, so no variables).
-    s = b.op("scale_mask", "MaskedScale", {s}, {s.shape}, 2 * score_elems,
-             {GradRule{.type = "MaskedScaleGrad", .flops = score_elems, .wrt = {0}}})[0];
-    const Tensor p = b.softmax("softmax", s);
+    // Scale by 1/sqrt(head dim), then add the mask: two kernels, as eager PyTorch runs them.
+    // The add's gradient is the incoming one (no kernel); the scale's is one more pass.
+    s = b.op("scale", "Scale", {s}, {s.shape}, score_elems,
+             {GradRule{.type = "ScaleGrad", .flops = score_elems, .wrt = {0}}})[0];
+    s = b.add("mask_add", s, mask);
+    Tensor p = b.softmax("softmax", s);
+    if (dropout) p = b.dropout("dropout_probs", p);
     const Tensor a = transpose(b, "merge_heads", b.batch_matmul("context", p, v), {bt, hidden});
-    x = b.add("residual", x, linear(b, "c_proj", a, hidden));
+    Tensor out = linear(b, "c_proj", a, hidden);
+    if (dropout) out = b.dropout("dropout", out);
+    x = b.add("residual", x, out);
     b.scope("gpt/h" + std::to_string(l) + "/mlp");
     // tanh-approximated GELU: about 8 FLOPs per element.
     const Tensor h =
         b.unary("gelu", "Gelu", linear(b, "c_fc", layer_norm(b, "ln_2", x), 4 * hidden), 8, false);
-    x = b.add("residual", x, linear(b, "c_proj", h, hidden));
+    Tensor ffn = linear(b, "c_proj", h, hidden);
+    if (dropout) ffn = b.dropout("dropout", ffn);
+    x = b.add("residual", x, ffn);
   }
   b.scope("gpt/head");
   x = layer_norm(b, "ln_f", x);

@@ -15,6 +15,13 @@ namespace placesim::models {
 
 namespace {
 
+// The shortest decimal that reads back as v.
+std::string shortest(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -103,6 +110,22 @@ bool GraphOptions::get_bool(const std::string& key, bool def) {
     }
   }
   resolved_[key] = v ? "true" : "false";
+  return v;
+}
+
+double GraphOptions::get_real(const std::string& key, double def, double min, double max) {
+  double v = def;
+  std::string text;
+  if (const auto it = given_.find(key); it != given_.end()) {
+    text = it->second;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || p != text.data() + text.size() || !(v >= min && v < max)) {
+      throw sim::InputError(
+          origin_, key,
+          "a number in [" + shortest(min) + ", " + shortest(max) + "), got \"" + text + "\"");
+    }
+  }
+  resolved_[key] = shortest(v);
   return v;
 }
 

@@ -27,6 +27,8 @@ class GraphOptions {
   std::int64_t get_int(const std::string& key, std::int64_t def, std::int64_t min = 1,
                        std::int64_t max = std::int64_t{1} << 40);
   bool get_bool(const std::string& key, bool def);
+  /// A decimal in [min, max) (e.g. a dropout probability).
+  double get_real(const std::string& key, double def, double min, double max);
   std::string get_choice(const std::string& key, const std::string& def,
                          const std::vector<std::string>& choices);
   /// The resolved values, for the graph's metadata ("batch=64,layers=2,...").

@@ -481,8 +481,9 @@ namespace {
 // Hopper TF32 (sm_90, H100 SXM): OpenXLA's measured matmul table (kernel time, CUPTI), 375 shapes
 // b in {1,2,4} x M, N, K in {256 ... 4096}, F32 dots run on TF32 tensor cores
 // (tests/data/calibration/xla_sm90_matmul.csv): held rows 15.5 %; 0.82 of the peak at 4096^3 but
-// 0.4-0.65 at mid sizes. (The same table's BF16 column and Vidur's A100 fp16 GEMMs were fitted
-// too, 0.80 / 6.5 us and 0.73 / 8 us, and are not applied: docs/cost-model.md says why.)
+// 0.4-0.65 at mid sizes. The same table's BF16 column (0.80, 6.5 us; held rows 7.0 %) prices
+// Hopper f16/bf16, and microsoft/vidur's A100 Llama-2-7B projection GEMMs (fp16; 0.73, 8 us; held
+// QKV rows 9.0 %) price A100 f16/bf16, applied since session 14 (docs/cost-model.md).
 constexpr GemmCurve kHopperTf32{
     0.63, 9.5e-6, "OpenXLA matmul_interpolator_data.h sm_90 F32 as TF32 (fit: 0.63, 9.5 us)"};
 // F32 on CUDA cores (no TF32, or TF32 not allowed) on V100 and A100: cuBLAS SGEMM reaches 14.0 of
@@ -490,6 +491,10 @@ constexpr GemmCurve kHopperTf32{
 // 5120x4096x4096 (Yinghan-Li/YHs_Sample#4): the lower, 0.89, with the roofline's half-FLOPs term.
 constexpr GemmCurve kCudaCoreF32{0.89, std::nullopt,
                                  "cuBLAS SGEMM on V100 14.0/15.7 TFLOP/s (lablup/mlxcel#1654)"};
+constexpr GemmCurve kHopperHalf{
+    0.80, 6.5e-6, "OpenXLA matmul_interpolator_data.h sm_90 BF16 (fit: 0.80, 6.5 us)"};
+constexpr GemmCurve kA100Half{
+    0.73, 8e-6, "microsoft/vidur A100 Llama-2-7B projection GEMMs fp16 (fit: 0.73, 8 us)"};
 
 // A recurrent cell's output is not its GEMMs' M x N: no quantisation.
 bool recurrent(std::string_view t) {
@@ -547,6 +552,9 @@ std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
       (dtype == Dtype::F32 || (dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) == 0)))
     return kCudaCoreF32;
   if (spec.arch.hopper() && dtype == Dtype::TF32) return kHopperTf32;
+  const bool half = dtype == Dtype::F16 || dtype == Dtype::BF16;
+  if (spec.arch.hopper() && half) return kHopperHalf;
+  if (spec.arch.nvidia(8, 0) && half) return kA100Half;
   return std::nullopt;
 }
 

@@ -287,14 +287,16 @@ TEST(Parallel, PipelineStagesSendRecvAndOneFOneB) {
   EXPECT_GE(job.graph.op_index("pp1/gpt/embedding/wte"), 0);
   EXPECT_LT(job.graph.op_index("pp1/gpt/h0/attn/c_attn/w"), 0);
   // Memory per device: each stage's weights and optimizer state, together all of them plus the
-  // embedding's second copy.
-  std::int64_t whole = 0, wte = 0;
+  // second copies of the embedding and of the attention mask (a constant every stage's layers
+  // read).
+  std::int64_t whole = 0, wte = 0, mask = 0;
   for (const sim::Op& op : g.ops) whole += op.persistent.v;
   wte = op_named(g, "gpt/embedding/wte").persistent.v;
+  mask = op_named(g, "input/attention_mask").persistent.v;
   ASSERT_EQ(job.persistent_bytes.size(), 2u);
   EXPECT_LT(job.persistent_bytes[0], whole);
   EXPECT_LT(job.persistent_bytes[1], whole);
-  EXPECT_EQ(job.persistent_bytes[0] + job.persistent_bytes[1], whole + wte);
+  EXPECT_EQ(job.persistent_bytes[0] + job.persistent_bytes[1], whole + wte + mask);
   // The pipeline beats one GPU running the same micro-batches, and pays a bubble.
   const pm::ParallelJob one = pm::make_parallel(g, c, pm::parse_parallel("mb=4", "<t>"));
   const sim::Outcome t1 = sim::simulate(c, one.graph, one.placement);
@@ -475,9 +477,10 @@ TEST(Parallel, MixedPrecisionHalvesActivationsAndKeepsMasterWeights) {
   EXPECT_EQ(op_named(h, mm).dtype, sim::Dtype::BF16);
   EXPECT_EQ(op_named(h, mm).outputs[0].bytes.v * 2, op_named(f, mm).outputs[0].bytes.v);
   EXPECT_EQ(op_named(h, mm).flops, op_named(f, mm).flops);
+  // (Constants, here the attention mask, stay F32 and are not parameters.)
   std::int64_t pf = 0, ph = 0;
-  for (const sim::Op& op : f.ops) pf += op.persistent.v;
-  for (const sim::Op& op : h.ops) ph += op.persistent.v;
+  for (const sim::Op& op : f.ops) pf += op.type == "Const" ? 0 : op.persistent.v;
+  for (const sim::Op& op : h.ops) ph += op.type == "Const" ? 0 : op.persistent.v;
   EXPECT_EQ(ph * 12, pf * 14);
   EXPECT_THROW(pm::load_graph("gpt", "precision=f8"), sim::InputError);
 }

@@ -90,6 +90,51 @@ TEST(Workloads, GptMaskedHeadPredictsOnlyTheMaskedPositions) {
   EXPECT_THROW(load_graph("gpt", dims + ",masked=0"), sim::InputError);
 }
 
+// Bytes moved over the attention scores of one layer, forward and backward: every op in the
+// attention scope whose first output is [batch, heads, seq, seq] but the two batched matmuls.
+double score_pass_bytes(const sim::Graph& g, const std::vector<std::int64_t>& score_shape) {
+  double bytes = 0;
+  for (const auto& op : g.ops) {
+    if (op.layer != "gpt/h0/attn" || op.outputs.empty() || op.type == "BatchMatMul") continue;
+    if (op.outputs[0].shape != score_shape) continue;
+    bytes += static_cast<double>(op.bytes_read.v + op.bytes_written.v);
+  }
+  return bytes;
+}
+
+TEST(Workloads, GptAttentionRunsPyTorchsPasses) {
+  // NVIDIA DeepLearningExamples' BertSelfAttention (and Hugging Face GPT2Attention) run, per
+  // score element of s bytes: scale 2s, mask add 2s, softmax 2s, dropout 2s + 1 (Bool mask);
+  // backward dropout 2s + 1, softmax 3s, scale 2s: 15s + 2. The mask add also reads the
+  // [batch, 1, 1, seq] F32 mask once (a constant: it stays F32 under mixed precision).
+  const std::string dims = "layers=1,hidden=64,heads=4,seq=32,vocab=100,batch=2";
+  const std::vector<std::int64_t> scores{2, 4, 32, 32};
+  const double e = 2.0 * 4 * 32 * 32, mask = 2.0 * 32;
+  // (The mixed-precision transform rescales byte counts in doubles: a byte of rounding per op.)
+  EXPECT_NEAR(score_pass_bytes(load_graph("gpt", dims), scores), (15 * 4 + 2) * e + 4 * mask, 8);
+  EXPECT_NEAR(score_pass_bytes(load_graph("gpt", dims + ",precision=f16"), scores),
+              (15 * 2 + 2) * e + 4 * mask, 8);
+  // Without dropout: scale, mask add, softmax and their gradients, 11s.
+  EXPECT_NEAR(score_pass_bytes(load_graph("gpt", dims + ",dropout=0"), scores),
+              11 * 4 * e + 4 * mask, 8);
+  // Dropout on the embeddings, the probabilities and both residual branches of every layer.
+  for (const auto& [opts, want] : std::map<std::string, int>{{"layers=3,seq=8,batch=1", 10},
+                                                             {"layers=3,seq=8,dropout=0.2", 10},
+                                                             {"layers=3,seq=8,dropout=0", 0}}) {
+    const sim::Graph g = load_graph("gpt", opts);
+    int fwd = 0, bwd = 0;
+    for (const auto& op : g.ops) {
+      fwd += op.type == "Dropout";
+      bwd += op.type == "DropoutGrad";
+    }
+    EXPECT_EQ(fwd, want) << opts;
+    EXPECT_EQ(bwd, want) << opts;
+  }
+  for (const char* bad : {"dropout=1", "dropout=-0.1", "dropout=x", "dropout=0.1.2"}) {
+    EXPECT_THROW(load_graph("gpt", dims + "," + bad), sim::InputError) << bad;
+  }
+}
+
 TEST(Workloads, RnnlmStructure) {
   const sim::Graph g = load_graph("rnnlm", "steps=3,hidden=64,vocab=100,batch=4");
   // Embedding V x H, two LSTM layers of (2H x 4H + 4H), softmax H x V + V.
