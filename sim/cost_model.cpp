@@ -45,6 +45,20 @@ bool starts_with(std::string_view s, std::string_view p) {
   return s.substr(0, p.size()) == p;
 }
 
+// PyTorch's (and its ONNX exports') names, NCHW.
+bool batch_norm_type(std::string_view t) {
+  return t == "BatchNormalization" || t == "BatchNormalizationGrad" || t == "aten::batch_norm" ||
+         t == "aten::native_batch_norm" || t == "aten::cudnn_batch_norm" ||
+         t == "aten::native_batch_norm_backward" || t == "aten::cudnn_batch_norm_backward";
+}
+
+// The builders' TensorFlow-style ops: NHWC ([N, H, W, C] signatures; cuDNN's NHWC kernels spread
+// N*H*W over all SMs) unless the graph says NCHW (`--graph-opt layout=nchw`: PyTorch's kernels
+// on the same tensors, the channels still last in the signature).
+bool fused_batch_norm_type(std::string_view t) {
+  return t == "FusedBatchNorm" || t == "FusedBatchNormGrad";
+}
+
 }  // namespace
 
 MathKind math_kind_of(std::string_view t) {
@@ -113,7 +127,9 @@ void apply_math_mode(Graph& g, const MathMode& m) {
 
 void apply_layout(Graph& g, Layout l) {
   for (Op& op : g.ops)
-    if (math_kind_of(op.type) == MathKind::Conv) op.layout = l;
+    if (math_kind_of(op.type) == MathKind::Conv || batch_norm_type(op.type) ||
+        fused_batch_norm_type(op.type))
+      op.layout = l;
   g.metadata["layout"] = to_string(l);
 }
 
@@ -186,42 +202,60 @@ namespace {
 // Batch normalisation with batch statistics on a GPU, NCHW (cuDNN's bn_fw_tr / bn_bw kernels).
 // Bytes: the forward reads its input twice (statistics, then normalise) and the backward reads
 // grad-output and input twice (two reductions, then the input gradient): the graph's one read
-// per input becomes two. Bandwidth: each channel is reduced by one thread block, and a block
-// streams at most what it keeps in flight over the memory latency (Little's law: 1024 threads x
-// 16 B = 16 KiB per ~750 ns = 21.8 GB/s), so C channels reach at most C x 21.8 GB/s. Measured
-// on the H200 (ResNet-18, batch 64): 64 channels at 112x112 forward 1.34 TB/s, 128 at 28x28
-// 2.8 TB/s (21-22 GB/s per channel); 256 and more channels run at the device's bandwidth.
+// per input becomes two. Bandwidth: each channel is reduced by one thread block (the kernels'
+// grid is C x 1 x 1 in both traces below), so C channels reach at most C x the rate of one block.
+// A block streams the lesser of two rates:
+// - what it keeps in flight over the memory latency (Little's law: 1024 threads x 16 B = 16 KiB
+//   per ~750 ns = 21.8 GB/s forward; the backward, two tensors per element, ~10 KiB, 13.65 GB/s).
+//   Measured on the H200 (ResNet-18, batch 64): forward 20.9, 20.4 and 22.0 GB/s per channel
+//   (64 at 112x112, 64 at 56x56, 128 at 28x28); backward 13.8, 13.5 and 11.8.
+// - a fixed share of its SM's slice of the DRAM bandwidth (bandwidth / SMs). Measured on the
+//   A100-SXM4-40GB (A100-PG509-200, 1555 GB/s / 108 SMs = 14.4 GB/s per SM; ResNet-50, batch 32,
+//   the 2-rank DDP trace): forward 12.5, 12.1 and 12.9 GB/s per channel at the same three shapes
+//   (0.87 of the slice), backward 10.0 and 9.7 at 64 channels (0.685). The H200's slice
+//   (4.8 TB/s / 132 = 36.4 GB/s) leaves its blocks at the latency bound.
+// Counted as above (two reads and one write forward; two reads of x and dy and one write of dx
+// backward); 256 and more channels run at the device's bandwidth on both.
 constexpr double kBlockBytesPerSecond = 16384.0 / 750e-9;
-// The backward (bn_bw_1C11_kernel) streams two tensors per element and keeps fewer bytes in
-// flight per block: the same H200 trace, counting two reads of x and dy and one write of dx,
-// gives 13.5 and 13.8 GB/s per channel at 64 channels (56x56, 112x112) and 11.9 at 128 (28x28),
-// where the forward's kernels reach 20-22; about 10 KiB in flight per ~750 ns (13.65 GB/s).
 constexpr double kBlockBytesPerSecondBwd = 10240.0 / 750e-9;
+constexpr double kSmShare = 0.87;
+constexpr double kSmShareBwd = 0.685;
 
-// PyTorch's (and its ONNX exports') names, NCHW. The builders' TensorFlow-style FusedBatchNorm
-// ops are NHWC ([N, H, W, C] signatures): cuDNN's NHWC kernels spread N*H*W over all SMs.
-bool batch_norm_type(std::string_view t) {
-  return t == "BatchNormalization" || t == "BatchNormalizationGrad" || t == "aten::batch_norm" ||
-         t == "aten::native_batch_norm" || t == "aten::cudnn_batch_norm" ||
-         t == "aten::native_batch_norm_backward" || t == "aten::cudnn_batch_norm_backward";
+// The channels of a batch norm of this type and layout that runs NCHW's one block per channel;
+// nullopt for other ops, NHWC ones and shapes that are not 4-D. PyTorch/ONNX names keep the
+// bound whatever the layout: channels-last (NHWC) BatchNorm kernels were not measured, and
+// dropping the bound for them took NVIDIA's 8-GPU AMP ResNeXt-101 rows out of their bounds
+// (+21.4 -> +34.8 %, +4.5 -> +15.4 %; docs/validation.md).
+std::optional<double> nchw_batch_norm_channels(std::string_view type,
+                                               const std::vector<std::int64_t>& input0,
+                                               std::optional<Layout> layout) {
+  if (input0.size() != 4) return std::nullopt;
+  double channels = 0;
+  if (batch_norm_type(type))
+    channels = static_cast<double>(input0[1]);
+  else if (fused_batch_norm_type(type) && layout == Layout::Nchw)
+    channels = static_cast<double>(input0[3]);
+  if (!(channels > 0)) return std::nullopt;
+  return channels;
 }
 
-// The most C channels of an NCHW batch norm of this type stream (B/s); nullopt for other ops
-// and shapes.
-std::optional<double> batch_norm_cap(std::string_view type,
-                                     const std::vector<std::int64_t>& input0) {
-  if (!batch_norm_type(type) || input0.size() != 4) return std::nullopt;
-  const double channels = static_cast<double>(input0[1]);
-  if (!(channels > 0)) return std::nullopt;
+// The most C channels of an NCHW batch norm of this type stream (B/s) on a GPU of `bw` B/s and
+// `sm_count` SMs; nullopt for other ops and shapes.
+std::optional<double> batch_norm_cap(std::string_view type, const std::vector<std::int64_t>& input0,
+                                     std::optional<Layout> layout, double bw, int sm_count) {
+  const auto channels = nchw_batch_norm_channels(type, input0, layout);
+  if (!channels) return std::nullopt;
   const bool backward =
       type.find("Grad") != std::string::npos || type.find("backward") != std::string::npos;
-  return channels * (backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond);
+  return *channels * batch_norm_channel_rate(backward, bw, sm_count);
 }
 
-// {bytes moved, bandwidth cap} of a GPU batch-norm op with an NCHW signature; nullopt otherwise.
-std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes) {
+// {bytes moved, bandwidth cap} of a GPU batch-norm op that runs NCHW; nullopt otherwise.
+std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes,
+                                                            const DeviceSpec& spec) {
   if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
-  const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0]);
+  const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0], op.layout,
+                                  spec.memory_bandwidth.bytes_per_s, spec.sm_count);
   if (!cap) return std::nullopt;
   return std::make_pair(bytes + static_cast<double>(op.bytes_read.v), *cap);
 }
@@ -576,9 +610,15 @@ double gemm_quantised_flops(double b, double m, double n, double k, int sm_count
   return std::max(flops, best);
 }
 
-double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
-                          double bw) {
-  const auto cap = batch_norm_cap(type, input0);
+double batch_norm_channel_rate(bool backward, double bw, int sm_count) {
+  const double ceiling = backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond;
+  if (sm_count <= 0 || !(bw > 0)) return ceiling;
+  return std::min(ceiling, (backward ? kSmShareBwd : kSmShare) * bw / sm_count);
+}
+
+double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0, double bw,
+                          int sm_count, std::optional<Layout> layout) {
+  const auto cap = batch_norm_cap(type, input0, layout, bw, sm_count);
   return cap && bw > *cap ? bw / *cap : 1.0;
 }
 
@@ -593,7 +633,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   double b = op_bytes(op);
   double bw_cap = 0.0;  // a kernel whose parallelism cannot reach the device's bandwidth
   if (spec.kind == DeviceKind::Gpu)
-    if (const auto bn = batch_norm_traffic(op, b)) std::tie(b, bw_cap) = *bn;
+    if (const auto bn = batch_norm_traffic(op, b, spec)) std::tie(b, bw_cap) = *bn;
   if (spec.kind == DeviceKind::Gpu)
     if (const auto mp = max_pool_bytes(op, b)) b = *mp;
   double t = 0.0;
@@ -663,7 +703,8 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
         cpu_memory ? memory_stretch(cal->memory, b)
         : device.spec.kind == DeviceKind::Gpu && op.signature && !op.signature->input_shapes.empty()
             ? batch_norm_stretch(op.type, op.signature->input_shapes[0],
-                                 device.spec.memory_bandwidth.bytes_per_s)
+                                 device.spec.memory_bandwidth.bytes_per_s, device.spec.sm_count,
+                                 op.layout)
             : 1.0;
     const double b_fit = b * stretch;
     // ... and its FLOPs quantised to whole waves of tiles (wave_quantised_flops), or on a CPU
@@ -693,7 +734,7 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
       if (bw > 0.0 && b > 0.0) bound = std::max(bound, b / bw);
       // Nor faster than its parallelism lets it stream (NCHW BatchNorm: one block per channel).
       if (device.spec.kind == DeviceKind::Gpu)
-        if (const auto bn = batch_norm_traffic(op, b))
+        if (const auto bn = batch_norm_traffic(op, b, device.spec))
           bound = std::max(bound, bn->first / bn->second);
       const bool clamped = bound > fit;
       const Duration t = ceil_seconds(std::max(fit, bound));

@@ -59,7 +59,8 @@ Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m);
 /// Sets every F32 convolution / matmul op's compute dtype to TF32 where `m` allows it (its
 /// signature keeps F32, as profilers record it) and records metadata "math_mode".
 void apply_math_mode(Graph& g, const MathMode& m);
-/// Sets every convolution op's memory format (Op::layout) to `l` and records metadata "layout".
+/// Sets every convolution's and batch norm's memory format (Op::layout) to `l` and records
+/// metadata "layout" (a batch norm's decides whether it runs NCHW's one block per channel).
 /// The ONNX import states NCHW (what its tensors are); `--graph-opt layout=nchw|nhwc` states
 /// how the framework ran the model (PyTorch's default NCHW, or channels_last).
 void apply_layout(Graph& g, Layout l);
@@ -270,13 +271,22 @@ class KernelCostModel {
 /// "measured", "exact", "class-curve", "roofline", "storage", "view", "nchw-transforms".
 std::string to_string(KernelCostModel::Source s);
 
-/// NCHW BatchNorm (PyTorch/ONNX names, `input0` its first input's [N, C, H, W]) on a GPU of
-/// memory bandwidth `bw` B/s: how many times longer its bytes take than at `bw`, as one thread
-/// block per channel streams at most 21.8 GB/s forward and 13.65 GB/s backward:
-/// max(1, bw / (C x rate)). 1 for other ops and shapes. `norm` class curves are fitted and
-/// applied on bytes x this factor, so one curve serves 64 channels and 512.
-double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0,
-                          double bw);
+/// The bytes per second one thread block of an NCHW training BatchNorm (one block per channel)
+/// streams on a GPU of memory bandwidth `bw` B/s and `sm_count` SMs: the lesser of its
+/// Little's-law ceiling (21.8 GB/s forward, 13.65 GB/s backward; the H200 traces) and a share
+/// of its SM's slice of the bandwidth (0.87 x bw / sm_count forward, 0.685 backward; the
+/// A100-SXM4-40GB trace). The ceiling alone when `sm_count` or `bw` is unknown (<= 0).
+double batch_norm_channel_rate(bool backward, double bw, int sm_count);
+
+/// BatchNorm that runs NCHW on a GPU of memory bandwidth `bw` B/s and `sm_count` SMs: PyTorch/ONNX
+/// names (`input0` its first input's [N, C, H, W]; any `layout`: NHWC kernels are not measured),
+/// or the builders' FusedBatchNorm(Grad) when `layout` is NCHW ([N, H, W, C]; `--graph-opt
+/// layout=nchw`, PyTorch's kernels on the builder's tensors): how many times longer its bytes
+/// take than at `bw`, as C channels stream at most C x batch_norm_channel_rate:
+/// max(1, bw / (C x rate)). 1 for other ops, layouts and shapes. `norm` class curves are fitted
+/// and applied on bytes x this factor, so one curve serves 64 channels and 512.
+double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0, double bw,
+                          int sm_count, std::optional<Layout> layout = std::nullopt);
 
 /// Wave/tile quantisation of a convolution (forward, input gradient, weight gradient) on a GPU of
 /// `sm_count` SMs: the FLOPs its implicit-GEMM kernels occupy the device for. Each GEMM's

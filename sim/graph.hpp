@@ -88,7 +88,9 @@ struct Op {
   /// Set on a collective's rank op: one op per rank, on that rank's GPU, all ranks of one call
   /// sharing `collective->id` (docs/collectives.md). simulate() times it with the collective model.
   std::optional<CollectiveCall> collective;
-  /// A convolution's memory format as it ran (apply_layout); unset: not stated, no transforms.
+  /// A convolution's or batch norm's memory format as it ran (apply_layout); unset: not stated
+  /// (a convolution gets no transforms; a PyTorch/ONNX batch norm counts as NCHW, a builder's
+  /// FusedBatchNorm as NHWC).
   std::optional<Layout> layout;
 };
 

@@ -9,6 +9,7 @@
 
 #include "models/grouping.hpp"
 #include "models/registry.hpp"
+#include "sim/catalog.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/error.hpp"
 
@@ -149,6 +150,33 @@ TEST(OnnxImport, ConvolutionsAreNchwUnlessToldChannelsLast) {
   int marked = 0;
   for (const auto& op : rn_nchw.ops) marked += op.layout == sim::Layout::Nchw ? 1 : 0;
   EXPECT_GT(marked, 3 * 50);
+}
+
+// The same network, ResNet-50 run NCHW: the built-in graph with `layout=nchw` prices its
+// BatchNorms (forward and backward, one block per channel) as the ONNX export does, on an A100
+// and an H100; without it the built-in's channels-last BatchNorms stream at the device's rate.
+TEST(OnnxImport, BuiltInResnet50AsNchwPricesBatchNormLikeTheOnnxGraph) {
+  const auto norm_time = [](const sim::Graph& g, const sim::Device& d) {
+    const sim::KernelCostModel km;
+    double s = 0;
+    for (const auto& op : g.ops)
+      if (op.type.find("BatchNorm") != std::string::npos) s += km.estimate(op, d).time.seconds();
+    return s;
+  };
+  const sim::Graph onnx =
+      load_graph(kDir + "resnet50.onnx", "training,optimizer=momentum,batch=32");
+  const sim::Graph nchw = load_graph("resnet50", "batch=32,layout=nchw");
+  const sim::Graph nhwc = load_graph("resnet50", "batch=32");
+  for (const char* gpu : {"A100-SXM4-80GB", "H100-SXM5-80GB"}) {
+    const sim::DeviceSpec* spec = sim::find_device_model(gpu);
+    ASSERT_NE(spec, nullptr) << gpu;
+    const sim::Device d{.name = "gpu0", .spec = *spec};
+    const double reference = norm_time(onnx, d);
+    ASSERT_GT(reference, 0) << gpu;
+    // The ONNX graph's forward BatchNorms also pay PyTorch's counter increment (53 x 2 us).
+    EXPECT_NEAR(norm_time(nchw, d) / reference, 1.0, 0.03) << gpu;
+    EXPECT_LT(norm_time(nhwc, d) / reference, 0.8) << gpu;
+  }
 }
 
 TEST(OnnxImport, BadFilesAreInputErrors) {

@@ -139,16 +139,73 @@ TEST(CostModel, StorageOpsLaunchNothing) {
 }
 
 TEST(CostModel, BatchNormStretchFollowsThePerChannelBound) {
-  // H200 (4.8 TB/s): 64 channels stream 64 x 21.8 GB/s forward, 64 x 13.65 backward; 512
-  // channels forward reach the bandwidth (no stretch); other ops and NHWC-less shapes: 1.
-  const double fwd = batch_norm_stretch("aten::cudnn_batch_norm", {64, 64, 56, 56}, 4.8e12);
+  // H200 (4.8 TB/s, 132 SMs): 64 channels stream 64 x 21.8 GB/s forward, 64 x 13.65 backward (its
+  // SMs' bandwidth slices are wider than that); 512 channels forward reach the bandwidth (no
+  // stretch); other ops and NHWC-less shapes: 1.
+  const double fwd = batch_norm_stretch("aten::cudnn_batch_norm", {64, 64, 56, 56}, 4.8e12, 132);
   const double bwd =
-      batch_norm_stretch("aten::cudnn_batch_norm_backward", {64, 64, 56, 56}, 4.8e12);
+      batch_norm_stretch("aten::cudnn_batch_norm_backward", {64, 64, 56, 56}, 4.8e12, 132);
   EXPECT_NEAR(fwd, 4.8e12 / (64 * 16384.0 / 750e-9), 1e-9);
   EXPECT_NEAR(bwd, 4.8e12 / (64 * 10240.0 / 750e-9), 1e-9);
-  EXPECT_DOUBLE_EQ(batch_norm_stretch("BatchNormalization", {64, 512, 7, 7}, 4.8e12), 1.0);
-  EXPECT_DOUBLE_EQ(batch_norm_stretch("aten::add", {64, 64, 56, 56}, 4.8e12), 1.0);
-  EXPECT_DOUBLE_EQ(batch_norm_stretch("aten::cudnn_batch_norm", {64, 64}, 4.8e12), 1.0);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("BatchNormalization", {64, 512, 7, 7}, 4.8e12, 132), 1.0);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("aten::add", {64, 64, 56, 56}, 4.8e12, 132), 1.0);
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("aten::cudnn_batch_norm", {64, 64}, 4.8e12, 132), 1.0);
+  // The builders' NHWC batch norms: no per-channel bound; a builder's FusedBatchNorm run NCHW
+  // (its channels last in the signature) has the PyTorch one's.
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("FusedBatchNorm", {64, 56, 56, 64}, 4.8e12, 132), 1.0);
+  EXPECT_DOUBLE_EQ(
+      batch_norm_stretch("FusedBatchNorm", {64, 56, 56, 64}, 4.8e12, 132, Layout::Nchw), fwd);
+  EXPECT_DOUBLE_EQ(
+      batch_norm_stretch("FusedBatchNormGrad", {64, 56, 56, 64}, 4.8e12, 132, Layout::Nchw), bwd);
+}
+
+// Per-channel rates of cuDNN's NCHW training kernels measured on two GPU generations
+// (tools/bn_channel_rates.py over tests/data/calibration: bn_fw_tr_1C11_kernel_NCHW and
+// bn_bw_1C11_kernel_new, grid = C blocks; two reads and one write forward, two reads of x and dy
+// and one write of dx backward), against the rate the catalog's bandwidth and SM count give:
+// within 7 % each (the H200's three forward shapes spread 20.5-22.1 GB/s themselves).
+TEST(CostModel, BatchNormChannelRateFollowsTheGeneration) {
+  struct Point {
+    const char* gpu;
+    bool backward;
+    double measured;  // B/s per channel
+    const char* shape;
+  };
+  const Point points[] = {
+      // A100-PG509-200 (A100-SXM4-40GB), ResNet-50 batch 32 (a100_2rank_nccl_rank0.json.gz).
+      {"A100-SXM4-40GB", false, 12.47e9, "64x112x112"},
+      {"A100-SXM4-40GB", false, 12.12e9, "64x56x56"},
+      {"A100-SXM4-40GB", false, 12.92e9, "128x28x28"},
+      {"A100-SXM4-40GB", true, 9.99e9, "64x112x112"},
+      {"A100-SXM4-40GB", true, 9.71e9, "64x56x56"},
+      // H200, ResNet-18 batch 64 (h200_resnet18-224px-b64_train.json.gz).
+      {"H200-SXM-141GB", false, 20.93e9, "64x112x112"},
+      {"H200-SXM-141GB", false, 20.42e9, "64x56x56"},
+      {"H200-SXM-141GB", false, 22.06e9, "128x28x28"},
+      {"H200-SXM-141GB", true, 13.78e9, "64x112x112"},
+      {"H200-SXM-141GB", true, 13.55e9, "64x56x56"},
+  };
+  for (const Point& p : points) {
+    const DeviceSpec* spec = find_device_model(p.gpu);
+    ASSERT_NE(spec, nullptr) << p.gpu;
+    const double rate =
+        batch_norm_channel_rate(p.backward, spec->memory_bandwidth.bytes_per_s, spec->sm_count);
+    EXPECT_NEAR(rate / p.measured, 1.0, 0.07)
+        << p.gpu << (p.backward ? " backward " : " forward ") << p.shape;
+  }
+  // The A100's blocks run 0.59x (forward) and 0.72x (backward) the H200's: one constant rate for
+  // both (the rule before) misses one of them by more than 35 %.
+  const DeviceSpec* a100 = find_device_model("A100-SXM4-40GB");
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  ASSERT_TRUE(a100 && h200);
+  const auto rate = [](const DeviceSpec* s, bool bwd) {
+    return batch_norm_channel_rate(bwd, s->memory_bandwidth.bytes_per_s, s->sm_count);
+  };
+  EXPECT_LT(rate(a100, false) / rate(h200, false), 0.65);
+  EXPECT_LT(rate(a100, true) / rate(h200, true), 0.8);
+  // Unknown SM count or bandwidth: the Little's-law ceiling alone.
+  EXPECT_DOUBLE_EQ(batch_norm_channel_rate(false, 4.8e12, 0), 16384.0 / 750e-9);
+  EXPECT_DOUBLE_EQ(batch_norm_channel_rate(true, 0.0, 132), 10240.0 / 750e-9);
 }
 
 TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
@@ -808,14 +865,24 @@ TEST(CostModel, NchwTransformsOnHalfConvolutions) {
   KernelCostModel fitted;
   fitted.set_calibration(std::make_shared<const Calibration>(curve));
   EXPECT_EQ(fitted.estimate(conv, d).source, KernelCostModel::Source::Fitted);
-  // apply_layout marks convolutions only, and says so in the metadata.
+  // apply_layout marks convolutions and batch norms (both naming families) only, and says so in
+  // the metadata.
   Graph g;
   g.add_op(conv);
   g.add_op(matmul(1, 1));
+  Op bn;
+  bn.name = "bn";
+  bn.type = "FusedBatchNormGrad";
+  g.add_op(bn);
+  bn.name = "bn2";
+  bn.type = "BatchNormalization";
+  g.add_op(bn);
   g.ops[0].layout.reset();
   apply_layout(g, Layout::Nchw);
   EXPECT_EQ(g.ops[0].layout, Layout::Nchw);
   EXPECT_FALSE(g.ops[1].layout.has_value());
+  EXPECT_EQ(g.ops[2].layout, Layout::Nchw);
+  EXPECT_EQ(g.ops[3].layout, Layout::Nchw);
   EXPECT_EQ(g.metadata.at("layout"), "nchw");
 }
 
