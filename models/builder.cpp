@@ -264,18 +264,46 @@ Tensor GraphBuilder::unary(const std::string& name, const std::string& type, con
   return op(name, type, {x}, {x.shape}, n * flops_per_elem, {g})[0];
 }
 
+namespace {
+
+// A dropout's keep-mask (output 1) is Bool, not the activation type: one byte an element (mixed
+// precision leaves it).
+void bool_mask_output(sim::Op& o) {
+  sim::TensorOut& mask = o.outputs[1];
+  o.bytes_written.v -= mask.bytes.v;
+  mask.dtype = sim::Dtype::Bool;
+  mask.bytes = sim::Bytes{num_elements(mask.shape) * sim::dtype_size(sim::Dtype::Bool)};
+  o.bytes_written.v += mask.bytes.v;
+}
+
+}  // namespace
+
 Tensor GraphBuilder::dropout(const std::string& name, const Tensor& x) {
   const double n = d(num_elements(x.shape));
   const Tensor y =
       op(name, "Dropout", {x}, {x.shape, x.shape}, 2 * n,
          {GradRule{.type = "DropoutGrad", .flops = n, .wrt = {0}, .saved_outputs = {1}}})[0];
-  // The mask is Bool, not the activation type: one byte an element (mixed precision leaves it).
-  sim::Op& o = g_.ops[static_cast<std::size_t>(y.op)];
-  sim::TensorOut& mask = o.outputs[1];
-  o.bytes_written.v -= mask.bytes.v;
-  mask.dtype = sim::Dtype::Bool;
-  mask.bytes = sim::Bytes{num_elements(x.shape) * sim::dtype_size(sim::Dtype::Bool)};
-  o.bytes_written.v += mask.bytes.v;
+  bool_mask_output(g_.ops[static_cast<std::size_t>(y.op)]);
+  return y;
+}
+
+Tensor GraphBuilder::bias_dropout_add(const std::string& name, const Tensor& x, const Tensor& bias,
+                                      const Tensor& residual, bool drop) {
+  const double n = d(num_elements(x.shape));
+  std::vector<GradRule> rules;
+  if (drop) {
+    rules.push_back(GradRule{.type = "DropoutGrad", .flops = n, .wrt = {0}, .saved_outputs = {1}});
+  } else {
+    rules.push_back(GradRule{.wrt = {0}, .passthrough = true});
+  }
+  rules.push_back(GradRule{.type = "BiasAddGrad", .flops = n, .wrt = {1}});
+  rules.push_back(GradRule{.wrt = {2}, .passthrough = true});
+  // Forward: the bias add, the residual add and, with dropout, the draw and the scale.
+  const std::vector<Shape> outs =
+      drop ? std::vector<Shape>{x.shape, x.shape} : std::vector<Shape>{x.shape};
+  const Tensor y = op(name, drop ? "BiasDropoutAdd" : "BiasAddAdd", {x, bias, residual}, outs,
+                      (drop ? 4 : 2) * n, std::move(rules))[0];
+  if (drop) bool_mask_output(g_.ops[static_cast<std::size_t>(y.op)]);
   return y;
 }
 

@@ -104,6 +104,12 @@ class GraphBuilder {
   /// values and a Bool keep-mask (1 byte an element); the gradient (DropoutGrad) reads the
   /// output gradient and the mask. 2 FLOPs an element forward (draw, scale), 1 backward.
   Tensor dropout(const std::string& name, const Tensor& x);
+  /// Megatron-LM's bias_dropout_add_fused_train (one jit-fused kernel): residual + dropout(x +
+  /// bias), the dropout's Bool keep-mask a second output. Backward: one pass for the gradient of
+  /// x (the masked, rescaled output gradient), the bias gradient's row sum; the residual's
+  /// gradient is the output gradient. Without `drop` it is the fused bias add and residual add.
+  Tensor bias_dropout_add(const std::string& name, const Tensor& x, const Tensor& bias,
+                          const Tensor& residual, bool drop);
   Tensor mul(const std::string& name, const Tensor& a, const Tensor& b);
   Tensor concat(const std::string& name, const std::vector<Tensor>& xs, int axis);
   std::vector<Tensor> split(const std::string& name, const Tensor& x, int axis, int parts);

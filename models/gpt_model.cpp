@@ -4,8 +4,10 @@
 // runs the passes eager PyTorch runs (Hugging Face GPT2Attention, NVIDIA DeepLearningExamples'
 // BertSelfAttention): the 1/sqrt(head dim) scale and the mask add as two kernels, softmax, and,
 // unless `dropout=0`, dropout on the probabilities, on the embeddings and on both residual
-// branches (docs/workloads.md).
+// branches (docs/workloads.md). `attention=fused_softmax` runs Megatron-LM's fused kernels
+// instead, `attention=flash` one FlashAttention-2 kernel each way (below).
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "models/workloads.hpp"
@@ -32,11 +34,95 @@ Tensor layer_norm(GraphBuilder& b, const std::string& name, const Tensor& x) {
   return b.layer_norm(name, x, g, beta);
 }
 
+// How the attention core runs: eager PyTorch's passes, Megatron-LM's fused kernels, or one
+// FlashAttention-2 kernel forward and one backward.
+enum class Attention { Eager, FusedSoftmax, Flash };
+
+struct AttentionShape {
+  std::int64_t batch, heads, seq, hd;
+  bool causal;   // the causal LM (every position predicted): FlashAttention skips masked blocks
+  bool dropout;  // dropout on the probabilities
+};
+
+// The attention core from the split QKV [batch*seq, hidden] each to the merged context
+// [batch*seq, hidden].
+Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
+                      const std::vector<Tensor>& qkv, const Tensor* mask) {
+  const Shape heads_shape{a.batch, a.heads, a.seq, a.hd};
+  const Shape merged{a.batch * a.seq, a.heads * a.hd};
+  const bool flash = mode == Attention::Flash;
+  const Tensor q = transpose(b, "q_heads", qkv[0], heads_shape);
+  // Eager and Megatron multiply by K transposed; FlashAttention reads K as it reads Q.
+  const Tensor k =
+      transpose(b, "k_heads", qkv[1], flash ? heads_shape : Shape{a.batch, a.heads, a.hd, a.seq});
+  const Tensor v = transpose(b, "v_heads", qkv[2], heads_shape);
+  if (flash) {
+    // FlashAttention-2 (Dao 2023): QK^T, the online softmax (scale, mask, dropout inside) and
+    // PV in one kernel over tiles in on-chip memory: it reads Q, K, V and writes O and the
+    // row logsumexp [batch, heads, seq]; no seq x seq tensor reaches memory. 4·d FLOPs a
+    // query-key pair (two GEMMs); a causal call skips the blocks above the diagonal and counts
+    // the pairs it keeps, seq·(seq+1)/2, as calibrate's `attention` class does
+    // (calibration/kernel_fit.cpp). The backward recomputes the scores from Q, K and the
+    // logsumexp: 2.5 times the forward FLOPs, reading dO, Q, K, V, O and the logsumexp,
+    // writing dQ, dK, dV.
+    const double s = static_cast<double>(a.seq);
+    const double pairs = a.causal ? s * (s + 1) / 2 : s * s;
+    const double f = 4.0 * static_cast<double>(a.batch * a.heads * a.hd) * pairs;
+    const auto outs = b.op("flash_attention", "FlashAttention", {q, k, v},
+                           {heads_shape, {a.batch, a.heads, a.seq}}, f,
+                           {GradRule{.type = "FlashAttentionGrad",
+                                     .flops = 2.5 * f,
+                                     .wrt = {0, 1, 2},
+                                     .saved_inputs = {0, 1, 2},
+                                     .saved_outputs = {0, 1}}});
+    return transpose(b, "merge_heads", outs[0], merged);
+  }
+  Tensor s = b.batch_matmul("scores", q, k);
+  const double score_elems = static_cast<double>(num_elements(s.shape));
+  Tensor p;
+  if (mode == Attention::FusedSoftmax) {
+    // Megatron-LM's FusedScaleMaskSoftmax (megatron/model/fused_softmax.py): scale, mask and
+    // softmax in one kernel that reads the scores and the mask and writes the probabilities,
+    // saved for its one backward pass (scaled_masked_softmax_cuda.backward reads the output
+    // gradient and the probabilities). FLOPs: the scale, the mask and the softmax's 5 forward;
+    // the softmax gradient's 3 and the scale backward.
+    p = b.op("scale_mask_softmax", "ScaleMaskSoftmax", {s, *mask}, {s.shape}, 7 * score_elems,
+             {GradRule{.type = "ScaleMaskSoftmaxGrad",
+                       .flops = 4 * score_elems,
+                       .wrt = {0},
+                       .saved_outputs = {0}}})[0];
+  } else {
+    // Scale by 1/sqrt(head dim), then add the mask: two kernels, as eager PyTorch runs them.
+    // The add's gradient is the incoming one (no kernel); the scale's is one more pass.
+    s = b.op("scale", "Scale", {s}, {s.shape}, score_elems,
+             {GradRule{.type = "ScaleGrad", .flops = score_elems, .wrt = {0}}})[0];
+    s = b.add("mask_add", s, *mask);
+    p = b.softmax("softmax", s);
+  }
+  // Megatron's attention dropout is a separate pass after the fused softmax, as eager's.
+  if (a.dropout) p = b.dropout("dropout_probs", p);
+  return transpose(b, "merge_heads", b.batch_matmul("context", p, v), merged);
+}
+
+// x + dropout(projection(h)): eager runs the bias add, the dropout and the residual add as three
+// kernels; Megatron-LM as one (bias_dropout_add_fused_train, megatron/model/transformer.py).
+Tensor projection_residual(GraphBuilder& b, Attention mode, const Tensor& x, const Tensor& h,
+                           bool dropout) {
+  if (mode != Attention::FusedSoftmax) {
+    Tensor out = linear(b, "c_proj", h, x.shape[1]);
+    if (dropout) out = b.dropout("dropout", out);
+    return b.add("residual", x, out);
+  }
+  const Tensor w = b.variable("c_proj/w", {h.shape[1], x.shape[1]});
+  const Tensor bias = b.variable("c_proj/b", {x.shape[1]});
+  return b.bias_dropout_add("bias_dropout_add", b.matmul("c_proj/MatMul", h, w), bias, x, dropout);
+}
+
 }  // namespace
 
 sim::Graph build_gpt(GraphOptions& o) {
   o.accept({"batch", "layers", "hidden", "heads", "seq", "vocab", "positions", "optimizer",
-            "masked", "dropout"});
+            "masked", "dropout", "attention"});
   const std::int64_t batch = o.get_int("batch", 4);
   const std::int64_t layers = o.get_int("layers", 12, 1, 1024);
   const std::int64_t hidden = o.get_int("hidden", 768);
@@ -50,6 +136,10 @@ sim::Graph build_gpt(GraphOptions& o) {
   // Dropout probability (GPT-2's and BERT's 0.1); it changes no cost, only whether the dropout
   // kernels run: 0 leaves them out.
   const bool dropout = o.get_real("dropout", 0.1, 0.0, 1.0) > 0.0;
+  const std::string attn = o.get_choice("attention", "eager", {"eager", "fused_softmax", "flash"});
+  const Attention mode = attn == "flash"           ? Attention::Flash
+                         : attn == "fused_softmax" ? Attention::FusedSoftmax
+                                                   : Attention::Eager;
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   if (hidden % heads != 0) {
     throw sim::InputError(
@@ -72,8 +162,9 @@ sim::Graph build_gpt(GraphOptions& o) {
   // The additive attention mask, broadcast over heads and query rows (BERT's extended padding
   // mask; GPT-2's causal mask is one pass over the scores the same way). A resident constant of
   // batch x seq F32: it is small beside the scores, and as a constant the tensor-parallel
-  // transform treats it as one (models/parallel_tp.cpp).
-  const Tensor mask = b.constant("attention_mask", {batch, 1, 1, seq});
+  // transform treats it as one (models/parallel_tp.cpp). FlashAttention masks inside its kernel.
+  std::optional<Tensor> mask;
+  if (mode != Attention::Flash) mask = b.constant("attention_mask", {batch, 1, 1, seq});
   b.scope("gpt/embedding");
   const Tensor wte = b.variable("wte", {vocab, hidden});
   const Tensor wpe = b.variable("wpe", {positions, hidden});
@@ -81,34 +172,23 @@ sim::Graph build_gpt(GraphOptions& o) {
       b.add("add_pos", b.gather("tok_lookup", wte, ids), b.gather("pos_lookup", wpe, pos_ids));
   if (dropout) x = b.dropout("dropout", x);
 
-  const Shape heads_shape{batch, heads, seq, hd};
-  const double score_elems = static_cast<double>(batch * heads * seq * seq);
+  const AttentionShape shape{.batch = batch,
+                             .heads = heads,
+                             .seq = seq,
+                             .hd = hd,
+                             .causal = masked == seq,
+                             .dropout = dropout};
   for (std::int64_t l = 0; l < layers; ++l) {
     b.scope("gpt/h" + std::to_string(l) + "/attn");
     const Tensor qkv = linear(b, "c_attn", layer_norm(b, "ln_1", x), 3 * hidden);
-    const auto parts = b.split("split_qkv", qkv, 1, 3);
-    const Tensor q = transpose(b, "q_heads", parts[0], heads_shape);
-    const Tensor kt = transpose(b, "k_heads", parts[1], {batch, heads, hd, seq});
-    const Tensor v = transpose(b, "v_heads", parts[2], heads_shape);
-    Tensor s = b.batch_matmul("scores", q, kt);
-    // Scale by 1/sqrt(head dim), then add the mask: two kernels, as eager PyTorch runs them.
-    // The add's gradient is the incoming one (no kernel); the scale's is one more pass.
-    s = b.op("scale", "Scale", {s}, {s.shape}, score_elems,
-             {GradRule{.type = "ScaleGrad", .flops = score_elems, .wrt = {0}}})[0];
-    s = b.add("mask_add", s, mask);
-    Tensor p = b.softmax("softmax", s);
-    if (dropout) p = b.dropout("dropout_probs", p);
-    const Tensor a = transpose(b, "merge_heads", b.batch_matmul("context", p, v), {bt, hidden});
-    Tensor out = linear(b, "c_proj", a, hidden);
-    if (dropout) out = b.dropout("dropout", out);
-    x = b.add("residual", x, out);
+    const Tensor a =
+        attention_core(b, mode, shape, b.split("split_qkv", qkv, 1, 3), mask ? &*mask : nullptr);
+    x = projection_residual(b, mode, x, a, dropout);
     b.scope("gpt/h" + std::to_string(l) + "/mlp");
     // tanh-approximated GELU: about 8 FLOPs per element.
     const Tensor h =
         b.unary("gelu", "Gelu", linear(b, "c_fc", layer_norm(b, "ln_2", x), 4 * hidden), 8, false);
-    Tensor ffn = linear(b, "c_proj", h, hidden);
-    if (dropout) ffn = b.dropout("dropout", ffn);
-    x = b.add("residual", x, ffn);
+    x = projection_residual(b, mode, x, h, dropout);
   }
   b.scope("gpt/head");
   x = layer_norm(b, "ln_f", x);

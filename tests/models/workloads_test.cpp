@@ -2,6 +2,7 @@
 // structure of a training step.
 #include "models/workloads.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
@@ -131,6 +132,74 @@ TEST(Workloads, GptAttentionRunsPyTorchsPasses) {
     EXPECT_EQ(bwd, want) << opts;
   }
   for (const char* bad : {"dropout=1", "dropout=-0.1", "dropout=x", "dropout=0.1.2"}) {
+    EXPECT_THROW(load_graph("gpt", dims + "," + bad), sim::InputError) << bad;
+  }
+}
+
+int count_type(const sim::Graph& g, const std::string& type) {
+  return static_cast<int>(std::count_if(g.ops.begin(), g.ops.end(),
+                                        [&](const sim::Op& op) { return op.type == type; }));
+}
+
+TEST(Workloads, GptFusedSoftmaxRunsMegatronsKernels) {
+  // Megatron-LM's FusedScaleMaskSoftmax: one pass each way over the scores of s bytes (forward
+  // reads the scores, writes the probabilities: 2s; backward reads the output gradient and the
+  // probabilities, writes the score gradient: 3s), the dropout on the probabilities kept
+  // (2s + 1 each way): 9s + 2 against eager's 15s + 2; 5s without dropout (eager: 11s).
+  const std::string dims = "layers=2,hidden=64,heads=4,seq=32,vocab=100,batch=2";
+  const std::vector<std::int64_t> scores{2, 4, 32, 32};
+  const double e = 2.0 * 4 * 32 * 32, mask = 2.0 * 32;
+  const sim::Graph g = load_graph("gpt", dims + ",attention=fused_softmax");
+  EXPECT_NEAR(score_pass_bytes(g, scores), (9 * 4 + 2) * e + 4 * mask, 8);
+  EXPECT_NEAR(
+      score_pass_bytes(load_graph("gpt", dims + ",attention=fused_softmax,dropout=0"), scores),
+      5 * 4 * e + 4 * mask, 8);
+  EXPECT_EQ(count_type(g, "ScaleMaskSoftmax"), 2);
+  EXPECT_EQ(count_type(g, "ScaleMaskSoftmaxGrad"), 2);
+  EXPECT_EQ(count_type(g, "Scale") + count_type(g, "Softmax"), 0);
+  // bias_dropout_add_fused_train on both residual branches; the embedding's and the
+  // probabilities' dropouts stay separate kernels.
+  EXPECT_EQ(count_type(g, "BiasDropoutAdd"), 4);
+  EXPECT_EQ(count_type(g, "Dropout"), 1 + 2);
+  EXPECT_EQ(count_type(g, "BiasAdd"), 2 * 2);  // c_attn, c_fc; not the projections
+  // The same parameters and matmul FLOPs as eager.
+  const sim::Graph eager = load_graph("gpt", dims);
+  EXPECT_EQ(params_of(g), params_of(eager));
+  EXPECT_DOUBLE_EQ(forward_macs(g), forward_macs(eager));
+}
+
+TEST(Workloads, GptFlashAttentionWritesNoScoreMatrix) {
+  const std::string dims = "layers=2,hidden=64,heads=4,seq=32,vocab=100,batch=2";
+  const double b = 2, h = 4, s = 32, d = 16;
+  for (const char* masked : {"", ",masked=4"}) {
+    const sim::Graph g = load_graph("gpt", dims + ",attention=flash" + masked);
+    // No tensor of the step has seq x seq elements per head: neither a score matrix nor its
+    // gradient, nor the dropout's keep-mask (dropout runs inside the kernel).
+    for (const auto& op : g.ops)
+      for (const auto& t : op.outputs)
+        EXPECT_FALSE(t.shape.size() == 4 && t.shape[2] == 32 && t.shape[3] == 32) << op.name;
+    EXPECT_EQ(count_type(g, "FlashAttention"), 2);
+    EXPECT_EQ(count_type(g, "FlashAttentionGrad"), 2);
+    EXPECT_EQ(count_type(g, "BatchMatMul") + count_type(g, "Softmax") + count_type(g, "Scale"), 0);
+    EXPECT_EQ(count_type(g, "Dropout"), 1 + 2 * 2);  // the embedding's and the residuals'
+    const bool causal = std::string(masked).empty();
+    const double pairs = causal ? s * (s + 1) / 2 : s * s;
+    const double io = b * h * s * d * 4, lse = b * h * s * 4;  // F32 bytes
+    for (const auto& op : g.ops) {
+      if (op.layer != "gpt/h0/attn") continue;
+      if (op.type == "FlashAttention") {
+        EXPECT_DOUBLE_EQ(op.flops.v, 4 * b * h * d * pairs);
+        EXPECT_DOUBLE_EQ(static_cast<double>(op.bytes_read.v), 3 * io);       // Q, K, V
+        EXPECT_DOUBLE_EQ(static_cast<double>(op.bytes_written.v), io + lse);  // O, logsumexp
+      } else if (op.type == "FlashAttentionGrad") {
+        EXPECT_DOUBLE_EQ(op.flops.v, 2.5 * 4 * b * h * d * pairs);
+        // dO, Q, K, V, O and the logsumexp read; dQ, dK, dV written.
+        EXPECT_DOUBLE_EQ(static_cast<double>(op.bytes_read.v), 5 * io + lse);
+        EXPECT_DOUBLE_EQ(static_cast<double>(op.bytes_written.v), 3 * io);
+      }
+    }
+  }
+  for (const char* bad : {"attention=fused", "attention=", "attention=Flash"}) {
     EXPECT_THROW(load_graph("gpt", dims + "," + bad), sim::InputError) << bad;
   }
 }
