@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Imports every topology file in tests/data (and in SHARED, by default ../shared/data/topology
-# when present) with every GPU model of the catalog, NCCL XML files also with none, and keeps what
+# Imports every topology file in tests/data (and, when given, every file in the folder SHARED:
+# topology files of other machines a user keeps outside the repository) with every GPU model of the catalog, NCCL XML files also with none, and keeps what
 # each import wrote: the YAML, stdout (its output path made relative), stderr and the exit code.
 # Run it with the binary before and after a change to the catalog or the importer and diff the
 # two folders: what moved is what the change moved (docs/catalog.md).
@@ -9,7 +9,7 @@
 set -euo pipefail
 bin=$(realpath "$1")
 out=$(realpath -m "$2")
-shared=${3:-../shared/data/topology}
+shared=${3:-}
 cd "$(dirname "$0")/.."
 rm -rf "$out"
 mkdir -p "$out"
@@ -19,7 +19,10 @@ models=$({ "$bin" import topo --nvidia-smi tests/data/calibration/dgx1v_nvidia-s
   tr ',' '\n' | tr -d ' ' | grep -Ev '^(Xeon|EPYC)')
 files=$(ls tests/data/calibration/*nvidia-smi-topo*.txt tests/data/bad/topo-*.txt \
   tests/data/calibration/*.xml tests/data/bad/topo-*.xml)
-if [ -d "$shared" ]; then files="$files $(ls "$shared"/*)"; fi
+if [ -n "$shared" ]; then
+  [ -d "$shared" ] || { echo "topo_import_matrix: SHARED $shared: not a folder" >&2; exit 2; }
+  files="$files $(ls "$shared"/*)"
+fi
 n=0
 for f in $files; do
   tag=$(echo "$f" | sed 's#^[./]*##; s#/#_#g')
