@@ -775,7 +775,16 @@ class NcclTestsReader {
     if (tok.empty() || !parse_double(tok[0], size) ||
         tok[0].find_first_not_of("0123456789") != std::string::npos)
       return;
+    if (open_mpi_help_aggregate(tok)) return;
     read_result_row(tok, size);
+  }
+
+  // Open MPI's aggregated help line, which mpirun prints on the ranks' stdout wherever the table
+  // has got to: "8 more processes have sent help message help-mtl-ofi.txt / OFI call fail" (its
+  // orte_base_help_aggregate). It starts with a number but is no result row.
+  static bool open_mpi_help_aggregate(const std::vector<std::string>& tok) {
+    return tok.size() >= 6 && tok[1] == "more" && (tok[2] == "process" || tok[2] == "processes") &&
+           (tok[3] == "has" || tok[3] == "have") && tok[4] == "sent" && tok[5] == "help";
   }
 
   void read_result_row(const std::vector<std::string>& tok, double size) {

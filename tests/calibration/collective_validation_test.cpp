@@ -103,6 +103,30 @@ constexpr Source kSources[] = {
     {"GCP a3-ultra 2x8 H200 all_gather",
      "gcp_gke-a3ultra_nccl-tests_all_gather_2x8xH200_nccl2266.txt", "2x-hgx-h100.yaml", 16, 1,
      0.230, 0.293, 0.202, false, 22606, "all_gather"},
+    // Held out (added 2026-12-03, session 15; docs/validation.md "Eight more held-out runs").
+    // 8x H100 SXM of one node in one process (-g 8), NVLS, 128 MiB-4 GiB (nccl-tests#290).
+    {"nccl-tests#290 8x H100 (-g 8)", "nccl-tests_issue290_all_reduce_8xH100_g8.txt", "hgx-h100", 8,
+     8, 0.0, 0.0, 0.096, true},
+    // 2 nodes of 8 H100 with 8x 400 Gb/s InfiniBand (the page's words), 512 MiB-8 GiB: 384-392
+    // GB/s,
+    // a ring's figure where the model takes NVLS trees (457 at 8 GiB). A miss.
+    {"mpi-operator 2x8 H100 (8x 400G IB)",
+     "mpi-operator_nccl-tests_all_reduce_2x8xH100_8x400gIB.txt", "2x-hgx-h100.yaml", 16, 1, 0.0,
+     0.0, 0.170, false},
+    // 2 Nebius H200 workers of 8 (fabric assumed 8x 400 Gb/s InfiniBand), 1-16 GiB.
+    {"Nebius 2x8 H200", "nebius_runai_nccl-tests_all_reduce_2x8xH200.txt", "2x-hgx-h100.yaml", 16,
+     1, 0.0, 0.0, 0.064, true},
+    // 8x A100-SXM4-80GB in one process (-g 8), NCCL 2.19.3, 8 B-128 MiB. The model is 27-41 % fast
+    // at 8-32 MiB (LL128) and 15-19 % at 64-128 MiB: a miss.
+    {"8x A100-80GB (-g 8), NCCL 2.19.3", "nccl-tests_all_reduce_8xA100-80GB_g8_nccl2193.txt",
+     "dgx-a100", 8, 8, 0.120, 0.412, 0.190, false, 21903},
+    // One host of 8 A100-SXM4-80GB twice: in one process (-g 8), and one process per GPU (mpirun
+    // -np 8), 8 B-4 GiB. The -g 8 run is the slower one at 1-512 MiB; both misses (the -np 8 run
+    // takes 24-32 us at 1-64 KiB where the model's floor is 17.5-19.4).
+    {"blog 8x A100-80GB (-g 8)", "blog_nccl-tests_all_reduce_8xA100-80GB_g8.txt", "dgx-a100", 8, 8,
+     0.199, 0.347, 0.199, false},
+    {"blog 8x A100-80GB (mpirun -np 8)", "blog_nccl-tests_all_reduce_8xA100-80GB_mpirun-np8.txt",
+     "dgx-a100", 8, 1, 0.642, 0.223, 0.103, false},
 };
 
 struct BandErrors {

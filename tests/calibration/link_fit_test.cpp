@@ -350,6 +350,32 @@ TEST(NcclTests, LauncherPrefixesOfRealLogs) {
   for (std::size_t i = 0; i < st.size(); ++i) EXPECT_DOUBLE_EQ(st[i].time_s, plain[i].time_s);
 }
 
+// mpirun's aggregated help lines ("8 more processes have sent help message ...") inside the
+// table of a real one-process-per-GPU run (tests/data/README.md, session 15): read past, where the
+// reader before took them for a malformed row (exit 2); a numeric line of other words still is.
+TEST(NcclTests, OpenMpiHelpLinesInsideTheTable) {
+  const auto np8 =
+      pc::parse_nccl_tests(slurp(data("blog_nccl-tests_all_reduce_8xA100-80GB_mpirun-np8.txt")),
+                           "np8.txt", "all_reduce");
+  ASSERT_EQ(np8.size(), 30u);  // 8 B .. 4 GiB
+  EXPECT_EQ(np8[0].ranks, 8);
+  EXPECT_NEAR(np8[0].time_s, 20.26e-6, 1e-12);
+  EXPECT_NEAR(np8.back().time_s, 32285e-6, 1e-12);  // the row after the second help line
+  const std::string head =
+      "#       size         count      type   redop    root     time   algbw"
+      "   busbw #wrong     time   algbw   busbw #wrong\n";
+  const std::string row =
+      "        8192  2048  float  sum  -1  25.84  0.32  0.55  0  24.30  0.34"
+      "  0.59  0\n";
+  EXPECT_EQ(pc::parse_nccl_tests(head + "1 more process has sent help message x.txt / y\n" + row,
+                                 "one.txt", "all_reduce")
+                .size(),
+            1u);
+  EXPECT_THROW(pc::parse_nccl_tests(head + "8 more processes were slow today\n" + row, "bad.txt",
+                                    "all_reduce"),
+               sim::InputError);
+}
+
 TEST(NcclTests, OneMeasurementOfALogOfMany) {
   // -d all: ten data types over 2 Dell XE9680 H200 nodes (Spectrum-X); the float/sum rows stay.
   const auto all = pc::parse_nccl_tests(
