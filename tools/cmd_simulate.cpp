@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "models/huge_step.hpp"
 #include "models/parallel.hpp"
 #include "models/registry.hpp"
+#include "models/seq_dist.hpp"
 #include "policy/place/methods.hpp"
 #include "sim/cluster.hpp"
 #include "sim/cost_model.hpp"
@@ -210,6 +212,111 @@ int default_threads() {
   return hw != 0 && hw <= 2 ? 1 : 0;
 }
 
+struct Placed {
+  sim::Graph graph;
+  sim::Placement placement;
+  std::optional<models::ParallelJob> job;
+};
+
+// The graph on the cluster: --parallel's replicas (each on its own GPU) or --placement's method.
+Placed place_graph(const SimulateArgs& a, sim::Graph graph, const sim::Cluster& cluster,
+                   const sim::KernelCostModel& costs) {
+  Placed p;
+  if (!a.parallel.empty()) {
+    // Each replica on its own GPU (models/parallel.hpp); a placement method would fight that.
+    if (!a.placement.empty() && a.placement != "single-gpu")
+      throw sim::InputError(
+          "<flag --placement>", "",
+          "no placement with --parallel (each replica runs on its own GPU), got \"" + a.placement +
+              "\"");
+    p.job = models::make_parallel(graph, cluster,
+                                  models::parse_parallel(a.parallel, "<flag --parallel>"));
+    p.graph = std::move(p.job->graph);
+    p.placement = std::move(p.job->placement);
+  } else if (a.placement.empty()) {
+    throw sim::InputError("<flag --placement>", "",
+                          "a placement file or method (or --parallel), got none");
+  } else {
+    p.placement = placement_arg(a.placement, graph, cluster, costs);
+    p.graph = std::move(graph);
+  }
+  return p;
+}
+
+// --graph gpt --graph-opt seq_dist=FILE,...: one step per padded length of a binned loader
+// (models/seq_dist.hpp), and the step time expected over them; the throughput a run of many
+// steps reports is batch / that expectation.
+void run_seq_dist(const SimulateArgs& a, const sim::Cluster& cluster,
+                  const sim::KernelCostModel& costs, models::SeqDistOptions sd) {
+  if (a.graph != "gpt")
+    throw sim::InputError(
+        "<flag --graph-opt>", "seq_dist",
+        "--graph gpt (the built-in graph whose seq is a length), got --graph \"" + a.graph + "\"");
+  for (const auto& [flag, value] :
+       {std::pair{"--trace", &a.trace}, {"--chakra-out", &a.chakra_out}, {"--pricing", &a.pricing}})
+    if (!value->empty())
+      throw sim::InputError(std::string("<flag ") + flag + ">", "",
+                            "no " + std::string(flag) +
+                                " with seq_dist (a step per padded length), got \"" + *value +
+                                "\"");
+  if (!a.parallel.empty()) {
+    const models::ParallelSpec s = models::parse_parallel(a.parallel, "<flag --parallel>");
+    if (s.pp > 1 || s.mb > 1)
+      throw sim::InputError("<flag --parallel>", "",
+                            "pp=1 and mb=1 with seq_dist (a step is one micro-batch of one "
+                            "length), got \"" +
+                                a.parallel + "\"");
+    // Every rank draws the same bin; the step waits for the rank with the longest sequence.
+    const auto gpus = static_cast<std::int64_t>(cluster.gpus().size());
+    sd.loader.draws *= s.dp > 0 ? s.dp : std::max<std::int64_t>(1, gpus / (s.tp * s.pp));
+  }
+  const models::SeqHistogram h = models::read_seq_histogram(sd.file, sd.seq);
+  const std::vector<models::PaddedLength> lengths = models::padded_lengths(h, sd.loader);
+  sim::SimOptions opt;
+  opt.stop_at_first_oom = a.stop_at_oom;
+  opt.threads = a.threads;
+  nlohmann::json rows = nlohmann::json::array();
+  double expected = 0.0;
+  bool oom = false;
+  for (const models::PaddedLength& l : lengths) {
+    const std::string opts = models::options_at(sd, l.seq);
+    auto [graph, placement, job] = place_graph(a, models::load_graph("gpt", opts), cluster, costs);
+    const sim::Outcome o = sim::simulate(cluster, graph, placement, opt, costs);
+    expected += l.weight * o.step_time.seconds();
+    oom = oom || o.oom;
+    rows.push_back({{"seq", l.seq},
+                    {"weight", l.weight},
+                    {"step_time_s", o.step_time.seconds()},
+                    {"oom", o.oom},
+                    {"graph_opt", opts}});
+  }
+  const nlohmann::json j = {{"step_time_s", expected},
+                            {"oom", oom},
+                            {"seq_dist",
+                             {{"file", sd.file},
+                              {"seq_bin", sd.loader.bin},
+                              {"seq_align", sd.loader.align},
+                              {"draws", sd.loader.draws},
+                              {"lengths", rows}}}};
+  if (!a.report.empty()) write_atomic(a.report, j.dump(2) + "\n", "--report");
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("%-6s %8s %12s\n", "seq", "weight", "step time");
+  for (const auto& r : rows)
+    std::printf("%-6lld %8.4f %12s%s\n", r["seq"].get<long long>(), r["weight"].get<double>(),
+                sim::format_duration(sim::Duration::from_seconds_ceil(r["step_time_s"])).c_str(),
+                r["oom"].get<bool>() ? "  (OUT OF MEMORY)" : "");
+  std::printf(
+      "expected step time: %s over %zu padded lengths (bins of %lld, longest of %lld "
+      "sequences)%s\n",
+      sim::format_duration(sim::Duration::from_seconds_ceil(expected)).c_str(), lengths.size(),
+      static_cast<long long>(sd.loader.bin), static_cast<long long>(sd.loader.draws),
+      oom ? "  (OUT OF MEMORY at some length)" : "");
+  std::printf("throughput: %.1f sequences/s\n", static_cast<double>(sd.loader.draws) / expected);
+}
+
 void run_simulate(const SimulateArgs& a) {
   sim::Cluster cluster = sim::load_cluster(a.cluster);
   if (a.graph == "gpt-huge") {
@@ -222,8 +329,6 @@ void run_simulate(const SimulateArgs& a) {
     run_gpt_huge(a, cluster, costs);
     return;
   }
-  sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
-  const std::int64_t batch = models::graph_batch(graph);
   sim::KernelCostModel costs;
   if (!a.calibration.empty()) {
     // The calibration's measured host cost becomes its GPUs' launch overhead (docs/cost-model.md).
@@ -231,26 +336,14 @@ void run_simulate(const SimulateArgs& a) {
     costs.set_calibration(sim::use_calibration(a.calibration, cluster, notes));
     for (const std::string& n : notes) note(n);
   }
-
-  sim::Placement placement;
-  std::optional<models::ParallelJob> job;
-  if (!a.parallel.empty()) {
-    // Each replica on its own GPU (models/parallel.hpp); a placement method would fight that.
-    if (!a.placement.empty() && a.placement != "single-gpu")
-      throw sim::InputError(
-          "<flag --placement>", "",
-          "no placement with --parallel (each replica runs on its own GPU), got \"" + a.placement +
-              "\"");
-    job = models::make_parallel(graph, cluster,
-                                models::parse_parallel(a.parallel, "<flag --parallel>"));
-    graph = std::move(job->graph);
-    placement = std::move(job->placement);
-  } else if (a.placement.empty()) {
-    throw sim::InputError("<flag --placement>", "",
-                          "a placement file or method (or --parallel), got none");
-  } else {
-    placement = placement_arg(a.placement, graph, cluster, costs);
+  if (auto sd = models::take_seq_dist(a.graph_opt)) {
+    run_seq_dist(a, cluster, costs, *sd);
+    return;
   }
+  sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
+  const std::int64_t batch = models::graph_batch(graph);
+  auto [placed, placement, job] = place_graph(a, std::move(graph), cluster, costs);
+  graph = std::move(placed);
 
   sim::SimOptions opt;
   opt.stop_at_first_oom = a.stop_at_oom;

@@ -25,7 +25,9 @@ failures, lines = [], []
 for r in rows:
     graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"
     gpus = int(r["gpus"])
-    cmd = [bin_, "simulate", "--graph", graph, "--graph-opt", r["graph_opt"], "--cluster",
+    # A seq_dist file (sequence lengths of the run's data) is named relative to tests/data.
+    opt = r["graph_opt"].replace("seq_dist=", f"seq_dist={data}/")
+    cmd = [bin_, "simulate", "--graph", graph, "--graph-opt", opt, "--cluster",
            r["cluster"], "--quiet", "--json"]
     cmd += ["--parallel", f"dp={gpus}"] if gpus > 1 else ["--placement", "single-gpu"]
     out = subprocess.run(cmd, capture_output=True, text=True)

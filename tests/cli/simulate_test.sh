@@ -107,4 +107,42 @@ check_bad 'nosuch' --graph "$GOLDEN/tiny_staged_streams/graph.json" --cluster "$
   --placement nosuch-method
 check_bad 'cal.yaml' --graph "$GOLDEN/tiny_staged_streams/graph.json" --cluster "$GOLDEN/tiny_staged_streams/cluster.yaml" \
   --placement "$GOLDEN/tiny_staged_streams/placement.json" --calibration "$TMP/missing-cal.yaml"
+# seq_dist (a binned loader's padded lengths, models/seq_dist.hpp): the step is the weighted mean
+# of the steps at each padded length, each as a plain run at that seq and masked reports it.
+printf 'length,count\n10,3\n20,1\n60,2\n64,2\n' > "$TMP/lens.csv"
+G="layers=2,hidden=64,heads=4,vocab=100,positions=64,optimizer=sgd,seq=64,masked=16,batch=2"
+"$BIN" simulate --graph gpt --graph-opt "$G,seq_dist=$TMP/lens.csv,seq_bin=32" --cluster paper-2gpu \
+  --parallel dp=2 --json > "$TMP/sd.json" || fail "seq_dist run exited $?"
+python3 - "$BIN" "$TMP/sd.json" <<'PY2' || fail "seq_dist checks"
+import json, subprocess, sys
+bin_, out = sys.argv[1], json.load(open(sys.argv[2]))
+sd = out["seq_dist"]
+assert sd["draws"] == 4 and sd["seq_bin"] == 32 and sd["seq_align"] == 8, sd
+# Bin (0, 32]: 4 sequences, 3 of 10 tokens (padded to 16), 1 of 20 (to 24); 4 draws (2 x dp=2).
+# Bin (32, 64]: to 64. Shares: 0.5 x (3/4)^4, 0.5 x (1 - (3/4)^4), 0.5.
+want = {16: 0.5 * 0.75**4, 24: 0.5 * (1 - 0.75**4), 64: 0.5}
+got = {r["seq"]: r["weight"] for r in sd["lengths"]}
+assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-12 for k in want), got
+total = 0.0
+for r in sd["lengths"]:
+    assert r["graph_opt"].endswith(f"seq={r['seq']},masked={max(1, round(16 * r['seq'] / 64))}"), r
+    one = subprocess.run([bin_, "simulate", "--graph", "gpt", "--graph-opt", r["graph_opt"], "--cluster",
+                          "paper-2gpu", "--parallel", "dp=2", "--json"], capture_output=True, text=True)
+    step = json.loads(one.stdout)["step_time_s"]
+    assert step == r["step_time_s"], (step, r)
+    total += r["weight"] * step
+assert abs(total - out["step_time_s"]) < 1e-12 * total, (total, out["step_time_s"])
+assert sd["lengths"][0]["step_time_s"] < sd["lengths"][-1]["step_time_s"]
+PY2
+printf 'length,count\n10,3\n99,1\n' > "$TMP/long.csv"
+check_bad 'long.csv: line 3: expected a length from 1 to' --graph gpt --graph-opt "$G,seq_dist=$TMP/long.csv" \
+  --cluster paper-2gpu --placement single-gpu
+check_bad 'batch: expected an explicit batch=' --graph gpt --graph-opt "seq=64,seq_dist=$TMP/lens.csv" \
+  --cluster paper-2gpu --placement single-gpu
+check_bad 'seq_dist: expected --graph gpt' --graph rnnlm --graph-opt "seq=64,batch=2,seq_dist=$TMP/lens.csv" \
+  --cluster paper-2gpu --placement single-gpu
+check_bad 'seq_bin: expected an integer' --graph gpt --graph-opt "$G,seq_dist=$TMP/lens.csv,seq_bin=0" \
+  --cluster paper-2gpu --placement single-gpu
+check_bad 'expected pp=1 and mb=1 with seq_dist' --graph gpt --graph-opt "$G,seq_dist=$TMP/lens.csv" \
+  --cluster paper-2gpu --parallel dp=1,pp=2,mb=2
 echo "simulate_test: ok"
