@@ -4,6 +4,9 @@ BERT-large layer's time goes").
 
 Usage:
   tools/bert_op_classes.py PLACESIM classes CLUSTER GRAPH_OPTS   per-class ms: one layer, one step
+  tools/bert_op_classes.py PLACESIM ratio CLUSTER_A CLUSTER_B GRAPH_OPTS
+                                      per-class step ms on two GPUs and their ratio A / B (the
+                                      Hopper decomposition, docs/validation.md, session 15)
 
 `simulate --pricing` prices every op; the layer is gpt/h3 (forward and gradients). Since session
 14 the `gpt` graph runs the attention passes of NVIDIA DeepLearningExamples' BertSelfAttention
@@ -16,6 +19,7 @@ import collections, json, subprocess, sys, tempfile
 
 def op_class(name):
     if name.startswith('update/'): return 'update'
+    if '/flash_attention' in name: return 'flash attention'
     if any(k in name for k in ('MatMul', '/scores', '/context', 'lm_head')): return 'gemm'
     if '/attn/' in name and any(k in name for k in ('/scale', 'mask_add', 'softmax',
                                                      'dropout_probs')):
@@ -55,8 +59,26 @@ def classes(binary, cluster, opts):
     print('%-38s %9.3f %6s %9.1f' % ('total', lt, '', st))
 
 
+def ratio(binary, cluster_a, cluster_b, opts):
+    (sa, oa), (sb, ob) = simulate(binary, cluster_a, opts), simulate(binary, cluster_b, opts)
+    ca, cb = collections.Counter(), collections.Counter()
+    for ops, c in ((oa, ca), (ob, cb)):
+        for o in ops: c[op_class(o['op'])] += o['time_ns'] / 1e6
+    print(f'{opts}: step {cluster_a} {sa * 1e3:.1f} ms, {cluster_b} {sb * 1e3:.1f} ms, '
+          f'ratio {sa / sb:.2f}')
+    print('%-38s %9s %6s %9s %6s %6s' % ('class', 'A ms', '', 'B ms', '', 'A / B'))
+    for c in sorted(ca, key=lambda c: -ca[c]):
+        print('%-38s %9.1f %5.1f%% %9.1f %5.1f%% %6.2f' % (c, ca[c], 100 * ca[c] / (sa * 1e3),
+              cb[c], 100 * cb[c] / (sb * 1e3), ca[c] / cb[c] if cb[c] else 0))
+    # The engine's step minus the ops' sum: launch and host gaps the kernels do not hide.
+    print('%-38s %9.1f %6s %9.1f' % ('step - sum of ops (host gaps)', sa * 1e3 - sum(ca.values()),
+                                      '', sb * 1e3 - sum(cb.values())))
+
+
 if __name__ == '__main__':
     if len(sys.argv) == 5 and sys.argv[2] == 'classes':
         classes(sys.argv[1], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 6 and sys.argv[2] == 'ratio':
+        ratio(sys.argv[1], sys.argv[3], sys.argv[4], sys.argv[5])
     else:
         sys.exit(__doc__)

@@ -658,24 +658,56 @@ TEST(GemmCurve, HopperHeldRowsOfXlasMeasuredTable) {
     bf16.push_back({b, m, n, k, f / std::stod(r.at("bf16_flop_s"))});
     tf32.push_back({b, m, n, k, f / std::stod(r.at("f32_flop_s"))});
   }
+  // XLA's table is a burst measurement (5 runs of one kernel, median); op_time prices a training
+  // step's sustained load, 0.88 of the burst rate on Hopper (docs/cost-model.md, "Sustained
+  // clock"). The held rows are compared with the burst clock: the same device with its peaks
+  // raised by 1 / 0.88.
+  const auto burst = [](Device d) {
+    for (auto& [dt, rate] : d.spec.peak_flops) rate.per_s /= 0.88;
+    return d;
+  };
   for (const char* model : {"H100-SXM5-80GB", "H200-SXM-141GB"}) {
     const Device h = catalog_gpu(model);
     // TF32, applied: 15.5 % on the held rows; the flat 0.70 roofline gave 48 %.
-    EXPECT_LT(held_error(tf32, h, Dtype::TF32), 0.17) << model;
+    EXPECT_LT(held_error(tf32, burst(h), Dtype::TF32), 0.17) << model;
   }
   const Device h = catalog_gpu("H100-SXM5-80GB");
   // BF16, applied since session 14 (0.80, 6.5 us): 7.0 % on the held rows, where the roofline's
   // 0.70 gave 42 % (the formula above gives the same: the curve is what op_time prices).
   EXPECT_LT(fit_error(bf16, h.spec, Dtype::BF16, 0.80, 6.5e-6), 0.08);
-  EXPECT_LT(held_error(bf16, h, Dtype::BF16), 0.08);
+  EXPECT_LT(held_error(bf16, burst(h), Dtype::BF16), 0.08);
+  // At the sustained clock the same rows are matched worse: op_time is not the burst table.
+  EXPECT_GT(held_error(bf16, h, Dtype::BF16), held_error(bf16, burst(h), Dtype::BF16) + 0.01);
   EXPECT_DOUBLE_EQ(gemm_curve(h.spec, Dtype::BF16)->e_max, 0.80);
   EXPECT_DOUBLE_EQ(gemm_curve(h.spec, Dtype::F16)->e_max, 0.80);
-  // A large TF32 GEMM runs at the curve's 0.63 of the peak (measured at 4x4096^3: 0.70).
+  // A large TF32 GEMM runs at the curve's 0.63 of the peak in a burst (measured at 4x4096^3:
+  // 0.70), 0.63 x 0.88 = 0.554 sustained.
   KernelCostModel km;
   const Op big = gemm_op(4, 4096, 4096, 4096, Dtype::TF32);
   const double eff = big.flops.v / (km.op_time(big, h).seconds() * 494.5e12);
-  EXPECT_GT(eff, 0.62);
-  EXPECT_LT(eff, 0.64);
+  EXPECT_GT(eff, 0.54);
+  EXPECT_LT(eff, 0.56);
+}
+
+TEST(GemmCurve, HopperSustainedClockAndA100Unchanged) {
+  // MosaicML's MPT layers: a 7B MLP up-projection on 6 x 2048 tokens (12288 x 16384 x 4096,
+  // 1.65 TFLOP). Sustained on an H100 SXM: 0.80 x 0.88 = 0.704 of 989.5 TFLOP/s, less the 6.5 us
+  // per call; the burst table's rate would be 0.80 (before session 15 op_time priced that).
+  KernelCostModel km;
+  const Op up = gemm_op(1, 12288, 16384, 4096, Dtype::BF16);
+  for (const char* model : {"H100-SXM5-80GB", "H200-SXM-141GB", "H800-SXM5-80GB"}) {
+    const Device h = catalog_gpu(model);
+    const double t = km.op_time(up, h).seconds();
+    const double fq = gemm_quantised_flops(1, 12288, 16384, 4096, h.spec.sm_count);
+    EXPECT_NEAR(t, 6.5e-6 + fq / (989.5e12 * 0.80 * 0.88), 2e-9) << model;
+    EXPECT_GT(up.flops.v / (t * 989.5e12), 0.69) << model;
+    EXPECT_LT(up.flops.v / (t * 989.5e12), 0.71) << model;
+  }
+  // A100: 312 TFLOP/s is specified at its top clock (1410 MHz) and its curve was checked on
+  // training throughput; it keeps 0.73 (+8 us).
+  const Device a = catalog_gpu("A100-SXM4-80GB");
+  const double fq = gemm_quantised_flops(1, 12288, 16384, 4096, a.spec.sm_count);
+  EXPECT_NEAR(km.op_time(up, a).seconds(), 8e-6 + fq / (312e12 * 0.73), 2e-9);
 }
 
 TEST(GemmCurve, A100HeldRowsOfVidursMeasuredGemms) {
@@ -704,6 +736,42 @@ TEST(GemmCurve, A100HeldRowsOfVidursMeasuredGemms) {
   ASSERT_TRUE(gemm_curve(a.spec, Dtype::F16));
   EXPECT_DOUBLE_EQ(gemm_curve(a.spec, Dtype::F16)->e_max, 0.73);
   EXPECT_DOUBLE_EQ(gemm_curve(catalog_gpu("A100-PCIe-40GB").spec, Dtype::BF16)->e_max, 0.73);
+}
+
+TEST(CostModel, FlashAttention2OnHopperAtAThirdOfThePeak) {
+  // MPT-7B's FlashAttention forward on 6 x 2048 tokens, 32 heads of 128, causal (the graph's
+  // FLOPs: 4 d a kept query-key pair): compute-bound on both GPUs. Hopper: 0.35 of 989.5 TFLOP/s
+  // (Dao 2023: up to 335 TFLOP/s on an H100; FlashAttention-3: "only 35% utilization"); A100
+  // keeps compute_eff_max (0.70; FlashAttention-2 reaches 50-73 % there).
+  const double b = 6, h = 32, s = 2048, d = 128;
+  const double f = 4 * b * h * d * s * (s + 1) / 2;
+  const auto bytes = static_cast<std::int64_t>(3 * b * h * s * d * 2);
+  for (const char* type : {"FlashAttention", "FlashAttentionGrad"}) {
+    Op op;
+    op.name = "attn";
+    op.type = type;
+    op.dtype = Dtype::BF16;
+    op.flops = Flops{f};
+    op.bytes_read = Bytes{bytes};
+    KernelCostModel km;
+    const RooflineParams p = km.roofline();
+    EXPECT_NEAR(km.op_time(op, catalog_gpu("H100-SXM5-80GB")).seconds(),
+                (f + p.compute_half_flops) / (989.5e12 * 0.35), 2e-9)
+        << type;
+    EXPECT_NEAR(km.op_time(op, catalog_gpu("A100-SXM4-80GB")).seconds(),
+                (f + p.compute_half_flops) / (312e12 * p.compute_eff_max), 2e-9)
+        << type;
+    // Another op type on Hopper, and the same op under a calibrated roofline, keep 0.70.
+    Op other = op;
+    other.type = "ScaleMaskSoftmax";
+    EXPECT_NEAR(km.op_time(other, catalog_gpu("H100-SXM5-80GB")).seconds(),
+                (f + p.compute_half_flops) / (989.5e12 * p.compute_eff_max), 2e-9);
+    auto cal = std::make_shared<Calibration>();
+    cal->devices["H100-SXM5-80GB"].roofline = RooflineParams{};
+    km.set_calibration(cal);
+    EXPECT_NEAR(km.op_time(op, catalog_gpu("H100-SXM5-80GB")).seconds(),
+                (f + p.compute_half_flops) / (989.5e12 * p.compute_eff_max), 2e-9);
+  }
 }
 
 TEST(GemmCurve, NeverAbovePeakAndMonotoneInEveryDimension) {
@@ -801,12 +869,12 @@ TEST(GemmCurve, ACalibratedRooflineReplacesTheCurve) {
   KernelCostModel km;
   const double curve = km.op_time(op, h).seconds();
   auto cal = std::make_shared<Calibration>();
-  cal->devices[h.spec.model].roofline = RooflineParams{.compute_eff_max = 0.5};
+  cal->devices[h.spec.model].roofline = RooflineParams{.compute_eff_max = 0.4};
   km.set_calibration(cal);
   const KernelCostModel::Estimate e = km.estimate(op, h);
   EXPECT_EQ(e.source, KernelCostModel::Source::Roofline);
   const RooflineParams p;
-  EXPECT_NEAR(e.time.seconds(), (op.flops.v + p.compute_half_flops) / (494.5e12 * 0.5), 1e-9);
+  EXPECT_NEAR(e.time.seconds(), (op.flops.v + p.compute_half_flops) / (494.5e12 * 0.4), 1e-9);
   EXPECT_GT(e.time.seconds(), 1.2 * curve);
 }
 
