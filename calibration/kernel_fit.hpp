@@ -109,6 +109,9 @@ struct FitOptions {
   /// convolution rows are fitted on sim::lane_padded_flops, and the width goes into the
   /// calibration, which the cost model prices them with.
   std::map<std::string, int> vector_lanes;
+  /// Per device key, a CPU's peaks (cpu_peak of a rig manifest): they bound its class fits as a
+  /// catalog device's peaks bound a GPU's (a catalog device's own peaks win).
+  std::map<std::string, RateBounds> cpu_peaks;
 };
 
 /// What a rig manifest says about a CPU beyond its op rows: the device key, the memory
@@ -120,7 +123,16 @@ struct ManifestCpu {
   std::vector<sim::MemoryLevel> memory;
   std::optional<sim::HostCalibration> host;
   int vector_lanes = 0;  ///< SIMD width in floats (manifest "vector_lanes"); 0 = not recorded
+  int fma_units = 0;     ///< vector FMA pipes per core (manifest "fma_units"); 0 = not recorded
+  double clock_hz = 0;   ///< core clock the rig measured (manifest "clock_hz"); 0 = not recorded
+  std::string clock_source;  ///< how the rig got clock_hz (manifest "clock_source")
+  double dispatch_us = 0;    ///< host_side.cpu.dispatch_us, reported only (manifest_host)
 };
+/// A CPU core's f32 peaks from a rig manifest: FLOP/s = vector_lanes x fma_units x 2 (an FMA is
+/// two FLOPs) x clock_hz; B/s = two vector loads a cycle (vector_lanes x 4 bytes x 2 x clock_hz,
+/// the L1's load ports on every x86 core since Haswell and Zen 2). max_flop_rate 0 when the
+/// manifest lacks one of the three.
+RateBounds cpu_peak(const ManifestCpu& cpu);
 /// nullopt when the manifest has neither (a GPU-only or older manifest). Throws sim::InputError.
 std::optional<ManifestCpu> cpu_side_from_manifest(const std::string& path,
                                                   const std::string& device_model);

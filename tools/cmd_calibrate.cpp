@@ -241,11 +241,20 @@ void apply_kernel_floors(const std::map<std::string, sim::Duration>& floors,
 void keep_cpu_side(const calibration::ManifestCpu& cpu,
                    std::map<std::string, std::vector<sim::MemoryLevel>>& memory,
                    std::map<std::string, sim::HostCalibration>& hosts,
-                   std::map<std::string, int>& lanes) {
+                   std::map<std::string, int>& lanes,
+                   std::map<std::string, calibration::RateBounds>& peaks) {
   if (cpu.vector_lanes > 0) {
     outf("  vector lanes of %s: %d floats (convolutions on lane-padded channels)\n",
          cpu.device.c_str(), cpu.vector_lanes);
     lanes[cpu.device] = cpu.vector_lanes;
+  }
+  if (const calibration::RateBounds p = calibration::cpu_peak(cpu); p.max_flop_rate > 0) {
+    outf(
+        "  peak of %s: %.4g GFLOP/s = %s, clock from %s; %.4g GB/s (two vector loads a "
+        "cycle); they bound its fits\n",
+        cpu.device.c_str(), p.max_flop_rate * 1e-9, p.what.c_str(), cpu.clock_source.c_str(),
+        p.max_byte_rate * 1e-9);
+    peaks[cpu.device] = p;
   }
   if (!cpu.memory.empty()) {
     std::string line;
@@ -262,10 +271,10 @@ void keep_cpu_side(const calibration::ManifestCpu& cpu,
   }
   if (cpu.host) {
     outf(
-        "  host of %s: %s per op, %s per parameter, %s per step (Python between ops, zero_grad, "
-        "AccumulateGrad) from %s\n",
-        cpu.device.c_str(), sim::format_duration(cpu.host->launch_overhead).c_str(),
-        sim::format_duration(cpu.host->per_parameter).c_str(),
+        "  host of %s: %.3g us dispatch per op measured, not charged (its Python is in the "
+        "step's gap, its dispatcher in the rows), %s per parameter, %s per step (Python between "
+        "ops, zero_grad, AccumulateGrad) from %s\n",
+        cpu.device.c_str(), cpu.dispatch_us, sim::format_duration(cpu.host->per_parameter).c_str(),
         sim::format_duration(cpu.host->per_step).c_str(), cpu.host->profile.c_str());
     hosts[cpu.device] = *cpu.host;
   }
@@ -307,6 +316,7 @@ void run_calibrate(const CalibrateArgs& a) {
   std::map<std::string, sim::Duration> floors;  // device -> its shortest kernel (kernel_floor_s)
   std::map<std::string, std::vector<sim::MemoryLevel>> memory;
   std::map<std::string, int> lanes;  // device -> SIMD width in floats (a rig manifest's)
+  std::map<std::string, calibration::RateBounds> peaks;  // device -> a rig manifest's CPU peaks
   std::string sources;
   for (const std::string& p : a.profiles) {
     sources += (sources.empty() ? "" : ", ") + p;
@@ -315,7 +325,7 @@ void run_calibrate(const CalibrateArgs& a) {
       outf("%s: rig manifest, %zu op rows\n", p.c_str(), s.size());
       samples.insert(samples.end(), s.begin(), s.end());
       if (auto cpu = calibration::cpu_side_from_manifest(p, a.device_model))
-        keep_cpu_side(*cpu, memory, hosts, lanes);
+        keep_cpu_side(*cpu, memory, hosts, lanes, peaks);
       continue;
     }
     const calibration::Profile prof = read_profile_checked(p);
@@ -344,6 +354,7 @@ void run_calibrate(const CalibrateArgs& a) {
   calibration::FitOptions fo;
   fo.memory = memory;
   fo.vector_lanes = lanes;
+  fo.cpu_peaks = peaks;
   if (const auto m = sim::MathMode::parse(a.math_mode))
     fo.math = *m;
   else
@@ -389,7 +400,8 @@ void run_calibrate(const CalibrateArgs& a) {
       g_notes.push_back(r.device + " " + r.op_class + ": " + r.model.clamped);
     else if (r.bounds.max_flop_rate <= 0)
       g_notes.push_back(r.device + " " + r.op_class +
-                        ": no catalog peak for this device, rates not bounded");
+                        ": no catalog peak for this device (nor fma_units and clock_hz in "
+                        "its rig manifest), rates not bounded");
   }
   sim::write_file_atomic(a.output, sim::calibration_to_yaml(fit.calibration));
   outf("wrote %s\n", a.output.c_str());

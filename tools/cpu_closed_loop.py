@@ -6,13 +6,15 @@ in CPU time, in total and per op class.
 
 Usage:  /usr/bin/python3 tools/cpu_closed_loop.py --rig RIG --placesim build/placesim [--json OUT]
 
-The cluster (RIG/cpu.yaml) is one CPU `cpu0` with worker_threads 1, its f32 peak the best GEMM
-rate the rig measured and its memory bandwidth the DRAM rate of the rig's streaming sweep: the
-calibration's cache levels and class curves price the ops; the peaks only bound them.
+The cluster (RIG/cpu.yaml) is one CPU `cpu0` with worker_threads 1, its f32 peak the core's
+(vector_lanes x fma_units x 2 x clock_hz of the manifest, as calibrate bounds the fits; the best
+GEMM rate the rig measured where an older manifest lacks them) and its memory bandwidth the DRAM
+rate of the rig's streaming sweep: the calibration's cache levels and class curves price the ops;
+the peaks only bound them.
 Prints one line per op class: measured (the top-level ops of the profiled steps, mean per step,
 scaled to CPU time by the step's CPU time / wall time; "Python between ops" is the time no top-level
 op covers) and predicted (simulate --pricing's kernel time per graph op; the host model's dispatch
-per op, optimizer per parameter, and per step the Python gap + zero_grad + AccumulateGrad measured
+per op (none since session 15: it is in the gap and the rows), optimizer per parameter, and per step the Python gap + zero_grad + AccumulateGrad measured
 at --host-batch).
 """
 import argparse
@@ -75,11 +77,14 @@ def main():
     model = m["models"][0]
     rates = m["measured_rates"]["cpu"]
     dram = [l["byte_s"] for l in m.get("memory_levels", []) if l["level"] == "DRAM"]
+    peak = rates["f32_flop_s"]
+    if all(k in m for k in ("vector_lanes", "fma_units", "clock_hz")):
+        peak = m["vector_lanes"] * m["fma_units"] * 2 * m["clock_hz"]
     with open(os.path.join(rig, "cpu.yaml"), "w") as f:
         f.write("name: this-cpu\ndevices:\n  - {name: cpu0, kind: cpu, peak_flops: {f32: %.6g GFLOP/s}, "
                 "memory_bandwidth: %.6g GB/s, memory_capacity: 16 GiB, worker_threads: 1, "
                 "launch_overhead: %.3f us}\nlinks: []\n"
-                % (rates["f32_flop_s"] * 1e-9, (dram[0] if dram else rates["byte_s"]) * 1e-9,
+                % (peak * 1e-9, (dram[0] if dram else rates["byte_s"]) * 1e-9,
                    m["dispatch_overhead_us"]["cpu"]))
     cal_log = run([bin_, "calibrate", "--profile", os.path.join(rig, "manifest.json"), "--device-model", "cpu0",
                    "-o", os.path.join(rig, "cal.yaml")])

@@ -448,6 +448,107 @@ def vector_lanes(flags=None):
     return 4
 
 
+def cpuinfo():
+    """/proc/cpuinfo's first processor as a dict (key -> text), {} where it cannot be read."""
+    out = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                k, _, v = line.partition(":")
+                out[k.strip()] = v.strip()
+    except OSError:
+        pass
+    return out
+
+
+def fma_units(info):
+    """Vector FMA pipes of one core, from /proc/cpuinfo's vendor, family, model and flags (`info`,
+    as cpuinfo() gives it): the factor of the f32 peak = lanes x FMA pipes x 2 x clock. x86 with
+    the fma flag: 2 (Intel since Haswell, ports 0 and 1; AMD Zen 2 and later, two 256-bit FMA
+    pipes), except AMD family 23 below model 0x30 (Zen, Zen+: 128-bit pipes, a 256-bit FMA takes
+    both, so 1 at 8 lanes). Without fma (SSE/AVX only): 1 (a multiply and an add a cycle, counted
+    as one FMA's 2 FLOPs). arm64 with asimd: 2 (Neoverse N1/V1, Apple cores have 2 or more 128-bit
+    FMA pipes; 2 is the lower bound). Sources: Agner Fog, "The microarchitecture of Intel, AMD and
+    VIA CPUs" (Haswell, Zen, Zen 2 chapters); AMD Software Optimization Guide for family 17h."""
+    flags = set(info.get("flags", info.get("Features", "")).split())
+    if "asimd" in flags:
+        return 2
+    if "fma" not in flags:
+        return 1
+    try:
+        family, model = int(info.get("cpu family", "0")), int(info.get("model", "0"))
+    except ValueError:
+        family, model = 0, 0
+    if info.get("vendor_id") == "AuthenticAMD" and family == 23 and model < 0x30:
+        return 1
+    return 2
+
+
+CLOCK_C = r"""
+#include <stdio.h>
+#include <time.h>
+int main(void) {
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    struct timespec a, b;
+    unsigned long x = 0;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    for (long i = 0; i < 20000000; ++i)
+#if defined(__x86_64__)
+      __asm__ volatile("add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\t"
+                       "add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\t"
+                       "add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\t"
+                       "add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0" : "+r"(x));
+#elif defined(__aarch64__)
+      __asm__ volatile("add %0,%0,#1\n\tadd %0,%0,#1\n\tadd %0,%0,#1\n\tadd %0,%0,#1\n\t"
+                       "add %0,%0,#1\n\tadd %0,%0,#1\n\tadd %0,%0,#1\n\tadd %0,%0,#1\n\t"
+                       "add %0,%0,#1\n\tadd %0,%0,#1\n\tadd %0,%0,#1\n\tadd %0,%0,#1\n\t"
+                       "add %0,%0,#1\n\tadd %0,%0,#1\n\tadd %0,%0,#1\n\tadd %0,%0,#1" : "+r"(x));
+#else
+#error "no dependent-add chain for this architecture"
+#endif
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    if (16.0 * 20000000 / s > best) best = 16.0 * 20000000 / s;
+  }
+  printf("%.6g\n", best);
+  return 0;
+}
+"""
+
+
+def cpu_clock(info=None):
+    """The clock the core runs at, (Hz, source). Measured: a chain of dependent integer adds (one
+    cycle each on every x86-64 and arm64 core) compiled with the system's cc and timed in thread
+    CPU time, the best of 5 runs of 320 M adds: the boost clock a busy core holds, which a VM's
+    /proc/cpuinfo does not show (this project's EPYC VM: cpuinfo 2246 MHz, the TSC's rate; the
+    chain 3.33 GHz, and the rig's best GEMM, 72.6 GFLOP/s, is above 8 x 2 x 2 x 2.246 GHz). Without
+    a compiler: cpuinfo's "cpu MHz", which can be below the clock that ran the rows. (None, reason)
+    when neither is there."""
+    import shutil
+    import subprocess
+    import tempfile
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc:
+        with tempfile.TemporaryDirectory() as d:
+            src, exe = os.path.join(d, "clock.c"), os.path.join(d, "clock")
+            with open(src, "w") as f:
+                f.write(CLOCK_C)
+            try:
+                subprocess.run([cc, "-O2", "-o", exe, src], check=True, capture_output=True)
+                hz = float(subprocess.run([exe], check=True, capture_output=True, text=True).stdout)
+                return hz, "dependent-add chain (%s -O2, 16 adds an iteration, best of 5)" % os.path.basename(cc)
+            except (subprocess.CalledProcessError, OSError, ValueError):
+                pass
+    info = cpuinfo() if info is None else info
+    try:
+        return float(info["cpu MHz"]) * 1e6, "/proc/cpuinfo cpu MHz (nominal: no compiler for the chain)"
+    except (KeyError, ValueError):
+        return None, "no compiler and no cpu MHz in /proc/cpuinfo"
+
+
 def sysconf_caches():
     """L1d and L2 as glibc's getconf reads them (cpuid), where /sys has no cache directory (the 2-vCPU
     EPYC VM of 2026-12-02: L1d 48 KiB, L2 1 MiB). Its L3 is left out: the VM reports 508 MiB, a
@@ -778,6 +879,18 @@ def main():
             lanes = vector_lanes()
             if lanes:
                 manifest["vector_lanes"] = lanes
+            # The core's f32 peak, lanes x fma_units x 2 x clock_hz (placesim calibrate bounds
+            # the CPU's fits by it).
+            info = cpuinfo()
+            manifest["fma_units"] = fma_units(info)
+            hz, source = cpu_clock(info)
+            if hz:
+                manifest["clock_hz"] = hz
+            manifest["clock_source"] = source
+            try:
+                manifest["cpuinfo_mhz"] = float(info["cpu MHz"])
+            except (KeyError, ValueError):
+                pass
             source = manifest["models"][-1]
             if args.host_batch > 0:
                 source = profile_model(dev, args.model, args.steps, args.host_batch, args.out, args.image,

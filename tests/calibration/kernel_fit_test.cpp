@@ -979,6 +979,84 @@ TEST(Calibrate, CpuVectorLanesFromTheManifest) {
   }
 }
 
+// The session-15 rig run of this VM (tests/data/calibration/cpu_rig_peak_2026-12-02.json: the
+// GEMM and convolution rows of the idle run c_transformer_b8_a, its memory levels, host side and
+// the core's make-up): the peak is 8 lanes x 2 FMA pipes (Zen 2) x 2 x the measured 3.34 GHz and
+// bounds every fit, where the manifest used to get "no catalog peak" and unbounded rates.
+TEST(Calibrate, CpuPeakFromTheManifestBoundsTheFits) {
+  const std::string path = data("cpu_rig_peak_2026-12-02.json");
+  auto cpu = cpu_side_from_manifest(path, "");
+  ASSERT_TRUE(cpu.has_value());
+  EXPECT_EQ(cpu->fma_units, 2);
+  EXPECT_NEAR(cpu->clock_hz, 3.338e9, 0.001e9);
+  const RateBounds peak = cpu_peak(*cpu);
+  EXPECT_DOUBLE_EQ(peak.max_flop_rate, 8 * 2 * 2 * cpu->clock_hz);
+  EXPECT_DOUBLE_EQ(peak.max_byte_rate, 8 * 4 * 2 * cpu->clock_hz);
+  const std::vector<OpSample> s = op_samples_from_manifest(path, "");
+  FitOptions fo;
+  fo.memory["cpu0"] = cpu->memory;
+  fo.vector_lanes["cpu0"] = cpu->vector_lanes;
+  const auto check = [&](const CalibrationFit& fit, double flop_peak, int want_clamped) {
+    int clamped = 0;
+    for (const ClassFitReport& r : fit.classes) {
+      EXPECT_DOUBLE_EQ(r.bounds.max_flop_rate, flop_peak) << r.op_class;
+      EXPECT_LE(r.model.flop_rate, flop_peak * (1 + 1e-9)) << r.op_class;
+      EXPECT_LE(r.model.byte_rate, r.bounds.max_byte_rate * (1 + 1e-9)) << r.op_class;
+      clamped += r.model.clamped.empty() ? 0 : 1;
+    }
+    EXPECT_EQ(clamped, want_clamped);
+  };
+  // At the measured clock (107 GFLOP/s) no fit reaches the peak: the best GEMM row ran at 72.6.
+  fo.cpu_peaks["cpu0"] = peak;
+  check(fit_calibration(s, path, fo), peak.max_flop_rate, 0);
+  // At the clock /proc/cpuinfo gives (2246 MHz, the VM's TSC rate: 71.9 GFLOP/s) the free
+  // convolution fits (75 and 85 GFLOP/s) are above it, and are held there.
+  cpu->clock_hz = 2245.776e6;
+  const RateBounds nominal = cpu_peak(*cpu);
+  fo.cpu_peaks["cpu0"] = nominal;
+  const CalibrationFit held = fit_calibration(s, path, fo);
+  check(held, nominal.max_flop_rate, 2);
+  for (const ClassFitReport& r : held.classes)
+    if (!r.model.clamped.empty())
+      EXPECT_NE(r.model.clamped.find("cpu0 f32 (8 lanes x 2 FMA x 2 x 2.25 GHz)"),
+                std::string::npos)
+          << r.model.clamped;
+  // A manifest without the core's make-up has no peak; a bad one names its key.
+  cpu->fma_units = 0;
+  EXPECT_EQ(cpu_peak(*cpu).max_flop_rate, 0.0);
+  const std::string bad = ::testing::TempDir() + "peak_bad.json";
+  for (const std::string& body :
+       {std::string(R"({"ops": [], "vector_lanes": 8, "fma_units": 0})"),
+        std::string(R"({"ops": [], "vector_lanes": 8, "clock_hz": "3 GHz"})")}) {
+    std::ofstream(bad) << body;
+    try {
+      (void)cpu_side_from_manifest(bad, "");
+      ADD_FAILURE() << "no error for " << body;
+    } catch (const sim::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(body.find("fma") != std::string::npos ? "fma_units"
+                                                                                 : "clock_hz"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// The host side of the same run: the Python between ops (gap), zero_grad and AccumulateGrad once
+// a step, the optimizer's Python per parameter, and no per-op dispatch: the rig's 3.2 us (a
+// one-element add from Python) is the Python call, which is in the gap, plus the dispatcher,
+// which is in every row's time. Charged per graph op as well, it put 1.09 ms into the encoder's
+// predicted step (b8) that no measured class had.
+TEST(Calibrate, CpuHostSideChargesNoDispatchPerOp) {
+  const std::string path = data("cpu_rig_peak_2026-12-02.json");
+  const auto cpu = cpu_side_from_manifest(path, "");
+  ASSERT_TRUE(cpu.has_value() && cpu->host.has_value());
+  EXPECT_TRUE(cpu->host->cpu);
+  EXPECT_EQ(cpu->host->launch_overhead.ns, 0);
+  EXPECT_NEAR(cpu->dispatch_us, 3.2, 0.01);  // measured, reported
+  EXPECT_EQ(cpu->host->per_step.ns, (1652 + 84 + 185) * 1000);
+  EXPECT_EQ(cpu->host->per_parameter.ns, 4133);
+}
+
 TEST(KernelFloor, FifthPercentileOfTheProfilesKernels) {
   Profile p;
   for (int i = 1; i <= 40; ++i) {

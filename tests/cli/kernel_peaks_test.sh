@@ -57,6 +57,17 @@ if [ -x /usr/bin/python3 ]; then
   check "$T/vidur.yaml" 312e12 2039e9
 fi
 
+# This VM's CPU (a rig manifest's GEMM and convolution rows, session 15): no catalog peak, but the
+# core's make-up in the manifest, 8 lanes x 2 FMA pipes x 2 x 3.338 GHz = 106.8 GFLOP/s and two
+# 32-byte loads a cycle = 213.7 GB/s, bound every fit; calibrate says so, and no longer notes
+# "no catalog peak".
+"$P" calibrate --profile "$D/cpu_rig_peak_2026-12-02.json" --device-model cpu0 -o "$T/cpu.yaml" \
+  >"$T/cpu.out" 2>"$T/cpu.err" || fail "calibrate the CPU rig manifest"
+check "$T/cpu.yaml" 106.83e9 213.67e9
+grep -q "peak of cpu0: 106.8 GFLOP/s = cpu0 f32 (8 lanes x 2 FMA x 2 x 3.34 GHz)" "$T/cpu.out" \
+  || fail "calibrate does not report the CPU's peak: $(grep peak "$T/cpu.out")"
+grep -q "no catalog peak" "$T/cpu.err" && fail "a CPU with a manifest peak is reported unbounded"
+
 # simulate --pricing names the rule of the fall-back chain that priced each op: ResNet-18 (ONNX,
 # training) on the imported 1-GPU H200 with the microbenchmark calibration; its variables, inputs
 # and running statistics launch nothing ("storage", 0 ns).

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Unit tests of tools/profile_rig.py's memory levels (no torch needed: a stub stands in).
+"""Unit tests of tools/profile_rig.py's memory levels, vector lanes and FMA pipes (no torch needed: a
+stub stands in).
 
 The sweep is a real one: tools/profile_rig.py on this project's 2-vCPU AMD EPYC VM,
 2026-12-02 09:53 UTC (load 2.5), whose /sys has no cache directory; getconf gives L1d 48 KiB and
@@ -53,6 +54,23 @@ class VectorLanes(unittest.TestCase):
         self.assertEqual(profile_rig.vector_lanes(epyc), 8)
         self.assertEqual(profile_rig.vector_lanes(epyc + ["avx512f", "avx512dq"]), 16)
         self.assertEqual(profile_rig.vector_lanes(["fp", "asimd", "evtstrm"]), 4)  # an arm64 core
+
+
+class FmaUnits(unittest.TestCase):
+    def test_pipes_from_vendor_family_model_and_flags(self):
+        # This project's VM (2026-12-02, /proc/cpuinfo): AuthenticAMD, family 23, model 49 (Zen 2,
+        # two 256-bit FMA pipes), flags with fma and avx2.
+        epyc = {"vendor_id": "AuthenticAMD", "cpu family": "23", "model": "49",
+                "flags": "fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c avx2"}
+        self.assertEqual(profile_rig.fma_units(epyc), 2)
+        # Zen and Zen+ (family 23, models 1 and 8): 128-bit pipes, one 256-bit FMA a cycle.
+        self.assertEqual(profile_rig.fma_units(dict(epyc, model="1")), 1)
+        self.assertEqual(profile_rig.fma_units(dict(epyc, model="8")), 1)
+        self.assertEqual(profile_rig.fma_units(dict(epyc, vendor_id="GenuineIntel", model="8")), 2)
+        # Sandy Bridge (AVX, no fma): a multiply and an add a cycle.
+        self.assertEqual(profile_rig.fma_units({"vendor_id": "GenuineIntel", "flags": "sse sse2 avx"}), 1)
+        self.assertEqual(profile_rig.fma_units({"Features": "fp asimd evtstrm aes"}), 2)  # arm64
+        self.assertEqual(profile_rig.fma_units({}), 1)
 
 
 if __name__ == "__main__":
