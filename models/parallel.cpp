@@ -577,6 +577,16 @@ void apply_input_option(const sim::Graph& g, ParallelSpec& s, const std::string&
 
 }  // namespace
 
+void refuse_input_without_parallel(const sim::Graph& g, const std::string& origin,
+                                   const std::string& key) {
+  const auto it = g.metadata.find("input");
+  if (it == g.metadata.end() || it->second == "synthetic") return;
+  throw sim::InputError(origin, key,
+                        "--parallel (dp=1 for one GPU; the data-parallel transform adds the "
+                        "loader) beside input=" +
+                            it->second + ", got none");
+}
+
 ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const ParallelSpec& spec) {
   const std::string origin = "<parallel " + to_string(spec) + ">";
   const std::vector<sim::DeviceId> gpus = c.gpus();

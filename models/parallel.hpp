@@ -55,6 +55,11 @@ struct ParallelSpec {
 /// per replica at this cost, as loader_workers=W,loader_us=2924 would.
 inline constexpr std::int64_t kPilConvnetsUs = 2924;
 
+/// Throws InputError(origin, key) when `g` asks for an input pipeline (graph option input=pil):
+/// only make_parallel adds it, so a run without --parallel would silently leave it out.
+void refuse_input_without_parallel(const sim::Graph& g, const std::string& origin,
+                                   const std::string& key);
+
 /// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB",
 /// "tp=8,pp=2,mb=48,recompute=full", "dp=8,loader_workers=16,loader_us=6000".
 /// Throws InputError naming `origin` for an unknown key or a value below 1.

@@ -234,6 +234,7 @@ void run_simulate(const SimulateArgs& a) {
 
   sim::Placement placement;
   std::optional<models::ParallelJob> job;
+  if (a.parallel.empty()) models::refuse_input_without_parallel(graph, "--graph-opt", "input");
   if (!a.parallel.empty()) {
     // Each replica on its own GPU (models/parallel.hpp); a placement method would fight that.
     if (!a.placement.empty() && a.placement != "single-gpu")
@@ -245,11 +246,6 @@ void run_simulate(const SimulateArgs& a) {
                                 models::parse_parallel(a.parallel, "<flag --parallel>"));
     graph = std::move(job->graph);
     placement = std::move(job->placement);
-  } else if (graph.metadata.count("input") != 0) {
-    // The input pipeline is added by the data-parallel transform (models/parallel.hpp).
-    throw sim::InputError("--graph-opt", "input",
-                          "--parallel (dp=1 for one GPU) beside input=" +
-                              graph.metadata.at("input") + ", got a placement");
   } else if (a.placement.empty()) {
     throw sim::InputError("<flag --placement>", "",
                           "a placement file or method (or --parallel), got none");

@@ -193,6 +193,12 @@ TEST(Parallel, PilInputPipelineCapsTheStepAtTheMeasuredPerCoreRate) {
     EXPECT_THROW(pm::load_graph("resnet50", bad), sim::InputError) << bad;
   EXPECT_THROW(step("batch=8,input=pil,input_workers=2", "dp=2,loader_workers=2,loader_us=10"),
                sim::InputError);
+  // Only make_parallel adds the loader: simulate/place/compare/sweep without --parallel refuse it.
+  EXPECT_THROW(pm::refuse_input_without_parallel(
+                   pm::load_graph("resnet50", "batch=8,input=pil,input_workers=2"), "<t>", "input"),
+               sim::InputError);
+  EXPECT_NO_THROW(pm::refuse_input_without_parallel(
+      pm::load_graph("resnet50", "batch=8,input=synthetic"), "<t>", "input"));
 }
 
 TEST(Parallel, Refusals) {
