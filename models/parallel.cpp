@@ -551,12 +551,47 @@ ParallelJob JobBuilder::build(const std::string& origin) {
   return std::move(job_);
 }
 
+// The graph option input=pil,input_workers=W (metadata "input", "input_workers", set by
+// models/registry.cpp): W loader workers per replica at the measured per-image CPU time of
+// ConvNets' PIL pipeline. A --parallel loader beside it would be a second, conflicting pipeline.
+void apply_input_option(const sim::Graph& g, ParallelSpec& s, const std::string& origin) {
+  const auto it = g.metadata.find("input");
+  if (it == g.metadata.end() || it->second == "synthetic") return;
+  if (it->second != "pil")
+    throw sim::InputError(origin, "input", "synthetic or pil, got \"" + it->second + "\"");
+  if (s.loader_workers > 0)
+    throw sim::InputError(origin, "loader_workers",
+                          "either --graph-opt input=pil or loader_workers/loader_us, got both");
+  const auto w = g.metadata.find("input_workers");
+  int n = 0;
+  try {
+    n = w == g.metadata.end() ? 0 : std::stoi(w->second);
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (n < 1)
+    throw sim::InputError(origin, "input_workers", "a whole number from 1 beside input=pil");
+  s.loader_workers = n;
+  s.loader_us = kPilConvnetsUs;
+}
+
 }  // namespace
+
+void refuse_input_without_parallel(const sim::Graph& g, const std::string& origin,
+                                   const std::string& key) {
+  const auto it = g.metadata.find("input");
+  if (it == g.metadata.end() || it->second == "synthetic") return;
+  throw sim::InputError(origin, key,
+                        "--parallel (dp=1 for one GPU; the data-parallel transform adds the "
+                        "loader) beside input=" +
+                            it->second + ", got none");
+}
 
 ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const ParallelSpec& spec) {
   const std::string origin = "<parallel " + to_string(spec) + ">";
   const std::vector<sim::DeviceId> gpus = c.gpus();
   ParallelSpec s = spec;
+  apply_input_option(g, s, origin);
   const int model = s.tp * s.pp;
   if (s.dp == 0) s.dp = std::max(1, static_cast<int>(gpus.size()) / model);
   if (static_cast<std::int64_t>(gpus.size()) < static_cast<std::int64_t>(s.dp) * model)

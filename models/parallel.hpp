@@ -37,13 +37,28 @@ struct ParallelSpec {
   bool recompute = false;  ///< full activation recomputation of every layer (Megatron's)
   std::int64_t bucket_bytes = 25LL << 20;       ///< DDP bucket_cap_mb = 25
   std::int64_t first_bucket_bytes = 1LL << 20;  ///< DDP's first (smallest) bucket
-  /// Input pipeline on the host CPU (off by default: no sourced per-image cost; docs/parallel.md):
+  /// Input pipeline on the host CPU (off by default; docs/parallel.md; the graph option input=pil
+  /// sets both from kPilConvnetsUs):
   /// worker processes per replica (PyTorch DataLoader num_workers, DeepLearningExamples'
   /// `workers`) and CPU time one worker spends on one sample (decode + augmentation), in us.
   int loader_workers = 0;
   std::int64_t loader_us = 0;
   auto operator<=>(const ParallelSpec&) const = default;
 };
+
+/// CPU time, in us, one DataLoader worker spends per training image in NVIDIA ConvNets' PyTorch
+/// input pipeline (PIL/libjpeg-turbo decode + convert("RGB"), RandomResizedCrop(224), flip,
+/// fast_collate's uint8 copy), measured on one Zen 2 core (AMD EPYC family 23 model 49, the core of
+/// DGX A100's EPYC 7742) by tools/input_pipeline_rate.py: 342.0 img/s of CPU time on real photos
+/// of ImageNet-like size (docs/validation.md, "The input pipeline on the host CPUs"). The graph
+/// option input=pil,input_workers=W (models/registry.hpp) makes make_parallel add W loader workers
+/// per replica at this cost, as loader_workers=W,loader_us=2924 would.
+inline constexpr std::int64_t kPilConvnetsUs = 2924;
+
+/// Throws InputError(origin, key) when `g` asks for an input pipeline (graph option input=pil):
+/// only make_parallel adds it, so a run without --parallel would silently leave it out.
+void refuse_input_without_parallel(const sim::Graph& g, const std::string& origin,
+                                   const std::string& key);
 
 /// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB",
 /// "tp=8,pp=2,mb=48,recompute=full", "dp=8,loader_workers=16,loader_us=6000".

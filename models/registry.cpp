@@ -4,6 +4,7 @@
 #include <charconv>
 #include <functional>
 #include <optional>
+#include <utility>
 
 #include "models/chakra.hpp"
 #include "models/onnx_import.hpp"
@@ -172,8 +173,8 @@ std::vector<std::string> builtin_graph_names() {
 
 namespace {
 
-// Takes "key=V" out of an options string (every graph source accepts math_mode, precision, grads
-// and layout)
+// Takes "key=V" out of an options string (every graph source accepts math_mode, precision, grads,
+// layout, input and input_workers)
 // and returns V; nullopt when the key is absent.
 std::optional<std::string> take_option(std::string& options, const std::string& key) {
   std::string rest, found;
@@ -231,6 +232,41 @@ bool take_f32_grads(std::string& options, const std::optional<sim::Dtype>& preci
   return *found == "f32";
 }
 
+// input=synthetic|pil and input_workers=W: the job's input pipeline (models/parallel.hpp,
+// kPilConvnetsUs). Recorded as metadata "input" / "input_workers" for make_parallel; synthetic
+// (the default) records nothing. input_workers only with input=pil, and input=pil needs it.
+std::pair<std::string, int> take_input(std::string& options) {
+  // input_workers first: take_option treats a key that occurs only inside another as given empty
+  const std::optional<std::string> workers = take_option(options, "input_workers");
+  const std::optional<std::string> found = take_option(options, "input");
+  const std::string kind = found ? *found : "synthetic";
+  if (kind != "synthetic" && kind != "pil")
+    throw sim::InputError("--graph-opt", "input",
+                          "one of synthetic, pil (dali is not modelled), got \"" + kind + "\"");
+  if (kind == "synthetic") {
+    if (workers)
+      throw sim::InputError("--graph-opt", "input_workers",
+                            "input=pil beside input_workers=" + *workers);
+    return {kind, 0};
+  }
+  if (!workers)
+    throw sim::InputError("--graph-opt", "input_workers",
+                          "input_workers=W beside input=pil (the DataLoader's worker processes "
+                          "per GPU), got none");
+  int w = 0;
+  try {
+    std::size_t pos = 0;
+    const long long v = std::stoll(*workers, &pos);
+    if (pos == workers->size() && v >= 1 && v <= 4096) w = static_cast<int>(v);
+  } catch (const std::exception&) {
+    w = 0;
+  }
+  if (w < 1)
+    throw sim::InputError("--graph-opt", "input_workers",
+                          "a whole number from 1 to 4096, got \"" + *workers + "\"");
+  return {kind, w};
+}
+
 std::optional<sim::Layout> take_layout(std::string& options) {
   const std::optional<std::string> found = take_option(options, "layout");
   if (!found) return std::nullopt;
@@ -251,7 +287,12 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   const std::optional<sim::Dtype> precision = take_precision(rest);
   const bool f32_grads = take_f32_grads(rest, precision);
   const std::optional<sim::Layout> layout = take_layout(rest);
+  const auto [input, input_workers] = take_input(rest);
   sim::Graph g = load_graph_as_given(name_or_path, rest);
+  if (input != "synthetic") {
+    g.metadata["input"] = input;
+    g.metadata["input_workers"] = std::to_string(input_workers);
+  }
   if (math) sim::apply_math_mode(g, *math);
   if (layout) sim::apply_layout(g, *layout);
   if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision, f32_grads);

@@ -7,8 +7,10 @@
 // Option syntax: comma-separated key=value pairs; an unknown key or a malformed value throws
 // sim::InputError naming "--graph-opt" and the key, with the accepted keys. Every source also
 // takes math_mode=torch|tf32|f32, precision=f32|bf16|f16 (mixed precision, below), grads=half|f32
-// (the weight gradients' type under mixed precision, below) and layout=nchw|nhwc (the
-// convolutions' memory format: sim::apply_layout).
+// (the weight gradients' type under mixed precision, below), layout=nchw|nhwc (the
+// convolutions' memory format: sim::apply_layout) and input=synthetic|pil with input_workers=W
+// (the host input pipeline make_parallel adds: models/parallel.hpp, kPilConvnetsUs; metadata
+// "input" and "input_workers").
 #pragma once
 
 #include <string>

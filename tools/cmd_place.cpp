@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "models/parallel.hpp"
 #include "models/registry.hpp"
 #include "policy/place/compare.hpp"
 #include "policy/place/learned.hpp"
@@ -139,6 +140,7 @@ void register_place(CLI::App& app) {
   place->callback([place_opts, method, output, place_json] {
     if (is_rl_method(*method)) exec_torch_build();
     const sim::Graph g = models::load_graph(place_opts->graph, place_opts->graph_opt);
+    models::refuse_input_without_parallel(g, "--graph-opt", "input");
     sim::Cluster c = sim::load_cluster(place_opts->cluster);
     const policy::MethodOptions mo = method_options(*place_opts, c);
     const auto t0 = std::chrono::steady_clock::now();
@@ -204,6 +206,7 @@ void register_place(CLI::App& app) {
         throw sim::InputError("<flag --methods>", "",
                               "a method or a placement JSON file, got the directory \"" + m + "\"");
     const sim::Graph g = models::load_graph(cmp_opts->graph, cmp_opts->graph_opt);
+    models::refuse_input_without_parallel(g, "--graph-opt", "input");
     sim::Cluster c = sim::load_cluster(cmp_opts->cluster);
     const policy::MethodOptions mo = method_options(*cmp_opts, c);
     const auto rows = compare_rows(names, g, c, mo);

@@ -222,6 +222,7 @@ struct Placed {
 Placed place_graph(const SimulateArgs& a, sim::Graph graph, const sim::Cluster& cluster,
                    const sim::KernelCostModel& costs) {
   Placed p;
+  if (a.parallel.empty()) models::refuse_input_without_parallel(graph, "--graph-opt", "input");
   if (!a.parallel.empty()) {
     // Each replica on its own GPU (models/parallel.hpp); a placement method would fight that.
     if (!a.placement.empty() && a.placement != "single-gpu")

@@ -134,6 +134,8 @@ cluster|cluster-long-control-key.yaml|expected a known key
 graph|graph-50kb-value.json|dtype: expected a dtype
 graphopt|--graph-opt batch=99999999999|expected options
 gptopt|--graph-opt hidden=2147483648|expected
+graphopt|--graph-opt batch=8,input=dali|input: expected one of synthetic, pil
+graphopt|--graph-opt batch=8,input=pil|input_workers: expected input_workers=W beside input=pil
 missing|no-such-placement.json|no-such-placement.json: expected a readable placement JSON file
 dir|/|/: expected a file, got a directory
 '

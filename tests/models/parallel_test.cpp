@@ -159,6 +159,48 @@ TEST(Parallel, LoaderWorkersRunOnTheHostCpuAndShareItsThreads) {
                sim::InputError);
 }
 
+// The graph option input=pil,input_workers=W (NVIDIA ConvNets' PyTorch DataLoader): W loader
+// workers per replica at the measured per-image CPU time of the PIL pipeline (kPilConvnetsUs,
+// tools/input_pipeline_rate.py). A prefetching loader overlaps the GPU step, so the step is
+// max(GPU step, images per worker x per-image time); input=synthetic (the default) adds nothing.
+TEST(Parallel, PilInputPipelineCapsTheStepAtTheMeasuredPerCoreRate) {
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const auto step = [&](const std::string& graph_opt, const std::string& par) {
+    const pm::ParallelJob job =
+        pm::make_parallel(pm::load_graph("resnet50", graph_opt), c, pm::parse_parallel(par, "<t>"));
+    return std::make_pair(job, sim::simulate(c, job.graph, job.placement).step_time.ns);
+  };
+  const auto [plain, plain_ns] = step("batch=64", "dp=2");
+  EXPECT_EQ(step("batch=64,input=synthetic", "dp=2").second, plain_ns);
+  // 16 workers per replica, 4 images each: 11.7 ms of loading hides behind the GPU step.
+  const auto [pil, pil_ns] = step("batch=64,input=pil,input_workers=16", "dp=2");
+  EXPECT_EQ(pil.spec.loader_workers, 16);
+  EXPECT_EQ(pil.spec.loader_us, pm::kPilConvnetsUs);
+  int loaders = 0;
+  for (const sim::Op& op : pil.graph.ops) loaders += op.type == "DataLoader" ? 1 : 0;
+  EXPECT_EQ(loaders, 32);
+  EXPECT_LT(4 * pm::kPilConvnetsUs * 1000, plain_ns);
+  EXPECT_NEAR(static_cast<double>(pil_ns), static_cast<double>(plain_ns), 1e-3 * plain_ns);
+  // One worker per replica: 64 images x 2.924 ms = 187.1 ms, longer than the GPU step: the
+  // loader is the step (1 GPU's input rate = 1e6 / 2924 = 342 img/s).
+  const std::int64_t one = step("batch=64,input=pil,input_workers=1", "dp=2").second;
+  EXPECT_GT(64 * pm::kPilConvnetsUs * 1000, plain_ns);
+  EXPECT_NEAR(one * 1e-9, 64 * pm::kPilConvnetsUs * 1e-6, 1e-3);
+  // Bad values: one-line InputErrors.
+  for (const char* bad : {"batch=8,input=dali", "batch=8,input=pil", "batch=8,input_workers=4",
+                          "batch=8,input=pil,input_workers=0", "batch=8,input=pil,input_workers=x",
+                          "batch=8,input=synthetic,input_workers=2"})
+    EXPECT_THROW(pm::load_graph("resnet50", bad), sim::InputError) << bad;
+  EXPECT_THROW(step("batch=8,input=pil,input_workers=2", "dp=2,loader_workers=2,loader_us=10"),
+               sim::InputError);
+  // Only make_parallel adds the loader: simulate/place/compare/sweep without --parallel refuse it.
+  EXPECT_THROW(pm::refuse_input_without_parallel(
+                   pm::load_graph("resnet50", "batch=8,input=pil,input_workers=2"), "<t>", "input"),
+               sim::InputError);
+  EXPECT_NO_THROW(pm::refuse_input_without_parallel(
+      pm::load_graph("resnet50", "batch=8,input=synthetic"), "<t>", "input"));
+}
+
 TEST(Parallel, Refusals) {
   const sim::Graph g = pm::load_graph("resnet50", "batch=8");
   EXPECT_THROW(

@@ -130,6 +130,9 @@ SimulationEvaluator::SimulationEvaluator(const SweepSpec& spec) : impl_(std::mak
     const SweepWorkload& w = spec.workloads[i];
     try {
       impl_->graphs.push_back(models::load_graph(w.graph, w.options));
+      if (w.parallel.empty())
+        models::refuse_input_without_parallel(impl_->graphs.back(), spec.origin,
+                                              "workloads[" + std::to_string(i) + "].options");
     } catch (const sim::InputError& e) {
       // load_graph speaks of the command line's flags; here the spec's key is at fault.
       const std::string what = e.what();
