@@ -283,18 +283,34 @@ bool MaxMinSolver::collect_partial() {
   if (!(floor > 0.0)) return false;
   const double cut = floor * (1.0 - 1e-9);  // margin for the fill's tie tolerance
   start_collection();
-  // Inlined at both calls (a call per reached constraint cost more than its loop), and the rates
-  // below the cut go straight into their ascending place in a buffer sized once per constraint
-  // (an insertion sort as they come, instead of push_back then a sort: the same sorted sequence).
-  // Local pointers (nothing here resizes the arrays): the compiler cannot keep the members'
-  // addresses in registers across the stores.
+  // Breadth-first from the touched constraints. comp_cons_ is the queue: a constraint is
+  // stamped and queued when first seen (touched, or crossed by a variable as it is opened), and
+  // its variables are read when its turn comes. That is the order of a walk over the opened
+  // variables after each reach (the constraints seen before variable k are the touched ones and
+  // those of variables 1..k-1 either way), without a second pass over the opened variables.
+  // The rates below the cut go straight into their ascending place in a buffer sized once per
+  // constraint (an insertion sort as they come, instead of push_back then a sort: the same sorted
+  // sequence). Local pointers (nothing here resizes the arrays): the compiler cannot keep the
+  // members' addresses in registers across the stores.
   Var* const vars = vars_.data();
   Con* const cons = cons_.data();
   double* const below = below_.data();
+  int* const queue = comp_cons_.begin();
+  std::size_t queued = 0;
   const std::uint32_t stamp = stamp_;
-  const auto reach = [&](int c) __attribute__((always_inline)) {
+  for (int c : dirty_cons_) {
+    if (cons[c].mark == stamp) continue;
+    cons[c].mark = stamp;
+    queue[queued++] = c;
+  }
+  bool ok = true;
+  for (std::size_t qi = 0; qi < queued; ++qi) {
+    const int c = queue[qi];
     Con& con = cons[c];
-    con.mark = stamp;
+    if (con.weighted != 0) {
+      ok = false;
+      break;
+    }
     std::size_t num_below = 0;
     int open = 0;
     for (int vid : con.vars) {
@@ -312,6 +328,11 @@ bool MaxMinSolver::collect_partial() {
       v.fixed = false;
       comp_vars_.push_back(vid);
       if (v.bound != kUnbounded) act_vars_.push_back(vid);
+      for (int c2 : v.cons) {
+        if (cons[c2].mark == stamp) continue;
+        cons[c2].mark = stamp;
+        queue[queued++] = c2;
+      }
     }
     double remaining = capacity_[c];
     for (std::size_t i = 0; i < num_below; ++i) remaining -= below[i];
@@ -322,16 +343,8 @@ bool MaxMinSolver::collect_partial() {
       con.level = std::max(remaining, 0.0) / con.unfixed;
       act_cons_.push_back(c);
     }
-    comp_cons_.push_back(c);
-    return con.weighted == 0;
-  };
-  bool ok = true;
-  for (int c : dirty_cons_)
-    if (cons[c].mark != stamp && !(ok = reach(c))) break;
-  // comp_vars grows as constraints are reached: walk it as the queue.
-  for (std::size_t qi = 0; ok && qi < comp_vars_.size(); ++qi)
-    for (int c : vars[comp_vars_[qi]].cons)
-      if (cons[c].mark != stamp && !(ok = reach(c))) break;
+  }
+  comp_cons_.resize(queued);
   if (!ok) return abandon_partial();
   component_ready_ = true;
   ++partial_solves_;
