@@ -209,6 +209,7 @@ void MaxMinSolver::start_collection() {
   act_vars_.clear();  // the bounded variables, for fill_unweighted
   act_cons_.clear();  // the constraints that carry a variable, for fill_unweighted
   comp_weighted_ = false;
+  first_level_ = kUnbounded;
   solved_ = false;
   ++stamp_;
 }
@@ -229,6 +230,7 @@ void MaxMinSolver::collect_component() {
     if (con.unfixed_count > 0) {
       con.level = capacity_[c] / con.unfixed;
       act_cons_.push_back(c);
+      first_level_ = std::min(first_level_, con.level);
     }
     if (con.weighted > 0) {
       comp_weighted_ = true;
@@ -337,11 +339,13 @@ bool MaxMinSolver::collect_partial() {
     double remaining = capacity_[c];
     for (std::size_t i = 0; i < num_below; ++i) remaining -= below[i];
     con.remaining = remaining;
+    // Only fill_unweighted follows a partial collection (no weights), and it counts the open
+    // variables in unfixed_count: Con::unfixed is left as it is.
     con.unfixed_count = open;
-    con.unfixed = open;
     if (open > 0) {
-      con.level = std::max(remaining, 0.0) / con.unfixed;
+      con.level = std::max(remaining, 0.0) / static_cast<double>(open);
       act_cons_.push_back(c);
+      first_level_ = std::min(first_level_, con.level);
     }
   }
   comp_cons_.resize(queued);
@@ -515,11 +519,19 @@ void MaxMinSolver::fill_unweighted() {
   for (int vid : act_vars_) var_level = std::min(var_level, vars[vid].bound);
   std::size_t left = comp_vars_.size();
   std::uint32_t stamp = stamp_;
+  bool first_round = true;
   while (left > 0) {
     // The share. A constraint closed in the last round has level +inf here (set below) until
-    // the saturation pass drops it.
+    // the saturation pass drops it. The first round's minimum level the collection took as it
+    // set the levels (a minimum is exact, in any order).
     double share = var_level;
-    for (std::size_t i = 0; i < num_act_cons; ++i) share = std::min(share, cons[act_cons[i]].level);
+    if (first_round) {
+      share = std::min(share, first_level_);
+      first_round = false;
+    } else {
+      for (std::size_t i = 0; i < num_act_cons; ++i)
+        share = std::min(share, cons[act_cons[i]].level);
+    }
     std::size_t keep = 0;
     if (share == kUnbounded) {  // only unconstrained, unbounded variables remain
       for (int vid : comp_vars_) {
@@ -558,6 +570,8 @@ void MaxMinSolver::fill_unweighted() {
         if (cons[c].unfixed_count > 0) act_cons[keep++] = c;
         continue;
       }
+      // c closes: stamped as charged already, so that its level is not recomputed below.
+      cons[c].mark = stamp;
       for (int vid : cons[c].vars) {
         Var& v = vars[vid];
         if (v.fixed) continue;
