@@ -507,7 +507,8 @@ void MaxMinSolver::fill_unweighted() {
   // frees the order: a round visits only the variables of the saturated constraints, and only the
   // constraints they cross have their level recomputed (one division each), instead of every open
   // constraint and variable per round.
-  // collect_component() left the open constraints in act_cons_ with their first levels.
+  // The collection (collect_component or collect_partial) left the open constraints in act_cons_
+  // with their first levels, and the least of those in first_level_.
   // The arrays are read through local pointers: nothing here resizes them, and the compiler
   // cannot otherwise keep their addresses in registers across the stores.
   Var* const vars = vars_.data();
