@@ -209,6 +209,7 @@ void MaxMinSolver::start_collection() {
   act_vars_.clear();  // the bounded variables, for fill_unweighted
   act_cons_.clear();  // the constraints that carry a variable, for fill_unweighted
   comp_weighted_ = false;
+  first_level_ = kUnbounded;
   solved_ = false;
   ++stamp_;
 }
@@ -229,6 +230,7 @@ void MaxMinSolver::collect_component() {
     if (con.unfixed_count > 0) {
       con.level = capacity_[c] / con.unfixed;
       act_cons_.push_back(c);
+      first_level_ = std::min(first_level_, con.level);
     }
     if (con.weighted > 0) {
       comp_weighted_ = true;
@@ -283,18 +285,34 @@ bool MaxMinSolver::collect_partial() {
   if (!(floor > 0.0)) return false;
   const double cut = floor * (1.0 - 1e-9);  // margin for the fill's tie tolerance
   start_collection();
-  // Inlined at both calls (a call per reached constraint cost more than its loop), and the rates
-  // below the cut go straight into their ascending place in a buffer sized once per constraint
-  // (an insertion sort as they come, instead of push_back then a sort: the same sorted sequence).
-  // Local pointers (nothing here resizes the arrays): the compiler cannot keep the members'
-  // addresses in registers across the stores.
+  // Breadth-first from the touched constraints. comp_cons_ is the queue: a constraint is
+  // stamped and queued when first seen (touched, or crossed by a variable as it is opened), and
+  // its variables are read when its turn comes. That is the order of a walk over the opened
+  // variables after each reach (the constraints seen before variable k are the touched ones and
+  // those of variables 1..k-1 either way), without a second pass over the opened variables.
+  // The rates below the cut go straight into their ascending place in a buffer sized once per
+  // constraint (an insertion sort as they come, instead of push_back then a sort: the same sorted
+  // sequence). Local pointers (nothing here resizes the arrays): the compiler cannot keep the
+  // members' addresses in registers across the stores.
   Var* const vars = vars_.data();
   Con* const cons = cons_.data();
   double* const below = below_.data();
+  int* const queue = comp_cons_.begin();
+  std::size_t queued = 0;
   const std::uint32_t stamp = stamp_;
-  const auto reach = [&](int c) __attribute__((always_inline)) {
+  for (int c : dirty_cons_) {
+    if (cons[c].mark == stamp) continue;
+    cons[c].mark = stamp;
+    queue[queued++] = c;
+  }
+  bool ok = true;
+  for (std::size_t qi = 0; qi < queued; ++qi) {
+    const int c = queue[qi];
     Con& con = cons[c];
-    con.mark = stamp;
+    if (con.weighted != 0) {
+      ok = false;
+      break;
+    }
     std::size_t num_below = 0;
     int open = 0;
     for (int vid : con.vars) {
@@ -312,26 +330,25 @@ bool MaxMinSolver::collect_partial() {
       v.fixed = false;
       comp_vars_.push_back(vid);
       if (v.bound != kUnbounded) act_vars_.push_back(vid);
+      for (int c2 : v.cons) {
+        if (cons[c2].mark == stamp) continue;
+        cons[c2].mark = stamp;
+        queue[queued++] = c2;
+      }
     }
     double remaining = capacity_[c];
     for (std::size_t i = 0; i < num_below; ++i) remaining -= below[i];
     con.remaining = remaining;
+    // Only fill_unweighted follows a partial collection (no weights), and it counts the open
+    // variables in unfixed_count: Con::unfixed is left as it is.
     con.unfixed_count = open;
-    con.unfixed = open;
     if (open > 0) {
-      con.level = std::max(remaining, 0.0) / con.unfixed;
+      con.level = std::max(remaining, 0.0) / static_cast<double>(open);
       act_cons_.push_back(c);
+      first_level_ = std::min(first_level_, con.level);
     }
-    comp_cons_.push_back(c);
-    return con.weighted == 0;
-  };
-  bool ok = true;
-  for (int c : dirty_cons_)
-    if (cons[c].mark != stamp && !(ok = reach(c))) break;
-  // comp_vars grows as constraints are reached: walk it as the queue.
-  for (std::size_t qi = 0; ok && qi < comp_vars_.size(); ++qi)
-    for (int c : vars[comp_vars_[qi]].cons)
-      if (cons[c].mark != stamp && !(ok = reach(c))) break;
+  }
+  comp_cons_.resize(queued);
   if (!ok) return abandon_partial();
   component_ready_ = true;
   ++partial_solves_;
@@ -490,7 +507,8 @@ void MaxMinSolver::fill_unweighted() {
   // frees the order: a round visits only the variables of the saturated constraints, and only the
   // constraints they cross have their level recomputed (one division each), instead of every open
   // constraint and variable per round.
-  // collect_component() left the open constraints in act_cons_ with their first levels.
+  // The collection (collect_component or collect_partial) left the open constraints in act_cons_
+  // with their first levels, and the least of those in first_level_.
   // The arrays are read through local pointers: nothing here resizes them, and the compiler
   // cannot otherwise keep their addresses in registers across the stores.
   Var* const vars = vars_.data();
@@ -502,11 +520,19 @@ void MaxMinSolver::fill_unweighted() {
   for (int vid : act_vars_) var_level = std::min(var_level, vars[vid].bound);
   std::size_t left = comp_vars_.size();
   std::uint32_t stamp = stamp_;
+  bool first_round = true;
   while (left > 0) {
     // The share. A constraint closed in the last round has level +inf here (set below) until
-    // the saturation pass drops it.
+    // the saturation pass drops it. The first round's minimum level the collection took as it
+    // set the levels (a minimum is exact, in any order).
     double share = var_level;
-    for (std::size_t i = 0; i < num_act_cons; ++i) share = std::min(share, cons[act_cons[i]].level);
+    if (first_round) {
+      share = std::min(share, first_level_);
+      first_round = false;
+    } else {
+      for (std::size_t i = 0; i < num_act_cons; ++i)
+        share = std::min(share, cons[act_cons[i]].level);
+    }
     std::size_t keep = 0;
     if (share == kUnbounded) {  // only unconstrained, unbounded variables remain
       for (int vid : comp_vars_) {
@@ -545,6 +571,8 @@ void MaxMinSolver::fill_unweighted() {
         if (cons[c].unfixed_count > 0) act_cons[keep++] = c;
         continue;
       }
+      // c closes: stamped as charged already, so that its level is not recomputed below.
+      cons[c].mark = stamp;
       for (int vid : cons[c].vars) {
         Var& v = vars[vid];
         if (v.fixed) continue;

@@ -224,6 +224,8 @@ class MaxMinSolver {
   std::int64_t partial_solves_ = 0;
   // No variable with a rate below this can change at the next solve (collect_partial).
   double change_floor_ = kUnbounded;
+  // The least level in act_cons_ as the collection left it: the fill's first share.
+  double first_level_ = kUnbounded;
   std::vector<double> below_;      // scratch of collect_partial: rates below the cut, ascending
   std::vector<int> pending_adds_;  // variables added (weight 1, not alone) since the last solve
   int live_vars_ = 0;
