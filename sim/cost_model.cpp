@@ -572,7 +572,8 @@ std::optional<std::array<double, 4>> gemm_dims(const Op& op) {
 // A matmul's time on a GPU generation with a measured GEMM curve; nullopt elsewhere.
 std::optional<Duration> gemm_curve_time(const Op& op, const DeviceSpec& spec,
                                         const RooflineParams& p) {
-  if (!p.gemm_curves || spec.kind != DeviceKind::Gpu || math_kind_of(op.type) != MathKind::Matmul)
+  if (!p.generation_curves || spec.kind != DeviceKind::Gpu ||
+      math_kind_of(op.type) != MathKind::Matmul)
     return std::nullopt;
   const auto c = gemm_curve(spec, op.dtype);
   // Hopper's curves (TF32, f16/bf16) are all tensor-core ones: each takes the sustained clock.
@@ -626,6 +627,36 @@ double gemm_quantised_flops(double b, double m, double n, double k, int sm_count
   return std::max(flops, best);
 }
 
+bool streaming_elementwise(std::string_view t) {
+  static constexpr std::string_view kTypes[] = {"Relu",
+                                                "ReluGrad",
+                                                "Add",
+                                                "AddN",
+                                                "aten::relu",
+                                                "aten::relu_",
+                                                "aten::add",
+                                                "aten::add_",
+                                                "aten::clamp_min",
+                                                "aten::clamp_min_",
+                                                "aten::threshold_backward"};
+  for (std::string_view k : kTypes)
+    if (t == k) return true;
+  return false;
+}
+
+double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const RooflineParams& p) {
+  // Vectorised ReLU, its gradient and the residual add on tensors larger than L2: A100-SXM4-40GB
+  // 1335-1439 GB/s (0.86-0.925 of 1555), H200 4141-4357 GB/s (0.86-0.91 of 4800)
+  // (tools/bn_channel_rates.py on the A100 ResNet-50 and H200 ResNet-18 b64 traces); a read
+  // kernel on an A100 80GB at 88 % of peak (NVIDIA developer forum, "Trouble to Reach Peak
+  // Bandwidth of A100", Nsight Compute agreeing). Not measured on other generations.
+  constexpr double kStreamEff = 0.88;
+  if (p.generation_curves && spec.kind == DeviceKind::Gpu &&
+      (spec.arch.nvidia(8, 0) || spec.arch.hopper()) && streaming_elementwise(op_type))
+    return kStreamEff;
+  return p.memory_eff_max;
+}
+
 double batch_norm_channel_rate(bool backward, double bw, int sm_count) {
   const double ceiling = backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond;
   if (sm_count <= 0 || !(bw > 0)) return ceiling;
@@ -668,7 +699,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
     eff = kHopperFlashAttention2;
   if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * eff));
   const double bw = spec.memory_bandwidth.bytes_per_s;
-  double rate = bw * p.memory_eff_max;
+  double rate = bw * memory_eff_for(op.type, spec, p);
   if (bw_cap > 0.0) rate = std::min(rate, bw_cap);
   // A convolution on f16/bf16 tensor cores sits near the ridge (ResNet-50's, weighted by time:
   // median 204 FLOP/B, half between 102 and 397, against A100's 134 at 0.70 of the f16 peak
@@ -764,8 +795,9 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
       // The calibration's efficiency curves and its device's own shortest kernel.
       RooflineParams p = cal->roofline ? *cal->roofline : roofline_;
       if (cal->min_kernel) p.min_kernel = *cal->min_kernel;
-      // Efficiencies fitted on the device's own profile replace the built-in GEMM curves.
-      if (cal->roofline) p.gemm_curves = false;
+      // Efficiencies fitted on the device's own profile replace the built-in per-generation ones
+      // (GEMM curves, elementwise streaming).
+      if (cal->roofline) p.generation_curves = false;
       const KernelCostModel fitted(p);
       return {fitted.roofline_time(op, device.spec), Source::Roofline};
     }

@@ -83,10 +83,22 @@ struct RooflineParams {
   /// convolutions (forward and backward, layout transforms included) on an H200
   /// (docs/cost-model.md). TF32 matmuls keep compute_eff_max.
   double tf32_eff_max = 0.21;
-  /// Whether matmuls on a GPU of a generation with a measured GEMM curve (gemm_curve) are priced
-  /// by that curve. A calibration's fitted `roofline` (the device's own profile) turns it off.
-  bool gemm_curves = true;
+  /// Whether the per-generation measurements apply on a GPU: matmuls of a generation with a
+  /// measured GEMM curve (gemm_curve) priced by that curve, and elementwise streaming ops at the
+  /// generation's measured streaming efficiency (memory_eff_for). A calibration's fitted
+  /// `roofline` (the device's own profile) turns them off: its own efficiencies price every op.
+  bool generation_curves = true;
 };
+
+/// True for the elementwise ops the GPU traces stream at 0.86-0.92 of DRAM bandwidth: ReLU, its
+/// gradient and the tensor add (ONNX/builder names Relu, ReluGrad, Add, AddN; aten relu,
+/// threshold_backward, add, clamp_min, with or without the in-place underscore).
+bool streaming_elementwise(std::string_view op_type);
+/// The fraction of peak bandwidth an op's memory term streams at on this GPU: 0.88 for a
+/// streaming_elementwise op on an A100 (8.0) or a Hopper part (measured on the A100 and H200
+/// traces, docs/cost-model.md), else p.memory_eff_max; p.memory_eff_max wherever
+/// p.generation_curves is off or the device is not a GPU.
+double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const RooflineParams& p);
 
 /// A GPU generation's measured GEMM efficiency for one math unit (docs/cost-model.md, "GEMM
 /// curves"): a GEMM of F FLOPs whose tiles occupy the device for F_q >= F FLOPs

@@ -33,6 +33,10 @@ class BnChannelRates(unittest.TestCase):
         self.assertEqual(rows[("bn_bwd", "64", "112x112")][6], "9.99")
         self.assertEqual(rows[("bn_bwd", "64", "56x56")][6], "9.71")
         self.assertEqual(rows[("relu", "256", "56x56")][5], "1371")
+        # The elementwise medians CostModel.ElementwiseOpsStreamAsTheTracesMeasured quotes.
+        self.assertEqual(rows[("relu", "64", "112x112")][4], "145.3")
+        self.assertEqual(rows[("relu_bwd", "64", "112x112")][4], "227.4")
+        self.assertEqual(rows[("residual_add", "256", "56x56")][4], "226.6")
         calls = sum(int(c[3]) for k, c in rows.items() if k[0] == "bn_fwd")
         self.assertEqual(calls, 3 * 53)
 
@@ -44,6 +48,8 @@ class BnChannelRates(unittest.TestCase):
         self.assertEqual(rows[("bn_fwd", "128", "28x28")][6], "22.06")
         self.assertEqual(rows[("bn_bwd", "64", "112x112")][6], "13.78")
         self.assertEqual(rows[("bn_bwd", "64", "56x56")][6], "13.55")
+        self.assertEqual(rows[("relu", "64", "112x112")][4], "96.7")
+        self.assertEqual(rows[("relu_bwd", "64", "112x112")][4], "141.5")
 
     def test_wrong_model_matches_no_step(self):
         out, rows = run("h200_resnet18-224px-b64_train.json.gz", "64", "resnet50")
