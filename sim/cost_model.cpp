@@ -694,7 +694,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   double eff = tf32_conv ? p.tf32_eff_max : p.compute_eff_max;
   // Like the GEMM curves, a measured per-generation rate that a calibration's roofline replaces.
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
-  if (p.gemm_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
+  if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
       (op.type == "FlashAttention" || op.type == "FlashAttentionGrad"))
     eff = kHopperFlashAttention2;
   if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * eff));
