@@ -116,6 +116,10 @@ TEST(Workloads, ResNet50FusedBatchNormDropsTheReluAndAddPasses) {
     }
   }
   EXPECT_THROW(load_graph("inception_v3", "batch=1,fuse=bn_relu"), sim::InputError);
+  // The fused kernels are NHWC ones.
+  EXPECT_THROW(load_graph("resnet50", "batch=2,fuse=bn_relu,layout=nchw"), sim::InputError);
+  EXPECT_NO_THROW(load_graph("resnet50", "batch=2,fuse=none,layout=nchw"));
+  EXPECT_NO_THROW(load_graph("resnet50", "batch=2,fuse=bn_relu,layout=nhwc"));
 }
 
 TEST(Workloads, InceptionV3MatchesTorchvision) {
