@@ -437,6 +437,40 @@ Tensor GraphBuilder::batch_norm(const std::string& name, const Tensor& x, const 
   return outs[0];
 }
 
+Tensor GraphBuilder::batch_norm_relu(const std::string& name, const Tensor& x, const Tensor& gamma,
+                                     const Tensor& beta, const Tensor* addend) {
+  const std::int64_t elems = num_elements(x.shape);
+  const double n = d(elems);
+  const Shape c{x.shape.back()};
+  std::vector<Tensor> inputs{x, gamma, beta};
+  std::vector<Shape> outs{x.shape, c, c};
+  GradRule g{.type = "FusedBatchNormGrad", .flops = 9 * n, .wrt = {0, 1, 2}};
+  if (addend != nullptr) {
+    assert(addend->shape == x.shape);
+    inputs.push_back(*addend);
+    outs.push_back({(elems + 31) / 32});  // the ReLU's bitmask, in int32 words
+    g.flops = 10 * n;
+    g.wrt = {0, 1, 2, 3};
+    g.saved_inputs = {0, 1};
+    g.saved_outputs = {1, 2, 3};
+  } else {
+    // No mask: the backward recomputes y's sign from x and the statistics.
+    g.saved_inputs = {0, 1, 2};
+    g.saved_outputs = {1, 2};
+  }
+  // Forward: the batch norm's 5 FLOPs an element, the ReLU's 1 and the add's 1.
+  const auto ys = op(name, "FusedBatchNorm", inputs, outs, (addend != nullptr ? 7 : 6) * n, {g});
+  if (addend != nullptr) {
+    sim::Op& o = g_.ops[static_cast<std::size_t>(ys[0].op)];
+    sim::TensorOut& mask = o.outputs[3];
+    o.bytes_written.v -= mask.bytes.v;
+    mask.dtype = sim::Dtype::I32;  // mixed precision leaves it
+    mask.bytes = sim::Bytes{num_elements(mask.shape) * sim::dtype_size(sim::Dtype::I32)};
+    o.bytes_written.v += mask.bytes.v;
+  }
+  return ys[0];
+}
+
 Tensor GraphBuilder::layer_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
                                 const Tensor& beta) {
   const double n = d(num_elements(x.shape));

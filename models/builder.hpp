@@ -127,6 +127,14 @@ class GraphBuilder {
   /// Batch norm with scale and offset (training mode: batch statistics).
   Tensor batch_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
                     const Tensor& beta);
+  /// Batch norm, then ReLU, in the batch norm's own kernel (MXNet's NHWC `BatchNorm` with
+  /// act_type='relu'); with `addend`, BN + addend then ReLU (`BatchNormAddRelu`). Same op types as
+  /// batch_norm (FusedBatchNorm / FusedBatchNormGrad), so the cost model prices them as one. The
+  /// forward writes y once, no ReLU or Add pass; with an addend it also reads the addend and
+  /// writes the ReLU's bitmask (1 bit an element, int32 words). The backward reads x (and
+  /// gamma, beta: it recomputes y's sign) or the bitmask, and writes dx (and the addend's dz).
+  Tensor batch_norm_relu(const std::string& name, const Tensor& x, const Tensor& gamma,
+                         const Tensor& beta, const Tensor* addend = nullptr);
   Tensor layer_norm(const std::string& name, const Tensor& x, const Tensor& gamma,
                     const Tensor& beta);
   Tensor pool(const std::string& name, const std::string& type, const Tensor& x, int k, int stride,

@@ -13,6 +13,7 @@ namespace {
 struct Cnn {
   GraphBuilder& b;
   std::string prefix;
+  bool fuse_relu = false;  // ReLU in the batch norm's kernel (builder.hpp, batch_norm_relu)
 
   // Conv (no bias) + batch norm + optional ReLU, in its own layer scope.
   Tensor conv_bn(const std::string& layer, const Tensor& x, std::int64_t cout, std::int64_t kh,
@@ -21,9 +22,20 @@ struct Cnn {
     const Tensor w = b.variable("weights", {kh, kw, x.shape[3], cout});
     const Tensor gamma = b.variable("BatchNorm/gamma", {cout});
     const Tensor beta = b.variable("BatchNorm/beta", {cout});
-    Tensor y = b.batch_norm("BatchNorm", b.conv2d("Conv2D", x, w, stride, same), gamma, beta);
+    const Tensor c = b.conv2d("Conv2D", x, w, stride, same);
+    if (relu && fuse_relu) return b.batch_norm_relu("BatchNorm", c, gamma, beta);
+    Tensor y = b.batch_norm("BatchNorm", c, gamma, beta);
     if (relu) y = b.unary("Relu", "Relu", y, 1);
     return y;
+  }
+  // Conv + BatchNormAddRelu: relu(bn(conv(x)) + addend) in the batch norm's kernel.
+  Tensor conv_bn_add_relu(const std::string& layer, const Tensor& x, std::int64_t cout,
+                          const Tensor& addend) {
+    b.scope(prefix + layer);
+    const Tensor w = b.variable("weights", {1, 1, x.shape[3], cout});
+    const Tensor gamma = b.variable("BatchNorm/gamma", {cout});
+    const Tensor beta = b.variable("BatchNorm/beta", {cout});
+    return b.batch_norm_relu("BatchNorm", b.conv2d("Conv2D", x, w, 1, true), gamma, beta, &addend);
   }
   Tensor conv_bn(const std::string& layer, const Tensor& x, std::int64_t cout, std::int64_t k,
                  int stride = 1, bool same = true) {
@@ -171,14 +183,18 @@ sim::Graph build_inception_v3(GraphOptions& o) {
 }
 
 sim::Graph build_resnet50(GraphOptions& o) {
-  o.accept({"batch", "image_size", "classes", "optimizer"});
+  o.accept({"batch", "image_size", "classes", "optimizer", "fuse"});
   const std::int64_t batch = o.get_int("batch", 32);
   const std::int64_t size = o.get_int("image_size", 224, 32, 4096);
   const std::int64_t classes = o.get_int("classes", 1000);
   const Optimizer opt = optimizer_option(o, Optimizer::Momentum);
+  // MXNet's --fuse-bn-relu / --fuse-bn-add-relu (docs/workloads.md, "Fused batch norm").
+  const std::string fuse =
+      o.get_choice("fuse", "none", {"none", "bn_relu", "bn_add_relu", "bn_relu+bn_add_relu"});
+  const bool fuse_add = fuse == "bn_add_relu" || fuse == "bn_relu+bn_add_relu";
 
   GraphBuilder b("resnet50");
-  Cnn n{b, "resnet50/"};
+  Cnn n{b, "resnet50/", fuse == "bn_relu" || fuse == "bn_relu+bn_add_relu"};
   b.scope("input");
   const Tensor images = b.input("images", {batch, size, size, 3});
   const Tensor labels = b.input("labels", {batch}, sim::Dtype::I32);
@@ -193,6 +209,12 @@ sim::Graph build_resnet50(GraphOptions& o) {
       // torchvision's ResNet v1.5: the stride sits on the 3x3 convolution.
       Tensor y = n.conv_bn(m + "/conv1", x, width, 1);
       y = n.conv_bn(m + "/conv2", y, width, 3, stride);
+      if (fuse_add) {
+        const Tensor shortcut =
+            i == 0 ? n.conv_bn(m + "/downsample", x, 4 * width, 1, 1, stride, true, false) : x;
+        x = n.conv_bn_add_relu(m + "/conv3", y, 4 * width, shortcut);
+        continue;
+      }
       y = n.conv_bn(m + "/conv3", y, 4 * width, 1, 1, 1, true, false);
       Tensor shortcut = x;
       if (i == 0) shortcut = n.conv_bn(m + "/downsample", x, 4 * width, 1, 1, stride, true, false);

@@ -294,6 +294,13 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
     g.metadata["input_workers"] = std::to_string(input_workers);
   }
   if (math) sim::apply_math_mode(g, *math);
+  // MXNet's fused batch-norm kernels (resnet50's fuse=) are NHWC ones.
+  if (const auto it = g.metadata.find("options"); layout == sim::Layout::Nchw &&
+                                                  it != g.metadata.end() &&
+                                                  it->second.find("fuse=") != std::string::npos &&
+                                                  it->second.find("fuse=none") == std::string::npos)
+    throw sim::InputError("--graph-opt", "fuse",
+                          "fuse=none beside layout=nchw (the fused batch-norm kernels are NHWC)");
   if (layout) sim::apply_layout(g, *layout);
   if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision, f32_grads);
   return g;

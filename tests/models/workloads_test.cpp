@@ -44,6 +44,84 @@ TEST(Workloads, ResNet50MatchesTorchvision) {
   EXPECT_NEAR(forward_macs(g) / 2, 4.09e9, 0.03 * 4.09e9);
 }
 
+int count_type(const sim::Graph& g, const std::string& type) {
+  return static_cast<int>(std::count_if(g.ops.begin(), g.ops.end(),
+                                        [&](const sim::Op& op) { return op.type == type; }));
+}
+
+// Bytes the forward and backward passes move (update ops excluded).
+double step_traffic(const sim::Graph& g) {
+  double b = 0;
+  for (const auto& op : g.ops)
+    if (op.phase == sim::Phase::Forward || op.phase == sim::Phase::Backward)
+      b += static_cast<double>(op.bytes_read.v + op.bytes_written.v);
+  return b;
+}
+
+// fuse=bn_relu / bn_add_relu (MXNet's --fuse-bn-relu / --fuse-bn-add-relu): the ReLU and the
+// residual Add run inside the batch norm, forward and backward; the arithmetic stays.
+TEST(Workloads, ResNet50FusedBatchNormDropsTheReluAndAddPasses) {
+  const sim::Graph plain = load_graph("resnet50", "batch=2");
+  const sim::Graph relu = load_graph("resnet50", "batch=2,fuse=bn_relu");
+  const sim::Graph add = load_graph("resnet50", "batch=2,fuse=bn_add_relu");
+  const sim::Graph both = load_graph("resnet50", "batch=2,fuse=bn_relu+bn_add_relu");
+  // 1 stem + 2 a block in the body + 1 after each of the 16 blocks' residual add.
+  EXPECT_EQ(count_type(plain, "Relu"), 49);
+  EXPECT_EQ(count_type(plain, "Add"), 16 + count_type(both, "Add"));  // gradient sums remain
+  EXPECT_EQ(count_type(relu, "Relu"), 16);
+  EXPECT_EQ(count_type(add, "Relu"), 33);
+  EXPECT_EQ(count_type(both, "Relu"), 0);
+  EXPECT_EQ(count_type(both, "ReluGrad"), 0);
+  for (const sim::Graph* g : {&relu, &add, &both}) {
+    EXPECT_EQ(count_type(*g, "FusedBatchNorm"), 53);
+    EXPECT_EQ(count_type(*g, "FusedBatchNormGrad"), 53);
+    EXPECT_EQ(params_of(*g), 25557032);
+    EXPECT_EQ(forward_macs(*g), forward_macs(plain));
+  }
+  // Each fused ReLU saves its forward pass (read + write y) and its gradient (read y and dy,
+  // write dx): 5 tensors of its size; the fused backward reads beta instead (C floats).
+  double relu_bytes = 0;  // of the 33 ReLUs fuse=bn_relu takes in
+  for (const auto& op : plain.ops)
+    if (op.type == "Relu") relu_bytes += static_cast<double>(op.outputs.at(0).bytes.v);
+  for (const auto& op : relu.ops)
+    if (op.type == "Relu") relu_bytes -= static_cast<double>(op.outputs.at(0).bytes.v);
+  const double saved = step_traffic(plain) - step_traffic(relu);
+  EXPECT_GT(saved, 0.99 * 5 * relu_bytes);
+  EXPECT_LE(saved, 5 * relu_bytes);
+  EXPECT_LT(step_traffic(both), step_traffic(add));
+  EXPECT_LT(step_traffic(add), step_traffic(plain));
+  // BatchNormAddRelu: reads the addend, keeps a 1-bit ReLU mask (int32 words, F32 or F16
+  // alike); its gradient also writes the addend's.
+  const sim::Graph half = load_graph("resnet50", "batch=2,fuse=bn_add_relu,precision=f16");
+  for (const sim::Graph* g : {&add, &half}) {
+    const sim::Op& bn =
+        g->ops.at(static_cast<std::size_t>(g->op_index("resnet50/layer1/block1/conv3/BatchNorm")));
+    ASSERT_EQ(bn.inputs.size(), 4U);
+    ASSERT_EQ(bn.outputs.size(), 4U);
+    const std::int64_t elems = num_elements(bn.outputs[0].shape);
+    EXPECT_EQ(bn.outputs[3].dtype, sim::Dtype::I32);
+    EXPECT_EQ(bn.outputs[3].bytes.v, (elems + 31) / 32 * 4);
+  }
+  int four_way_grads = 0;
+  for (const auto& op : add.ops)
+    if (op.type == "FusedBatchNormGrad" && op.outputs.size() == 4) ++four_way_grads;
+  EXPECT_EQ(four_way_grads, 16);
+  for (const char* bad : {"fuse=bn_add", "fuse=", "fuse=bn_relu+bn_relu"}) {
+    try {
+      load_graph("resnet50", std::string("batch=2,") + bad);
+      ADD_FAILURE() << bad;
+    } catch (const sim::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("fuse"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(load_graph("inception_v3", "batch=1,fuse=bn_relu"), sim::InputError);
+  // The fused kernels are NHWC ones.
+  EXPECT_THROW(load_graph("resnet50", "batch=2,fuse=bn_relu,layout=nchw"), sim::InputError);
+  EXPECT_NO_THROW(load_graph("resnet50", "batch=2,fuse=none,layout=nchw"));
+  EXPECT_NO_THROW(load_graph("resnet50", "batch=2,fuse=bn_relu,layout=nhwc"));
+}
+
 TEST(Workloads, InceptionV3MatchesTorchvision) {
   const sim::Graph with_aux = load_graph("inception_v3", "batch=1");
   const sim::Graph no_aux = load_graph("inception_v3", "batch=1,aux_head=false");
@@ -134,11 +212,6 @@ TEST(Workloads, GptAttentionRunsPyTorchsPasses) {
   for (const char* bad : {"dropout=1", "dropout=-0.1", "dropout=x", "dropout=0.1.2"}) {
     EXPECT_THROW(load_graph("gpt", dims + "," + bad), sim::InputError) << bad;
   }
-}
-
-int count_type(const sim::Graph& g, const std::string& type) {
-  return static_cast<int>(std::count_if(g.ops.begin(), g.ops.end(),
-                                        [&](const sim::Op& op) { return op.type == type; }));
 }
 
 TEST(Workloads, GptFusedSoftmaxRunsMegatronsKernels) {
