@@ -108,8 +108,45 @@ std::string MathMode::name() const {
   return "matmul-tf32";
 }
 
+namespace {
+
+// PyTorch's own depthwise kernels (ATen's conv_depthwise2d/3d: scalar F32 FMAs on the CUDA
+// cores), as a profiler names them.
+bool native_depthwise_type(std::string_view t) {
+  return starts_with(t, "aten::_conv_depthwise") || starts_with(t, "aten::thnn_conv_depthwise") ||
+         starts_with(t, "aten::conv_depthwise");
+}
+
+// True when `w` is the weight [M, C/groups, k...] of a depthwise convolution of an input with
+// `channels` channels: one input channel per group (C/groups = 1, groups = C > 1), M a multiple
+// of C (PyTorch's ConvParams::is_depthwise).
+bool depthwise_weight(const std::vector<std::int64_t>& w, std::int64_t channels) {
+  return w.size() >= 3 && w[1] == 1 && channels > 1 && w[0] % channels == 0;
+}
+
+}  // namespace
+
+bool depthwise_conv(const Op& op) {
+  if (native_depthwise_type(op.type)) return true;
+  // The ONNX import's convolutions (NCHW, weight [M, C/groups, k...]) and their gradients, with
+  // operands in its order: Conv (x, w), ConvBackpropInput (dy, w) -> dx,
+  // ConvBackpropFilter (dy, x) -> dw. The builders' Conv2D ops (NHWC, HWIO weights) have no
+  // groups and are not looked at.
+  if (!op.signature || op.outputs.empty()) return false;
+  const auto& in = op.signature->input_shapes;
+  const auto& out = op.outputs[0].shape;
+  const auto ch = [](const std::vector<std::int64_t>& s) { return s.size() >= 3 ? s[1] : 0; };
+  if (in.size() < 2) return false;
+  if (op.type == "Conv" && in[0].size() == in[1].size()) return depthwise_weight(in[1], ch(in[0]));
+  if (op.type == "ConvBackpropInput" && out.size() == in[1].size())
+    return depthwise_weight(in[1], ch(out));
+  if (op.type == "ConvBackpropFilter" && in[1].size() == out.size())
+    return depthwise_weight(out, ch(in[1]));
+  return false;
+}
+
 Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m) {
-  if (dtype != Dtype::F32) return dtype;
+  if (dtype != Dtype::F32 || native_depthwise_type(op_type)) return dtype;
   const MathKind k = math_kind_of(op_type);
   if ((k == MathKind::Conv && m.conv_tf32) || (k == MathKind::Matmul && m.matmul_tf32))
     return Dtype::TF32;
@@ -120,7 +157,8 @@ void apply_math_mode(Graph& g, const MathMode& m) {
   for (Op& op : g.ops) {
     // Undo an earlier mode first, so that applying "f32" after "torch" gives F32 again.
     if (op.dtype == Dtype::TF32 && math_kind_of(op.type) != MathKind::Other) op.dtype = Dtype::F32;
-    op.dtype = compute_dtype(op.type, op.dtype, m);
+    // A depthwise convolution keeps F32 (CUDA cores) under every mode (docs/cost-model.md).
+    if (!depthwise_conv(op)) op.dtype = compute_dtype(op.type, op.dtype, m);
   }
   g.metadata["math_mode"] = m.name();
 }

@@ -56,8 +56,14 @@ struct MathMode {
 /// The dtype whose peak an op of `op_type` computing in `dtype` runs at (F32 -> TF32 where
 /// allowed).
 Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m);
+/// A depthwise convolution or gradient (one input channel per group, C/groups = 1): PyTorch's
+/// native conv_depthwise kernels by type name (aten::_conv_depthwise2d, ...), or an ONNX-import
+/// Conv / ConvBackpropInput / ConvBackpropFilter whose weight is [M, 1, k...] on C > 1 input
+/// channels. Its F32 math stays on the CUDA cores under every math mode (docs/cost-model.md).
+bool depthwise_conv(const Op& op);
 /// Sets every F32 convolution / matmul op's compute dtype to TF32 where `m` allows it (its
-/// signature keeps F32, as profilers record it) and records metadata "math_mode".
+/// signature keeps F32, as profilers record it), except depthwise convolutions
+/// (depthwise_conv), and records metadata "math_mode".
 void apply_math_mode(Graph& g, const MathMode& m);
 /// Sets every convolution's and batch norm's memory format (Op::layout) to `l` and records
 /// metadata "layout" (a batch norm's decides whether it runs NCHW's one block per channel).

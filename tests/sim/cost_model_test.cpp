@@ -239,6 +239,46 @@ TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
   EXPECT_EQ(g.ops[1].dtype, Dtype::TF32);
 }
 
+// PyTorch sends an F32 depthwise convolution (groups = C) to its own conv_depthwise2d kernels
+// unless the tensors are channels_last (ConvParams::use_cudnn_depthwise: cuDNN only for FP16 or
+// channels_last), so cudnn.allow_tf32 never reaches it; ResNeXt's grouped convolutions (C/groups
+// = 4) stay on cuDNN's TF32 tensor cores.
+TEST(MathMode, DepthwiseConvolutionsKeepF32) {
+  const MathMode torch = *MathMode::parse("torch");
+  EXPECT_EQ(compute_dtype("aten::_conv_depthwise2d", Dtype::F32, torch), Dtype::F32);
+  EXPECT_EQ(compute_dtype("aten::thnn_conv_depthwise2d_forward", Dtype::F32, torch), Dtype::F32);
+  EXPECT_EQ(compute_dtype("aten::cudnn_convolution", Dtype::F32, torch), Dtype::TF32);
+  const auto conv = [](std::string type, std::vector<std::vector<std::int64_t>> in,
+                       std::vector<std::int64_t> out) {
+    Op op;
+    op.name = type + std::to_string(in[0][1]) + std::to_string(out[1]);
+    op.type = type;
+    op.signature = Signature{type, std::move(in), Dtype::F32};
+    TensorOut t;
+    t.shape = std::move(out);
+    op.outputs.push_back(t);
+    return op;
+  };
+  Graph g;
+  // EfficientNet-B0's features.2.0 depthwise 3x3, stride 2 (tests/data/onnx/efficientnet_b0.onnx).
+  g.add_op(conv("Conv", {{256, 96, 112, 112}, {96, 1, 3, 3}}, {256, 96, 56, 56}));
+  g.add_op(conv("ConvBackpropInput", {{256, 96, 56, 56}, {96, 1, 3, 3}}, {256, 96, 112, 112}));
+  g.add_op(conv("ConvBackpropFilter", {{256, 96, 56, 56}, {256, 96, 112, 112}}, {96, 1, 3, 3}));
+  // ResNeXt-101 32x4d's grouped 3x3 (C/groups = 4) and a one-channel input (groups = 1).
+  g.add_op(conv("Conv", {{64, 128, 56, 56}, {128, 4, 3, 3}}, {64, 128, 56, 56}));
+  g.add_op(conv("ConvBackpropFilter", {{64, 128, 56, 56}, {64, 128, 56, 56}}, {128, 4, 3, 3}));
+  g.add_op(conv("Conv", {{64, 1, 28, 28}, {32, 1, 3, 3}}, {64, 32, 26, 26}));
+  apply_math_mode(g, torch);
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const bool dw = i < 3;
+    EXPECT_EQ(depthwise_conv(g.ops[i]), dw) << g.ops[i].name;
+    EXPECT_EQ(g.ops[i].dtype, dw ? Dtype::F32 : Dtype::TF32) << g.ops[i].name;
+  }
+  apply_math_mode(g, *MathMode::parse("tf32"));
+  EXPECT_EQ(g.ops[0].dtype, Dtype::F32);
+  EXPECT_EQ(g.ops[3].dtype, Dtype::TF32);
+}
+
 TEST(CostModel, CalibrationKeyedByDeviceNameWins) {
   auto cal = std::make_shared<Calibration>();
   cal->devices["custom"].exact[matmul(0, 0).signature->key()] = Duration{1000};
