@@ -214,22 +214,147 @@ namespace {
 Profile kineto_from_json(const json& doc, const std::string& origin);
 }  // namespace
 
-Profile parse_kineto_json(const std::string& text, const std::string& origin) {
-  sim::check_json_nesting(text, origin);
-  json doc;
+namespace {
+
+// What lenient_kineto_json changed.
+struct JsonRepairs {
+  int non_numbers = 0;    // bare inf, nan, N/A, ... read as null
+  int control_bytes = 0;  // raw bytes below 0x20 inside strings, escaped
+  int bad_utf8 = 0;       // bytes of no valid UTF-8 sequence inside strings, read as U+FFFD
+
+  bool any() const { return non_numbers + control_bytes + bad_utf8 > 0; }
+  std::string note() const {
+    return "not strict JSON, read leniently (what torch 1.8-1.9's Kineto wrote): " +
+           std::to_string(non_numbers) + " bare inf/nan/N/A values read as null, " +
+           std::to_string(control_bytes) + " raw control bytes in strings escaped, " +
+           std::to_string(bad_utf8) + " bytes of invalid UTF-8 in strings read as U+FFFD";
+  }
+};
+
+// Length of the valid UTF-8 sequence (RFC 3629, as nlohmann's lexer checks it) at t[i], 0 if none.
+std::size_t utf8_sequence(const std::string& t, std::size_t i) {
+  const auto u = [&](std::size_t k) { return k < t.size() ? static_cast<unsigned char>(t[k]) : 0; };
+  const auto in = [](unsigned c, unsigned lo, unsigned hi) { return c >= lo && c <= hi; };
+  const unsigned c = u(i);
+  if (c < 0x80) return 1;
+  if (in(c, 0xC2, 0xDF)) return in(u(i + 1), 0x80, 0xBF) ? 2 : 0;
+  if (in(c, 0xE0, 0xEF)) {
+    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    return in(u(i + 1), lo, hi) && in(u(i + 2), 0x80, 0xBF) ? 3 : 0;
+  }
+  if (in(c, 0xF0, 0xF4)) {
+    const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    return in(u(i + 1), lo, hi) && in(u(i + 2), 0x80, 0xBF) && in(u(i + 3), 0x80, 0xBF) ? 4 : 0;
+  }
+  return 0;
+}
+
+// The length of a bare non-number token (inf, -inf, nan, N/A, Infinity, NaN) at t[i] that ends
+// where a JSON value ends, else 0.
+std::size_t non_number_token(const std::string& t, std::size_t i) {
+  static constexpr std::string_view kTokens[] = {"-Infinity", "Infinity", "-inf", "inf",
+                                                 "-nan",      "nan",      "NaN",  "N/A"};
+  for (const std::string_view tok : kTokens) {
+    if (t.compare(i, tok.size(), tok) != 0) continue;
+    const std::size_t j = i + tok.size();
+    if (j == t.size() || std::isspace(static_cast<unsigned char>(t[j])) || t[j] == ',' ||
+        t[j] == ']' || t[j] == '}')
+      return tok.size();
+  }
+  return 0;
+}
+
+// Torch 1.8-1.9's Kineto wrote JSON by hand, and some of it is not JSON: a memcpy of 0 us has
+// `"memory bandwidth (GB/s)": inf` (pytorch/kineto#105), unknown values were a bare N/A
+// (kineto#129), and names were copied unescaped, so raw control bytes and cut UTF-8 sequences
+// occur in strings (kineto's own TensorBoard plugin reads with json.loads(strict=False) and
+// quotes N/A). This rewrites exactly those: the tokens as null, control bytes as \u00XX, invalid
+// UTF-8 as U+FFFD. Everything else is copied; a file broken otherwise stays broken.
+std::string lenient_kineto_json(const std::string& t, JsonRepairs& r) {
+  std::string out;
+  out.reserve(t.size() + 64);
+  bool in_string = false;
+  for (std::size_t i = 0; i < t.size();) {
+    const auto c = static_cast<unsigned char>(t[i]);
+    if (!in_string) {
+      if (const std::size_t n = non_number_token(t, i); n > 0) {
+        out += "null";
+        ++r.non_numbers;
+        i += n;
+        continue;
+      }
+      in_string = c == '"';
+      out += t[i++];
+    } else if (c == '\\' && i + 1 < t.size()) {
+      out.append(t, i, 2);
+      i += 2;
+    } else if (c < 0x20) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      ++r.control_bytes;
+      ++i;
+    } else if (const std::size_t n = utf8_sequence(t, i); n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++r.bad_utf8;
+      ++i;
+    } else {
+      in_string = c != '"';
+      out.append(t, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+// The parse error of `text` as a one-line InputError: a file that ends inside its JSON is said to
+// be truncated (a copy cut short, a trace still being written, a process that died writing it).
+InputError parse_failure(const json::parse_error& e, const std::string& text,
+                         const std::string& origin) {
+  if (e.byte > text.size())
+    return InputError(origin, "byte " + std::to_string(e.byte),
+                      "Chrome-trace JSON (an object with traceEvents, or a list of events), got "
+                      "the end of the file inside it: a truncated file (cut short, or still being "
+                      "written)");
+  return InputError(
+      origin, "byte " + std::to_string(e.byte),
+      "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
+}
+
+// The JSON document of a trace; non-strict JSON of old Kineto releases is read leniently and
+// what was changed counted in `repairs`.
+json parse_trace_document(const std::string& text, const std::string& origin,
+                          JsonRepairs& repairs) {
   try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(
-        origin, "byte " + std::to_string(e.byte),
-        "Chrome-trace JSON (an object with traceEvents, or a list of events), got a parse error");
+    try {
+      return json::parse(text);
+    } catch (const json::parse_error& e) {
+      const std::string lenient = lenient_kineto_json(text, repairs);
+      if (!repairs.any()) throw parse_failure(e, text, origin);
+      try {
+        return json::parse(lenient);
+      } catch (const json::parse_error&) {
+        throw parse_failure(e, text, origin);  // broken beyond what old Kineto wrote
+      }
+    }
   } catch (const json::exception& e) {
     // out_of_range.406: a number such as 1e309 that no double holds.
     throw InputError(
         origin, "", std::string("Chrome-trace JSON with numbers a double holds, got: ") + e.what());
   }
+}
+
+}  // namespace
+
+Profile parse_kineto_json(const std::string& text, const std::string& origin) {
+  sim::check_json_nesting(text, origin);
+  JsonRepairs repairs;
+  const json doc = parse_trace_document(text, origin, repairs);
   try {
-    return kineto_from_json(doc, origin);
+    Profile p = kineto_from_json(doc, origin);
+    if (repairs.any()) p.missing.insert(p.missing.begin(), repairs.note());
+    return p;
   } catch (const json::exception& e) {
     // A value of another JSON type than the trace format has there (type_error.302, ...).
     throw InputError(origin, "traceEvents",

@@ -71,11 +71,12 @@ sim::DeviceSpec gpu_spec_for(const Profile& p, const std::string& device_model,
   if (!s && !p.device_name.empty()) s = sim::find_device_model(calibration_key(p.device_name, ""));
   if (!s) {
     s = sim::find_device_model("A100-SXM4-40GB");
-    const std::string named = !device_model.empty()    ? "--device-model " + device_model
-                              : !p.device_name.empty() ? "GPU \"" + p.device_name + "\""
-                                                       : "no GPU name";
+    const std::string named =
+        !device_model.empty()    ? "--device-model " + device_model + " is not in the catalog"
+        : !p.device_name.empty() ? "GPU \"" + p.device_name + "\" is not in the catalog"
+                                 : "the trace names no GPU (pass --device-model)";
     notes.push_back(p.source + ": " + named +
-                    " is not in the catalog: the replay's GPUs take A100-SXM4-40GB's figures "
+                    ": the replay's GPUs take A100-SXM4-40GB's figures "
                     "(peaks and memory rate for ops priced by the calibration's curves)");
   }
   sim::DeviceSpec spec = s ? *s : sim::DeviceSpec{};

@@ -348,9 +348,12 @@ void run_calibrate(const CalibrateArgs& a) {
     keep_kernel_floor(floors, prof, a.device_model);
     samples.insert(samples.end(), s.begin(), s.end());
   }
+  // One profile: name it (the error is about that file); several: the flag.
   if (samples.empty())
-    throw sim::InputError("<flag --profile>", "",
-                          "profiles with at least one op that has a measured time, got none");
+    throw sim::InputError(a.profiles.size() == 1 ? a.profiles[0] : "<flag --profile>", "",
+                          "profiles with at least one op that has a measured time, got none (" +
+                              std::to_string(a.profiles.size()) +
+                              " profile(s) read: no framework op, kernel or copy with a duration)");
   calibration::FitOptions fo;
   fo.memory = memory;
   fo.vector_lanes = lanes;

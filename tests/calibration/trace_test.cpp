@@ -6,6 +6,7 @@
 
 #include "calibration/kernel_fit.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace pc = placesim::calibration;
 
@@ -374,4 +375,86 @@ TEST(Linking, BlockedLaunchesOfAGpuBoundLoopStayMicroseconds) {
   }
   const pc::Profile p = pc::parse_kineto_json("{\"traceEvents\": [" + ev + "]}", "blocked.json");
   EXPECT_FALSE(p.ns_timestamps);
+}
+
+TEST(Dialects, Torch18KinetoBareInfIsReadAsNull) {
+  // Real fragment of pytorch/kineto#105 (torch 1.8 era): a 0-us memcpy, so Kineto wrote
+  // `"memory bandwidth (GB/s)": inf`, not JSON. Before, the whole file was a parse error.
+  const pc::Profile p = pc::read_profile(data("torch18_kineto-issue105_memcpy-inf.json"));
+  EXPECT_EQ(p.dialect, "kineto-pre2022");
+  ASSERT_EQ(count(p, pc::EventKind::Memcpy), 1);
+  const pc::TraceEvent* m = find(p, "Memcpy HtoD (Pageable -> Device)");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->bytes, 200);
+  EXPECT_EQ(m->stream, 7);
+  EXPECT_EQ(m->correlation, 20002);
+  EXPECT_EQ(m->args.at("memory bandwidth (GB/s)"), "null");
+  ASSERT_FALSE(p.missing.empty());
+  EXPECT_NE(p.missing[0].find("1 bare inf/nan/N/A values read as null"), std::string::npos)
+      << p.missing[0];
+}
+
+TEST(Dialects, OldKinetoControlBytesNaAndCutUtf8InStrings) {
+  // What kineto's TensorBoard plugin reads with json.loads(strict=False) and its N/A quoting: a
+  // raw control byte and a UTF-8 sequence cut short (a 15-byte thread name) in strings, a bare
+  // N/A and nan. A broken file otherwise stays an error, and strict JSON is read as it was.
+  const std::string t =
+      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\x01"
+      "b\xc3\", \"pid\": 1, \"tid\": 1, \"ts\": 5, \"dur\": 2, \"args\": {\"q\": N/A, \"o\": "
+      "nan, \"s\": \"N/A inf\"}}]}";
+  const pc::Profile p = pc::parse_kineto_json(t, "old.json");
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].name,
+            "a\x01"
+            "b\xef\xbf\xbd");
+  EXPECT_EQ(p.events[0].args.at("q"), "null");
+  EXPECT_EQ(p.events[0].args.at("s"), "N/A inf");  // inside a string: left alone
+  EXPECT_NE(p.missing[0].find("2 bare inf/nan/N/A values read as null, 1 raw control bytes in "
+                              "strings escaped, 1 bytes of invalid UTF-8"),
+            std::string::npos)
+      << p.missing[0];
+  EXPECT_THROW(pc::parse_kineto_json("{\"traceEvents\": [inf inf]}", "bad.json"),
+               placesim::sim::InputError);
+  const pc::Profile strict = pc::read_profile(data("a100_alexnet.json"));
+  EXPECT_TRUE(std::none_of(strict.missing.begin(), strict.missing.end(), [](const std::string& m) {
+    return m.find("not strict JSON") != std::string::npos;
+  }));
+}
+
+TEST(Dialects, TruncatedRealTraceSaysSoInOneLine) {
+  // A real trace cut short (a 100,000-character copy, a process that died writing it): one line
+  // that says the file ends inside its JSON, at the byte where it ends.
+  const std::string full =
+      placesim::sim::read_text_file(data("rocm-mi300x_tracelens_elem-add_excerpt.json"));
+  for (const std::size_t cut : {std::size_t{16000}, std::size_t{2000}, full.size() - 2}) {
+    try {
+      pc::parse_kineto_json(full.substr(0, cut), "cut.json");
+      ADD_FAILURE() << "no error at " << cut;
+    } catch (const placesim::sim::InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("a truncated file"), std::string::npos) << what;
+      EXPECT_NE(what.find("byte " + std::to_string(cut + 1)), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(Dialects, RocmMi300xElementwiseExcerptLinksEveryKernel) {
+  // Real excerpt (AMD-AGI/TraceLens elem_01, 8x MI300X, rocprofiler-sdk 1.0): hipLaunchKernel
+  // with correlation and External id in args, kernels with both and an ac2g flow, a catalog GPU
+  // name, python_function events around the ops.
+  const pc::Profile p = pc::read_profile(data("rocm-mi300x_tracelens_elem-add_excerpt.json"));
+  EXPECT_EQ(p.dialect, "kineto");
+  EXPECT_EQ(p.device_name, "AMD Instinct MI300X");
+  EXPECT_EQ(p.links.gpu, 10);
+  EXPECT_EQ(p.links.gpu_to_op, 10);
+  EXPECT_EQ(p.links.external_id_is_correlation, 10);
+  EXPECT_FALSE(p.ns_timestamps);
+  const auto s = pc::op_samples_from_profile(p, "");
+  ASSERT_EQ(s.size(), 10u);
+  for (const auto& x : s) {
+    EXPECT_EQ(x.signature.op_type, "aten::add");
+    EXPECT_GT(x.seconds, 400e-6);
+    EXPECT_LT(x.seconds, 440e-6);
+  }
 }

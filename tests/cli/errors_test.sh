@@ -113,6 +113,8 @@ profile|kineto-type-error.json|traceEvents: expected Chrome-trace events of the 
 profile|kineto-huge-duration.json|traceEvents[0].dur: expected a duration from 0 to 1e12
 profile|kineto-huge-device.json|traceEvents[0].args.device: expected a GPU index below 4096
 profile|kineto-gzip-bomb.json.gz|expected gzip data that inflates to at most
+profile|kineto-truncated.json|byte 4001: expected Chrome-trace JSON (an object with traceEvents, or a list of events), got the end of the file inside it: a truncated file
+profile|../calibration/l20_rlinsight_readme_excerpt.json|l20_rlinsight_readme_excerpt.json: expected profiles with at least one op that has a measured time, got none (1 profile(s) read
 profile|nsys-end-int64-max.sqlite|CUPTI_ACTIVITY_KIND_KERNEL row 0: expected 0 <= start <= end
 profile|nsys-end-before-start.sqlite|CUPTI_ACTIVITY_KIND_KERNEL row 0: expected 0 <= start <= end
 profile|manifest-number-overflow.json|expected a profile_rig.py manifest
