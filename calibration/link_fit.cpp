@@ -96,14 +96,17 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
     const bool bi = line.find("Bidirectional") != std::string::npos;
     const bool lat =
         line.find("Latency") != std::string::npos && line.find("Matrix") != std::string::npos;
+    // Builds with --p2p_read add "(P2P Reads)" matrices after the "(P2P Writes)" ones: another
+    // measurement of the same pairs, kept under its own key ("uni_on_reads", "lat_gpu_on_reads").
+    const std::string reads = line.find("(P2P Reads)") != std::string::npos ? "_reads" : "";
     if ((uni || bi) && line.find("Bandwidth") != std::string::npos) {
       const bool on = line.find("P2P=Enabled") != std::string::npos;
-      section = std::string(uni ? "uni_" : "bi_") + (on ? "on" : "off");
+      section = std::string(uni ? "uni_" : "bi_") + (on ? "on" : "off") + reads;
       sub.clear();
       continue;
     }
     if (lat) {
-      section = line.find("P2P=Enabled") != std::string::npos ? "lat_on" : "lat_off";
+      section = (line.find("P2P=Enabled") != std::string::npos ? "lat_on" : "lat_off") + reads;
       sub.clear();
       continue;
     }

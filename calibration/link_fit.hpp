@@ -31,7 +31,8 @@ struct P2pMeasurement {
   std::vector<std::string> names;             ///< "NVIDIA A100 80GB PCIe" per device, when printed
   std::vector<std::vector<bool>> can_access;  ///< from "Device=i CAN Access Peer Device=j"
   /// Matrices by name: uni_off, uni_on, bi_off, bi_on (GB/s); lat_gpu_off, lat_cpu_off,
-  /// lat_gpu_on, lat_cpu_on (us). Absent sections are absent keys.
+  /// lat_gpu_on, lat_cpu_on (us); "(P2P Reads)" matrices of --p2p_read builds as uni_on_reads,
+  /// lat_gpu_on_reads, lat_cpu_on_reads (read, not fitted). Absent sections are absent keys.
   std::map<std::string, std::vector<std::vector<double>>> matrix;
 };
 P2pMeasurement parse_p2p_output(const std::string& text, const std::string& origin);

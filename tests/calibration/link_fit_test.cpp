@@ -416,3 +416,37 @@ TEST(NcclTests, OneMeasurementOfALogOfMany) {
                                     "107.txt", "all_reduce"),
                sim::InputError);
 }
+
+TEST(P2p, ReadMatricesOfAP2pReadBuildAreKeptApart) {
+  // 12 of a DGX-2's 16 V100 (tests/data/README.md): a --p2p_read build prints "(P2P Reads)"
+  // bandwidth and latency matrices after the "(P2P Writes)" ones. Before: "line 195: expected
+  // matrix row 12, got row 0".
+  const auto m = pc::parse_p2p_output(
+      slurp(data("dgx2_12xV100_p2pBandwidthLatencyTest_p2p-reads.txt")), "dgx2.txt");
+  EXPECT_EQ(m.gpus, 12);
+  for (const char* k : {"uni_off", "uni_on", "uni_on_reads", "bi_off", "bi_on", "lat_gpu_off",
+                        "lat_gpu_on", "lat_gpu_on_reads", "lat_cpu_on_reads"})
+    EXPECT_EQ(m.matrix.count(k), 1u) << k;
+  EXPECT_DOUBLE_EQ(m.matrix.at("uni_on")[0][1], 145.57);
+  EXPECT_DOUBLE_EQ(m.matrix.at("uni_on_reads")[0][1], 145.50);
+  EXPECT_DOUBLE_EQ(m.matrix.at("lat_gpu_on")[0][1], 2.90);
+  EXPECT_DOUBLE_EQ(m.matrix.at("lat_gpu_on_reads")[0][1], 9.76);
+  // On a DGX-2-like import of those 12 GPUs (NV6 everywhere: one NVSwitch, 150 GB/s ports) the
+  // writes fit the ports: 145.57 GB/s.
+  std::string t = "        ";
+  for (int j = 0; j < 12; ++j) t += "GPU" + std::to_string(j) + "\t";
+  t += "CPU Affinity\n";
+  for (int i = 0; i < 12; ++i) {
+    t += "GPU" + std::to_string(i);
+    for (int j = 0; j < 12; ++j) t += i == j ? "\t X " : "\tNV6";
+    t += i < 6 ? "\t0-23,48-71\n" : "\t24-47,72-95\n";
+  }
+  pc::TopoOptions o;
+  o.gpu_model = "V100-SXM2-32GB";
+  sim::Cluster c = pc::import_nvidia_smi_topo(t, "dgx2.txt", o).cluster;
+  const pc::LinkFitReport r = pc::fit_links_from_p2p(m, c);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0].kind, "nvlink2");
+  EXPECT_DOUBLE_EQ(r.classes[0].old_gb_s, 150.0);
+  EXPECT_NEAR(r.classes[0].new_gb_s, 145.57, 1e-6);
+}
