@@ -877,9 +877,28 @@ class NcclTestsReader {
 
 }  // namespace
 
+std::string collective_named_in(const std::string& text) {
+  static const std::regex kSectionRe(R"(Collective test starting:\s*(\S+))");
+  std::set<std::string> named;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kSectionRe);
+       it != std::sregex_iterator(); ++it) {
+    std::string c = lower((*it)[1].str());
+    for (const char* suffix : {"_mpi", "_perf"})
+      if (c.size() > std::string(suffix).size() && c.ends_with(suffix))
+        c.resize(c.size() - std::string(suffix).size());
+    named.insert(c);
+  }
+  return named.size() == 1 ? *named.begin() : std::string();
+}
+
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
                                               const std::string& collective) {
-  NcclTestsReader reader(origin, collective);
+  // No collective asked for: the one the log names ("# Collective test starting:
+  // alltoall_perf"), else nccl-tests' first binary, all_reduce.
+  std::string named = collective;
+  if (named.empty()) named = collective_named_in(text);
+  if (named.empty()) named = "all_reduce";
+  NcclTestsReader reader(origin, named);
   std::istringstream in(text);
   std::string raw;
   while (std::getline(in, raw)) {

@@ -82,8 +82,13 @@ struct CollectivePoint {
 /// refused), else nThread x nGpus, else per table from busbw / algbw; nodes: distinct host names
 /// of the rank lines, else 0 (unknown); nccl_version from "NCCL version 2.x.y" or
 /// "nccl-library=NNNNN".
+/// `collective` empty: the one the log's "# Collective test starting:" lines name when they name
+/// one (alltoall_perf -> "alltoall"), else "all_reduce".
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
                                               const std::string& collective);
+/// The collective every "# Collective test starting: X_perf[_mpi]" line of a log names ("X"), or ""
+/// when there is none or several.
+std::string collective_named_in(const std::string& text);
 /// Vidur's profiling CSV (data/profiling/network/*/all_reduce.csv): time in ms, size in bytes.
 std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
                                                         const std::string& origin);

@@ -450,3 +450,30 @@ TEST(P2p, ReadMatricesOfAP2pReadBuildAreKeptApart) {
   EXPECT_DOUBLE_EQ(r.classes[0].old_gb_s, 150.0);
   EXPECT_NEAR(r.classes[0].new_gb_s, 145.57, 1e-6);
 }
+
+TEST(NcclTests, WithoutCollectiveTheOneTheLogNames) {
+  // Real alltoall_perf (OCI GB300, 4 GPUs) and reduce_scatter_perf_mpi (2 ranks, RTX 5090) logs
+  // read with no collective asked for: the "# Collective test starting:" line names it. Before,
+  // both were refused as not all_reduce.
+  const auto a2a = pc::parse_nccl_tests(
+      slurp(data("oci_gb300_nccl-tests_alltoall_4xGB300_nccl2287.txt")), "a2a.txt", "");
+  ASSERT_EQ(a2a.size(), 2u);  // the source printed only the two largest sizes
+  EXPECT_EQ(a2a[0].collective, "alltoall");
+  EXPECT_EQ(a2a[0].ranks, 4);
+  EXPECT_EQ(a2a[0].nccl_version, 22807);  // "NCCL version 2.28.7+cuda13.0"
+  EXPECT_NEAR(a2a[1].busbw_gb_s, 627.69, 1e-9);
+  const auto rs = pc::parse_nccl_tests(
+      slurp(data("rtx5090_nccl-tests_reduce_scatter_mpi_2ranks_nccl2297.txt")), "rs.txt", "");
+  ASSERT_EQ(rs.size(), 8u);
+  EXPECT_EQ(rs[0].collective, "reduce_scatter");
+  EXPECT_EQ(rs[0].ranks, 2);
+  // Asked for explicitly, another collective is still refused; several sections name none.
+  EXPECT_THROW(
+      pc::parse_nccl_tests(slurp(data("oci_gb300_nccl-tests_alltoall_4xGB300_nccl2287.txt")),
+                           "a.txt", "all_reduce"),
+      sim::InputError);
+  EXPECT_EQ(pc::collective_named_in("# Collective test starting: all_reduce_perf\n"
+                                    "# Collective test starting: broadcast_perf\n"),
+            "");
+  EXPECT_EQ(pc::collective_named_in("no section line\n"), "");
+}
