@@ -811,6 +811,7 @@ class NcclTestsReader {
                        "an nccl-tests result row (size count type [redop] [root] time algbw busbw "
                        "#wrong ...), got " +
                            std::to_string(tok.size()) + " columns");
+    failed_row(tok);
     const std::string& t_cell = tok[static_cast<std::size_t>(cols.time)];
     double t = 0, algbw = 0, busbw = 0;
     if (!parse_double(t_cell, t) || t <= 0 ||
@@ -826,6 +827,21 @@ class NcclTestsReader {
                                                             : std::string();
     };
     add_point(size, t * cols.time_unit_s, algbw, busbw, cell(cols.type), cell(cols.redop));
+  }
+
+  // A row cut by nccl-tests' own failure report ("2097152 32768 float none -1 node0: Test CUDA
+  // failure common.cu:389 'an illegal memory access was encountered'", NVIDIA/nccl-tests#355):
+  // the run stopped there.
+  void failed_row(const std::vector<std::string>& tok) const {
+    for (std::size_t i = 1; i + 2 < tok.size(); ++i)
+      if (tok[i] == "Test" && tok[i + 2].rfind("failure", 0) == 0) {
+        std::string report;
+        for (std::size_t k = i; k < tok.size(); ++k) report += (k > i ? " " : "") + tok[k];
+        throw InputError(origin_, where(),
+                         "a result row, got nccl-tests' failure report \"" +
+                             sim::printable(report) + "\" (the run stopped at " + tok[0] +
+                             " B; its rows before this line are complete)");
+      }
   }
 
   void add_point(double bytes, double time_s, double algbw, double busbw,

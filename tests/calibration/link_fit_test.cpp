@@ -477,3 +477,18 @@ TEST(NcclTests, WithoutCollectiveTheOneTheLogNames) {
             "");
   EXPECT_EQ(pc::collective_named_in("no section line\n"), "");
 }
+
+TEST(NcclTests, FailureReportInARowIsOneLineError) {
+  // NVIDIA/nccl-tests#355: the alltoall run died in its first row ("2097152 32768 float none -1
+  // node0: Test CUDA failure common.cu:389 ..."). Before: 'got "node0:" and "Test"'.
+  try {
+    pc::parse_nccl_tests(slurp(data("nccl-tests_issue355_alltoall_2x8xH800_failure-row.txt")),
+                         "355.txt", "");
+    ADD_FAILURE() << "a failed run read as results";
+  } catch (const sim::InputError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("line 27"), std::string::npos) << w;
+    EXPECT_NE(w.find("failure report \"Test CUDA failure common.cu:389"), std::string::npos) << w;
+    EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+  }
+}

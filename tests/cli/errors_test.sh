@@ -106,6 +106,7 @@ nccl|nccl-tests-markdown-short-row.txt|all_reduce on 0 GPUs: expected measuremen
 nccl|nccl-tests-same-rank-two-hosts.txt|line 3: expected each rank once (one job), got Rank 0 on ip-172-31-20-228 and on ip-172-31-22-230
 nccl|nccl-tests-allgather-rows.txt|line 3: expected rows of all_reduce (redop sum, prod, ...), got redop "none"
 nccl-ar|nccl-tests-other-collective.txt|expected results of all_reduce (pass --collective to name another), got the sections broadcast_perf
+nccl|../calibration/nccl-tests_issue355_alltoall_2x8xH800_failure-row.txt|failure report "Test CUDA failure common.cu:389
 p2p|p2p-huge-device-index.txt|line 1: expected a device index below 4096
 p2p|p2p-out-of-range-bandwidth.txt|line 3: expected a bandwidth from 0.001 to 1e9 GB/s
 profile|kineto-number-overflow.json|expected Chrome-trace JSON with numbers a double holds
