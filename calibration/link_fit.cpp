@@ -96,14 +96,17 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
     const bool bi = line.find("Bidirectional") != std::string::npos;
     const bool lat =
         line.find("Latency") != std::string::npos && line.find("Matrix") != std::string::npos;
+    // Builds with --p2p_read add "(P2P Reads)" matrices after the "(P2P Writes)" ones: another
+    // measurement of the same pairs, kept under its own key ("uni_on_reads", "lat_gpu_on_reads").
+    const std::string reads = line.find("(P2P Reads)") != std::string::npos ? "_reads" : "";
     if ((uni || bi) && line.find("Bandwidth") != std::string::npos) {
       const bool on = line.find("P2P=Enabled") != std::string::npos;
-      section = std::string(uni ? "uni_" : "bi_") + (on ? "on" : "off");
+      section = std::string(uni ? "uni_" : "bi_") + (on ? "on" : "off") + reads;
       sub.clear();
       continue;
     }
     if (lat) {
-      section = line.find("P2P=Enabled") != std::string::npos ? "lat_on" : "lat_off";
+      section = (line.find("P2P=Enabled") != std::string::npos ? "lat_on" : "lat_off") + reads;
       sub.clear();
       continue;
     }
@@ -808,6 +811,7 @@ class NcclTestsReader {
                        "an nccl-tests result row (size count type [redop] [root] time algbw busbw "
                        "#wrong ...), got " +
                            std::to_string(tok.size()) + " columns");
+    failed_row(tok);
     const std::string& t_cell = tok[static_cast<std::size_t>(cols.time)];
     double t = 0, algbw = 0, busbw = 0;
     if (!parse_double(t_cell, t) || t <= 0 ||
@@ -823,6 +827,21 @@ class NcclTestsReader {
                                                             : std::string();
     };
     add_point(size, t * cols.time_unit_s, algbw, busbw, cell(cols.type), cell(cols.redop));
+  }
+
+  // A row cut by nccl-tests' own failure report ("2097152 32768 float none -1 node0: Test CUDA
+  // failure common.cu:389 'an illegal memory access was encountered'", NVIDIA/nccl-tests#355):
+  // the run stopped there.
+  void failed_row(const std::vector<std::string>& tok) const {
+    for (std::size_t i = 1; i + 2 < tok.size(); ++i)
+      if (tok[i] == "Test" && tok[i + 2].rfind("failure", 0) == 0) {
+        std::string report;
+        for (std::size_t k = i; k < tok.size(); ++k) report += (k > i ? " " : "") + tok[k];
+        throw InputError(origin_, where(),
+                         "a result row, got nccl-tests' failure report \"" +
+                             sim::printable(report) + "\" (the run stopped at " + tok[0] +
+                             " B; its rows before this line are complete)");
+      }
   }
 
   void add_point(double bytes, double time_s, double algbw, double busbw,
@@ -874,9 +893,28 @@ class NcclTestsReader {
 
 }  // namespace
 
+std::string collective_named_in(const std::string& text) {
+  static const std::regex kSectionRe(R"(Collective test starting:\s*(\S+))");
+  std::set<std::string> named;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kSectionRe);
+       it != std::sregex_iterator(); ++it) {
+    std::string c = lower((*it)[1].str());
+    for (const char* suffix : {"_mpi", "_perf"})
+      if (c.size() > std::string(suffix).size() && c.ends_with(suffix))
+        c.resize(c.size() - std::string(suffix).size());
+    named.insert(c);
+  }
+  return named.size() == 1 ? *named.begin() : std::string();
+}
+
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
                                               const std::string& collective) {
-  NcclTestsReader reader(origin, collective);
+  // No collective asked for: the one the log names ("# Collective test starting:
+  // alltoall_perf"), else nccl-tests' first binary, all_reduce.
+  std::string named = collective;
+  if (named.empty()) named = collective_named_in(text);
+  if (named.empty()) named = "all_reduce";
+  NcclTestsReader reader(origin, named);
   std::istringstream in(text);
   std::string raw;
   while (std::getline(in, raw)) {

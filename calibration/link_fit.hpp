@@ -31,7 +31,8 @@ struct P2pMeasurement {
   std::vector<std::string> names;             ///< "NVIDIA A100 80GB PCIe" per device, when printed
   std::vector<std::vector<bool>> can_access;  ///< from "Device=i CAN Access Peer Device=j"
   /// Matrices by name: uni_off, uni_on, bi_off, bi_on (GB/s); lat_gpu_off, lat_cpu_off,
-  /// lat_gpu_on, lat_cpu_on (us). Absent sections are absent keys.
+  /// lat_gpu_on, lat_cpu_on (us); "(P2P Reads)" matrices of --p2p_read builds as uni_on_reads,
+  /// lat_gpu_on_reads, lat_cpu_on_reads (read, not fitted). Absent sections are absent keys.
   std::map<std::string, std::vector<std::vector<double>>> matrix;
 };
 P2pMeasurement parse_p2p_output(const std::string& text, const std::string& origin);
@@ -81,8 +82,13 @@ struct CollectivePoint {
 /// refused), else nThread x nGpus, else per table from busbw / algbw; nodes: distinct host names
 /// of the rank lines, else 0 (unknown); nccl_version from "NCCL version 2.x.y" or
 /// "nccl-library=NNNNN".
+/// `collective` empty: the one the log's "# Collective test starting:" lines name when they name
+/// one (alltoall_perf -> "alltoall"), else "all_reduce".
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
                                               const std::string& collective);
+/// The collective every "# Collective test starting: X_perf[_mpi]" line of a log names ("X"), or ""
+/// when there is none or several.
+std::string collective_named_in(const std::string& text);
 /// Vidur's profiling CSV (data/profiling/network/*/all_reduce.csv): time in ms, size in bytes.
 std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
                                                         const std::string& origin);

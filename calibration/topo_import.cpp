@@ -392,7 +392,36 @@ struct SmiMatrix {
   std::map<std::string, std::string> nic_legend;  // NIC0 -> mlx5_0
   int header_line = 0;
   int glued_cells = 0;  // printed cells that held two or more relations (split on reading)
+  // Columns after the matrix that the header names: "CPU Affinity", "NUMA Affinity", "GPU NUMA
+  // ID" (0 when it names none of them).
+  std::size_t trailing_columns = 0;
+  bool cpu_and_numa = false;
 };
+
+// The columns after the matrix that an `nvidia-smi topo -m` header names.
+void read_trailing_header(const std::string& header, SmiMatrix& mx) {
+  const bool cpu = header.find("CPU Affinity") != std::string::npos;
+  const bool numa = header.find("NUMA Affinity") != std::string::npos;
+  const bool gpu_numa = header.find("GPU NUMA ID") != std::string::npos;
+  mx.trailing_columns = static_cast<std::size_t>(cpu) + numa + gpu_numa;
+  mx.cpu_and_numa = cpu && numa;
+}
+
+// A GPU row's CPU/NUMA affinity from the cells after its relations: the NUMA node ("numa3") when
+// printed, else the CPU list. A row with one cell fewer than the header names has an empty CPU
+// Affinity cell (GB200, driver 580: "\t\t1\t\tN/A" for the GPUs of the second Grace CPU), so its
+// first cell is the NUMA node.
+std::string row_affinity(const std::vector<std::string>& tok, std::size_t next,
+                         const SmiMatrix& mx) {
+  auto digit = [&](std::size_t k) {
+    return tok.size() > k && std::isdigit(static_cast<unsigned char>(tok[k][0]));
+  };
+  if (mx.cpu_and_numa && tok.size() > next && tok.size() - next + 1 == mx.trailing_columns &&
+      tok[next].find_first_not_of("0123456789") == std::string::npos)
+    return "numa" + tok[next];
+  if (digit(next + 1)) return "numa" + tok[next + 1];
+  return tok.size() > next ? tok[next] : "";
+}
 
 using RelMatrix = std::vector<std::vector<Relation>>;
 
@@ -434,6 +463,7 @@ SmiMatrix read_smi_matrix(const std::string& text, const std::string& origin) {
       if (!cols.empty() && std::regex_match(tok[0], kDevRe) && line.find_first_not_of(" \t") > 0) {
         mx.columns = cols;
         mx.header_line = line_no;
+        read_trailing_header(line, mx);
         in_matrix = true;
       }
       continue;
@@ -464,10 +494,7 @@ SmiMatrix read_smi_matrix(const std::string& text, const std::string& origin) {
     mx.row_names.push_back(tok[0]);
     mx.rows.push_back(std::move(cells));
     // The first column after the matrix is the CPU affinity; newer drivers add NUMA affinity.
-    std::string aff = tok.size() > next ? tok[next] : "";
-    if (tok.size() > next + 1 && std::isdigit(static_cast<unsigned char>(tok[next + 1][0])))
-      aff = "numa" + tok[next + 1];
-    mx.affinity.push_back(aff);
+    mx.affinity.push_back(row_affinity(tok, next, mx));
   }
   if (mx.columns.empty())
     throw InputError(origin, "",
@@ -544,18 +571,32 @@ SmiPlacement smi_placement(const SmiMatrix& mx, const RelMatrix& rel,
     auto [it, fresh] = first_with_affinity.emplace(affinity[static_cast<std::size_t>(i)], i);
     if (!fresh) numa.unite(i, it->second);
   }
+  // Components holding a GPU that its affinity placed: a NIC NODE to GPUs of two such NUMA nodes
+  // (GB200 prints NODE from every NIC to every GPU) joins the nearer one, never merges them.
+  std::vector<bool> placed(static_cast<std::size_t>(n), false);
+  for (const auto& [aff, i] : first_with_affinity)
+    placed[static_cast<std::size_t>(numa.find(i))] = true;
   UnionFind sw(n);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
       const auto k = rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].kind;
-      if (i == j) continue;
-      if (k == Relation::Pix || k == Relation::Pxb) sw.unite(i, j);
-      if (k == Relation::Pix || k == Relation::Pxb || k == Relation::Phb || k == Relation::Node) {
-        // Same NUMA node; affinity already says so for GPUs, this places the NICs.
-        if (!smi_is_gpu(mx, i) || !smi_is_gpu(mx, j) || first_with_affinity.empty())
-          numa.unite(i, j);
-      }
+      if (i != j && (k == Relation::Pix || k == Relation::Pxb)) sw.unite(i, j);
     }
+  // Same NUMA node, nearest relation first; affinity already says so for GPUs, this places NICs.
+  for (const auto kind : {Relation::Pix, Relation::Pxb, Relation::Phb, Relation::Node})
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        if (i == j || rel[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)].kind != kind ||
+            (smi_is_gpu(mx, i) && smi_is_gpu(mx, j) && !first_with_affinity.empty()))
+          continue;
+        const int a = numa.find(i), b = numa.find(j);
+        if (a == b || (placed[static_cast<std::size_t>(a)] && placed[static_cast<std::size_t>(b)]))
+          continue;
+        const bool either =
+            placed[static_cast<std::size_t>(a)] || placed[static_cast<std::size_t>(b)];
+        numa.unite(a, b);
+        placed[static_cast<std::size_t>(numa.find(a))] = either;
+      }
   std::map<int, int> numa_index;  // root -> numa number, in order of first GPU
   for (int i = 0; i < n; ++i)
     if (smi_is_gpu(mx, i)) numa_index.emplace(numa.find(i), static_cast<int>(numa_index.size()));

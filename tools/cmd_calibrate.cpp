@@ -39,7 +39,8 @@ struct CalibrateArgs {
 };
 
 struct LinksArgs {
-  std::string p2p, nccl_tests, vidur_csv, cluster, output, collective = "all_reduce";
+  std::string p2p, nccl_tests, vidur_csv, cluster, output,
+      collective;            // empty: the one the file names
   int ranks = 0, nodes = 0;  // overrides for tables that do not say
   bool json = false;
 };
@@ -674,8 +675,10 @@ void register_calibrate(CLI::App& app) {
     cmd->add_option("--vidur-csv", a->vidur_csv,
                     "Vidur collective profiling CSV (time in ms, size in bytes)")
         ->check(input_file());
-    cmd->add_option("--collective", a->collective,
-                    "collective the nccl-tests binary ran (default all_reduce)");
+    cmd->add_option(
+        "--collective", a->collective,
+        "collective the nccl-tests binary ran (default: the one the file's \"Collective "
+        "test starting\" lines name, else all_reduce)");
     cmd->add_option("--ranks", a->ranks, "GPUs the collective ran on, for tables that do not say")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--nodes", a->nodes,

@@ -239,7 +239,8 @@ void run_collective(const CollectiveArgs& a) {
     const double t = p.time.seconds();
     const double algbw = t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0.0;
     const double busbw = algbw * sim::bus_factor(call.kind, n);
-    const std::int64_t count = bytes / sim::dtype_size(*dtype);
+    // nccl-tests' count: elements per rank for the gathers, reduce-scatter and all-to-all.
+    const std::int64_t count = bytes / sim::dtype_size(*dtype) / (per_rank ? n : 1);
     double meas = 0;  // measured busbw (printed, else from its time)
     if (!measured.points.empty()) {
       const calibration::CollectivePoint& m = measured.points[row];

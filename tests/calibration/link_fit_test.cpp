@@ -416,3 +416,79 @@ TEST(NcclTests, OneMeasurementOfALogOfMany) {
                                     "107.txt", "all_reduce"),
                sim::InputError);
 }
+
+TEST(P2p, ReadMatricesOfAP2pReadBuildAreKeptApart) {
+  // 12 of a DGX-2's 16 V100 (tests/data/README.md): a --p2p_read build prints "(P2P Reads)"
+  // bandwidth and latency matrices after the "(P2P Writes)" ones. Before: "line 195: expected
+  // matrix row 12, got row 0".
+  const auto m = pc::parse_p2p_output(
+      slurp(data("dgx2_12xV100_p2pBandwidthLatencyTest_p2p-reads.txt")), "dgx2.txt");
+  EXPECT_EQ(m.gpus, 12);
+  for (const char* k : {"uni_off", "uni_on", "uni_on_reads", "bi_off", "bi_on", "lat_gpu_off",
+                        "lat_gpu_on", "lat_gpu_on_reads", "lat_cpu_on_reads"})
+    EXPECT_EQ(m.matrix.count(k), 1u) << k;
+  EXPECT_DOUBLE_EQ(m.matrix.at("uni_on")[0][1], 145.57);
+  EXPECT_DOUBLE_EQ(m.matrix.at("uni_on_reads")[0][1], 145.50);
+  EXPECT_DOUBLE_EQ(m.matrix.at("lat_gpu_on")[0][1], 2.90);
+  EXPECT_DOUBLE_EQ(m.matrix.at("lat_gpu_on_reads")[0][1], 9.76);
+  // On a DGX-2-like import of those 12 GPUs (NV6 everywhere: one NVSwitch, 150 GB/s ports) the
+  // writes fit the ports: 145.57 GB/s.
+  std::string t = "        ";
+  for (int j = 0; j < 12; ++j) t += "GPU" + std::to_string(j) + "\t";
+  t += "CPU Affinity\n";
+  for (int i = 0; i < 12; ++i) {
+    t += "GPU" + std::to_string(i);
+    for (int j = 0; j < 12; ++j) t += i == j ? "\t X " : "\tNV6";
+    t += i < 6 ? "\t0-23,48-71\n" : "\t24-47,72-95\n";
+  }
+  pc::TopoOptions o;
+  o.gpu_model = "V100-SXM2-32GB";
+  sim::Cluster c = pc::import_nvidia_smi_topo(t, "dgx2.txt", o).cluster;
+  const pc::LinkFitReport r = pc::fit_links_from_p2p(m, c);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0].kind, "nvlink2");
+  EXPECT_DOUBLE_EQ(r.classes[0].old_gb_s, 150.0);
+  EXPECT_NEAR(r.classes[0].new_gb_s, 145.57, 1e-6);
+}
+
+TEST(NcclTests, WithoutCollectiveTheOneTheLogNames) {
+  // Real alltoall_perf (OCI GB300, 4 GPUs) and reduce_scatter_perf_mpi (2 ranks, RTX 5090) logs
+  // read with no collective asked for: the "# Collective test starting:" line names it. Before,
+  // both were refused as not all_reduce.
+  const auto a2a = pc::parse_nccl_tests(
+      slurp(data("oci_gb300_nccl-tests_alltoall_4xGB300_nccl2287.txt")), "a2a.txt", "");
+  ASSERT_EQ(a2a.size(), 2u);  // the source printed only the two largest sizes
+  EXPECT_EQ(a2a[0].collective, "alltoall");
+  EXPECT_EQ(a2a[0].ranks, 4);
+  EXPECT_EQ(a2a[0].nccl_version, 22807);  // "NCCL version 2.28.7+cuda13.0"
+  EXPECT_NEAR(a2a[1].busbw_gb_s, 627.69, 1e-9);
+  const auto rs = pc::parse_nccl_tests(
+      slurp(data("rtx5090_nccl-tests_reduce_scatter_mpi_2ranks_nccl2297.txt")), "rs.txt", "");
+  ASSERT_EQ(rs.size(), 8u);
+  EXPECT_EQ(rs[0].collective, "reduce_scatter");
+  EXPECT_EQ(rs[0].ranks, 2);
+  // Asked for explicitly, another collective is still refused; several sections name none.
+  EXPECT_THROW(
+      pc::parse_nccl_tests(slurp(data("oci_gb300_nccl-tests_alltoall_4xGB300_nccl2287.txt")),
+                           "a.txt", "all_reduce"),
+      sim::InputError);
+  EXPECT_EQ(pc::collective_named_in("# Collective test starting: all_reduce_perf\n"
+                                    "# Collective test starting: broadcast_perf\n"),
+            "");
+  EXPECT_EQ(pc::collective_named_in("no section line\n"), "");
+}
+
+TEST(NcclTests, FailureReportInARowIsOneLineError) {
+  // NVIDIA/nccl-tests#355: the alltoall run died in its first row ("2097152 32768 float none -1
+  // node0: Test CUDA failure common.cu:389 ..."). Before: 'got "node0:" and "Test"'.
+  try {
+    pc::parse_nccl_tests(slurp(data("nccl-tests_issue355_alltoall_2x8xH800_failure-row.txt")),
+                         "355.txt", "");
+    ADD_FAILURE() << "a failed run read as results";
+  } catch (const sim::InputError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("line 27"), std::string::npos) << w;
+    EXPECT_NE(w.find("failure report \"Test CUDA failure common.cu:389"), std::string::npos) << w;
+    EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+  }
+}

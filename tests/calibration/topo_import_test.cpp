@@ -490,6 +490,25 @@ TEST(NvidiaSmiTopo, Rtx4090PcieOnlyTabsAndGpuNumaId) {
   EXPECT_EQ(link_between(c5, "gpu1", "gpu2"), nullptr);            // no NVLink
 }
 
+TEST(NvidiaSmiTopo, Gb200EmptyCpuAffinityKeepsTwoNumaNodes) {
+  // A real GB200 NVL72 compute tray (4 GPUs, 2 Grace CPUs; tests/data/README.md): the rows of
+  // GPU2/GPU3 print no CPU Affinity ("\t\t1\t\tN/A"), and every NIC is NODE to every GPU.
+  // Before: the NUMA column misread and the NICs merged both NUMA nodes into one CPU.
+  const auto r = import_smi("gb200x4_nvl72_nvidia-smi-topo_empty-cpu-affinity.txt", "NVIDIA GB200");
+  const sim::Cluster& c = r.cluster;
+  ASSERT_EQ(c.gpus().size(), 4u);
+  EXPECT_EQ(c.cpus().size(), 2u);
+  const auto host = [&](const char* g) {
+    return c.devices[static_cast<std::size_t>(c.device_index(g))].host;
+  };
+  EXPECT_EQ(host("gpu0"), c.device_index("cpu0"));
+  EXPECT_EQ(host("gpu1"), c.device_index("cpu0"));
+  EXPECT_EQ(host("gpu2"), c.device_index("cpu1"));
+  EXPECT_EQ(host("gpu3"), c.device_index("cpu1"));
+  EXPECT_EQ(count_kind(c, "smp"), 1);
+  EXPECT_GE(c.vertex_index("mlx5_5"), 0);
+}
+
 namespace placesim::calibration {
 namespace {
 

@@ -156,6 +156,15 @@ out=$("$BIN" collective --cluster "$CAL/2x-hgx-h100.yaml" -g 8 \
 echo "$out" | grep -q '^# largest |busbw error|' || fail "--compare: no band line"
 expect_error 'GPUs predicted' collective --cluster hgx-h100 \
   --compare "$CAL/redhat_spectrumx_nccl-tests_all_reduce_2x8xH200.txt"
+# The count column is nccl-tests' elements per rank for reduce-scatter, the gathers and all-to-all:
+# beside a real reduce_scatter_perf_mpi log its rows print its counts (1048576 B on 2 ranks:
+# 131072 floats; before, 262144), all-to-all on 4 GPUs 536870912 for 8 GiB.
+out=$("$BIN" collective --cluster pcie-4090x8 --op reduce-scatter --devices gpu0,gpu1 \
+  --compare "$CAL/rtx5090_nccl-tests_reduce_scatter_mpi_2ranks_nccl2297.txt") || fail "rs --compare exited $?"
+grep -q '^ *1048576 *131072 *float *sum' <<<"$out" || fail "reduce-scatter count per rank: $out"
+out=$("$BIN" collective --cluster hgx-h100 --op all-to-all --devices gpu0,gpu1,gpu2,gpu3 \
+  --compare "$CAL/oci_gb300_nccl-tests_alltoall_4xGB300_nccl2287.txt") || fail "a2a --compare exited $?"
+grep -q '^ *8589934592 *536870912 *float *none' <<<"$out" || fail "all-to-all count per rank: $out"
 # The ABCI test clusters are what tools/dgx_cluster.py makes of the two-node one (tests/data/README.md);
 # a missing source is refused with exit 2.
 COL="$(cd "$(dirname "$0")/../data/collectives" && pwd)"

@@ -105,7 +105,8 @@ nccl|nccl-tests-huge-nthread.txt|line 1: expected nThread and nGpus up to 4096
 nccl|nccl-tests-markdown-short-row.txt|all_reduce on 0 GPUs: expected measurements whose fitted bus bandwidth is from 0.001 to 1e9 GB/s
 nccl|nccl-tests-same-rank-two-hosts.txt|line 3: expected each rank once (one job), got Rank 0 on ip-172-31-20-228 and on ip-172-31-22-230
 nccl|nccl-tests-allgather-rows.txt|line 3: expected rows of all_reduce (redop sum, prod, ...), got redop "none"
-nccl|nccl-tests-other-collective.txt|expected results of all_reduce (pass --collective to name another), got the sections broadcast_perf
+nccl-ar|nccl-tests-other-collective.txt|expected results of all_reduce (pass --collective to name another), got the sections broadcast_perf
+nccl|../calibration/nccl-tests_issue355_alltoall_2x8xH800_failure-row.txt|failure report "Test CUDA failure common.cu:389
 p2p|p2p-huge-device-index.txt|line 1: expected a device index below 4096
 p2p|p2p-out-of-range-bandwidth.txt|line 3: expected a bandwidth from 0.001 to 1e9 GB/s
 profile|kineto-number-overflow.json|expected Chrome-trace JSON with numbers a double holds
@@ -165,6 +166,7 @@ while IFS='|' read -r kind file expect; do
            --report "$TMP/out.json" --trace "$TMP/trace.json") ;;
     vidur) cmd=("$BIN" calibrate-links --vidur-csv "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     nccl) cmd=("$BIN" calibrate-links --nccl-tests "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
+    nccl-ar) cmd=("$BIN" calibrate-links --nccl-tests "$BAD/$file" --collective all_reduce --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     p2p) cmd=("$BIN" calibrate-links --p2p "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     profile) cmd=("$BIN" calibrate --profile "$BAD/$file" -o "$TMP/out/cal.yaml") ;;
     smi) cmd=("$BIN" import topo --nvidia-smi "$BAD/$file" --gpu-model A100-PCIe-80GB -o "$TMP/out/c.yaml") ;;
