@@ -506,6 +506,10 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
       auto it = open_until.find(th);
       if (it != open_until.end() && e.ts_ns < it->second) continue;  // nested in an outer op
       open_until[th] = e.end_ns();
+      // A zero duration is below the trace's clock (torch <= 2.0 writes whole microseconds): it
+      // holds no rate, and as a relative-error weight (1 / t^2) it would outweigh every other
+      // sample of its class. The GPU path below drops such ops the same way.
+      if (e.dur_ns <= 0) continue;
       OpSample s;
       s.device = dev;
       s.signature.op_type = e.name;
@@ -532,7 +536,7 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   if (!have_cpu_ops) {
     // Nsight: no framework ops; a kernel's own name is its signature.
     for (const TraceEvent& e : p.events) {
-      if (!e.on_gpu()) continue;
+      if (!e.on_gpu() || e.dur_ns <= 0) continue;  // below the clock: no rate (as above)
       OpSample s;
       s.device = dev;
       s.signature.op_type = e.kind == EventKind::Kernel ? e.name : to_string(e.kind);

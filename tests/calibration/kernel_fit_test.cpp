@@ -217,6 +217,28 @@ TEST(Calibrate, NsysKernelsByName) {
   EXPECT_EQ(samples[0].device, "A100-SXM4-40GB");
 }
 
+// torch <= 2.0 writes whole microseconds, so an activity under 1 us reads 0: such a sample has no
+// rate and, weighted 1 / t^2 in the relative-error fit, would outweigh its whole class. Dropped on
+// the Nsight (kernel-name) and CPU-only paths as the GPU-op path drops ops with no GPU time.
+TEST(Calibrate, ZeroDurationActivitiesGiveNoSample) {
+  pc::Profile gpu = pc::read_profile(data("a100_saxpy.sqlite"));
+  for (auto& e : gpu.events)
+    if (e.on_gpu()) {
+      e.dur_ns = 0;
+      break;
+    }
+  EXPECT_EQ(pc::op_samples_from_profile(gpu, "").size(), 19u);  // 20 with the zero kept
+  pc::Profile cpu = pc::read_profile(data("cpu_torch113_cnn_6steps.json.gz"));
+  for (auto& e : cpu.events)
+    if (e.kind == pc::EventKind::CpuOp) {
+      e.dur_ns = 0;  // the first CPU op is nested in nothing: it was a sample of 0 s
+      break;
+    }
+  const auto kept = pc::op_samples_from_profile(cpu, "");
+  ASSERT_FALSE(kept.empty());
+  for (const auto& s : kept) EXPECT_GT(s.seconds, 0.0);
+}
+
 TEST(Calibrate, CrossValidationOnSyntheticNoisyGemms) {
   std::vector<pc::OpSample> s;
   std::uint64_t x = 12345;
