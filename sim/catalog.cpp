@@ -704,6 +704,12 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     {"rtx6000adageneration", "RTX-6000-Ada-48GB"},
     {"instinctmi300x", "MI300X-192GB"},
     {"instinctmi250x", "MI250X-GCD"},
+    // Session 16: plain "NVIDIA H100" is what Meta's H100 boards print (pytorch/kineto
+    // docs/traces/after_fix_trace.json and pytorch/pytorch test/inductor/test_analysis.py: 132 SMs,
+    // compute capability 9.0, 95 GiB of global memory). The SXM5 die and SM count, so its peaks;
+    // no stored source gives that board's memory bandwidth, so the 80 GB part's figures stand for
+    // it (docs/catalog.md).
+    {"h100", "H100-SXM5-80GB"},
 };
 
 // The entry for `model` under the names find_device_model takes, or nullptr.

@@ -73,6 +73,8 @@ TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
       // Session 13 (issues 15/16): nvidia-smi -L / Kineto deviceProperties / MLPerf / ROCm /
       // /proc/cpuinfo spellings of parts the catalog refused before.
       {"NVIDIA H100 NVL", "H100-NVL-94GB"},
+      // Session 16: Meta's H100 boards (Kineto traces of pytorch/kineto and pytorch/pytorch).
+      {"NVIDIA H100", "H100-SXM5-80GB"},
       {"NVIDIA H200 NVL", "H200-NVL-141GB"},
       {"NVIDIA A100-SXM-80GB", "A100-SXM4-80GB"},
       {"NVIDIA A100-PCIE-80GB", "A100-PCIe-80GB"},
