@@ -1416,9 +1416,10 @@ void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
     crossed.insert(c.links[static_cast<std::size_t>(key.first)].kind);
   std::string crossed_s;
   for (const auto& k : crossed) crossed_s += (crossed_s.empty() ? "" : ", ") + k;
-  f.why = what + " (busbw " + fmt(r.busbw_gb_s) + " GB/s, alpha " + fmt(r.alpha_us) + " us) as " +
-          cr->shape + "; its transfers cross " + crossed_s +
-          "; the least bandwidth per transfer is on " +
+  f.why = what + " (busbw " +
+          (r.latency_only ? std::string("not measured") : fmt(r.busbw_gb_s) + " GB/s") +
+          ", alpha " + fmt(r.alpha_us) + " us) as " + cr->shape + "; its transfers cross " +
+          crossed_s + "; the least bandwidth per transfer is on " +
           c.links[static_cast<std::size_t>(worst)].name + " (" + f.kind + ", " +
           std::to_string(worst_load) + " transfer(s) per direction)" + spread;
   if (r.latency_only) f.why += "; latency only (the sizes do not reach the bandwidth regime)";
