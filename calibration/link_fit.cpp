@@ -554,22 +554,29 @@ class NcclTestsReader {
                        "nccl-tests results (its own output, or a markdown or whitespace table with "
                        "size and time or algbw "
                        "columns), got no result row");
-    const long long ranks_ll = !rank_ids_.empty()
-                                   ? *rank_ids_.rbegin() + 1LL
-                                   : static_cast<long long>(threads_) * gpus_per_thread_;
-    if (ranks_ll > kMaxGpus)
-      throw InputError(
-          origin_, "",
-          "at most " + std::to_string(kMaxGpus) + " ranks, got " + std::to_string(ranks_ll));
-    const int ranks = static_cast<int>(ranks_ll);
-    const int nodes = hosts_.empty() ? (ranks > 0 ? 1 : 0) : static_cast<int>(hosts_.size());
     keep_the_requested_rows();
-    for (auto& p : out_) {
-      p.ranks = ranks;
-      p.nodes = nodes;
+    // Each run its own ranks and machines (a loop over -g or -np prints one header per run);
+    // runs numbered from 0 in the order their kept rows appear.
+    std::map<int, int> run_index;
+    bool any_ranks = false;
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      const Run& run = runs_[static_cast<std::size_t>(rows_[i].run)];
+      const long long ranks_ll = !run.rank_hosts.empty()
+                                     ? run.rank_hosts.rbegin()->first + 1LL
+                                     : static_cast<long long>(run.threads) * run.gpus_per_thread;
+      if (ranks_ll > kMaxGpus)
+        throw InputError(
+            origin_, "",
+            "at most " + std::to_string(kMaxGpus) + " ranks, got " + std::to_string(ranks_ll));
+      CollectivePoint& p = out_[i];
+      p.ranks = static_cast<int>(ranks_ll);
+      p.nodes = run.hosts.empty() ? (p.ranks > 0 ? 1 : 0) : static_cast<int>(run.hosts.size());
       p.nccl_version = nccl_version_;
+      p.run = run_index.emplace(rows_[i].run, static_cast<int>(run_index.size())).first->second;
+      p.run_line = run.first_line;
+      any_ranks = any_ranks || p.ranks > 0;
     }
-    if (ranks <= 0) infer_table_ranks(out_, md_tables_, collective_);
+    if (!any_ranks) infer_table_ranks(out_, md_tables_, collective_);
     check_collective_fit(out_, origin_);
     return std::move(out_);
   }
@@ -677,8 +684,9 @@ class NcclTestsReader {
         R"((?:^|[#\s:\]])Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
     std::smatch mt;
     if (std::regex_search(line, mt, kNgpusRe)) {
-      if (!parse_index(mt[1], kMaxGpus, threads_) ||
-          !parse_index(mt[2], kMaxGpus, gpus_per_thread_))
+      new_run_if_rows();
+      if (!parse_index(mt[1], kMaxGpus, runs_.back().threads) ||
+          !parse_index(mt[2], kMaxGpus, runs_.back().gpus_per_thread))
         throw InputError(origin_, where(),
                          "nThread and nGpus up to " + std::to_string(kMaxGpus) + ", got \"" +
                              sim::printable(line) + "\"");
@@ -692,14 +700,14 @@ class NcclTestsReader {
                              sim::printable(mt[1].str()) + "\"");
       // One job names each rank once. The same rank on two hosts: processes that each ran a job
       // of their own (nccl-tests built without MPI=1 under mpirun), whose rows are not one run's.
-      const auto [it, added] = rank_hosts_.emplace(rank, mt[2].str());
+      new_run_if_rows();
+      const auto [it, added] = runs_.back().rank_hosts.emplace(rank, mt[2].str());
       if (!added && it->second != mt[2].str())
         throw InputError(origin_, where(),
                          "each rank once (one job), got Rank " + std::to_string(rank) + " on " +
                              sim::printable(it->second) + " and on " + sim::printable(mt[2].str()) +
                              " (several 1-rank jobs: nccl-tests built without MPI=1?)");
-      rank_ids_.insert(rank);
-      hosts_.insert(mt[2]);
+      runs_.back().hosts.insert(mt[2]);
       return true;
     }
     return read_version_or_section(line);
@@ -718,7 +726,14 @@ class NcclTestsReader {
       return true;
     }
     if (std::regex_search(line, mt, kSectionRe)) {
+      new_run_if_rows();
       section_ = mt[1].str();
+      return true;
+    }
+    // "# Avg bus bandwidth : 433.477": the footer that ends a run.
+    if (line.find("Avg bus bandwidth") != std::string::npos) {
+      new_run_if_rows();
+      runs_.back().first_line = 0;  // the next run starts at its own first line
       return true;
     }
     return false;
@@ -727,6 +742,7 @@ class NcclTestsReader {
   // A markdown table line: its header, the |---| rule, or a result row.
   void read_markdown_row(const std::vector<std::string>& cells) {
     if (!in_markdown_) {
+      new_run_if_rows();  // each markdown table is a run of its own
       in_markdown_ = true;
       table_start_ = out_.size();
       md_cols_ = columns_from_header(cells);
@@ -862,9 +878,36 @@ class NcclTestsReader {
     p.algbw_gb_s = algbw > 0 ? algbw : (p.time_s > 0 ? bytes / p.time_s / 1e9 : 0.0);
     p.busbw_gb_s = busbw;
     if (p.time_s > 0) {
+      // A size below the previous one of the same data type and op: another run begins (several
+      // runs pasted one after another with their headers cut; -d all's types each start over).
+      Run& run = runs_.back();
+      const std::string key = type + " " + redop;
+      const auto last = run.last_bytes.find(key);
+      if (last != run.last_bytes.end() && bytes < last->second) {
+        Run next = run;  // no header of its own: the same ranks and hosts
+        next.first_line = line_no_;
+        next.has_rows = false;
+        next.last_bytes.clear();
+        runs_.push_back(next);
+      }
+      runs_.back().last_bytes[key] = bytes;
+      runs_.back().has_rows = true;
+      if (runs_.back().first_line == 0) runs_.back().first_line = line_no_;
       out_.push_back(p);
-      rows_.push_back(RowInfo{type, redop, section_, line_no_});
+      rows_.push_back(RowInfo{type, redop, section_, line_no_, static_cast<int>(runs_.size()) - 1});
     }
+  }
+
+  // A run header (nThread, Rank, "Collective test starting", a markdown table) or footer ("Avg bus
+  // bandwidth") after result rows: what follows is another run.
+  void new_run_if_rows() {
+    if (!runs_.back().has_rows) {
+      if (runs_.back().first_line == 0) runs_.back().first_line = line_no_;
+      return;
+    }
+    Run next;
+    next.first_line = line_no_;
+    runs_.push_back(next);
   }
 
   // Where a point came from: its data type and reduction op (nccl-tests' own rows), the
@@ -872,18 +915,26 @@ class NcclTestsReader {
   struct RowInfo {
     std::string type, redop, section;
     int line = 0;
+    int run = 0;  // index into runs_
+  };
+  // One run of the binary: what its header said of ranks and hosts, where it starts.
+  struct Run {
+    std::map<int, std::string> rank_hosts;  // "Rank N ... on HOST"
+    std::set<std::string> hosts;
+    int threads = 1, gpus_per_thread = 0;
+    int first_line = 0;  // its first header line, else its first row
+    bool has_rows = false;
+    std::map<std::string, double> last_bytes;  // per "type redop": the last size read
   };
 
   const std::string& origin_;
   const std::string& collective_;
   std::vector<CollectivePoint> out_;
   std::vector<RowInfo> rows_;  // parallel to out_
-  std::map<int, std::string> rank_hosts_;
+  std::vector<Run> runs_ = std::vector<Run>(1);
   std::string section_;
   int nccl_version_ = 0;
-  int gpus_per_thread_ = 0, threads_ = 1, line_no_ = 0;
-  std::set<int> rank_ids_;
-  std::set<std::string> hosts_;
+  int line_no_ = 0;
   Columns raw_cols_;  // from nccl-tests' own header line
   Columns md_cols_;   // of the markdown table being read
   bool in_markdown_ = false;
@@ -908,7 +959,7 @@ std::string collective_named_in(const std::string& text) {
 }
 
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
-                                              const std::string& collective) {
+                                              const std::string& collective, int run) {
   // No collective asked for: the one the log names ("# Collective test starting:
   // alltoall_perf"), else nccl-tests' first binary, all_reduce.
   std::string named = collective;
@@ -921,7 +972,16 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     reader.read_line(strip_prefixes(raw));
   }
-  return reader.finish();
+  std::vector<CollectivePoint> pts = reader.finish();
+  if (run <= 0) return pts;
+  const int runs = pts.back().run + 1;
+  if (run > runs)
+    throw InputError(origin, "--run " + std::to_string(run),
+                     "a run the file holds (" + std::to_string(runs) + " run(s) of " +
+                         pts.front().collective + "), got run " + std::to_string(run));
+  std::erase_if(pts, [&](const CollectivePoint& p) { return p.run != run - 1; });
+  for (auto& p : pts) p.run = 0;
+  return pts;
 }
 
 std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
@@ -1036,39 +1096,164 @@ std::pair<double, double> fit_alpha_inv(const std::vector<const CollectivePoint*
 
 }  // namespace
 
+namespace {
+
+// Sizes must reach the bandwidth regime before a bandwidth is written: the largest at least this
+// many times n_half = alpha x algbw, the size at which the latency and bandwidth terms are equal
+// (at 4 x n_half the bandwidth term is 80 % of the time).
+constexpr double kBandwidthRegime = 4.0;
+// The spread of one nccl-tests measurement on a quiet machine (run to run, a few %): a fitted
+// busbw may exceed the highest measured one by this much beyond what the fit itself explains, and
+// runs of one measurement agree when their fitted busbw are within twice this of their median.
+constexpr double kNoise = 0.05;
+constexpr double kRunsAgree = 2 * kNoise;
+
+std::string fmt_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024.0 && u < 4) {
+    b /= 1024.0;
+    ++u;
+  }
+  return fmt(b) + " " + units[u];
+}
+
+// What the measurement supports: a bandwidth only where the sizes reach the bandwidth regime
+// (else alpha alone), and never above the highest measured busbw by more than the fit itself
+// explains -- the latency share left at the largest size, n_half / largest, the asymptote's
+// own excess over a measured point -- plus kNoise (capped there). Not the fit's mean error: a
+// worse fit would be let extrapolate further. Both say why in r.note.
+void guard_bandwidth(CollectiveFitRow& r, double alpha_s, double inv) {
+  const double factor = bus_factor(r.collective, r.ranks);
+  if (alpha_s > 0 && inv > 0 && r.max_bytes < kBandwidthRegime * alpha_s / inv) {
+    r.note = "bandwidth not written, latency only: the sizes reach " + fmt_bytes(r.max_bytes) +
+             ", below " + fmt(kBandwidthRegime) +
+             " x alpha x algbw = " + fmt_bytes(kBandwidthRegime * alpha_s / inv) +
+             " (the fitted busbw " + fmt(r.busbw_gb_s) +
+             " GB/s would be an extrapolation from the latency regime)";
+    r.latency_only = true;
+    r.algbw_gb_s = r.busbw_gb_s = 0;
+    return;
+  }
+  const double excess = (1.0 + (inv > 0 ? alpha_s / inv / r.max_bytes : 0.0)) * (1.0 + kNoise);
+  if (r.max_busbw_gb_s > 0 && r.busbw_gb_s > r.max_busbw_gb_s * excess) {
+    r.note = "fitted busbw " + fmt(r.busbw_gb_s) + " GB/s is " +
+             fmt(100.0 * (r.busbw_gb_s / r.max_busbw_gb_s - 1.0), 0) +
+             " % above every measured busbw (max " + fmt(r.max_busbw_gb_s) +
+             "), more than the fit's latency term and run-to-run noise explain (" +
+             fmt(100.0 * (excess - 1.0), 0) + " %): capped at " + fmt(r.max_busbw_gb_s) + " GB/s";
+    r.busbw_gb_s = r.max_busbw_gb_s;
+    r.algbw_gb_s = r.busbw_gb_s / factor;
+  }
+}
+
+// One measurement (one run): alpha from t = alpha + n * inv over every size, least squares on
+// relative error (weights 1/t^2) -- the small sizes fix it. Bandwidth: the same fit over the sizes
+// within 1/64 of the largest (at least three), where NCCL runs its bandwidth protocol: over all
+// sizes the latency-bound protocols (LL, LL128) pull the slope down (the SuperBench log: 210 GB/s
+// over all sizes against 235 GB/s measured at 8 GiB). Then guard_bandwidth.
+CollectiveFitRow fit_points(const std::vector<const CollectivePoint*>& all) {
+  const auto [alpha, inv_all] = fit_alpha_inv(all);
+  CollectiveFitRow r;
+  r.collective = all.front()->collective;
+  r.ranks = all.front()->ranks;
+  r.nodes = all.front()->nodes;
+  const double factor = bus_factor(r.collective, r.ranks);
+  for (const CollectivePoint* p : all) {
+    r.max_bytes = std::max(r.max_bytes, p->bytes);
+    r.max_busbw_gb_s =
+        std::max(r.max_busbw_gb_s, p->busbw_gb_s > 0 ? p->busbw_gb_s : p->algbw_gb_s * factor);
+  }
+  std::vector<const CollectivePoint*> big;
+  for (const CollectivePoint* p : all)
+    if (p->bytes >= r.max_bytes / 64.0) big.push_back(p);
+  double inv = inv_all;
+  if (big.size() >= 3) {
+    const double inv_big = fit_alpha_inv(big).second;
+    if (inv_big > 0) inv = inv_big;
+  }
+  r.alpha_us = alpha * 1e6;
+  r.algbw_gb_s = inv > 0 ? 1.0 / inv / 1e9 : 0.0;
+  r.busbw_gb_s = r.algbw_gb_s * factor;
+  r.points = static_cast<int>(all.size());
+  double err = 0;
+  for (const CollectivePoint* p : all)
+    err += std::abs(alpha + p->bytes * inv - p->time_s) / p->time_s;
+  r.mean_rel_error = err / static_cast<double>(all.size());
+  guard_bandwidth(r, alpha, inv);
+  return r;
+}
+
+// Several runs of one measurement, each fitted alone: their medians when their busbw agree within
+// kRunsAgree, else no row and fit.refusal says which runs disagree.
+void combine_runs(const std::vector<CollectiveFitRow>& per, CollectiveFit& fit) {
+  CollectiveFitRow c = per.front();
+  c.run = -1;
+  c.runs = static_cast<int>(per.size());
+  c.points = 0;
+  c.note.clear();
+  std::vector<double> alpha, bw;
+  const CollectiveFitRow* lo = nullptr;
+  const CollectiveFitRow* hi = nullptr;
+  std::string lines;
+  for (const CollectiveFitRow& r : per) {
+    c.points += r.points;
+    c.mean_rel_error = std::max(c.mean_rel_error, r.mean_rel_error);
+    c.max_bytes = std::max(c.max_bytes, r.max_bytes);
+    c.max_busbw_gb_s = std::max(c.max_busbw_gb_s, r.max_busbw_gb_s);
+    lines += (lines.empty() ? "" : ", ") + std::to_string(r.run_line);
+    alpha.push_back(r.alpha_us);
+    if (r.busbw_gb_s <= 0) continue;
+    bw.push_back(r.busbw_gb_s);
+    if (!lo || r.busbw_gb_s < lo->busbw_gb_s) lo = &r;
+    if (!hi || r.busbw_gb_s > hi->busbw_gb_s) hi = &r;
+  }
+  const double med = median(bw);
+  const std::string what = c.collective + " on " + std::to_string(c.ranks) + " GPUs / " +
+                           std::to_string(c.nodes) + " machine(s)";
+  if (!bw.empty() && hi->busbw_gb_s - lo->busbw_gb_s > kRunsAgree * med) {
+    if (fit.refusal.empty()) {
+      const CollectiveFitRow* first = hi->run < lo->run ? hi : lo;
+      const CollectiveFitRow* later = first == hi ? lo : hi;
+      fit.refusal_line = later->run_line;
+      fit.refusal = "runs of " + what + " that agree (within " + fmt(100.0 * kRunsAgree) +
+                    " % in busbw) or one run, got " + std::to_string(per.size()) +
+                    " runs (starting at lines " + lines + ") whose fits disagree: run " +
+                    std::to_string(first->run + 1) + " " + fmt(first->busbw_gb_s) + " GB/s, run " +
+                    std::to_string(later->run + 1) + " " + fmt(later->busbw_gb_s) +
+                    " GB/s busbw; pass --run N to fit one";
+    }
+    return;
+  }
+  c.alpha_us = median(alpha);
+  c.busbw_gb_s = med;
+  c.algbw_gb_s = med / bus_factor(c.collective, c.ranks);
+  c.latency_only = bw.empty();
+  c.note = std::to_string(per.size()) + " runs (starting at lines " + lines +
+           ") agree: each fitted alone, their median alpha and busbw written";
+  fit.rows.push_back(c);
+}
+
+}  // namespace
+
 CollectiveFit fit_collective(const std::vector<CollectivePoint>& points) {
   CollectiveFit fit;
-  std::map<std::tuple<std::string, int, int>, std::vector<const CollectivePoint*>> groups;
-  for (const auto& p : points) groups[{p.collective, p.ranks, p.nodes}].push_back(&p);
-  for (const auto& [k, all] : groups) {
-    // alpha: t = alpha + n * inv_bw over every size, least squares on relative error (weights
-    // 1/t^2) -- the small sizes fix it. Bandwidth: the same fit over the sizes within 1/64 of the
-    // largest (at least three), where NCCL runs its bandwidth protocol: over all sizes the
-    // latency-bound protocols (LL, LL128) pull the slope down (the SuperBench log: 210 GB/s over
-    // all sizes against 235 GB/s measured at 8 GiB).
-    const auto [alpha_all, inv_all] = fit_alpha_inv(all);
-    double largest = 0;
-    for (const CollectivePoint* p : all) largest = std::max(largest, p->bytes);
-    std::vector<const CollectivePoint*> big;
-    for (const CollectivePoint* p : all)
-      if (p->bytes >= largest / 64.0) big.push_back(p);
-    double alpha = alpha_all, inv = inv_all;
-    if (big.size() >= 3) {
-      const double inv_big = fit_alpha_inv(big).second;
-      if (inv_big > 0) inv = inv_big;
+  std::map<std::tuple<std::string, int, int>, std::map<int, std::vector<const CollectivePoint*>>>
+      groups;
+  for (const auto& p : points) groups[{p.collective, p.ranks, p.nodes}][p.run].push_back(&p);
+  for (const auto& [k, runs] : groups) {
+    if (runs.size() == 1) {
+      fit.rows.push_back(fit_points(runs.begin()->second));
+      continue;
     }
-    const auto& pts = all;
-    CollectiveFitRow r;
-    std::tie(r.collective, r.ranks, r.nodes) = k;
-    r.alpha_us = alpha * 1e6;
-    r.algbw_gb_s = inv > 0 ? 1.0 / inv / 1e9 : 0.0;
-    r.busbw_gb_s = r.algbw_gb_s * bus_factor(r.collective, r.ranks);
-    r.points = static_cast<int>(pts.size());
-    double err = 0;
-    for (const CollectivePoint* p : pts)
-      err += std::abs(alpha + p->bytes * inv - p->time_s) / p->time_s;
-    r.mean_rel_error = err / static_cast<double>(pts.size());
-    fit.rows.push_back(r);
+    std::vector<CollectiveFitRow> per;
+    for (const auto& [run, pts] : runs) {
+      per.push_back(fit_points(pts));
+      per.back().run = run;
+      per.back().run_line = pts.front()->run_line;
+      fit.run_rows.push_back(per.back());
+    }
+    combine_runs(per, fit);
   }
   return fit;
 }
@@ -1231,12 +1416,15 @@ void fit_row(const CollectiveFitRow& r, sim::Cluster& c, LinkFitReport& rep) {
     crossed.insert(c.links[static_cast<std::size_t>(key.first)].kind);
   std::string crossed_s;
   for (const auto& k : crossed) crossed_s += (crossed_s.empty() ? "" : ", ") + k;
-  f.why = what + " (busbw " + fmt(r.busbw_gb_s) + " GB/s, alpha " + fmt(r.alpha_us) + " us) as " +
-          cr->shape + "; its transfers cross " + crossed_s +
-          "; the least bandwidth per transfer is on " +
+  f.why = what + " (busbw " +
+          (r.latency_only ? std::string("not measured") : fmt(r.busbw_gb_s) + " GB/s") +
+          ", alpha " + fmt(r.alpha_us) + " us) as " + cr->shape + "; its transfers cross " +
+          crossed_s + "; the least bandwidth per transfer is on " +
           c.links[static_cast<std::size_t>(worst)].name + " (" + f.kind + ", " +
           std::to_string(worst_load) + " transfer(s) per direction)" + spread;
+  if (r.latency_only) f.why += "; latency only (the sizes do not reach the bandwidth regime)";
   if (write_class(c, f, r.alpha_us > 0, rep.notes)) {
+    if (r.latency_only) f.new_gb_s = f.old_gb_s;  // not measured: kept
     if (f.new_gb_s > 1.05 * f.old_gb_s)
       rep.notes.push_back(
           f.kind + " fitted at " + fmt(f.new_gb_s) + " GB/s, above the cluster's " +
@@ -1284,7 +1472,11 @@ LinkFitReport apply_collective_fit(const CollectiveFit& fit, sim::Cluster& c) {
                           std::to_string(gpn) + " GPUs per machine in the cluster)");
     }
   for (const auto& r : rows) {
-    if (r.busbw_gb_s <= 0) continue;
+    if (!r.note.empty())
+      rep.notes.push_back(r.collective + " on " + std::to_string(r.ranks) + " GPUs / " +
+                          std::to_string(r.nodes) + " machine(s): " + r.note);
+    // A row without bandwidth is written only where the latency is what it measured.
+    if (r.busbw_gb_s <= 0 && !(r.latency_only && r.alpha_us > 0)) continue;
     const CollectiveFitRow*& slot = r.nodes <= 1 ? intra : inter;
     if (!slot || r.ranks > slot->ranks) slot = &r;
   }

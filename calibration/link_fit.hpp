@@ -68,6 +68,8 @@ struct CollectivePoint {
   double algbw_gb_s = 0;   ///< as printed (nccl-tests) or bytes / time
   double busbw_gb_s = 0;   ///< as printed (0 = not printed)
   int nccl_version = 0;    ///< NCCL_VERSION_CODE the output states (22304 for 2.23.4); 0 = none
+  int run = 0;             ///< which run of the file (0, 1, ...; docs/calibration.md, "Runs")
+  int run_line = 0;        ///< the line where that run starts (0 = not from a file)
 };
 /// nccl-tests results (`*_perf -b 8 -e 128M -f 2`): its own output (columns size count type
 /// [redop root] time algbw busbw #wrong, out-of-place then in-place, placed by its header line when
@@ -84,8 +86,14 @@ struct CollectivePoint {
 /// "nccl-library=NNNNN".
 /// `collective` empty: the one the log's "# Collective test starting:" lines name when they name
 /// one (alltoall_perf -> "alltoall"), else "all_reduce".
+/// Runs: a file may hold several runs one after another; a new one starts at a "# nThread",
+/// "Rank N" or "# Collective test starting:" line after result rows, after an "# Avg bus
+/// bandwidth" footer, at a markdown table, or where a size falls below the previous one of the
+/// same data type. Each run takes its ranks and hosts from its own header (CollectivePoint::run,
+/// run_line). `run` > 0 keeps only that run (1-based, counted among the runs of the collective
+/// kept); a file with fewer runs is refused.
 std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
-                                              const std::string& collective);
+                                              const std::string& collective, int run = 0);
 /// The collective every "# Collective test starting: X_perf[_mpi]" line of a log names ("X"), or ""
 /// when there is none or several.
 std::string collective_named_in(const std::string& text);
@@ -97,14 +105,30 @@ struct CollectiveFitRow {
   std::string collective;
   int ranks = 0, nodes = 1;
   double alpha_us = 0;    ///< latency term
-  double algbw_gb_s = 0;  ///< asymptotic algorithm bandwidth
+  double algbw_gb_s = 0;  ///< asymptotic algorithm bandwidth (0: not written, see `note`)
   double busbw_gb_s = 0;  ///< algbw x bus factor (2(n-1)/n for all-reduce, (n-1)/n for gathers)
   int points = 0;
-  double mean_rel_error = 0;  ///< of t(n) = alpha + n / algbw over the measured sizes
+  double mean_rel_error = 0;   ///< of t(n) = alpha + n / algbw over the measured sizes
+  double max_bytes = 0;        ///< the largest size measured
+  double max_busbw_gb_s = 0;   ///< the highest busbw measured (printed, else algbw x bus factor)
+  bool latency_only = false;   ///< the sizes do not reach the bandwidth regime: alpha only
+  int runs = 1;                ///< runs of the file this row combines
+  int run = -1, run_line = 0;  ///< of a per-run row (CollectiveFit::run_rows); -1 = combined
+  std::string note;            ///< why the bandwidth was not written, capped, or combined
 };
 struct CollectiveFit {
-  std::vector<CollectiveFitRow> rows;
+  std::vector<CollectiveFitRow> rows;      ///< what apply_collective_fit writes
+  std::vector<CollectiveFitRow> run_rows;  ///< each run's own fit, where a row combines several
+  /// Runs of one measurement whose bandwidths disagree: not pooled, no row; one line saying
+  /// which (with the line where the disagreeing run starts) for the caller to refuse with.
+  std::string refusal;
+  int refusal_line = 0;
 };
+/// Per (collective, ranks, nodes), per run: alpha and algbw (docs/calibration.md, "Collective
+/// fit"); a bandwidth only where the sizes reach the bandwidth regime (largest size >= 4 x
+/// alpha x algbw), and never above the highest measured busbw by more than the fit's own error
+/// (capped there, with a note). Runs of one measurement: combined by their medians when their
+/// busbw agree within 10 %, else refused (CollectiveFit::refusal).
 CollectiveFit fit_collective(const std::vector<CollectivePoint>& points);
 
 /// Writes measured collective bandwidth onto the link class its transfers crossed: the largest

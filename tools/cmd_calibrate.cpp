@@ -42,6 +42,7 @@ struct LinksArgs {
   std::string p2p, nccl_tests, vidur_csv, cluster, output,
       collective;            // empty: the one the file names
   int ranks = 0, nodes = 0;  // overrides for tables that do not say
+  int run = 0;               // nccl-tests: fit only this run of the file (1-based; 0 = all)
   bool json = false;
 };
 
@@ -442,6 +443,21 @@ void print_link_report(const calibration::LinkFitReport& r) {
   for (const auto& n : r.notes) g_notes.push_back(n);
 }
 
+// The fit per measurement (and per run where a row combines several runs), with the highest
+// busbw measured beside the fitted one.
+void print_collective_fit(const calibration::CollectiveFit& fit) {
+  outf("%-12s %5s %5s %7s %10s %12s %12s %9s %14s\n", "collective", "ranks", "nodes", "points",
+       "alpha us", "algbw GB/s", "busbw GB/s", "fit err", "max busbw");
+  const auto row = [](const calibration::CollectiveFitRow& r, const std::string& name) {
+    outf("%-12s %5d %5d %7d %10.2f %12.2f %12.2f %8.1f%% %14.2f\n", name.c_str(), r.ranks, r.nodes,
+         r.points, r.alpha_us, r.algbw_gb_s, r.busbw_gb_s, 100.0 * r.mean_rel_error,
+         r.max_busbw_gb_s);
+  };
+  for (const auto& r : fit.run_rows)
+    row(r, "  run " + std::to_string(r.run + 1) + " (line " + std::to_string(r.run_line) + ")");
+  for (const auto& r : fit.rows) row(r, r.collective);
+}
+
 void run_links(const LinksArgs& a) {
   const int given = !a.p2p.empty() + !a.nccl_tests.empty() + !a.vidur_csv.empty();
   if (given != 1)
@@ -457,19 +473,18 @@ void run_links(const LinksArgs& a) {
     const auto m = calibration::parse_p2p_output(sim::read_text_file(a.p2p), a.p2p);
     rep = calibration::fit_links_from_p2p(m, c);
   } else {
-    auto pts = a.nccl_tests.empty()
-                   ? calibration::parse_vidur_collective_csv(sim::read_text_file(input), input)
-                   : calibration::parse_nccl_tests(sim::read_text_file(input), input, a.collective);
+    auto pts =
+        a.nccl_tests.empty()
+            ? calibration::parse_vidur_collective_csv(sim::read_text_file(input), input)
+            : calibration::parse_nccl_tests(sim::read_text_file(input), input, a.collective, a.run);
     for (auto& p : pts) {
       if (a.ranks > 0) p.ranks = a.ranks;
       if (a.nodes > 0) p.nodes = a.nodes;
     }
     const calibration::CollectiveFit fit = calibration::fit_collective(pts);
-    outf("%-12s %5s %5s %7s %10s %12s %12s %9s\n", "collective", "ranks", "nodes", "points",
-         "alpha us", "algbw GB/s", "busbw GB/s", "fit err");
-    for (const auto& r : fit.rows)
-      outf("%-12s %5d %5d %7d %10.2f %12.2f %12.2f %8.1f%%\n", r.collective.c_str(), r.ranks,
-           r.nodes, r.points, r.alpha_us, r.algbw_gb_s, r.busbw_gb_s, 100.0 * r.mean_rel_error);
+    if (!fit.refusal.empty())
+      throw sim::InputError(input, "line " + std::to_string(fit.refusal_line), fit.refusal);
+    print_collective_fit(fit);
     rep = calibration::apply_collective_fit(fit, c);
   }
   print_link_report(rep);
@@ -683,6 +698,9 @@ void register_calibrate(CLI::App& app) {
         ->check(CLI::PositiveNumber);
     cmd->add_option("--nodes", a->nodes,
                     "machines the collective ran on, for tables that do not say")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--run", a->run,
+                    "of an nccl-tests file holding several runs, fit only the N-th (from 1)")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--cluster", a->cluster, "cluster to calibrate (built-in name or YAML)")
         ->required()

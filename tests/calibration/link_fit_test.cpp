@@ -492,3 +492,112 @@ TEST(NcclTests, FailureReportInARowIsOneLineError) {
     EXPECT_EQ(w.find('\n'), std::string::npos) << w;
   }
 }
+
+TEST(NcclTests, RunsOfOneFileAreFittedApart) {
+  // Issue 16: real logs hold several runs one after another. Two real runs of one 8x A100-80GB box
+  // (the blog's two invocations, -g 8 and mpirun -np 8) pasted into one file: each fitted alone,
+  // their busbw agree (226.21 / 229.45 GB/s), so their medians are written. Before: pooled into
+  // one fit of 60 points (alpha 28.63 us, fit error 21 %) with no note.
+  const std::string g8 = slurp(data("blog_nccl-tests_all_reduce_8xA100-80GB_g8.txt"));
+  const std::string np8 = slurp(data("blog_nccl-tests_all_reduce_8xA100-80GB_mpirun-np8.txt"));
+  const auto two = pc::parse_nccl_tests(g8 + np8, "two.txt", "all_reduce");
+  ASSERT_EQ(two.size(), 60u);
+  EXPECT_EQ(two.front().run, 0);
+  EXPECT_EQ(two.back().run, 1);
+  EXPECT_EQ(two.back().run_line, 50);  // g8's 48 lines, then np8's "# nThread" on its line 2
+  const pc::CollectiveFit f = pc::fit_collective(two);
+  ASSERT_EQ(f.rows.size(), 1u);
+  EXPECT_EQ(f.run_rows.size(), 2u);
+  EXPECT_TRUE(f.refusal.empty());
+  EXPECT_EQ(f.rows[0].runs, 2);
+  const auto one = [](const std::string& t) {
+    return pc::fit_collective(pc::parse_nccl_tests(t, "one.txt", "all_reduce")).rows.at(0);
+  };
+  const pc::CollectiveFitRow a = one(g8), b = one(np8);
+  EXPECT_NEAR(f.rows[0].busbw_gb_s, 0.5 * (a.busbw_gb_s + b.busbw_gb_s), 1e-9);
+  EXPECT_NEAR(f.rows[0].alpha_us, 0.5 * (a.alpha_us + b.alpha_us), 1e-9);
+  EXPECT_FALSE(f.rows[0].note.empty());
+  // --run N keeps one run: the same points as that file alone.
+  const auto second = pc::parse_nccl_tests(g8 + np8, "two.txt", "all_reduce", 2);
+  ASSERT_EQ(second.size(), 30u);
+  EXPECT_NEAR(pc::fit_collective(second).rows.at(0).busbw_gb_s, b.busbw_gb_s, 1e-9);
+  EXPECT_THROW(pc::parse_nccl_tests(g8 + np8, "two.txt", "all_reduce", 3), sim::InputError);
+
+  // Runs that disagree (16 H100 over 2 machines: NVIDIA/nccl-tests#290 at 155 GB/s, #309 at 472
+  // GB/s): no row, a refusal naming the line where the second run starts. Before: refused as
+  // "each rank once (one job) ... several 1-rank jobs", which was not the case.
+  const std::string srun = slurp(data("nccl-tests_issue290_all_reduce_2x8xH100_srun-l.txt"));
+  const std::string i309 = slurp(data("nccl-tests_all_reduce_2x8xH100_issue309.txt"));
+  const pc::CollectiveFit d = pc::fit_collective(pc::parse_nccl_tests(srun + i309, "d.txt", ""));
+  EXPECT_TRUE(d.rows.empty());
+  EXPECT_EQ(d.refusal_line, 38 + 20);  // srun-l's 38 lines, then #309's "# nThread" line 20
+  EXPECT_NE(d.refusal.find("--run"), std::string::npos) << d.refusal;
+
+  // A loop over rank counts (ABCI: 2 then 4 nodes of 8 A100): each run its own ranks and
+  // machines. Before: one fit of 48 points as 32 ranks on 4 machines.
+  const auto abci =
+      pc::parse_nccl_tests(slurp(data("abci_anode_nccl-tests_all_reduce_2x8xA100_nccl284.txt")) +
+                               slurp(data("abci_anode_nccl-tests_all_reduce_4x8xA100_nccl284.txt")),
+                           "abci.txt", "all_reduce");
+  EXPECT_EQ(abci.front().ranks, 16);
+  EXPECT_EQ(abci.front().nodes, 2);
+  EXPECT_EQ(abci.back().ranks, 32);
+  EXPECT_EQ(abci.back().nodes, 4);
+  EXPECT_EQ(pc::fit_collective(abci).rows.size(), 2u);
+
+  // Bare result rows of two runs (headers cut): the size going back down starts the second.
+  std::string rows;
+  std::istringstream in(slurp(data("nccl-tests_all_reduce_8xA100_SAMPLE.txt")));
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] != '#') rows += l + "\n";
+  const auto bare = pc::parse_nccl_tests(rows + rows, "bare.txt", "all_reduce");
+  EXPECT_EQ(bare.back().run, 1);
+  // -d all (each data type's sizes start over) stays one run.
+  const auto dall = pc::parse_nccl_tests(
+      slurp(data("redhat_spectrumx_nccl-tests_all_reduce_2x8xH200_dtype-all.txt")), "d.txt",
+      "all_reduce");
+  EXPECT_EQ(dall.back().run, 0);
+}
+
+TEST(NcclTests, FitWritesNoBandwidthTheSizesDoNotSupport) {
+  // Issue 16. (1) A reduce_scatter_perf_mpi run on 2 RTX 5090 whose busbw is flat at 2.70-2.73
+  // GB/s from 32 MiB on: the fit's asymptote (3.39 GB/s before) is capped at the highest measured.
+  const pc::CollectiveFit rs = pc::fit_collective(pc::parse_nccl_tests(
+      slurp(data("rtx5090_nccl-tests_reduce_scatter_mpi_2ranks_nccl2297.txt")), "rs.txt", ""));
+  ASSERT_EQ(rs.rows.size(), 1u);
+  EXPECT_NEAR(rs.rows[0].busbw_gb_s, 2.73, 1e-9);
+  EXPECT_NEAR(rs.rows[0].max_busbw_gb_s, 2.73, 1e-9);
+  EXPECT_NE(rs.rows[0].note.find("capped"), std::string::npos) << rs.rows[0].note;
+  // A well-behaved fit is left alone (SuperBench: 235.10 GB/s fitted, 235.26 measured).
+  const pc::CollectiveFit sb = pc::fit_collective(pc::parse_nccl_tests(
+      slurp(data("superbench_nccl-tests_all_reduce_8xA100.log")), "sb.txt", "all_reduce"));
+  EXPECT_TRUE(sb.rows.at(0).note.empty());
+  EXPECT_NEAR(sb.rows[0].busbw_gb_s, 235.10, 0.005);
+
+  // (2) NVIDIA/nccl-tests#309 cut to its sizes up to 1 KiB: all latency. Only alpha is written;
+  // the NICs keep their bandwidth. Before: ~0.1 GB/s busbw written onto InfiniBand.
+  std::string cut;
+  std::istringstream in(slurp(data("nccl-tests_all_reduce_2x8xH100_issue309.txt")));
+  for (std::string l; std::getline(in, l);) {
+    const auto tok = l.find_first_not_of(' ');
+    if (tok != std::string::npos && std::isdigit(static_cast<unsigned char>(l[tok])) &&
+        std::stod(l.substr(tok)) > 1024)
+      continue;
+    cut += l + "\n";
+  }
+  const auto small = pc::parse_nccl_tests(cut, "small.txt", "all_reduce");
+  ASSERT_EQ(small.size(), 8u);  // 8 B .. 1 KiB
+  const pc::CollectiveFit f = pc::fit_collective(small);
+  ASSERT_EQ(f.rows.size(), 1u);
+  EXPECT_TRUE(f.rows[0].latency_only);
+  EXPECT_EQ(f.rows[0].busbw_gb_s, 0.0);
+  EXPECT_GT(f.rows[0].alpha_us, 0.0);
+  sim::Cluster c = sim::load_cluster(data("2x-hgx-h100.yaml"));
+  const pc::LinkFitReport r = pc::apply_collective_fit(f, c);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0].kind, "ib-ndr");
+  EXPECT_DOUBLE_EQ(r.classes[0].new_gb_s, 50.0);  // kept
+  EXPECT_NE(r.classes[0].new_latency_us, r.classes[0].old_latency_us);
+  for (const sim::Link& l : c.links)
+    if (l.kind == "ib-ndr") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 50e9);
+}

@@ -107,6 +107,8 @@ nccl|nccl-tests-same-rank-two-hosts.txt|line 3: expected each rank once (one job
 nccl|nccl-tests-allgather-rows.txt|line 3: expected rows of all_reduce (redop sum, prod, ...), got redop "none"
 nccl-ar|nccl-tests-other-collective.txt|expected results of all_reduce (pass --collective to name another), got the sections broadcast_perf
 nccl|../calibration/nccl-tests_issue355_alltoall_2x8xH800_failure-row.txt|failure report "Test CUDA failure common.cu:389
+nccl-cat|nccl-tests_issue290_all_reduce_2x8xH100_srun-l.txt+nccl-tests_all_reduce_2x8xH100_issue309.txt|line 58: expected runs of all_reduce on 16 GPUs / 2 machine(s) that agree
+nccl-run|blog_nccl-tests_all_reduce_8xA100-80GB_g8.txt|--run 2: expected a run the file holds (1 run(s) of all_reduce)
 p2p|p2p-huge-device-index.txt|line 1: expected a device index below 4096
 p2p|p2p-out-of-range-bandwidth.txt|line 3: expected a bandwidth from 0.001 to 1e9 GB/s
 profile|kineto-number-overflow.json|expected Chrome-trace JSON with numbers a double holds
@@ -166,6 +168,14 @@ while IFS='|' read -r kind file expect; do
            --report "$TMP/out.json" --trace "$TMP/trace.json") ;;
     vidur) cmd=("$BIN" calibrate-links --vidur-csv "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     nccl) cmd=("$BIN" calibrate-links --nccl-tests "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
+    nccl-cat)
+      # Two real runs pasted into one file (tests/data/calibration), as logs of several runs are.
+      cat "$HERE/../data/calibration/${file%%+*}" "$HERE/../data/calibration/${file#*+}" > "$TMP/runs.txt"
+      shown="$TMP/runs.txt"
+      cmd=("$BIN" calibrate-links --nccl-tests "$TMP/runs.txt" --cluster "$HERE/../data/calibration/2x-hgx-h100.yaml" -o "$TMP/out/c.yaml") ;;
+    nccl-run)
+      shown="$HERE/../data/calibration/$file"
+      cmd=("$BIN" calibrate-links --nccl-tests "$shown" --run 2 --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     nccl-ar) cmd=("$BIN" calibrate-links --nccl-tests "$BAD/$file" --collective all_reduce --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     p2p) cmd=("$BIN" calibrate-links --p2p "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     profile) cmd=("$BIN" calibrate --profile "$BAD/$file" -o "$TMP/out/cal.yaml") ;;
