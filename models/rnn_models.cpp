@@ -111,6 +111,7 @@ struct NmtSizes {
   std::int64_t batch, hidden, attn, src_vocab, tgt_vocab, src_len, tgt_len;
   std::size_t layers;
   bool bidir;
+  bool attn_output;      // the attentional output layer tanh(W_c [h; context]) before the softmax
   std::int64_t enc_dim;  // width of an encoder output
 };
 
@@ -226,8 +227,11 @@ NmtDecoder nmt_decoder_weights(GraphBuilder& b, const NmtSizes& z,
   }
   b.scope("nmt/softmax");
   // Attentional hidden state h~ = tanh(W_c [h; context]) feeds the softmax (Luong et al. 2015,
-  // eq. 5; legacy_seq2seq.attention_decoder's output = linear([cell_output] + attns)).
-  d.w_c = b.variable("attention_output_kernel", {z.hidden + z.enc_dim, z.hidden});
+  // eq. 5; legacy_seq2seq.attention_decoder's output = linear([cell_output] + attns)). GNMT v2
+  // (NVIDIA DeepLearningExamples seq2seq/models/decoder.py) has none: its classifier reads the
+  // top LSTM's output, the context having entered every upper layer.
+  if (z.attn_output)
+    d.w_c = b.variable("attention_output_kernel", {z.hidden + z.enc_dim, z.hidden});
   d.w_out = b.variable("softmax_w", {z.hidden, z.tgt_vocab});
   d.b_out = b.variable("softmax_b", {z.tgt_vocab});
   return d;
@@ -269,10 +273,11 @@ Tensor nmt_decoder_step(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d,
     x = hn;
   }
   b.scope("nmt/softmax");
-  x = b.unary(st + "/attention_output/Tanh", "Tanh",
-              b.matmul(st + "/attention_output/MatMul",
-                       b.concat(st + "/attention_output/concat", {x, ctx}, 1), d.w_c),
-              4);
+  if (z.attn_output)
+    x = b.unary(st + "/attention_output/Tanh", "Tanh",
+                b.matmul(st + "/attention_output/MatMul",
+                         b.concat(st + "/attention_output/concat", {x, ctx}, 1), d.w_c),
+                4);
   return softmax_loss(b, st, x, d.w_out, d.b_out, labels);
 }
 
@@ -280,7 +285,7 @@ Tensor nmt_decoder_step(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d,
 
 sim::Graph build_nmt(GraphOptions& o) {
   o.accept({"batch", "layers", "hidden", "attention", "vocab", "src_vocab", "tgt_vocab", "src_len",
-            "tgt_len", "bidirectional", "optimizer", "grad_accumulation"});
+            "tgt_len", "bidirectional", "attention_output", "optimizer", "grad_accumulation"});
   NmtSizes z{};
   z.batch = o.get_int("batch", 64);
   z.layers = static_cast<std::size_t>(o.get_int("layers", 2, 1, 64));
@@ -292,6 +297,7 @@ sim::Graph build_nmt(GraphOptions& o) {
   z.src_len = o.get_int("src_len", 40, 1, 100000);
   z.tgt_len = o.get_int("tgt_len", 40, 1, 100000);
   z.bidir = o.get_bool("bidirectional", true);
+  z.attn_output = o.get_bool("attention_output", true);
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   const Accumulation acc = accumulation_option(o);
   z.enc_dim = z.bidir && z.layers > 1 ? z.hidden : (z.bidir ? 2 * z.hidden : z.hidden);

@@ -358,6 +358,21 @@ TEST(Workloads, NmtFourLayers) {
   EXPECT_GT(g4.num_ops(), g2.num_ops());
 }
 
+// GNMT v2 (attention_output=false): the classifier reads the top decoder LSTM, no
+// tanh(W_c [h; context]) layer; its (hidden + hidden) x hidden kernel and per-step ops are gone.
+TEST(Workloads, NmtWithoutAttentionOutput) {
+  const std::string base = "layers=4,src_len=2,tgt_len=2,hidden=32,vocab=50";
+  const sim::Graph with = load_graph("nmt", base);
+  const sim::Graph without = load_graph("nmt", base + ",attention_output=false");
+  EXPECT_GE(with.op_index("nmt/softmax/t1/attention_output/MatMul"), 0);
+  EXPECT_LT(without.op_index("nmt/softmax/t1/attention_output/MatMul"), 0);
+  EXPECT_LT(without.op_index("nmt/softmax/attention_output_kernel"), 0);
+  EXPECT_GE(without.op_index("nmt/softmax/t1/logits"), 0);
+  const auto params = [](const sim::Graph& g) { return std::stoll(g.metadata.at("parameters")); };
+  EXPECT_EQ(params(with) - params(without), (32 + 32) * 32);
+  EXPECT_THROW(load_graph("nmt", base + ",attention_output=maybe"), sim::InputError);
+}
+
 TEST(Workloads, JsonRoundTrip) {
   for (const auto& [name, opts] : std::map<std::string, std::string>{
            {"rnnlm", "steps=2,hidden=32,vocab=50"},
