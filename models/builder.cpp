@@ -558,6 +558,17 @@ std::optional<Tensor> GraphBuilder::gradient_of(const Tensor& t, Accumulation ac
   return sum;
 }
 
+void GraphBuilder::add_grad_reads(const Tensor& fwd, std::size_t rule,
+                                  const std::vector<Tensor>& reads) {
+  auto& rules = info_[static_cast<std::size_t>(fwd.op)].grads;
+  assert(rule < rules.size());
+  rules[rule].reads.insert(rules[rule].reads.end(), reads.begin(), reads.end());
+}
+
+void GraphBuilder::set_bytes_written(const Tensor& fwd, std::int64_t bytes) {
+  g_.ops[static_cast<std::size_t>(fwd.op)].bytes_written = sim::Bytes{bytes};
+}
+
 void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
   assert(!trained_);
   trained_ = true;
@@ -608,6 +619,7 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
       }
       for (const int i : rule.saved_inputs) op.inputs.push_back(fin[static_cast<std::size_t>(i)]);
       for (const int o : rule.saved_outputs) op.inputs.push_back({f, o});
+      for (const Tensor& t : rule.reads) op.inputs.push_back({t.op, t.out});
       std::vector<Tensor> targets;
       for (std::size_t w = 0; w < rule.wrt.size(); ++w) {
         const int i = rule.wrt[w];

@@ -63,6 +63,9 @@ struct GradRule {
   std::vector<Shape> out_shapes;
   /// The gradient is the output gradient itself (Identity/Add/Reshape-like): no op.
   bool passthrough = false;
+  /// Other tensors it reads, made after the forward op (add_grad_reads): a cuDNN LSTM layer's
+  /// weight gradient reads every step's hidden state.
+  std::vector<Tensor> reads;
 };
 
 class GraphBuilder {
@@ -139,6 +142,12 @@ class GraphBuilder {
                     const Tensor& beta);
   Tensor pool(const std::string& name, const std::string& type, const Tensor& x, int k, int stride,
               bool same);
+
+  /// Appends `reads` to what gradient rule `rule` of the op that made `fwd` reads.
+  void add_grad_reads(const Tensor& fwd, std::size_t rule, const std::vector<Tensor>& reads);
+  /// Bytes the op that made `fwd` writes, where outputs share memory (a cuDNN LSTM step's h is
+  /// both the layer output y_t and the next step's recurrent input).
+  void set_bytes_written(const Tensor& fwd, std::int64_t bytes);
 
   /// Derives the backward and update ops from the scalar `loss`.
   void train(const Tensor& loss, Optimizer opt, Accumulation acc = Accumulation::Chain);

@@ -1,5 +1,6 @@
 // The paper's recurrent benchmarks, statically unrolled as TensorFlow 1.x's static_rnn and
-// legacy_seq2seq built them: one set of ops per time step and layer.
+// legacy_seq2seq built them: one set of ops per time step and layer; `nmt lstm=cudnn` builds each
+// LSTM layer as cuDNN runs it for PyTorch's nn.LSTM instead (cudnn_lstm_layer).
 #include <string>
 #include <vector>
 
@@ -112,6 +113,7 @@ struct NmtSizes {
   std::size_t layers;
   bool bidir;
   bool attn_output;      // the attentional output layer tanh(W_c [h; context]) before the softmax
+  bool cudnn;            // lstm=cudnn: each layer as cuDNN runs it (cudnn_lstm_layer)
   std::int64_t enc_dim;  // width of an encoder output
 };
 
@@ -144,6 +146,123 @@ void nmt_backward_layer(GraphBuilder& b, const NmtSizes& z, const std::string& s
   }
 }
 
+// Rows stacked into one [sum of rows, cols] tensor (or [rows, sum of cols] with `by_cols`) that
+// cuDNN and PyTorch already hold contiguously ([T, B, H] sequences, a bidirectional layer's y):
+// a view, no kernel, its gradient a view too.
+Tensor seq_view(GraphBuilder& b, const std::string& name, const std::vector<Tensor>& xs,
+                bool by_cols = false) {
+  std::int64_t rows = 0, cols = 0;
+  GradRule g{.type = "View"};
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    rows = by_cols ? xs[i].shape[0] : rows + xs[i].shape[0];
+    cols = by_cols ? cols + xs[i].shape[1] : xs[i].shape[1];
+    g.wrt.push_back(static_cast<int>(i));
+  }
+  return b.op(name, "View", xs, {{rows, cols}}, 0, {g})[0];
+}
+
+// One direction of one LSTM layer (lstm=cudnn).
+struct CudnnLayer {
+  std::vector<Tensor> y;  // per time step (index = position in the sequence)
+  Tensor seq;             // y as one [T*B, H] tensor
+  Tensor h, c;            // final state
+};
+
+// One direction of one LSTM layer as cuDNN runs it for PyTorch's nn.LSTM (cudnnRNNForward,
+// cudnnRNNBackwardData, cudnnRNNBackwardWeights; Appleyard, "Optimizing Recurrent Neural
+// Networks in cuDNN 5", NVIDIA blog 2016; docs/workloads.md):
+// - forward: the input projection of all T steps as one GEMM X [T*B, in] x W_ih; per step one
+//   recurrent GEMM h_{t-1} x W_hh accumulated into that step's slice (beta = 1), then ONE fused
+//   pointwise kernel (biases, gates, cell update) reading the 4H pre-activations and c_{t-1},
+//   writing h_t (= y_t), c_t and the 4H gate activations backward reads (the reserve space);
+// - backward: per step one fused pointwise kernel (reads dy_t, dh_t, dc_t, c_{t-1}, c_t, the
+//   gates; writes the 4H gate gradients and dc_{t-1}) and one recurrent dgrad GEMM; then the input
+//   gradient of all steps as one GEMM, the weight gradients as one GEMM each for W_ih and W_hh
+//   over all T steps, and the bias gradients as one reduction.
+// FLOPs: GEMMs 2mnk (the same total as the unrolled cell's [x, h] x W); the pointwise kernel
+// 28 an element of [B, H] forward (4 bias adds, 3 sigmoids and 1 tanh at 4, 3 for c, tanh(c) at
+// 4, 1 for h), 25 backward.
+CudnnLayer cudnn_lstm_layer(GraphBuilder& b, const NmtSizes& z, const std::string& sc,
+                            const Tensor& x_seq, Tensor h, Tensor c, bool reverse) {
+  const std::int64_t steps = x_seq.shape[0] / z.batch;
+  const std::int64_t bt = z.batch, hd = z.hidden, in = x_seq.shape[1];
+  b.scope(sc);
+  const Tensor w_ih = b.variable("weight_ih", {in, 4 * hd});
+  const Tensor w_hh = b.variable("weight_hh", {hd, 4 * hd});
+  const Tensor b_ih = b.variable("bias_ih", {4 * hd});
+  const Tensor b_hh = b.variable("bias_hh", {4 * hd});
+  const double in_gemm = 2.0 * static_cast<double>(steps * bt * in * 4 * hd);
+  const double rec_gemm = 2.0 * static_cast<double>(bt * hd * 4 * hd);
+  const double gate_elems = static_cast<double>(steps * bt * 4 * hd);
+  // The biases are the GEMM's inputs for their gradient's sake (one reduction over all steps);
+  // the pointwise kernel adds them (its FLOPs count them).
+  const Tensor gx =
+      b.op("input_gemm", "MatMul", {x_seq, w_ih, b_ih, b_hh}, {{steps * bt, 4 * hd}}, in_gemm,
+           {GradRule{.type = "MatMul", .flops = in_gemm, .wrt = {0}, .saved_inputs = {1}},
+            GradRule{.type = "MatMul", .flops = in_gemm, .wrt = {1}, .saved_inputs = {0}},
+            GradRule{.type = "BiasAddGrad", .flops = gate_elems, .wrt = {2, 3}}})[0];
+  // Per-step slices of the projection. Backward: the gate gradients of all steps are one buffer
+  // (a view), and W_hh's gradient is one GEMM over all steps, reading every h_{t-1}.
+  const auto slices = b.op(
+      "gates_x", "View", {gx, w_hh},
+      std::vector<Shape>(static_cast<std::size_t>(steps), Shape{bt, 4 * hd}), 0,
+      {GradRule{.type = "View", .wrt = {0}},
+       GradRule{.type = "MatMul", .flops = static_cast<double>(steps) * rec_gemm, .wrt = {1}}});
+  CudnnLayer out;
+  out.y.resize(static_cast<std::size_t>(steps));
+  std::vector<Tensor> h_prev;
+  for (std::int64_t k = 0; k < steps; ++k) {
+    const std::int64_t t = reverse ? steps - 1 - k : k;
+    const auto ti = static_cast<std::size_t>(t);
+    const std::string st = t_name("t", t);
+    h_prev.push_back(h);
+    const Tensor pre =
+        b.op(st + "/recurrent_gemm", "MatMul", {h, w_hh, slices[ti]}, {{bt, 4 * hd}}, rec_gemm,
+             {GradRule{.type = "MatMul", .flops = rec_gemm, .wrt = {0}, .saved_inputs = {1}},
+              GradRule{.wrt = {2}, .passthrough = true}})[0];
+    // Outputs: y_t, c_t, the gate activations, h_t (y_t's memory: written once).
+    const auto pw =
+        b.op(st + "/pointwise", "LSTMPointwise", {pre, c},
+             {{bt, hd}, {bt, hd}, {bt, 4 * hd}, {bt, hd}}, 28.0 * static_cast<double>(bt * hd),
+             {GradRule{.type = "LSTMPointwiseGrad",
+                       .flops = 25.0 * static_cast<double>(bt * hd),
+                       .wrt = {0, 1},
+                       .saved_inputs = {1},
+                       .saved_outputs = {1, 2}}});
+    b.set_bytes_written(pw[0], tensor_bytes(pw[0]) + tensor_bytes(pw[1]) + tensor_bytes(pw[2]));
+    out.y[ti] = pw[0];
+    c = pw[1];
+    h = pw[3];
+  }
+  b.add_grad_reads(slices[0], 1, h_prev);
+  out.seq = seq_view(b, "y", out.y);
+  out.h = h;
+  out.c = c;
+  return out;
+}
+
+// The encoder with lstm=cudnn: each layer over the whole source (the bottom one in both
+// directions, cuDNN writing y as [T, B, 2H]). Returns the top layer's output as one sequence.
+Tensor nmt_encoder_cudnn(GraphBuilder& b, const NmtSizes& z, LstmStates& s, Tensor x) {
+  for (std::size_t l = 0; l < z.layers; ++l) {
+    const std::string sc = "nmt/encoder/lstm_" + std::to_string(l);
+    const CudnnLayer fw = cudnn_lstm_layer(b, z, sc, x, s.h[l], s.c[l], false);
+    if (l == 0 && z.bidir) {
+      b.scope(sc + "_bw");
+      const Tensor h = b.input("zero_h", {z.batch, z.hidden});
+      const Tensor c = b.input("zero_c", {z.batch, z.hidden});
+      const CudnnLayer bw = cudnn_lstm_layer(b, z, sc + "_bw", x, h, c, true);
+      b.scope(sc);
+      x = seq_view(b, "y_fw_bw", {fw.seq, bw.seq}, true);
+    } else {
+      x = fw.seq;
+    }
+    s.h[l] = fw.h;
+    s.c[l] = fw.c;
+  }
+  return x;
+}
+
 // Encoder. The bottom layer is bidirectional (Bahdanau et al. 2014; Wu et al. 2016): a forward
 // and a backward LSTM over the source whose outputs are concatenated. Returns the top layer's
 // outputs; `s` holds each layer's final state.
@@ -156,8 +275,10 @@ std::vector<Tensor> nmt_encoder(GraphBuilder& b, const NmtSizes& z, LstmStates& 
   for (std::size_t l = 0; l < z.layers; ++l) {
     b.scope("nmt/encoder/lstm_" + std::to_string(l));
     const std::int64_t in = l == 1 && z.bidir ? 2 * z.hidden : z.hidden;
-    ew.push_back(b.variable("kernel", {in + z.hidden, 4 * z.hidden}));
-    eb.push_back(b.variable("bias", {4 * z.hidden}));
+    if (!z.cudnn) {
+      ew.push_back(b.variable("kernel", {in + z.hidden, 4 * z.hidden}));
+      eb.push_back(b.variable("bias", {4 * z.hidden}));
+    }
     s.h[l] = b.input("zero_h", {z.batch, z.hidden});
     s.c[l] = b.input("zero_c", {z.batch, z.hidden});
   }
@@ -168,6 +289,7 @@ std::vector<Tensor> nmt_encoder(GraphBuilder& b, const NmtSizes& z, LstmStates& 
     b.scope("nmt/encoder/embedding");
     layer_out.push_back(b.gather(t_name("lookup_t", t), src_emb, ids));
   }
+  if (z.cudnn) return {nmt_encoder_cudnn(b, z, s, seq_view(b, "x_seq", layer_out))};
   for (std::size_t l = 0; l < z.layers; ++l) {
     const std::string sc = "nmt/encoder/lstm_" + std::to_string(l);
     b.scope(sc);
@@ -208,7 +330,10 @@ NmtDecoder nmt_decoder_weights(GraphBuilder& b, const NmtSizes& z,
   for (std::size_t i = 0; i < enc_out.size(); ++i) {
     unstack.push_back(GradRule{.type = "Slice", .wrt = {static_cast<int>(i)}});
   }
-  d.memory = b.op("memory", "Pack", enc_out, {{z.batch, z.src_len, z.enc_dim}}, 0, unstack)[0];
+  // With lstm=cudnn the encoder's output already is one sequence tensor.
+  d.memory =
+      z.cudnn ? b.reshape("memory", enc_out[0], {z.batch, z.src_len, z.enc_dim})
+              : b.op("memory", "Pack", enc_out, {{z.batch, z.src_len, z.enc_dim}}, 0, unstack)[0];
   d.keys =
       b.reshape("keys",
                 b.matmul("keys/MatMul",
@@ -218,7 +343,7 @@ NmtDecoder nmt_decoder_weights(GraphBuilder& b, const NmtSizes& z,
   // fed to every upper layer (GNMT, Wu et al. 2016).
   b.scope("nmt/decoder/embedding");
   d.tgt_emb = b.variable("embedding", {z.tgt_vocab, z.hidden});
-  for (std::size_t l = 0; l < z.layers; ++l) {
+  for (std::size_t l = 0; l < z.layers && !z.cudnn; ++l) {
     b.scope("nmt/decoder/lstm_" + std::to_string(l));
     const std::int64_t in = l == 0 ? z.hidden : z.hidden + z.enc_dim;
     d.dw.push_back(b.variable("kernel", {in + z.hidden, 4 * z.hidden}));
@@ -237,10 +362,38 @@ NmtDecoder nmt_decoder_weights(GraphBuilder& b, const NmtSizes& z,
   return d;
 }
 
+// Attention at decoder step `st`: the context read with query h0 (decoder layer 0's output).
+Tensor nmt_attention(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d, const std::string& st,
+                     const Tensor& h0) {
+  const double score_elems = static_cast<double>(z.batch * z.src_len * z.attn);
+  b.scope("nmt/attention");
+  const Tensor q =
+      b.reshape(st + "/query", b.matmul(st + "/query/MatMul", h0, d.wq), {z.batch, 1, z.attn});
+  const Tensor th = b.unary(st + "/Tanh", "Tanh", b.add(st + "/add", d.keys, q), 4);
+  const Tensor sc =
+      b.op(st + "/score", "Sum", {b.mul(st + "/mul_v", th, d.v)}, {{z.batch, z.src_len}},
+           score_elems, {GradRule{.type = "Tile", .flops = 0, .wrt = {0}}})[0];
+  const Tensor alpha =
+      b.reshape(st + "/alpha", b.softmax(st + "/Softmax", sc), {z.batch, 1, z.src_len});
+  return b.reshape(st + "/context", b.batch_matmul(st + "/context/BatchMatMul", alpha, d.memory),
+                   {z.batch, z.enc_dim});
+}
+
+// The attentional output (attention_output) and the loss of step `st`; x the top layer's output.
+Tensor nmt_output(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d, const std::string& st,
+                  Tensor x, const Tensor& ctx, const Tensor& labels) {
+  b.scope("nmt/softmax");
+  if (z.attn_output)
+    x = b.unary(st + "/attention_output/Tanh", "Tanh",
+                b.matmul(st + "/attention_output/MatMul",
+                         b.concat(st + "/attention_output/concat", {x, ctx}, 1), d.w_c),
+                4);
+  return softmax_loss(b, st, x, d.w_out, d.b_out, labels);
+}
+
 // Decoder step t: the LSTM stack with attention, the attentional output and its loss.
 Tensor nmt_decoder_step(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d, std::int64_t t,
                         LstmStates& s) {
-  const double score_elems = static_cast<double>(z.batch * z.src_len * z.attn);
   const std::string st = t_name("t", t);
   b.scope("nmt/input");
   const Tensor ids = b.input(t_name("tgt_ids_t", t), {z.batch}, sim::Dtype::I32);
@@ -251,18 +404,7 @@ Tensor nmt_decoder_step(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d,
   auto [h0, c0] = lstm_cell(b, st, x0, s.h[0], s.c[0], d.dw[0], d.db[0]);
   s.h[0] = h0;
   s.c[0] = c0;
-  b.scope("nmt/attention");
-  const Tensor q =
-      b.reshape(st + "/query", b.matmul(st + "/query/MatMul", h0, d.wq), {z.batch, 1, z.attn});
-  const Tensor th = b.unary(st + "/Tanh", "Tanh", b.add(st + "/add", d.keys, q), 4);
-  const Tensor sc =
-      b.op(st + "/score", "Sum", {b.mul(st + "/mul_v", th, d.v)}, {{z.batch, z.src_len}},
-           score_elems, {GradRule{.type = "Tile", .flops = 0, .wrt = {0}}})[0];
-  const Tensor alpha =
-      b.reshape(st + "/alpha", b.softmax(st + "/Softmax", sc), {z.batch, 1, z.src_len});
-  const Tensor ctx =
-      b.reshape(st + "/context", b.batch_matmul(st + "/context/BatchMatMul", alpha, d.memory),
-                {z.batch, z.enc_dim});
+  const Tensor ctx = nmt_attention(b, z, d, st, h0);
   Tensor x = h0;
   for (std::size_t l = 1; l < z.layers; ++l) {
     b.scope("nmt/decoder/lstm_" + std::to_string(l));
@@ -272,20 +414,46 @@ Tensor nmt_decoder_step(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d,
     s.c[l] = cn;
     x = hn;
   }
-  b.scope("nmt/softmax");
-  if (z.attn_output)
-    x = b.unary(st + "/attention_output/Tanh", "Tanh",
-                b.matmul(st + "/attention_output/MatMul",
-                         b.concat(st + "/attention_output/concat", {x, ctx}, 1), d.w_c),
-                4);
-  return softmax_loss(b, st, x, d.w_out, d.b_out, labels);
+  return nmt_output(b, z, d, st, x, ctx, labels);
+}
+
+// The decoder with lstm=cudnn (teacher forcing, as GNMT v2 trains): layer 0 over all target
+// steps, attention per step from its outputs, each upper layer over [y; context] of all steps
+// (one concatenation, as GNMT v2's torch.cat). Returns the per-step losses.
+std::vector<Tensor> nmt_decoder_cudnn(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d,
+                                      LstmStates& s) {
+  std::vector<Tensor> x0, labels, ctx, losses;
+  for (std::int64_t t = 0; t < z.tgt_len; ++t) {
+    b.scope("nmt/input");
+    const Tensor ids = b.input(t_name("tgt_ids_t", t), {z.batch}, sim::Dtype::I32);
+    labels.push_back(b.input(t_name("labels_t", t), {z.batch}, sim::Dtype::I32));
+    b.scope("nmt/decoder/embedding");
+    x0.push_back(b.gather(t_name("lookup_t", t), d.tgt_emb, ids));
+  }
+  CudnnLayer layer =
+      cudnn_lstm_layer(b, z, "nmt/decoder/lstm_0", seq_view(b, "x_seq", x0), s.h[0], s.c[0], false);
+  for (std::int64_t t = 0; t < z.tgt_len; ++t)
+    ctx.push_back(nmt_attention(b, z, d, t_name("t", t), layer.y[static_cast<std::size_t>(t)]));
+  const Tensor ctx_seq = seq_view(b, "context_seq", ctx);
+  for (std::size_t l = 1; l < z.layers; ++l) {
+    const std::string sc = "nmt/decoder/lstm_" + std::to_string(l);
+    b.scope(sc);
+    const Tensor in = b.concat("input_feed", {layer.seq, ctx_seq}, 1);
+    layer = cudnn_lstm_layer(b, z, sc, in, s.h[l], s.c[l], false);
+  }
+  for (std::int64_t t = 0; t < z.tgt_len; ++t) {
+    const auto ti = static_cast<std::size_t>(t);
+    losses.push_back(nmt_output(b, z, d, t_name("t", t), layer.y[ti], ctx[ti], labels[ti]));
+  }
+  return losses;
 }
 
 }  // namespace
 
 sim::Graph build_nmt(GraphOptions& o) {
   o.accept({"batch", "layers", "hidden", "attention", "vocab", "src_vocab", "tgt_vocab", "src_len",
-            "tgt_len", "bidirectional", "attention_output", "optimizer", "grad_accumulation"});
+            "tgt_len", "bidirectional", "attention_output", "lstm", "optimizer",
+            "grad_accumulation"});
   NmtSizes z{};
   z.batch = o.get_int("batch", 64);
   z.layers = static_cast<std::size_t>(o.get_int("layers", 2, 1, 64));
@@ -298,6 +466,7 @@ sim::Graph build_nmt(GraphOptions& o) {
   z.tgt_len = o.get_int("tgt_len", 40, 1, 100000);
   z.bidir = o.get_bool("bidirectional", true);
   z.attn_output = o.get_bool("attention_output", true);
+  z.cudnn = o.get_choice("lstm", "unrolled", {"unrolled", "cudnn"}) == "cudnn";
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   const Accumulation acc = accumulation_option(o);
   z.enc_dim = z.bidir && z.layers > 1 ? z.hidden : (z.bidir ? 2 * z.hidden : z.hidden);
@@ -308,7 +477,10 @@ sim::Graph build_nmt(GraphOptions& o) {
   const NmtDecoder d = nmt_decoder_weights(b, z, enc_out);
   std::vector<Tensor> losses;
   losses.reserve(static_cast<std::size_t>(z.tgt_len));
-  for (std::int64_t t = 0; t < z.tgt_len; ++t) losses.push_back(nmt_decoder_step(b, z, d, t, s));
+  if (z.cudnn)
+    losses = nmt_decoder_cudnn(b, z, d, s);
+  else
+    for (std::int64_t t = 0; t < z.tgt_len; ++t) losses.push_back(nmt_decoder_step(b, z, d, t, s));
   b.scope("nmt/loss");
   const Tensor loss =
       b.reduce_mean("mean", z.tgt_len > 1 ? b.add_n("sum_steps", losses) : losses[0]);

@@ -373,6 +373,99 @@ TEST(Workloads, NmtWithoutAttentionOutput) {
   EXPECT_THROW(load_graph("nmt", base + ",attention_output=maybe"), sim::InputError);
 }
 
+// Ops of `type` in `phase` whose layer is `layer`, and the sum of their FLOPs.
+std::pair<int, double> layer_ops(const sim::Graph& g, const std::string& layer, sim::Phase phase,
+                                 const std::string& type) {
+  std::pair<int, double> r{0, 0.0};
+  for (const auto& op : g.ops)
+    if (op.layer == layer && op.phase == phase && op.type == type) {
+      ++r.first;
+      r.second += op.flops.v;
+    }
+  return r;
+}
+
+double gemm_flops(const sim::Graph& g, sim::Phase phase) {
+  double f = 0;
+  for (const auto& op : g.ops)
+    if (op.phase == phase && (op.type == "MatMul" || op.type == "BatchMatMul")) f += op.flops.v;
+  return f;
+}
+
+// lstm=cudnn (PyTorch nn.LSTM on cuDNN): per layer one input GEMM over all steps, per step one
+// recurrent GEMM and one fused pointwise kernel; backward per step one pointwise kernel and one
+// recurrent dgrad GEMM, then dX, dW_ih, dW_hh as one GEMM each and one bias reduction.
+// lstm=unrolled (the default): TensorFlow's per-step cell, its GEMM and weight gradient per step.
+TEST(Workloads, NmtCudnnLstm) {
+  const std::string base = "layers=2,src_len=3,tgt_len=2,hidden=32,vocab=50,batch=4";
+  const sim::Graph un = load_graph("nmt", base);
+  const sim::Graph cu = load_graph("nmt", base + ",lstm=cudnn");
+  const std::int64_t bt = 4, h = 32;
+  using sim::Phase;
+  // Encoder layer 1: 3 steps from a zero state (no gradient for it: step 0 has no dgrad GEMM).
+  const std::string enc1 = "nmt/encoder/lstm_1";
+  EXPECT_EQ(layer_ops(cu, enc1, Phase::Forward, "MatMul").first, 1 + 3);
+  EXPECT_EQ(layer_ops(cu, enc1, Phase::Forward, "LSTMPointwise").first, 3);
+  EXPECT_EQ(layer_ops(cu, enc1, Phase::Backward, "LSTMPointwiseGrad").first, 3);
+  EXPECT_EQ(layer_ops(cu, enc1, Phase::Backward, "MatMul").first, 2 + 3);
+  EXPECT_EQ(layer_ops(cu, enc1, Phase::Backward, "BiasAddGrad").first, 1);
+  EXPECT_EQ(layer_ops(cu, enc1, Phase::Forward, "Sigmoid").first, 0);
+  EXPECT_EQ(layer_ops(un, enc1, Phase::Forward, "MatMul").first, 3);
+  EXPECT_EQ(layer_ops(un, enc1, Phase::Forward, "Sigmoid").first, 3 * 3);
+  EXPECT_EQ(layer_ops(un, enc1, Phase::Backward, "MatMul").first, 2 * 3);
+  EXPECT_EQ(layer_ops(un, enc1, Phase::Forward, "LSTMPointwise").first, 0);
+  // Decoder layer 1: 2 steps from the encoder's final state (step 0's dgrad flows into it).
+  const std::string dec1 = "nmt/decoder/lstm_1";
+  EXPECT_EQ(layer_ops(cu, dec1, Phase::Forward, "MatMul").first, 1 + 2);
+  EXPECT_EQ(layer_ops(cu, dec1, Phase::Forward, "LSTMPointwise").first, 2);
+  EXPECT_EQ(layer_ops(cu, dec1, Phase::Backward, "MatMul").first, 2 + 3);
+  // The layer-wide weight gradient: all steps in one GEMM of 2 * T*B * H * 4H FLOPs.
+  const sim::Op& dw_hh = cu.ops.at(
+      static_cast<std::size_t>(cu.op_index("gradients/" + enc1 + "/gates_x_grad/MatMul_1")));
+  EXPECT_DOUBLE_EQ(dw_hh.flops.v, 2.0 * 3 * bt * h * 4 * h);
+  EXPECT_EQ(dw_hh.outputs.at(0).shape, (Shape{h, 4 * h}));
+  // GEMM FLOPs: forward identical; backward less only the dgrad of the 3 zero initial states
+  // (encoder layers 0, 0 backward, 1), which the unrolled cell's [x, h] dgrad computes.
+  EXPECT_DOUBLE_EQ(gemm_flops(cu, Phase::Forward), gemm_flops(un, Phase::Forward));
+  EXPECT_DOUBLE_EQ(gemm_flops(un, Phase::Backward) - gemm_flops(cu, Phase::Backward),
+                   3 * 2.0 * bt * h * 4 * h);
+  // Dependencies: step t's recurrent GEMM reads step t-1's pointwise output; layer 1's input
+  // GEMM reads layer 0's whole output (a view of every step's y).
+  const auto input_ops = [&](const std::string& name) {
+    std::set<std::string> in;
+    for (const auto& r : cu.ops.at(static_cast<std::size_t>(cu.op_index(name))).inputs)
+      in.insert(cu.ops.at(static_cast<std::size_t>(r.op)).name);
+    return in;
+  };
+  EXPECT_EQ(input_ops(enc1 + "/t2/recurrent_gemm").count(enc1 + "/t1/pointwise"), 1U);
+  EXPECT_EQ(input_ops("nmt/encoder/lstm_0_bw/t1/recurrent_gemm")
+                .count("nmt/encoder/lstm_0_bw/t2/pointwise"),
+            1U);
+  EXPECT_EQ(input_ops(enc1 + "/input_gemm").count("nmt/encoder/lstm_0/y_fw_bw"), 1U);
+  EXPECT_EQ(input_ops("nmt/encoder/lstm_0/y_fw_bw").count("nmt/encoder/lstm_0/y"), 1U);
+  EXPECT_EQ(input_ops("nmt/encoder/lstm_0/y").size(), 3U);
+  // The input dgrad reads the gate gradients of all steps (a view over the 3 pointwise grads).
+  const auto dg = input_ops("gradients/" + enc1 + "/input_gemm_grad/MatMul_0");
+  EXPECT_EQ(dg.count("gradients/" + enc1 + "/gates_x_grad/View_0"), 1U);
+  EXPECT_EQ(input_ops("gradients/" + enc1 + "/gates_x_grad/View_0").size(), 3U);
+  // The fused kernel's traffic (F32): reads the 4H pre-activations and c_{t-1}; writes h, c and
+  // the 4H gate activations.
+  const sim::Op& pw = cu.ops.at(static_cast<std::size_t>(cu.op_index(enc1 + "/t1/pointwise")));
+  EXPECT_EQ(pw.bytes_read.v, (4 + 1) * bt * h * 4);
+  EXPECT_EQ(pw.bytes_written.v, (1 + 1 + 4) * bt * h * 4);
+  EXPECT_THROW(load_graph("nmt", base + ",lstm=fused"), sim::InputError);
+}
+
+// The default is the unrolled cell, unchanged: the op count in docs/workloads.md.
+TEST(Workloads, NmtDefaultLstmIsUnrolled) {
+  const sim::Graph g = load_graph("nmt");
+  EXPECT_EQ(g.num_ops(), 9583);
+  EXPECT_EQ(count_type(g, "LSTMPointwise"), 0);
+  const sim::Graph explicit_unrolled = load_graph("nmt", "lstm=unrolled");
+  EXPECT_EQ(explicit_unrolled.num_ops(), g.num_ops());
+  EXPECT_DOUBLE_EQ(sim::graph_stats(explicit_unrolled).flops.v, sim::graph_stats(g).flops.v);
+}
+
 TEST(Workloads, JsonRoundTrip) {
   for (const auto& [name, opts] : std::map<std::string, std::string>{
            {"rnnlm", "steps=2,hidden=32,vocab=50"},
