@@ -1408,9 +1408,52 @@ std::vector<std::string> apply_host_calibration(Cluster& cluster, const Calibrat
   return lines;
 }
 
+namespace {
+
+// A calibration is keyed by what its trace printed ("NVIDIA H200" -> "H200") unless calibrate was
+// given --device-model; a cluster names catalog models ("H200-SXM-141GB"). Each key that is no
+// device's name or model but names a catalog model (find_device_model: the names tools print)
+// prices that model's devices too, said in a note; a calibration that prices no device of the
+// cluster is said too, since its fits would otherwise go unused without a word.
+void resolve_calibration_keys(Calibration& c, const Cluster& cluster, const std::string& path,
+                              std::vector<std::string>& notes) {
+  std::set<std::string> names, models;
+  for (const Device& d : cluster.devices) {
+    names.insert(d.name);
+    models.insert(d.spec.model);
+  }
+  std::vector<std::pair<std::string, std::string>> add;  // key -> catalog model
+  for (const auto& [key, dc] : c.devices) {
+    if (names.count(key) != 0 || models.count(key) != 0) continue;
+    const DeviceSpec* spec = find_device_model(key);
+    if (spec && spec->model != key && models.count(spec->model) != 0 &&
+        c.devices.count(spec->model) == 0)
+      add.emplace_back(key, spec->model);
+  }
+  for (const auto& [key, model] : add) {
+    if (c.devices.count(model) != 0) continue;  // two keys of one model: the first in key order
+    c.devices[model] = c.devices.at(key);
+    notes.push_back(path + ": calibration device \"" + key + "\" prices the cluster's " + model +
+                    " devices (the catalog reads that name as " + model + ")");
+  }
+  const bool any = std::any_of(cluster.devices.begin(), cluster.devices.end(),
+                               [&](const Device& d) { return find_device_calibration(c, d); });
+  if (!any && !c.devices.empty()) {
+    std::string keys;
+    for (const auto& [key, dc] : c.devices) keys += (keys.empty() ? "\"" : ", \"") + key + "\"";
+    notes.push_back(path + ": prices no device of this cluster (its devices: " + keys +
+                    "; the cluster's are named by device name or catalog model): its fits are "
+                    "not used; calibrate with --device-model MODEL to key them to a model");
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<const Calibration> use_calibration(const std::string& path, Cluster& cluster,
                                                    std::vector<std::string>& notes) {
-  auto c = std::make_shared<const Calibration>(load_calibration(path));
+  Calibration loaded = load_calibration(path);
+  resolve_calibration_keys(loaded, cluster, path, notes);
+  auto c = std::make_shared<const Calibration>(std::move(loaded));
   for (std::string& l : apply_host_calibration(cluster, *c)) notes.push_back(path + ": " + l);
   return c;
 }

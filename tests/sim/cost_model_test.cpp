@@ -370,6 +370,43 @@ TEST(CalibrationHost, AppliedToMatchingGpusUnlessTheClusterChoseItsOwn) {
       << lines[1];
 }
 
+// calibrate keys a profile by the name its trace prints ("Tesla V100-SXM2-16GB" ->
+// "V100-SXM2-16GB", "NVIDIA H200" -> "H200"); a cluster names catalog models. A key the catalog
+// reads as a cluster's model prices those devices, with a note; a calibration that prices no
+// device says so instead of going unused without a word.
+TEST(CalibrationKeys, TraceNamesPriceTheirCatalogModelAndUnusedOnesAreSaid) {
+  Cluster cl = load_cluster("hgx-h100");
+  const Device* gpu = nullptr;
+  for (const Device& d : cl.devices)
+    if (d.spec.kind == DeviceKind::Gpu) gpu = &d;
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_EQ(gpu->spec.model, "H100-SXM5-80GB");
+  Calibration c;
+  c.devices["H100-80GB-HBM3"].exact["MatMul|x"] = Duration{1'234};  // "NVIDIA H100 80GB HBM3"
+  const std::string path = write_tmp(calibration_to_yaml(c));
+  std::vector<std::string> notes;
+  const auto used = use_calibration(path, cl, notes);
+  const DeviceCalibration* dc = find_device_calibration(*used, *gpu);
+  ASSERT_NE(dc, nullptr);  // before: nullptr, the calibration silently unused
+  EXPECT_EQ(dc->exact.at("MatMul|x").ns, 1'234);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("\"H100-80GB-HBM3\" prices the cluster's H100-SXM5-80GB devices"),
+            std::string::npos)
+      << notes[0];
+  // A calibration of another GPU: nothing priced, and a note says so.
+  Calibration other;
+  other.devices["H200"].exact["MatMul|x"] = Duration{1'234};
+  const std::string path2 = write_tmp(calibration_to_yaml(other));
+  std::vector<std::string> notes2;
+  Cluster cl2 = load_cluster("hgx-h100");
+  const auto unused = use_calibration(path2, cl2, notes2);
+  EXPECT_EQ(find_device_calibration(*unused, *gpu), nullptr);
+  ASSERT_EQ(notes2.size(), 1u);
+  EXPECT_NE(notes2[0].find("prices no device of this cluster"), std::string::npos) << notes2[0];
+  std::filesystem::remove(path);
+  std::filesystem::remove(path2);
+}
+
 TEST(CalibrationYaml, BadInputNamesFileAndKey) {
   const auto expect_error = [](const std::string& text, const std::string& needle) {
     const std::string path = write_tmp(text);
