@@ -126,6 +126,25 @@ TEST(Validate, CalibrationThatMatchesNothingSaysSo) {
   EXPECT_TRUE(said);
 }
 
+TEST(Validate, TraceNameAndCalibrationModelOfOneGpuMatch) {
+  // calibrate --device-model A100-SXM4-40GB keys the table by the catalog model; the HTA trace
+  // prints "NVIDIA A100-PG509-200", which the catalog reads as that model. Before, validate
+  // without --device-model said "the calibration has no device" and used none of it.
+  auto cal = std::make_shared<placesim::sim::Calibration>();
+  cal->devices["A100-SXM4-40GB"].exact["no-such-op()"] = placesim::sim::Duration{1000};
+  pc::ValidateOptions o;
+  o.calibration = cal;
+  const pc::ValidationReport r =
+      pc::validate_profiles({pc::read_profile(data("a100_event_sync.json"))}, o);
+  bool took = false, missing = false;
+  for (const auto& n : r.notes) {
+    took |= n.find("takes the calibration's \"A100-SXM4-40GB\"") != std::string::npos;
+    missing |= n.find("the calibration has no device") != std::string::npos;
+  }
+  EXPECT_TRUE(took);
+  EXPECT_FALSE(missing);
+}
+
 TEST(Validate, NoComparisonNoErrorPrinted) {
   // A trace with no events: nothing measured, nothing predicted, no percentage.
   const pc::Profile p = pc::parse_kineto_json(R"J({"traceEvents": []})J", "empty.json");
