@@ -242,8 +242,9 @@ const sim::DeviceCalibration* device_calibration(const Profile& p, const Validat
   if (const sim::DeviceSpec* spec = sim::find_device_model(key))
     for (const auto& [k, dc] : opt.calibration->devices)
       if (const sim::DeviceSpec* s = sim::find_device_model(k); s && s->model == spec->model) {
-        notes.push_back(p.source + ": the trace's device \"" + key + "\" takes the calibration's \"" +
-                        k + "\" (one catalog model, " + spec->model + ")");
+        notes.push_back(p.source + ": the trace's device \"" + key +
+                        "\" takes the calibration's \"" + k + "\" (one catalog model, " +
+                        spec->model + ")");
         return &dc;
       }
   notes.push_back(p.source + ": the calibration has no device \"" + key +
