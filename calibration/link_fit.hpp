@@ -126,8 +126,9 @@ struct CollectiveFit {
 };
 /// Per (collective, ranks, nodes), per run: alpha and algbw (docs/calibration.md, "Collective
 /// fit"); a bandwidth only where the sizes reach the bandwidth regime (largest size >= 4 x
-/// alpha x algbw), and never above the highest measured busbw by more than the fit's own error
-/// (capped there, with a note). Runs of one measurement: combined by their medians when their
+/// alpha x algbw), and never above the highest measured busbw by more than the latency share
+/// left at the largest size (alpha x algbw / largest) plus 5 % of run-to-run noise (capped at the
+/// highest measured, with a note). Runs of one measurement: combined by their medians when their
 /// busbw agree within 10 %, else refused (CollectiveFit::refusal).
 CollectiveFit fit_collective(const std::vector<CollectivePoint>& points);
 

@@ -239,14 +239,11 @@ const sim::DeviceCalibration* device_calibration(const Profile& p, const Validat
     return &it->second;
   // The trace's name and the calibration's key may spell one catalog model two ways ("H200" from
   // "NVIDIA H200", H200-SXM-141GB from calibrate --device-model): the catalog's names decide.
-  if (const sim::DeviceSpec* spec = sim::find_device_model(key))
-    for (const auto& [k, dc] : opt.calibration->devices)
-      if (const sim::DeviceSpec* s = sim::find_device_model(k); s && s->model == spec->model) {
-        notes.push_back(p.source + ": the trace's device \"" + key +
-                        "\" takes the calibration's \"" + k + "\" (one catalog model, " +
-                        spec->model + ")");
-        return &dc;
-      }
+  if (const auto [dc, k] = sim::find_calibration_of_model(*opt.calibration, key); dc) {
+    notes.push_back(p.source + ": the trace's device \"" + key + "\" takes the calibration's \"" +
+                    k + "\" (one catalog model, " + sim::find_device_model(key)->model + ")");
+    return dc;
+  }
   notes.push_back(p.source + ": the calibration has no device \"" + key +
                   "\" (pass --device-model): every kernel keeps its measured time");
   return nullptr;

@@ -1377,6 +1377,16 @@ std::string calibration_to_yaml(const Calibration& c) {
   return out;
 }
 
+std::pair<const DeviceCalibration*, std::string> find_calibration_of_model(const Calibration& c,
+                                                                           std::string_view name) {
+  const DeviceSpec* want = find_device_model(name);
+  if (!want) return {nullptr, ""};
+  for (const auto& [key, dc] : c.devices)
+    if (const DeviceSpec* s = find_device_model(key); s && s->model == want->model)
+      return {&dc, key};
+  return {nullptr, ""};
+}
+
 const DeviceCalibration* find_device_calibration(const Calibration& c, const Device& device) {
   auto it = c.devices.find(device.name);
   if (it == c.devices.end()) it = c.devices.find(device.spec.model);
@@ -1417,22 +1427,14 @@ namespace {
 // cluster is said too, since its fits would otherwise go unused without a word.
 void resolve_calibration_keys(Calibration& c, const Cluster& cluster, const std::string& path,
                               std::vector<std::string>& notes) {
-  std::set<std::string> names, models;
-  for (const Device& d : cluster.devices) {
-    names.insert(d.name);
-    models.insert(d.spec.model);
-  }
-  std::vector<std::pair<std::string, std::string>> add;  // key -> catalog model
-  for (const auto& [key, dc] : c.devices) {
-    if (names.count(key) != 0 || models.count(key) != 0) continue;
-    const DeviceSpec* spec = find_device_model(key);
-    if (spec && spec->model != key && models.count(spec->model) != 0 &&
-        c.devices.count(spec->model) == 0)
-      add.emplace_back(key, spec->model);
-  }
-  for (const auto& [key, model] : add) {
-    if (c.devices.count(model) != 0) continue;  // two keys of one model: the first in key order
-    c.devices[model] = c.devices.at(key);
+  std::set<std::string> unpriced;  // catalog models of devices no key names
+  for (const Device& d : cluster.devices)
+    if (!find_device_calibration(c, d)) unpriced.insert(d.spec.model);
+  for (const std::string& model : unpriced) {
+    const auto [dc, key] = find_calibration_of_model(c, model);
+    if (!dc) continue;
+    DeviceCalibration copy = *dc;
+    c.devices.emplace(model, std::move(copy));
     notes.push_back(path + ": calibration device \"" + key + "\" prices the cluster's " + model +
                     " devices (the catalog reads that name as " + model + ")");
   }

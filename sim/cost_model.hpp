@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/cluster.hpp"
@@ -225,6 +226,11 @@ std::string calibration_to_yaml(const Calibration& c);
 
 /// The calibration entry for a device: by device name, then by its catalog model (nullptr if none).
 const DeviceCalibration* find_device_calibration(const Calibration& c, const Device& device);
+/// The entry (and its key) whose key the catalog reads as the same model as `name` ("H200",
+/// printed by the trace, and "H200-SXM-141GB"): the first in key order, else {nullptr, ""}.
+/// Walks the catalog per key: for loading a calibration, not for pricing an op.
+std::pair<const DeviceCalibration*, std::string> find_calibration_of_model(const Calibration& c,
+                                                                           std::string_view name);
 
 /// Sets the launch overhead of every GPU of `cluster` whose calibration entry
 /// (find_device_calibration) has a host cost to that cost. A GPU whose cluster file set a
