@@ -362,8 +362,8 @@ std::string lower(std::string s) {
 // are the out-of-place ones.
 struct Columns {
   int size = -1, time = -1, algbw = -1, busbw = -1;
-  int type = -1, redop = -1;  // nccl-tests' data type and reduction columns
-  double time_unit_s = 1e-6;  // nccl-tests prints us
+  int type = -1, redop = -1, root = -1;  // nccl-tests' data type, reduction and root columns
+  double time_unit_s = 1e-6;             // nccl-tests prints us
   [[nodiscard]] bool usable() const { return size >= 0 && (time >= 0 || algbw >= 0); }
 };
 
@@ -390,6 +390,8 @@ Columns columns_from_header(const std::vector<std::string>& cells) {
       c.type = k;
     } else if (c.redop < 0 && (h == "redop" || h == "op")) {
       c.redop = k;
+    } else if (c.root < 0 && h == "root") {
+      c.root = k;
     }
   }
   return c;
@@ -534,6 +536,14 @@ class NcclTestsReader {
 
   void read_line(const std::string& line) {
     ++line_no_;
+    // "./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8", "mpirun ... all_reduce_perf_mpi": the
+    // binaries a command line names.
+    static const std::regex kBinaryRe(
+        R"(\b(all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|gather|)"
+        R"(scatter|hypercube)_perf)");
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), kBinaryRe);
+         it != std::sregex_iterator(); ++it)
+      binaries_.insert((*it)[1].str());
     if (read_setup_line(line)) return;
     const auto cells = markdown_cells(line);
     if (!cells.empty()) {
@@ -542,6 +552,66 @@ class NcclTestsReader {
     }
     close_markdown();
     read_plain_line(line);
+  }
+
+  // The collective the lines read so far ran, from what they say of it (the caller has found no
+  // "Collective test starting" line): a command line naming one X_perf binary; else the rows of
+  // nccl-tests' own table: redop "none" (all_gather, alltoall, broadcast) or a reduction op
+  // (all_reduce, reduce_scatter, reduce, sendrecv), a root (broadcast, reduce), an in-place
+  // half it could not check (alltoall, sendrecv: "#wrong" N/A beside a checked out-of-place
+  // count), and busbw / algbw over the ranks of the header (2(n-1)/n all_reduce, (n-1)/n
+  // reduce_scatter, 1 sendrecv; src/*.cu GetBw of NVIDIA/nccl-tests). Else all_reduce, assumed.
+  [[nodiscard]] CollectiveGuess guess() const {
+    if (binaries_.size() == 1)
+      return {*binaries_.begin(), "its command line names " + *binaries_.begin() + "_perf", false};
+    std::string redop, root;
+    int unchecked = 0, checked = 0;
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      if (redop.empty() && !rows_[i].redop.empty()) {
+        redop = rows_[i].redop;
+        root = rows_[i].root;
+      }
+      unchecked += rows_[i].in_place_checked == 0;
+      checked += rows_[i].in_place_checked == 1;
+      if (out_[i].algbw_gb_s >= 1.0 && out_[i].busbw_gb_s > 0)
+        ratios.push_back(out_[i].busbw_gb_s / out_[i].algbw_gb_s);
+    }
+    const Run& run = runs_.front();
+    const long long n = !run.rank_hosts.empty()
+                            ? run.rank_hosts.rbegin()->first + 1LL
+                            : static_cast<long long>(run.threads) * run.gpus_per_thread;
+    double ratio = 0;
+    if (!ratios.empty()) {
+      std::sort(ratios.begin(), ratios.end());
+      ratio = ratios[ratios.size() / 2];
+    }
+    const bool in_place_na = unchecked > 0 && checked == 0;
+    const bool rooted = !root.empty() && root != "-1";
+    const std::string cols = "redop " + redop + ", root " + root;
+    if (redop == "none") {
+      if (rooted) return {"broadcast", cols, false};
+      if (in_place_na) return {"alltoall", cols + ", in-place results not checked (N/A)", false};
+      return {"all_gather", cols + ", in-place results checked", false};
+    }
+    if (!redop.empty()) {
+      if (rooted) return {"reduce", cols, false};
+      if (in_place_na) return {"sendrecv", cols + ", in-place results not checked (N/A)", false};
+      const auto near = [&](double want) { return std::fabs(ratio / want - 1.0) < 0.03; };
+      if (n > 2 && ratio > 0) {
+        const double nn = static_cast<double>(n);
+        const std::string over = " over " + std::to_string(n) + " ranks";
+        if (near(2.0 * (nn - 1) / nn))
+          return {"all_reduce", cols + ", busbw = algbw x 2(n-1)/n" + over, false};
+        if (near((nn - 1) / nn))
+          return {"reduce_scatter", cols + ", busbw = algbw x (n-1)/n" + over, false};
+        if (near(1.0)) return {"sendrecv", cols + ", busbw = algbw" + over, false};
+      }
+    }
+    return {"all_reduce",
+            "assumed: nothing in the file tells all_reduce from sendrecv or the others (pass "
+            "--collective to name it)",
+            true};
   }
 
   // The points with their ranks and nodes: the "Rank N" lines, else nThread x nGpus of a single
@@ -818,6 +888,7 @@ class NcclTestsReader {
       cols.busbw = cols.time + 2;
       cols.type = cols.time >= 3 ? 2 : -1;
       cols.redop = cols.time >= 4 ? 3 : -1;
+      cols.root = cols.time >= 5 ? 4 : -1;
     }
     // Before any header, a numeric line that is no result row is launcher chatter; after one, it is
     // a malformed row.
@@ -842,7 +913,16 @@ class NcclTestsReader {
       return col >= 0 && col < static_cast<int>(tok.size()) ? tok[static_cast<std::size_t>(col)]
                                                             : std::string();
     };
-    add_point(size, t * cols.time_unit_s, algbw, busbw, cell(cols.type), cell(cols.redop));
+    // nccl-tests' "#wrong" cells follow each busbw: a count where it checked the result, "N/A"
+    // where it did not (-c 0, or the in-place half of sendrecv and alltoall, which it cannot
+    // check: "We don't support in-place sendrecv", src/sendrecv.cu).
+    const std::string out_wrong = cell(cols.busbw >= 0 ? cols.busbw + 1 : -1);
+    const std::string in_wrong = cell(cols.busbw >= 0 ? cols.busbw + 5 : -1);
+    const int in_place_checked = out_wrong.empty() || in_wrong.empty() || out_wrong == "N/A" ? -1
+                                 : in_wrong == "N/A"                                         ? 0
+                                                                                             : 1;
+    add_point(size, t * cols.time_unit_s, algbw, busbw, cell(cols.type), cell(cols.redop),
+              cell(cols.root), in_place_checked);
   }
 
   // A row cut by nccl-tests' own failure report ("2097152 32768 float none -1 node0: Test CUDA
@@ -861,7 +941,8 @@ class NcclTestsReader {
   }
 
   void add_point(double bytes, double time_s, double algbw, double busbw,
-                 const std::string& type = "", const std::string& redop = "") {
+                 const std::string& type = "", const std::string& redop = "",
+                 const std::string& root = "", int in_place_checked = -1) {
     // Ranges before use: a NaN, an infinity or an absurd value would fit a link the cluster
     // format cannot hold (issue 18).
     if (!(bytes >= 0 && bytes <= kMaxMessageBytes) || !(time_s >= 0 && time_s <= kMaxUs * 1e-6) ||
@@ -894,7 +975,8 @@ class NcclTestsReader {
       runs_.back().has_rows = true;
       if (runs_.back().first_line == 0) runs_.back().first_line = line_no_;
       out_.push_back(p);
-      rows_.push_back(RowInfo{type, redop, section_, line_no_, static_cast<int>(runs_.size()) - 1});
+      rows_.push_back(RowInfo{type, redop, root, section_, line_no_,
+                              static_cast<int>(runs_.size()) - 1, in_place_checked});
     }
   }
 
@@ -913,9 +995,10 @@ class NcclTestsReader {
   // Where a point came from: its data type and reduction op (nccl-tests' own rows), the
   // "Collective test starting" section it sits in, and its line.
   struct RowInfo {
-    std::string type, redop, section;
+    std::string type, redop, root, section;
     int line = 0;
-    int run = 0;  // index into runs_
+    int run = 0;                // index into runs_
+    int in_place_checked = -1;  // 1 in-place #wrong a count, 0 "N/A" (out-of-place a count), -1
   };
   // One run of the binary: what its header said of ranks and hosts, where it starts.
   struct Run {
@@ -929,6 +1012,7 @@ class NcclTestsReader {
 
   const std::string& origin_;
   const std::string& collective_;
+  std::set<std::string> binaries_;  // collectives whose X_perf binary a line names
   std::vector<CollectivePoint> out_;
   std::vector<RowInfo> rows_;  // parallel to out_
   std::vector<Run> runs_ = std::vector<Run>(1);
@@ -958,20 +1042,41 @@ std::string collective_named_in(const std::string& text) {
   return named.size() == 1 ? *named.begin() : std::string();
 }
 
-std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
-                                              const std::string& collective, int run) {
-  // No collective asked for: the one the log names ("# Collective test starting:
-  // alltoall_perf"), else nccl-tests' first binary, all_reduce.
-  std::string named = collective;
-  if (named.empty()) named = collective_named_in(text);
-  if (named.empty()) named = "all_reduce";
-  NcclTestsReader reader(origin, named);
+namespace {
+
+void read_lines(NcclTestsReader& reader, const std::string& text) {
   std::istringstream in(text);
   std::string raw;
   while (std::getline(in, raw)) {
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     reader.read_line(strip_prefixes(raw));
   }
+}
+
+}  // namespace
+
+CollectiveGuess guess_collective(const std::string& text, const std::string& origin) {
+  const std::string named = collective_named_in(text);
+  if (!named.empty()) return {named, "its \"Collective test starting\" line names it", false};
+  if (text.find("Collective test starting") != std::string::npos)
+    return {"all_reduce",
+            "assumed: its \"Collective test starting\" lines name several binaries; all_reduce's "
+            "section is read (pass --collective to name another)",
+            true};
+  const std::string any;
+  NcclTestsReader reader(origin, any);
+  read_lines(reader, text);
+  return reader.guess();
+}
+
+std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std::string& origin,
+                                              const std::string& collective, int run) {
+  // No collective asked for: the one the file shows it ran (guess_collective), else nccl-tests'
+  // first binary, all_reduce.
+  const std::string named =
+      collective.empty() ? guess_collective(text, origin).collective : collective;
+  NcclTestsReader reader(origin, named);
+  read_lines(reader, text);
   std::vector<CollectivePoint> pts = reader.finish();
   if (run <= 0) return pts;
   const int runs = pts.back().run + 1;

@@ -84,8 +84,7 @@ struct CollectivePoint {
 /// refused), else nThread x nGpus, else per table from busbw / algbw; nodes: distinct host names
 /// of the rank lines, else 0 (unknown); nccl_version from "NCCL version 2.x.y" or
 /// "nccl-library=NNNNN".
-/// `collective` empty: the one the log's "# Collective test starting:" lines name when they name
-/// one (alltoall_perf -> "alltoall"), else "all_reduce".
+/// `collective` empty: guess_collective's.
 /// Runs: a file may hold several runs one after another; a new one starts at a "# nThread",
 /// "Rank N" or "# Collective test starting:" line after result rows, after an "# Avg bus
 /// bandwidth" footer, at a markdown table, or where a size falls below the previous one of the
@@ -97,6 +96,17 @@ std::vector<CollectivePoint> parse_nccl_tests(const std::string& text, const std
 /// The collective every "# Collective test starting: X_perf[_mpi]" line of a log names ("X"), or ""
 /// when there is none or several.
 std::string collective_named_in(const std::string& text);
+/// Which collective an nccl-tests output ran, from its content (docs/calibration.md, "Which
+/// collective"): its "Collective test starting" line; else a command line naming one X_perf
+/// binary; else its rows' redop and root columns, which in-place results it checked (sendrecv
+/// and alltoall print N/A there) and busbw / algbw over the ranks its header lists; else
+/// all_reduce, `assumed`. `why` says which, for a note.
+struct CollectiveGuess {
+  std::string collective;
+  std::string why;
+  bool assumed = false;
+};
+CollectiveGuess guess_collective(const std::string& text, const std::string& origin);
 /// Vidur's profiling CSV (data/profiling/network/*/all_reduce.csv): time in ms, size in bytes.
 std::vector<CollectivePoint> parse_vidur_collective_csv(const std::string& text,
                                                         const std::string& origin);

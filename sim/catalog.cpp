@@ -100,6 +100,10 @@ constexpr ReferenceNic kDgxA100Nic{200, "InfiniBand HDR, as in DGX A100"};
 constexpr ReferenceNic kDgxH100Nic{400, "InfiniBand NDR, as in DGX H100/H200"};
 constexpr ReferenceNic kDgxB200Nic{400, "InfiniBand NDR (ConnectX-7), as in DGX B200"};
 constexpr ReferenceNic kDgxGb200Nic{400, "InfiniBand NDR (ConnectX-7), as in DGX GB200"};
+//  - GB300 NVL72: one ConnectX-8 SuperNIC of 800 Gb/s per GPU, 72 a rack (glennklockwood.com,
+//    B300 page, "72 ConnectX-8 NICs"; vendordeep.com's GB300 NVL72 launch summary: "each GPU has
+//    ConnectX-8 SuperNIC at 800 Gb/s").
+constexpr ReferenceNic kGb300Nic{800, "ConnectX-8 SuperNIC 800 Gb/s per GPU, as in GB300 NVL72"};
 // H800 (sold where H100 is not; no DGX read): DeepSeek's H800 cluster runs one 400 Gb/s
 // InfiniBand NIC per GPU in a multi-plane fat-tree of 400G switches (DeepSeek-AI, "Insights into
 // DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI Architectures",
@@ -249,6 +253,33 @@ void add_recent_parts(std::vector<Entry>& c) {
           "40 F64, 80 F32, 2.5 P TF32, 5 P F16/BF16, 10 P FP8 with sparsity (halved), "
           "186 GB HBM3e, 8 TB/s, NVLink 5 1.8 TB/s (18 x 50 GB/s/dir); SM count not in the "
           "sources; 3 copy engines assumed"));
+  // GB300 (Blackwell Ultra, the B300 die with a Grace CPU): CC 10.3 (developer.nvidia.com/
+  // cuda-gpus); dense rates from verda.com's per-GPU table (GB300 column, "without sparsity");
+  // F64 1.25 TFLOP/s from glennklockwood.com's B300 page (the same die: "essentially no FP64");
+  // 288 GB HBM3e (12-high stacks), 8 TB/s; 18 NVLink 5 links; one ConnectX-8 800 Gb/s per GPU.
+  c.push_back(
+      gpu("GB300-288GB",
+          {{D::F64, 1.25},
+           {D::F32, 80.0},
+           {D::TF32, 1250.0},
+           {D::F16, 2500.0},
+           {D::BF16, 2500.0},
+           {D::FP8, 5000.0}},
+          8000.0, 288, 3, kAmpereOn,
+          {.arch = nvidia_cc(10, 3), .sms = 0, .links = {18, 5, 50, 5}, .nic = kGb300Nic},
+          "verda.com 'NVIDIA GB300 NVL72: GPU Architecture & Performance', per-GPU table without "
+          "sparsity: 0.080 P F32, 1.25 P TF32, 2.5 P F16/BF16, 5 P FP8, 8 TB/s; F64 1.25 T "
+          "(glennklockwood.com B300 page); 288 GB HBM3e; NVLink 5 1.8 TB/s (18 x 50 GB/s/dir); "
+          "SM count not used (0); 3 copy engines assumed"));
+  // Grace (the CPU of GB200/GB300 superchips and NVL72 racks): 72 Arm Neoverse V2 cores with
+  // 4x128-bit SVE2 pipes (16 F64 / 32 F32 FLOP/cycle) at 3.1 GHz = 3.57 / 7.14 TFLOP/s, half of
+  // the Grace CPU Superchip's "FP64 peak 7.1 TFLOPS" (hardwaretimes.com's table of NVIDIA's
+  // figures); LPDDR5X at half the superchip's "up to 1 TB/s"; 480 GB per Grace in GB200 NVL72
+  // (17 TB over 36 Grace CPUs) = 447 GiB.
+  c.push_back(cpu("Grace", 3571.2, 7142.4, 500.0, 447, 72,
+                  "NVIDIA Grace: 72 Neoverse V2 cores (4x128b SVE2), 3.1 GHz, 3.57 TFLOP/s F64 "
+                  "(the 144-core Grace CPU Superchip: 7.1 TFLOPS F64, up to 1 TB/s LPDDR5X; "
+                  "hardwaretimes.com); 480 GB LPDDR5X per Grace in GB200 NVL72"));
 }
 
 // Ada / Ampere / Turing PCIe inference cards (no NVLink), sourced as add_recent_parts.
@@ -690,6 +721,7 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     {"h800", "H800-SXM5-80GB"},
     {"b200", "B200-SXM-180GB"},
     {"gb200", "GB200-186GB"},
+    {"gb300", "GB300-288GB"},
     {"l40s", "L40S-48GB"},
     {"l4", "L4-24GB"},
     {"a10", "A10-24GB"},

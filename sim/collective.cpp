@@ -127,7 +127,7 @@ bool is_nvlink(const Link& l) {
 
 int gpu_generation(const DeviceSpec& s) {  // 0 Volta (and older), 1 Ampere/Ada, 2 Hopper+
   const std::string m = lower_alnum(s.model);
-  for (const char* h : {"h100", "h200", "h800", "h20", "gh200", "b200", "b100", "gb200"})
+  for (const char* h : {"h100", "h200", "h800", "h20", "gh200", "b200", "b100", "gb200", "b300"})
     if (m.find(h) != std::string::npos) return 2;
   for (const char* a :
        {"a100", "a800", "a30", "a40", "a10", "rtx30", "rtx40", "4090", "3090", "l40", "l4"})

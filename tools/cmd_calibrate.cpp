@@ -473,10 +473,15 @@ void run_links(const LinksArgs& a) {
     const auto m = calibration::parse_p2p_output(sim::read_text_file(a.p2p), a.p2p);
     rep = calibration::fit_links_from_p2p(m, c);
   } else {
-    auto pts =
-        a.nccl_tests.empty()
-            ? calibration::parse_vidur_collective_csv(sim::read_text_file(input), input)
-            : calibration::parse_nccl_tests(sim::read_text_file(input), input, a.collective, a.run);
+    const std::string text = sim::read_text_file(input);
+    if (!a.nccl_tests.empty() && a.collective.empty()) {
+      // Which collective ran, and how the file says so (or that nothing does).
+      const calibration::CollectiveGuess g = calibration::guess_collective(text, input);
+      g_notes.push_back(input + ": read as " + g.collective + " (" + g.why + ")");
+    }
+    auto pts = a.nccl_tests.empty()
+                   ? calibration::parse_vidur_collective_csv(text, input)
+                   : calibration::parse_nccl_tests(text, input, a.collective, a.run);
     for (auto& p : pts) {
       if (a.ranks > 0) p.ranks = a.ranks;
       if (a.nodes > 0) p.nodes = a.nodes;
@@ -692,8 +697,8 @@ void register_calibrate(CLI::App& app) {
         ->check(input_file());
     cmd->add_option(
         "--collective", a->collective,
-        "collective the nccl-tests binary ran (default: the one the file's \"Collective "
-        "test starting\" lines name, else all_reduce)");
+        "collective the nccl-tests binary ran (default: the one the file shows it ran: its "
+        "\"Collective test starting\" line, command line or rows; else all_reduce, said)");
     cmd->add_option("--ranks", a->ranks, "GPUs the collective ran on, for tables that do not say")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--nodes", a->nodes,

@@ -478,6 +478,38 @@ TEST(NcclTests, WithoutCollectiveTheOneTheLogNames) {
   EXPECT_EQ(pc::collective_named_in("no section line\n"), "");
 }
 
+TEST(NcclTests, CollectiveFromTheFileWithoutTheStartingLine) {
+  // Issue 16: a sendrecv_perf output without "# Collective test starting:" was read as
+  // all_reduce. Real sendrecv_perf -g 8 on 8x A100 (li-plus/playground): its command line names
+  // the binary; without that line, its rows do (redop sum, root -1, in-place results not checked:
+  // "N/A", which all_reduce_perf never prints beside a checked out-of-place count).
+  const std::string sr = slurp(data("li-plus_nccl-tests_sendrecv_8xA100_g8.txt"));
+  const auto pts = pc::parse_nccl_tests(sr, "sr.txt", "");
+  ASSERT_EQ(pts.size(), 4u);
+  EXPECT_EQ(pts[0].collective, "sendrecv");  // before: "all_reduce"
+  const pc::CollectiveGuess cmd = pc::guess_collective(sr, "sr.txt");
+  EXPECT_FALSE(cmd.assumed);
+  EXPECT_NE(cmd.why.find("command line names sendrecv_perf"), std::string::npos) << cmd.why;
+  const pc::CollectiveGuess rows = pc::guess_collective(sr.substr(sr.find('\n') + 1), "sr.txt");
+  EXPECT_EQ(rows.collective, "sendrecv");
+  EXPECT_NE(rows.why.find("in-place results not checked"), std::string::npos) << rows.why;
+  // all_gather's rows (redop none, in-place checked) read as all_gather, not refused as a wrong
+  // all_reduce; a real 72-rank GB200 all_reduce by its busbw / algbw = 2(n-1)/n; a 2-rank
+  // all_reduce (busbw = algbw, as sendrecv's) is all_reduce assumed, and says so.
+  EXPECT_EQ(pc::guess_collective(slurp(data("../bad/nccl-tests-allgather-rows.txt")), "ag.txt")
+                .collective,
+            "all_gather");
+  const pc::CollectiveGuess gb = pc::guess_collective(
+      slurp(data("coreweave_nccl-tests_all_reduce_72xGB200_nvl72_nccl2262.txt")), "gb.txt");
+  EXPECT_EQ(gb.collective, "all_reduce");
+  EXPECT_FALSE(gb.assumed);
+  EXPECT_NE(gb.why.find("over 72 ranks"), std::string::npos) << gb.why;
+  const pc::CollectiveGuess k80 =
+      pc::guess_collective(slurp(data("perfkit_nccl-tests_all_reduce_2nodes_K80.txt")), "k.txt");
+  EXPECT_EQ(k80.collective, "all_reduce");
+  EXPECT_TRUE(k80.assumed);
+}
+
 TEST(NcclTests, FailureReportInARowIsOneLineError) {
   // NVIDIA/nccl-tests#355: the alltoall run died in its first row ("2097152 32768 float none -1
   // node0: Test CUDA failure common.cu:389 ..."). Before: 'got "node0:" and "Test"'.

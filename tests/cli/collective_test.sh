@@ -165,6 +165,41 @@ grep -q '^ *1048576 *131072 *float *sum' <<<"$out" || fail "reduce-scatter count
 out=$("$BIN" collective --cluster hgx-h100 --op all-to-all --devices gpu0,gpu1,gpu2,gpu3 \
   --compare "$CAL/oci_gb300_nccl-tests_alltoall_4xGB300_nccl2287.txt") || fail "a2a --compare exited $?"
 grep -q '^ *8589934592 *536870912 *float *none' <<<"$out" || fail "all-to-all count per rank: $out"
+# Issue 16: --compare without --op compares the collective the file shows it ran (a real
+# sendrecv_perf -g 8 without a "Collective test starting" line: before, read as all_reduce); with
+# --op all-reduce it is refused in one line.
+out=$("$BIN" collective --cluster dgx-a100 --devices gpu0,gpu1 \
+  --compare "$CAL/li-plus_nccl-tests_sendrecv_8xA100_g8.txt") || fail "sendrecv --compare exited $?"
+grep -q '^# placesim collective: send-recv on dgx-a100, 2 GPUs' <<<"$out" || fail "sendrecv op: $out"
+grep -q '^# its collective: sendrecv (its command line names sendrecv_perf)' <<<"$out" \
+  || fail "sendrecv note: $out"
+[ "$(grep -c ' %$' <<<"$out")" = 4 ] || fail "sendrecv: expected 4 rows: $out"
+expect_error 'got one of sendrecv' collective --cluster dgx-a100 --op all-reduce \
+  --compare "$CAL/li-plus_nccl-tests_sendrecv_8xA100_g8.txt"
+# A file of two runs (two real 16-rank H100 logs pasted together) is compared run by run, each
+# with its own band line; --run 2 compares the second alone. Before: one table, one band line.
+cat "$CAL/nccl-tests_issue290_all_reduce_2x8xH100_srun-l.txt" \
+  "$CAL/nccl-tests_all_reduce_2x8xH100_issue309.txt" > "$TMP/two-runs.txt"
+out=$("$BIN" collective --cluster "$CAL/2x-hgx-h100.yaml" --compare "$TMP/two-runs.txt") \
+  || fail "two-run --compare exited $?"
+grep -q '^# run 2 of 2 (from line ' <<<"$out" || fail "no run 2 header: $out"
+[ "$(grep -c '^# largest |busbw error|' <<<"$out")" = 2 ] || fail "two runs, not two band lines"
+out=$("$BIN" collective --cluster "$CAL/2x-hgx-h100.yaml" --run 2 \
+  --compare "$TMP/two-runs.txt") || fail "--run 2 exited $?"
+[ "$(grep -c '^# largest |busbw error|' <<<"$out")" = 1 ] || fail "--run 2: one band line"
+grep -q '^# run ' <<<"$out" && fail "--run 2 printed run headers"
+# GB200 / GB300 NVL72 racks: 72 GPUs in one NVLink domain, beside CoreWeave's real 72-rank run;
+# the YAMLs are what tools/nvl72_cluster.py writes.
+out=$("$BIN" collective --cluster gb200-nvl72 --nccl-version 2.26.2 \
+  --compare "$CAL/coreweave_nccl-tests_all_reduce_72xGB200_nvl72_nccl2262.txt") \
+  || fail "gb200 --compare exited $?"
+[ "$(grep -c ' %$' <<<"$out")" = 5 ] || fail "gb200: expected 5 rows: $out"
+SCN="$(cd "$(dirname "$0")/../../scenarios/clusters" && pwd)"
+for s in gb200 gb300; do
+  python3 "$(dirname "$0")/../../tools/nvl72_cluster.py" $s | cmp -s - "$SCN/$s-nvl72.yaml" \
+    || fail "nvl72_cluster.py $s does not reproduce $s-nvl72.yaml"
+done
+"$BIN" collective --cluster gb300-nvl72 -b 1G -e 1G > /dev/null || fail "gb300-nvl72 exited $?"
 # The ABCI test clusters are what tools/dgx_cluster.py makes of the two-node one (tests/data/README.md);
 # a missing source is refused with exit 2.
 COL="$(cd "$(dirname "$0")/../data/collectives" && pwd)"

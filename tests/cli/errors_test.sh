@@ -104,7 +104,7 @@ nccl|nccl-tests-inf-time.txt|line 5: expected a positive time and an algbw in GB
 nccl|nccl-tests-huge-nthread.txt|line 1: expected nThread and nGpus up to 4096
 nccl|nccl-tests-markdown-short-row.txt|all_reduce on 0 GPUs: expected measurements whose fitted bus bandwidth is from 0.001 to 1e9 GB/s
 nccl|nccl-tests-same-rank-two-hosts.txt|line 3: expected each rank once (one job), got Rank 0 on ip-172-31-20-228 and on ip-172-31-22-230
-nccl|nccl-tests-allgather-rows.txt|line 3: expected rows of all_reduce (redop sum, prod, ...), got redop "none"
+nccl-ar|nccl-tests-allgather-rows.txt|line 3: expected rows of all_reduce (redop sum, prod, ...), got redop "none"
 nccl-ar|nccl-tests-other-collective.txt|expected results of all_reduce (pass --collective to name another), got the sections broadcast_perf
 nccl|../calibration/nccl-tests_issue355_alltoall_2x8xH800_failure-row.txt|failure report "Test CUDA failure common.cu:389
 nccl-cat|nccl-tests_issue290_all_reduce_2x8xH100_srun-l.txt+nccl-tests_all_reduce_2x8xH100_issue309.txt|line 58: expected runs of all_reduce on 16 GPUs / 2 machine(s) that agree

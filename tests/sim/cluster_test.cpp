@@ -63,6 +63,7 @@ TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
       // Issue 16: parts users run today, as nvidia-smi / Kineto / /proc/cpuinfo print them.
       {"NVIDIA B200", "B200-SXM-180GB"},
       {"NVIDIA GB200", "GB200-186GB"},
+      {"NVIDIA GB300", "GB300-288GB"},
       {"NVIDIA H20", "H20-SXM-96GB"},
       {"NVIDIA H800", "H800-SXM5-80GB"},
       {"NVIDIA L40S", "L40S-48GB"},
@@ -194,6 +195,7 @@ TEST(Catalog, EveryGpuHasItsArchitectureAndNoCpuHasOne) {
                                                        {"H800-SXM5-80GB", "9.0"},
                                                        {"B200-SXM-180GB", "10.0"},
                                                        {"GB200-186GB", "10.0"},
+                                                       {"GB300-288GB", "10.3"},
                                                        {"MI250X-GCD", "gfx90a"},
                                                        {"MI300X-192GB", "gfx942"}};
   std::size_t gpus = 0;
