@@ -1,4 +1,6 @@
 // Mixed-precision training as a graph transform (models/registry.hpp, apply_mixed_precision).
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "models/registry.hpp"
@@ -9,6 +11,16 @@ namespace {
 
 bool is_float32(sim::Dtype d) {
   return d == sim::Dtype::F32 || d == sim::Dtype::TF32;
+}
+
+// Ops a model runs in F32 whatever its precision: GNMT v2's label-smoothed loss calls
+// log_softmax(x, dtype=torch.float32) (DeepLearningExamples PyTorch/Translation/GNMT/seq2seq/
+// train/smoothing.py @ 70c51ad7), so the log-probabilities, the reductions over them and their
+// gradients are F32 (models/rnn_models.cpp, label_smoothed_loss). The softmax's backward
+// (LogSoftmaxGrad) writes the logits' gradient in their type, so it is not here.
+bool runs_in_f32(const std::string& type) {
+  return type == "LogSoftmax" || type == "SmoothedNll" || type == "RowMeanGrad" ||
+         type == "NllGatherGrad";
 }
 
 double ratio(std::int64_t after, std::int64_t before) {
@@ -40,10 +52,21 @@ void apply_mixed_precision(sim::Graph& g, sim::Dtype half, bool f32_grads) {
             k.resize(g.ops[t.op].outputs.size(), 0);
             k[t.output] = 1;
           }
+  // F32 ops, and the backward adds that accumulate only their outputs (F32 + F32 is F32). A
+  // builder's ops come after their inputs, so one pass in id order sees the inputs first.
+  std::vector<char> f32(n, 0);
+  for (sim::OpId o = 0; o < n; ++o) {
+    const sim::Op& op = g.ops[o];
+    const bool accumulates = op.phase == sim::Phase::Backward && !op.inputs.empty() &&
+                             (op.type == "Add" || op.type == "AddN");
+    f32[o] = runs_in_f32(op.type) ||
+             (accumulates && std::all_of(op.inputs.begin(), op.inputs.end(),
+                                         [&](const sim::TensorRef& t) { return f32[t.op] != 0; }));
+  }
   const std::vector<sim::Op> before = g.ops;
   for (sim::OpId o = 0; o < n; ++o) {
     sim::Op& op = g.ops[o];
-    if (op.phase == sim::Phase::Update) continue;
+    if (op.phase == sim::Phase::Update || f32[o]) continue;
     // Other persistent tensors (batch-norm statistics, constants) stay F32.
     if (op.persistent.v > 0 && !variable[o]) continue;
     for (std::size_t i = 0; i < op.outputs.size(); ++i)

@@ -155,8 +155,8 @@ std::string GraphOptions::resolved() const {
 }
 
 Optimizer optimizer_option(GraphOptions& o, Optimizer def) {
-  return *parse_optimizer(
-      o.get_choice("optimizer", to_string(def), {"sgd", "momentum", "adam", "rmsprop"}));
+  return *parse_optimizer(o.get_choice("optimizer", to_string(def),
+                                       {"sgd", "momentum", "adam", "rmsprop", "torch_adam"}));
 }
 
 Accumulation accumulation_option(GraphOptions& o) {

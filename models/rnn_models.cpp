@@ -29,6 +29,31 @@ Tensor softmax_loss(GraphBuilder& b, const std::string& step, const Tensor& h, c
   return b.sparse_softmax_xent(step + "/xent", logits, labels);
 }
 
+// Per-step label-smoothed loss as NVIDIA DeepLearningExamples' GNMT v2 computes it
+// (PyTorch/Translation/GNMT/seq2seq/train/smoothing.py @ 70c51ad7, LabelSmoothing; train.py's
+// --smoothing 0.1 builds it): logprobs = log_softmax(logits, dtype=torch.float32), loss =
+// (1 - s) * -logprobs.gather(label) + s * -logprobs.mean(-1). The log-probabilities are F32
+// whatever the model's precision, and so are the two reductions over them and their gradients
+// (apply_mixed_precision keeps them: models/registry.hpp). Kernels an element of [B, V]: the
+// softmax reads the logits and writes F32, the mean reads it, backward the mean's and the
+// gather's gradients each write a full F32 tensor (mean_backward's expand-and-divide; gather's
+// zero-fill then scatter), one add sums them, and the softmax's backward reads that and the
+// log-probabilities and writes the logits' gradient in their type.
+Tensor label_smoothed_loss(GraphBuilder& b, const std::string& step, const Tensor& h,
+                           const Tensor& w, const Tensor& bias, const Tensor& labels) {
+  const Tensor logits = b.bias_add(step + "/logits", b.matmul(step + "/MatMul", h, w), bias);
+  const double n = static_cast<double>(num_elements(logits.shape));
+  const std::int64_t rows = logits.shape[0];
+  const Tensor lp = b.op(
+      step + "/log_softmax", "LogSoftmax", {logits}, {logits.shape}, 5 * n,
+      {GradRule{.type = "LogSoftmaxGrad", .flops = 3 * n, .wrt = {0}, .saved_outputs = {0}}})[0];
+  // One pass over the log-probabilities (the mean; the gather reads B of them); backward one
+  // gradient op per term, summed by the accumulation's add.
+  return b.op(step + "/smoothed_nll", "SmoothedNll", {lp, labels}, {{rows}}, n,
+              {GradRule{.type = "RowMeanGrad", .flops = n, .wrt = {0}},
+               GradRule{.type = "NllGatherGrad", .wrt = {0}, .saved_inputs = {1}}})[0];
+}
+
 constexpr const char* kRecurrentKeys[] = {"batch", "layers",    "hidden",           "vocab",
                                           "steps", "optimizer", "grad_accumulation"};
 
@@ -114,6 +139,7 @@ struct NmtSizes {
   bool bidir;
   bool attn_output;      // the attentional output layer tanh(W_c [h; context]) before the softmax
   bool cudnn;            // lstm=cudnn: each layer as cuDNN runs it (cudnn_lstm_layer)
+  bool smoothed;         // loss=label_smoothing: label_smoothed_loss instead of softmax_loss
   std::int64_t enc_dim;  // width of an encoder output
 };
 
@@ -388,7 +414,8 @@ Tensor nmt_output(GraphBuilder& b, const NmtSizes& z, const NmtDecoder& d, const
                 b.matmul(st + "/attention_output/MatMul",
                          b.concat(st + "/attention_output/concat", {x, ctx}, 1), d.w_c),
                 4);
-  return softmax_loss(b, st, x, d.w_out, d.b_out, labels);
+  return z.smoothed ? label_smoothed_loss(b, st, x, d.w_out, d.b_out, labels)
+                    : softmax_loss(b, st, x, d.w_out, d.b_out, labels);
 }
 
 // Decoder step t: the LSTM stack with attention, the attentional output and its loss.
@@ -452,7 +479,7 @@ std::vector<Tensor> nmt_decoder_cudnn(GraphBuilder& b, const NmtSizes& z, const 
 
 sim::Graph build_nmt(GraphOptions& o) {
   o.accept({"batch", "layers", "hidden", "attention", "vocab", "src_vocab", "tgt_vocab", "src_len",
-            "tgt_len", "bidirectional", "attention_output", "lstm", "optimizer",
+            "tgt_len", "bidirectional", "attention_output", "lstm", "loss", "optimizer",
             "grad_accumulation"});
   NmtSizes z{};
   z.batch = o.get_int("batch", 64);
@@ -467,6 +494,7 @@ sim::Graph build_nmt(GraphOptions& o) {
   z.bidir = o.get_bool("bidirectional", true);
   z.attn_output = o.get_bool("attention_output", true);
   z.cudnn = o.get_choice("lstm", "unrolled", {"unrolled", "cudnn"}) == "cudnn";
+  z.smoothed = o.get_choice("loss", "xent", {"xent", "label_smoothing"}) == "label_smoothing";
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   const Accumulation acc = accumulation_option(o);
   z.enc_dim = z.bidir && z.layers > 1 ? z.hidden : (z.bidir ? 2 * z.hidden : z.hidden);
