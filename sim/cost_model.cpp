@@ -14,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "sim/catalog.hpp"
+#include "sim/elementwise_path.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 
@@ -695,6 +696,41 @@ double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const Ro
   return p.memory_eff_max;
 }
 
+bool non_vectorised_elementwise(const Op& op) {
+  if (op.type == "Transpose") return true;
+  static constexpr std::string_view kBinary[] = {"Add", "AddV2", "Sub", "Mul", "Div", "RealDiv"};
+  if (std::find(std::begin(kBinary), std::end(kBinary), op.type) == std::end(kBinary) ||
+      !op.signature || op.outputs.empty())
+    return false;
+  const auto& out = op.outputs[0].shape;
+  for (const auto& in : op.signature->input_shapes)
+    if (product(in, 0) > 1.0 && in != out) return true;
+  return false;
+}
+
+std::optional<double> non_vectorised_eff(const Op& op, const DeviceSpec& spec,
+                                         const RooflineParams& p) {
+  // PyTorch vectorises an elementwise kernel (128-bit loads, vectorized_elementwise_kernel) only
+  // when every operand is contiguous; a broadcast or permuted operand sends it to the generic
+  // elementwise_kernel, one element per load with per-element index arithmetic, which keeps too
+  // few bytes in flight to fill HBM. Measured (docs/cost-model.md, "Non-vectorised elementwise"):
+  //  - Hopper: an H100 SXM's PyTorch trace (AMD-AGI/TraceLens tests/traces/h100, Wan2.1-T2V-1.3B,
+  //    BinaryElementwise.csv) streams aten::mul of a bf16 [1,32256,1536] by a broadcast f32
+  //    [1,32256,1] at 1.41 TB/s (median of 900 calls) and aten::add of two f32 [1,32256,1536] with
+  //    one operand transposed at 1.37 TB/s (600 calls): 0.42 and 0.41 of 3.35 TB/s, where its
+  //    contiguous kernels stream at 0.87-0.91 (pytorch/pytorch#145746's H100 table).
+  //  - A100: the A100-SXM4-40GB ResNet-50 trace (tests/data/calibration/a100_2rank_nccl_rank0)
+  //    divides a broadcast [32,2048,1,1] gradient into [32,2048,7,7] (average-pool backward,
+  //    elementwise_kernel<128, 2>) in 16.2 us: 12.85 MB at 0.79 TB/s, 0.51 of 1555 GB/s.
+  constexpr double kHopperNonVectorised = 0.42;
+  constexpr double kA100NonVectorised = 0.51;
+  if (!p.generation_curves || spec.kind != DeviceKind::Gpu || !non_vectorised_elementwise(op))
+    return std::nullopt;
+  if (spec.arch.hopper()) return kHopperNonVectorised;
+  if (spec.arch.nvidia(8, 0)) return kA100NonVectorised;
+  return std::nullopt;
+}
+
 double batch_norm_channel_rate(bool backward, double bw, int sm_count) {
   const double ceiling = backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond;
   if (sm_count <= 0 || !(bw > 0)) return ceiling;
@@ -737,7 +773,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
     eff = kHopperFlashAttention2;
   if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * eff));
   const double bw = spec.memory_bandwidth.bytes_per_s;
-  double rate = bw * memory_eff_for(op.type, spec, p);
+  double rate = bw * non_vectorised_eff(op, spec, p).value_or(memory_eff_for(op.type, spec, p));
   if (bw_cap > 0.0) rate = std::min(rate, bw_cap);
   // A convolution on f16/bf16 tensor cores sits near the ridge (ResNet-50's, weighted by time:
   // median 204 FLOP/B, half between 102 and 397, against A100's 134 at 0.70 of the f16 peak

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/catalog.hpp"
+#include "sim/elementwise_path.hpp"
 #include "sim/error.hpp"
 
 #include "tests/common/files.hpp"
@@ -849,6 +850,55 @@ TEST(CostModel, FlashAttention2OnHopperAtAThirdOfThePeak) {
     EXPECT_NEAR(km.op_time(op, catalog_gpu("H100-SXM5-80GB")).seconds(),
                 (f + p.compute_half_flops) / (989.5e12 * p.compute_eff_max), 2e-9);
   }
+}
+
+TEST(CostModel, NonVectorisedElementwiseAtItsMeasuredRate) {
+  // BERT-base SQuAD's attention-mask add on 320 x 384 tokens, 12 heads, f16: scores
+  // [320,12,384,384] + the padding mask [320,1,1,384] broadcast over heads and query rows. PyTorch
+  // runs it through the non-vectorised elementwise_kernel (a broadcast operand is not contiguous):
+  // 0.42 of the bandwidth on Hopper (TraceLens H100 Wan2.1 trace), 0.51 on A100 (the A100
+  // ResNet-50 trace's broadcast divide), where the same add of two scores tensors streams at 0.88.
+  const std::vector<std::int64_t> scores = {320, 12, 384, 384}, mask = {320, 1, 1, 384};
+  const double n = 320.0 * 12 * 384 * 384;
+  Op add;
+  add.name = "mask_add";
+  add.type = "Add";
+  add.dtype = Dtype::F16;
+  add.flops = Flops{n};
+  add.bytes_read = Bytes{static_cast<std::int64_t>(2 * n + 2 * 320 * 384)};
+  add.bytes_written = Bytes{static_cast<std::int64_t>(2 * n)};
+  add.outputs.push_back(TensorOut{"y", add.bytes_written, scores, Dtype::F16});
+  add.signature = Signature{"Add", {scores, mask}, Dtype::F16};
+  EXPECT_TRUE(non_vectorised_elementwise(add));
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const double b = add.bytes_read.v + add.bytes_written.v + p.memory_half_bytes;
+  EXPECT_NEAR(km.op_time(add, catalog_gpu("H100-SXM5-80GB")).seconds(), b / (3350e9 * 0.42), 2e-9);
+  EXPECT_NEAR(km.op_time(add, catalog_gpu("A100-SXM4-80GB")).seconds(), b / (2039e9 * 0.51), 2e-9);
+  // No measurement on V100: the roofline's memory_eff_max.
+  EXPECT_NEAR(km.op_time(add, catalog_gpu("V100-SXM2-16GB")).seconds(),
+              b / (900e9 * p.memory_eff_max), 2e-9);
+  // The same add without the broadcast (both operands contiguous) keeps the streaming 0.88.
+  Op same = add;
+  same.signature = Signature{"Add", {scores, scores}, Dtype::F16};
+  EXPECT_FALSE(non_vectorised_elementwise(same));
+  EXPECT_NEAR(km.op_time(same, catalog_gpu("H100-SXM5-80GB")).seconds(), b / (3350e9 * 0.88), 2e-9);
+  // A scalar operand (one element) is a kernel argument, not a broadcast tensor.
+  Op scalar = add;
+  scalar.signature = Signature{"Add", {scores, {1}}, Dtype::F16};
+  EXPECT_FALSE(non_vectorised_elementwise(scalar));
+  // A permuted copy (the head transposes) is non-vectorised whatever its shapes.
+  Op tr = same;
+  tr.type = "Transpose";
+  tr.signature = Signature{"Transpose", {scores}, Dtype::F16};
+  EXPECT_TRUE(non_vectorised_elementwise(tr));
+  EXPECT_NEAR(km.op_time(tr, catalog_gpu("H100-SXM5-80GB")).seconds(), b / (3350e9 * 0.42), 2e-9);
+  // A calibrated roofline (the device's own profile) prices every op by its own efficiencies.
+  auto cal = std::make_shared<Calibration>();
+  cal->devices["H100-SXM5-80GB"].roofline = RooflineParams{};
+  km.set_calibration(cal);
+  EXPECT_NEAR(km.op_time(add, catalog_gpu("H100-SXM5-80GB")).seconds(),
+              b / (3350e9 * p.memory_eff_max), 2e-9);
 }
 
 TEST(GemmCurve, NeverAbovePeakAndMonotoneInEveryDimension) {
