@@ -44,6 +44,12 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       (k == "bucket" ? s.bucket_bytes : s.first_bucket_bytes) = b;
       continue;
     }
+    if (k == "bucket_view") {  // DDP's gradient_as_bucket_view
+      if (v != "true" && v != "false")
+        throw sim::InputError(origin, k, "true or false, got \"" + v + "\"");
+      s.bucket_view = v == "true";
+      continue;
+    }
     if (k == "recompute") {
       if (v != "full" && v != "none")
         throw sim::InputError(origin, k, "full or none, got \"" + v + "\"");
@@ -83,7 +89,7 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       s.loader_workers = n;
     else
       throw sim::InputError(origin, k,
-                            "one of dp, tp, pp, mb, recompute, bucket, first_bucket, "
+                            "one of dp, tp, pp, mb, recompute, bucket, first_bucket, bucket_view, "
                             "loader_workers, loader_us, got \"" +
                                 k + "\"");
   }
@@ -101,6 +107,7 @@ std::string to_string(const ParallelSpec& s) {
   if (s.pp != 1) out += ",pp=" + std::to_string(s.pp);
   if (s.mb != 1) out += ",mb=" + std::to_string(s.mb);
   if (s.recompute) out += ",recompute=full";
+  if (s.bucket_view) out += ",bucket_view=true";
   if (s.loader_workers > 0)
     out += ",loader_workers=" + std::to_string(s.loader_workers) +
            ",loader_us=" + std::to_string(s.loader_us);
@@ -257,6 +264,12 @@ class JobBuilder {
   sim::OpId recv(int src, int dst, sim::TensorRef in, int k);
   void connect();
   void buckets();
+  sim::Op ddp_pass(int r, sim::TensorRef t, const std::string& type, const std::string& what) const;
+  std::vector<sim::OpId> scale_into_bucket(int r, std::size_t b,
+                                           const std::vector<sim::TensorRef>& grads);
+  std::map<sim::TensorRef, sim::OpId> copy_bucket_to_grad(
+      int r, const std::vector<std::vector<sim::TensorRef>>& bucket,
+      const std::vector<sim::OpId>& allreduce);
   void schedule();
   void loaders();
 
@@ -383,6 +396,66 @@ void JobBuilder::connect() {
       }
 }
 
+// DDP's own kernels around the all-reduce, on the rank's compute stream (pytorch/pytorch @
+// ad78a7b3 : torch/csrc/distributed/c10d/reducer.cpp). mark_variable_ready_dense, in the autograd
+// hook of each parameter: the gradient is written into its bucket view divided by the world size
+// (copy_grad_to_bucket: at::mul_out(bucket_view, grad, 1 / div_factor_)), or, when the gradient
+// already is the bucket view (gradient_as_bucket_view=True), divided in place (bucket_view.div_):
+// one read and one write of the gradient either way, before the bucket can be all-reduced.
+// Returns the scale ops of bucket `b` on rank r (one per gradient: DDP launches one per parameter).
+std::vector<sim::OpId> JobBuilder::scale_into_bucket(int r, std::size_t b,
+                                                     const std::vector<sim::TensorRef>& grads) {
+  std::vector<sim::OpId> out;
+  for (const sim::TensorRef& t : grads) {
+    sim::Op op = ddp_pass(r, t, "Mul", "scale_into_bucket" + std::to_string(b));
+    op.inputs = {{id(r, t.op, s_.mb - 1), t.output}};
+    out.push_back(add(std::move(op), gpus_[r]));
+  }
+  return out;
+}
+
+// One of DDP's per-gradient kernels on rank r's compute stream: one read and one write of
+// gradient t. One multiply per 4-8 bytes moved is memory-bound on every GPU, so no FLOPs are given
+// (the roofline's compute term carries a GEMM's efficiency ramp, compute_half_flops, which a
+// streaming kernel does not have): both are priced by their bytes.
+sim::Op JobBuilder::ddp_pass(int r, sim::TensorRef t, const std::string& type,
+                             const std::string& what) const {
+  const sim::TensorOut& g = g_.ops[t.op].outputs[t.output];
+  sim::Op op;
+  op.name = prefix(r) + "ddp/" + what + "/" + g_.ops[t.op].name + ":" + std::to_string(t.output);
+  op.type = type;
+  op.phase = sim::Phase::Backward;
+  op.layer = "ddp";
+  op.dtype = g.dtype;
+  op.bytes_read = g.bytes;
+  op.bytes_written = g.bytes;
+  return op;
+}
+
+// finalize_backward (the autograd engine's final callback, after the backward pass) waits for
+// each bucket's all-reduce and runs finalize_bucket_dense, which without gradient_as_bucket_view
+// (DDP's default, False) copies the reduced bucket back into every param.grad
+// (copy_bucket_to_grad: grad.copy_(bucket_view)): one more read and write per gradient on the
+// compute stream, after its bucket's all-reduce and after the last gradient of the step exists,
+// before optimizer.step(). With bucket_view=true (gradient_as_bucket_view=True) the gradients are
+// the bucket views and nothing is copied back. Returns rank r's copy op of each gradient.
+std::map<sim::TensorRef, sim::OpId> JobBuilder::copy_bucket_to_grad(
+    int r, const std::vector<std::vector<sim::TensorRef>>& bucket,
+    const std::vector<sim::OpId>& allreduce) {
+  std::map<sim::TensorRef, sim::OpId> out;
+  if (s_.bucket_view || bucket.empty()) return out;
+  // The end of the backward pass as DDP sees it: the last bucket's gradients have been scaled in.
+  const std::vector<sim::OpId> last_in = job_.graph.ops[allreduce.back()].control_inputs;
+  for (std::size_t b = 0; b < bucket.size(); ++b)
+    for (const sim::TensorRef& t : bucket[b]) {
+      sim::Op op = ddp_pass(r, t, "Copy", "copy_bucket" + std::to_string(b) + "_to_grad");
+      op.inputs = {{allreduce[b], 0}};
+      op.control_inputs = last_in;
+      out[t] = add(std::move(op), gpus_[r]);
+    }
+  return out;
+}
+
 // DDP's bucketed all-reduce of every stage's gradients across the data-parallel replicas.
 void JobBuilder::buckets() {
   const int n = g_.num_ops();
@@ -439,8 +512,10 @@ void JobBuilder::buckets() {
                     (s_.tp > 1 ? "/tp" + std::to_string(tt) : "") +
                     (s_.pp > 1 ? "/pp" + std::to_string(st) : "");
           ar.collective = call;
+          ar.control_inputs = scale_into_bucket(r, b, bucket[b]);
           ops[b] = add(std::move(ar), gpus_[r]);
         }
+        const std::map<sim::TensorRef, sim::OpId> copies = copy_bucket_to_grad(r, bucket, ops);
         // Every update waits for every bucket's all-reduce: DDP's backward() returns only once
         // the reducer has waited for all buckets (finalize_backward), and optimizer.step() runs
         // after it, so no parameter is updated while a bucket is still being reduced. The last
@@ -452,6 +527,11 @@ void JobBuilder::buckets() {
             if (std::find(u.control_inputs.begin(), u.control_inputs.end(), b) ==
                 u.control_inputs.end())
               u.control_inputs.push_back(b);
+          // ... and reads its gradients once they are copied back (the copies run in bucket
+          // order on the compute stream before the optimizer's kernels).
+          for (const sim::TensorRef& t : g_.ops[o].inputs)
+            if (const auto c = copies.find(t); c != copies.end())
+              u.control_inputs.push_back(c->second);
         }
       }
   }

@@ -37,6 +37,9 @@ struct ParallelSpec {
   bool recompute = false;  ///< full activation recomputation of every layer (Megatron's)
   std::int64_t bucket_bytes = 25LL << 20;       ///< DDP bucket_cap_mb = 25
   std::int64_t first_bucket_bytes = 1LL << 20;  ///< DDP's first (smallest) bucket
+  /// DDP's gradient_as_bucket_view: the gradients are views of the buckets, so the reduced
+  /// buckets are not copied back into param.grad (default False, as in torch DDP).
+  bool bucket_view = false;
   /// Input pipeline on the host CPU (off by default; docs/parallel.md; the graph option input=pil
   /// sets both from kPilConvnetsUs):
   /// worker processes per replica (PyTorch DataLoader num_workers, DeepLearningExamples'

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <map>
+#include <set>
 #include <string>
 
 #include "models/registry.hpp"
@@ -33,6 +34,20 @@ TEST(Parallel, ParsesLayouts) {
   EXPECT_THROW(pm::parse_parallel("", "<t>"), sim::InputError);
 }
 
+namespace {
+
+// Gradients of a training graph: backward-made inputs of its update ops, each counted once.
+int gradients(const sim::Graph& g) {
+  std::set<std::pair<sim::OpId, std::int32_t>> seen;
+  for (const sim::Op& op : g.ops)
+    if (op.phase == sim::Phase::Update)
+      for (const sim::TensorRef& t : op.inputs)
+        if (g.ops[t.op].phase == sim::Phase::Backward) seen.insert({t.op, t.output});
+  return static_cast<int>(seen.size());
+}
+
+}  // namespace
+
 // ResNet-50: every replica's gradients (its parameters, f32) go through the buckets once, the
 // first bucket is DDP's 1 MiB one, the others at most 25 MiB (or one gradient larger than that).
 TEST(Parallel, DataParallelBucketsEveryGradientOnce) {
@@ -40,7 +55,9 @@ TEST(Parallel, DataParallelBucketsEveryGradientOnce) {
   const sim::Cluster c = sim::load_cluster("dgx-a100");
   const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel("dp=4", "<t>"));
   EXPECT_EQ(job.replicas, 4);
-  EXPECT_EQ(job.graph.num_ops(), 4 * (g.num_ops() + job.buckets));
+  // Per replica: the graph, one all-reduce per bucket, and DDP's scale into the bucket and copy
+  // back to param.grad of each gradient (DdpScalesIntoBucketsAndCopiesBack below).
+  EXPECT_EQ(job.graph.num_ops(), 4 * (g.num_ops() + job.buckets + 2 * gradients(g)));
   const double params = std::stod(g.metadata.at("parameters"));
   EXPECT_NEAR(static_cast<double>(job.gradient_bytes), 4.0 * params, 0.01 * 4.0 * params);
   std::int64_t total = 0;
@@ -58,12 +75,15 @@ TEST(Parallel, DataParallelBucketsEveryGradientOnce) {
   EXPECT_EQ(job.placement.device_of.front(), gpus[0]);
   EXPECT_EQ(job.placement.device_of.back(), gpus[3]);
   // A data-parallel step is no faster than one replica alone and its all-reduce overlaps the
-  // backward pass: the step is shorter than one replica plus every bucket's all-reduce in a row.
+  // backward pass: the step is shorter than one replica, plus DDP's kernels (the GPU's extra busy
+  // time), plus every bucket's all-reduce in a row.
   const sim::Outcome one =
       sim::simulate(c, g, pm::make_parallel(g, c, pm::parse_parallel("dp=1", "<t>")).placement);
   const sim::Outcome four = sim::simulate(c, job.graph, job.placement);
   EXPECT_GE(four.step_time, one.step_time);
-  sim::Duration serial = one.step_time;
+  const auto g0 = static_cast<std::size_t>(gpus[0]);
+  EXPECT_GT(four.devices[g0].busy, one.devices[g0].busy);
+  sim::Duration serial = one.step_time + (four.devices[g0].busy - one.devices[g0].busy);
   for (const sim::Op& op : job.graph.ops)
     if (op.collective && op.name.rfind("dp0/", 0) == 0)
       serial +=
@@ -554,4 +574,55 @@ TEST(Parallel, AutocastGradientsStayF32ForTheAllReduce) {
   EXPECT_THROW(pm::load_graph("resnet50", "batch=8,grads=f32"), sim::InputError);
   EXPECT_THROW(pm::load_graph("resnet50", "batch=8,precision=f32,grads=f32"), sim::InputError);
   EXPECT_THROW(pm::load_graph("resnet50", "batch=8,precision=f16,grads=f8"), sim::InputError);
+}
+
+// DDP's own kernels (torch/csrc/distributed/c10d/reducer.cpp, docs/parallel.md "Data parallel"):
+// each gradient is scaled by 1/world into its bucket view before the bucket's all-reduce, and,
+// unless gradient_as_bucket_view (bucket_view=true), copied back to param.grad after it, before the
+// optimizer. Both read and write every gradient once on the compute stream: the step grows by at
+// least the copies' memory time, which bucket_view=true removes.
+TEST(Parallel, DdpScalesIntoBucketsAndCopiesBack) {
+  EXPECT_FALSE(pm::parse_parallel("dp=2", "<t>").bucket_view);
+  EXPECT_TRUE(pm::parse_parallel("dp=2,bucket_view=true", "<t>").bucket_view);
+  EXPECT_EQ(pm::to_string(pm::parse_parallel("dp=2,bucket_view=true", "<t>")),
+            "dp=2,bucket_view=true");
+  EXPECT_THROW(pm::parse_parallel("dp=2,bucket_view=yes", "<t>"), sim::InputError);
+  const sim::Graph g = pm::load_graph("resnet50", "batch=32");
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob copy = pm::make_parallel(g, c, pm::parse_parallel("dp=2", "<t>"));
+  const pm::ParallelJob view =
+      pm::make_parallel(g, c, pm::parse_parallel("dp=2,bucket_view=true", "<t>"));
+  const auto count = [](const pm::ParallelJob& j, const std::string& what) {
+    std::int64_t ops = 0, bytes = 0;
+    for (const sim::Op& op : j.graph.ops)
+      if (op.name.rfind("dp0/ddp/" + what, 0) == 0) {
+        ++ops;
+        bytes += op.bytes_read.v;
+        EXPECT_EQ(op.bytes_written, op.bytes_read) << op.name;
+      }
+    return std::pair{ops, bytes};
+  };
+  const int n = gradients(g);
+  EXPECT_EQ(count(copy, "scale_into_bucket"), std::pair(std::int64_t{n}, copy.gradient_bytes));
+  EXPECT_EQ(count(copy, "copy_bucket"), std::pair(std::int64_t{n}, copy.gradient_bytes));
+  EXPECT_EQ(count(view, "scale_into_bucket"), std::pair(std::int64_t{n}, view.gradient_bytes));
+  EXPECT_EQ(count(view, "copy_bucket").first, 0);
+  // Every all-reduce waits for its bucket's scale ops; every copy back reads its bucket.
+  for (const sim::Op& op : copy.graph.ops) {
+    if (op.collective && op.name.rfind("dp0/", 0) == 0) {
+      int scales = 0;
+      for (sim::OpId x : op.control_inputs)
+        scales += copy.graph.ops[x].name.rfind("dp0/ddp/scale_into_bucket", 0) == 0;
+      EXPECT_EQ(static_cast<std::size_t>(scales), op.inputs.size()) << op.name;
+    }
+    if (op.name.rfind("dp0/ddp/copy_bucket", 0) == 0) {
+      ASSERT_EQ(op.inputs.size(), 1U);
+      EXPECT_TRUE(copy.graph.ops[op.inputs[0].op].collective.has_value()) << op.name;
+    }
+  }
+  const sim::Outcome with_copies = sim::simulate(c, copy.graph, copy.placement);
+  const sim::Outcome views = sim::simulate(c, view.graph, view.placement);
+  const double hbm = c.devices[c.gpus()[0]].spec.memory_bandwidth.bytes_per_s;
+  const double copies_s = 2.0 * static_cast<double>(copy.gradient_bytes) / hbm;
+  EXPECT_GE(with_copies.step_time.seconds() - views.step_time.seconds(), copies_s);
 }
