@@ -351,6 +351,21 @@ void print_name_entries(const std::vector<calibration::NameSpread>& names) {
   }
 }
 
+// calibrate --json's "op_names": every exact key's spread (NameSpread).
+nlohmann::ordered_json op_names_json(const std::vector<calibration::NameSpread>& names) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& n : names)
+    out.push_back({{"device", n.device},
+                   {"key", n.key},
+                   {"calls", n.samples},
+                   {"cv", n.cv},
+                   {"max_over_min", n.max_over_min},
+                   {"total_s", n.total_s},
+                   {"shaped", n.shaped},
+                   {"kept", n.kept}});
+  return out;
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   std::vector<calibration::OpSample> samples;
   std::map<std::string, sim::HostCalibration> hosts;
@@ -457,16 +472,7 @@ void run_calibrate(const CalibrateArgs& a) {
   nlohmann::ordered_json j = {{"output", a.output},
                               {"samples", fit.samples},
                               {"classes", nlohmann::ordered_json::array()},
-                              {"op_names", nlohmann::ordered_json::array()}};
-  for (const auto& n : fit.names)
-    j["op_names"].push_back({{"device", n.device},
-                             {"key", n.key},
-                             {"calls", n.samples},
-                             {"cv", n.cv},
-                             {"max_over_min", n.max_over_min},
-                             {"total_s", n.total_s},
-                             {"shaped", n.shaped},
-                             {"kept", n.kept}});
+                              {"op_names", op_names_json(fit.names)}};
   for (const auto& r : fit.classes)
     j["classes"].push_back({{"device", r.device},
                             {"class", r.op_class},
