@@ -1412,6 +1412,8 @@ namespace {
 // (device, signature key) -> the sample-count-weighted mean time of that signature.
 struct Acc {
   double weighted = 0;  // sum of seconds x count
+  double squares = 0;   // sum of seconds^2 x count (the spread of an op-name entry)
+  double lo = 0, hi = 0;
   int count = 0;
   const OpSample* s = nullptr;
 };
@@ -1421,11 +1423,29 @@ ExactMap exact_signatures(const std::vector<OpSample>& samples) {
   ExactMap exact;
   for (const OpSample& s : samples) {
     Acc& a = exact[{s.device, s.signature.key()}];
+    a.lo = a.count == 0 ? s.seconds : std::min(a.lo, s.seconds);
+    a.hi = a.count == 0 ? s.seconds : std::max(a.hi, s.seconds);
     a.weighted += s.seconds * s.count;
+    a.squares += s.seconds * s.seconds * s.count;
     a.count += s.count;
     a.s = &s;
   }
   return exact;
+}
+
+// The spread of an op-name entry's calls (NameSpread): coefficient of variation, max / min.
+NameSpread name_spread(const std::pair<std::string, std::string>& key, const Acc& a) {
+  NameSpread n;
+  n.device = key.first;
+  n.key = key.second;
+  n.samples = a.count;
+  n.total_s = a.weighted;
+  const double mean = a.weighted / a.count;
+  const double var = std::max(0.0, a.squares / a.count - mean * mean);
+  n.cv = mean > 0 ? std::sqrt(var) / mean : 0.0;
+  n.max_over_min = a.lo > 0 ? a.hi / a.lo : 0.0;
+  n.kept = name_entry_consistent(n.samples, n.cv);
+  return n;
 }
 
 // On a CPU, two classes split by what the kernel does per element. A normalisation's backward
@@ -1476,12 +1496,26 @@ struct ClassData {
 using ClassMap = std::map<std::pair<std::string, std::string>, ClassData>;
 
 // Writes each signature's mean as an exact entry of `cal` and returns the points of each class.
-ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOptions& options) {
+// An op-name entry (no shapes) is written only where its calls agree (name_entry_consistent);
+// every one is reported in `names`.
+ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOptions& options,
+                      std::vector<NameSpread>& names) {
   ClassMap classes;
   for (const auto& [k, a] : exact) {
     const double mean = a.weighted / a.count;
-    cal.devices[k.first].exact[k.second] = sim::Duration::from_seconds_ceil(mean);
     const OpSample& s = *a.s;
+    names.push_back(name_spread(k, a));
+    if (!s.signature.input_shapes.empty()) {
+      names.back().shaped = true;
+      names.back().kept = true;
+    } else {
+      if (!names.back().kept) {
+        // Still a device of the calibration (its host model, kernel floor), without the entry.
+        cal.devices[k.first];
+        continue;
+      }
+    }
+    cal.devices[k.first].exact[k.second] = sim::Duration::from_seconds_ceil(mean);
     if (s.signature.input_shapes.empty() ||
         (s.work.flops <= 0 && s.work.bytes <= 0 && s.work.op_class != "meta"))
       continue;
@@ -1766,6 +1800,10 @@ void install_class_model(const ClassFitReport& r, const ClassData& c, sim::Devic
 
 }  // namespace
 
+bool name_entry_consistent(int samples, double cv) {
+  return samples >= kNameMinSamples && cv <= kNameMaxCv;
+}
+
 std::optional<double> kernel_floor_s(const Profile& p) {
   std::vector<std::int64_t> d;
   for (const TraceEvent& e : p.events)
@@ -1781,7 +1819,8 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
   CalibrationFit fit;
   fit.calibration.source = source;
   fit.samples = static_cast<int>(samples.size());
-  const ClassMap classes = class_points(exact_signatures(samples), fit.calibration, options);
+  const ClassMap classes =
+      class_points(exact_signatures(samples), fit.calibration, options, fit.names);
   for (const auto& [dev, levels] : options.memory) fit.calibration.devices[dev].memory = levels;
   for (const auto& [dev, lanes] : options.vector_lanes)
     fit.calibration.devices[dev].vector_lanes = lanes;

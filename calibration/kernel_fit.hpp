@@ -147,10 +147,39 @@ struct ClassFitReport {
   RateBounds bounds;        ///< the peaks it was held to (0 = the device is not in the catalog)
 };
 
+/// An op-name entry: a signature without input shapes (traces recorded without
+/// `record_shapes`, torch 1.13's bare-list export, Nsight kernel names). Its mean prices another
+/// op of that name only when the name's samples agree: at least kNameMinSamples of them, with a
+/// coefficient of variation (population standard deviation / mean over the samples, each weighted
+/// by its call count) of at most kNameMaxCv. Why these bounds (docs/calibration.md, "Op-name
+/// entries"): repeated calls of one shape spread by CV <= 0.227 in the four H200 traces that
+/// record shapes (p95 0.06-0.16; copy_ excluded, whose direction is not in its signature), while
+/// the names carrying 95 % of the GPU time of the three shapeless A100 traces spread by 0.46-2.6
+/// (one name, several sizes); a spread needs three samples to be seen at all.
+inline constexpr double kNameMaxCv = 0.25;
+inline constexpr int kNameMinSamples = 3;
+struct NameSpread {
+  std::string device;
+  std::string key;  ///< the signature key: op name and dtype ("aten::copy_:f32")
+  int samples = 0;  ///< calls (a sample's count included)
+  double cv = 0.0;  ///< standard deviation / mean of the calls' times
+  double max_over_min = 1.0;
+  double total_s = 0.0;  ///< the name's measured time, all calls
+  bool kept = false;     ///< written to the exact table (samples agree, or shaped)
+  bool shaped = false;   ///< a signature with shapes: always kept; its spread is the noise
+};
+/// Whether an op-name entry of `samples` calls spreading by `cv` is kept (kNameMaxCv,
+/// kNameMinSamples).
+bool name_entry_consistent(int samples, double cv);
+
 struct CalibrationFit {
   sim::Calibration calibration;
   std::vector<ClassFitReport> classes;
   int samples = 0;
+  /// Every exact-table key of the samples by device and key, with the spread of its calls: the
+  /// op-name entries (signatures without shapes), kept or dropped (a dropped one has no exact
+  /// entry: its ops fall to the next rule of the chain), and the shaped ones (`shaped`, kept).
+  std::vector<NameSpread> names;
 };
 
 /// The host side of a profiled step: how much host time the framework spends per GPU activity it

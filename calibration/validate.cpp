@@ -250,16 +250,26 @@ const sim::DeviceCalibration* device_calibration(const Profile& p, const Validat
 }
 
 // A framework op's calibrated time in seconds: its exact signature, else its class model on the
-// recorded shapes; -1 when the calibration has neither.
-double calibrated_s(const sim::DeviceCalibration& dcal, const TraceEvent& fo) {
+// recorded shapes; -1 when the calibration has neither. `by_name`: priced by an op-name entry
+// (exact, no shapes: the rule "exact-name").
+double calibrated_s(const sim::DeviceCalibration& dcal, const TraceEvent& fo, bool& by_name) {
   const sim::Signature sig{fo.name, fo.input_dims, dtype_from_profiler(fo.input_types)};
-  if (auto ex = dcal.exact.find(sig.key()); ex != dcal.exact.end()) return ex->second.seconds();
+  by_name = false;
+  if (auto ex = dcal.exact.find(sig.key()); ex != dcal.exact.end()) {
+    by_name = fo.input_dims.empty();
+    return ex->second.seconds();
+  }
   if (auto m = dcal.by_op_type.find(fo.name);
       m != dcal.by_op_type.end() && !fo.input_dims.empty()) {
     const WorkEstimate we = estimate_work(fo.name, fo.input_dims, sig.dtype);
     return m->second.predict_s(we.flops, we.bytes);
   }
   return -1;
+}
+
+void count_calibrated(ReplayStep& rs, bool calibrated, bool by_name) {
+  ++(calibrated ? rs.calibrated_ops : rs.fallback_ops);
+  rs.name_ops += calibrated && by_name;
 }
 
 // One rank's replay: every host thread a chain of host ops on its own CPU (runtime calls, or
@@ -484,9 +494,10 @@ class RankReplay {
     }
     std::int64_t dur = c.dur_ns;
     if (opt_.calibration) {
-      const double pred = dcal_ ? calibrated_s(*dcal_, c) : -1;
+      bool by_name = false;
+      const double pred = dcal_ ? calibrated_s(*dcal_, c, by_name) : -1;
       if (pred > 0) dur = std::llround(pred * 1e9);
-      ++(pred > 0 ? rsteps_[cur_step_].calibrated_ops : rsteps_[cur_step_].fallback_ops);
+      count_calibrated(rsteps_[cur_step_], pred > 0, by_name);
     }
     const sim::OpId pred = cur_->prev;
     const sim::OpId id = host_op("CpuOp", c.name, dur, c.end_ns());
@@ -601,13 +612,14 @@ class RankReplay {
     if (opt_.calibration && !nccl) {
       double pred = -1;
       auto tot = gpu_ns_of_op_.find(k.op);
+      bool by_name = false;
       if (dcal_ && k.op >= 0 && tot != gpu_ns_of_op_.end() && tot->second > 0) {
-        pred = calibrated_s(*dcal_, p_.events[static_cast<std::size_t>(k.op)]);
+        pred = calibrated_s(*dcal_, p_.events[static_cast<std::size_t>(k.op)], by_name);
         if (pred > 0)
           dur = std::llround(static_cast<double>(k.dur_ns) * pred * 1e9 /
                              static_cast<double>(tot->second));
       }
-      ++(pred > 0 ? rs.calibrated_ops : rs.fallback_ops);
+      count_calibrated(rs, pred > 0, by_name);
     }
     return dur;
   }
@@ -1014,6 +1026,7 @@ StepValidation validate_step(const ReplayRun& run, const std::string& name, std:
     v.framework_ops += st.framework_ops + static_cast<int>(st.ops_with_gpu.size());
     v.calibrated_ops += st.calibrated_ops;
     v.fallback_ops += st.fallback_ops;
+    v.name_ops += st.name_ops;
     v.inferred_waits += st.inferred_waits;
     v.annotated_s = std::max(
         v.annotated_s, st.annotated ? static_cast<double>(st.end_ns - st.begin_ns) * 1e-9 : 0.0);
@@ -1170,6 +1183,7 @@ std::string validation_to_json(const ValidationReport& r) {
     x["nccl_matched"] = s.nccl_matched;
     x["calibrated_ops"] = s.calibrated_ops;
     x["fallback_ops"] = s.fallback_ops;
+    x["name_ops"] = s.name_ops;
     x["inferred_waits"] = s.inferred_waits;
     oj rk = oj::array();
     oj db = oj::object();
@@ -1236,8 +1250,9 @@ std::string validation_to_text(const ValidationReport& r) {
         out += buf;
       }
     if (s.calibrated_ops + s.fallback_ops > 0) {
-      std::snprintf(buf, sizeof buf, "    calibrated times %d, measured (no match) %d\n",
-                    s.calibrated_ops, s.fallback_ops);
+      std::snprintf(buf, sizeof buf,
+                    "    calibrated times %d (%d by op name), measured (no match) %d\n",
+                    s.calibrated_ops, s.name_ops, s.fallback_ops);
       out += buf;
     }
     if (s.inferred_waits > 0 || s.nccl_matched > 0) {

@@ -88,6 +88,9 @@ struct StepValidation {
       0;  ///< framework ops replayed at op level (CPU ops, or ops whose GPU work ran)
   int calibrated_ops = 0;  ///< GPU activities that took a calibrated time (--calibration)
   int fallback_ops = 0;    ///< ... that kept their measured time (no signature/class matched)
+  /// Of calibrated_ops, those priced by an op-name entry (a signature without shapes: rule
+  /// "exact-name"; calibrate keeps one only where the name's calls agreed).
+  int name_ops = 0;
   int inferred_waits = 0;  ///< cross-stream waits inferred from a wait without a record
   std::vector<RankStep> ranks;
   std::vector<StreamBusy> streams;  ///< whole replay; set on the first step
@@ -117,7 +120,8 @@ struct ReplayStep {
   sim::OpId first_op = -1;  ///< the main thread's first op of the step
   std::vector<sim::OpId> gpu_ops;
   std::vector<sim::OpId> host_collectives;  ///< gloo collectives run by host threads (CPU-only)
-  int host_ops = 0, framework_ops = 0, calibrated_ops = 0, fallback_ops = 0, inferred_waits = 0;
+  int host_ops = 0, framework_ops = 0, calibrated_ops = 0, fallback_ops = 0, name_ops = 0,
+      inferred_waits = 0;
   std::set<std::int64_t>
       ops_with_gpu;  ///< framework ops (event indices) whose GPU work is replayed
   std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> measured_intervals;

@@ -17,6 +17,7 @@
 #include "sim/elementwise_path.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
+#include "sim/pricing_rule.hpp"
 
 namespace placesim::sim {
 
@@ -190,6 +191,13 @@ std::string to_string(KernelCostModel::Source s) {
       return "nchw-transforms";
   }
   return "roofline";
+}
+
+std::string pricing_rule(const KernelCostModel::Estimate& e, const Op& op) {
+  if (e.source == KernelCostModel::Source::Exact && op.signature &&
+      op.signature->input_shapes.empty())
+    return "exact-name";
+  return to_string(e.source);
 }
 
 bool stores_only(const Op& op) {
@@ -982,7 +990,7 @@ std::string pricing_to_json(const Graph& g, const Cluster& c,
     if (d < 0 || static_cast<std::size_t>(d) >= c.devices.size()) continue;
     const Device& dev = c.devices[static_cast<std::size_t>(d)];
     const KernelCostModel::Estimate e = costs.estimate(g.ops[i], dev);
-    const std::string rule = to_string(e.source);
+    const std::string rule = pricing_rule(e, g.ops[i]);
     rules[rule] = rules.value(rule, 0) + 1;
     json o = {{"op", g.ops[i].name}, {"device", dev.name}, {"rule", rule}, {"time_ns", e.time.ns}};
     if (e.clamped) {

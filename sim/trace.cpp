@@ -12,6 +12,7 @@
 #include "sim/error.hpp"
 #include "sim/graph.hpp"
 #include "sim/io_util.hpp"
+#include "sim/pricing_rule.hpp"
 
 namespace placesim::sim {
 
@@ -251,7 +252,7 @@ nlohmann::json TraceSink::op_args(const std::string& name, std::int32_t d) const
   if (!op.layer.empty()) a["layer"] = op.layer;
   if (costs_)
     a["priced by"] =
-        to_string(costs_->estimate(op, cluster_->devices[static_cast<std::size_t>(d)]).source);
+        pricing_rule(costs_->estimate(op, cluster_->devices[static_cast<std::size_t>(d)]), op);
   return a;
 }
 

@@ -311,6 +311,61 @@ void keep_profile_host(const calibration::Profile& prof, const std::string& p,
   keep_host_cost(hosts, op_level, *h, p);
 }
 
+// Op-name entries (signatures without shapes) per device: how many were kept and why the others
+// were not written (their calls disagree: one name, several sizes), the largest by time first.
+void print_name_entries(const std::vector<calibration::NameSpread>& names) {
+  std::map<std::string, std::vector<const calibration::NameSpread*>> by_device;
+  for (const auto& n : names)
+    if (!n.shaped) by_device[n.device].push_back(&n);
+  for (auto& [dev, v] : by_device) {
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto* a, const auto* b) { return a->total_s > b->total_s; });
+    int kept = 0, few = 0;
+    for (const auto* n : v) {
+      kept += n->kept;
+      few += !n->kept && n->samples < calibration::kNameMinSamples;
+    }
+    const int wide = static_cast<int>(v.size()) - kept - few;
+    outf(
+        "device %s: %zu op names without input shapes: kept %d (calls agree: CV <= %.2f over >= "
+        "%d calls), dropped %d with a wider spread and %d with fewer calls (their ops fall to the "
+        "next rule)\n",
+        dev.c_str(), v.size(), kept, calibration::kNameMaxCv, calibration::kNameMinSamples, wide,
+        few);
+    std::string dropped;
+    int shown = 0;
+    for (const auto* n : v) {
+      if (n->kept || n->samples < calibration::kNameMinSamples) continue;
+      if (shown++ == 6) {
+        dropped += ", ...";
+        break;
+      }
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " (CV %.2f, max/min %.3g, %d calls)", n->cv, n->max_over_min,
+                    n->samples);
+      dropped += (dropped.empty() ? "" : ", ") + n->key + buf;
+    }
+    if (!dropped.empty())
+      g_notes.push_back(dev +
+                        ": op-name entries not written, one name timing several sizes: " + dropped);
+  }
+}
+
+// calibrate --json's "op_names": every exact key's spread (NameSpread).
+nlohmann::ordered_json op_names_json(const std::vector<calibration::NameSpread>& names) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& n : names)
+    out.push_back({{"device", n.device},
+                   {"key", n.key},
+                   {"calls", n.samples},
+                   {"cv", n.cv},
+                   {"max_over_min", n.max_over_min},
+                   {"total_s", n.total_s},
+                   {"shaped", n.shaped},
+                   {"kept", n.kept}});
+  return out;
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   std::vector<calibration::OpSample> samples;
   std::map<std::string, sim::HostCalibration> hosts;
@@ -387,6 +442,7 @@ void run_calibrate(const CalibrateArgs& a) {
           (known ? known->model : std::string("MODEL")) +
           " (or a device name of your cluster) so that simulate --calibration finds it");
   }
+  print_name_entries(fit.names);
   outf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept",
        "FLOP/s", "B/s", "fit err", "CV err");
   for (const auto& r : fit.classes) {
@@ -413,8 +469,10 @@ void run_calibrate(const CalibrateArgs& a) {
   if (!a.json) return flush_out();
   g_out.clear();
   flush_notes();
-  nlohmann::ordered_json j = {
-      {"output", a.output}, {"samples", fit.samples}, {"classes", nlohmann::ordered_json::array()}};
+  nlohmann::ordered_json j = {{"output", a.output},
+                              {"samples", fit.samples},
+                              {"classes", nlohmann::ordered_json::array()},
+                              {"op_names", op_names_json(fit.names)}};
   for (const auto& r : fit.classes)
     j["classes"].push_back({{"device", r.device},
                             {"class", r.op_class},

@@ -239,6 +239,80 @@ TEST(Calibrate, ZeroDurationActivitiesGiveNoSample) {
   for (const auto& s : kept) EXPECT_GT(s.seconds, 0.0);
 }
 
+// An op-name entry (a signature without shapes: traces without record_shapes) is written only
+// where its calls agree: a name timing several sizes (HTA's aten::copy_: 2 us to 3.5 ms) says
+// nothing about an unseen op of that name and is dropped; one shape repeated (addmm) is kept; a
+// name seen twice shows no spread and is dropped; shaped signatures are kept whatever their count.
+TEST(Calibrate, OpNameEntryOnlyWhereItsCallsAgree) {
+  std::vector<pc::OpSample> s;
+  const auto add = [&s](const std::string& name, std::vector<std::vector<std::int64_t>> shapes,
+                        std::initializer_list<double> us) {
+    for (double t : us) {
+      pc::OpSample o;
+      o.device = "dev";
+      o.signature.op_type = name;
+      o.signature.input_shapes = shapes;
+      o.seconds = t * 1e-6;
+      s.push_back(o);
+    }
+  };
+  add("aten::copy_", {}, {2.0, 3.1, 3500.0, 2.4, 150.0});
+  add("aten::addmm", {}, {29.0, 29.1, 29.3});
+  add("aten::uniform_", {}, {71.0, 70.0});
+  add("aten::mm", {{64, 512}, {512, 1024}}, {16.0});
+  const pc::CalibrationFit fit = pc::fit_calibration(s, "synthetic");
+  const auto& exact = fit.calibration.devices.at("dev").exact;
+  EXPECT_FALSE(exact.contains("aten::copy_:f32"));
+  EXPECT_TRUE(exact.contains("aten::addmm:f32"));
+  EXPECT_FALSE(exact.contains("aten::uniform_:f32"));
+  EXPECT_TRUE(exact.contains("aten::mm[64,512][512,1024]:f32"));
+  ASSERT_EQ(fit.names.size(), 4u);
+  for (const pc::NameSpread& n : fit.names) {
+    if (n.shaped) {
+      EXPECT_EQ(n.key, "aten::mm[64,512][512,1024]:f32");
+      EXPECT_TRUE(n.kept);
+    } else if (n.key == "aten::copy_:f32") {
+      EXPECT_FALSE(n.kept);
+      EXPECT_EQ(n.samples, 5);
+      EXPECT_GT(n.cv, 1.5);
+      EXPECT_NEAR(n.max_over_min, 1750.0, 1e-9);
+    } else if (n.key == "aten::addmm:f32") {
+      EXPECT_TRUE(n.kept);
+      EXPECT_LT(n.cv, 0.01);
+    } else {
+      EXPECT_FALSE(n.kept);
+      EXPECT_EQ(n.samples, 2);
+    }
+  }
+  EXPECT_FALSE(pc::name_entry_consistent(3, pc::kNameMaxCv * 1.01));
+  EXPECT_TRUE(pc::name_entry_consistent(3, pc::kNameMaxCv));
+}
+
+// The same on HTA's real 2-rank ResNet job (no Input Dims): the names that time one op per step
+// (max pool backward, the foreach optimizer) keep their entry; copy_, add_ and the convolutions
+// and batch norms (one name over every layer's sizes) do not.
+TEST(Calibrate, OpNameEntriesOfTheShapelessTwoRankJob) {
+  const pc::Profile p = pc::read_profile(data("a100_2rank_nccl_rank0.json.gz"));
+  const pc::CalibrationFit fit =
+      pc::fit_calibration(pc::op_samples_from_profile(p, "A100-PG509-200"), "2rank");
+  const auto& exact = fit.calibration.devices.at("A100-PG509-200").exact;
+  for (const char* k : {"aten::copy_:f32", "aten::add_:f32", "aten::cudnn_convolution:f32",
+                        "aten::cudnn_batch_norm_backward:f32"})
+    EXPECT_FALSE(exact.contains(k)) << k;
+  for (const char* k : {"aten::max_pool2d_with_indices_backward:f32", "aten::_foreach_add_:f32"})
+    EXPECT_TRUE(exact.contains(k)) << k;
+  int kept = 0, names = 0;
+  for (const pc::NameSpread& n : fit.names) {
+    if (n.shaped) continue;
+    ++names;
+    kept += n.kept;
+    EXPECT_EQ(n.kept, n.samples >= pc::kNameMinSamples && n.cv <= pc::kNameMaxCv) << n.key;
+    EXPECT_EQ(exact.contains(n.key), n.kept) << n.key;
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, names);
+}
+
 TEST(Calibrate, CrossValidationOnSyntheticNoisyGemms) {
   std::vector<pc::OpSample> s;
   std::uint64_t x = 12345;

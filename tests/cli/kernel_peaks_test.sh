@@ -77,7 +77,7 @@ grep -q "no catalog peak" "$T/cpu.err" && fail "a CPU with a manifest peak is re
 python3 - "$T/pricing.json" <<'PY' || fail "simulate --pricing: no pricing rule per op"
 import json, sys
 p = json.load(open(sys.argv[1]))
-assert p["ops"] and all(o["rule"] in ("measured", "exact", "class-curve", "roofline", "storage", "view", "nchw-transforms") for o in p["ops"]), p["rules"]
+assert p["ops"] and all(o["rule"] in ("measured", "exact", "class-curve", "roofline", "storage", "view", "nchw-transforms", "exact-name") for o in p["ops"]), p["rules"]
 assert p["rules"].get("storage", 0) > 0 and all(o["time_ns"] == 0 for o in p["ops"] if o["rule"] == "storage"), p["rules"]
 assert sum(p["rules"].values()) == len(p["ops"]), p["rules"]
 assert p["rules"].get("class-curve", 0) > 0, p["rules"]

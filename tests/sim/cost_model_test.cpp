@@ -12,6 +12,7 @@
 #include "sim/catalog.hpp"
 #include "sim/elementwise_path.hpp"
 #include "sim/error.hpp"
+#include "sim/pricing_rule.hpp"
 
 #include "tests/common/files.hpp"
 #include "tests/sim/sim_fixtures.hpp"
@@ -72,6 +73,14 @@ TEST(CostModel, LookupOrderMeasuredExactFittedRoofline) {
   Op op = matmul(2e9, 0);
   EXPECT_EQ(km.estimate(op, d).source, KernelCostModel::Source::Exact);
   EXPECT_EQ(km.op_time(op, d).ns, 77'000);
+  // An entry keyed by the op name alone (a trace without shapes) says so in its rule.
+  Op named = matmul(2e9, 0);
+  named.signature->input_shapes.clear();
+  dc.exact[named.signature->key()] = Duration{55'000};
+  EXPECT_EQ(km.estimate(named, d).source, KernelCostModel::Source::Exact);
+  EXPECT_EQ(pricing_rule(km.estimate(named, d), named), "exact-name");
+  EXPECT_EQ(pricing_rule(km.estimate(op, d), op), "exact");
+  EXPECT_EQ(km.op_time(named, d).ns, 55'000);
 
   op.signature->input_shapes = {{1, 1}};
   const auto fitted = km.estimate(op, d);
