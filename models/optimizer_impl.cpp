@@ -1,6 +1,8 @@
 // The optimizer step as a framework runs it (--graph-opt optimizer_impl=...): the kernels each
 // parameter's update launches and the bytes they move. Sources in docs/cost-model.md,
 // "Optimizer kernels".
+#include "models/optimizer_impl.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -10,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "models/optimizer_impl.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::models {
@@ -43,7 +44,7 @@ constexpr std::array kMomentum{KernelStep{"mul_", 1, false, 1, 1},
 // denom.add_(eps); param.addcdiv_(exp_avg, denom, step_size) (a scalar list in foreach).
 // addcmul_ reads grad twice through two operands of one kernel: counted once.
 constexpr std::array kAdam{
-    KernelStep{"lerp_", 2, false, 2, 1}, KernelStep{"mul_", 1, false, 1, 1},
+    KernelStep{"lerp_", 2, false, 2, 1},    KernelStep{"mul_", 1, false, 1, 1},
     KernelStep{"addcmul_", 3, false, 2, 1}, KernelStep{"sqrt", 2, false, 1, 1},
     KernelStep{"div_", 1, true, 1, 1},      KernelStep{"add_", 1, false, 1, 1},
     KernelStep{"addcdiv_", 3, true, 3, 1}};
@@ -169,9 +170,9 @@ void emit_per_param(std::vector<sim::Op>& ops, const std::vector<sim::Op>& old,
   for (std::size_t i = 0; i < old.size(); ++i) {
     sim::OpId prev = -1;
     for (std::size_t s = 0; s < steps.size(); ++s) {
-      sim::Op k = kernel_op(old[i],
-                            old[i].name + "/" + std::to_string(s) + "_" + std::string(steps[s].name),
-                            steps[s], numel[i], true, "");
+      sim::Op k = kernel_op(
+          old[i], old[i].name + "/" + std::to_string(s) + "_" + std::string(steps[s].name),
+          steps[s], numel[i], true, "");
       k.inputs = old[i].inputs;
       k.control_inputs = old[i].control_inputs;
       if (prev >= 0) k.control_inputs.push_back(prev);
@@ -185,8 +186,8 @@ void emit_per_param(std::vector<sim::Op>& ops, const std::vector<sim::Op>& old,
 // Foreach / fused: each list op's launches in turn; a launch reads the tensors of its chunks and
 // waits for the previous list op's launches (one stream).
 void emit_multi_tensor(std::vector<sim::Op>& ops, const std::vector<sim::Op>& old,
-                       const std::vector<std::int64_t>& numel,
-                       const std::vector<KernelStep>& steps, const std::string& fused_type) {
+                       const std::vector<std::int64_t>& numel, const std::vector<KernelStep>& steps,
+                       const std::string& fused_type) {
   const auto add_once = [](auto& list, const auto& v) {
     if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
   };

@@ -1,13 +1,13 @@
 // The optimizer step as frameworks run it (--graph-opt optimizer_impl=...): kernel counts and
 // bytes per mode, and multi_tensor_apply's launches against a real trace.
-#include <gtest/gtest.h>
+#include "models/optimizer_impl.hpp"
 
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include "models/optimizer_impl.hpp"
 #include "models/registry.hpp"
 #include "sim/error.hpp"
 
