@@ -36,7 +36,6 @@ std::optional<Optimizer> parse_optimizer(std::string_view s) {
   if (s == "momentum") return Optimizer::Momentum;
   if (s == "adam") return Optimizer::Adam;
   if (s == "rmsprop") return Optimizer::RmsProp;
-  if (s == "torch_adam") return Optimizer::TorchAdam;
   return std::nullopt;
 }
 
@@ -50,8 +49,6 @@ std::string to_string(Optimizer o) {
       return "adam";
     case Optimizer::RmsProp:
       return "rmsprop";
-    case Optimizer::TorchAdam:
-      return "torch_adam";
   }
   return "sgd";
 }
@@ -63,7 +60,6 @@ int optimizer_slots(Optimizer o) {
     case Optimizer::Momentum:
       return 1;
     case Optimizer::Adam:
-    case Optimizer::TorchAdam:
       return 2;
     case Optimizer::RmsProp:
       return 2;
@@ -81,7 +77,6 @@ double update_flops_per_elem(Optimizer o) {
     case Optimizer::Momentum:
       return 4;
     case Optimizer::Adam:
-    case Optimizer::TorchAdam:
       return 10;
     case Optimizer::RmsProp:
       return 8;
@@ -103,9 +98,6 @@ std::string update_type(Optimizer o, bool sparse) {
       break;
     case Optimizer::RmsProp:
       base = "RMSProp";
-      break;
-    case Optimizer::TorchAdam:
-      base = "TorchAdam";
       break;
   }
   return (sparse ? "SparseApply" : "Apply") + base;
@@ -652,10 +644,9 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
     const auto g = gradient_of(var, acc);
     if (!g) continue;
     const auto& vop = g_.ops[static_cast<std::size_t>(v)];
-    // TorchAdam updates the whole parameter (PyTorch's dense gradients): no sparse update.
-    const bool sparse = g->shape != var.shape && opt != Optimizer::TorchAdam;
+    const bool sparse = g->shape != var.shape;
     const std::int64_t bytes = tensor_bytes(var);
-    const double elems = d(num_elements(sparse ? g->shape : var.shape));
+    const double elems = d(num_elements(g->shape));
     sim::Op op;
     op.name = "update/" + vop.name;
     op.type = update_type(opt, sparse);
@@ -666,17 +657,6 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
     op.inputs = {{v, 0}, {g->op, g->out}};
     op.persistent = sim::Bytes{bytes * slots};
     const sim::OpId u = add(std::move(op));
-    if (opt == Optimizer::TorchAdam) {
-      // torch.optim.Adam, one kernel per tensor operation over the whole parameter (nn.Embedding's
-      // gradient is dense): exp_avg.mul_(b1).add_(grad); exp_avg_sq.mul_(b2).addcmul_(grad, grad);
-      // denom = (exp_avg_sq.sqrt() / c).add_(eps); param.addcdiv_(exp_avg, denom) (pytorch/pytorch
-      // torch/optim/adam.py 1.6, torch/optim/_functional.py adam() 1.8). Reads, in units of the
-      // parameter's bytes: 1 + 2 + 1 + 2 (grad read once for both factors) + 1 + 1 + 1 + 3 = 12;
-      // writes one per kernel, 8. The fused kernel below: 4 and 3.
-      g_.ops[static_cast<std::size_t>(u)].bytes_read = sim::Bytes{bytes * 12};
-      g_.ops[static_cast<std::size_t>(u)].bytes_written = sim::Bytes{bytes * 8};
-      continue;
-    }
     // Kernel traffic: the touched rows of the parameter and its slots, read and written.
     const std::int64_t touched = tensor_bytes(*g);
     g_.ops[static_cast<std::size_t>(u)].bytes_read = sim::Bytes{touched * (2 + slots)};

@@ -39,10 +39,8 @@ struct Tensor {
 std::int64_t num_elements(const Shape& s);
 std::int64_t tensor_bytes(const Tensor& t);
 
-/// TorchAdam: torch.optim.Adam as PyTorch runs it (a pass over memory per tensor operation, a
-/// dense update of every parameter); Adam: one fused kernel a parameter (TensorFlow's ApplyAdam).
-enum class Optimizer { Sgd, Momentum, Adam, RmsProp, TorchAdam };
-/// "sgd", "momentum", "adam", "rmsprop", "torch_adam"; nullopt otherwise.
+enum class Optimizer { Sgd, Momentum, Adam, RmsProp };
+/// "sgd", "momentum", "adam", "rmsprop"; nullopt otherwise.
 std::optional<Optimizer> parse_optimizer(std::string_view s);
 std::string to_string(Optimizer o);
 /// Optimizer state tensors per parameter (Adam: m and v; momentum: one; RMSProp: ms and mom).

@@ -8,6 +8,7 @@
 
 #include "models/chakra.hpp"
 #include "models/onnx_import.hpp"
+#include "models/optimizer_impl.hpp"
 #include "models/workloads.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/error.hpp"
@@ -155,8 +156,8 @@ std::string GraphOptions::resolved() const {
 }
 
 Optimizer optimizer_option(GraphOptions& o, Optimizer def) {
-  return *parse_optimizer(o.get_choice("optimizer", to_string(def),
-                                       {"sgd", "momentum", "adam", "rmsprop", "torch_adam"}));
+  return *parse_optimizer(
+      o.get_choice("optimizer", to_string(def), {"sgd", "momentum", "adam", "rmsprop"}));
 }
 
 Accumulation accumulation_option(GraphOptions& o) {
@@ -174,7 +175,7 @@ std::vector<std::string> builtin_graph_names() {
 namespace {
 
 // Takes "key=V" out of an options string (every graph source accepts math_mode, precision, grads,
-// layout, input and input_workers)
+// layout, input, input_workers and optimizer_impl)
 // and returns V; nullopt when the key is absent.
 std::optional<std::string> take_option(std::string& options, const std::string& key) {
   std::string rest, found;
@@ -277,6 +278,16 @@ std::optional<sim::Layout> take_layout(std::string& options) {
   return l;
 }
 
+std::optional<OptimizerImpl> take_optimizer_impl(std::string& options) {
+  const std::optional<std::string> found = take_option(options, "optimizer_impl");
+  if (!found) return std::nullopt;
+  const auto i = parse_optimizer_impl(*found);
+  if (!i)
+    throw sim::InputError("--graph-opt", "optimizer_impl",
+                          "one of apply, per_param, foreach, fused, got \"" + *found + "\"");
+  return i;
+}
+
 sim::Graph load_graph_as_given(const std::string& name_or_path, const std::string& options);
 
 }  // namespace
@@ -288,6 +299,7 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   const bool f32_grads = take_f32_grads(rest, precision);
   const std::optional<sim::Layout> layout = take_layout(rest);
   const auto [input, input_workers] = take_input(rest);
+  const std::optional<OptimizerImpl> impl = take_optimizer_impl(rest);
   sim::Graph g = load_graph_as_given(name_or_path, rest);
   if (input != "synthetic") {
     g.metadata["input"] = input;
@@ -303,6 +315,8 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
                           "fuse=none beside layout=nchw (the fused batch-norm kernels are NHWC)");
   if (layout) sim::apply_layout(g, *layout);
   if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision, f32_grads);
+  // After the precision pass, which gives each update its master copy once.
+  if (impl) apply_optimizer_impl(g, *impl);
   return g;
 }
 

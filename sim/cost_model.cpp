@@ -779,7 +779,14 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
       (op.type == "FlashAttention" || op.type == "FlashAttentionGrad"))
     eff = kHopperFlashAttention2;
-  if (f > 0.0 && peak > 0.0) t = std::max(t, (f + p.compute_half_flops) / (peak * eff));
+  // The half-FLOPs term models a GEMM's tiles under-filling the device (small M, N, K); a GPU
+  // kernel that is no GEMM, convolution or attention (pointwise, normalisation, reduction,
+  // optimizer) has no tiles to fill: its small-size cost is the kernel floor and the memory
+  // term's fixed bytes. docs/cost-model.md, "The half-FLOPs term".
+  const bool tiled = spec.kind != DeviceKind::Gpu || op.phase != Phase::Update ||
+                     math_kind_of(op.type) != MathKind::Other;
+  const double half_flops = tiled ? p.compute_half_flops : 0.0;
+  if (f > 0.0 && peak > 0.0) t = std::max(t, (f + half_flops) / (peak * eff));
   const double bw = spec.memory_bandwidth.bytes_per_s;
   double rate = bw * non_vectorised_eff(op, spec, p).value_or(memory_eff_for(op.type, spec, p));
   if (bw_cap > 0.0) rate = std::min(rate, bw_cap);

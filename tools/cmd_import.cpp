@@ -100,7 +100,7 @@ void register_import(CLI::App& app) {
   onnx->add_option("--batch", args->batch,
                    "batch size for the model's data inputs (default: the model's)");
   onnx->add_option("--optimizer", args->optimizer,
-                   "sgd, momentum, adam, rmsprop or torch_adam (with --training)");
+                   "sgd, momentum, adam or rmsprop (with --training)");
   onnx->add_flag("--json", args->json, "print the graph's statistics as JSON instead of a line");
   onnx->callback([args] {
     models::OnnxImportOptions o;
@@ -111,9 +111,8 @@ void register_import(CLI::App& app) {
     o.batch = args->batch;
     const auto opt = models::parse_optimizer(args->optimizer);
     if (!opt)
-      throw sim::InputError(
-          "<flag --optimizer>", "",
-          "sgd, momentum, adam, rmsprop or torch_adam, got \"" + args->optimizer + "\"");
+      throw sim::InputError("<flag --optimizer>", "",
+                            "sgd, momentum, adam or rmsprop, got \"" + args->optimizer + "\"");
     o.optimizer = *opt;
     const sim::Graph g = models::import_onnx(args->model, o);
     sim::write_graph_json(g, args->out);

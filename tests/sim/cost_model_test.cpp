@@ -57,6 +57,35 @@ TEST(CostModel, RooflineEquations) {
   EXPECT_GT(t_small, 2 * t_large);
 }
 
+// An optimizer kernel (phase Update: an elementwise pass over the parameter, its gradient and
+// state) is memory-bound: no GEMM half-FLOPs term, only the memory term and the kernel floor. A
+// pointwise op of the forward pass and a matmul keep the term.
+TEST(CostModel, OptimizerKernelsPayNoHalfFlopsTerm) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const Device d = gpu();
+  Op k{.name = "update/0_add_/launch0",
+       .type = "aten::_foreach_add_",
+       .flops = Flops{4e6},
+       .bytes_read = Bytes{8'000'000},
+       .bytes_written = Bytes{4'000'000},
+       .phase = Phase::Update};
+  const double mem = (12e6 + p.memory_half_bytes) / (900e9 * p.memory_eff_max);
+  EXPECT_EQ(km.op_time(k, d).ns, static_cast<std::int64_t>(std::ceil(mem * 1e9 - 1e-6)));
+  // The old charge, (F + F_half) / (P e_max) = 29 us, against 17 us of bytes.
+  Op fwd = k;
+  fwd.phase = Phase::Forward;
+  const double half = (4e6 + p.compute_half_flops) / (10e12 * p.compute_eff_max);
+  EXPECT_EQ(km.op_time(fwd, d).ns, static_cast<std::int64_t>(std::ceil(half * 1e9 - 1e-6)));
+  Op mm = matmul(4e6, 12'000'000);
+  mm.phase = Phase::Update;
+  EXPECT_EQ(km.op_time(mm, d).ns, km.op_time(matmul(4e6, 12'000'000), d).ns);
+  // A small one sits at the floor.
+  k.bytes_read = Bytes{4000};
+  k.bytes_written = Bytes{2000};
+  EXPECT_EQ(km.op_time(k, d), p.min_kernel);
+}
+
 TEST(CostModel, LookupOrderMeasuredExactFittedRoofline) {
   auto cal = std::make_shared<Calibration>();
   DeviceCalibration& dc = cal->devices["custom"];
