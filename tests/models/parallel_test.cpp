@@ -76,14 +76,16 @@ TEST(Parallel, DataParallelBucketsEveryGradientOnce) {
   EXPECT_EQ(job.placement.device_of.back(), gpus[3]);
   // A data-parallel step is no faster than one replica alone and its all-reduce overlaps the
   // backward pass: the step is shorter than one replica, plus DDP's kernels (the GPU's extra busy
-  // time), plus every bucket's all-reduce in a row.
+  // time and the host's launch of each), plus every bucket's all-reduce in a row.
   const sim::Outcome one =
       sim::simulate(c, g, pm::make_parallel(g, c, pm::parse_parallel("dp=1", "<t>")).placement);
   const sim::Outcome four = sim::simulate(c, job.graph, job.placement);
   EXPECT_GE(four.step_time, one.step_time);
   const auto g0 = static_cast<std::size_t>(gpus[0]);
   EXPECT_GT(four.devices[g0].busy, one.devices[g0].busy);
-  sim::Duration serial = one.step_time + (four.devices[g0].busy - one.devices[g0].busy);
+  sim::Duration serial =
+      one.step_time + (four.devices[g0].busy - one.devices[g0].busy) +
+      sim::Duration::from_ns(c.devices[g0].spec.launch_overhead.ns * 2 * gradients(g));
   for (const sim::Op& op : job.graph.ops)
     if (op.collective && op.name.rfind("dp0/", 0) == 0)
       serial +=
