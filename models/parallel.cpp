@@ -23,6 +23,10 @@ std::int64_t parse_size_value(const std::string& v, const std::string& origin,
   }
 }
 
+/// Tensors one of Horovod's BatchedD2DMemcpy kernels copies (horovod/horovod :
+/// horovod/common/ops/cuda/cuda_kernels.h, BATCHED_D2D_CAPACITY 160).
+constexpr std::size_t kHorovodBatchedD2D = 160;
+
 }  // namespace
 
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin) {
@@ -48,6 +52,17 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       if (v != "true" && v != "false")
         throw sim::InputError(origin, k, "true or false, got \"" + v + "\"");
       s.bucket_view = v == "true";
+      continue;
+    }
+    if (k == "ddp") {  // the framework's gradient exchange
+      if (v == "torch")
+        s.ddp = ParallelSpec::Ddp::Torch;
+      else if (v == "horovod")
+        s.ddp = ParallelSpec::Ddp::Horovod;
+      else if (v == "contiguous")
+        s.ddp = ParallelSpec::Ddp::Contiguous;
+      else
+        throw sim::InputError(origin, k, "torch, horovod or contiguous, got \"" + v + "\"");
       continue;
     }
     if (k == "recompute") {
@@ -90,7 +105,7 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
     else
       throw sim::InputError(origin, k,
                             "one of dp, tp, pp, mb, recompute, bucket, first_bucket, bucket_view, "
-                            "loader_workers, loader_us, got \"" +
+                            "ddp, loader_workers, loader_us, got \"" +
                                 k + "\"");
   }
   if ((s.loader_workers > 0) != (s.loader_us > 0))
@@ -108,6 +123,8 @@ std::string to_string(const ParallelSpec& s) {
   if (s.mb != 1) out += ",mb=" + std::to_string(s.mb);
   if (s.recompute) out += ",recompute=full";
   if (s.bucket_view) out += ",bucket_view=true";
+  if (s.ddp == ParallelSpec::Ddp::Horovod) out += ",ddp=horovod";
+  if (s.ddp == ParallelSpec::Ddp::Contiguous) out += ",ddp=contiguous";
   if (s.loader_workers > 0)
     out += ",loader_workers=" + std::to_string(s.loader_workers) +
            ",loader_us=" + std::to_string(s.loader_us);
@@ -264,7 +281,9 @@ class JobBuilder {
   sim::OpId recv(int src, int dst, sim::TensorRef in, int k);
   void connect();
   void buckets();
-  sim::Op ddp_pass(int r, sim::TensorRef t, const std::string& type, const std::string& what) const;
+  sim::Op ddp_pass(int r, const std::vector<sim::TensorRef>& ts, const std::string& type,
+                   const std::string& what) const;
+  std::vector<std::vector<sim::TensorRef>> kernels(const std::vector<sim::TensorRef>& grads) const;
   std::vector<sim::OpId> scale_into_bucket(int r, std::size_t b,
                                            const std::vector<sim::TensorRef>& grads);
   std::map<sim::TensorRef, sim::OpId> copy_bucket_to_grad(
@@ -396,62 +415,107 @@ void JobBuilder::connect() {
       }
 }
 
-// DDP's own kernels around the all-reduce, on the rank's compute stream (pytorch/pytorch @
-// ad78a7b3 : torch/csrc/distributed/c10d/reducer.cpp). mark_variable_ready_dense, in the autograd
-// hook of each parameter: the gradient is written into its bucket view divided by the world size
-// (copy_grad_to_bucket: at::mul_out(bucket_view, grad, 1 / div_factor_)), or, when the gradient
-// already is the bucket view (gradient_as_bucket_view=True), divided in place (bucket_view.div_):
-// one read and one write of the gradient either way, before the bucket can be all-reduced.
-// Returns the scale ops of bucket `b` on rank r (one per gradient: DDP launches one per parameter).
+// The framework's own kernels around each bucket's all-reduce, on the rank's compute stream
+// (ParallelSpec::ddp).
+// torch: PyTorch DDP (pytorch/pytorch @ ad78a7b3 : torch/csrc/distributed/c10d/reducer.cpp).
+// mark_variable_ready_dense, in the autograd hook of each parameter: the gradient is written into
+// its bucket view divided by the world size (copy_grad_to_bucket: at::mul_out(bucket_view, grad,
+// 1 / div_factor_)), or, when the gradient already is the bucket view
+// (gradient_as_bucket_view=True), divided in place (bucket_view.div_): one read and one write of
+// the gradient either way, before the bucket can be all-reduced; one kernel per parameter. horovod:
+// Horovod's fusion buffer (horovod/horovod: horovod/common/ops/gpu_operations.cc,
+// MemcpyInFusionBuffer / MemcpyOutFusionBuffer; cuda/cuda_kernels.h, BATCHED_D2D_CAPACITY 160):
+// when a fused response holds more than one tensor, the tensors are copied into the fusion buffer
+// by BatchedD2DMemcpy kernels of up to 160 tensors each (one read and write of every gradient); a
+// single tensor is all-reduced in place. MXNet's DistributedOptimizer averages through the
+// optimizer's rescale_grad (horovod/mxnet/__init__.py), so no scale kernel.
+// contiguous: Megatron-LM's DistributedDataParallel (NVIDIA/Megatron-LM : megatron/core/
+// distributed/param_and_grad_buffer.py, start_grad_sync): the gradients live in one contiguous
+// buffer, and each bucket is scaled in place (grad_data *= gradient_scaling_factor), one kernel
+// over the bucket, before its all-reduce.
+// Returns the ops of bucket `b` on rank r that its all-reduce waits for.
 std::vector<sim::OpId> JobBuilder::scale_into_bucket(int r, std::size_t b,
                                                      const std::vector<sim::TensorRef>& grads) {
   std::vector<sim::OpId> out;
-  for (const sim::TensorRef& t : grads) {
-    sim::Op op = ddp_pass(r, t, "Mul", "scale_into_bucket" + std::to_string(b));
-    op.inputs = {{id(r, t.op, s_.mb - 1), t.output}};
+  const std::string tag = std::to_string(b);
+  for (const std::vector<sim::TensorRef>& k : kernels(grads)) {
+    const bool torch = s_.ddp == ParallelSpec::Ddp::Torch;
+    sim::Op op = ddp_pass(r, k, torch || s_.ddp == ParallelSpec::Ddp::Contiguous ? "Mul" : "Copy",
+                          (torch                                  ? "scale_into_bucket"
+                           : s_.ddp == ParallelSpec::Ddp::Horovod ? "memcpy_in_fusion_buffer"
+                                                                  : "scale_bucket") +
+                              tag);
+    for (const sim::TensorRef& t : k) op.inputs.push_back({id(r, t.op, s_.mb - 1), t.output});
     out.push_back(add(std::move(op), gpus_[r]));
   }
   return out;
 }
 
-// One of DDP's per-gradient kernels on rank r's compute stream: one read and one write of
-// gradient t. One multiply per 4-8 bytes moved is memory-bound on every GPU, so no FLOPs are given
-// (the roofline's compute term carries a GEMM's efficiency ramp, compute_half_flops, which a
+// The kernels that move the gradients of one bucket, each a list of the gradients it reads and
+// writes: torch one per gradient; horovod one per 160 gradients (BATCHED_D2D_CAPACITY), none for
+// a bucket of one gradient (all-reduced in place); contiguous one for the whole bucket.
+std::vector<std::vector<sim::TensorRef>> JobBuilder::kernels(
+    const std::vector<sim::TensorRef>& grads) const {
+  std::vector<std::vector<sim::TensorRef>> out;
+  const std::size_t per = s_.ddp == ParallelSpec::Ddp::Torch     ? 1
+                          : s_.ddp == ParallelSpec::Ddp::Horovod ? kHorovodBatchedD2D
+                                                                 : grads.size();
+  if (s_.ddp == ParallelSpec::Ddp::Horovod && grads.size() < 2) return out;
+  for (std::size_t i = 0; i < grads.size(); i += per)
+    out.emplace_back(grads.begin() + static_cast<std::ptrdiff_t>(i),
+                     grads.begin() + static_cast<std::ptrdiff_t>(std::min(grads.size(), i + per)));
+  return out;
+}
+
+// One of the framework's kernels on rank r's compute stream: one read and one write of the
+// gradients ts. One multiply per 4-8 bytes moved is memory-bound on every GPU, so no FLOPs are
+// given (the roofline's compute term carries a GEMM's efficiency ramp, compute_half_flops, which a
 // streaming kernel does not have): both are priced by their bytes.
-sim::Op JobBuilder::ddp_pass(int r, sim::TensorRef t, const std::string& type,
+sim::Op JobBuilder::ddp_pass(int r, const std::vector<sim::TensorRef>& ts, const std::string& type,
                              const std::string& what) const {
-  const sim::TensorOut& g = g_.ops[t.op].outputs[t.output];
   sim::Op op;
+  const sim::TensorRef t = ts.front();
   op.name = prefix(r) + "ddp/" + what + "/" + g_.ops[t.op].name + ":" + std::to_string(t.output);
   op.type = type;
   op.phase = sim::Phase::Backward;
   op.layer = "ddp";
-  op.dtype = g.dtype;
-  op.bytes_read = g.bytes;
-  op.bytes_written = g.bytes;
+  op.dtype = g_.ops[t.op].outputs[t.output].dtype;
+  for (const sim::TensorRef& x : ts) {
+    op.bytes_read += g_.ops[x.op].outputs[x.output].bytes;
+    op.bytes_written += g_.ops[x.op].outputs[x.output].bytes;
+  }
   return op;
 }
 
-// finalize_backward (the autograd engine's final callback, after the backward pass) waits for
-// each bucket's all-reduce and runs finalize_bucket_dense, which without gradient_as_bucket_view
-// (DDP's default, False) copies the reduced bucket back into every param.grad
-// (copy_bucket_to_grad: grad.copy_(bucket_view)): one more read and write per gradient on the
-// compute stream, after its bucket's all-reduce and after the last gradient of the step exists,
-// before optimizer.step(). With bucket_view=true (gradient_as_bucket_view=True) the gradients are
-// the bucket views and nothing is copied back. Returns rank r's copy op of each gradient.
+// After each bucket's all-reduce. torch: finalize_backward (the autograd engine's final callback,
+// after the backward pass) waits for each bucket's all-reduce and runs finalize_bucket_dense,
+// which without gradient_as_bucket_view (DDP's default, False) copies the reduced bucket back into
+// every param.grad (copy_bucket_to_grad: grad.copy_(bucket_view)): one more read and write per
+// gradient on the compute stream, after its bucket's all-reduce and after the last gradient of the
+// step exists, before optimizer.step(). With bucket_view=true (gradient_as_bucket_view=True) the
+// gradients are the bucket views and nothing is copied back. horovod: MemcpyOutFusionBuffer as
+// soon as the fused all-reduce is done, batched as the copies in. contiguous: nothing (the
+// optimizer reads the buffer). Returns rank r's copy op of each gradient.
 std::map<sim::TensorRef, sim::OpId> JobBuilder::copy_bucket_to_grad(
     int r, const std::vector<std::vector<sim::TensorRef>>& bucket,
     const std::vector<sim::OpId>& allreduce) {
   std::map<sim::TensorRef, sim::OpId> out;
-  if (s_.bucket_view || bucket.empty()) return out;
+  if (s_.ddp == ParallelSpec::Ddp::Contiguous || bucket.empty()) return out;
+  if (s_.ddp == ParallelSpec::Ddp::Torch && s_.bucket_view) return out;
   // The end of the backward pass as DDP sees it: the last bucket's gradients have been scaled in.
-  const std::vector<sim::OpId> last_in = job_.graph.ops[allreduce.back()].control_inputs;
+  const std::vector<sim::OpId> last_in = s_.ddp == ParallelSpec::Ddp::Torch
+                                             ? job_.graph.ops[allreduce.back()].control_inputs
+                                             : std::vector<sim::OpId>{};
   for (std::size_t b = 0; b < bucket.size(); ++b)
-    for (const sim::TensorRef& t : bucket[b]) {
-      sim::Op op = ddp_pass(r, t, "Copy", "copy_bucket" + std::to_string(b) + "_to_grad");
+    for (const std::vector<sim::TensorRef>& k : kernels(bucket[b])) {
+      sim::Op op = ddp_pass(
+          r, k, "Copy",
+          (s_.ddp == ParallelSpec::Ddp::Torch ? "copy_bucket" + std::to_string(b) + "_to_grad"
+                                              : "memcpy_out_fusion_buffer" + std::to_string(b)));
       op.inputs = {{allreduce[b], 0}};
       op.control_inputs = last_in;
-      out[t] = add(std::move(op), gpus_[r]);
+      const sim::OpId x = add(std::move(op), gpus_[r]);
+      for (const sim::TensorRef& t : k) out[t] = x;
     }
   return out;
 }

@@ -40,6 +40,14 @@ struct ParallelSpec {
   /// DDP's gradient_as_bucket_view: the gradients are views of the buckets, so the reduced
   /// buckets are not copied back into param.grad (default False, as in torch DDP).
   bool bucket_view = false;
+  /// The framework's gradient exchange: the kernels it runs around each bucket's all-reduce
+  /// (docs/parallel.md, "The framework's kernels around the all-reduce"). Torch: PyTorch DDP's
+  /// per-gradient scale into the bucket and copy back (reducer.cpp); Horovod: batched copies into
+  /// and out of its fusion buffer (BatchedD2DMemcpy, up to 160 tensors a kernel); Contiguous:
+  /// Megatron-LM's DistributedDataParallel, gradients already in one contiguous buffer, one
+  /// in-place scale of each bucket and no copy.
+  enum class Ddp { Torch, Horovod, Contiguous };
+  Ddp ddp = Ddp::Torch;
   /// Input pipeline on the host CPU (off by default; docs/parallel.md; the graph option input=pil
   /// sets both from kPilConvnetsUs):
   /// worker processes per replica (PyTorch DataLoader num_workers, DeepLearningExamples'
@@ -64,7 +72,7 @@ void refuse_input_without_parallel(const sim::Graph& g, const std::string& origi
                                    const std::string& key);
 
 /// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB",
-/// "tp=8,pp=2,mb=48,recompute=full", "dp=8,loader_workers=16,loader_us=6000".
+/// "tp=8,pp=2,mb=48,recompute=full", "dp=8,loader_workers=16,loader_us=6000", "dp=8,ddp=horovod".
 /// Throws InputError naming `origin` for an unknown key or a value below 1.
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin);
 std::string to_string(const ParallelSpec& s);  ///< "dp=8", "dp=2,tp=2,pp=2,mb=8"

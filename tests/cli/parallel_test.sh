@@ -24,6 +24,17 @@ again=$("$BIN" simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --para
 [ "$(grep '^step time' <<<"$out")" = "$(grep '^step time' <<<"$again")" ] || fail "two runs differ"
 "$BIN" simulate --graph gpt --graph-opt "$GPT,precision=bf16" --cluster dgx-a100 --parallel dp=1 > /dev/null \
   || fail "bf16 exited $?"
+# The framework's gradient exchange (ddp=): Horovod's batched fusion-buffer copies and Megatron's
+# contiguous buffer launch fewer kernels around the all-reduce than PyTorch DDP's one per gradient.
+for d in torch horovod contiguous; do
+  "$BIN" simulate --graph resnet50 --graph-opt batch=32 --cluster dgx-a100 --quiet --json \
+    --parallel "dp=2,ddp=$d" > "$T/ddp_$d" || fail "ddp=$d exited $?"
+done
+python3 - "$T/ddp_torch" "$T/ddp_horovod" "$T/ddp_contiguous" <<'PY' || fail "ddp= step times: torch not the longest"
+import json, sys
+t, h, c = (json.load(open(p))["step_time_s"] for p in sys.argv[1:])
+assert t > h and t > c, (t, h, c)
+PY
 # Tensor parallelism divides the weights each GPU holds.
 "$BIN" simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=4 > "$T/tp4" || fail "tp=4"
 "$BIN" simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=1 > "$T/tp1" || fail "tp=1"
@@ -71,6 +82,7 @@ expect_error 'dp\*tp\*pp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-
 expect_error 'mb' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=8,mb=65536
 expect_error 'attention heads' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=8
 expect_error 'zp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel zp=2
+expect_error 'ddp' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=2,ddp=mxnet
 expect_error 'recompute' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=2,recompute=some
 expect_error 'precision' simulate --graph gpt --graph-opt "$GPT,precision=f8" --cluster dgx-a100 --parallel dp=1
 echo "parallel_test: ok"

@@ -32,7 +32,9 @@ for r in rows:
     opt = r["graph_opt"].replace("seq_dist=", f"seq_dist={data}/")
     cmd = [bin_, "simulate", "--graph", graph, "--graph-opt", opt, "--cluster",
            r["cluster"], "--quiet", "--json"]
-    cmd += ["--parallel", f"dp={gpus}"] if gpus > 1 else ["--placement", "single-gpu"]
+    # parallel: more --parallel keys of a multi-GPU row (ddp=horovod: the framework's exchange).
+    par = f"dp={gpus}" + (f",{r['parallel']}" if r.get("parallel") else "")
+    cmd += ["--parallel", par] if gpus > 1 else ["--placement", "single-gpu"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         failures.append(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip()}")

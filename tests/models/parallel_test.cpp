@@ -578,6 +578,24 @@ TEST(Parallel, AutocastGradientsStayF32ForTheAllReduce) {
   EXPECT_THROW(pm::load_graph("resnet50", "batch=8,precision=f16,grads=f8"), sim::InputError);
 }
 
+namespace {
+
+// Rank 0's data-parallel kernels whose names start "dp0/ddp/<what>": how many and the bytes they
+// read (each writes as many as it reads).
+std::pair<std::int64_t, std::int64_t> ddp_kernels(const pm::ParallelJob& j,
+                                                  const std::string& what) {
+  std::int64_t ops = 0, bytes = 0;
+  for (const sim::Op& op : j.graph.ops)
+    if (op.name.rfind("dp0/ddp/" + what, 0) == 0) {
+      ++ops;
+      bytes += op.bytes_read.v;
+      EXPECT_EQ(op.bytes_written, op.bytes_read) << op.name;
+    }
+  return {ops, bytes};
+}
+
+}  // namespace
+
 // DDP's own kernels (torch/csrc/distributed/c10d/reducer.cpp, docs/parallel.md "Data parallel"):
 // each gradient is scaled by 1/world into its bucket view before the bucket's all-reduce, and,
 // unless gradient_as_bucket_view (bucket_view=true), copied back to param.grad after it, before the
@@ -594,21 +612,13 @@ TEST(Parallel, DdpScalesIntoBucketsAndCopiesBack) {
   const pm::ParallelJob copy = pm::make_parallel(g, c, pm::parse_parallel("dp=2", "<t>"));
   const pm::ParallelJob view =
       pm::make_parallel(g, c, pm::parse_parallel("dp=2,bucket_view=true", "<t>"));
-  const auto count = [](const pm::ParallelJob& j, const std::string& what) {
-    std::int64_t ops = 0, bytes = 0;
-    for (const sim::Op& op : j.graph.ops)
-      if (op.name.rfind("dp0/ddp/" + what, 0) == 0) {
-        ++ops;
-        bytes += op.bytes_read.v;
-        EXPECT_EQ(op.bytes_written, op.bytes_read) << op.name;
-      }
-    return std::pair{ops, bytes};
-  };
   const int n = gradients(g);
-  EXPECT_EQ(count(copy, "scale_into_bucket"), std::pair(std::int64_t{n}, copy.gradient_bytes));
-  EXPECT_EQ(count(copy, "copy_bucket"), std::pair(std::int64_t{n}, copy.gradient_bytes));
-  EXPECT_EQ(count(view, "scale_into_bucket"), std::pair(std::int64_t{n}, view.gradient_bytes));
-  EXPECT_EQ(count(view, "copy_bucket").first, 0);
+  EXPECT_EQ(ddp_kernels(copy, "scale_into_bucket"),
+            std::pair(std::int64_t{n}, copy.gradient_bytes));
+  EXPECT_EQ(ddp_kernels(copy, "copy_bucket"), std::pair(std::int64_t{n}, copy.gradient_bytes));
+  EXPECT_EQ(ddp_kernels(view, "scale_into_bucket"),
+            std::pair(std::int64_t{n}, view.gradient_bytes));
+  EXPECT_EQ(ddp_kernels(view, "copy_bucket").first, 0);
   // Every all-reduce waits for its bucket's scale ops; every copy back reads its bucket.
   for (const sim::Op& op : copy.graph.ops) {
     if (op.collective && op.name.rfind("dp0/", 0) == 0) {
@@ -627,4 +637,57 @@ TEST(Parallel, DdpScalesIntoBucketsAndCopiesBack) {
   const double hbm = c.devices[c.gpus()[0]].spec.memory_bandwidth.bytes_per_s;
   const double copies_s = 2.0 * static_cast<double>(copy.gradient_bytes) / hbm;
   EXPECT_GE(with_copies.step_time.seconds() - views.step_time.seconds(), copies_s);
+}
+
+// The framework's gradient exchange (ddp=torch|horovod|contiguous, docs/parallel.md "The
+// framework's kernels around the all-reduce"): torch launches a kernel per gradient each way,
+// Horovod batched copies of up to 160 tensors into and out of its fusion buffer
+// (BatchedD2DMemcpy), Megatron-LM's contiguous buffer one in-place scale per bucket and no copy.
+// Each moves every gradient's bytes the same number of times as its source does; fewer kernels
+// pay fewer per-kernel minimums and launches, so both steps are shorter than torch's.
+TEST(Parallel, DdpFrameworksRunTheirOwnKernelsAroundTheAllReduce) {
+  EXPECT_EQ(pm::parse_parallel("dp=2", "<t>").ddp, pm::ParallelSpec::Ddp::Torch);
+  EXPECT_EQ(pm::parse_parallel("dp=2,ddp=torch", "<t>").ddp, pm::ParallelSpec::Ddp::Torch);
+  EXPECT_EQ(pm::to_string(pm::parse_parallel("dp=2,ddp=horovod", "<t>")), "dp=2,ddp=horovod");
+  EXPECT_EQ(pm::to_string(pm::parse_parallel("dp=2,ddp=contiguous", "<t>")), "dp=2,ddp=contiguous");
+  EXPECT_THROW(pm::parse_parallel("dp=2,ddp=mxnet", "<t>"), sim::InputError);
+  const sim::Graph g = pm::load_graph("resnet50", "batch=32");
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const auto job = [&](const std::string& spec) {
+    return pm::make_parallel(g, c, pm::parse_parallel(spec, "<t>"));
+  };
+  const pm::ParallelJob torch = job("dp=2"), hvd = job("dp=2,ddp=horovod"),
+                        meg = job("dp=2,ddp=contiguous");
+  const int n = gradients(g);
+  ASSERT_GT(n, 100);
+  ASSERT_EQ(hvd.gradient_bytes, torch.gradient_bytes);
+  // Horovod: per bucket of k > 1 gradients ceil(k / 160) kernels each way; a lone gradient none.
+  std::int64_t batched = 0, fused_bytes = 0;
+  for (const sim::Op& op : hvd.graph.ops)
+    if (op.collective && op.name.rfind("dp0/ddp/allreduce", 0) == 0 && op.inputs.size() > 1) {
+      batched += (static_cast<std::int64_t>(op.inputs.size()) + 159) / 160;
+      fused_bytes += op.outputs[0].bytes.v;
+    }
+  EXPECT_GT(batched, 0);
+  EXPECT_LT(batched, n / 10);
+  EXPECT_EQ(ddp_kernels(hvd, "memcpy_in_fusion_buffer"), std::pair(batched, fused_bytes));
+  EXPECT_EQ(ddp_kernels(hvd, "memcpy_out_fusion_buffer"), std::pair(batched, fused_bytes));
+  EXPECT_EQ(ddp_kernels(hvd, "scale_into_bucket").first, 0);
+  EXPECT_EQ(ddp_kernels(hvd, "copy_bucket").first, 0);
+  // Megatron: one scale of each bucket, nothing copied back.
+  EXPECT_EQ(ddp_kernels(meg, "scale_bucket"),
+            std::pair(std::int64_t{meg.buckets}, meg.gradient_bytes));
+  EXPECT_EQ(ddp_kernels(meg, "copy_bucket").first + ddp_kernels(meg, "memcpy").first, 0);
+  // Every Horovod copy out reads its bucket's all-reduce and nothing waits on the backward's end.
+  for (const sim::Op& op : hvd.graph.ops)
+    if (op.name.rfind("dp0/ddp/memcpy_out", 0) == 0) {
+      ASSERT_EQ(op.inputs.size(), 1U);
+      EXPECT_TRUE(hvd.graph.ops[op.inputs[0].op].collective.has_value()) << op.name;
+      EXPECT_TRUE(op.control_inputs.empty()) << op.name;
+    }
+  const double t = sim::simulate(c, torch.graph, torch.placement).step_time.seconds();
+  const double h = sim::simulate(c, hvd.graph, hvd.placement).step_time.seconds();
+  const double m = sim::simulate(c, meg.graph, meg.placement).step_time.seconds();
+  EXPECT_LT(h, t);
+  EXPECT_LT(m, t);
 }
