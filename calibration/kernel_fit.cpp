@@ -480,6 +480,24 @@ std::string device_key(const Profile& p, const std::string& override_model) {
   return calibration_key(p.device_name, override_model);
 }
 
+// The sample of framework op `e` on device `dev` that took `ns` nanoseconds (its own duration on
+// a CPU-only profile, its kernels' GPU time otherwise): signature from its name, input shapes and
+// dtypes; work from its shapes, FLOPs from its concrete inputs where it is a conv or attention.
+OpSample framework_op_sample(const TraceEvent& e, const std::string& dev, std::int64_t ns) {
+  OpSample s;
+  s.device = dev;
+  s.signature.op_type = e.name;
+  s.signature.input_shapes = e.input_dims;
+  s.signature.dtype = dtype_from_profiler(e.input_types);
+  s.seconds = static_cast<double>(ns) * 1e-9;
+  s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
+  if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
+    s.work.flops = *f;
+  else if (auto a = attention_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
+    s.work.flops = *a;
+  return s;
+}
+
 }  // namespace
 
 std::string calibration_key(const std::string& device_name, const std::string& override_model) {
@@ -510,18 +528,7 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
       // holds no rate, and as a relative-error weight (1 / t^2) it would outweigh every other
       // sample of its class. The GPU path below drops such ops the same way.
       if (e.dur_ns <= 0) continue;
-      OpSample s;
-      s.device = dev;
-      s.signature.op_type = e.name;
-      s.signature.input_shapes = e.input_dims;
-      s.signature.dtype = dtype_from_profiler(e.input_types);
-      s.seconds = static_cast<double>(e.dur_ns) * 1e-9;
-      s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
-      if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
-        s.work.flops = *f;
-      else if (auto a = attention_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
-        s.work.flops = *a;
-      out.push_back(std::move(s));
+      out.push_back(framework_op_sample(e, dev, e.dur_ns));
     }
     return out;
   }
@@ -550,19 +557,7 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   }
   for (const auto& [op, ns] : gpu_ns_of_op) {
     if (ns <= 0) continue;
-    const TraceEvent& e = p.events[static_cast<std::size_t>(op)];
-    OpSample s;
-    s.device = dev;
-    s.signature.op_type = e.name;
-    s.signature.input_shapes = e.input_dims;
-    s.signature.dtype = dtype_from_profiler(e.input_types);
-    s.seconds = static_cast<double>(ns) * 1e-9;
-    s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
-    if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
-      s.work.flops = *f;
-    else if (auto a = attention_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
-      s.work.flops = *a;
-    out.push_back(std::move(s));
+    out.push_back(framework_op_sample(p.events[static_cast<std::size_t>(op)], dev, ns));
   }
   return out;
 }

@@ -433,18 +433,32 @@ void JobBuilder::connect() {
 // distributed/param_and_grad_buffer.py, start_grad_sync): the gradients live in one contiguous
 // buffer, and each bucket is scaled in place (grad_data *= gradient_scaling_factor), one kernel
 // over the bucket, before its all-reduce.
+// The op type and name of each framework's kernel above: torch scales (Mul) each gradient into
+// its bucket, horovod copies them into the fusion buffer, contiguous scales the bucket in place.
+struct BucketInKernel {
+  const char* type;
+  const char* name;  // the op's name, before the bucket's index
+};
+BucketInKernel bucket_in_kernel(ParallelSpec::Ddp ddp) {
+  switch (ddp) {
+    case ParallelSpec::Ddp::Torch:
+      return {"Mul", "scale_into_bucket"};
+    case ParallelSpec::Ddp::Horovod:
+      return {"Copy", "memcpy_in_fusion_buffer"};
+    case ParallelSpec::Ddp::Contiguous:
+      return {"Mul", "scale_bucket"};
+  }
+  return {"Mul", "scale_into_bucket"};
+}
+
 // Returns the ops of bucket `b` on rank r that its all-reduce waits for.
 std::vector<sim::OpId> JobBuilder::scale_into_bucket(int r, std::size_t b,
                                                      const std::vector<sim::TensorRef>& grads) {
   std::vector<sim::OpId> out;
   const std::string tag = std::to_string(b);
+  const BucketInKernel in = bucket_in_kernel(s_.ddp);
   for (const std::vector<sim::TensorRef>& k : kernels(grads)) {
-    const bool torch = s_.ddp == ParallelSpec::Ddp::Torch;
-    sim::Op op = ddp_pass(r, k, torch || s_.ddp == ParallelSpec::Ddp::Contiguous ? "Mul" : "Copy",
-                          (torch                                  ? "scale_into_bucket"
-                           : s_.ddp == ParallelSpec::Ddp::Horovod ? "memcpy_in_fusion_buffer"
-                                                                  : "scale_bucket") +
-                              tag);
+    sim::Op op = ddp_pass(r, k, in.type, in.name + tag);
     for (const sim::TensorRef& t : k) op.inputs.push_back({id(r, t.op, s_.mb - 1), t.output});
     out.push_back(add(std::move(op), gpus_[r]));
   }

@@ -14,10 +14,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "sim/catalog.hpp"
-#include "sim/elementwise_path.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
-#include "sim/pricing_rule.hpp"
 
 namespace placesim::sim {
 

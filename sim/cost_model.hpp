@@ -107,6 +107,22 @@ bool streaming_elementwise(std::string_view op_type);
 /// p.generation_curves is off or the device is not a GPU.
 double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const RooflineParams& p);
 
+// Which of PyTorch's elementwise kernel paths a graph op runs, and that path's measured bandwidth
+// fraction per GPU generation (docs/cost-model.md, "Non-vectorised elementwise kernels").
+// KernelCostModel's roofline prices a non-vectorised op's memory term at non_vectorised_eff.
+
+/// True for an op PyTorch runs through its non-vectorised elementwise path (TensorIterator's
+/// `elementwise_kernel`: per-element offset arithmetic, one element per load) because an operand
+/// is not contiguous: a binary op (Add, AddV2, Sub, Mul, Div, RealDiv) with an input of more than
+/// one element broadcast to the output's shape (BERT's attention-mask add), or a Transpose (a
+/// permuted copy). Needs the op's input shapes (its signature); false without them.
+bool non_vectorised_elementwise(const Op& op);
+/// The fraction of peak bandwidth a non_vectorised_elementwise op streams at on this GPU: 0.51 on
+/// an A100 (8.0), 0.42 on Hopper (measured, docs/cost-model.md, "Non-vectorised elementwise");
+/// nullopt elsewhere (other generations, no GPU, p.generation_curves off): memory_eff_for holds.
+std::optional<double> non_vectorised_eff(const Op& op, const DeviceSpec& spec,
+                                         const RooflineParams& p);
+
 /// A GPU generation's measured GEMM efficiency for one math unit (docs/cost-model.md, "GEMM
 /// curves"): a GEMM of F FLOPs whose tiles occupy the device for F_q >= F FLOPs
 /// (gemm_quantised_flops) takes t0 + F_q / (P_dtype x e_max) on the unit whose peak is P_dtype,
@@ -294,6 +310,13 @@ class KernelCostModel {
 
 /// "measured", "exact", "class-curve", "roofline", "storage", "view", "nchw-transforms".
 std::string to_string(KernelCostModel::Source s);
+
+/// The name of the cost-model rule that priced an op, as `simulate --pricing` and the Chrome
+/// trace's "priced by" write it: to_string(Estimate::source), except that an exact entry keyed by
+/// the op name alone (a signature without input shapes, from a profile recorded without shapes)
+/// is "exact-name": calibrate keeps such an entry only where the name's calls agreed
+/// (calibration::name_entry_consistent; docs/cost-model.md, "Look-up order").
+std::string pricing_rule(const KernelCostModel::Estimate& e, const Op& op);
 
 /// The bytes per second one thread block of an NCHW training BatchNorm (one block per channel)
 /// streams on a GPU of memory bandwidth `bw` B/s and `sm_count` SMs: the lesser of its

@@ -12,7 +12,6 @@
 #include "sim/error.hpp"
 #include "sim/graph.hpp"
 #include "sim/io_util.hpp"
-#include "sim/pricing_rule.hpp"
 
 namespace placesim::sim {
 

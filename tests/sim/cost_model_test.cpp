@@ -10,9 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/catalog.hpp"
-#include "sim/elementwise_path.hpp"
 #include "sim/error.hpp"
-#include "sim/pricing_rule.hpp"
 
 #include "tests/common/files.hpp"
 #include "tests/sim/sim_fixtures.hpp"
