@@ -25,6 +25,16 @@ rows = [r for r in csv.DictReader(l for l in open(f"{data}/published_throughput.
 assert len(rows) >= 136, f"expected >= 136 rows, got {len(rows)}"
 failures, lines = [], []
 inside = {1: [0, 0], 2: [0, 0]}  # one GPU (15 %) / several (10 %): [inside, rows]
+# The SQuAD rows run DeepLearningExamples' run_squad.py (@ f8b3a63f): apex FusedAdam under --fp16
+# (one multi-tensor kernel), else optimization.py's BertAdam, a Python loop of elementwise kernels
+# per parameter; each row must state the optimizer its precision ran (docs/validation.md, "BERT
+# SQuAD fine-tuning per step: what run_squad.py runs").
+for r in rows:
+    if r["model"].endswith("-squad-lambda"):
+        want = "fused" if r["precision"] == "AMP" else "per_param"
+        if f"optimizer_impl={want}" not in r["graph_opt"].split(","):
+            failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
+                            f"graph_opt lacks optimizer_impl={want} (run_squad.py's optimizer)")
 for r in rows:
     graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"
     gpus = int(r["gpus"])
