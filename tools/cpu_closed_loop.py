@@ -5,6 +5,11 @@ graph at the profiled batch, simulate it on a one-thread CPU, and compare with t
 in CPU time, in total and per op class.
 
 Usage:  /usr/bin/python3 tools/cpu_closed_loop.py --rig RIG --placesim build/placesim [--json OUT]
+                                                  [--rows OTHER_RIG]
+
+--rows prices the step with another rig folder's microbenchmark rows (its manifest's "ops", e.g.
+the `--hot` run of the same configuration beside a cold one); the run's own memory levels, peaks
+and host side are kept, so one measured step is predicted from either end of operand temperature.
 
 The cluster (RIG/cpu.yaml) is one CPU `cpu0` with worker_threads 1, its f32 peak the core's
 (vector_lanes x fma_units x 2 x clock_hz of the manifest, as calibrate bounds the fits; the best
@@ -28,8 +33,11 @@ import sys
 TORCH_CLASSES = [
     ("zero_grad + AccumulateGrad", ("Optimizer.zero_grad", "torch::autograd::AccumulateGrad")),
     ("optimizer", ("Optimizer.step",)),
-    ("gemm", ("aten::linear", "aten::bmm", "aten::mm", "aten::addmm", "aten::matmul", "AddmmBackward",
-              "MmBackward", "BmmBackward", "aten::_transformer_encoder_layer_fwd")),
+    # Batched products (attention's bmm: one BLAS call per matrix) apart from the 2-D ones (linear
+    # layers): the two miss in opposite directions on the transformer (docs/validation.md).
+    ("gemm: batched", ("aten::bmm", "BmmBackward")),
+    ("gemm", ("aten::linear", "aten::mm", "aten::addmm", "aten::matmul", "AddmmBackward",
+              "MmBackward", "aten::_transformer_encoder_layer_fwd")),
     ("conv", ("aten::conv", "aten::_convolution", "ConvolutionBackward")),
     ("norm", ("aten::batch_norm", "aten::layer_norm", "NativeBatchNormBackward", "NativeLayerNormBackward")),
     ("dropout", ("aten::dropout", "aten::feature_dropout", "NativeDropoutBackward", "MulBackward")),
@@ -59,6 +67,27 @@ def classify(name, table):
     return "other"
 
 
+def graph_class(op):
+    """The class of a graph op; a GEMM whose operands and output all carry a batch dimension is a
+    batched product, as sim::gemm_matrices counts it (a linear layer's weight gradient,
+    [b, s, d] x [b, s, m] -> [d, m], is one GEMM)."""
+    c = classify(op["type"], GRAPH_CLASSES)
+    shapes = op.get("signature", {}).get("input_shapes", [])
+    outs = op.get("outputs", [])
+    if (c == "gemm" and len(shapes) >= 2 and all(len(sh) > 2 for sh in shapes)
+            and outs and len(outs[0].get("shape", [])) > 2):
+        return "gemm: batched"
+    return c
+
+
+def rows_manifest(m, other):
+    """Manifest `m` (its step, host side, memory levels, peaks) with `other`'s microbenchmark rows
+    and their temperature; None unless both were measured on the same device model and SIMD width."""
+    if other.get("device_model") != m.get("device_model") or other.get("vector_lanes") != m.get("vector_lanes"):
+        return None
+    return dict(m, ops=other["ops"], cold_operands=other.get("cold_operands"))
+
+
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -71,9 +100,20 @@ def main():
     ap.add_argument("--rig", required=True)
     ap.add_argument("--placesim", required=True)
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--rows", help="another rig folder whose microbenchmark rows price the step")
     args = ap.parse_args()
     rig, bin_ = args.rig, args.placesim
     m = json.load(open(os.path.join(rig, "manifest.json")))
+    manifest = os.path.join(rig, "manifest.json")
+    if args.rows:
+        other_path = os.path.join(args.rows, "manifest.json")
+        merged = rows_manifest(m, json.load(open(other_path)))
+        if merged is None:
+            sys.exit("cpu_closed_loop.py: %s: device_model and vector_lanes: expected %s's (%s, %s)"
+                     % (other_path, rig, m.get("device_model"), m.get("vector_lanes")))
+        manifest = os.path.join(rig, "manifest_rows.json")
+        with open(manifest, "w") as f:
+            json.dump(merged, f)
     model = m["models"][0]
     rates = m["measured_rates"]["cpu"]
     dram = [l["byte_s"] for l in m.get("memory_levels", []) if l["level"] == "DRAM"]
@@ -86,7 +126,7 @@ def main():
                 "launch_overhead: %.3f us}\nlinks: []\n"
                 % (peak * 1e-9, (dram[0] if dram else rates["byte_s"]) * 1e-9,
                    m["dispatch_overhead_us"]["cpu"]))
-    cal_log = run([bin_, "calibrate", "--profile", os.path.join(rig, "manifest.json"), "--device-model", "cpu0",
+    cal_log = run([bin_, "calibrate", "--profile", manifest, "--device-model", "cpu0",
                    "-o", os.path.join(rig, "cal.yaml")])
     run([bin_, "import", "onnx", model["onnx"], "--training", "--batch", str(model["batch"]),
          "-o", os.path.join(rig, "g.json")])
@@ -108,7 +148,7 @@ def main():
     pricing = json.load(open(os.path.join(rig, "pricing.json")))
     pred = {}
     for o in pricing["ops"]:
-        c = classify(ops[o["op"]]["type"], GRAPH_CLASSES)
+        c = graph_class(ops[o["op"]])
         pred[c] = pred.get(c, 0.0) + o["time_ns"] * 1e-9
     # The host model's share (KernelCostModel::host_time): dispatch per framework op, the
     # optimizer's Python per update, and once per step what no graph op stands for.
@@ -135,7 +175,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"measured_cpu_s": measured, "measured_wall_s": model["median_step_s"], "predicted_s": predicted,
                        "ratio": predicted / measured, "measured_by_class_s": meas, "kernels_by_class_s": pred,
-                       "graph_ops": len(g["ops"])}, f, indent=1)
+                       "graph_ops": len(g["ops"]), "rows_from": args.rows or rig}, f, indent=1)
     return 0
 
 
