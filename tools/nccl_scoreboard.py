@@ -3,12 +3,14 @@
 
 For each run listed in tests/data/collectives/nccl_scoreboard.csv it runs
 
-    placesim collective --cluster C -g G [--devices D] --compare FILE --json
+    placesim collective --cluster C -g G [--devices D] [--algo A] --compare FILE --json
 
 (the collective, rank count and NCCL version the file states) and prints, per file and run, the
 largest |model / measured - 1| of the out-of-place bus bandwidth in the issue's two judged bands,
 8 KiB..1 MiB (bound 25 %) and >= 64 MiB (bound 10 %), with how many sizes are inside / outside.
-Every row counts (a stalled row, slower than the next size, is out like any other).
+Every row counts; a row slower than the next larger size (a stall: a healthy run never moves more
+bytes in less time, and CollectiveValidation skips such rows) is judged like any other, and the
+`stalls` column counts the judged rows that are.
 docs/validation.md, "The nccl-tests scoreboard".
 
     python3 tools/nccl_scoreboard.py [--placesim build/placesim] [--set held_out|fit]
@@ -40,13 +42,13 @@ def read_manifest(path):
     for lineno, fields in zip([n for n, _ in lines], csv.reader(l for _, l in lines)):
         if header is None:
             header = fields
-            if header != ["file", "cluster", "g", "devices", "set"]:
-                fail(f"{path}:{lineno}: expected the header file,cluster,g,devices,set")
+            if header != ["file", "cluster", "g", "devices", "algo", "set"]:
+                fail(f"{path}:{lineno}: expected the header file,cluster,g,devices,algo,set")
             continue
-        if len(fields) != 5 or not fields[0] or not fields[1] or not fields[2].isdigit():
-            fail(f"{path}:{lineno}: expected file,cluster,g (a number),devices,set")
-        if fields[4] not in ("fit", "held_out"):
-            fail(f"{path}:{lineno}: set: expected fit or held_out, got {fields[4]!r}")
+        if len(fields) != 6 or not fields[0] or not fields[1] or not fields[2].isdigit():
+            fail(f"{path}:{lineno}: expected file,cluster,g (a number),devices,algo,set")
+        if fields[5] not in ("fit", "held_out"):
+            fail(f"{path}:{lineno}: set: expected fit or held_out, got {fields[5]!r}")
         rows.append(dict(zip(header, fields), line=lineno))
     return rows
 
@@ -59,6 +61,8 @@ def score(placesim, data, entry, manifest):
     cmd = [placesim, "collective", "--cluster", cluster, "-g", entry["g"], "--compare", f, "--json"]
     if entry["devices"]:
         cmd[4:4] = ["--devices", entry["devices"]]
+    if entry["algo"]:
+        cmd[4:4] = ["--algo", entry["algo"]]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"{manifest}:{entry['line']}: placesim exited {p.returncode}: "
@@ -68,12 +72,16 @@ def score(placesim, data, entry, manifest):
         runs.setdefault(row.get("run", 1), []).append(row)
     out = []
     for run, rows in sorted(runs.items()):
+        rows = sorted((r for r in rows if r.get("measured_busbw_gbps", 0) > 0), key=lambda r: r["bytes"])
+        slow = lambda r: r["bytes"] / r["measured_busbw_gbps"]
+        stalls = sum(1 for a, b in zip(rows, rows[1:])
+                     if slow(a) > slow(b) and any(f(a["bytes"]) for _, f, _ in BANDS))
         bands = []
         for _, inside_band, bound in BANDS:
             errs = [abs(r["busbw_error"]) for r in rows if inside_band(r["bytes"])]
             n_in = sum(e <= bound for e in errs)
             bands.append((max(errs) if errs else None, n_in, len(errs) - n_in))
-        out.append((run, len(runs), bands))
+        out.append((run, len(runs), bands, stalls))
     return out
 
 
@@ -95,12 +103,12 @@ def main():
         want = [int(x) for x in parts]
     data = os.path.join(os.path.dirname(os.path.dirname(a.manifest)))
     entries = [e for e in read_manifest(a.manifest) if not a.set or e["set"] == a.set]
-    print(f"{'file':<62} {'cluster':<14} {'set':<8} {'8K-1M worst':>11} {'in/out':>6}  {'>=64M worst':>11} {'in/out':>6}")
+    print(f"{'file':<72} {'cluster':<14} {'set':<8} {'8K-1M worst':>11} {'in/out':>6}  {'>=64M worst':>11} {'in/out':>6} stalls")
     tot = [[0, 0], [0, 0]]
     files_ok = 0
     for e in entries:
-        for run, nruns, bands in score(a.placesim, data, e, a.manifest):
-            name = os.path.basename(e["file"])[:58] + (f" r{run}" if nruns > 1 else "")
+        for run, nruns, bands, stalls in score(a.placesim, data, e, a.manifest):
+            name = os.path.basename(e["file"]) + (f" r{run}" if nruns > 1 else "")
             cl = os.path.basename(e["cluster"]).removesuffix(".yaml")[:14]
             cells = []
             ok = True
@@ -110,7 +118,7 @@ def main():
                 ok = ok and n_out == 0
                 cells.append(f"{'—' if worst is None else f'{100 * worst:.1f} %':>11} {n_in:>3}/{n_out:<2}")
             files_ok += ok
-            print(f"{name:<62} {cl:<14} {e['set']:<8} {cells[0]}  {cells[1]}")
+            print(f"{name:<72} {cl:<14} {e['set']:<8} {cells[0]}  {cells[1]} {stalls:>3}")
     print(f"sizes inside: 8K-1M {tot[0][0]} of {sum(tot[0])}, >=64M {tot[1][0]} of {sum(tot[1])}; "
           f"runs with every judged size inside: {files_ok}")
     if want:
