@@ -36,8 +36,11 @@ def fail(msg):
 
 def read_manifest(path):
     rows = []
-    with open(path, encoding="utf-8") as f:
-        lines = [(i + 1, l) for i, l in enumerate(f) if l.strip() and not l.startswith("#")]
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [(i + 1, l) for i, l in enumerate(f) if l.strip() and not l.startswith("#")]
+    except (OSError, UnicodeDecodeError) as err:
+        fail(f"{path}: expected a readable UTF-8 manifest: {err}")
     header = None
     for lineno, fields in zip([n for n, _ in lines], csv.reader(l for _, l in lines)):
         if header is None:
@@ -101,7 +104,7 @@ def main():
         if len(parts) != 2 or not all(x.isdigit() for x in parts):
             fail(f"--min-inside: expected SMALL,LARGE (two counts), got {a.min_inside!r}")
         want = [int(x) for x in parts]
-    data = os.path.join(os.path.dirname(os.path.dirname(a.manifest)))
+    data = os.path.dirname(os.path.dirname(a.manifest))  # tests/data
     entries = [e for e in read_manifest(a.manifest) if not a.set or e["set"] == a.set]
     print(f"{'file':<72} {'cluster':<14} {'set':<8} {'8K-1M worst':>11} {'in/out':>6}  {'>=64M worst':>11} {'in/out':>6} stalls")
     tot = [[0, 0], [0, 0]]
