@@ -210,4 +210,18 @@ for n in 4 8; do
 done
 python3 "$DGX" 4 "$TMP/none.yaml" 2>"$TMP/err"; rc=$?
 [ "$rc" = 2 ] && grep -q 'none.yaml' "$TMP/err" || fail "dgx_cluster.py: missing source gave $rc"
+# tools/nccl_scoreboard.py refuses a bad manifest in one line naming file and line, exit 2, and
+# scores a one-run manifest (the CLI's --compare through it).
+SB="$(dirname "$0")/../../tools/nccl_scoreboard.py"
+printf 'file,cluster,g,devices,algo,set\ncalibration/x.txt,dgx-a100,eight,,,fit\n' > "$TMP/sb.csv"
+python3 "$SB" --placesim "$BIN" --manifest "$TMP/sb.csv" 2>"$TMP/err" >/dev/null; rc=$?
+[ "$rc" = 2 ] && grep -q 'sb.csv:2: expected file,cluster,g (a number)' "$TMP/err" \
+  || fail "nccl_scoreboard: bad g gave $rc: $(cat "$TMP/err")"
+mkdir -p "$TMP/sbdata/collectives" "$TMP/sbdata/calibration"
+cp "$CAL/superbench_nccl-tests_all_reduce_8xA100.log" "$TMP/sbdata/calibration/"
+printf 'file,cluster,g,devices,algo,set\ncalibration/superbench_nccl-tests_all_reduce_8xA100.log,dgx-a100,8,,,fit\n' \
+  > "$TMP/sbdata/collectives/sb.csv"
+out=$(python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv" --min-inside 8,8) \
+  || fail "nccl_scoreboard: superbench below 8,8 inside: $out"
+grep -q 'sizes inside: 8K-1M 8 of 8, >=64M 8 of 8' <<<"$out" || fail "nccl_scoreboard: $out"
 echo "collective_test: ok"
