@@ -584,6 +584,15 @@ void check_options_match(torch::serialize::InputArchive& root, const RlOptions& 
   }
 }
 
+// What a load throws for an error LibTorch (or the standard library) raised while reading the
+// checkpoint at `path`: its message's first line (LibTorch appends a multi-line backtrace).
+sim::InputError checkpoint_error(const std::string& path, const std::exception& e) {
+  const std::string what = e.what();
+  return sim::InputError(
+      path, "",
+      "a checkpoint written by `placesim train`, got: " + what.substr(0, what.find('\n')));
+}
+
 // LibTorch's archive out of a verified checkpoint file (policy/checkpoint_file.hpp): a damaged
 // or foreign file never reaches LibTorch's reader.
 void load_archive(torch::serialize::InputArchive& root, const std::string& path) {
@@ -652,10 +661,7 @@ std::vector<std::string> checkpoint_vocab(const std::string& path) {
   } catch (const sim::InputError&) {
     throw;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    throw sim::InputError(
-        path, "",
-        "a checkpoint written by `placesim train`, got: " + what.substr(0, what.find('\n')));
+    throw checkpoint_error(path, e);
   }
   std::vector<std::string> out;
   std::istringstream is(v.toStringRef());
@@ -688,10 +694,7 @@ void Trainer::load_weights(const std::string& path) {
   } catch (const sim::InputError&) {
     throw;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    throw sim::InputError(
-        path, "",
-        "a checkpoint written by `placesim train`, got: " + what.substr(0, what.find('\n')));
+    throw checkpoint_error(path, e);
   }
 }
 
@@ -846,9 +849,7 @@ void Trainer::load(const std::string& path) {
   } catch (const sim::InputError&) {
     throw;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    throw sim::InputError(path, "", "a checkpoint written by `placesim train`, got: " + what);
+    throw checkpoint_error(path, e);
   }
 }
 
