@@ -36,6 +36,7 @@ std::optional<Optimizer> parse_optimizer(std::string_view s) {
   if (s == "momentum") return Optimizer::Momentum;
   if (s == "adam") return Optimizer::Adam;
   if (s == "rmsprop") return Optimizer::RmsProp;
+  if (s == "lamb") return Optimizer::Lamb;
   return std::nullopt;
 }
 
@@ -49,6 +50,8 @@ std::string to_string(Optimizer o) {
       return "adam";
     case Optimizer::RmsProp:
       return "rmsprop";
+    case Optimizer::Lamb:
+      return "lamb";
   }
   return "sgd";
 }
@@ -60,6 +63,7 @@ int optimizer_slots(Optimizer o) {
     case Optimizer::Momentum:
       return 1;
     case Optimizer::Adam:
+    case Optimizer::Lamb:
       return 2;
     case Optimizer::RmsProp:
       return 2;
@@ -80,6 +84,8 @@ double update_flops_per_elem(Optimizer o) {
       return 10;
     case Optimizer::RmsProp:
       return 8;
+    case Optimizer::Lamb:  // Adam's 10, a multiply-add per element for each of the three L2
+      return 18;           // norms (gradient, parameter, update) and 2 for stage 2's p -= r*u
   }
   return 2;
 }
@@ -98,6 +104,9 @@ std::string update_type(Optimizer o, bool sparse) {
       break;
     case Optimizer::RmsProp:
       base = "RMSProp";
+      break;
+    case Optimizer::Lamb:
+      base = "Lamb";
       break;
   }
   return (sparse ? "SparseApply" : "Apply") + base;

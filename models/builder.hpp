@@ -39,11 +39,14 @@ struct Tensor {
 std::int64_t num_elements(const Shape& s);
 std::int64_t tensor_bytes(const Tensor& t);
 
-enum class Optimizer { Sgd, Momentum, Adam, RmsProp };
-/// "sgd", "momentum", "adam", "rmsprop"; nullopt otherwise.
+/// Lamb: LAMB (You et al. 2019), as apex FusedLAMB runs it (optimizer_impl=fused; its kernels in
+/// models/optimizer_impl.cpp); Adam's two slots.
+enum class Optimizer { Sgd, Momentum, Adam, RmsProp, Lamb };
+/// "sgd", "momentum", "adam", "rmsprop", "lamb"; nullopt otherwise.
 std::optional<Optimizer> parse_optimizer(std::string_view s);
 std::string to_string(Optimizer o);
-/// Optimizer state tensors per parameter (Adam: m and v; momentum: one; RMSProp: ms and mom).
+/// Optimizer state tensors per parameter (Adam and LAMB: m and v; momentum: one; RMSProp: ms and
+/// mom).
 int optimizer_slots(Optimizer o);
 
 /// How gradients of a tensor with several consumers are summed. Chain: a running Add as each

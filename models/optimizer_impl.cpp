@@ -57,6 +57,19 @@ constexpr std::array kRmsProp{
     KernelStep{"mul_", 1, false, 1, 1}, KernelStep{"addcdiv_", 3, false, 3, 1},
     KernelStep{"add_", 2, false, 2, 1}};
 
+// apex FusedLAMB (apex/optimizers/fused_lamb.py, step(); csrc/multi_tensor_lamb.cu @ 06a83ce7,
+// multi_tensor_lamb_cuda), the optimizer of NVIDIA's BERT pre-training: the global gradient norm
+// for clipping (multi_tensor_l2norm over all gradients), then per parameter group the per-tensor
+// parameter norms (multi_tensor_l2norm, per_tensor), stage 1 (LAMBStage1Functor over g, p, m, v:
+// the clipped gradient into m and v, the update term written over g), the per-tensor update norms
+// (multi_tensor_l2norm over g) and stage 2 (LAMBStage2Functor over g, p: p -= lr * trust ratio *
+// update). Five passes, 9 reads and 4 writes of a parameter-sized F32 tensor (fused Adam: 4 and 3).
+// The norms' reductions write one float per tensor or chunk: no parameter-sized writes.
+constexpr std::array kLamb{
+    KernelStep{"l2norm_grad", 1, false, 1, 0}, KernelStep{"l2norm_param", 1, false, 1, 0},
+    KernelStep{"lamb_stage1", 4, false, 4, 3}, KernelStep{"l2norm_update", 1, false, 1, 0},
+    KernelStep{"lamb_stage2", 2, false, 2, 1}};
+
 // pytorch aten/src/ATen/native/cuda/MultiTensorApply.cuh (4 KB kernel-argument variant; apex
 // csrc/multi_tensor_apply.cuh has the same tensor and block limits, and its Python side passes
 // chunk_size 2048 * 32): elements per chunk (one thread block each), and per depth the most
@@ -75,7 +88,8 @@ struct UpdateKind {
 constexpr std::array kKinds{UpdateKind{"ApplyGradientDescent", 0, kSgd.data(), kSgd.size()},
                             UpdateKind{"ApplyMomentum", 1, kMomentum.data(), kMomentum.size()},
                             UpdateKind{"ApplyAdam", 2, kAdam.data(), kAdam.size()},
-                            UpdateKind{"ApplyRMSProp", 2, kRmsProp.data(), kRmsProp.size()}};
+                            UpdateKind{"ApplyRMSProp", 2, kRmsProp.data(), kRmsProp.size()},
+                            UpdateKind{"ApplyLamb", 2, kLamb.data(), kLamb.size()}};
 
 const UpdateKind* kind_of(std::string_view type) {
   for (const UpdateKind& k : kKinds)
@@ -247,6 +261,11 @@ void apply_optimizer_impl(sim::Graph& g, OptimizerImpl impl) {
       throw sim::InputError("--graph-opt", "optimizer_impl",
                             "apply, per_param or foreach with optimizer=rmsprop (neither PyTorch "
                             "nor apex fuses RMSprop), got fused");
+    if (impl != OptimizerImpl::Fused && k->type == "ApplyLamb")
+      throw sim::InputError("--graph-opt", "optimizer_impl",
+                            "apply or fused with optimizer=lamb (torch.optim has no LAMB; apex "
+                            "FusedLAMB is fused), got " +
+                                to_string(impl));
     if (kind && kind != k)
       throw sim::InputError("--graph-opt", "optimizer_impl",
                             "a graph whose updates are of one type, got " +
@@ -268,9 +287,11 @@ void apply_optimizer_impl(sim::Graph& g, OptimizerImpl impl) {
   // Fused (apex FusedAdam / FusedSGD, torch fused=True): one multi-tensor kernel reading the
   // gradient, the parameter and its slots and writing the parameter and slots.
   const KernelStep fused{"fused", 2 + kind->slots, false, 2 + kind->slots, 1 + kind->slots};
+  const bool lamb = kind->type == "ApplyLamb";  // fused: apex's five passes (kLamb)
   const std::vector<KernelStep> steps =
-      impl == OptimizerImpl::Fused ? std::vector<KernelStep>{fused}
-                                   : std::vector<KernelStep>(kind->steps, kind->steps + kind->n);
+      impl == OptimizerImpl::Fused && !lamb
+          ? std::vector<KernelStep>{fused}
+          : std::vector<KernelStep>(kind->steps, kind->steps + kind->n);
   // Keep every other op in order (ids remapped), then the optimizer's kernels.
   std::vector<char> drop(g.ops.size(), 0);
   for (const sim::OpId o : dense) drop[static_cast<std::size_t>(o)] = 1;
@@ -302,9 +323,10 @@ void apply_optimizer_impl(sim::Graph& g, OptimizerImpl impl) {
     emit_per_param(ops, old, numel, steps);
   else
     emit_multi_tensor(ops, old, numel, steps,
-                      impl == OptimizerImpl::Fused ? (kind->slots == 2 ? "apex::multi_tensor_adam"
-                                                                       : "apex::multi_tensor_sgd")
-                                                   : "");
+                      impl != OptimizerImpl::Fused ? ""
+                      : lamb                       ? "apex::multi_tensor_lamb"
+                      : kind->slots == 2           ? "apex::multi_tensor_adam"
+                                                   : "apex::multi_tensor_sgd");
   g.ops = std::move(ops);
   g.finalize("<optimizer_impl " + to_string(impl) + ">");
 }

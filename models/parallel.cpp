@@ -2,6 +2,7 @@
 #include "models/parallel.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,8 +62,10 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
         s.ddp = ParallelSpec::Ddp::Horovod;
       else if (v == "contiguous")
         s.ddp = ParallelSpec::Ddp::Contiguous;
+      else if (v == "flat")
+        s.ddp = ParallelSpec::Ddp::Flat;
       else
-        throw sim::InputError(origin, k, "torch, horovod or contiguous, got \"" + v + "\"");
+        throw sim::InputError(origin, k, "torch, horovod, contiguous or flat, got \"" + v + "\"");
       continue;
     }
     if (k == "recompute") {
@@ -102,12 +105,19 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       s.mb = n;
     else if (k == "loader_workers")
       s.loader_workers = n;
+    else if (k == "accumulate")
+      s.accumulate = n;
     else
       throw sim::InputError(origin, k,
-                            "one of dp, tp, pp, mb, recompute, bucket, first_bucket, bucket_view, "
-                            "ddp, loader_workers, loader_us, got \"" +
+                            "one of dp, tp, pp, mb, accumulate, recompute, bucket, first_bucket, "
+                            "bucket_view, ddp, loader_workers, loader_us, got \"" +
                                 k + "\"");
   }
+  if (s.accumulate > 1 && (s.pp > 1 || s.mb > 1))
+    throw sim::InputError(origin, "accumulate",
+                          "pp=1 and mb=1 beside accumulate (the framework's loop over whole "
+                          "micro-batches; mb is Megatron's in-graph accumulation), got \"" +
+                              text + "\"");
   if ((s.loader_workers > 0) != (s.loader_us > 0))
     throw sim::InputError(origin, s.loader_us > 0 ? "loader_workers" : "loader_us",
                           "loader_workers and loader_us together, got only one of them");
@@ -125,6 +135,8 @@ std::string to_string(const ParallelSpec& s) {
   if (s.bucket_view) out += ",bucket_view=true";
   if (s.ddp == ParallelSpec::Ddp::Horovod) out += ",ddp=horovod";
   if (s.ddp == ParallelSpec::Ddp::Contiguous) out += ",ddp=contiguous";
+  if (s.ddp == ParallelSpec::Ddp::Flat) out += ",ddp=flat";
+  if (s.accumulate != 1) out += ",accumulate=" + std::to_string(s.accumulate);
   if (s.loader_workers > 0)
     out += ",loader_workers=" + std::to_string(s.loader_workers) +
            ",loader_us=" + std::to_string(s.loader_us);
@@ -243,8 +255,8 @@ std::vector<std::pair<bool, int>> one_f_one_b(int stage, int pp, int mb) {
 class JobBuilder {
  public:
   JobBuilder(const Template& t, const sim::Cluster& c, const ParallelSpec& s,
-             const std::vector<sim::DeviceId>& gpus)
-      : t_(t), g_(*t.g), c_(c), s_(s), gpus_(gpus) {
+             const std::vector<sim::DeviceId>& gpus, bool accumulating = false)
+      : t_(t), g_(*t.g), c_(c), s_(s), gpus_(gpus), accumulating_(accumulating) {
     ranks_ = s.dp * s.tp * s.pp;
     id_.assign(ranks_, std::vector<sim::OpId>(static_cast<std::size_t>(g_.num_ops()) * s.mb, -1));
   }
@@ -280,6 +292,11 @@ class JobBuilder {
   std::optional<sim::TensorRef> resolve(int r, sim::OpId o, int k, sim::TensorRef in);
   sim::OpId recv(int src, int dst, sim::TensorRef in, int k);
   void connect();
+  std::vector<sim::TensorRef> gradients(int st) const;
+  void accumulate_grads();
+  std::vector<sim::OpId> accumulated(int r, const std::vector<sim::TensorRef>& grads) const;
+  sim::Op flat_pass(int r, const std::vector<sim::TensorRef>& grads, const std::string& what,
+                    std::int64_t read_per_elem, std::int64_t write_per_elem) const;
   void buckets();
   sim::Op ddp_pass(int r, const std::vector<sim::TensorRef>& ts, const std::string& type,
                    const std::string& what) const;
@@ -301,6 +318,8 @@ class JobBuilder {
   const sim::Cluster& c_;
   const ParallelSpec& s_;
   const std::vector<sim::DeviceId>& gpus_;
+  const bool accumulating_;  // an accumulating micro-batch: no exchange, no update
+  std::vector<std::map<sim::TensorRef, sim::OpId>> acc_;  // per rank: gradient -> its add
   int ranks_ = 0;
   std::vector<std::vector<sim::OpId>> id_;
   std::map<std::tuple<int, sim::OpId, int, int>, sim::OpId> recv_;  // (dst, op, output, mb)
@@ -315,7 +334,7 @@ void JobBuilder::copy_ops() {
       const Kind kind = t_.kind[o];
       const bool here =
           kind == Kind::Static || kind == Kind::Data ? t_.used_on[o][st] != 0 : t_.stage[o] == st;
-      if (!here) continue;
+      if (!here || (accumulating_ && kind == Kind::Update)) continue;
       const int copies = kind == Kind::Data || kind == Kind::Step ? s_.mb : 1;
       for (int k = 0; k < copies; ++k) {
         sim::Op x = op;
@@ -376,7 +395,10 @@ std::optional<sim::TensorRef> JobBuilder::resolve(int r, sim::OpId o, int k, sim
   const Kind kp = t_.kind[in.op];
   if (kp == Kind::Static) return sim::TensorRef{id(r, in.op, 0), in.output};
   if (kp == Kind::Data) return sim::TensorRef{id(r, in.op, k), in.output};
-  if (kp == Kind::Update) return sim::TensorRef{id(r, in.op, 0), in.output};
+  if (kp == Kind::Update) {  // none in an accumulating micro-batch
+    if (id(r, in.op, 0) < 0) return std::nullopt;
+    return sim::TensorRef{id(r, in.op, 0), in.output};
+  }
   const int kk = t_.kind[o] == Kind::Update ? s_.mb - 1 : k;
   const int st = pp_of(r);
   if (t_.stage[in.op] == st) return sim::TensorRef{id(r, in.op, kk), in.output};
@@ -413,6 +435,101 @@ void JobBuilder::connect() {
         job_.graph.ops[x].inputs = std::move(ins);
         job_.graph.ops[x].control_inputs = std::move(ctl);
       }
+}
+
+// The weight gradients of stage st: inputs of its updates made by backward ops, in the order the
+// backward pass makes them, each once.
+std::vector<sim::TensorRef> JobBuilder::gradients(int st) const {
+  const int n = g_.num_ops();
+  std::vector<int> topo_rank(n);
+  for (int i = 0; i < n; ++i) topo_rank[g_.topo_order[i]] = i;
+  std::set<sim::TensorRef> seen;
+  std::vector<sim::TensorRef> grads;
+  for (sim::OpId o = 0; o < n; ++o) {
+    if (t_.kind[o] != Kind::Update || t_.stage[o] != st) continue;
+    for (const sim::TensorRef& t : g_.ops[o].inputs)
+      if (g_.ops[t.op].phase == sim::Phase::Backward && seen.insert(t).second) grads.push_back(t);
+  }
+  std::stable_sort(grads.begin(), grads.end(), [&](sim::TensorRef a, sim::TensorRef b) {
+    return topo_rank[a.op] < topo_rank[b.op];
+  });
+  return grads;
+}
+
+// Elements of a template tensor.
+std::int64_t numel_of(const sim::Graph& g, sim::TensorRef t) {
+  const sim::TensorOut& x = g.ops[t.op].outputs[t.output];
+  return x.bytes.v / std::max<std::int64_t>(1, sim::dtype_size(x.dtype));
+}
+
+// Gradient accumulation (ParallelSpec::accumulate > 1): each micro-batch adds every weight
+// gradient into its F32 accumulated gradient, one elementwise kernel per parameter reading the
+// micro-batch's gradient (its type) and the accumulated F32 one and writing the latter. Fp32:
+// PyTorch autograd's AccumulateGrad, variable_grad += new_grad in place (pytorch/pytorch
+// torch/csrc/autograd/functions/accumulate_grad.h); AMP: apex amp O2's master gradients,
+// unscale_with_stashed (multi_tensor_axpby: F32 master += F16 model gradient x 1/scale, after
+// which the F16 gradients are set to None; apex/amp/_process_optimizer.py,
+// post_backward_with_master_weights). The accumulated gradients live all step (persistent, 4
+// bytes a parameter). The exchange and the updates wait for them.
+void JobBuilder::accumulate_grads() {
+  acc_.assign(ranks_, {});
+  if (s_.accumulate <= 1) return;
+  for (int r = 0; r < ranks_; ++r)
+    for (const sim::TensorRef& t : gradients(pp_of(r))) {
+      const std::int64_t n = numel_of(g_, t);
+      sim::Op op;
+      op.name = prefix(r) + "accumulate/" + g_.ops[t.op].name + ":" + std::to_string(t.output);
+      op.type = "Add";
+      op.phase = sim::Phase::Backward;
+      op.layer = "accumulate";
+      op.dtype = sim::Dtype::F32;
+      op.inputs = {{id(r, t.op, s_.mb - 1), t.output}};
+      op.bytes_read = g_.ops[t.op].outputs[t.output].bytes + sim::Bytes{4 * n};
+      op.bytes_written = sim::Bytes{4 * n};
+      op.persistent = sim::Bytes{4 * n};
+      acc_[r][t] = add(std::move(op), gpus_[r]);
+    }
+  if (accumulating_) return;
+  for (int r = 0; r < ranks_; ++r)
+    for (sim::OpId o = 0; o < g_.num_ops(); ++o) {
+      if (t_.kind[o] != Kind::Update || id(r, o, 0) < 0) continue;
+      const std::vector<sim::OpId> a = accumulated(r, g_.ops[o].inputs);
+      std::vector<sim::OpId>& ctl = job_.graph.ops[id(r, o, 0)].control_inputs;
+      ctl.insert(ctl.end(), a.begin(), a.end());
+    }
+}
+
+// Rank r's accumulation adds of those of `ts` that are accumulated gradients.
+std::vector<sim::OpId> JobBuilder::accumulated(int r, const std::vector<sim::TensorRef>& ts) const {
+  std::vector<sim::OpId> out;
+  if (acc_.empty()) return out;
+  for (const sim::TensorRef& t : ts)
+    if (const auto it = acc_[r].find(t); it != acc_[r].end()) out.push_back(it->second);
+  return out;
+}
+
+// One of ddp=flat's multi_tensor_scale passes over all of rank r's gradients (NVIDIA
+// DeepLearningExamples PyTorch/LanguageModeling/BERT/run_pretraining.py @ e5428044,
+// take_optimizer_step with --allreduce_post_accumulation: amp_C.multi_tensor_scale of the F32
+// master gradients into views of one flat buffer, F16 with --allreduce_post_accumulation_fp16,
+// pre-divided by world size x accumulation steps; torch.distributed.all_reduce of the buffer;
+// multi_tensor_scale back into the F32 gradients by 1/loss_scale). `read_per_elem` and
+// `write_per_elem` bytes per gradient element; priced by its bytes as the other DDP passes.
+sim::Op JobBuilder::flat_pass(int r, const std::vector<sim::TensorRef>& grads,
+                              const std::string& what, std::int64_t read_per_elem,
+                              std::int64_t write_per_elem) const {
+  sim::Op op;
+  op.name = prefix(r) + "ddp/" + what;
+  op.type = "Mul";
+  op.phase = sim::Phase::Backward;
+  op.layer = "ddp";
+  op.dtype = sim::Dtype::F32;
+  for (const sim::TensorRef& t : grads) {
+    const std::int64_t n = numel_of(g_, t);
+    op.bytes_read += sim::Bytes{n * read_per_elem};
+    op.bytes_written += sim::Bytes{n * write_per_elem};
+  }
+  return op;
 }
 
 // The framework's own kernels around each bucket's all-reduce, on the rank's compute stream
@@ -455,11 +572,19 @@ BucketInKernel bucket_in_kernel(ParallelSpec::Ddp ddp) {
 std::vector<sim::OpId> JobBuilder::scale_into_bucket(int r, std::size_t b,
                                                      const std::vector<sim::TensorRef>& grads) {
   std::vector<sim::OpId> out;
+  if (s_.ddp == ParallelSpec::Ddp::Flat) {  // F32 gradients -> the flat F16 buffer
+    sim::Op op = flat_pass(r, grads, "scale_into_flat", 4, 2);
+    for (const sim::TensorRef& t : grads) op.inputs.push_back({id(r, t.op, s_.mb - 1), t.output});
+    op.control_inputs = accumulated(r, grads);
+    out.push_back(add(std::move(op), gpus_[r]));
+    return out;
+  }
   const std::string tag = std::to_string(b);
   const BucketInKernel in = bucket_in_kernel(s_.ddp);
   for (const std::vector<sim::TensorRef>& k : kernels(grads)) {
     sim::Op op = ddp_pass(r, k, in.type, in.name + tag);
     for (const sim::TensorRef& t : k) op.inputs.push_back({id(r, t.op, s_.mb - 1), t.output});
+    op.control_inputs = accumulated(r, k);
     out.push_back(add(std::move(op), gpus_[r]));
   }
   return out;
@@ -514,6 +639,15 @@ std::map<sim::TensorRef, sim::OpId> JobBuilder::copy_bucket_to_grad(
     int r, const std::vector<std::vector<sim::TensorRef>>& bucket,
     const std::vector<sim::OpId>& allreduce) {
   std::map<sim::TensorRef, sim::OpId> out;
+  if (s_.ddp == ParallelSpec::Ddp::Flat && !bucket.empty()) {  // the flat buffer -> F32 gradients
+    std::vector<sim::TensorRef> all;
+    for (const auto& b : bucket) all.insert(all.end(), b.begin(), b.end());
+    sim::Op op = flat_pass(r, all, "scale_from_flat", 2, 4);
+    op.inputs = {{allreduce.back(), 0}};
+    const sim::OpId x = add(std::move(op), gpus_[r]);
+    for (const sim::TensorRef& t : all) out[t] = x;
+    return out;
+  }
   if (s_.ddp == ParallelSpec::Ddp::Contiguous || bucket.empty()) return out;
   if (s_.ddp == ParallelSpec::Ddp::Torch && s_.bucket_view) return out;
   // The end of the backward pass as DDP sees it: the last bucket's gradients have been scaled in.
@@ -536,35 +670,26 @@ std::map<sim::TensorRef, sim::OpId> JobBuilder::copy_bucket_to_grad(
 
 // DDP's bucketed all-reduce of every stage's gradients across the data-parallel replicas.
 void JobBuilder::buckets() {
+  if (accumulating_) return;
   const int n = g_.num_ops();
-  std::vector<int> topo_rank(n);
-  for (int i = 0; i < n; ++i) topo_rank[g_.topo_order[i]] = i;
+  const bool flat = s_.ddp == ParallelSpec::Ddp::Flat;
   for (int st = 0; st < s_.pp; ++st) {
-    // Gradients: inputs of this stage's updates made by backward ops, in the order the backward
-    // pass makes them, each once.
-    std::set<sim::TensorRef> seen;
-    std::vector<sim::TensorRef> grads;
-    for (sim::OpId o = 0; o < n; ++o) {
-      if (t_.kind[o] != Kind::Update || t_.stage[o] != st) continue;
-      for (const sim::TensorRef& t : g_.ops[o].inputs)
-        if (g_.ops[t.op].phase == sim::Phase::Backward && seen.insert(t).second) grads.push_back(t);
-    }
-    std::stable_sort(grads.begin(), grads.end(), [&](sim::TensorRef a, sim::TensorRef b) {
-      return topo_rank[a.op] < topo_rank[b.op];
-    });
+    const std::vector<sim::TensorRef> grads = gradients(st);
     std::vector<std::vector<sim::TensorRef>> bucket;
     std::vector<std::int64_t> size;
     for (const sim::TensorRef& t : grads) {
-      const std::int64_t b = g_.ops[t.op].outputs[t.output].bytes.v;
-      const std::int64_t cap =
-          bucket.size() <= 1 ? (bucket.empty() ? 0 : s_.first_bucket_bytes) : s_.bucket_bytes;
+      // flat: one F16 buffer of every gradient (2 bytes an element whatever their type).
+      const std::int64_t b = flat ? 2 * numel_of(g_, t) : g_.ops[t.op].outputs[t.output].bytes.v;
+      const std::int64_t cap = flat                 ? std::numeric_limits<std::int64_t>::max()
+                               : bucket.size() <= 1 ? (bucket.empty() ? 0 : s_.first_bucket_bytes)
+                                                    : s_.bucket_bytes;
       if (bucket.empty() || (size.back() + b > cap && size.back() > 0)) {
         bucket.emplace_back();
         size.push_back(0);
       }
       bucket.back().push_back(t);
       size.back() += b;
-      job_.gradient_bytes += b * s_.tp;
+      job_.gradient_bytes += g_.ops[t.op].outputs[t.output].bytes.v * s_.tp;
     }
     if (st == 0) job_.buckets = s_.dp > 1 ? static_cast<int>(bucket.size()) : 0;
     if (s_.dp == 1) continue;
@@ -574,7 +699,8 @@ void JobBuilder::buckets() {
         std::vector<sim::OpId> ops(bucket.size());
         for (std::size_t b = 0; b < bucket.size(); ++b) {
           sim::Op ar;
-          ar.name = prefix(r) + "ddp/allreduce_bucket" + std::to_string(b);
+          ar.name = prefix(r) +
+                    (flat ? "ddp/allreduce_flat" : "ddp/allreduce_bucket" + std::to_string(b));
           ar.type = "AllReduce";
           ar.phase = sim::Phase::Backward;
           ar.layer = "ddp";
@@ -694,6 +820,7 @@ void JobBuilder::loaders() {
 ParallelJob JobBuilder::build(const std::string& origin) {
   copy_ops();
   connect();
+  accumulate_grads();
   buckets();
   schedule();
   loaders();
@@ -792,7 +919,20 @@ ParallelJob make_parallel(const sim::Graph& g, const sim::Cluster& c, const Para
   if (s.loader_workers > 0 && b.samples < 1)
     throw sim::InputError(origin, "loader_workers",
                           "a graph with a batch option (samples to load), got none in " + g.name);
+  if (s.accumulate > 1 && s.loader_workers > 0)
+    throw sim::InputError(origin, "accumulate",
+                          "no input pipeline (loader_workers, input=pil) beside accumulate (the "
+                          "step is composed from two micro-batches), got one");
   ParallelJob job = b.build(origin);
+  if (s.accumulate > 1) {
+    ParallelSpec one = s;  // one replica: its tp ranks, no exchange, no update
+    one.dp = 1;
+    JobBuilder acc(t, c, one, gpus, true);
+    ParallelJob a = acc.build(origin + " accumulating micro-batch");
+    job.accumulating = std::move(a.graph);
+    job.accumulating.name = g.name + "@" + to_string(s) + "/accumulating";
+    job.accumulating_placement = std::move(a.placement);
+  }
   job.graph.name = g.name + "@" + to_string(s);
   job.graph.metadata = g.metadata;
   job.graph.metadata["parallel"] = to_string(s);

@@ -46,8 +46,17 @@ struct ParallelSpec {
   /// and out of its fusion buffer (BatchedD2DMemcpy, up to 160 tensors a kernel); Contiguous:
   /// Megatron-LM's DistributedDataParallel, gradients already in one contiguous buffer, one
   /// in-place scale of each bucket and no copy.
-  enum class Ddp { Torch, Horovod, Contiguous };
+  /// Flat: NVIDIA DeepLearningExamples BERT's --allreduce_post_accumulation: after the backward
+  /// pass, one multi_tensor_scale of every F32 gradient into one flat F16 buffer
+  /// (--allreduce_post_accumulation_fp16), one all-reduce of it, one multi_tensor_scale back.
+  enum class Ddp { Torch, Horovod, Contiguous, Flat };
   Ddp ddp = Ddp::Torch;
+  /// Gradient accumulation in the framework's training loop (docs/parallel.md, "Gradient
+  /// accumulation"): `accumulate` micro-batches of forward and backward per optimizer step, each
+  /// adding its gradients into F32 accumulated gradients, then one gradient exchange and one
+  /// update. The step is simulated as one accumulating micro-batch (no exchange, no update) and
+  /// the last one (with them): step = (accumulate - 1) x the first + the second.
+  int accumulate = 1;
   /// Input pipeline on the host CPU (off by default; docs/parallel.md; the graph option input=pil
   /// sets both from kPilConvnetsUs):
   /// worker processes per replica (PyTorch DataLoader num_workers, DeepLearningExamples'
@@ -72,7 +81,8 @@ void refuse_input_without_parallel(const sim::Graph& g, const std::string& origi
                                    const std::string& key);
 
 /// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB",
-/// "tp=8,pp=2,mb=48,recompute=full", "dp=8,loader_workers=16,loader_us=6000", "dp=8,ddp=horovod".
+/// "tp=8,pp=2,mb=48,recompute=full", "dp=8,loader_workers=16,loader_us=6000", "dp=8,ddp=horovod",
+/// "dp=8,accumulate=128,ddp=flat".
 /// Throws InputError naming `origin` for an unknown key or a value below 1.
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin);
 std::string to_string(const ParallelSpec& s);  ///< "dp=8", "dp=2,tp=2,pp=2,mb=8"
@@ -90,6 +100,11 @@ struct ParallelJob {
   std::vector<double> stage_flops;  ///< per stage: forward + backward FLOPs of one micro-batch
   /// Per device of the job: the bytes resident all step (weights and optimizer state).
   std::vector<std::int64_t> persistent_bytes;
+  /// accumulate > 1: one accumulating micro-batch of one data-parallel replica (its tp ranks):
+  /// forward, backward and the accumulation adds, no exchange and no update. The replicas do not
+  /// meet between their exchanges, so each runs these micro-batches as one replica alone does.
+  sim::Graph accumulating;
+  sim::Placement accumulating_placement;
   /// The 1F1B bubble if stages were equal and communication free: (pp-1)/(mb+pp-1).
   [[nodiscard]] double analytic_bubble() const {
     return static_cast<double>(spec.pp - 1) / static_cast<double>(spec.mb + spec.pp - 1);

@@ -157,7 +157,7 @@ std::string GraphOptions::resolved() const {
 
 Optimizer optimizer_option(GraphOptions& o, Optimizer def) {
   return *parse_optimizer(
-      o.get_choice("optimizer", to_string(def), {"sgd", "momentum", "adam", "rmsprop"}));
+      o.get_choice("optimizer", to_string(def), {"sgd", "momentum", "adam", "rmsprop", "lamb"}));
 }
 
 Accumulation accumulation_option(GraphOptions& o) {

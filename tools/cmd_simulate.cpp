@@ -11,6 +11,8 @@
 #include <string>
 #include <tbb/task_arena.h>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "models/chakra.hpp"
 #include "models/huge_step.hpp"
@@ -122,8 +124,14 @@ void print_parallel(const models::ParallelJob& job, const sim::Outcome& o, const
         "pipeline: busiest GPU idle %.1f%% of the step, mean %.1f%%; 1F1B bubble "
         "(pp-1)/(mb+pp-1) = %.1f%%\n",
         100.0 * least_idle, 100.0 * idle / counted, 100.0 * job.analytic_bubble());
-  const std::int64_t per_step = static_cast<std::int64_t>(s.dp) * s.mb * batch;
-  if (batch > 0 && s.mb == 1)
+  const std::int64_t per_step = static_cast<std::int64_t>(s.dp) * s.mb * s.accumulate * batch;
+  if (batch > 0 && s.accumulate > 1)
+    std::printf(
+        "throughput: %.1f samples/s (%d replicas x %d accumulated micro-batches x batch %lld / "
+        "step)\n",
+        static_cast<double>(per_step) / o.step_time.seconds(), s.dp, s.accumulate,
+        static_cast<long long>(batch));
+  else if (batch > 0 && s.mb == 1)
     std::printf("throughput: %.1f samples/s (%d replicas x batch %lld / step)\n",
                 static_cast<double>(per_step) / o.step_time.seconds(), s.dp,
                 static_cast<long long>(batch));
@@ -244,6 +252,41 @@ Placed place_graph(const SimulateArgs& a, sim::Graph graph, const sim::Cluster& 
   return p;
 }
 
+// --parallel ...,accumulate=K (models/parallel.hpp): the step is K-1 accumulating micro-batches
+// (forward, backward, the accumulation adds; no exchange, no update) and the last micro-batch
+// (with the exchange and the update), each simulated once. Exact for micro-batches that run back
+// to back on one stream, as a framework's loop does (the next micro-batch's forward starts after
+// this one's last kernel): the engine's step of one is the time it adds to the step.
+struct Accumulated {
+  int k = 1;
+  double micro_s = 0.0;  // one accumulating micro-batch
+  double last_s = 0.0;   // the last micro-batch, exchange and update
+};
+
+// Simulates the job's accumulating micro-batch and sets the outcome's step time to the whole
+// step's; nullopt when the job does not accumulate.
+std::optional<Accumulated> accumulate_step(sim::Outcome& o, const Placed& p,
+                                           const sim::Cluster& cluster, sim::SimOptions opt,
+                                           const sim::KernelCostModel& costs) {
+  if (!p.job || p.job->spec.accumulate <= 1) return std::nullopt;
+  opt.trace = nullptr;  // the trace shows the last micro-batch
+  const sim::Outcome m =
+      sim::simulate(cluster, p.job->accumulating, p.job->accumulating_placement, opt, costs);
+  Accumulated a;
+  a.k = p.job->spec.accumulate;
+  a.micro_s = m.step_time.seconds();
+  a.last_s = o.step_time.seconds();
+  o.step_time = sim::Duration{o.step_time.ns + (a.k - 1) * m.step_time.ns};
+  o.oom = o.oom || m.oom;
+  return a;
+}
+
+nlohmann::json accumulate_json(const Accumulated& a) {
+  return {{"micro_batches", a.k},
+          {"accumulating_micro_batch_s", a.micro_s},
+          {"last_micro_batch_s", a.last_s}};
+}
+
 // --graph gpt --graph-opt seq_dist=FILE,...: one step per padded length of a binned loader
 // (models/seq_dist.hpp), and the step time expected over them; the throughput a run of many
 // steps reports is batch / that expectation.
@@ -260,6 +303,8 @@ void run_seq_dist(const SimulateArgs& a, const sim::Cluster& cluster,
                             "no " + std::string(flag) +
                                 " with seq_dist (a step per padded length), got \"" + *value +
                                 "\"");
+  int accumulate = 1;
+  const std::int64_t own_draws = sd.loader.draws;
   if (!a.parallel.empty()) {
     const models::ParallelSpec s = models::parse_parallel(a.parallel, "<flag --parallel>");
     if (s.pp > 1 || s.mb > 1)
@@ -270,35 +315,61 @@ void run_seq_dist(const SimulateArgs& a, const sim::Cluster& cluster,
     // Every rank draws the same bin; the step waits for the rank with the longest sequence.
     const auto gpus = static_cast<std::int64_t>(cluster.gpus().size());
     sd.loader.draws *= s.dp > 0 ? s.dp : std::max<std::int64_t>(1, gpus / (s.tp * s.pp));
+    accumulate = s.accumulate;
   }
   const models::SeqHistogram h = models::read_seq_histogram(sd.file, sd.seq);
-  const std::vector<models::PaddedLength> lengths = models::padded_lengths(h, sd.loader);
   sim::SimOptions opt;
   opt.stop_at_first_oom = a.stop_at_oom;
   opt.threads = a.threads;
-  nlohmann::json rows = nlohmann::json::array();
-  double expected = 0.0;
   bool oom = false;
-  for (const models::PaddedLength& l : lengths) {
-    const std::string opts = models::options_at(sd, l.seq);
-    auto [graph, placement, job] = place_graph(a, models::load_graph("gpt", opts), cluster, costs);
-    const sim::Outcome o = sim::simulate(cluster, graph, placement, opt, costs);
-    expected += l.weight * o.step_time.seconds();
-    oom = oom || o.oom;
-    rows.push_back({{"seq", l.seq},
-                    {"weight", l.weight},
-                    {"step_time_s", o.step_time.seconds()},
-                    {"oom", o.oom},
-                    {"graph_opt", opts}});
+  // The expected step over the padded lengths of `d`'s draws: the placed step's, or (accumulating)
+  // the job's accumulating micro-batch's; and a row per length.
+  const auto over_lengths = [&](const models::SeqDistOptions& d, bool accumulating) {
+    std::pair<double, nlohmann::json> e{0.0, nlohmann::json::array()};
+    for (const models::PaddedLength& l : models::padded_lengths(h, d.loader)) {
+      const std::string opts = models::options_at(d, l.seq);
+      const Placed p = place_graph(a, models::load_graph("gpt", opts), cluster, costs);
+      const sim::Outcome o = accumulating
+                                 ? sim::simulate(cluster, p.job->accumulating,
+                                                 p.job->accumulating_placement, opt, costs)
+                                 : sim::simulate(cluster, p.graph, p.placement, opt, costs);
+      e.first += l.weight * o.step_time.seconds();
+      oom = oom || o.oom;
+      e.second.push_back({{"seq", l.seq},
+                          {"weight", l.weight},
+                          {"step_time_s", o.step_time.seconds()},
+                          {"oom", o.oom},
+                          {"graph_opt", opts}});
+    }
+    return e;
+  };
+  auto [expected, rows] = over_lengths(sd, false);
+  // accumulate=K: the replicas meet only at the exchange after the last micro-batch (its step
+  // above waits for the longest of all ranks' sequences); each accumulating micro-batch draws its
+  // own bin on its own rank, so its expectation is over the rank's own draws. The spread of a
+  // rank's sum of K-1 draws around K-1 times their mean (a relative sqrt(K-1)) is neglected.
+  double micro = 0.0;
+  nlohmann::json micro_rows = nlohmann::json::array();
+  if (accumulate > 1) {
+    models::SeqDistOptions own = sd;
+    own.loader.draws = own_draws;
+    std::tie(micro, micro_rows) = over_lengths(own, true);
   }
-  const nlohmann::json j = {{"step_time_s", expected},
-                            {"oom", oom},
-                            {"seq_dist",
-                             {{"file", sd.file},
-                              {"seq_bin", sd.loader.bin},
-                              {"seq_align", sd.loader.align},
-                              {"draws", sd.loader.draws},
-                              {"lengths", rows}}}};
+  const double last = expected;
+  expected += (accumulate - 1) * micro;
+  nlohmann::json j = {{"step_time_s", expected},
+                      {"oom", oom},
+                      {"seq_dist",
+                       {{"file", sd.file},
+                        {"seq_bin", sd.loader.bin},
+                        {"seq_align", sd.loader.align},
+                        {"draws", sd.loader.draws},
+                        {"lengths", rows}}}};
+  if (accumulate > 1) {
+    j["accumulate"] = accumulate_json({accumulate, micro, last});
+    j["accumulate"]["accumulating_draws"] = own_draws;
+    j["accumulate"]["accumulating_lengths"] = micro_rows;
+  }
   if (!a.report.empty()) write_atomic(a.report, j.dump(2) + "\n", "--report");
   if (a.json) {
     std::cout << j.dump(2) << "\n";
@@ -312,10 +383,16 @@ void run_seq_dist(const SimulateArgs& a, const sim::Cluster& cluster,
   std::printf(
       "expected step time: %s over %zu padded lengths (bins of %lld, longest of %lld "
       "sequences)%s\n",
-      sim::format_duration(sim::Duration::from_seconds_ceil(expected)).c_str(), lengths.size(),
+      sim::format_duration(sim::Duration::from_seconds_ceil(expected)).c_str(), rows.size(),
       static_cast<long long>(sd.loader.bin), static_cast<long long>(sd.loader.draws),
       oom ? "  (OUT OF MEMORY at some length)" : "");
-  std::printf("throughput: %.1f sequences/s\n", static_cast<double>(sd.loader.draws) / expected);
+  if (accumulate > 1)
+    std::printf("accumulate: %d micro-batches a step: %d x %s accumulating + %s last\n", accumulate,
+                accumulate - 1,
+                sim::format_duration(sim::Duration::from_seconds_ceil(micro)).c_str(),
+                sim::format_duration(sim::Duration::from_seconds_ceil(last)).c_str());
+  std::printf("throughput: %.1f sequences/s\n",
+              static_cast<double>(sd.loader.draws) * accumulate / expected);
 }
 
 void run_simulate(const SimulateArgs& a) {
@@ -343,8 +420,7 @@ void run_simulate(const SimulateArgs& a) {
   }
   sim::Graph graph = models::load_graph(a.graph, a.graph_opt);
   const std::int64_t batch = models::graph_batch(graph);
-  auto [placed, placement, job] = place_graph(a, std::move(graph), cluster, costs);
-  graph = std::move(placed);
+  Placed p = place_graph(a, std::move(graph), cluster, costs);
 
   sim::SimOptions opt;
   opt.stop_at_first_oom = a.stop_at_oom;
@@ -352,27 +428,39 @@ void run_simulate(const SimulateArgs& a) {
   std::unique_ptr<sim::TraceSink> trace;
   if (!a.trace.empty()) {
     trace = std::make_unique<sim::TraceSink>(cluster);
-    trace->describe(graph, &costs);
+    trace->describe(p.graph, &costs);
     opt.trace = trace.get();
   }
-  const sim::Outcome o = sim::simulate(cluster, graph, placement, opt, costs);
+  sim::Outcome o = sim::simulate(cluster, p.graph, p.placement, opt, costs);
+  const std::optional<Accumulated> acc = accumulate_step(o, p, cluster, opt, costs);
   if (trace) trace->write(a.trace);
   if (!a.chakra_out.empty()) {
-    const auto files = models::export_chakra(graph, cluster, placement, costs, a.chakra_out);
+    const auto files = models::export_chakra(p.graph, cluster, p.placement, costs, a.chakra_out);
     if (!quiet())
       std::cerr << "wrote " << files.size() << " Chakra ET files into " << a.chakra_out << "\n";
   }
-  const std::string json = sim::outcome_to_json(o);
+  std::string json = sim::outcome_to_json(o);
+  if (acc) {
+    nlohmann::json j = nlohmann::json::parse(json);
+    j["accumulate"] = accumulate_json(*acc);
+    json = j.dump(2);
+  }
   // Which rule of the cost model's fall-back chain priced each op (docs/cost-model.md).
   if (!a.pricing.empty())
-    write_atomic(a.pricing, sim::pricing_to_json(graph, cluster, placement.device_of, costs) + "\n",
+    write_atomic(a.pricing,
+                 sim::pricing_to_json(p.graph, cluster, p.placement.device_of, costs) + "\n",
                  "--pricing");
   if (!a.report.empty()) write_atomic(a.report, json + "\n", "--report");
   if (a.json)
     std::cout << json << "\n";
   else
     print_summary(o, cluster);
-  if (!a.json && job && o.step_time.ns > 0) print_parallel(*job, o, cluster, batch);
+  if (!a.json && acc)
+    std::printf("accumulate: %d micro-batches a step: %d x %s accumulating + %s last\n", acc->k,
+                acc->k - 1,
+                sim::format_duration(sim::Duration::from_seconds_ceil(acc->micro_s)).c_str(),
+                sim::format_duration(sim::Duration::from_seconds_ceil(acc->last_s)).c_str());
+  if (!a.json && p.job && o.step_time.ns > 0) print_parallel(*p.job, o, cluster, batch);
 }
 
 }  // namespace

@@ -35,6 +35,38 @@ import json, sys
 t, h, c = (json.load(open(p))["step_time_s"] for p in sys.argv[1:])
 assert t > h and t > c, (t, h, c)
 PY
+# Gradient accumulation (accumulate=K, docs/parallel.md): the step is K-1 accumulating
+# micro-batches and the last one with the exchange and the update; throughput counts K of them.
+# The same with seq_dist, whose accumulating micro-batches draw their own lengths.
+LAMB="$GPT,optimizer=lamb,optimizer_impl=fused,precision=f16"
+"$BIN" simulate --graph gpt --graph-opt "$LAMB" --cluster dgx-a100 --quiet --json \
+  --parallel dp=2,accumulate=4,ddp=flat > "$T/acc4" || fail "accumulate=4 exited $?"
+"$BIN" simulate --graph gpt --graph-opt "$LAMB" --cluster dgx-a100 --quiet --json \
+  --parallel dp=2,ddp=flat > "$T/acc1" || fail "ddp=flat exited $?"
+python3 - "$T/acc4" "$T/acc1" <<'PY' || fail "accumulate=4: step is not 3 accumulating + the last"
+import json, sys
+a, one = (json.load(open(p)) for p in sys.argv[1:])
+k = a["accumulate"]
+assert k["micro_batches"] == 4, k
+assert abs(a["step_time_s"] - (3 * k["accumulating_micro_batch_s"] + k["last_micro_batch_s"])) < 1e-8, a["step_time_s"]
+# The last micro-batch carries the exchange and the update; the accumulating ones do not.
+assert k["accumulating_micro_batch_s"] < k["last_micro_batch_s"], k
+assert "accumulate" not in one and one["step_time_s"] < a["step_time_s"], one["step_time_s"]
+PY
+out=$("$BIN" simulate --graph gpt --graph-opt "$LAMB" --cluster dgx-a100 --parallel dp=2,accumulate=4,ddp=flat) \
+  || fail "accumulate=4 summary exited $?"
+grep -q '^accumulate: 4 micro-batches a step: 3 x .* accumulating + .* last' <<<"$out" || fail "no accumulate line: $out"
+grep -q '^throughput: .* (2 replicas x 4 accumulated micro-batches x batch 2 / step)' <<<"$out" || fail "no throughput: $out"
+SEQ="layers=2,hidden=128,heads=4,seq=512,vocab=1024,positions=512,masked=80,batch=2,optimizer=lamb,optimizer_impl=fused"
+SD="seq_dist=$(dirname "$0")/../data/seqlen/wikipedia_bert512.csv"
+"$BIN" simulate --graph gpt --graph-opt "$SEQ,$SD" --cluster dgx-a100 --quiet --json \
+  --parallel dp=2,accumulate=3,ddp=flat > "$T/sd3" || fail "seq_dist accumulate=3 exited $?"
+python3 - "$T/sd3" <<'PY' || fail "seq_dist accumulate=3"
+import json, sys
+j = json.load(open(sys.argv[1])); k = j["accumulate"]
+assert k["micro_batches"] == 3 and k["accumulating_draws"] == 2 and j["seq_dist"]["draws"] == 4, (k, j["seq_dist"]["draws"])
+assert abs(j["step_time_s"] - (2 * k["accumulating_micro_batch_s"] + k["last_micro_batch_s"])) < 1e-8
+PY
 # Tensor parallelism divides the weights each GPU holds.
 "$BIN" simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=4 > "$T/tp4" || fail "tp=4"
 "$BIN" simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=1 > "$T/tp1" || fail "tp=1"
@@ -84,5 +116,11 @@ expect_error 'attention heads' simulate --graph gpt --graph-opt "$GPT" --cluster
 expect_error 'zp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel zp=2
 expect_error 'ddp' simulate --graph resnet50 --cluster dgx-a100 --parallel dp=2,ddp=mxnet
 expect_error 'recompute' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel tp=2,recompute=some
+sed 's/parallel: "dp=2,tp=2,pp=2,mb=4"/parallel: "dp=2,accumulate=4"/' "$T/spec.yaml" > "$T/acc.yaml"
+expect_error 'accumulate' sweep "$T/acc.yaml" -o "$T/acc.csv" -q
+expect_error 'accumulate' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel dp=2,accumulate=0
+expect_error 'accumulate' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel pp=2,mb=2,accumulate=2
+expect_error 'ddp' simulate --graph gpt --graph-opt "$GPT" --cluster dgx-a100 --parallel dp=2,ddp=flatter
+expect_error 'optimizer_impl' simulate --graph gpt --graph-opt "$GPT,optimizer=lamb,optimizer_impl=foreach" --cluster dgx-a100 --parallel dp=1
 expect_error 'precision' simulate --graph gpt --graph-opt "$GPT,precision=f8" --cluster dgx-a100 --parallel dp=1
 echo "parallel_test: ok"

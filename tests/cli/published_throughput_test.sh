@@ -42,9 +42,12 @@ for r in rows:
     opt = r["graph_opt"].replace("seq_dist=", f"seq_dist={data}/")
     cmd = [bin_, "simulate", "--graph", graph, "--graph-opt", opt, "--cluster",
            r["cluster"], "--quiet", "--json"]
-    # parallel: more --parallel keys of a multi-GPU row (ddp=horovod: the framework's exchange).
+    # parallel: more --parallel keys (ddp=horovod: the framework's exchange; accumulate=K: K
+    # micro-batches of `batch` per optimizer step); a 1-GPU row with keys runs as dp=1.
     par = f"dp={gpus}" + (f",{r['parallel']}" if r.get("parallel") else "")
-    cmd += ["--parallel", par] if gpus > 1 else ["--placement", "single-gpu"]
+    cmd += ["--parallel", par] if gpus > 1 or r.get("parallel") else ["--placement", "single-gpu"]
+    keys = dict(kv.split("=", 1) for kv in par.split(",") if "=" in kv)
+    accumulate = int(keys.get("accumulate", 1))
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         failures.append(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip()}")
@@ -52,7 +55,7 @@ for r in rows:
     step = json.loads(out.stdout)["step_time_s"]
     # units_per_sample: what `unit` counts per sample (GNMT: tokens per sentence pair); empty: 1.
     per_sample = float(r.get("units_per_sample") or 1)
-    predicted = int(r["batch"]) * per_sample * gpus / step
+    predicted = int(r["batch"]) * per_sample * gpus * accumulate / step
     published = float(r["published"])
     err = 100.0 * (predicted - published) / published
     bound = float(r["bound_pct"])

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <gtest/gtest.h>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,37 @@ TEST(OptimizerImpl, BadInputIsNamed) {
     EXPECT_NE(std::string(e.what()).find("optimizer_impl"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_graph("inception_v3", "batch=2,optimizer_impl=fused"), sim::InputError);
+}
+
+// apex FusedLAMB (optimizer=lamb,optimizer_impl=fused; csrc/multi_tensor_lamb.cu and
+// apex/optimizers/fused_lamb.py): five multi-tensor passes, the global gradient norm, the
+// parameter norms, stage 1 (g, p, m, v read; update, m, v written), the update norms and stage 2
+// (update, p read; p written): 9 reads and 4 writes of F32 a parameter against fused Adam's 4 and
+// 3. torch.optim has no LAMB: per_param and foreach are refused.
+TEST(OptimizerImpl, FusedLambRunsApexFivePasses) {
+  const std::string gpt = "layers=2,hidden=64,heads=2,seq=16,vocab=100,positions=16,batch=2,";
+  const sim::Graph apply = load_graph("gpt", gpt + "optimizer=lamb");
+  const sim::Graph lamb = load_graph("gpt", gpt + "optimizer=lamb,optimizer_impl=fused");
+  const sim::Graph adam = load_graph("gpt", gpt + "optimizer=adam,optimizer_impl=fused");
+  const std::int64_t n = elements_of(apply, 2);
+  ASSERT_GT(n, 0);
+  const Totals l = updates_of(lamb), a = updates_of(adam);
+  EXPECT_EQ(l.read, 9 * 4 * n);
+  EXPECT_EQ(l.written, 4 * 4 * n);
+  EXPECT_EQ(a.read, 4 * 4 * n);
+  EXPECT_EQ(a.written, 3 * 4 * n);
+  EXPECT_EQ(l.persistent, a.persistent);  // m, v and the master copy
+  std::set<std::string> passes;
+  for (const sim::Op& op : lamb.ops)
+    if (op.phase == sim::Phase::Update) {
+      EXPECT_EQ(op.type, "apex::multi_tensor_lamb");
+      passes.insert(op.name.substr(0, op.name.find("/launch")));
+    }
+  EXPECT_EQ(passes, (std::set<std::string>{"update/0_l2norm_grad", "update/1_l2norm_param",
+                                           "update/2_lamb_stage1", "update/3_l2norm_update",
+                                           "update/4_lamb_stage2"}));
+  EXPECT_THROW(load_graph("gpt", gpt + "optimizer=lamb,optimizer_impl=per_param"), sim::InputError);
+  EXPECT_THROW(load_graph("gpt", gpt + "optimizer=lamb,optimizer_impl=foreach"), sim::InputError);
 }
 
 }  // namespace

@@ -691,3 +691,88 @@ TEST(Parallel, DdpFrameworksRunTheirOwnKernelsAroundTheAllReduce) {
   EXPECT_LT(h, t);
   EXPECT_LT(m, t);
 }
+
+// Gradient accumulation (accumulate=K, docs/parallel.md "Gradient accumulation") with NVIDIA
+// BERT's flat exchange (ddp=flat, --allreduce_post_accumulation): the accumulating micro-batch has
+// forward and backward, one F32 accumulation add per gradient and neither an exchange nor an
+// update; the last micro-batch has the adds, then one multi_tensor_scale into a flat F16 buffer,
+// one all-reduce of 2 bytes a parameter, one scale back, and the update waits for it.
+TEST(Parallel, AccumulationAddsEveryGradientAndExchangesOnceFlat) {
+  const pm::ParallelSpec s = pm::parse_parallel("dp=2,accumulate=8,ddp=flat", "<t>");
+  EXPECT_EQ(s.accumulate, 8);
+  EXPECT_EQ(s.ddp, pm::ParallelSpec::Ddp::Flat);
+  EXPECT_EQ(pm::to_string(s), "dp=2,ddp=flat,accumulate=8");
+  EXPECT_EQ(pm::parse_parallel("dp=2", "<t>").accumulate, 1);
+  EXPECT_THROW(pm::parse_parallel("dp=2,accumulate=0", "<t>"), sim::InputError);
+  EXPECT_THROW(pm::parse_parallel("pp=2,mb=4,accumulate=2", "<t>"), sim::InputError);
+  const sim::Graph g = pm::load_graph(
+      "gpt",
+      "layers=2,hidden=64,heads=2,seq=32,vocab=512,positions=32,batch=2,optimizer=lamb,"
+      "optimizer_impl=fused,precision=f16");
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob job = pm::make_parallel(g, c, s);
+  const int n = gradients(g);
+  ASSERT_GT(n, 10);
+  // Elements and half bytes of the gradients (precision=f16: F16 weight gradients).
+  std::int64_t elems = 0;
+  std::set<std::pair<sim::OpId, std::int32_t>> seen;
+  for (const sim::Op& op : g.ops)
+    if (op.phase == sim::Phase::Update)
+      for (const sim::TensorRef& t : op.inputs)
+        if (g.ops[t.op].phase == sim::Phase::Backward && seen.insert({t.op, t.output}).second) {
+          const sim::TensorOut& x = g.ops[t.op].outputs[t.output];
+          ASSERT_EQ(x.dtype, sim::Dtype::F16);
+          elems += x.bytes.v / 2;
+        }
+  // The accumulating micro-batch: one replica, an add per gradient (F16 + F32 read, F32 written).
+  int adds = 0, updates = 0, collectives = 0;
+  std::int64_t read = 0, written = 0;
+  for (const sim::Op& op : job.accumulating.ops) {
+    updates += op.phase == sim::Phase::Update;
+    collectives += op.collective.has_value();
+    if (op.name.rfind("accumulate/", 0) != 0) continue;
+    ++adds;
+    read += op.bytes_read.v;
+    written += op.bytes_written.v;
+  }
+  EXPECT_EQ(adds, n);
+  EXPECT_EQ(updates, 0);
+  EXPECT_EQ(collectives, 0);
+  EXPECT_EQ(read, 6 * elems);
+  EXPECT_EQ(written, 4 * elems);
+  // The last micro-batch of replica 0: the adds, one flat all-reduce, the two scales.
+  int flat = 0, rank_adds = 0;
+  sim::OpId back = -1;
+  for (sim::OpId o = 0; o < job.graph.num_ops(); ++o) {
+    const sim::Op& op = job.graph.ops[o];
+    if (op.name.rfind("dp0/", 0) != 0) continue;
+    rank_adds += op.name.rfind("dp0/accumulate/", 0) == 0;
+    if (op.collective && op.collective->kind == sim::CollectiveKind::AllReduce) {
+      ++flat;
+      EXPECT_EQ(op.collective->bytes.v, 2 * elems);
+      ASSERT_EQ(op.control_inputs.size(), 1U);
+      const sim::Op& into = job.graph.ops[op.control_inputs[0]];
+      EXPECT_EQ(into.name, "dp0/ddp/scale_into_flat");
+      EXPECT_EQ(into.bytes_read.v, 4 * elems);
+      EXPECT_EQ(into.bytes_written.v, 2 * elems);
+      EXPECT_EQ(static_cast<int>(into.control_inputs.size()), n);  // after every add
+    }
+    if (op.name == "dp0/ddp/scale_from_flat") back = o;
+  }
+  EXPECT_EQ(flat, 1);
+  EXPECT_EQ(rank_adds, n);
+  ASSERT_GE(back, 0);
+  // Every first-pass launch of the optimizer (the global gradient norm) waits for the scale back.
+  int waiting = 0;
+  for (const sim::Op& op : job.graph.ops)
+    if (op.name.rfind("dp0/update/0_", 0) == 0)
+      waiting += std::find(op.control_inputs.begin(), op.control_inputs.end(), back) !=
+                 op.control_inputs.end();
+  EXPECT_GT(waiting, 0);
+  // The accumulating micro-batch is the last one without the exchange and the update.
+  const double micro =
+      sim::simulate(c, job.accumulating, job.accumulating_placement).step_time.seconds();
+  const double last = sim::simulate(c, job.graph, job.placement).step_time.seconds();
+  EXPECT_GT(micro, 0.0);
+  EXPECT_LT(micro, last);
+}

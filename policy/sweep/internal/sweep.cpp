@@ -528,7 +528,11 @@ SweepWorkload parse_workload(const YAML::Node& n, const std::string& origin,
       else if (k == "label")
         w.label = v;
       else if (k == "parallel") {
-        (void)models::parse_parallel(v, origin + ": " + key + ".parallel");  // checked here
+        // Checked here; a sweep simulates one graph per point, not accumulate's two.
+        if (models::parse_parallel(v, origin + ": " + key + ".parallel").accumulate > 1)
+          throw InputError(
+              origin, key + ".parallel",
+              "no accumulate in a sweep (simulate --parallel takes it), got \"" + v + "\"");
         w.parallel = v;
       } else
         throw InputError(origin, key + "." + k, "graph, options, parallel or label");
