@@ -67,46 +67,43 @@ std::vector<Param> params_of(const sim::Graph& g) {
   return out;
 }
 
-}  // namespace
-
-void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin) {
-  if (t.clip == GradClip::None && !t.apex_master && !t.zero_fill && !t.loss_item && t.host_sum == 0)
-    return;
-  const std::vector<Param> params = params_of(g);
-  if (params.empty())
-    throw sim::InputError(origin, g.name,
-                          "a training graph with update ops fed by backward ops (grad_clip, "
-                          "master_weights and zero_grad act on gradients), got none");
-  const std::vector<sim::OpId> all_updates = [&] {
-    std::vector<sim::OpId> u;
-    for (sim::OpId o = 0; o < g.num_ops(); ++o)
-      if (g.ops[static_cast<std::size_t>(o)].phase == sim::Phase::Update) u.push_back(o);
-    return u;
-  }();
-  // Every new op is one kernel on the rank's stream: data edges (launch-ahead) to what it follows;
-  // a host sync is an op whose end every later launch waits for (a control edge).
+// Adds the loop's ops to a graph: every new op is one kernel on the rank's stream, with data
+// edges (launch-ahead) to what it follows; a host sync is an op whose end every later launch
+// waits for (a control edge).
+struct LoopOps {
+  sim::Graph& g;
   int serial = 0;
-  const auto add = [&](const std::string& name, const std::string& type, std::int64_t read,
-                       std::int64_t written, std::int64_t out_bytes,
-                       std::vector<sim::TensorRef> inputs, std::vector<sim::OpId> control,
-                       sim::Phase phase = sim::Phase::Update) {
+
+  sim::TensorRef add(const std::string& name, const std::string& type, std::int64_t read,
+                     std::int64_t written, std::int64_t out_bytes,
+                     std::vector<sim::TensorRef> inputs, std::vector<sim::OpId> control,
+                     sim::Phase phase = sim::Phase::Update) {
     sim::Op k;
     k.name = "train_loop/" + std::to_string(serial++) + "_" + name;
     k.type = type;
     k.phase = phase;
     k.dtype = sim::Dtype::F32;
-    // Elementwise or a reduction: about a FLOP an element read, memory-bound.
-    k.flops = sim::Flops{static_cast<double>(read) / 4.0};
+    // Elementwise or a reduction: about a FLOP an element read, memory-bound. A copy to the host
+    // (.item()) and the forward's integer adds (host_sum: int64 lengths) do no floating-point
+    // work, so they stay off the roofline's small-GEMM term (compute_half_flops) and are priced
+    // by their bytes: the kernel floor.
+    const bool no_flops = type == "aten::_local_scalar_dense" || phase == sim::Phase::Forward;
+    k.flops = sim::Flops{no_flops ? 0.0 : static_cast<double>(read) / 4.0};
     k.bytes_read = sim::Bytes{read};
     k.bytes_written = sim::Bytes{written};
     k.outputs = {{.bytes = sim::Bytes{out_bytes}, .dtype = sim::Dtype::F32}};
     k.inputs = std::move(inputs);
     k.control_inputs = std::move(control);
     return sim::TensorRef{g.add_op(std::move(k)), 0};
-  };
-  constexpr std::int64_t kScalar = 4;  // an F32 scalar (a norm, the overflow flag)
-  // Host syncs around the forward pass, before the update's ops are added (the forward's roots
-  // and sinks, the backward's roots, are those of the graph as given).
+  }
+};
+
+constexpr std::int64_t kScalar = 4;  // an F32 scalar (a norm, the overflow flag)
+
+// Host syncs around the forward pass (host_sum, loss_item), on the graph as given: its forward's
+// roots and sinks and its backward's roots.
+void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
+  sim::Graph& g = b.g;
   const int given = g.num_ops();
   const auto phase_of = [&](sim::OpId o) { return g.ops[static_cast<std::size_t>(o)].phase; };
   // Every op of `phase` reading no op of that phase waits for host sync `s` to end.
@@ -122,11 +119,11 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
   if (t.host_sum > 0) {
     sim::TensorRef acc{-1, 0};
     for (int i = 0; i < t.host_sum; ++i)
-      acc = add("host_sum" + std::to_string(i), "aten::add", acc.op < 0 ? kScalar : 2 * kScalar,
-                kScalar, kScalar, acc.op < 0 ? std::vector<sim::TensorRef>{} : std::vector{acc}, {},
-                sim::Phase::Forward);
-    const sim::TensorRef s = add("host_sum_item", "aten::_local_scalar_dense", kScalar, kScalar,
-                                 kScalar, {acc}, {}, sim::Phase::Forward);
+      acc = b.add("host_sum" + std::to_string(i), "aten::add", acc.op < 0 ? kScalar : 2 * kScalar,
+                  kScalar, kScalar, acc.op < 0 ? std::vector<sim::TensorRef>{} : std::vector{acc},
+                  {}, sim::Phase::Forward);
+    const sim::TensorRef s = b.add("host_sum_item", "aten::_local_scalar_dense", kScalar, kScalar,
+                                   kScalar, {acc}, {}, sim::Phase::Forward);
     roots_wait(sim::Phase::Forward, s.op);
   }
   if (t.loss_item) {
@@ -140,10 +137,16 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
       if (phase_of(o) == sim::Phase::Forward && !feeds_forward[static_cast<std::size_t>(o)] &&
           !g.ops[static_cast<std::size_t>(o)].outputs.empty())
         sinks.push_back({o, 0});
-    const sim::TensorRef s = add("loss_item", "aten::_local_scalar_dense", kScalar, kScalar,
-                                 kScalar, std::move(sinks), {}, sim::Phase::Forward);
+    const sim::TensorRef s = b.add("loss_item", "aten::_local_scalar_dense", kScalar, kScalar,
+                                   kScalar, std::move(sinks), {}, sim::Phase::Forward);
     roots_wait(sim::Phase::Backward, s.op);
   }
+}
+
+// Between the backward pass and the update kernels (AccumulateGrad, apex's unscale with its
+// overflow check, clip_grad_norm_); the update kernels then follow what was added on their
+// gradient and the latest host sync.
+void add_before_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& params) {
   std::vector<sim::TensorRef> cur;  // per parameter, the last op on its gradient
   std::vector<std::int64_t> numels;
   for (const Param& p : params) {
@@ -153,7 +156,7 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
   std::vector<sim::OpId> gate;  // the latest host sync
   const auto sync = [&](const std::string& name, std::vector<sim::TensorRef> after) {
     const sim::TensorRef s =
-        add(name, "aten::_local_scalar_dense", kScalar, kScalar, kScalar, std::move(after), gate);
+        b.add(name, "aten::_local_scalar_dense", kScalar, kScalar, kScalar, std::move(after), gate);
     gate = {s.op};
   };
   // AccumulateGrad into the zeroed .grad (torch/csrc/autograd/functions/accumulate_grad.h:
@@ -161,8 +164,9 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
   // None before the backward (prepare_backward_with_master_weights), so the new one is stolen.
   if (t.zero_fill && !t.apex_master)
     for (std::size_t i = 0; i < params.size(); ++i) {
-      const std::int64_t b = params[i].numel * params[i].grad_size;
-      cur[i] = add("accumulate_grad" + std::to_string(i), "aten::add_", 2 * b, b, 0, {cur[i]}, {});
+      const std::int64_t by = params[i].numel * params[i].grad_size;
+      cur[i] =
+          b.add("accumulate_grad" + std::to_string(i), "aten::add_", 2 * by, by, 0, {cur[i]}, {});
     }
   // The clipped gradients: apex's F32 master gradients, else the gradients themselves.
   std::vector<std::int64_t> clip_size;
@@ -172,7 +176,7 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
     // (multi_tensor_scale over [model_grads, master_grads], 1/scale), update_scale
     // (_overflow_buf.item(): "we only need one D2H memcopy and sync").
     sim::TensorRef prev =
-        add("overflow_buf_zero", "aten::zero_", 0, kScalar, kScalar, {cur[0]}, {});
+        b.add("overflow_buf_zero", "aten::zero_", 0, kScalar, kScalar, {cur[0]}, {});
     const auto parts = multi_tensor_parts(numels, 2);
     for (std::size_t j = 0; j < parts.size(); ++j) {
       std::int64_t read = 0, written = 0;
@@ -182,8 +186,8 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
         written += e * 4;
         in.push_back(cur[i]);
       }
-      prev = add("unscale_launch" + std::to_string(j), "apex::multi_tensor_scale", read, written, 0,
-                 std::move(in), {});
+      prev = b.add("unscale_launch" + std::to_string(j), "apex::multi_tensor_scale", read, written,
+                   0, std::move(in), {});
       for (const auto& [i, e] : parts[j]) cur[i] = prev;
     }
     sync("overflow_item", {prev});
@@ -193,39 +197,43 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
     // clip_coef = max_norm / (total_norm + 1e-6), then mul_ of every gradient.
     std::vector<sim::TensorRef> norms;
     for (std::size_t i = 0; i < params.size(); ++i)
-      norms.push_back(add("norm" + std::to_string(i), "aten::norm", params[i].numel * clip_size[i],
-                          kScalar, kScalar, {cur[i]}, gate));
+      norms.push_back(b.add("norm" + std::to_string(i), "aten::norm",
+                            params[i].numel * clip_size[i], kScalar, kScalar, {cur[i]}, gate));
     const auto n = static_cast<std::int64_t>(params.size());
     sim::TensorRef c =
-        add("stack", "aten::stack", n * kScalar, n * kScalar, n * kScalar, norms, {});
-    c = add("total_norm", "aten::norm", n * kScalar, kScalar, kScalar, {c}, {});
-    c = add("norm_add_eps", "aten::add", kScalar, kScalar, kScalar, {c}, {});
-    c = add("clip_coef", "aten::div", kScalar, kScalar, kScalar, {c}, {});
+        b.add("stack", "aten::stack", n * kScalar, n * kScalar, n * kScalar, norms, {});
+    c = b.add("total_norm", "aten::norm", n * kScalar, kScalar, kScalar, {c}, {});
+    c = b.add("norm_add_eps", "aten::add", kScalar, kScalar, kScalar, {c}, {});
+    c = b.add("clip_coef", "aten::div", kScalar, kScalar, kScalar, {c}, {});
     if (t.clip == GradClip::NormSync) {
-      c = add("clip_coef_lt", "aten::lt", kScalar, kScalar, kScalar, {c}, {});
+      c = b.add("clip_coef_lt", "aten::lt", kScalar, kScalar, kScalar, {c}, {});
       sync("clip_coef_item", {c});
     } else {
-      c = add("clip_coef_clamp", "aten::clamp", kScalar, kScalar, kScalar, {c}, {});
+      c = b.add("clip_coef_clamp", "aten::clamp", kScalar, kScalar, kScalar, {c}, {});
     }
     for (std::size_t i = 0; i < params.size(); ++i) {
-      const std::int64_t b = params[i].numel * clip_size[i];
-      cur[i] = add("clip_mul" + std::to_string(i), "aten::mul_", b, b, 0, {cur[i], c}, gate);
+      const std::int64_t by = params[i].numel * clip_size[i];
+      cur[i] = b.add("clip_mul" + std::to_string(i), "aten::mul_", by, by, 0, {cur[i], c}, gate);
     }
   }
-  // The update kernels follow what was added on their gradient and the latest host sync.
   for (std::size_t i = 0; i < params.size(); ++i)
     for (const sim::OpId u : params[i].updates) {
-      sim::Op& op = g.ops[static_cast<std::size_t>(u)];
+      sim::Op& op = b.g.ops[static_cast<std::size_t>(u)];
       if (cur[i].op != params[i].grad.op || cur[i].output != params[i].grad.output)
         op.inputs.push_back(cur[i]);
       for (const sim::OpId s : gate) op.control_inputs.push_back(s);
     }
-  // After optimizer.step(): apex copies the F32 master weights into the half model
-  // (_process_optimizer.py new_step: _master_params_to_model_params, multi_tensor_scale), then
-  // the trainer's model.zero_grad() zero-fills every gradient. The update kernels write their
-  // parameters in place (no tensor out): the first kernel after them waits for their end.
+}
+
+// After optimizer.step(): apex copies the F32 master weights into the half model
+// (_process_optimizer.py new_step: _master_params_to_model_params, multi_tensor_scale), then the
+// trainer's model.zero_grad() zero-fills every gradient. The update kernels write their
+// parameters in place (no tensor out): the first kernel after them waits for their end.
+void add_after_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& params,
+                      std::vector<sim::OpId> wait) {
+  std::vector<std::int64_t> numels;
+  for (const Param& p : params) numels.push_back(p.numel);
   std::vector<sim::TensorRef> after;
-  std::vector<sim::OpId> wait = all_updates;
   if (t.apex_master) {
     const auto parts = multi_tensor_parts(numels, 2);
     for (std::size_t j = 0; j < parts.size(); ++j) {
@@ -234,16 +242,36 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
         read += e * 4;
         written += e * params[i].weight_size;
       }
-      const sim::TensorRef k = add("master_to_model_launch" + std::to_string(j),
-                                   "apex::multi_tensor_scale", read, written, 0, after, wait);
+      const sim::TensorRef k = b.add("master_to_model_launch" + std::to_string(j),
+                                     "apex::multi_tensor_scale", read, written, 0, after, wait);
       after = {k};
       wait.clear();
     }
   }
   if (t.zero_fill)
     for (std::size_t i = 0; i < params.size(); ++i)
-      add("zero_grad" + std::to_string(i), "aten::zero_", 0, params[i].numel * params[i].grad_size,
-          0, after, after.empty() ? params[i].updates : std::vector<sim::OpId>{});
+      b.add("zero_grad" + std::to_string(i), "aten::zero_", 0,
+            params[i].numel * params[i].grad_size, 0, after,
+            after.empty() ? params[i].updates : std::vector<sim::OpId>{});
+}
+
+}  // namespace
+
+void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin) {
+  if (t.clip == GradClip::None && !t.apex_master && !t.zero_fill && !t.loss_item && t.host_sum == 0)
+    return;
+  const std::vector<Param> params = params_of(g);
+  if (params.empty())
+    throw sim::InputError(origin, g.name,
+                          "a training graph with update ops fed by backward ops (grad_clip, "
+                          "master_weights and zero_grad act on gradients), got none");
+  std::vector<sim::OpId> updates;
+  for (sim::OpId o = 0; o < g.num_ops(); ++o)
+    if (g.ops[static_cast<std::size_t>(o)].phase == sim::Phase::Update) updates.push_back(o);
+  LoopOps b{g};
+  add_forward_syncs(b, t);
+  add_before_update(b, t, params);
+  add_after_update(b, t, params, updates);
   g.metadata["grad_clip"] = t.clip == GradClip::Norm       ? "norm"
                             : t.clip == GradClip::NormSync ? "norm_sync"
                                                            : "none";
