@@ -16,9 +16,9 @@
 namespace placesim::models {
 
 /// torch.nn.utils.clip_grad_norm_ before each update. Norm: one norm kernel a gradient, the total
-/// norm and its clip coefficient (stack, norm, add, div, clamp), one mul_ a gradient (PyTorch
-/// 1.9 on: no host sync). NormSync: PyTorch before 1.9, `if clip_coef < 1:` reads the coefficient
-/// on the host (lt, _local_scalar_dense) before the mul_ kernels.
+/// norm and its clip coefficient (stack, norm, add, div, clamp), one mul_ a gradient (PyTorch's
+/// clamp form: no host sync). NormSync: older PyTorch (1.6), `if clip_coef < 1:` reads the
+/// coefficient on the host (lt, _local_scalar_dense) before the mul_ kernels.
 enum class GradClip { None, Norm, NormSync };
 std::optional<GradClip> parse_grad_clip(std::string_view s);
 
