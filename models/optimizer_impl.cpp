@@ -240,6 +240,13 @@ std::vector<int> multi_tensor_launches(const std::vector<std::int64_t>& numels, 
   return closes;
 }
 
+std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> multi_tensor_parts(
+    const std::vector<std::int64_t>& numels, int depth, bool scalar_list) {
+  std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> out;
+  for (Launch& l : launches_of(numels, depth, scalar_list)) out.push_back(std::move(l.parts));
+  return out;
+}
+
 void apply_optimizer_impl(sim::Graph& g, OptimizerImpl impl) {
   g.metadata["optimizer_impl"] = to_string(impl);
   if (impl == OptimizerImpl::Apply) return;

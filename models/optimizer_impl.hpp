@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/graph.hpp"
@@ -31,6 +32,9 @@ std::string to_string(OptimizerImpl i);
 /// scalar list, and 320 chunks a launch). The sum is the op's kernel count.
 std::vector<int> multi_tensor_launches(const std::vector<std::int64_t>& numels, int depth,
                                        bool scalar_list = false);
+/// The same launches, each as the (tensor index, elements) it carries, in launch order.
+std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> multi_tensor_parts(
+    const std::vector<std::int64_t>& numels, int depth, bool scalar_list = false);
 /// Replaces every update op (ApplyGradientDescent/Momentum/Adam/RMSProp; a SparseApply* as a
 /// dense update of its whole parameter, as PyTorch's dense embedding gradients) by the kernels
 /// `impl` launches, each an Update op with its own bytes (F32 state): per_param, one op per

@@ -9,6 +9,7 @@
 #include "models/chakra.hpp"
 #include "models/onnx_import.hpp"
 #include "models/optimizer_impl.hpp"
+#include "models/train_loop.hpp"
 #include "models/workloads.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/error.hpp"
@@ -288,6 +289,55 @@ std::optional<OptimizerImpl> take_optimizer_impl(std::string& options) {
   return i;
 }
 
+// grad_clip=none|norm|norm_sync, master_weights=none|apex (precision=bf16|f16 only),
+// zero_grad=none|fill, loss_item=true|false and host_sum=N: the training loop's kernels and host
+// syncs around the step (models/train_loop.hpp).
+TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>& precision) {
+  TrainLoop t;
+  if (const std::optional<std::string> c = take_option(options, "grad_clip")) {
+    const auto v = parse_grad_clip(*c);
+    if (!v)
+      throw sim::InputError("--graph-opt", "grad_clip",
+                            "one of none, norm, norm_sync, got \"" + *c + "\"");
+    t.clip = *v;
+  }
+  if (const std::optional<std::string> m = take_option(options, "master_weights")) {
+    if (*m != "none" && *m != "apex")
+      throw sim::InputError("--graph-opt", "master_weights",
+                            "one of none, apex, got \"" + *m + "\"");
+    t.apex_master = *m == "apex";
+    if (t.apex_master && (!precision || *precision == sim::Dtype::F32))
+      throw sim::InputError("--graph-opt", "master_weights",
+                            "precision=bf16 or precision=f16 beside master_weights=apex");
+  }
+  if (const std::optional<std::string> z = take_option(options, "zero_grad")) {
+    if (*z != "none" && *z != "fill")
+      throw sim::InputError("--graph-opt", "zero_grad", "one of none, fill, got \"" + *z + "\"");
+    t.zero_fill = *z == "fill";
+  }
+  if (const std::optional<std::string> l = take_option(options, "loss_item")) {
+    if (*l != "true" && *l != "false")
+      throw sim::InputError("--graph-opt", "loss_item", "true or false, got \"" + *l + "\"");
+    t.loss_item = *l == "true";
+  }
+  if (const std::optional<std::string> h = take_option(options, "host_sum")) {
+    int n = -1;
+    try {
+      std::size_t pos = 0;
+      const long long v = std::stoll(*h, &pos);
+      if (pos == h->size() && v >= 0 && v <= 1'000'000) n = static_cast<int>(v);
+    } catch (const std::exception&) {
+      n = -1;
+    }
+    if (n < 0)
+      throw sim::InputError(
+          "--graph-opt", "host_sum",
+          "a whole number from 0 to 1000000 (the elements summed), got \"" + *h + "\"");
+    t.host_sum = n;
+  }
+  return t;
+}
+
 sim::Graph load_graph_as_given(const std::string& name_or_path, const std::string& options);
 
 }  // namespace
@@ -300,6 +350,7 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   const std::optional<sim::Layout> layout = take_layout(rest);
   const auto [input, input_workers] = take_input(rest);
   const std::optional<OptimizerImpl> impl = take_optimizer_impl(rest);
+  const TrainLoop loop = take_train_loop(rest, precision);
   sim::Graph g = load_graph_as_given(name_or_path, rest);
   if (input != "synthetic") {
     g.metadata["input"] = input;
@@ -317,6 +368,8 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision, f32_grads);
   // After the precision pass, which gives each update its master copy once.
   if (impl) apply_optimizer_impl(g, *impl);
+  // After the optimizer's kernels, which it places its own around.
+  apply_train_loop(g, loop, "--graph-opt");
   return g;
 }
 

@@ -1,0 +1,285 @@
+// The training loop's kernels around the optimizer step (grad_clip, master_weights, zero_grad).
+// Sources: docs/workloads.md, "The training loop around the update".
+#include "models/train_loop.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/optimizer_impl.hpp"
+#include "sim/error.hpp"
+
+namespace placesim::models {
+
+std::optional<GradClip> parse_grad_clip(std::string_view s) {
+  if (s == "none") return GradClip::None;
+  if (s == "norm") return GradClip::Norm;
+  if (s == "norm_sync") return GradClip::NormSync;
+  return std::nullopt;
+}
+
+namespace {
+
+// One parameter the update ops read: its gradient (from the backward pass), its elements, the
+// bytes an element of its gradient and of its working copy, and the update kernels reading it.
+struct Param {
+  sim::TensorRef grad;
+  std::int64_t numel = 0;
+  std::int64_t grad_size = 4;
+  std::int64_t weight_size = 4;
+  std::vector<sim::OpId> updates;
+};
+
+std::vector<Param> params_of(const sim::Graph& g) {
+  std::vector<Param> out;
+  std::map<std::pair<sim::OpId, std::int32_t>, std::size_t> index;
+  for (sim::OpId o = 0; o < g.num_ops(); ++o) {
+    const sim::Op& op = g.ops[static_cast<std::size_t>(o)];
+    if (op.phase != sim::Phase::Update) continue;
+    const sim::TensorRef* grad = nullptr;
+    const sim::TensorRef* weight = nullptr;
+    for (const sim::TensorRef& t : op.inputs) {
+      const sim::Op& p = g.ops[static_cast<std::size_t>(t.op)];
+      if (p.phase == sim::Phase::Backward && !grad) grad = &t;
+      if (p.phase == sim::Phase::Other && p.inputs.empty() && !weight) weight = &t;
+    }
+    if (!grad || !weight) continue;
+    const auto [it, fresh] = index.emplace(std::make_pair(grad->op, grad->output), out.size());
+    if (fresh) {
+      const auto& gt = g.ops[static_cast<std::size_t>(grad->op)].outputs.at(
+          static_cast<std::size_t>(grad->output));
+      const auto& wt = g.ops[static_cast<std::size_t>(weight->op)].outputs.at(
+          static_cast<std::size_t>(weight->output));
+      Param p;
+      p.grad = *grad;
+      p.weight_size = sim::dtype_size(wt.dtype);
+      // The parameter's own elements: a sparse gradient (an embedding's looked-up rows) is dense
+      // in PyTorch (nn.Embedding without sparse=True).
+      p.numel = wt.bytes.v / p.weight_size;
+      p.grad_size = sim::dtype_size(gt.dtype);
+      out.push_back(p);
+    }
+    out[it->second].updates.push_back(o);
+  }
+  return out;
+}
+
+// Adds the loop's ops to a graph: every new op is one kernel on the rank's stream, with data
+// edges (launch-ahead) to what it follows; a host sync is an op whose end every later launch
+// waits for (a control edge).
+struct LoopOps {
+  sim::Graph& g;
+  int serial = 0;
+
+  sim::TensorRef add(const std::string& name, const std::string& type, std::int64_t read,
+                     std::int64_t written, std::int64_t out_bytes,
+                     std::vector<sim::TensorRef> inputs, std::vector<sim::OpId> control,
+                     sim::Phase phase = sim::Phase::Update) {
+    sim::Op k;
+    k.name = "train_loop/" + std::to_string(serial++) + "_" + name;
+    k.type = type;
+    k.phase = phase;
+    k.dtype = sim::Dtype::F32;
+    // Elementwise or a reduction: about a FLOP an element read, memory-bound. A copy to the host
+    // (.item()) and the forward's integer adds (host_sum: int64 lengths) do no floating-point
+    // work, so they stay off the roofline's small-GEMM term (compute_half_flops) and are priced
+    // by their bytes: the kernel floor.
+    const bool no_flops = type == "aten::_local_scalar_dense" || phase == sim::Phase::Forward;
+    k.flops = sim::Flops{no_flops ? 0.0 : static_cast<double>(read) / 4.0};
+    k.bytes_read = sim::Bytes{read};
+    k.bytes_written = sim::Bytes{written};
+    k.outputs = {{.bytes = sim::Bytes{out_bytes}, .dtype = sim::Dtype::F32}};
+    k.inputs = std::move(inputs);
+    k.control_inputs = std::move(control);
+    return sim::TensorRef{g.add_op(std::move(k)), 0};
+  }
+};
+
+constexpr std::int64_t kScalar = 4;  // an F32 scalar (a norm, the overflow flag)
+
+// Host syncs around the forward pass (host_sum, loss_item), on the graph as given: its forward's
+// roots and sinks and its backward's roots.
+void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
+  sim::Graph& g = b.g;
+  const int given = g.num_ops();
+  const auto phase_of = [&](sim::OpId o) { return g.ops[static_cast<std::size_t>(o)].phase; };
+  // Every op of `phase` reading no op of that phase waits for host sync `s` to end.
+  const auto roots_wait = [&](sim::Phase phase, sim::OpId s) {
+    for (sim::OpId o = 0; o < given; ++o) {
+      sim::Op& op = g.ops[static_cast<std::size_t>(o)];
+      if (op.phase != phase) continue;
+      bool root = true;
+      for (const sim::TensorRef& r : op.inputs) root = root && phase_of(r.op) != phase;
+      if (root) op.control_inputs.push_back(s);
+    }
+  };
+  if (t.host_sum > 0) {
+    sim::TensorRef acc{-1, 0};
+    for (int i = 0; i < t.host_sum; ++i)
+      acc = b.add("host_sum" + std::to_string(i), "aten::add", acc.op < 0 ? kScalar : 2 * kScalar,
+                  kScalar, kScalar, acc.op < 0 ? std::vector<sim::TensorRef>{} : std::vector{acc},
+                  {}, sim::Phase::Forward);
+    const sim::TensorRef s = b.add("host_sum_item", "aten::_local_scalar_dense", kScalar, kScalar,
+                                   kScalar, {acc}, {}, sim::Phase::Forward);
+    roots_wait(sim::Phase::Forward, s.op);
+  }
+  if (t.loss_item) {
+    std::vector<char> feeds_forward(static_cast<std::size_t>(given), 0);
+    for (sim::OpId o = 0; o < given; ++o)
+      if (phase_of(o) == sim::Phase::Forward)
+        for (const sim::TensorRef& r : g.ops[static_cast<std::size_t>(o)].inputs)
+          feeds_forward[static_cast<std::size_t>(r.op)] = 1;
+    std::vector<sim::TensorRef> sinks;
+    for (sim::OpId o = 0; o < given; ++o)
+      if (phase_of(o) == sim::Phase::Forward && !feeds_forward[static_cast<std::size_t>(o)] &&
+          !g.ops[static_cast<std::size_t>(o)].outputs.empty())
+        sinks.push_back({o, 0});
+    const sim::TensorRef s = b.add("loss_item", "aten::_local_scalar_dense", kScalar, kScalar,
+                                   kScalar, std::move(sinks), {}, sim::Phase::Forward);
+    roots_wait(sim::Phase::Backward, s.op);
+  }
+}
+
+// Between the backward pass and the update kernels (AccumulateGrad, apex's unscale with its
+// overflow check, clip_grad_norm_); the update kernels then follow what was added on their
+// gradient and the latest host sync.
+void add_before_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& params) {
+  std::vector<sim::TensorRef> cur;  // per parameter, the last op on its gradient
+  std::vector<std::int64_t> numels;
+  for (const Param& p : params) {
+    cur.push_back(p.grad);
+    numels.push_back(p.numel);
+  }
+  std::vector<sim::OpId> gate;  // the latest host sync
+  const auto sync = [&](const std::string& name, std::vector<sim::TensorRef> after) {
+    const sim::TensorRef s =
+        b.add(name, "aten::_local_scalar_dense", kScalar, kScalar, kScalar, std::move(after), gate);
+    gate = {s.op};
+  };
+  // AccumulateGrad into the zeroed .grad (torch/csrc/autograd/functions/accumulate_grad.h:
+  // `variable_grad += new_grad`): reads both, writes one. apex O2 sets the half gradients to
+  // None before the backward (prepare_backward_with_master_weights), so the new one is stolen.
+  if (t.zero_fill && !t.apex_master)
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::int64_t by = params[i].numel * params[i].grad_size;
+      cur[i] =
+          b.add("accumulate_grad" + std::to_string(i), "aten::add_", 2 * by, by, 0, {cur[i]}, {});
+    }
+  // The clipped gradients: apex's F32 master gradients, else the gradients themselves.
+  std::vector<std::int64_t> clip_size;
+  for (const Param& p : params) clip_size.push_back(t.apex_master ? 4 : p.grad_size);
+  if (t.apex_master) {
+    // apex/amp/scaler.py: clear_overflow_state (_overflow_buf.zero_()), unscale
+    // (multi_tensor_scale over [model_grads, master_grads], 1/scale), update_scale
+    // (_overflow_buf.item(): "we only need one D2H memcopy and sync").
+    sim::TensorRef prev =
+        b.add("overflow_buf_zero", "aten::zero_", 0, kScalar, kScalar, {cur[0]}, {});
+    const auto parts = multi_tensor_parts(numels, 2);
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      std::int64_t read = 0, written = 0;
+      std::vector<sim::TensorRef> in{prev};
+      for (const auto& [i, e] : parts[j]) {
+        read += e * params[i].grad_size;
+        written += e * 4;
+        in.push_back(cur[i]);
+      }
+      prev = b.add("unscale_launch" + std::to_string(j), "apex::multi_tensor_scale", read, written,
+                   0, std::move(in), {});
+      for (const auto& [i, e] : parts[j]) cur[i] = prev;
+    }
+    sync("overflow_item", {prev});
+  }
+  if (t.clip != GradClip::None) {
+    // torch/nn/utils/clip_grad.py: total_norm = norm(stack([norm(g) for g in grads])),
+    // clip_coef = max_norm / (total_norm + 1e-6), then mul_ of every gradient.
+    std::vector<sim::TensorRef> norms;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      norms.push_back(b.add("norm" + std::to_string(i), "aten::norm",
+                            params[i].numel * clip_size[i], kScalar, kScalar, {cur[i]}, gate));
+    const auto n = static_cast<std::int64_t>(params.size());
+    sim::TensorRef c =
+        b.add("stack", "aten::stack", n * kScalar, n * kScalar, n * kScalar, norms, {});
+    c = b.add("total_norm", "aten::norm", n * kScalar, kScalar, kScalar, {c}, {});
+    c = b.add("norm_add_eps", "aten::add", kScalar, kScalar, kScalar, {c}, {});
+    c = b.add("clip_coef", "aten::div", kScalar, kScalar, kScalar, {c}, {});
+    if (t.clip == GradClip::NormSync) {
+      c = b.add("clip_coef_lt", "aten::lt", kScalar, kScalar, kScalar, {c}, {});
+      sync("clip_coef_item", {c});
+    } else {
+      c = b.add("clip_coef_clamp", "aten::clamp", kScalar, kScalar, kScalar, {c}, {});
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::int64_t by = params[i].numel * clip_size[i];
+      cur[i] = b.add("clip_mul" + std::to_string(i), "aten::mul_", by, by, 0, {cur[i], c}, gate);
+    }
+  }
+  for (std::size_t i = 0; i < params.size(); ++i)
+    for (const sim::OpId u : params[i].updates) {
+      sim::Op& op = b.g.ops[static_cast<std::size_t>(u)];
+      if (cur[i].op != params[i].grad.op || cur[i].output != params[i].grad.output)
+        op.inputs.push_back(cur[i]);
+      for (const sim::OpId s : gate) op.control_inputs.push_back(s);
+    }
+}
+
+// After optimizer.step(): apex copies the F32 master weights into the half model
+// (_process_optimizer.py new_step: _master_params_to_model_params, multi_tensor_scale), then the
+// trainer's model.zero_grad() zero-fills every gradient. The update kernels write their
+// parameters in place (no tensor out): the first kernel after them waits for their end.
+void add_after_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& params,
+                      std::vector<sim::OpId> wait) {
+  std::vector<std::int64_t> numels;
+  for (const Param& p : params) numels.push_back(p.numel);
+  std::vector<sim::TensorRef> after;
+  if (t.apex_master) {
+    const auto parts = multi_tensor_parts(numels, 2);
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      std::int64_t read = 0, written = 0;
+      for (const auto& [i, e] : parts[j]) {
+        read += e * 4;
+        written += e * params[i].weight_size;
+      }
+      const sim::TensorRef k = b.add("master_to_model_launch" + std::to_string(j),
+                                     "apex::multi_tensor_scale", read, written, 0, after, wait);
+      after = {k};
+      wait.clear();
+    }
+  }
+  if (t.zero_fill)
+    for (std::size_t i = 0; i < params.size(); ++i)
+      b.add("zero_grad" + std::to_string(i), "aten::zero_", 0,
+            params[i].numel * params[i].grad_size, 0, after,
+            after.empty() ? params[i].updates : std::vector<sim::OpId>{});
+}
+
+}  // namespace
+
+void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin) {
+  if (t.clip == GradClip::None && !t.apex_master && !t.zero_fill && !t.loss_item && t.host_sum == 0)
+    return;
+  const std::vector<Param> params = params_of(g);
+  if (params.empty())
+    throw sim::InputError(origin, g.name,
+                          "a training graph with update ops fed by backward ops (grad_clip, "
+                          "master_weights and zero_grad act on gradients), got none");
+  std::vector<sim::OpId> updates;
+  for (sim::OpId o = 0; o < g.num_ops(); ++o)
+    if (g.ops[static_cast<std::size_t>(o)].phase == sim::Phase::Update) updates.push_back(o);
+  LoopOps b{g};
+  add_forward_syncs(b, t);
+  add_before_update(b, t, params);
+  add_after_update(b, t, params, updates);
+  g.metadata["grad_clip"] = t.clip == GradClip::Norm       ? "norm"
+                            : t.clip == GradClip::NormSync ? "norm_sync"
+                                                           : "none";
+  g.metadata["master_weights"] = t.apex_master ? "apex" : "none";
+  g.metadata["zero_grad"] = t.zero_fill ? "fill" : "none";
+  g.metadata["loss_item"] = t.loss_item ? "true" : "false";
+  g.metadata["host_sum"] = std::to_string(t.host_sum);
+  g.finalize(origin);
+}
+
+}  // namespace placesim::models

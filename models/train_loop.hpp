@@ -1,0 +1,54 @@
+// What a PyTorch training loop runs around the optimizer step besides the update kernels
+// (--graph-opt grad_clip=..., master_weights=..., zero_grad=...): gradient clipping, apex AMP's
+// master copies with its overflow check, and the zero-filled gradients the next backward adds
+// into. Sources and pricing in docs/workloads.md, "The training loop around the update".
+//
+//   sim::Graph g = load_graph("nmt", "precision=f16,optimizer_impl=per_param");
+//   apply_train_loop(g, {.clip = GradClip::NormSync, .apex_master = true});
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/graph.hpp"
+
+namespace placesim::models {
+
+/// torch.nn.utils.clip_grad_norm_ before each update. Norm: one norm kernel a gradient, the total
+/// norm and its clip coefficient (stack, norm, add, div, clamp), one mul_ a gradient (PyTorch's
+/// clamp form: no host sync). NormSync: older PyTorch (1.6), `if clip_coef < 1:` reads the
+/// coefficient on the host (lt, _local_scalar_dense) before the mul_ kernels.
+enum class GradClip { None, Norm, NormSync };
+std::optional<GradClip> parse_grad_clip(std::string_view s);
+
+struct TrainLoop {
+  GradClip clip = GradClip::None;
+  /// apex AMP O2 (master_weights=apex; precision=f16|bf16 only): after the backward pass the half
+  /// gradients are unscaled into F32 master gradients (amp_C.multi_tensor_scale launches) with
+  /// an overflow flag the host reads (`_overflow_buf.item()`) before the step; after the step the
+  /// F32 master weights are copied into the half model (multi_tensor_scale again).
+  bool apex_master = false;
+  /// Module.zero_grad() as PyTorch before 2.0 runs it (zero_grad=fill): one zero_ kernel a
+  /// gradient after the step, and the next backward's AccumulateGrad adds each new gradient into
+  /// the zeroed one (`variable_grad += new_grad`, one add_ a gradient). Under apex_master the half
+  /// gradients are set to None before the backward (no add_), the zero_ still runs.
+  bool zero_fill = false;
+  /// loss.item() between the forward and the backward pass (loss_item=true): the host reads the
+  /// loss before it launches the backward, which starts behind an empty queue.
+  bool loss_item = false;
+  /// Python's built-in sum() over an N-element CUDA tensor, read by int(), before the forward
+  /// (host_sum=N; DeepLearningExamples GNMT trainer.py: `int(sum(src_length))` after
+  /// `src_length.to(self.device)`): N one-element add kernels, one launch each, then a host sync
+  /// every forward launch waits for.
+  int host_sum = 0;
+};
+
+/// Adds the ops of `t` around the update ops of a training graph (after apply_optimizer_impl):
+/// each a GPU kernel with its own bytes, Update phase; host syncs as an `_local_scalar_dense` op
+/// every later op waits for. Records metadata "grad_clip", "master_weights", "zero_grad",
+/// "loss_item", "host_sum".
+/// Throws InputError (naming `origin`) for a graph with no update op fed by a gradient.
+void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin);
+
+}  // namespace placesim::models

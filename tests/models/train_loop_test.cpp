@@ -1,0 +1,171 @@
+// The training loop's kernels and host syncs around the step (grad_clip, master_weights,
+// zero_grad, loss_item, host_sum): kernels and bytes per option, syncs as waits, and the step
+// they lengthen.
+#include "models/train_loop.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <gtest/gtest.h>
+#include <string>
+
+#include "models/registry.hpp"
+#include "sim/cluster.hpp"
+#include "sim/error.hpp"
+#include "sim/placement.hpp"
+#include "sim/simulate.hpp"
+
+namespace placesim::models {
+namespace {
+
+struct Kernels {
+  std::int64_t count = 0, read = 0, written = 0;
+};
+
+Kernels of_type(const sim::Graph& g, const std::string& type) {
+  Kernels k;
+  for (const sim::Op& op : g.ops)
+    if (op.type == type) {
+      ++k.count;
+      k.read += op.bytes_read.v;
+      k.written += op.bytes_written.v;
+    }
+  return k;
+}
+
+// Parameters and their elements: what each Adam update (dense, or an embedding's sparse one)
+// reads as its variable.
+struct Params {
+  std::int64_t count = 0, elements = 0;
+};
+Params params_of(const sim::Graph& g) {
+  Params p;
+  for (const sim::Op& op : g.ops)
+    if (op.type == "ApplyAdam" || op.type == "SparseApplyAdam") {
+      const sim::TensorOut& v = g.ops[static_cast<std::size_t>(op.inputs.at(0).op)].outputs.at(0);
+      ++p.count;
+      p.elements += v.bytes.v / sim::dtype_size(v.dtype);
+    }
+  return p;
+}
+
+const std::string kNmt =
+    "layers=2,hidden=256,src_len=6,tgt_len=5,vocab=1000,batch=16,lstm=cudnn,attention_output=false";
+
+TEST(TrainLoop, ClipNormReadsEveryGradientAndScalesIt) {
+  const sim::Graph plain = load_graph("nmt", kNmt);
+  const Params p = params_of(plain);
+  ASSERT_GT(p.count, 10);
+  const sim::Graph g = load_graph("nmt", kNmt + ",grad_clip=norm");
+  // One norm a gradient plus the total norm; one mul_ a gradient, a read and a write (F32).
+  const Kernels norm = of_type(g, "aten::norm"), mul = of_type(g, "aten::mul_");
+  EXPECT_EQ(norm.count, p.count + 1);
+  EXPECT_EQ(norm.read, p.elements * 4 + p.count * 4);
+  EXPECT_EQ(mul.count, p.count);
+  EXPECT_EQ(mul.read, p.elements * 4);
+  EXPECT_EQ(mul.written, p.elements * 4);
+  EXPECT_EQ(of_type(g, "aten::_local_scalar_dense").count, 0);
+  EXPECT_EQ(of_type(g, "aten::clamp").count, 1);
+  // PyTorch before 1.9 reads the coefficient on the host: every update waits for that read.
+  const sim::Graph s = load_graph("nmt", kNmt + ",grad_clip=norm_sync");
+  sim::OpId item = -1;
+  for (sim::OpId o = 0; o < s.num_ops(); ++o)
+    if (s.ops[static_cast<std::size_t>(o)].type == "aten::_local_scalar_dense") item = o;
+  ASSERT_GE(item, 0);
+  for (const sim::Op& op : s.ops)
+    if (op.type == "ApplyAdam" || op.type == "SparseApplyAdam")
+      EXPECT_NE(std::find(op.control_inputs.begin(), op.control_inputs.end(), item),
+                op.control_inputs.end())
+          << op.name;
+}
+
+TEST(TrainLoop, ApexMasterWeightsCopyGradientsInAndWeightsOut) {
+  const sim::Graph half = load_graph("nmt", kNmt + ",precision=f16");
+  const Params p = params_of(half);
+  const sim::Graph g = load_graph("nmt", kNmt + ",precision=f16,master_weights=apex");
+  // Unscale: half gradients in (2 bytes), F32 master gradients out (4); after the step the F32
+  // master weights in (4), half weights out (2): multi_tensor_scale, in 65,536-element chunks.
+  const Kernels scale = of_type(g, "apex::multi_tensor_scale");
+  EXPECT_EQ(scale.read, p.elements * 2 + p.elements * 4);
+  EXPECT_EQ(scale.written, p.elements * 4 + p.elements * 2);
+  EXPECT_GE(scale.count, 2);
+  EXPECT_EQ(of_type(g, "aten::_local_scalar_dense").count, 1);  // the overflow flag's .item()
+  // Clipping then reads the F32 master gradients.
+  const sim::Graph c =
+      load_graph("nmt", kNmt + ",precision=f16,master_weights=apex,grad_clip=norm");
+  EXPECT_EQ(of_type(c, "aten::mul_").read, p.elements * 4);
+  try {
+    load_graph("nmt", kNmt + ",master_weights=apex");
+    FAIL();
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("master_weights"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TrainLoop, ZeroGradFillsAndTheBackwardAddsIntoIt) {
+  const sim::Graph f32 = load_graph("nmt", kNmt);
+  const Params p = params_of(f32);
+  const sim::Graph g = load_graph("nmt", kNmt + ",zero_grad=fill");
+  const Kernels add = of_type(g, "aten::add_"), zero = of_type(g, "aten::zero_");
+  EXPECT_EQ(add.count, p.count);
+  EXPECT_EQ(add.read, 2 * p.elements * 4);
+  EXPECT_EQ(add.written, p.elements * 4);
+  EXPECT_EQ(zero.written, p.elements * 4);
+  // apex sets the half gradients to None before the backward: no add_, a half zero_.
+  const sim::Graph a =
+      load_graph("nmt", kNmt + ",precision=f16,master_weights=apex,zero_grad=fill");
+  EXPECT_EQ(of_type(a, "aten::add_").count, 0);
+  EXPECT_EQ(of_type(a, "aten::zero_").written, p.elements * 2 + 4);  // + the overflow flag
+}
+
+TEST(TrainLoop, HostSyncsLengthenTheStep) {
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const auto step = [&](const std::string& extra) {
+    const sim::Graph g = load_graph("nmt", kNmt + ",optimizer_impl=per_param" + extra);
+    const sim::Placement pl = *sim::builtin_placement("single-gpu", g, c);
+    return sim::simulate(c, g, pl).step_time.seconds();
+  };
+  const double base = step("");
+  // host_sum=N: N launches, one after another, before the forward can start.
+  const double launch =
+      c.devices.at(static_cast<std::size_t>(c.gpus().front())).spec.launch_overhead.seconds();
+  EXPECT_GE(step(",host_sum=200") - base, 200 * launch);
+  // loss.item(): reads the forward's last outputs; every backward op reading no other backward
+  // op waits for it (its end: the host learns the value, then launches the backward).
+  const sim::Graph g = load_graph("nmt", kNmt + ",loss_item=true");
+  sim::OpId item = -1;
+  for (sim::OpId o = 0; o < g.num_ops(); ++o)
+    if (g.ops[static_cast<std::size_t>(o)].type == "aten::_local_scalar_dense") item = o;
+  ASSERT_GE(item, 0);
+  int waiting = 0;
+  for (const sim::Op& op : g.ops)
+    if (op.phase == sim::Phase::Backward) {
+      bool root = true;
+      for (const sim::TensorRef& r : op.inputs)
+        root = root && g.ops[static_cast<std::size_t>(r.op)].phase != sim::Phase::Backward;
+      const bool waits = std::find(op.control_inputs.begin(), op.control_inputs.end(), item) !=
+                         op.control_inputs.end();
+      EXPECT_EQ(root, waits) << op.name;
+      waiting += waits ? 1 : 0;
+    }
+  EXPECT_GT(waiting, 0);
+  // Every option costs time; bit-identical on a rerun.
+  const std::string all = ",grad_clip=norm_sync,zero_grad=fill,loss_item=true,host_sum=16";
+  EXPECT_GT(step(all), base);
+  EXPECT_EQ(step(all), step(all));
+}
+
+TEST(TrainLoop, BadInputIsNamed) {
+  for (const std::string bad : {"grad_clip=always", "master_weights=deepspeed", "zero_grad=yes",
+                                "loss_item=1", "host_sum=-3", "host_sum=x"}) {
+    try {
+      load_graph("nmt", kNmt + "," + bad);
+      FAIL() << bad;
+    } catch (const sim::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.substr(0, bad.find('='))), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace placesim::models
