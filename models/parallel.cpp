@@ -564,6 +564,8 @@ BucketInKernel bucket_in_kernel(ParallelSpec::Ddp ddp) {
       return {"Copy", "memcpy_in_fusion_buffer"};
     case ParallelSpec::Ddp::Contiguous:
       return {"Mul", "scale_bucket"};
+    case ParallelSpec::Ddp::Flat:  // one pass into the flat buffer (flat_pass), not per bucket
+      return {"Mul", "scale_into_flat"};
   }
   return {"Mul", "scale_into_bucket"};
 }
