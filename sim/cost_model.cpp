@@ -126,23 +126,38 @@ bool depthwise_weight(const std::vector<std::int64_t>& w, std::int64_t channels)
 
 }  // namespace
 
-bool depthwise_conv(const Op& op) {
-  if (native_depthwise_type(op.type)) return true;
-  // The ONNX import's convolutions (NCHW, weight [M, C/groups, k...]) and their gradients, with
-  // operands in its order: Conv (x, w), ConvBackpropInput (dy, w) -> dx,
-  // ConvBackpropFilter (dy, x) -> dw. The builders' Conv2D ops (NHWC, HWIO weights) have no
-  // groups and are not looked at.
+namespace {
+
+// Whether `has(w, C)` holds for the weight w and input channels C of one of the ONNX import's
+// convolutions (NCHW, weight [M, C/groups, k...]) or their gradients, with operands in its order:
+// Conv (x, w), ConvBackpropInput (dy, w) -> dx, ConvBackpropFilter (dy, x) -> dw. The builders'
+// Conv2D ops (NHWC, HWIO weights) have no groups and are not looked at.
+template <class Pred>
+bool conv_weight_is(const Op& op, Pred has) {
   if (!op.signature || op.outputs.empty()) return false;
   const auto& in = op.signature->input_shapes;
   const auto& out = op.outputs[0].shape;
   const auto ch = [](const std::vector<std::int64_t>& s) { return s.size() >= 3 ? s[1] : 0; };
   if (in.size() < 2) return false;
-  if (op.type == "Conv" && in[0].size() == in[1].size()) return depthwise_weight(in[1], ch(in[0]));
-  if (op.type == "ConvBackpropInput" && out.size() == in[1].size())
-    return depthwise_weight(in[1], ch(out));
-  if (op.type == "ConvBackpropFilter" && in[1].size() == out.size())
-    return depthwise_weight(out, ch(in[1]));
+  if (op.type == "Conv" && in[0].size() == in[1].size()) return has(in[1], ch(in[0]));
+  if (op.type == "ConvBackpropInput" && out.size() == in[1].size()) return has(in[1], ch(out));
+  if (op.type == "ConvBackpropFilter" && in[1].size() == out.size()) return has(out, ch(in[1]));
   return false;
+}
+
+// A convolution of more than one group (depthwise included): its weight has fewer input
+// channels than its input.
+bool grouped_conv(const Op& op) {
+  return native_depthwise_type(op.type) ||
+         conv_weight_is(op, [](const std::vector<std::int64_t>& w, std::int64_t channels) {
+           return w.size() >= 3 && w[1] < channels;
+         });
+}
+
+}  // namespace
+
+bool depthwise_conv(const Op& op) {
+  return native_depthwise_type(op.type) || conv_weight_is(op, depthwise_weight);
 }
 
 Dtype compute_dtype(std::string_view op_type, Dtype dtype, const MathMode& m) {
@@ -737,6 +752,36 @@ std::optional<double> non_vectorised_eff(const Op& op, const DeviceSpec& spec,
   return std::nullopt;
 }
 
+namespace {
+
+// A convolution's measured fraction of peak on the GPU generations whose cuDNN kernels were
+// timed; nullopt elsewhere (tf32_eff_max or compute_eff_max then apply). docs/cost-model.md,
+// "Convolutions per generation".
+std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
+                                          const RooflineParams& p, bool tf32_units) {
+  // Both measurements are of dense convolutions: grouped and depthwise ones (ResNeXt's 3x3,
+  // EfficientNet's; other kernels, PyTorch's own for depthwise F32) were not timed and keep the
+  // defaults.
+  if (!p.generation_curves || spec.kind != DeviceKind::Gpu ||
+      math_kind_of(op.type) != MathKind::Conv || grouped_conv(op))
+    return std::nullopt;
+  // TF32 on an A100 (compute capability 8.0): ResNet-50's cuDNN convolutions, NCHW, batch 32,
+  // forward and both gradients with their nchwToNhwc/nhwcToNchw transforms, 18.72 ms a step on
+  // the A100-SXM4-40GB trace (tests/data/calibration/a100_2rank_nccl_rank0.json.gz,
+  // tools/conv_kernel_times.py) where this roofline gives that time at 0.295 of the TF32 peak.
+  // The H200's ResNet-18 measured 0.207 (tf32_eff_max), which Hopper keeps.
+  constexpr double kA100Tf32Conv = 0.295;
+  if (tf32_units && op.dtype == Dtype::TF32 && spec.arch.nvidia(8, 0)) return kA100Tf32Conv;
+  // F32 on the CUDA cores (V100; an A100 without TF32): cuDNN's implicit-GEMM SGEMM kernels, as
+  // fast as cuBLAS's SGEMM (kCudaCoreF32, 0.89): AlexNet's conv1 on the A100 trace
+  // (a100_alexnet.json, cudnn_ampere_scudnn_128x64) ran at 17.4 TFLOP/s, 0.89 of the F32 peak.
+  const bool cuda_cores = op.dtype == Dtype::F32 || (op.dtype == Dtype::TF32 && !tf32_units);
+  if (cuda_cores && (spec.arch.nvidia(7, 0) || spec.arch.nvidia(8, 0))) return kCudaCoreF32.e_max;
+  return std::nullopt;
+}
+
+}  // namespace
+
 double batch_norm_channel_rate(bool backward, double bw, int sm_count) {
   const double ceiling = backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond;
   if (sm_count <= 0 || !(bw > 0)) return ceiling;
@@ -772,6 +817,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // at 0.21 of peak put NVIDIA's published 317 sequences/s at 111; docs/validation.md).
   const bool tf32_conv = tf32_units && math_kind_of(op.type) == MathKind::Conv;
   double eff = tf32_conv ? p.tf32_eff_max : p.compute_eff_max;
+  if (const auto c = conv_generation_eff(op, spec, p, tf32_units)) eff = *c;
   // Like the GEMM curves, a measured per-generation rate that a calibration's roofline replaces.
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&

@@ -84,19 +84,20 @@ assert p["rules"].get("class-curve", 0) > 0, p["rules"]
 PY
 # Math modes: ResNet-50 v1.5 training, batch 256, one A100 80GB. NVIDIA DeepLearningExamples
 # (PyTorch/Classification/ConvNets/resnet50v1.5/README.md @ 291f0d02) publishes 938 img/s in TF32
-# (PyTorch's default: cuDNN convolutions on TF32 tensor cores); within 15 %. With math_mode=f32
+# (PyTorch's default: cuDNN convolutions on TF32 tensor cores), NCHW (ConvNets/configs.yml sets
+# memory_format: nhwc only for AMP; main.py defaults to nchw); within 15 %. With math_mode=f32
 # the same step must run at the CUDA-core peak, about half as fast.
 ips() { python3 -c "import json,sys; print(int($1 / json.load(open(sys.argv[1]))['step_time_s']))" "$2"; }
-"$P" simulate --graph resnet50 --graph-opt batch=256,image_size=224 --cluster dgx-a100 --placement single-gpu --json >"$T/r50.json" || fail "resnet50 on dgx-a100"
+"$P" simulate --graph resnet50 --graph-opt batch=256,image_size=224,layout=nchw --cluster dgx-a100 --placement single-gpu --json >"$T/r50.json" || fail "resnet50 on dgx-a100"
 tf32=$(ips 256 "$T/r50.json")
 [ "$tf32" -gt 797 ] && [ "$tf32" -lt 1079 ] || fail "A100 TF32 ResNet-50: $tf32 img/s, published 938"
-"$P" simulate --graph resnet50 --graph-opt batch=256,image_size=224,math_mode=f32 --cluster dgx-a100 --placement single-gpu --json >"$T/r50f.json" || fail "math_mode=f32"
+"$P" simulate --graph resnet50 --graph-opt batch=256,image_size=224,layout=nchw,math_mode=f32 --cluster dgx-a100 --placement single-gpu --json >"$T/r50f.json" || fail "math_mode=f32"
 f32=$(ips 256 "$T/r50f.json")
 [ "$f32" -lt $((tf32 * 2 / 3)) ] || fail "math_mode=f32 should be much slower than TF32: $f32 vs $tf32 img/s"
 out=$("$P" simulate --graph resnet50 --graph-opt math_mode=fast --cluster dgx-a100 --placement single-gpu 2>&1); rc=$?
 [ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "a bad math_mode should give one line and exit 2: $out"
-# V100 (no TF32 units): 367 img/s published in FP32 at batch 112; within 15 %.
-"$P" simulate --graph resnet50 --graph-opt batch=112,image_size=224 --cluster dgx1-v100 --placement single-gpu --json >"$T/r50v.json" || fail "resnet50 on dgx1-v100"
+# V100 (no TF32 units): 367 img/s published in FP32 at batch 112, NCHW; within 15 %.
+"$P" simulate --graph resnet50 --graph-opt batch=112,image_size=224,layout=nchw --cluster dgx1-v100 --placement single-gpu --json >"$T/r50v.json" || fail "resnet50 on dgx1-v100"
 v=$(ips 112 "$T/r50v.json")
 [ "$v" -gt 312 ] && [ "$v" -lt 422 ] || fail "V100 FP32 ResNet-50: $v img/s, published 367"
 # sm_count per GPU in a cluster YAML (the written cluster carries the catalog's 132): half the SMs

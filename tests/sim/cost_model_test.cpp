@@ -888,6 +888,52 @@ TEST(CostModel, FlashAttention2OnHopperAtAThirdOfThePeak) {
   }
 }
 
+// Dense convolutions at the rate each generation's cuDNN kernels were measured at
+// (docs/cost-model.md, "Convolutions per generation"): TF32 on an A100 0.295 of the TF32 peak
+// (the A100 ResNet-50 trace), on Hopper 0.21 (tf32_eff_max, the H200 ResNet-18 trace); F32 on the
+// CUDA cores of a V100 (and an A100 told not to use TF32) cuBLAS SGEMM's 0.89. Grouped and
+// depthwise convolutions (not measured) keep the defaults, and a calibrated roofline all of them.
+TEST(CostModel, DenseConvolutionsAtEachGenerationsMeasuredRate) {
+  const auto conv = [](std::vector<std::int64_t> w, Dtype dtype) {
+    // ResNet-50 layer3's 3x3 at batch 256 (ONNX order: x, w), or ResNeXt's grouped one.
+    Op op;
+    op.name = "conv";
+    op.type = "Conv";
+    op.dtype = dtype;
+    const std::int64_t c = 256;
+    const double out = 256.0 * c * 14 * 14;
+    op.flops = Flops{2.0 * out * static_cast<double>(w[1] * w[2] * w[3])};
+    op.bytes_read = Bytes{static_cast<std::int64_t>(out * 4)};
+    op.signature = Signature{"Conv", {{256, c, 14, 14}, std::move(w)}, Dtype::F32};
+    TensorOut t;
+    t.shape = {256, c, 14, 14};
+    t.bytes = Bytes{static_cast<std::int64_t>(out * 4)};
+    op.outputs.push_back(t);
+    return op;
+  };
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const auto at = [&](const Op& op, const std::string& model, double peak, double eff) {
+    const Device d = catalog_gpu(model);
+    EXPECT_NEAR(km.op_time(op, d).seconds(),
+                (wave_quantised_flops(op, d.spec) + p.compute_half_flops) / (peak * eff), 2e-9)
+        << model << " " << op.signature->input_shapes[1][1];
+  };
+  const Op dense_tf32 = conv({256, 256, 3, 3}, Dtype::TF32);
+  at(dense_tf32, "A100-SXM4-80GB", 156e12, 0.295);
+  at(dense_tf32, "H100-SXM5-80GB", 494.5e12, p.tf32_eff_max);
+  at(dense_tf32, "V100-SXM2-16GB", 15.7e12, 0.89);  // no TF32 units: F32 on the CUDA cores
+  at(conv({256, 256, 3, 3}, Dtype::F32), "A100-SXM4-80GB", 19.5e12, 0.89);
+  // A grouped 3x3 (4 groups of 64 channels; ResNeXt-101 32x4d has 32 of 4): not measured.
+  const Op grouped = conv({256, 64, 3, 3}, Dtype::TF32);
+  at(grouped, "A100-SXM4-80GB", 156e12, p.tf32_eff_max);
+  at(conv({256, 64, 3, 3}, Dtype::F32), "V100-SXM2-16GB", 15.7e12, p.compute_eff_max);
+  auto cal = std::make_shared<Calibration>();
+  cal->devices["A100-SXM4-80GB"].roofline = RooflineParams{};
+  km.set_calibration(cal);
+  at(dense_tf32, "A100-SXM4-80GB", 156e12, p.tf32_eff_max);
+}
+
 TEST(CostModel, NonVectorisedElementwiseAtItsMeasuredRate) {
   // BERT-base SQuAD's attention-mask add on 320 x 384 tokens, 12 heads, f16: scores
   // [320,12,384,384] + the padding mask [320,1,1,384] broadcast over heads and query rows. PyTorch
