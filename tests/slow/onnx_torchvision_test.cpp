@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "models/grouping.hpp"
@@ -43,7 +44,11 @@ std::map<std::string, std::int64_t> export_models(const std::vector<std::string>
 TEST(OnnxTorchvision, UnlistedModelsMatchTorchvisionParameterCounts) {
   if (!have_torchvision())
     GTEST_SKIP() << "/usr/bin/python3 with torchvision and onnx not available";
-  const std::string dir = ::testing::TempDir();
+  // A folder of this process's own: two suites running at once (Release and sanitizer builds)
+  // must not read each other's half-written exports.
+  const std::string dir =
+      ::testing::TempDir() + "placesim_onnx_tv_" + std::to_string(::getpid()) + "/";
+  std::filesystem::create_directories(dir);
   const std::vector<std::string> models = {"googlenet", "shufflenet_v2_x1_0", "mnasnet1_0"};
   const auto want = export_models(models, dir);
   for (const auto& model : models) {
@@ -55,8 +60,8 @@ TEST(OnnxTorchvision, UnlistedModelsMatchTorchvisionParameterCounts) {
     EXPECT_EQ(g.metadata.count("unknown_ops"), 0u);
     const Grouping gr = group_graph(g, 256);
     EXPECT_LE(gr.size(), 256);
-    std::filesystem::remove(path);
   }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
