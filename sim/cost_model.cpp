@@ -145,6 +145,17 @@ bool conv_weight_is(const Op& op, Pred has) {
   return false;
 }
 
+// The input channels per group (C/groups, the weight's dim 1) of an ONNX-import convolution or
+// its gradients; nullopt for other ops.
+std::optional<std::int64_t> conv_channels_per_group(const Op& op) {
+  std::optional<std::int64_t> cpg;
+  conv_weight_is(op, [&](const std::vector<std::int64_t>& w, std::int64_t) {
+    if (w.size() >= 3) cpg = w[1];
+    return true;
+  });
+  return cpg;
+}
+
 // A convolution of more than one group (depthwise included): its weight has fewer input
 // channels than its input.
 bool grouped_conv(const Op& op) {
@@ -754,17 +765,51 @@ std::optional<double> non_vectorised_eff(const Op& op, const DeviceSpec& spec,
 
 namespace {
 
+// The fraction of the F32 (CUDA-core) peak cuDNN's F32 grouped convolutions run at, by input
+// channels per group: linear in log2 between the measured points, clamped outside.
+double grouped_conv_eff(std::int64_t channels_per_group) {
+  // cuDNN's F32 grouped convolution as a fraction of the F32 (CUDA-core) peak, by input channels
+  // per group (cpg). Measured: pytorch/pytorch#18631 (you74674, 2022-02-16), torch.profiler's
+  // "Self CUDA time total" of 10 forward Conv2d(128, 128, 3, groups=g) on a [16, 128, 256, 256] F32
+  // input (254x254 output), cudnn.benchmark on, TITAN Xp (12.15 TFLOP/s F32): groups 64..4 took
+  // 274.4, 192.7, 160.4, 143.8, 141.3 ms, i.e. 2*16*128*cpg*9*254^2 FLOPs a call at 0.014, 0.041,
+  // 0.098, 0.218, 0.443 of the peak for cpg 2, 4, 8, 16, 32, and groups 2 (cpg 64) 162.6 ms, 0.77.
+  // The time falls little with the FLOPs: the grouped kernels cost per output, not per FMA. The
+  // totals include cuDNN's algorithm search of the first call (benchmark mode, a new shape each
+  // time) and the bias add, so these fractions are lower bounds. docs/cost-model.md, "Grouped
+  // convolutions".
+  static constexpr std::array<std::pair<double, double>, 6> kLog2CpgEff = {
+      {{1.0, 0.014}, {2.0, 0.041}, {3.0, 0.098}, {4.0, 0.218}, {5.0, 0.443}, {6.0, 0.77}}};
+  const double x = std::log2(static_cast<double>(std::max<std::int64_t>(channels_per_group, 1)));
+  if (x <= kLog2CpgEff.front().first) return kLog2CpgEff.front().second;
+  for (std::size_t i = 1; i < kLog2CpgEff.size(); ++i) {
+    const auto [x1, y1] = kLog2CpgEff[i];
+    if (x <= x1) {
+      const auto [x0, y0] = kLog2CpgEff[i - 1];
+      return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+  }
+  return kLog2CpgEff.back().second;
+}
+
 // A convolution's measured fraction of peak on the GPU generations whose cuDNN kernels were
 // timed; nullopt elsewhere (tf32_eff_max or compute_eff_max then apply). docs/cost-model.md,
 // "Convolutions per generation".
 std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
                                           const RooflineParams& p, bool tf32_units) {
-  // Both measurements are of dense convolutions: grouped and depthwise ones (ResNeXt's 3x3,
-  // EfficientNet's; other kernels, PyTorch's own for depthwise F32) were not timed and keep the
-  // defaults.
   if (!p.generation_curves || spec.kind != DeviceKind::Gpu ||
-      math_kind_of(op.type) != MathKind::Conv || grouped_conv(op))
+      math_kind_of(op.type) != MathKind::Conv)
     return std::nullopt;
+  const bool cuda_cores = op.dtype == Dtype::F32 || (op.dtype == Dtype::TF32 && !tf32_units);
+  const bool volta_ampere = spec.arch.nvidia(7, 0) || spec.arch.nvidia(8, 0);
+  if (grouped_conv(op)) {
+    // F32 grouped convolutions on the CUDA cores: grouped_conv_eff (cuDNN's grouped kernels as a
+    // function of channels per group). Depthwise ones (PyTorch's own kernel), TF32 and f16 ones
+    // were not timed and keep the defaults.
+    const auto cpg = conv_channels_per_group(op);
+    if (!cuda_cores || !volta_ampere || depthwise_conv(op) || !cpg) return std::nullopt;
+    return grouped_conv_eff(*cpg);
+  }
   // TF32 on an A100 (compute capability 8.0): ResNet-50's cuDNN convolutions, NCHW, batch 32,
   // forward and both gradients with their nchwToNhwc/nhwcToNchw transforms, 18.72 ms a step on
   // the A100-SXM4-40GB trace (tests/data/calibration/a100_2rank_nccl_rank0.json.gz,
@@ -775,8 +820,7 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   // F32 on the CUDA cores (V100; an A100 without TF32): cuDNN's implicit-GEMM SGEMM kernels, as
   // fast as cuBLAS's SGEMM (kCudaCoreF32, 0.89): AlexNet's conv1 on the A100 trace
   // (a100_alexnet.json, cudnn_ampere_scudnn_128x64) ran at 17.4 TFLOP/s, 0.89 of the F32 peak.
-  const bool cuda_cores = op.dtype == Dtype::F32 || (op.dtype == Dtype::TF32 && !tf32_units);
-  if (cuda_cores && (spec.arch.nvidia(7, 0) || spec.arch.nvidia(8, 0))) return kCudaCoreF32.e_max;
+  if (cuda_cores && volta_ampere) return kCudaCoreF32.e_max;
   return std::nullopt;
 }
 

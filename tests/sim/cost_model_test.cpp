@@ -891,8 +891,9 @@ TEST(CostModel, FlashAttention2OnHopperAtAThirdOfThePeak) {
 // Dense convolutions at the rate each generation's cuDNN kernels were measured at
 // (docs/cost-model.md, "Convolutions per generation"): TF32 on an A100 0.295 of the TF32 peak
 // (the A100 ResNet-50 trace), on Hopper 0.21 (tf32_eff_max, the H200 ResNet-18 trace); F32 on the
-// CUDA cores of a V100 (and an A100 told not to use TF32) cuBLAS SGEMM's 0.89. Grouped and
-// depthwise convolutions (not measured) keep the defaults, and a calibrated roofline all of them.
+// CUDA cores of a V100 (and an A100 told not to use TF32) cuBLAS SGEMM's 0.89. F32 grouped ones
+// there at grouped_conv_eff of their channels per group; TF32 grouped and depthwise convolutions
+// (not measured) keep the defaults, and a calibrated roofline all of them.
 TEST(CostModel, DenseConvolutionsAtEachGenerationsMeasuredRate) {
   const auto conv = [](std::vector<std::int64_t> w, Dtype dtype) {
     // ResNet-50 layer3's 3x3 at batch 256 (ONNX order: x, w), or ResNeXt's grouped one.
@@ -924,10 +925,17 @@ TEST(CostModel, DenseConvolutionsAtEachGenerationsMeasuredRate) {
   at(dense_tf32, "H100-SXM5-80GB", 494.5e12, p.tf32_eff_max);
   at(dense_tf32, "V100-SXM2-16GB", 15.7e12, 0.89);  // no TF32 units: F32 on the CUDA cores
   at(conv({256, 256, 3, 3}, Dtype::F32), "A100-SXM4-80GB", 19.5e12, 0.89);
-  // A grouped 3x3 (4 groups of 64 channels; ResNeXt-101 32x4d has 32 of 4): not measured.
+  // A grouped 3x3 (4 groups of 64 channels; ResNeXt-101 32x4d has 32 of 4): TF32 not measured.
   const Op grouped = conv({256, 64, 3, 3}, Dtype::TF32);
   at(grouped, "A100-SXM4-80GB", 156e12, p.tf32_eff_max);
-  at(conv({256, 64, 3, 3}, Dtype::F32), "V100-SXM2-16GB", 15.7e12, p.compute_eff_max);
+  // F32 on the CUDA cores: 64 channels a group at 0.77 (TITAN Xp, pytorch/pytorch#18631), and
+  // ResNeXt-101 32x4d's 4 at 0.041, where a dense one runs at 0.89.
+  at(conv({256, 64, 3, 3}, Dtype::F32), "V100-SXM2-16GB", 15.7e12, 0.77);
+  at(conv({256, 4, 3, 3}, Dtype::F32), "V100-SXM2-16GB", 15.7e12, 0.041);
+  at(conv({256, 4, 3, 3}, Dtype::F32), "A100-SXM4-80GB", 19.5e12, 0.041);
+  // 24 channels: between 16 (0.218) and 32 (0.443), linear in log2.
+  at(conv({256, 24, 3, 3}, Dtype::F32), "V100-SXM2-16GB", 15.7e12,
+     0.218 + (0.443 - 0.218) * (std::log2(24.0) - 4.0));
   auto cal = std::make_shared<Calibration>();
   cal->devices["A100-SXM4-80GB"].roofline = RooflineParams{};
   km.set_calibration(cal);
