@@ -281,6 +281,12 @@ std::optional<Accumulated> accumulate_step(sim::Outcome& o, const Placed& p,
   return a;
 }
 
+void print_accumulate(const Accumulated& a) {
+  std::printf("accumulate: %d micro-batches a step: %d x %s accumulating + %s last\n", a.k, a.k - 1,
+              sim::format_duration(sim::Duration::from_seconds_ceil(a.micro_s)).c_str(),
+              sim::format_duration(sim::Duration::from_seconds_ceil(a.last_s)).c_str());
+}
+
 nlohmann::json accumulate_json(const Accumulated& a) {
   return {{"micro_batches", a.k},
           {"accumulating_micro_batch_s", a.micro_s},
@@ -386,11 +392,7 @@ void run_seq_dist(const SimulateArgs& a, const sim::Cluster& cluster,
       sim::format_duration(sim::Duration::from_seconds_ceil(expected)).c_str(), rows.size(),
       static_cast<long long>(sd.loader.bin), static_cast<long long>(sd.loader.draws),
       oom ? "  (OUT OF MEMORY at some length)" : "");
-  if (accumulate > 1)
-    std::printf("accumulate: %d micro-batches a step: %d x %s accumulating + %s last\n", accumulate,
-                accumulate - 1,
-                sim::format_duration(sim::Duration::from_seconds_ceil(micro)).c_str(),
-                sim::format_duration(sim::Duration::from_seconds_ceil(last)).c_str());
+  if (accumulate > 1) print_accumulate({accumulate, micro, last});
   std::printf("throughput: %.1f sequences/s\n",
               static_cast<double>(sd.loader.draws) * accumulate / expected);
 }
@@ -455,11 +457,7 @@ void run_simulate(const SimulateArgs& a) {
     std::cout << json << "\n";
   else
     print_summary(o, cluster);
-  if (!a.json && acc)
-    std::printf("accumulate: %d micro-batches a step: %d x %s accumulating + %s last\n", acc->k,
-                acc->k - 1,
-                sim::format_duration(sim::Duration::from_seconds_ceil(acc->micro_s)).c_str(),
-                sim::format_duration(sim::Duration::from_seconds_ceil(acc->last_s)).c_str());
+  if (!a.json && acc) print_accumulate(*acc);
   if (!a.json && p.job && o.step_time.ns > 0) print_parallel(*p.job, o, cluster, batch);
 }
 
