@@ -754,12 +754,18 @@ std::optional<double> non_vectorised_eff(const Op& op, const DeviceSpec& spec,
   //  - A100: the A100-SXM4-40GB ResNet-50 trace (tests/data/calibration/a100_2rank_nccl_rank0)
   //    divides a broadcast [32,2048,1,1] gradient into [32,2048,7,7] (average-pool backward,
   //    elementwise_kernel<128, 2>) in 16.2 us: 12.85 MB at 0.79 TB/s, 0.51 of 1555 GB/s.
+  //  - V100 (compute capability 7.0): pytorch/pytorch#69010 (ngimel, 2021-11-29, the PyTorch of
+  //    the 21.11 NGC container BERT's pre-training rows ran) times a binary op of a [1,M] row
+  //    broadcast into [M,M] ("1M-MM") on a V100 at 546.8 GB/s (45 MB), 0.61 of 900 GB/s, where
+  //    the same op on contiguous operands streams 798.7 GB/s (100 MB).
   constexpr double kHopperNonVectorised = 0.42;
   constexpr double kA100NonVectorised = 0.51;
+  constexpr double kV100NonVectorised = 0.61;
   if (!p.generation_curves || spec.kind != DeviceKind::Gpu || !non_vectorised_elementwise(op))
     return std::nullopt;
   if (spec.arch.hopper()) return kHopperNonVectorised;
   if (spec.arch.nvidia(8, 0)) return kA100NonVectorised;
+  if (spec.arch.nvidia(7, 0)) return kV100NonVectorised;
   return std::nullopt;
 }
 
