@@ -100,8 +100,19 @@ constexpr int kSimpleThreadThreshold = 64;  // NCCL_SIMPLE_THREAD_THRESHOLD
 constexpr int kLlMaxThreads = 512, kLl128MaxThreads = 640, kSimpleMaxThreads = 512;
 constexpr double kSimpleStepBytes = 4.0 * (1 << 20) / 8;  // NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8
 constexpr int kRingChunkSteps = 4, kRingSliceSteps = 2;   // ALLREDUCE_CHUNKSTEPS, _SLICESTEPS
-constexpr int kNvlsChannels = 16;                         // NVLS_NCHANNELS_SM90
-constexpr int kMaxChannels = 32;                          // MAXCHANNELS
+// NVLS channels (comm->nvlsChannels; NCCL 2.2x src/transport/nvls.cc ncclNvlsInit, search-index
+// id 10947377014): NVLS_NCHANNELS_SM90 16 on Hopper; on Blackwell (compCap >= 100)
+// NVLS_NCHANNELS_SM100 32 when the communicator spans several nodes, NVLS_NCHANNELS_SM100_NVL 24 on
+// one node ("a reduced number of channels for single node/MNNVL domain on Blackwell").
+constexpr int kNvlsChannelsHopper = 16, kNvlsChannelsBlackwell = 32,
+              kNvlsChannelsBlackwellNode = 24;
+// NVLS_TREE chunk (src/enqueue.cc). The computeColl(collInfo) of NCCL 2.19-2.21 (search-index ids
+// 15876423444, 607027925) starts from one Simple step (512 KiB); the calcCollChunking of NCCL 2.23+
+// (search-index ids 15267431004, 5622853762) from comm->nvlsChunkSize, NCCL_NVLS_CHUNKSIZE's
+// default 128 KiB (nvls.cc). Both cap it at 64 KiB from 4 nodes up (NCCL_NVLSTREE_MAX_CHUNKSIZE
+// default -2: "maxChunkSize = nNodes >= 4 ? 65536 : chunkSize"; id 607027925 and the later ones).
+constexpr double kNvlsChunkBytes = 128 * 1024, kNvlsTreeMaxChunkBytes4Nodes = 64 * 1024;
+constexpr int kMaxChannels = 32;  // MAXCHANNELS
 
 // Fraction of a link's signalling rate NCCL's transports carry (its topology model), by the
 // cluster's link `kind`. NVIDIA/nccl src/graph/topo.h: SM70/SM80_NVLINK_BW 20 and SM90_NVLINK_BW
@@ -123,6 +134,13 @@ double link_efficiency(const std::string& kind) {
 
 bool is_nvlink(const Link& l) {
   return lower_alnum(l.kind).starts_with("nvlink");
+}
+
+bool is_blackwell(const DeviceSpec& s) {
+  const std::string m = lower_alnum(s.model);
+  for (const char* b : {"b100", "b200", "b300", "gb200", "gb300"})
+    if (m.find(b) != std::string::npos) return true;
+  return false;
 }
 
 int gpu_generation(const DeviceSpec& s) {  // 0 Volta (and older), 1 Ampere/Ada, 2 Hopper+
@@ -269,7 +287,8 @@ struct Topo {
   bool amd_host = false;
   bool nvls = false;        // the ranks of every node on one NVSwitch over NVLink 4+
   double nvls_link_bw = 0;  // smallest effective rank-switch NVLink bandwidth, B/s
-  int nccl_channels = 2;    // NCCL's ring channel count (comm->nChannels)
+  int nvls_channels = kNvlsChannelsHopper;  // comm->nvlsChannels
+  int nccl_channels = 2;                    // NCCL's ring channel count (comm->nChannels)
   // Channels of NCCL's searched ring and tree graphs (graphs[a]->nChannels, before ncclTopoPostset
   // doubles comm->nChannels), which its per-channel caps multiply: across nodes one per NIC of a
   // node the rings use (NCCL's search gives each NIC a channel at the NIC's speed and, at 24-48
@@ -368,6 +387,10 @@ Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
       t.nvls_link_bw = std::min(t.nvls_link_bw, nvls_port_bw(c, g));
     t.nvls = t.nvls_link_bw > 0;
     if (!t.nvls) t.nvls_link_bw = 0;
+    const bool blackwell = std::all_of(ranks.begin(), ranks.end(),
+                                       [&](DeviceId d) { return is_blackwell(c.devices[d].spec); });
+    if (blackwell)
+      t.nvls_channels = t.nodes > 1 ? kNvlsChannelsBlackwell : kNvlsChannelsBlackwellNode;
   }
   return t;
 }
@@ -583,22 +606,24 @@ int channels_used(double bytes, int proto, bool ring, int n, int nch) {
   return std::clamp(static_cast<int>(bytes / per_channel), 1, nch);
 }
 
-// NVLS chunk size (computeColl in src/enqueue.cc): NVLS starts at 128 KiB per (channel x head),
-// NVLS_TREE at one Simple step (512 KiB), and both halve for calls too small to keep every
-// (channel x head) busy for several rounds.
-double nvls_chunk(double bytes, double ops, bool tree) {
-  if (!tree) {
-    double c = 131072;
+// NVLS chunk size (computeColl / calcCollChunking in src/enqueue.cc): NVLS starts at
+// nvlsChunkSize (128 KiB) per (channel x head), NVLS_TREE at its version's start (above), at most
+// 64 KiB from 4 nodes; both halve for calls too small to keep every (channel x head) busy for
+// several rounds.
+double nvls_chunk(double bytes, double ops, const Topo& t) {
+  if (t.nodes == 1) {
+    double c = kNvlsChunkBytes;
     if (bytes < 64 * ops * c) c = 65536;
     if (bytes < 8 * ops * c) c = 32768;
     if (bytes < 2 * ops * c) c = 16384;
     return c;
   }
-  double c = kSimpleStepBytes;
-  if (bytes < 32 * ops * c) c = 262144;
-  if (bytes < 16 * ops * c) c = 131072;
-  if (bytes < 4 * ops * c) c = 65536;
-  if (bytes < ops * c) c = 32768;
+  double c = t.nccl223() ? kNvlsChunkBytes : kSimpleStepBytes;
+  if (t.nodes >= 4) c = std::min(c, kNvlsTreeMaxChunkBytes4Nodes);
+  if (bytes < 32 * ops * c && c > 262144) c = 262144;
+  if (bytes < 16 * ops * c && c > 131072) c = 131072;
+  if (bytes < 4 * ops * c && c > 65536) c = 65536;
+  if (bytes < ops * c && c > 32768) c = 32768;
   return c;
 }
 
@@ -616,8 +641,8 @@ Candidate nvls_candidate(const Topo& t, double bus_gbps, double bytes) {
     algbw = std::min(algbw * kNvlsTreeEfficiency, t.nodes <= 2 ? bus_gbps : bus_gbps / 2);
     lat += 2 * std::floor(std::log2(t.nodes)) * kNvlsTreeNetLat;
   }
-  const double ops = double{kNvlsChannels} * t.ppn;
-  const double round = std::min(bytes, ops * nvls_chunk(bytes, ops, tree));
+  const double ops = static_cast<double>(t.nvls_channels) * t.ppn;
+  const double round = std::min(bytes, ops * nvls_chunk(bytes, ops, t));
   return {CollAlgo::Nvls, CollProto::Simple, lat, algbw, (tree ? 2 : 1) * round / (1e3 * algbw)};
 }
 

@@ -238,6 +238,45 @@ TEST(Collective, NvlsTreeAcrossNodesOfNvSwitches) {
   EXPECT_NEAR(p.algbw_gbps, 450 * 20.6 / 25 * 275 / 370 * 0.9, 1e-6);
 }
 
+// NVLS_TREE's chunk (calcCollChunking): NCCL 2.19 starts from one Simple step (512 KiB), NCCL
+// 2.23+ from nvlsChunkSize (128 KiB), and from 4 nodes both at most 64 KiB. A 2 GiB call on 2
+// nodes of 8 H100 keeps its starting chunk; the fill is two rounds of 16 channels x 8 heads chunks.
+TEST(Collective, NvlsTreeChunkFollowsTheNcclVersion) {
+  const std::string data = PLACESIM_TEST_DATA;
+  const Cluster c = load_cluster(data + "/calibration/2x-hgx-h100.yaml");
+  CollectiveCall call = all_reduce(2LL << 30);
+  call.nccl_version = 21900;
+  const CollectivePrediction old = predict_collective(c, call, c.gpus());
+  ASSERT_EQ(old.algo, CollAlgo::Nvls);
+  EXPECT_NEAR(old.fill_us, 2 * 128.0 * 524288 / (1e3 * old.algbw_gbps), 1e-6);
+  call.nccl_version = 22602;
+  const CollectivePrediction now = predict_collective(c, call, c.gpus());
+  EXPECT_NEAR(now.fill_us, 2 * 128.0 * 131072 / (1e3 * now.algbw_gbps), 1e-6);
+  const Cluster four = load_cluster(data + "/collectives/4x-hgx-h100.yaml");
+  call.algo = CollAlgo::Nvls;  // 4 nodes: the ring is faster at 2 GiB (NVLS_TREE at half the NICs)
+  const CollectivePrediction p4 = predict_collective(four, call, four.gpus());
+  ASSERT_EQ(p4.algo, CollAlgo::Nvls);
+  ASSERT_EQ(p4.nodes, 4);
+  EXPECT_NEAR(p4.fill_us, 2 * 128.0 * 65536 / (1e3 * p4.algbw_gbps), 1e-6);
+}
+
+// Blackwell runs 32 NVLS channels across nodes and 24 on one node (nvls.cc, NVLS_NCHANNELS_SM100
+// and _SM100_NVL), Hopper 16: the rounds, and so the fill, grow with them.
+TEST(Collective, NvlsChannelsOnBlackwell) {
+  const Cluster b = load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/2x-hgx-b200.yaml");
+  CollectiveCall call = all_reduce(128LL << 20);
+  call.nccl_version = 22602;
+  const CollectivePrediction two = predict_collective(b, call, b.gpus());
+  ASSERT_EQ(two.algo, CollAlgo::Nvls);
+  EXPECT_NEAR(two.fill_us, 2 * 32.0 * 8 * 131072 / (1e3 * two.algbw_gbps), 1e-6);
+  const std::vector<DeviceId> gpus = b.gpus();
+  const std::vector<DeviceId> node0(gpus.begin(), gpus.begin() + 8);
+  const CollectivePrediction one = predict_collective(b, all_reduce(1LL << 30), node0);
+  ASSERT_EQ(one.algo, CollAlgo::Nvls);
+  ASSERT_EQ(one.nodes, 1);
+  EXPECT_NEAR(one.fill_us, 24.0 * 8 * 65536 / (1e3 * one.algbw_gbps), 1e-6);
+}
+
 TEST(Collective, OtherCollectivesAndErrors) {
   const Cluster c = load_cluster("dgx-a100");
   for (CollectiveKind k :
