@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "models/optimizer_impl.hpp"
 #include "sim/error.hpp"
 
 namespace placesim::models {
@@ -64,8 +65,11 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
         s.ddp = ParallelSpec::Ddp::Contiguous;
       else if (v == "flat")
         s.ddp = ParallelSpec::Ddp::Flat;
+      else if (v == "apex")
+        s.ddp = ParallelSpec::Ddp::Apex;
       else
-        throw sim::InputError(origin, k, "torch, horovod, contiguous or flat, got \"" + v + "\"");
+        throw sim::InputError(origin, k,
+                              "torch, horovod, contiguous, flat or apex, got \"" + v + "\"");
       continue;
     }
     if (k == "recompute") {
@@ -136,6 +140,7 @@ std::string to_string(const ParallelSpec& s) {
   if (s.ddp == ParallelSpec::Ddp::Horovod) out += ",ddp=horovod";
   if (s.ddp == ParallelSpec::Ddp::Contiguous) out += ",ddp=contiguous";
   if (s.ddp == ParallelSpec::Ddp::Flat) out += ",ddp=flat";
+  if (s.ddp == ParallelSpec::Ddp::Apex) out += ",ddp=apex";
   if (s.accumulate != 1) out += ",accumulate=" + std::to_string(s.accumulate);
   if (s.loader_workers > 0)
     out += ",loader_workers=" + std::to_string(s.loader_workers) +
@@ -304,6 +309,9 @@ class JobBuilder {
   std::vector<sim::OpId> scale_into_bucket(int r, std::size_t b,
                                            const std::vector<sim::TensorRef>& grads);
   std::map<sim::TensorRef, sim::OpId> copy_bucket_to_grad(
+      int r, const std::vector<std::vector<sim::TensorRef>>& bucket,
+      const std::vector<sim::OpId>& allreduce);
+  std::map<sim::TensorRef, sim::OpId> apex_unflatten(
       int r, const std::vector<std::vector<sim::TensorRef>>& bucket,
       const std::vector<sim::OpId>& allreduce);
   void schedule();
@@ -550,8 +558,13 @@ sim::Op JobBuilder::flat_pass(int r, const std::vector<sim::TensorRef>& grads,
 // distributed/param_and_grad_buffer.py, start_grad_sync): the gradients live in one contiguous
 // buffer, and each bucket is scaled in place (grad_data *= gradient_scaling_factor), one kernel
 // over the bucket, before its all-reduce.
+// apex: apex.parallel.DistributedDataParallel (NVIDIA/apex apex/parallel/distributed.py,
+// allreduce_bucket), called when a bucket's last gradient exists: `flatten(bucket)` on the
+// compute stream, apex_C.flatten = torch::utils::flatten_dense_tensors, one at::cat kernel over
+// the bucket's gradients (a bucket of one gradient is a view of it: no kernel).
 // The op type and name of each framework's kernel above: torch scales (Mul) each gradient into
-// its bucket, horovod copies them into the fusion buffer, contiguous scales the bucket in place.
+// its bucket, horovod copies them into the fusion buffer, contiguous scales the bucket in place,
+// apex concatenates them.
 struct BucketInKernel {
   const char* type;
   const char* name;  // the op's name, before the bucket's index
@@ -566,6 +579,8 @@ BucketInKernel bucket_in_kernel(ParallelSpec::Ddp ddp) {
       return {"Mul", "scale_bucket"};
     case ParallelSpec::Ddp::Flat:  // one pass into the flat buffer (flat_pass), not per bucket
       return {"Mul", "scale_into_flat"};
+    case ParallelSpec::Ddp::Apex:
+      return {"Copy", "flatten_bucket"};
   }
   return {"Mul", "scale_into_bucket"};
 }
@@ -594,14 +609,16 @@ std::vector<sim::OpId> JobBuilder::scale_into_bucket(int r, std::size_t b,
 
 // The kernels that move the gradients of one bucket, each a list of the gradients it reads and
 // writes: torch one per gradient; horovod one per 160 gradients (BATCHED_D2D_CAPACITY), none for
-// a bucket of one gradient (all-reduced in place); contiguous one for the whole bucket.
+// a bucket of one gradient (all-reduced in place); contiguous one for the whole bucket; apex one
+// cat for the whole bucket, none for a bucket of one gradient (flattened as a view).
 std::vector<std::vector<sim::TensorRef>> JobBuilder::kernels(
     const std::vector<sim::TensorRef>& grads) const {
   std::vector<std::vector<sim::TensorRef>> out;
   const std::size_t per = s_.ddp == ParallelSpec::Ddp::Torch     ? 1
                           : s_.ddp == ParallelSpec::Ddp::Horovod ? kHorovodBatchedD2D
                                                                  : grads.size();
-  if (s_.ddp == ParallelSpec::Ddp::Horovod && grads.size() < 2) return out;
+  const bool in_place = s_.ddp == ParallelSpec::Ddp::Horovod || s_.ddp == ParallelSpec::Ddp::Apex;
+  if (in_place && grads.size() < 2) return out;
   for (std::size_t i = 0; i < grads.size(); i += per)
     out.emplace_back(grads.begin() + static_cast<std::ptrdiff_t>(i),
                      grads.begin() + static_cast<std::ptrdiff_t>(std::min(grads.size(), i + per)));
@@ -650,6 +667,7 @@ std::map<sim::TensorRef, sim::OpId> JobBuilder::copy_bucket_to_grad(
     for (const sim::TensorRef& t : all) out[t] = x;
     return out;
   }
+  if (s_.ddp == ParallelSpec::Ddp::Apex) return apex_unflatten(r, bucket, allreduce);
   if (s_.ddp == ParallelSpec::Ddp::Contiguous || bucket.empty()) return out;
   if (s_.ddp == ParallelSpec::Ddp::Torch && s_.bucket_view) return out;
   // The end of the backward pass as DDP sees it: the last bucket's gradients have been scaled in.
@@ -670,27 +688,76 @@ std::map<sim::TensorRef, sim::OpId> JobBuilder::copy_bucket_to_grad(
   return out;
 }
 
+// apex's kernels after each bucket's all-reduce, on its bucket stream as soon as that all-reduce
+// ends (allreduce_bucket): `tensor_to_allreduce.mul_(gradient_predivide_factor / world_size)`,
+// one kernel over the flat bucket (gradient_average=True), then `multi_tensor_applier(
+// multi_tensor_scale, _overflow_buf, [unflatten(tensor, bucket), bucket], 1.0)`: the reduced
+// bucket copied into the gradients by multi-tensor launches of two lists (retain_allreduce_buffers
+// False). The main stream waits for the bucket stream at the end of the backward pass
+// (overlapping_backward_epilogue), so the updates wait for every bucket's last launch. Returns
+// rank r's last launch of each gradient's bucket.
+std::map<sim::TensorRef, sim::OpId> JobBuilder::apex_unflatten(
+    int r, const std::vector<std::vector<sim::TensorRef>>& bucket,
+    const std::vector<sim::OpId>& allreduce) {
+  std::map<sim::TensorRef, sim::OpId> out;
+  for (std::size_t b = 0; b < bucket.size(); ++b) {
+    const std::string tag = std::to_string(b);
+    sim::Op avg = ddp_pass(r, bucket[b], "Mul", "average_bucket" + tag);
+    avg.inputs = {{allreduce[b], 0}};
+    avg.outputs = {sim::TensorOut{}};  // in place: the kernels after it read its end
+    sim::OpId prev = add(std::move(avg), gpus_[r]);
+    std::vector<std::int64_t> numels;
+    for (const sim::TensorRef& t : bucket[b]) numels.push_back(numel_of(g_, t));
+    const auto parts = multi_tensor_parts(numels, 2);
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      std::vector<sim::TensorRef> ts;
+      std::int64_t by = 0;
+      for (const auto& [i, e] : parts[j]) {
+        ts.push_back(bucket[b][i]);
+        by += e * sim::dtype_size(g_.ops[bucket[b][i].op].outputs[bucket[b][i].output].dtype);
+      }
+      sim::Op k = ddp_pass(r, {ts.front()}, "Copy",
+                           "unflatten_bucket" + tag + "_launch" + std::to_string(j));
+      k.bytes_read = sim::Bytes{by};
+      k.bytes_written = sim::Bytes{by};
+      k.inputs = {{prev, 0}};
+      k.outputs = {sim::TensorOut{}};
+      prev = add(std::move(k), gpus_[r]);
+    }
+    for (const sim::TensorRef& t : bucket[b]) out[t] = prev;
+  }
+  return out;
+}
+
 // DDP's bucketed all-reduce of every stage's gradients across the data-parallel replicas.
 void JobBuilder::buckets() {
   if (accumulating_) return;
   const int n = g_.num_ops();
   const bool flat = s_.ddp == ParallelSpec::Ddp::Flat;
+  const bool apex = s_.ddp == ParallelSpec::Ddp::Apex;
   for (int st = 0; st < s_.pp; ++st) {
     const std::vector<sim::TensorRef> grads = gradients(st);
     std::vector<std::vector<sim::TensorRef>> bucket;
     std::vector<std::int64_t> size;
+    std::int64_t numel = 0;  // apex: elements in the open bucket
     for (const sim::TensorRef& t : grads) {
       // flat: one F16 buffer of every gradient (2 bytes an element whatever their type).
       const std::int64_t b = flat ? 2 * numel_of(g_, t) : g_.ops[t.op].outputs[t.output].bytes.v;
       const std::int64_t cap = flat                 ? std::numeric_limits<std::int64_t>::max()
                                : bucket.size() <= 1 ? (bucket.empty() ? 0 : s_.first_bucket_bytes)
                                                     : s_.bucket_bytes;
-      if (bucket.empty() || (size.back() + b > cap && size.back() > 0)) {
+      // apex ships a bucket once the gradient that reaches message_size elements is in it
+      // (create_hooks: `if self.tmp_numels[current_type] >= self.message_size`).
+      const bool full = !bucket.empty() && (apex ? numel >= kApexMessageSize
+                                                 : size.back() + b > cap && size.back() > 0);
+      if (bucket.empty() || full) {
+        numel = 0;
         bucket.emplace_back();
         size.push_back(0);
       }
       bucket.back().push_back(t);
       size.back() += b;
+      numel += numel_of(g_, t);
       job_.gradient_bytes += g_.ops[t.op].outputs[t.output].bytes.v * s_.tp;
     }
     if (st == 0) job_.buckets = s_.dp > 1 ? static_cast<int>(bucket.size()) : 0;

@@ -290,8 +290,8 @@ std::optional<OptimizerImpl> take_optimizer_impl(std::string& options) {
 }
 
 // grad_clip=none|norm|norm_sync, master_weights=none|apex (precision=bf16|f16 only),
-// zero_grad=none|fill, loss_item=true|false and host_sum=N: the training loop's kernels and host
-// syncs around the step (models/train_loop.hpp).
+// zero_grad=none|fill, loss_item=true|false, host_sum=N and cpu_sum=N: the training loop's
+// kernels and host syncs around the step (models/train_loop.hpp).
 TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>& precision) {
   TrainLoop t;
   if (const std::optional<std::string> c = take_option(options, "grad_clip")) {
@@ -320,7 +320,11 @@ TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>&
       throw sim::InputError("--graph-opt", "loss_item", "true or false, got \"" + *l + "\"");
     t.loss_item = *l == "true";
   }
-  if (const std::optional<std::string> h = take_option(options, "host_sum")) {
+  // host_sum=N, cpu_sum=N: the elements Python's sum() adds, a whole number from 0.
+  for (const auto& [key, field] :
+       {std::pair{"host_sum", &TrainLoop::host_sum}, std::pair{"cpu_sum", &TrainLoop::cpu_sum}}) {
+    const std::optional<std::string> h = take_option(options, key);
+    if (!h) continue;
     int n = -1;
     try {
       std::size_t pos = 0;
@@ -331,9 +335,9 @@ TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>&
     }
     if (n < 0)
       throw sim::InputError(
-          "--graph-opt", "host_sum",
+          "--graph-opt", key,
           "a whole number from 0 to 1000000 (the elements summed), got \"" + *h + "\"");
-    t.host_sum = n;
+    t.*field = n;
   }
   return t;
 }

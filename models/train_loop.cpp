@@ -116,16 +116,35 @@ void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
       if (root) op.control_inputs.push_back(s);
     }
   };
-  if (t.host_sum > 0) {
+  // N one-element adds, one after another (Python's sum(): 0 + t[0], then + t[i]), the first
+  // after `after`; returns the last.
+  const auto chain = [&](const std::string& name, int n, std::vector<sim::OpId> after) {
     sim::TensorRef acc{-1, 0};
-    for (int i = 0; i < t.host_sum; ++i)
-      acc = b.add("host_sum" + std::to_string(i), "aten::add", acc.op < 0 ? kScalar : 2 * kScalar,
+    for (int i = 0; i < n; ++i) {
+      acc = b.add(name + std::to_string(i), "aten::add", acc.op < 0 ? kScalar : 2 * kScalar,
                   kScalar, kScalar, acc.op < 0 ? std::vector<sim::TensorRef>{} : std::vector{acc},
-                  {}, sim::Phase::Forward);
+                  acc.op < 0 ? after : std::vector<sim::OpId>{}, sim::Phase::Forward);
+      if (name == "cpu_sum") {  // the host's own adds: one group, placed on the host CPU
+        sim::Op& op = g.ops[static_cast<std::size_t>(acc.op)];
+        op.device_kind = sim::DeviceKind::Cpu;
+        op.group = "train_loop/cpu_sum";
+        // All of a one-element add's time is its dispatch, the CPU's launch_overhead (2 us;
+        // "approx 2 us" a small CPU op, half of it Python, pytorch/pytorch#41383): no work is
+        // left to share the socket with other ranks' processes, each on its own core.
+        op.measured = sim::Duration{0};
+      }
+    }
+    return acc;
+  };
+  std::vector<sim::OpId> host_done;  // what the host finished before it goes on
+  if (t.cpu_sum > 0) host_done = {chain("cpu_sum", t.cpu_sum, {}).op};
+  if (t.host_sum > 0) {
+    const sim::TensorRef acc = chain("host_sum", t.host_sum, host_done);
     const sim::TensorRef s = b.add("host_sum_item", "aten::_local_scalar_dense", kScalar, kScalar,
                                    kScalar, {acc}, {}, sim::Phase::Forward);
-    roots_wait(sim::Phase::Forward, s.op);
+    host_done = {s.op};
   }
+  if (!host_done.empty()) roots_wait(sim::Phase::Forward, host_done.front());
   if (t.loss_item) {
     std::vector<char> feeds_forward(static_cast<std::size_t>(given), 0);
     for (sim::OpId o = 0; o < given; ++o)
@@ -258,7 +277,8 @@ void add_after_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& 
 }  // namespace
 
 void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin) {
-  if (t.clip == GradClip::None && !t.apex_master && !t.zero_fill && !t.loss_item && t.host_sum == 0)
+  if (t.clip == GradClip::None && !t.apex_master && !t.zero_fill && !t.loss_item &&
+      t.host_sum == 0 && t.cpu_sum == 0)
     return;
   const std::vector<Param> params = params_of(g);
   if (params.empty())
@@ -279,6 +299,7 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
   g.metadata["zero_grad"] = t.zero_fill ? "fill" : "none";
   g.metadata["loss_item"] = t.loss_item ? "true" : "false";
   g.metadata["host_sum"] = std::to_string(t.host_sum);
+  g.metadata["cpu_sum"] = std::to_string(t.cpu_sum);
   g.finalize(origin);
 }
 

@@ -42,12 +42,18 @@ struct TrainLoop {
   /// `src_length.to(self.device)`): N one-element add kernels, one launch each, then a host sync
   /// every forward launch waits for.
   int host_sum = 0;
+  /// Python's built-in sum() over an N-element CPU tensor, read by int(), before the forward
+  /// (cpu_sum=N; DeepLearningExamples GNMT trainer.py: `int(sum(tgt_length - 1))`, tgt_length
+  /// left on the host): N one-element adds the host runs one after another while the GPU waits,
+  /// each a CPU op on the GPU's host CPU (its dispatch cost, the CPU's launch_overhead), before
+  /// host_sum's launches and the forward.
+  int cpu_sum = 0;
 };
 
 /// Adds the ops of `t` around the update ops of a training graph (after apply_optimizer_impl):
 /// each a GPU kernel with its own bytes, Update phase; host syncs as an `_local_scalar_dense` op
 /// every later op waits for. Records metadata "grad_clip", "master_weights", "zero_grad",
-/// "loss_item", "host_sum".
+/// "loss_item", "host_sum", "cpu_sum".
 /// Throws InputError (naming `origin`) for a graph with no update op fed by a gradient.
 void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin);
 

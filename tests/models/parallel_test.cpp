@@ -697,6 +697,60 @@ TEST(Parallel, DdpFrameworksRunTheirOwnKernelsAroundTheAllReduce) {
   EXPECT_LT(m, t);
 }
 
+// apex.parallel.DistributedDataParallel (ddp=apex, DeepLearningExamples GNMT's exchange): buckets
+// that close on the gradient reaching 1e7 elements (message_size), in backward order; one cat per
+// bucket of several gradients before its all-reduce, then an in-place average of the bucket and
+// multi_tensor_scale launches copying it back; every update waits for its bucket's last launch.
+// On the code before, ddp=apex is refused.
+TEST(Parallel, ApexDdpShipsBucketsAtMessageSizeAndCopiesBackByMultiTensorScale) {
+  const pm::ParallelSpec s = pm::parse_parallel("dp=2,ddp=apex", "<t>");
+  EXPECT_EQ(s.ddp, pm::ParallelSpec::Ddp::Apex);
+  EXPECT_EQ(pm::to_string(s), "dp=2,ddp=apex");
+  const sim::Graph g = pm::load_graph(
+      "nmt", "layers=4,hidden=1024,src_len=8,tgt_len=8,vocab=32320,batch=8,optimizer=adam");
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const pm::ParallelJob apex = pm::make_parallel(g, c, s);
+  const pm::ParallelJob torch = pm::make_parallel(g, c, pm::parse_parallel("dp=2", "<t>"));
+  ASSERT_EQ(apex.gradient_bytes, torch.gradient_bytes);
+  ASSERT_GT(apex.buckets, 2);
+  std::int64_t flatten_bytes = 0, several = 0;
+  for (const sim::Op& op : apex.graph.ops) {
+    if (!op.collective || op.name.rfind("dp0/", 0) != 0) continue;
+    std::int64_t elements = 0, last = 0;
+    for (const sim::TensorRef& t : op.inputs) {
+      const sim::TensorOut& x = apex.graph.ops[t.op].outputs[t.output];
+      last = x.bytes.v / sim::dtype_size(x.dtype);
+      elements += last;
+    }
+    // Every bucket but the last reached message_size only with its last gradient.
+    if (op.name != "dp0/ddp/allreduce_bucket" + std::to_string(apex.buckets - 1)) {
+      EXPECT_GE(elements, pm::kApexMessageSize) << op.name;
+      EXPECT_LT(elements - last, pm::kApexMessageSize) << op.name;
+    }
+    if (op.inputs.size() > 1) {
+      ++several;
+      flatten_bytes += op.outputs[0].bytes.v;
+    }
+  }
+  EXPECT_EQ(ddp_kernels(apex, "flatten_bucket"), std::pair(several, flatten_bytes));
+  EXPECT_EQ(ddp_kernels(apex, "average_bucket"),
+            std::pair(std::int64_t{apex.buckets}, apex.gradient_bytes));
+  EXPECT_EQ(ddp_kernels(apex, "unflatten_bucket").second, apex.gradient_bytes);
+  EXPECT_EQ(ddp_kernels(apex, "scale_into_bucket").first + ddp_kernels(apex, "copy_bucket").first,
+            0);
+  // Each update waits for an unflatten launch of its bucket, none for the backward's end.
+  for (const sim::Op& op : apex.graph.ops)
+    if (op.phase == sim::Phase::Update && op.name.rfind("dp0/", 0) == 0) {
+      int waits = 0;
+      for (const sim::OpId x : op.control_inputs)
+        waits += apex.graph.ops[x].name.rfind("dp0/ddp/unflatten_bucket", 0) == 0;
+      EXPECT_GT(waits, 0) << op.name;
+    }
+  const double a = sim::simulate(c, apex.graph, apex.placement).step_time.seconds();
+  EXPECT_GT(a, 0.0);
+  EXPECT_EQ(a, sim::simulate(c, apex.graph, apex.placement).step_time.seconds());
+}
+
 // Gradient accumulation (accumulate=K, docs/parallel.md "Gradient accumulation") with NVIDIA
 // BERT's flat exchange (ddp=flat, --allreduce_post_accumulation): the accumulating micro-batch has
 // forward and backward, one F32 accumulation add per gradient and neither an exchange nor an

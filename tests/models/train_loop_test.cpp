@@ -1,6 +1,6 @@
 // The training loop's kernels and host syncs around the step (grad_clip, master_weights,
-// zero_grad, loss_item, host_sum): kernels and bytes per option, syncs as waits, and the step
-// they lengthen.
+// zero_grad, loss_item, host_sum, cpu_sum): kernels and bytes per option, syncs as waits, and the
+// step they lengthen.
 #include "models/train_loop.hpp"
 
 #include <algorithm>
@@ -154,9 +154,51 @@ TEST(TrainLoop, HostSyncsLengthenTheStep) {
   EXPECT_EQ(step(all), step(all));
 }
 
+// cpu_sum=N (trainer.py's int(sum(tgt_length - 1)) over a host tensor): N adds on the GPU's host
+// CPU, one after another, each its dispatch cost; host_sum's launches and the forward wait for
+// the last. On the code before, cpu_sum is refused as unknown by the nmt builder.
+TEST(TrainLoop, CpuSumRunsOnTheHostBeforeTheForward) {
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const auto step = [&](const std::string& extra) {
+    const sim::Graph g = load_graph("nmt", kNmt + ",optimizer_impl=per_param" + extra);
+    const sim::Placement pl = *sim::builtin_placement("single-gpu", g, c);
+    for (sim::OpId o = 0; o < g.num_ops(); ++o) {
+      const bool cpu = g.ops[static_cast<std::size_t>(o)].device_kind == sim::DeviceKind::Cpu;
+      EXPECT_EQ(c.devices[static_cast<std::size_t>(pl.device_of[static_cast<std::size_t>(o)])]
+                        .spec.kind == sim::DeviceKind::Cpu,
+                cpu);
+    }
+    return sim::simulate(c, g, pl).step_time.seconds();
+  };
+  const sim::Graph g = load_graph("nmt", kNmt + ",cpu_sum=300,host_sum=4");
+  int on_cpu = 0;
+  sim::OpId last = -1, first_launch = -1;
+  for (sim::OpId o = 0; o < g.num_ops(); ++o) {
+    const sim::Op& op = g.ops[static_cast<std::size_t>(o)];
+    if (op.device_kind == sim::DeviceKind::Cpu) {
+      ++on_cpu;
+      last = o;
+    }
+    if (op.name.find("_host_sum0") != std::string::npos) first_launch = o;
+  }
+  EXPECT_EQ(on_cpu, 300);
+  ASSERT_GE(first_launch, 0);
+  const auto& after = g.ops[static_cast<std::size_t>(first_launch)].control_inputs;
+  EXPECT_NE(std::find(after.begin(), after.end(), last), after.end());
+  EXPECT_EQ(g.metadata.at("cpu_sum"), "300");
+  const double dispatch =
+      c.devices.at(static_cast<std::size_t>(c.cpus().front())).spec.launch_overhead.seconds();
+  const double base = step("");
+  // (less the launches of ops that wait for no host work, a few us)
+  EXPECT_GE(step(",cpu_sum=300") - base, 295 * dispatch);
+  EXPECT_LE(step(",cpu_sum=300") - base, 301 * dispatch);
+  EXPECT_EQ(step(",cpu_sum=300"), step(",cpu_sum=300"));
+}
+
 TEST(TrainLoop, BadInputIsNamed) {
-  for (const std::string bad : {"grad_clip=always", "master_weights=deepspeed", "zero_grad=yes",
-                                "loss_item=1", "host_sum=-3", "host_sum=x"}) {
+  for (const std::string bad :
+       {"grad_clip=always", "master_weights=deepspeed", "zero_grad=yes", "loss_item=1",
+        "host_sum=-3", "host_sum=x", "cpu_sum=-1", "cpu_sum=2x"}) {
     try {
       load_graph("nmt", kNmt + "," + bad);
       FAIL() << bad;
