@@ -113,6 +113,13 @@ constexpr int kNvlsChannelsHopper = 16, kNvlsChannelsBlackwell = 32,
 // default -2: "maxChunkSize = nNodes >= 4 ? 65536 : chunkSize"; id 607027925 and the later ones).
 constexpr double kNvlsChunkBytes = 128 * 1024, kNvlsTreeMaxChunkBytes4Nodes = 64 * 1024;
 constexpr int kMaxChannels = 32;  // MAXCHANNELS
+// NCCL's SHM transport (P2P disabled) moves a hop's bytes at 3/4 of what NCCL's topology model
+// gives the PCIe path (PCI_BW 12 GB/s per Gen3 x16): S. Jeaugey, NVIDIA/nccl#406, SHM between GPUs
+// achieves "9 or 6" GB/s where a path inside the PCIe switch achieves 12 (9 of 12);
+// NVIDIA/nccl#1603, 4x RTX 4090 on one CPU (PCIe 4.0 x16 each, no switch), all-reduce bus bandwidth
+// 18 GB/s over SHM, where the model's PCIe 4.0 ring gives 24 (18 of 24). Both in
+// tests/data/collectives/published_p2p_disabled.csv (docs/collectives.md, "P2P disabled").
+constexpr double kShmRateFraction = 0.75;
 
 // Fraction of a link's signalling rate NCCL's transports carry (its topology model), by the
 // cluster's link `kind`. NVIDIA/nccl src/graph/topo.h: SM70/SM80_NVLINK_BW 20 and SM90_NVLINK_BW
@@ -166,11 +173,13 @@ struct NicPlan {
 };
 
 // Shortest path by hops from `from` to `to` that passes no device other than its ends, links
-// tried in id order (deterministic). Empty when there is none.
-std::vector<Hop> bfs_path(const Cluster& c, VertexId from, VertexId to) {
+// tried in id order (deterministic); without NVLink links when `nvlink` is false. Empty when there
+// is none.
+std::vector<Hop> bfs_path(const Cluster& c, VertexId from, VertexId to, bool nvlink = true) {
   const int nv = static_cast<int>(c.vertices.size());
   std::vector<std::vector<std::pair<LinkId, bool>>> adj(nv);
   for (std::size_t l = 0; l < c.links.size(); ++l) {
+    if (!nvlink && is_nvlink(c.links[l])) continue;
     adj[c.links[l].a].push_back({static_cast<LinkId>(l), true});
     adj[c.links[l].b].push_back({static_cast<LinkId>(l), false});
   }
@@ -200,8 +209,26 @@ std::vector<Hop> bfs_path(const Cluster& c, VertexId from, VertexId to) {
   return path;
 }
 
-std::vector<Hop> flow_hops(const Cluster& c, const Flow& f, NicPlan& plan) {
+// With P2P disabled (NCCL_P2P_DISABLE=1) a hop between GPUs of one node goes through NCCL's SHM
+// transport: the sender's kernel writes into a pinned host buffer, the receiver's kernel reads it
+// (NVIDIA/nccl src/transport/shm.cc). The buffer is in the memory of the receiver's CPU (the
+// receiving rank allocates it), so the bytes go up the sender's PCIe path, across the CPUs' link
+// when the two GPUs hang off different sockets, into that CPU's memory and back down the
+// receiver's PCIe path; never over NVLink, never peer to peer through a PCIe switch. Empty when the
+// cluster has no such path (a GPU without a host CPU or PCIe path to it).
+std::vector<Hop> shm_hops(const Cluster& c, const Flow& f) {
+  const DeviceId cpu = c.devices[f.to].host;
+  if (cpu < 0) return {};
+  std::vector<Hop> up = bfs_path(c, f.from, cpu, false), down = bfs_path(c, cpu, f.to, false);
+  if (up.empty() || down.empty()) return {};
+  up.insert(up.end(), down.begin(), down.end());
+  return up;
+}
+
+std::vector<Hop> flow_hops(const Cluster& c, const Flow& f, NicPlan& plan, bool shm = false) {
   std::vector<Hop> hops;
+  if (shm && c.devices[f.from].node == c.devices[f.to].node)
+    if (std::vector<Hop> h = shm_hops(c, f); !h.empty()) return h;
   if (c.devices[f.from].node != c.devices[f.to].node) {
     // The NIC of each end: nearest to the GPU, least used by earlier channels, lowest id.
     auto pick = [&](DeviceId gpu, int dir) -> VertexId {
@@ -245,7 +272,8 @@ std::vector<Hop> flow_hops(const Cluster& c, const Flow& f, NicPlan& plan) {
 }
 
 // Max-min rates of `flows` over the cluster's links with NCCL's per-class link efficiency.
-std::vector<double> maxmin_rates(const Cluster& c, const std::vector<Flow>& flows) {
+std::vector<double> maxmin_rates(const Cluster& c, const std::vector<Flow>& flows,
+                                 bool shm = false) {
   MaxMinSolver solver;
   std::map<std::pair<LinkId, int>, int> cons;
   auto constraint = [&](LinkId l, int dir) {
@@ -260,7 +288,7 @@ std::vector<double> maxmin_rates(const Cluster& c, const std::vector<Flow>& flow
   for (const Flow& f : flows) {
     std::vector<int> cs;
     double bound = std::numeric_limits<double>::infinity();
-    for (const Hop& h : flow_hops(c, f, plan)) {
+    for (const Hop& h : flow_hops(c, f, plan, shm)) {
       const Link& l = c.links[h.link];
       bound = std::min(bound, l.bandwidth.bytes_per_s * link_efficiency(l.kind));
       int id = -1;
@@ -285,6 +313,7 @@ struct Topo {
   Hw intra = kPci;
   int gen = 0;
   bool amd_host = false;
+  bool shm = false;         // P2P disabled: GPUs of a node meet through host memory (shm_hops)
   bool nvls = false;        // the ranks of every node on one NVSwitch over NVLink 4+
   double nvls_link_bw = 0;  // smallest effective rank-switch NVLink bandwidth, B/s
   int nvls_channels = kNvlsChannelsHopper;  // comm->nvlsChannels
@@ -369,6 +398,18 @@ Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
     if (h >= 0 && lower_alnum(c.devices[h].spec.model).find("epyc") != std::string::npos)
       t.amd_host = true;
   }
+  // NCCL's P2P transport needs CUDA peer access (NVIDIA/nccl src/transport/p2p.cc,
+  // p2pCanConnect); where no two ranks of a node have it (peer_access: none, or NCCL_P2P_DISABLE=1
+  // as `collective --p2p off` and `simulate --parallel ...,p2p=off` apply it) every hop goes
+  // through host memory (shm_hops). A node with some peer pairs keeps the P2P model.
+  bool pairs = false, peer = false;
+  for (DeviceId a : ranks)
+    for (DeviceId b : ranks)
+      if (a != b && c.devices[a].node == c.devices[b].node) {
+        pairs = true;
+        peer = peer || c.peer_access[a][b];
+      }
+  t.shm = pairs && !peer;
   // Intra-node class: NVLink when every same-node pair's route crosses only NVLink.
   bool all_nvlink = ranks.size() > 1;
   for (DeviceId a : ranks)
@@ -378,10 +419,11 @@ Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
         for (const Hop& h : s.hops) all_nvlink = all_nvlink && is_nvlink(c.links[h.link]);
     }
   // NCCL's ring graph is NVLink too where all-NVLink rings exist (hybrid cube mesh).
-  t.intra = all_nvlink || (t.nodes == 1 && !nvlink_rings(c, t.order).empty()) ? kNvlink : kPci;
+  t.intra = !t.shm && (all_nvlink || (t.nodes == 1 && !nvlink_rings(c, t.order).empty())) ? kNvlink
+                                                                                          : kPci;
   t.nccl_channels = nccl_channels(c, ranks.front(), t.intra);
   // NVLS: in every node, one switch vertex each of its ranks reaches over one NVLink 4+ link.
-  if (ranks.size() > 1 && t.gen >= 2 && t.ppn > 1) {
+  if (ranks.size() > 1 && t.gen >= 2 && t.ppn > 1 && !t.shm) {
     t.nvls_link_bw = std::numeric_limits<double>::infinity();
     for (const std::vector<DeviceId>& g : t.groups)
       t.nvls_link_bw = std::min(t.nvls_link_bw, nvls_port_bw(c, g));
@@ -483,8 +525,9 @@ std::vector<std::vector<DeviceId>> pack_rings(const Cluster& c,
 // so that every channel leaves a node through a different GPU (and NIC).
 std::vector<Flow> ring_flows(const Cluster& c, const Topo& t, int* channels) {
   const int n = static_cast<int>(t.order.size());
-  std::vector<std::vector<DeviceId>> rings =
-      t.nodes == 1 ? pack_rings(c, nvlink_rings(c, t.order)) : std::vector<std::vector<DeviceId>>{};
+  std::vector<std::vector<DeviceId>> rings = t.nodes == 1 && !t.shm
+                                                 ? pack_rings(c, nvlink_rings(c, t.order))
+                                                 : std::vector<std::vector<DeviceId>>{};
   if (rings.empty()) {
     const int ch = t.nodes > 1 ? std::max(1, t.ppn) : 1;
     for (int k = 0; k < ch; ++k) {
@@ -508,7 +551,7 @@ std::vector<Flow> ring_flows(const Cluster& c, const Topo& t, int* channels) {
 // channels of each channel's slowest flow.
 double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
   const std::vector<Flow> flows = ring_flows(c, t, channels);
-  const std::vector<double> r = maxmin_rates(c, flows);
+  const std::vector<double> r = maxmin_rates(c, flows, t.shm);
   std::vector<double> slowest(*channels, std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < flows.size(); ++i)
     slowest[flows[i].channel] = std::min(slowest[flows[i].channel], r[i]);
@@ -528,7 +571,7 @@ int ring_nics(const Cluster& c, const Topo& t) {
     if (c.devices[f.from].node != c.devices[t.order.front()].node ||
         c.devices[f.to].node == c.devices[f.from].node)
       continue;
-    flow_hops(c, f, plan);
+    flow_hops(c, f, plan, t.shm);
     const auto it = plan.nic.find({f.from, 0});
     if (it != plan.nic.end() && it->second >= 0) nics.insert(it->second);
   }
@@ -891,8 +934,8 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     // flow ends the call. Latency: one step of the ring's Simple protocol (assumed; NCCL's tuner
     // does not model p2p).
     const std::vector<Flow> flows = direct_flows(call.kind, t, ranks);
-    const std::vector<double> r = maxmin_rates(c, flows);
-    const double slow = *std::min_element(r.begin(), r.end());
+    const std::vector<double> r = maxmin_rates(c, flows, t.shm);
+    const double slow = *std::min_element(r.begin(), r.end()) * (t.shm ? kShmRateFraction : 1.0);
     const double per_flow = call.kind == CollectiveKind::SendRecv ? bytes : bytes / n;
     const Hw hw = t.nodes == 1 ? t.intra : kNet;
     cand.push_back({CollAlgo::Direct, CollProto::Simple, kBaseLat[1][2] + kHwLat[hw][1][2],
@@ -900,7 +943,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     out.fabric_busbw_gbps = slow / 1e9;
   } else {
     int ch = 1;
-    const double bus = ring_busbw(c, t, &ch) / 1e9;
+    const double bus = ring_busbw(c, t, &ch) / 1e9 * (t.shm ? kShmRateFraction : 1.0);
     out.fabric_busbw_gbps = bus;
     out.channels = ch;
     if (t.nodes > 1) t.nccl_channels = std::clamp(2 * ch, 2, kMaxChannels);
@@ -952,7 +995,7 @@ std::vector<std::vector<Hop>> collective_routes(const Cluster& c, const Collecti
           ? direct_flows(call.kind, t, ranks)
           : ring_flows(c, t, &channels);
   NicPlan plan;  // the same NIC choice, flow by flow, as maxmin_rates makes
-  for (const Flow& f : flows) out.push_back(flow_hops(c, f, plan));
+  for (const Flow& f : flows) out.push_back(flow_hops(c, f, plan, t.shm));
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 #include "tools/commands.hpp"
+#include "tools/nccl_p2p.hpp"
 
 namespace placesim::tools {
 
@@ -23,7 +24,7 @@ namespace {
 
 struct CollectiveArgs {
   std::string cluster, op = "all-reduce", devices, min_bytes = "8", max_bytes = "128MiB";
-  std::string dtype = "f32", algo = "auto", proto = "auto", nccl_version, compare;
+  std::string dtype = "f32", algo = "auto", proto = "auto", nccl_version, compare, p2p = "on";
   double step_factor = 2;
   int root = 0;
   int gpus_per_thread = 1;
@@ -288,7 +289,8 @@ void run_collective(const CollectiveArgs& given) {
     text = sim::read_text_file(a.compare);
     op_from_file(a, text, measured.collective_note);
   }
-  const sim::Cluster cluster = sim::load_cluster(a.cluster);
+  sim::Cluster cluster = sim::load_cluster(a.cluster);
+  if (!parse_p2p(a.p2p, "<flag --p2p>", "")) disable_peer_access(cluster);
   sim::CollectiveCall call = call_from_flags(a);
   const auto dtype = sim::parse_dtype(a.dtype);
   if (!dtype)
@@ -395,6 +397,9 @@ void register_collective(CLI::App& app) {
                   "NCCL version whose tuner chooses (over the cluster's nccl_version; 2.19 by "
                   "default; 2.23+ has other tree latencies, ring LL bandwidth and PAT)");
   cmd->add_option("--proto", args->proto, "force a protocol: LL, LL128, Simple (NCCL_PROTO)");
+  cmd->add_option("--p2p", args->p2p,
+                  "off: NCCL_P2P_DISABLE=1, every hop between GPUs of a node through host "
+                  "memory (NCCL's SHM transport); on by default");
   cmd->add_option(
       "--compare", args->compare,
       "a real nccl-tests output of the op: predict at its sizes and print its busbw and "

@@ -28,6 +28,7 @@
 #include "sim/simulate.hpp"
 #include "sim/trace.hpp"
 #include "tools/commands.hpp"
+#include "tools/nccl_p2p.hpp"
 
 namespace placesim::tools {
 
@@ -397,8 +398,11 @@ void run_seq_dist(const SimulateArgs& a, const sim::Cluster& cluster,
               static_cast<double>(sd.loader.draws) * accumulate / expected);
 }
 
-void run_simulate(const SimulateArgs& a) {
+void run_simulate(const SimulateArgs& given) {
+  SimulateArgs a = given;
   sim::Cluster cluster = sim::load_cluster(a.cluster);
+  // p2p=off in --parallel: NCCL_P2P_DISABLE=1, the job's collectives through host memory.
+  if (!take_p2p(a.parallel, "<flag --parallel>")) disable_peer_access(cluster);
   if (a.graph == "gpt-huge") {
     sim::KernelCostModel costs;
     if (!a.calibration.empty()) {

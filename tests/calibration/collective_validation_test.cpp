@@ -217,17 +217,30 @@ TEST(CollectiveValidation, RealAllReduceRunsWithinTheAchievedBoundsPerSizeBand) 
   }
 }
 
-TEST(CollectiveValidation, PublishedFiguresOfNvSwitchAndInfiniBandSystems) {
-  const std::string dir = std::string(PLACESIM_TEST_DATA) + "/collectives/";
-  std::istringstream in(slurp(dir + "published_allreduce.csv"));
-  std::string line;
-  int rows = 0;
-  while (std::getline(in, line)) {
+namespace {
+
+// The rows of a CSV under tests/data/collectives (comments and the header skipped), each cut to
+// its first `fields` comma-separated fields (the last, a quoted source, may hold commas).
+std::vector<std::vector<std::string>> collective_rows(const std::string& file, std::size_t fields) {
+  std::istringstream in(slurp(std::string(PLACESIM_TEST_DATA) + "/collectives/" + file));
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#' || line.rfind("id,", 0) == 0) continue;
     std::vector<std::string> f;
     std::stringstream ls(line);
-    for (std::string x; f.size() < 8 && std::getline(ls, x, ',');) f.push_back(x);
-    ASSERT_EQ(f.size(), 8u) << line;
+    for (std::string x; f.size() < fields && std::getline(ls, x, ',');) f.push_back(x);
+    EXPECT_EQ(f.size(), fields) << line;
+    if (f.size() == fields) rows.push_back(f);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(CollectiveValidation, PublishedFiguresOfNvSwitchAndInfiniBandSystems) {
+  const std::string dir = std::string(PLACESIM_TEST_DATA) + "/collectives/";
+  int rows = 0;
+  for (const std::vector<std::string>& f : collective_rows("published_allreduce.csv", 8)) {
     const std::string cluster = f[1].find(".yaml") != std::string::npos ? dir + f[1] : f[1];
     const sim::Cluster c = sim::load_cluster(cluster);
     std::vector<sim::DeviceId> ranks;
@@ -259,6 +272,46 @@ TEST(CollectiveValidation, PublishedFiguresOfNvSwitchAndInfiniBandSystems) {
     ++rows;
   }
   EXPECT_EQ(rows, 17);
+}
+
+namespace {
+
+// The cluster with NCCL_P2P_DISABLE=1 (as `collective --p2p off` makes it): no GPU peer access.
+sim::Cluster without_peer_access(const std::string& name) {
+  sim::Cluster c = sim::load_cluster(name);
+  for (auto& row : c.peer_access) std::fill(row.begin(), row.end(), false);
+  sim::compute_routes(c);
+  return c;
+}
+
+}  // namespace
+
+// NCCL with P2P disabled (NCCL_P2P_DISABLE=1): its SHM transport through host memory, against
+// the figures NCCL's issue threads state (tests/data/collectives/published_p2p_disabled.csv; the
+// rate fraction kShmRateFraction was read from them). Each within 10 %, and far below the same
+// GPUs' all-reduce with P2P (NVLink, or PCIe peer to peer inside a switch).
+TEST(CollectiveValidation, PublishedFiguresWithP2pDisabled) {
+  int rows = 0;
+  for (const std::vector<std::string>& f : collective_rows("published_p2p_disabled.csv", 6)) {
+    const sim::Cluster c = without_peer_access(f[1]), with = sim::load_cluster(f[1]);
+    std::vector<sim::DeviceId> ranks;
+    std::stringstream ds(f[2]);
+    for (std::string d; std::getline(ds, d, '+');) ranks.push_back(c.device_index(d));
+    const double bytes = std::stod(f[3]), value = std::stod(f[4]);
+    const double off = predicted_busbw(c, ranks, bytes, 1);
+    EXPECT_LE(std::fabs(off / value - 1), 0.10)
+        << f[0] << ": model " << off << " published " << value;
+    // pcie-4090x8 has no peer access to take away (GeForce): the same figure with and without.
+    if (f[1] != "pcie-4090x8") EXPECT_LT(off, predicted_busbw(with, ranks, bytes, 1)) << f[0];
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2);
+  // 8 GPUs of a DGX A100: NVLink's ring against the host path (every hop up its PCIe switch into
+  // the receiver's socket and down; two GPUs share a switch's x16 uplink).
+  const sim::Cluster a100 = sim::load_cluster("dgx-a100"), shm = without_peer_access("dgx-a100");
+  const double off = predicted_busbw(shm, shm.gpus(), 1LL << 30, 1);
+  EXPECT_LT(off, predicted_busbw(a100, a100.gpus(), 1LL << 30, 1) / 10);
+  EXPECT_NEAR(off, 31.5 * 12 / 15.75 / 2 * 0.75, 0.5);  // half an uplink at NCCL's PCIe rate x 3/4
 }
 
 // One InfiniBand fabric at 2, 4 and 8 nodes: ABCI 2.0 "Compute Node (A)" hosts (8x A100-SXM4-40GB,

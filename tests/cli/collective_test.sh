@@ -134,6 +134,14 @@ expect_error '--min-bytes' collective --cluster dgx-a100 -b lots
 expect_error 'algo' collective --cluster dgx-a100 --algo nvls
 expect_error 'send-recv' collective --cluster dgx-a100 --op send-recv
 expect_error '--nccl-version' collective --cluster dgx-a100 --nccl-version 3.1
+expect_error '--p2p.*on or off' collective --cluster dgx-a100 --p2p no
+expect_error 'p2p.*on or off' simulate --graph mlp --cluster dgx-a100 --parallel dp=2,p2p=0
+# --p2p off (NCCL_P2P_DISABLE=1): the 8-GPU all-reduce through host memory, far below NVLink, at
+# the SHM rate of the fitted stored figures (docs/collectives.md, "P2P disabled").
+on=$("$BIN" collective --cluster dgx-a100 -b 1G -e 1G --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["busbw_gbps"])')
+off=$("$BIN" collective --cluster dgx-a100 -b 1G -e 1G --p2p off --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["busbw_gbps"])')
+python3 -c "import sys; on, off = $on, $off; sys.exit(0 if off < on / 10 and 5 < off < 12 else 1)" \
+  || fail "--p2p off busbw $off against $on with P2P"
 expect_error 'algo' collective --cluster 2x-dgx-a100 --op all-gather --algo pat   # PAT: 2.23+
 # PAT with one GPU per node from NCCL 2.23 on (docs/collectives.md, "NCCL versions").
 out=$("$BIN" collective --cluster 2x-dgx-a100 --devices n0-gpu0,n1-gpu0 --op all-gather --algo pat \

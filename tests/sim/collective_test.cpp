@@ -1,6 +1,7 @@
 // The collective model (sim/collective.hpp) and its use in the engine (collective_expand.hpp).
 #include "sim/collective.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "sim/collective_expand.hpp"
@@ -230,6 +231,31 @@ TEST(Collective, HybridCubeMeshRingsStayOnNvlink) {
 }
 
 // Across nodes every node's GPUs on an NVLink 4 switch allow NVLS_TREE (reported as nvls).
+// P2P disabled: every ring hop goes up the sender's PCIe path into the receiver's CPU memory and
+// down to the receiver, never over NVLink (docs/collectives.md, "P2P disabled").
+TEST(Collective, P2pOffRoutesEveryHopThroughTheReceiversCpu) {
+  const Cluster with = load_cluster("dgx-a100");
+  Cluster c = with;  // NCCL_P2P_DISABLE=1 as `collective --p2p off` applies it: no peer access
+  for (auto& row : c.peer_access) std::fill(row.begin(), row.end(), false);
+  compute_routes(c);
+  CollectiveCall call;
+  call.bytes = Bytes{256 << 20};
+  const std::vector<std::vector<Hop>> routes = collective_routes(c, call, c.gpus());
+  ASSERT_EQ(routes.size(), 8u);
+  for (const std::vector<Hop>& r : routes) {
+    bool cpu = false;
+    for (const Hop& h : r) {
+      const Link& l = c.links[h.link];
+      EXPECT_EQ(l.kind.rfind("nvlink", 0), std::string::npos) << l.kind;
+      cpu = cpu || l.kind == "membus";
+    }
+    EXPECT_TRUE(cpu);
+  }
+  const CollectivePrediction off = predict_collective(c, call, c.gpus());
+  EXPECT_LT(predict_collective(with, call, with.gpus()).time.ns * 10, off.time.ns);
+  EXPECT_EQ(off.algo, CollAlgo::Ring);
+}
+
 TEST(Collective, NvlsTreeAcrossNodesOfNvSwitches) {
   const Cluster c = load_cluster(std::string(PLACESIM_TEST_DATA) + "/calibration/2x-hgx-h100.yaml");
   const CollectivePrediction p = predict_collective(c, all_reduce(8LL << 30), c.gpus());
