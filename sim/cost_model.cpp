@@ -823,6 +823,17 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   // The H200's ResNet-18 measured 0.207 (tf32_eff_max), which Hopper keeps.
   constexpr double kA100Tf32Conv = 0.295;
   if (tf32_units && op.dtype == Dtype::TF32 && spec.arch.nvidia(8, 0)) return kA100Tf32Conv;
+  // f16/bf16 on Hopper's tensor cores: cuDNN's forward kernels (sm90_xmma implicit GEMM, CUTLASS
+  // fprop) of every convolution in an H100 SXM PyTorch profile (AMD-AGI/TraceLens @ 2801c389,
+  // tests/traces/h100 Wan2.1-T2V-1.3B CONV_fwd.csv: 26 call shapes, 2-D and 3-D, 0.07-130 GFLOP)
+  // take 2555 us, kernel alone; this roofline (this fraction of the bf16 peak plus the memory
+  // term, the half-convolution sum) gives that total at 0.38 where 0.70 gave 1539 us
+  // (tests/data/calibration/h100_tracelens_wan21_bf16_conv_fwd.csv, tools/conv_rate_check.py).
+  // The same profile's cuBLAS GEMMs run at 0.75-0.80 of the peak. The gradients were not in it and
+  // take the forward's rate. docs/cost-model.md, "Convolutions per generation".
+  constexpr double kHopperHalfConv = 0.38;
+  if ((op.dtype == Dtype::F16 || op.dtype == Dtype::BF16) && spec.arch.hopper())
+    return kHopperHalfConv;
   // F32 on the CUDA cores (V100; an A100 without TF32): cuDNN's implicit-GEMM SGEMM kernels, as
   // fast as cuBLAS's SGEMM (kCudaCoreF32, 0.89): AlexNet's conv1 on the A100 trace
   // (a100_alexnet.json, cudnn_ampere_scudnn_128x64) ran at 17.4 TFLOP/s, 0.89 of the F32 peak.
