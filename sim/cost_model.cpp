@@ -841,6 +841,29 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   return std::nullopt;
 }
 
+// Whether a GPU runs `op` on its CUDA cores whatever its dtype: a depthwise convolution (one
+// input channel per group) reduces kh*kw products per output, nothing for a tensor-core tile to
+// fill, and neither PyTorch's own kernels (aten/src/ATen/native/cuda/DepthwiseConv2d.cu: scalar
+// FMAs, a thread per output or a block per weight element; every F32 and TF32 NCHW one) nor
+// cuDNN's depthwise kernels (f16, channels-last) are tensor-core kernels. docs/cost-model.md,
+// "Depthwise convolutions".
+bool depthwise_on_cuda_cores(const Op& op, const DeviceSpec& spec) {
+  return spec.kind == DeviceKind::Gpu && math_kind_of(op.type) == MathKind::Conv &&
+         depthwise_conv(op);
+}
+
+// The peak of the unit that runs `op`: its dtype's peak, but the CUDA cores' F32 peak for a
+// depthwise convolution on a GPU. For f16/bf16 that is a lower bound of the CUDA cores' rate
+// (A100: 78 / 39 TFLOP/s f16 / bf16 non-tensor against 19.5 F32; H100 SXM5: 120 / 120 against
+// 60; NVIDIA's "Hopper architecture in depth" blog, Table 3, as quoted in the NVIDIA developer
+// forum thread "Theoretical TFLOPS for FP16, BF16 and TF32 for tensor and non-tensor"), and at
+// most an eighth of the tensor-core peak it took before.
+double unit_peak(const Op& op, const DeviceSpec& spec) {
+  const double f32 = spec.peak_for(Dtype::F32).per_s;
+  if (depthwise_on_cuda_cores(op, spec) && f32 > 0.0) return f32;
+  return spec.peak_for(op.dtype).per_s;
+}
+
 }  // namespace
 
 double batch_norm_channel_rate(bool backward, double bw, int sm_count) {
@@ -870,7 +893,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   if (spec.kind == DeviceKind::Gpu)
     if (const auto mp = max_pool_bytes(op, b)) b = *mp;
   double t = 0.0;
-  const double peak = spec.peak_for(op.dtype).per_s;
+  const double peak = unit_peak(op, spec);
   // TF32 on a part without TF32 units (Volta and older, CPUs) runs as F32 on the CUDA cores.
   const bool tf32_units = op.dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) != 0;
   // tf32_eff_max was measured on cuDNN convolutions (layout transforms included); a TF32 GEMM
@@ -902,8 +925,10 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // over 0.80 of the bandwidth): its implicit-GEMM tiles gather activations they do not hide
   // behind the math, so it pays both terms. Over 12 published CNN mixed-precision throughputs
   // max() was +6 to +62 % fast, the sum -9 to +42 % (docs/validation.md). TF32 and F32
-  // convolutions keep max(): tf32_eff_max was measured all-in.
-  const bool half_conv = math_kind_of(op.type) == MathKind::Conv && half;
+  // convolutions keep max(): tf32_eff_max was measured all-in; so do depthwise ones, which have
+  // no implicit-GEMM tiles (unit_peak).
+  const bool half_conv =
+      math_kind_of(op.type) == MathKind::Conv && half && !depthwise_on_cuda_cores(op, spec);
   if (b > 0.0 && bw > 0.0) {
     const double memory_s = (b + p.memory_half_bytes) / rate;
     t = half_conv ? t + memory_s : std::max(t, memory_s);
@@ -971,7 +996,7 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
           m->second.predict_s(f_fit, b_fit, stretch * shape_term_bytes(op), gemm_matrices(op));
       // No prediction faster than the unit that runs the op can go, whatever the file says (a
       // calibration fitted before fits were constrained, or one fitted on another math mode).
-      const double peak = device.spec.peak_for(op.dtype).per_s;
+      const double peak = unit_peak(op, device.spec);
       // A CPU with a measured hierarchy streams an op at its working set's level, not at the
       // cluster file's DRAM figure.
       const double bw =

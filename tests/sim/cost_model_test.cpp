@@ -942,6 +942,50 @@ TEST(CostModel, DenseConvolutionsAtEachGenerationsMeasuredRate) {
   at(dense_tf32, "A100-SXM4-80GB", 156e12, p.tf32_eff_max);
 }
 
+// A depthwise convolution runs on the CUDA cores whatever its dtype (docs/cost-model.md,
+// "Depthwise convolutions"): an f16 or bf16 one is bounded by the F32 CUDA-core peak, never the
+// tensor-core one, and keeps max() of its two terms (no implicit-GEMM tiles to pay both). A
+// RepLKNet-style 31x31 depthwise layer is compute-bound there; the same shape dense stays on the
+// tensor cores.
+TEST(CostModel, DepthwiseConvolutionsOnTheCudaCores) {
+  const auto conv = [](std::int64_t cpg, Dtype dtype) {
+    Op op;
+    op.name = "dw";
+    op.type = "Conv";
+    op.dtype = dtype;
+    const std::int64_t c = 512, k = 31;
+    const double out = 64.0 * c * 14 * 14;
+    op.flops = Flops{2.0 * out * static_cast<double>(cpg * k * k)};
+    op.bytes_read = Bytes{static_cast<std::int64_t>(out * 2)};
+    op.signature = Signature{"Conv", {{64, c, 14, 14}, {c, cpg, k, k}}, Dtype::F32};
+    op.outputs.push_back(
+        TensorOut{"y", Bytes{static_cast<std::int64_t>(out * 2)}, {64, c, 14, 14}, dtype});
+    return op;
+  };
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  for (const Dtype dt : {Dtype::F16, Dtype::BF16}) {
+    const Op dw = conv(1, dt);
+    ASSERT_TRUE(depthwise_conv(dw));
+    for (const auto& [model, f32] :
+         {std::pair{"A100-SXM4-80GB", 19.5e12}, std::pair{"H100-SXM5-80GB", 67e12},
+          std::pair{"V100-SXM2-16GB", 15.7e12}}) {
+      const Device d = catalog_gpu(model);
+      EXPECT_NEAR(
+          km.op_time(dw, d).seconds(),
+          (wave_quantised_flops(dw, d.spec) + p.compute_half_flops) / (f32 * p.compute_eff_max),
+          2e-9)
+          << model;
+      EXPECT_NEAR(d.spec.peak_for(Dtype::F32).per_s, f32, 1e9) << model;
+    }
+  }
+  // Dense (one group): on the f16 tensor cores, far faster than the CUDA cores would run it.
+  const Op dense = conv(512, Dtype::F16);
+  ASSERT_FALSE(depthwise_conv(dense));
+  const Device a = catalog_gpu("A100-SXM4-80GB");
+  EXPECT_LT(km.op_time(dense, a).seconds(), dense.flops.v / (19.5e12 * p.compute_eff_max) / 4);
+}
+
 TEST(CostModel, NonVectorisedElementwiseAtItsMeasuredRate) {
   // BERT-base SQuAD's attention-mask add on 320 x 384 tokens, 12 heads, f16: scores
   // [320,12,384,384] + the padding mask [320,1,1,384] broadcast over heads and query rows. PyTorch
