@@ -1520,6 +1520,28 @@ struct ClassData {
 };
 using ClassMap = std::map<std::pair<std::string, std::string>, ClassData>;
 
+// Marks `c` a CPU class (its model and byte source) and returns the stretch of a row of
+// `bytes`: from the sweep for the streaming classes (fitted on bytes alone: the sweep's own kind
+// of call), from DRAM for relu_bwd, from the cache levels otherwise, as the cost model prices
+// the class (sim::ByteSource).
+double cpu_class_stretch(ClassData& c, const std::string& op_class, const std::string& device,
+                         double bytes, const FitOptions& options) {
+  static const std::set<std::string> kShapeModel = {
+      "gemm", "conv", "conv_bwd", "norm", "norm_bwd", "layer_norm", "softmax", "dropout"};
+  c.cpu = true;
+  c.cpu_gemm = kShapeModel.count(op_class) > 0;
+  c.op_class = op_class;
+  const auto sw = options.sweep.find(device);
+  const std::vector<sim::MemoryLevel> none;
+  const std::vector<sim::MemoryLevel>& points = sw != options.sweep.end() ? sw->second : none;
+  const bool streams = op_class == "elementwise" || op_class == "copy";
+  const sim::ByteSource source = op_class == "relu_bwd" ? sim::ByteSource::Dram
+                                 : streams              ? sim::ByteSource::Sweep
+                                                        : sim::ByteSource::Levels;
+  c.sweep = source == sim::ByteSource::Sweep && !points.empty();
+  return sim::cpu_byte_stretch(options.memory.at(device), points, bytes, source);
+}
+
 // Writes each signature's mean as an exact entry of `cal` and returns the points of each class.
 // An op-name entry (no shapes) is written only where its calls agree (name_entry_consistent);
 // every one is reported in `names`.
@@ -1613,25 +1635,9 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
       flops = sim::lane_padded_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
                                      l->second);
     // A CPU's bytes as its cache hierarchy stretches them (the cost model applies the same).
-    double stretch = 1.0;
-    if (mem != options.memory.end()) {
-      c.cpu = true;
-      static const std::set<std::string> kShapeModel = {
-          "gemm", "conv", "conv_bwd", "norm", "norm_bwd", "layer_norm", "softmax", "dropout"};
-      c.cpu_gemm = kShapeModel.count(work.op_class) > 0;
-      c.op_class = work.op_class;
-      // Where its bytes come from, as the cost model prices the class (sim::ByteSource).
-      const auto sw = options.sweep.find(k.first);
-      const std::vector<sim::MemoryLevel> none;
-      const std::vector<sim::MemoryLevel>& points = sw != options.sweep.end() ? sw->second : none;
-      // The streaming classes (fitted on bytes alone, above) are the sweep's own kind of call.
-      const bool streams = work.op_class == "elementwise" || work.op_class == "copy";
-      const sim::ByteSource source = work.op_class == "relu_bwd" ? sim::ByteSource::Dram
-                                     : streams                   ? sim::ByteSource::Sweep
-                                                                 : sim::ByteSource::Levels;
-      c.sweep = source == sim::ByteSource::Sweep && !points.empty();
-      stretch = sim::cpu_byte_stretch(mem->second, points, bytes, source);
-    }
+    const double stretch = mem != options.memory.end()
+                               ? cpu_class_stretch(c, work.op_class, k.first, bytes, options)
+                               : 1.0;
     auto [it, fresh] = c.index.emplace(shape_only.key(), c.t.size());
     if (fresh || mean > c.t[it->second]) {
       if (fresh) {
