@@ -616,6 +616,7 @@ const std::map<std::string, std::vector<std::string>>& graph_type_preferred() {
       {"dropout", {"Dropout"}},
       // CPU-only classes (cpu_op_class): fitted only from a CPU rig's rows.
       {"norm_bwd", {"BatchNormalizationGrad", "FusedBatchNormGrad"}},
+      {"relu_bwd", {"ReluGrad"}},
       {"layer_norm", {"LayerNorm", "LayerNormalization", "LayerNormGrad"}},
       {"softmax",
        {"Softmax", "SoftmaxGrad", "LogSoftmax", "LogSoftmaxGrad",
@@ -1031,22 +1032,31 @@ double manifest_number(const nlohmann::json& o, const char* key, const std::stri
   return o.at(key).get<double>();
 }
 
-std::vector<sim::MemoryLevel> manifest_memory(const nlohmann::json& doc, const std::string& path) {
+// A manifest's memory_levels ({level, bytes, byte_s}: ascending, DRAM's bytes 0 last) or, with
+// `sweep`, its memory_sweep ({bytes, byte_s}: the rig's streaming sweep, ascending by working
+// set, every one measured); empty where the manifest has none.
+std::vector<sim::MemoryLevel> manifest_memory(const nlohmann::json& doc, const std::string& path,
+                                              bool sweep = false) {
+  const std::string list = sweep ? "memory_sweep" : "memory_levels";
+  const std::string fields = sweep ? "bytes, byte_s" : "level, bytes, byte_s";
   std::vector<sim::MemoryLevel> out;
-  if (!doc.contains("memory_levels")) return out;
-  if (!doc.at("memory_levels").is_array())
-    throw InputError(path, "memory_levels", "a list of {level, bytes, byte_s}");
+  if (!doc.contains(list)) return out;
+  if (!doc.at(list).is_array()) throw InputError(path, list, "a list of {" + fields + "}");
   std::size_t i = 0;
-  for (const nlohmann::json& l : doc.at("memory_levels")) {
-    const std::string key = "memory_levels[" + std::to_string(i++) + "]";
-    if (!l.is_object()) throw InputError(path, key, "a map with level, bytes, byte_s");
+  for (const nlohmann::json& l : doc.at(list)) {
+    const std::string key = list + "[" + std::to_string(i++) + "]";
+    if (!l.is_object()) throw InputError(path, key, "a map with " + fields);
     sim::MemoryLevel m;
-    m.name = l.value("level", std::string("?"));
     m.bytes = manifest_number(l, "bytes", path, key, 1e15);
     m.byte_s = manifest_number(l, "byte_s", path, key, 1e15);
+    m.name = sweep ? std::to_string(static_cast<long long>(m.bytes)) + " B"
+                   : l.value("level", std::string("?"));
     if (!(m.byte_s > 0)) throw InputError(path, key + ".byte_s", "a positive rate");
+    if (sweep && !(m.bytes > 0)) throw InputError(path, key + ".bytes", "a measured working set");
     if (!out.empty() && (out.back().bytes <= 0 || (m.bytes > 0 && m.bytes <= out.back().bytes)))
-      throw InputError(path, key + ".bytes", "levels ascending by size, DRAM (0) last");
+      throw InputError(
+          path, key + ".bytes",
+          sweep ? "points ascending by working set" : "levels ascending by size, DRAM (0) last");
     out.push_back(m);
   }
   return out;
@@ -1113,6 +1123,7 @@ std::optional<ManifestCpu> cpu_side_from_manifest(const std::string& path,
   ManifestCpu m;
   m.device = !device_model.empty() ? device_model : doc.value("device_model", std::string("cpu"));
   m.memory = manifest_memory(doc, path);
+  m.sweep = manifest_memory(doc, path, true);
   m.host = manifest_host(doc, path);
   if (m.host) m.dispatch_us = doc.at("host_side").at("cpu").at("dispatch_us").get<double>();
   m.vector_lanes = manifest_count(doc, "vector_lanes", 64, "a SIMD width in floats", path);
@@ -1234,6 +1245,20 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
     s.work = estimate_work(s.signature.op_type, s.signature.input_shapes, s.signature.dtype);
     if (s.work.op_class == "pool" && r.contains("kernel_shape"))
       manifest_pool_window(r, path, key, s);
+    if (r.contains("input_grad")) {
+      // A first layer's backward (profile_rig.py): its input needs no gradient, so torch
+      // computes the weight's alone (convolution_backward's output_mask [False, True, True]), as
+      // the graphs' first convolution has a filter gradient and no input gradient. One
+      // convolution's FLOPs; grad-output and input read, the weight read and its gradient written.
+      if (!r.at("input_grad").is_boolean())
+        throw InputError(path, key + ".input_grad", "true or false");
+      const auto& t = s.signature.input_shapes;
+      if (!r.at("input_grad").get<bool>() && s.work.op_class == "conv_bwd" && t.size() >= 3) {
+        const double es = static_cast<double>(sim::dtype_size(s.signature.dtype));
+        s.work.flops *= 0.5;
+        s.work.bytes = (numel(t[0]) + numel(t[1]) + 2.0 * numel(t[2])) * es;
+      }
+    }
     out.push_back(std::move(s));
   }
   return out;
@@ -1456,6 +1481,10 @@ std::string cpu_op_class(const std::string& op, const std::string& cls) {
   // ~3.2 ns an element forward): one curve for both priced ResNet-18's BatchNorms 30 % fast.
   if (cls == "norm" && op.find("layer_norm") != std::string::npos) return "layer_norm";
   if (cls == "norm" && op.find("_backward") != std::string::npos) return "norm_bwd";
+  // ReLU's backward reads the forward's saved output a pass after it was written: its rows are
+  // evicted (profile_rig.py) and fitted and priced at DRAM's rate (sim::ByteSource::Dram), where
+  // the elementwise curve's rows are forward calls repeated in cache.
+  if (sim::reads_saved_activation(base_name(op))) return "relu_bwd";
   if (cls == "reduction" &&
       (op.find("softmax") != std::string::npos || op.find("cross_entropy") != std::string::npos))
     return "softmax";
@@ -1483,12 +1512,35 @@ struct ClassData {
   std::vector<double> o, m;  // gemm: output bytes, matrices
   bool cpu = false;          // a CPU with a measured memory hierarchy (FitOptions::memory)
   bool cpu_gemm = false;     // ... and a class of kShapeModel (gemm, conv, ...): fit_cpu_gemm
+  bool sweep = false;        // ... and a streaming class priced on the rig's sweep (ByteSource)
   std::string op_class;
   std::set<std::string> names;
   std::set<Dtype> dtypes;
   std::map<std::string, std::size_t> index;
 };
 using ClassMap = std::map<std::pair<std::string, std::string>, ClassData>;
+
+// Marks `c` a CPU class (its model and byte source) and returns the stretch of a row of
+// `bytes`: from the sweep for the streaming classes (fitted on bytes alone: the sweep's own kind
+// of call), from DRAM for relu_bwd, from the cache levels otherwise, as the cost model prices
+// the class (sim::ByteSource).
+double cpu_class_stretch(ClassData& c, const std::string& op_class, const std::string& device,
+                         double bytes, const FitOptions& options) {
+  static const std::set<std::string> kShapeModel = {
+      "gemm", "conv", "conv_bwd", "norm", "norm_bwd", "layer_norm", "softmax", "dropout"};
+  c.cpu = true;
+  c.cpu_gemm = kShapeModel.count(op_class) > 0;
+  c.op_class = op_class;
+  const auto sw = options.sweep.find(device);
+  const std::vector<sim::MemoryLevel> none;
+  const std::vector<sim::MemoryLevel>& points = sw != options.sweep.end() ? sw->second : none;
+  const bool streams = op_class == "elementwise" || op_class == "copy";
+  const sim::ByteSource source = op_class == "relu_bwd" ? sim::ByteSource::Dram
+                                 : streams              ? sim::ByteSource::Sweep
+                                                        : sim::ByteSource::Levels;
+  c.sweep = source == sim::ByteSource::Sweep && !points.empty();
+  return sim::cpu_byte_stretch(options.memory.at(device), points, bytes, source);
+}
 
 // Writes each signature's mean as an exact entry of `cal` and returns the points of each class.
 // An op-name entry (no shapes) is written only where its calls agree (name_entry_consistent);
@@ -1583,15 +1635,9 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
       flops = sim::lane_padded_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
                                      l->second);
     // A CPU's bytes as its cache hierarchy stretches them (the cost model applies the same).
-    double stretch = 1.0;
-    if (mem != options.memory.end()) {
-      c.cpu = true;
-      static const std::set<std::string> kShapeModel = {
-          "gemm", "conv", "conv_bwd", "norm", "norm_bwd", "layer_norm", "softmax", "dropout"};
-      c.cpu_gemm = kShapeModel.count(work.op_class) > 0;
-      c.op_class = work.op_class;
-      stretch = sim::memory_stretch(mem->second, bytes);
-    }
+    const double stretch = mem != options.memory.end()
+                               ? cpu_class_stretch(c, work.op_class, k.first, bytes, options)
+                               : 1.0;
     auto [it, fresh] = c.index.emplace(shape_only.key(), c.t.size());
     if (fresh || mean > c.t[it->second]) {
       if (fresh) {
@@ -1763,6 +1809,7 @@ ClassFitReport fit_class(const std::pair<std::string, std::string>& key, const C
   // A CPU's GEMMs on the shape-aware model, the rest on t = a + F/R_f + B/R_b.
   r.model = c.cpu_gemm ? fit_cpu_gemm(c, static_cast<std::size_t>(-1), r.bounds)
                        : fit_op_class(c.f, c.b, c.t, r.bounds);
+  r.model.sweep = c.sweep;
   double train = 0;
   for (std::size_t i = 0; i < c.t.size(); ++i)
     train += std::abs(predict_point(r.model, c, i) - c.t[i]) / c.t[i];
@@ -1817,6 +1864,7 @@ CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::
   const ClassMap classes =
       class_points(exact_signatures(samples), fit.calibration, options, fit.names);
   for (const auto& [dev, levels] : options.memory) fit.calibration.devices[dev].memory = levels;
+  for (const auto& [dev, points] : options.sweep) fit.calibration.devices[dev].sweep = points;
   for (const auto& [dev, lanes] : options.vector_lanes)
     fit.calibration.devices[dev].vector_lanes = lanes;
   for (const auto& [key, c] : classes) {

@@ -105,6 +105,11 @@ struct FitOptions {
   /// shape-aware model (per matrix and per output byte too), and the levels go into the
   /// calibration.
   std::map<std::string, std::vector<sim::MemoryLevel>> memory;
+  /// Per device key, a CPU's streaming sweep (a rig manifest's memory_sweep points): its
+  /// streaming classes (elementwise, copy, optimizer updates) are fitted on bytes stretched by the
+  /// sweep's rate at their working set (sim::ByteSource::Sweep), and the points go into the
+  /// calibration.
+  std::map<std::string, std::vector<sim::MemoryLevel>> sweep;
   /// Per device key, a CPU's SIMD width in floats (a rig manifest's vector_lanes): its
   /// convolution rows are fitted on sim::lane_padded_flops, and the width goes into the
   /// calibration, which the cost model prices them with.
@@ -121,6 +126,7 @@ struct FitOptions {
 struct ManifestCpu {
   std::string device;
   std::vector<sim::MemoryLevel> memory;
+  std::vector<sim::MemoryLevel> sweep;  ///< the streaming sweep's points (manifest memory_sweep)
   std::optional<sim::HostCalibration> host;
   int vector_lanes = 0;  ///< SIMD width in floats (manifest "vector_lanes"); 0 = not recorded
   int fma_units = 0;     ///< vector FMA pipes per core (manifest "fma_units"); 0 = not recorded

@@ -268,6 +268,53 @@ double memory_stretch(const std::vector<MemoryLevel>& m, double working_set) {
   return r > 0.0 && fastest > r ? fastest / r : 1.0;
 }
 
+double sweep_rate(const std::vector<MemoryLevel>& sweep, double working_set) {
+  if (sweep.empty()) return 0.0;
+  if (working_set <= sweep.front().bytes) return sweep.front().byte_s;
+  for (std::size_t i = 1; i < sweep.size(); ++i) {
+    const MemoryLevel& a = sweep[i - 1];
+    const MemoryLevel& b = sweep[i];
+    if (working_set <= b.bytes) {
+      const double f = std::log(working_set / a.bytes) / std::log(b.bytes / a.bytes);
+      return a.byte_s + f * (b.byte_s - a.byte_s);
+    }
+  }
+  return sweep.back().byte_s;
+}
+
+namespace {
+
+double dram_rate(const std::vector<MemoryLevel>& levels) {
+  for (const MemoryLevel& l : levels)
+    if (l.bytes <= 0.0) return l.byte_s;
+  return levels.empty() ? 0.0 : levels.back().byte_s;
+}
+
+}  // namespace
+
+double cpu_byte_rate(const std::vector<MemoryLevel>& levels, const std::vector<MemoryLevel>& sweep,
+                     double working_set, ByteSource source) {
+  if (source == ByteSource::Dram) return dram_rate(levels);
+  if (source == ByteSource::Sweep && !sweep.empty()) return sweep_rate(sweep, working_set);
+  return memory_level_rate(levels, working_set);
+}
+
+double cpu_byte_stretch(const std::vector<MemoryLevel>& levels,
+                        const std::vector<MemoryLevel>& sweep, double working_set,
+                        ByteSource source) {
+  if (source == ByteSource::Levels || (source == ByteSource::Sweep && sweep.empty()))
+    return memory_stretch(levels, working_set);
+  double fastest = 0.0;
+  for (const auto* v : {&levels, &sweep})
+    for (const MemoryLevel& l : *v) fastest = std::max(fastest, l.byte_s);
+  const double r = cpu_byte_rate(levels, sweep, working_set, source);
+  return r > 0.0 && fastest > r ? fastest / r : 1.0;
+}
+
+bool reads_saved_activation(std::string_view op_type) {
+  return op_type == "ReluGrad" || op_type == "aten::threshold_backward";
+}
+
 namespace {
 
 // Batch normalisation with batch statistics on a GPU, NCHW (cuDNN's bn_fw_tr / bn_bw kernels).
@@ -971,8 +1018,11 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
     // The curve's bytes are stretched as it was fitted (batch_norm_stretch on a GPU; on a CPU
     // with a measured hierarchy, memory_stretch of the op's working set).
     const bool cpu_memory = device.spec.kind == DeviceKind::Cpu && !cal->memory.empty();
+    const ByteSource source = reads_saved_activation(op.type)                 ? ByteSource::Dram
+                              : m != cal->by_op_type.end() && m->second.sweep ? ByteSource::Sweep
+                                                                              : ByteSource::Levels;
     const double stretch =
-        cpu_memory ? memory_stretch(cal->memory, b)
+        cpu_memory ? cpu_byte_stretch(cal->memory, cal->sweep, b, source)
         : device.spec.kind == DeviceKind::Gpu && op.signature && !op.signature->input_shapes.empty()
             ? batch_norm_stretch(op.type, op.signature->input_shapes[0],
                                  device.spec.memory_bandwidth.bytes_per_s, device.spec.sm_count,
@@ -999,8 +1049,8 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
       const double peak = unit_peak(op, device.spec);
       // A CPU with a measured hierarchy streams an op at its working set's level, not at the
       // cluster file's DRAM figure.
-      const double bw =
-          cpu_memory ? memory_level_rate(cal->memory, b) : device.spec.memory_bandwidth.bytes_per_s;
+      const double bw = cpu_memory ? cpu_byte_rate(cal->memory, cal->sweep, b, source)
+                                   : device.spec.memory_bandwidth.bytes_per_s;
       double bound = 0.0;
       if (peak > 0.0 && op.flops.v > 0.0) bound = std::max(bound, op.flops.v / peak);
       if (bw > 0.0 && b > 0.0) bound = std::max(bound, b / bw);
@@ -1330,6 +1380,10 @@ OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const s
       m.out_byte_rate =
           with_units(parse_bandwidth, kv.second, file, kp, "a bandwidth such as \"20 GB/s\"")
               .bytes_per_s;
+    } else if (k == "sweep") {
+      const std::string v = scalar(kv.second, file, kp);
+      if (v != "true" && v != "false") throw InputError(file, kp, "true or false");
+      m.sweep = v == "true";
     } else if (k == "per_matrix") {
       const Duration d =
           with_units(parse_duration, kv.second, file, kp, "a duration such as \"1 us\"");
@@ -1338,7 +1392,7 @@ OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const s
     } else {
       throw InputError(file, kp,
                        "one of intercept, flop_rate, half_flops, byte_rate, samples, cv_error, "
-                       "clamped, max_flops, max_bytes, out_byte_rate, per_matrix");
+                       "clamped, max_flops, max_bytes, out_byte_rate, per_matrix, sweep");
     }
   }
   if (m.flop_rate < 0.0 || m.byte_rate < 0.0 || m.half_flops < 0.0 || m.max_flops < 0.0 ||
@@ -1424,6 +1478,10 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
         dc.min_kernel = d;
       } else if (k == "memory") {
         dc.memory = read_memory(kv.second, file, dp + ".memory");
+      } else if (k == "memory_sweep") {
+        dc.sweep = read_memory(kv.second, file, dp + ".memory_sweep");
+        if (!dc.sweep.empty() && dc.sweep.back().bytes <= 0)
+          throw InputError(file, dp + ".memory_sweep", "measured working sets, none unbounded (0)");
       } else if (k == "vector_lanes") {
         const double lanes = number(kv.second, file, dp + ".vector_lanes");
         if (lanes < 1 || lanes > 64 || lanes != std::floor(lanes))
@@ -1432,7 +1490,8 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
       } else {
         throw InputError(
             file, dp + "." + k,
-            "one of exact, op_types, roofline, host, min_kernel, memory, vector_lanes");
+            "one of exact, op_types, roofline, host, min_kernel, memory, memory_sweep, "
+            "vector_lanes");
       }
     }
     cal.devices[model] = std::move(dc);
@@ -1524,9 +1583,11 @@ std::string calibration_to_yaml(const Calibration& c) {
       }
     }
     if (dc.vector_lanes > 0) out += "    vector_lanes: " + std::to_string(dc.vector_lanes) + "\n";
-    if (!dc.memory.empty()) {
-      out += "    memory:\n";
-      for (const MemoryLevel& l : dc.memory)
+    for (const auto& [key, levels] :
+         {std::pair{"memory", &dc.memory}, std::pair{"memory_sweep", &dc.sweep}}) {
+      if (levels->empty()) continue;
+      out += std::string("    ") + key + ":\n";
+      for (const MemoryLevel& l : *levels)
         out += "      - {name: " + quoted(l.name) + ", bytes: " + fmt_double(l.bytes) +
                ", byte_rate: \"" + fmt_double(l.byte_s) + " B/s\"}\n";
     }
@@ -1548,6 +1609,7 @@ std::string calibration_to_yaml(const Calibration& c) {
         out += "        out_byte_rate: \"" + fmt_double(m.out_byte_rate) + " B/s\"\n";
       if (m.per_matrix_s > 0)
         out += "        per_matrix: \"" + fmt_double(m.per_matrix_s * 1e9) + " ns\"\n";
+      if (m.sweep) out += "        sweep: true\n";
     }
     out += "    exact:";
     out += dc.exact.empty() ? " {}\n" : "\n";

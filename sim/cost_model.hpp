@@ -168,6 +168,9 @@ struct OpClassModel {
   /// a batched GEMM (each is its own BLAS call), on top of predict_s. 0 = unused.
   double out_byte_rate = 0.0;  ///< output bytes/s
   double per_matrix_s = 0.0;   ///< per matrix of a batched GEMM
+  /// A CPU streaming curve (ByteSource::Sweep): fitted and priced on bytes stretched by the
+  /// rig's sweep at the op's working set, not by the cache levels.
+  bool sweep = false;
   [[nodiscard]] double predict_s(double flops, double bytes, double out_bytes,
                                  double matrices) const;
 };
@@ -186,6 +189,30 @@ double memory_level_rate(const std::vector<MemoryLevel>& m, double working_set);
 /// empty). CPU class curves are fitted and applied on bytes x this factor, so one curve serves a
 /// cache-resident add and one that streams from DRAM.
 double memory_stretch(const std::vector<MemoryLevel>& m, double working_set);
+/// Where a CPU op's bytes come from, as its class curve was fitted and is applied:
+/// - Levels: the first cache level (sizes from /sys) its working set fits (memory_level_rate);
+///   GEMMs, convolutions, BatchNorm, softmax, dropout, pools, reductions.
+/// - Sweep: the rig's streaming sweep read at the working set (sweep_rate): the streaming classes
+///   (elementwise with the optimizer updates, copies), whose curve is the sweep's own kind of call.
+///   A 28 MB update streams at the sweep's 24-48 MB rate (25 GB/s on the 2026-12-03 VM), where the
+///   /sys L3 of 32 MiB said 72.
+/// - Dram: DRAM whatever the size: an activation's gradient (ReluGrad, torch's
+///   threshold_backward), which reads the forward's saved output a whole pass after it was
+///   written and writes a fresh gradient (docs/cost-model.md, "Memory levels of a CPU").
+enum class ByteSource { Levels, Sweep, Dram };
+/// The sweep's rate at `working_set`: log-linear between the two points around it, the first
+/// point's below the sweep and the last one's above it (0 if `sweep` is empty).
+double sweep_rate(const std::vector<MemoryLevel>& sweep, double working_set);
+/// The rate and the stretch (its slowdown against the fastest rate of `levels` and `sweep`
+/// together; Levels: memory_stretch's) of an op's bytes from `source`. Without a sweep, Sweep is
+/// Levels; without a DRAM level (bytes 0), Dram is the last level.
+double cpu_byte_rate(const std::vector<MemoryLevel>& levels, const std::vector<MemoryLevel>& sweep,
+                     double working_set, ByteSource source);
+double cpu_byte_stretch(const std::vector<MemoryLevel>& levels,
+                        const std::vector<MemoryLevel>& sweep, double working_set,
+                        ByteSource source);
+/// A CPU op whose bytes come from DRAM (ByteSource::Dram): ReluGrad, aten::threshold_backward.
+bool reads_saved_activation(std::string_view op_type);
 
 /// The host side `placesim calibrate` measured on a profile's annotated steps: host time per
 /// launched GPU activity (framework dispatch, autograd, optimizer, Python), applied as the launch
@@ -227,6 +254,8 @@ struct DeviceCalibration {
   /// floor. Unset (a manifest, a CPU, too few kernels): the 2 us default.
   std::optional<Duration> min_kernel;
   std::vector<MemoryLevel> memory;  ///< a CPU's cache hierarchy, ascending (DRAM last); or empty
+  /// A CPU's streaming rate by working set (the rig's memory_sweep points, ascending); or empty
+  std::vector<MemoryLevel> sweep;
   /// A CPU's SIMD width in floats (a rig manifest's vector_lanes): its convolutions are fitted
   /// and priced on lane_padded_flops. 0 = unknown (no padding).
   int vector_lanes = 0;

@@ -242,6 +242,7 @@ void apply_kernel_floors(const std::map<std::string, sim::Duration>& floors,
 // A rig manifest's CPU side: its memory hierarchy (the class fits use it) and host model.
 void keep_cpu_side(const calibration::ManifestCpu& cpu,
                    std::map<std::string, std::vector<sim::MemoryLevel>>& memory,
+                   std::map<std::string, std::vector<sim::MemoryLevel>>& sweep,
                    std::map<std::string, sim::HostCalibration>& hosts,
                    std::map<std::string, int>& lanes,
                    std::map<std::string, calibration::RateBounds>& peaks) {
@@ -270,6 +271,15 @@ void keep_cpu_side(const calibration::ManifestCpu& cpu,
     }
     outf("  memory of %s: %s\n", cpu.device.c_str(), line.c_str());
     memory[cpu.device] = cpu.memory;
+    if (!cpu.sweep.empty()) {
+      outf(
+          "  streaming sweep of %s: %zu points, %.3g GB/s at %.3g MB to %.3g GB/s at %.3g MB "
+          "(elementwise, copies and updates priced at it by working set)\n",
+          cpu.device.c_str(), cpu.sweep.size(), cpu.sweep.front().byte_s * 1e-9,
+          cpu.sweep.front().bytes * 1e-6, cpu.sweep.back().byte_s * 1e-9,
+          cpu.sweep.back().bytes * 1e-6);
+      sweep[cpu.device] = cpu.sweep;
+    }
   }
   if (cpu.host) {
     outf(
@@ -371,7 +381,7 @@ void run_calibrate(const CalibrateArgs& a) {
   std::map<std::string, sim::HostCalibration> hosts;
   std::map<std::string, OpLevelHost> op_level;
   std::map<std::string, sim::Duration> floors;  // device -> its shortest kernel (kernel_floor_s)
-  std::map<std::string, std::vector<sim::MemoryLevel>> memory;
+  std::map<std::string, std::vector<sim::MemoryLevel>> memory, sweep;
   std::map<std::string, int> lanes;  // device -> SIMD width in floats (a rig manifest's)
   std::map<std::string, calibration::RateBounds> peaks;  // device -> a rig manifest's CPU peaks
   std::string sources;
@@ -382,7 +392,7 @@ void run_calibrate(const CalibrateArgs& a) {
       outf("%s: rig manifest, %zu op rows\n", p.c_str(), s.size());
       samples.insert(samples.end(), s.begin(), s.end());
       if (auto cpu = calibration::cpu_side_from_manifest(p, a.device_model))
-        keep_cpu_side(*cpu, memory, hosts, lanes, peaks);
+        keep_cpu_side(*cpu, memory, sweep, hosts, lanes, peaks);
       continue;
     }
     const calibration::Profile prof = read_profile_checked(p);
@@ -413,6 +423,7 @@ void run_calibrate(const CalibrateArgs& a) {
                               " profile(s) read: no framework op, kernel or copy with a duration)");
   calibration::FitOptions fo;
   fo.memory = memory;
+  fo.sweep = sweep;
   fo.vector_lanes = lanes;
   fo.cpu_peaks = peaks;
   if (const auto m = sim::MathMode::parse(a.math_mode))

@@ -46,6 +46,8 @@ def sync(dev):
 # 1 and 6, an RGB stem's 3), where oneDNN's direct kernels fill few of a vector's lanes and a call
 # runs at a fraction of the large-channel rate; and 512 channels on 2x2, where the 9.4 MB of
 # weights, not the FLOPs, set the time (ResNet-18's last stage at 64 px).
+# Input channels of an image (grey, RGB): a convolution on them is a network's first layer.
+IMAGE_CHANNELS = (1, 3)
 CPU_CONVS = [(32, 1, 6, 28, 5), (32, 6, 16, 14, 5), (8, 3, 64, 32, 7), (8, 512, 512, 2, 3),
              (8, 256, 512, 4, 3)]
 
@@ -242,11 +244,25 @@ def profile_benches(dev, quick, out_dir, reps, cold=True):
     bwd_convs = [(b, c, c, hw, k) for b, c, hw, k in bwd_convs]
     if not dev.startswith("cuda"):
         bwd_convs += CPU_CONVS + [(8, 64, 64, 32, 3)]
+    first_layer = set()  # input shapes of the convolutions whose backward skips the input gradient
     for batch, c, cout, hw, k in bwd_convs:
         conv = torch.nn.Conv2d(c, cout, k, padding=k // 2).to(dev)
         x = torch.randn(batch, c, hw, hw, device=dev, requires_grad=True)
         gy = torch.ones(batch, cout, hw, hw, device=dev)
-        train.append(lambda conv=conv, x=x, gy=gy: conv(x).backward(gy))
+        # A network's first convolution reads the image, which needs no gradient: torch computes
+        # the weight's alone (output_mask [False, True, True]; LeNet-5's conv1 backward took
+        # 1.13 ms in its step where a row with the input gradient took 3.4-4.0 ms). The row is
+        # measured as the step runs it and marked input_grad false.
+        xc = x.detach() if c in IMAGE_CHANNELS else x
+        if c in IMAGE_CHANNELS:
+            first_layer.add((batch, c, hw, hw))
+        train.append(lambda conv=conv, xc=xc, gy=gy: conv(xc).backward(gy))
+        # ReLU's backward (threshold_backward) on the convolution's output: its grad-output and
+        # saved output read, a fresh input gradient written, evicted like every backward row (in
+        # the step the saved output is a pass old). ResNet-18's took 17-337 us a call in its steps
+        # where the forward ReLU rows it was priced from said 3.75-108.
+        yr = torch.relu(torch.randn(batch, cout, hw, hw, device=dev, requires_grad=True))
+        train.append(lambda yr=yr, gy=gy: yr.backward(gy, retain_graph=True))
         bn = torch.nn.BatchNorm2d(c).to(dev).train()
         gx = torch.ones(batch, c, hw, hw, device=dev)
         # Forward and backward in calls of their own, each after an eviction: in a step the
@@ -275,7 +291,7 @@ def profile_benches(dev, quick, out_dir, reps, cold=True):
     path = os.path.join(out_dir, "traces", "%s_micro_bwd.json" % tag)
     prof_bwd.export_chrome_trace(path)
     traces.append(path)
-    collect(prof_bwd, dev, rows, shares)
+    collect(prof_bwd, dev, rows, shares, first_layer)
     return rows, traces
 
 
@@ -353,7 +369,9 @@ def call_median(calls):
     return est[len(est) // 2]
 
 
-def collect(prof, dev, rows, shares=None):
+def collect(prof, dev, rows, shares=None, first_layer=()):
+    """One row per (op, input shapes); a convolution backward whose input (second tensor) is one
+    of `first_layer`'s shapes is marked input_grad false (the weight's gradient alone)."""
     medians = None if dev.startswith("cuda") else cpu_medians(prof, shares)
     for ev in prof.key_averages(group_by_input_shape=True):
         if ev.count == 0 or not ev.key.startswith("aten::"):
@@ -378,6 +396,8 @@ def collect(prof, dev, rows, shares=None):
             if tuple(x) in POOL_WINDOWS:
                 k, st, p = POOL_WINDOWS[tuple(x)]
                 row.update({"kernel_shape": [k, k], "strides": [st, st], "pads": [p, p]})
+        if "convolution_backward" in ev.key and len(shapes) > 1 and tuple(shapes[1]) in first_layer:
+            row["input_grad"] = False
         rows.append(row)
 
 

@@ -1137,6 +1137,85 @@ TEST(Calibrate, CpuPeakFromTheManifestBoundsTheFits) {
   }
 }
 
+// Writes `body` as a manifest and expects `read` to refuse it with `key` in the message.
+template <class Read>
+void expect_manifest_error(const std::string& body, const std::string& key, Read read) {
+  const std::string path = ::testing::TempDir() + "manifest_bad.json";
+  std::ofstream(path) << body;
+  try {
+    read(path);
+    ADD_FAILURE() << "accepted: " << body;
+  } catch (const sim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+  }
+}
+
+// The lead's idle rig run of 2026-12-03 (tests/data/calibration/cpu_rig_sweep_2026-12-03.json:
+// ResNet-18 b8, evicted rows; its streaming sweep, /sys L3 32 MiB): an optimizer update streams at
+// the sweep's rate at its working set, and ReLU's backward at DRAM's. ResNet-18's last weight
+// (512 x 512 x 3 x 3: parameter and gradient read, parameter written, 28.3 MB) fits the /sys L3,
+// whose sweep points ran at 72 GB/s; the sweep itself ran at 25.0 GB/s at 24 MB and 23.9 at 48.
+// The stem's ReLU backward ([8,64,32,32]: 6.3 MB) took 324 us in the run's step (median of 8),
+// where the elementwise curve at L3 priced it at 108 us.
+TEST(Calibrate, CpuStreamingOpsAtTheSweepsRateReluBackwardAtDrams) {
+  const std::string path = data("cpu_rig_sweep_2026-12-03.json");
+  const auto cpu = cpu_side_from_manifest(path, "");
+  ASSERT_TRUE(cpu.has_value());
+  ASSERT_EQ(cpu->sweep.size(), 12u);
+  EXPECT_DOUBLE_EQ(cpu->sweep[8].bytes, 25165824);
+  const std::vector<OpSample> s = op_samples_from_manifest(path, "");
+  FitOptions fo;
+  fo.memory["cpu0"] = cpu->memory;
+  fo.sweep["cpu0"] = cpu->sweep;
+  fo.cpu_peaks["cpu0"] = cpu_peak(*cpu);
+  const CalibrationFit fit = fit_calibration(s, path, fo);
+  const sim::DeviceCalibration& dc = fit.calibration.devices.at("cpu0");
+  ASSERT_EQ(dc.sweep.size(), 12u);
+  const sim::OpClassModel& sgd = dc.by_op_type.at("ApplyGradientDescent");
+  EXPECT_TRUE(sgd.sweep);
+  // As the cost model prices a curve (chain_estimate): bytes stretched from their source, and
+  // never faster than that source's rate.
+  const auto priced = [&](const sim::OpClassModel& m, double flops, double bytes,
+                          sim::ByteSource src) {
+    const double st = sim::cpu_byte_stretch(dc.memory, dc.sweep, bytes, src);
+    return std::max(m.predict_s(flops, bytes * st),
+                    bytes / sim::cpu_byte_rate(dc.memory, dc.sweep, bytes, src));
+  };
+  const double w = 512.0 * 512 * 3 * 3;
+  const double update = priced(sgd, 2 * w, 12 * w, sim::ByteSource::Sweep);
+  EXPECT_GE(update, 12 * w / 25.0e9);
+  EXPECT_LE(update, 12 * w / 20.0e9);
+  EXPECT_LT(priced(sgd, 2 * w, 12 * w, sim::ByteSource::Levels), 0.6 * update);
+  const double n = 8.0 * 64 * 32 * 32;
+  const double relu = priced(dc.by_op_type.at("ReluGrad"), n, 12 * n, sim::ByteSource::Dram);
+  EXPECT_NEAR(relu, 324e-6, 0.2 * 324e-6);
+  // A sweep out of order names its point.
+  expect_manifest_error(R"({"ops": [], "vector_lanes": 8, "memory_sweep": [)"
+                        R"({"bytes": 2e6, "byte_s": 5e10}, {"bytes": 1e6, "byte_s": 6e10}]})",
+                        "memory_sweep[1].bytes",
+                        [](const std::string& f) { (void)cpu_side_from_manifest(f, ""); });
+}
+
+// A first layer's backward row (profile_rig.py: its input needs no gradient) computes the weight
+// gradient alone: half a full backward's FLOPs, no input gradient written. LeNet-5's conv1 took
+// 1.13 ms in its step (b32) where the rig's row with the input gradient took 3.4-4.0 ms.
+TEST(Calibrate, FirstLayerConvolutionBackwardRowsHaveNoInputGradient) {
+  const std::string path = ::testing::TempDir() + "first_layer.json";
+  const std::string row =
+      R"({"name": "aten::convolution_backward", "input_shapes": [[32, 6, 28, 28], [32, 1, 28, 28],)"
+      R"( [6, 1, 5, 5], [], [], [], [], [], [], [], []], "dtype": "f32", "count": 5, "mean_us": 1130)";
+  std::ofstream(path) << R"({"ops": [)" << row << "}, " << row << R"(, "input_grad": false}]})";
+  const std::vector<OpSample> s = op_samples_from_manifest(path, "");
+  ASSERT_EQ(s.size(), 2u);
+  const double es = 4, go = 32.0 * 6 * 28 * 28, x = 32.0 * 1 * 28 * 28, wt = 6.0 * 25;
+  EXPECT_DOUBLE_EQ(s[0].work.flops, 2 * 2 * 32.0 * 6 * 28 * 28 * 25);
+  EXPECT_DOUBLE_EQ(s[1].work.flops, s[0].work.flops / 2);
+  EXPECT_DOUBLE_EQ(s[1].work.bytes, (go + x + 2 * wt) * es);
+  EXPECT_DOUBLE_EQ(s[0].work.bytes, (go + 2 * x + 2 * wt) * es);
+  expect_manifest_error(R"({"ops": [)" + row + R"(, "input_grad": "no"}]})", "ops[0].input_grad",
+                        [](const std::string& f) { (void)op_samples_from_manifest(f, ""); });
+}
+
 // The host side of the same run: the Python between ops (gap), zero_grad and AccumulateGrad once
 // a step, the optimizer's Python per parameter, and no per-op dispatch: the rig's 3.2 us (a
 // one-element add from Python) is the Python call, which is in the gap, plus the dispatcher,

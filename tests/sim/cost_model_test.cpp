@@ -590,6 +590,80 @@ TEST(CalibrationYaml, CpuMemoryHostAndGemmTermsRoundTrip) {
   std::filesystem::remove(bad);
 }
 
+// Where a CPU op's bytes come from (ByteSource): a streaming curve (sweep: true) reads the
+// rig's sweep at the working set, log-linear between its points; ReluGrad reads DRAM whatever its
+// size; the rest the /sys levels. The levels say a 28 MB update fits a 32 MiB L3 (50 GB/s here);
+// the sweep says 12.6 GB/s, as the rig's sweep measured 25 GB/s at 24 MB on a VM whose /sys L3
+// is 32 MiB (docs/cost-model.md, "Memory levels of a CPU").
+TEST(CostModel, CpuStreamingOpsFollowTheSweepAndActivationGradientsDram) {
+  const std::vector<MemoryLevel> levels = {
+      {"L2", 1e6, 100e9}, {"L3", 32e6, 50e9}, {"DRAM", 0, 10e9}};
+  const std::vector<MemoryLevel> sweep = {
+      {"1 MB", 1e6, 100e9}, {"12 MB", 12e6, 50e9}, {"24 MB", 24e6, 12e9}, {"48 MB", 48e6, 11e9}};
+  EXPECT_DOUBLE_EQ(sweep_rate(sweep, 0.5e6), 100e9);
+  EXPECT_DOUBLE_EQ(sweep_rate(sweep, 12e6), 50e9);
+  EXPECT_NEAR(sweep_rate(sweep, std::sqrt(12e6 * 24e6)), 31e9, 1.0);  // halfway in log bytes
+  EXPECT_DOUBLE_EQ(sweep_rate(sweep, 1e9), 11e9);
+  EXPECT_DOUBLE_EQ(sweep_rate({}, 1e6), 0.0);
+  EXPECT_DOUBLE_EQ(cpu_byte_rate(levels, sweep, 28e6, ByteSource::Levels), 50e9);
+  EXPECT_DOUBLE_EQ(cpu_byte_rate(levels, {}, 28e6, ByteSource::Sweep), 50e9);
+  EXPECT_DOUBLE_EQ(cpu_byte_rate(levels, sweep, 0.2e6, ByteSource::Dram), 10e9);
+  EXPECT_DOUBLE_EQ(cpu_byte_stretch(levels, sweep, 0.2e6, ByteSource::Dram), 10.0);
+  EXPECT_DOUBLE_EQ(cpu_byte_stretch(levels, sweep, 12e6, ByteSource::Sweep), 2.0);
+  EXPECT_TRUE(reads_saved_activation("ReluGrad"));
+  EXPECT_FALSE(reads_saved_activation("Relu"));
+
+  auto cal = std::make_shared<Calibration>();
+  DeviceCalibration& dc = cal->devices["cpu0"];
+  dc.memory = levels;
+  dc.sweep = sweep;
+  OpClassModel add;
+  add.intercept_s = 1e-6;
+  add.byte_rate = 100e9;
+  add.sweep = true;
+  dc.by_op_type["ApplyGradientDescent"] = add;
+  dc.by_op_type["ReluGrad"] = add;
+  add.sweep = false;
+  dc.by_op_type["Add"] = add;
+  KernelCostModel km;
+  km.set_calibration(cal);
+  const Cluster c = testing::star_cluster(1);
+  const Device& cpu = c.devices[0];
+  Op op;
+  op.type = "ApplyGradientDescent";
+  op.bytes_read = Bytes{24'000'000};
+  EXPECT_NEAR(km.op_time(op, cpu).ns, 1000 + 2'000'000, 2);  // 24 MB at the sweep's 12 GB/s
+  op.type = "Add";
+  EXPECT_NEAR(km.op_time(op, cpu).ns, 1000 + 480'000, 2);  // the same bytes in the levels' L3
+  op.type = "ReluGrad";
+  op.bytes_read = Bytes{600'000};
+  EXPECT_NEAR(km.op_time(op, cpu).ns, 1000 + 60'000, 2);  // 0.6 MB from DRAM, not L2
+
+  // Both round-trip through YAML; a sweep with an unbounded point or a bad flag names the key.
+  const std::string path = write_tmp(calibration_to_yaml(*cal));
+  const Calibration r = load_calibration(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(r.devices.at("cpu0").sweep.size(), 4u);
+  EXPECT_DOUBLE_EQ(r.devices.at("cpu0").sweep[2].byte_s, 12e9);
+  EXPECT_TRUE(r.devices.at("cpu0").by_op_type.at("ApplyGradientDescent").sweep);
+  EXPECT_FALSE(r.devices.at("cpu0").by_op_type.at("Add").sweep);
+  for (const auto& [text, key] :
+       {std::pair<std::string, std::string>{"devices:\n  cpu0:\n    memory_sweep:\n"
+                                            "      - {name: a, bytes: 0, byte_rate: \"10 GB/s\"}\n",
+                                            "devices.cpu0.memory_sweep"},
+        {"devices:\n  cpu0:\n    op_types:\n      Add: {byte_rate: \"1 GB/s\", sweep: maybe}\n",
+         "devices.cpu0.op_types.Add.sweep"}}) {
+    const std::string bad = write_tmp(text);
+    try {
+      load_calibration(bad);
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(bad);
+  }
+}
+
 }  // namespace
 }  // namespace placesim::sim
 

@@ -47,6 +47,25 @@ class MemoryLevels(unittest.TestCase):
         self.assertEqual([l["level"] for l in levels], ["DRAM"])
 
 
+class FirstLayerRows(unittest.TestCase):
+    def test_a_first_layers_convolution_backward_is_marked_without_input_gradient(self):
+        # Two backward convolutions as torch.profiler aggregates them: LeNet-5's conv1 (its input,
+        # the image, needs no gradient) and conv2; and conv1's ReLU backward, which is not a
+        # convolution and stays unmarked.
+        def ev(key, shapes, us):
+            return types.SimpleNamespace(key=key, input_shapes=shapes, count=4, cpu_time_total=4 * us)
+        evs = [ev("aten::convolution_backward", [[32, 6, 28, 28], [32, 1, 28, 28], [6, 1, 5, 5]], 1130),
+               ev("aten::convolution_backward", [[32, 16, 14, 14], [32, 6, 14, 14], [16, 6, 5, 5]], 900),
+               ev("aten::threshold_backward", [[32, 6, 28, 28], [32, 6, 28, 28]], 80)]
+        prof = types.SimpleNamespace(events=lambda: [], key_averages=lambda group_by_input_shape: evs)
+        rows = []
+        profile_rig.collect(prof, "cpu", rows, {}, {(32, 1, 28, 28)})
+        self.assertEqual([r.get("input_grad") for r in rows], [False, None, None])
+        self.assertEqual(rows[0]["mean_us"], 1130)
+        self.assertIn(1, profile_rig.IMAGE_CHANNELS)
+        self.assertIn(3, profile_rig.IMAGE_CHANNELS)
+
+
 class VectorLanes(unittest.TestCase):
     def test_the_widest_float_vector_the_flags_name(self):
         # This project's 2-vCPU AMD EPYC VM (2026-12-02): AVX2 and FMA, no AVX-512 flag.
