@@ -90,7 +90,8 @@ const std::map<std::string, double, std::less<>> kUnary = {
     {"HardSigmoid", 3}, {"HardSwish", 4},  {"Clip", 2},  {"Elu", 4},     {"Selu", 4},
     {"Celu", 4},        {"Gelu", 8},       {"Erf", 8},   {"Exp", 4},     {"Log", 4},
     {"Sqrt", 2},        {"Reciprocal", 1}, {"Neg", 1},   {"Abs", 1},     {"Softplus", 4},
-    {"Softsign", 3},    {"Mish", 8},       {"Sin", 4},   {"Cos", 4},     {"ThresholdedRelu", 1}};
+    {"Softsign", 3},    {"Mish", 8},       {"Sin", 4},   {"Cos", 4},     {"ThresholdedRelu", 1},
+    {"Silu", 5}};  // Silu: the fused x * Sigmoid(x) (Importer::find_silu), sigmoid 4 + multiply 1
 const std::set<std::string, std::less<>> kBinary = {"Add", "Sub", "Mul",  "Div", "Pow",
                                                     "Max", "Min", "Mean", "Sum", "Where"};
 // No gradient flows through these (integer or boolean results, shape computations).
@@ -599,6 +600,7 @@ class Importer {
     for (const auto& t : g.initializer()) initializers_.insert(t.name());
     data_inputs_ = find_data_inputs(g, initializers_, uses_);
     b_.prefix_names(false);
+    find_silu();
   }
   [[nodiscard]] const std::set<std::string>& data_inputs() const { return data_inputs_; }
 
@@ -700,7 +702,76 @@ class Importer {
     return outs;
   }
 
+  // torch.onnx exports nn.SiLU as Sigmoid(x) -> Mul(x, s), yet PyTorch runs it as one kernel
+  // each way: silu (read x, write y) and silu_backward (read x and dy, write dx)
+  // (aten/src/ATen/native/Activation.cpp; tools/autograd/derivatives.yaml: `silu(Tensor self)`,
+  // `silu_backward(grad, self)`). With --graph-opt silu=fused|inplace each Sigmoid whose only
+  // reader is a Mul by the same x becomes one op "Silu" at that Mul; a Sigmoid read elsewhere (an
+  // SE gate) stays. docs/workloads.md, "ONNX import".
+  void find_silu() {
+    if (options_.silu == SiluMode::Ops) return;
+    std::map<std::string, int> readers;
+    for (const auto& n : g_.node()) {
+      for (const auto& in : n.input()) ++readers[in];
+    }
+    for (const auto& out : g_.output()) ++readers[out.name()];
+    std::map<std::string, int> sigmoid_of;  // a Sigmoid's output -> its node
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& n = g_.node(k);
+      if (n.op_type() == "Sigmoid" && n.input_size() == 1 && n.output_size() == 1 &&
+          readers[n.output(0)] == 1)
+        sigmoid_of[n.output(0)] = k;
+    }
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& n = g_.node(k);
+      if (n.op_type() != "Mul" || n.input_size() != 2) continue;
+      for (int j = 0; j < 2; ++j) {
+        const auto it = sigmoid_of.find(n.input(j));
+        if (it == sigmoid_of.end() || g_.node(it->second).input(0) != n.input(1 - j)) continue;
+        silu_skip_.insert(it->second);
+        silu_at_[k] = n.input(1 - j);
+        break;
+      }
+    }
+  }
+
   void add_node(int k, const onnx::NodeProto& n) {
+    if (silu_skip_.contains(k)) return;
+    const auto silu = silu_at_.find(k);
+    if (silu == silu_at_.end()) {
+      add_node_as(k, n);
+      return;
+    }
+    std::string x = silu->second;
+    if (options_.silu == SiluMode::Inplace) {
+      // nn.SiLU(inplace=True): autograd saves a copy of x before silu_ overwrites it (the
+      // generated VariableType saves `self.clone()` for an in-place op whose derivative reads
+      // self; tools/autograd/gen_variable_type.py), a read and a write of x more; silu_backward
+      // then reads that copy. The copy passes the gradient through unchanged.
+      const auto in = tensors_.find(x);
+      if (in == tensors_.end()) {
+        throw sim::InputError(
+            path_, "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")",
+            "inputs produced earlier in the graph, got unknown tensor \"" + x + "\"");
+      }
+      const std::string name =
+          unique((n.name().empty() ? "Silu_" + std::to_string(k) : n.name()) + "/saved_input");
+      b_.scope(layer_of(name, '/'));
+      std::vector<GradRule> rules;
+      if (is_float(in->second.dtype)) rules.push_back(GradRule{.wrt = {0}, .passthrough = true});
+      const auto copy = b_.op(name, "Copy", {in->second}, {in->second.shape}, 0, std::move(rules),
+                              in->second.dtype);
+      x = name;
+      tensors_[x] = copy[0];
+    }
+    onnx::NodeProto fused = n;
+    fused.set_op_type("Silu");
+    fused.clear_input();
+    fused.add_input(x);
+    add_node_as(k, fused);
+  }
+
+  void add_node_as(int k, const onnx::NodeProto& n) {
     const std::string& type = n.op_type();
     std::vector<Tensor> ins;
     std::vector<int> pos;
@@ -782,6 +853,8 @@ class Importer {
   std::set<std::string> used_names_;
   std::map<std::string, Tensor> tensors_;
   std::set<std::string> unknown_ops_;
+  std::set<int> silu_skip_;             // Sigmoid nodes folded into a Silu
+  std::map<int, std::string> silu_at_;  // a Mul node -> the x of its Silu
   // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
   // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
   std::set<std::string> guessed_;

@@ -19,8 +19,15 @@
 
 namespace placesim::models {
 
+/// How the graph runs Sigmoid(x) -> Mul(x, s), torch.onnx's export of nn.SiLU
+/// (docs/workloads.md, "ONNX import"): as those two ops (`ops`, what x * torch.sigmoid(x) runs), as
+/// PyTorch's silu / silu_backward kernels (`fused`, nn.SiLU()), or with the copy of x autograd
+/// saves for an in-place one first (`inplace`, nn.SiLU(inplace=True)).
+enum class SiluMode { Ops, Fused, Inplace };
+
 struct OnnxImportOptions {
   bool training = false;
+  SiluMode silu = SiluMode::Ops;
   std::int64_t batch = 0;  ///< 0 = keep the model's batch dimension (1 if symbolic)
   Optimizer optimizer = Optimizer::Sgd;
 };

@@ -214,5 +214,44 @@ TEST(OnnxImport, TransformerEveryWeightTrains) {
   }
 }
 
+// torch.onnx exports nn.SiLU as Sigmoid(x) -> Mul(x, s). `silu=fused` runs each as PyTorch's silu
+// and silu_backward kernels (x read and y written; x and dy read, dx written), `silu=inplace` adds
+// the copy of x autograd saves for nn.SiLU(inplace=True); the SE gates' Sigmoids (read by a Mul of
+// another tensor) stay; the default keeps the ONNX ops. Anything else is refused naming the key.
+TEST(OnnxImport, SiluFusesSigmoidTimesItsInput) {
+  const std::string model = kDir + "efficientnet_b0.onnx";
+  std::map<std::string, std::map<std::string, int>> count;
+  std::map<std::string, double> traffic;
+  for (const std::string mode : {"ops", "fused", "inplace"}) {
+    const sim::Graph g = load_graph(model, "training,batch=2,silu=" + mode);
+    for (const auto& op : g.ops) {
+      ++count[mode][op.type];
+      if (op.phase != sim::Phase::Update)
+        traffic[mode] += static_cast<double>(op.bytes_read.v + op.bytes_written.v);
+    }
+  }
+  // EfficientNet-B0: 49 SiLUs (stem, head, 15 expansions, 16 depthwise, 16 SE squeezes) and 16 SE
+  // gates.
+  EXPECT_EQ(count["ops"]["Sigmoid"], 65);
+  EXPECT_EQ(count["ops"].count("Silu"), 0u);
+  EXPECT_EQ(count["fused"]["Silu"], 49);
+  EXPECT_EQ(count["fused"]["SiluGrad"], 49);
+  EXPECT_EQ(count["fused"]["Sigmoid"], 16);
+  EXPECT_EQ(count["fused"]["Mul"], count["ops"]["Mul"] - 49);
+  EXPECT_EQ(count["fused"].count("Copy"), 0u);
+  EXPECT_EQ(count["inplace"]["Copy"], 49);
+  EXPECT_EQ(count["inplace"]["Silu"], 49);
+  // Per SiLU the two ops move 5 passes over the tensor forward and 12 backward (two MulGrads, a
+  // SigmoidGrad, the sum of x's two gradients) where the kernels move 2 + 3; the copy adds 2.
+  EXPECT_LT(traffic["fused"], 0.8 * traffic["ops"]);
+  EXPECT_GT(traffic["inplace"], traffic["fused"]);
+  const sim::Graph f = load_graph(model, "training,batch=2,silu=fused");
+  const auto& silu =
+      f.ops.at(static_cast<std::size_t>(f.op_index("/features/features.0/features.0.2/Mul")));
+  EXPECT_EQ(silu.type, "Silu");
+  EXPECT_EQ(silu.bytes_read.v, silu.bytes_written.v);
+  EXPECT_THROW(load_graph(model, "training,batch=2,silu=yes"), sim::InputError);
+}
+
 }  // namespace
 }  // namespace placesim::models
