@@ -11,12 +11,12 @@
 #include <string>
 
 #include "calibration/link_fit.hpp"
+#include "models/nccl_p2p.hpp"
 #include "sim/cluster.hpp"
 #include "sim/collective.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
 #include "tools/commands.hpp"
-#include "tools/nccl_p2p.hpp"
 
 namespace placesim::tools {
 
@@ -290,7 +290,7 @@ void run_collective(const CollectiveArgs& given) {
     op_from_file(a, text, measured.collective_note);
   }
   sim::Cluster cluster = sim::load_cluster(a.cluster);
-  if (!parse_p2p(a.p2p, "<flag --p2p>", "")) disable_peer_access(cluster);
+  if (!models::parse_p2p(a.p2p, "<flag --p2p>", "")) models::disable_peer_access(cluster);
   sim::CollectiveCall call = call_from_flags(a);
   const auto dtype = sim::parse_dtype(a.dtype);
   if (!dtype)

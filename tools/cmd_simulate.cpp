@@ -16,6 +16,7 @@
 
 #include "models/chakra.hpp"
 #include "models/huge_step.hpp"
+#include "models/nccl_p2p.hpp"
 #include "models/parallel.hpp"
 #include "models/registry.hpp"
 #include "models/seq_dist.hpp"
@@ -28,7 +29,6 @@
 #include "sim/simulate.hpp"
 #include "sim/trace.hpp"
 #include "tools/commands.hpp"
-#include "tools/nccl_p2p.hpp"
 
 namespace placesim::tools {
 
@@ -402,7 +402,7 @@ void run_simulate(const SimulateArgs& given) {
   SimulateArgs a = given;
   sim::Cluster cluster = sim::load_cluster(a.cluster);
   // p2p=off in --parallel: NCCL_P2P_DISABLE=1, the job's collectives through host memory.
-  if (!take_p2p(a.parallel, "<flag --parallel>")) disable_peer_access(cluster);
+  if (!models::take_p2p(a.parallel, "<flag --parallel>")) models::disable_peer_access(cluster);
   if (a.graph == "gpt-huge") {
     sim::KernelCostModel costs;
     if (!a.calibration.empty()) {

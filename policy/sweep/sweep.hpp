@@ -45,6 +45,9 @@ struct SweepWorkload {
   /// dp GPUs of each point's cluster with DDP's gradient all-reduce, and that placement is used
   /// (the point's method is not). Empty: the graph as it is.
   std::string parallel;
+  /// `p2p=off` in the spec's `parallel` (taken out of `parallel` above): NCCL_P2P_DISABLE=1, the
+  /// point's cluster copy loses every GPU's peer access (models/nccl_p2p.hpp), as in simulate.
+  bool p2p = true;
 };
 
 /// A placement strategy: one baseline, or the best (lowest step time, fitting in memory first)

@@ -2,7 +2,7 @@
 # `placesim sweep` end to end: a small sweep on 1 and 2 threads gives identical CSVs; a run
 # interrupted (rows missing from the CSV, a cut line in its journal) resumes to the same file
 # evaluating only what was missing; 2 MPI ranks, and 3 resuming, give the same CSV; bad specs exit 2 with one line;
-# a sweep with `rl:` methods gives the same CSV on 1 and 2 threads and on 2 ranks.
+# a workload's p2p=off matches simulate's; a sweep with `rl:` methods gives the same CSV on 1 and 2 threads and on 2 ranks.
 set -u
 PLACESIM=${1:?usage: sweep_test.sh PATH_TO_placesim}
 SRC=${PLACESIM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -113,6 +113,36 @@ bad 'base: paper-4gpu
 workloads: [rnnlm]
 methods: [rl:zero]' 'methods\[0\]'
 "$PLACESIM" sweep "$T/missing.yaml" -q >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing spec file"
+bad 'base: dgx-a100
+workloads: [{graph: resnet50, parallel: "dp=all,p2p=maybe"}]
+methods: [single-gpu]' 'bad.yaml: workloads\[0\].parallel: p2p: expected on or off'
+bad 'base: dgx-a100
+workloads: [{graph: resnet50, parallel: "p2p=off"}]
+methods: [single-gpu]' 'workloads\[0\].parallel'
+
+# p2p=off in a workload's parallel (NCCL_P2P_DISABLE=1): that workload's points run on a copy of
+# the cluster without peer access, slower than with NVLink on dgx-a100 and the same step time as
+# simulate's --parallel dp=8,p2p=off; 1 and 2 threads give the same CSV.
+cat > "$T/p2p.yaml" <<'YAML'
+base: dgx-a100
+workloads:
+  - {graph: resnet50, options: "batch=256", parallel: dp=all}
+  - {graph: resnet50, options: "batch=256", parallel: "dp=all,p2p=off"}
+methods: [single-gpu]
+YAML
+"$PLACESIM" sweep "$T/p2p.yaml" -o "$T/p2p1.csv" --threads 1 -q >/dev/null 2>"$T/err" || { cat "$T/err"; fail "p2p sweep"; }
+"$PLACESIM" sweep "$T/p2p.yaml" -o "$T/p2p2.csv" --threads 2 -q >/dev/null 2>&1 || fail "p2p sweep, 2 threads"
+cmp -s "$T/p2p1.csv" "$T/p2p2.csv" || fail "p2p sweep: 1 and 2 threads differ"
+"$PLACESIM" simulate --graph resnet50 --graph-opt batch=256 --cluster dgx-a100 --parallel dp=8,p2p=off \
+  --json >"$T/p2p-sim.json" 2>/dev/null || fail "simulate --parallel dp=8,p2p=off"
+/usr/bin/python3 - "$T/p2p1.csv" "$T/p2p-sim.json" <<'PY' || fail "p2p sweep against simulate"
+import csv, json, sys
+rows = {r["workload"]: float(r["step_time_s"]) for r in csv.DictReader(open(sys.argv[1]))}
+on, off = rows["resnet50(batch=256)[dp=all]"], rows["resnet50(batch=256)[dp=all,p2p=off]"]
+sim = json.load(open(sys.argv[2]))["step_time_s"]
+assert off > on, (off, on)
+assert abs(off - sim) < 1e-9, (off, sim)
+PY
 
 # `rl:` methods (builds with LibTorch): points train their policies side by side on oneTBB
 # threads, and each seeds LibTorch's one global generator for its initial weights; the CSV must

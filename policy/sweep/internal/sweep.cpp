@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "models/nccl_p2p.hpp"
 #include "models/parallel.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
@@ -508,6 +509,7 @@ std::vector<std::map<std::string, std::string>> parse_points(const YAML::Node& p
 SweepWorkload parse_workload(const YAML::Node& n, const std::string& origin,
                              const std::string& key) {
   SweepWorkload w;
+  std::string written_parallel;  // the label shows p2p=off too
   if (n.IsScalar()) {
     w.graph = n.Scalar();
   } else if (n.IsMap()) {
@@ -528,12 +530,19 @@ SweepWorkload parse_workload(const YAML::Node& n, const std::string& origin,
       else if (k == "label")
         w.label = v;
       else if (k == "parallel") {
-        // Checked here; a sweep simulates one graph per point, not accumulate's two.
-        if (models::parse_parallel(v, origin + ": " + key + ".parallel").accumulate > 1)
+        // Checked here; a sweep simulates one graph per point, not accumulate's two. p2p=on|off
+        // (NCCL_P2P_DISABLE) is taken out first, as simulate does; the evaluator applies it.
+        std::string layout = v;
+        w.p2p = models::take_p2p(layout, origin + ": " + key + ".parallel");
+        if (layout.empty())
+          throw InputError(origin, key + ".parallel",
+                           "a layout besides p2p (\"dp=all,p2p=off\"), got \"" + v + "\"");
+        if (models::parse_parallel(layout, origin + ": " + key + ".parallel").accumulate > 1)
           throw InputError(
               origin, key + ".parallel",
               "no accumulate in a sweep (simulate --parallel takes it), got \"" + v + "\"");
-        w.parallel = v;
+        w.parallel = layout;
+        written_parallel = v;
       } else
         throw InputError(origin, key + "." + k, "graph, options, parallel or label");
     }
@@ -543,7 +552,7 @@ SweepWorkload parse_workload(const YAML::Node& n, const std::string& origin,
   if (w.graph.empty()) throw InputError(origin, key + ".graph", "a graph name or file");
   if (w.label.empty()) {
     w.label = w.options.empty() ? w.graph : w.graph + "(" + w.options + ")";
-    if (!w.parallel.empty()) w.label += "[" + w.parallel + "]";
+    if (!w.parallel.empty()) w.label += "[" + written_parallel + "]";
   }
   return w;
 }

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "models/nccl_p2p.hpp"
 #include "models/parallel.hpp"
 #include "models/registry.hpp"
 #include "policy/place/learned.hpp"
@@ -25,13 +26,17 @@ struct SimulationEvaluator::Impl {
   std::shared_ptr<const sim::Cluster> cluster_for(const SweepPoint& p) const {
     std::string key;
     for (const auto& [a, v] : p.axis_values) key += a + "=" + v + "\n";
+    // A workload's p2p=off (NCCL_P2P_DISABLE=1) runs on its own copy without peer access.
+    const bool p2p = spec.workloads.at(p.workload).p2p;
+    if (!p2p) key += "p2p=off\n";
     {
       const std::lock_guard lock(mutex);
       if (auto it = clusters.find(key); it != clusters.end()) return it->second;
     }
     // Built outside the lock; two threads building the same key build equal clusters.
-    auto c = std::make_shared<const sim::Cluster>(
-        apply_axes(spec.base, base, p.axis_values, spec.origin));
+    sim::Cluster built = apply_axes(spec.base, base, p.axis_values, spec.origin);
+    if (!p2p) models::disable_peer_access(built);
+    auto c = std::make_shared<const sim::Cluster>(std::move(built));
     const std::lock_guard lock(mutex);
     return clusters.emplace(key, std::move(c)).first->second;
   }
@@ -175,7 +180,8 @@ PointResult SimulationEvaluator::operator()(const SweepPoint& p) const {
         placement = learned_methods()->train_short(graph, *cluster, rl->iterations, rl->seed);
       } else if (const std::string& par = impl_->spec.workloads.at(p.workload).parallel;
                  !par.empty()) {
-        // A data-parallel job places itself: replica k on the k-th GPU.
+        // A data-parallel job places itself: replica k on the k-th GPU (its p2p=off is in the
+        // cluster, cluster_for).
         const models::ParallelJob job =
             models::make_parallel(graph, *cluster, models::parse_parallel(par, impl_->spec.origin));
         r = summarize(sim::simulate(*cluster, job.graph, job.placement, opts));

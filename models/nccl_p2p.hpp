@@ -1,11 +1,13 @@
 // NCCL_P2P_DISABLE=1 for the collective model (docs/collectives.md, "P2P disabled"): the
-// commands' `--p2p off` (collective) and `--parallel ...,p2p=off` (simulate) take every GPU's
-// peer access away, so NCCL's rings go through host memory (NCCL's SHM transport) and GPU copies
-// are staged through the host, as with the driver's peer access off.
+// commands' `--p2p off` (collective), `--parallel ...,p2p=off` (simulate) and a sweep workload's
+// `parallel: "...,p2p=off"` (policy/sweep) take every GPU's peer access away, so NCCL's rings go
+// through host memory (NCCL's SHM transport) and GPU copies are staged through the host, as with
+// the driver's peer access off.
 //
 //   sim::Cluster c = sim::load_cluster("dgx-a100");
 //   std::string par = "dp=8,p2p=off";
-//   if (!tools::take_p2p(par, "<flag --parallel>")) tools::disable_peer_access(c);  // par: "dp=8"
+//   if (!models::take_p2p(par, "<flag --parallel>")) models::disable_peer_access(c);  // par:
+//   "dp=8"
 #pragma once
 
 #include <algorithm>
@@ -15,7 +17,7 @@
 #include "sim/cluster.hpp"
 #include "sim/error.hpp"
 
-namespace placesim::tools {
+namespace placesim::models {
 
 /// `value` as the p2p setting: true for "on", false for "off"; InputError naming `origin` and
 /// `key` otherwise.
@@ -49,4 +51,4 @@ inline void disable_peer_access(sim::Cluster& c) {
   sim::compute_routes(c);
 }
 
-}  // namespace placesim::tools
+}  // namespace placesim::models
