@@ -1027,7 +1027,9 @@ double manifest_number(const nlohmann::json& o, const char* key, const std::stri
       o.at(key).get<double>() > hi) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", hi);
-    throw InputError(path, where + "." + key, std::string("a number from 0 to ") + buf);
+    throw InputError(path, where + "." + key,
+                     std::string("a number from 0 to ") + buf + ", got " +
+                         (o.contains(key) ? sim::printable(o.at(key).dump()) : "no such key"));
   }
   return o.at(key).get<double>();
 }
@@ -1051,8 +1053,9 @@ std::vector<sim::MemoryLevel> manifest_memory(const nlohmann::json& doc, const s
     m.byte_s = manifest_number(l, "byte_s", path, key, 1e15);
     m.name = sweep ? std::to_string(static_cast<long long>(m.bytes)) + " B"
                    : l.value("level", std::string("?"));
-    if (!(m.byte_s > 0)) throw InputError(path, key + ".byte_s", "a positive rate");
-    if (sweep && !(m.bytes > 0)) throw InputError(path, key + ".bytes", "a measured working set");
+    if (!(m.byte_s > 0)) throw InputError(path, key + ".byte_s", "a positive rate, got 0");
+    if (sweep && !(m.bytes > 0))
+      throw InputError(path, key + ".bytes", "a measured working set (above 0 bytes), got 0");
     if (!out.empty() && (out.back().bytes <= 0 || (m.bytes > 0 && m.bytes <= out.back().bytes)))
       throw InputError(
           path, key + ".bytes",
@@ -1251,7 +1254,8 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
       // the graphs' first convolution has a filter gradient and no input gradient. One
       // convolution's FLOPs; grad-output and input read, the weight read and its gradient written.
       if (!r.at("input_grad").is_boolean())
-        throw InputError(path, key + ".input_grad", "true or false");
+        throw InputError(path, key + ".input_grad",
+                         "true or false, got " + sim::printable(r.at("input_grad").dump()));
       const auto& t = s.signature.input_shapes;
       if (!r.at("input_grad").get<bool>() && s.work.op_class == "conv_bwd" && t.size() >= 3) {
         const double es = static_cast<double>(sim::dtype_size(s.signature.dtype));

@@ -16,6 +16,7 @@
 
 #include "sim/cluster.hpp"
 #include "sim/error.hpp"
+#include "sim/io_util.hpp"
 
 namespace placesim::models {
 
@@ -23,7 +24,7 @@ namespace placesim::models {
 /// `key` otherwise.
 inline bool parse_p2p(const std::string& value, const std::string& origin, const std::string& key) {
   if (value != "on" && value != "off")
-    throw sim::InputError(origin, key, "on or off, got \"" + value + "\"");
+    throw sim::InputError(origin, key, "on or off, got \"" + sim::printable(value) + "\"");
   return value == "on";
 }
 

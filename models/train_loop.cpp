@@ -116,18 +116,21 @@ void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
       if (root) op.control_inputs.push_back(s);
     }
   };
+  // Where a chain's adds run: GPU kernels (host_sum: a CUDA tensor) or CPU ops on the host CPU
+  // (cpu_sum: a tensor left on the host).
+  enum class Runs { OnGpu, OnHostCpu };
   // N one-element adds, one after another (Python's sum(): 0 + t[0], then + t[i]), the first
   // after `after`; returns the last.
-  const auto chain = [&](const std::string& name, int n, std::vector<sim::OpId> after) {
+  const auto chain = [&](const std::string& name, Runs where, int n, std::vector<sim::OpId> after) {
     sim::TensorRef acc{-1, 0};
     for (int i = 0; i < n; ++i) {
       acc = b.add(name + std::to_string(i), "aten::add", acc.op < 0 ? kScalar : 2 * kScalar,
                   kScalar, kScalar, acc.op < 0 ? std::vector<sim::TensorRef>{} : std::vector{acc},
                   acc.op < 0 ? after : std::vector<sim::OpId>{}, sim::Phase::Forward);
-      if (name == "cpu_sum") {  // the host's own adds: one group, placed on the host CPU
+      if (where == Runs::OnHostCpu) {  // the host's own adds: one group, placed on the host CPU
         sim::Op& op = g.ops[static_cast<std::size_t>(acc.op)];
         op.device_kind = sim::DeviceKind::Cpu;
-        op.group = "train_loop/cpu_sum";
+        op.group = "train_loop/" + name;
         // All of a one-element add's time is its dispatch, the CPU's launch_overhead (2 us;
         // "approx 2 us" a small CPU op, half of it Python, pytorch/pytorch#41383): no work is
         // left to share the socket with other ranks' processes, each on its own core.
@@ -137,9 +140,9 @@ void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
     return acc;
   };
   std::vector<sim::OpId> host_done;  // what the host finished before it goes on
-  if (t.cpu_sum > 0) host_done = {chain("cpu_sum", t.cpu_sum, {}).op};
+  if (t.cpu_sum > 0) host_done = {chain("cpu_sum", Runs::OnHostCpu, t.cpu_sum, {}).op};
   if (t.host_sum > 0) {
-    const sim::TensorRef acc = chain("host_sum", t.host_sum, host_done);
+    const sim::TensorRef acc = chain("host_sum", Runs::OnGpu, t.host_sum, host_done);
     const sim::TensorRef s = b.add("host_sum_item", "aten::_local_scalar_dense", kScalar, kScalar,
                                    kScalar, {acc}, {}, sim::Phase::Forward);
     host_done = {s.op};

@@ -50,8 +50,9 @@ struct GpuInterconnect {
 };
 
 /// GPU architecture as the catalog gives it: NVIDIA's CUDA compute capability (major.minor) or
-/// AMD's gfx target. The cost model decides per generation from it (docs/cost-model.md), not from
-/// the model name. Not part of the cluster format: a device without a catalog model has none.
+/// AMD's gfx target. The cost model (docs/cost-model.md) and the collective model's NCCL
+/// generation (nccl_gpu_generation, docs/collectives.md) decide from it, not from the model name.
+/// A device with explicit specs has none unless its cluster file gives `arch` (docs/formats.md).
 struct GpuArch {
   enum class Vendor { None, Nvidia, Amd };
   Vendor vendor = Vendor::None;
@@ -64,6 +65,11 @@ struct GpuArch {
   }
   /// NVIDIA Hopper: compute capability 9.x.
   [[nodiscard]] bool hopper() const { return vendor == Vendor::Nvidia && major == 9; }
+  /// NVIDIA compute capability as CUDA and NCCL write it (10 x major + minor: 90 for 9.0); 0 for
+  /// AMD or none.
+  [[nodiscard]] int compute_capability() const {
+    return vendor == Vendor::Nvidia ? 10 * major + minor : 0;
+  }
 };
 /// The compute capability for NVIDIA ("9.0"), the gfx target for AMD ("gfx942"), "" for none.
 std::string to_string(const GpuArch& a);
@@ -100,7 +106,7 @@ struct DeviceSpec {
   /// GPU interconnect as the catalog gives it (sim/catalog.cpp; `import topo` builds links from
   /// it). Not part of the cluster format: a cluster file gives links, not these.
   GpuInterconnect interconnect;
-  /// GPU architecture as the catalog gives it (sim/catalog.cpp); not part of the cluster format.
+  /// GPU architecture: the catalog's (sim/catalog.cpp), or `arch` of explicit specs.
   GpuArch arch;
   std::string source;  ///< where the numbers came from
 

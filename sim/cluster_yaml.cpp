@@ -2,6 +2,7 @@
 // search for built-in scenarios.
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -277,6 +278,31 @@ std::set<std::string> parse_tcp(const Reader& rd, const YAML::Node& n, Cluster& 
   return kinds;
 }
 
+// `arch` of a GPU with explicit specs: an NVIDIA compute capability "major.minor" ("9.0") or an
+// AMD gfx target ("gfx942"), as docs/formats.md gives them.
+GpuArch parse_arch(const Reader& rd, const YAML::Node& n, const std::string& path,
+                   DeviceKind kind) {
+  const std::string a = rd.str(n, path);
+  const std::string expected =
+      "an NVIDIA compute capability \"major.minor\" (\"9.0\") or an AMD gfx target (\"gfx942\")";
+  if (kind != DeviceKind::Gpu)
+    rd.fail(n, path,
+            "no arch on a CPU (the architecture is a GPU's), got \"" + printable(a) + "\"");
+  if (a.size() > 3 && a.starts_with("gfx") && std::all_of(a.begin() + 3, a.end(), [](char c) {
+        return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+      }))
+    return {GpuArch::Vendor::Amd, 0, 0, a};
+  const std::size_t dot = a.find('.');
+  int major = 0, minor = 0;
+  if (dot == std::string::npos) rd.fail(n, path, expected + ", got \"" + printable(a) + "\"");
+  const auto [pm, em] = std::from_chars(a.data(), a.data() + dot, major);
+  const auto [pn, en] = std::from_chars(a.data() + dot + 1, a.data() + a.size(), minor);
+  if (em != std::errc{} || pm != a.data() + dot || en != std::errc{} || pn != a.data() + a.size() ||
+      dot == 0 || dot + 1 == a.size() || major < 1 || major > 99 || minor < 0 || minor > 9)
+    rd.fail(n, path, expected + ", got \"" + printable(a) + "\"");
+  return {GpuArch::Vendor::Nvidia, major, minor, ""};
+}
+
 // One device entry: name, kind or catalog model, spec fields, node and the host name (resolved
 // once every device is known, in resolve_hosts).
 Device parse_device(const Reader& rd, const YAML::Node& d, const std::string& path,
@@ -285,7 +311,7 @@ Device parse_device(const Reader& rd, const YAML::Node& d, const std::string& pa
                 {"name", "kind", "model", "node", "host", "peak_flops", "memory_bandwidth",
                  "memory_capacity", "compute_streams", "sm_count", "worker_threads", "copy_engines",
                  "launch_overhead", "intra_op_threads", "reserved_memory", "copy_issue_overhead",
-                 "dma_setup_latency", "source"});
+                 "dma_setup_latency", "arch", "source"});
   Device dev;
   dev.name = rd.str(require(rd, d, d["name"], path + ".name", "a device name"), path + ".name");
   check_name(rd, d["name"], path + ".name", names, dev.name);
@@ -330,7 +356,12 @@ Device parse_device(const Reader& rd, const YAML::Node& d, const std::string& pa
             std::string("'") + key + "' for a device without a catalog model (the key is missing)");
     }
     dev.spec.source = "explicit in " + rd.origin();
+    if (d["arch"]) dev.spec.arch = parse_arch(rd, d["arch"], path + ".arch", *kind);
   }
+  if (d["model"] && d["arch"])
+    rd.fail(d["arch"], path + ".arch",
+            "no 'arch' with a catalog model (the catalog gives " + dev.spec.model + "'s: \"" +
+                to_string(dev.spec.arch) + "\"); 'arch' goes with explicit specs");
   apply_spec_fields(rd, d, path, dev.spec);
   if (dev.spec.peak_flops.empty() || dev.spec.peak_for(Dtype::F32).per_s <= 0) {
     rd.fail(d, path + ".peak_flops", "a peak rate for f32 at least");
@@ -725,6 +756,8 @@ void emit_devices(const Cluster& c, YAML::Emitter& out) {
     out << YAML::Key << "compute_streams" << YAML::Value << s.compute_streams;
     if (s.kind == DeviceKind::Gpu && s.sm_count > 0)
       out << YAML::Key << "sm_count" << YAML::Value << s.sm_count;
+    if (find_device_model(s.model) == nullptr && s.arch.vendor != GpuArch::Vendor::None)
+      out << YAML::Key << "arch" << YAML::Value << to_string(s.arch);
     out << YAML::Key << "worker_threads" << YAML::Value << s.worker_threads;
     out << YAML::Key << "copy_engines" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
         << "h2d" << YAML::Value << s.h2d_engines << YAML::Key << "d2h" << YAML::Value

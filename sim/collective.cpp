@@ -143,23 +143,6 @@ bool is_nvlink(const Link& l) {
   return lower_alnum(l.kind).starts_with("nvlink");
 }
 
-bool is_blackwell(const DeviceSpec& s) {
-  const std::string m = lower_alnum(s.model);
-  for (const char* b : {"b100", "b200", "b300", "gb200", "gb300"})
-    if (m.find(b) != std::string::npos) return true;
-  return false;
-}
-
-int gpu_generation(const DeviceSpec& s) {  // 0 Volta (and older), 1 Ampere/Ada, 2 Hopper+
-  const std::string m = lower_alnum(s.model);
-  for (const char* h : {"h100", "h200", "h800", "h20", "gh200", "b200", "b100", "gb200", "b300"})
-    if (m.find(h) != std::string::npos) return 2;
-  for (const char* a :
-       {"a100", "a800", "a30", "a40", "a10", "rtx30", "rtx40", "4090", "3090", "l40", "l4"})
-    if (m.find(a) != std::string::npos) return 1;
-  return 0;
-}
-
 struct Flow {
   DeviceId from, to;
   int channel;
@@ -375,6 +358,21 @@ int nccl_channels(const Cluster& c, DeviceId d, Hw intra) {
 
 std::vector<std::vector<DeviceId>> nvlink_rings(const Cluster& c, const std::vector<DeviceId>& g);
 
+// NCCL's P2P transport needs CUDA peer access (NVIDIA/nccl src/transport/p2p.cc,
+// p2pCanConnect); where no two ranks of a node have it (peer_access: none, or NCCL_P2P_DISABLE=1
+// as `collective --p2p off` and `simulate --parallel ...,p2p=off` apply it) every hop goes
+// through host memory (shm_hops). A node with some peer pairs keeps the P2P model.
+bool through_host_memory(const Cluster& c, const std::vector<DeviceId>& ranks) {
+  bool pairs = false, peer = false;
+  for (DeviceId a : ranks)
+    for (DeviceId b : ranks)
+      if (a != b && c.devices[a].node == c.devices[b].node) {
+        pairs = true;
+        peer = peer || c.peer_access[a][b];
+      }
+  return pairs && !peer;
+}
+
 Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
   Topo t;
   std::vector<std::string> node_names;
@@ -393,23 +391,12 @@ Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
   }
   t.gen = 2;
   for (DeviceId d : ranks) {
-    t.gen = std::min(t.gen, gpu_generation(c.devices[d].spec));
+    t.gen = std::min(t.gen, nccl_gpu_generation(c.devices[d].spec));
     const DeviceId h = c.devices[d].host;
     if (h >= 0 && lower_alnum(c.devices[h].spec.model).find("epyc") != std::string::npos)
       t.amd_host = true;
   }
-  // NCCL's P2P transport needs CUDA peer access (NVIDIA/nccl src/transport/p2p.cc,
-  // p2pCanConnect); where no two ranks of a node have it (peer_access: none, or NCCL_P2P_DISABLE=1
-  // as `collective --p2p off` and `simulate --parallel ...,p2p=off` apply it) every hop goes
-  // through host memory (shm_hops). A node with some peer pairs keeps the P2P model.
-  bool pairs = false, peer = false;
-  for (DeviceId a : ranks)
-    for (DeviceId b : ranks)
-      if (a != b && c.devices[a].node == c.devices[b].node) {
-        pairs = true;
-        peer = peer || c.peer_access[a][b];
-      }
-  t.shm = pairs && !peer;
+  t.shm = through_host_memory(c, ranks);
   // Intra-node class: NVLink when every same-node pair's route crosses only NVLink.
   bool all_nvlink = ranks.size() > 1;
   for (DeviceId a : ranks)
@@ -429,8 +416,8 @@ Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
       t.nvls_link_bw = std::min(t.nvls_link_bw, nvls_port_bw(c, g));
     t.nvls = t.nvls_link_bw > 0;
     if (!t.nvls) t.nvls_link_bw = 0;
-    const bool blackwell = std::all_of(ranks.begin(), ranks.end(),
-                                       [&](DeviceId d) { return is_blackwell(c.devices[d].spec); });
+    const bool blackwell = std::all_of(
+        ranks.begin(), ranks.end(), [&](DeviceId d) { return nccl_blackwell(c.devices[d].spec); });
     if (blackwell)
       t.nvls_channels = t.nodes > 1 ? kNvlsChannelsBlackwell : kNvlsChannelsBlackwellNode;
   }
@@ -873,6 +860,15 @@ std::optional<CollProto> parse_coll_proto(std::string_view s) {
   for (CollProto p : {CollProto::Auto, CollProto::LL, CollProto::LL128, CollProto::Simple})
     if (lower_alnum(to_string(p)) == k) return p;
   return std::nullopt;
+}
+
+int nccl_gpu_generation(const DeviceSpec& s) {
+  const int cc = s.arch.compute_capability();
+  return cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
+}
+
+bool nccl_blackwell(const DeviceSpec& s) {
+  return s.arch.compute_capability() >= 100;
 }
 
 double bus_factor(CollectiveKind k, int n) {

@@ -43,6 +43,17 @@ struct CollectivePrediction {
   int nodes = 1;
 };
 
+/// NCCL's GPU generation, the index of its tuning tables (src/graph/tuning.cc ncclTopoTuneModel:
+/// "compCapIndex = minCompCap >= 90 ? HOPPER : minCompCap >= 80 ? AMPERE : VOLTA"): 2 for compute
+/// capability 9.0 and up (Hopper, Blackwell), 1 for 8.x (Ampere, Ada), 0 below (Volta, Turing and
+/// older). Read from the device's architecture (`DeviceSpec::arch`: the catalog's, or a cluster
+/// file's `arch` for explicit specs), never from its model name. A GPU without an NVIDIA compute
+/// capability (AMD parts, explicit specs without `arch`) counts as 0 (docs/collectives.md).
+int nccl_gpu_generation(const DeviceSpec& s);
+/// Blackwell as NCCL's NVLS channel count tells it (src/transport/nvls.cc ncclNvlsInit:
+/// "comm->compCap >= 100"): NVIDIA compute capability 10.0 and up; false without one.
+bool nccl_blackwell(const DeviceSpec& s);
+
 /// Host time to launch one NCCL kernel (cudaLaunchKernel + NCCL's enqueue), microseconds: what
 /// small nccl-tests calls show above NCCL's own latency model (docs/collectives.md).
 inline constexpr double kNcclLaunchUs = 2.5;

@@ -904,7 +904,8 @@ bool depthwise_on_cuda_cores(const Op& op, const DeviceSpec& spec) {
 // (A100: 78 / 39 TFLOP/s f16 / bf16 non-tensor against 19.5 F32; H100 SXM5: 120 / 120 against
 // 60; NVIDIA's "Hopper architecture in depth" blog, Table 3, as quoted in the NVIDIA developer
 // forum thread "Theoretical TFLOPS for FP16, BF16 and TF32 for tensor and non-tensor"), and at
-// most an eighth of the tensor-core peak it took before.
+// most an eighth of the f16/bf16 tensor-core peak (the catalog's: A100 19.5 of 312, H100 SXM5 67 of
+// 989.5 TFLOP/s).
 double unit_peak(const Op& op, const DeviceSpec& spec) {
   const double f32 = spec.peak_for(Dtype::F32).per_s;
   if (depthwise_on_cuda_cores(op, spec) && f32 > 0.0) return f32;
@@ -1382,7 +1383,8 @@ OpClassModel read_op_class(const YAML::Node& n, const std::string& file, const s
               .bytes_per_s;
     } else if (k == "sweep") {
       const std::string v = scalar(kv.second, file, kp);
-      if (v != "true" && v != "false") throw InputError(file, kp, "true or false");
+      if (v != "true" && v != "false")
+        throw InputError(file, kp, "true or false, got \"" + printable(v) + "\"");
       m.sweep = v == "true";
     } else if (k == "per_matrix") {
       const Duration d =

@@ -488,6 +488,48 @@ TEST(Cluster, SmCountAndPeaksPerMathModeOverrideTheCatalogAndRoundTrip) {
   }
 }
 
+// `arch` gives explicit specs an architecture (docs/formats.md): an NVIDIA compute capability or
+// an AMD gfx target; a catalog model keeps the catalog's, a CPU has none.
+TEST(Cluster, ArchOfExplicitSpecsParsesAndRoundTrips) {
+  const std::string head =
+      "name: t\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3}\n"
+      "  - {name: gpu0, kind: gpu, host: cpu0, peak_flops: {f32: 60 TFLOP/s},"
+      " memory_bandwidth: 3 TB/s, memory_capacity: 80 GiB";
+  const std::string tail =
+      "}\nlinks:\n  - {between: [cpu0, gpu0], bandwidth: 10 GB/s}\npeer_access: none\n";
+  const Cluster none = parse_cluster_yaml(head + tail, "t.yaml");
+  EXPECT_EQ(none.devices[1].spec.arch.vendor, GpuArch::Vendor::None);
+  for (const auto& [given, vendor] :
+       {std::pair{"9.0", GpuArch::Vendor::Nvidia}, std::pair{"10.3", GpuArch::Vendor::Nvidia},
+        std::pair{"gfx942", GpuArch::Vendor::Amd}}) {
+    const Cluster c = parse_cluster_yaml(head + ", arch: \"" + given + "\"" + tail, "t.yaml");
+    EXPECT_EQ(c.devices[1].spec.arch.vendor, vendor) << given;
+    EXPECT_EQ(to_string(c.devices[1].spec.arch), given);
+    const Cluster back = parse_cluster_yaml(cluster_to_yaml(c), "back.yaml");
+    EXPECT_EQ(to_string(back.devices[1].spec.arch), given);
+  }
+  EXPECT_TRUE(
+      parse_cluster_yaml(head + ", arch: 9.0" + tail, "t.yaml").devices[1].spec.arch.hopper());
+  // A catalog model writes no arch (it is the catalog's).
+  EXPECT_EQ(cluster_to_yaml(load_cluster("dgx-a100")).find("arch:"), std::string::npos);
+  for (const char* bad : {"9", "sm_90", "9.", ".5", "9.10", "0.0", "gfx", "gfxzz", "[9, 0]"}) {
+    const std::string m = error_of(head + ", arch: " + bad + tail);
+    EXPECT_NE(m.find("c.yaml"), std::string::npos) << bad << ": " << m;
+    EXPECT_NE(m.find("devices[1].arch"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  EXPECT_NE(error_of("name: t\ndevices:\n  - {name: c, model: Xeon-E5-2690v3, arch: \"9.0\"}\n")
+                .find("no 'arch' with a catalog model"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: t\ndevices:\n  - {name: c, kind: cpu, peak_flops: {f32: 1 TFLOP/s},"
+                     " memory_bandwidth: 100 GB/s, memory_capacity: 64 GiB, arch: \"9.0\"}\n")
+                .find("no arch on a CPU"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: t\ndevices:\n  - {name: g, model: H100, arch: \"8.0\"}\n")
+                .find("the catalog gives H100-SXM5-80GB's: \"9.0\""),
+            std::string::npos);
+}
+
 TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
   const std::string y =
       "name: t\ndevices:\n"

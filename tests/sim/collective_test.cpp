@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <gtest/gtest.h>
+#include <map>
 
+#include "sim/catalog.hpp"
 #include "sim/collective_expand.hpp"
 #include "sim/error.hpp"
 #include "sim/simulate.hpp"
@@ -301,6 +303,51 @@ TEST(Collective, NvlsChannelsOnBlackwell) {
   ASSERT_EQ(one.algo, CollAlgo::Nvls);
   ASSERT_EQ(one.nodes, 1);
   EXPECT_NEAR(one.fill_us, 24.0 * 8 * 65536 / (1e3 * one.algbw_gbps), 1e-6);
+}
+
+// NCCL's GPU generation (its tables' compCapIndex) and Blackwell (NVLS channels) come from the
+// device's architecture: a GPU as nvidia-smi prints it, or renamed, is its catalog twin; a GPU
+// without an NVIDIA compute capability counts as Volta (0) and not Blackwell.
+TEST(Collective, GenerationIsTheArchitecturesNotTheModelNames) {
+  const auto spec = [](const char* m) {
+    const DeviceSpec* s = find_device_model(m);
+    EXPECT_NE(s, nullptr) << m;
+    return s != nullptr ? *s : DeviceSpec{};
+  };
+  for (const auto& [printed, twin] :
+       {std::pair{"NVIDIA B200", "B200-SXM-180GB"}, std::pair{"GB200", "GB200-186GB"},
+        std::pair{"NVIDIA GB300", "GB300-288GB"}, std::pair{"NVIDIA H200 NVL", "H200-NVL-141GB"},
+        std::pair{"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"},
+        std::pair{"NVIDIA RTX A6000", "RTX-A6000"},
+        std::pair{"NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada-48GB"},
+        std::pair{"Tesla V100-SXM2-16GB", "V100-SXM2-16GB"}}) {
+    EXPECT_EQ(nccl_gpu_generation(spec(printed)), nccl_gpu_generation(spec(twin))) << printed;
+    EXPECT_EQ(nccl_blackwell(spec(printed)), nccl_blackwell(spec(twin))) << printed;
+  }
+  const std::map<std::string, int> generation = {
+      {"K80-GK210", 0},    {"V100-SXM2-16GB", 0}, {"T4-16GB", 0},        {"A100-SXM4-40GB", 1},
+      {"A10-24GB", 1},     {"RTX-A6000", 1},      {"L40S-48GB", 1},      {"RTX-6000-Ada-48GB", 1},
+      {"H20-SXM-96GB", 2}, {"H200-NVL-141GB", 2}, {"B200-SXM-180GB", 2}, {"GB300-288GB", 2},
+      {"MI300X-192GB", 0}};
+  for (const auto& [m, g] : generation) EXPECT_EQ(nccl_gpu_generation(spec(m.c_str())), g) << m;
+  for (const char* m : {"B200-SXM-180GB", "GB200-186GB", "GB300-288GB"})
+    EXPECT_TRUE(nccl_blackwell(spec(m))) << m;
+  for (const char* m : {"H200-SXM-141GB", "H100-NVL-94GB", "MI300X-192GB"})
+    EXPECT_FALSE(nccl_blackwell(spec(m))) << m;
+  // A renamed model keeps its generation; explicit specs without `arch` take the default.
+  DeviceSpec renamed = spec("H100-SXM5-80GB");
+  renamed.model = "my-favourite-gpu";
+  EXPECT_EQ(nccl_gpu_generation(renamed), 2);
+  DeviceSpec custom;
+  custom.model = "custom";
+  EXPECT_EQ(nccl_gpu_generation(custom), 0);
+  EXPECT_FALSE(nccl_blackwell(custom));
+  // End to end: eight H100s renamed still run NVLS; without an architecture they do not.
+  Cluster h = load_cluster("hgx-h100");
+  for (const DeviceId g : h.gpus()) h.devices[g].spec.model = "renamed";
+  EXPECT_EQ(predict_collective(h, all_reduce(1LL << 32), h.gpus()).algo, CollAlgo::Nvls);
+  for (const DeviceId g : h.gpus()) h.devices[g].spec.arch = GpuArch{};
+  EXPECT_NE(predict_collective(h, all_reduce(1LL << 32), h.gpus()).algo, CollAlgo::Nvls);
 }
 
 TEST(Collective, OtherCollectivesAndErrors) {
