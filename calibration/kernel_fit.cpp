@@ -1261,6 +1261,7 @@ std::vector<OpSample> manifest_samples(const nlohmann::json& doc, const std::str
         const double es = static_cast<double>(sim::dtype_size(s.signature.dtype));
         s.work.flops *= 0.5;
         s.work.bytes = (numel(t[0]) + numel(t[1]) + 2.0 * numel(t[2])) * es;
+        s.work.weight_grad_only = true;
       }
     }
     out.push_back(std::move(s));
@@ -1635,9 +1636,17 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
                                         spec->sm_count);
     }
     // A CPU convolution's FLOPs padded to whole vectors of the channels it writes, likewise.
+    // A weight gradient alone (a first layer's backward row) vectorises over the K channels it
+    // writes, as the graph's ConvBackpropFilter is padded: counted as a full backward call, half
+    // its FLOPs were padded to the image's 1 or 3 channels (16x or 5.3x on 16 lanes), and
+    // ResNet-18's stem row (3 -> 64) ran "above the peak" (conv_bwd's free fit 318 GFLOP/s
+    // against 234; docs/validation.md, h-cpuloop).
     if (const auto l = options.vector_lanes.find(k.first); l != options.vector_lanes.end())
-      flops = sim::lane_padded_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
-                                     l->second);
+      flops = work.weight_grad_only && s.signature.input_shapes.size() >= 3
+                  ? sim::lane_padded_flops("ConvBackpropFilter", {}, s.signature.input_shapes[2],
+                                           flops, l->second)
+                  : sim::lane_padded_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
+                                           l->second);
     // A CPU's bytes as its cache hierarchy stretches them (the cost model applies the same).
     const double stretch = mem != options.memory.end()
                                ? cpu_class_stretch(c, work.op_class, k.first, bytes, options)

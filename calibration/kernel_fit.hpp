@@ -39,6 +39,8 @@ struct WorkEstimate {
   double matrices = 1.0;   ///< gemm: matrices of a batched GEMM (bmm's batch); BatchNorm: N x C
   /// pool: `flops` are the window's comparisons, kernel area x outputs (a rig row's kernel_shape)
   bool window = false;
+  /// conv_bwd: the weight gradient alone (a first layer's backward; a rig row's input_grad false)
+  bool weight_grad_only = false;
 };
 WorkEstimate estimate_work(const std::string& op,
                            const std::vector<std::vector<std::int64_t>>& shapes, sim::Dtype dtype);

@@ -1216,6 +1216,36 @@ TEST(Calibrate, FirstLayerConvolutionBackwardRowsHaveNoInputGradient) {
                         [](const std::string& f) { (void)op_samples_from_manifest(f, ""); });
 }
 
+// The lead's idle rig run of 2026-12-03 18:33 UTC (tests/data/calibration/
+// cpu_rig_conv_bwd_2026-12-03.json: its 11 convolution backward rows, ResNet-18's and LeNet-5's,
+// 16 AVX-512 lanes). The two first-layer rows (input_grad false: ResNet-18's 3 -> 64 stem,
+// LeNet-5's 1 -> 6) compute the weight gradient alone, vectorised over the K channels it writes.
+// Counted as full backward calls, half their FLOPs were padded to 16 lanes of 3 or 1 input
+// channels: the stem "ran" above the core's peak, the fit was held at it (free fit 318 GFLOP/s
+// against 234) and missed the rows by 40 % on average (LeNet-5's conv1 row: 347 us, priced 139).
+TEST(Calibrate, FirstLayerBackwardRowsPaddedOnTheChannelsTheyWrite) {
+  const std::string path = data("cpu_rig_conv_bwd_2026-12-03.json");
+  const auto cpu = cpu_side_from_manifest(path, "");
+  ASSERT_TRUE(cpu.has_value());
+  const std::vector<OpSample> s = op_samples_from_manifest(path, "");
+  ASSERT_EQ(
+      std::count_if(s.begin(), s.end(), [](const OpSample& o) { return o.work.weight_grad_only; }),
+      2);
+  FitOptions fo;
+  fo.memory["cpu0"] = cpu->memory;
+  fo.sweep["cpu0"] = cpu->sweep;
+  fo.vector_lanes["cpu0"] = cpu->vector_lanes;
+  fo.cpu_peaks["cpu0"] = cpu_peak(*cpu);
+  const CalibrationFit fit = fit_calibration(s, path, fo);
+  const auto r = std::find_if(fit.classes.begin(), fit.classes.end(),
+                              [](const ClassFitReport& c) { return c.op_class == "conv_bwd"; });
+  ASSERT_NE(r, fit.classes.end());
+  EXPECT_EQ(r->signatures, 11);
+  EXPECT_TRUE(r->model.clamped.empty()) << r->model.clamped;
+  EXPECT_LT(r->model.flop_rate, fo.cpu_peaks.at("cpu0").max_flop_rate);
+  EXPECT_LT(r->fit_error, 0.2);
+}
+
 // The host side of the same run: the Python between ops (gap), zero_grad and AccumulateGrad once
 // a step, the optimizer's Python per parameter, and no per-op dispatch: the rig's 3.2 us (a
 // one-element add from Python) is the Python call, which is in the gap, plus the dispatcher,
