@@ -17,21 +17,19 @@ writes them, and a linear head; export_params=True).
 
 timm's (huggingface/pytorch-image-models) vision transformers, for its RTX 3090 training
 benchmark (tests/data/published_throughput.csv): "vit_base_patch16_224", "vit_base_patch32_224",
-"vit_small_patch16_224" and "deit_tiny_patch16_224" are torchvision's VisionTransformer with timm's
-sizes (timm/models/vision_transformer.py: a Conv2d patch embedding, a class token, learned position
+"vit_small_patch16_224" and "deit_tiny_patch16_224" are TimmVit below with timm's sizes
+(timm/models/vision_transformer.py: a Conv2d patch embedding, a class token, learned position
 embeddings, pre-norm blocks of LayerNorm(eps 1e-6), attention with a qkv bias and a GELU MLP,
-a final LayerNorm and a linear head; the plain models have no distillation token), so the same
-parameter count; "mixer_b16_224" is MLP-Mixer B/16 (Tolstikhin et al. 2021; timm/models/
-mlp_mixer.py: patch 16, 12 blocks of width 768, token MLP 384, channel MLP 3072). These export
-at timm's benchmark batch (TIMM_BATCH; torchvision's ViT computes its patch grid with a division
-that ONNX shape inference cannot propagate, so a dynamic batch would leave shapes unknown), with
-the parameters' requires_grad off while tracing (the export is the same; no autograd activations
-are kept, so the trace at that batch fits this machine's memory). "mixer_b16_224" and
-"convnext_tiny" export with a dynamic batch axis (`--batch N` sets it). "swin_t" and
-"convnext_tiny" are torchvision's, timm's swin_tiny_patch4_window7_224 and convnext_tiny with
-the same parameter count; swin_t bakes its batch into its window reshapes, so it is exported at
-timm's batch too. All of these use opset 17, whose LayerNormalization is the one kernel PyTorch
-runs (opset 14 spells it as nine elementwise and reduction nodes).
+a final LayerNorm and a linear head; the plain models have no distillation token), timm's and
+torchvision's parameter count; "mixer_b16_224" is MLP-Mixer B/16 (Tolstikhin et al. 2021; timm/models/
+mlp_mixer.py: patch 16, 12 blocks of width 768, token MLP 384, channel MLP 3072); "convnext_tiny"
+is torchvision's, timm's convnext_tiny with the same parameter count. All export with a dynamic
+batch axis (`--batch N` sets it) at opset 17, whose LayerNormalization is the one kernel PyTorch
+runs (opset 14 spells it as nine elementwise and reduction nodes). The ViTs are written here
+rather than taken from torchvision, whose patch grid is computed by a traced division that ONNX
+shape inference cannot follow, and their class token's expand is exported with -1 as 1 (see
+expand_symbolic). torchvision's swin_t exports but its shapes do not survive inference (its
+shifted-window reshapes divide traced sizes), so it is not among the graphs.
 """
 import sys
 
@@ -55,9 +53,6 @@ def export(name, out, batch=1, model=None, dynamic_batch=False, opset=None):
     size = 299 if name == "inception_v3" else 224
     x = torch.randn(batch, 3, size, size)
     params = sum(p.numel() for p in model.parameters())
-    if batch > 1:
-        for p in model.parameters():
-            p.requires_grad_(False)
     dynamic = {"input": {0: "batch"}, "logits": {0: "batch"}} if dynamic_batch else None
     torch.onnx.export(model, x, out, export_params=False, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=["input"], output_names=["logits"],
@@ -167,11 +162,6 @@ def resnext101_32x4d(se=False):
     block = SEBottleneck if se else torchvision.models.resnet.Bottleneck
     return torchvision.models.resnet.ResNet(block, [3, 4, 23, 3], groups=32, width_per_group=4)
 
-
-# The per-GPU batch of timm's RTX 3090 training benchmark (results/benchmark-train-amp-nchw-pt112-
-# cu113-rtx3090.csv, column train_batch_size).
-TIMM_BATCH = {"vit_base_patch16_224": 192, "vit_base_patch32_224": 512, "vit_small_patch16_224": 384,
-              "deit_tiny_patch16_224": 512, "swin_t": 256}
 
 # timm's sizes (timm/models/vision_transformer.py): patch, depth, heads, width, MLP width.
 TIMM_VIT = {
@@ -297,8 +287,6 @@ def main():
         elif name == "mixer_b16_224":
             export(name, out, model=MlpMixer(), dynamic_batch=True, opset=17)
         elif name == "convnext_tiny":
-            export(name, out, dynamic_batch=True, opset=17)
-        elif name == "swin_t":
             export(name, out, dynamic_batch=True, opset=17)
         elif name.startswith("transformer_encoder"):
             export_transformer(out, export_params=name.endswith("_params"))
