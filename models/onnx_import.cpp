@@ -601,6 +601,7 @@ class Importer {
     data_inputs_ = find_data_inputs(g, initializers_, uses_);
     b_.prefix_names(false);
     find_silu();
+    find_gelu();
   }
   [[nodiscard]] const std::set<std::string>& data_inputs() const { return data_inputs_; }
 
@@ -735,7 +736,74 @@ class Importer {
     }
   }
 
+  // torch.onnx (opsets 9-17) exports nn.GELU() as Div(x, sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .)
+  // -> Mul(., 0.5) (torch/onnx/symbolic_opset9.py, `gelu`), five kernels each way as ops, yet
+  // PyTorch runs it as one kernel forward (gelu: read x, write y) and one backward
+  // (gelu_backward(grad, self): read dy and x, write dx; tools/autograd/derivatives.yaml). With
+  // --graph-opt gelu=fused each such chain, every intermediate read once, becomes one op "Gelu"
+  // at the last Mul. docs/workloads.md, "ONNX import".
+  void find_gelu() {
+    if (options_.gelu == GeluMode::Ops) return;
+    std::map<std::string, int> readers;
+    std::map<std::string, int> producer;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      for (const auto& in : g_.node(k).input()) ++readers[in];
+      for (const auto& out : g_.node(k).output()) producer[out] = k;
+    }
+    for (const auto& out : g_.output()) ++readers[out.name()];
+    const auto constant = [&](const std::string& v) {
+      const auto it = producer.find(v);
+      return initializers_.contains(v) ||
+             (it != producer.end() && g_.node(it->second).op_type() == "Constant");
+    };
+    // The node reading v, when v has exactly one reader of type `type`; -1 otherwise.
+    std::map<std::string, int> reader_of;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      for (const auto& in : g_.node(k).input()) reader_of[in] = k;
+    }
+    const auto only_reader = [&](const std::string& v, const char* type) {
+      const auto it = reader_of.find(v);
+      if (readers[v] != 1 || it == reader_of.end() || g_.node(it->second).op_type() != type ||
+          g_.node(it->second).output_size() != 1)
+        return -1;
+      return it->second;
+    };
+    // The input of binary node k other than `v`, when v is one of its two inputs.
+    const auto other = [&](int k, const std::string& v) -> std::string {
+      const auto& n = g_.node(k);
+      if (n.input_size() != 2) return {};
+      if (n.input(0) == v) return n.input(1);
+      return n.input(1) == v ? n.input(0) : std::string{};
+    };
+    for (int e = 0; e < g_.node_size(); ++e) {
+      const auto& erf = g_.node(e);
+      if (erf.op_type() != "Erf" || erf.input_size() != 1 || erf.output_size() != 1) continue;
+      const auto div = producer.find(erf.input(0));
+      if (div == producer.end() || readers[erf.input(0)] != 1) continue;
+      const auto& d = g_.node(div->second);
+      if (d.op_type() != "Div" || d.input_size() != 2 || !constant(d.input(1))) continue;
+      const std::string& x = d.input(0);
+      const int add = only_reader(erf.output(0), "Add");
+      if (add < 0 || !constant(other(add, erf.output(0)))) continue;
+      const int mul = only_reader(g_.node(add).output(0), "Mul");
+      if (mul < 0 || other(mul, g_.node(add).output(0)) != x) continue;
+      const int half = only_reader(g_.node(mul).output(0), "Mul");
+      if (half < 0 || !constant(other(half, g_.node(mul).output(0)))) continue;
+      for (const int k : {div->second, e, add, mul}) gelu_skip_.insert(k);
+      gelu_at_[half] = x;
+    }
+  }
+
   void add_node(int k, const onnx::NodeProto& n) {
+    if (gelu_skip_.contains(k)) return;
+    if (const auto gelu = gelu_at_.find(k); gelu != gelu_at_.end()) {
+      onnx::NodeProto fused = n;
+      fused.set_op_type("Gelu");
+      fused.clear_input();
+      fused.add_input(gelu->second);
+      add_node_as(k, fused);
+      return;
+    }
     if (silu_skip_.contains(k)) return;
     const auto silu = silu_at_.find(k);
     if (silu == silu_at_.end()) {
@@ -855,6 +923,8 @@ class Importer {
   std::set<std::string> unknown_ops_;
   std::set<int> silu_skip_;             // Sigmoid nodes folded into a Silu
   std::map<int, std::string> silu_at_;  // a Mul node -> the x of its Silu
+  std::set<int> gelu_skip_;             // Div, Erf, Add and Mul nodes folded into a Gelu
+  std::map<int, std::string> gelu_at_;  // the last Mul of a GELU chain -> its x
   // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
   // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
   std::set<std::string> guessed_;

@@ -25,9 +25,15 @@ namespace placesim::models {
 /// saves for an in-place one first (`inplace`, nn.SiLU(inplace=True)).
 enum class SiluMode { Ops, Fused, Inplace };
 
+/// How the graph runs torch.onnx's export of nn.GELU (exact, erf form: Div(x, sqrt 2) -> Erf ->
+/// Add 1 -> Mul x -> Mul 0.5; docs/workloads.md, "ONNX import"): as those five ops (`ops`), or as
+/// PyTorch's gelu / gelu_backward kernels (`fused`), one op each way.
+enum class GeluMode { Ops, Fused };
+
 struct OnnxImportOptions {
   bool training = false;
   SiluMode silu = SiluMode::Ops;
+  GeluMode gelu = GeluMode::Ops;
   std::int64_t batch = 0;  ///< 0 = keep the model's batch dimension (1 if symbolic)
   Optimizer optimizer = Optimizer::Sgd;
 };

@@ -401,13 +401,15 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
   }
   if (ends_with(name_or_path, ".onnx")) {
     GraphOptions o(options, "--graph-opt");
-    o.accept({"training", "batch", "optimizer", "silu"});
+    o.accept({"training", "batch", "optimizer", "silu", "gelu"});
     OnnxImportOptions io;
     io.training = o.get_bool("training", false);
     const std::string silu = o.get_choice("silu", "ops", {"ops", "fused", "inplace"});
     io.silu = silu == "fused"     ? SiluMode::Fused
               : silu == "inplace" ? SiluMode::Inplace
                                   : SiluMode::Ops;
+    io.gelu =
+        o.get_choice("gelu", "ops", {"ops", "fused"}) == "fused" ? GeluMode::Fused : GeluMode::Ops;
     io.batch = o.get_int("batch", 0, 0);
     io.optimizer = optimizer_option(o, Optimizer::Sgd);
     return import_onnx(name_or_path, io);

@@ -647,6 +647,14 @@ constexpr GemmCurve kHopperHalf{
     0.80, 6.5e-6, "OpenXLA matmul_interpolator_data.h sm_90 BF16 (fit: 0.80, 6.5 us)"};
 constexpr GemmCurve kA100Half{
     0.73, 8e-6, "microsoft/vidur A100 Llama-2-7B projection GEMMs fp16 (fit: 0.73, 8 us)"};
+// GeForce RTX 3090 (GA102) f16/bf16 with FP32 accumulate, PyTorch's compute type: torch.mm of
+// square f16 matrices (1024 ... 10240, 30 timed calls after 6 warm-up, the best size) measured
+// 75.48, 75.64 and 75.88 TFLOP/s on three RTX 3090s (zzc0721/torch-performance-test-data
+// database.md @ 07858687), 1.06x the whitepaper's 71 at its 1695 MHz rated boost (a GeForce board
+// clocks above its rated boost under load): a large GEMM reaches the catalog peak, so e_max 1
+// (the most a curve gives), with the roofline's half-FLOPs term for small ones.
+constexpr GemmCurve kRtx3090Half{
+    1.0, std::nullopt, "torch.mm f16 on three RTX 3090s: 75.5-75.9 TFLOP/s (zzc0721 database.md)"};
 // Hopper under sustained load (docs/cost-model.md, "Sustained clock"). XLA's table times single
 // kernels in bursts (5 runs, median), and its 0.80 is the burst ceiling stas00's MAMF search
 // also finds on an H100 SXM (0.803). Under a training step's back-to-back GEMMs a 700 W Hopper is
@@ -724,6 +732,7 @@ std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
   const bool half = dtype == Dtype::F16 || dtype == Dtype::BF16;
   if (spec.arch.hopper() && half) return kHopperHalf;
   if (spec.arch.nvidia(8, 0) && half) return kA100Half;
+  if (spec.model == "RTX-3090" && half) return kRtx3090Half;
   return std::nullopt;
 }
 

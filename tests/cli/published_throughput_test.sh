@@ -5,7 +5,8 @@
 # ResNet-50 on synthetic data on 1, 2, 4 and 8 GPUs of A100, H100 and V100 servers, also as an NCHW
 # graph, BERT-large SQuAD fine-tuning on A100 and H100 and BERT-base SQuAD on A100, H100 and V100;
 # MLPerf Training ResNet-50 on one DGX A100 and one DGX H100; GNMT v2 of NVIDIA and Lambda, a
-# recurrent network, in tokens/s) against
+# recurrent network, in tokens/s; timm's vision transformers, MLP-Mixer and ConvNeXt on one GeForce
+# RTX 3090) against
 # `placesim simulate` (`--parallel dp=N` for N > 1): every row's
 # error must stay within the row's bound_pct. Prints the table docs/validation.md quotes
 # (published, predicted, error, command) and, after it, how many rows lie within the issues' bounds

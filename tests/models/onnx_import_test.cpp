@@ -214,6 +214,15 @@ TEST(OnnxImport, TransformerEveryWeightTrains) {
   }
 }
 
+// Ops of each type in g, and the bytes its forward and backward ops move.
+void census(const sim::Graph& g, std::map<std::string, int>& count, double& traffic) {
+  for (const auto& op : g.ops) {
+    ++count[op.type];
+    if (op.phase != sim::Phase::Update)
+      traffic += static_cast<double>(op.bytes_read.v + op.bytes_written.v);
+  }
+}
+
 // torch.onnx exports nn.SiLU as Sigmoid(x) -> Mul(x, s). `silu=fused` runs each as PyTorch's silu
 // and silu_backward kernels (x read and y written; x and dy read, dx written), `silu=inplace` adds
 // the copy of x autograd saves for nn.SiLU(inplace=True); the SE gates' Sigmoids (read by a Mul of
@@ -222,14 +231,8 @@ TEST(OnnxImport, SiluFusesSigmoidTimesItsInput) {
   const std::string model = kDir + "efficientnet_b0.onnx";
   std::map<std::string, std::map<std::string, int>> count;
   std::map<std::string, double> traffic;
-  for (const std::string mode : {"ops", "fused", "inplace"}) {
-    const sim::Graph g = load_graph(model, "training,batch=2,silu=" + mode);
-    for (const auto& op : g.ops) {
-      ++count[mode][op.type];
-      if (op.phase != sim::Phase::Update)
-        traffic[mode] += static_cast<double>(op.bytes_read.v + op.bytes_written.v);
-    }
-  }
+  for (const std::string mode : {"ops", "fused", "inplace"})
+    census(load_graph(model, "training,batch=2,silu=" + mode), count[mode], traffic[mode]);
   // EfficientNet-B0: 49 SiLUs (stem, head, 15 expansions, 16 depthwise, 16 SE squeezes) and 16 SE
   // gates.
   EXPECT_EQ(count["ops"]["Sigmoid"], 65);
@@ -251,6 +254,66 @@ TEST(OnnxImport, SiluFusesSigmoidTimesItsInput) {
   EXPECT_EQ(silu.type, "Silu");
   EXPECT_EQ(silu.bytes_read.v, silu.bytes_written.v);
   EXPECT_THROW(load_graph(model, "training,batch=2,silu=yes"), sim::InputError);
+}
+
+// timm's models of its RTX 3090 benchmark (generate.py): every weight a variable with an update,
+// torch's parameter count (= the CSV's param_count), and the training FLOPs of timm's GMACs (x 2
+// FLOPs, x 3 for forward, input and weight gradients) at a dynamic batch: DeiT-tiny 1.26 GMACs.
+TEST(OnnxImport, TimmTransformersTrainEveryWeight) {
+  const std::map<std::string, std::int64_t> want{
+      {"deit_tiny_patch16_224.onnx", 5717416}, {"vit_small_patch16_224.onnx", 22050664},
+      {"vit_base_patch32_224.onnx", 88224232}, {"vit_base_patch16_224.onnx", 86567656},
+      {"mixer_b16_224.onnx", 59880472},        {"convnext_tiny.onnx", 28589128}};
+  for (const auto& [file, params] : want) {
+    SCOPED_TRACE(file);
+    const sim::Graph g = import_onnx(kDir + file, {.training = true, .batch = 2});
+    EXPECT_EQ(params_of(g), params);
+    int variables = 0, updates = 0;
+    for (const auto& op : g.ops) {
+      variables += op.type == "VariableV2";
+      updates += op.phase == sim::Phase::Update;
+    }
+    EXPECT_EQ(updates, variables);
+  }
+  double flops1 = 0, flops512 = 0;
+  for (const auto& op : import_onnx(kDir + "deit_tiny_patch16_224.onnx", {.training = true}).ops)
+    flops1 += static_cast<double>(op.flops.v);
+  for (const auto& op :
+       import_onnx(kDir + "deit_tiny_patch16_224.onnx", {.training = true, .batch = 512}).ops)
+    flops512 += static_cast<double>(op.flops.v);
+  EXPECT_NEAR(flops1 / 1e9, 6 * 1.26, 0.1);
+  EXPECT_NEAR(flops512 / flops1, 512, 3);
+}
+
+// torch.onnx exports nn.GELU() as Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5. `gelu=fused`
+// runs each chain as PyTorch's gelu and gelu_backward kernels (x read and y written; x and dy
+// read, dx written); the default keeps the five ONNX ops. gpt_separate_qkv.onnx has one GELU per
+// block (2); the MLP-Mixer export, two per block (24).
+TEST(OnnxImport, GeluFusesTheErfChain) {
+  std::map<std::string, std::map<std::string, int>> count;
+  std::map<std::string, double> traffic;
+  for (const std::string mode : {"ops", "fused"})
+    census(load_graph(kDir + "gpt_separate_qkv.onnx", "training,gelu=" + mode), count[mode],
+           traffic[mode]);
+  EXPECT_EQ(count["ops"]["Erf"], 2);
+  EXPECT_EQ(count["ops"].count("Gelu"), 0u);
+  EXPECT_EQ(count["fused"]["Gelu"], 2);
+  EXPECT_EQ(count["fused"]["GeluGrad"], 2);
+  EXPECT_EQ(count["fused"].count("Erf"), 0u);
+  EXPECT_EQ(count["fused"]["Div"], count["ops"]["Div"] - 2);
+  EXPECT_EQ(count["fused"]["Mul"], count["ops"]["Mul"] - 4);
+  EXPECT_LT(traffic["fused"], traffic["ops"]);
+  const sim::Graph mixer = load_graph(kDir + "mixer_b16_224.onnx", "training,batch=2,gelu=fused");
+  int gelus = 0, erfs = 0;
+  for (const auto& op : mixer.ops) {
+    gelus += op.type == "Gelu";
+    erfs += op.type == "Erf";
+    if (op.type == "Gelu") EXPECT_EQ(op.bytes_read.v, op.bytes_written.v);
+  }
+  EXPECT_EQ(gelus, 24);
+  EXPECT_EQ(erfs, 0);
+  EXPECT_EQ(mixer.metadata.at("parameters"), "59880472");  // timm's mixer_b16_224
+  EXPECT_THROW(load_graph(kDir + "gpt_separate_qkv.onnx", "training,gelu=tanh"), sim::InputError);
 }
 
 }  // namespace
