@@ -386,11 +386,14 @@ double elements(const std::vector<std::int64_t>& shape) {
 
 // Max pooling as PyTorch trains it (NCHW or not: only element counts matter). The forward also
 // writes the int64 index of each output's maximum; the backward (max_pool_backward_nchw) visits
-// each input element once and reads grad-output and index of every window that covers it:
-// ((k/s)^2 windows, with the kernel assumed one wider than the stride, k = s + 1: ResNet's 3x3/2
-// gives 2.25), then writes the input gradient. Measured on the H200 (ResNet-18, batch 64,
-// 64x64x112x112): 204 us forward, 572 us backward, where one pass over the graph's bytes gives
-// 67 and 134 us. nullopt for other ops.
+// each input element once and reads grad-output and index of every window that covers it, then
+// writes the input gradient. Windows per input element: a graph's MaxPoolGrad (the ONNX importer's
+// and the builders') carries its forward's FLOPs, output elements x kernel area, so FLOPs / input
+// elements is the mean count exactly (ResNet's 3x3/2 over 112 -> 56: 2.25; VGG's 2x2/2: 1, no
+// window overlaps another); an op without FLOPs (a trace's aten op: torch records no kernel size)
+// takes the kernel as one wider than the stride, k = s + 1, ((k/s)^2: 2.25 at s = 2). Measured on
+// the H200 (ResNet-18, batch 64, 64x64x112x112): 204 us forward, 572 us backward, where one pass
+// over the graph's bytes gives 67 and 134 us. nullopt for other ops.
 std::optional<double> max_pool_bytes(const Op& op, double bytes) {
   const double esize = static_cast<double>(dtype_size(op.dtype));
   if ((op.type == "MaxPool" || op.type == "aten::max_pool2d_with_indices") && !op.outputs.empty())
@@ -401,7 +404,9 @@ std::optional<double> max_pool_bytes(const Op& op, double bytes) {
     const double in = elements(op.signature->input_shapes[1]);
     if (!(out > 0) || !(in >= out)) return std::nullopt;
     const double s = std::sqrt(in / out);  // the stride (square windows)
-    const double windows = std::max(1.0, (s + 1) / s * ((s + 1) / s));
+    const double covering =
+        op.type == "MaxPoolGrad" && op.flops.v > 0 ? op.flops.v / in : (s + 1) / s * ((s + 1) / s);
+    const double windows = std::max(1.0, covering);
     return in * windows * (esize + 8.0) + in * esize;
   }
   return std::nullopt;

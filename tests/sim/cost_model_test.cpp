@@ -1371,5 +1371,38 @@ TEST(CostModel, ElementwiseOpsStreamAsTheTracesMeasured) {
   EXPECT_FALSE(streaming_elementwise("Sigmoid"));
 }
 
+// A max pool's backward reads grad-output and index (f16 + int64) once per window covering each
+// input element, then writes the input gradient: VGG's 2x2/2 pools (no overlap, one window) move
+// 12 bytes an f16 input element where ResNet's 3x3/2 (2.25 windows) moves 24.5. The window count
+// comes from the graph op's FLOPs (output elements x kernel area, as the ONNX importer and the
+// builders count them); without FLOPs (a trace's op) the kernel is taken as stride + 1.
+TEST(CostModel, MaxPoolGradReadsTheWindowsThatCoverEachInput) {
+  const std::vector<std::int64_t> in = {512, 64, 224, 224}, out = {512, 64, 112, 112};
+  const double n_in = 512.0 * 64 * 224 * 224, n_out = n_in / 4;
+  const auto pool_grad = [&](double kernel_area) {
+    Op g;
+    g.name = "pool_grad";
+    g.type = "MaxPoolGrad";
+    g.dtype = Dtype::F16;
+    g.flops = Flops{n_out * kernel_area};
+    g.bytes_read = Bytes{static_cast<std::int64_t>(2 * n_out + 8 * n_out)};
+    g.bytes_written = Bytes{static_cast<std::int64_t>(2 * n_in)};
+    g.outputs.push_back(TensorOut{"dx", g.bytes_written, in, Dtype::F16});
+    g.signature = Signature{"MaxPoolGrad", {out, in}, Dtype::F16};
+    return g;
+  };
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const Device v100 = catalog_gpu("V100-SXM2-16GB");  // memory_eff_max: no streaming rate
+  const auto mem = [&](double bytes) {
+    return (bytes + p.memory_half_bytes) / (900e9 * p.memory_eff_max);
+  };
+  EXPECT_NEAR(km.op_time(pool_grad(4), v100).seconds(), mem(n_in * (1 * 10 + 2)), 2e-9);
+  EXPECT_NEAR(km.op_time(pool_grad(9), v100).seconds(), mem(n_in * (2.25 * 10 + 2)), 2e-9);
+  Op trace = pool_grad(4);
+  trace.flops = Flops{0};
+  EXPECT_NEAR(km.op_time(trace, v100).seconds(), mem(n_in * (2.25 * 10 + 2)), 2e-9);
+}
+
 }  // namespace
 }  // namespace placesim::sim
