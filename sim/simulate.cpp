@@ -385,6 +385,34 @@ enum : std::int32_t {
 };
 enum : int { kH2D = 0, kD2H = 1, kPeer = 2 };
 
+/// Raw pointers into a Prepared's arrays, for the event loop (StepRun::view).
+struct PreparedView {
+  const Cluster* cluster = nullptr;
+  const Graph* graph = nullptr;
+  int n_dev = 0, n_ops = 0;
+  const std::int32_t *out_begin = nullptr, *tensor_op = nullptr, *cons_begin = nullptr,
+                     *cons = nullptr, *cons_slot = nullptr, *ins = nullptr, *in_begin = nullptr,
+                     *ctl_begin = nullptr, *ctl = nullptr, *n_pred = nullptr, *rank = nullptr,
+                     *pinned = nullptr, *streams = nullptr, *workers = nullptr, *engines = nullptr,
+                     *dev_class = nullptr, *loader_begin = nullptr, *loader_end = nullptr;
+  const std::int64_t *tensor_bytes = nullptr, *launch_ns = nullptr, *capacity = nullptr,
+                     *reserved = nullptr, *issue_ns = nullptr, *dma_ns = nullptr,
+                     *step_host_ns = nullptr, *opt_host_ns = nullptr, *host_ns = nullptr;
+  const std::int8_t* kind_req = nullptr;
+  const std::uint8_t *is_update = nullptr, *is_gpu = nullptr;
+  const double* cpu_cap = nullptr;
+
+  [[nodiscard]] std::string op_name(std::int32_t op) const {
+    return graph ? graph->ops[op].name : "op" + std::to_string(op);
+  }
+  [[nodiscard]] OpId topo_at(std::int32_t i) const { return graph ? graph->topo_order[i] : i; }
+  [[nodiscard]] std::int64_t launch_host_ns(std::int32_t op, DeviceId d) const {
+    const std::int64_t h =
+        host_ns ? host_ns[static_cast<std::size_t>(dev_class[d]) * n_ops + op] : -1;
+    return h < 0 ? launch_ns[d] : h;
+  }
+};
+
 /// One simulated step. Item ids for the critical path: op kernel = op, launch = n_ops + op,
 /// copy segment s = 2 * n_ops + 2 * s, host-side issue of segment s = 2 * n_ops + 2 * s + 1
 /// (independent of the number of segments, which grows while a streamed step is filed).
@@ -400,6 +428,8 @@ class StepRun {
   /// Simulates one placement. A StepRun may be reused: its buffers keep their capacity, so a
   /// warm run allocates almost nothing.
   Outcome run(const Placement& placement);
+  /// Takes V_'s pointers into P_ (each run: a builder may have reserved since).
+  void view();
   /// Simulates a step while a builder files it (simulate_while_building): returns when the
   /// queue is empty; throws StreamAborted when the builder asks it to leave.
   void run_streamed(StreamSync& sync);
@@ -485,24 +515,29 @@ class StepRun {
     // A GPU input produced on the same stream is usable once the producer is enqueued: stream
     // order guarantees it runs first (this is how TensorFlow and PyTorch launch ahead).
     const DeviceId d = dev_[producer];
-    if (dev_[consumer] != d || !P_.is_gpu[d]) return false;
+    if (dev_[consumer] != d || !V_.is_gpu[d]) return false;
     if (single_stream_[d]) return true;
-    const auto pp = P_.pinned[producer], pc = P_.pinned[consumer];
-    return pp >= 0 && pc >= 0 && pp % P_.streams[d] == pc % P_.streams[d];
+    const auto pp = V_.pinned[producer], pc = V_.pinned[consumer];
+    return pp >= 0 && pc >= 0 && pp % V_.streams[d] == pc % V_.streams[d];
   }
   [[nodiscard]] std::int64_t kernel_time(std::int32_t op) const {
     return kern_[static_cast<std::size_t>(dev_class_[dev_[op]])][op];
   }
   [[nodiscard]] const RouteSegment& segment_of(std::int32_t seg) const {
     const Copy& c = copies_[segs_[seg].copy];
-    return P_.cluster->route(tdev_[c.tensor], c.dst).segments[segs_[seg].k];
+    return V_.cluster->route(tdev_[c.tensor], c.dst).segments[segs_[seg].k];
   }
   [[nodiscard]] bool oom_stop() const { return opt_.stop_at_first_oom && !oom_order_.empty(); }
   std::string tensor_name(std::int32_t t) const;
   std::string segment_name(std::int32_t seg) const;
 
   const Prepared& P_;
-  std::int32_t n_ = 0;  // ops (a streamed step: the declared total)
+  // What the loop reads of P_, as raw pointers taken once per run: a builder filing a streamed
+  // step appends to P_'s vectors (their headers change on every op), so reading through them
+  // would share cache lines with the filing thread on every access.
+  PreparedView V_;
+  std::vector<std::uint8_t> is_gpu_;  // V_.is_gpu's storage (P_'s is a vector<bool>)
+  std::int32_t n_ = 0;                // ops (a streamed step: the declared total)
   // Kernel ns per op of each cost class, and each device's class: P_'s flat arrays, or a
   // streamed step's per priced device (filed while the loop runs).
   std::vector<const std::int64_t*> kern_;
@@ -589,8 +624,8 @@ void StepRun::build_copies(std::int32_t t0, std::int32_t t1) {
     const DeviceId src = tdev_[t];
     const std::size_t first = copies_.size();
     std::int32_t local = 0;
-    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
-      const DeviceId d = dev_[P_.cons[i]];
+    for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i) {
+      const DeviceId d = dev_[V_.cons[i]];
       if (d == src) {
         ++local;
         continue;
@@ -608,7 +643,7 @@ void StepRun::build_copies(std::int32_t t0, std::int32_t t1) {
     for (std::size_t k = first; k < copies_.size(); ++k) {
       Copy& c = copies_[k];
       c.refs = on_dev_[c.dst];
-      const Route& r = P_.cluster->route(src, c.dst);
+      const Route& r = V_.cluster->route(src, c.dst);
       c.nseg = static_cast<std::int8_t>(r.segments.size());
     }
     tensor_refs_.push_back(local + static_cast<std::int32_t>(copies_.size() - first));
@@ -617,9 +652,9 @@ void StepRun::build_copies(std::int32_t t0, std::int32_t t1) {
     // without searching (the search was the engine's hottest cache-missing loop).
     for (std::size_t k = first; k < copies_.size(); ++k)
       copy_at_[copies_[k].dst] = static_cast<std::int32_t>(k);
-    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
-      const DeviceId d = dev_[P_.cons[i]];
-      in_copy_[P_.cons_slot[i]] = d == src ? -1 : copy_at_[d];
+    for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i) {
+      const DeviceId d = dev_[V_.cons[i]];
+      in_copy_[V_.cons_slot[i]] = d == src ? -1 : copy_at_[d];
     }
   }
   // Segments of a copy are consecutive, copies in order: ids only grow with (copy, k), as the
@@ -650,7 +685,7 @@ void StepRun::build_copies(std::int32_t t0, std::int32_t t1) {
       Seg& s = segs_[id];
       s = {static_cast<std::int32_t>(c), -1, -1, static_cast<std::int8_t>(k)};
       const RouteSegment& rs = segment_of(id);
-      const bool from_gpu = P_.is_gpu[rs.from], to_gpu = P_.is_gpu[rs.to];
+      const bool from_gpu = V_.is_gpu[rs.from], to_gpu = V_.is_gpu[rs.to];
       if (from_gpu && to_gpu)
         s.pool = 3 * rs.from + kPeer;
       else if (from_gpu)
@@ -694,7 +729,7 @@ void StepRun::make_ready(std::int32_t op, std::int32_t pred_item) {
     ready_time_[op] = engine_.now();
     ready_pred_[op] = pred_item;
   }
-  ready_.at(d).push_back({engine_.now(), P_.rank[op], op});
+  ready_.at(d).push_back({engine_.now(), V_.rank[op], op});
   std::push_heap(ready_[d].begin(), ready_[d].end(), std::greater<>());
   dispatch(d);
 }
@@ -702,7 +737,7 @@ void StepRun::make_ready(std::int32_t op, std::int32_t pred_item) {
 void StepRun::dispatch(DeviceId d) {
   auto& heap = ready_[d];
   const SimTime now = engine_.now();
-  if (P_.is_gpu[d]) {
+  if (V_.is_gpu[d]) {
     if (launcher_busy_[d]) return;
     if (issue_head_[d] < issue_q_[d].size()) {
       // Copies are issued before pending launches: they unblock consumers on other devices.
@@ -715,7 +750,7 @@ void StepRun::dispatch(DeviceId d) {
             (sp.ready == now || launcher_last_[d] < 0) ? sp.ready_pred : launcher_last_[d];
         item_start_[item] = now;
       }
-      engine_.schedule(now + P_.issue_ns[d], Priority::LaunchEnd, kCopyIssued, seg);
+      engine_.schedule(now + V_.issue_ns[d], Priority::LaunchEnd, kCopyIssued, seg);
       return;
     }
     if (heap.empty()) return;
@@ -730,15 +765,15 @@ void StepRun::dispatch(DeviceId d) {
           (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
       item_start_[item] = now;
     }
-    std::int64_t host = P_.launch_host_ns(op, d);
+    std::int64_t host = V_.launch_host_ns(op, d);
     if (!step_paid_[d]) {
       // The per-step host remainder (Python loop, zero_grad) delays the step's first launch.
-      host += P_.step_host_ns[d];
+      host += V_.step_host_ns[d];
       step_paid_[d] = true;
     }
-    if (P_.is_update[op] && !opt_paid_[d]) {
+    if (V_.is_update[op] && !opt_paid_[d]) {
       // A foreach optimizer's Python and dispatch come before its first kernel.
-      host += P_.opt_host_ns[d];
+      host += V_.opt_host_ns[d];
       opt_paid_[d] = true;
     }
     engine_.schedule(now + host, Priority::LaunchEnd, kLaunchEnd, op);
@@ -755,9 +790,9 @@ void StepRun::dispatch(DeviceId d) {
     const std::int32_t launch = n_ + op;
     // The dispatch cost: the device's launch_overhead, or a CPU host model's per-op cost plus,
     // on the step's first op, the host time no graph op stands for (KernelCostModel::host_time).
-    std::int64_t host = P_.launch_host_ns(op, d);
+    std::int64_t host = V_.launch_host_ns(op, d);
     if (!step_paid_[d]) {
-      host += P_.step_host_ns[d];
+      host += V_.step_host_ns[d];
       step_paid_[d] = true;
     }
     const SimTime ks = now + host;
@@ -769,10 +804,10 @@ void StepRun::dispatch(DeviceId d) {
       item_start_[op] = ks;
     }
     finish_item(launch, ks);
-    if (opt_.trace) opt_.trace->launch(d, P_.op_name(op), now, ks);
+    if (opt_.trace) opt_.trace->launch(d, V_.op_name(op), now, ks);
     // A CPU op holds its worker for the dispatch cost and the op itself; its outputs are
     // allocated when the worker takes it.
-    for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+    for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) alloc(d, V_.tensor_bytes[t]);
     busy_up(d);
     if (ks == now)
       cpu_begin(op);
@@ -785,8 +820,8 @@ void StepRun::cpu_begin(std::int32_t op) {
   // The op's kernel time is its work at the whole socket; the socket is shared (cpu_share.hpp).
   const DeviceId d = dev_[op];
   if (track_) item_start_[op] = engine_.now();
-  const bool loader = std::binary_search(P_.loader_ops.begin(), P_.loader_ops.end(), op);
-  const double cap = loader ? std::min(1.0, 1.0 / P_.workers[d]) : P_.cpu_cap[d];
+  const bool loader = std::binary_search(V_.loader_begin, V_.loader_end, op);
+  const double cap = loader ? std::min(1.0, 1.0 / V_.workers[d]) : V_.cpu_cap[d];
   cpus_.start(engine_.now(), d, static_cast<double>(kernel_time(op)), cap, op);
 }
 
@@ -796,7 +831,7 @@ void StepRun::launch_end(std::int32_t op) {
   const SimTime now = engine_.now();
   const std::int32_t item = n_ + op;
   finish_item(item, now);
-  if (opt_.trace) opt_.trace->launch(d, P_.op_name(op), item_start_[item], now);
+  if (opt_.trace) opt_.trace->launch(d, V_.op_name(op), item_start_[item], now);
   launcher_busy_[d] = false;
   launcher_last_[d] = item;
   if (coll_ && coll_->call_of_op[op] >= 0) {  // a collective rank op: no stream slot to wait for
@@ -806,9 +841,9 @@ void StepRun::launch_end(std::int32_t op) {
   }
 
   int s = 0;
-  const int ns = P_.streams[d];
-  if (P_.pinned[op] >= 0) {
-    s = P_.pinned[op] % ns;
+  const int ns = V_.streams[d];
+  if (V_.pinned[op] >= 0) {
+    s = V_.pinned[op] % ns;
   } else {
     for (int k = 1; k < ns; ++k)
       if (stream_free_[d * max_streams_ + k] < stream_free_[d * max_streams_ + s]) s = k;
@@ -820,9 +855,9 @@ void StepRun::launch_end(std::int32_t op) {
   stream_free_[si] = start + kernel_time(op);
   stream_last_[si] = op;
   // Consumers on the same stream may be launched now.
-  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t)
-    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i)
-      if (stream_dep(op, P_.cons[i])) credit(P_.cons[i], item);
+  for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t)
+    for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i)
+      if (stream_dep(op, V_.cons[i])) credit(V_.cons[i], item);
   if (start == now)
     kernel_start(op);
   else
@@ -832,11 +867,11 @@ void StepRun::launch_end(std::int32_t op) {
 
 void StepRun::kernel_start(std::int32_t op) {
   const DeviceId d = dev_[op];
-  if (!P_.is_gpu[d]) {
+  if (!V_.is_gpu[d]) {
     cpu_begin(op);
     return;
   }
-  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+  for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) alloc(d, V_.tensor_bytes[t]);
   busy_up(d);
   if (track_) item_start_[op] = engine_.now();
   engine_.schedule(engine_.now() + kernel_time(op), Priority::KernelEnd, kKernelEnd, op);
@@ -851,7 +886,7 @@ void StepRun::busy_down(DeviceId d) {
 }
 
 void StepRun::tensor_unref(std::int32_t t) {
-  if (--tensor_refs_[t] == 0) release(tdev_[t], P_.tensor_bytes[t]);
+  if (--tensor_refs_[t] == 0) release(tdev_[t], V_.tensor_bytes[t]);
 }
 
 void StepRun::kernel_end(std::int32_t op) {
@@ -860,25 +895,25 @@ void StepRun::kernel_end(std::int32_t op) {
   const SimTime now = engine_.now();
   finish_item(op, now);
   if (opt_.trace)
-    opt_.trace->kernel(d, op_stream_[op], P_.op_name(op), P_.graph ? P_.graph->ops[op].type : "",
+    opt_.trace->kernel(d, op_stream_[op], V_.op_name(op), V_.graph ? V_.graph->ops[op].type : "",
                        item_start_[op], now);
   busy_down(d);
   ++ops_done_[d];
 
   // Inputs: release the local tensor or the received copy.
-  for (int i = P_.in_begin[op]; i < P_.in_begin[op + 1]; ++i) {
+  for (int i = V_.in_begin[op]; i < V_.in_begin[op + 1]; ++i) {
     const std::int32_t c = in_copy_[i];
     if (c < 0) {
-      tensor_unref(P_.ins[i]);
+      tensor_unref(V_.ins[i]);
     } else if (--copies_[c].refs == 0) {
-      release(d, P_.tensor_bytes[copies_[c].tensor]);
+      release(d, V_.tensor_bytes[copies_[c].tensor]);
     }
   }
   // Outputs: local consumers, outgoing copies; unconsumed outputs die now.
-  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) {
-    if (tensor_refs_[t] == 0) release(d, P_.tensor_bytes[t]);
-    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
-      const std::int32_t c = P_.cons[i];
+  for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) {
+    if (tensor_refs_[t] == 0) release(d, V_.tensor_bytes[t]);
+    for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i) {
+      const std::int32_t c = V_.cons[i];
       if (dev_[c] == d && !stream_dep(op, c)) credit(c, op);
     }
     for (int c = copy_begin_[t]; c < copy_begin_[t + 1]; ++c) {
@@ -889,9 +924,9 @@ void StepRun::kernel_end(std::int32_t op) {
       request_segment(copies_[c].seg, op);
     }
   }
-  for (int i = P_.ctl_begin[op]; i < P_.ctl_begin[op + 1]; ++i) credit(P_.ctl[i], op);
+  for (int i = V_.ctl_begin[op]; i < V_.ctl_begin[op + 1]; ++i) credit(V_.ctl[i], op);
 
-  if (!P_.is_gpu[d]) {
+  if (!V_.is_gpu[d]) {
     free_slots_[d].push_back(op_stream_[op]);
     worker_last_[d] = op;
     dispatch(d);
@@ -902,7 +937,7 @@ void StepRun::request_segment(std::int32_t seg, std::int32_t pred) {
   const Seg& s = segs_[seg];
   if (track_) seg_path_[seg] = {engine_.now(), 0, pred};
   // A copy run by a GPU's engine is first issued (cudaMemcpyAsync) on that GPU's host thread.
-  if (s.pool >= 0 && P_.issue_ns[s.pool / 3] > 0) {
+  if (s.pool >= 0 && V_.issue_ns[s.pool / 3] > 0) {
     const DeviceId g = s.pool / 3;
     issue_q_[g].push_back(seg);
     dispatch(g);
@@ -949,13 +984,13 @@ void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
   const Copy& c = copies_[s.copy];
   const RouteSegment& rs = segment_of(seg);
   // The destination buffer (or the staging buffer in host memory) exists while the copy runs.
-  alloc(rs.to, P_.tensor_bytes[c.tensor]);
-  const std::int64_t latency = rs.latency.ns + (s.pool >= 0 ? P_.dma_ns[s.pool / 3] : 0);
+  alloc(rs.to, V_.tensor_bytes[c.tensor]);
+  const std::int64_t latency = rs.latency.ns + (s.pool >= 0 ? V_.dma_ns[s.pool / 3] : 0);
   if (latency > 0) {
     engine_.schedule(now + latency, Priority::LatencyDone, kLatencyDone, seg);
   } else {
     if (track_) seg_path_[seg].flow_start = now;
-    net_.start(now, rs.hops, static_cast<double>(P_.tensor_bytes[c.tensor]), seg);
+    net_.start(now, rs.hops, static_cast<double>(V_.tensor_bytes[c.tensor]), seg);
   }
 }
 
@@ -967,17 +1002,17 @@ void StepRun::segment_done(std::int32_t seg) {
   Copy& c = copies_[s.copy];
   const RouteSegment& rs = segment_of(seg);
   ++transfers_;
-  transferred_ += P_.tensor_bytes[c.tensor];
+  transferred_ += V_.tensor_bytes[c.tensor];
   if (opt_.trace) {
     const std::string name = segment_name(seg);
     const DeviceId owner = s.pool >= 0 ? s.pool / 3 : rs.from;
-    const std::int32_t producer = P_.tensor_op[c.tensor];
-    const TraceSink::CopyOf of{producer, c.tensor - P_.out_begin[producer], c.dst, s.k, c.nseg};
+    const std::int32_t producer = V_.tensor_op[c.tensor];
+    const TraceSink::CopyOf of{producer, c.tensor - V_.out_begin[producer], c.dst, s.k, c.nseg};
     opt_.trace->copy(owner, static_cast<TraceSink::EngineKind>(s.pool >= 0 ? s.pool % 3 : 0),
-                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], item_start_[item],
+                     s.pool >= 0 ? s.slot : -1, name, V_.tensor_bytes[c.tensor], item_start_[item],
                      now, of);
     for (const Hop& h : rs.hops)
-      opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], seg_path_[seg].flow_start, now,
+      opt_.trace->link_flow(h.link, name, V_.tensor_bytes[c.tensor], seg_path_[seg].flow_start, now,
                             h.forward);
   }
   if (s.pool >= 0) {
@@ -995,21 +1030,21 @@ void StepRun::segment_done(std::int32_t seg) {
   if (s.k == 0)
     tensor_unref(c.tensor);  // the source buffer is no longer read
   else
-    release(rs.from, P_.tensor_bytes[c.tensor]);  // the host staging buffer
+    release(rs.from, V_.tensor_bytes[c.tensor]);  // the host staging buffer
   if (!last) {
     request_segment(seg + 1, item);
     return;
   }
-  for (int i = P_.cons_begin[c.tensor]; i < P_.cons_begin[c.tensor + 1]; ++i)
-    if (dev_[P_.cons[i]] == c.dst) credit(P_.cons[i], item);
+  for (int i = V_.cons_begin[c.tensor]; i < V_.cons_begin[c.tensor + 1]; ++i)
+    if (dev_[V_.cons[i]] == c.dst) credit(V_.cons[i], item);
 }
 
 // A rank op's kernel starts when launched (NCCL's kernel waits on the GPU for its peers); the
 // call starts when its last rank has, and moves its bytes after its fixed time (latency, fill).
 void StepRun::coll_rank_start(std::int32_t op, std::int32_t launch) {
   const DeviceId d = dev_[op];
-  op_stream_[op] = P_.streams[d] - 1;  // the NCCL stream (collective_expand.cpp)
-  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+  op_stream_[op] = V_.streams[d] - 1;  // the NCCL stream (collective_expand.cpp)
+  for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) alloc(d, V_.tensor_bytes[t]);
   busy_up(d);
   if (track_) {
     item_start_[op] = engine_.now();
@@ -1040,7 +1075,7 @@ void StepRun::coll_flow_done(std::int32_t flow) {
   if (opt_.trace) {
     const ExpandedCall& k = coll_->calls[call];
     const std::size_t i = static_cast<std::size_t>(flow - coll_flow_begin_[call]);
-    const std::string& name = P_.graph->ops[k.ops.front()].collective->id;
+    const std::string& name = V_.graph->ops[k.ops.front()].collective->id;
     const auto bytes = static_cast<std::int64_t>(k.bytes[i]);
     for (const Hop& h : k.routes[i])
       opt_.trace->link_flow(h.link, name, bytes, coll_flow_start_[call], engine_.now(), h.forward);
@@ -1081,7 +1116,7 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
       if (track_) seg_path_[ev.index].flow_start = engine_.now();
       const RouteSegment& rs = segment_of(ev.index);
       net_.start(engine_.now(), rs.hops,
-                 static_cast<double>(P_.tensor_bytes[copies_[s.copy].tensor]), ev.index);
+                 static_cast<double>(V_.tensor_bytes[copies_[s.copy].tensor]), ev.index);
       break;
     }
     default:
@@ -1114,28 +1149,70 @@ void StepRun::on_resource(Engine& /*e*/, int model) {
 }
 
 std::string StepRun::tensor_name(std::int32_t t) const {
-  const std::int32_t op = P_.tensor_op[t];
-  const int k = t - P_.out_begin[op];
-  if (P_.graph && !P_.graph->ops[op].outputs[k].name.empty())
-    return P_.graph->ops[op].outputs[k].name;
-  return P_.op_name(op) + ":" + std::to_string(k);
+  const std::int32_t op = V_.tensor_op[t];
+  const int k = t - V_.out_begin[op];
+  if (V_.graph && !V_.graph->ops[op].outputs[k].name.empty())
+    return V_.graph->ops[op].outputs[k].name;
+  return V_.op_name(op) + ":" + std::to_string(k);
 }
 
 std::string StepRun::segment_name(std::int32_t seg) const {
   const Copy& c = copies_[segs_[seg].copy];
-  std::string name = tensor_name(c.tensor) + " -> " + P_.cluster->devices[c.dst].name;
+  std::string name = tensor_name(c.tensor) + " -> " + V_.cluster->devices[c.dst].name;
   if (c.nseg > 1) {
     // Staged: say which half and through which host memory.
     const RouteSegment& rs = segment_of(seg);
     const DeviceId host = segs_[seg].k == 0 ? rs.to : rs.from;
     name += " (" + std::to_string(segs_[seg].k + 1) + "/" + std::to_string(c.nseg) + " via " +
-            P_.cluster->devices[host].name + ")";
+            V_.cluster->devices[host].name + ")";
   }
   return name;
 }
 
+void StepRun::view() {
+  const Prepared& P = P_;
+  PreparedView& v = V_;
+  v.cluster = P.cluster;
+  v.graph = P.graph;
+  v.n_dev = P.n_dev;
+  v.n_ops = P.n_ops;
+  v.out_begin = P.out_begin.data();
+  v.tensor_op = P.tensor_op.data();
+  v.cons_begin = P.cons_begin.data();
+  v.cons = P.cons.data();
+  v.cons_slot = P.cons_slot.data();
+  v.ins = P.ins.data();
+  v.in_begin = P.in_begin.data();
+  v.ctl_begin = P.ctl_begin.data();
+  v.ctl = P.ctl.data();
+  v.n_pred = P.n_pred.data();
+  v.rank = P.rank.data();
+  v.pinned = P.pinned.data();
+  v.streams = P.streams.data();
+  v.workers = P.workers.data();
+  v.engines = P.engines.data();
+  v.dev_class = P.dev_class.data();
+  v.loader_begin = P.loader_ops.data();
+  v.loader_end = P.loader_ops.data() + P.loader_ops.size();
+  v.tensor_bytes = P.tensor_bytes.data();
+  v.launch_ns = P.launch_ns.data();
+  v.capacity = P.capacity.data();
+  v.reserved = P.reserved.data();
+  v.issue_ns = P.issue_ns.data();
+  v.dma_ns = P.dma_ns.data();
+  v.step_host_ns = P.step_host_ns.data();
+  v.opt_host_ns = P.opt_host_ns.data();
+  v.host_ns = P.host_ns.empty() ? nullptr : P.host_ns.data();
+  v.kind_req = P.kind_req.data();
+  v.is_update = P.is_update.data();
+  is_gpu_.assign(P.is_gpu.begin(), P.is_gpu.end());
+  v.is_gpu = is_gpu_.data();
+  v.cpu_cap = P.cpu_cap.data();
+}
+
 Outcome StepRun::run(const Placement& placement) {
   wall0_ = std::chrono::steady_clock::now();
+  view();
   sync_ = nullptr;
   n_ = P_.n_ops;
   w_ = n_;
@@ -1148,7 +1225,7 @@ Outcome StepRun::run(const Placement& placement) {
   // Persistent state is resident from t = 0.
   for (const auto& [o, bytes] : P_.persistent) alloc(dev_[o], bytes);
   for (int i = 0; i < P_.n_ops && !oom_stop(); ++i) {
-    const OpId o = P_.topo_at(i);
+    const OpId o = V_.topo_at(i);
     if (missing_[o] == 0) make_ready(o, -1);
   }
   if (!oom_stop()) engine_.run(*this);
@@ -1163,6 +1240,7 @@ Outcome StepRun::run(const Placement& placement) {
 // follow, persistent memory at the end (settle_memory). Every decision is the sequential one.
 void StepRun::run_streamed(StreamSync& sync) {
   wall0_ = std::chrono::steady_clock::now();
+  view();  // P_'s per-op arrays are reserved: their data stay where they are while filed
   sync_ = &sync;
   n_ = sync.total;
   w_ = 0;
@@ -1174,7 +1252,7 @@ void StepRun::run_streamed(StreamSync& sync) {
   reset_ops(nullptr);
   reset_collectives();
   reset_devices();
-  cap_.assign(P_.n_dev, std::numeric_limits<std::int64_t>::max());
+  cap_.assign(V_.n_dev, std::numeric_limits<std::int64_t>::max());
   for (;;) {  // until no source (op without inputs) can follow: they are all ready at t = 0
     const std::uint32_t v = sync.version.load(std::memory_order_acquire);
     if (sync.abort.load(std::memory_order_acquire)) throw StreamAborted{};
@@ -1208,7 +1286,7 @@ void StepRun::absorb(std::int32_t w) {
     f_ = f;
   }
   if (w > w_) {
-    const std::int32_t t1 = P_.out_begin[w];  // the tensors of ops below w
+    const std::int32_t t1 = V_.out_begin[w];  // the tensors of ops below w
     build_copies(tw_, t1);
     tw_ = t1;
     w_ = w;
@@ -1219,11 +1297,11 @@ void StepRun::setup_ops(std::int32_t o0, std::int32_t o1) {
   for (std::int32_t o = o0; o < o1; ++o) {
     const DeviceId d = sync_->device_of[o];
     // A bad placement: the whole step's run reports it (after the builder's own errors).
-    if (d < 0 || d >= P_.n_dev || (P_.kind_req[o] >= 0 && (P_.kind_req[o] == 1) != P_.is_gpu[d]))
+    if (d < 0 || d >= V_.n_dev || (V_.kind_req[o] >= 0 && (V_.kind_req[o] == 1) != V_.is_gpu[d]))
       throw StreamAborted{};
     dev_[o] = static_cast<std::int16_t>(d);
-    missing_[o] = P_.n_pred[o];
-    for (int t = P_.out_begin[o]; t < P_.out_begin[o + 1]; ++t)
+    missing_[o] = V_.n_pred[o];
+    for (int t = V_.out_begin[o]; t < V_.out_begin[o + 1]; ++t)
       tdev_.push_back(static_cast<std::int16_t>(d));
   }
 }
@@ -1242,12 +1320,12 @@ Outcome StepRun::finish_streamed() {
 // the device's persistent total, so a device first passes its capacity at the first rise of its
 // dynamic peak above capacity - persistent, and the peak is persistent + the dynamic peak.
 void StepRun::settle_memory() {
-  const int nd = P_.n_dev;
+  const int nd = V_.n_dev;
   std::vector<std::int64_t> pers(nd, 0);
   for (const auto& [o, bytes] : P_.persistent) {
     const DeviceId d = dev_[o];
     pers[d] += bytes;
-    if (pers[d] > P_.capacity[d] && !oom_[d]) {
+    if (pers[d] > V_.capacity[d] && !oom_[d]) {
       oom_[d] = true;
       oom_order_.push_back(d);
     }
@@ -1256,7 +1334,7 @@ void StepRun::settle_memory() {
   for (DeviceId d = 0; d < nd; ++d) {
     if (!oom_[d])
       for (const auto& [seq, bytes] : rises_[d])
-        if (bytes + pers[d] > P_.capacity[d]) {
+        if (bytes + pers[d] > V_.capacity[d]) {
           later.emplace_back(seq, d);
           oom_[d] = true;
           break;
@@ -1269,11 +1347,11 @@ void StepRun::settle_memory() {
 }
 
 void StepRun::reset_ops(const Placement* placement) {
-  const int n = n_, nd = P_.n_dev;
+  const int n = n_, nd = V_.n_dev;
   if (placement) {
     dev_.assign(placement->device_of.begin(), placement->device_of.end());
     tdev_.resize(P_.n_tensors);
-    for (int t = 0; t < P_.n_tensors; ++t) tdev_[t] = dev_[P_.tensor_op[t]];
+    for (int t = 0; t < P_.n_tensors; ++t) tdev_[t] = dev_[V_.tensor_op[t]];
     missing_.assign(P_.n_pred.begin(), P_.n_pred.end());
     in_copy_.resize(P_.ins.size());
     kern_.resize(P_.kernel_ns.size() / std::max<std::size_t>(1, n));
@@ -1289,8 +1367,8 @@ void StepRun::reset_ops(const Placement* placement) {
   single_stream_.resize(nd);
   max_streams_ = 1;
   for (int d = 0; d < nd; ++d) {
-    max_streams_ = std::max(max_streams_, P_.streams[d]);
-    single_stream_[d] = P_.is_gpu[d] && P_.streams[d] == 1;
+    max_streams_ = std::max(max_streams_, V_.streams[d]);
+    single_stream_[d] = V_.is_gpu[d] && V_.streams[d] == 1;
   }
   engine_.reset();
   net_.reset();
@@ -1334,7 +1412,7 @@ void StepRun::reset_collectives() {
 }
 
 void StepRun::reset_devices() {
-  const int nd = P_.n_dev;
+  const int nd = V_.n_dev;
   // Ops and launches; build_copies adds copy segments and issues.
   const std::size_t items = track_ ? 2 * static_cast<std::size_t>(n_) : 0;
   pred_.assign(items, -1);
@@ -1357,8 +1435,8 @@ void StepRun::reset_devices() {
   for (auto& f : free_slots_) f.clear();
   worker_last_.assign(nd, -1);
   for (int d = 0; d < nd; ++d)
-    if (!P_.is_gpu[d])
-      for (int w = P_.workers[d] - 1; w >= 0; --w) free_slots_[d].push_back(w);
+    if (!V_.is_gpu[d])
+      for (int w = V_.workers[d] - 1; w >= 0; --w) free_slots_[d].push_back(w);
   busy_count_.assign(nd, 0);
   busy_since_.assign(nd, 0);
   busy_total_.assign(nd, 0);
@@ -1373,42 +1451,42 @@ void StepRun::reset_devices() {
   for (auto& v : pool_queue_) v.clear();
   pool_head_.assign(3 * nd, 0);
   for (int p = 0; p < 3 * nd; ++p) {
-    pool_free_[p] = P_.engines[p];
-    for (int s = P_.engines[p] - 1; s >= 0; --s) pool_slots_[p].push_back(s);
+    pool_free_[p] = V_.engines[p];
+    for (int s = V_.engines[p] - 1; s >= 0; --s) pool_slots_[p].push_back(s);
   }
   engine_.queue().reserve(64);
 }
 
 Outcome StepRun::outcome() {
-  const int nd = P_.n_dev;
+  const int nd = V_.n_dev;
   Outcome out;
   out.step_time = Duration{end_time_};
   if (opt_.stop_at_first_oom && !oom_order_.empty()) out.step_time = Duration{engine_.now()};
   out.unreachable = unreachable_;
   out.oom = !oom_order_.empty();
   for (DeviceId d : oom_order_)
-    out.oom_devices.push_back({d, P_.cluster->devices[d].name, Bytes{peak_mem_[d] + P_.reserved[d]},
-                               Bytes{P_.capacity[d] + P_.reserved[d]}, Bytes{P_.reserved[d]}});
+    out.oom_devices.push_back({d, V_.cluster->devices[d].name, Bytes{peak_mem_[d] + V_.reserved[d]},
+                               Bytes{V_.capacity[d] + V_.reserved[d]}, Bytes{V_.reserved[d]}});
   out.devices.resize(nd);
   const double step = static_cast<double>(out.step_time.ns);
   for (int d = 0; d < nd; ++d) {
     DeviceOutcome& o = out.devices[d];
-    o.name = P_.cluster->devices[d].name;
+    o.name = V_.cluster->devices[d].name;
     // An op cut short by stop_at_first_oom still counts up to the stop.
     if (busy_count_[d] > 0) busy_total_[d] += engine_.now() - busy_since_[d];
     o.busy = Duration{busy_total_[d]};
     o.utilization = step > 0 ? static_cast<double>(busy_total_[d]) / step : 0.0;
     o.peak_memory = Bytes{peak_mem_[d]};
-    o.memory_capacity = Bytes{P_.capacity[d] + P_.reserved[d]};
-    o.reserved_memory = Bytes{P_.reserved[d]};
+    o.memory_capacity = Bytes{V_.capacity[d] + V_.reserved[d]};
+    o.reserved_memory = Bytes{V_.reserved[d]};
     o.oom = oom_[d];
     o.ops = ops_done_[d];
   }
   const auto& lb = net_.link_bytes();
   const auto& lbusy = net_.link_busy();
-  out.links.resize(P_.cluster->links.size());
+  out.links.resize(V_.cluster->links.size());
   for (std::size_t l = 0; l < out.links.size(); ++l) {
-    out.links[l].name = P_.cluster->links[l].name;
+    out.links[l].name = V_.cluster->links[l].name;
     out.links[l].bytes = Bytes{static_cast<std::int64_t>(lb[l])};
     out.links[l].busy = Duration{lbusy[l]};
   }
@@ -1441,7 +1519,7 @@ std::vector<PathItem> StepRun::critical_path() const {
                         if (it < 2 * n) {
                           p.kind = it < n ? PathItem::Kind::Op : PathItem::Kind::Launch;
                           const std::int32_t op = it < n ? it : it - n;
-                          p.name = P_.op_name(op);
+                          p.name = V_.op_name(op);
                           p.device = dev_[op];
                         } else if ((it - 2 * n) % 2 == 0) {
                           const std::int32_t seg = (it - 2 * n) / 2;
