@@ -1307,6 +1307,7 @@ void StepRun::setup_ops(std::int32_t o0, std::int32_t o1) {
 }
 
 Outcome StepRun::finish_streamed() {
+  view();  // the builder has finished: its arrays are final (and may have moved once detached)
   if (f_ < n_) setup_ops(f_, n_);
   f_ = n_;
   settle_memory();
