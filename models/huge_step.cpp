@@ -60,10 +60,10 @@ class Generator {
     act_ = g.batch * g.seq * g.hidden * e_;
     for (int s = 0; s < p.pp; ++s) first_layer_.push_back(s * g.layers / p.pp);
     first_layer_.push_back(g.layers);
-    if (b_) {
-      const std::vector<sim::DeviceId> gpus = c.gpus();
+    const std::vector<sim::DeviceId> gpus = c.gpus();
+    if (static_cast<std::int64_t>(gpus.size()) >= static_cast<std::int64_t>(p.dp) * p.tp * p.pp) {
       for (int i = 0; i < p.dp * p.tp * p.pp; ++i) gpu_.push_back(gpus[i]);
-    } else {
+    } else {  // counting only
       gpu_.assign(static_cast<std::size_t>(p.dp) * p.tp * p.pp, 0);
     }
   }
@@ -76,6 +76,10 @@ class Generator {
   std::function<void(std::vector<sim::Op>&, std::size_t)> sink_;
   std::int64_t ops = 0, edges = 0, ring_ops = 0;
   sim::Placement placement;
+  /// Files into `b` (after construction: sim::simulate_while_building makes the builder).
+  void attach(sim::StepGraphBuilder* b) { b_ = b; }
+  /// Declare a watermark to the builder after each task (a streamed run reads it).
+  bool declare_ = false;
 
  private:
   [[nodiscard]] int dev(int r, int t, int s) const { return gpu_[t + p_.tp * (r + p_.dp * s)]; }
@@ -89,6 +93,11 @@ class Generator {
   void backward(int m, int s, int r);
   void gradients(int s);
   void run_task(const Task& t, int s);
+  /// The oldest op a future op can still read: every op a later emit() reads is in the maps
+  /// below (activations saved for backward, stage outputs, each stage's last op, gradients) or
+  /// emitted later, so between tasks the watermark is the least op they hold.
+  [[nodiscard]] OpId oldest_ref() const;
+  void declare();
 
   const HugeGptShape g_;
   const ParallelSpec p_;
@@ -328,6 +337,28 @@ void Generator::run_task(const Task& t, int s) {
   }
 }
 
+OpId Generator::oldest_ref() const {
+  auto w = static_cast<OpId>(ops);
+  for (const auto* m : {&saved_, &fwd_out_, &bwd_out_})
+    for (const auto& [k, v] : *m)
+      for (OpId o : v) w = std::min(w, o);
+  for (const auto& [k, o] : last_) w = std::min(w, o);
+  for (const auto& [k, v] : grads_)
+    for (const auto& [o, params] : v) w = std::min(w, o);
+  return w;
+}
+
+void Generator::declare() {
+  if (!declare_ || !b_) return;
+  flush();  // the promise holds from the next op filed on
+  // Sources (stage 0's first forward: no input, no control input) are done once every replica
+  // and tp rank of stage 0 has run a task.
+  bool sources_done = true;
+  for (int r = 0; r < p_.dp && sources_done; ++r)
+    for (int t = 0; t < p_.tp && sources_done; ++t) sources_done = last_.contains({r, t, 0});
+  b_->set_watermark(oldest_ref(), sources_done);
+}
+
 void Generator::run() {
   const int pp = p_.pp, mb = p_.mb;
   std::vector<std::vector<Task>> order(pp);
@@ -350,6 +381,7 @@ void Generator::run() {
         --left;
         progress = true;
         if (pos[s] == order[s].size()) gradients(s);
+        declare();
       }
     if (!progress)
       throw sim::InputError("<graph gpt-huge>", "", "a 1F1B order without deadlock, got one");
@@ -450,6 +482,34 @@ void generate_pipelined(Generator& gen, sim::StepGraphBuilder& b) {
   if (filing) std::rethrow_exception(filing);
 }
 }  // namespace
+
+HugeRun simulate_gpt_huge(const sim::Cluster& cluster, const HugeGptShape& shape,
+                          const ParallelSpec& par, const sim::KernelCostModel& costs,
+                          const sim::SimOptions& options) {
+  if (options.threads == 1) {  // as before: build, then simulate
+    HugeStep h = build_gpt_huge(cluster, shape, par, costs, 1);
+    sim::Outcome o = sim::simulate(h.step, h.placement, options);
+    return HugeRun{std::move(h), std::move(o), false, 0.0};
+  }
+  check_spec(shape, par, static_cast<int>(cluster.gpus().size()));
+  Generator count(sim::Cluster{}, shape, par, nullptr);
+  count.run();
+  Generator gen(cluster, shape, par, nullptr);
+  gen.placement.device_of.reserve(static_cast<std::size_t>(count.ops));
+  gen.declare_ = true;
+  const sim::StepSize size{count.ops, count.ops, count.edges};  // one output per op
+  sim::BuiltStep r = sim::simulate_while_building(
+      cluster, costs, size, gen.placement,
+      [&](sim::StepGraphBuilder& b) {
+        gen.attach(&b);
+        gen.run();
+        gen.flush();
+      },
+      options);
+  HugeStep h{std::move(r.step), std::move(gen.placement), gen.ops, gen.edges,
+             gen.ring_ops,      par.dp * par.tp * par.pp};
+  return HugeRun{std::move(h), std::move(r.outcome), r.overlapped, r.build_s};
+}
 
 std::int64_t gpt_huge_ops(const HugeGptShape& shape, const ParallelSpec& par) {
   check_spec(shape, par, std::numeric_limits<int>::max());

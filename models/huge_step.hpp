@@ -53,6 +53,20 @@ struct HugeStep {
 HugeStep build_gpt_huge(const sim::Cluster& cluster, const HugeGptShape& shape,
                         const ParallelSpec& par, const sim::KernelCostModel& costs,
                         int threads = 0);
+struct HugeRun {
+  HugeStep h;
+  sim::Outcome outcome;
+  bool overlapped = false;  ///< simulated while generated (sim::simulate_while_building)
+  double build_s = 0.0;     ///< wall seconds until built, when overlapped (not deterministic)
+};
+
+/// build_gpt_huge, then sim::simulate, in one: with options.threads != 1 the step is simulated
+/// while it is generated (sim::simulate_while_building; the generator declares a watermark
+/// after each task), with the outcome of simulate(build_gpt_huge(...)) bit for bit.
+HugeRun simulate_gpt_huge(const sim::Cluster& cluster, const HugeGptShape& shape,
+                          const ParallelSpec& par, const sim::KernelCostModel& costs,
+                          const sim::SimOptions& options);
+
 /// Ops build_gpt_huge would emit (without building): to size a run before paying for it.
 std::int64_t gpt_huge_ops(const HugeGptShape& shape, const ParallelSpec& par);
 

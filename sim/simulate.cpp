@@ -3,10 +3,12 @@
 #include "sim/simulate.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
@@ -15,6 +17,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
 #include <tbb/task_arena.h>
+#include <thread>
 
 #include "sim/collective_expand.hpp"
 #include "sim/cpu_share.hpp"
@@ -66,7 +69,7 @@ struct Prepared {
   std::vector<std::int64_t> host_ns;
   std::vector<std::int64_t> step_host_ns;  // per device: host remainder paid once per step
   std::vector<std::int64_t> opt_host_ns;   // per device: foreach optimizer step, once per step
-  std::vector<bool> is_update;             // per op: Phase::Update
+  std::vector<std::uint8_t> is_update;     // per op: Phase::Update (bytes: read while filed)
 
   std::vector<bool> is_gpu;
   std::vector<std::int32_t> streams, workers;
@@ -325,7 +328,32 @@ void Prepared::device_parameters(const Cluster& c, const KernelCostModel& costs)
   }
 }
 
+/// Shared by a builder filing a step and the event loop simulating it while it is filed
+/// (simulate_while_building; docs/engine.md, "Parallel engine"). The builder writes an op's arrays,
+/// then publishes counts with release stores; the loop reads only below what it acquired.
+struct StreamSync {
+  std::int32_t total = 0;                   // ops declared (StepSize)
+  std::size_t inputs = 0;                   // input edges declared (StepSize)
+  const DeviceId* device_of = nullptr;      // the placement, filled before each op is filed
+  std::vector<const std::int64_t*> kernel;  // per priced device: kernel ns per op (reserved)
+  std::vector<std::int32_t> dev_class;      // device -> its priced device's index
+  std::atomic<std::int32_t> filed{0};       // ops whose own arrays are written
+  std::atomic<std::int32_t> watermark{0};   // ops whose consumers and successors are final
+  std::atomic<std::int32_t> sources{-1};    // ops filed when no source can follow; -1 before
+  std::atomic<bool> abort{false};           // the loop must leave: fall back (or an error)
+  std::atomic<bool> detached{false};        // the loop no longer reads the builder's arrays
+  std::atomic<std::uint32_t> version{0};    // bumped after every change above (waited on)
+  void bump() {
+    version.fetch_add(1, std::memory_order_acq_rel);
+    version.notify_all();
+  }
+};
+
 namespace {
+
+/// Thrown by the event loop when it must leave a streamed run (simulate_while_building then
+/// builds the whole step and simulates it sequentially).
+struct StreamAborted {};
 
 void check_placement(const Prepared& P, const Placement& p) {
   const std::string where = "<placement>";
@@ -357,8 +385,37 @@ enum : std::int32_t {
 };
 enum : int { kH2D = 0, kD2H = 1, kPeer = 2 };
 
+/// Raw pointers into a Prepared's arrays, for the event loop (StepRun::view).
+struct PreparedView {
+  const Cluster* cluster = nullptr;
+  const Graph* graph = nullptr;
+  int n_dev = 0, n_ops = 0;
+  const std::int32_t *out_begin = nullptr, *tensor_op = nullptr, *cons_begin = nullptr,
+                     *cons = nullptr, *cons_slot = nullptr, *ins = nullptr, *in_begin = nullptr,
+                     *ctl_begin = nullptr, *ctl = nullptr, *n_pred = nullptr, *rank = nullptr,
+                     *pinned = nullptr, *streams = nullptr, *workers = nullptr, *engines = nullptr,
+                     *dev_class = nullptr, *loader_begin = nullptr, *loader_end = nullptr;
+  const std::int64_t *tensor_bytes = nullptr, *launch_ns = nullptr, *capacity = nullptr,
+                     *reserved = nullptr, *issue_ns = nullptr, *dma_ns = nullptr,
+                     *step_host_ns = nullptr, *opt_host_ns = nullptr, *host_ns = nullptr;
+  const std::int8_t* kind_req = nullptr;
+  const std::uint8_t *is_update = nullptr, *is_gpu = nullptr;
+  const double* cpu_cap = nullptr;
+
+  [[nodiscard]] std::string op_name(std::int32_t op) const {
+    return graph ? graph->ops[op].name : "op" + std::to_string(op);
+  }
+  [[nodiscard]] OpId topo_at(std::int32_t i) const { return graph ? graph->topo_order[i] : i; }
+  [[nodiscard]] std::int64_t launch_host_ns(std::int32_t op, DeviceId d) const {
+    const std::int64_t h =
+        host_ns ? host_ns[static_cast<std::size_t>(dev_class[d]) * n_ops + op] : -1;
+    return h < 0 ? launch_ns[d] : h;
+  }
+};
+
 /// One simulated step. Item ids for the critical path: op kernel = op, launch = n_ops + op,
-/// copy segment s = 2 * n_ops + s, host-side issue of segment s = 2 * n_ops + segs + s.
+/// copy segment s = 2 * n_ops + 2 * s, host-side issue of segment s = 2 * n_ops + 2 * s + 1
+/// (independent of the number of segments, which grows while a streamed step is filed).
 class StepRun {
  public:
   /// `calls`: the collective calls of an expanded graph (collective_expand.hpp), or null.
@@ -371,6 +428,13 @@ class StepRun {
   /// Simulates one placement. A StepRun may be reused: its buffers keep their capacity, so a
   /// warm run allocates almost nothing.
   Outcome run(const Placement& placement);
+  /// Takes V_'s pointers into P_ (each run: a builder may have reserved since).
+  void view();
+  /// Simulates a step while a builder files it (simulate_while_building): returns when the
+  /// queue is empty; throws StreamAborted when the builder asks it to leave.
+  void run_streamed(StreamSync& sync);
+  /// After the builder finished: the memory of persistent state, then the outcome.
+  Outcome finish_streamed();
 
   void on_event(Engine& e, const Event& ev);
   void on_resource(Engine& e, int model);
@@ -402,8 +466,19 @@ class StepRun {
     bool operator>(const ReadyEntry& o) const { return t != o.t ? t > o.t : rank > o.rank; }
   };
 
-  void reset_ops(const Placement& placement);
-  void build_copies();
+  void reset_ops(const Placement* placement);
+  /// Copies of tensors [t0, t1) (their consumers final), after those of tensors below t0.
+  void build_copies(std::int32_t t0, std::int32_t t1);
+  /// Streamed: ops [o0, o1) are filed: their device, predecessors missing, tensors' devices.
+  void setup_ops(std::int32_t o0, std::int32_t o1);
+  /// Streamed: waits until the watermark passes `op` (its consumers and successors final).
+  [[gnu::always_inline]] void need(std::int32_t op) {
+    if (op >= w_) [[unlikely]]
+      wait_for(op);
+  }
+  [[gnu::cold]] void wait_for(std::int32_t op);
+  void absorb(std::int32_t w);
+  void settle_memory();
   void reset_collectives();
   void reset_devices();
   [[nodiscard]] Outcome outcome();
@@ -425,9 +500,7 @@ class StepRun {
   void request_engine(std::int32_t seg, std::int32_t pred);
   void copy_issued(std::int32_t seg);
   void cpu_begin(std::int32_t op);
-  [[nodiscard]] std::int32_t issue_item(std::int32_t seg) const {
-    return 2 * P_.n_ops + static_cast<std::int32_t>(segs_.size()) + seg;
-  }
+  [[nodiscard]] std::int32_t issue_item(std::int32_t seg) const { return 2 * n_ + 2 * seg + 1; }
   void begin_segment(std::int32_t seg, std::int32_t pred);
   void segment_done(std::int32_t seg);
   // Collective calls; cold so that graphs without them keep the hot path's inlining.
@@ -442,23 +515,46 @@ class StepRun {
     // A GPU input produced on the same stream is usable once the producer is enqueued: stream
     // order guarantees it runs first (this is how TensorFlow and PyTorch launch ahead).
     const DeviceId d = dev_[producer];
-    if (dev_[consumer] != d || !P_.is_gpu[d]) return false;
+    if (dev_[consumer] != d || !V_.is_gpu[d]) return false;
     if (single_stream_[d]) return true;
-    const auto pp = P_.pinned[producer], pc = P_.pinned[consumer];
-    return pp >= 0 && pc >= 0 && pp % P_.streams[d] == pc % P_.streams[d];
+    const auto pp = V_.pinned[producer], pc = V_.pinned[consumer];
+    return pp >= 0 && pc >= 0 && pp % V_.streams[d] == pc % V_.streams[d];
   }
   [[nodiscard]] std::int64_t kernel_time(std::int32_t op) const {
-    return P_.kernel_ns[static_cast<std::size_t>(P_.dev_class[dev_[op]]) * P_.n_ops + op];
+    return kern_[static_cast<std::size_t>(dev_class_[dev_[op]])][op];
   }
   [[nodiscard]] const RouteSegment& segment_of(std::int32_t seg) const {
     const Copy& c = copies_[segs_[seg].copy];
-    return P_.cluster->route(tdev_[c.tensor], c.dst).segments[segs_[seg].k];
+    return V_.cluster->route(tdev_[c.tensor], c.dst).segments[segs_[seg].k];
   }
   [[nodiscard]] bool oom_stop() const { return opt_.stop_at_first_oom && !oom_order_.empty(); }
   std::string tensor_name(std::int32_t t) const;
   std::string segment_name(std::int32_t seg) const;
 
   const Prepared& P_;
+  // What the loop reads of P_, as raw pointers taken once per run: a builder filing a streamed
+  // step appends to P_'s vectors (their headers change on every op), so reading through them
+  // would share cache lines with the filing thread on every access.
+  PreparedView V_;
+  std::vector<std::uint8_t> is_gpu_;  // V_.is_gpu's storage (P_'s is a vector<bool>)
+  std::int32_t n_ = 0;                // ops (a streamed step: the declared total)
+  // Kernel ns per op of each cost class, and each device's class: P_'s flat arrays, or a
+  // streamed step's per priced device (filed while the loop runs).
+  std::vector<const std::int64_t*> kern_;
+  std::vector<std::int32_t> dev_class_;
+  StreamSync* sync_ = nullptr;  // streamed: shared with the builder
+  std::int32_t w_ = 0;          // ops whose consumers and successors may be read (n_ unstreamed)
+  std::int32_t f_ = 0;          // streamed: ops set up (setup_ops)
+  std::int32_t tw_ = 0;         // streamed: tensors whose copies are built
+  // Streamed: persistent memory is known only at the end, so the loop counts allocations and
+  // keeps per device its dynamic peak each time it rose (allocation number, bytes); the peaks
+  // and OOM order of the whole run follow from them exactly (settle_memory).
+  bool deferred_mem_ = false;
+  std::int64_t alloc_seq_ = 0;
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rises_;
+  std::vector<std::int64_t> cap_;  // capacity the loop checks (unbounded while deferred)
+  std::vector<std::int32_t> seen_, on_dev_, copy_at_;  // build_copies' scratch per device
+  std::chrono::steady_clock::time_point wall0_;
   std::vector<std::int16_t> dev_;    // op -> device (compact: fewer cache misses)
   std::vector<std::int16_t> tdev_;   // tensor -> producer's device
   std::vector<bool> single_stream_;  // GPU with one compute stream
@@ -522,70 +618,74 @@ class StepRun {
   std::vector<SimTime> coll_flow_start_;
 };
 
-void StepRun::build_copies() {
-  copy_begin_.assign(P_.n_tensors + 1, 0);
-  tensor_refs_.assign(P_.n_tensors, 0);
-  std::vector<std::int32_t> seen(P_.n_dev, -1);
-  std::vector<std::int32_t> on_dev(P_.n_dev, 0);
-  std::vector<std::int32_t> copy_at(P_.n_dev, -1);
-  in_copy_.resize(P_.ins.size());
-  for (int t = 0; t < P_.n_tensors; ++t) {
+void StepRun::build_copies(std::int32_t t0, std::int32_t t1) {
+  const std::size_t first_copy = copies_.size();
+  for (std::int32_t t = t0; t < t1; ++t) {
     const DeviceId src = tdev_[t];
     const std::size_t first = copies_.size();
     std::int32_t local = 0;
-    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
-      const DeviceId d = dev_[P_.cons[i]];
+    for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i) {
+      const DeviceId d = dev_[V_.cons[i]];
       if (d == src) {
         ++local;
         continue;
       }
-      if (seen[d] != t) {
-        seen[d] = t;
-        on_dev[d] = 0;
+      if (seen_[d] != t) {
+        seen_[d] = t;
+        on_dev_[d] = 0;
         copies_.push_back({t, 0, 0, static_cast<std::int16_t>(d), 0});
       }
-      ++on_dev[d];
+      ++on_dev_[d];
     }
     // Copies of a tensor in ascending destination order (deterministic, independent of consumers).
     std::sort(copies_.begin() + static_cast<std::ptrdiff_t>(first), copies_.end(),
               [](const Copy& a, const Copy& b) { return a.dst < b.dst; });
     for (std::size_t k = first; k < copies_.size(); ++k) {
       Copy& c = copies_[k];
-      c.refs = on_dev[c.dst];
-      const Route& r = P_.cluster->route(src, c.dst);
+      c.refs = on_dev_[c.dst];
+      const Route& r = V_.cluster->route(src, c.dst);
       c.nseg = static_cast<std::int8_t>(r.segments.size());
     }
-    tensor_refs_[t] = local + static_cast<std::int32_t>(copies_.size() - first);
-    copy_begin_[t + 1] = static_cast<std::int32_t>(copies_.size());
+    tensor_refs_.push_back(local + static_cast<std::int32_t>(copies_.size() - first));
+    copy_begin_.push_back(static_cast<std::int32_t>(copies_.size()));
     // Each consumer's input slot learns which copy it reads, so an op's end releases its inputs
     // without searching (the search was the engine's hottest cache-missing loop).
     for (std::size_t k = first; k < copies_.size(); ++k)
-      copy_at[copies_[k].dst] = static_cast<std::int32_t>(k);
-    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
-      const DeviceId d = dev_[P_.cons[i]];
-      in_copy_[P_.cons_slot[i]] = d == src ? -1 : copy_at[d];
+      copy_at_[copies_[k].dst] = static_cast<std::int32_t>(k);
+    for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i) {
+      const DeviceId d = dev_[V_.cons[i]];
+      in_copy_[V_.cons_slot[i]] = d == src ? -1 : copy_at_[d];
     }
   }
   // Segments of a copy are consecutive, copies in order: ids only grow with (copy, k), as the
   // engine's tie-breaking by id expects.
-  std::size_t n_segs = 0;
-  for (Copy& c : copies_) {
-    c.seg = static_cast<std::int32_t>(n_segs);
-    n_segs += static_cast<std::size_t>(c.nseg);
+  std::size_t n_segs = segs_.size();
+  for (std::size_t k = first_copy; k < copies_.size(); ++k) {
+    copies_[k].seg = static_cast<std::int32_t>(n_segs);
+    n_segs += static_cast<std::size_t>(copies_[k].nseg);
   }
-  if (2 * static_cast<std::size_t>(P_.n_ops) + 2 * n_segs >= 2147483647)
+  if (2 * static_cast<std::size_t>(n_) + 2 * n_segs >= 2147483647) {
+    if (sync_) throw StreamAborted{};  // the whole step's run says how many (its error)
     throw InputError("<placement>", "",
                      "fewer than 2^31 - 1 ops, launches and copy segments with their issues "
                      "(32-bit item ids), got " +
-                         std::to_string(2 * P_.n_ops + 2 * n_segs));
+                         std::to_string(2 * n_ + 2 * n_segs));
+  }
   segs_.resize(n_segs);
-  for (std::size_t c = 0; c < copies_.size(); ++c)
+  if (track_) {
+    const std::size_t items = 2 * static_cast<std::size_t>(n_) + 2 * n_segs;
+    pred_.resize(items, -1);
+    item_start_.resize(items, 0);
+    item_end_.resize(items, 0);
+    seg_path_.resize(n_segs, SegPath{});
+  }
+  for (std::size_t c = first_copy; c < copies_.size(); ++c)
     for (int k = 0; k < copies_[c].nseg; ++k) {
       const auto id = static_cast<std::int32_t>(copies_[c].seg + k);
       Seg& s = segs_[id];
       s = {static_cast<std::int32_t>(c), -1, -1, static_cast<std::int8_t>(k)};
       const RouteSegment& rs = segment_of(id);
-      const bool from_gpu = P_.is_gpu[rs.from], to_gpu = P_.is_gpu[rs.to];
+      const bool from_gpu = V_.is_gpu[rs.from], to_gpu = V_.is_gpu[rs.to];
       if (from_gpu && to_gpu)
         s.pool = 3 * rs.from + kPeer;
       else if (from_gpu)
@@ -597,9 +697,13 @@ void StepRun::build_copies() {
 
 inline void StepRun::alloc(DeviceId d, std::int64_t b) {
   cur_mem_[d] += b;
+  ++alloc_seq_;
   if (opt_.trace) opt_.trace->memory(d, engine_.now(), cur_mem_[d]);
-  if (cur_mem_[d] > peak_mem_[d]) peak_mem_[d] = cur_mem_[d];
-  if (cur_mem_[d] > P_.capacity[d] && !oom_[d]) {
+  if (cur_mem_[d] > peak_mem_[d]) {
+    peak_mem_[d] = cur_mem_[d];
+    if (deferred_mem_) rises_[d].emplace_back(alloc_seq_, cur_mem_[d]);
+  }
+  if (cur_mem_[d] > cap_[d] && !oom_[d]) {
     oom_[d] = true;
     oom_order_.push_back(d);
     if (opt_.stop_at_first_oom) engine_.stop();
@@ -625,7 +729,7 @@ void StepRun::make_ready(std::int32_t op, std::int32_t pred_item) {
     ready_time_[op] = engine_.now();
     ready_pred_[op] = pred_item;
   }
-  ready_.at(d).push_back({engine_.now(), P_.rank[op], op});
+  ready_.at(d).push_back({engine_.now(), V_.rank[op], op});
   std::push_heap(ready_[d].begin(), ready_[d].end(), std::greater<>());
   dispatch(d);
 }
@@ -633,7 +737,7 @@ void StepRun::make_ready(std::int32_t op, std::int32_t pred_item) {
 void StepRun::dispatch(DeviceId d) {
   auto& heap = ready_[d];
   const SimTime now = engine_.now();
-  if (P_.is_gpu[d]) {
+  if (V_.is_gpu[d]) {
     if (launcher_busy_[d]) return;
     if (issue_head_[d] < issue_q_[d].size()) {
       // Copies are issued before pending launches: they unblock consumers on other devices.
@@ -646,7 +750,7 @@ void StepRun::dispatch(DeviceId d) {
             (sp.ready == now || launcher_last_[d] < 0) ? sp.ready_pred : launcher_last_[d];
         item_start_[item] = now;
       }
-      engine_.schedule(now + P_.issue_ns[d], Priority::LaunchEnd, kCopyIssued, seg);
+      engine_.schedule(now + V_.issue_ns[d], Priority::LaunchEnd, kCopyIssued, seg);
       return;
     }
     if (heap.empty()) return;
@@ -655,21 +759,21 @@ void StepRun::dispatch(DeviceId d) {
     heap.pop_back();
     launcher_busy_[d] = true;
     if (track_) {
-      const std::int32_t item = P_.n_ops + op;
+      const std::int32_t item = n_ + op;
       // The launch waited either for its last input or for the launcher; on a tie, the input.
       pred_[item] =
           (ready_time_[op] == now || launcher_last_[d] < 0) ? ready_pred_[op] : launcher_last_[d];
       item_start_[item] = now;
     }
-    std::int64_t host = P_.launch_host_ns(op, d);
+    std::int64_t host = V_.launch_host_ns(op, d);
     if (!step_paid_[d]) {
       // The per-step host remainder (Python loop, zero_grad) delays the step's first launch.
-      host += P_.step_host_ns[d];
+      host += V_.step_host_ns[d];
       step_paid_[d] = true;
     }
-    if (P_.is_update[op] && !opt_paid_[d]) {
+    if (V_.is_update[op] && !opt_paid_[d]) {
       // A foreach optimizer's Python and dispatch come before its first kernel.
-      host += P_.opt_host_ns[d];
+      host += V_.opt_host_ns[d];
       opt_paid_[d] = true;
     }
     engine_.schedule(now + host, Priority::LaunchEnd, kLaunchEnd, op);
@@ -683,12 +787,12 @@ void StepRun::dispatch(DeviceId d) {
     const std::int32_t worker = slots.back();
     slots.pop_back();
     op_stream_[op] = worker;
-    const std::int32_t launch = P_.n_ops + op;
+    const std::int32_t launch = n_ + op;
     // The dispatch cost: the device's launch_overhead, or a CPU host model's per-op cost plus,
     // on the step's first op, the host time no graph op stands for (KernelCostModel::host_time).
-    std::int64_t host = P_.launch_host_ns(op, d);
+    std::int64_t host = V_.launch_host_ns(op, d);
     if (!step_paid_[d]) {
-      host += P_.step_host_ns[d];
+      host += V_.step_host_ns[d];
       step_paid_[d] = true;
     }
     const SimTime ks = now + host;
@@ -700,10 +804,10 @@ void StepRun::dispatch(DeviceId d) {
       item_start_[op] = ks;
     }
     finish_item(launch, ks);
-    if (opt_.trace) opt_.trace->launch(d, P_.op_name(op), now, ks);
+    if (opt_.trace) opt_.trace->launch(d, V_.op_name(op), now, ks);
     // A CPU op holds its worker for the dispatch cost and the op itself; its outputs are
     // allocated when the worker takes it.
-    for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+    for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) alloc(d, V_.tensor_bytes[t]);
     busy_up(d);
     if (ks == now)
       cpu_begin(op);
@@ -716,17 +820,18 @@ void StepRun::cpu_begin(std::int32_t op) {
   // The op's kernel time is its work at the whole socket; the socket is shared (cpu_share.hpp).
   const DeviceId d = dev_[op];
   if (track_) item_start_[op] = engine_.now();
-  const bool loader = std::binary_search(P_.loader_ops.begin(), P_.loader_ops.end(), op);
-  const double cap = loader ? std::min(1.0, 1.0 / P_.workers[d]) : P_.cpu_cap[d];
+  const bool loader = std::binary_search(V_.loader_begin, V_.loader_end, op);
+  const double cap = loader ? std::min(1.0, 1.0 / V_.workers[d]) : V_.cpu_cap[d];
   cpus_.start(engine_.now(), d, static_cast<double>(kernel_time(op)), cap, op);
 }
 
 void StepRun::launch_end(std::int32_t op) {
+  need(op);  // its consumers on the same stream
   const DeviceId d = dev_[op];
   const SimTime now = engine_.now();
-  const std::int32_t item = P_.n_ops + op;
+  const std::int32_t item = n_ + op;
   finish_item(item, now);
-  if (opt_.trace) opt_.trace->launch(d, P_.op_name(op), item_start_[item], now);
+  if (opt_.trace) opt_.trace->launch(d, V_.op_name(op), item_start_[item], now);
   launcher_busy_[d] = false;
   launcher_last_[d] = item;
   if (coll_ && coll_->call_of_op[op] >= 0) {  // a collective rank op: no stream slot to wait for
@@ -736,9 +841,9 @@ void StepRun::launch_end(std::int32_t op) {
   }
 
   int s = 0;
-  const int ns = P_.streams[d];
-  if (P_.pinned[op] >= 0) {
-    s = P_.pinned[op] % ns;
+  const int ns = V_.streams[d];
+  if (V_.pinned[op] >= 0) {
+    s = V_.pinned[op] % ns;
   } else {
     for (int k = 1; k < ns; ++k)
       if (stream_free_[d * max_streams_ + k] < stream_free_[d * max_streams_ + s]) s = k;
@@ -750,9 +855,9 @@ void StepRun::launch_end(std::int32_t op) {
   stream_free_[si] = start + kernel_time(op);
   stream_last_[si] = op;
   // Consumers on the same stream may be launched now.
-  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t)
-    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i)
-      if (stream_dep(op, P_.cons[i])) credit(P_.cons[i], item);
+  for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t)
+    for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i)
+      if (stream_dep(op, V_.cons[i])) credit(V_.cons[i], item);
   if (start == now)
     kernel_start(op);
   else
@@ -762,11 +867,11 @@ void StepRun::launch_end(std::int32_t op) {
 
 void StepRun::kernel_start(std::int32_t op) {
   const DeviceId d = dev_[op];
-  if (!P_.is_gpu[d]) {
+  if (!V_.is_gpu[d]) {
     cpu_begin(op);
     return;
   }
-  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+  for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) alloc(d, V_.tensor_bytes[t]);
   busy_up(d);
   if (track_) item_start_[op] = engine_.now();
   engine_.schedule(engine_.now() + kernel_time(op), Priority::KernelEnd, kKernelEnd, op);
@@ -781,33 +886,34 @@ void StepRun::busy_down(DeviceId d) {
 }
 
 void StepRun::tensor_unref(std::int32_t t) {
-  if (--tensor_refs_[t] == 0) release(tdev_[t], P_.tensor_bytes[t]);
+  if (--tensor_refs_[t] == 0) release(tdev_[t], V_.tensor_bytes[t]);
 }
 
 void StepRun::kernel_end(std::int32_t op) {
+  need(op);  // its consumers, copies and control successors
   const DeviceId d = dev_[op];
   const SimTime now = engine_.now();
   finish_item(op, now);
   if (opt_.trace)
-    opt_.trace->kernel(d, op_stream_[op], P_.op_name(op), P_.graph ? P_.graph->ops[op].type : "",
+    opt_.trace->kernel(d, op_stream_[op], V_.op_name(op), V_.graph ? V_.graph->ops[op].type : "",
                        item_start_[op], now);
   busy_down(d);
   ++ops_done_[d];
 
   // Inputs: release the local tensor or the received copy.
-  for (int i = P_.in_begin[op]; i < P_.in_begin[op + 1]; ++i) {
+  for (int i = V_.in_begin[op]; i < V_.in_begin[op + 1]; ++i) {
     const std::int32_t c = in_copy_[i];
     if (c < 0) {
-      tensor_unref(P_.ins[i]);
+      tensor_unref(V_.ins[i]);
     } else if (--copies_[c].refs == 0) {
-      release(d, P_.tensor_bytes[copies_[c].tensor]);
+      release(d, V_.tensor_bytes[copies_[c].tensor]);
     }
   }
   // Outputs: local consumers, outgoing copies; unconsumed outputs die now.
-  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) {
-    if (tensor_refs_[t] == 0) release(d, P_.tensor_bytes[t]);
-    for (int i = P_.cons_begin[t]; i < P_.cons_begin[t + 1]; ++i) {
-      const std::int32_t c = P_.cons[i];
+  for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) {
+    if (tensor_refs_[t] == 0) release(d, V_.tensor_bytes[t]);
+    for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i) {
+      const std::int32_t c = V_.cons[i];
       if (dev_[c] == d && !stream_dep(op, c)) credit(c, op);
     }
     for (int c = copy_begin_[t]; c < copy_begin_[t + 1]; ++c) {
@@ -818,9 +924,9 @@ void StepRun::kernel_end(std::int32_t op) {
       request_segment(copies_[c].seg, op);
     }
   }
-  for (int i = P_.ctl_begin[op]; i < P_.ctl_begin[op + 1]; ++i) credit(P_.ctl[i], op);
+  for (int i = V_.ctl_begin[op]; i < V_.ctl_begin[op + 1]; ++i) credit(V_.ctl[i], op);
 
-  if (!P_.is_gpu[d]) {
+  if (!V_.is_gpu[d]) {
     free_slots_[d].push_back(op_stream_[op]);
     worker_last_[d] = op;
     dispatch(d);
@@ -831,7 +937,7 @@ void StepRun::request_segment(std::int32_t seg, std::int32_t pred) {
   const Seg& s = segs_[seg];
   if (track_) seg_path_[seg] = {engine_.now(), 0, pred};
   // A copy run by a GPU's engine is first issued (cudaMemcpyAsync) on that GPU's host thread.
-  if (s.pool >= 0 && P_.issue_ns[s.pool / 3] > 0) {
+  if (s.pool >= 0 && V_.issue_ns[s.pool / 3] > 0) {
     const DeviceId g = s.pool / 3;
     issue_q_[g].push_back(seg);
     dispatch(g);
@@ -870,7 +976,7 @@ void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
     s.slot = static_cast<std::int16_t>(pool_slots_[s.pool].back());
     pool_slots_[s.pool].pop_back();
   }
-  const std::int32_t item = 2 * P_.n_ops + seg;
+  const std::int32_t item = 2 * n_ + 2 * seg;
   if (track_) {
     pred_[item] = pred;
     item_start_[item] = now;
@@ -878,35 +984,35 @@ void StepRun::begin_segment(std::int32_t seg, std::int32_t pred) {
   const Copy& c = copies_[s.copy];
   const RouteSegment& rs = segment_of(seg);
   // The destination buffer (or the staging buffer in host memory) exists while the copy runs.
-  alloc(rs.to, P_.tensor_bytes[c.tensor]);
-  const std::int64_t latency = rs.latency.ns + (s.pool >= 0 ? P_.dma_ns[s.pool / 3] : 0);
+  alloc(rs.to, V_.tensor_bytes[c.tensor]);
+  const std::int64_t latency = rs.latency.ns + (s.pool >= 0 ? V_.dma_ns[s.pool / 3] : 0);
   if (latency > 0) {
     engine_.schedule(now + latency, Priority::LatencyDone, kLatencyDone, seg);
   } else {
     if (track_) seg_path_[seg].flow_start = now;
-    net_.start(now, rs.hops, static_cast<double>(P_.tensor_bytes[c.tensor]), seg);
+    net_.start(now, rs.hops, static_cast<double>(V_.tensor_bytes[c.tensor]), seg);
   }
 }
 
 void StepRun::segment_done(std::int32_t seg) {
   const Seg& s = segs_[seg];
   const SimTime now = engine_.now();
-  const std::int32_t item = 2 * P_.n_ops + seg;
+  const std::int32_t item = 2 * n_ + 2 * seg;
   finish_item(item, now);
   Copy& c = copies_[s.copy];
   const RouteSegment& rs = segment_of(seg);
   ++transfers_;
-  transferred_ += P_.tensor_bytes[c.tensor];
+  transferred_ += V_.tensor_bytes[c.tensor];
   if (opt_.trace) {
     const std::string name = segment_name(seg);
     const DeviceId owner = s.pool >= 0 ? s.pool / 3 : rs.from;
-    const std::int32_t producer = P_.tensor_op[c.tensor];
-    const TraceSink::CopyOf of{producer, c.tensor - P_.out_begin[producer], c.dst, s.k, c.nseg};
+    const std::int32_t producer = V_.tensor_op[c.tensor];
+    const TraceSink::CopyOf of{producer, c.tensor - V_.out_begin[producer], c.dst, s.k, c.nseg};
     opt_.trace->copy(owner, static_cast<TraceSink::EngineKind>(s.pool >= 0 ? s.pool % 3 : 0),
-                     s.pool >= 0 ? s.slot : -1, name, P_.tensor_bytes[c.tensor], item_start_[item],
+                     s.pool >= 0 ? s.slot : -1, name, V_.tensor_bytes[c.tensor], item_start_[item],
                      now, of);
     for (const Hop& h : rs.hops)
-      opt_.trace->link_flow(h.link, name, P_.tensor_bytes[c.tensor], seg_path_[seg].flow_start, now,
+      opt_.trace->link_flow(h.link, name, V_.tensor_bytes[c.tensor], seg_path_[seg].flow_start, now,
                             h.forward);
   }
   if (s.pool >= 0) {
@@ -924,21 +1030,21 @@ void StepRun::segment_done(std::int32_t seg) {
   if (s.k == 0)
     tensor_unref(c.tensor);  // the source buffer is no longer read
   else
-    release(rs.from, P_.tensor_bytes[c.tensor]);  // the host staging buffer
+    release(rs.from, V_.tensor_bytes[c.tensor]);  // the host staging buffer
   if (!last) {
     request_segment(seg + 1, item);
     return;
   }
-  for (int i = P_.cons_begin[c.tensor]; i < P_.cons_begin[c.tensor + 1]; ++i)
-    if (dev_[P_.cons[i]] == c.dst) credit(P_.cons[i], item);
+  for (int i = V_.cons_begin[c.tensor]; i < V_.cons_begin[c.tensor + 1]; ++i)
+    if (dev_[V_.cons[i]] == c.dst) credit(V_.cons[i], item);
 }
 
 // A rank op's kernel starts when launched (NCCL's kernel waits on the GPU for its peers); the
 // call starts when its last rank has, and moves its bytes after its fixed time (latency, fill).
 void StepRun::coll_rank_start(std::int32_t op, std::int32_t launch) {
   const DeviceId d = dev_[op];
-  op_stream_[op] = P_.streams[d] - 1;  // the NCCL stream (collective_expand.cpp)
-  for (int t = P_.out_begin[op]; t < P_.out_begin[op + 1]; ++t) alloc(d, P_.tensor_bytes[t]);
+  op_stream_[op] = V_.streams[d] - 1;  // the NCCL stream (collective_expand.cpp)
+  for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) alloc(d, V_.tensor_bytes[t]);
   busy_up(d);
   if (track_) {
     item_start_[op] = engine_.now();
@@ -969,7 +1075,7 @@ void StepRun::coll_flow_done(std::int32_t flow) {
   if (opt_.trace) {
     const ExpandedCall& k = coll_->calls[call];
     const std::size_t i = static_cast<std::size_t>(flow - coll_flow_begin_[call]);
-    const std::string& name = P_.graph->ops[k.ops.front()].collective->id;
+    const std::string& name = V_.graph->ops[k.ops.front()].collective->id;
     const auto bytes = static_cast<std::int64_t>(k.bytes[i]);
     for (const Hop& h : k.routes[i])
       opt_.trace->link_flow(h.link, name, bytes, coll_flow_start_[call], engine_.now(), h.forward);
@@ -1010,7 +1116,7 @@ void StepRun::on_event(Engine& /*e*/, const Event& ev) {
       if (track_) seg_path_[ev.index].flow_start = engine_.now();
       const RouteSegment& rs = segment_of(ev.index);
       net_.start(engine_.now(), rs.hops,
-                 static_cast<double>(P_.tensor_bytes[copies_[s.copy].tensor]), ev.index);
+                 static_cast<double>(V_.tensor_bytes[copies_[s.copy].tensor]), ev.index);
       break;
     }
     default:
@@ -1043,68 +1149,246 @@ void StepRun::on_resource(Engine& /*e*/, int model) {
 }
 
 std::string StepRun::tensor_name(std::int32_t t) const {
-  const std::int32_t op = P_.tensor_op[t];
-  const int k = t - P_.out_begin[op];
-  if (P_.graph && !P_.graph->ops[op].outputs[k].name.empty())
-    return P_.graph->ops[op].outputs[k].name;
-  return P_.op_name(op) + ":" + std::to_string(k);
+  const std::int32_t op = V_.tensor_op[t];
+  const int k = t - V_.out_begin[op];
+  if (V_.graph && !V_.graph->ops[op].outputs[k].name.empty())
+    return V_.graph->ops[op].outputs[k].name;
+  return V_.op_name(op) + ":" + std::to_string(k);
 }
 
 std::string StepRun::segment_name(std::int32_t seg) const {
   const Copy& c = copies_[segs_[seg].copy];
-  std::string name = tensor_name(c.tensor) + " -> " + P_.cluster->devices[c.dst].name;
+  std::string name = tensor_name(c.tensor) + " -> " + V_.cluster->devices[c.dst].name;
   if (c.nseg > 1) {
     // Staged: say which half and through which host memory.
     const RouteSegment& rs = segment_of(seg);
     const DeviceId host = segs_[seg].k == 0 ? rs.to : rs.from;
     name += " (" + std::to_string(segs_[seg].k + 1) + "/" + std::to_string(c.nseg) + " via " +
-            P_.cluster->devices[host].name + ")";
+            V_.cluster->devices[host].name + ")";
   }
   return name;
 }
 
+void StepRun::view() {
+  const Prepared& P = P_;
+  PreparedView& v = V_;
+  v.cluster = P.cluster;
+  v.graph = P.graph;
+  v.n_dev = P.n_dev;
+  v.n_ops = P.n_ops;
+  v.out_begin = P.out_begin.data();
+  v.tensor_op = P.tensor_op.data();
+  v.cons_begin = P.cons_begin.data();
+  v.cons = P.cons.data();
+  v.cons_slot = P.cons_slot.data();
+  v.ins = P.ins.data();
+  v.in_begin = P.in_begin.data();
+  v.ctl_begin = P.ctl_begin.data();
+  v.ctl = P.ctl.data();
+  v.n_pred = P.n_pred.data();
+  v.rank = P.rank.data();
+  v.pinned = P.pinned.data();
+  v.streams = P.streams.data();
+  v.workers = P.workers.data();
+  v.engines = P.engines.data();
+  v.dev_class = P.dev_class.data();
+  v.loader_begin = P.loader_ops.data();
+  v.loader_end = P.loader_ops.data() + P.loader_ops.size();
+  v.tensor_bytes = P.tensor_bytes.data();
+  v.launch_ns = P.launch_ns.data();
+  v.capacity = P.capacity.data();
+  v.reserved = P.reserved.data();
+  v.issue_ns = P.issue_ns.data();
+  v.dma_ns = P.dma_ns.data();
+  v.step_host_ns = P.step_host_ns.data();
+  v.opt_host_ns = P.opt_host_ns.data();
+  v.host_ns = P.host_ns.empty() ? nullptr : P.host_ns.data();
+  v.kind_req = P.kind_req.data();
+  v.is_update = P.is_update.data();
+  is_gpu_.assign(P.is_gpu.begin(), P.is_gpu.end());
+  v.is_gpu = is_gpu_.data();
+  v.cpu_cap = P.cpu_cap.data();
+}
+
 Outcome StepRun::run(const Placement& placement) {
-  const auto wall0 = std::chrono::steady_clock::now();
-  reset_ops(placement);
-  build_copies();
+  wall0_ = std::chrono::steady_clock::now();
+  view();
+  sync_ = nullptr;
+  n_ = P_.n_ops;
+  w_ = n_;
+  deferred_mem_ = false;
+  reset_ops(&placement);
   reset_collectives();
   reset_devices();
+  build_copies(0, P_.n_tensors);
 
   // Persistent state is resident from t = 0.
   for (const auto& [o, bytes] : P_.persistent) alloc(dev_[o], bytes);
   for (int i = 0; i < P_.n_ops && !oom_stop(); ++i) {
-    const OpId o = P_.topo_at(i);
+    const OpId o = V_.topo_at(i);
     if (missing_[o] == 0) make_ready(o, -1);
   }
   if (!oom_stop()) engine_.run(*this);
 
   Outcome out = outcome();
-  out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
   return out;
 }
 
-void StepRun::reset_ops(const Placement& placement) {
-  const int n = P_.n_ops, nd = P_.n_dev;
-  dev_.assign(placement.device_of.begin(), placement.device_of.end());
-  tdev_.resize(P_.n_tensors);
-  for (int t = 0; t < P_.n_tensors; ++t) tdev_[t] = dev_[P_.tensor_op[t]];
+// The sequential run's steps, as the builder files the step: per-op state as ops are filed,
+// copies as the watermark passes their tensors, ops made ready at t = 0 once no source can
+// follow, persistent memory at the end (settle_memory). Every decision is the sequential one.
+void StepRun::run_streamed(StreamSync& sync) {
+  wall0_ = std::chrono::steady_clock::now();
+  view();  // P_'s per-op arrays are reserved: their data stay where they are while filed
+  sync_ = &sync;
+  n_ = sync.total;
+  w_ = 0;
+  f_ = 0;
+  tw_ = 0;
+  deferred_mem_ = true;
+  kern_ = sync.kernel;
+  dev_class_ = sync.dev_class;
+  reset_ops(nullptr);
+  reset_collectives();
+  reset_devices();
+  cap_.assign(V_.n_dev, std::numeric_limits<std::int64_t>::max());
+  for (;;) {  // until no source (op without inputs) can follow: they are all ready at t = 0
+    const std::uint32_t v = sync.version.load(std::memory_order_acquire);
+    if (sync.abort.load(std::memory_order_acquire)) throw StreamAborted{};
+    if (sync.sources.load(std::memory_order_acquire) >= 0) break;
+    sync.version.wait(v, std::memory_order_acquire);
+  }
+  absorb(sync.watermark.load(std::memory_order_acquire));
+  const std::int32_t sources = sync.sources.load(std::memory_order_acquire);
+  if (f_ < sources) setup_ops(f_, sources), f_ = sources;
+  for (int o = 0; o < sources; ++o)
+    if (missing_[o] == 0) make_ready(o, -1);
+  engine_.run(*this);
+}
+
+void StepRun::wait_for(std::int32_t op) {
+  for (;;) {
+    const std::uint32_t v = sync_->version.load(std::memory_order_acquire);
+    if (sync_->abort.load(std::memory_order_acquire)) throw StreamAborted{};
+    const std::int32_t w = sync_->watermark.load(std::memory_order_acquire);
+    if (w > w_) absorb(w);
+    if (op < w_) return;
+    sync_->version.wait(v, std::memory_order_acquire);
+  }
+}
+
+// Loads of the builder's counts: the watermark first, then the ops filed (published before it).
+void StepRun::absorb(std::int32_t w) {
+  const std::int32_t f = sync_->filed.load(std::memory_order_acquire);
+  if (f > f_) {
+    setup_ops(f_, f);
+    f_ = f;
+  }
+  if (w > w_) {
+    const std::int32_t t1 = V_.out_begin[w];  // the tensors of ops below w
+    build_copies(tw_, t1);
+    tw_ = t1;
+    w_ = w;
+  }
+}
+
+void StepRun::setup_ops(std::int32_t o0, std::int32_t o1) {
+  for (std::int32_t o = o0; o < o1; ++o) {
+    const DeviceId d = sync_->device_of[o];
+    // A bad placement: the whole step's run reports it (after the builder's own errors).
+    if (d < 0 || d >= V_.n_dev || (V_.kind_req[o] >= 0 && (V_.kind_req[o] == 1) != V_.is_gpu[d]))
+      throw StreamAborted{};
+    dev_[o] = static_cast<std::int16_t>(d);
+    missing_[o] = V_.n_pred[o];
+    for (int t = V_.out_begin[o]; t < V_.out_begin[o + 1]; ++t)
+      tdev_.push_back(static_cast<std::int16_t>(d));
+  }
+}
+
+Outcome StepRun::finish_streamed() {
+  view();  // the builder has finished: its arrays are final (and may have moved once detached)
+  if (f_ < n_) setup_ops(f_, n_);
+  f_ = n_;
+  settle_memory();
+  Outcome out = outcome();
+  out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+  return out;
+}
+
+// What run() gets by allocating persistent state at t = 0 and checking each allocation against
+// the capacity: the persistent allocations in op order first, then every later allocation adds
+// the device's persistent total, so a device first passes its capacity at the first rise of its
+// dynamic peak above capacity - persistent, and the peak is persistent + the dynamic peak.
+void StepRun::settle_memory() {
+  const int nd = V_.n_dev;
+  std::vector<std::int64_t> pers(nd, 0);
+  for (const auto& [o, bytes] : P_.persistent) {
+    const DeviceId d = dev_[o];
+    pers[d] += bytes;
+    if (pers[d] > V_.capacity[d] && !oom_[d]) {
+      oom_[d] = true;
+      oom_order_.push_back(d);
+    }
+  }
+  std::vector<std::pair<std::int64_t, DeviceId>> later;
+  for (DeviceId d = 0; d < nd; ++d) {
+    if (!oom_[d])
+      for (const auto& [seq, bytes] : rises_[d])
+        if (bytes + pers[d] > V_.capacity[d]) {
+          later.emplace_back(seq, d);
+          oom_[d] = true;
+          break;
+        }
+    peak_mem_[d] = std::max(peak_mem_[d] + pers[d], pers[d]);
+    cur_mem_[d] += pers[d];
+  }
+  std::sort(later.begin(), later.end());
+  for (const auto& [seq, d] : later) oom_order_.push_back(d);
+}
+
+void StepRun::reset_ops(const Placement* placement) {
+  const int n = n_, nd = V_.n_dev;
+  if (placement) {
+    dev_.assign(placement->device_of.begin(), placement->device_of.end());
+    tdev_.resize(P_.n_tensors);
+    for (int t = 0; t < P_.n_tensors; ++t) tdev_[t] = dev_[V_.tensor_op[t]];
+    missing_.assign(P_.n_pred.begin(), P_.n_pred.end());
+    in_copy_.resize(P_.ins.size());
+    kern_.resize(P_.kernel_ns.size() / std::max<std::size_t>(1, n));
+    for (std::size_t c = 0; c < kern_.size(); ++c) kern_[c] = P_.kernel_ns.data() + c * n;
+    dev_class_ = P_.dev_class;
+    cap_ = P_.capacity;
+  } else {  // streamed: set up as ops are filed
+    dev_.assign(n, 0);
+    tdev_.clear();
+    missing_.assign(n, 0);
+    in_copy_.assign(sync_->inputs, -1);
+  }
   single_stream_.resize(nd);
   max_streams_ = 1;
   for (int d = 0; d < nd; ++d) {
-    max_streams_ = std::max(max_streams_, P_.streams[d]);
-    single_stream_[d] = P_.is_gpu[d] && P_.streams[d] == 1;
+    max_streams_ = std::max(max_streams_, V_.streams[d]);
+    single_stream_[d] = V_.is_gpu[d] && V_.streams[d] == 1;
   }
   engine_.reset();
   net_.reset();
   cpus_.reset();
   copies_.clear();
+  segs_.clear();
+  copy_begin_.assign(1, 0);
+  tensor_refs_.clear();
+  seen_.assign(nd, -1);
+  on_dev_.assign(nd, 0);
+  copy_at_.assign(nd, -1);
+  alloc_seq_ = 0;
+  rises_.assign(deferred_mem_ ? nd : 0, {});
   oom_order_.clear();
   last_item_ = -1;
   end_time_ = 0;
   transfers_ = 0;
   transferred_ = 0;
   unreachable_ = false;
-  missing_.assign(P_.n_pred.begin(), P_.n_pred.end());
   op_stream_.assign(n, 0);
   track_ = opt_.record_critical_path || opt_.trace != nullptr;
   ready_time_.assign(track_ ? n : 0, 0);
@@ -1129,12 +1413,13 @@ void StepRun::reset_collectives() {
 }
 
 void StepRun::reset_devices() {
-  const int nd = P_.n_dev;
-  const std::size_t items = track_ ? 2 * static_cast<std::size_t>(P_.n_ops) + 2 * segs_.size() : 0;
+  const int nd = V_.n_dev;
+  // Ops and launches; build_copies adds copy segments and issues.
+  const std::size_t items = track_ ? 2 * static_cast<std::size_t>(n_) : 0;
   pred_.assign(items, -1);
   item_start_.assign(items, 0);
   item_end_.assign(items, 0);
-  seg_path_.assign(track_ ? segs_.size() : 0, SegPath{});
+  seg_path_.clear();
 
   ready_.resize(nd);
   for (auto& r : ready_) r.clear();
@@ -1151,8 +1436,8 @@ void StepRun::reset_devices() {
   for (auto& f : free_slots_) f.clear();
   worker_last_.assign(nd, -1);
   for (int d = 0; d < nd; ++d)
-    if (!P_.is_gpu[d])
-      for (int w = P_.workers[d] - 1; w >= 0; --w) free_slots_[d].push_back(w);
+    if (!V_.is_gpu[d])
+      for (int w = V_.workers[d] - 1; w >= 0; --w) free_slots_[d].push_back(w);
   busy_count_.assign(nd, 0);
   busy_since_.assign(nd, 0);
   busy_total_.assign(nd, 0);
@@ -1167,42 +1452,42 @@ void StepRun::reset_devices() {
   for (auto& v : pool_queue_) v.clear();
   pool_head_.assign(3 * nd, 0);
   for (int p = 0; p < 3 * nd; ++p) {
-    pool_free_[p] = P_.engines[p];
-    for (int s = P_.engines[p] - 1; s >= 0; --s) pool_slots_[p].push_back(s);
+    pool_free_[p] = V_.engines[p];
+    for (int s = V_.engines[p] - 1; s >= 0; --s) pool_slots_[p].push_back(s);
   }
   engine_.queue().reserve(64);
 }
 
 Outcome StepRun::outcome() {
-  const int nd = P_.n_dev;
+  const int nd = V_.n_dev;
   Outcome out;
   out.step_time = Duration{end_time_};
   if (opt_.stop_at_first_oom && !oom_order_.empty()) out.step_time = Duration{engine_.now()};
   out.unreachable = unreachable_;
   out.oom = !oom_order_.empty();
   for (DeviceId d : oom_order_)
-    out.oom_devices.push_back({d, P_.cluster->devices[d].name, Bytes{peak_mem_[d] + P_.reserved[d]},
-                               Bytes{P_.capacity[d] + P_.reserved[d]}, Bytes{P_.reserved[d]}});
+    out.oom_devices.push_back({d, V_.cluster->devices[d].name, Bytes{peak_mem_[d] + V_.reserved[d]},
+                               Bytes{V_.capacity[d] + V_.reserved[d]}, Bytes{V_.reserved[d]}});
   out.devices.resize(nd);
   const double step = static_cast<double>(out.step_time.ns);
   for (int d = 0; d < nd; ++d) {
     DeviceOutcome& o = out.devices[d];
-    o.name = P_.cluster->devices[d].name;
+    o.name = V_.cluster->devices[d].name;
     // An op cut short by stop_at_first_oom still counts up to the stop.
     if (busy_count_[d] > 0) busy_total_[d] += engine_.now() - busy_since_[d];
     o.busy = Duration{busy_total_[d]};
     o.utilization = step > 0 ? static_cast<double>(busy_total_[d]) / step : 0.0;
     o.peak_memory = Bytes{peak_mem_[d]};
-    o.memory_capacity = Bytes{P_.capacity[d] + P_.reserved[d]};
-    o.reserved_memory = Bytes{P_.reserved[d]};
+    o.memory_capacity = Bytes{V_.capacity[d] + V_.reserved[d]};
+    o.reserved_memory = Bytes{V_.reserved[d]};
     o.oom = oom_[d];
     o.ops = ops_done_[d];
   }
   const auto& lb = net_.link_bytes();
   const auto& lbusy = net_.link_busy();
-  out.links.resize(P_.cluster->links.size());
+  out.links.resize(V_.cluster->links.size());
   for (std::size_t l = 0; l < out.links.size(); ++l) {
-    out.links[l].name = P_.cluster->links[l].name;
+    out.links[l].name = V_.cluster->links[l].name;
     out.links[l].bytes = Bytes{static_cast<std::int64_t>(lb[l])};
     out.links[l].busy = Duration{lbusy[l]};
   }
@@ -1214,8 +1499,7 @@ Outcome StepRun::outcome() {
 }
 
 std::vector<PathItem> StepRun::critical_path() const {
-  const std::int32_t n = P_.n_ops;
-  const auto segs = static_cast<std::int32_t>(segs_.size());
+  const std::int32_t n = n_;
   const std::size_t items = 2 * static_cast<std::size_t>(n) + 2 * segs_.size();
   // The chain is followed back sequentially (cheap); naming its items ("op<id>", a copy's
   // tensor and route) is most of the cost on a huge step's 10^6 items, and runs in parallel.
@@ -1236,15 +1520,15 @@ std::vector<PathItem> StepRun::critical_path() const {
                         if (it < 2 * n) {
                           p.kind = it < n ? PathItem::Kind::Op : PathItem::Kind::Launch;
                           const std::int32_t op = it < n ? it : it - n;
-                          p.name = P_.op_name(op);
+                          p.name = V_.op_name(op);
                           p.device = dev_[op];
-                        } else if (it < 2 * n + segs) {
-                          const std::int32_t seg = it - 2 * n;
+                        } else if ((it - 2 * n) % 2 == 0) {
+                          const std::int32_t seg = (it - 2 * n) / 2;
                           p.kind = PathItem::Kind::Copy;
                           p.name = segment_name(seg);
                           p.device = segment_of(seg).to;
                         } else {
-                          const std::int32_t seg = it - 2 * n - segs;
+                          const std::int32_t seg = (it - 2 * n) / 2;
                           p.kind = PathItem::Kind::Issue;
                           p.name = segment_name(seg);
                           p.device = segs_[seg].pool / 3;
@@ -1352,7 +1636,7 @@ std::size_t StepGraph::memory_bytes() const {
   return b(P.out_begin) + b(P.tensor_bytes) + b(P.tensor_op) + b(P.cons_begin) + b(P.cons) +
          b(P.cons_slot) + b(P.in_begin) + b(P.ins) + b(P.ctl_begin) + b(P.ctl) + b(P.n_pred) +
          b(P.rank) + b(P.pinned) + b(P.kind_req) + b(P.persistent) + b(P.loader_ops) +
-         b(P.kernel_ns) + b(P.host_ns) + P.is_update.capacity() / 8;
+         b(P.kernel_ns) + b(P.host_ns) + b(P.is_update);
 }
 
 struct StepGraphBuilder::State {
@@ -1374,7 +1658,37 @@ struct StepGraphBuilder::State {
   // i * priced.size() + j (kernel; host, -1 = the device's launch overhead).
   std::vector<DeviceId> priced;
   std::vector<std::int64_t> kbuf, hbuf;
+  // The generator's watermark (set_watermark): no op filed from now on reads below it.
+  std::int32_t declared = 0;
+  bool sources_done = false;
+  // Streamed (simulate_while_building): the loop reads P's arrays below the published counts
+  // while this thread appends to them, so they are reserved and never reallocated while it reads
+  // (one that would be leaves the loop first: leave()). Consumers per tensor and control
+  // successors per op are linked lists over the input slots and control edges, appended in op
+  // order (so ascending), copied into P's CSR arrays when the watermark passes their op.
+  StreamSync* sync = nullptr;
+  std::int32_t fixed = 0;  // ops whose consumers and successors are in the CSR arrays
+  std::vector<std::int32_t> cons_head, cons_tail, slot_next, slot_op;  // per tensor; per slot
+  std::vector<std::int32_t> ctl_head, ctl_tail, pred_next, pred_op;    // per op; per control edge
+  std::vector<std::vector<std::int64_t>> skernel, shost;               // per priced device, per op
   void check(const Op& op, int o) const;
+  /// Streamed: the loop stops reading (it falls back); waits until it has.
+  void leave();
+  /// Streamed: leaves the loop if `v` cannot take `more` elements without reallocating.
+  template <class V>
+  void room(const V& v, std::size_t more = 1) {
+    if (sync && !sync->detached.load(std::memory_order_acquire) && v.size() + more > v.capacity())
+      leave();
+  }
+  void append_streamed(const Op& op, int o, const std::int64_t* k, const std::int64_t* h);
+  /// Index into `priced` of the device device `d` costs as (itself or its twin).
+  [[nodiscard]] std::int32_t priced_class(DeviceId d) const {
+    const DeviceId r = twin[d] >= 0 ? twin[d] : d;
+    return static_cast<std::int32_t>(std::lower_bound(priced.begin(), priced.end(), r) -
+                                     priced.begin());
+  }
+  /// Streamed: copies the lists of ops [fixed, declared) into the CSR arrays and publishes.
+  void publish();
   /// Prices `op` on every priced device into k[j], h[j]: pure, so ops price in parallel.
   void price(const Op& op, std::int64_t* k, std::int64_t* h) const;
   /// Files op o's prices into the cost classes (sequential: classes split in op order).
@@ -1453,6 +1767,21 @@ void StepGraphBuilder::State::check(const Op& op, int o) const {
     if (c < 0 || c >= o)
       throw InputError("<step builder>", where(o),
                        "control inputs that are earlier ops, got op " + std::to_string(c));
+  // The generator's promise (set_watermark): a break of it is the generator's bug.
+  for (const TensorRef& r : op.inputs)
+    if (r.op < declared)
+      throw InputError("<step builder>", where(o),
+                       "inputs at or above the watermark " + std::to_string(declared) +
+                           " (set_watermark), got op " + std::to_string(r.op));
+  for (OpId c : op.control_inputs)
+    if (c < declared)
+      throw InputError("<step builder>", where(o),
+                       "control inputs at or above the watermark " + std::to_string(declared) +
+                           " (set_watermark), got op " + std::to_string(c));
+  if (sources_done && op.inputs.empty() && op.control_inputs.empty())
+    throw InputError("<step builder>", where(o),
+                     "an input or a control input (set_watermark: no source after its "
+                     "sources_done), got none");
 }
 
 void StepGraphBuilder::State::price(const Op& op, std::int64_t* k, std::int64_t* h) const {
@@ -1540,6 +1869,10 @@ void StepGraphBuilder::State::append(const Op& op, const std::int64_t* kp, const
   Prepared& P = *p;
   const int o = P.n_ops;
   check(op, o);
+  if (sync) {
+    append_streamed(op, o, kp, hp);
+    return;
+  }
   for (const TensorOut& t : op.outputs) {
     P.tensor_bytes.push_back(t.bytes.v);
     P.tensor_op.push_back(o);
@@ -1568,9 +1901,169 @@ void StepGraphBuilder::State::append(const Op& op, const std::int64_t* kp, const
   ++P.n_ops;
 }
 
+void StepGraphBuilder::State::append_streamed(const Op& op, int o, const std::int64_t* kp,
+                                              const std::int64_t* hp) {
+  Prepared& P = *p;
+  if (o >= sync->total) leave();  // more ops than declared: the loop's arrays are too small
+  room(P.tensor_bytes, op.outputs.size());
+  room(P.tensor_op, op.outputs.size());
+  room(P.out_begin);
+  for (const TensorOut& t : op.outputs) {
+    P.tensor_bytes.push_back(t.bytes.v);
+    P.tensor_op.push_back(o);
+    cons_head.push_back(-1);
+    cons_tail.push_back(-1);
+  }
+  P.out_begin.push_back(static_cast<std::int32_t>(P.tensor_bytes.size()));
+  tmp.clear();
+  for (const TensorRef& r : op.inputs) tmp.push_back(P.out_begin[r.op] + r.output);
+  std::sort(tmp.begin(), tmp.end());
+  tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+  room(P.ins, tmp.size());
+  room(P.in_begin);
+  for (std::int32_t t : tmp) {  // appended in op order: each tensor's list stays ascending
+    const auto i = static_cast<std::int32_t>(P.ins.size());
+    P.ins.push_back(t);
+    slot_next.push_back(-1);
+    slot_op.push_back(o);
+    (cons_head[t] < 0 ? cons_head[t] : slot_next[cons_tail[t]]) = i;
+    cons_tail[t] = i;
+  }
+  P.in_begin.push_back(static_cast<std::int32_t>(P.ins.size()));
+  const auto n_in = static_cast<std::int32_t>(tmp.size());
+  tmp.assign(op.control_inputs.begin(), op.control_inputs.end());
+  std::sort(tmp.begin(), tmp.end());
+  tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+  ctl_head.push_back(-1);
+  ctl_tail.push_back(-1);
+  for (std::int32_t q : tmp) {
+    const auto j = static_cast<std::int32_t>(pred.size());
+    pred.push_back(q);
+    pred_next.push_back(-1);
+    pred_op.push_back(o);
+    (ctl_head[q] < 0 ? ctl_head[q] : pred_next[ctl_tail[q]]) = j;
+    ctl_tail[q] = j;
+  }
+  pred_begin.push_back(static_cast<std::int32_t>(pred.size()));
+  for (auto* v : {&P.n_pred, &P.rank, &P.pinned}) room(*v);
+  room(P.kind_req);
+  room(P.is_update);
+  P.n_pred.push_back(n_in + static_cast<std::int32_t>(tmp.size()));
+  P.rank.push_back(o);
+  P.pinned.push_back(op.stream ? *op.stream : -1);
+  P.kind_req.push_back(!op.device_kind ? -1 : (*op.device_kind == DeviceKind::Gpu ? 1 : 0));
+  P.is_update.push_back(op.phase == Phase::Update ? 1 : 0);
+  if (op.persistent.v > 0) P.persistent.emplace_back(o, op.persistent.v);  // read at the end
+  if (op.type == kLoaderType) {
+    leave();  // the loop looks loader ops up in a list that grows: not while it reads
+    P.loader_ops.push_back(o);
+  }
+  // Prices per priced device (a class each: exact, as every device costs as its priced twin).
+  for (std::size_t j = 0; j < priced.size(); ++j) {
+    room(skernel[j]);
+    skernel[j].push_back(kp[j]);
+    if (hp[j] >= 0 && !any_host) {  // the loop runs without per-op host times: leave it
+      leave();
+      any_host = true;
+      for (auto& h : shost) h.assign(static_cast<std::size_t>(o), -1);
+    }
+  }
+  if (any_host)
+    for (std::size_t j = 0; j < priced.size(); ++j) shost[j].push_back(hp[j]);
+  ++P.n_ops;
+}
+
+void StepGraphBuilder::State::leave() {
+  sync->abort.store(true, std::memory_order_release);
+  sync->bump();
+  sync->detached.wait(false, std::memory_order_acquire);
+}
+
+void StepGraphBuilder::State::publish() {
+  Prepared& P = *p;
+  for (; fixed < declared; ++fixed) {
+    const std::int32_t o = fixed;
+    for (int t = P.out_begin[o]; t < P.out_begin[o + 1]; ++t) {
+      for (std::int32_t i = cons_head[t]; i >= 0; i = slot_next[i]) {
+        room(P.cons);
+        room(P.cons_slot);
+        P.cons.push_back(slot_op[i]);
+        P.cons_slot.push_back(i);
+      }
+      room(P.cons_begin);
+      P.cons_begin.push_back(static_cast<std::int32_t>(P.cons.size()));
+    }
+    for (std::int32_t j = ctl_head[o]; j >= 0; j = pred_next[j]) {
+      room(P.ctl);
+      P.ctl.push_back(pred_op[j]);
+    }
+    room(P.ctl_begin);
+    P.ctl_begin.push_back(static_cast<std::int32_t>(P.ctl.size()));
+  }
+  const std::int32_t filed = std::min(P.n_ops, sync->total);
+  sync->filed.store(filed, std::memory_order_release);
+  if (sources_done && sync->sources.load(std::memory_order_relaxed) < 0)
+    sync->sources.store(filed, std::memory_order_release);
+  sync->watermark.store(std::min(fixed, filed), std::memory_order_release);
+  sync->bump();
+}
+
+void StepGraphBuilder::set_watermark(OpId w, bool sources_done) {
+  State& S = *s_;
+  if (w < S.declared || w > S.p->n_ops)
+    throw InputError("<step builder>", "watermark",
+                     "a watermark from the last one (" + std::to_string(S.declared) +
+                         ") to the ops filed (" + std::to_string(S.p->n_ops) + "), got " +
+                         std::to_string(w));
+  S.declared = w;
+  S.sources_done = S.sources_done || sources_done;
+  if (S.sync) S.publish();
+}
+
+std::vector<std::pair<OpId, int>> StepGraphBuilder::consumers_so_far(int t) const {
+  const State& S = *s_;
+  const Prepared& P = *S.p;
+  std::vector<std::pair<OpId, int>> out;
+  if (t < 0 || t >= static_cast<int>(P.tensor_bytes.size())) return out;
+  if (S.sync) {  // the incremental lists
+    for (std::int32_t i = S.cons_head[t]; i >= 0; i = S.slot_next[i])
+      out.emplace_back(S.slot_op[i], i);
+    return out;
+  }
+  for (int o = 0; o < P.n_ops; ++o)
+    for (int i = P.in_begin[o]; i < P.in_begin[o + 1]; ++i)
+      if (P.ins[i] == t) out.emplace_back(o, i);
+  return out;
+}
+
 StepGraph StepGraphBuilder::finish() && {
   Prepared& P = *s_->p;
   P.n_tensors = static_cast<int>(P.tensor_bytes.size());
+  if (s_->sync) {  // streamed: CSR arrays built as the watermark passed; a class per priced device
+    State& S = *s_;
+    S.declared = P.n_ops;
+    S.publish();
+    S.sync = nullptr;
+    for (auto* v : {&S.cons_head, &S.cons_tail, &S.slot_next, &S.slot_op, &S.ctl_head, &S.ctl_tail,
+                    &S.pred_next, &S.pred_op, &S.pred, &S.pred_begin})
+      std::vector<std::int32_t>().swap(*v);  // the lists are in the CSR arrays now
+    const std::size_t n = static_cast<std::size_t>(P.n_ops);
+    P.kernel_ns.reserve(S.priced.size() * n);
+    for (auto& k : S.skernel) {
+      P.kernel_ns.insert(P.kernel_ns.end(), k.begin(), k.end());
+      std::vector<std::int64_t>().swap(k);
+    }
+    if (S.any_host) {
+      P.host_ns.reserve(S.priced.size() * n);
+      for (auto& h : S.shost) {
+        P.host_ns.insert(P.host_ns.end(), h.begin(), h.end());
+        std::vector<std::int64_t>().swap(h);
+      }
+    }
+    for (int d = 0; d < P.n_dev; ++d) P.dev_class[d] = S.priced_class(d);
+    P.device_parameters(*P.cluster, S.costs);
+    return StepGraph(std::move(S.p));
+  }
   // Class-major flat arrays, one class at a time so the peak stays near the result.
   P.kernel_ns.reserve(s_->kernel.size() * static_cast<std::size_t>(P.n_ops));
   for (auto& k : s_->kernel) {
@@ -1730,6 +2223,118 @@ std::string outcome_to_json(const Outcome& o, int indent) {
   out += ',';
   out.append(rest, 1);  // rest opens with '{' and its newline and pad come next
   return out;
+}
+
+}  // namespace placesim::sim
+
+namespace placesim::sim {
+
+struct StreamedBuild {
+  static BuiltStep run(const Cluster& cluster, const KernelCostModel& costs, const StepSize& size,
+                       const Placement& placement,
+                       const std::function<void(StepGraphBuilder&)>& build,
+                       const SimOptions& options);
+};
+
+BuiltStep StreamedBuild::run(const Cluster& cluster, const KernelCostModel& costs,
+                             const StepSize& size, const Placement& placement,
+                             const std::function<void(StepGraphBuilder&)>& build,
+                             const SimOptions& options) {
+  constexpr std::int64_t kMax = 2147483646;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  StepGraphBuilder b(cluster, costs);
+  const int threads =
+      options.threads > 0 ? options.threads : tbb::this_task_arena::max_concurrency();
+  const bool fits = size.ops > 0 && size.ops < kMax && size.tensors >= 0 && size.tensors < kMax &&
+                    size.inputs >= 0 && size.inputs < kMax;
+  // The overlap needs a second thread; it cannot be exact when an OOM stops the run (all
+  // persistent memory is allocated at t = 0) or a trace records absolute memory.
+  if (threads < 2 || !fits || options.stop_at_first_oom || options.trace != nullptr ||
+      placement.device_of.capacity() <
+          static_cast<std::size_t>(std::max<std::int64_t>(0, size.ops))) {
+    if (fits) b.reserve(static_cast<std::size_t>(size.ops), static_cast<std::size_t>(size.inputs));
+    in_arena(options.threads, [&] { build(b); });
+    BuiltStep r{std::move(b).finish(), {}, false, since()};
+    r.outcome = simulate(r.step, placement, options);
+    return r;
+  }
+  StepGraphBuilder::State& S = *b.s_;
+  Prepared& P = *S.p;
+  const auto ops = static_cast<std::size_t>(size.ops);
+  const auto tensors = static_cast<std::size_t>(size.tensors);
+  const auto inputs = static_cast<std::size_t>(size.inputs);
+  b.reserve(ops, inputs);
+  P.tensor_bytes.reserve(tensors);
+  P.tensor_op.reserve(tensors);
+  P.cons_begin.reserve(tensors + 1);
+  P.cons_begin.assign(1, 0);
+  P.cons.reserve(inputs);
+  P.cons_slot.reserve(inputs);
+  P.ctl_begin.reserve(ops + 1);
+  P.ctl_begin.assign(1, 0);
+  P.ctl.reserve(ops);  // control edges: one per op at most in the generators that stream
+  S.skernel.assign(S.priced.size(), {});
+  S.shost.assign(S.priced.size(), {});
+  StreamSync sync;
+  sync.total = static_cast<std::int32_t>(size.ops);
+  sync.inputs = P.ins.capacity();  // the loop's per-slot array: every slot the builder can file
+  sync.device_of = placement.device_of.data();
+  for (auto& k : S.skernel) {
+    k.reserve(ops);
+    sync.kernel.push_back(k.data());
+  }
+  for (int d = 0; d < P.n_dev; ++d) sync.dev_class.push_back(S.priced_class(d));
+  P.device_parameters(cluster, S.costs);
+  S.sync = &sync;
+
+  StepRun run(P, options);
+  std::exception_ptr error;
+  double build_s = 0;
+  std::thread builder([&] {
+    try {
+      tbb::task_arena arena(std::max(1, threads - 1));  // generating, pricing, filing
+      arena.execute([&] { build(b); });
+      if (P.n_ops != sync.total) S.leave();  // the loop's arrays were sized for sync.total ops
+      b.set_watermark(P.n_ops, true);
+    } catch (...) {
+      error = std::current_exception();
+      sync.abort.store(true, std::memory_order_release);
+      sync.bump();
+    }
+    build_s = since();
+  });
+  bool left = false;
+  std::exception_ptr loop_error;
+  try {
+    in_arena(threads, [&] { run.run_streamed(sync); });
+  } catch (const StreamAborted&) {
+    left = true;
+  } catch (...) {
+    loop_error = std::current_exception();
+  }
+  sync.detached.store(true, std::memory_order_release);
+  sync.detached.notify_all();
+  builder.join();
+  if (error) std::rethrow_exception(error);
+  if (loop_error) std::rethrow_exception(loop_error);
+  BuiltStep r{std::move(b).finish(), {}, false, build_s};
+  if (left || sync.abort.load(std::memory_order_acquire)) {  // fall back: the sequential run
+    r.outcome = simulate(r.step, placement, options);
+    return r;
+  }
+  r.outcome = in_arena(threads, [&] { return run.finish_streamed(); });
+  r.overlapped = true;
+  return r;
+}
+
+BuiltStep simulate_while_building(const Cluster& cluster, const KernelCostModel& costs,
+                                  const StepSize& size, const Placement& placement,
+                                  const std::function<void(StepGraphBuilder&)>& build,
+                                  const SimOptions& options) {
+  return StreamedBuild::run(cluster, costs, size, placement, build, options);
 }
 
 }  // namespace placesim::sim

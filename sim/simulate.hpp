@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -150,12 +151,50 @@ class StepGraphBuilder {
   void price_ops(std::span<const Op> ops, PricedOps& out) const;
   /// Files ops priced by price_ops, as add_op one by one (same ids, same errors).
   void add_priced_ops(std::span<const Op> ops, const PricedOps& priced);
+  /// The generator's promise, from the next op filed on: no op reads a tensor of, or is a
+  /// control successor of, an op below `w` (w at most the ops filed, never decreasing); with
+  /// `sources_done`, every op has an input or a control input. An op that breaks it is refused
+  /// with an InputError naming it (a bug of the generator, never a silent wrong answer). Ops
+  /// below the watermark have their consumers and successors final: simulate_while_building()
+  /// simulates them while later ones are filed (docs/engine.md, "Parallel engine").
+  void set_watermark(OpId w, bool sources_done);
+  /// Consumers of tensor `t` as the builder knows them now (consumer op, input slot), ascending:
+  /// final once the watermark has passed its op. For tests of the incremental lists.
+  [[nodiscard]] std::vector<std::pair<OpId, int>> consumers_so_far(int t) const;
   [[nodiscard]] StepGraph finish() &&;
 
  private:
+  friend struct StreamedBuild;  // simulate_while_building (simulate.cpp)
   struct State;
   std::unique_ptr<State> s_;
 };
+
+/// A step and its outcome from simulate_while_building().
+struct BuiltStep {
+  StepGraph step;
+  Outcome outcome;
+  bool overlapped = false;  ///< simulated while building (false: built, then simulated)
+  double build_s = 0.0;     ///< wall seconds until the step was built (not deterministic)
+};
+
+/// Sizes a generator knows before building: the loop's arrays are reserved to them so that the
+/// builder never reallocates what the loop reads (more than declared: the run falls back).
+struct StepSize {
+  std::int64_t ops = 0, tensors = 0, inputs = 0;
+};
+
+/// Builds a step with `build` (which files exactly `size.ops` ops into the builder, pushing op
+/// o's device onto `placement.device_of` before filing it, and declares watermarks) and
+/// simulates it. With options.threads != 1 the event loop runs on the calling thread while
+/// `build` runs on another and waits, before any event that needs an op's consumers, until the
+/// watermark has passed the op: the outcome is bit-identical to simulate(step, placement,
+/// options) of the finished step (docs/engine.md, "Parallel engine"). Falls back to building,
+/// then simulating, where the overlap cannot be exact: stop_at_first_oom, a trace, one thread,
+/// an op with its own host time or a DataLoader op, more ops or tensors than `size`.
+BuiltStep simulate_while_building(const Cluster& cluster, const KernelCostModel& costs,
+                                  const StepSize& size, const Placement& placement,
+                                  const std::function<void(StepGraphBuilder&)>& build,
+                                  const SimOptions& options);
 
 /// Simulates one step of a StepGraph on the cluster it was built for: the same engine and
 /// results as simulate() on the graph it was built from.

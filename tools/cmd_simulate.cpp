@@ -182,16 +182,20 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
                                 *value + "\"");
   const models::HugeGptShape shape = models::parse_gpt_huge(a.graph_opt, "<flag --graph-opt>");
   const models::ParallelSpec par = models::parse_parallel(a.parallel, "<flag --parallel>");
-  const auto t0 = std::chrono::steady_clock::now();
-  const models::HugeStep h = models::build_gpt_huge(cluster, shape, par, costs, a.threads);
-  const double build_s = seconds_since(t0);
   sim::SimOptions opt;
   opt.stop_at_first_oom = a.stop_at_oom;
   opt.threads = a.threads;
   // The critical path of a huge step (10^6 items, "op<id>" names) costs ~75 B per op of
   // per-item times while simulating: kept only for the JSON that prints it.
   opt.record_critical_path = a.json || !a.report.empty();
-  const sim::Outcome o = sim::simulate(h.step, h.placement, opt);
+  // On more than one thread the step is simulated while it is generated (docs/engine.md,
+  // "Parallel engine"); on one, built and then simulated.
+  const auto t0 = std::chrono::steady_clock::now();
+  const models::HugeRun run = models::simulate_gpt_huge(cluster, shape, par, costs, opt);
+  const double total_s = seconds_since(t0);
+  const models::HugeStep& h = run.h;
+  const sim::Outcome& o = run.outcome;
+  const double build_s = run.overlapped ? run.build_s : total_s - o.sim_wall_s;
   // The JSON of a huge step's critical path (10^5 items) is a tenth of a run: only when asked.
   // Its critical path is rendered in parallel: on --threads' arena, like the rest of the run.
   const auto to_json = [&] { return sim::outcome_to_json(o); };
@@ -205,17 +209,18 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
     print_summary(o, cluster);
     std::printf(
         "gpt-huge: %lld ops (%lld in all-reduce rings), %lld input edges on %d GPUs; step graph "
-        "%.0f B/op; built in %.2f s, simulated in %.2f s\n",
+        "%.0f B/op; built in %.2f s, simulated in %.2f s%s\n",
         static_cast<long long>(h.ops), static_cast<long long>(h.ring_ops),
         static_cast<long long>(h.input_edges), h.gpus,
         static_cast<double>(h.step.memory_bytes()) / static_cast<double>(h.ops), build_s,
-        o.sim_wall_s);
+        o.sim_wall_s, run.overlapped ? " (overlapped: simulated while built)" : "");
   }
 }
 
 /// --threads when not given: 1 on a machine with at most 2 hardware threads, where a second
-/// thread was measured to buy nothing for one step (only building and the report run in
-/// parallel; docs/engine.md, "Parallel engine"), else all cores.
+/// thread was measured to buy nothing for one step of a Graph (building, the report and, for
+/// --graph gpt-huge, simulating while generating run in parallel; docs/engine.md, "Parallel
+/// engine"), else all cores.
 int default_threads() {
   const unsigned hw = std::thread::hardware_concurrency();
   return hw != 0 && hw <= 2 ? 1 : 0;

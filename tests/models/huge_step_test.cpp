@@ -77,6 +77,54 @@ TEST(GptHuge, SameStepOnAnyThreadCount) {
   }
 }
 
+std::string json_of(const sim::Outcome& o) {
+  const std::string j = sim::outcome_to_json(o, -1);
+  return j.substr(0, j.find("sim_wall"));
+}
+
+// Simulated while generated (sim::simulate_while_building) on 2 and 4 threads: the whole
+// outcome, critical path included, is the one of simulate() on the step built first, for
+// several layouts (pp up to 4: the watermark then waits for activations saved 4 tasks back),
+// and with GPUs small enough that some run out of memory (peaks and OOM order settled at the end).
+TEST(GptHuge, SimulatedWhileGeneratedIsTheSequentialRun) {
+  const sim::Cluster c = sim::load_cluster("2x-dgx-a100");
+  for (const char* spec : {"dp=4,tp=2,pp=2,mb=6", "dp=2,tp=4,pp=2,mb=5", "dp=1,tp=2,pp=4,mb=9",
+                           "dp=2,tp=1,pp=1,mb=3", "dp=1,tp=8,pp=2,mb=4"}) {
+    const ParallelSpec par = parse_parallel(spec, "<t>");
+    sim::SimOptions o1;
+    o1.threads = 1;
+    const HugeStep h1 = build_gpt_huge(c, kSmall, par, {}, 1);
+    const std::string ref = json_of(sim::simulate(h1.step, h1.placement, o1));
+    for (int threads : {1, 2, 4}) {
+      sim::SimOptions o;
+      o.threads = threads;
+      const HugeRun r = simulate_gpt_huge(c, kSmall, par, {}, o);
+      EXPECT_EQ(r.overlapped, threads > 1) << spec;
+      EXPECT_EQ(r.h.ops, h1.ops);
+      EXPECT_EQ(r.h.placement.device_of, h1.placement.device_of) << spec;
+      EXPECT_EQ(json_of(r.outcome), ref) << spec << " on " << threads << " threads";
+      EXPECT_EQ(json_of(sim::simulate(r.h.step, r.h.placement, o1)), ref) << spec;
+    }
+  }
+  // GPT-3 175B's layers on 8 GPUs: 16 layers hold ~116 GB per GPU of weights and Adam state
+  // (every GPU out of memory from t = 0), 10 layers ~73 GB (out as activations pile up).
+  const ParallelSpec par = parse_parallel("dp=2,tp=2,pp=2,mb=3", "<t>");
+  for (const char* shape : {"layers=16,hidden=12288,seq=512,vocab=8192",
+                            "layers=10,hidden=12288,seq=8192,vocab=8192"}) {
+    const HugeGptShape big = parse_gpt_huge(shape, "<t>");
+    const HugeStep h1 = build_gpt_huge(c, big, par, {}, 1);
+    sim::SimOptions o1;
+    o1.threads = 1;
+    const sim::Outcome ref = sim::simulate(h1.step, h1.placement, o1);
+    EXPECT_TRUE(ref.oom) << shape;
+    sim::SimOptions o2;
+    o2.threads = 2;
+    const HugeRun r = simulate_gpt_huge(c, big, par, {}, o2);
+    EXPECT_TRUE(r.overlapped);
+    EXPECT_EQ(json_of(r.outcome), json_of(ref)) << shape;
+  }
+}
+
 TEST(GptHuge, BadOptionsAndTooFewGpusAreInputErrors) {
   EXPECT_THROW(parse_gpt_huge("layers=0", "<t>"), sim::InputError);
   EXPECT_THROW(parse_gpt_huge("heads=4", "<t>"), sim::InputError);

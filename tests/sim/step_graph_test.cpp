@@ -2,6 +2,7 @@
 // simulates exactly as simulate() on the Graph (docs/engine.md, "Memory").
 #include <atomic>
 #include <gtest/gtest.h>
+#include <random>
 #include <span>
 #include <stdexcept>
 #include <tbb/task_arena.h>
@@ -243,6 +244,168 @@ TEST(StepGraph, BuilderRejectsForwardReferencesAndCollectives) {
   EXPECT_EQ(s.num_ops(), 2);
   EXPECT_GT(s.memory_bytes(), 0U);
   EXPECT_THROW(simulate(s, Placement{{0}}), InputError);  // one device per op
+}
+
+// ---------------------------------------------------------------------------------------------
+// simulate_while_building: the event loop runs while the builder files ops below a watermark.
+
+/// A generator's step: op i reads 1-3 of the ops in [i - window_i, i) (window 1-64), sometimes
+/// with a control input there too; the first 4 ops are sources; every 10th op holds persistent
+/// memory; `wm[i]`: the watermark declared before op i (the least op that op i or a later one
+/// reads). Devices: random over the cluster.
+struct WindowedStep {
+  std::vector<Op> ops;
+  std::vector<OpId> wm;
+  std::vector<DeviceId> dev;
+};
+
+WindowedStep windowed_step(int n, int devices, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  WindowedStep w;
+  for (int i = 0; i < n; ++i) {
+    Op op;
+    op.type = i % 3 == 0 ? "MatMul" : "Add";
+    op.flops = Flops{static_cast<double>(1e5 + rng() % 50'000'000)};
+    op.bytes_read = Bytes{static_cast<std::int64_t>(4096 + rng() % (1 << 22))};
+    op.outputs.push_back({.bytes = Bytes{static_cast<std::int64_t>(4096 + rng() % (1 << 22))}});
+    if (i % 10 == 0) op.persistent = Bytes{static_cast<std::int64_t>(rng() % (1 << 21))};
+    if (i >= 4) {
+      const int window = 1 + static_cast<int>(rng() % 64);
+      const int k = 1 + static_cast<int>(rng() % 3);
+      for (int j = 0; j < k; ++j)
+        op.inputs.push_back({std::max(0, i - 1 - static_cast<int>(rng() % window)), 0});
+      if (rng() % 4 == 0)
+        op.control_inputs.push_back(std::max(0, i - 1 - static_cast<int>(rng() % window)));
+    }
+    w.dev.push_back(static_cast<DeviceId>(rng() % static_cast<std::uint64_t>(devices)));
+    w.ops.push_back(std::move(op));
+  }
+  w.wm.assign(n + 1, n);
+  for (int i = n - 1; i >= 0; --i) {
+    OpId least = w.wm[i + 1];
+    for (const TensorRef& r : w.ops[i].inputs) least = std::min(least, r.op);
+    for (OpId c : w.ops[i].control_inputs) least = std::min(least, c);
+    w.wm[i] = std::min<OpId>(least, i);
+  }
+  return w;
+}
+
+std::string json_of(const Outcome& o) {
+  const std::string j = outcome_to_json(o, -1);
+  return j.substr(0, j.find("sim_wall"));
+}
+
+TEST(StreamedSimulation, RandomWindowedStepIsTheSequentialOneOnAnyThreadCount) {
+  // Small GPU memories so that several devices run out (the OOM order and peaks are settled at
+  // the end from the loop's peaks), heavy contention, critical path recorded.
+  for (const std::string mem : {"1 GiB", "40 MiB"}) {
+    const Cluster c = testing::star_cluster(8, "12 GB/s", "1 us", true, mem);
+    const WindowedStep w = windowed_step(4000, c.num_devices(), 7);
+    StepGraphBuilder plain(c);
+    for (const Op& op : w.ops) plain.add_op(op);
+    const StepGraph step = std::move(plain).finish();
+    const Outcome ref = simulate(step, Placement{w.dev});
+    ASSERT_GT(ref.transfers, 1000);
+    ASSERT_FALSE(ref.critical_path.empty());
+    if (mem == "40 MiB") ASSERT_GE(ref.oom_devices.size(), 2U);
+    for (int threads : {1, 2, 4}) {
+      Placement p;
+      p.device_of.reserve(w.ops.size());
+      // A second builder, not streamed, answers consumers_so_far by searching every input.
+      StepGraphBuilder check(c);
+      int checked = 0;
+      const auto build = [&](StepGraphBuilder& b) {
+        OpId declared = 0;
+        for (std::size_t i = 0; i < w.ops.size(); ++i) {
+          if (i % 50 == 0 && w.wm[i] > declared) {
+            b.set_watermark(w.wm[i], i >= 4);
+            for (OpId o = declared; o < w.wm[i]; ++o, ++checked)
+              ASSERT_EQ(b.consumers_so_far(o), check.consumers_so_far(o)) << o;
+            declared = w.wm[i];
+          }
+          p.device_of.push_back(w.dev[i]);
+          b.add_op(w.ops[i]);
+          check.add_op(w.ops[i]);
+        }
+      };
+      SimOptions o;
+      o.threads = threads;
+      const StepSize size{static_cast<std::int64_t>(w.ops.size()),
+                          static_cast<std::int64_t>(w.ops.size()),
+                          static_cast<std::int64_t>(3 * w.ops.size())};
+      const BuiltStep r = simulate_while_building(c, {}, size, p, build, o);
+      EXPECT_EQ(r.overlapped, threads > 1) << threads;
+      EXPECT_GT(checked, 3000);
+      EXPECT_EQ(json_of(r.outcome), json_of(ref)) << mem << " threads " << threads;
+      EXPECT_EQ(json_of(simulate(r.step, p)), json_of(ref));  // the step it built
+    }
+  }
+}
+
+TEST(StreamedSimulation, WhatCannotOverlapFallsBackToTheSequentialRun) {
+  const Cluster c = testing::star_cluster(4, "12 GB/s", "1 us", true, "40 MiB");
+  const WindowedStep w = windowed_step(1500, c.num_devices(), 3);
+  StepGraphBuilder plain(c);
+  for (const Op& op : w.ops) plain.add_op(op);
+  const StepGraph step = std::move(plain).finish();
+  const auto run = [&](std::int64_t declared_ops, bool stop) {
+    Placement p;
+    p.device_of.reserve(w.ops.size());
+    SimOptions o;
+    o.threads = 2;
+    o.stop_at_first_oom = stop;
+    const auto build = [&](StepGraphBuilder& b) {
+      for (std::size_t i = 0; i < w.ops.size(); ++i) {
+        if (i % 50 == 0) b.set_watermark(w.wm[i], i >= 4);
+        p.device_of.push_back(w.dev[i]);
+        b.add_op(w.ops[i]);
+      }
+    };
+    const StepSize size{declared_ops, declared_ops, 3 * declared_ops};
+    BuiltStep r = simulate_while_building(c, {}, size, p, build, o);
+    SimOptions seq;
+    seq.stop_at_first_oom = stop;
+    EXPECT_EQ(json_of(r.outcome), json_of(simulate(step, Placement{w.dev}, seq)));
+    return r.overlapped;
+  };
+  EXPECT_TRUE(run(1500, false));
+  EXPECT_FALSE(run(1500, true));   // an OOM stop needs all persistent memory at t = 0
+  EXPECT_FALSE(run(1000, false));  // more ops than declared: the loop's arrays are too small
+  EXPECT_FALSE(run(700, false));
+}
+
+TEST(StreamedSimulation, AWatermarkTooEarlyIsAnInputError) {
+  const Cluster c = testing::star_cluster(2);
+  StepGraphBuilder b(c);
+  for (int i = 0; i < 6; ++i)
+    b.add_op(testing::timed_op("a", 1, 64, i ? std::vector<OpId>{i - 1} : std::vector<OpId>{}));
+  EXPECT_THROW(b.set_watermark(7, false), InputError);  // beyond the ops filed
+  b.set_watermark(3, true);
+  EXPECT_THROW(b.set_watermark(2, false), InputError);  // a watermark never goes back
+  EXPECT_THROW(b.add_op(testing::timed_op("b", 1, 64, {2})), InputError);  // reads below it
+  Op ctl = testing::timed_op("c", 1, 64, {5});
+  ctl.control_inputs = {1};
+  EXPECT_THROW(b.add_op(ctl), InputError);                            // a control input below it
+  EXPECT_THROW(b.add_op(testing::timed_op("d", 1, 64)), InputError);  // a source after the last
+  EXPECT_EQ(b.add_op(testing::timed_op("e", 1, 64, {3, 5})), 6);
+
+  // Through simulate_while_building the generator's error surfaces, on any thread count.
+  const WindowedStep w = windowed_step(800, c.num_devices(), 5);
+  for (int threads : {1, 2}) {
+    Placement p;
+    p.device_of.reserve(w.ops.size());
+    SimOptions o;
+    o.threads = threads;
+    const auto build = [&](StepGraphBuilder& sb) {
+      for (std::size_t i = 0; i < w.ops.size(); ++i) {
+        if (i == 400) sb.set_watermark(static_cast<OpId>(i), true);  // too early by the window
+        p.device_of.push_back(w.dev[i]);
+        sb.add_op(w.ops[i]);
+      }
+    };
+    const StepSize size{800, 800, 2400};
+    EXPECT_THROW(simulate_while_building(c, {}, size, p, build, o), InputError) << threads;
+  }
 }
 
 }  // namespace
