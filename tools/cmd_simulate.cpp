@@ -217,11 +217,12 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
   }
 }
 
-/// --threads when not given: 1 on a machine with at most 2 hardware threads, where a second
-/// thread was measured to buy nothing for one step of a Graph (building, the report and, for
-/// --graph gpt-huge, simulating while generating run in parallel; docs/engine.md, "Parallel
-/// engine"), else all cores.
-int default_threads() {
+/// --threads when not given: all cores for --graph gpt-huge, whose loop runs beside the build
+/// (1.4-1.8x on 2 cores, docs/performance.md [stream]); for a step of a Graph 1 on a machine with
+/// at most 2 hardware threads, where a second thread was measured to buy nothing (only building
+/// and the report run in parallel there; docs/engine.md, "Parallel engine"), else all cores.
+int default_threads(const std::string& graph) {
+  if (graph == "gpt-huge") return 0;
   const unsigned hw = std::thread::hardware_concurrency();
   return hw != 0 && hw <= 2 ? 1 : 0;
 }
@@ -504,14 +505,14 @@ void register_simulate(CLI::App& app) {
       "write per op the cost-model rule that priced it (exact, class-curve, roofline) as JSON");
   cmd->add_option(
          "--threads", args->threads,
-         "threads of the parallel engine for one step (0 = all cores; 1 = sequential; default: 1 "
-         "on a machine with at most 2 cores, else all; "
+         "threads of the parallel engine for one step (0 = all cores; 1 = sequential; default: all "
+         "for --graph gpt-huge; else 1 on a machine with at most 2 cores, else all; "
          "results are bit-identical on any count; docs/engine.md)")
       ->check(CLI::Range(0, 1024));
   cmd->add_flag("--json", args->json, "print the outcome as JSON instead of a summary");
   cmd->add_flag("--stop-at-oom", args->stop_at_oom, "stop at the first allocation over capacity");
   cmd->callback([args] {
-    if (args->threads < 0) args->threads = default_threads();
+    if (args->threads < 0) args->threads = default_threads(args->graph);
     run_simulate(*args);
   });
 }
