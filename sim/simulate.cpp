@@ -431,7 +431,8 @@ class StepRun {
   /// Takes V_'s pointers into P_ (each run: a builder may have reserved since).
   void view();
   /// Simulates a step while a builder files it (simulate_while_building): returns when the
-  /// queue is empty; throws StreamAborted when the builder asks it to leave.
+  /// queue is empty; throws StreamAborted when the builder asks it to leave. view() must have
+  /// been taken before the builder's thread started (it reads counts the builder writes).
   void run_streamed(StreamSync& sync);
   /// After the builder finished: the memory of persistent state, then the outcome.
   Outcome finish_streamed();
@@ -1240,7 +1241,6 @@ Outcome StepRun::run(const Placement& placement) {
 // follow, persistent memory at the end (settle_memory). Every decision is the sequential one.
 void StepRun::run_streamed(StreamSync& sync) {
   wall0_ = std::chrono::steady_clock::now();
-  view();  // P_'s per-op arrays are reserved: their data stay where they are while filed
   sync_ = &sync;
   n_ = sync.total;
   w_ = 0;
@@ -2291,6 +2291,10 @@ BuiltStep StreamedBuild::run(const Cluster& cluster, const KernelCostModel& cost
   S.sync = &sync;
 
   StepRun run(P, options);
+  // P's per-op arrays are reserved: their data stay where they are while filed. Taken here, not
+  // on the loop's side once the builder runs: view() also reads P.n_ops, which the builder
+  // increments (a data race ThreadSanitizer reported; the loop never uses that count).
+  run.view();
   std::exception_ptr error;
   double build_s = 0;
   std::thread builder([&] {
