@@ -218,12 +218,14 @@ void run_gpt_huge(const SimulateArgs& a, const sim::Cluster& cluster,
 }
 
 /// --threads when not given: all cores for --graph gpt-huge, whose loop runs beside the build
-/// (1.4-1.8x on 2 cores, docs/performance.md [stream]); for a step of a Graph 1 on a machine with
-/// at most 2 hardware threads, where a second thread was measured to buy nothing (only building
-/// and the report run in parallel there; docs/engine.md, "Parallel engine"), else all cores.
+/// (1.4-1.8x on 2 cores, docs/performance.md [stream]), except on one hardware thread, where the
+/// overlap would only interleave builder and loop on one core; for a step of a Graph 1 on a machine
+/// with at most 2 hardware threads, where a second thread was measured to buy nothing (only
+/// building and the report run in parallel there; docs/engine.md, "Parallel engine"), else all
+/// cores.
 int default_threads(const std::string& graph) {
-  if (graph == "gpt-huge") return 0;
   const unsigned hw = std::thread::hardware_concurrency();
+  if (graph == "gpt-huge") return hw == 1 ? 1 : 0;
   return hw != 0 && hw <= 2 ? 1 : 0;
 }
 
