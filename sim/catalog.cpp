@@ -566,14 +566,29 @@ void add_ampere_and_hopper(std::vector<Entry>& c) {
           {.arch = nvidia_cc(8, 0), .sms = 108, .links = {12, 3, 25, 4}, .nic = kDgxA100Nic},
           "NVIDIA A100 datasheet (SXM4 80GB): 19.5 F64 tensor, 19.5 F32, 156 TF32, 312 "
           "F16/BF16 dense TFLOP/s, 2039 GB/s HBM2e; 3 copy engines assumed"));
+  // A100 PCIe 40GB: the same peaks at the same 1410 MHz boost, but a 250 W board: NVIDIA's launch
+  // table (AnandTech, "NVIDIA Announces PCIe A100 Accelerator: 250 Watt Ampere in a Standard Form
+  // Factor", 2020-06-22; hardwaretimes.com's copy of the same table) gives it "Relative
+  // Performance (SXM Version) 90%": at its power limit the SMs sustain 0.9 of the SXM4's clock
+  // under load. The compute peaks are scaled by that 0.9 (memory bandwidth is HBM's, not the SM
+  // clock's, and stays). The 300 W 80GB card has no such figure in its sources: not scaled.
+  constexpr double kA100Pcie250WSustained = 0.90;
+  const std::initializer_list<std::pair<Dtype, double>> a100_pcie_250w = {
+      {D::F64, 19.5 * kA100Pcie250WSustained},
+      {D::F32, 19.5 * kA100Pcie250WSustained},
+      {D::TF32, 156.0 * kA100Pcie250WSustained},
+      {D::F16, 312.0 * kA100Pcie250WSustained},
+      {D::BF16, 312.0 * kA100Pcie250WSustained}};
   // A100 PCIe: 8.0; 108 SMs; three NVLink bridges of 4 links (600 GB/s bidirectional, NVIDIA's
   // product brief), PCIe Gen4; a PCIe card, assumed as DGX A100.
   c.push_back(
-      gpu("A100-PCIe-40GB", a100, 1555.0, 40, 3, kAmpereOn,
+      gpu("A100-PCIe-40GB", a100_pcie_250w, 1555.0, 40, 3, kAmpereOn,
           {.arch = nvidia_cc(8, 0), .sms = 108, .links = {12, 3, 25, 4}, .nic = kPcieAsDgxA100},
-          "NVIDIA A100 datasheet (PCIe 40GB): compute as SXM4, 1555 GB/s; 3 copy engines "
-          "assumed"));
-  // As A100-PCIe-40GB.
+          "NVIDIA A100 datasheet (PCIe 40GB): datasheet peaks as SXM4 (19.5 F64 tensor, 19.5 "
+          "F32, 156 TF32, 312 F16/BF16) at 250 W, sustained at 0.9 of them (NVIDIA's 90 % of "
+          "SXM4 at launch, AnandTech 2020-06-22); 1555 GB/s; 3 copy engines assumed"));
+  // As A100-PCIe-40GB, at the datasheet peaks: a 300 W board with no sustained figure in its
+  // sources.
   c.push_back(
       gpu("A100-PCIe-80GB", a100, 1935.0, 80, 3, kAmpereOn,
           {.arch = nvidia_cc(8, 0), .sms = 108, .links = {12, 3, 25, 4}, .nic = kPcieAsDgxA100},

@@ -134,6 +134,24 @@ TEST(Catalog, RecentPartsCarryTheirDatasheetFigures) {
   EXPECT_DOUBLE_EQ(epyc->memory_bandwidth.bytes_per_s, 460.8e9);
 }
 
+TEST(Catalog, A100PcieAt250WattsSustainsNinetyPercentOfTheSxm4Peaks) {
+  // NVIDIA's launch table for the 250 W A100 PCIe: "Relative Performance (SXM Version) 90%" at the
+  // same datasheet peaks (AnandTech, 2020-06-22): every compute peak is 0.9 of the SXM4's, HBM
+  // bandwidth is the datasheet's. The 300 W 80GB card has no such figure: its peaks stay.
+  const DeviceSpec* pcie = find_device_model("A100-PCIe-40GB");
+  const DeviceSpec* sxm = find_device_model("A100-SXM4-40GB");
+  const DeviceSpec* pcie80 = find_device_model("A100-PCIe-80GB");
+  ASSERT_NE(pcie, nullptr);
+  ASSERT_NE(sxm, nullptr);
+  ASSERT_NE(pcie80, nullptr);
+  for (const Dtype d : {Dtype::F64, Dtype::F32, Dtype::TF32, Dtype::F16, Dtype::BF16}) {
+    EXPECT_NEAR(pcie->peak_for(d).per_s / sxm->peak_for(d).per_s, 0.9, 1e-12);
+    EXPECT_DOUBLE_EQ(pcie80->peak_for(d).per_s, sxm->peak_for(d).per_s);
+  }
+  EXPECT_DOUBLE_EQ(pcie->memory_bandwidth.bytes_per_s, sxm->memory_bandwidth.bytes_per_s);
+  EXPECT_NE(pcie->source.find("250 W"), std::string::npos);
+}
+
 TEST(Catalog, SessionThirteenPartsCarryTheirSourcedFigures) {
   // Dense peaks as each entry's source gives them (with-sparsity figures halved); what no source
   // gave is left to the F32 fallback, not guessed.
