@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "sim/catalog.hpp"
@@ -285,6 +287,28 @@ Dtype dtype_from_profiler(const std::vector<std::string>& types) {
   return Dtype::F32;
 }
 
+std::optional<Dtype> dtype_from_kernel_names(const std::vector<std::string>& kernel_names) {
+  std::optional<Dtype> found;
+  for (const std::string& name : kernel_names) {
+    std::string n = name;
+    std::transform(n.begin(), n.end(), n.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::optional<Dtype> d;
+    if (n.find("bf16") != std::string::npos || n.find("bfloat16") != std::string::npos)
+      d = Dtype::BF16;
+    else if (n.find("fp16") != std::string::npos || n.find("f16") != std::string::npos ||
+             n.find("half") != std::string::npos)
+      d = Dtype::F16;  // "fp16", "_f16_", "f16f16", "c10::half", "__half"
+    else
+      for (const char* h : {"h1688gemm", "h16816gemm", "h884gemm", "hgemm"})
+        if (n.find(h) != std::string::npos) d = Dtype::F16;
+    if (!d) continue;
+    if (found && *found != *d) return std::nullopt;  // the names disagree
+    found = d;
+  }
+  return found;
+}
+
 namespace {
 
 // Fused attention over q [..., Sq, D], k [..., Skv, D], v [..., Skv, Dv] (torch's SDPA layout;
@@ -483,12 +507,15 @@ std::string device_key(const Profile& p, const std::string& override_model) {
 // The sample of framework op `e` on device `dev` that took `ns` nanoseconds (its own duration on
 // a CPU-only profile, its kernels' GPU time otherwise): signature from its name, input shapes and
 // dtypes; work from its shapes, FLOPs from its concrete inputs where it is a conv or attention.
-OpSample framework_op_sample(const TraceEvent& e, const std::string& dev, std::int64_t ns) {
+OpSample framework_op_sample(const TraceEvent& e, const std::string& dev, std::int64_t ns,
+                             std::optional<Dtype> kernel_dtype = std::nullopt) {
   OpSample s;
   s.device = dev;
   s.signature.op_type = e.name;
   s.signature.input_shapes = e.input_dims;
-  s.signature.dtype = dtype_from_profiler(e.input_types);
+  // No recorded types: the kernels' names, where they state one, else f32.
+  s.signature.dtype =
+      e.input_types.empty() && kernel_dtype ? *kernel_dtype : dtype_from_profiler(e.input_types);
   s.seconds = static_cast<double>(ns) * 1e-9;
   s.work = estimate_work(e.name, e.input_dims, s.signature.dtype);
   if (auto f = conv_flops_from_concrete(e.name, e.input_dims, e.concrete_inputs))
@@ -535,10 +562,14 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   // GPU time per framework op, through the links the reader resolved (trace.hpp: time nesting
   // on the launching thread, correlation ids and ac2g flows; External ids only where they agree).
   std::map<std::int64_t, std::int64_t> gpu_ns_of_op;
+  std::map<std::int64_t, std::vector<std::string>> kernels_of_op;
   bool have_cpu_ops = false;
   for (const TraceEvent& e : p.events) {
     have_cpu_ops |= e.kind == EventKind::CpuOp;
-    if (e.on_gpu() && e.op >= 0) gpu_ns_of_op[e.op] += e.dur_ns;
+    if (e.on_gpu() && e.op >= 0) {
+      gpu_ns_of_op[e.op] += e.dur_ns;
+      if (e.kind == EventKind::Kernel) kernels_of_op[e.op].push_back(e.name);
+    }
   }
   if (!have_cpu_ops) {
     // Nsight: no framework ops; a kernel's own name is its signature.
@@ -557,7 +588,8 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
   }
   for (const auto& [op, ns] : gpu_ns_of_op) {
     if (ns <= 0) continue;
-    out.push_back(framework_op_sample(p.events[static_cast<std::size_t>(op)], dev, ns));
+    out.push_back(framework_op_sample(p.events[static_cast<std::size_t>(op)], dev, ns,
+                                      dtype_from_kernel_names(kernels_of_op[op])));
   }
   return out;
 }

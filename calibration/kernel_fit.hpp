@@ -60,6 +60,14 @@ std::optional<double> attention_flops_from_concrete(
     const std::vector<std::string>& concrete);
 /// Dtype from the profiler's "Input type" strings ("float", "c10::Half", ...); F32 when unknown.
 sim::Dtype dtype_from_profiler(const std::vector<std::string>& input_types);
+/// The operand dtype the names of an op's GPU kernels state, for a trace that recorded no input
+/// types (record_shapes=False): "bf16"/"BFloat16" -> bf16; "fp16", "f16", "Half", or a half-
+/// precision cuBLAS GEMM ("h1688gemm", "h16816gemm", "h884gemm", "hgemm") -> f16 (cuBLAS and
+/// CUTLASS name a GEMM by its operand type, e.g. `ampere_fp16_s16816gemm_fp16_*` has f16 operands
+/// and f32 accumulation, `turing_h1688gemm_*` is all half: NVIDIA/cutlass#1025,
+/// huggingface/candle#2139; elementwise kernels by their template type, `<c10::Half>`). None when
+/// no name states one or the names disagree.
+std::optional<sim::Dtype> dtype_from_kernel_names(const std::vector<std::string>& kernel_names);
 
 struct OpSample {
   std::string device;  ///< calibration key: device model (or name)

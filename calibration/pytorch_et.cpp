@@ -834,6 +834,7 @@ void time_from_kineto(const std::string& kineto_path, const std::vector<EtNode>&
                       const std::vector<int>& kept, const std::vector<sim::OpId>& op_of, int step,
                       EtImport& r) {
   const Profile prof = read_profile(kineto_path);
+  require_measured_work(prof);
   r.device_name = prof.device_name;
   const bool any_gpu = prof.has_gpu_activity();
   const std::vector<std::int64_t> event_of = link_nodes(prof, nodes, kept, r);

@@ -616,7 +616,14 @@ void note_missing_kineto(Profile& p) {
     has_dims |= !t.input_dims.empty();
     has_step |= t.kind == EventKind::Annotation && t.name.rfind("ProfilerStep#", 0) == 0;
   }
-  if (!has_gpu) p.missing.push_back("no GPU activity (kernels, memcpys, memsets): CPU-only trace");
+  const auto launches = std::count_if(p.events.begin(), p.events.end(),
+                                      [](const TraceEvent& t) { return enqueues_gpu_work(t); });
+  if (!has_gpu && launches > 0)
+    p.missing.push_back(std::to_string(launches) +
+                        " runtime calls enqueue GPU work but no GPU activity was recorded: not a "
+                        "CPU-only trace, its kernels are missing");
+  else if (!has_gpu)
+    p.missing.push_back("no GPU activity (kernels, memcpys, memsets): CPU-only trace");
   if (has_gpu && !any_gpu_time)
     p.missing.push_back(
         "every GPU activity has ts 0 and dur 0 (torch 2.11 writes this when a profiler session is "
@@ -866,6 +873,67 @@ Profile read_profile(const std::string& path) {
 
 bool Profile::has_gpu_activity() const {
   return std::any_of(events.begin(), events.end(), [](const TraceEvent& e) { return e.on_gpu(); });
+}
+
+bool enqueues_gpu_work(const TraceEvent& e) {
+  if (e.kind != EventKind::Runtime) return false;
+  const std::string& n = e.name;
+  const bool launch =
+      n.find("Launch") != std::string::npos &&
+      (n.find("Kernel") != std::string::npos || n.find("Graph") != std::string::npos);
+  return launch || n.find("MemcpyAsync") != std::string::npos ||
+         n.find("MemsetAsync") != std::string::npos;
+}
+
+namespace {
+
+// "cudaLaunchKernel x10, cuLaunchKernel x2, ...": the names of `events` that pass `keep`, in
+// first-seen order, at most four.
+template <class Keep>
+std::string call_names(const std::vector<TraceEvent>& events, Keep keep, std::size_t& total) {
+  std::vector<std::pair<std::string, int>> seen;
+  total = 0;
+  for (const TraceEvent& e : events) {
+    if (!keep(e)) continue;
+    ++total;
+    auto it =
+        std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == e.name; });
+    if (it == seen.end())
+      seen.emplace_back(e.name, 1);
+    else
+      ++it->second;
+  }
+  std::string out;
+  for (std::size_t i = 0; i < seen.size() && i < 4; ++i)
+    out += (i ? ", " : "") + seen[i].first + " x" + std::to_string(seen[i].second);
+  if (seen.size() > 4) out += ", ...";
+  return out;
+}
+
+}  // namespace
+
+void require_measured_work(const Profile& p) {
+  if (p.has_gpu_activity()) return;
+  std::size_t launches = 0;
+  const std::string launched = call_names(p.events, enqueues_gpu_work, launches);
+  if (launches > 0)
+    throw InputError(p.source, "traceEvents",
+                     "the GPU activities (kernels, copies) of its " + std::to_string(launches) +
+                         " runtime calls that enqueue GPU work (" + launched +
+                         "), got none: the profiler recorded the launches but not the GPU work "
+                         "(ProfilerActivity.CUDA off, or the trace stopped before the GPU ran "
+                         "them: synchronize before the profiler stops), so no GPU time is known");
+  const bool any_op = std::any_of(p.events.begin(), p.events.end(),
+                                  [](const TraceEvent& e) { return e.kind == EventKind::CpuOp; });
+  if (any_op) return;
+  std::size_t calls = 0;
+  const std::string names = call_names(
+      p.events, [](const TraceEvent& e) { return e.kind == EventKind::Runtime; }, calls);
+  throw InputError(
+      p.source, "traceEvents",
+      "a framework op, kernel or copy with a measured time, got none (" + std::to_string(calls) +
+          " runtime calls" + (calls ? ": " + names : std::string()) +
+          "): nothing ran inside the profiler's window, so there is no step to measure");
 }
 
 bool launches_nothing(const std::string& op_name) {

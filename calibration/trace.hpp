@@ -109,6 +109,18 @@ struct Profile {
 /// Ops that allocate or re-view a tensor (aten::empty, empty_strided, resize_, view, ...): they
 /// launch no GPU work, so a runtime call inside one belongs to the op around it.
 bool launches_nothing(const std::string& op_name);
+/// Runtime calls that enqueue GPU work: kernel launches (cudaLaunchKernel, cuLaunchKernel,
+/// hipLaunchKernel, hipExtModuleLaunchKernel, ...), graph launches and asynchronous copies and
+/// memsets. Each leaves a GPU activity in a complete trace.
+bool enqueues_gpu_work(const TraceEvent& e);
+/// Throws sim::InputError naming the file for a profile that no step time or kernel time can be
+/// measured from: (1) runtime calls enqueued GPU work but the file holds no GPU activity (the
+/// profiler recorded the launches, not the kernels: CUDA activity off, or the trace stopped
+/// before the GPU ran them), so every op that launched work would pass for CPU work; (2) neither a
+/// framework op nor a GPU activity (only runtime calls such as cudaGetDeviceCount, or
+/// annotations), so a replay would compare the runtime calls' span with itself.
+/// `calibrate`, `validate` and `import et --kineto` call it on every profile they read.
+void require_measured_work(const Profile& p);
 /// Resolves TraceEvent::launch and ::op for every event and fills Profile::links (see above).
 /// The readers call it; exposed for tests and for profiles built in memory.
 void link_events(Profile& p);

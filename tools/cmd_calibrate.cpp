@@ -97,6 +97,7 @@ calibration::Profile read_profile_checked(const std::string& path) {
     throw sim::InputError(
         path, "",
         "a profile with timed events (Kineto JSON or Nsight Systems SQLite export), got none");
+  calibration::require_measured_work(p);
   return p;
 }
 

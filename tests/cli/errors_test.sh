@@ -96,6 +96,7 @@ et|et-parent-cycle.json|nodes[1].parent: expected a parent chain that ends at th
 et|et-no-operators.json|nodes: expected at least one operator node
 et|et-attr-wrong-type.json|nodes[0].attrs[0].value: expected an integer, got string
 et-kineto|kineto-type-error.json|traceEvents: expected Chrome-trace events of the usual JSON types
+et-kineto|../calibration/a100pcie80x8_zoology_launches-without-kernels_excerpt.json|runtime calls that enqueue GPU work (cudaLaunchKernel x8
 calibrate-et|et-duplicate-id.json|nodes[1].id: expected a node id used once
 vidur|vidur-missing-columns.csv|line 3: expected 5 fields, got 3
 vidur|vidur-inf-workers.csv|line 2: expected a time in (0, 1e6] ms, num_workers a whole number
@@ -117,7 +118,12 @@ profile|kineto-huge-duration.json|traceEvents[0].dur: expected a duration from 0
 profile|kineto-huge-device.json|traceEvents[0].args.device: expected a GPU index below 4096
 profile|kineto-gzip-bomb.json.gz|expected gzip data that inflates to at most
 profile|kineto-truncated.json|byte 4001: expected Chrome-trace JSON (an object with traceEvents, or a list of events), got the end of the file inside it: a truncated file
-profile|../calibration/l20_rlinsight_readme_excerpt.json|l20_rlinsight_readme_excerpt.json: expected profiles with at least one op that has a measured time, got none (1 profile(s) read
+profile|../calibration/l20_rlinsight_readme_excerpt.json|l20_rlinsight_readme_excerpt.json: traceEvents: expected a framework op, kernel or copy with a measured time, got none (1 runtime calls: cudaMemGetInfo x1)
+profile|../calibration/rtx3090x2_flow-matching_runtime-only.json|traceEvents: expected a framework op, kernel or copy with a measured time, got none (5 runtime calls
+replay|../calibration/a100pcie40_particle-transformer_runtime-only.json|traceEvents: expected a framework op, kernel or copy with a measured time, got none (7 runtime calls
+replay|../calibration/rtx3090x2_flow-matching_runtime-only.json|got none (5 runtime calls: cudaGetDeviceCount x2
+profile|../calibration/a100pcie80x8_zoology_launches-without-kernels_excerpt.json|traceEvents: expected the GPU activities (kernels, copies) of its 11 runtime calls that enqueue GPU work
+replay|../calibration/a100pcie80x8_zoology_launches-without-kernels_excerpt.json|got none: the profiler recorded the launches but not the GPU work
 profile|nsys-end-int64-max.sqlite|CUPTI_ACTIVITY_KIND_KERNEL row 0: expected 0 <= start <= end
 profile|nsys-end-before-start.sqlite|CUPTI_ACTIVITY_KIND_KERNEL row 0: expected 0 <= start <= end
 profile|manifest-number-overflow.json|expected a profile_rig.py manifest
@@ -179,6 +185,7 @@ while IFS='|' read -r kind file expect; do
     nccl-ar) cmd=("$BIN" calibrate-links --nccl-tests "$BAD/$file" --collective all_reduce --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     p2p) cmd=("$BIN" calibrate-links --p2p "$BAD/$file" --cluster paper-4gpu -o "$TMP/out/c.yaml") ;;
     profile) cmd=("$BIN" calibrate --profile "$BAD/$file" -o "$TMP/out/cal.yaml") ;;
+    replay) cmd=("$BIN" validate --profile "$BAD/$file") ;;
     smi) cmd=("$BIN" import topo --nvidia-smi "$BAD/$file" --gpu-model A100-PCIe-80GB -o "$TMP/out/c.yaml") ;;
     xml) cmd=("$BIN" import topo --nccl-xml "$BAD/$file" --gpu-model A100-SXM4-40GB -o "$TMP/out/c.yaml") ;;
     sweep) cmd=("$BIN" sweep "$BAD/$file" -q -o "$TMP/out/s.csv") ;;
