@@ -99,7 +99,21 @@ constexpr int kLl128ThreadThreshold = 8;    // NCCL_LL128_THREAD_THRESHOLD
 constexpr int kSimpleThreadThreshold = 64;  // NCCL_SIMPLE_THREAD_THRESHOLD
 constexpr int kLlMaxThreads = 512, kLl128MaxThreads = 640, kSimpleMaxThreads = 512;
 constexpr double kSimpleStepBytes = 4.0 * (1 << 20) / 8;  // NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8
-constexpr int kRingChunkSteps = 4, kRingSliceSteps = 2;   // ALLREDUCE_CHUNKSTEPS, _SLICESTEPS
+// LL across the network goes through host memory: NCCL's net transport maps every protocol's
+// buffer to device memory only for `p!= NCCL_PROTO_LL && resources->useGdr` (src/transport/net.cc,
+// send and receive setup; NCCL 2.2x, search-index ids 1945451105, 67132618155), because "the CPU
+// polls the flag inside the data to know when data is ready to send ... Since the CPU has to
+// access the data directly, it needs to be in CPU memory" (S. Jeaugey, NVIDIA/nccl#756). The
+// receiving GPU then reads each 16 B LL line (8 B of data) from host memory over PCIe, one line
+// per thread per trip (src/device/prims_ll.h, search-index id 53621764844: `EltPerLine =
+// sizeof(uint64_t)/sizeof(T)`, readLLBeginAll then readLLFinish spinning on the line's flags,
+// offset += nthreads), so a channel of NCCL_LL_MAX_NTHREADS threads moves 512 x 8 B per PCIe
+// read round trip. Round trip: ~850 ns
+// measured from a PCIe Gen3 endpoint to host memory and back ("PCIe latency",
+// hackingnasdaq.blogspot.com, 2014-05-11). 512 x 8 B / 0.85 us = 4.8 GB/s per channel.
+constexpr double kPcieReadRoundTripUs = 0.85;
+constexpr double kLlNetChannelGbps = kLlMaxThreads * 8.0 / (kPcieReadRoundTripUs * 1e3);
+constexpr int kRingChunkSteps = 4, kRingSliceSteps = 2;  // ALLREDUCE_CHUNKSTEPS, _SLICESTEPS
 // NVLS channels (comm->nvlsChannels; NCCL 2.2x src/transport/nvls.cc ncclNvlsInit, search-index
 // id 10947377014): NVLS_NCHANNELS_SM90 16 on Hopper; on Blackwell (compCap >= 100)
 // NVLS_NCHANNELS_SM100 32 when the communicator spans several nodes, NVLS_NCHANNELS_SM100_NVL 24 on
@@ -738,7 +752,14 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
                                     bytes / (static_cast<double>(nc) * (rooted ? 1 : n)));
       fill = chunk / (kRingChunkSteps / kRingSliceSteps) / (1e3 * bw / nc);
     }
-    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill});
+    // Across nodes each LL channel's network hop runs at most kLlNetChannelGbps; NCCL's tuner does
+    // not know it and still chooses with its own estimate.
+    double ring_select = 0;
+    if (p == 0 && t.nodes > 1 && bw > nc * kLlNetChannelGbps) {
+      ring_select = bw * n / steps;
+      bw = nc * kLlNetChannelGbps;
+    }
+    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill, ring_select});
     // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.
     if (kind == CollectiveKind::AllReduce) {
       // tuning.cc: every tree protocol at most nChannels x perChMaxTreeBw, LL128 further at most
@@ -765,6 +786,13 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
       const double tlat =
           base_lat(t, 0, p) +
           2 * ((t.ppn - 1) * tintra + std::floor(std::log2(t.nodes)) * hw_lat(t, kNet, 0, p));
+      // LL across nodes: each tree channel's network edge carries the call's share of algbw
+      // (tb / 2) at most at kLlNetChannelGbps (above); the tuner chooses uncapped.
+      const int tree_nc = channels_used(bytes, p, false, n, nch);
+      if (p == 0 && t.nodes > 1 && tb > 2 * tree_nc * kLlNetChannelGbps) {
+        if (tsel == 0) tsel = tb;
+        tb = 2 * tree_nc * kLlNetChannelGbps;
+      }
       out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5, 0, tsel * 0.5});
     }
   }

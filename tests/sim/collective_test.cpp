@@ -179,6 +179,35 @@ TEST(Collective, RingLlIsAQuarterOfTheBus) {
   EXPECT_NEAR(predict_collective(a, call, a.gpus()).algbw_gbps, 60.0 * 8 / 14, 1e-9);
 }
 
+// Across nodes NCCL's LL buffers live in host memory (src/transport/net.cc maps LL to device memory
+// never, NVIDIA/nccl#756), and the receiving GPU reads one 8 B LL payload per thread per PCIe round
+// trip (~0.85 us): 512 x 8 B / 0.85 us = 4.82 GB/s per channel. A 256 KiB all-gather on 2 nodes of
+// 8 H100 (16 ranks; ring LL wants 8 B x 16 x 512 = 64 KiB per channel: 4 channels) still runs
+// ring/LL, as NCCL's uncapped estimate chooses, at 4 x 4.82 GB/s bus; one node keeps its NVLink LL.
+// A 4 KiB tree/LL all-reduce on 2 DGX A100 (one tree channel) runs at 4.82 GB/s algbw.
+TEST(Collective, LlAcrossNodesRunsThroughHostMemory) {
+  const double per_channel = 512 * 8.0 / 850.0;
+  const Cluster h2 =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/calibration/2x-hgx-h100.yaml");
+  CollectiveCall ag;
+  ag.kind = CollectiveKind::AllGather;
+  ag.bytes = Bytes{256 << 10};
+  const CollectivePrediction p = predict_collective(h2, ag, h2.gpus());
+  EXPECT_EQ(p.algo, CollAlgo::Ring);
+  EXPECT_EQ(p.proto, CollProto::LL);
+  EXPECT_NEAR(p.algbw_gbps, 4 * per_channel * 16 / 15, 1e-9);
+
+  const Cluster h1 = load_cluster("hgx-h100");
+  ag.proto = CollProto::LL;
+  EXPECT_GT(predict_collective(h1, ag, h1.gpus()).algbw_gbps, 10 * per_channel);
+
+  const Cluster a2 = load_cluster("2x-dgx-a100");
+  CollectiveCall tree = all_reduce(4 << 10);
+  tree.algo = CollAlgo::Tree;
+  tree.proto = CollProto::LL;
+  EXPECT_NEAR(predict_collective(a2, tree, a2.gpus()).algbw_gbps, per_channel, 1e-9);
+}
+
 // NCCL runs a small call on fewer channels (64 B per thread, 512 threads: 32 KiB per Simple
 // channel): a 64 KiB Simple ring on DGX A100's 24 channels uses 2, a twelfth of the bus; and
 // Simple's last slice trails the first by one slice (half a chunk of 64 KiB / (2 x 8)).
