@@ -410,15 +410,6 @@ void add_pcie_and_amd_gpus(std::vector<Entry>& c) {
           "script), 48 GB GDDR6, 768 GB/s, 84 SMs (sysrqmts.com listing); F64 1/64 of F32 "
           "(GA102 whitepaper; sysrqmts lists 1:32); NVLink 3 bridge of four x4 links, "
           "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"));
-  // RTX 6000 Ada: 8.9 (AD102); 142 SMs (its source); no NVLink, PCIe Gen4; no reference system.
-  c.push_back(
-      gpu("RTX-6000-Ada-48GB", {{D::F64, 1.42}, {D::F32, 91.1}}, 960.0, 48, 2, kAmpereOn,
-          {.arch = nvidia_cc(8, 9), .sms = 142, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
-          "NVIDIA RTX 6000 Ada Generation: 142 SMs, 18,176 CUDA cores, 91.1 F32, 48 GB, "
-          "960 GB/s (grafikkarten.com table of NVIDIA's figures), PCIe Gen4 x16, no NVLink "
-          "(cputronic / sourcecode listings); F64 1/64 of F32 (Ada whitepaper); no tensor "
-          "(TF32, F16/BF16, FP8) figure in the sources read, so those dtypes fall back to "
-          "the F32 peak (an understatement until sourced); 2 copy engines assumed"));
   // AMD Instinct (ROCm prints "AMD Instinct MI300X"). FP8 is the OCP-FNUZ format on MI300X.
   // MI300X: gfx942 (CDNA 3); 304 CUs; Infinity Fabric to its peers is not modelled by import topo
   // (no NVLink), PCIe Gen5; no reference system.
@@ -547,6 +538,52 @@ void add_kepler_to_volta(std::vector<Entry>& c) {
                   "900 GB/s, 16 GB; copy engines as V100-SXM2"));
 }
 
+// Ada and Turing professional cards of Lambda's workstations (issue 15, h-ada), sourced as
+// add_pcie_and_amd_gpus.
+void add_workstation_cards(std::vector<Entry>& c) {
+  using D = Dtype;
+  // RTX 6000 Ada: 8.9 (AD102); 142 SMs (its source); no NVLink, PCIe Gen4; no reference system.
+  // Tensor peaks (issue 15, h-ada): no NVIDIA table of them was found in the stored sources, so
+  // they are derived from the die's tensor-core rate, as a GPU figure-of-merit script on GitHub
+  // (index file id 37105333470, citing NVIDIA's Ada PROVIZ whitepaper and L40S datasheet)
+  // derives the L40S's on the same AD102 with the same 142 SMs: each 4th-generation tensor core
+  // contracts 4x4x8 F16 FMAs a clock (4x4x4 TF32), i.e. 4x (2x) the SM's 128 F32 FMAs, so F16/BF16
+  // 4 x 91.1 = 364.4, TF32 2 x 91.1 = 182.2, FP8 728.8 dense. FP32 accumulate at that full rate:
+  // the professional AD102 parts are not halved as GeForce's are (the L40S datasheet's 362 BF16
+  // TFLOP/s, a dtype that always accumulates in F32, is 4x its 91.6 F32).
+  c.push_back(
+      gpu("RTX-6000-Ada-48GB",
+          {{D::F64, 1.42},
+           {D::F32, 91.1},
+           {D::TF32, 182.2},
+           {D::F16, 364.4},
+           {D::BF16, 364.4},
+           {D::FP8, 728.8}},
+          960.0, 48, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 9), .sms = 142, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
+          "NVIDIA RTX 6000 Ada Generation: 142 SMs, 18,176 CUDA cores, 91.1 F32, 48 GB, "
+          "960 GB/s (grafikkarten.com table of NVIDIA's figures), PCIe Gen4 x16, no NVLink "
+          "(cputronic / sourcecode listings); F64 1/64 of F32 (Ada whitepaper); TF32 182.2, "
+          "F16/BF16 364.4 (FP32 accumulate), FP8 728.8 dense: 2x / 4x / 8x the F32 peak, the "
+          "AD102 tensor-core rate per SM (as the L40S's 183 / 362 / 733 on the same die); 2 "
+          "copy engines assumed"));
+  // Quadro RTX 8000: 7.5 (TU102, fully enabled); 72 SMs; an NVLink 2 bridge of two links (100 GB/s
+  // bidirectional: 2 x 25 GB/s per direction), PCIe Gen3; no reference system.
+  c.push_back(
+      gpu("Quadro-RTX-8000", {{D::F64, 0.51}, {D::F32, 16.3}, {D::F16, 130.5}, {D::BF16, 16.3}},
+          672.0, 48, 3, kAmpereOn,
+          {.arch = nvidia_cc(7, 5), .sms = 72, .links = {2, 2, 25, 3}, .nic = kNoReferenceNic},
+          "NVIDIA Quadro RTX 8000 (TU102, all 72 SMs, 4608 CUDA cores, 576 tensor cores, "
+          "1770 MHz boost): 16.3 F32, 130.5 F16 tensor, 0.51 F64 (1:32) TFLOP/s, 48 GB GDDR6, "
+          "672 GB/s, as computed from NVIDIA's Quadro RTX 8000 datasheet and Turing whitepaper "
+          "in a GPU figure-of-merit script on GitHub (index file id 37105333470); an nvbench "
+          "log of a Quadro RTX 8000 agrees (SM 7.5, 72 SMs, 1770 MHz, 672 GB/s, 48593 MiB). "
+          "Quadro tensor cores run FP32 accumulate at the full rate (the TU102 Quadro RTX 6000 "
+          "spec sheet: 'FP16 matrix multiply with FP16 or FP32 accumulate'); no BF16 units "
+          "(F32 rate, as T4); NVLink bridge 100 GB/s bidirectional (geektopia.es launch "
+          "report), PCIe Gen3 x16; 3 copy engines assumed (as T4)"));
+}
+
 // Ampere and Hopper data-center parts and the RTX 4090, as add_kepler_to_volta.
 void add_ampere_and_hopper(std::vector<Entry>& c) {
   using D = Dtype;
@@ -661,6 +698,7 @@ std::vector<Entry> build_catalog() {
   add_recent_parts(c);
   add_inference_cards(c);
   add_pcie_and_amd_gpus(c);
+  add_workstation_cards(c);
   std::sort(c.begin(), c.end(),
             [](const Entry& a, const Entry& b) { return a.spec.model < b.spec.model; });
   return c;

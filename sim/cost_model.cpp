@@ -660,6 +660,31 @@ constexpr GemmCurve kA100Half{
 // (the most a curve gives), with the roofline's half-FLOPs term for small ones.
 constexpr GemmCurve kRtx3090Half{
     1.0, std::nullopt, "torch.mm f16 on three RTX 3090s: 75.5-75.9 TFLOP/s (zzc0721 database.md)"};
+// GeForce RTX 4090 (AD102, compute capability 8.9) f16/bf16 with FP32 accumulate, PyTorch's compute
+// type (GeForce Ada runs it at half the FP16-accumulate rate: the Ada whitepaper's 165.2 of 330.3
+// TFLOP/s, the catalog's peak): torch.mm of square f16 matrices (the same script as the RTX 3090's,
+// the best of 1024 ... 10240) measured 165.08, 171.06, 162.35 and 167.80 TFLOP/s on four 24 GB RTX
+// 4090s and 158.93, 167.27 and 172.39 on three 48 GB boards (bf16 160.5-173.3;
+// zzc0721/torch-performance-test-data database.md @ 07858687): 0.96-1.04 of 165.2, so, as on the
+// RTX 3090, a large GEMM reaches the catalog peak (e_max 1) with the half-FLOPs term for small
+// ones.
+constexpr GemmCurve kRtx4090Half{
+    1.0, std::nullopt,
+    "torch.mm f16 on seven RTX 4090s: 158.9-172.4 TFLOP/s (zzc0721 database.md)"};
+// NVIDIA RTX 6000 Ada (AD102, 142 SMs, 300 W) f16/bf16: its FP32-accumulate rate is the full 364.4
+// TFLOP/s (catalog), which a 300 W board cannot sustain. No tensor-core GEMM of this card is
+// stored; two measurements bracket it. Its die twin the L40S (the same 142 SMs at 350 W) runs
+// torch.mm at 264.02 f16 / 269.15 bf16 TFLOP/s, 0.73 of the same peak
+// (zzc0721/torch-performance-test-data database.md @ 07858687, the script of the RTX 3090/4090
+// rows). Under sustained load the 300 W card clocks lower than the 350 W one: square F32 GEMMs on
+// an RTX 6000 Ada run 31.4, 35.7 and 35.0 TFLOP/s at 4870, 5792 and 6888
+// (chsasank/device-benchmarks#16, devbench.py; 50.1 at 2896, before the clock drops) where the L40S
+// reaches 46.88 (the same database), 0.725 of it. The same power cap on the tensor path: 0.73 x
+// 0.725 = 0.53 of the peak.
+constexpr GemmCurve kRtx6000AdaHalf{
+    0.53, std::nullopt,
+    "L40S torch.mm f16 0.73 of peak (zzc0721) x RTX 6000 Ada/L40S sustained SGEMM 0.725 "
+    "(chsasank/device-benchmarks#16)"};
 // Hopper under sustained load (docs/cost-model.md, "Sustained clock"). XLA's table times single
 // kernels in bursts (5 runs, median), and its 0.80 is the burst ceiling stas00's MAMF search
 // also finds on an H100 SXM (0.803). Under a training step's back-to-back GEMMs a 700 W Hopper is
@@ -738,6 +763,8 @@ std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
   if (spec.arch.hopper() && half) return kHopperHalf;
   if (spec.arch.nvidia(8, 0) && half) return kA100Half;
   if (spec.model == "RTX-3090" && half) return kRtx3090Half;
+  if (spec.model == "RTX-4090" && half) return kRtx4090Half;
+  if (spec.model == "RTX-6000-Ada-48GB" && half) return kRtx6000AdaHalf;
   return std::nullopt;
 }
 

@@ -6,7 +6,9 @@
 # graph, BERT-large SQuAD fine-tuning on A100 and H100 and BERT-base SQuAD on A100, H100 and V100;
 # MLPerf Training ResNet-50 on one DGX A100 and one DGX H100; GNMT v2 of NVIDIA and Lambda, a
 # recurrent network, in tokens/s; timm's benchmark of 16 CNNs (AMP, NCHW and channels-last) and of
-# its vision transformers, MLP-Mixer and ConvNeXt on one GeForce RTX 3090) against
+# its vision transformers, MLP-Mixer and ConvNeXt on one GeForce RTX 3090; Lambda's ResNet-50, BERT
+# SQuAD and GNMT rows of its Ada and Turing machines: RTX 4090 (1, 2), RTX 6000 Ada (1, 2, 4, 8) and
+# Quadro RTX 8000 (1), held out) against
 # `placesim simulate` (`--parallel dp=N` for N > 1): every row's
 # error must stay within the row's bound_pct. Prints the table docs/validation.md quotes
 # (published, predicted, error, command) and, after it, how many rows lie within the issues' bounds

@@ -86,6 +86,8 @@ TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
       {"AMD Instinct MI250X", "MI250X-GCD"},
       {"Intel(R) Xeon(R) Platinum 8462Y+", "Xeon-Platinum-8462Y+"},
       {"AMD EPYC 7763 64-Core Processor", "EPYC-7763"},
+      // Issue 15 (h-ada): nvidia-smi's name of the Turing TU102 Quadro that Lambda's benchmark ran.
+      {"Quadro RTX 8000", "Quadro-RTX-8000"},
       // The device keys `calibrate` makes of such names (vendor prefix cut, spaces to hyphens).
       {"GeForce-RTX-4090", "RTX-4090"},
       {"GeForce-RTX-3090", "RTX-3090"},
@@ -169,8 +171,10 @@ TEST(Catalog, SessionThirteenPartsCarryTheirSourcedFigures) {
   EXPECT_EQ(find_device_model("AMD Instinct MI250X")->memory_capacity.v, std::int64_t{64} << 30);
   EXPECT_DOUBLE_EQ(peak("NVIDIA GeForce RTX 3090", Dtype::BF16), 71e12);
   EXPECT_DOUBLE_EQ(peak("NVIDIA RTX A6000", Dtype::TF32), 77.4e12);
-  // RTX 6000 Ada: no tensor figure sourced, so F16 falls back to F32.
-  EXPECT_DOUBLE_EQ(peak("NVIDIA RTX 6000 Ada Generation", Dtype::F16), 91.1e12);
+  // RTX 6000 Ada: tensor rates derived from the AD102 rate per SM (h-ada, docs/catalog.md): F16
+  // 4x and TF32 2x its 91.1 F32 (before: no tensor figure, F16 fell back to F32).
+  EXPECT_DOUBLE_EQ(peak("NVIDIA RTX 6000 Ada Generation", Dtype::F16), 364.4e12);
+  EXPECT_DOUBLE_EQ(peak("NVIDIA RTX 6000 Ada Generation", Dtype::TF32), 182.2e12);
   // L4: 58 SMs (deviceQuery), not the 60 of the full AD104 die.
   EXPECT_EQ(find_device_model("NVIDIA L4")->sm_count, 58);
   const DeviceSpec* x = find_device_model("Intel(R) Xeon(R) Platinum 8462Y+");
@@ -193,6 +197,7 @@ TEST(Catalog, EveryGpuHasItsArchitectureAndNoCpuHasOne) {
                                                        {"V100-SXM2-32GB", "7.0"},
                                                        {"V100-PCIe-16GB", "7.0"},
                                                        {"T4-16GB", "7.5"},
+                                                       {"Quadro-RTX-8000", "7.5"},
                                                        {"A100-SXM4-40GB", "8.0"},
                                                        {"A100-SXM4-80GB", "8.0"},
                                                        {"A100-PCIe-40GB", "8.0"},

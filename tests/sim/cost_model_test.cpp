@@ -1164,6 +1164,41 @@ TEST(GemmCurve, Rtx3090ReachesItsRatedHalfPeak) {
   EXPECT_FALSE(gemm_curve(catalog_gpu("RTX-A6000").spec, Dtype::F16));
 }
 
+// Ada (compute capability 8.9), issue 15 (h-ada). GeForce RTX 4090: torch.mm f16 measured
+// 158.9-172.4 TFLOP/s on seven cards against the whitepaper's 165.2 (FP32 accumulate), so e_max 1
+// as on the RTX 3090, where before it got the roofline's 0.70. RTX 6000 Ada: the catalog's
+// full-rate 364.4 TFLOP/s (before: no tensor figure, so the 91.1 F32 peak) and a curve of 0.53 of
+// it, the L40S's measured 0.73 scaled by the 300 W card's sustained SGEMM rate against the L40S's
+// (0.725). TF32 and F32 keep the roofline (no measured Ada TF32 GEMM is stored), as does the L40S
+// itself.
+TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const Device g = catalog_gpu("RTX-4090");
+  const Op mlp = gemm_op(1, 10752, 4096, 1024, Dtype::F16);  // BERT-large FFN at 28 x 384 tokens
+  const double fq = gemm_quantised_flops(1, 10752, 4096, 1024, g.spec.sm_count);
+  EXPECT_NEAR(km.op_time(mlp, g).seconds(), (fq + p.compute_half_flops) / 165.2e12, 1e-9);
+  EXPECT_DOUBLE_EQ(gemm_curve(g.spec, Dtype::BF16)->e_max, 1.0);
+  EXPECT_FALSE(gemm_curve(g.spec, Dtype::TF32));
+  EXPECT_FALSE(gemm_curve(g.spec, Dtype::F32));
+  const Device a = catalog_gpu("RTX-6000-Ada-48GB");
+  EXPECT_DOUBLE_EQ(a.spec.peak_for(Dtype::F16).per_s, 364.4e12);
+  EXPECT_DOUBLE_EQ(a.spec.peak_for(Dtype::BF16).per_s, 364.4e12);
+  EXPECT_DOUBLE_EQ(a.spec.peak_for(Dtype::TF32).per_s, 182.2e12);
+  const double fa = gemm_quantised_flops(1, 10752, 4096, 1024, a.spec.sm_count);
+  EXPECT_NEAR(km.op_time(mlp, a).seconds(), (fa + p.compute_half_flops) / (364.4e12 * 0.53), 1e-9);
+  EXPECT_DOUBLE_EQ(gemm_curve(a.spec, Dtype::F16)->e_max, 0.53);
+  EXPECT_FALSE(gemm_curve(a.spec, Dtype::TF32));
+  EXPECT_FALSE(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::F16));
+  // Turing's Quadro RTX 8000 (added with the Lambda rows): full-rate FP32-accumulate tensor cores,
+  // no TF32 or BF16 units (TF32 and BF16 at the F32 peak), no measured curve.
+  const Device q = catalog_gpu("Quadro-RTX-8000");
+  EXPECT_DOUBLE_EQ(q.spec.peak_for(Dtype::F16).per_s, 130.5e12);
+  EXPECT_DOUBLE_EQ(q.spec.peak_for(Dtype::TF32).per_s, 16.3e12);
+  EXPECT_EQ(q.spec.sm_count, 72);
+  EXPECT_FALSE(gemm_curve(q.spec, Dtype::F16));
+}
+
 TEST(GemmCurve, CudaCoreF32AndWhichGenerationsHaveCurves) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
