@@ -154,6 +154,13 @@ Entry gpu(std::string model, std::initializer_list<std::pair<Dtype, double>> pea
   return {std::move(s), facts.nic};
 }
 
+// A GPU entry with a measured f16/bf16 GEMM ceiling (DeviceSpec::half_gemm_e_max).
+Entry with_half_gemm(Entry e, double e_max, std::string source) {
+  e.spec.half_gemm_e_max = e_max;
+  e.spec.half_gemm_source = std::move(source);
+  return e;
+}
+
 Entry cpu(std::string model, double f64_gflops, double f32_gflops, double mem_bw_gb_s,
           std::int64_t mem_gib, int threads, std::string source) {
   DeviceSpec s;
@@ -386,7 +393,11 @@ void add_pcie_and_amd_gpus(std::vector<Entry>& c) {
   // GA102 (Ampere) and AD102 (Ada) PCIe cards.
   // RTX 3090: 8.6 (GA102); 82 SMs (GA102 whitepaper); four x4 NVLink 3 links of 14.0625 GB/s per
   // direction (GA102 whitepaper), PCIe Gen4; no reference system.
-  c.push_back(
+  // Measured f16 GEMM: torch.mm of square f16 matrices (1024 ... 10240, the best size) reached
+  // 75.48, 75.64 and 75.88 TFLOP/s on three RTX 3090s (zzc0721/torch-performance-test-data
+  // database.md @ 07858687 / bbb8e247): 1.065 of the 71 quoted at the 1695 MHz rated boost (a
+  // GeForce board clocks above it under load).
+  c.push_back(with_half_gemm(
       gpu("RTX-3090",
           {{D::F64, 0.556}, {D::F32, 35.6}, {D::TF32, 35.6}, {D::F16, 71.0}, {D::BF16, 71.0}},
           936.0, 24, 2, kAmpereOn,
@@ -397,10 +408,17 @@ void add_pcie_and_amd_gpus(std::vector<Entry>& c) {
           "training-time script), 936 GB/s GDDR6X, 24 GB; F64 1/64 of F32 (the "
           "whitepaper's text; TechPowerUp 556 GFLOPS); NVLink 3: four x4 links of 14.0625 "
           "GB/s per direction (the whitepaper's text, quoted in stas00/ml-engineering), "
-          "PCIe Gen4; 2 copy engines assumed (as RTX-4090's deviceQuery)"));
+          "PCIe Gen4; 2 copy engines assumed (as RTX-4090's deviceQuery)"),
+      75.64 / 71.0,
+      "torch.mm f16 on three RTX 3090s: 75.5-75.9 TFLOP/s (zzc0721 database.md), 1.065 of 71"));
   // RTX A6000: 8.6 (GA102); 84 SMs (sysrqmts.com); NVLink 3 bridge of four x4 links as RTX 3090,
   // PCIe Gen4; no reference system.
-  c.push_back(
+  // Measured f16 GEMM: the same benchmark on an RTX A6000 (zzc0721/torch-performance-test-data
+  // issue #46, torch 2.8 / CUDA 12.8): 120.49 TFLOP/s f16, 123.34 bf16, 0.778 of 154.8. The
+  // professional part computes at the full FP32-accumulate rate but is held to 300 W: the NVIDIA
+  // A40 (the same GA102 at 300 W) measures 119.18 of 149.7 in the same benchmark (issue #185),
+  // 0.796.
+  c.push_back(with_half_gemm(
       gpu("RTX-A6000",
           {{D::F64, 0.605}, {D::F32, 38.7}, {D::TF32, 77.4}, {D::F16, 154.8}, {D::BF16, 154.8}},
           768.0, 48, 2, kAmpereOn,
@@ -409,7 +427,9 @@ void add_pcie_and_amd_gpus(std::vector<Entry>& c) {
           "F16/BF16 tensor with FP32 accumulate, 77.4 TF32 dense (as quoted in the same "
           "script), 48 GB GDDR6, 768 GB/s, 84 SMs (sysrqmts.com listing); F64 1/64 of F32 "
           "(GA102 whitepaper; sysrqmts lists 1:32); NVLink 3 bridge of four x4 links, "
-          "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"));
+          "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"),
+      120.49 / 154.8,
+      "torch.mm f16 on an RTX A6000: 120.49 TFLOP/s (zzc0721 issue #46), 0.778 of 154.8"));
   // RTX 6000 Ada: 8.9 (AD102); 142 SMs (its source); no NVLink, PCIe Gen4; no reference system.
   c.push_back(
       gpu("RTX-6000-Ada-48GB", {{D::F64, 1.42}, {D::F32, 91.1}}, 960.0, 48, 2, kAmpereOn,
