@@ -346,6 +346,51 @@ void add_inference_cards(std::vector<Entry>& c) {
           "rate, as V100); 3 copy engines assumed"));
 }
 
+// GA102 (Ampere, compute capability 8.6) PCIe cards with a measured f16 GEMM ceiling (issue 15,
+// session 21): one chip at a different clock and power limit per part.
+void add_ga102_cards(std::vector<Entry>& c) {
+  using D = Dtype;
+  // RTX 3090: 8.6 (GA102); 82 SMs (GA102 whitepaper); four x4 NVLink 3 links of 14.0625 GB/s per
+  // direction (GA102 whitepaper), PCIe Gen4; no reference system.
+  // Measured f16 GEMM: torch.mm of square f16 matrices (1024 ... 10240, the best size) reached
+  // 75.48, 75.64 and 75.88 TFLOP/s on three RTX 3090s (zzc0721/torch-performance-test-data
+  // database.md @ 07858687 / bbb8e247): 1.065 of the 71 quoted at the 1695 MHz rated boost (a
+  // GeForce board clocks above it under load).
+  c.push_back(with_half_gemm(
+      gpu("RTX-3090",
+          {{D::F64, 0.556}, {D::F32, 35.6}, {D::TF32, 35.6}, {D::F16, 71.0}, {D::BF16, 71.0}},
+          936.0, 24, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 6), .sms = 82, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
+          "NVIDIA Ampere GA102 whitepaper v2 (docslib.org / studylib.net copies), Appendix "
+          "A GeForce RTX 3090: 82 SMs, 35.6 F32, 71 F16/BF16 tensor with FP32 accumulate, "
+          "35.6 TF32 dense (values as quoted from the whitepaper in a third-party "
+          "training-time script), 936 GB/s GDDR6X, 24 GB; F64 1/64 of F32 (the "
+          "whitepaper's text; TechPowerUp 556 GFLOPS); NVLink 3: four x4 links of 14.0625 "
+          "GB/s per direction (the whitepaper's text, quoted in stas00/ml-engineering), "
+          "PCIe Gen4; 2 copy engines assumed (as RTX-4090's deviceQuery)"),
+      75.64 / 71.0,
+      "torch.mm f16 on three RTX 3090s: 75.5-75.9 TFLOP/s (zzc0721 database.md), 1.065 of 71"));
+  // RTX A6000: 8.6 (GA102); 84 SMs (sysrqmts.com); NVLink 3 bridge of four x4 links as RTX 3090,
+  // PCIe Gen4; no reference system.
+  // Measured f16 GEMM: the same benchmark on an RTX A6000 (zzc0721/torch-performance-test-data
+  // issue #46, torch 2.8 / CUDA 12.8): 120.49 TFLOP/s f16, 123.34 bf16, 0.778 of 154.8. The
+  // professional part computes at the full FP32-accumulate rate but is held to 300 W: the NVIDIA
+  // A40 (the same GA102 at 300 W) measures 119.18 of 149.7 in the same benchmark (issue #185),
+  // 0.796.
+  c.push_back(with_half_gemm(
+      gpu("RTX-A6000",
+          {{D::F64, 0.605}, {D::F32, 38.7}, {D::TF32, 77.4}, {D::F16, 154.8}, {D::BF16, 154.8}},
+          768.0, 48, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 6), .sms = 84, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
+          "NVIDIA Ampere GA102 whitepaper v2, Appendix C RTX A6000: 38.7 F32, 154.8 "
+          "F16/BF16 tensor with FP32 accumulate, 77.4 TF32 dense (as quoted in the same "
+          "script), 48 GB GDDR6, 768 GB/s, 84 SMs (sysrqmts.com listing); F64 1/64 of F32 "
+          "(GA102 whitepaper; sysrqmts lists 1:32); NVLink 3 bridge of four x4 links, "
+          "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"),
+      120.49 / 154.8,
+      "torch.mm f16 on an RTX A6000: 120.49 TFLOP/s (zzc0721 issue #46), 0.778 of 154.8"));
+}
+
 // Issue 15/16, session 13: parts a held-out trace or `nvidia-smi topo -m` names that the catalog
 // refused. Dense peaks (with-sparsity figures halved). Where no source gave a figure the entry
 // says so and the model does not guess it (sm_count 0: no wave model).
@@ -390,46 +435,7 @@ void add_pcie_and_amd_gpus(std::vector<Entry>& c) {
           "product page and two other listings give it); 2- or 4-way NVLink bridge, 900 "
           "GB/s per GPU (18 NVLink 4 links), PCIe Gen5; SM count not in the sources read; "
           "3 copy engines assumed"));
-  // GA102 (Ampere) and AD102 (Ada) PCIe cards.
-  // RTX 3090: 8.6 (GA102); 82 SMs (GA102 whitepaper); four x4 NVLink 3 links of 14.0625 GB/s per
-  // direction (GA102 whitepaper), PCIe Gen4; no reference system.
-  // Measured f16 GEMM: torch.mm of square f16 matrices (1024 ... 10240, the best size) reached
-  // 75.48, 75.64 and 75.88 TFLOP/s on three RTX 3090s (zzc0721/torch-performance-test-data
-  // database.md @ 07858687 / bbb8e247): 1.065 of the 71 quoted at the 1695 MHz rated boost (a
-  // GeForce board clocks above it under load).
-  c.push_back(with_half_gemm(
-      gpu("RTX-3090",
-          {{D::F64, 0.556}, {D::F32, 35.6}, {D::TF32, 35.6}, {D::F16, 71.0}, {D::BF16, 71.0}},
-          936.0, 24, 2, kAmpereOn,
-          {.arch = nvidia_cc(8, 6), .sms = 82, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
-          "NVIDIA Ampere GA102 whitepaper v2 (docslib.org / studylib.net copies), Appendix "
-          "A GeForce RTX 3090: 82 SMs, 35.6 F32, 71 F16/BF16 tensor with FP32 accumulate, "
-          "35.6 TF32 dense (values as quoted from the whitepaper in a third-party "
-          "training-time script), 936 GB/s GDDR6X, 24 GB; F64 1/64 of F32 (the "
-          "whitepaper's text; TechPowerUp 556 GFLOPS); NVLink 3: four x4 links of 14.0625 "
-          "GB/s per direction (the whitepaper's text, quoted in stas00/ml-engineering), "
-          "PCIe Gen4; 2 copy engines assumed (as RTX-4090's deviceQuery)"),
-      75.64 / 71.0,
-      "torch.mm f16 on three RTX 3090s: 75.5-75.9 TFLOP/s (zzc0721 database.md), 1.065 of 71"));
-  // RTX A6000: 8.6 (GA102); 84 SMs (sysrqmts.com); NVLink 3 bridge of four x4 links as RTX 3090,
-  // PCIe Gen4; no reference system.
-  // Measured f16 GEMM: the same benchmark on an RTX A6000 (zzc0721/torch-performance-test-data
-  // issue #46, torch 2.8 / CUDA 12.8): 120.49 TFLOP/s f16, 123.34 bf16, 0.778 of 154.8. The
-  // professional part computes at the full FP32-accumulate rate but is held to 300 W: the NVIDIA
-  // A40 (the same GA102 at 300 W) measures 119.18 of 149.7 in the same benchmark (issue #185),
-  // 0.796.
-  c.push_back(with_half_gemm(
-      gpu("RTX-A6000",
-          {{D::F64, 0.605}, {D::F32, 38.7}, {D::TF32, 77.4}, {D::F16, 154.8}, {D::BF16, 154.8}},
-          768.0, 48, 2, kAmpereOn,
-          {.arch = nvidia_cc(8, 6), .sms = 84, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
-          "NVIDIA Ampere GA102 whitepaper v2, Appendix C RTX A6000: 38.7 F32, 154.8 "
-          "F16/BF16 tensor with FP32 accumulate, 77.4 TF32 dense (as quoted in the same "
-          "script), 48 GB GDDR6, 768 GB/s, 84 SMs (sysrqmts.com listing); F64 1/64 of F32 "
-          "(GA102 whitepaper; sysrqmts lists 1:32); NVLink 3 bridge of four x4 links, "
-          "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"),
-      120.49 / 154.8,
-      "torch.mm f16 on an RTX A6000: 120.49 TFLOP/s (zzc0721 issue #46), 0.778 of 154.8"));
+  // AD102 (Ada) PCIe card (GA102's are add_ga102_cards).
   // RTX 6000 Ada: 8.9 (AD102); 142 SMs (its source); no NVLink, PCIe Gen4; no reference system.
   c.push_back(
       gpu("RTX-6000-Ada-48GB", {{D::F64, 1.42}, {D::F32, 91.1}}, 960.0, 48, 2, kAmpereOn,
@@ -666,6 +672,7 @@ std::vector<Entry> build_catalog() {
   add_recent_parts(c);
   add_inference_cards(c);
   add_pcie_and_amd_gpus(c);
+  add_ga102_cards(c);
   std::sort(c.begin(), c.end(),
             [](const Entry& a, const Entry& b) { return a.spec.model < b.spec.model; });
   return c;
