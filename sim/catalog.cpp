@@ -154,6 +154,13 @@ Entry gpu(std::string model, std::initializer_list<std::pair<Dtype, double>> pea
   return {std::move(s), facts.nic};
 }
 
+// A GPU entry with a measured f16/bf16 GEMM ceiling (DeviceSpec::half_gemm_e_max).
+Entry with_half_gemm(Entry e, double e_max, std::string source) {
+  e.spec.half_gemm_e_max = e_max;
+  e.spec.half_gemm_source = std::move(source);
+  return e;
+}
+
 Entry cpu(std::string model, double f64_gflops, double f32_gflops, double mem_bw_gb_s,
           std::int64_t mem_gib, int threads, std::string source) {
   DeviceSpec s;
@@ -339,6 +346,51 @@ void add_inference_cards(std::vector<Entry>& c) {
           "rate, as V100); 3 copy engines assumed"));
 }
 
+// GA102 (Ampere, compute capability 8.6) PCIe cards with a measured f16 GEMM ceiling (issue 15,
+// session 21): one chip at a different clock and power limit per part.
+void add_ga102_cards(std::vector<Entry>& c) {
+  using D = Dtype;
+  // RTX 3090: 8.6 (GA102); 82 SMs (GA102 whitepaper); four x4 NVLink 3 links of 14.0625 GB/s per
+  // direction (GA102 whitepaper), PCIe Gen4; no reference system.
+  // Measured f16 GEMM: torch.mm of square f16 matrices (1024 ... 10240, the best size) reached
+  // 75.48, 75.64 and 75.88 TFLOP/s on three RTX 3090s (zzc0721/torch-performance-test-data
+  // database.md @ 07858687 / bbb8e247): 1.065 of the 71 quoted at the 1695 MHz rated boost (a
+  // GeForce board clocks above it under load).
+  c.push_back(with_half_gemm(
+      gpu("RTX-3090",
+          {{D::F64, 0.556}, {D::F32, 35.6}, {D::TF32, 35.6}, {D::F16, 71.0}, {D::BF16, 71.0}},
+          936.0, 24, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 6), .sms = 82, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
+          "NVIDIA Ampere GA102 whitepaper v2 (docslib.org / studylib.net copies), Appendix "
+          "A GeForce RTX 3090: 82 SMs, 35.6 F32, 71 F16/BF16 tensor with FP32 accumulate, "
+          "35.6 TF32 dense (values as quoted from the whitepaper in a third-party "
+          "training-time script), 936 GB/s GDDR6X, 24 GB; F64 1/64 of F32 (the "
+          "whitepaper's text; TechPowerUp 556 GFLOPS); NVLink 3: four x4 links of 14.0625 "
+          "GB/s per direction (the whitepaper's text, quoted in stas00/ml-engineering), "
+          "PCIe Gen4; 2 copy engines assumed (as RTX-4090's deviceQuery)"),
+      75.64 / 71.0,
+      "torch.mm f16 on three RTX 3090s: 75.5-75.9 TFLOP/s (zzc0721 database.md), 1.065 of 71"));
+  // RTX A6000: 8.6 (GA102); 84 SMs (sysrqmts.com); NVLink 3 bridge of four x4 links as RTX 3090,
+  // PCIe Gen4; no reference system.
+  // Measured f16 GEMM: the same benchmark on an RTX A6000 (zzc0721/torch-performance-test-data
+  // issue #46, torch 2.8 / CUDA 12.8): 120.49 TFLOP/s f16, 123.34 bf16, 0.778 of 154.8. The
+  // professional part computes at the full FP32-accumulate rate but is held to 300 W: the NVIDIA
+  // A40 (the same GA102 at 300 W) measures 119.18 of 149.7 in the same benchmark (issue #185),
+  // 0.796.
+  c.push_back(with_half_gemm(
+      gpu("RTX-A6000",
+          {{D::F64, 0.605}, {D::F32, 38.7}, {D::TF32, 77.4}, {D::F16, 154.8}, {D::BF16, 154.8}},
+          768.0, 48, 2, kAmpereOn,
+          {.arch = nvidia_cc(8, 6), .sms = 84, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
+          "NVIDIA Ampere GA102 whitepaper v2, Appendix C RTX A6000: 38.7 F32, 154.8 "
+          "F16/BF16 tensor with FP32 accumulate, 77.4 TF32 dense (as quoted in the same "
+          "script), 48 GB GDDR6, 768 GB/s, 84 SMs (sysrqmts.com listing); F64 1/64 of F32 "
+          "(GA102 whitepaper; sysrqmts lists 1:32); NVLink 3 bridge of four x4 links, "
+          "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"),
+      120.49 / 154.8,
+      "torch.mm f16 on an RTX A6000: 120.49 TFLOP/s (zzc0721 issue #46), 0.778 of 154.8"));
+}
+
 // Issue 15/16, session 13: parts a held-out trace or `nvidia-smi topo -m` names that the catalog
 // refused. Dense peaks (with-sparsity figures halved). Where no source gave a figure the entry
 // says so and the model does not guess it (sm_count 0: no wave model).
@@ -383,33 +435,6 @@ void add_pcie_and_amd_gpus(std::vector<Entry>& c) {
           "product page and two other listings give it); 2- or 4-way NVLink bridge, 900 "
           "GB/s per GPU (18 NVLink 4 links), PCIe Gen5; SM count not in the sources read; "
           "3 copy engines assumed"));
-  // GA102 (Ampere) and AD102 (Ada) PCIe cards.
-  // RTX 3090: 8.6 (GA102); 82 SMs (GA102 whitepaper); four x4 NVLink 3 links of 14.0625 GB/s per
-  // direction (GA102 whitepaper), PCIe Gen4; no reference system.
-  c.push_back(
-      gpu("RTX-3090",
-          {{D::F64, 0.556}, {D::F32, 35.6}, {D::TF32, 35.6}, {D::F16, 71.0}, {D::BF16, 71.0}},
-          936.0, 24, 2, kAmpereOn,
-          {.arch = nvidia_cc(8, 6), .sms = 82, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
-          "NVIDIA Ampere GA102 whitepaper v2 (docslib.org / studylib.net copies), Appendix "
-          "A GeForce RTX 3090: 82 SMs, 35.6 F32, 71 F16/BF16 tensor with FP32 accumulate, "
-          "35.6 TF32 dense (values as quoted from the whitepaper in a third-party "
-          "training-time script), 936 GB/s GDDR6X, 24 GB; F64 1/64 of F32 (the "
-          "whitepaper's text; TechPowerUp 556 GFLOPS); NVLink 3: four x4 links of 14.0625 "
-          "GB/s per direction (the whitepaper's text, quoted in stas00/ml-engineering), "
-          "PCIe Gen4; 2 copy engines assumed (as RTX-4090's deviceQuery)"));
-  // RTX A6000: 8.6 (GA102); 84 SMs (sysrqmts.com); NVLink 3 bridge of four x4 links as RTX 3090,
-  // PCIe Gen4; no reference system.
-  c.push_back(
-      gpu("RTX-A6000",
-          {{D::F64, 0.605}, {D::F32, 38.7}, {D::TF32, 77.4}, {D::F16, 154.8}, {D::BF16, 154.8}},
-          768.0, 48, 2, kAmpereOn,
-          {.arch = nvidia_cc(8, 6), .sms = 84, .links = {4, 3, 14.0625, 4}, .nic = kNoReferenceNic},
-          "NVIDIA Ampere GA102 whitepaper v2, Appendix C RTX A6000: 38.7 F32, 154.8 "
-          "F16/BF16 tensor with FP32 accumulate, 77.4 TF32 dense (as quoted in the same "
-          "script), 48 GB GDDR6, 768 GB/s, 84 SMs (sysrqmts.com listing); F64 1/64 of F32 "
-          "(GA102 whitepaper; sysrqmts lists 1:32); NVLink 3 bridge of four x4 links, "
-          "112.5 GB/s bidirectional; PCIe Gen4; 2 copy engines assumed"));
   // AMD Instinct (ROCm prints "AMD Instinct MI300X"). FP8 is the OCP-FNUZ format on MI300X.
   // MI300X: gfx942 (CDNA 3); 304 CUs; Infinity Fabric to its peers is not modelled by import topo
   // (no NVLink), PCIe Gen5; no reference system.
@@ -551,7 +576,15 @@ void add_workstation_cards(std::vector<Entry>& c) {
   // 4 x 91.1 = 364.4, TF32 2 x 91.1 = 182.2, FP8 728.8 dense. FP32 accumulate at that full rate:
   // the professional AD102 parts are not halved as GeForce's are (the L40S datasheet's 362 BF16
   // TFLOP/s, a dtype that always accumulates in F32, is 4x its 91.6 F32).
-  c.push_back(
+  // Measured f16 GEMM: none of this card's tensor cores is stored; two measurements bracket it
+  // (h-ada). Its die twin the L40S (the same 142 SMs at 350 W) runs torch.mm at 264.02 f16 / 269.15
+  // bf16 TFLOP/s, 0.73 of the same peak (zzc0721/torch-performance-test-data database.md @
+  // 07858687, the script of the RTX 3090/4090 figures). Under sustained load the 300 W card clocks
+  // lower than the 350 W one: square F32 GEMMs on an RTX 6000 Ada run 31.4, 35.7 and 35.0 TFLOP/s
+  // at 4870, 5792 and 6888 (chsasank/device-benchmarks#16, devbench.py; 50.1 at 2896, before the
+  // clock drops) where the L40S reaches 46.88 (the same database), 0.725 of it. The same power cap
+  // on the tensor path: 0.73 x 0.725 = 0.53 of the peak.
+  c.push_back(with_half_gemm(
       gpu("RTX-6000-Ada-48GB",
           {{D::F64, 1.42},
            {D::F32, 91.1},
@@ -566,7 +599,10 @@ void add_workstation_cards(std::vector<Entry>& c) {
           "(cputronic / sourcecode listings); F64 1/64 of F32 (Ada whitepaper); TF32 182.2, "
           "F16/BF16 364.4 (FP32 accumulate), FP8 728.8 dense: 2x / 4x / 8x the F32 peak, the "
           "AD102 tensor-core rate per SM (as the L40S's 183 / 362 / 733 on the same die); 2 "
-          "copy engines assumed"));
+          "copy engines assumed"),
+      0.53,  // 0.73 x 0.725 = 0.529, to two places
+      "L40S torch.mm f16 0.73 of peak (zzc0721) x RTX 6000 Ada/L40S sustained SGEMM 0.725 "
+      "(chsasank/device-benchmarks#16)"));
   // Quadro RTX 8000: 7.5 (TU102, fully enabled); 72 SMs; an NVLink 2 bridge of two links (100 GB/s
   // bidirectional: 2 x 25 GB/s per direction), PCIe Gen3; no reference system.
   c.push_back(
@@ -675,7 +711,12 @@ void add_ampere_and_hopper(std::vector<Entry>& c) {
           "NVIDIA H200 datasheet (SXM): compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB; 3 copy "
           "engines assumed"));
   // RTX 4090: 8.9 (AD102); 128 SMs (Ada whitepaper); no NVLink, PCIe Gen4; no reference system.
-  c.push_back(
+  // Measured f16 GEMM (h-ada): torch.mm of square f16 matrices (the best of 1024 ... 10240)
+  // measured 165.08, 171.06, 162.35 and 167.80 TFLOP/s on four 24 GB RTX 4090s and 158.93, 167.27
+  // and 172.39 on three 48 GB boards (bf16 160.5-173.3; zzc0721/torch-performance-test-data
+  // database.md @ 07858687): 0.96-1.04 of the FP32-accumulate 165.2 (GeForce Ada runs it at half
+  // the FP16-accumulate rate), the median 167.27.
+  c.push_back(with_half_gemm(
       gpu("RTX-4090",
           {{D::F64, 1.29},
            {D::F32, 82.6},
@@ -687,7 +728,10 @@ void add_ampere_and_hopper(std::vector<Entry>& c) {
           {.arch = nvidia_cc(8, 9), .sms = 128, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
           "NVIDIA Ada Lovelace architecture whitepaper v2.1, RTX 4090 column: 82.6 F32, "
           "82.6 TF32, 165.2 F16/BF16 (FP32 accumulate), 330.3 FP8 dense TFLOP/s, F64 at "
-          "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"));
+          "1/64 of F32, 1008 GB/s GDDR6X, 24 GB; deviceQuery: 2 copy engines"),
+      167.27 / 165.2,
+      "torch.mm f16 on seven RTX 4090s: 158.9-172.4 TFLOP/s (zzc0721 database.md), median 1.013 "
+      "of 165.2"));
 }
 
 std::vector<Entry> build_catalog() {
@@ -699,6 +743,7 @@ std::vector<Entry> build_catalog() {
   add_inference_cards(c);
   add_pcie_and_amd_gpus(c);
   add_workstation_cards(c);
+  add_ga102_cards(c);
   std::sort(c.begin(), c.end(),
             [](const Entry& a, const Entry& b) { return a.spec.model < b.spec.model; });
   return c;

@@ -108,6 +108,13 @@ struct DeviceSpec {
   GpuInterconnect interconnect;
   /// GPU architecture: the catalog's (sim/catalog.cpp), or `arch` of explicit specs.
   GpuArch arch;
+  /// GPU: what a large f16/bf16 cuBLAS GEMM measured on this part reaches, as a fraction of its
+  /// catalog F16 peak (above 1 where a board clocks past the rated boost the peak is quoted at),
+  /// and the measurement's source. Catalog only, for parts whose generation has no measured curve
+  /// (GA102: RTX 3090, RTX A6000); the cost model's gemm_curve prices f16/bf16 matmuls by it
+  /// (docs/cost-model.md, "GEMM curves"). nullopt: not measured.
+  std::optional<double> half_gemm_e_max;
+  std::string half_gemm_source;
   std::string source;  ///< where the numbers came from
 
   /// Peak rate for `d`, falling back to F32 when the dtype has no entry.

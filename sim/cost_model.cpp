@@ -652,39 +652,13 @@ constexpr GemmCurve kHopperHalf{
     0.80, 6.5e-6, "OpenXLA matmul_interpolator_data.h sm_90 BF16 (fit: 0.80, 6.5 us)"};
 constexpr GemmCurve kA100Half{
     0.73, 8e-6, "microsoft/vidur A100 Llama-2-7B projection GEMMs fp16 (fit: 0.73, 8 us)"};
-// GeForce RTX 3090 (GA102) f16/bf16 with FP32 accumulate, PyTorch's compute type: torch.mm of
-// square f16 matrices (1024 ... 10240, 30 timed calls after 6 warm-up, the best size) measured
-// 75.48, 75.64 and 75.88 TFLOP/s on three RTX 3090s (zzc0721/torch-performance-test-data
-// database.md @ 07858687), 1.06x the whitepaper's 71 at its 1695 MHz rated boost (a GeForce board
-// clocks above its rated boost under load): a large GEMM reaches the catalog peak, so e_max 1
-// (the most a curve gives), with the roofline's half-FLOPs term for small ones.
-constexpr GemmCurve kRtx3090Half{
-    1.0, std::nullopt, "torch.mm f16 on three RTX 3090s: 75.5-75.9 TFLOP/s (zzc0721 database.md)"};
-// GeForce RTX 4090 (AD102, compute capability 8.9) f16/bf16 with FP32 accumulate, PyTorch's compute
-// type (GeForce Ada runs it at half the FP16-accumulate rate: the Ada whitepaper's 165.2 of 330.3
-// TFLOP/s, the catalog's peak): torch.mm of square f16 matrices (the same script as the RTX 3090's,
-// the best of 1024 ... 10240) measured 165.08, 171.06, 162.35 and 167.80 TFLOP/s on four 24 GB RTX
-// 4090s and 158.93, 167.27 and 172.39 on three 48 GB boards (bf16 160.5-173.3;
-// zzc0721/torch-performance-test-data database.md @ 07858687): 0.96-1.04 of 165.2, so, as on the
-// RTX 3090, a large GEMM reaches the catalog peak (e_max 1) with the half-FLOPs term for small
-// ones.
-constexpr GemmCurve kRtx4090Half{
-    1.0, std::nullopt,
-    "torch.mm f16 on seven RTX 4090s: 158.9-172.4 TFLOP/s (zzc0721 database.md)"};
-// NVIDIA RTX 6000 Ada (AD102, 142 SMs, 300 W) f16/bf16: its FP32-accumulate rate is the full 364.4
-// TFLOP/s (catalog), which a 300 W board cannot sustain. No tensor-core GEMM of this card is
-// stored; two measurements bracket it. Its die twin the L40S (the same 142 SMs at 350 W) runs
-// torch.mm at 264.02 f16 / 269.15 bf16 TFLOP/s, 0.73 of the same peak
-// (zzc0721/torch-performance-test-data database.md @ 07858687, the script of the RTX 3090/4090
-// rows). Under sustained load the 300 W card clocks lower than the 350 W one: square F32 GEMMs on
-// an RTX 6000 Ada run 31.4, 35.7 and 35.0 TFLOP/s at 4870, 5792 and 6888
-// (chsasank/device-benchmarks#16, devbench.py; 50.1 at 2896, before the clock drops) where the L40S
-// reaches 46.88 (the same database), 0.725 of it. The same power cap on the tensor path: 0.73 x
-// 0.725 = 0.53 of the peak.
-constexpr GemmCurve kRtx6000AdaHalf{
-    0.53, std::nullopt,
-    "L40S torch.mm f16 0.73 of peak (zzc0721) x RTX 6000 Ada/L40S sustained SGEMM 0.725 "
-    "(chsasank/device-benchmarks#16)"};
+// A part whose f16/bf16 GEMMs were measured on it alone (the catalog's half_gemm_e_max: GA102's
+// RTX 3090 and RTX A6000, whose one chip runs at a different clock and power limit on each part,
+// so no generation-wide curve; AD102's RTX 4090 and power-capped RTX 6000 Ada): that fraction of
+// its F16 peak, at most 1 (the most a curve gives: the RTX 3090's 1.065 is its GeForce clock above
+// the rated boost), with the roofline's half-FLOPs term for small GEMMs (docs/cost-model.md, "GEMM
+// curves").
+constexpr double kMaxCurveEff = 1.0;
 // Hopper under sustained load (docs/cost-model.md, "Sustained clock"). XLA's table times single
 // kernels in bursts (5 runs, median), and its 0.80 is the burst ceiling stas00's MAMF search
 // also finds on an H100 SXM (0.803). Under a training step's back-to-back GEMMs a 700 W Hopper is
@@ -762,9 +736,9 @@ std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
   const bool half = dtype == Dtype::F16 || dtype == Dtype::BF16;
   if (spec.arch.hopper() && half) return kHopperHalf;
   if (spec.arch.nvidia(8, 0) && half) return kA100Half;
-  if (spec.model == "RTX-3090" && half) return kRtx3090Half;
-  if (spec.model == "RTX-4090" && half) return kRtx4090Half;
-  if (spec.model == "RTX-6000-Ada-48GB" && half) return kRtx6000AdaHalf;
+  if (half && spec.half_gemm_e_max && *spec.half_gemm_e_max > 0.0)
+    return GemmCurve{std::min(*spec.half_gemm_e_max, kMaxCurveEff), std::nullopt,
+                     spec.half_gemm_source};
   return std::nullopt;
 }
 
@@ -808,10 +782,15 @@ double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const Ro
   // 1335-1439 GB/s (0.86-0.925 of 1555), H200 4141-4357 GB/s (0.86-0.91 of 4800)
   // (tools/bn_channel_rates.py on the A100 ResNet-50 and H200 ResNet-18 b64 traces); a read
   // kernel on an A100 80GB at 88 % of peak (NVIDIA developer forum, "Trouble to Reach Peak
-  // Bandwidth of A100", Nsight Compute agreeing). Not measured on other generations.
+  // Bandwidth of A100", Nsight Compute agreeing). GA102 (compute capability 8.6): an RTX 3090
+  // sustains 894.5 of 936.1 GB/s in a read kernel (Don-Chad/ninfer-3090#17, 2026-09-01,
+  // tools/hbm_bandwidth_probe.cu: 0.956), above the A100's read kernel, so its vectorised streams
+  // take the same 0.88 (no GA102 read-and-write kernel measured). Not measured on other
+  // generations.
   constexpr double kStreamEff = 0.88;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu &&
-      (spec.arch.nvidia(8, 0) || spec.arch.hopper()) && streaming_elementwise(op_type))
+      (spec.arch.nvidia(8, 0) || spec.arch.nvidia(8, 6) || spec.arch.hopper()) &&
+      streaming_elementwise(op_type))
     return kStreamEff;
   return p.memory_eff_max;
 }
@@ -1006,6 +985,22 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
                      math_kind_of(op.type) != MathKind::Other;
   const double half_flops = tiled ? p.compute_half_flops : 0.0;
   if (f > 0.0 && peak > 0.0) t = std::max(t, (f + half_flops) / (peak * eff));
+  // TF32 allows cuDNN's tensor-core kernels, it does not force them: under cudnn.benchmark
+  // PyTorch times every algorithm cudnnFind returns, the F32 CUDA-core ones too, and keeps the
+  // fastest. So a TF32 convolution takes no longer than the same convolution in F32 on the CUDA
+  // cores. That bound only binds where the TF32 units are not faster than the CUDA cores at their
+  // measured rates: GA102/AD102 GeForce parts (TF32 tensor = F32 peak: RTX 3090 35.6, RTX 4090
+  // 82.6) and the RTX A6000 (77.4 TF32 at tf32_eff_max's 0.21 against 38.7 F32 at 0.70); on A100
+  // (0.295 of 156 against 0.89 of 19.5) and Hopper TF32 stays the faster. docs/cost-model.md,
+  // "Convolutions per generation".
+  // Grouped convolutions keep their own rates (grouped_conv_eff on the CUDA cores).
+  if (tf32_conv && p.generation_curves && spec.kind == DeviceKind::Gpu && f > 0.0 &&
+      !grouped_conv(op)) {
+    const double f32_peak = spec.peak_for(Dtype::F32).per_s;
+    const bool volta_ampere = spec.arch.nvidia(7, 0) || spec.arch.nvidia(8, 0);
+    const double f32_eff = volta_ampere ? kCudaCoreF32.e_max : p.compute_eff_max;
+    if (f32_peak > 0.0) t = std::min(t, (f + half_flops) / (f32_peak * f32_eff));
+  }
   const double bw = spec.memory_bandwidth.bytes_per_s;
   double rate = bw * non_vectorised_eff(op, spec, p).value_or(memory_eff_for(op.type, spec, p));
   if (bw_cap > 0.0) rate = std::min(rate, bw_cap);

@@ -113,7 +113,8 @@ namespace {
 bool same_cost_inputs(const Device& a, const Device& b) {
   return a.spec.model == b.spec.model && a.spec.kind == b.spec.kind &&
          a.spec.peak_flops == b.spec.peak_flops &&
-         a.spec.memory_bandwidth == b.spec.memory_bandwidth;
+         a.spec.memory_bandwidth == b.spec.memory_bandwidth &&
+         a.spec.half_gemm_e_max == b.spec.half_gemm_e_max;
 }
 
 /// True when every op costs the same on `a` and `b`: KernelCostModel reads a device's cost

@@ -999,6 +999,12 @@ TEST(CostModel, DenseConvolutionsAtEachGenerationsMeasuredRate) {
   at(dense_tf32, "H100-SXM5-80GB", 494.5e12, p.tf32_eff_max);
   at(dense_tf32, "V100-SXM2-16GB", 15.7e12, 0.89);  // no TF32 units: F32 on the CUDA cores
   at(conv({256, 256, 3, 3}, Dtype::F32), "A100-SXM4-80GB", 19.5e12, 0.89);
+  // TF32 allows tensor-core kernels, cudnn.benchmark keeps the fastest, F32 CUDA-core ones too: a
+  // TF32 convolution takes no longer than in F32 on the CUDA cores. On GA102 that binds: the RTX
+  // 3090's TF32 tensor peak is its F32 peak (35.6) and the RTX A6000's 77.4 x tf32_eff_max is
+  // below 38.7 x compute_eff_max; on A100 and Hopper (above) TF32 stays the faster.
+  at(dense_tf32, "RTX-3090", 35.6e12, p.compute_eff_max);
+  at(dense_tf32, "RTX-A6000", 38.7e12, p.compute_eff_max);
   // A grouped 3x3 (4 groups of 64 channels; ResNeXt-101 32x4d has 32 of 4): TF32 not measured.
   const Op grouped = conv({256, 64, 3, 3}, Dtype::TF32);
   at(grouped, "A100-SXM4-80GB", 156e12, p.tf32_eff_max);
@@ -1147,8 +1153,7 @@ TEST(GemmCurve, NeverAbovePeakAndMonotoneInEveryDimension) {
 
 // GeForce RTX 3090: torch.mm f16 measured 75.5-75.9 TFLOP/s on three cards (1.06x the rated 71),
 // so a large f16/bf16 GEMM runs at the catalog peak (e_max 1, the half-FLOPs term for small
-// ones), where before it got the roofline's 0.70. Only that catalog model: the RTX A6000 (same
-// GA102, power-capped at 300 W) keeps the roofline.
+// ones), where before it got the roofline's 0.70.
 TEST(GemmCurve, Rtx3090ReachesItsRatedHalfPeak) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
@@ -1161,7 +1166,31 @@ TEST(GemmCurve, Rtx3090ReachesItsRatedHalfPeak) {
   ASSERT_TRUE(gemm_curve(g.spec, Dtype::BF16));
   EXPECT_DOUBLE_EQ(gemm_curve(g.spec, Dtype::F16)->e_max, 1.0);
   EXPECT_FALSE(gemm_curve(g.spec, Dtype::F32));
-  EXPECT_FALSE(gemm_curve(catalog_gpu("RTX-A6000").spec, Dtype::F16));
+}
+
+// The curve is the catalog's per part (DeviceSpec::half_gemm_e_max), not a model name: the RTX
+// A6000 (the same GA102 at full-rate FP32 accumulate, held to 300 W) gets its own measured 120.49
+// of 154.8 TFLOP/s (0.778), where before it had no curve (the roofline's 0.70); the A10 (GA102,
+// nothing measured) keeps the roofline; a spec renamed keeps its measured curve.
+TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const Device a = catalog_gpu("RTX-A6000");
+  ASSERT_TRUE(gemm_curve(a.spec, Dtype::F16));
+  EXPECT_NEAR(gemm_curve(a.spec, Dtype::F16)->e_max, 120.49 / 154.8, 1e-12);
+  EXPECT_NEAR(gemm_curve(a.spec, Dtype::BF16)->e_max, 120.49 / 154.8, 1e-12);
+  EXPECT_FALSE(gemm_curve(a.spec, Dtype::TF32));
+  const Op mlp = gemm_op(1, 25600, 3072, 768, Dtype::F16);
+  const double fq = gemm_quantised_flops(1, 25600, 3072, 768, a.spec.sm_count);
+  EXPECT_NEAR(km.op_time(mlp, a).seconds(),
+              (fq + p.compute_half_flops) / (154.8e12 * (120.49 / 154.8)), 1e-9);
+  EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::F16));
+  // The RTX 3090's 1.065 is kept in the catalog and capped at the peak by the curve.
+  EXPECT_GT(*catalog_gpu("RTX-3090").spec.half_gemm_e_max, 1.0);
+  DeviceSpec renamed = catalog_gpu("RTX-3090").spec;
+  renamed.model = "my-3090";
+  ASSERT_TRUE(gemm_curve(renamed, Dtype::F16));
+  EXPECT_DOUBLE_EQ(gemm_curve(renamed, Dtype::F16)->e_max, 1.0);
 }
 
 // Ada (compute capability 8.9), issue 15 (h-ada). GeForce RTX 4090: torch.mm f16 measured
@@ -1400,6 +1429,13 @@ TEST(CostModel, ElementwiseOpsStreamAsTheTracesMeasured) {
   EXPECT_DOUBLE_EQ(memory_eff_for("Relu", v100.spec, defaults), defaults.memory_eff_max);
   EXPECT_DOUBLE_EQ(memory_eff_for("ApplyMomentum", a100.spec, defaults), defaults.memory_eff_max);
   EXPECT_DOUBLE_EQ(memory_eff_for("aten::threshold_backward", a100.spec, defaults), 0.88);
+  // GA102 (compute capability 8.6): an RTX 3090's read kernel sustains 0.956 of its bandwidth
+  // (Don-Chad/ninfer-3090#17), so its streams take the A100's 0.88 too; every GA102 part by its
+  // arch, the A6000 and A10 included. Its optimizer updates keep memory_eff_max.
+  for (const char* ga102 : {"RTX-3090", "RTX-A6000", "A10-24GB"})
+    EXPECT_DOUBLE_EQ(memory_eff_for("ReluGrad", catalog_gpu(ga102).spec, defaults), 0.88) << ga102;
+  EXPECT_DOUBLE_EQ(memory_eff_for("ApplyMomentum", catalog_gpu("RTX-3090").spec, defaults),
+                   defaults.memory_eff_max);
   RooflineParams fitted;
   fitted.generation_curves = false;
   EXPECT_DOUBLE_EQ(memory_eff_for("Relu", a100.spec, fitted), fitted.memory_eff_max);
