@@ -919,6 +919,45 @@ bool depthwise_on_cuda_cores(const Op& op, const DeviceSpec& spec) {
          depthwise_conv(op);
 }
 
+// Thread-instructions an NVIDIA GPU issues per second: four warp schedulers per SM, each one
+// 32-thread instruction per clock (NVIDIA's Pascal, Volta, Ampere GA100/GA102 and Hopper
+// whitepapers), i.e. 128 per SM per clock. The catalog gives the F32 peak, 2 FLOPs per FP32 lane
+// per clock, and the lanes per SM are 64 on compute capability 6.0, 7.x and 8.0 and 128 on 6.1,
+// 6.2, 8.6, 8.7, 8.9, 9.0 and later (CUDA C++ Programming Guide, "Throughput of Native Arithmetic
+// Instructions", 32-bit floating-point add/multiply/multiply-add per clock per multiprocessor), so
+// the issue rate is the F32 peak x 64 / lanes. nullopt off NVIDIA or without an F32 peak.
+std::optional<double> issue_rate(const DeviceSpec& spec) {
+  const GpuArch& a = spec.arch;
+  const double f32 = spec.peak_for(Dtype::F32).per_s;
+  if (spec.kind != DeviceKind::Gpu || a.vendor != GpuArch::Vendor::Nvidia || !(f32 > 0.0) ||
+      a.major < 6)
+    return std::nullopt;
+  const bool lanes64 = a.nvidia(6, 0) || a.major == 7 || a.nvidia(8, 0);
+  return lanes64 ? f32 : f32 / 2.0;
+}
+
+// Whether PyTorch runs depthwise `op` with ATen's own kernels (DepthwiseConv2d.cu) rather than
+// cuDNN: an F32 (TF32 mode does not reach it) convolution not in channels-last.
+// ConvParams::use_cudnn_depthwise (aten/src/ATen/native/Convolution.cpp, PyTorch 1.2 to 2.x)
+// takes cuDNN for a depthwise convolution only when the tensors are channels-last or f16/bf16.
+bool aten_native_depthwise(const Op& op, const DeviceSpec& spec) {
+  return depthwise_on_cuda_cores(op, spec) && (op.dtype == Dtype::F32 || op.dtype == Dtype::TF32) &&
+         op.layout != Layout::Nhwc;
+}
+
+// FLOPs ATen's depthwise kernels run per issue slot (issue_rate). The kernels are scalar: per
+// output (forward, input gradient) or per weight element and image row (weight gradient) they
+// compute indices with integer division and modulo, bounds-check each tap and do one FMA per tap,
+// so their rate follows the SMs' instruction issue, not the bandwidth or the F32 peak. Measured:
+// pytorch/pytorch#18631 (chenyuntc, soumith; TITAN Xp, PyTorch 1.1, cudnn 7.4, synchronised
+// %timeit): nn.Conv2d(32, 32, 3, 1, 1, groups=32) forward on [2, 32, 512, 512] F32 in 1.02 ms,
+// 302 MFLOP at 0.296 TFLOP/s, where the TITAN Xp (30 SMs, 128 lanes, 12.15 TFLOP/s F32 at
+// 1582 MHz) issues 6.08 T thread-instructions/s: 0.0487 FLOP per issue slot. Its 134 MB moved at
+// 132 GB/s, 0.24 of the card's 548: it is not bandwidth-bound. The gradients' kernels take the
+// forward's rate (a lower bound of their time: the measured backward is slower, docs/
+// validation.md). docs/cost-model.md, "Depthwise convolutions".
+constexpr double kAtenDepthwiseFlopPerIssue = 0.0487;
+
 // The peak of the unit that runs `op`: its dtype's peak, but the CUDA cores' F32 peak for a
 // depthwise convolution on a GPU. For f16/bf16 that is a lower bound of the CUDA cores' rate
 // (A100: 78 / 39 TFLOP/s f16 / bf16 non-tensor against 19.5 F32; H100 SXM5: 120 / 120 against
@@ -984,7 +1023,11 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const bool tiled = spec.kind != DeviceKind::Gpu || op.phase != Phase::Update ||
                      math_kind_of(op.type) != MathKind::Other;
   const double half_flops = tiled ? p.compute_half_flops : 0.0;
-  if (f > 0.0 && peak > 0.0) t = std::max(t, (f + half_flops) / (peak * eff));
+  const auto issue = issue_rate(spec);
+  if (p.generation_curves && issue && aten_native_depthwise(op, spec))
+    t = f / (kAtenDepthwiseFlopPerIssue * *issue);  // no tiles: no half-FLOPs term
+  else if (f > 0.0 && peak > 0.0)
+    t = std::max(t, (f + half_flops) / (peak * eff));
   // TF32 allows cuDNN's tensor-core kernels, it does not force them: under cudnn.benchmark
   // PyTorch times every algorithm cudnnFind returns, the F32 CUDA-core ones too, and keeps the
   // fastest. So a TF32 convolution takes no longer than the same convolution in F32 on the CUDA
@@ -1136,10 +1179,15 @@ KernelCostModel::Estimate with_channelwise(KernelCostModel::Estimate e, const Op
 }
 }  // namespace
 
+// Not for a depthwise convolution: the transforms feed NHWC tensor-core kernels, and a depthwise
+// one runs on the CUDA cores (depthwise_on_cuda_cores) in cuDNN's direct depthwise kernels, which
+// PyTorch has used for f16 NCHW tensors since pytorch/pytorch#22302 (cuDNN 7.6; nvprof named
+// cuDNN 7.1's `conv2d_grouped_direct_kernel`, pytorch/pytorch#1708), or in ATen's NCHW kernels.
+// docs/cost-model.md, "Depthwise convolutions".
 double nchw_transform_bytes(const Op& op, const DeviceSpec& spec) {
   if (spec.kind != DeviceKind::Gpu || op.layout != Layout::Nchw ||
       math_kind_of(op.type) != MathKind::Conv ||
-      (op.dtype != Dtype::F16 && op.dtype != Dtype::BF16))
+      (op.dtype != Dtype::F16 && op.dtype != Dtype::BF16) || depthwise_on_cuda_cores(op, spec))
     return 0.0;
   return 2.0 * op_bytes(op);
 }

@@ -75,7 +75,8 @@ void apply_layout(Graph& g, Layout l);
 /// gradient): an f16/bf16 convolution on a GPU whose Op::layout is NCHW runs NHWC tensor-core
 /// kernels behind nchwToNhwc / nhwcToNchw transforms, one read and one write of every operand,
 /// 2 x (bytes read + written). 0 for other ops, dtypes (TF32's tf32_eff_max was measured with
-/// its transforms in), layouts and devices. Sources in docs/cost-model.md.
+/// its transforms in), layouts and devices, and for depthwise convolutions (direct CUDA-core
+/// kernels that read NCHW as it is). Sources in docs/cost-model.md.
 double nchw_transform_bytes(const Op& op, const DeviceSpec& spec);
 
 /// Roofline efficiency parameters (defaults and sources in docs/cost-model.md).

@@ -1066,6 +1066,47 @@ TEST(CostModel, DepthwiseConvolutionsOnTheCudaCores) {
   EXPECT_LT(km.op_time(dense, a).seconds(), dense.flops.v / (19.5e12 * p.compute_eff_max) / 4);
 }
 
+// ATen's own depthwise kernels (F32 or TF32 mode, NCHW: PyTorch's use_cudnn_depthwise keeps them
+// off cuDNN) are scalar and issue-bound: 0.0487 FLOP per issue slot (TITAN Xp, pytorch#18631),
+// the issue rate being the F32 peak on 64-lane SMs (V100, A100) and half of it on 128-lane ones
+// (RTX 3090, H100). Not by the bytes: EfficientNet-B0's first depthwise layer at batch 256 takes
+// 1.95 ms on an A100 where its 822 MB stream in 0.5 ms. The same layer channels-last (cuDNN)
+// keeps the roofline; so does a calibration's roofline (generation_curves off).
+TEST(CostModel, AtenDepthwiseKernelsAtTheIssueRate) {
+  const auto dw = [](std::optional<Layout> layout) {
+    Op op;
+    op.name = "features.1.0.block.0.0";
+    op.type = "Conv";
+    op.dtype = Dtype::F32;
+    op.layout = layout;
+    const double out = 256.0 * 32 * 112 * 112;
+    op.flops = Flops{2.0 * out * 9};
+    op.bytes_read = Bytes{static_cast<std::int64_t>(out * 4)};
+    op.bytes_written = Bytes{static_cast<std::int64_t>(out * 4)};
+    op.signature = Signature{"Conv", {{256, 32, 112, 112}, {32, 1, 3, 3}}, Dtype::F32};
+    op.outputs.push_back(TensorOut{"y", op.bytes_written, {256, 32, 112, 112}, Dtype::F32});
+    return op;
+  };
+  KernelCostModel km;
+  const Op nchw = dw(std::nullopt);
+  for (const auto& [model, lanes] :
+       {std::pair{"A100-SXM4-80GB", 64.0}, std::pair{"V100-SXM2-16GB", 64.0},
+        std::pair{"RTX-3090", 128.0}, std::pair{"H100-SXM5-80GB", 128.0}}) {
+    const Device d = catalog_gpu(model);
+    const double issue = d.spec.peak_for(Dtype::F32).per_s * 64.0 / lanes;
+    EXPECT_NEAR(km.op_time(nchw, d).seconds(), nchw.flops.v / (0.0487 * issue),
+                0.01 * nchw.flops.v / (0.0487 * issue))
+        << model;
+  }
+  const Device a100 = catalog_gpu("A100-SXM4-80GB");
+  EXPECT_GT(km.op_time(nchw, a100).seconds(), 0.0019);
+  // Channels-last: cuDNN's kernels, priced by the roofline (here by the bytes).
+  EXPECT_LT(km.op_time(dw(Layout::Nhwc), a100).seconds(), 0.0006);
+  RooflineParams cal = km.roofline();
+  cal.generation_curves = false;
+  EXPECT_LT(KernelCostModel(cal).op_time(nchw, a100).seconds(), 0.0006);
+}
+
 TEST(CostModel, NonVectorisedElementwiseAtItsMeasuredRate) {
   // BERT-base SQuAD's attention-mask add on 320 x 384 tokens, 12 heads, f16: scores
   // [320,12,384,384] + the padding mask [320,1,1,384] broadcast over heads and query rows. PyTorch
@@ -1344,6 +1385,13 @@ TEST(CostModel, NchwTransformsOnHalfConvolutions) {
   mm.dtype = Dtype::F16;
   mm.layout = Layout::Nchw;
   EXPECT_EQ(nchw_transform_bytes(mm, d.spec), 0.0);
+  // A depthwise one (weight [C, 1, 3, 3]) runs cuDNN's direct depthwise kernels (or ATen's) on
+  // the CUDA cores, which read NCHW as it is: no transforms.
+  Op dw = conv;
+  dw.signature = Signature{"Conv", {{64, 256, 56, 56}, {256, 1, 3, 3}}, Dtype::F16};
+  ASSERT_TRUE(depthwise_conv(dw));
+  EXPECT_EQ(nchw_transform_bytes(dw, d.spec), 0.0);
+  EXPECT_EQ(km.estimate(dw, d).source, KernelCostModel::Source::Roofline);
   const Cluster cpu = testing::star_cluster(1);
   EXPECT_EQ(nchw_transform_bytes(conv, cpu.devices[0].spec), 0.0);
   // A class curve for Conv prices the op as fitted, transforms and all.
