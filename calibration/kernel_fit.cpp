@@ -537,6 +537,19 @@ std::string calibration_key(const std::string& device_name, const std::string& o
   return n;
 }
 
+bool kernel_keyed(const Profile& p) {
+  return p.has_gpu_activity() && std::none_of(p.events.begin(), p.events.end(), [](const auto& e) {
+           return e.kind == EventKind::CpuOp;
+         });
+}
+
+sim::Signature kernel_keyed_signature(const TraceEvent& e) {
+  sim::Signature s;
+  s.op_type = e.kind == EventKind::Kernel ? e.name : to_string(e.kind);
+  if (e.bytes > 0) s.input_shapes = {{e.bytes}};
+  return s;
+}
+
 std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::string& device_model) {
   std::vector<OpSample> out;
   const bool any_gpu = p.has_gpu_activity();
@@ -572,13 +585,13 @@ std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::strin
     }
   }
   if (!have_cpu_ops) {
-    // Nsight: no framework ops; a kernel's own name is its signature.
+    // Nsight, or a Kineto trace without CPU activity: no framework ops; a kernel's own name is
+    // its signature.
     for (const TraceEvent& e : p.events) {
       if (!e.on_gpu() || e.dur_ns <= 0) continue;  // below the clock: no rate (as above)
       OpSample s;
       s.device = dev;
-      s.signature.op_type = e.kind == EventKind::Kernel ? e.name : to_string(e.kind);
-      if (e.bytes > 0) s.signature.input_shapes = {{e.bytes}};
+      s.signature = kernel_keyed_signature(e);
       s.seconds = static_cast<double>(e.dur_ns) * 1e-9;
       s.work.op_class = e.kind == EventKind::Kernel ? "kernel" : "copy";
       s.work.bytes = static_cast<double>(e.bytes);

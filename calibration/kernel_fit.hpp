@@ -88,6 +88,14 @@ std::string calibration_key(const std::string& device_name, const std::string& o
 /// from the profile's device name ("NVIDIA A100-SXM4-40GB" -> "A100-SXM4-40GB") or "cpu".
 std::vector<OpSample> op_samples_from_profile(const Profile& p, const std::string& device_model);
 
+/// True when `p` holds GPU activity but no framework op (Nsight exports; Kineto traces recorded
+/// without ProfilerActivity.CPU): op_samples_from_profile then keys each GPU activity by
+/// kernel_keyed_signature, and `validate --calibration` looks its activities up the same way.
+bool kernel_keyed(const Profile& p);
+/// The signature of GPU activity `e` in a kernel-keyed profile: the kernel's name, or the
+/// activity's kind ("memcpy", "memset") with its size in bytes as its one shape; dtype f32.
+sim::Signature kernel_keyed_signature(const TraceEvent& e);
+
 /// The shortest kernel the profiled GPU runs, launch to end on the device: the 5th percentile of
 /// the profile's kernel durations (its very shortest are outliers: 0.64 us on the H200 b8 trace,
 /// whose 5th percentile is 1.02 us and whose elementwise kernels take 1.0-1.2 us). nullopt with

@@ -608,9 +608,10 @@ void fix_nanosecond_units(const ReadState& s, Profile& p) {
 // What a calibration from this trace cannot know, in p.missing.
 void note_missing_kineto(Profile& p) {
   bool has_gpu = false, has_runtime = false, has_dims = false, has_step = false,
-       any_gpu_time = false;
+       any_gpu_time = false, has_op = false;
   for (const TraceEvent& t : p.events) {
     has_gpu |= t.on_gpu();
+    has_op |= t.kind == EventKind::CpuOp;
     any_gpu_time |= t.on_gpu() && (t.ts_ns != 0 || t.dur_ns != 0);
     has_runtime |= t.kind == EventKind::Runtime;
     has_dims |= !t.input_dims.empty();
@@ -631,7 +632,12 @@ void note_missing_kineto(Profile& p) {
         "session ran): no GPU times; export each session before starting the next");
   if (has_gpu && !has_runtime)
     p.missing.push_back("no runtime launch events: kernels cannot be tied to CPU ops");
-  if (!has_dims)
+  if (has_gpu && !has_op)
+    // tests/data/calibration/v100pcie_rmsnorm-triton-*_cuda-only.json: "Op count": 0.
+    p.missing.push_back(
+        "no framework ops (no cpu_op event: a profiler run with activities=[CUDA] only, or a "
+        "fragment): GPU activities are keyed by kernel name, as in an Nsight export");
+  else if (!has_dims)
     p.missing.push_back(
         "no input shapes (record_shapes=False, or torch 1.13 export): signatures carry the op name "
         "only");

@@ -298,6 +298,7 @@ class RankReplay {
         if (e.correlation >= 0) gpu_by_corr_[e.correlation].push_back(&e);
         if (e.op >= 0) gpu_ns_of_op_[e.op] += e.dur_ns;
       }
+    kernel_keyed_ = kernel_keyed(p_);
     dcal_ = device_calibration(p_, opt_, st_.rg.notes);
     if (any_gpu_) gpu_spec_ = gpu_spec_for(p_, opt_.device_model, st_.rg.notes);
   }
@@ -305,6 +306,7 @@ class RankReplay {
   void run() {
     assign_thread_cpus();
     if (nranks_ > 1) add_rank_start();
+    add_carried_in();
     // All threads' calls in time order, so that stream order across threads is launch order.
     std::vector<std::pair<const TraceEvent*, std::string>> ordered;
     for (const auto& [th, calls] : threads_) {
@@ -354,6 +356,36 @@ class RankReplay {
     if (slot_of_thread_.empty()) add_thread_cpu("");
     if (main_thread_.empty()) main_thread_ = slot_of_thread_.begin()->first;
     threads_[main_thread_];
+  }
+
+  // GPU activities queued before the profiler's window opened: no runtime call of the trace
+  // launched them and they start before its first call (the window of
+  // v100pcie_rmsnorm-triton-square_cuda-only.json opens on the previous iteration's last kernel,
+  // 174 us, which the next kernel waited for). Each is replayed first on its stream with its
+  // measured time, after the rank's start; before, they were dropped from the replay and from the
+  // measured GPU busy time both.
+  void add_carried_in() {
+    std::int64_t first_call = hi_;
+    for (const auto& [th, calls] : threads_)
+      for (const TraceEvent* c : calls) first_call = std::min(first_call, c->ts_ns);
+    const sim::OpId after = nranks_ > 1 ? st_.rb[r_].start : -1;
+    int n = 0;
+    std::int64_t ns = 0;
+    for (const TraceEvent& k : p_.events) {
+      if (!k.on_gpu() || k.launch >= 0 || k.ts_ns < lo_ || k.ts_ns >= first_call) continue;
+      cur_step_ = step_of(k.ts_ns);
+      ThreadState none;  // no host thread's record/wait state is touched
+      add_gpu_op(k, after, none);
+      ++n;
+      ns += k.dur_ns;
+    }
+    if (n > 0) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, "%.3f", static_cast<double>(ns) * 1e-6);
+      st_.rg.notes.push_back(p_.source + ": " + std::to_string(n) +
+                             " GPU activities launched before the trace's window (" + ms +
+                             " ms) replayed first on their streams, as measured");
+    }
   }
 
   // Several ranks: every thread of the rank starts after the rank's start op, whose duration
@@ -606,14 +638,23 @@ class RankReplay {
   }
 
   // A GPU activity's duration: measured, or with a calibration its framework op's calibrated
-  // time shared among the op's activities as measured (NCCL kernels keep theirs).
+  // time shared among the op's activities as measured (NCCL kernels keep theirs). A trace without
+  // framework ops (Nsight; Kineto without CPU activity) was calibrated per kernel name and copy
+  // size (kernel_keyed_signature): each activity takes its own entry.
   std::int64_t gpu_duration(const TraceEvent& k, bool nccl, ReplayStep& rs) const {
     std::int64_t dur = k.dur_ns;
     if (opt_.calibration && !nccl) {
       double pred = -1;
       auto tot = gpu_ns_of_op_.find(k.op);
       bool by_name = false;
-      if (dcal_ && k.op >= 0 && tot != gpu_ns_of_op_.end() && tot->second > 0) {
+      if (dcal_ && kernel_keyed_) {
+        const sim::Signature sig = kernel_keyed_signature(k);
+        if (auto ex = dcal_->exact.find(sig.key()); ex != dcal_->exact.end()) {
+          pred = ex->second.seconds();
+          by_name = sig.input_shapes.empty();
+          dur = std::llround(pred * 1e9);
+        }
+      } else if (dcal_ && k.op >= 0 && tot != gpu_ns_of_op_.end() && tot->second > 0) {
         pred = calibrated_s(*dcal_, p_.events[static_cast<std::size_t>(k.op)], by_name);
         if (pred > 0)
           dur = std::llround(static_cast<double>(k.dur_ns) * pred * 1e9 /
@@ -639,7 +680,7 @@ class RankReplay {
     op.device_kind = sim::DeviceKind::Gpu;
     op.measured = sim::Duration{std::max<std::int64_t>(0, gpu_duration(k, nccl, rs))};
     op.stream = stream;
-    op.control_inputs.push_back(launch);
+    if (launch >= 0) op.control_inputs.push_back(launch);
     if (auto lit = last_on_stream_.find(skey); lit != last_on_stream_.end())
       op.control_inputs.push_back(lit->second);
     if (ts.pending_wait >= 0 && ts.pending_wait_stream != skey)
@@ -696,6 +737,7 @@ class RankReplay {
   std::string rp_;  // op name prefix of the rank ("r1/"; none with one rank)
   std::string main_thread_;
   bool any_gpu_ = false;
+  bool kernel_keyed_ = false;  // no framework op: GPU activities are calibrated by kernel name
   std::map<std::int64_t, std::vector<const TraceEvent*>> gpu_by_corr_;
   std::map<std::int64_t, std::int64_t> gpu_ns_of_op_;  // framework op -> GPU ns of its activities
   const sim::DeviceCalibration* dcal_ = nullptr;

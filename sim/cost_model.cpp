@@ -899,8 +899,19 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   // The same profile's cuBLAS GEMMs run at 0.75-0.80 of the peak. The gradients were not in it and
   // take the forward's rate. docs/cost-model.md, "Convolutions per generation".
   constexpr double kHopperHalfConv = 0.38;
-  if ((op.dtype == Dtype::F16 || op.dtype == Dtype::BF16) && spec.arch.hopper())
-    return kHopperHalfConv;
+  const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
+  if (half && spec.arch.hopper()) return kHopperHalfConv;
+  // f16/bf16 on a part whose own f16 GEMMs were measured (the catalog's half_gemm_e_max: GA102's
+  // RTX 3090 and RTX A6000, AD102's RTX 4090 and RTX 6000 Ada). cuDNN runs the same mma.sync
+  // implicit-GEMM kernels there as on an A100 (sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32 and
+  // CUTLASS s16816fprop kernels in an A40's and an L4's PyTorch profiles, sm86_xmma_* variants of
+  // them), and a part's clock and power ceiling bound both kinds alike. So its convolutions stand
+  // to its GEMMs as the A100's do: compute_eff_max (the A100 fit the A100's f16 convolutions take)
+  // times the part's GEMM ceiling (at most 1) over the A100's (kA100Half, 0.73). RTX 3090 and RTX
+  // 4090 0.96, RTX A6000 0.75, RTX 6000 Ada 0.51. docs/cost-model.md, "Convolutions per
+  // generation".
+  if (half && spec.half_gemm_e_max && *spec.half_gemm_e_max > 0.0 && !spec.arch.nvidia(8, 0))
+    return p.compute_eff_max * std::min(*spec.half_gemm_e_max, kMaxCurveEff) / kA100Half.e_max;
   // F32 on the CUDA cores (V100; an A100 without TF32): cuDNN's implicit-GEMM SGEMM kernels, as
   // fast as cuBLAS's SGEMM (kCudaCoreF32, 0.89): AlexNet's conv1 on the A100 trace
   // (a100_alexnet.json, cudnn_ampere_scudnn_128x64) ran at 17.4 TFLOP/s, 0.89 of the F32 peak.

@@ -137,9 +137,12 @@ void print_links(const std::string& path, const calibration::Profile& prof) {
       prof.events.begin(), prof.events.end(),
       [](const calibration::TraceEvent& e) { return e.kind == calibration::EventKind::CpuOp; });
   if (!has_ops) {
-    // Nsight exports: no framework ops by design; samples are keyed by kernel name.
-    outf("  links: %d of %d GPU activities tied to their launch; the format has no framework ops\n",
-         l.gpu_to_launch, l.gpu);
+    // Nsight exports: no framework ops by design; a Kineto trace without CPU activity has none
+    // either. Samples are keyed by kernel name.
+    outf("  links: %d of %d GPU activities tied to their launch; %s\n", l.gpu_to_launch, l.gpu,
+         prof.dialect == "nsys-sqlite"
+             ? "the format has no framework ops"
+             : "the trace has no framework ops (no CPU activity recorded): keyed by kernel name");
     return;
   }
   outf(

@@ -3,11 +3,14 @@
 // occur"): each is read as a user's `calibrate` / `validate` reads it.
 #include <algorithm>
 #include <gtest/gtest.h>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "calibration/kernel_fit.hpp"
 #include "calibration/trace.hpp"
+#include "calibration/validate.hpp"
+#include "sim/cost_model.hpp"
 #include "sim/error.hpp"
 
 namespace pc = placesim::calibration;
@@ -144,4 +147,72 @@ TEST(RealTraces, KernelNamesGiveTheDtypeOnlyWhereTheyStateOne) {
   EXPECT_EQ(d({"ampere_fp16_s16816gemm_fp16_64x64_nn", "ampere_bf16_s16816gemm_bf16_64x64_nn"}),
             std::nullopt);  // the names disagree
   EXPECT_EQ(d({}), std::nullopt);
+}
+
+// Two real traces with no CPU events at all (torch 2.x profiler without ProfilerActivity.CPU,
+// 2024-04, Tesla V100-PCIE-16GB; issue 15, h-traces2): GPU activities and runtime/driver calls
+// only, Triton kernels launched by cuLaunchKernel.
+namespace {
+const char* kFused = "v100pcie_rmsnorm-triton-fused_cuda-only.json";
+const char* kSquare = "v100pcie_rmsnorm-triton-square_cuda-only.json";
+
+bool noted(const std::vector<std::string>& notes, const std::string& part) {
+  return std::any_of(notes.begin(), notes.end(), [&](const auto& n) { return has(n, part); });
+}
+}  // namespace
+
+TEST(RealTraces, CudaOnlyV100TracesAreKeyedByKernelName) {
+  const pc::Profile f = pc::read_profile(data(kFused));
+  const pc::Profile q = pc::read_profile(data(kSquare));
+  EXPECT_EQ(f.device_name, "Tesla V100-PCIE-16GB");
+  EXPECT_EQ(f.links.gpu, 6);
+  EXPECT_EQ(f.links.gpu_to_launch, 6);  // cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync
+  EXPECT_EQ(q.links.gpu, 21);
+  EXPECT_EQ(q.links.gpu_to_launch, 20);  // the window opens on a kernel launched before it
+  EXPECT_TRUE(pc::kernel_keyed(f));
+  EXPECT_TRUE(pc::kernel_keyed(q));
+  // Said as what it is, not as "record_shapes=False" (the note before).
+  EXPECT_TRUE(noted(f.missing, "no framework ops (no cpu_op event: a profiler run with"));
+  EXPECT_FALSE(noted(f.missing, "record_shapes=False"));
+  const auto s = pc::op_samples_from_profile(q, "V100-PCIe-16GB");
+  ASSERT_EQ(s.size(), 21u);
+  EXPECT_EQ(std::count_if(
+                s.begin(), s.end(),
+                [](const auto& x) { return x.signature.op_type == "square_kernel_0d1d2de3de4de"; }),
+            2);
+}
+
+TEST(RealTraces, KernelKeyedCalibrationIsUsedByValidate) {
+  // calibrate on a trace without framework ops writes one entry per kernel name (kept where its
+  // calls agree: here the 3 calls of the fp32 multiply, 174/164/165 us) and one per copy size;
+  // validate looked its entries up only through framework ops, so every activity kept its
+  // measured time ("0 of 20 ... match no op of the trace") even on the trace it came from.
+  const pc::Profile q = pc::read_profile(data(kSquare));
+  const pc::CalibrationFit fit =
+      pc::fit_calibration(pc::op_samples_from_profile(q, "V100-PCIe-16GB"), kSquare);
+  auto cal = std::make_shared<placesim::sim::Calibration>(fit.calibration);
+  pc::ValidateOptions o;
+  o.calibration = cal;
+  o.device_model = "V100-PCIe-16GB";
+  const pc::ValidationReport r = pc::validate_profiles({q}, o);
+  ASSERT_EQ(r.steps.size(), 1u);
+  // The 3 multiplies (one of them launched before the window) and the 2 copies of 16 KiB.
+  EXPECT_EQ(r.steps[0].calibrated_ops, 5);
+  EXPECT_EQ(r.steps[0].name_ops, 3);
+  EXPECT_EQ(r.steps[0].fallback_ops, 16);
+  EXPECT_FALSE(noted(r.warnings, "took a calibrated time"));
+}
+
+TEST(RealTraces, GpuWorkQueuedBeforeTheWindowIsReplayed) {
+  // The square trace's window opens on a 174 us multiply launched before it; the next kernel
+  // waited for it. Dropped before: 20 of 21 activities replayed, GPU busy 1.902 ms measured and
+  // predicted (the 174 us missing from both).
+  const pc::ValidationReport r = pc::validate_profiles({pc::read_profile(data(kSquare))}, {});
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].gpu_ops, 21);
+  ASSERT_EQ(r.steps[0].ranks.size(), 1u);
+  ASSERT_EQ(r.steps[0].ranks[0].devices.size(), 1u);
+  EXPECT_NEAR(r.steps[0].ranks[0].devices[0].measured_s, 2.076e-3, 1e-9);
+  EXPECT_TRUE(noted(r.notes, "1 GPU activities launched before the trace's window (0.174 ms)"));
+  EXPECT_NEAR(r.steps[0].error, 0.0, 0.01);
 }

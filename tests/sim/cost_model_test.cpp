@@ -1022,6 +1022,40 @@ TEST(CostModel, DenseConvolutionsAtEachGenerationsMeasuredRate) {
   at(dense_tf32, "A100-SXM4-80GB", 156e12, p.tf32_eff_max);
 }
 
+// f16/bf16 dense convolutions on a part whose own f16 GEMMs were measured (the catalog's
+// half_gemm_e_max: GA102, AD102) stand to its GEMMs as the A100's stand to the A100's:
+// compute_eff_max x min(e_max, 1) / 0.73 (docs/cost-model.md, "Convolutions per generation").
+// Only the compute term changes (the memory term of the half-convolution sum is the same), so the
+// time with the generation rules less the time without them is the compute term's difference.
+// The A100 (its own curve, not half_gemm_e_max) and the A10 (no measurement) keep 0.70.
+TEST(CostModel, HalfConvolutionsAtThePartsMeasuredGemmCeiling) {
+  Op op;
+  op.name = "conv";
+  op.type = "Conv";
+  op.dtype = Dtype::F16;
+  const double out = 256.0 * 256 * 14 * 14;  // ResNet-50 layer3's 3x3 at batch 256
+  op.flops = Flops{2.0 * out * 256 * 9};
+  op.bytes_read = Bytes{static_cast<std::int64_t>(out * 2)};
+  op.signature = Signature{"Conv", {{256, 256, 14, 14}, {256, 256, 3, 3}}, Dtype::F16};
+  op.outputs.push_back(
+      TensorOut{"y", Bytes{static_cast<std::int64_t>(out * 2)}, {256, 256, 14, 14}, Dtype::F16});
+  const KernelCostModel on;
+  RooflineParams off_p;
+  off_p.generation_curves = false;
+  const KernelCostModel off(off_p);
+  const RooflineParams p = on.roofline();
+  for (const auto& [model, peak, e_max] :
+       {std::tuple{"RTX-3090", 71.0e12, 1.0}, std::tuple{"RTX-A6000", 154.8e12, 120.49 / 154.8},
+        std::tuple{"RTX-4090", 165.2e12, 1.0}, std::tuple{"RTX-6000-Ada-48GB", 364.4e12, 0.0},
+        std::tuple{"A100-SXM4-80GB", 312e12, 0.73}, std::tuple{"A10-24GB", 125e12, 0.73}}) {
+    const Device d = catalog_gpu(model);
+    const double e = e_max > 0.0 ? e_max : std::min(*d.spec.half_gemm_e_max, 1.0);
+    const double f = wave_quantised_flops(op, d.spec) + p.compute_half_flops;
+    const double want = f / (peak * p.compute_eff_max * e / 0.73) - f / (peak * p.compute_eff_max);
+    EXPECT_NEAR(on.op_time(op, d).seconds() - off.op_time(op, d).seconds(), want, 3e-9) << model;
+  }
+}
+
 // A depthwise convolution runs on the CUDA cores whatever its dtype (docs/cost-model.md,
 // "Depthwise convolutions"): an f16 or bf16 one is bounded by the F32 CUDA-core peak, never the
 // tensor-core one, and keeps max() of its two terms (no implicit-GEMM tiles to pay both). A

@@ -32,3 +32,4 @@ echo "|---|---|---|---|---|---|---|"
 run_group A100-PG509-200 a100_alexnet.json a100_simple_add.json a100_event_sync.json a100_triton.json a100_2rank_nccl_rank0.json.gz
 run_group H200 h200_resnet18-224px-b64_train.json.gz h200_resnet18-64px-b8_train.json.gz h200_micro.json.gz h200_micro_bwd.json.gz
 run_group cpu cpu_torch113_cnn_6steps.json.gz cpu_torch113_lstm_6steps.json.gz
+run_group V100-PCIe-16GB v100pcie_rmsnorm-triton-fused_cuda-only.json v100pcie_rmsnorm-triton-square_cuda-only.json
