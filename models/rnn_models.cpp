@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "models/workloads.hpp"
+#include "sim/error.hpp"
 
 namespace placesim::models {
 
@@ -140,6 +141,7 @@ struct NmtSizes {
   bool attn_output;      // the attentional output layer tanh(W_c [h; context]) before the softmax
   bool cudnn;            // lstm=cudnn: each layer as cuDNN runs it (cudnn_lstm_layer)
   bool smoothed;         // loss=label_smoothing: label_smoothed_loss instead of softmax_loss
+  bool shared_emb;       // share_embedding=true: one embedding table for encoder and decoder
   std::int64_t enc_dim;  // width of an encoder output
 };
 
@@ -291,10 +293,11 @@ Tensor nmt_encoder_cudnn(GraphBuilder& b, const NmtSizes& z, LstmStates& s, Tens
 
 // Encoder. The bottom layer is bidirectional (Bahdanau et al. 2014; Wu et al. 2016): a forward
 // and a backward LSTM over the source whose outputs are concatenated. Returns the top layer's
-// outputs; `s` holds each layer's final state.
-std::vector<Tensor> nmt_encoder(GraphBuilder& b, const NmtSizes& z, LstmStates& s) {
+// outputs; `s` holds each layer's final state, `src_emb` the source embedding table.
+std::vector<Tensor> nmt_encoder(GraphBuilder& b, const NmtSizes& z, LstmStates& s,
+                                Tensor& src_emb) {
   b.scope("nmt/encoder/embedding");
-  const Tensor src_emb = b.variable("embedding", {z.src_vocab, z.hidden});
+  src_emb = b.variable("embedding", {z.src_vocab, z.hidden});
   std::vector<Tensor> ew, eb;
   s.h.resize(z.layers);
   s.c.resize(z.layers);
@@ -345,7 +348,7 @@ struct NmtDecoder {
 // Attention memory: encoder outputs stacked to [B, S, H] and projected to keys once
 // (legacy_seq2seq.attention_decoder's hidden_features); then the decoder's weights.
 NmtDecoder nmt_decoder_weights(GraphBuilder& b, const NmtSizes& z,
-                               const std::vector<Tensor>& enc_out) {
+                               const std::vector<Tensor>& enc_out, const Tensor& src_emb) {
   NmtDecoder d;
   b.scope("nmt/attention");
   const Tensor wk = b.variable("memory_kernel", {z.enc_dim, z.attn});
@@ -367,8 +370,11 @@ NmtDecoder nmt_decoder_weights(GraphBuilder& b, const NmtSizes& z,
                 {z.batch, z.src_len, z.attn});
   // Decoder: layer 0 reads the target embedding and gives the attention query; the context is
   // fed to every upper layer (GNMT, Wu et al. 2016).
+  // share_embedding=true: the decoder looks its tokens up in the encoder's table (GNMT v2's
+  // train.py default --share-embedding: one nn.Embedding passed to encoder and decoder, gnmt.py),
+  // so the graph has one weight whose gradient sums both uses' lookups and one update.
   b.scope("nmt/decoder/embedding");
-  d.tgt_emb = b.variable("embedding", {z.tgt_vocab, z.hidden});
+  d.tgt_emb = z.shared_emb ? src_emb : b.variable("embedding", {z.tgt_vocab, z.hidden});
   for (std::size_t l = 0; l < z.layers && !z.cudnn; ++l) {
     b.scope("nmt/decoder/lstm_" + std::to_string(l));
     const std::int64_t in = l == 0 ? z.hidden : z.hidden + z.enc_dim;
@@ -479,8 +485,8 @@ std::vector<Tensor> nmt_decoder_cudnn(GraphBuilder& b, const NmtSizes& z, const 
 
 sim::Graph build_nmt(GraphOptions& o) {
   o.accept({"batch", "layers", "hidden", "attention", "vocab", "src_vocab", "tgt_vocab", "src_len",
-            "tgt_len", "bidirectional", "attention_output", "lstm", "loss", "optimizer",
-            "grad_accumulation"});
+            "tgt_len", "bidirectional", "attention_output", "lstm", "loss", "share_embedding",
+            "optimizer", "grad_accumulation"});
   NmtSizes z{};
   z.batch = o.get_int("batch", 64);
   z.layers = static_cast<std::size_t>(o.get_int("layers", 2, 1, 64));
@@ -495,14 +501,20 @@ sim::Graph build_nmt(GraphOptions& o) {
   z.attn_output = o.get_bool("attention_output", true);
   z.cudnn = o.get_choice("lstm", "unrolled", {"unrolled", "cudnn"}) == "cudnn";
   z.smoothed = o.get_choice("loss", "xent", {"xent", "label_smoothing"}) == "label_smoothing";
+  z.shared_emb = o.get_bool("share_embedding", false);
+  if (z.shared_emb && z.src_vocab != z.tgt_vocab)
+    throw sim::InputError("--graph-opt", "share_embedding",
+                          "src_vocab == tgt_vocab (one table for both), got " +
+                              std::to_string(z.src_vocab) + " and " + std::to_string(z.tgt_vocab));
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   const Accumulation acc = accumulation_option(o);
   z.enc_dim = z.bidir && z.layers > 1 ? z.hidden : (z.bidir ? 2 * z.hidden : z.hidden);
 
   GraphBuilder b("nmt");
   LstmStates s;
-  const std::vector<Tensor> enc_out = nmt_encoder(b, z, s);
-  const NmtDecoder d = nmt_decoder_weights(b, z, enc_out);
+  Tensor src_emb;
+  const std::vector<Tensor> enc_out = nmt_encoder(b, z, s, src_emb);
+  const NmtDecoder d = nmt_decoder_weights(b, z, enc_out, src_emb);
   std::vector<Tensor> losses;
   losses.reserve(static_cast<std::size_t>(z.tgt_len));
   if (z.cudnn)

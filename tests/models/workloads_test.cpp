@@ -374,6 +374,41 @@ TEST(Workloads, NmtWithoutAttentionOutput) {
   EXPECT_THROW(load_graph("nmt", base + ",attention_output=maybe"), sim::InputError);
 }
 
+// share_embedding=true (GNMT v2's train.py default --share-embedding: one nn.Embedding passed to
+// encoder and decoder, seq2seq/models/gnmt.py): one table, the decoder's lookups read it, the
+// gradients of all lookups summed into one, one update. GNMT v2 at Lambda's vocabulary 31794 has
+// the 159,593,523 parameters its train.py prints less attention's normalize_scalar and
+// normalize_bias (1 + 1024), which the graph's score omits.
+TEST(Workloads, NmtSharedEmbedding) {
+  const std::string base = "layers=2,src_len=2,tgt_len=2,hidden=32,vocab=50,optimizer=adam";
+  const sim::Graph sep = load_graph("nmt", base);
+  const sim::Graph shared = load_graph("nmt", base + ",share_embedding=true");
+  const auto params = [](const sim::Graph& g) { return std::stoll(g.metadata.at("parameters")); };
+  EXPECT_EQ(params(sep) - params(shared), 50 * 32);
+  EXPECT_GE(sep.op_index("nmt/decoder/embedding/embedding"), 0);
+  EXPECT_LT(shared.op_index("nmt/decoder/embedding/embedding"), 0);
+  const sim::OpId table = shared.op_index("nmt/encoder/embedding/embedding");
+  ASSERT_GE(table, 0);
+  const sim::Op& lookup =
+      shared.ops.at(static_cast<std::size_t>(shared.op_index("nmt/decoder/embedding/lookup_t1")));
+  EXPECT_EQ(lookup.inputs.at(0).op, table);
+  // One update op reads the table, and its gradient depends on the decoder's lookups too.
+  int updates = 0;
+  for (const auto& op : shared.ops) {
+    if (op.phase != sim::Phase::Update) continue;
+    for (const auto& r : op.inputs) updates += r.op == table ? 1 : 0;
+  }
+  EXPECT_EQ(updates, 1);
+  EXPECT_GE(shared.op_index("gradients/nmt/decoder/embedding/lookup_t0_grad/GatherGrad"), 0);
+  EXPECT_GE(shared.op_index("gradients/nmt/encoder/embedding/embedding_0/acc_3"), 0);
+  const std::string gnmt =
+      "layers=4,hidden=1024,src_len=2,tgt_len=2,attention_output=false,lstm=cudnn,vocab=31794";
+  EXPECT_EQ(params(load_graph("nmt", gnmt)), 159593523 - 1025 + 31794LL * 1024);
+  EXPECT_EQ(params(load_graph("nmt", gnmt + ",share_embedding=true")), 159593523 - 1025);
+  EXPECT_THROW(load_graph("nmt", base + ",share_embedding=true,src_vocab=40"), sim::InputError);
+  EXPECT_THROW(load_graph("nmt", base + ",share_embedding=maybe"), sim::InputError);
+}
+
 // Ops of `type` in `phase` whose layer is `layer`, and the sum of their FLOPs.
 std::pair<int, double> layer_ops(const sim::Graph& g, const std::string& layer, sim::Phase phase,
                                  const std::string& type) {
