@@ -293,7 +293,11 @@ void add_recent_parts(std::vector<Entry>& c) {
 void add_inference_cards(std::vector<Entry>& c) {
   using D = Dtype;
   // L40S: 8.9 (AD102); 142 SMs (reach.dog listing); no NVLink, PCIe Gen4; no reference system.
-  c.push_back(
+  // Measured f16 GEMM (issue 15, h-gemmceil): torch.mm of square f16 matrices, the best of sizes
+  // 1,024-10,240 (zzc0721/torch-performance-test-data database.md @ 07858687, the same row as its
+  // issue #43, torch 2.8 / CUDA 12.8): 264.02 TFLOP/s f16, 269.15 bf16, 0.729 of the full-rate
+  // 362.05. One card, one source (the figure the RTX 6000 Ada's 0.53 below is derived from).
+  c.push_back(with_half_gemm(
       gpu("L40S-48GB",
           {{D::F64, 1.431},
            {D::F32, 91.6},
@@ -306,10 +310,19 @@ void add_inference_cards(std::vector<Entry>& c) {
           "NVIDIA L40S datasheet table (mullet.se copy): 91.6 F32, 183 TF32, 362.05 "
           "F16/BF16, 733 FP8 dense TFLOP/s (366 / 733 / 1466 with sparsity), 48 GB GDDR6, "
           "864 GB/s, PCIe Gen4 x16, no NVLink; F64 1.431 (1:64, itcreations.com); 142 SMs "
-          "(reach.dog listing); 3 copy engines assumed"));
+          "(reach.dog listing); 3 copy engines assumed"),
+      264.02 / 362.05,
+      "torch.mm f16 on an L40S: 264.02 TFLOP/s (zzc0721 database.md / issue #43), 0.729 of "
+      "362.05"));
   // L4: 8.9 (AD104); 58 SMs (deviceQuery of an L4: "(58) Multiprocessors ... 7424 CUDA Cores"; the
   // 60 of some listings is the full AD104 die); no NVLink, PCIe Gen4; no reference system.
-  c.push_back(
+  // Measured f16 GEMM (issue 15, h-gemmceil): the same torch.mm benchmark on an L4
+  // (zzc0721/torch-performance-test-data issue #120, torch 2.9 / CUDA 12.8): best 68.83 TFLOP/s f16
+  // (at 2048^2; 52.5-53.8 at 4096-10240), 70.89 bf16, 0.569 of 121. A second card agrees within
+  // its 72 W cap: a course lab's L4 (index file id 70526613650) runs a 4096^3 f16 GEMM at 76.8
+  // TFLOP/s (0.63) over 20 calls and 8192x8192x4096 at 48.2 (0.40) once the clock drops to hold
+  // 72 W. The same benchmark's best size, as every other part here.
+  c.push_back(with_half_gemm(
       gpu("L4-24GB",
           {{D::F64, 0.473},
            {D::F32, 30.3},
@@ -323,7 +336,10 @@ void add_inference_cards(std::vector<Entry>& c) {
           "TF32 120, F16/BF16 242, FP8 485 TFLOP/s with sparsity (halved: 60 / 121 / "
           "242.5), 24 GB GDDR6, 300 GB/s, PCIe Gen4 x16; 30.29 F32 and 0.473 F64 (1:64) per "
           "fpsbench.com; 58 SMs (7424 CUDA cores) and 2 copy engines per the deviceQuery "
-          "output of an L4 (CUDA 11.8 demo_suite, stored on GitHub)"));
+          "output of an L4 (CUDA 11.8 demo_suite, stored on GitHub)"),
+      68.83 / 121.0,
+      "torch.mm f16 on an L4: 68.83 TFLOP/s (zzc0721 issue #120), 0.569 of 121; a lab's L4 "
+      "0.63 at 4096^3"));
   // A10: 8.6 (GA102); 72 SMs (sysrqmts.com); no NVLink, PCIe Gen4; no reference system.
   c.push_back(
       gpu("A10-24GB", {{D::F64, 0.4875}, {D::F32, 31.2}, {D::F16, 125.0}, {D::BF16, 125.0}}, 600.0,
@@ -336,14 +352,20 @@ void add_inference_cards(std::vector<Entry>& c) {
           "x16; no TF32 figure in the sources read (searched again in session 13), so TF32 "
           "falls back to the F32 peak; 3 copy engines assumed"));
   // T4: 7.5 (TU104); 40 SMs (sysrqmts.com); no NVLink, PCIe Gen3; no reference system.
-  c.push_back(
+  // Measured f16 GEMM (issue 15, h-gemmceil): the same torch.mm benchmark on two T4s
+  // (zzc0721/torch-performance-test-data database.md @ 07858687): 41.91 TFLOP/s (Google Colab,
+  // torch 2.8) and 42.71 (Kaggle, torch 2.6 / CUDA 12.4), 0.645 and 0.657 of 65 (a 70 W card).
+  // Their mean, 42.31, is 0.651.
+  c.push_back(with_half_gemm(
       gpu("T4-16GB", {{D::F64, 0.254}, {D::F32, 8.1}, {D::F16, 65.0}, {D::BF16, 8.1}}, 320.0, 16, 3,
           kAmpereOn,
           {.arch = nvidia_cc(7, 5), .sms = 40, .links = {0, 0, 0, 3}, .nic = kNoReferenceNic},
           "NVIDIA Tesla T4 (Turing): 8.1 F32, 65 F16 mixed-precision tensor TFLOP/s "
           "(geektopia.es launch figures; huggingface gpu_catalog), 16 GB GDDR6, 320 GB/s, "
           "40 SMs, PCIe Gen3 x16 (sysrqmts.com); 0.254 F64 (1:32); no BF16 units (F32 "
-          "rate, as V100); 3 copy engines assumed"));
+          "rate, as V100); 3 copy engines assumed"),
+      (41.91 + 42.71) / 2.0 / 65.0,
+      "torch.mm f16 on two T4s: 41.91 and 42.71 TFLOP/s (zzc0721 database.md), 0.651 of 65"));
 }
 
 // GA102 (Ampere, compute capability 8.6) PCIe cards with a measured f16 GEMM ceiling (issue 15,

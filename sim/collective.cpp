@@ -114,6 +114,23 @@ constexpr double kSimpleStepBytes = 4.0 * (1 << 20) / 8;  // NCCL_BUFFSIZE 4 MiB
 constexpr double kPcieReadRoundTripUs = 0.85;
 constexpr double kLlNetChannelGbps = kLlMaxThreads * 8.0 / (kPcieReadRoundTripUs * 1e3);
 constexpr int kRingChunkSteps = 4, kRingSliceSteps = 2;  // ALLREDUCE_CHUNKSTEPS, _SLICESTEPS
+// Rooted rings (broadcast, reduce) across nodes are chains (src/device/broadcast.h, reduce.h: the
+// root sends, every other rank receives and forwards to the next, the root's predecessor only
+// receives). A chain's data reaches its last rank only after every hop, and two kinds of hop hold
+// it: (1) every hop holds LL128 and Simple data for the protocol's per-hop latency (NCCL's own
+// hwLat per hop, tuning.cc; its tuner charges nsteps x hwLat for a rooted ring when its search kept
+// different channels, `!graphs[a]->sameChannels`, and one hop otherwise, which it still chooses
+// with); (2) a network hop sends a step only once the sending GPU has written all of it (net.cc
+// sendProxyProgress waits for the step's tail or, for LL/LL128 in host memory, every line's flag),
+// so each network hop of the chain holds one chunk: min(one step's data, the channel's share).
+// One step's data: LL128 NCCL_LL128_ELEMS_PER_THREAD 120 x NCCL_LL128_MAX_NTHREADS 640 x 8 B per
+// step (DEFAULT_LL128_BUFFSIZE / NCCL_STEPS), of which 120/128 is data (calcCollChunking:
+// `chunkSize / NCCL_LL128_LINEELEMS * NCCL_LL128_DATAELEMS`); Simple BROADCAST_CHUNKSTEPS =
+// REDUCE_CHUNKSTEPS = 1 step of 512 KiB in one slice (SLICESTEPS 1). LL is left at NCCL's one hop:
+// it forwards 8 B lines, and the runs' 8 B calls (9-12 us over 31 hops on 4 nodes of 8 H100) are
+// what one hop gives, not 31 x 0.6 us.
+constexpr double kLl128StepDataBytes = 120.0 * 640 * 8 * 120 / 128;
+constexpr double kRootedSimpleChunkBytes = kSimpleStepBytes;  // BROADCAST/REDUCE_CHUNKSTEPS 1
 // NVLS channels (comm->nvlsChannels; NCCL 2.2x src/transport/nvls.cc ncclNvlsInit, search-index
 // id 10947377014): NVLS_NCHANNELS_SM90 16 on Hopper; on Blackwell (compCap >= 100)
 // NVLS_NCHANNELS_SM100 32 when the communicator spans several nodes, NVLS_NCHANNELS_SM100_NVL 24 on
@@ -636,6 +653,9 @@ struct Candidate {
   // NCCL's own estimate of the algorithm bandwidth where it differs from what the fabric gives
   // (the 2-node tree): the tuner chooses with it, the call then runs at algbw_gbps. 0: the same.
   double select_gbps = 0;
+  // Time NCCL's estimate leaves out and the call takes (a rooted ring's chain across nodes, beyond
+  // the one hop the tuner charges): added to the call's latency, not to what the tuner compares.
+  double unseen_us = 0;
 };
 
 // Channels NCCL runs a ring/tree call on (topoGetAlgoInfo): from comm->nChannels, one fewer while
@@ -747,7 +767,22 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     // and a rank forwards a slice only once all of it has arrived: the last slice trails the
     // first by one slice at the channel's rate (LL and LL128 forward line by line).
     double fill = 0;
-    if (p == 2) {
+    // A rooted ring across nodes is a chain of n - 1 hops; with the channel's rotation it crosses
+    // every node boundary (nodes hops, nodes - 1 with one rank per node), the rest over the node's
+    // links. NCCL's tuner charges one hop (`lat` above); the chain holds LL128 and Simple data
+    // for every hop's latency and, at each network hop, for one chunk at the channel's rate
+    // (kLl128StepDataBytes above).
+    double unseen = 0;
+    const bool chain = rooted && t.nodes > 1 && p != 0;
+    if (chain) {
+      const int net_hops = std::min(n - 1, t.nodes);
+      const int intra_hops = n - 1 - net_hops;
+      unseen = intra_hops * hw_lat(t, t.intra, 1, p) + (net_hops - 1) * hw_lat(t, kNet, 1, p);
+      const double chunk = std::min(p == 1 ? kLl128StepDataBytes : kRootedSimpleChunkBytes,
+                                    bytes / static_cast<double>(nc));
+      unseen += net_hops * chunk / (1e3 * bw / nc);
+    }
+    if (p == 2 && !chain) {
       const double chunk = std::min(kRingChunkSteps * kSimpleStepBytes,
                                     bytes / (static_cast<double>(nc) * (rooted ? 1 : n)));
       fill = chunk / (kRingChunkSteps / kRingSliceSteps) / (1e3 * bw / nc);
@@ -759,7 +794,7 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
       ring_select = bw * n / steps;
       bw = nc * kLlNetChannelGbps;
     }
-    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill, ring_select});
+    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill, ring_select, unseen});
     // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.
     if (kind == CollectiveKind::AllReduce) {
       // tuning.cc: every tree protocol at most nChannels x perChMaxTreeBw, LL128 further at most
@@ -983,17 +1018,17 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     if (call.algo != CollAlgo::Auto && k.algo != call.algo) continue;
     if (call.proto != CollProto::Auto && k.proto != call.proto) continue;
     if (k.algbw_gbps <= 0) continue;
-    const double us = k.lat_us + bytes / (1e3 * k.algbw_gbps) + k.fill_us;
+    const double us = k.lat_us + k.unseen_us + bytes / (1e3 * k.algbw_gbps) + k.fill_us;
     // The tuner chooses by its own estimate; the call takes what the fabric gives.
     const double sel =
-        k.select_gbps > 0 ? k.lat_us + bytes / (1e3 * k.select_gbps) + k.fill_us : us;
+        k.lat_us + bytes / (1e3 * (k.select_gbps > 0 ? k.select_gbps : k.algbw_gbps)) + k.fill_us;
     if (sel < best_sel) {
       best_sel = sel;
       best = us;
       found = true;
       out.algo = k.algo;
       out.proto = k.proto;
-      out.latency_us = k.lat_us;
+      out.latency_us = k.lat_us + k.unseen_us;
       out.algbw_gbps = k.algbw_gbps;
       out.fill_us = k.fill_us;
     }

@@ -208,6 +208,42 @@ TEST(Collective, LlAcrossNodesRunsThroughHostMemory) {
   EXPECT_NEAR(predict_collective(a2, tree, a2.gpus()).algbw_gbps, per_channel, 1e-9);
 }
 
+// A broadcast or reduce ring across nodes is a chain (broadcast.h, reduce.h): on 4 nodes of 8 H100
+// its 31 hops hold LL128 data for NCCL's per-hop latency (27 NVLink hops x 1.9 us, 4 network hops
+// x 4.0 us, of which NCCL's tuner charges one), and each network hop holds one chunk (the
+// channel's share, at most one LL128 step's 576,000 B of data) at the channel's rate. LL (8 B
+// lines) keeps NCCL's one hop; one node keeps one hop for every protocol.
+TEST(Collective, RootedRingsAcrossNodesAreChains) {
+  const Cluster c = load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/4x-hgx-h100.yaml");
+  for (CollectiveKind kind : {CollectiveKind::Broadcast, CollectiveKind::Reduce}) {
+    CollectiveCall call;
+    call.kind = kind;
+    call.bytes = Bytes{1 << 20};
+    const CollectivePrediction p = predict_collective(c, call, c.gpus());
+    ASSERT_EQ(p.algo, CollAlgo::Ring);
+    ASSERT_EQ(p.proto, CollProto::LL128);
+    EXPECT_NEAR(p.latency_us,
+                14.0 + 4.0 + 27 * 1.9 + 3 * 4.0 + 4 * (1 << 20) / (1e3 * p.algbw_gbps), 1e-9);
+    // 64 MiB on 16 channels is 4 MiB each, more than a step: each network hop holds one step.
+    call.bytes = Bytes{64LL << 20};
+    call.proto = CollProto::LL128;
+    const CollectivePrediction big = predict_collective(c, call, c.gpus());
+    EXPECT_NEAR(
+        big.latency_us,
+        18.0 + 27 * 1.9 + 3 * 4.0 + 4 * 120.0 * 640 * 8 * 120 / 128 / (1e3 * big.algbw_gbps / 16),
+        1e-9);
+    call.bytes = Bytes{8 << 10};
+    call.proto = CollProto::LL;
+    EXPECT_NEAR(predict_collective(c, call, c.gpus()).latency_us, 6.6 + 2.7, 1e-9);
+  }
+  const Cluster h = load_cluster("hgx-h100");
+  CollectiveCall one;
+  one.kind = CollectiveKind::Broadcast;
+  one.bytes = Bytes{1 << 20};
+  one.proto = CollProto::LL128;
+  EXPECT_NEAR(predict_collective(h, one, h.gpus()).latency_us, 14.0 + 1.9, 1e-9);
+}
+
 // NCCL runs a small call on fewer channels (64 B per thread, 512 threads: 32 KiB per Simple
 // channel): a 64 KiB Simple ring on DGX A100's 24 channels uses 2, a twelfth of the bus; and
 // Simple's last slice trails the first by one slice (half a chunk of 64 KiB / (2 x 8)).

@@ -1273,8 +1273,8 @@ TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
 // as on the RTX 3090, where before it got the roofline's 0.70. RTX 6000 Ada: the catalog's
 // full-rate 364.4 TFLOP/s (before: no tensor figure, so the 91.1 F32 peak) and a curve of 0.53 of
 // it, the L40S's measured 0.73 scaled by the 300 W card's sustained SGEMM rate against the L40S's
-// (0.725). TF32 and F32 keep the roofline (no measured Ada TF32 GEMM is stored), as does the L40S
-// itself.
+// (0.725). TF32 and F32 keep the roofline (no measured Ada TF32 GEMM is stored). The L40S's own
+// curve (since h-gemmceil): GemmCurve.InferenceCardsGetTheirMeasuredCeilings.
 TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
@@ -1293,7 +1293,6 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   EXPECT_NEAR(km.op_time(mlp, a).seconds(), (fa + p.compute_half_flops) / (364.4e12 * 0.53), 1e-9);
   EXPECT_DOUBLE_EQ(gemm_curve(a.spec, Dtype::F16)->e_max, 0.53);
   EXPECT_FALSE(gemm_curve(a.spec, Dtype::TF32));
-  EXPECT_FALSE(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::F16));
   // Turing's Quadro RTX 8000 (added with the Lambda rows): full-rate FP32-accumulate tensor cores,
   // no TF32 or BF16 units (TF32 and BF16 at the F32 peak), no measured curve.
   const Device q = catalog_gpu("Quadro-RTX-8000");
@@ -1301,6 +1300,35 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   EXPECT_DOUBLE_EQ(q.spec.peak_for(Dtype::TF32).per_s, 16.3e12);
   EXPECT_EQ(q.spec.sm_count, 72);
   EXPECT_FALSE(gemm_curve(q.spec, Dtype::F16));
+}
+
+// Issue 15 (h-gemmceil): the inference cards' own f16 GEMM ceilings, from the same torch.mm
+// benchmark as the GA102/AD102 parts (zzc0721/torch-performance-test-data; docs/catalog.md): L40S
+// 264.02 of 362.05 TFLOP/s, L4 68.83 of 121, T4 41.91 and 42.71 of 65 (their mean). Before, all
+// three had no curve (the roofline's compute_eff_max 0.70). Their f16 and bf16 GEMMs take it; TF32
+// and F32 keep the roofline. The A10 (none measured; the A10G is AWS's other-clocked variant) and
+// the Quadro RTX 8000 (none measured) keep none.
+TEST(GemmCurve, InferenceCardsGetTheirMeasuredCeilings) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  for (const auto& [model, peak, e_max] :
+       {std::tuple{"L40S-48GB", 362.05e12, 264.02 / 362.05},
+        std::tuple{"L4-24GB", 121e12, 68.83 / 121.0},
+        std::tuple{"T4-16GB", 65e12, (41.91 + 42.71) / 2.0 / 65.0}}) {
+    const Device d = catalog_gpu(model);
+    ASSERT_TRUE(gemm_curve(d.spec, Dtype::F16)) << model;
+    EXPECT_NEAR(gemm_curve(d.spec, Dtype::F16)->e_max, e_max, 1e-12) << model;
+    EXPECT_FALSE(gemm_curve(d.spec, Dtype::F32)) << model;
+    const Op mlp = gemm_op(1, 10752, 4096, 1024, Dtype::F16);
+    const double fq = gemm_quantised_flops(1, 10752, 4096, 1024, d.spec.sm_count);
+    EXPECT_NEAR(km.op_time(mlp, d).seconds(), (fq + p.compute_half_flops) / (peak * e_max), 1e-9)
+        << model;
+  }
+  EXPECT_NEAR(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::BF16)->e_max, 264.02 / 362.05,
+              1e-12);
+  EXPECT_FALSE(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::TF32));
+  EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::F16));
+  EXPECT_FALSE(gemm_curve(catalog_gpu("Quadro-RTX-8000").spec, Dtype::F16));
 }
 
 TEST(GemmCurve, CudaCoreF32AndWhichGenerationsHaveCurves) {
