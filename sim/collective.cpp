@@ -710,6 +710,21 @@ Candidate nvls_candidate(const Topo& t, double bus_gbps, double bytes) {
   return {CollAlgo::Nvls, CollProto::Simple, lat, algbw, (tree ? 2 : 1) * round / (1e3 * algbw)};
 }
 
+// What a rooted ring's chain across nodes (n - 1 hops) holds beyond the one hop NCCL's tuner
+// charges (kLl128StepDataBytes above). With the channel's rotation the chain crosses every node
+// boundary (nodes hops, nodes - 1 with one rank per node), the rest over the node's links: every
+// hop's latency for protocol `p` (1 LL128, 2 Simple) and one chunk at the channel's rate (`bw`
+// GB/s over `nc` channels) at every network hop.
+double rooted_chain_unseen_us(int n, const Topo& t, int p, double bytes, int nc, double bw) {
+  const int net_hops = std::min(n - 1, t.nodes);
+  const int intra_hops = n - 1 - net_hops;
+  double us = intra_hops * hw_lat(t, t.intra, 1, p) + (net_hops - 1) * hw_lat(t, kNet, 1, p);
+  const double chunk = std::min(p == 1 ? kLl128StepDataBytes : kRootedSimpleChunkBytes,
+                                bytes / static_cast<double>(nc));
+  us += net_hops * chunk / (1e3 * bw / nc);
+  return us;
+}
+
 // NCCL's ncclTopoTuneModel for one call: every (algorithm, protocol) with its latency and
 // algorithm bandwidth. `bus` is the fabric's ring bus bandwidth in GB/s, `tree_bus` the tree's
 // (twice its algorithm bandwidth before NCCL's factors), `nch` NCCL's channels.
@@ -767,21 +782,10 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     // and a rank forwards a slice only once all of it has arrived: the last slice trails the
     // first by one slice at the channel's rate (LL and LL128 forward line by line).
     double fill = 0;
-    // A rooted ring across nodes is a chain of n - 1 hops; with the channel's rotation it crosses
-    // every node boundary (nodes hops, nodes - 1 with one rank per node), the rest over the node's
-    // links. NCCL's tuner charges one hop (`lat` above); the chain holds LL128 and Simple data
-    // for every hop's latency and, at each network hop, for one chunk at the channel's rate
-    // (kLl128StepDataBytes above).
-    double unseen = 0;
+    // A rooted ring across nodes is a chain of n - 1 hops, NCCL's tuner charging one (`lat`):
+    // what the rest hold is rooted_chain_unseen_us's.
     const bool chain = rooted && t.nodes > 1 && p != 0;
-    if (chain) {
-      const int net_hops = std::min(n - 1, t.nodes);
-      const int intra_hops = n - 1 - net_hops;
-      unseen = intra_hops * hw_lat(t, t.intra, 1, p) + (net_hops - 1) * hw_lat(t, kNet, 1, p);
-      const double chunk = std::min(p == 1 ? kLl128StepDataBytes : kRootedSimpleChunkBytes,
-                                    bytes / static_cast<double>(nc));
-      unseen += net_hops * chunk / (1e3 * bw / nc);
-    }
+    const double unseen = chain ? rooted_chain_unseen_us(n, t, p, bytes, nc, bw) : 0;
     if (p == 2 && !chain) {
       const double chunk = std::min(kRingChunkSteps * kSimpleStepBytes,
                                     bytes / (static_cast<double>(nc) * (rooted ? 1 : n)));
