@@ -40,6 +40,21 @@ for r in rows:
         if f"optimizer_impl={want}" not in r["graph_opt"].split(","):
             failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
                             f"graph_opt lacks optimizer_impl={want} (run_squad.py's optimizer)")
+# Every GNMT v2 row (NVIDIA's and Lambda's) runs DeepLearningExamples' train.py, whose trainer.py
+# (@ 0053b4b8) makes the same host work every iteration on every server: loss.item(),
+# int(sum(src_length)) over CUDA lengths and int(sum(tgt_length - 1)) over host ones; and wraps the
+# model in apex DistributedDataParallel whenever WORLD_SIZE > 1 (seq2seq/utils.py init_distributed).
+# Each row must state them (docs/validation.md, "Every GNMT row states train.py's loop").
+for r in rows:
+    if r["model"] in ("gnmt-v2", "gnmt-v2-lambda"):
+        opts = r["graph_opt"].split(",")
+        want = ["loss_item=true", f"host_sum={r['batch']}", f"cpu_sum={r['batch']}"]
+        want = [w for w in want if w not in opts]
+        if int(r["gpus"]) > 1 and "ddp=apex" not in r.get("parallel", "").split(","):
+            want.append("parallel ddp=apex")
+        if want:
+            failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
+                            f"lacks {', '.join(want)} (train.py's loop)")
 for r in rows:
     graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"
     gpus = int(r["gpus"])
