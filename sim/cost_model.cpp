@@ -964,10 +964,44 @@ bool aten_native_depthwise(const Op& op, const DeviceSpec& spec) {
 // %timeit): nn.Conv2d(32, 32, 3, 1, 1, groups=32) forward on [2, 32, 512, 512] F32 in 1.02 ms,
 // 302 MFLOP at 0.296 TFLOP/s, where the TITAN Xp (30 SMs, 128 lanes, 12.15 TFLOP/s F32 at
 // 1582 MHz) issues 6.08 T thread-instructions/s: 0.0487 FLOP per issue slot. Its 134 MB moved at
-// 132 GB/s, 0.24 of the card's 548: it is not bandwidth-bound. The gradients' kernels take the
-// forward's rate (a lower bound of their time: the measured backward is slower, docs/
-// validation.md). docs/cost-model.md, "Depthwise convolutions".
+// 132 GB/s, 0.24 of the card's 548: it is not bandwidth-bound. The input gradient's kernel takes
+// the forward's rate, the weight gradient's kAtenDepthwiseWgradPerFlop times its slots (below).
+// docs/cost-model.md, "Depthwise convolutions".
 constexpr double kAtenDepthwiseFlopPerIssue = 0.0487;
+
+// Issue slots per FLOP of ATen's depthwise weight-gradient kernel over the forward's, at full
+// lanes. conv_depthwise2d_grad_weight_kernel (DepthwiseConv2d.cu) runs a block per weight element
+// (C x kh x kw blocks), a warp per image, the 32 lanes striding over the P x Q outputs: each
+// product pays its own idx % Q and idx / Q, offsets and bounds check, where the forward's thread
+// pays its index arithmetic once for kh x kw unrolled taps. Measured by the same author on one GPU
+// with PyTorch's own benchmark (pytorch/pytorch#125362 forward "before", #129609 backward
+// "before", F32, [8, 64, 1024, 1008], 5x5, stride 1): forward 24.98 ms, backward (input and
+// weight gradients) 89.00 ms. The input gradient's kernel is the forward's structure (a thread
+// per input element, kh x kw taps; its stride checks fold away at stride 1), so it is taken as
+// the forward's time and the weight gradient as the rest: (89.00 - 24.98) / 24.98 = 2.563. The
+// other shape both posted ([4, 48, 720, 539], 6x1) gives 2.60.
+constexpr double kAtenDepthwiseWgradPerFlop = 2.563;
+
+// The factor by which ATen's depthwise kernel for `op` takes more issue slots per FLOP than the
+// forward: 1 for the forward and the input gradient; for the weight gradient
+// kAtenDepthwiseWgradPerFlop times the lanes and warps its launch leaves idle: each warp's lanes
+// stride over the P x Q outputs of one image (32 x ceil(PQ / 32) lane-slots for PQ products:
+// 7 x 7 = 49 outputs fill 49 of 64), and the block has min(N, 8) warps (getGradParamsNumThreads:
+// min(32 N, 256) threads) looping over the N images.
+double aten_depthwise_pass_factor(const Op& op) {
+  if (op.type != "ConvBackpropFilter") return 1.0;
+  if (!op.signature || op.signature->input_shapes.empty() ||
+      op.signature->input_shapes[0].size() != 4)
+    return kAtenDepthwiseWgradPerFlop;
+  const auto& dy = op.signature->input_shapes[0];  // (dy, x) -> dw
+  const double n = static_cast<double>(dy[0]);
+  const double pq = static_cast<double>(dy[2]) * static_cast<double>(dy[3]);
+  if (!(n > 0) || !(pq > 0)) return kAtenDepthwiseWgradPerFlop;
+  const double lanes = 32.0 * std::ceil(pq / 32.0) / pq;
+  const double warps = std::min(n, 8.0);
+  const double warp_fill = warps * std::ceil(n / warps) / n;
+  return kAtenDepthwiseWgradPerFlop * lanes * warp_fill;
+}
 
 // The peak of the unit that runs `op`: its dtype's peak, but the CUDA cores' F32 peak for a
 // depthwise convolution on a GPU. For f16/bf16 that is a lower bound of the CUDA cores' rate
@@ -1036,7 +1070,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const double half_flops = tiled ? p.compute_half_flops : 0.0;
   const auto issue = issue_rate(spec);
   if (p.generation_curves && issue && aten_native_depthwise(op, spec))
-    t = f / (kAtenDepthwiseFlopPerIssue * *issue);  // no tiles: no half-FLOPs term
+    t = f * aten_depthwise_pass_factor(op) /
+        (kAtenDepthwiseFlopPerIssue * *issue);  // no tiles: no half-FLOPs term
   else if (f > 0.0 && peak > 0.0)
     t = std::max(t, (f + half_flops) / (peak * eff));
   // TF32 allows cuDNN's tensor-core kernels, it does not force them: under cudnn.benchmark

@@ -1141,6 +1141,50 @@ TEST(CostModel, AtenDepthwiseKernelsAtTheIssueRate) {
   EXPECT_LT(KernelCostModel(cal).op_time(nchw, a100).seconds(), 0.0006);
 }
 
+TEST(CostModel, AtenDepthwiseWeightGradientSlowerPerFlop) {
+  // ATen's conv_depthwise2d_grad_weight_kernel: a block per weight element, a warp per image, the
+  // lanes striding over P x Q, each product paying its own index arithmetic: 2.563 times the
+  // forward's issue slots per FLOP (pytorch/pytorch#125362 / #129609, [8, 64, 1024, 1008] 5x5),
+  // times the lane-slots a P x Q that is not a multiple of 32 leaves idle.
+  const auto wgrad = [](std::int64_t n, std::int64_t c, std::int64_t pq, std::int64_t k) {
+    Op op;
+    op.name = "features.6.0.block.1.0_wgrad";
+    op.type = "ConvBackpropFilter";
+    op.dtype = Dtype::F32;
+    const double products = static_cast<double>(n) * c * pq * pq * k * k;
+    op.flops = Flops{2.0 * products};
+    op.bytes_read = Bytes{static_cast<std::int64_t>(2.0 * n * c * pq * pq * 4)};
+    op.bytes_written = Bytes{c * k * k * 4};
+    op.signature = Signature{"ConvBackpropFilter", {{n, c, pq, pq}, {n, c, pq, pq}}, Dtype::F32};
+    op.outputs.push_back(TensorOut{"dw", op.bytes_written, {c, 1, k, k}, Dtype::F32});
+    return op;
+  };
+  KernelCostModel km;
+  const Device a100 = catalog_gpu("A100-SXM4-80GB");
+  const double issue = a100.spec.peak_for(Dtype::F32).per_s;  // 64 lanes per SM
+  const auto at_forward_rate = [&](const Op& op) { return op.flops.v / (0.0487 * issue); };
+  // 56 x 56 = 3136 = 98 x 32 outputs: every lane busy.
+  const Op full = wgrad(256, 144, 56, 3);
+  EXPECT_NEAR(km.op_time(full, a100).seconds(), 2.563 * at_forward_rate(full),
+              0.01 * 2.563 * at_forward_rate(full));
+  // 7 x 7 = 49 outputs take two passes of 32 lanes: 64 lane-slots for 49 products.
+  const Op late = wgrad(256, 1152, 7, 5);
+  EXPECT_NEAR(km.op_time(late, a100).seconds(), 2.563 * 64.0 / 49.0 * at_forward_rate(late),
+              0.01 * 2.563 * 64.0 / 49.0 * at_forward_rate(late));
+  // Four images: a block of four warps, each busy; two images leave no warp idle either.
+  const Op small = wgrad(4, 144, 56, 3);
+  EXPECT_NEAR(km.op_time(small, a100).seconds(), 2.563 * at_forward_rate(small),
+              0.01 * 2.563 * at_forward_rate(small));
+  // Twelve images on eight warps: two rounds, 16 warp-slots for 12 images.
+  const Op odd = wgrad(12, 144, 56, 3);
+  EXPECT_NEAR(km.op_time(odd, a100).seconds(), 2.563 * 16.0 / 12.0 * at_forward_rate(odd),
+              0.01 * 2.563 * 16.0 / 12.0 * at_forward_rate(odd));
+  // Channels-last (cuDNN) keeps the roofline.
+  Op nhwc = wgrad(256, 1152, 7, 5);
+  nhwc.layout = Layout::Nhwc;
+  EXPECT_LT(km.op_time(nhwc, a100).seconds(), 0.5 * km.op_time(late, a100).seconds());
+}
+
 TEST(CostModel, NonVectorisedElementwiseAtItsMeasuredRate) {
   // BERT-base SQuAD's attention-mask add on 320 x 384 tokens, 12 heads, f16: scores
   // [320,12,384,384] + the padding mask [320,1,1,384] broadcast over heads and query rows. PyTorch
