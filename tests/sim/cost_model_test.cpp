@@ -1162,23 +1162,20 @@ TEST(CostModel, AtenDepthwiseWeightGradientSlowerPerFlop) {
   KernelCostModel km;
   const Device a100 = catalog_gpu("A100-SXM4-80GB");
   const double issue = a100.spec.peak_for(Dtype::F32).per_s;  // 64 lanes per SM
-  const auto at_forward_rate = [&](const Op& op) { return op.flops.v / (0.0487 * issue); };
+  // The op's time against the forward's issue rate times 2.563 times the idle-slot factor.
+  const auto expect_factor = [&](const Op& op, double idle) {
+    const double want = 2.563 * idle * op.flops.v / (0.0487 * issue);
+    EXPECT_NEAR(km.op_time(op, a100).seconds(), want, 0.01 * want);
+  };
   // 56 x 56 = 3136 = 98 x 32 outputs: every lane busy.
-  const Op full = wgrad(256, 144, 56, 3);
-  EXPECT_NEAR(km.op_time(full, a100).seconds(), 2.563 * at_forward_rate(full),
-              0.01 * 2.563 * at_forward_rate(full));
+  expect_factor(wgrad(256, 144, 56, 3), 1.0);
   // 7 x 7 = 49 outputs take two passes of 32 lanes: 64 lane-slots for 49 products.
   const Op late = wgrad(256, 1152, 7, 5);
-  EXPECT_NEAR(km.op_time(late, a100).seconds(), 2.563 * 64.0 / 49.0 * at_forward_rate(late),
-              0.01 * 2.563 * 64.0 / 49.0 * at_forward_rate(late));
+  expect_factor(late, 64.0 / 49.0);
   // Four images: a block of four warps, each busy; two images leave no warp idle either.
-  const Op small = wgrad(4, 144, 56, 3);
-  EXPECT_NEAR(km.op_time(small, a100).seconds(), 2.563 * at_forward_rate(small),
-              0.01 * 2.563 * at_forward_rate(small));
+  expect_factor(wgrad(4, 144, 56, 3), 1.0);
   // Twelve images on eight warps: two rounds, 16 warp-slots for 12 images.
-  const Op odd = wgrad(12, 144, 56, 3);
-  EXPECT_NEAR(km.op_time(odd, a100).seconds(), 2.563 * 16.0 / 12.0 * at_forward_rate(odd),
-              0.01 * 2.563 * 16.0 / 12.0 * at_forward_rate(odd));
+  expect_factor(wgrad(12, 144, 56, 3), 16.0 / 12.0);
   // Channels-last (cuDNN) keeps the roofline.
   Op nhwc = wgrad(256, 1152, 7, 5);
   nhwc.layout = Layout::Nhwc;
