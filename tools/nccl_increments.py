@@ -7,7 +7,8 @@ collective), and the time the run spends beyond that rate at the larger size (it
 time - bytes x factor / increment), for the measured run (its out-of-place time, from its busbw)
 and for the model. A collective that runs at one rate after a fixed start has one increment at
 every size; a change of increment between two sizes is a change in what the run does there.
-docs/validation.md, "All_gather across nodes: the rate changes at one NCCL ring loop".
+docs/validation.md, "All_gather across nodes: the NICs' rate from one NCCL ring loop on, a
+shrinking chunk below it".
 
     python3 tools/nccl_increments.py [--placesim build/placesim] [--min-bytes 64M] \
         -- --cluster C -g G --compare FILE [--devices ...] [--run N]
