@@ -92,11 +92,24 @@ Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
                        .wrt = {0},
                        .saved_outputs = {0}}})[0];
   } else {
-    // Scale by 1/sqrt(head dim), then add the mask: two kernels, as eager PyTorch runs them.
-    // The add's gradient is the incoming one (no kernel); the scale's is one more pass.
+    // Scale by 1/sqrt(head dim), then mask: two kernels, as eager PyTorch runs them; the
+    // scale's gradient is one more pass. BERT's padding mask is added (BertSelfAttention:
+    // `attention_scores + attention_mask`): its gradient is the incoming one, no kernel. A
+    // causal LM's mask is not an add: Hugging Face GPT2Attention writes the masked scores with
+    // torch.where and the GPT of rasbt/LLMs-from-scratch (ch03 MultiHeadAttention) with
+    // masked_fill_, whose backward is one more pass over the scores, `grad.masked_fill(mask, 0)`
+    // (PyTorch tools/autograd/derivatives.yaml; where's: `where(condition, grad, 0)`): it reads
+    // the gradient and the broadcast mask and writes the scores' gradient. The forward is priced
+    // as the add it replaces (same bytes, a broadcast operand).
     s = b.op("scale", "Scale", {s}, {s.shape}, score_elems,
              {GradRule{.type = "ScaleGrad", .flops = score_elems, .wrt = {0}}})[0];
-    s = b.add("mask_add", s, *mask);
+    if (a.causal)
+      s = b.op(
+          "mask_add", "Add", {s, *mask}, {s.shape}, score_elems,
+          {GradRule{
+              .type = "MaskFillGrad", .flops = score_elems, .wrt = {0}, .saved_inputs = {1}}})[0];
+    else
+      s = b.add("mask_add", s, *mask);
     p = b.softmax("softmax", s);
   }
   // Megatron's attention dropout is a separate pass after the fused softmax, as eager's.

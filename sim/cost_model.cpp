@@ -797,7 +797,11 @@ double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const Ro
 
 bool non_vectorised_elementwise(const Op& op) {
   if (op.type == "Transpose") return true;
-  static constexpr std::string_view kBinary[] = {"Add", "AddV2", "Sub", "Mul", "Div", "RealDiv"};
+  // MaskFillGrad: a causal mask's gradient, grad.masked_fill(mask, 0) (models/gpt_model.cpp), a
+  // TensorIterator over the gradient and a mask broadcast over heads and rows (ATen's
+  // masked_fill_kernel: gpu_kernel over (self, mask)), as its forward.
+  static constexpr std::string_view kBinary[] = {"Add", "AddV2",   "Sub",         "Mul",
+                                                 "Div", "RealDiv", "MaskFillGrad"};
   if (std::find(std::begin(kBinary), std::end(kBinary), op.type) == std::end(kBinary) ||
       !op.signature || op.outputs.empty())
     return false;

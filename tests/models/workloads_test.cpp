@@ -183,20 +183,27 @@ double score_pass_bytes(const sim::Graph& g, const std::vector<std::int64_t>& sc
 }
 
 TEST(Workloads, GptAttentionRunsPyTorchsPasses) {
-  // NVIDIA DeepLearningExamples' BertSelfAttention (and Hugging Face GPT2Attention) run, per
-  // score element of s bytes: scale 2s, mask add 2s, softmax 2s, dropout 2s + 1 (Bool mask);
-  // backward dropout 2s + 1, softmax 3s, scale 2s: 15s + 2. The mask add also reads the
-  // [batch, 1, 1, seq] F32 mask once (a constant: it stays F32 under mixed precision).
+  // NVIDIA DeepLearningExamples' BertSelfAttention runs, per score element of s bytes: scale 2s,
+  // mask add 2s, softmax 2s, dropout 2s + 1 (Bool mask); backward dropout 2s + 1, softmax 3s,
+  // scale 2s: 15s + 2. The mask add also reads the [batch, 1, 1, seq] F32 mask once (a
+  // constant: it stays F32 under mixed precision). A causal LM (Hugging Face GPT2Attention's
+  // torch.where, rasbt/LLMs-from-scratch's masked_fill_) masks with an op whose backward is a
+  // pass of its own, grad.masked_fill(mask, 0): 2s more and the mask read again, 17s + 2.
   const std::string dims = "layers=1,hidden=64,heads=4,seq=32,vocab=100,batch=2";
   const std::vector<std::int64_t> scores{2, 4, 32, 32};
   const double e = 2.0 * 4 * 32 * 32, mask = 2.0 * 32;
   // (The mixed-precision transform rescales byte counts in doubles: a byte of rounding per op.)
-  EXPECT_NEAR(score_pass_bytes(load_graph("gpt", dims), scores), (15 * 4 + 2) * e + 4 * mask, 8);
+  EXPECT_NEAR(score_pass_bytes(load_graph("gpt", dims), scores), (17 * 4 + 2) * e + 8 * mask, 8);
   EXPECT_NEAR(score_pass_bytes(load_graph("gpt", dims + ",precision=f16"), scores),
-              (15 * 2 + 2) * e + 4 * mask, 8);
-  // Without dropout: scale, mask add, softmax and their gradients, 11s.
+              (17 * 2 + 2) * e + 8 * mask, 8);
+  // Without dropout: scale, mask, softmax and their gradients, 13s.
   EXPECT_NEAR(score_pass_bytes(load_graph("gpt", dims + ",dropout=0"), scores),
-              11 * 4 * e + 4 * mask, 8);
+              13 * 4 * e + 8 * mask, 8);
+  // BERT (a masked-LM head: masked < seq): the padding mask is added, its gradient no kernel.
+  const sim::Graph bert = load_graph("gpt", dims + ",masked=4");
+  EXPECT_NEAR(score_pass_bytes(bert, scores), (15 * 4 + 2) * e + 4 * mask, 8);
+  EXPECT_EQ(count_type(bert, "MaskFillGrad"), 0);
+  EXPECT_EQ(count_type(load_graph("gpt", "layers=3,seq=8,batch=1"), "MaskFillGrad"), 3);
   // Dropout on the embeddings, the probabilities and both residual branches of every layer.
   for (const auto& [opts, want] : std::map<std::string, int>{{"layers=3,seq=8,batch=1", 10},
                                                              {"layers=3,seq=8,dropout=0.2", 10},

@@ -1224,6 +1224,13 @@ TEST(CostModel, NonVectorisedElementwiseAtItsMeasuredRate) {
   tr.signature = Signature{"Transpose", {scores}, Dtype::F16};
   EXPECT_TRUE(non_vectorised_elementwise(tr));
   EXPECT_NEAR(km.op_time(tr, catalog_gpu("H100-SXM5-80GB")).seconds(), b / (3350e9 * 0.42), 2e-9);
+  // A causal mask's gradient, grad.masked_fill(mask, 0) (models/gpt_model.cpp): the same
+  // TensorIterator over the scores and a broadcast mask, at the forward's rate.
+  Op fill = add;
+  fill.type = "MaskFillGrad";
+  fill.signature = Signature{"MaskFillGrad", {scores, mask}, Dtype::F16};
+  EXPECT_TRUE(non_vectorised_elementwise(fill));
+  EXPECT_NEAR(km.op_time(fill, catalog_gpu("A100-SXM4-80GB")).seconds(), b / (2039e9 * 0.51), 2e-9);
   // A calibrated roofline (the device's own profile) prices every op by its own efficiencies.
   auto cal = std::make_shared<Calibration>();
   cal->devices["H100-SXM5-80GB"].roofline = RooflineParams{};
