@@ -1316,7 +1316,7 @@ TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
 // as on the RTX 3090, where before it got the roofline's 0.70. RTX 6000 Ada: the catalog's
 // full-rate 364.4 TFLOP/s (before: no tensor figure, so the 91.1 F32 peak) and a curve of 0.53 of
 // it, the L40S's measured 0.73 scaled by the 300 W card's sustained SGEMM rate against the L40S's
-// (0.725). TF32 and F32 keep the roofline (no measured Ada TF32 GEMM is stored). The L40S's own
+// (0.725). F32 keeps the roofline; TF32 the same fraction since h-gnmtsingle. The L40S's own
 // curve (since h-gemmceil): GemmCurve.InferenceCardsGetTheirMeasuredCeilings.
 TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   KernelCostModel km;
@@ -1348,9 +1348,10 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
 // Issue 15 (h-gemmceil): the inference cards' own f16 GEMM ceilings, from the same torch.mm
 // benchmark as the GA102/AD102 parts (zzc0721/torch-performance-test-data; docs/catalog.md): L40S
 // 264.02 of 362.05 TFLOP/s, L4 68.83 of 121, T4 41.91 and 42.71 of 65 (their mean). Before, all
-// three had no curve (the roofline's compute_eff_max 0.70). Their f16 and bf16 GEMMs take it; TF32
-// and F32 keep the roofline. The A10 (none measured; the A10G is AWS's other-clocked variant) and
-// the Quadro RTX 8000 (none measured) keep none.
+// three had no curve (the roofline's compute_eff_max 0.70). Their f16 and bf16 GEMMs take it (and,
+// since h-gnmtsingle, TF32 where the part has TF32 units); F32 keeps the roofline. The A10 (none
+// measured; the A10G is AWS's other-clocked variant) and the Quadro RTX 8000 (none measured) keep
+// none.
 TEST(GemmCurve, InferenceCardsGetTheirMeasuredCeilings) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
