@@ -739,6 +739,19 @@ std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
   if (half && spec.half_gemm_e_max && *spec.half_gemm_e_max > 0.0)
     return GemmCurve{std::min(*spec.half_gemm_e_max, kMaxCurveEff), std::nullopt,
                      spec.half_gemm_source};
+  // TF32 on such a part (one with TF32 units): the same fraction of its TF32 peak. The TF32 and
+  // the f16 (FP32-accumulate) paths are one tensor-core datapath at half and full rate under one
+  // clock and power limit, and the same torch.mm benchmark (zzc0721/torch-performance-test-data,
+  // its TF32 column, one run per card) measures the best TF32 GEMM at half the best f16 one on
+  // every Ampere GA10x and Ada part it lists: RTX 4090 85.65 / 168.38 (0.51, issue #78), A40
+  // 59.52 / 119.18 (0.50, #185), A10G 34.71 / 69.47 (0.50, #126), RTX 3080 32.03 / 64.10 (0.50,
+  // #114), L20 58.16 / 113.26 (0.51, #107), L4 31.88 / 68.83 (0.46, #120). The A100's TF32 keeps
+  // compute_eff_max (A100 PCIe 108.32 / 241.49 = 0.45 there: TF32 0.69 of 156, f16 0.77 of 312).
+  // docs/cost-model.md, "GEMM curves"; docs/validation.md, "GNMT v2 on one GPU per op class".
+  if (dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) != 0 && spec.half_gemm_e_max &&
+      *spec.half_gemm_e_max > 0.0 && !spec.arch.nvidia(8, 0))
+    return GemmCurve{std::min(*spec.half_gemm_e_max, kMaxCurveEff), std::nullopt,
+                     spec.half_gemm_source};
   return std::nullopt;
 }
 

@@ -136,8 +136,9 @@ struct GemmCurve {
 /// The measured curve applied to matmuls computing in `dtype` on a GPU of this catalog model
 /// (Hopper H100/H200/H800/H20: TF32; V100 and A100: F32 on CUDA cores, and TF32 where the part
 /// has no TF32 units; f16/bf16 on Hopper, A100, and a part with a measured half_gemm_e_max such as
-/// GA102's RTX 3090 and RTX A6000, whose curve's source views spec.half_gemm_source), nullopt
-/// elsewhere (the roofline's compute_eff_max then applies).
+/// GA102's RTX 3090 and RTX A6000, whose curve's source views spec.half_gemm_source; TF32 on such
+/// a part with TF32 units at the same fraction of its TF32 peak), nullopt elsewhere (the
+/// roofline's compute_eff_max then applies).
 std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype);
 /// Wave/tile quantisation of a batch of `b` GEMMs of M x N outputs over a K reduction on a GPU of
 /// `sm_count` SMs: the FLOPs its thread-block tiles (64x32 ... 256x128, the best) occupy the device

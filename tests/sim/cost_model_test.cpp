@@ -1302,7 +1302,9 @@ TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
   ASSERT_TRUE(gemm_curve(a.spec, Dtype::F16));
   EXPECT_NEAR(gemm_curve(a.spec, Dtype::F16)->e_max, 120.49 / 154.8, 1e-12);
   EXPECT_NEAR(gemm_curve(a.spec, Dtype::BF16)->e_max, 120.49 / 154.8, 1e-12);
-  EXPECT_FALSE(gemm_curve(a.spec, Dtype::TF32));
+  // TF32 at the same fraction of its own peak since h-gnmtsingle
+  // (GemmCurve.Tf32TakesThePartsHalfCurve).
+  EXPECT_NEAR(gemm_curve(a.spec, Dtype::TF32)->e_max, 120.49 / 154.8, 1e-12);
   const Op mlp = gemm_op(1, 25600, 3072, 768, Dtype::F16);
   const double fq = gemm_quantised_flops(1, 25600, 3072, 768, a.spec.sm_count);
   EXPECT_NEAR(km.op_time(mlp, a).seconds(),
@@ -1321,7 +1323,7 @@ TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
 // as on the RTX 3090, where before it got the roofline's 0.70. RTX 6000 Ada: the catalog's
 // full-rate 364.4 TFLOP/s (before: no tensor figure, so the 91.1 F32 peak) and a curve of 0.53 of
 // it, the L40S's measured 0.73 scaled by the 300 W card's sustained SGEMM rate against the L40S's
-// (0.725). TF32 and F32 keep the roofline (no measured Ada TF32 GEMM is stored). The L40S's own
+// (0.725). F32 keeps the roofline; TF32 the same fraction since h-gnmtsingle. The L40S's own
 // curve (since h-gemmceil): GemmCurve.InferenceCardsGetTheirMeasuredCeilings.
 TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   KernelCostModel km;
@@ -1331,7 +1333,7 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   const double fq = gemm_quantised_flops(1, 10752, 4096, 1024, g.spec.sm_count);
   EXPECT_NEAR(km.op_time(mlp, g).seconds(), (fq + p.compute_half_flops) / 165.2e12, 1e-9);
   EXPECT_DOUBLE_EQ(gemm_curve(g.spec, Dtype::BF16)->e_max, 1.0);
-  EXPECT_FALSE(gemm_curve(g.spec, Dtype::TF32));
+  EXPECT_DOUBLE_EQ(gemm_curve(g.spec, Dtype::TF32)->e_max, 1.0);  // since h-gnmtsingle
   EXPECT_FALSE(gemm_curve(g.spec, Dtype::F32));
   const Device a = catalog_gpu("RTX-6000-Ada-48GB");
   EXPECT_DOUBLE_EQ(a.spec.peak_for(Dtype::F16).per_s, 364.4e12);
@@ -1340,7 +1342,7 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   const double fa = gemm_quantised_flops(1, 10752, 4096, 1024, a.spec.sm_count);
   EXPECT_NEAR(km.op_time(mlp, a).seconds(), (fa + p.compute_half_flops) / (364.4e12 * 0.53), 1e-9);
   EXPECT_DOUBLE_EQ(gemm_curve(a.spec, Dtype::F16)->e_max, 0.53);
-  EXPECT_FALSE(gemm_curve(a.spec, Dtype::TF32));
+  EXPECT_DOUBLE_EQ(gemm_curve(a.spec, Dtype::TF32)->e_max, 0.53);  // since h-gnmtsingle
   // Turing's Quadro RTX 8000 (added with the Lambda rows): full-rate FP32-accumulate tensor cores,
   // no TF32 or BF16 units (TF32 and BF16 at the F32 peak), no measured curve.
   const Device q = catalog_gpu("Quadro-RTX-8000");
@@ -1353,9 +1355,10 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
 // Issue 15 (h-gemmceil): the inference cards' own f16 GEMM ceilings, from the same torch.mm
 // benchmark as the GA102/AD102 parts (zzc0721/torch-performance-test-data; docs/catalog.md): L40S
 // 264.02 of 362.05 TFLOP/s, L4 68.83 of 121, T4 41.91 and 42.71 of 65 (their mean). Before, all
-// three had no curve (the roofline's compute_eff_max 0.70). Their f16 and bf16 GEMMs take it; TF32
-// and F32 keep the roofline. The A10 (none measured; the A10G is AWS's other-clocked variant) and
-// the Quadro RTX 8000 (none measured) keep none.
+// three had no curve (the roofline's compute_eff_max 0.70). Their f16 and bf16 GEMMs take it (and,
+// since h-gnmtsingle, TF32 where the part has TF32 units); F32 keeps the roofline. The A10 (none
+// measured; the A10G is AWS's other-clocked variant) and the Quadro RTX 8000 (none measured) keep
+// none.
 TEST(GemmCurve, InferenceCardsGetTheirMeasuredCeilings) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
@@ -1374,9 +1377,46 @@ TEST(GemmCurve, InferenceCardsGetTheirMeasuredCeilings) {
   }
   EXPECT_NEAR(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::BF16)->e_max, 264.02 / 362.05,
               1e-12);
-  EXPECT_FALSE(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::TF32));
+  EXPECT_NEAR(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::TF32)->e_max, 264.02 / 362.05,
+              1e-12);  // since h-gnmtsingle
   EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::F16));
   EXPECT_FALSE(gemm_curve(catalog_gpu("Quadro-RTX-8000").spec, Dtype::F16));
+}
+
+// Issue 15 (h-gnmtsingle): TF32 GEMMs on a part with a measured f16 ceiling (half_gemm_e_max) run
+// at the same fraction of the TF32 peak. The same torch.mm benchmark measures the best TF32 GEMM at
+// half the best f16 one on every GA10x and Ada part whose TF32 column it has (RTX 4090 85.65 /
+// 168.38, A40 59.52 / 119.18, A10G 34.71 / 69.47, RTX 3080 32.03 / 64.10, L20 58.16 / 113.26,
+// L4 31.88 / 68.83; zzc0721/torch-performance-test-data issues #78, #185, #126, #114, #107,
+// #120), and on each of them the TF32 peak is half the f16 (FP32-accumulate) one. Before, TF32
+// took the roofline's compute_eff_max (0.70) on all of them: the power-capped RTX 6000 Ada's TF32
+// GEMMs ran faster for their peak (0.70) than its f16 ones (0.53), the RTX 4090's slower (0.70
+// against 1.0). Parts without TF32 units (T4: TF32 is F32 there), the A100 (TF32 keeps 0.70;
+// its f16 curve is Vidur's, not half_gemm_e_max) and Hopper (XLA's TF32 table) are unchanged.
+TEST(GemmCurve, Tf32TakesThePartsHalfCurve) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const Op lstm = gemm_op(1, 576, 4096, 1024, Dtype::TF32);  // GNMT's recurrent GEMM at batch 576
+  for (const auto& [model, tf32_peak, e_max] :
+       {std::tuple{"RTX-6000-Ada-48GB", 182.2e12, 0.53}, std::tuple{"RTX-4090", 82.6e12, 1.0},
+        std::tuple{"RTX-3090", 35.6e12, 1.0}, std::tuple{"RTX-A6000", 77.4e12, 120.49 / 154.8}}) {
+    const Device d = catalog_gpu(model);
+    EXPECT_DOUBLE_EQ(d.spec.peak_for(Dtype::TF32).per_s, tf32_peak) << model;
+    // Half the f16 (FP32-accumulate) peak, within the RTX 3090's rounding (35.6 / 71).
+    EXPECT_NEAR(2.0 * tf32_peak / d.spec.peak_for(Dtype::F16).per_s, 1.0, 0.003) << model;
+    ASSERT_TRUE(gemm_curve(d.spec, Dtype::TF32)) << model;
+    EXPECT_NEAR(gemm_curve(d.spec, Dtype::TF32)->e_max, e_max, 1e-12) << model;
+    const double fq = gemm_quantised_flops(1, 576, 4096, 1024, d.spec.sm_count);
+    const double t = (fq + p.compute_half_flops) / (tf32_peak * e_max);
+    EXPECT_NEAR(km.op_time(lstm, d).seconds(), t, 1e-9) << model;
+  }
+  // The RTX 6000 Ada's TF32 GEMMs were 0.70 / 0.53 = 1.32x too fast for its power cap.
+  const Device ada = catalog_gpu("RTX-6000-Ada-48GB");
+  EXPECT_GT(km.op_time(lstm, ada).seconds(), lstm.flops.v / (182.2e12 * p.compute_eff_max) * 1.3);
+  // No TF32 units: the T4's TF32 is F32 on CUDA cores, no curve. The A100 keeps the roofline.
+  EXPECT_FALSE(gemm_curve(catalog_gpu("T4-16GB").spec, Dtype::TF32));
+  EXPECT_FALSE(gemm_curve(catalog_gpu("A100-SXM4-80GB").spec, Dtype::TF32));
+  EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::TF32));
 }
 
 TEST(GemmCurve, CudaCoreF32AndWhichGenerationsHaveCurves) {
