@@ -1419,6 +1419,110 @@ TEST(GemmCurve, Tf32TakesThePartsHalfCurve) {
   EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::TF32));
 }
 
+// Issue 15 (h-bf16pre): bf16 on a GPU without bf16 tensor cores (compute capability < 8.0) runs
+// cuBLAS's CUDA-core kernels at a measured fraction of the same GEMM in F32 (sm_70 0.727, sm_75
+// 0.560, older 0.546; zzc0721/torch-performance-test-data, parts outside the catalog). Before, a
+// V100 bf16 GEMM took the roofline's 0.70 of the F32 peak and a T4 bf16 GEMM its f16 tensor-core
+// ceiling (0.651) of the F32 peak: 5.27 TFLOP/s where two T4s measured 2.46 and 2.27.
+TEST(Bf16Emulation, PreAmpereBf16GemmsRunAtAFractionOfTheF32Gemm) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  for (const auto& [model, k] :
+       {std::pair{"V100-SXM2-16GB", 0.727}, std::pair{"V100-PCIe-16GB", 0.727},
+        std::pair{"T4-16GB", 0.560}, std::pair{"Quadro-RTX-8000", 0.560},
+        std::pair{"P100-SXM2-16GB", 0.5455}, std::pair{"K80-GK210", 0.5455}}) {
+    const Device d = catalog_gpu(model);
+    ASSERT_TRUE(bf16_emulation_factor(d.spec)) << model;
+    EXPECT_NEAR(*bf16_emulation_factor(d.spec), k, 1e-12) << model;
+    // The bf16 GEMM is the F32 one's compute at k times the rate: never the f16 tensor ceiling.
+    const Op bf = gemm_op(1, 8192, 8192, 8192, Dtype::BF16);
+    const double fq = gemm_quantised_flops(1, 8192, 8192, 8192, d.spec.sm_count);
+    const double f32 = d.spec.peak_for(Dtype::F32).per_s;
+    // A curve prices the quantised FLOPs; the roofline (no curve) a matmul's own.
+    const auto c = gemm_curve(d.spec, Dtype::BF16);
+    const double e = c ? c->e_max : p.compute_eff_max;
+    const double f = c ? fq : bf.flops.v;
+    EXPECT_NEAR(km.op_time(bf, d).seconds(), (f + p.compute_half_flops) / (f32 * k * e), 1e-9)
+        << model;
+    EXPECT_NEAR(km.op_time(bf, d).seconds() /
+                    km.op_time(gemm_op(1, 8192, 8192, 8192, Dtype::F32), d).seconds(),
+                1.0 / k, 1e-3)
+        << model;
+  }
+  // V100's bf16 takes its SGEMM curve (0.89); the T4's not its f16 ceiling.
+  EXPECT_DOUBLE_EQ(gemm_curve(catalog_gpu("V100-SXM2-16GB").spec, Dtype::BF16)->e_max, 0.89);
+  EXPECT_FALSE(gemm_curve(catalog_gpu("T4-16GB").spec, Dtype::BF16));
+  EXPECT_TRUE(gemm_curve(catalog_gpu("T4-16GB").spec, Dtype::F16));
+  // Parts with bf16 tensor cores, AMD, CPUs and GPUs without a stated arch: no emulation.
+  for (const char* model : {"A100-SXM4-80GB", "A10-24GB", "L4-24GB", "RTX-4090", "H100-SXM5-80GB",
+                            "MI300X-192GB", "MI250X-GCD", "EPYC-7742"}) {
+    const DeviceSpec* s = find_device_model(model);
+    ASSERT_NE(s, nullptr) << model;
+    EXPECT_FALSE(bf16_emulation_factor(*s)) << model;
+  }
+  EXPECT_FALSE(bf16_emulation_factor(gpu().spec));
+}
+
+// A bf16 convolution there is ATen's slow_conv2d (im2col + the cuBLAS bf16 GEMM: cuDNN is refused
+// below compute capability 8.0), so no cuDNN NHWC transforms, and the F32 convolution's rate times
+// the factor; on an A100 the same op keeps its transforms.
+TEST(Bf16Emulation, PreAmpereBf16ConvolutionsSkipCudnn) {
+  KernelCostModel km;
+  Op conv;
+  conv.name = "conv";
+  conv.type = "Conv";
+  conv.dtype = Dtype::BF16;
+  conv.layout = Layout::Nchw;
+  conv.flops = Flops{2e11};
+  conv.bytes_read = Bytes{100'000'000};
+  conv.bytes_written = Bytes{50'000'000};
+  conv.outputs.push_back({.bytes = conv.bytes_written, .shape = {64, 256, 56, 56}});
+  conv.signature = Signature{"Conv", {{64, 256, 56, 56}, {256, 256, 3, 3}}, Dtype::BF16};
+  const Device v = catalog_gpu("V100-SXM2-16GB");
+  EXPECT_EQ(nchw_transform_bytes(conv, v.spec), 0.0);
+  EXPECT_EQ(km.estimate(conv, v).source, KernelCostModel::Source::Roofline);
+  Op f32 = conv;
+  f32.dtype = Dtype::F32;
+  f32.signature->dtype = Dtype::F32;
+  // Compute-bound: 2e11 FLOPs against 150 MB.
+  EXPECT_NEAR(km.op_time(conv, v).seconds() / km.op_time(f32, v).seconds(), 1.0 / 0.727, 1e-3);
+  EXPECT_GT(nchw_transform_bytes(conv, catalog_gpu("A100-SXM4-80GB").spec), 0.0);
+  Op f16 = conv;
+  f16.dtype = Dtype::F16;
+  EXPECT_GT(nchw_transform_bytes(f16, v.spec), 0.0);  // f16 is cuDNN's on Volta
+}
+
+// fp8 matmuls and convolutions need FP8 tensor cores: torch._scaled_mm refuses "CUDA devices
+// with compute capability" below 8.9 and ROCm parts before MI300. An fp8 elementwise op (a cast)
+// runs anywhere.
+TEST(Fp8, RefusedWithoutFp8TensorCores) {
+  Op mm = gemm_op(1, 4096, 4096, 4096, Dtype::FP8);
+  for (const char* model :
+       {"V100-SXM2-16GB", "T4-16GB", "A100-SXM4-80GB", "A10-24GB", "RTX-3090", "MI250X-GCD"}) {
+    const DeviceSpec* s = find_device_model(model);
+    ASSERT_NE(s, nullptr) << model;
+    EXPECT_THROW(check_runnable(mm, *s, "gpu0", "g.json"), InputError) << model;
+  }
+  try {
+    check_runnable(mm, *find_device_model("A100-SXM4-80GB"), "gpu3", "g.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("g.json: op \"gemm\": expected an fp8 MatMul"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"gpu3\" (A100-SXM4-80GB, 8.0)"), std::string::npos);
+  }
+  for (const char* model :
+       {"L4-24GB", "RTX-4090", "H100-SXM5-80GB", "B200-SXM-180GB", "MI300X-192GB"})
+    EXPECT_NO_THROW(check_runnable(mm, *find_device_model(model), "gpu0", "g.json")) << model;
+  Op cast = matmul(1e6, 3 << 20);
+  cast.type = "Cast";
+  cast.dtype = Dtype::FP8;
+  EXPECT_NO_THROW(check_runnable(cast, *find_device_model("V100-SXM2-16GB"), "gpu0", "g.json"));
+  Op bf = gemm_op(1, 4096, 4096, 4096, Dtype::BF16);
+  EXPECT_NO_THROW(check_runnable(bf, *find_device_model("T4-16GB"), "gpu0", "g.json"));
+}
+
 TEST(GemmCurve, CudaCoreF32AndWhichGenerationsHaveCurves) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
