@@ -566,9 +566,13 @@ std::vector<Flow> ring_flows(const Cluster& c, const Topo& t, int* channels) {
 }
 
 // Bus bandwidth (B/s) of NCCL's rings over the fabric: all channels' flows at once, the sum over
-// channels of each channel's slowest flow.
-double ring_busbw(const Cluster& c, const Topo& t, int* channels) {
-  const std::vector<Flow> flows = ring_flows(c, t, channels);
+// channels of each channel's slowest flow. A rooted ring (broadcast, reduce; `chain_root` its root)
+// is a chain: the root's predecessor only receives (src/device/broadcast.h, reduce.h), so the edge
+// into the root carries nothing and takes no share of the links it would cross (with P2P disabled
+// the two ends of a 2-GPU ring would otherwise meet on the same PCIe uplink, each at half of it).
+double ring_busbw(const Cluster& c, const Topo& t, int* channels, DeviceId chain_root = -1) {
+  std::vector<Flow> flows = ring_flows(c, t, channels);
+  if (chain_root >= 0) std::erase_if(flows, [&](const Flow& f) { return f.to == chain_root; });
   const std::vector<double> r = maxmin_rates(c, flows, t.shm);
   std::vector<double> slowest(*channels, std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < flows.size(); ++i)
@@ -1006,7 +1010,11 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     out.fabric_busbw_gbps = slow / 1e9;
   } else {
     int ch = 1;
-    const double bus = ring_busbw(c, t, &ch) / 1e9 * (t.shm ? kShmRateFraction : 1.0);
+    const bool rooted =
+        call.kind == CollectiveKind::Broadcast || call.kind == CollectiveKind::Reduce;
+    const double bus =
+        ring_busbw(c, t, &ch, rooted && call.root >= 0 && call.root < n ? ranks[call.root] : -1) /
+        1e9 * (t.shm ? kShmRateFraction : 1.0);
     out.fabric_busbw_gbps = bus;
     out.channels = ch;
     if (t.nodes > 1) t.nccl_channels = std::clamp(2 * ch, 2, kMaxChannels);

@@ -760,7 +760,11 @@ std::optional<Duration> gemm_curve_time(const Op& op, const DeviceSpec& spec,
     return std::nullopt;
   const auto c = gemm_curve(spec, op.dtype);
   // Hopper's curves (TF32, f16/bf16) are all tensor-core ones: each takes the sustained clock.
-  const double peak = spec.peak_for(op.dtype).per_s * (spec.arch.hopper() ? kHopperSustained : 1.0);
+  // bf16 without bf16 tensor cores: the F32 GEMM's rate times bf16_emulation_factor.
+  const auto emulated = op.dtype == Dtype::BF16 ? bf16_emulation_factor(spec) : std::nullopt;
+  const double peak =
+      emulated ? spec.peak_for(Dtype::F32).per_s * *emulated
+               : spec.peak_for(op.dtype).per_s * (spec.arch.hopper() ? kHopperSustained : 1.0);
   if (!c || !(peak > 0.0)) return std::nullopt;
   const auto d = gemm_dims(op);
   const double fq =
@@ -776,8 +780,54 @@ std::optional<Duration> gemm_curve_time(const Op& op, const DeviceSpec& spec,
 
 }  // namespace
 
+// bf16 GEMMs on NVIDIA parts without bf16 tensor cores (compute capability < 8.0). PyTorch runs
+// them: torch.cuda.is_bf16_supported() answers True there (its including_emulation=True default
+// creates a bf16 tensor; torch/cuda/__init__.py since 2.3), and at::cuda::blas::gemm<BFloat16>
+// calls cublasGemmEx with CUDA_R_16BF, which cuBLAS serves with CUDA-core kernels where no
+// tensor core takes bf16 (mma.sync bf16 and the bf16 arithmetic instructions are sm_80's). What
+// torch.mm reaches in bf16 against fp32 on the same card, the best of square sizes 1024 ... 10240
+// (zzc0721/torch-performance-test-data database.md @ 07858687), on parts the catalog does not
+// price, so that its own parts (T4, V100) stay held out:
+//   sm_70: Tesla V100S 9.85 / 13.55 = 0.727 (torch 2.2).
+//   sm_75: RTX 2080 5.14 / 9.23 = 0.557, Tesla T10 5.33 / 9.46 = 0.563 (torch 2.8); mean 0.560.
+//   sm_61: Tesla P40 5.26 / 10.07 = 0.522, Tesla P4 2.82 / 4.96 = 0.569 (torch 2.8 / 2.2); mean
+//          0.546, taken for Pascal's sm_60 (P100) and Kepler too (no measurement of either).
+// Held out: V100 cuBLAS bf16 9.6 TFLOP/s at m = 2048 where f32 reaches 14.0 (lablup/mlxcel#1654;
+// 0.686), the T4 rows 2.46 / 4.17 and 2.27 / 4.43 (0.590, 0.512). docs/cost-model.md, "bf16
+// without bf16 tensor cores"; docs/validation.md has the held-out comparison.
+std::optional<double> bf16_emulation_factor(const DeviceSpec& spec) {
+  const GpuArch& a = spec.arch;
+  if (spec.kind != DeviceKind::Gpu || a.vendor != GpuArch::Vendor::Nvidia || a.major >= 8 ||
+      a.major <= 0)
+    return std::nullopt;
+  if (a.major == 7) return a.minor >= 5 ? (0.557 + 0.563) / 2.0 : 0.727;
+  return (0.522 + 0.569) / 2.0;
+}
+
+void check_runnable(const Op& op, const DeviceSpec& spec, const std::string& device_name,
+                    const std::string& where) {
+  if (op.dtype != Dtype::FP8 || spec.kind != DeviceKind::Gpu ||
+      math_kind_of(op.type) == MathKind::Other)
+    return;
+  const GpuArch& a = spec.arch;
+  const bool nvidia_old = a.vendor == GpuArch::Vendor::Nvidia && a.compute_capability() < 89;
+  const bool amd_old = a.vendor == GpuArch::Vendor::Amd && a.gfx.rfind("gfx94", 0) != 0 &&
+                       a.gfx.rfind("gfx95", 0) != 0;
+  if (!nvidia_old && !amd_old) return;
+  throw InputError(
+      where, "op \"" + op.name + "\"",
+      "an fp8 " + op.type +
+          " on a GPU with FP8 tensor cores (compute capability "
+          "8.9 or 9.0+, or AMD MI300+: PyTorch's torch._scaled_mm refuses others), got "
+          "device \"" +
+          device_name + "\" (" + spec.model + ", " + to_string(a) + ")");
+}
+
 std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
   if (spec.kind != DeviceKind::Gpu) return std::nullopt;
+  // bf16 without bf16 tensor cores: cuBLAS's CUDA-core kernels, the F32 GEMM's curve (its rate
+  // times bf16_emulation_factor, gemm_curve_time); never the part's f16 tensor-core ceiling.
+  if (dtype == Dtype::BF16 && bf16_emulation_factor(spec)) dtype = Dtype::F32;
   // F32 on the CUDA cores of the generations the sources measured (V100, A100: compute capability
   // 7.0 and 8.0, the catalog's `arch`); TF32 on a part without TF32 units runs as F32.
   const bool measured_sgemm = spec.arch.nvidia(7, 0) || spec.arch.nvidia(8, 0);
@@ -789,6 +839,19 @@ std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype) {
   if (spec.arch.hopper() && half) return kHopperHalf;
   if (spec.arch.nvidia(8, 0) && half) return kA100Half;
   if (half && spec.half_gemm_e_max && *spec.half_gemm_e_max > 0.0)
+    return GemmCurve{std::min(*spec.half_gemm_e_max, kMaxCurveEff), std::nullopt,
+                     spec.half_gemm_source};
+  // TF32 on such a part (one with TF32 units): the same fraction of its TF32 peak. The TF32 and
+  // the f16 (FP32-accumulate) paths are one tensor-core datapath at half and full rate under one
+  // clock and power limit, and the same torch.mm benchmark (zzc0721/torch-performance-test-data,
+  // its TF32 column, one run per card) measures the best TF32 GEMM at half the best f16 one on
+  // every Ampere GA10x and Ada part it lists: RTX 4090 85.65 / 168.38 (0.51, issue #78), A40
+  // 59.52 / 119.18 (0.50, #185), A10G 34.71 / 69.47 (0.50, #126), RTX 3080 32.03 / 64.10 (0.50,
+  // #114), L20 58.16 / 113.26 (0.51, #107), L4 31.88 / 68.83 (0.46, #120). The A100's TF32 keeps
+  // compute_eff_max (A100 PCIe 108.32 / 241.49 = 0.45 there: TF32 0.69 of 156, f16 0.77 of 312).
+  // docs/cost-model.md, "GEMM curves"; docs/validation.md, "GNMT v2 on one GPU per op class".
+  if (dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) != 0 && spec.half_gemm_e_max &&
+      *spec.half_gemm_e_max > 0.0 && !spec.arch.nvidia(8, 0))
     return GemmCurve{std::min(*spec.half_gemm_e_max, kMaxCurveEff), std::nullopt,
                      spec.half_gemm_source};
   return std::nullopt;
@@ -921,6 +984,18 @@ double grouped_conv_eff(std::int64_t channels_per_group) {
   return kLog2CpgEff.back().second;
 }
 
+// A bf16 matmul or convolution on a GPU without bf16 tensor cores (bf16_emulation_factor): priced
+// as the same op in F32 at the factor times its rate. A convolution there is not cuDNN's:
+// ConvParams::use_cudnn (aten/src/ATen/native/Convolution.cpp) refuses bf16 unless
+// CUDAHooks::supportsBFloat16ConvolutionWithCuDNNv8() (compute capability >= 8), so ATen's
+// slow_conv2d runs it as im2col + the same cuBLAS bf16 GEMM; no cuDNN NHWC transforms
+// (nchw_transform_bytes). Depthwise ones keep the CUDA cores' own rule (depthwise_on_cuda_cores).
+bool bf16_emulated(const Op& op, const DeviceSpec& spec) {
+  return op.dtype == Dtype::BF16 && bf16_emulation_factor(spec) &&
+         math_kind_of(op.type) != MathKind::Other &&
+         !(math_kind_of(op.type) == MathKind::Conv && depthwise_conv(op));
+}
+
 // A convolution's measured fraction of peak on the GPU generations whose cuDNN kernels were
 // timed; nullopt elsewhere (tf32_eff_max or compute_eff_max then apply). docs/cost-model.md,
 // "Convolutions per generation".
@@ -929,7 +1004,9 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   if (!p.generation_curves || spec.kind != DeviceKind::Gpu ||
       math_kind_of(op.type) != MathKind::Conv)
     return std::nullopt;
-  const bool cuda_cores = op.dtype == Dtype::F32 || (op.dtype == Dtype::TF32 && !tf32_units);
+  const bool emulated = bf16_emulated(op, spec);
+  const bool cuda_cores =
+      op.dtype == Dtype::F32 || (op.dtype == Dtype::TF32 && !tf32_units) || emulated;
   const bool volta_ampere = spec.arch.nvidia(7, 0) || spec.arch.nvidia(8, 0);
   if (grouped_conv(op)) {
     // F32 grouped convolutions on the CUDA cores: grouped_conv_eff (cuDNN's grouped kernels as a
@@ -955,7 +1032,7 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   // The same profile's cuBLAS GEMMs run at 0.75-0.80 of the peak. The gradients were not in it and
   // take the forward's rate. docs/cost-model.md, "Convolutions per generation".
   constexpr double kHopperHalfConv = 0.38;
-  const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
+  const bool half = (op.dtype == Dtype::F16 || op.dtype == Dtype::BF16) && !emulated;
   if (half && spec.arch.hopper()) return kHopperHalfConv;
   // f16/bf16 on a part whose own f16 GEMMs were measured (the catalog's half_gemm_e_max: GA102's
   // RTX 3090 and RTX A6000, AD102's RTX 4090 and RTX 6000 Ada). cuDNN runs the same mma.sync
@@ -1101,7 +1178,9 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   if (spec.kind == DeviceKind::Gpu)
     if (const auto mp = max_pool_bytes(op, b)) b = *mp;
   double t = 0.0;
-  const double peak = unit_peak(op, spec);
+  const bool emulated = bf16_emulated(op, spec);
+  const double peak = emulated ? spec.peak_for(Dtype::F32).per_s * *bf16_emulation_factor(spec)
+                               : unit_peak(op, spec);
   // TF32 on a part without TF32 units (Volta and older, CPUs) runs as F32 on the CUDA cores.
   const bool tf32_units = op.dtype == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) != 0;
   // tf32_eff_max was measured on cuDNN convolutions (layout transforms included); a TF32 GEMM
@@ -1158,8 +1237,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // max() was +6 to +62 % fast, the sum -9 to +42 % (docs/validation.md). TF32 and F32
   // convolutions keep max(): tf32_eff_max was measured all-in; so do depthwise ones, which have
   // no implicit-GEMM tiles (unit_peak).
-  const bool half_conv =
-      math_kind_of(op.type) == MathKind::Conv && half && !depthwise_on_cuda_cores(op, spec);
+  const bool half_conv = math_kind_of(op.type) == MathKind::Conv && half && !emulated &&
+                         !depthwise_on_cuda_cores(op, spec);
   if (b > 0.0 && bw > 0.0) {
     const double memory_s = (b + p.memory_half_bytes) / rate;
     t = half_conv ? t + memory_s : std::max(t, memory_s);
@@ -1291,7 +1370,8 @@ KernelCostModel::Estimate with_channelwise(KernelCostModel::Estimate e, const Op
 double nchw_transform_bytes(const Op& op, const DeviceSpec& spec) {
   if (spec.kind != DeviceKind::Gpu || op.layout != Layout::Nchw ||
       math_kind_of(op.type) != MathKind::Conv ||
-      (op.dtype != Dtype::F16 && op.dtype != Dtype::BF16) || depthwise_on_cuda_cores(op, spec))
+      (op.dtype != Dtype::F16 && op.dtype != Dtype::BF16) || depthwise_on_cuda_cores(op, spec) ||
+      bf16_emulated(op, spec))
     return 0.0;
   return 2.0 * op_bytes(op);
 }

@@ -136,9 +136,26 @@ struct GemmCurve {
 /// The measured curve applied to matmuls computing in `dtype` on a GPU of this catalog model
 /// (Hopper H100/H200/H800/H20: TF32; V100 and A100: F32 on CUDA cores, and TF32 where the part
 /// has no TF32 units; f16/bf16 on Hopper, A100, and a part with a measured half_gemm_e_max such as
-/// GA102's RTX 3090 and RTX A6000, whose curve's source views spec.half_gemm_source), nullopt
-/// elsewhere (the roofline's compute_eff_max then applies).
+/// GA102's RTX 3090 and RTX A6000, whose curve's source views spec.half_gemm_source; TF32 on such
+/// a part with TF32 units at the same fraction of its TF32 peak), nullopt elsewhere (the
+/// roofline's compute_eff_max then applies).
 std::optional<GemmCurve> gemm_curve(const DeviceSpec& spec, Dtype dtype);
+/// bf16 on an NVIDIA GPU without bf16 tensor cores (compute capability below 8.0: Volta, Turing,
+/// Pascal, Kepler): PyTorch runs it (torch.cuda.is_bf16_supported() is true there through
+/// emulation), cuBLAS's CUDA_R_16BF GEMMs on the CUDA cores, at this fraction of the rate the same
+/// GEMM reaches in F32 there (measured torch.mm bf16 / fp32 on parts the catalog does not price:
+/// sm_70 0.727, sm_75 0.560, sm_6x and older 0.546; docs/cost-model.md, "bf16 without bf16
+/// tensor cores"). A bf16 matmul or (non-depthwise) convolution there is priced as the same op in
+/// F32 with its compute rate times this factor. nullopt for other GPUs, CPUs and unknown archs.
+std::optional<double> bf16_emulation_factor(const DeviceSpec& spec);
+/// Throws InputError (`where`, the op) when `op` cannot run on `spec` because the framework
+/// refuses it: an FP8
+/// matmul or convolution on a GPU without FP8 tensor cores (NVIDIA compute capability below 8.9,
+/// AMD other than gfx942): torch._scaled_mm is "only supported on CUDA devices with compute
+/// capability >= 9.0 or 8.9, or ROCm MI300+" (aten/src/ATen/native/cuda/Blas.cpp).
+/// `device_name` names the device in the message.
+void check_runnable(const Op& op, const DeviceSpec& spec, const std::string& device_name,
+                    const std::string& where);
 /// Wave/tile quantisation of a batch of `b` GEMMs of M x N outputs over a K reduction on a GPU of
 /// `sm_count` SMs: the FLOPs its thread-block tiles (64x32 ... 256x128, the best) occupy the device
 /// for. With at least as many tiles as SMs, whole waves of one tile per SM, each tile streaming

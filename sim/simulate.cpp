@@ -372,6 +372,10 @@ void check_placement(const Prepared& P, const Placement& p) {
       throw InputError(where, "op \"" + P.op_name(o) + "\"",
                        std::string("a ") + (P.kind_req[o] == 1 ? "GPU" : "CPU") +
                            " device, got \"" + P.cluster->devices[d].name + "\"");
+    // An op the framework refuses on that device (an fp8 matmul without FP8 tensor cores).
+    if (P.graph)
+      check_runnable(P.graph->ops[o], P.cluster->devices[d].spec, P.cluster->devices[d].name,
+                     where);
   }
 }
 

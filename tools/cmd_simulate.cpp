@@ -258,6 +258,14 @@ Placed place_graph(const SimulateArgs& a, sim::Graph graph, const sim::Cluster& 
     p.placement = placement_arg(a.placement, graph, cluster, costs);
     p.graph = std::move(graph);
   }
+  // An op the framework refuses where it is placed (an fp8 matmul on a GPU without FP8 tensor
+  // cores), named in the graph's file (sim::check_runnable).
+  for (std::size_t o = 0; o < p.graph.ops.size() && o < p.placement.device_of.size(); ++o) {
+    const sim::DeviceId d = p.placement.device_of[o];
+    if (d >= 0 && d < static_cast<sim::DeviceId>(cluster.devices.size()))
+      sim::check_runnable(p.graph.ops[o], cluster.devices[d].spec, cluster.devices[d].name,
+                          a.graph);
+  }
   return p;
 }
 

@@ -75,6 +75,7 @@ placement|placement-split-group.json|co-location group "l1"
 placement|placement-cpu-only-on-gpu.json|ops.input: expected a cpu device
 placement|placement-unplaced-op.json|"default_device"
 placement|placement-unknown-key.json|groupz: expected a known key
+simgraph|graph-fp8-on-volta.json|op "mm": expected an fp8 MatMul on a GPU with FP8 tensor cores
 placement|placement-garbage.json|line 1:
 calibration|calibration-bad-host.yaml|devices.V100-SXM2-16GB.host.launch_overhead: expected a duration
 flag|--cluster no-such-cluster|--cluster: no-such-cluster: expected a built-in cluster name
@@ -194,6 +195,10 @@ while IFS='|' read -r kind file expect; do
       cp "$BAD/$file" "$TMP/s.csv"
       shown="$TMP/s.csv"
       cmd=("$BIN" sweep "$BAD/sweep-journal-abc.yaml" -q -o "$TMP/s.csv") ;;
+    simgraph)
+      # A graph the framework refuses on the cluster's GPU (an fp8 matmul on a V100).
+      cmd=("$BIN" simulate --graph "$BAD/$file" --cluster dgx1-v100 --placement single-gpu
+           --report "$TMP/out.json" --trace "$TMP/trace.json") ;;
     cpuonly)
       cmd=("$BIN" simulate --graph "$GOOD/tiny-graph.json" --cluster "$BAD/$file" --placement single-gpu
            --report "$TMP/out/r.json") ;;

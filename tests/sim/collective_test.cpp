@@ -323,6 +323,28 @@ TEST(Collective, P2pOffRoutesEveryHopThroughTheReceiversCpu) {
   EXPECT_EQ(off.algo, CollAlgo::Ring);
 }
 
+// A rooted ring (broadcast, reduce) is a chain: the root's predecessor only receives
+// (src/device/broadcast.h, reduce.h), so the ring's closing edge takes no share of the links. Two
+// GPUs behind one PCIe 3.0 switch without peer access (the held-out AutoDL 2x RTX 2080 Ti runs,
+// docs/validation.md "nccl-tests on a PCIe machine without P2P"): the all-reduce's two SHM flows
+// each cross the switch's uplink both ways, half of NCCL's 12 GB/s each; the broadcast's one flow
+// has it whole. Both at the SHM transport's 3/4.
+TEST(Collective, RootedRingOverShmLeavesTheClosingEdgeIdle) {
+  const Cluster c =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/autodl-2x2080ti.yaml");
+  const CollectivePrediction ar = predict_collective(c, all_reduce(1LL << 30), c.gpus());
+  EXPECT_NEAR(ar.fabric_busbw_gbps, 12.0 / 2 * 0.75, 1e-6);
+  for (CollectiveKind kind : {CollectiveKind::Broadcast, CollectiveKind::Reduce}) {
+    for (int root : {0, 1}) {
+      CollectiveCall call = all_reduce(1LL << 30);
+      call.kind = kind;
+      call.root = root;
+      const CollectivePrediction p = predict_collective(c, call, c.gpus());
+      EXPECT_NEAR(p.fabric_busbw_gbps, 12.0 * 0.75, 1e-6) << to_string(kind) << " root " << root;
+    }
+  }
+}
+
 TEST(Collective, NvlsTreeAcrossNodesOfNvSwitches) {
   const Cluster c = load_cluster(std::string(PLACESIM_TEST_DATA) + "/calibration/2x-hgx-h100.yaml");
   const CollectivePrediction p = predict_collective(c, all_reduce(8LL << 30), c.gpus());

@@ -1350,7 +1350,9 @@ TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
   ASSERT_TRUE(gemm_curve(a.spec, Dtype::F16));
   EXPECT_NEAR(gemm_curve(a.spec, Dtype::F16)->e_max, 120.49 / 154.8, 1e-12);
   EXPECT_NEAR(gemm_curve(a.spec, Dtype::BF16)->e_max, 120.49 / 154.8, 1e-12);
-  EXPECT_FALSE(gemm_curve(a.spec, Dtype::TF32));
+  // TF32 at the same fraction of its own peak since h-gnmtsingle
+  // (GemmCurve.Tf32TakesThePartsHalfCurve).
+  EXPECT_NEAR(gemm_curve(a.spec, Dtype::TF32)->e_max, 120.49 / 154.8, 1e-12);
   const Op mlp = gemm_op(1, 25600, 3072, 768, Dtype::F16);
   const double fq = gemm_quantised_flops(1, 25600, 3072, 768, a.spec.sm_count);
   EXPECT_NEAR(km.op_time(mlp, a).seconds(),
@@ -1369,7 +1371,7 @@ TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
 // as on the RTX 3090, where before it got the roofline's 0.70. RTX 6000 Ada: the catalog's
 // full-rate 364.4 TFLOP/s (before: no tensor figure, so the 91.1 F32 peak) and a curve of 0.53 of
 // it, the L40S's measured 0.73 scaled by the 300 W card's sustained SGEMM rate against the L40S's
-// (0.725). TF32 and F32 keep the roofline (no measured Ada TF32 GEMM is stored). The L40S's own
+// (0.725). F32 keeps the roofline; TF32 the same fraction since h-gnmtsingle. The L40S's own
 // curve (since h-gemmceil): GemmCurve.InferenceCardsGetTheirMeasuredCeilings.
 TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   KernelCostModel km;
@@ -1379,7 +1381,7 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   const double fq = gemm_quantised_flops(1, 10752, 4096, 1024, g.spec.sm_count);
   EXPECT_NEAR(km.op_time(mlp, g).seconds(), (fq + p.compute_half_flops) / 165.2e12, 1e-9);
   EXPECT_DOUBLE_EQ(gemm_curve(g.spec, Dtype::BF16)->e_max, 1.0);
-  EXPECT_FALSE(gemm_curve(g.spec, Dtype::TF32));
+  EXPECT_DOUBLE_EQ(gemm_curve(g.spec, Dtype::TF32)->e_max, 1.0);  // since h-gnmtsingle
   EXPECT_FALSE(gemm_curve(g.spec, Dtype::F32));
   const Device a = catalog_gpu("RTX-6000-Ada-48GB");
   EXPECT_DOUBLE_EQ(a.spec.peak_for(Dtype::F16).per_s, 364.4e12);
@@ -1388,7 +1390,7 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
   const double fa = gemm_quantised_flops(1, 10752, 4096, 1024, a.spec.sm_count);
   EXPECT_NEAR(km.op_time(mlp, a).seconds(), (fa + p.compute_half_flops) / (364.4e12 * 0.53), 1e-9);
   EXPECT_DOUBLE_EQ(gemm_curve(a.spec, Dtype::F16)->e_max, 0.53);
-  EXPECT_FALSE(gemm_curve(a.spec, Dtype::TF32));
+  EXPECT_DOUBLE_EQ(gemm_curve(a.spec, Dtype::TF32)->e_max, 0.53);  // since h-gnmtsingle
   // Turing's Quadro RTX 8000 (added with the Lambda rows): full-rate FP32-accumulate tensor cores,
   // no TF32 or BF16 units (TF32 and BF16 at the F32 peak), no measured curve.
   const Device q = catalog_gpu("Quadro-RTX-8000");
@@ -1401,9 +1403,10 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
 // Issue 15 (h-gemmceil): the inference cards' own f16 GEMM ceilings, from the same torch.mm
 // benchmark as the GA102/AD102 parts (zzc0721/torch-performance-test-data; docs/catalog.md): L40S
 // 264.02 of 362.05 TFLOP/s, L4 68.83 of 121, T4 41.91 and 42.71 of 65 (their mean). Before, all
-// three had no curve (the roofline's compute_eff_max 0.70). Their f16 and bf16 GEMMs take it; TF32
-// and F32 keep the roofline. The A10 (none measured; the A10G is AWS's other-clocked variant) and
-// the Quadro RTX 8000 (none measured) keep none.
+// three had no curve (the roofline's compute_eff_max 0.70). Their f16 and bf16 GEMMs take it (and,
+// since h-gnmtsingle, TF32 where the part has TF32 units); F32 keeps the roofline. The A10 (none
+// measured; the A10G is AWS's other-clocked variant) and the Quadro RTX 8000 (none measured) keep
+// none.
 TEST(GemmCurve, InferenceCardsGetTheirMeasuredCeilings) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
@@ -1422,9 +1425,150 @@ TEST(GemmCurve, InferenceCardsGetTheirMeasuredCeilings) {
   }
   EXPECT_NEAR(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::BF16)->e_max, 264.02 / 362.05,
               1e-12);
-  EXPECT_FALSE(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::TF32));
+  EXPECT_NEAR(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::TF32)->e_max, 264.02 / 362.05,
+              1e-12);  // since h-gnmtsingle
   EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::F16));
   EXPECT_FALSE(gemm_curve(catalog_gpu("Quadro-RTX-8000").spec, Dtype::F16));
+}
+
+// Issue 15 (h-gnmtsingle): TF32 GEMMs on a part with a measured f16 ceiling (half_gemm_e_max) run
+// at the same fraction of the TF32 peak. The same torch.mm benchmark measures the best TF32 GEMM at
+// half the best f16 one on every GA10x and Ada part whose TF32 column it has (RTX 4090 85.65 /
+// 168.38, A40 59.52 / 119.18, A10G 34.71 / 69.47, RTX 3080 32.03 / 64.10, L20 58.16 / 113.26,
+// L4 31.88 / 68.83; zzc0721/torch-performance-test-data issues #78, #185, #126, #114, #107,
+// #120), and on each of them the TF32 peak is half the f16 (FP32-accumulate) one. Before, TF32
+// took the roofline's compute_eff_max (0.70) on all of them: the power-capped RTX 6000 Ada's TF32
+// GEMMs ran faster for their peak (0.70) than its f16 ones (0.53), the RTX 4090's slower (0.70
+// against 1.0). Parts without TF32 units (T4: TF32 is F32 there), the A100 (TF32 keeps 0.70;
+// its f16 curve is Vidur's, not half_gemm_e_max) and Hopper (XLA's TF32 table) are unchanged.
+TEST(GemmCurve, Tf32TakesThePartsHalfCurve) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  const Op lstm = gemm_op(1, 576, 4096, 1024, Dtype::TF32);  // GNMT's recurrent GEMM at batch 576
+  for (const auto& [model, tf32_peak, e_max] :
+       {std::tuple{"RTX-6000-Ada-48GB", 182.2e12, 0.53}, std::tuple{"RTX-4090", 82.6e12, 1.0},
+        std::tuple{"RTX-3090", 35.6e12, 1.0}, std::tuple{"RTX-A6000", 77.4e12, 120.49 / 154.8}}) {
+    const Device d = catalog_gpu(model);
+    EXPECT_DOUBLE_EQ(d.spec.peak_for(Dtype::TF32).per_s, tf32_peak) << model;
+    // Half the f16 (FP32-accumulate) peak, within the RTX 3090's rounding (35.6 / 71).
+    EXPECT_NEAR(2.0 * tf32_peak / d.spec.peak_for(Dtype::F16).per_s, 1.0, 0.003) << model;
+    ASSERT_TRUE(gemm_curve(d.spec, Dtype::TF32)) << model;
+    EXPECT_NEAR(gemm_curve(d.spec, Dtype::TF32)->e_max, e_max, 1e-12) << model;
+    const double fq = gemm_quantised_flops(1, 576, 4096, 1024, d.spec.sm_count);
+    const double t = (fq + p.compute_half_flops) / (tf32_peak * e_max);
+    EXPECT_NEAR(km.op_time(lstm, d).seconds(), t, 1e-9) << model;
+  }
+  // The RTX 6000 Ada's TF32 GEMMs were 0.70 / 0.53 = 1.32x too fast for its power cap.
+  const Device ada = catalog_gpu("RTX-6000-Ada-48GB");
+  EXPECT_GT(km.op_time(lstm, ada).seconds(), lstm.flops.v / (182.2e12 * p.compute_eff_max) * 1.3);
+  // No TF32 units: the T4's TF32 is F32 on CUDA cores, no curve. The A100 keeps the roofline.
+  EXPECT_FALSE(gemm_curve(catalog_gpu("T4-16GB").spec, Dtype::TF32));
+  EXPECT_FALSE(gemm_curve(catalog_gpu("A100-SXM4-80GB").spec, Dtype::TF32));
+  EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::TF32));
+}
+
+// Issue 15 (h-bf16pre): bf16 on a GPU without bf16 tensor cores (compute capability < 8.0) runs
+// cuBLAS's CUDA-core kernels at a measured fraction of the same GEMM in F32 (sm_70 0.727, sm_75
+// 0.560, older 0.546; zzc0721/torch-performance-test-data, parts outside the catalog). Before, a
+// V100 bf16 GEMM took the roofline's 0.70 of the F32 peak and a T4 bf16 GEMM its f16 tensor-core
+// ceiling (0.651) of the F32 peak: 5.27 TFLOP/s where two T4s measured 2.46 and 2.27.
+TEST(Bf16Emulation, PreAmpereBf16GemmsRunAtAFractionOfTheF32Gemm) {
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  for (const auto& [model, k] :
+       {std::pair{"V100-SXM2-16GB", 0.727}, std::pair{"V100-PCIe-16GB", 0.727},
+        std::pair{"T4-16GB", 0.560}, std::pair{"Quadro-RTX-8000", 0.560},
+        std::pair{"P100-SXM2-16GB", 0.5455}, std::pair{"K80-GK210", 0.5455}}) {
+    const Device d = catalog_gpu(model);
+    ASSERT_TRUE(bf16_emulation_factor(d.spec)) << model;
+    EXPECT_NEAR(*bf16_emulation_factor(d.spec), k, 1e-12) << model;
+    // The bf16 GEMM is the F32 one's compute at k times the rate: never the f16 tensor ceiling.
+    const Op bf = gemm_op(1, 8192, 8192, 8192, Dtype::BF16);
+    const double fq = gemm_quantised_flops(1, 8192, 8192, 8192, d.spec.sm_count);
+    const double f32 = d.spec.peak_for(Dtype::F32).per_s;
+    // A curve prices the quantised FLOPs; the roofline (no curve) a matmul's own.
+    const auto c = gemm_curve(d.spec, Dtype::BF16);
+    const double e = c ? c->e_max : p.compute_eff_max;
+    const double f = c ? fq : bf.flops.v;
+    EXPECT_NEAR(km.op_time(bf, d).seconds(), (f + p.compute_half_flops) / (f32 * k * e), 1e-9)
+        << model;
+    EXPECT_NEAR(km.op_time(bf, d).seconds() /
+                    km.op_time(gemm_op(1, 8192, 8192, 8192, Dtype::F32), d).seconds(),
+                1.0 / k, 1e-3)
+        << model;
+  }
+  // V100's bf16 takes its SGEMM curve (0.89); the T4's not its f16 ceiling.
+  EXPECT_DOUBLE_EQ(gemm_curve(catalog_gpu("V100-SXM2-16GB").spec, Dtype::BF16)->e_max, 0.89);
+  EXPECT_FALSE(gemm_curve(catalog_gpu("T4-16GB").spec, Dtype::BF16));
+  EXPECT_TRUE(gemm_curve(catalog_gpu("T4-16GB").spec, Dtype::F16));
+  // Parts with bf16 tensor cores, AMD, CPUs and GPUs without a stated arch: no emulation.
+  for (const char* model : {"A100-SXM4-80GB", "A10-24GB", "L4-24GB", "RTX-4090", "H100-SXM5-80GB",
+                            "MI300X-192GB", "MI250X-GCD", "EPYC-7742"}) {
+    const DeviceSpec* s = find_device_model(model);
+    ASSERT_NE(s, nullptr) << model;
+    EXPECT_FALSE(bf16_emulation_factor(*s)) << model;
+  }
+  EXPECT_FALSE(bf16_emulation_factor(gpu().spec));
+}
+
+// A bf16 convolution there is ATen's slow_conv2d (im2col + the cuBLAS bf16 GEMM: cuDNN is refused
+// below compute capability 8.0), so no cuDNN NHWC transforms, and the F32 convolution's rate times
+// the factor; on an A100 the same op keeps its transforms.
+TEST(Bf16Emulation, PreAmpereBf16ConvolutionsSkipCudnn) {
+  KernelCostModel km;
+  Op conv;
+  conv.name = "conv";
+  conv.type = "Conv";
+  conv.dtype = Dtype::BF16;
+  conv.layout = Layout::Nchw;
+  conv.flops = Flops{2e11};
+  conv.bytes_read = Bytes{100'000'000};
+  conv.bytes_written = Bytes{50'000'000};
+  conv.outputs.push_back({.bytes = conv.bytes_written, .shape = {64, 256, 56, 56}});
+  conv.signature = Signature{"Conv", {{64, 256, 56, 56}, {256, 256, 3, 3}}, Dtype::BF16};
+  const Device v = catalog_gpu("V100-SXM2-16GB");
+  EXPECT_EQ(nchw_transform_bytes(conv, v.spec), 0.0);
+  EXPECT_EQ(km.estimate(conv, v).source, KernelCostModel::Source::Roofline);
+  Op f32 = conv;
+  f32.dtype = Dtype::F32;
+  f32.signature->dtype = Dtype::F32;
+  // Compute-bound: 2e11 FLOPs against 150 MB.
+  EXPECT_NEAR(km.op_time(conv, v).seconds() / km.op_time(f32, v).seconds(), 1.0 / 0.727, 1e-3);
+  EXPECT_GT(nchw_transform_bytes(conv, catalog_gpu("A100-SXM4-80GB").spec), 0.0);
+  Op f16 = conv;
+  f16.dtype = Dtype::F16;
+  EXPECT_GT(nchw_transform_bytes(f16, v.spec), 0.0);  // f16 is cuDNN's on Volta
+}
+
+// fp8 matmuls and convolutions need FP8 tensor cores: torch._scaled_mm refuses "CUDA devices
+// with compute capability" below 8.9 and ROCm parts before MI300. An fp8 elementwise op (a cast)
+// runs anywhere.
+TEST(Fp8, RefusedWithoutFp8TensorCores) {
+  Op mm = gemm_op(1, 4096, 4096, 4096, Dtype::FP8);
+  for (const char* model :
+       {"V100-SXM2-16GB", "T4-16GB", "A100-SXM4-80GB", "A10-24GB", "RTX-3090", "MI250X-GCD"}) {
+    const DeviceSpec* s = find_device_model(model);
+    ASSERT_NE(s, nullptr) << model;
+    EXPECT_THROW(check_runnable(mm, *s, "gpu0", "g.json"), InputError) << model;
+  }
+  try {
+    check_runnable(mm, *find_device_model("A100-SXM4-80GB"), "gpu3", "g.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("g.json: op \"gemm\": expected an fp8 MatMul"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"gpu3\" (A100-SXM4-80GB, 8.0)"), std::string::npos);
+  }
+  for (const char* model :
+       {"L4-24GB", "RTX-4090", "H100-SXM5-80GB", "B200-SXM-180GB", "MI300X-192GB"})
+    EXPECT_NO_THROW(check_runnable(mm, *find_device_model(model), "gpu0", "g.json")) << model;
+  Op cast = matmul(1e6, 3 << 20);
+  cast.type = "Cast";
+  cast.dtype = Dtype::FP8;
+  EXPECT_NO_THROW(check_runnable(cast, *find_device_model("V100-SXM2-16GB"), "gpu0", "g.json"));
+  Op bf = gemm_op(1, 4096, 4096, 4096, Dtype::BF16);
+  EXPECT_NO_THROW(check_runnable(bf, *find_device_model("T4-16GB"), "gpu0", "g.json"));
 }
 
 TEST(GemmCurve, CudaCoreF32AndWhichGenerationsHaveCurves) {
