@@ -213,6 +213,8 @@ std::string to_string(KernelCostModel::Source s) {
       return "view";
     case KernelCostModel::Source::NchwTransforms:
       return "nchw-transforms";
+    case KernelCostModel::Source::MisalignedGemm:
+      return "misaligned-gemm";
   }
   return "roofline";
 }
@@ -680,6 +682,57 @@ bool recurrent(std::string_view t) {
   return contains(t, "LSTM") || contains(t, "lstm") || contains(t, "GRU") || contains(t, "gru");
 }
 
+// A tensor-core GEMM whose operands' leading dimensions are not multiples of 16 bytes (8 f16/bf16
+// elements, 4 TF32 ones) cannot use cuBLAS's 128-bit-load kernels: since cuBLAS 11 it still runs on
+// the tensor cores, but through kernels that load one element at a time (`..._align1`), "less
+// efficiently" (NVIDIA's Matrix Multiplication Background User's Guide, "Tensor Core
+// Requirements"; cuBLAS documentation, "Tensor Core Usage"; NVIDIA/cutlass#75: "most kernels
+// targeting Tensor Cores require 128b aligned memory accesses"). The one measured pair found:
+// pytorch/pytorch#181718 (RTX 4090, bf16 square GEMMs, cuBLAS's own choice): N = 2055 runs
+// `cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_nn_align1` at 115.6 TFLOP/s against 155.9 for
+// the aligned kernel at N = 2040, 0.74 (106.8-112.0 at N = 2057-2073: 0.69-0.72). The misaligned
+// GEMM's compute term runs at that fraction of its aligned efficiency on every NVIDIA tensor-core
+// generation: on an A100 the align1 kernel's one-element loads feed twice the tensor-core rate
+// per SM of the 4090's bf16 (fp32 accumulate), so 0.74 is the smaller of the two penalties; on an
+// H100 SXM an unaligned (8193 x 2501 x 5008) bf16 matmul ran at 509 TFLOP/s
+// (meta-pytorch/float8_experimental#145), 0.73 of the 696 the Hopper curve gives it aligned.
+// docs/cost-model.md, "Misaligned GEMMs".
+constexpr double kMisalignedGemmEff = 0.74;
+
+// The alignment in elements cuBLAS's vectorised tensor-core kernels need for `op`'s dtype on
+// `spec` (16 bytes: 8 f16/bf16, 4 TF32); 0 where no tensor core runs it (a CPU, an AMD part, a
+// GPU before Volta, F32 on the CUDA cores, TF32 on a part without TF32 units).
+int tensor_core_alignment(Dtype d, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || spec.arch.vendor != GpuArch::Vendor::Nvidia ||
+      spec.arch.major < 7)
+    return 0;
+  if (d == Dtype::F16 || d == Dtype::BF16) return 8;
+  if (d == Dtype::TF32 && spec.peak_flops.count(Dtype::TF32) != 0) return 4;
+  return 0;
+}
+
+}  // namespace
+
+bool misaligned_gemm(const Op& op, const DeviceSpec& spec) {
+  // A graph op's shapes are its stored (contiguous, row-major) tensors', so each operand's leading
+  // dimension is its last: x [M, K] . W [N, K]^T -> y [M, N] (K, K, N), dx = dy W (N, K, K),
+  // dW = dy^T x (N, K, K). The rows (batch x sequence) are never a leading dimension. A profiled
+  // aten op's shapes are its views' (a transposed operand's leading dimension is its first) and a
+  // shape-less op says nothing: neither is judged. Biases (rank 1) are the epilogue's.
+  if (math_kind_of(op.type) != MathKind::Matmul || recurrent(op.type) || !op.signature ||
+      op.outputs.empty() || starts_with(op.type, "aten::"))
+    return false;
+  const int align = tensor_core_alignment(op.dtype, spec);
+  if (align <= 0) return false;
+  const auto off = [align](const std::vector<std::int64_t>& s) {
+    return s.size() >= 2 && s.back() > 0 && s.back() % align != 0;
+  };
+  if (off(op.outputs[0].shape)) return true;
+  return std::any_of(op.signature->input_shapes.begin(), op.signature->input_shapes.end(), off);
+}
+
+namespace {
+
 // {b, M, N, K} of a graph matmul: its first output is the batch of M x N results (a 2-D operand
 // folds the leading dimensions into M, as torch does), K = F / 2bMN. nullopt when unknown.
 std::optional<std::array<double, 4>> gemm_dims(const Op& op) {
@@ -716,10 +769,9 @@ std::optional<Duration> gemm_curve_time(const Op& op, const DeviceSpec& spec,
   const auto d = gemm_dims(op);
   const double fq =
       d ? gemm_quantised_flops((*d)[0], (*d)[1], (*d)[2], (*d)[3], spec.sm_count) : op.flops.v;
+  const double e = c->e_max * (misaligned_gemm(op, spec) ? kMisalignedGemmEff : 1.0);
   double t = 0.0;
-  if (fq > 0.0)
-    t = c->t0_s ? *c->t0_s + fq / (peak * c->e_max)
-                : (fq + p.compute_half_flops) / (peak * c->e_max);
+  if (fq > 0.0) t = c->t0_s ? *c->t0_s + fq / (peak * e) : (fq + p.compute_half_flops) / (peak * e);
   const double b = op_bytes(op);
   const double bw = spec.memory_bandwidth.bytes_per_s;
   if (b > 0.0 && bw > 0.0) t = std::max(t, (b + p.memory_half_bytes) / (bw * p.memory_eff_max));
@@ -1137,6 +1189,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const bool tf32_conv = tf32_units && math_kind_of(op.type) == MathKind::Conv;
   double eff = tf32_conv ? p.tf32_eff_max : p.compute_eff_max;
   if (const auto c = conv_generation_eff(op, spec, p, tf32_units)) eff = *c;
+  // A tensor-core GEMM with a misaligned leading dimension (misaligned_gemm).
+  if (misaligned_gemm(op, spec)) eff *= kMisalignedGemmEff;
   // Like the GEMM curves, a measured per-generation rate that a calibration's roofline replaces.
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
@@ -1339,6 +1393,9 @@ KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& 
       e.source = Source::NchwTransforms;
     }
   }
+  // The roofline priced a misaligned tensor-core GEMM at its align1 kernels' rate: say so.
+  if (e.source == Source::Roofline && misaligned_gemm(op, device.spec))
+    e.source = Source::MisalignedGemm;
   if (device.spec.kind == DeviceKind::Gpu && e.source != Source::Measured &&
       torch_batch_norm_training(op))
     e.time = e.time + (cal && cal->min_kernel ? *cal->min_kernel : roofline_.min_kernel);

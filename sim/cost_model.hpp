@@ -163,6 +163,14 @@ void check_runnable(const Op& op, const DeviceSpec& spec, const std::string& dev
 /// than min(K, 256). Never below 2bMNK; 2bMNK for unknown shapes or sm_count <= 0. Non-decreasing
 /// in b, M, N and K.
 double gemm_quantised_flops(double b, double m, double n, double k, int sm_count);
+/// Whether `op` is a tensor-core GEMM on `spec` (NVIDIA compute capability >= 7.0; f16/bf16, or
+/// TF32 on a part with TF32 units) whose output or any operand of rank >= 2 has a last (leading)
+/// dimension that is not a multiple of 16 bytes (8 f16/bf16 elements, 4 TF32): cuBLAS then runs
+/// its one-element-load (align1) kernels, whose compute term the roofline and the GEMM curves price
+/// at kMisalignedGemmEff (0.74) of the aligned efficiency. Graph ops only (stored shapes); profiled
+/// aten ops, recurrent cells and shape-less ops are never judged. docs/cost-model.md,
+/// "Misaligned GEMMs".
+bool misaligned_gemm(const Op& op, const DeviceSpec& spec);
 
 /// A fitted per-op-class model: t = a + F / (P * e(F)) + B / (BW_fit), e(F) as the roofline's.
 struct OpClassModel {
@@ -323,7 +331,19 @@ class KernelCostModel {
   /// View: a GPU op that only re-describes its input's memory (is_view), which launches no kernel.
   /// NchwTransforms: the roofline's time plus the NCHW layout transforms' bytes at the memory
   /// rate (nchw_transform_bytes); class curves, exact entries and measurements already hold them.
-  enum class Source { Measured, Exact, Fitted, Roofline, Storage, View, NchwTransforms };
+  /// MisalignedGemm: the roofline (or a generation's GEMM curve) pricing a tensor-core GEMM whose
+  /// leading dimensions are not multiples of 16 bytes at the align1 kernels' rate
+  /// (misaligned_gemm).
+  enum class Source {
+    Measured,
+    Exact,
+    Fitted,
+    Roofline,
+    Storage,
+    View,
+    NchwTransforms,
+    MisalignedGemm
+  };
   struct Estimate {
     Duration time;
     Source source;

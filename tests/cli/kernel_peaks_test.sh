@@ -82,6 +82,20 @@ assert p["rules"].get("storage", 0) > 0 and all(o["time_ns"] == 0 for o in p["op
 assert sum(p["rules"].values()) == len(p["ops"]), p["rules"]
 assert p["rules"].get("class-curve", 0) > 0, p["rules"]
 PY
+# GPT-2's untied lm_head at vocab 50257 (bf16, one A100) is a misaligned tensor-core GEMM: it and
+# its two gradients are priced by `misaligned-gemm` (docs/cost-model.md, "Misaligned GEMMs");
+# padded to 50264 none is.
+for v in 50257 50264; do
+  "$P" simulate --graph gpt --graph-opt "layers=2,hidden=768,heads=12,seq=1024,vocab=$v,positions=1024,batch=8,precision=bf16" \
+    --cluster lambdacloud-a100-40gb-pcie --placement single-gpu --quiet --pricing "$T/gpt$v.json" >/dev/null || fail "simulate --pricing gpt vocab=$v"
+done
+python3 - "$T/gpt50257.json" "$T/gpt50264.json" <<'PY' || fail "simulate --pricing: the lm_head at vocab 50257 is not misaligned-gemm"
+import json, sys
+odd, padded = (json.load(open(f)) for f in sys.argv[1:3])
+assert sorted(o["op"] for o in odd["ops"] if o["rule"] == "misaligned-gemm") == [
+    "gpt/head/lm_head", "gradients/gpt/head/lm_head_grad/MatMul_0", "gradients/gpt/head/lm_head_grad/MatMul_1"], odd["rules"]
+assert "misaligned-gemm" not in padded["rules"], padded["rules"]
+PY
 # Math modes: ResNet-50 v1.5 training, batch 256, one A100 80GB. NVIDIA DeepLearningExamples
 # (PyTorch/Classification/ConvNets/resnet50v1.5/README.md @ 291f0d02) publishes 938 img/s in TF32
 # (PyTorch's default: cuDNN convolutions on TF32 tensor cores), NCHW (ConvNets/configs.yml sets

@@ -926,6 +926,54 @@ TEST(GemmCurve, A100HeldRowsOfVidursMeasuredGemms) {
   EXPECT_DOUBLE_EQ(gemm_curve(catalog_gpu("A100-PCIe-40GB").spec, Dtype::BF16)->e_max, 0.73);
 }
 
+TEST(GemmCurve, MisalignedLeadingDimensionRunsAtTheAlign1Rate) {
+  // GPT-2's lm_head on 8 x 1024 tokens (bf16, vocab 50257): cuBLAS's align1 kernels, 0.74 of the
+  // aligned efficiency (pytorch/pytorch#181718: 115.6 / 155.9 TFLOP/s); padded to 50264 (a
+  // multiple of 8) it keeps the A100 curve (0.73, 8 us). The rows (M = 8193) are no leading
+  // dimension: an odd M alone changes nothing.
+  KernelCostModel km;
+  const Device a = catalog_gpu("A100-SXM4-80GB");
+  const Op odd = gemm_op(1, 8192, 50257, 768, Dtype::BF16);
+  const Op padded = gemm_op(1, 8192, 50264, 768, Dtype::BF16);
+  const Op odd_rows = gemm_op(1, 8193, 50264, 768, Dtype::BF16);
+  EXPECT_TRUE(misaligned_gemm(odd, a.spec));
+  EXPECT_FALSE(misaligned_gemm(padded, a.spec));
+  EXPECT_FALSE(misaligned_gemm(odd_rows, a.spec));
+  const auto fq = [&](double m, double n) {
+    return gemm_quantised_flops(1, m, n, 768, a.spec.sm_count);
+  };
+  const KernelCostModel::Estimate e = km.estimate(odd, a);
+  EXPECT_EQ(e.source, KernelCostModel::Source::MisalignedGemm);
+  EXPECT_NEAR(e.time.seconds(), 8e-6 + fq(8192, 50257) / (312e12 * 0.73 * 0.74), 2e-9);
+  EXPECT_EQ(km.estimate(padded, a).source, KernelCostModel::Source::Roofline);
+  EXPECT_NEAR(km.op_time(padded, a).seconds(), 8e-6 + fq(8192, 50264) / (312e12 * 0.73), 2e-9);
+  // The K of a weight gradient's operands: x [M, K] with K = 770 is misaligned wherever it sits.
+  EXPECT_TRUE(misaligned_gemm(gemm_op(1, 8192, 1024, 770, Dtype::F16), a.spec));
+  // TF32 needs 4-element (16-byte) alignment: GNMT's unpadded 31794 is off, 31796 is not; in bf16
+  // 31796 is (not a multiple of 8).
+  EXPECT_TRUE(misaligned_gemm(gemm_op(1, 1024, 31794, 1024, Dtype::TF32), a.spec));
+  EXPECT_FALSE(misaligned_gemm(gemm_op(1, 1024, 31796, 1024, Dtype::TF32), a.spec));
+  EXPECT_TRUE(misaligned_gemm(gemm_op(1, 1024, 31796, 1024, Dtype::BF16), a.spec));
+  // No tensor core, no rule: F32 on the CUDA cores, TF32 on Volta (no TF32 units), a CPU; nor a
+  // profiled aten op, whose shapes are its views'.
+  EXPECT_FALSE(misaligned_gemm(gemm_op(1, 8192, 50257, 768, Dtype::F32), a.spec));
+  const Device v = catalog_gpu("V100-SXM2-32GB");
+  EXPECT_FALSE(misaligned_gemm(gemm_op(1, 8192, 50257, 768, Dtype::TF32), v.spec));
+  const Cluster host = testing::star_cluster(1);
+  ASSERT_EQ(host.devices[0].spec.kind, DeviceKind::Cpu);
+  EXPECT_FALSE(misaligned_gemm(odd, host.devices[0].spec));
+  Op aten = odd;
+  aten.type = "aten::mm";
+  EXPECT_FALSE(misaligned_gemm(aten, a.spec));
+  // Volta f16 (no GEMM curve): the roofline's compute term at 0.74 of compute_eff_max.
+  EXPECT_TRUE(misaligned_gemm(odd, v.spec));
+  const KernelCostModel::Estimate ev = km.estimate(odd, v);
+  EXPECT_EQ(ev.source, KernelCostModel::Source::MisalignedGemm);
+  const double ratio = ev.time.seconds() / km.op_time(padded, v).seconds();
+  EXPECT_GT(ratio, 1.0 / 0.74 - 0.01);
+  EXPECT_LT(ratio, 1.0 / 0.74 + 0.01);
+}
+
 TEST(CostModel, FlashAttention2OnHopperAtAThirdOfThePeak) {
   // MPT-7B's FlashAttention forward on 6 x 2048 tokens, 32 heads of 128, causal (the graph's
   // FLOPs: 4 d a kept query-key pair): compute-bound on both GPUs. Hopper: 0.35 of 989.5 TFLOP/s
