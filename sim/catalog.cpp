@@ -341,16 +341,21 @@ void add_inference_cards(std::vector<Entry>& c) {
       "torch.mm f16 on an L4: 68.83 TFLOP/s (zzc0721 issue #120), 0.569 of 121; a lab's L4 "
       "0.63 at 4096^3"));
   // A10: 8.6 (GA102); 72 SMs (sysrqmts.com); no NVLink, PCIe Gen4; no reference system.
+  // Tensor peaks (issue 15, h-peaks, session 23): NVIDIA's A10 datasheet table as copied in
+  // winston-zhang-orz/gpu-specs specs.md @ a32fa524: TF32 62.5 dense (125 with sparsity), BF16 125
+  // (250), F32 31.2; TF32 = 2x F32 and F16/BF16 = 4x F32, the GA102 tensor-core rate per SM the
+  // RTX A6000's whitepaper column shows (77.4 / 154.8 of 38.7). Boost-clock (1695 MHz) figures.
   c.push_back(
-      gpu("A10-24GB", {{D::F64, 0.4875}, {D::F32, 31.2}, {D::F16, 125.0}, {D::BF16, 125.0}}, 600.0,
-          24, 3, kAmpereOn,
+      gpu("A10-24GB",
+          {{D::F64, 0.4875}, {D::F32, 31.2}, {D::TF32, 62.5}, {D::F16, 125.0}, {D::BF16, 125.0}},
+          600.0, 24, 3, kAmpereOn,
           {.arch = nvidia_cc(8, 6), .sms = 72, .links = {0, 0, 0, 4}, .nic = kNoReferenceNic},
           "NVIDIA A10: 31.2 F32 and 125 F16 dense TFLOP/s, 24 GB GDDR6, 600 GB/s "
-          "(kimbochen gist, huggingface gpu_catalog, baseten A10 vs A10G); BF16 taken equal "
-          "to F16 (Ampere tensor cores run both at one rate); 72 SMs per sysrqmts.com; F64 "
-          "1/64 of F32 (the GA102 whitepaper's rate; sysrqmts lists 0.976 = 1:32); PCIe Gen4 "
-          "x16; no TF32 figure in the sources read (searched again in session 13), so TF32 "
-          "falls back to the F32 peak; 3 copy engines assumed"));
+          "(kimbochen gist, huggingface gpu_catalog, baseten A10 vs A10G); TF32 62.5 "
+          "dense (125 with sparsity) and BF16 125 (250) per NVIDIA's A10 datasheet table "
+          "(winston-zhang-orz/gpu-specs specs.md @ a32fa524); 72 SMs per sysrqmts.com; "
+          "F64 1/64 of F32 (the GA102 whitepaper's rate; sysrqmts lists 0.976 = 1:32); "
+          "PCIe Gen4 x16; 3 copy engines assumed"));
   // T4: 7.5 (TU104); 40 SMs (sysrqmts.com); no NVLink, PCIe Gen3; no reference system.
   // Measured f16 GEMM (issue 15, h-gemmceil): the same torch.mm benchmark on two T4s
   // (zzc0721/torch-performance-test-data database.md @ 07858687): 41.91 TFLOP/s (Google Colab,

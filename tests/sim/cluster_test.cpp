@@ -38,6 +38,36 @@ TEST(Catalog, EveryModelHasSourceAndPositiveNumbers) {
   EXPECT_EQ(find_device_model(""), nullptr);
 }
 
+// Issue 15 (h-peaks): every Ampere-or-later NVIDIA part and every AMD CDNA part names its own
+// dense tensor peaks (dtype -> datasheet figure); none falls back to the F32 CUDA-core rate.
+TEST(Catalog, EveryTensorCoreGpuHasItsDatasheetTensorPeaks) {
+  for (const std::string& n : device_model_names()) {
+    const DeviceSpec* s = find_device_model(n);
+    ASSERT_NE(s, nullptr) << n;
+    if (s->kind != DeviceKind::Gpu) continue;
+    const bool ampere_on = s->arch.vendor == GpuArch::Vendor::Nvidia && s->arch.major >= 8;
+    const bool amd = s->arch.vendor == GpuArch::Vendor::Amd;
+    if (!ampere_on && !amd) continue;
+    const double f32 = s->peak_for(Dtype::F32).per_s;
+    for (Dtype d : {Dtype::F16, Dtype::BF16})
+      EXPECT_TRUE(s->peak_flops.contains(d)) << n << " " << to_string(d);
+    // CDNA 2 (gfx90a) has no TF32 or FP8 units; every NVIDIA sm >= 8.0 and CDNA 3 has TF32.
+    if (s->arch.gfx == "gfx90a") continue;
+    ASSERT_TRUE(s->peak_flops.contains(Dtype::TF32)) << n;
+    // At least the F32 rate (GeForce RTX 3090/4090 run it at 1x: their tensor cores are halved).
+    EXPECT_GE(s->peak_for(Dtype::TF32).per_s, f32) << n;
+    const bool fp8 = amd || s->arch.major >= 9 || (s->arch.major == 8 && s->arch.minor >= 9);
+    EXPECT_EQ(s->peak_flops.contains(Dtype::FP8), fp8) << n;
+  }
+  // The A10 (sm_86): NVIDIA's datasheet, dense: 31.2 F32, 62.5 TF32, 125 F16/BF16 TFLOP/s.
+  const DeviceSpec* a10 = find_device_model("NVIDIA A10");
+  ASSERT_NE(a10, nullptr);
+  EXPECT_DOUBLE_EQ(a10->peak_for(Dtype::TF32).per_s, 62.5e12);
+  EXPECT_DOUBLE_EQ(a10->peak_for(Dtype::BF16).per_s, 125e12);
+  EXPECT_DOUBLE_EQ(a10->peak_for(Dtype::F16).per_s, 125e12);
+  EXPECT_DOUBLE_EQ(a10->peak_for(Dtype::F32).per_s, 31.2e12);
+}
+
 TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
   // nvidia-smi -L / the CUDA runtime (Kineto deviceProperties) and /proc/cpuinfo spellings.
   const std::pair<const char*, const char*> cases[] = {
@@ -126,8 +156,8 @@ TEST(Catalog, RecentPartsCarryTheirDatasheetFigures) {
   EXPECT_EQ(find_device_model("NVIDIA B200")->sm_count, 0);     // not in the sources
   EXPECT_DOUBLE_EQ(peak("NVIDIA L40S", Dtype::TF32), 183e12);
   EXPECT_DOUBLE_EQ(peak("NVIDIA L4", Dtype::FP8), 242.5e12);
-  // A10: no sourced TF32 figure, so TF32 runs at the F32 peak; T4 has no BF16 units.
-  EXPECT_DOUBLE_EQ(peak("NVIDIA A10", Dtype::TF32), 31.2e12);
+  // A10: TF32 62.5 dense per NVIDIA's datasheet (h-peaks); T4 has no BF16 units.
+  EXPECT_DOUBLE_EQ(peak("NVIDIA A10", Dtype::TF32), 62.5e12);
   EXPECT_DOUBLE_EQ(peak("Tesla T4", Dtype::BF16), 8.1e12);
   EXPECT_DOUBLE_EQ(peak("Tesla T4", Dtype::F16), 65e12);
   const DeviceSpec* epyc = find_device_model("AMD EPYC 9654 96-Core Processor");
