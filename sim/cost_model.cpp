@@ -696,8 +696,28 @@ bool recurrent(std::string_view t) {
 // per SM of the 4090's bf16 (fp32 accumulate), so 0.74 is the smaller of the two penalties; on an
 // H100 SXM an unaligned (8193 x 2501 x 5008) bf16 matmul ran at 509 TFLOP/s
 // (meta-pytorch/float8_experimental#145), 0.73 of the 696 the Hopper curve gives it aligned.
-// docs/cost-model.md, "Misaligned GEMMs".
+// docs/cost-model.md, "Misaligned GEMMs". Kept for TF32 and for Volta, where no align1 kernel
+// was measured; f16/bf16 on compute capability 7.5 and later take align1_rate below.
 constexpr double kMisalignedGemmEff = 0.74;
+
+// FLOPs per issued thread-instruction (issue_rate) of cuBLAS's one-element-load f16/bf16 kernels
+// (`cutlass_75_tensorop_{bf16,f16}_s1688gemm_..._align1`, mma.sync on sm_75 and later). Their loads
+// are scalar, so they run at a rate set by the SMs' instruction issue, not by the tensor cores:
+// the same per-clock rate on an Ada GeForce part and on Hopper, where the aligned kernels (wgmma)
+// are 7x faster. Measured, cuBLAS's own choice each time:
+//   output misaligned (the forward x W^T -> [M, N] with N % 8 != 0; every dimension off):
+//     RTX 4090, N = 2055 square bf16, `..._128x128_nn_align1` 115.6 TFLOP/s
+//     (pytorch/pytorch#181718) / 41.3 = 2.80; H200 (torch 2.11, CUDA 13.0), GPT-2's lm_head forward
+//     [8192 x 768] x [768 x 50257], `..._128x128_tn_align1` 6.625 ms, 95.5 TFLOP/s / 33.5 = 2.85.
+//     Mean 2.82.
+//   inputs misaligned, output aligned (the gradients dx = dy W and dW = dy^T x, dy [M, 50257]):
+//     H200, same trace, `..._256x128_nn_align1` 4.528 ms (4.17) and `..._128x256_nt_align1`
+//     4.311 ms (4.38). Mean 4.27.
+// tests/data/calibration/h200_gpt2-124m_sdpa_bf16_b8_train.json.gz (and its eager twin: the same
+// three kernels, 15.47 ms a step). With the vocabulary padded to 50304 the same step ran 13.4 ms
+// faster (h200_rig_2026-12-04_results.jsonl). docs/cost-model.md, "Misaligned GEMMs".
+constexpr double kAlign1FlopPerIssueOutput = 2.82;
+constexpr double kAlign1FlopPerIssueInputs = 4.27;
 
 // The alignment in elements cuBLAS's vectorised tensor-core kernels need for `op`'s dtype on
 // `spec` (16 bytes: 8 f16/bf16, 4 TF32); 0 where no tensor core runs it (a CPU, an AMD part, a
@@ -711,9 +731,30 @@ int tensor_core_alignment(Dtype d, const DeviceSpec& spec) {
   return 0;
 }
 
-}  // namespace
+enum class Misalignment { None, InputsOnly, Output };
 
-bool misaligned_gemm(const Op& op, const DeviceSpec& spec) {
+Misalignment gemm_misalignment(const Op& op, const DeviceSpec& spec);
+
+std::optional<double> issue_rate(const DeviceSpec& spec);
+
+// The rate (FLOP/s) of cuBLAS's align1 kernels for misaligned f16/bf16 GEMM `op` on `spec`;
+// nullopt where op is aligned, or where kMisalignedGemmEff stands (TF32, Volta, no issue rate).
+std::optional<double> align1_rate(const Op& op, const DeviceSpec& spec) {
+  if (op.dtype != Dtype::F16 && op.dtype != Dtype::BF16) return std::nullopt;
+  if (spec.arch.major < 7 || (spec.arch.major == 7 && spec.arch.minor < 5)) return std::nullopt;
+  const Misalignment m = gemm_misalignment(op, spec);
+  const auto issue = issue_rate(spec);
+  if (m == Misalignment::None || !issue) return std::nullopt;
+  return *issue *
+         (m == Misalignment::Output ? kAlign1FlopPerIssueOutput : kAlign1FlopPerIssueInputs);
+}
+
+// The aligned efficiency's factor for a misaligned GEMM that align1_rate does not price.
+double misaligned_eff_factor(const Op& op, const DeviceSpec& spec) {
+  return misaligned_gemm(op, spec) && !align1_rate(op, spec) ? kMisalignedGemmEff : 1.0;
+}
+
+Misalignment gemm_misalignment(const Op& op, const DeviceSpec& spec) {
   // A graph op's shapes are its stored (contiguous, row-major) tensors', so each operand's leading
   // dimension is its last: x [M, K] . W [N, K]^T -> y [M, N] (K, K, N), dx = dy W (N, K, K),
   // dW = dy^T x (N, K, K). The rows (batch x sequence) are never a leading dimension. A profiled
@@ -721,14 +762,22 @@ bool misaligned_gemm(const Op& op, const DeviceSpec& spec) {
   // shape-less op says nothing: neither is judged. Biases (rank 1) are the epilogue's.
   if (math_kind_of(op.type) != MathKind::Matmul || recurrent(op.type) || !op.signature ||
       op.outputs.empty() || starts_with(op.type, "aten::"))
-    return false;
+    return Misalignment::None;
   const int align = tensor_core_alignment(op.dtype, spec);
-  if (align <= 0) return false;
+  if (align <= 0) return Misalignment::None;
   const auto off = [align](const std::vector<std::int64_t>& s) {
     return s.size() >= 2 && s.back() > 0 && s.back() % align != 0;
   };
-  if (off(op.outputs[0].shape)) return true;
-  return std::any_of(op.signature->input_shapes.begin(), op.signature->input_shapes.end(), off);
+  if (off(op.outputs[0].shape)) return Misalignment::Output;
+  return std::any_of(op.signature->input_shapes.begin(), op.signature->input_shapes.end(), off)
+             ? Misalignment::InputsOnly
+             : Misalignment::None;
+}
+
+}  // namespace
+
+bool misaligned_gemm(const Op& op, const DeviceSpec& spec) {
+  return gemm_misalignment(op, spec) != Misalignment::None;
 }
 
 namespace {
@@ -769,9 +818,10 @@ std::optional<Duration> gemm_curve_time(const Op& op, const DeviceSpec& spec,
   const auto d = gemm_dims(op);
   const double fq =
       d ? gemm_quantised_flops((*d)[0], (*d)[1], (*d)[2], (*d)[3], spec.sm_count) : op.flops.v;
-  const double e = c->e_max * (misaligned_gemm(op, spec) ? kMisalignedGemmEff : 1.0);
+  const double e = c->e_max * misaligned_eff_factor(op, spec);
   double t = 0.0;
   if (fq > 0.0) t = c->t0_s ? *c->t0_s + fq / (peak * e) : (fq + p.compute_half_flops) / (peak * e);
+  if (const auto a1 = align1_rate(op, spec); a1 && fq > 0.0) t = std::max(t, fq / *a1);
   const double b = op_bytes(op);
   const double bw = spec.memory_bandwidth.bytes_per_s;
   if (b > 0.0 && bw > 0.0) t = std::max(t, (b + p.memory_half_bytes) / (bw * p.memory_eff_max));
@@ -1189,8 +1239,9 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const bool tf32_conv = tf32_units && math_kind_of(op.type) == MathKind::Conv;
   double eff = tf32_conv ? p.tf32_eff_max : p.compute_eff_max;
   if (const auto c = conv_generation_eff(op, spec, p, tf32_units)) eff = *c;
-  // A tensor-core GEMM with a misaligned leading dimension (misaligned_gemm).
-  if (misaligned_gemm(op, spec)) eff *= kMisalignedGemmEff;
+  // A tensor-core GEMM with a misaligned leading dimension (misaligned_gemm): TF32 and Volta at
+  // kMisalignedGemmEff here, f16/bf16 on sm_75+ no faster than the align1 kernels (below).
+  eff *= misaligned_eff_factor(op, spec);
   // Like the GEMM curves, a measured per-generation rate that a calibration's roofline replaces.
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
@@ -1211,6 +1262,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
         (kAtenDepthwiseFlopPerIssue * *issue);  // no tiles: no half-FLOPs term
   else if (f > 0.0 && peak > 0.0)
     t = std::max(t, (f + half_flops) / (peak * eff));
+  if (const auto a1 = align1_rate(op, spec); a1 && f > 0.0) t = std::max(t, f / *a1);
   // TF32 allows cuDNN's tensor-core kernels, it does not force them: under cudnn.benchmark
   // PyTorch times every algorithm cudnnFind returns, the F32 CUDA-core ones too, and keeps the
   // fastest. So a TF32 convolution takes no longer than the same convolution in F32 on the CUDA

@@ -927,8 +927,8 @@ TEST(GemmCurve, A100HeldRowsOfVidursMeasuredGemms) {
 }
 
 TEST(GemmCurve, MisalignedLeadingDimensionRunsAtTheAlign1Rate) {
-  // GPT-2's lm_head on 8 x 1024 tokens (bf16, vocab 50257): cuBLAS's align1 kernels, 0.74 of the
-  // aligned efficiency (pytorch/pytorch#181718: 115.6 / 155.9 TFLOP/s); padded to 50264 (a
+  // GPT-2's lm_head on 8 x 1024 tokens (bf16, vocab 50257): cuBLAS's align1 kernels (measured on
+  // an H200 and an RTX 4090, cost_model.cpp kAlign1FlopPerIssue*); padded to 50264 (a
   // multiple of 8) it keeps the A100 curve (0.73, 8 us). The rows (M = 8193) are no leading
   // dimension: an odd M alone changes nothing.
   KernelCostModel km;
@@ -942,9 +942,27 @@ TEST(GemmCurve, MisalignedLeadingDimensionRunsAtTheAlign1Rate) {
   const auto fq = [&](double m, double n) {
     return gemm_quantised_flops(1, m, n, 768, a.spec.sm_count);
   };
+  // bf16 on sm_75+: the align1 kernels' issue-bound rate, 2.82 FLOPs per issued thread-instruction
+  // when the output is misaligned (A100: 19.5 TFLOP/s F32 = 19.5e12 issues/s), 4.27 when only an
+  // input is: 55.0 and 83.3 TFLOP/s, where the aligned kernel runs at 0.73 of 312.
   const KernelCostModel::Estimate e = km.estimate(odd, a);
   EXPECT_EQ(e.source, KernelCostModel::Source::MisalignedGemm);
-  EXPECT_NEAR(e.time.seconds(), 8e-6 + fq(8192, 50257) / (312e12 * 0.73 * 0.74), 2e-9);
+  EXPECT_NEAR(e.time.seconds(), fq(8192, 50257) / (19.5e12 * 2.82), 2e-9);
+  // dx = dy W: dy [8192, 50257] misaligned, dx [8192, 768] aligned.
+  Op dgrad = gemm_op(1, 8192, 768, 50257, Dtype::BF16);
+  dgrad.signature->input_shapes = {{8192, 50257}, {50257, 768}};
+  EXPECT_TRUE(misaligned_gemm(dgrad, a.spec));
+  EXPECT_NEAR(km.op_time(dgrad, a).seconds(),
+              gemm_quantised_flops(1, 8192, 768, 50257, a.spec.sm_count) / (19.5e12 * 4.27), 2e-9);
+  // The H200 trace the two factors come from: lm_head forward 6.625 ms, gradients 4.528 / 4.311.
+  const Device h = catalog_gpu("H200-SXM-141GB");
+  EXPECT_NEAR(km.op_time(odd, h).seconds(), 6.625e-3, 0.15e-3);
+  EXPECT_NEAR(km.op_time(dgrad, h).seconds(), 0.5 * (4.528e-3 + 4.311e-3), 0.15e-3);
+  // On the RTX 4090 the align1 rate is #181718's 115.6 TFLOP/s (41.3e12 issues/s x 2.82 = 116.5).
+  const Device g = catalog_gpu("RTX-4090");
+  EXPECT_NEAR(gemm_op(1, 2055, 2055, 2055, Dtype::BF16).flops.v /
+                  km.op_time(gemm_op(1, 2055, 2055, 2055, Dtype::BF16), g).seconds() / 1e12,
+              115.6, 115.6 * 0.05);
   EXPECT_EQ(km.estimate(padded, a).source, KernelCostModel::Source::Roofline);
   EXPECT_NEAR(km.op_time(padded, a).seconds(), 8e-6 + fq(8192, 50264) / (312e12 * 0.73), 2e-9);
   // The K of a weight gradient's operands: x [M, K] with K = 770 is misaligned wherever it sits.
@@ -965,7 +983,8 @@ TEST(GemmCurve, MisalignedLeadingDimensionRunsAtTheAlign1Rate) {
   Op aten = odd;
   aten.type = "aten::mm";
   EXPECT_FALSE(misaligned_gemm(aten, a.spec));
-  // Volta f16 (no GEMM curve): the roofline's compute term at 0.74 of compute_eff_max.
+  // Volta f16 (no GEMM curve, no sm_75 align1 kernel): the roofline's compute term at 0.74 of
+  // compute_eff_max.
   EXPECT_TRUE(misaligned_gemm(odd, v.spec));
   const KernelCostModel::Estimate ev = km.estimate(odd, v);
   EXPECT_EQ(ev.source, KernelCostModel::Source::MisalignedGemm);
