@@ -696,8 +696,8 @@ bool recurrent(std::string_view t) {
 // per SM of the 4090's bf16 (fp32 accumulate), so 0.74 is the smaller of the two penalties; on an
 // H100 SXM an unaligned (8193 x 2501 x 5008) bf16 matmul ran at 509 TFLOP/s
 // (meta-pytorch/float8_experimental#145), 0.73 of the 696 the Hopper curve gives it aligned.
-// docs/cost-model.md, "Misaligned GEMMs". Kept for TF32 and for Volta, where no align1 kernel
-// was measured; f16/bf16 on compute capability 7.5 and later take align1_rate below.
+// docs/cost-model.md, "Misaligned GEMMs". Kept for TF32 (align1_rate) and where no kernel was
+// measured: Volta, f16/bf16 whose leading dimensions are multiples of 4 (align4), align2 on Turing.
 constexpr double kMisalignedGemmEff = 0.74;
 
 // FLOPs per issued thread-instruction (issue_rate) of cuBLAS's one-element-load f16/bf16 kernels
@@ -718,6 +718,17 @@ constexpr double kMisalignedGemmEff = 0.74;
 // faster (h200_rig_2026-12-04_results.jsonl). docs/cost-model.md, "Misaligned GEMMs".
 constexpr double kAlign1FlopPerIssueOutput = 2.82;
 constexpr double kAlign1FlopPerIssueInputs = 4.27;
+// The same measured on the H200 for shapes no constant came from (tools/kernel_rig.py,
+// tests/data/calibration/h200_kernels_2026-12-04.jsonl and its Kineto trace; cuBLAS's choice):
+//   f16/bf16 with every leading dimension even (2-element aligned, not 8): sm_80 kernels
+//     `cutlass_80_tensorop_{bf16,f16}_s16816gemm_..._align2`, 4.8-7.8 FLOPs per issued instruction
+//     over 12 GEMMs (N = 30522 and K = 770, both dtypes, all three roles), mean 6.13.
+//   TF32 with a leading dimension not a multiple of 4: `cutlass_80_tensorop_s1688gemm_..._align1`
+//     (an sm_80 kernel, the A100's too), 2.62-3.94 over 15 GEMMs (N = 50257, 30522, 32317, 4097,
+//     K = 770, all roles), mean 3.32 (the aligned TF32 GEMMs ran at 6.2-11.8).
+// f16/bf16 leading dimensions that are multiples of 4 but not 8 (align4) were not measured: they
+// keep kMisalignedGemmEff; so does TF32 (align1_rate says why).
+constexpr double kAlign2FlopPerIssue = 6.13;
 
 // The alignment in elements cuBLAS's vectorised tensor-core kernels need for `op`'s dtype on
 // `spec` (16 bytes: 8 f16/bf16, 4 TF32); 0 where no tensor core runs it (a CPU, an AMD part, a
@@ -735,18 +746,40 @@ enum class Misalignment { None, InputsOnly, Output };
 
 Misalignment gemm_misalignment(const Op& op, const DeviceSpec& spec);
 
+// The largest power of two (at most 8) that divides every leading dimension of matmul `op`'s
+// output and rank >= 2 operands: the vector width, in elements, cuBLAS's kernels can load with.
+int gemm_alignment_elements(const Op& op) {
+  int a = 8;
+  const auto fold = [&a](const std::vector<std::int64_t>& s) {
+    if (s.size() < 2 || s.back() <= 0) return;
+    while (a > 1 && s.back() % a != 0) a /= 2;
+  };
+  if (!op.outputs.empty()) fold(op.outputs[0].shape);
+  if (op.signature)
+    for (const auto& in : op.signature->input_shapes) fold(in);
+  return a;
+}
+
 std::optional<double> issue_rate(const DeviceSpec& spec);
 
-// The rate (FLOP/s) of cuBLAS's align1 kernels for misaligned f16/bf16 GEMM `op` on `spec`;
-// nullopt where op is aligned, or where kMisalignedGemmEff stands (TF32, Volta, no issue rate).
+// The rate (FLOP/s) of the kernels cuBLAS runs for misaligned GEMM `op` on `spec` where they were
+// measured and applied (f16/bf16 align1 on 7.5+, align2 on 8.0+); nullopt where op is aligned or
+// where kMisalignedGemmEff stands (TF32, Volta, f16/bf16 align4, align2 on Turing, no issue rate).
 std::optional<double> align1_rate(const Op& op, const DeviceSpec& spec) {
-  if (op.dtype != Dtype::F16 && op.dtype != Dtype::BF16) return std::nullopt;
-  if (spec.arch.major < 7 || (spec.arch.major == 7 && spec.arch.minor < 5)) return std::nullopt;
+  const int cc = spec.arch.compute_capability();
   const Misalignment m = gemm_misalignment(op, spec);
   const auto issue = issue_rate(spec);
-  if (m == Misalignment::None || !issue) return std::nullopt;
-  return *issue *
-         (m == Misalignment::Output ? kAlign1FlopPerIssueOutput : kAlign1FlopPerIssueInputs);
+  if (m == Misalignment::None || !issue || cc < 75) return std::nullopt;
+  // TF32 keeps kMisalignedGemmEff: the 3.32 FLOPs per issue above is what CUDA 13.0's cuBLAS ran on
+  // the H200, but Lambda's H100 GNMT TF32 rows split by software stack under it (NGC 22.x rows
+  // +9 ... +12 % -> -2 ... +1 %, NGC 24.03 rows -3 % -> -13 %): docs/cost-model.md.
+  if (op.dtype != Dtype::F16 && op.dtype != Dtype::BF16) return std::nullopt;
+  const int a = gemm_alignment_elements(op);
+  if (a == 1)
+    return *issue *
+           (m == Misalignment::Output ? kAlign1FlopPerIssueOutput : kAlign1FlopPerIssueInputs);
+  if (a == 2 && cc >= 80) return *issue * kAlign2FlopPerIssue;
+  return std::nullopt;
 }
 
 // The aligned efficiency's factor for a misaligned GEMM that align1_rate does not price.
@@ -1239,8 +1272,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const bool tf32_conv = tf32_units && math_kind_of(op.type) == MathKind::Conv;
   double eff = tf32_conv ? p.tf32_eff_max : p.compute_eff_max;
   if (const auto c = conv_generation_eff(op, spec, p, tf32_units)) eff = *c;
-  // A tensor-core GEMM with a misaligned leading dimension (misaligned_gemm): TF32 and Volta at
-  // kMisalignedGemmEff here, f16/bf16 on sm_75+ no faster than the align1 kernels (below).
+  // A tensor-core GEMM with a misaligned leading dimension (misaligned_gemm): no faster than the
+  // measured align1/align2 kernels (align1_rate, below), else at kMisalignedGemmEff here.
   eff *= misaligned_eff_factor(op, spec);
   // Like the GEMM curves, a measured per-generation rate that a calibration's roofline replaces.
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;

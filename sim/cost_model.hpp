@@ -166,9 +166,10 @@ double gemm_quantised_flops(double b, double m, double n, double k, int sm_count
 /// Whether `op` is a tensor-core GEMM on `spec` (NVIDIA compute capability >= 7.0; f16/bf16, or
 /// TF32 on a part with TF32 units) whose output or any operand of rank >= 2 has a last (leading)
 /// dimension that is not a multiple of 16 bytes (8 f16/bf16 elements, 4 TF32): cuBLAS then runs
-/// its one-element-load (align1) kernels: f16/bf16 on compute capability >= 7.5 no faster than
-/// their issue-bound rate (align1_rate, measured on an H200 and an RTX 4090), TF32 and Volta at
-/// kMisalignedGemmEff (0.74) of the aligned efficiency. Graph ops only (stored shapes); profiled
+/// its narrow-load (align1/align2) kernels: no faster than their issue-bound rate where measured
+/// (align1_rate: f16/bf16 odd dimensions on 7.5+, even ones on 8.0+; an H200 and an RTX 4090),
+/// else (TF32, Volta, align4) at kMisalignedGemmEff (0.74) of the aligned efficiency. Graph ops
+/// only; profiled
 /// aten ops, recurrent cells and shape-less ops are never judged. docs/cost-model.md,
 /// "Misaligned GEMMs".
 bool misaligned_gemm(const Op& op, const DeviceSpec& spec);

@@ -958,6 +958,24 @@ TEST(GemmCurve, MisalignedLeadingDimensionRunsAtTheAlign1Rate) {
   const Device h = catalog_gpu("H200-SXM-141GB");
   EXPECT_NEAR(km.op_time(odd, h).seconds(), 6.625e-3, 0.15e-3);
   EXPECT_NEAR(km.op_time(dgrad, h).seconds(), 0.5 * (4.528e-3 + 4.311e-3), 0.15e-3);
+  // Even dimensions (2-element aligned): sm_80's align2 kernels, 6.13 FLOPs per issued instruction
+  // (H200: 4.8-7.8 over 12 GEMMs). BERT's vocabulary 30522 on an A100.
+  const Op even = gemm_op(1, 4096, 30522, 1024, Dtype::BF16);
+  EXPECT_TRUE(misaligned_gemm(even, a.spec));
+  EXPECT_NEAR(km.op_time(even, a).seconds(),
+              gemm_quantised_flops(1, 4096, 30522, 1024, a.spec.sm_count) / (19.5e12 * 6.13), 2e-9);
+  // Multiples of 4 but not 8 (align4): not measured, 0.74 of the aligned efficiency.
+  const Op four = gemm_op(1, 4096, 30524, 1024, Dtype::BF16);
+  const Op eight = gemm_op(1, 4096, 30528, 1024, Dtype::BF16);
+  EXPECT_NEAR(km.op_time(four, a).seconds() - 8e-6,
+              (km.op_time(eight, a).seconds() - 8e-6) / 0.74 * 30524 / 30528, 2e-6);
+  // TF32 misaligned keeps 0.74 of the aligned efficiency (the H200's TF32 align1 rate split
+  // Lambda's H100 rows by software stack: docs/cost-model.md).
+  const Op tf = gemm_op(1, 4096, 31794, 1024, Dtype::TF32);
+  const Op tf_aligned = gemm_op(1, 4096, 31796, 1024, Dtype::TF32);
+  const Device h100 = catalog_gpu("H100-SXM5-80GB");
+  EXPECT_GT(km.op_time(tf, h100).seconds(), km.op_time(tf_aligned, h100).seconds() / 0.74 * 0.99);
+  EXPECT_LT(km.op_time(tf, h100).seconds(), km.op_time(tf_aligned, h100).seconds() / 0.74 * 1.01);
   // On the RTX 4090 the align1 rate is #181718's 115.6 TFLOP/s (41.3e12 issues/s x 2.82 = 116.5).
   const Device g = catalog_gpu("RTX-4090");
   EXPECT_NEAR(gemm_op(1, 2055, 2055, 2055, Dtype::BF16).flops.v /
