@@ -564,20 +564,20 @@ Parsed parse_et(const std::string& path, EtImport& r) {
   return p;
 }
 
-// Kineto: ties ops to profiler events and sets their measured times.
-void time_from_kineto(const std::string& kineto_path, const std::vector<EtNode>& nodes,
-                      const std::vector<int>& kept, const std::vector<sim::OpId>& op_of, int step,
-                      EtImport& r);
+// Kineto: the profiler event of each ET node (-1 if none); sets r.link_method.
+std::vector<std::int64_t> link_nodes(const Profile& prof, const std::vector<EtNode>& nodes,
+                                     const std::vector<int>& kept, EtImport& r);
 
-}  // namespace
+// Kineto: sets the ops' measured times from their linked events.
+void time_from_kineto(const Profile& prof, const std::vector<std::int64_t>& event_of,
+                      const std::vector<EtNode>& nodes, const std::vector<int>& kept,
+                      const std::vector<sim::OpId>& op_of, int step, EtImport& r);
 
-EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto_path) {
-  EtImport r;
-  const Parsed p = parse_et(et_path, r);
-  const std::vector<EtNode>& nodes = p.nodes;
-  const std::vector<Place> pl = places(nodes, p.at, et_path);
-  // A trace of several steps: the first one (lowest record-function id) is the graph.
-  int step = -1, steps = 0;
+// A trace of several steps: the first one (lowest record-function id) is the graph. Returns its
+// index, -1 if the trace has no ProfilerStep#N label; `steps` counts the labels.
+int first_step(const std::vector<EtNode>& nodes, int& steps) {
+  int step = -1;
+  steps = 0;
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     const EtNode& e = nodes[static_cast<std::size_t>(i)];
     if (e.op || !starts(e.name, "ProfilerStep#")) continue;
@@ -587,22 +587,103 @@ EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto
                                                        nodes[static_cast<std::size_t>(step)].id))
       step = i;
   }
-  const bool have_steps = step >= 0;
-  // The outermost operators, in start order (record-function id; node id where there is none).
-  std::vector<int> kept;
-  bool all_rf = true;
+  return step;
+}
+
+// The outermost operators of `step` (all of them where there is no step) in `kept`. Outside
+// every step label, an operator of another thread than the step's (the autograd engine's device
+// thread runs a CUDA backward) may have run during the step: `others`, for join_other_threads.
+void outermost_ops(const std::vector<EtNode>& nodes, const std::vector<Place>& pl, int step,
+                   std::vector<int>& kept, std::vector<int>& others, EtImport& r) {
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     const EtNode& e = nodes[static_cast<std::size_t>(i)];
     if (!e.op) continue;
-    if (pl[static_cast<std::size_t>(i)].outer_op != i) {
+    const Place& at = pl[static_cast<std::size_t>(i)];
+    if (at.outer_op != i)
       ++r.nested;
-    } else if (have_steps && pl[static_cast<std::size_t>(i)].step != step) {
-      ++r.outside_step;
-    } else {
+    else if (step < 0 || at.step == step)
       kept.push_back(i);
-      all_rf &= e.rf_id > 0;
-    }
+    else if (at.step < 0 && e.tid != nodes[static_cast<std::size_t>(step)].tid)
+      others.push_back(i);
+    else
+      ++r.outside_step;
   }
+}
+
+// Operators of other threads outside every step label (`others`): on CUDA the autograd engine
+// runs the backward on its own device thread, under a second thread root. Those that ran during
+// `step` join `kept`: by time where the Kineto trace has the step's event and the operator's
+// (its event lies inside the step's), else (no Kineto trace, or an operator without an event)
+// only where the trace holds a single step, so that the operator can belong to no other. The
+// rest count as outside the step.
+void join_other_threads(const std::vector<EtNode>& nodes, int step, int steps,
+                        const std::vector<int>& others, const Profile* prof,
+                        const std::vector<std::int64_t>& event_of, std::vector<int>& kept,
+                        EtImport& r) {
+  if (others.empty()) return;
+  const TraceEvent* step_ev = nullptr;
+  if (prof && event_of[static_cast<std::size_t>(step)] >= 0)
+    step_ev = &prof->events[static_cast<std::size_t>(event_of[static_cast<std::size_t>(step)])];
+  std::set<std::int64_t> tids;
+  int by_time = 0, by_single = 0;
+  for (const int i : others) {
+    const std::int64_t ev = prof ? event_of[static_cast<std::size_t>(i)] : -1;
+    bool in = false;
+    if (step_ev && ev >= 0) {
+      const TraceEvent& o = prof->events[static_cast<std::size_t>(ev)];
+      in = o.ts_ns >= step_ev->ts_ns && o.end_ns() <= step_ev->end_ns();
+      by_time += in;
+    } else {
+      in = steps == 1;
+      by_single += in;
+    }
+    if (!in) {
+      ++r.outside_step;
+      continue;
+    }
+    kept.push_back(i);
+    tids.insert(nodes[static_cast<std::size_t>(i)].tid);
+  }
+  r.other_threads = by_time + by_single;
+  if (r.other_threads > 0) {
+    std::string list;
+    for (const std::int64_t t : tids) list += (list.empty() ? "" : ", ") + std::to_string(t);
+    const std::string& sn = nodes[static_cast<std::size_t>(step)].name;
+    std::string why;
+    if (by_time > 0) why = std::to_string(by_time) + " by their Kineto events, inside the step's";
+    if (by_single > 0)
+      why += (why.empty() ? "" : "; ") + std::to_string(by_single) +
+             (prof ? " without a Kineto event" : " without a Kineto trace to time them") +
+             ", as the trace holds no other step";
+    r.notes.push_back(std::to_string(r.other_threads) + " operators of other threads (tid " + list +
+                      ": on CUDA the autograd engine's backward) imported with " + sn + ": " + why);
+  }
+}
+
+}  // namespace
+
+EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto_path) {
+  EtImport r;
+  const Parsed p = parse_et(et_path, r);
+  const std::vector<EtNode>& nodes = p.nodes;
+  const std::vector<Place> pl = places(nodes, p.at, et_path);
+  int steps = 0;
+  const int step = first_step(nodes, steps);
+  const bool have_steps = step >= 0;
+  std::vector<int> kept, others;
+  outermost_ops(nodes, pl, step, kept, others, r);
+  std::optional<Profile> prof;
+  std::vector<std::int64_t> event_of;
+  if (!kineto_path.empty()) {
+    prof = read_profile(kineto_path);
+    require_measured_work(*prof);
+    std::vector<int> candidates = kept;
+    candidates.insert(candidates.end(), others.begin(), others.end());
+    event_of = link_nodes(*prof, nodes, candidates, r);
+  }
+  join_other_threads(nodes, step, steps, others, prof ? &*prof : nullptr, event_of, kept, r);
+  bool all_rf = true;
+  for (const int i : kept) all_rf &= nodes[static_cast<std::size_t>(i)].rf_id > 0;
   if (kept.empty())
     throw InputError(et_path, "nodes",
                      "at least one operator node (an op schema or an aten:: name)" +
@@ -655,7 +736,7 @@ EtImport import_pytorch_et(const std::string& et_path, const std::string& kineto
     r.graph.ops[static_cast<std::size_t>(o)].device_kind = sim::DeviceKind::Gpu;
     ++r.gpu_timed;
   }
-  if (!kineto_path.empty()) time_from_kineto(kineto_path, nodes, kept, op_of, step, r);
+  if (prof) time_from_kineto(*prof, event_of, nodes, kept, op_of, step, r);
 
   for (const sim::Op& op : r.graph.ops) {
     r.forward_ops += op.phase == sim::Phase::Forward;
@@ -830,14 +911,11 @@ std::vector<std::int64_t> label_time(const Profile& prof, const std::vector<EtNo
   return charge;
 }
 
-void time_from_kineto(const std::string& kineto_path, const std::vector<EtNode>& nodes,
-                      const std::vector<int>& kept, const std::vector<sim::OpId>& op_of, int step,
-                      EtImport& r) {
-  const Profile prof = read_profile(kineto_path);
-  require_measured_work(prof);
+void time_from_kineto(const Profile& prof, const std::vector<std::int64_t>& event_of,
+                      const std::vector<EtNode>& nodes, const std::vector<int>& kept,
+                      const std::vector<sim::OpId>& op_of, int step, EtImport& r) {
   r.device_name = prof.device_name;
   const bool any_gpu = prof.has_gpu_activity();
-  const std::vector<std::int64_t> event_of = link_nodes(prof, nodes, kept, r);
   // The measured step: the profiler's event of the imported ProfilerStep#N label, else its first.
   if (step >= 0 && event_of[static_cast<std::size_t>(step)] >= 0)
     r.measured_step_ns =

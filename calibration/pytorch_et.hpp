@@ -15,7 +15,11 @@
 //     record-function labels (ProfilerStep#N, "## forward ##", autograd::engine::evaluate_function,
 //     Optimizer.step#...): an operator nested in another (aten::linear -> aten::t, aten::addmm)
 //     is part of it, as Chakra's converter keeps the top-level CPU operators. When the trace has
-//     ProfilerStep#N labels only the operators inside the first of them are imported;
+//     ProfilerStep#N labels only the operators of the first of them are imported: those inside
+//     the label, and those of other threads (on CUDA the autograd engine runs the backward on
+//     its own device thread, under a second thread root) that ran during it: by time where the
+//     Kineto trace has the step's event and the operator's (its event lies inside the step's),
+//     else only where the trace holds a single ProfilerStep#N label;
 //   - FLOPs from the input shapes and arguments by op class (estimate_work, kernel_fit.hpp;
 //     convolutions with their real stride, padding, dilation and groups), bytes from the tensors
 //     the op reads and writes (views and allocations move none);
@@ -47,11 +51,12 @@ namespace placesim::calibration {
 
 struct EtImport {
   sim::Graph graph;
-  std::string schema;    ///< the trace's "schema" ("1.0.1", "1.0.2-chakra.0.0.4", ...)
-  int nodes = 0;         ///< ET nodes in the file
-  int ops = 0;           ///< graph ops (outermost operators)
-  int nested = 0;        ///< operator nodes inside another operator (part of it)
-  int outside_step = 0;  ///< operators outside the imported ProfilerStep#N label (not imported)
+  std::string schema;     ///< the trace's "schema" ("1.0.1", "1.0.2-chakra.0.0.4", ...)
+  int nodes = 0;          ///< ET nodes in the file
+  int ops = 0;            ///< graph ops (outermost operators)
+  int nested = 0;         ///< operator nodes inside another operator (part of it)
+  int outside_step = 0;   ///< operators outside the imported ProfilerStep#N label (not imported)
+  int other_threads = 0;  ///< operators of other threads imported with the ProfilerStep#N label
   int data_edges = 0, control_edges = 0;
   int forward_ops = 0, backward_ops = 0, update_ops = 0;
   // With a Kineto trace:

@@ -46,6 +46,7 @@ void register_import_et(CLI::App& import_cmd) {
                                   {"ops", in.ops},
                                   {"nested_operators", in.nested},
                                   {"outside_step", in.outside_step},
+                                  {"other_thread_ops", in.other_threads},
                                   {"forward_ops", in.forward_ops},
                                   {"backward_ops", in.backward_ops},
                                   {"update_ops", in.update_ops},

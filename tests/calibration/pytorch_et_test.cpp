@@ -5,6 +5,7 @@
 // order and GPU-kernel links, and malformed files.
 #include "calibration/pytorch_et.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -339,6 +340,116 @@ TEST(PytorchEt, OfSeveralStepsTheFirstIsTheGraph) {
   EXPECT_EQ(in.outside_step, 1);
   ASSERT_FALSE(in.notes.empty());
   EXPECT_NE(in.notes[0].find("ProfilerStep#7"), std::string::npos) << in.notes[0];
+}
+
+TEST(PytorchEt, Torch211CudaBackwardOnTheAutogradThreadIsPartOfTheStep) {
+  // A real torch 2.11 CUDA step of GPT-2 124M (H200, bf16, SDPA, fused AdamW): the autograd
+  // engine ran the backward on its device thread (ET tid 2), under a second thread root, outside
+  // the main thread's ProfilerStep#1 label. Its 766 operators belong to the step: their Kineto
+  // events lie inside ProfilerStep#1's.
+  const std::string et = kData + "h200_torch211_gpt2-124m_sdpa_bf16_b8_et.json.gz";
+  const pc::EtImport in =
+      pc::import_pytorch_et(et, kData + "h200_torch211_gpt2-124m_sdpa_bf16_b8_kineto.json.gz");
+  const ps::Graph& g = in.graph;
+  EXPECT_EQ(in.schema, "1.1.1-chakra.0.0.4");
+  EXPECT_EQ(in.nodes, 3788);
+  EXPECT_EQ(in.ops, 985);  // 219 before, the backward dropped as "outside ProfilerStep#1"
+  EXPECT_EQ(in.forward_ops, 217);
+  EXPECT_EQ(in.backward_ops, 766);
+  EXPECT_EQ(in.update_ops, 2);
+  EXPECT_EQ(in.other_threads, 766);
+  EXPECT_EQ(in.outside_step, 0);
+  EXPECT_EQ(in.link_method, "record-function-id");
+  EXPECT_EQ(in.linked, 985);
+  ASSERT_EQ(in.notes.size(), 1u);
+  EXPECT_NE(in.notes[0].find("766 operators of other threads (tid 2"), std::string::npos)
+      << in.notes[0];
+  // Every aten::mm of the trace is a backward matmul (the forward's are inside aten::linear):
+  // 98 of them, each timed by its GPU kernels.
+  const auto mm = ops_of_type(g, "aten::mm");
+  ASSERT_EQ(mm.size(), 98u);
+  for (const ps::Op* op : mm) {
+    EXPECT_EQ(op->phase, ps::Phase::Backward) << op->name;
+    EXPECT_EQ(op->device_kind, ps::DeviceKind::Gpu) << op->name;
+    ASSERT_TRUE(op->measured.has_value()) << op->name;
+    EXPECT_GT(op->measured->ns, 0) << op->name;
+  }
+  // The ops' own time is now the whole step's GPU work (forward, backward, fused AdamW): the
+  // 618 kernels, memsets and copies of the Kineto trace, 33.66 ms (12.95 ms before).
+  EXPECT_NEAR(static_cast<double>(in.measured_ops_ns) * 1e-6, 33.661, 0.001);
+  // The autograd engine's dependencies: each attention backward reads what its forward saved,
+  // and the fused AdamW reads every gradient, so it follows every backward matmul.
+  const auto sdpa_bwd = ops_of_type(g, "aten::_scaled_dot_product_cudnn_attention_backward");
+  ASSERT_EQ(sdpa_bwd.size(), 12u);
+  for (const ps::Op* op : sdpa_bwd) {
+    const bool reads_forward =
+        std::any_of(op->inputs.begin(), op->inputs.end(), [&](const ps::TensorRef& t) {
+          return g.ops[static_cast<std::size_t>(t.op)].phase == ps::Phase::Forward;
+        });
+    EXPECT_TRUE(reads_forward) << op->name;
+  }
+  const auto adamw = ops_of_type(g, "aten::_fused_adamw_");
+  ASSERT_EQ(adamw.size(), 1u);
+  EXPECT_EQ(adamw[0]->phase, ps::Phase::Update);
+  const auto adamw_id = static_cast<ps::OpId>(adamw[0] - g.ops.data());
+  for (const ps::Op* op : mm)
+    EXPECT_TRUE(depends_on(g, adamw_id, static_cast<ps::OpId>(op - g.ops.data()))) << op->name;
+
+  // Without the Kineto trace: the trace holds a single ProfilerStep#N label, so the other
+  // thread's operators can only belong to it.
+  const pc::EtImport bare = pc::import_pytorch_et(et, "");
+  EXPECT_EQ(bare.ops, 985);
+  EXPECT_EQ(bare.backward_ops, 766);
+  EXPECT_EQ(bare.data_edges, in.data_edges);
+  EXPECT_EQ(bare.control_edges, in.control_edges);
+  ASSERT_EQ(bare.notes.size(), 1u);
+  EXPECT_NE(bare.notes[0].find("as the trace holds no other step"), std::string::npos)
+      << bare.notes[0];
+}
+
+TEST(PytorchEt, OtherThreadsOpsJoinTheStepTheyRanIn) {
+  // Two steps on thread 1; thread 2 ran aten::abs during ProfilerStep#7 and aten::exp during
+  // ProfilerStep#8 (Kineto times, microseconds).
+  const std::string et = write_temp("threads_et.json", R"J({"schema": "1.0.1", "nodes": [
+    {"name": "[pytorch|profiler|execution_graph|thread]", "id": 2, "rf_id": 0, "parent": 1, "tid": 1, "op_schema": ""},
+    {"name": "ProfilerStep#7", "id": 3, "rf_id": 1, "parent": 2, "tid": 1, "op_schema": ""},
+    {"name": "aten::neg", "id": 4, "rf_id": 2, "parent": 3, "tid": 1, "op_schema": "aten::neg(Tensor self) -> Tensor",
+     "inputs": [[9,10,0,16,4,"cpu"]], "input_shapes": [[16]], "input_types": ["Tensor(float)"],
+     "outputs": [[13,14,0,16,4,"cpu"]], "output_shapes": [[16]], "output_types": ["Tensor(float)"]},
+    {"name": "ProfilerStep#8", "id": 5, "rf_id": 4, "parent": 2, "tid": 1, "op_schema": ""},
+    {"name": "aten::relu", "id": 6, "rf_id": 5, "parent": 5, "tid": 1, "op_schema": "aten::relu(Tensor self) -> Tensor",
+     "inputs": [[9,10,0,16,4,"cpu"]], "input_shapes": [[16]], "input_types": ["Tensor(float)"],
+     "outputs": [[11,12,0,16,4,"cpu"]], "output_shapes": [[16]], "output_types": ["Tensor(float)"]},
+    {"name": "[pytorch|profiler|execution_graph|thread]", "id": 7, "rf_id": 0, "parent": 1, "tid": 2, "op_schema": ""},
+    {"name": "aten::abs", "id": 8, "rf_id": 3, "parent": 7, "tid": 2, "op_schema": "aten::abs(Tensor self) -> Tensor",
+     "inputs": [[13,14,0,16,4,"cpu"]], "input_shapes": [[16]], "input_types": ["Tensor(float)"],
+     "outputs": [[15,16,0,16,4,"cpu"]], "output_shapes": [[16]], "output_types": ["Tensor(float)"]},
+    {"name": "aten::exp", "id": 9, "rf_id": 6, "parent": 7, "tid": 2, "op_schema": "aten::exp(Tensor self) -> Tensor",
+     "inputs": [[11,12,0,16,4,"cpu"]], "input_shapes": [[16]], "input_types": ["Tensor(float)"],
+     "outputs": [[17,18,0,16,4,"cpu"]], "output_shapes": [[16]], "output_types": ["Tensor(float)"]},
+    {"name": "[pytorch|profiler|execution_graph|process]", "id": 1, "rf_id": 0, "parent": 1, "tid": 0, "op_schema": ""}]})J");
+  const std::string kineto = write_temp("threads_kineto.json", R"J({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 9, "tid": 9, "ts": 0, "dur": 100, "args": {"Record function id": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::neg", "pid": 9, "tid": 9, "ts": 10, "dur": 10, "args": {"Record function id": 2}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::abs", "pid": 9, "tid": 12, "ts": 30, "dur": 10, "args": {"Record function id": 3}},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#8", "pid": 9, "tid": 9, "ts": 100, "dur": 100, "args": {"Record function id": 4}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 9, "tid": 9, "ts": 110, "dur": 10, "args": {"Record function id": 5}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::exp", "pid": 9, "tid": 12, "ts": 150, "dur": 10, "args": {"Record function id": 6}}]})J");
+  // By time: abs ran inside ProfilerStep#7 and reads neg's result; exp ran in the next step.
+  const pc::EtImport in = pc::import_pytorch_et(et, kineto);
+  ASSERT_EQ(in.ops, 2);
+  EXPECT_EQ(in.graph.ops[0].type, "aten::neg");
+  EXPECT_EQ(in.graph.ops[1].type, "aten::abs");
+  ASSERT_EQ(in.graph.ops[1].inputs.size(), 1u);
+  EXPECT_EQ(in.graph.ops[1].inputs[0].op, 0);
+  EXPECT_EQ(in.graph.ops[1].measured->ns, 10000);
+  EXPECT_EQ(in.other_threads, 1);
+  EXPECT_EQ(in.outside_step, 2);  // relu (ProfilerStep#8) and exp
+  // Without times, a trace of two steps does not say which one thread 2 worked for.
+  const pc::EtImport bare = pc::import_pytorch_et(et, "");
+  ASSERT_EQ(bare.ops, 1);
+  EXPECT_EQ(bare.other_threads, 0);
+  EXPECT_EQ(bare.outside_step, 3);
 }
 
 TEST(PytorchEt, MalformedTracesAreOneLineInputErrors) {
