@@ -31,6 +31,8 @@ struct EtTensorUse {
   models::EtTensor t;
   std::vector<std::int64_t> shape;
   std::int64_t bytes = 0;
+  std::vector<std::int64_t>
+      strides;  ///< in elements, as the ET gives them (schema 1.0.2+); may be empty
 };
 
 // One argument or result of an ET node.
@@ -114,6 +116,20 @@ class Reader {
     return out;
   }
 
+  // A tensor's strides (elements): a list of as many non-negative integers as its shape has
+  // dimensions, else none (strides are only read to find a GEMM operand's leading dimension, so a
+  // list that does not fit is ignored rather than refused).
+  static std::vector<std::int64_t> stride_list(const json* st, std::size_t rank) {
+    std::vector<std::int64_t> out;
+    if (!st || !st->is_array() || st->size() != rank) return out;
+    for (const json& d : *st) {
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > kMaxDim)
+        return {};
+      out.push_back(d.get<std::int64_t>());
+    }
+    return out;
+  }
+
   EtTensorUse tensor_use(const models::EtTensor& t, const json* s, const std::string& where) const {
     EtTensorUse u{.t = t, .shape = {}, .bytes = 0};
     if (s && t.defined()) u.shape = shape(*s, where);
@@ -128,7 +144,7 @@ class Reader {
 
   /// values/shapes/types lists of one side (inputs or outputs) of a node.
   std::vector<EtArg> args(const json& values, const json* shapes, const json* types,
-                          const std::string& where) const {
+                          const std::string& where, const json* strides = nullptr) const {
     std::vector<EtArg> out;
     if (values.is_null()) return out;
     if (!values.is_array())
@@ -144,6 +160,7 @@ class Reader {
       const std::string key = where + "[" + std::to_string(k) + "]";
       if (const auto t = as_tensor(v)) {
         a.tensors.push_back(tensor_use(*t, s, key));
+        a.tensors.back().strides = stride_list(at(strides, k), a.tensors.back().shape.size());
       } else if (v.is_array() &&
                  (starts(a.type, "GenericList[Tensor") || (!v.empty() && as_tensor(v[0])))) {
         for (std::size_t j = 0; j < v.size(); ++j)
@@ -201,7 +218,7 @@ class Reader {
         static const json kEmpty = json::array();
         const json* values = get("values");
         return args(values ? *values : kEmpty, get("shapes"), get("types"),
-                    where + "." + key + ".values");
+                    where + "." + key + ".values", get("strides"));
       };
       e.inputs = side("inputs");
       e.outputs = side("outputs");
@@ -366,6 +383,33 @@ std::vector<std::pair<std::size_t, std::size_t>> align(const std::vector<const s
   return out;
 }
 
+// A GEMM's operands' leading dimensions in memory (elements), from the ET's strides: a row-major
+// operand's is its second-to-last stride, a transposed view's (unit stride on its second-to-last
+// dimension) its last. What cuBLAS's vectorised kernels need aligned (sim::misaligned_gemm); the
+// view shapes alone cannot tell, since a transposed view's leading dimension is its first. Empty
+// unless every operand of rank >= 2 has usable strides.
+std::vector<std::int64_t> gemm_leading_dims(const EtNode& e) {
+  static const std::set<std::string> kGemms = {"aten::mm",      "aten::addmm",  "aten::bmm",
+                                               "aten::baddbmm", "aten::matmul", "aten::linear",
+                                               "aten::addbmm"};
+  std::vector<std::int64_t> out;
+  if (!kGemms.count(e.name)) return out;
+  for (const EtArg& a : e.inputs) {
+    if (a.tensors.size() != 1 || a.tensors[0].shape.size() < 2) continue;
+    const auto& sh = a.tensors[0].shape;
+    const auto& st = a.tensors[0].strides;
+    if (st.size() != sh.size()) return {};
+    const std::size_t r = sh.size();
+    if (st[r - 1] == 1 || sh[r - 1] == 1)
+      out.push_back(st[r - 2]);
+    else if (st[r - 2] == 1 || sh[r - 2] == 1)
+      out.push_back(st[r - 1]);
+    else
+      return {};  // neither dimension contiguous: torch copies it first
+  }
+  return out;
+}
+
 // The op's dtype, signature and FLOPs from its inputs; true for a view or an allocation (class
 // "meta"), which moves no bytes either.
 bool set_work(const EtNode& e, sim::Op& op) {
@@ -378,6 +422,7 @@ bool set_work(const EtNode& e, sim::Op& op) {
   }
   op.dtype = types.empty() ? sim::Dtype::F32 : dtype_of_type(types.front());
   op.signature = sim::Signature{e.name, shapes, op.dtype};
+  op.leading_dims = gemm_leading_dims(e);
   std::vector<std::vector<std::int64_t>> work_shapes = shapes;
   if (starts(e.name, "aten::_foreach_")) {
     // A foreach op runs its elementwise update over every tensor of its first list.

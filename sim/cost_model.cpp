@@ -750,12 +750,16 @@ Misalignment gemm_misalignment(const Op& op, const DeviceSpec& spec);
 // output and rank >= 2 operands: the vector width, in elements, cuBLAS's kernels can load with.
 int gemm_alignment_elements(const Op& op) {
   int a = 8;
-  const auto fold = [&a](const std::vector<std::int64_t>& s) {
-    if (s.size() < 2 || s.back() <= 0) return;
-    while (a > 1 && s.back() % a != 0) a /= 2;
+  const auto fold_dim = [&a](std::int64_t d) {
+    while (d > 0 && a > 1 && d % a != 0) a /= 2;
+  };
+  const auto fold = [&](const std::vector<std::int64_t>& s) {
+    if (s.size() >= 2) fold_dim(s.back());
   };
   if (!op.outputs.empty()) fold(op.outputs[0].shape);
-  if (op.signature)
+  if (!op.leading_dims.empty())
+    for (const std::int64_t d : op.leading_dims) fold_dim(d);
+  else if (op.signature)
     for (const auto& in : op.signature->input_shapes) fold(in);
   return a;
 }
@@ -791,20 +795,27 @@ Misalignment gemm_misalignment(const Op& op, const DeviceSpec& spec) {
   // A graph op's shapes are its stored (contiguous, row-major) tensors', so each operand's leading
   // dimension is its last: x [M, K] . W [N, K]^T -> y [M, N] (K, K, N), dx = dy W (N, K, K),
   // dW = dy^T x (N, K, K). The rows (batch x sequence) are never a leading dimension. A profiled
-  // aten op's shapes are its views' (a transposed operand's leading dimension is its first) and a
-  // shape-less op says nothing: neither is judged. Biases (rank 1) are the epilogue's.
-  if (math_kind_of(op.type) != MathKind::Matmul || recurrent(op.type) || !op.signature ||
-      op.outputs.empty() || starts_with(op.type, "aten::"))
+  // aten op's shapes are its views' (a transposed operand's leading dimension is its first): it is
+  // judged by the leading dimensions its trace's strides gave (Op::leading_dims), else not at all;
+  // nor is a shape-less op. Biases (rank 1) are the epilogue's.
+  // A profiled aten op is judged only with the leading dimensions its trace's strides gave
+  // (Op::leading_dims): its shapes are views'.
+  const bool aten = starts_with(op.type, "aten::");
+  if (math_kind_of(op.type) != MathKind::Matmul || recurrent(op.type) || op.outputs.empty() ||
+      (aten ? op.leading_dims.empty() : !op.signature))
     return Misalignment::None;
   const int align = tensor_core_alignment(op.dtype, spec);
   if (align <= 0) return Misalignment::None;
-  const auto off = [align](const std::vector<std::int64_t>& s) {
-    return s.size() >= 2 && s.back() > 0 && s.back() % align != 0;
+  const auto off_dim = [align](std::int64_t d) { return d > 0 && d % align != 0; };
+  const auto off = [&](const std::vector<std::int64_t>& s) {
+    return s.size() >= 2 && off_dim(s.back());
   };
   if (off(op.outputs[0].shape)) return Misalignment::Output;
-  return std::any_of(op.signature->input_shapes.begin(), op.signature->input_shapes.end(), off)
-             ? Misalignment::InputsOnly
-             : Misalignment::None;
+  const bool inputs =
+      !op.leading_dims.empty()
+          ? std::any_of(op.leading_dims.begin(), op.leading_dims.end(), off_dim)
+          : std::any_of(op.signature->input_shapes.begin(), op.signature->input_shapes.end(), off);
+  return inputs ? Misalignment::InputsOnly : Misalignment::None;
 }
 
 }  // namespace

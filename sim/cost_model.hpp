@@ -168,9 +168,9 @@ double gemm_quantised_flops(double b, double m, double n, double k, int sm_count
 /// dimension that is not a multiple of 16 bytes (8 f16/bf16 elements, 4 TF32): cuBLAS then runs
 /// its narrow-load (align1/align2) kernels: no faster than their issue-bound rate where measured
 /// (align1_rate: f16/bf16 odd dimensions on 7.5+, even ones on 8.0+; an H200 and an RTX 4090),
-/// else (TF32, Volta, align4) at kMisalignedGemmEff (0.74) of the aligned efficiency. Graph ops
-/// only; profiled
-/// aten ops, recurrent cells and shape-less ops are never judged. docs/cost-model.md,
+/// else (TF32, Volta, align4) at kMisalignedGemmEff (0.74) of the aligned efficiency. A profiled
+/// aten op only with the leading dimensions its trace's strides gave (Op::leading_dims: its
+/// shapes are views'); recurrent cells and shape-less ops never. docs/cost-model.md,
 /// "Misaligned GEMMs".
 bool misaligned_gemm(const Op& op, const DeviceSpec& spec);
 

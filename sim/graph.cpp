@@ -698,11 +698,26 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
   pending.inputs.emplace_back();
   pending.control.emplace_back();
   const std::string path = "ops[" + std::to_string(i) + "]";
-  rd.expect_object(
-      o, path,
-      {"name", "type", "phase", "flops", "bytes_read", "bytes_written", "dtype", "signature",
-       "measured", "outputs", "inputs", "control_inputs", "persistent_bytes", "group",
-       "device_kind", "layer", "stream", "collective", "layout"});
+  rd.expect_object(o, path, {"name",
+                             "type",
+                             "phase",
+                             "flops",
+                             "bytes_read",
+                             "bytes_written",
+                             "dtype",
+                             "signature",
+                             "measured",
+                             "outputs",
+                             "inputs",
+                             "control_inputs",
+                             "persistent_bytes",
+                             "group",
+                             "device_kind",
+                             "layer",
+                             "stream",
+                             "collective",
+                             "layout",
+                             "leading_dims"});
   Op op;
   if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
   op.name = rd.str(o["name"], path + ".name");
@@ -731,6 +746,14 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
   if (o.contains("collective"))
     op.collective = read_collective(rd, o["collective"], p + ".collective");
   if (o.contains("layout")) op.layout = read_layout(rd, o["layout"], Key{p, ".layout"});
+  if (o.contains("leading_dims")) {
+    const json& ld = o["leading_dims"];
+    if (!ld.is_array() || ld.size() > 64)
+      rd.fail(p + ".leading_dims", "a list of at most 64 leading dimensions, got " + shown(ld));
+    for (std::size_t k = 0; k < ld.size(); ++k)
+      op.leading_dims.push_back(rd.integer(
+          ld[k], Key{p, ".leading_dims[" + std::to_string(k) + "]"}, 1, std::int64_t{1} << 40));
+  }
   return op;
 }
 
@@ -1103,6 +1126,10 @@ std::string graph_to_json(const Graph& g) {
     if (op.layout) {
       o.key("layout");
       o.str(to_string(*op.layout));
+    }
+    if (!op.leading_dims.empty()) {
+      o.key("leading_dims");
+      o.shape(op.leading_dims);
     }
     o.close_obj();
   }

@@ -92,6 +92,10 @@ struct Op {
   /// (a convolution gets no transforms; a PyTorch/ONNX batch norm counts as NCHW, a builder's
   /// FusedBatchNorm as NHWC).
   std::optional<Layout> layout;
+  /// A GEMM's operands' leading dimensions in memory (elements), inputs of rank >= 2 in order, as
+  /// a trace's strides give them (`import et`); empty: the shapes' last dimensions (a graph op's
+  /// tensors are stored row-major). Read by misaligned_gemm.
+  std::vector<std::int64_t> leading_dims;
 };
 
 struct Graph {

@@ -976,6 +976,18 @@ TEST(GemmCurve, MisalignedLeadingDimensionRunsAtTheAlign1Rate) {
   const Device h100 = catalog_gpu("H100-SXM5-80GB");
   EXPECT_GT(km.op_time(tf, h100).seconds(), km.op_time(tf_aligned, h100).seconds() / 0.74 * 0.99);
   EXPECT_LT(km.op_time(tf, h100).seconds(), km.op_time(tf_aligned, h100).seconds() / 0.74 * 1.01);
+  // A profiled aten GEMM is judged only by the leading dimensions its trace's strides gave (import
+  // et): the weight gradient dW = dy^T x of the ET, dy^T a transposed view [50257, 8192] whose
+  // leading dimension is 50257.
+  Op aten_wgrad = gemm_op(1, 50257, 768, 8192, Dtype::BF16);
+  aten_wgrad.type = "aten::mm";
+  aten_wgrad.signature->op_type = "aten::mm";
+  EXPECT_FALSE(misaligned_gemm(aten_wgrad, a.spec));
+  aten_wgrad.leading_dims = {50257, 768};
+  EXPECT_TRUE(misaligned_gemm(aten_wgrad, a.spec));
+  EXPECT_EQ(km.estimate(aten_wgrad, a).source, KernelCostModel::Source::MisalignedGemm);
+  aten_wgrad.leading_dims = {50264, 768};
+  EXPECT_FALSE(misaligned_gemm(aten_wgrad, a.spec));
   // On the RTX 4090 the align1 rate is #181718's 115.6 TFLOP/s (41.3e12 issues/s x 2.82 = 116.5).
   const Device g = catalog_gpu("RTX-4090");
   EXPECT_NEAR(gemm_op(1, 2055, 2055, 2055, Dtype::BF16).flops.v /

@@ -68,6 +68,7 @@ TEST(Graph, JsonRoundTripKeepsEverything) {
     EXPECT_EQ(a.measured, b.measured);
     EXPECT_EQ(a.stream, b.stream);
     EXPECT_EQ(a.layer, b.layer);
+    EXPECT_EQ(a.leading_dims, b.leading_dims);
     ASSERT_EQ(a.outputs.size(), b.outputs.size());
     for (std::size_t k = 0; k < a.outputs.size(); ++k) {
       EXPECT_EQ(a.outputs[k].bytes, b.outputs[k].bytes);
@@ -76,6 +77,22 @@ TEST(Graph, JsonRoundTripKeepsEverything) {
     }
   }
   EXPECT_EQ(graph_to_json(h), graph_to_json(g));
+}
+
+TEST(Graph, LeadingDimensionsRoundTripAndBadOnesAreRefused) {
+  // A trace's GEMM operand leading dimensions (import et) survive the graph JSON; zero is refused.
+  Graph g = diamond();
+  g.ops[1].leading_dims = {50257, 768};
+  const Graph h = parse_graph_json(graph_to_json(g), "ld.json");
+  EXPECT_EQ(h.ops[1].leading_dims, (std::vector<std::int64_t>{50257, 768}));
+  EXPECT_TRUE(h.ops[0].leading_dims.empty());
+  try {
+    parse_graph_json(R"({"ops": [{"name": "mm", "leading_dims": [768, 0]}]})", "bad.json");
+    FAIL() << "a zero leading dimension was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ops[0] (\"mm\").leading_dims[1]"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Graph, WriteIsAtomicAndReadable) {
