@@ -208,7 +208,7 @@ def record(step, dev, a):
     if dev.type == "cuda":
         acts.append(torch.profiler.ProfilerActivity.CUDA)
     path = os.path.join(a.out, a.trace + ".json")
-    with torch.profiler.profile(activities=acts, record_shapes=True,
+    with torch.profiler.profile(activities=acts, record_shapes=not a.no_shapes,
                                 schedule=torch.profiler.schedule(wait=0, warmup=1, active=a.trace_steps),
                                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(1 + a.trace_steps):
@@ -260,6 +260,8 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--trace", default="", help="NAME: write OUT/NAME.json.gz (Kineto)")
     ap.add_argument("--trace-steps", type=int, default=3)
+    ap.add_argument("--no-shapes", action="store_true",
+                    help="record the trace without input shapes (less profiler overhead per op)")
     ap.add_argument("--et", default="", help="NAME: write OUT/NAME_et.json.gz and NAME_kineto.json.gz")
     a = ap.parse_args()
     if (a.trace or a.et) and not a.out:
@@ -288,7 +290,10 @@ def main():
         res["cudnn"] = torch.backends.cudnn.version()
         res["max_allocated_gb"] = torch.cuda.max_memory_allocated(dev) / 2**30
     if a.trace:
+        t0 = time.perf_counter()
         res["trace"] = os.path.basename(record(step, dev, a))
+        res["trace_record_shapes"] = not a.no_shapes
+        res["trace_wall_s"] = time.perf_counter() - t0
     if a.et:
         res["et"] = [os.path.basename(p) for p in execution_trace(step, dev, a)]
     line = json.dumps(res, sort_keys=True)
