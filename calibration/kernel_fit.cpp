@@ -761,22 +761,50 @@ std::int64_t node_op(const Profile& p, const ThreadEvents& by_thread, std::size_
   return best;
 }
 
-StepHost step_host(const Profile& p, const StepWindow& w, const std::vector<int>& launched) {
+// Per top-level event of `tops`, the framework ops recorded on its thread within it (itself
+// included): each cost the profiler its own host time.
+std::map<std::size_t, int> recorded_ops(const Profile& p, const ThreadEvents& by_thread,
+                                        const std::vector<std::size_t>& tops) {
+  std::map<std::size_t, int> out;
+  const std::set<std::size_t> top(tops.begin(), tops.end());
+  for (const auto& [thread, ks] : by_thread)
+    for (std::size_t i = 0; i < ks.size(); ++i) {
+      if (!top.count(ks[i])) continue;
+      const TraceEvent& e = p.events[ks[i]];
+      int n = 0;
+      for (std::size_t j = i; j < ks.size() && p.events[ks[j]].ts_ns < e.end_ns(); ++j)
+        n += p.events[ks[j]].kind == EventKind::CpuOp ? 1 : 0;
+      out[ks[i]] = n;
+    }
+  return out;
+}
+
+StepHost step_host(const Profile& p, const StepWindow& w, const std::vector<int>& launched,
+                   double overhead_s) {
   StepHost out;
   // Top-level host events per thread (framework ops and runtime calls outside any op).
   std::vector<std::size_t> windows;  // Optimizer.step / Optimizer.zero_grad annotations
   const ThreadEvents by_thread = host_events(p, w.begin_ns, w.end_ns, &windows);
   const std::vector<std::size_t> tops = merged_tops(p, by_thread);
+  const std::map<std::size_t, int> recorded =
+      overhead_s > 0 ? recorded_ops(p, by_thread, tops) : std::map<std::size_t, int>{};
   // The host threads take turns (the main thread waits in backward() while the autograd thread
   // runs): on one merged timeline each op costs its own span plus the gap before it.
   std::int64_t prev = w.begin_ns;
   double pending = 0;  // bookkeeping ops' time, for the next op
   for (std::size_t k : tops) {
     const TraceEvent& e = p.events[k];
-    const double gap = static_cast<double>(std::max<std::int64_t>(0, e.ts_ns - prev)) * 1e-9;
-    const double own =
+    double gap = static_cast<double>(std::max<std::int64_t>(0, e.ts_ns - prev)) * 1e-9;
+    double own =
         static_cast<double>(std::max<std::int64_t>(0, e.end_ns() - std::max(e.ts_ns, prev))) * 1e-9;
     prev = std::max(prev, e.end_ns());
+    if (const auto r = recorded.find(k); r != recorded.end()) {
+      // The profiler's cost of recording the op and its callees: out of its span, then its gap.
+      const double cut = overhead_s * r->second;
+      const double from_own = std::min(own, cut);
+      own -= from_own;
+      gap = std::max(0.0, gap - (cut - from_own));
+    }
     std::string window;
     for (std::size_t a : windows)
       if (e.ts_ns >= p.events[a].ts_ns && e.ts_ns < p.events[a].end_ns()) window = p.events[a].name;
@@ -839,13 +867,14 @@ std::vector<int> launched_by(const Profile& p) {
   return launched;
 }
 
-void fill_host_model(const Profile& p, const std::vector<StepWindow>& steps, HostCost& h) {
+void fill_host_model(const Profile& p, const std::vector<StepWindow>& steps, HostCost& h,
+                     double overhead_s) {
   const std::vector<int> launched = launched_by(p);
   std::map<std::string, std::vector<double>> per_class, per_phase;
   std::vector<double> param, opt, step, params;
   bool foreach = false, optimizer = false;
   for (const StepWindow& w : steps) {
-    const StepHost s = step_host(p, w, launched);
+    const StepHost s = step_host(p, w, launched, overhead_s);
     if (s.total_s.empty()) continue;
     std::map<std::string, std::pair<double, double>> phase;
     for (const auto& [k, t] : s.total_s) {
@@ -975,7 +1004,14 @@ void merge_op_host_cost(HostCost& into, const HostCost& from) {
   finish_op_host_cost(into);
 }
 
-std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::string& device_model) {
+double profiler_overhead_per_op(const Profile& p) {
+  for (const TraceEvent& e : p.events)
+    if (e.kind == EventKind::CpuOp && !e.input_dims.empty()) return 5.2e-6;
+  return 2.3e-6;
+}
+
+std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::string& device_model,
+                                               double profiler_overhead_s) {
   const std::vector<StepWindow> steps = profile_steps(p);
   bool annotated = false;
   for (const TraceEvent& e : p.events)
@@ -993,7 +1029,12 @@ std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::stri
           gpu_corr.count(e.correlation))
         ++n;
     if (n == 0) continue;
-    const double t = static_cast<double>(w.end_ns - w.begin_ns) * 1e-9;
+    int recorded = 0;
+    if (profiler_overhead_s > 0)
+      for (const TraceEvent& e : p.events)
+        recorded += e.kind == EventKind::CpuOp && e.ts_ns >= w.begin_ns && e.ts_ns < w.end_ns;
+    const double t = std::max(
+        0.0, static_cast<double>(w.end_ns - w.begin_ns) * 1e-9 - profiler_overhead_s * recorded);
     time.push_back(t);
     count.push_back(n);
     ratio.push_back(t / n);
@@ -1004,7 +1045,7 @@ std::optional<HostCost> host_cost_from_profile(const Profile& p, const std::stri
              .step_s = median_of(time),
              .activities_per_step = median_of(count),
              .per_activity_s = median_of(ratio)};
-  fill_host_model(p, steps, h);
+  fill_host_model(p, steps, h, profiler_overhead_s);
   return h;
 }
 

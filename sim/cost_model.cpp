@@ -1417,6 +1417,10 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
       if (device.spec.kind == DeviceKind::Gpu)
         if (const auto bn = batch_norm_traffic(op, b, device.spec))
           bound = std::max(bound, bn->first / bn->second);
+      // Nor a misaligned GEMM faster than cuBLAS's narrow-load kernels run (align1_rate): a class
+      // curve fitted on a trace's GEMMs, aligned or not, does not know the op's dimensions.
+      if (const auto a1 = align1_rate(op, device.spec); a1 && op.flops.v > 0.0)
+        bound = std::max(bound, op.flops.v / *a1);
       const bool clamped = bound > fit;
       const Duration t = ceil_seconds(std::max(fit, bound));
       return {std::max(t, floor), Source::Fitted, clamped};

@@ -173,6 +173,18 @@ grep -q '^  "cpu":' "$T/cpu.yaml" || fail "the CPU trace's calibration has no cp
 "$P" validate --profile "$D/hta_backward_thread_excerpt.json" --calibration "$T/cpu.yaml" >/dev/null 2>"$T/nn.txt" \
   || fail "validate of the unnamed-GPU trace with a CPU calibration"
 grep -q "names no GPU" "$T/nn.txt" || fail "a CPU calibration priced GPU kernels: $(cat "$T/nn.txt")"
+# The profiler's own host cost (--profiler-overhead): GPT-2 batch 1 on the H200 rig, recorded
+# without shapes, fits a ~20.7 ms host step as recorded and ~12-13 ms with the measured 2.3 us per
+# recorded op taken out (unprofiled: 12.1-16.5 ms); a value that is neither none, auto nor a
+# duration is refused in one line.
+"$P" calibrate --profile "$D/h200_gpt2-124m_sdpa_bf16_b1_train.json.gz" --device-model H200-SXM-141GB \
+  --profiler-overhead auto -o "$T/b1.yaml" >"$T/b1.txt" 2>"$T/b1.err" || fail "calibrate --profiler-overhead auto"
+grep -q "2300 ns of profiler cost taken out per recorded framework op" "$T/b1.err" \
+  || fail "the profiler correction is not noted: $(cat "$T/b1.err")"
+out=$("$P" calibrate --profile "$D/h200_gpt2-124m_sdpa_bf16_b1_train.json.gz" --profiler-overhead fast \
+  -o "$T/b1bad.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] && [ ! -e "$T/b1bad.yaml" ] || fail "--profiler-overhead fast: exit $rc, $out"
+echo "$out" | grep -q -- '--profiler-overhead: expected none, auto or a duration' || fail "bad --profiler-overhead: $out"
 printf '{"traceEvents": [' >"$T/bad.json"
 out=$("$P" calibrate --profile "$T/bad.json" -o "$T/bad.yaml" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "truncated JSON should exit 2, got $rc"
