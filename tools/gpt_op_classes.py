@@ -26,7 +26,10 @@ def load(p):
         d = json.load(gzip.open(p) if p.endswith('.gz') else open(p))
     except (OSError, ValueError) as e:
         sys.exit('%s: not a readable Chrome/Kineto JSON trace (%s)' % (p, e))
-    return d['traceEvents'] if isinstance(d, dict) else d
+    ev = d.get('traceEvents') if isinstance(d, dict) else d
+    if not isinstance(ev, list):
+        sys.exit('%s: expected a Chrome trace (a list of events, or an object with "traceEvents")' % p)
+    return ev
 
 
 def kernel_class(name, op, dims, vocab_min):
