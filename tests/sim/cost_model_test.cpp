@@ -291,6 +291,20 @@ TEST(CostModel, LayerNormPaysARowLatencyPerWaveAndTheColumnReduction) {
   // A GPU with 1536 threads per SM (GA102) holds 12 rows per SM, not 16: more waves.
   EXPECT_GT(layer_norm_kernel_time(false, 8192, 768, 2, 0.0, 0.8e12, 0.9e12, 84, 1536),
             layer_norm_kernel_time(false, 8192, 768, 2, 0.0, 0.8e12, 0.9e12, 84, 2048));
+  // An ET's aten::native_layer_norm_backward (signature shapes, outputs dx [8, 1024, 768], dgamma
+  // and dbeta [768]): the LayerNorm rule, not the channel-reduction bound its [768] outputs
+  // would otherwise take (59.6 us).
+  Op et = layer_norm_op(true, 8192, 768);
+  et.type = "aten::native_layer_norm_backward";
+  et.outputs = {TensorOut{"dx", Bytes{8192 * 768 * 2}, {8, 1024, 768}, Dtype::BF16},
+                TensorOut{"dg", Bytes{1536}, {768}, Dtype::BF16},
+                TensorOut{"db", Bytes{1536}, {768}, Dtype::BF16}};
+  et.signature =
+      Signature{"aten::native_layer_norm_backward",
+                {{8, 1024, 768}, {8, 1024, 768}, {}, {8, 1024, 1}, {8, 1024, 1}, {768}, {768}, {}},
+                Dtype::BF16};
+  const double bwd_et = static_cast<double>(km.op_time(et, d).ns) / 1e3;
+  EXPECT_NEAR(bwd_et / 43.9, 1.0, 0.15) << bwd_et;
   // Not on a CPU, and not for a shape-less op (the builders' huge_step ops): the bytes alone.
   Op shapeless = layer_norm_op(false, 8192, 768);
   shapeless.outputs.clear();
