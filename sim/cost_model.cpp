@@ -386,6 +386,25 @@ double elements(const std::vector<std::int64_t>& shape) {
   return n;
 }
 
+// PyTorch's LayerNorm kernels (aten/src/ATen/native/cuda/layer_norm_kernel.cu, pytorch/pytorch main
+// as of 2026: launch_vectorized_layer_norm_kernel, LayerNormBackwardKernelImplInternal,
+// LaunchGammaBetaBackwardCUDAKernel). The forward and the input gradient run one block of
+// num_threads() = 128 threads per row: a row of 768 bf16 is 192 four-element loads, fewer than
+// two per thread, so a block is latency-bound, not bandwidth-bound (Welford over the row, a
+// block reduction through shared memory with __syncthreads, then a second pass that normalises
+// and writes). A wave of rows (sm_count x resident blocks) costs one block's latency on top of
+// the bytes. Per-wave latency from the H200 kernel rig's 32768-row cases
+// (tests/data/calibration/h200_kernels_2026-12-04.json.gz, kernel times; 15.5 waves each) after
+// the bytes at 0.8 x 4.8 TB/s: forward 2.89 us (768 columns) and 2.93 (1024): 2.9; input
+// gradient 1.20 and 1.00: 1.1. The 2048- and 8192-row cases and the GPT-2 step are checks.
+constexpr double kLayerNormFwdWaveLatency = 2.9e-6;
+constexpr double kLayerNormBwdWaveLatency = 1.1e-6;
+constexpr double kLayerNormThreadsPerBlock = 128.0;
+// GammaBetaBackwardCUDAKernelTemplate<T, T_ACC, 32, 32, 256>: blocks.x = ceil(N / 32), blocks.y = 1
+// unless M > 64 * 1024 and N / 32 < sm_count / 2 (then M is split too and a .sum(0) follows).
+constexpr double kGammaBetaColumns = 32.0;
+constexpr double kGammaBetaSplitRows = 64.0 * 1024.0;
+
 // Max pooling as PyTorch trains it (NCHW or not: only element counts matter). The forward also
 // writes the int64 index of each output's maximum; the backward (max_pool_backward_nchw) visits
 // each input element once and reads grad-output and index of every window that covers it, then
@@ -396,6 +415,38 @@ double elements(const std::vector<std::int64_t>& shape) {
 // takes the kernel as one wider than the stride, k = s + 1, ((k/s)^2: 2.25 at s = 2). Measured on
 // the H200 (ResNet-18, batch 64, 64x64x112x112): 204 us forward, 572 us backward, where one pass
 // over the graph's bytes gives 67 and 134 us. nullopt for other ops.
+// A LayerNorm op on an NVIDIA GPU whose first output's shape is known (the builders' LayerNorm /
+// LayerNormGrad, ONNX LayerNormalization, a trace's aten op): {backward, rows, columns, element
+// bytes}, the last dimension normalised. nullopt otherwise.
+struct LayerNormShape {
+  bool backward = false;
+  double rows = 0, cols = 0, esize = 0;
+};
+std::optional<LayerNormShape> layer_norm_shape(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || spec.arch.vendor != GpuArch::Vendor::Nvidia ||
+      op.outputs.empty() || op.outputs[0].shape.size() < 2)
+    return std::nullopt;
+  const std::string_view t = op.type;
+  const bool fwd = t == "LayerNorm" || t == "LayerNormalization" || t == "aten::layer_norm" ||
+                   t == "aten::native_layer_norm";
+  const bool bwd = t == "LayerNormGrad" || t == "LayerNormalizationGrad" ||
+                   t == "aten::native_layer_norm_backward";
+  if (!fwd && !bwd) return std::nullopt;
+  const auto& shape = op.outputs[0].shape;
+  const double cols = static_cast<double>(shape.back());
+  const double rows = elements(shape) / std::max(cols, 1.0);
+  if (!(rows > 0) || !(cols > 0)) return std::nullopt;
+  return LayerNormShape{bwd, rows, cols, static_cast<double>(dtype_size(op.outputs[0].dtype))};
+}
+
+// Resident threads per SM (CUDA C Programming Guide, "Technical Specifications per Compute
+// Capability"): 1024 on 7.5, 1536 on 8.6 / 8.7 / 8.9, 2048 on 7.0, 8.0 and 9.0.
+int threads_per_sm(const GpuArch& a) {
+  if (a.nvidia(7, 5)) return 1024;
+  if (a.major == 8 && a.minor >= 6) return 1536;
+  return 2048;
+}
+
 std::optional<double> max_pool_bytes(const Op& op, double bytes) {
   const double esize = static_cast<double>(dtype_size(op.dtype));
   if ((op.type == "MaxPool" || op.type == "aten::max_pool2d_with_indices") && !op.outputs.empty())
@@ -1251,6 +1302,28 @@ double batch_norm_channel_rate(bool backward, double bw, int sm_count) {
   return std::min(ceiling, (backward ? kSmShareBwd : kSmShare) * bw / sm_count);
 }
 
+double layer_norm_kernel_time(bool backward, double rows, double cols, double elem_bytes,
+                              double memory_s, double rate, double bw, int sm_count,
+                              int threads_per_sm) {
+  if (!(rows > 0) || !(cols > 0) || !(elem_bytes > 0) || sm_count <= 0 || threads_per_sm <= 0)
+    return 0.0;
+  const double sms = sm_count;
+  const double resident =
+      sms * std::max(1.0, std::floor(threads_per_sm / kLayerNormThreadsPerBlock));
+  const double waves = std::ceil(rows / resident);
+  double t = memory_s + waves * (backward ? kLayerNormBwdWaveLatency : kLayerNormFwdWaveLatency);
+  if (backward) {
+    const double blocks = std::ceil(cols / kGammaBetaColumns);
+    const bool split_rows =
+        rows > kGammaBetaSplitRows && std::floor(cols / kGammaBetaColumns) < std::floor(sms / 2);
+    double gb_rate = rate;
+    if (!split_rows && bw > 0.0)
+      gb_rate = std::min(rate, std::min(blocks, sms) * kSmShare * bw / sms);
+    if (gb_rate > 0.0) t += 2.0 * rows * cols * elem_bytes / gb_rate;  // x and dy, again
+  }
+  return t;
+}
+
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0, double bw,
                           int sm_count, std::optional<Layout> layout) {
   const auto cap = batch_norm_cap(type, input0, layout, bw, sm_count);
@@ -1338,6 +1411,13 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   if (b > 0.0 && bw > 0.0) {
     const double memory_s = (b + p.memory_half_bytes) / rate;
     t = half_conv ? t + memory_s : std::max(t, memory_s);
+    // PyTorch's LayerNorm kernels: a block latency per wave of rows, the backward's gamma/beta
+    // column reduction on ceil(cols / 32) SMs (layer_norm_kernel_time).
+    if (p.generation_curves)
+      if (const auto ln = layer_norm_shape(op, spec))
+        t = std::max(
+            t, layer_norm_kernel_time(ln->backward, ln->rows, ln->cols, ln->esize, memory_s, rate,
+                                      bw, spec.sm_count, threads_per_sm(spec.arch)));
   }
   return std::max(ceil_seconds(t), floor);
 }
@@ -1448,13 +1528,18 @@ bool torch_batch_norm_training(const Op& op) {
 }
 
 // A rule's estimate raised to the op's channel-wise bound (channelwise_time) on a GPU; the rule
-// that priced it keeps its name (as the NCHW BatchNorm bound does).
+// that priced it keeps its name (as the NCHW BatchNorm bound does). Not a LayerNorm the roofline
+// priced by PyTorch's kernels (`layer_norm_rule`: layer_norm_kernel_time): its backward's gamma
+// and beta outputs ([C] from [N, T, C]) look like a channel reduction, but they are one pass of
+// 32-column blocks that the LayerNorm rule prices (an ET's native_layer_norm_backward over
+// [8, 1024, 768] on the H200: 59.6 us by the channel bound, 47.4 by the rule, 43.9 measured).
 KernelCostModel::Estimate with_channelwise(KernelCostModel::Estimate e, const Op& op,
-                                           const DeviceSpec& spec) {
+                                           const DeviceSpec& spec, bool layer_norm_rule) {
   using Source = KernelCostModel::Source;
   if (spec.kind != DeviceKind::Gpu || !op.signature || op.outputs.empty() ||
       (e.source != Source::Fitted && e.source != Source::Roofline))
     return e;
+  if (layer_norm_rule && e.source == Source::Roofline && layer_norm_shape(op, spec)) return e;
   const Duration t = ceil_seconds(
       channelwise_time(op.type, op.signature->input_shapes, op.outputs[0].shape, spec.sm_count));
   e.time = std::max(e.time, t);
@@ -1479,7 +1564,10 @@ double nchw_transform_bytes(const Op& op, const DeviceSpec& spec) {
 KernelCostModel::Estimate KernelCostModel::estimate(const Op& op, const Device& device) const {
   const DeviceCalibration* cal =
       calibration_ ? find_device_calibration(*calibration_, device) : nullptr;
-  Estimate e = with_channelwise(chain_estimate(roofline_, op, device, cal), op, device.spec);
+  // The LayerNorm rule holds where the roofline keeps the per-generation rules (chain_estimate).
+  const bool layer_norm_rule = roofline_.generation_curves && !(cal && cal->roofline);
+  Estimate e = with_channelwise(chain_estimate(roofline_, op, device, cal), op, device.spec,
+                                layer_norm_rule);
   // NCHW layout transforms (nchw_transform_bytes): separate memory-bound kernels on the
   // convolution's stream, at the roofline's memory rate. Only on the roofline: a class curve or
   // an exact entry was measured on the profile's own kernels, transforms included.

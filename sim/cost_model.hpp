@@ -406,6 +406,22 @@ double batch_norm_channel_rate(bool backward, double bw, int sm_count);
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0, double bw,
                           int sm_count, std::optional<Layout> layout = std::nullopt);
 
+/// PyTorch's LayerNorm CUDA kernels (aten/src/ATen/native/cuda/layer_norm_kernel.cu) over `rows` x
+/// `cols` elements of `elem_bytes` on a GPU of `sm_count` SMs with `threads_per_sm` resident
+/// threads, memory bandwidth `bw` B/s, given `memory_s`, the roofline's time for the op's bytes.
+/// Forward (vectorized_layer_norm_kernel): one 128-thread block per row, threads_per_sm / 128
+/// resident per SM; each wave of rows pays a fixed block latency (Welford reduction, the row's
+/// second pass): memory_s + ceil(rows / (sm_count x blocks per SM)) x 2.9 us. Backward: the input
+/// gradient (layer_norm_grad_input_kernel_vectorized, the same grid) at 1.1 us a wave plus
+/// GammaBetaBackwardCUDAKernelTemplate: one 32 x 32 block per 32 columns walking every row (rows
+/// <= 65536 or cols / 32 >= sm_count / 2), so min(ceil(cols / 32), sm_count) SMs read x and dy at
+/// 0.87 of an SM's slice of `bw` each (batch_norm_channel_rate's share), at most `bw` x
+/// memory_s's efficiency. The latencies are the H200's (tools/kernel_rig.py, 32768 rows);
+/// docs/cost-model.md, "LayerNorm". 0 when a dimension or `sm_count` is not positive.
+double layer_norm_kernel_time(bool backward, double rows, double cols, double elem_bytes,
+                              double memory_s, double rate, double bw, int sm_count,
+                              int threads_per_sm);
+
 /// Wave/tile quantisation of a convolution (forward, input gradient, weight gradient) on a GPU of
 /// `sm_count` SMs: the FLOPs its implicit-GEMM kernels occupy the device for. Each GEMM's
 /// M x N output is cut into thread-block tiles (the xmma/CUTLASS tiles of the H200 traces' kernel

@@ -245,6 +245,72 @@ TEST(CostModel, BatchNormChannelRateFollowsTheGeneration) {
   EXPECT_DOUBLE_EQ(batch_norm_channel_rate(true, 0.0, 132), 10240.0 / 750e-9);
 }
 
+// PyTorch's LayerNorm kernels on the H200 (docs/cost-model.md, "LayerNorm"): a GPT-2 LayerNorm
+// over [8192, 768] bf16 as the gpt builder writes it, priced by the roofline on the catalog's
+// H200. Measured (h200_gpt2-124m_sdpa_bf16_b8_train.json.gz, mean of 75 calls each):
+// vectorized_layer_norm_kernel 18.9 us; layer_norm_grad_input_kernel_vectorized 15.3 us +
+// GammaBetaBackwardCUDAKernelTemplate (grid 24 x 1, 0.18 blocks per SM) 28.6 us = 43.9 us. The
+// bytes alone (the rule before) gave 6.6 and 9.9 us.
+Op layer_norm_op(bool backward, std::int64_t rows, std::int64_t cols) {
+  Op op;
+  op.name = backward ? "ln_grad" : "ln";
+  op.type = backward ? "LayerNormGrad" : "LayerNorm";
+  op.dtype = Dtype::BF16;
+  const std::int64_t x = rows * cols * 2;
+  op.bytes_read = Bytes{backward ? 2 * x + 2 * rows * 4 : x + 2 * cols * 2};
+  op.bytes_written = Bytes{backward ? x + 2 * cols * 2 : x + 2 * rows * 4};
+  op.flops = Flops{(backward ? 8.0 : 5.0) * static_cast<double>(rows * cols)};
+  op.outputs.push_back(TensorOut{"y", Bytes{x}, {rows, cols}, Dtype::BF16});
+  return op;
+}
+
+TEST(CostModel, LayerNormPaysARowLatencyPerWaveAndTheColumnReduction) {
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  ASSERT_NE(h200, nullptr);
+  Device d;
+  d.name = "gpu0";
+  d.spec = *h200;
+  KernelCostModel km;
+  const double fwd = static_cast<double>(km.op_time(layer_norm_op(false, 8192, 768), d).ns) / 1e3;
+  const double bwd = static_cast<double>(km.op_time(layer_norm_op(true, 8192, 768), d).ns) / 1e3;
+  EXPECT_NEAR(fwd / 18.9, 1.0, 0.10) << fwd;  // 4 waves of 2112 rows: 6.6 + 4 x 2.9 us
+  EXPECT_NEAR(bwd / 43.9, 1.0, 0.15) << bwd;  // 9.8 + 4 x 1.1 + 24 SMs reading x, dy: 33.2 us
+  // Columns spread over more SMs: the gamma/beta pass of [8192, 4096] runs on 128 SMs.
+  const double bwd_wide =
+      static_cast<double>(km.op_time(layer_norm_op(true, 8192, 4096), d).ns) / 1e3;
+  EXPECT_LT(bwd_wide, 3.0 * bwd);  // 5.3x the bytes
+  // The pure function: no rows, no SMs -> 0; rows beyond 64Ki with narrow columns split the
+  // column reduction over rows (PyTorch's LaunchGammaBetaBackwardCUDAKernel): device rate.
+  EXPECT_DOUBLE_EQ(layer_norm_kernel_time(false, 0, 768, 2, 1e-6, 3.84e12, 4.8e12, 132, 2048), 0.0);
+  EXPECT_DOUBLE_EQ(layer_norm_kernel_time(false, 8192, 768, 2, 1e-6, 3.84e12, 4.8e12, 0, 2048),
+                   0.0);
+  const double big = 131072.0 * 768;
+  const double split =
+      layer_norm_kernel_time(true, 131072, 768, 2, 0.0, 3.84e12, 4.8e12, 132, 2048);
+  EXPECT_NEAR(split, 63 * 1.1e-6 + 2 * big * 2 / 3.84e12, 1e-12);
+  // A GPU with 1536 threads per SM (GA102) holds 12 rows per SM, not 16: more waves.
+  EXPECT_GT(layer_norm_kernel_time(false, 8192, 768, 2, 0.0, 0.8e12, 0.9e12, 84, 1536),
+            layer_norm_kernel_time(false, 8192, 768, 2, 0.0, 0.8e12, 0.9e12, 84, 2048));
+  // An ET's aten::native_layer_norm_backward (signature shapes, outputs dx [8, 1024, 768], dgamma
+  // and dbeta [768]): the LayerNorm rule, not the channel-reduction bound its [768] outputs
+  // would otherwise take (59.6 us).
+  Op et = layer_norm_op(true, 8192, 768);
+  et.type = "aten::native_layer_norm_backward";
+  et.outputs = {TensorOut{"dx", Bytes{8192 * 768 * 2}, {8, 1024, 768}, Dtype::BF16},
+                TensorOut{"dg", Bytes{1536}, {768}, Dtype::BF16},
+                TensorOut{"db", Bytes{1536}, {768}, Dtype::BF16}};
+  et.signature =
+      Signature{"aten::native_layer_norm_backward",
+                {{8, 1024, 768}, {8, 1024, 768}, {}, {8, 1024, 1}, {8, 1024, 1}, {768}, {768}, {}},
+                Dtype::BF16};
+  const double bwd_et = static_cast<double>(km.op_time(et, d).ns) / 1e3;
+  EXPECT_NEAR(bwd_et / 43.9, 1.0, 0.15) << bwd_et;
+  // Not on a CPU, and not for a shape-less op (the builders' huge_step ops): the bytes alone.
+  Op shapeless = layer_norm_op(false, 8192, 768);
+  shapeless.outputs.clear();
+  EXPECT_LT(static_cast<double>(km.op_time(shapeless, d).ns) / 1e3, 8.0);
+}
+
 TEST(MathMode, TorchDefaultsPutConvolutionsOnTf32) {
   const MathMode torch = *MathMode::parse("torch");
   EXPECT_EQ(compute_dtype("Conv", Dtype::F32, torch), Dtype::TF32);
