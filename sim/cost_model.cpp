@@ -405,16 +405,6 @@ constexpr double kLayerNormThreadsPerBlock = 128.0;
 constexpr double kGammaBetaColumns = 32.0;
 constexpr double kGammaBetaSplitRows = 64.0 * 1024.0;
 
-// Max pooling as PyTorch trains it (NCHW or not: only element counts matter). The forward also
-// writes the int64 index of each output's maximum; the backward (max_pool_backward_nchw) visits
-// each input element once and reads grad-output and index of every window that covers it, then
-// writes the input gradient. Windows per input element: a graph's MaxPoolGrad (the ONNX importer's
-// and the builders') carries its forward's FLOPs, output elements x kernel area, so FLOPs / input
-// elements is the mean count exactly (ResNet's 3x3/2 over 112 -> 56: 2.25; VGG's 2x2/2: 1, no
-// window overlaps another); an op without FLOPs (a trace's aten op: torch records no kernel size)
-// takes the kernel as one wider than the stride, k = s + 1, ((k/s)^2: 2.25 at s = 2). Measured on
-// the H200 (ResNet-18, batch 64, 64x64x112x112): 204 us forward, 572 us backward, where one pass
-// over the graph's bytes gives 67 and 134 us. nullopt for other ops.
 // A LayerNorm op on an NVIDIA GPU whose first output's shape is known (the builders' LayerNorm /
 // LayerNormGrad, ONNX LayerNormalization, a trace's aten op): {backward, rows, columns, element
 // bytes}, the last dimension normalised. nullopt otherwise.
@@ -447,6 +437,16 @@ int threads_per_sm(const GpuArch& a) {
   return 2048;
 }
 
+// Max pooling as PyTorch trains it (NCHW or not: only element counts matter). The forward also
+// writes the int64 index of each output's maximum; the backward (max_pool_backward_nchw) visits
+// each input element once and reads grad-output and index of every window that covers it, then
+// writes the input gradient. Windows per input element: a graph's MaxPoolGrad (the ONNX importer's
+// and the builders') carries its forward's FLOPs, output elements x kernel area, so FLOPs / input
+// elements is the mean count exactly (ResNet's 3x3/2 over 112 -> 56: 2.25; VGG's 2x2/2: 1, no
+// window overlaps another); an op without FLOPs (a trace's aten op: torch records no kernel size)
+// takes the kernel as one wider than the stride, k = s + 1, ((k/s)^2: 2.25 at s = 2). Measured on
+// the H200 (ResNet-18, batch 64, 64x64x112x112): 204 us forward, 572 us backward, where one pass
+// over the graph's bytes gives 67 and 134 us. nullopt for other ops.
 std::optional<double> max_pool_bytes(const Op& op, double bytes) {
   const double esize = static_cast<double>(dtype_size(op.dtype));
   if ((op.type == "MaxPool" || op.type == "aten::max_pool2d_with_indices") && !op.outputs.empty())
@@ -735,20 +735,14 @@ bool recurrent(std::string_view t) {
 
 // A tensor-core GEMM whose operands' leading dimensions are not multiples of 16 bytes (8 f16/bf16
 // elements, 4 TF32 ones) cannot use cuBLAS's 128-bit-load kernels: since cuBLAS 11 it still runs on
-// the tensor cores, but through kernels that load one element at a time (`..._align1`), "less
-// efficiently" (NVIDIA's Matrix Multiplication Background User's Guide, "Tensor Core
-// Requirements"; cuBLAS documentation, "Tensor Core Usage"; NVIDIA/cutlass#75: "most kernels
-// targeting Tensor Cores require 128b aligned memory accesses"). The one measured pair found:
-// pytorch/pytorch#181718 (RTX 4090, bf16 square GEMMs, cuBLAS's own choice): N = 2055 runs
-// `cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_nn_align1` at 115.6 TFLOP/s against 155.9 for
-// the aligned kernel at N = 2040, 0.74 (106.8-112.0 at N = 2057-2073: 0.69-0.72). The misaligned
-// GEMM's compute term runs at that fraction of its aligned efficiency on every NVIDIA tensor-core
-// generation: on an A100 the align1 kernel's one-element loads feed twice the tensor-core rate
-// per SM of the 4090's bf16 (fp32 accumulate), so 0.74 is the smaller of the two penalties; on an
-// H100 SXM an unaligned (8193 x 2501 x 5008) bf16 matmul ran at 509 TFLOP/s
-// (meta-pytorch/float8_experimental#145), 0.73 of the 696 the Hopper curve gives it aligned.
-// docs/cost-model.md, "Misaligned GEMMs". Kept for TF32 (align1_rate) and where no kernel was
-// measured: Volta, f16/bf16 whose leading dimensions are multiples of 4 (align4), align2 on Turing.
+// the tensor cores, but through kernels that load fewer elements at a time (`..._align1`,
+// `..._align2`), "less efficiently" (NVIDIA's Matrix Multiplication Background User's Guide,
+// "Tensor Core Requirements"; cuBLAS documentation, "Tensor Core Usage"; NVIDIA/cutlass#75).
+// Where no such kernel was measured (TF32, see align1_rate; Volta; f16/bf16 align4; align2 on
+// Turing) the compute term runs at the one measured align1/aligned pair's ratio:
+// pytorch/pytorch#181718 (RTX 4090, bf16):
+// `cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_nn_align1` at N = 2055, 115.6 TFLOP/s, against
+// 155.9 aligned at N = 2040, 0.74. docs/cost-model.md, "Misaligned GEMMs".
 constexpr double kMisalignedGemmEff = 0.74;
 
 // FLOPs per issued thread-instruction (issue_rate) of cuBLAS's one-element-load f16/bf16 kernels
@@ -849,8 +843,6 @@ Misalignment gemm_misalignment(const Op& op, const DeviceSpec& spec) {
   // aten op's shapes are its views' (a transposed operand's leading dimension is its first): it is
   // judged by the leading dimensions its trace's strides gave (Op::leading_dims), else not at all;
   // nor is a shape-less op. Biases (rank 1) are the epilogue's.
-  // A profiled aten op is judged only with the leading dimensions its trace's strides gave
-  // (Op::leading_dims): its shapes are views'.
   const bool aten = starts_with(op.type, "aten::");
   if (math_kind_of(op.type) != MathKind::Matmul || recurrent(op.type) || op.outputs.empty() ||
       (aten ? op.leading_dims.empty() : !op.signature))
