@@ -264,9 +264,12 @@ bool mutates(const EtNode& e) {
   return e.op_schema.empty() ? e.name.ends_with('_') : e.op_schema.find("!)") != std::string::npos;
 }
 
-// Argument positions named running_* in an op schema: batch norm updates its running statistics
-// in place, though no schema of torch 1.13 or 2.x marks them `!`.
-std::set<std::size_t> running_stat_args(const std::string& schema) {
+// Argument positions an op updates in place: those whose type the schema marks mutable
+// ("Tensor(a!)", "Tensor(a!)[]": torch 2.x's `_fused_adamw_` and `_foreach_add_` return nothing
+// and write their list arguments), and those named running_* (batch norm updates its running
+// statistics in place, though no schema of torch 1.13 or 2.x marks them `!`). The keyword-only
+// marker `*` is not an argument: the ET lists the arguments without it.
+std::set<std::size_t> mutated_args(const std::string& schema) {
   std::set<std::size_t> out;
   const auto open = schema.find('('), close = schema.find(") ->");
   if (open == std::string::npos || close == std::string::npos || close < open) return out;
@@ -278,20 +281,28 @@ std::set<std::size_t> running_stat_args(const std::string& schema) {
     if ((c == ')' || c == ']') && k < close) --depth;
     if ((c == ',' && depth == 0) || k == close) {
       const std::string arg = schema.substr(at, k - at);
-      const auto name = arg.rfind(' ');
-      if (name != std::string::npos && arg.compare(name + 1, 8, "running_") == 0) out.insert(pos);
-      ++pos;
       at = k + 1;
+      if (arg.find_first_not_of(" *") == std::string::npos) continue;
+      const auto name = arg.rfind(' ');
+      if (name == std::string::npos) {
+        ++pos;
+        continue;
+      }
+      const std::string type = arg.substr(0, name);
+      if (type.find("!)") != std::string::npos || arg.compare(name + 1, 8, "running_") == 0)
+        out.insert(pos);
+      ++pos;
     }
   }
   return out;
 }
 
 sim::Dtype dtype_of_type(const std::string& type) {
-  // "Tensor(float)" -> "float"; "Tensor(c10::Half)" -> "c10::Half".
-  const auto open = type.find('('), close = type.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close <= open)
-    return sim::Dtype::F32;
+  // "Tensor(float)" -> "float"; "Tensor(c10::Half)" -> "c10::Half"; a list's first element:
+  // "GenericList[Tensor(c10::BFloat16),Tensor(c10::BFloat16)]" -> "c10::BFloat16" (the
+  // foreach and fused optimizer ops take lists of one dtype).
+  const auto open = type.find('('), close = type.find(')', open);
+  if (open == std::string::npos || close == std::string::npos) return sim::Dtype::F32;
   return dtype_from_profiler({type.substr(open + 1, close - open - 1)});
 }
 
@@ -510,9 +521,10 @@ struct Builder {
         for (const EtArg& a : nodes[static_cast<std::size_t>(c)].outputs)
           for (const EtTensorUse& u : a.tensors)
             if (in_keys.count({u.t.id, u.t.storage})) results.push_back({&a, &u, true});
-    for (const std::size_t k : running_stat_args(e.op_schema))
-      if (k < e.inputs.size() && e.inputs[k].tensors.size() == 1)
-        results.push_back({&e.inputs[k], &e.inputs[k].tensors[0], true});
+    for (const std::size_t k : mutated_args(e.op_schema))
+      if (k < e.inputs.size())
+        for (const EtTensorUse& u : e.inputs[k].tensors)
+          results.push_back({&e.inputs[k], &u, true});
     std::set<std::pair<std::int64_t, std::int64_t>> out_keys;
     for (const Result& res : results) {
       const EtArg& a = *res.arg;

@@ -407,6 +407,25 @@ TEST(PytorchEt, Torch211CudaBackwardOnTheAutogradThreadIsPartOfTheStep) {
       << bare.notes[0];
 }
 
+TEST(PytorchEt, Torch211FusedAdamWWritesItsListArgumentsInPlace) {
+  // torch 2.x's `_fused_adamw_` returns nothing; its schema marks the parameters, gradients and
+  // both moments `Tensor(a!)[]`, and the step counters' `_foreach_add_` its list `Tensor(a!)[]`.
+  // Those lists are the model state: read before they are written, then updated in place, so
+  // they stay resident all step. GPT-2 124M as the rig ran it (bf16, untied head): 163,009,536
+  // parameters, and as many of each moment, 2 bytes each, plus 137 F32 step counters (0 before:
+  // nothing was seen written).
+  const pc::EtImport in =
+      pc::import_pytorch_et(kData + "h200_torch211_gpt2-124m_sdpa_bf16_b8_et.json.gz", "");
+  std::int64_t persistent = 0;
+  for (const ps::Op& op : in.graph.ops) persistent += op.persistent.v;
+  EXPECT_EQ(persistent, 163009536LL * 2 * 3 + 137 * 4);
+  // The update writes what it read: one output per parameter, gradient and moment, as bf16.
+  const auto adamw = ops_of_type(in.graph, "aten::_fused_adamw_");
+  ASSERT_EQ(adamw.size(), 1u);
+  EXPECT_EQ(adamw[0]->outputs.size(), 137u * 4);
+  for (const ps::TensorOut& t : adamw[0]->outputs) EXPECT_EQ(t.dtype, ps::Dtype::BF16) << t.name;
+}
+
 TEST(PytorchEt, OtherThreadsOpsJoinTheStepTheyRanIn) {
   // Two steps on thread 1; thread 2 ran aten::abs during ProfilerStep#7 and aten::exp during
   // ProfilerStep#8 (Kineto times, microseconds).
