@@ -241,6 +241,35 @@ const char* collective_name(std::int64_t t) {
   return t >= 0 && t < 10 ? names[t] : "unknown";
 }
 
+// Chakra's CollectiveCommType of a placesim collective kind (send/recv are node types, not
+// collectives), and back; nullopt where the other side has none (GATHER, SCATTER, BARRIER, ...).
+std::optional<std::int64_t> chakra_comm_type(sim::CollectiveKind k) {
+  switch (k) {
+    case sim::CollectiveKind::AllReduce:
+      return pb::ALL_REDUCE;
+    case sim::CollectiveKind::Reduce:
+      return pb::REDUCE;
+    case sim::CollectiveKind::AllGather:
+      return pb::ALL_GATHER;
+    case sim::CollectiveKind::Broadcast:
+      return pb::BROADCAST;
+    case sim::CollectiveKind::AllToAll:
+      return pb::ALL_TO_ALL;
+    case sim::CollectiveKind::ReduceScatter:
+      return pb::REDUCE_SCATTER;
+    case sim::CollectiveKind::SendRecv:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+std::optional<sim::CollectiveKind> placesim_kind(std::int64_t comm_type) {
+  for (const auto k : {sim::CollectiveKind::AllReduce, sim::CollectiveKind::Reduce,
+                       sim::CollectiveKind::AllGather, sim::CollectiveKind::Broadcast,
+                       sim::CollectiveKind::AllToAll, sim::CollectiveKind::ReduceScatter})
+    if (chakra_comm_type(k) == comm_type) return k;
+  return std::nullopt;
+}
+
 // ----- reading ------------------------------------------------------------------------------
 
 struct RankFile {
@@ -294,6 +323,47 @@ RankFile read_et(const std::string& path) {
     throw InputError(path, "",
                      std::string("a complete gzip stream, got: ") + gz.ZlibErrorMessage());
   return f;
+}
+
+// The collective call a node placesim exported carries (`placesim_collective_id`, with
+// comm_type or the SEND/RECV node type, comm_size and the call's root, algorithm, protocol and
+// NCCL version), so that the re-imported op is the same rank op; nullopt for any other node.
+std::optional<sim::CollectiveCall> placesim_collective(const pb::Node& n, const std::string& path) {
+  const std::string id = string_attr(n.attr(), "placesim_collective_id");
+  if (id.empty()) return std::nullopt;
+  const std::string where = "node " + std::to_string(n.id());
+  sim::CollectiveCall c;
+  c.id = id;
+  if (n.type() == pb::COMM_SEND_NODE || n.type() == pb::COMM_RECV_NODE) {
+    c.kind = sim::CollectiveKind::SendRecv;
+  } else {
+    const auto t = int_attr(n.attr(), "comm_type");
+    const auto k = t && n.type() == pb::COMM_COLL_NODE ? placesim_kind(*t) : std::nullopt;
+    if (!k)
+      throw InputError(path, where + ".comm_type",
+                       "a COMM_COLL_NODE with comm_type ALL_REDUCE, REDUCE, ALL_GATHER, "
+                       "BROADCAST, ALL_TO_ALL or REDUCE_SCATTER (it names a placesim collective)");
+    c.kind = *k;
+  }
+  const auto bytes = int_attr(n.attr(), "comm_size");
+  if (!bytes || *bytes < 0)
+    throw InputError(path, where + ".comm_size", "the collective's size in bytes (>= 0)");
+  c.bytes = sim::Bytes{*bytes};
+  c.root = static_cast<int>(int_attr(n.attr(), "placesim_collective_root").value_or(0));
+  const std::string algo = string_attr(n.attr(), "placesim_collective_algo");
+  const std::string proto = string_attr(n.attr(), "placesim_collective_proto");
+  const auto a = sim::parse_coll_algo(algo.empty() ? "auto" : algo);
+  const auto pr = sim::parse_coll_proto(proto.empty() ? "auto" : proto);
+  if (!a)
+    throw InputError(path, where + ".placesim_collective_algo",
+                     "auto, ring, tree, nvls, direct or pat, got \"" + algo + "\"");
+  if (!pr)
+    throw InputError(path, where + ".placesim_collective_proto",
+                     "auto, LL, LL128 or Simple, got \"" + proto + "\"");
+  c.algo = *a;
+  c.proto = *pr;
+  c.nccl_version = static_cast<int>(int_attr(n.attr(), "placesim_nccl_version").value_or(0));
+  return c;
 }
 
 struct NodeRef {
@@ -383,11 +453,15 @@ class Importer {
       return std::make_tuple(*src, *dst, *tag);
     };
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> sends;
+    // A placesim send/recv collective stays two rank ops (placesim_collective), not an edge.
+    const auto exported = [&](std::size_t i) {
+      return !string_attr(all_[i].node->attr(), "placesim_collective_id").empty();
+    };
     for (std::size_t i = 0; i < all_.size(); ++i)
-      if (all_[i].node->type() == pb::COMM_SEND_NODE)
+      if (all_[i].node->type() == pb::COMM_SEND_NODE && !exported(i))
         if (const auto k = key(*all_[i].node)) sends[*k] = i;
     for (std::size_t i = 0; i < all_.size(); ++i) {
-      if (all_[i].node->type() != pb::COMM_RECV_NODE) continue;
+      if (all_[i].node->type() != pb::COMM_RECV_NODE || exported(i)) continue;
       const auto k = key(*all_[i].node);
       const auto it = k ? sends.find(*k) : sends.end();
       if (it == sends.end()) continue;
@@ -450,9 +524,15 @@ class Importer {
     op.bytes_read =
         sim::Bytes{tensor_size > 0 ? tensor_size - std::min(tensor_size, out_bytes) : in_bytes};
     op.bytes_written = sim::Bytes{out_bytes};
-    if (comm)
+    op.collective = placesim_collective(n, ranks_[static_cast<std::size_t>(all_[i].rank)].path);
+    if (op.collective) {
+      op.measured.reset();  // priced by the collective model over the GPUs it is placed on
+      --r_.comm_nodes;
+      ++r_.collectives;
+    } else if (comm) {
       op.bytes_read =
           sim::Bytes{std::max<std::int64_t>(0, int_attr(n.attr(), "comm_size").value_or(in_bytes))};
+    }
     op.persistent =
         sim::Bytes{std::max<std::int64_t>(0, int_attr(n.attr(), "persistent_bytes").value_or(0))};
     if (const auto cpu = int_attr(n.attr(), "is_cpu_op"))
@@ -546,8 +626,8 @@ class Importer {
                          " dependencies on node ids absent from the file (dropped)");
     if (r_.comm_nodes > 0)
       r_.notes.push_back(std::to_string(r_.comm_nodes) +
-                         " communication nodes imported as ops with their measured time (no "
-                         "collective op type yet)");
+                         " communication nodes imported as ops with their measured time (their "
+                         "other ranks are not in the files: replayed, not priced over the links)");
   }
 
   ChakraImport finish(const std::vector<std::string>& files) {
@@ -659,6 +739,11 @@ class ChakraNodes {
           first_tensor_[static_cast<std::size_t>(i)] +
           static_cast<std::int64_t>(g.ops[static_cast<std::size_t>(i)].outputs.size());
     next_id_ = static_cast<std::uint64_t>(n);
+    // A send/recv call's ranks in op order: the sender (no outputs) and the receiver.
+    for (int i = 0; i < n; ++i)
+      if (const auto& c = g.ops[static_cast<std::size_t>(i)].collective;
+          c && c->kind == sim::CollectiveKind::SendRecv)
+        send_recv_[c->id].push_back(i);
   }
 
   // Op i as a COMP_NODE on its device, its cross-device inputs through SEND/RECV pairs.
@@ -671,7 +756,9 @@ class ChakraNodes {
     node.set_id(static_cast<std::uint64_t>(i));
     node.set_name(op.name);
     node.set_type(pb::COMP_NODE);
-    const std::int64_t ns = costs.op_time(op, device).ns;
+    // A collective's time depends on every rank's placement: the simulation prices it, so a
+    // collective node carries no duration (ASTRA-sim times its communication nodes itself).
+    const std::int64_t ns = op.collective ? 0 : costs.op_time(op, device).ns;
     node.set_duration_micros(static_cast<std::uint64_t>((ns + 500) / 1000));
     std::vector<std::pair<std::int64_t, std::int64_t>> in_t, out_t;
     in_t.reserve(op.inputs.size());
@@ -701,7 +788,10 @@ class ChakraNodes {
     set_attr(node, "num_ops", static_cast<std::int64_t>(std::llround(std::min(op.flops.v, 9e18))));
     set_uint64_attr(node, "tensor_size",
                     static_cast<std::uint64_t>(op.bytes_read.v + op.bytes_written.v));
-    set_attr(node, "duration_ns", ns);
+    if (op.collective)
+      set_collective(node, i, *op.collective);
+    else
+      set_attr(node, "duration_ns", ns);
     set_attr(node, "placesim_type", op.type);
     set_attr(node, "phase", sim::to_string(op.phase));
     if (op.persistent.v > 0) set_attr(node, "persistent_bytes", op.persistent.v);
@@ -732,6 +822,33 @@ class ChakraNodes {
   }
 
  private:
+  // A collective rank op as Chakra's communication node: COMM_COLL_NODE with comm_type and
+  // comm_size as ASTRA-sim's feeder reads them, or the SEND/RECV node of a send/recv call with
+  // comm_src/dst/tag; the placesim_* attributes keep what a re-import needs for the same call.
+  void set_collective(pb::Node& node, sim::OpId i, const sim::CollectiveCall& c) {
+    if (c.kind == sim::CollectiveKind::SendRecv) {
+      const std::vector<sim::OpId>& ranks = send_recv_.at(c.id);
+      const bool send = ranks.front() == i;
+      node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
+      const auto [it, fresh] = call_tag_.emplace(c.id, next_tag_);
+      if (fresh) ++next_tag_;
+      set_int32_attr(node, "comm_src", dev(ranks.front()));
+      set_int32_attr(node, "comm_dst", dev(ranks.back()));
+      set_int32_attr(node, "comm_tag", static_cast<std::int32_t>(it->second));
+    } else {
+      node.set_type(pb::COMM_COLL_NODE);
+      set_attr(node, "comm_type", *chakra_comm_type(c.kind));
+    }
+    set_attr(node, "comm_size", c.bytes.v);
+    set_attr(node, "placesim_collective_id", c.id);
+    if (c.root != 0) set_attr(node, "placesim_collective_root", std::int64_t{c.root});
+    if (c.algo != sim::CollAlgo::Auto)
+      set_attr(node, "placesim_collective_algo", sim::to_string(c.algo));
+    if (c.proto != sim::CollProto::Auto)
+      set_attr(node, "placesim_collective_proto", sim::to_string(c.proto));
+    if (c.nccl_version != 0) set_attr(node, "placesim_nccl_version", std::int64_t{c.nccl_version});
+  }
+
   [[nodiscard]] sim::DeviceId dev(sim::OpId o) const {
     return p_.device_of[static_cast<std::size_t>(o)];
   }
@@ -778,6 +895,8 @@ class ChakraNodes {
   std::vector<std::int64_t> first_tensor_;
   std::vector<std::vector<pb::Node>> nodes_;
   std::map<std::tuple<sim::OpId, std::int32_t, sim::DeviceId>, std::uint64_t> recv_id_;
+  std::map<std::string, std::vector<sim::OpId>> send_recv_;  // send/recv call id -> its rank ops
+  std::map<std::string, std::int64_t> call_tag_;             // send/recv call id -> comm_tag
   std::uint64_t next_id_ = 0;
   std::int64_t next_tag_ = 0;
 };

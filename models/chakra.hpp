@@ -46,6 +46,9 @@ struct ChakraImport {
   /// Op -> device name, when every file names its device (files written by export_chakra).
   std::optional<sim::PlacementFile> placement;
   int nodes = 0, data_edges = 0, control_edges = 0, comm_nodes = 0, matched_send_recv = 0;
+  /// Collective rank ops placesim exported (`placesim_collective_id`): re-imported as collective
+  /// ops, priced by the collective model; not counted in comm_nodes (replayed as measured).
+  int collectives = 0;
   int missing_deps = 0;   ///< dependencies on node ids absent from the file
   int backward_deps = 0;  ///< dependencies on later nodes dropped to break cycles
   std::vector<std::string> notes;

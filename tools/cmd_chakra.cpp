@@ -62,6 +62,7 @@ void register_import_chakra(CLI::App& import_cmd) {
                                   {"control_edges", in.control_edges},
                                   {"comm_nodes", in.comm_nodes},
                                   {"matched_send_recv", in.matched_send_recv},
+                                  {"collectives", in.collectives},
                                   {"missing_deps", in.missing_deps},
                                   {"dropped_backward_deps", in.backward_deps},
                                   {"output", a->out}};
@@ -71,9 +72,9 @@ void register_import_chakra(CLI::App& import_cmd) {
     }
     std::cout << in.graph.name << ": " << in.graph.num_ops() << " ops, " << in.data_edges
               << " data and " << in.control_edges << " control edges, " << in.comm_nodes
-              << " communication nodes (" << in.matched_send_recv << " send/recv pairs joined) -> "
-              << a->out << (a->placement_out.empty() ? "" : ", placement -> " + a->placement_out)
-              << "\n";
+              << " communication nodes (" << in.matched_send_recv << " send/recv pairs joined), "
+              << in.collectives << " collective rank ops -> " << a->out
+              << (a->placement_out.empty() ? "" : ", placement -> " + a->placement_out) << "\n";
   });
 }
 

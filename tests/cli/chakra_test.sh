@@ -53,4 +53,23 @@ n=$(ls "$TMP"/et2/*.et | wc -l)
   || fail "simulate of the re-imported 4-GPU graph exited $?"
 [ "$(step "$TMP/d.json")" = "$(step "$TMP/e.json")" ] || fail "4-GPU round trip: $(step "$TMP/d.json") != $(step "$TMP/e.json")"
 
+# Round trips of parallel steps: their collective rank ops (DDP all-reduces, Megatron's
+# all-reduces, pipeline send/recv) leave as Chakra communication nodes (COMM_COLL_NODE with
+# comm_type/comm_size, COMM_SEND/RECV_NODE) and come back as the same collective calls, priced by
+# the collective model: the same step time to the nanosecond (before, exported as compute nodes
+# with a roofline time: -2.1 %, -7.0 % and -21.3 %).
+G=(--graph gpt --graph-opt layers=2,hidden=256,heads=4,seq=128,vocab=1000,positions=128,batch=4)
+for par in dp=2 dp=2,tp=2 pp=2,mb=4; do
+  d="$TMP/par-${par//[=,]/_}"
+  "$BIN" simulate "${G[@]}" --cluster dgx-a100 --parallel "$par" --json --quiet --chakra-out "$d" > "$d.a.json" \
+    || fail "simulate --parallel $par --chakra-out exited $?"
+  "$BIN" import chakra "$d"/*.et -o "$d.g.json" --placement-out "$d.p.json" --json > "$d.imp.json" \
+    || fail "import of the $par export exited $?"
+  /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["collectives"] > 0 and j["comm_nodes"] == 0 and j["matched_send_recv"] == 0, j' "$d.imp.json" \
+    || fail "$par: collective rank ops not re-imported as collectives"
+  "$BIN" simulate --graph "$d.g.json" --cluster dgx-a100 --placement "$d.p.json" --json --quiet > "$d.b.json" \
+    || fail "simulate of the re-imported $par graph exited $?"
+  [ "$(step "$d.a.json")" = "$(step "$d.b.json")" ] || fail "$par round trip: $(step "$d.a.json") != $(step "$d.b.json")"
+done
+
 echo "chakra: sample $(step "$TMP/a.json") s; round trips equal; 4-GPU $(step "$TMP/d.json") s"
