@@ -1415,9 +1415,11 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // measured align1/align2 kernels (align1_rate, below), else at kMisalignedGemmEff here.
   eff *= misaligned_eff_factor(op, spec);
   // Like the GEMM curves, a measured per-generation rate that a calibration's roofline replaces.
+  // An ET's fused SDPA ops (aten::scaled_dot_product_attention, ..._cudnn_attention_backward)
+  // launch the same fused kernels as the graph's FlashAttention ops and take the same rate.
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
-      (op.type == "FlashAttention" || op.type == "FlashAttentionGrad"))
+      fused_attention_backward(op.type))
     eff = kHopperFlashAttention2;
   // The half-FLOPs term models a GEMM's tiles under-filling the device (small M, N, K). An
   // optimizer kernel on a GPU (update phase, no GEMM, convolution or attention) has no tiles to

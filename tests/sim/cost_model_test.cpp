@@ -1097,7 +1097,11 @@ TEST(CostModel, FlashAttention2OnHopperAtAThirdOfThePeak) {
   const double b = 6, h = 32, s = 2048, d = 128;
   const double f = 4 * b * h * d * s * (s + 1) / 2;
   const auto bytes = static_cast<std::int64_t>(3 * b * h * s * d * 2);
-  for (const char* type : {"FlashAttention", "FlashAttentionGrad"}) {
+  // An ET's fused SDPA ops run the same kernels and take the same rates.
+  for (const char* type :
+       {"FlashAttention", "FlashAttentionGrad", "aten::scaled_dot_product_attention",
+        "aten::_scaled_dot_product_cudnn_attention_backward",
+        "aten::_scaled_dot_product_flash_attention", "aten::_flash_attention_backward"}) {
     Op op;
     op.name = "attn";
     op.type = type;
