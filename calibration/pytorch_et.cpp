@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -39,7 +40,7 @@ struct EtTensorUse {
 struct EtArg {
   std::vector<EtTensorUse> tensors;  ///< a tensor, or the tensors of a list
   std::string type;                  ///< "Tensor(float)", "Int", "GenericList[Int,Int]", ...
-  std::string concrete;  ///< an integer, integer list or bool as text ("[2, 2]", "True"), else ""
+  std::string concrete;  ///< a number, integer list or bool as text ("[2, 2]", "True"), else ""
 };
 
 struct EtNode {
@@ -168,7 +169,7 @@ class Reader {
             a.tensors.push_back(tensor_use(*t,
                                            s && s->is_array() && j < s->size() ? &(*s)[j] : nullptr,
                                            key + "[" + std::to_string(j) + "]"));
-      } else if (v.is_number_integer()) {
+      } else if (v.is_number()) {  // an integer, or a double such as SDPA's dropout_p
         a.concrete = v.dump();
       } else if (v.is_boolean()) {
         a.concrete = v.get<bool>() ? "True" : "False";  // as the profiler's Concrete Inputs
@@ -421,6 +422,31 @@ std::vector<std::int64_t> gemm_leading_dims(const EtNode& e) {
   return out;
 }
 
+// A fused attention op's dropout_p argument (its position in each ATen schema,
+// native_functions.yaml; the ops that run the dropout inside the kernel, forward or backward),
+// 0 for any other op or a value that is no probability.
+double attention_dropout(const EtNode& e) {
+  static const std::map<std::string, std::size_t> pos = {
+      {"aten::scaled_dot_product_attention", 4},
+      {"aten::_scaled_dot_product_flash_attention", 3},
+      {"aten::_scaled_dot_product_efficient_attention", 5},
+      {"aten::_scaled_dot_product_cudnn_attention", 5},
+      {"aten::_flash_attention_forward", 7},
+      {"aten::_efficient_attention_forward", 8},
+      {"aten::_cudnn_attention_forward", 9},
+      {"aten::_scaled_dot_product_flash_attention_backward", 10},
+      {"aten::_scaled_dot_product_efficient_attention_backward", 9},
+      {"aten::_scaled_dot_product_cudnn_attention_backward", 13},
+      {"aten::_flash_attention_backward", 10},
+      {"aten::_efficient_attention_backward", 11}};
+  const auto it = pos.find(e.name);
+  if (it == pos.end() || e.inputs.size() <= it->second) return 0.0;
+  const std::string& v = e.inputs[it->second].concrete;
+  char* end = nullptr;
+  const double p = v.empty() ? 0.0 : std::strtod(v.c_str(), &end);
+  return !v.empty() && end == v.c_str() + v.size() && p > 0.0 && p <= 1.0 ? p : 0.0;
+}
+
 // The op's dtype, signature and FLOPs from its inputs; true for a view or an allocation (class
 // "meta"), which moves no bytes either.
 bool set_work(const EtNode& e, sim::Op& op) {
@@ -450,6 +476,7 @@ bool set_work(const EtNode& e, sim::Op& op) {
   }
   if (const auto f = conv_flops_from_concrete(e.name, shapes, concrete)) flops = *f;
   if (const auto f = attention_flops_from_concrete(e.name, shapes, concrete)) flops = *f;
+  op.dropout = attention_dropout(e);
   const bool moves_nothing = w.op_class == "meta";
   op.flops = sim::Flops{moves_nothing ? 0.0 : flops};
   return moves_nothing;

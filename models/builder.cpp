@@ -578,6 +578,10 @@ void GraphBuilder::set_bytes_written(const Tensor& fwd, std::int64_t bytes) {
   g_.ops[static_cast<std::size_t>(fwd.op)].bytes_written = sim::Bytes{bytes};
 }
 
+void GraphBuilder::set_dropout(const Tensor& fwd, double p) {
+  g_.ops[static_cast<std::size_t>(fwd.op)].dropout = p;
+}
+
 void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
   assert(!trained_);
   trained_ = true;
@@ -589,6 +593,7 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
     const std::string fname = g_.ops[fi].name;
     const std::string fgroup = g_.ops[fi].group;
     const std::string flayer = g_.ops[fi].layer;
+    const double fdropout = g_.ops[fi].dropout;
     const std::vector<sim::TensorRef> fin = g_.ops[fi].inputs;
     const std::size_t nout = g_.ops[fi].outputs.size();
     std::vector<std::optional<Tensor>> dy(nout);
@@ -623,6 +628,7 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
       op.phase = sim::Phase::Backward;
       op.group = fgroup;
       op.flops = sim::Flops{rule.flops};
+      op.dropout = fdropout;  // a fused kernel's backward regenerates its forward's mask
       for (const auto& t : dy) {
         if (t) op.inputs.push_back({t->op, t->out});
       }

@@ -151,6 +151,9 @@ class GraphBuilder {
   /// Bytes the op that made `fwd` writes, where outputs share memory (a cuDNN LSTM step's h is
   /// both the layer output y_t and the next step's recurrent input).
   void set_bytes_written(const Tensor& fwd, std::int64_t bytes);
+  /// The in-kernel dropout probability of the (fused attention) op that made `fwd`; its gradient
+  /// ops, which regenerate the same mask, carry it too (sim::Op::dropout).
+  void set_dropout(const Tensor& fwd, double p);
 
   /// Derives the backward and update ops from the scalar `loss`.
   void train(const Tensor& loss, Optimizer opt, Accumulation acc = Accumulation::Chain);

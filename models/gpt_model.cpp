@@ -40,8 +40,8 @@ enum class Attention { Eager, FusedSoftmax, Flash };
 
 struct AttentionShape {
   std::int64_t batch, heads, seq, hd;
-  bool causal;   // the causal LM (every position predicted): FlashAttention skips masked blocks
-  bool dropout;  // dropout on the probabilities
+  bool causal;     // the causal LM (every position predicted): FlashAttention skips masked blocks
+  double dropout;  // dropout probability on the attention probabilities (0: none)
 };
 
 // The attention core from the split QKV [batch*seq, hidden] each to the merged context
@@ -75,6 +75,10 @@ Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
                                      .wrt = {0, 1, 2},
                                      .saved_inputs = {0, 1, 2},
                                      .saved_outputs = {0, 1}}});
+    // Dropout on the probabilities runs inside the kernel: the forward draws its mask with Philox
+    // per kept score, the backward draws it again (no mask reaches memory); priced by the cost
+    // model's in-kernel dropout term (docs/cost-model.md, "Fused attention ops").
+    if (a.dropout > 0.0) b.set_dropout(outs[0], a.dropout);
     return transpose(b, "merge_heads", outs[0], merged);
   }
   Tensor s = b.batch_matmul("scores", q, k);
@@ -113,7 +117,7 @@ Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
     p = b.softmax("softmax", s);
   }
   // Megatron's attention dropout is a separate pass after the fused softmax, as eager's.
-  if (a.dropout) p = b.dropout("dropout_probs", p);
+  if (a.dropout > 0.0) p = b.dropout("dropout_probs", p);
   return transpose(b, "merge_heads", b.batch_matmul("context", p, v), merged);
 }
 
@@ -146,9 +150,11 @@ sim::Graph build_gpt(GraphOptions& o) {
   // Positions per sequence the head predicts: all of them for a causal LM; BERT's masked-LM
   // head runs on max_predictions_per_seq gathered positions (20 at 128 tokens, 80 at 512).
   const std::int64_t masked = o.get_int("masked", seq, 1, seq);
-  // Dropout probability (GPT-2's and BERT's 0.1); it changes no cost, only whether the dropout
-  // kernels run: 0 leaves them out.
-  const bool dropout = o.get_real("dropout", 0.1, 0.0, 1.0) > 0.0;
+  // Dropout probability (GPT-2's and BERT's 0.1). Its value changes no separate kernel's cost,
+  // only whether those kernels run (0 leaves them out); `attention=flash` also carries it on the
+  // fused attention ops, whose in-kernel dropout costs time whatever its value.
+  const double dropout_p = o.get_real("dropout", 0.1, 0.0, 1.0);
+  const bool dropout = dropout_p > 0.0;
   const std::string attn = o.get_choice("attention", "eager", {"eager", "fused_softmax", "flash"});
   const Attention mode = attn == "flash"           ? Attention::Flash
                          : attn == "fused_softmax" ? Attention::FusedSoftmax
@@ -190,7 +196,7 @@ sim::Graph build_gpt(GraphOptions& o) {
                              .seq = seq,
                              .hd = hd,
                              .causal = masked == seq,
-                             .dropout = dropout};
+                             .dropout = dropout_p};
   for (std::int64_t l = 0; l < layers; ++l) {
     b.scope("gpt/h" + std::to_string(l) + "/attn");
     const Tensor qkv = linear(b, "c_attn", layer_norm(b, "ln_1", x), 3 * hidden);

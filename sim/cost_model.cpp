@@ -223,6 +223,8 @@ std::string pricing_rule(const KernelCostModel::Estimate& e, const Op& op) {
   if (e.source == KernelCostModel::Source::Exact && op.signature &&
       op.signature->input_shapes.empty())
     return "exact-name";
+  // A fused attention op priced with its in-kernel dropout (attention_dropout_s).
+  if (e.attention_dropout) return to_string(e.source) + "+attention-dropout";
   return to_string(e.source);
 }
 
@@ -727,6 +729,67 @@ constexpr double kHopperSustained = 0.88;
 // H100" (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608). On A100 it reaches 50-73 % and
 // keeps compute_eff_max. docs/cost-model.md, "Fused attention ops".
 constexpr double kHopperFlashAttention2 = 0.35;
+
+// Dropout inside a fused attention kernel (an op's `dropout` > 0: the `gpt` graph's
+// FlashAttention ops, an ET's fused SDPA ops). The kernel draws its keep-mask with Philox for
+// every score it keeps, in the forward and again in the backward, which regenerates the mask
+// rather than reading it (FlashAttention-2, csrc/flash_attn/src/dropout.h: one Philox4x32 call per
+// 16 scores, 8 bits each, compared and masked on the CUDA cores; cuDNN's fused SDPA takes a Philox
+// seed and offset, at::cuda::philox::unpack_cudnn). That is integer work per kept query-key pair,
+// independent of the head dimension and of bytes: priced as thread-instructions per kept pair at
+// the GPU's issue rate (issue_rate), on top of the kernel's time without dropout. Measured on the
+// H200 kernel rig (tools/kernel_rig.py, torch 2.11 / cuDNN 9.19; tools/sdpa_kernels.py, the
+// kernels' own times) at batch 8, 12 heads, head_dim 64, causal, sequence 1024 only (50.4 M kept
+// pairs a call), dropout 0 against 0.1: cuDNN's sm90 fprop 46.7 -> 102.8 us, bprop 122.5 -> 151.9;
+// FlashAttention-2 forced 77.2 -> 92.8 (its 128x128 tiles drop to 128x64), 172.1 -> 202.4. On
+// sequences 512 and 2048 (held out) the with-dropout kernels come out within 10 % (docs/
+// validation.md, "Dropout inside fused attention"). Hopper and later run cuDNN's kernel (PyTorch's
+// check_prefer_cudnn_attention, sm90/sm100 with cuDNN > 9.15; torch 2.11); older parts
+// FlashAttention-2. Another generation is assumed to issue the same instructions per pair.
+struct AttentionDropoutCost {
+  double fwd, bwd;  // thread-instructions per kept query-key pair
+};
+constexpr AttentionDropoutCost kCudnnSdpaDropout{37.4, 19.6};
+constexpr AttentionDropoutCost kFlashAttention2Dropout{10.4, 20.1};
+
+// Whether `type` is a fused attention kernel (nullopt: not one), and whether it is a backward.
+std::optional<bool> fused_attention_backward(std::string_view type) {
+  if (type == "FlashAttention" || type == "aten::scaled_dot_product_attention" ||
+      type == "aten::_scaled_dot_product_flash_attention" ||
+      type == "aten::_scaled_dot_product_efficient_attention" ||
+      type == "aten::_scaled_dot_product_cudnn_attention" ||
+      type == "aten::_flash_attention_forward" || type == "aten::_efficient_attention_forward" ||
+      type == "aten::_cudnn_attention_forward")
+    return false;
+  if (type == "FlashAttentionGrad" ||
+      type == "aten::_scaled_dot_product_flash_attention_backward" ||
+      type == "aten::_scaled_dot_product_efficient_attention_backward" ||
+      type == "aten::_scaled_dot_product_cudnn_attention_backward" ||
+      type == "aten::_flash_attention_backward" || type == "aten::_efficient_attention_backward" ||
+      type == "aten::_cudnn_attention_backward")
+    return true;
+  return std::nullopt;
+}
+
+std::optional<double> issue_rate(const DeviceSpec& spec);
+
+// Seconds the in-kernel dropout of a fused attention op adds on `spec` (0: none, or no issue
+// rate known). Its kept pairs (batch x heads x pairs) come from its FLOPs: 4 x head_dim a pair
+// forward (QK^T and PV), 2.5 times that backward (models/gpt_model.cpp, calibration's
+// attention_flops), head_dim the last dimension of its first output (O, or dQ).
+double attention_dropout_s(const Op& op, const DeviceSpec& spec) {
+  if (!(op.dropout > 0.0) || spec.kind != DeviceKind::Gpu || !(op.flops.v > 0.0) ||
+      op.outputs.empty() || op.outputs[0].shape.empty())
+    return 0.0;
+  const auto bwd = fused_attention_backward(op.type);
+  const auto issue = issue_rate(spec);
+  const double d = static_cast<double>(op.outputs[0].shape.back());
+  if (!bwd || !issue || !(d > 0.0)) return 0.0;
+  const double pairs = op.flops.v / (4.0 * d * (*bwd ? 2.5 : 1.0));
+  const AttentionDropoutCost& c =
+      spec.arch.major >= 9 ? kCudnnSdpaDropout : kFlashAttention2Dropout;
+  return pairs * (*bwd ? c.bwd : c.fwd) / *issue;
+}
 
 // A recurrent cell's output is not its GEMMs' M x N: no quantisation.
 bool recurrent(std::string_view t) {
@@ -1352,9 +1415,11 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // measured align1/align2 kernels (align1_rate, below), else at kMisalignedGemmEff here.
   eff *= misaligned_eff_factor(op, spec);
   // Like the GEMM curves, a measured per-generation rate that a calibration's roofline replaces.
+  // An ET's fused SDPA ops (aten::scaled_dot_product_attention, ..._cudnn_attention_backward)
+  // launch the same fused kernels as the graph's FlashAttention ops and take the same rate.
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
-      (op.type == "FlashAttention" || op.type == "FlashAttentionGrad"))
+      fused_attention_backward(op.type))
     eff = kHopperFlashAttention2;
   // The half-FLOPs term models a GEMM's tiles under-filling the device (small M, N, K). An
   // optimizer kernel on a GPU (update phase, no GEMM, convolution or attention) has no tiles to
@@ -1411,6 +1476,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
             t, layer_norm_kernel_time(ln->backward, ln->rows, ln->cols, ln->esize, memory_s, rate,
                                       bw, spec.sm_count, threads_per_sm(spec.arch)));
   }
+  // A fused attention kernel's in-kernel dropout: Philox per kept score (attention_dropout_s).
+  if (p.generation_curves) t += attention_dropout_s(op, spec);
   return std::max(ceil_seconds(t), floor);
 }
 
@@ -1505,10 +1572,12 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
       // (GEMM curves, elementwise streaming).
       if (cal->roofline) p.generation_curves = false;
       const KernelCostModel fitted(p);
-      return {fitted.roofline_time(op, device.spec), Source::Roofline};
+      return {fitted.roofline_time(op, device.spec), Source::Roofline, false,
+              p.generation_curves && attention_dropout_s(op, device.spec) > 0.0};
     }
   }
-  return {KernelCostModel(roofline_).roofline_time(op, device.spec), Source::Roofline};
+  return {KernelCostModel(roofline_).roofline_time(op, device.spec), Source::Roofline, false,
+          roofline_.generation_curves && attention_dropout_s(op, device.spec) > 0.0};
 }
 
 // PyTorch's BatchNorm2d in training mode also increments its num_batches_tracked counter: one

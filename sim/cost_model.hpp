@@ -350,6 +350,9 @@ class KernelCostModel {
     Duration time;
     Source source;
     bool clamped = false;  ///< a class curve faster than the device's peak, raised to it
+    /// A fused attention op's in-kernel dropout (Op::dropout) priced in; `--pricing` names the
+    /// rule "<source>+attention-dropout".
+    bool attention_dropout = false;
   };
   [[nodiscard]] Estimate estimate(const Op& op, const Device& device) const;
   [[nodiscard]] Duration op_time(const Op& op, const Device& device) const {

@@ -698,26 +698,28 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
   pending.inputs.emplace_back();
   pending.control.emplace_back();
   const std::string path = "ops[" + std::to_string(i) + "]";
-  rd.expect_object(o, path, {"name",
-                             "type",
-                             "phase",
-                             "flops",
-                             "bytes_read",
-                             "bytes_written",
-                             "dtype",
-                             "signature",
-                             "measured",
-                             "outputs",
-                             "inputs",
-                             "control_inputs",
-                             "persistent_bytes",
-                             "group",
-                             "device_kind",
-                             "layer",
-                             "stream",
-                             "collective",
-                             "layout",
-                             "leading_dims"});
+  rd.expect_object(o, path,
+                   {"name",
+                    "type",
+                    "phase",
+                    "flops",
+                    "bytes_read",
+                    "bytes_written",
+                    "dtype",
+                    "signature",
+                    "measured",
+                    "outputs",
+                    "inputs",
+                    "control_inputs",
+                    "persistent_bytes",
+                    "group",
+                    "device_kind",
+                    "layer",
+                    "stream",
+                    "collective",
+                    "layout",
+                    "leading_dims",
+                    "dropout"});
   Op op;
   if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
   op.name = rd.str(o["name"], path + ".name");
@@ -753,6 +755,12 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
     for (std::size_t k = 0; k < ld.size(); ++k)
       op.leading_dims.push_back(rd.integer(
           ld[k], Key{p, ".leading_dims[" + std::to_string(k) + "]"}, 1, std::int64_t{1} << 40));
+  }
+  if (o.contains("dropout")) {
+    const json& d = o["dropout"];
+    if (!d.is_number() || !(d.get<double>() >= 0.0 && d.get<double>() <= 1.0))
+      rd.fail(p + ".dropout", "a dropout probability from 0 to 1, got " + shown(d));
+    op.dropout = d.get<double>();
   }
   return op;
 }
@@ -1130,6 +1138,10 @@ std::string graph_to_json(const Graph& g) {
     if (!op.leading_dims.empty()) {
       o.key("leading_dims");
       o.shape(op.leading_dims);
+    }
+    if (op.dropout > 0.0) {
+      o.key("dropout");
+      o.num(op.dropout);
     }
     o.close_obj();
   }

@@ -96,6 +96,10 @@ struct Op {
   /// a trace's strides give them (`import et`); empty: the shapes' last dimensions (a graph op's
   /// tensors are stored row-major). Read by misaligned_gemm.
   std::vector<std::int64_t> leading_dims;
+  /// A fused attention op's dropout probability on the attention probabilities, applied inside
+  /// the kernel (FlashAttention / FlashAttentionGrad, an ET's fused SDPA ops); 0: none. Read by
+  /// the cost model's in-kernel dropout term (docs/cost-model.md, "Fused attention ops").
+  double dropout = 0.0;
 };
 
 struct Graph {

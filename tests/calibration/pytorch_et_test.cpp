@@ -388,6 +388,14 @@ TEST(PytorchEt, Torch211CudaBackwardOnTheAutogradThreadIsPartOfTheStep) {
         });
     EXPECT_TRUE(reads_forward) << op->name;
   }
+  // The attention's dropout_p (0.1) reaches the fused SDPA ops, forward and backward, as their
+  // in-kernel dropout; no other op carries one.
+  for (const ps::Op* op : sdpa_bwd) EXPECT_EQ(op->dropout, 0.1) << op->name;
+  const auto sdpa_fwd = ops_of_type(g, "aten::scaled_dot_product_attention");
+  ASSERT_EQ(sdpa_fwd.size(), 12u);
+  for (const ps::Op* op : sdpa_fwd) EXPECT_EQ(op->dropout, 0.1) << op->name;
+  EXPECT_EQ(
+      std::count_if(g.ops.begin(), g.ops.end(), [](const ps::Op& o) { return o.dropout > 0; }), 24);
   const auto adamw = ops_of_type(g, "aten::_fused_adamw_");
   ASSERT_EQ(adamw.size(), 1u);
   EXPECT_EQ(adamw[0]->phase, ps::Phase::Update);

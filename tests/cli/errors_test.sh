@@ -66,6 +66,7 @@ graph|graph-garbage.json|line 1:
 graph|graph-huge-flops.json|ops[0] ("a").flops: expected a number up to 1e18
 graph|graph-huge-tensor.json|ops[0] ("a").outputs[0]: expected a size up to 1 PiB
 graph|graph-negative-leading-dim.json|ops[0] ("mm").leading_dims[1]: expected an integer from 1
+graph|graph-dropout-out-of-range.json|ops[0] ("attn").dropout: expected a dropout probability from 0 to 1, got 1.5
 placement|placement-missing-op.json|ops.l3/mm: expected an op of graph tiny
 placement|placement-missing-device.json|groups.l2: expected a device of cluster paper-2gpu
 placement|placement-missing-group.json|groups.l9

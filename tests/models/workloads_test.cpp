@@ -285,6 +285,26 @@ TEST(Workloads, GptFlashAttentionWritesNoScoreMatrix) {
   }
 }
 
+TEST(Workloads, GptFlashAttentionCarriesItsDropout) {
+  // The attention's dropout runs inside the fused kernel: the forward op and its gradient, which
+  // regenerates the mask, carry the probability (`dropout=`, 0.1 by default); no other op does.
+  const std::string dims = "layers=2,hidden=64,heads=4,seq=32,vocab=100,batch=2,attention=flash";
+  for (const auto& [opt, p] :
+       {std::pair<std::string, double>{"", 0.1}, {",dropout=0.25", 0.25}, {",dropout=0", 0.0}}) {
+    const sim::Graph g = load_graph("gpt", dims + opt);
+    int attention = 0;
+    for (const auto& op : g.ops) {
+      if (op.type == "FlashAttention" || op.type == "FlashAttentionGrad") {
+        EXPECT_EQ(op.dropout, p) << op.name << opt;
+        ++attention;
+      } else {
+        EXPECT_EQ(op.dropout, 0.0) << op.name << opt;
+      }
+    }
+    EXPECT_EQ(attention, 4) << opt;
+  }
+}
+
 TEST(Workloads, RnnlmStructure) {
   const sim::Graph g = load_graph("rnnlm", "steps=3,hidden=64,vocab=100,batch=4");
   // Embedding V x H, two LSTM layers of (2H x 4H + 4H), softmax H x V + V.

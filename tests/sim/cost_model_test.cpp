@@ -1097,7 +1097,11 @@ TEST(CostModel, FlashAttention2OnHopperAtAThirdOfThePeak) {
   const double b = 6, h = 32, s = 2048, d = 128;
   const double f = 4 * b * h * d * s * (s + 1) / 2;
   const auto bytes = static_cast<std::int64_t>(3 * b * h * s * d * 2);
-  for (const char* type : {"FlashAttention", "FlashAttentionGrad"}) {
+  // An ET's fused SDPA ops run the same kernels and take the same rates.
+  for (const char* type :
+       {"FlashAttention", "FlashAttentionGrad", "aten::scaled_dot_product_attention",
+        "aten::_scaled_dot_product_cudnn_attention_backward",
+        "aten::_scaled_dot_product_flash_attention", "aten::_flash_attention_backward"}) {
     Op op;
     op.name = "attn";
     op.type = type;
@@ -1122,6 +1126,53 @@ TEST(CostModel, FlashAttention2OnHopperAtAThirdOfThePeak) {
     km.set_calibration(cal);
     EXPECT_NEAR(km.op_time(op, catalog_gpu("H100-SXM5-80GB")).seconds(),
                 (f + p.compute_half_flops) / (989.5e12 * p.compute_eff_max), 2e-9);
+  }
+}
+
+TEST(CostModel, FusedAttentionDropoutCostsPhiloxPerKeptPair) {
+  // GPT-2 124M's attention at batch 8, seq 1024 (12 heads of 64, causal: 96 x 524,800 kept
+  // pairs), dropout 0.1 inside the kernel. On the H200 (cuDNN's fused SDPA) the forward adds 37.4
+  // thread-instructions a kept pair at the issue rate (67 TFLOP/s F32 / 2: 33.5 T/s), 56.1 us,
+  // the backward 19.6 (29.5 us): the H200 kernel rig's 46.7 -> 102.8 and 122.5 -> 151.9 us. An
+  // A100 (FlashAttention-2, 19.5 T/s) 10.4 and 20.1. Dropout 0 and other op types: nothing added.
+  const double b = 8, h = 12, s = 1024, d = 64;
+  const double pairs = b * h * s * (s + 1) / 2;
+  const double f = 4 * d * pairs;
+  KernelCostModel km;
+  struct Case {
+    const char* type;
+    double flops, h200_instr, a100_instr;
+  };
+  for (const Case& c :
+       {Case{"FlashAttention", f, 37.4, 10.4}, Case{"FlashAttentionGrad", 2.5 * f, 19.6, 20.1},
+        Case{"aten::scaled_dot_product_attention", f, 37.4, 10.4},
+        Case{"aten::_scaled_dot_product_cudnn_attention_backward", 2.5 * f, 19.6, 20.1}}) {
+    Op op;
+    op.name = "attn";
+    op.type = c.type;
+    op.dtype = Dtype::BF16;
+    op.flops = Flops{c.flops};
+    op.outputs.push_back({.bytes = Bytes{static_cast<std::int64_t>(b * h * s * d * 2)},
+                          .shape = {8, 12, 1024, 64},
+                          .dtype = Dtype::BF16});
+    Op dropped = op;
+    dropped.dropout = 0.1;
+    const Device h200 = catalog_gpu("H200-SXM-141GB");
+    const Device a100 = catalog_gpu("A100-SXM4-80GB");
+    EXPECT_NEAR(km.op_time(dropped, h200).seconds() - km.op_time(op, h200).seconds(),
+                pairs * c.h200_instr / 33.5e12, 2e-9)
+        << c.type;
+    EXPECT_NEAR(km.op_time(dropped, a100).seconds() - km.op_time(op, a100).seconds(),
+                pairs * c.a100_instr / 19.5e12, 2e-9)
+        << c.type;
+    EXPECT_EQ(pricing_rule(km.estimate(dropped, h200), dropped), "roofline+attention-dropout");
+    EXPECT_EQ(pricing_rule(km.estimate(op, h200), op), "roofline");
+    // Not a fused attention op: its dropout attribute adds nothing.
+    Op other = dropped;
+    other.type = "Softmax";
+    Op other0 = op;
+    other0.type = "Softmax";
+    EXPECT_EQ(km.op_time(other, h200).ns, km.op_time(other0, h200).ns);
   }
 }
 

@@ -69,6 +69,7 @@ TEST(Graph, JsonRoundTripKeepsEverything) {
     EXPECT_EQ(a.stream, b.stream);
     EXPECT_EQ(a.layer, b.layer);
     EXPECT_EQ(a.leading_dims, b.leading_dims);
+    EXPECT_EQ(a.dropout, b.dropout);
     ASSERT_EQ(a.outputs.size(), b.outputs.size());
     for (std::size_t k = 0; k < a.outputs.size(); ++k) {
       EXPECT_EQ(a.outputs[k].bytes, b.outputs[k].bytes);
@@ -92,6 +93,31 @@ TEST(Graph, LeadingDimensionsRoundTripAndBadOnesAreRefused) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("ops[0] (\"mm\").leading_dims[1]"), std::string::npos)
         << e.what();
+  }
+}
+
+TEST(Graph, AttentionDropoutRoundTripsAndBadOnesAreRefused) {
+  // A fused attention op's in-kernel dropout probability survives the graph JSON; an op without
+  // one writes no key; a probability outside [0, 1] or not a number is refused, naming the op.
+  Graph g = diamond();
+  g.ops[1].dropout = 0.1;
+  const std::string text = graph_to_json(g);
+  const Graph h = parse_graph_json(text, "drop.json");
+  EXPECT_EQ(h.ops[1].dropout, 0.1);
+  EXPECT_EQ(h.ops[0].dropout, 0.0);
+  EXPECT_EQ(graph_to_json(h), text);
+  EXPECT_EQ(text.find("\"dropout\""), text.rfind("\"dropout\""));  // one op carries it
+  for (const char* bad : {"1.5", "-0.1", "\"0.1\""}) {
+    try {
+      parse_graph_json(std::string(R"({"ops": [{"name": "attn", "dropout": )") + bad + "}]}",
+                       "bad.json");
+      FAIL() << "dropout " << bad << " was accepted";
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("bad.json"), std::string::npos) << m;
+      EXPECT_NE(m.find("ops[0] (\"attn\").dropout"), std::string::npos) << m;
+      EXPECT_NE(m.find("a dropout probability from 0 to 1"), std::string::npos) << m;
+    }
   }
 }
 
