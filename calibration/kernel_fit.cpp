@@ -626,7 +626,7 @@ const std::map<std::string, std::vector<std::string>>& graph_type_aliases() {
         "LayerNorm", "LayerNormGrad"}},
       {"reduction",
        {"Sum", "Mean", "Softmax", "SoftmaxGrad", "MeanGrad", "ReduceMean", "ReduceSum",
-        "SparseSoftmaxCrossEntropyWithLogits"}},
+        "SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogitsGrad"}},
       {"pool",
        {"MaxPool", "AveragePool", "GlobalAveragePool", "MaxPoolGrad", "GlobalAveragePoolGrad"}},
       {"pool_bwd", {"MaxPoolGrad", "GlobalAveragePoolGrad"}},
@@ -665,7 +665,7 @@ const std::map<std::string, std::vector<std::string>>& graph_type_preferred() {
       {"layer_norm", {"LayerNorm", "LayerNormalization", "LayerNormGrad"}},
       {"softmax",
        {"Softmax", "SoftmaxGrad", "LogSoftmax", "LogSoftmaxGrad",
-        "SparseSoftmaxCrossEntropyWithLogits"}}};
+        "SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogitsGrad"}}};
   return preferred;
 }
 

@@ -397,9 +397,14 @@ Tensor GraphBuilder::sparse_softmax_xent(const std::string& name, const Tensor& 
                                          const Tensor& labels) {
   const double n = d(num_elements(logits.shape));
   // Outputs: per-example loss and the backprop (softmax - onehot), as TensorFlow's kernel does.
+  // Its gradient has its own type: PyTorch runs it as kernels of its own (a zero fill, nll_loss's
+  // scatter, the softmax backward), not a Mul (the cost model's vocab_xent_kernel_time).
   const auto outs = op(name, "SparseSoftmaxCrossEntropyWithLogits", {logits, labels},
                        {{logits.shape[0]}, logits.shape}, 6 * n,
-                       {GradRule{.type = "Mul", .flops = n, .wrt = {0}, .saved_outputs = {1}}});
+                       {GradRule{.type = "SparseSoftmaxCrossEntropyWithLogitsGrad",
+                                 .flops = n,
+                                 .wrt = {0},
+                                 .saved_outputs = {1}}});
   return outs[0];
 }
 

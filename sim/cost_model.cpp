@@ -431,6 +431,83 @@ std::optional<LayerNormShape> layer_norm_shape(const Op& op, const DeviceSpec& s
   return LayerNormShape{bwd, rows, cols, static_cast<double>(dtype_size(op.outputs[0].dtype))};
 }
 
+// The vocabulary cross-entropy as PyTorch runs it (F.cross_entropy = log_softmax + nll_loss;
+// aten/src/ATen/native/cuda/SoftMax.cu and LossNLL.cu). A row wider than 1024 elements (or 4 KiB)
+// leaves the persistent warp softmax for cunn_SoftMaxForward / cunn_SoftMaxBackward: one block per
+// row (1024 threads forward, 512 backward; the H200 traces' grids are [rows] and registers allow
+// threads_per_sm / block blocks per SM). The forward walks its row three times (max, sum of exp,
+// then read and write), the backward reads the gradient twice (its sum, then with the output) and
+// writes once: four passes of the row each. A wave of rows pays a block latency plus its rows'
+// passes at a multiple of the SMs' DRAM share (the forward's re-reads come from L2: 2.37x; the
+// backward's wave of 528 rows does not fit: 0.89x). nll_loss runs one block each way (grid [1]):
+// a fixed latency. Before the backward, nll_loss_backward zeroes the [rows, V] gradient (a fill
+// at the memory rate). Constants from the H200 kernel rig's 2048-row cases only
+// (tests/data/calibration/h200_kernels_2026-12-04.json.gz, kernel times; 8 and 4 waves): forward
+// 9.37 us + 2.37x, backward 0.86 us + 0.89x (least squares over vocab 30522, 50257, 50304, each
+// within 0.5 %); nll forward 17.9 us and backward 9.4 us (their means). The 8192-row cases and
+// the GPT-2 step are checks. docs/cost-model.md, "Vocabulary cross-entropy".
+constexpr double kSoftmaxFwdWaveLatency = 9.37e-6;
+constexpr double kSoftmaxBwdWaveLatency = 0.86e-6;
+constexpr double kSoftmaxFwdSliceMultiple = 2.37;
+constexpr double kSoftmaxBwdSliceMultiple = 0.89;
+constexpr double kSoftmaxFwdThreads = 1024.0;
+constexpr double kSoftmaxBwdThreads = 512.0;
+constexpr double kSoftmaxRowPasses = 4.0;
+constexpr double kNllForwardLatency = 17.9e-6;
+constexpr double kNllBackwardLatency = 9.4e-6;
+
+// A sparse softmax cross-entropy (the builders' SparseSoftmaxCrossEntropyWithLogits and its
+// gradient) on an NVIDIA GPU whose logits [rows, V] take PyTorch's block-per-row softmax:
+// {backward, rows, V, element bytes}; nullopt otherwise (a 1000-class head stays on the roofline).
+struct XentShape {
+  bool backward = false;
+  double rows = 0, cols = 0, esize = 0;
+};
+std::optional<XentShape> vocab_xent_shape(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || spec.arch.vendor != GpuArch::Vendor::Nvidia) return {};
+  const bool fwd = op.type == "SparseSoftmaxCrossEntropyWithLogits";
+  const bool bwd = op.type == "SparseSoftmaxCrossEntropyWithLogitsGrad";
+  if (!fwd && !bwd) return std::nullopt;
+  for (const TensorOut& o : op.outputs) {
+    if (o.shape.size() < 2) continue;
+    const double cols = static_cast<double>(o.shape.back());
+    const double rows = elements(o.shape) / std::max(cols, 1.0);
+    const double esize = static_cast<double>(dtype_size(o.dtype));
+    if (!(rows > 0) || !(cols > 1024.0 || cols * esize > 4096.0)) return std::nullopt;
+    return XentShape{bwd, rows, cols, esize};
+  }
+  return std::nullopt;
+}
+
+// PyTorch's reduce_kernel summing a bias gradient over its leading dimensions ([M, N] -> [N], N
+// contiguous; aten/src/ATen/native/cuda/Reduce.cuh): 32 x 4 blocks of 128 outputs each, four
+// threads along M, and for long M the rows split over up to 128 blocks per output with a second,
+// global pass (semaphore, last block reads the partials). Every such kernel measured on an H200
+// took 5.6-7.9 us beyond its bytes at the memory rate, whatever its size: ResNet-50's fc bias
+// ([256, 1000], no global pass) 7.4, GPT-2 batch 1's [1024, 768] 7.9 and [1024, 3072] 5.6 (16
+// blocks per output). Their mean, 7.0 us, is paid once per kernel on top of the bytes. Measured
+// in h200_resnet50_amp_nhwc_b256_train.json.gz and
+// h200_gpt2-124m_sdpa_bf16_b1_train_shapes.json.gz; GPT-2 batch 8's [8192, N] (128 and 88 blocks
+// per output: 13.9 and 13.4 us beyond the bytes) are checks, and miss the global pass's growth with
+// blocks per output. M below 256: not measured.
+constexpr double kBiasGradReduceLatency = 7.0e-6;
+constexpr double kBiasGradMinRows = 256.0;
+
+// Rows M of a bias gradient the rule above prices (BiasAddGrad on an NVIDIA GPU, input [..., N]);
+// nullopt otherwise.
+std::optional<double> bias_grad_rows(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || spec.arch.vendor != GpuArch::Vendor::Nvidia ||
+      op.type != "BiasAddGrad" || op.outputs.empty() || op.outputs[0].shape.empty())
+    return std::nullopt;
+  const double n = elements(op.outputs[0].shape);
+  const double in = static_cast<double>(op.bytes_read.v);
+  const double esize = static_cast<double>(dtype_size(op.outputs[0].dtype));
+  if (!(n > 0) || !(esize > 0)) return std::nullopt;
+  const double rows = in / (n * esize);
+  if (!(rows >= kBiasGradMinRows)) return std::nullopt;
+  return rows;
+}
+
 // Resident threads per SM (CUDA C Programming Guide, "Technical Specifications per Compute
 // Capability"): 1024 on 7.5, 1536 on 8.6 / 8.7 / 8.9, 2048 on 7.0, 8.0 and 9.0.
 int threads_per_sm(const GpuArch& a) {
@@ -1379,6 +1456,28 @@ double layer_norm_kernel_time(bool backward, double rows, double cols, double el
   return t;
 }
 
+double vocab_xent_kernel_time(bool backward, double rows, double cols, double elem_bytes,
+                              double rate, double bw, int sm_count, int threads_per_sm) {
+  if (!(rows > 0) || !(cols > 0) || !(elem_bytes > 0) || !(rate > 0) || !(bw > 0) ||
+      sm_count <= 0 || threads_per_sm <= 0)
+    return 0.0;
+  const double sms = sm_count;
+  const double row_bytes = cols * elem_bytes;
+  const double threads = backward ? kSoftmaxBwdThreads : kSoftmaxFwdThreads;
+  const double resident = sms * std::max(1.0, std::floor(threads_per_sm / threads));
+  const double waves = std::ceil(rows / resident);
+  const double multiple = backward ? kSoftmaxBwdSliceMultiple : kSoftmaxFwdSliceMultiple;
+  const double latency = backward ? kSoftmaxBwdWaveLatency : kSoftmaxFwdWaveLatency;
+  const double wave_s = latency + resident * kSoftmaxRowPasses * row_bytes / (multiple * bw);
+  // At least one read and one write of the logits from DRAM.
+  double t = std::max(waves * wave_s, 2.0 * rows * row_bytes / rate);
+  if (backward)
+    t += rows * row_bytes / rate + kNllBackwardLatency;  // the zero fill, the one-block scatter
+  else
+    t += kNllForwardLatency;  // the one-block gather of the target log-probabilities
+  return t;
+}
+
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0, double bw,
                           int sm_count, std::optional<Layout> layout) {
   const auto cap = batch_norm_cap(type, input0, layout, bw, sm_count);
@@ -1475,6 +1574,15 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
         t = std::max(
             t, layer_norm_kernel_time(ln->backward, ln->rows, ln->cols, ln->esize, memory_s, rate,
                                       bw, spec.sm_count, threads_per_sm(spec.arch)));
+    // PyTorch's vocabulary cross-entropy: a block per row and its passes, the one-block nll
+    // kernels and the gradient's zero fill (vocab_xent_kernel_time); a bias gradient's
+    // reduce_kernel: a fixed latency beyond its bytes (kBiasGradReduceLatency).
+    if (p.generation_curves) {
+      if (const auto x = vocab_xent_shape(op, spec))
+        t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
+                                               spec.sm_count, threads_per_sm(spec.arch)));
+      if (bias_grad_rows(op, spec)) t = std::max(t, memory_s + kBiasGradReduceLatency);
+    }
   }
   // A fused attention kernel's in-kernel dropout: Philox per kept score (attention_dropout_s).
   if (p.generation_curves) t += attention_dropout_s(op, spec);

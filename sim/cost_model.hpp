@@ -425,6 +425,19 @@ double layer_norm_kernel_time(bool backward, double rows, double cols, double el
                               double memory_s, double rate, double bw, int sm_count,
                               int threads_per_sm);
 
+/// PyTorch's cross-entropy over [rows, cols] logits of `elem_bytes` wider than 1024 elements
+/// (aten/src/ATen/native/cuda/SoftMax.cu, LossNLL.cu) on a GPU of `sm_count` SMs, `threads_per_sm`
+/// resident threads, bandwidth `bw` and memory rate `rate` (B/s). Forward: cunn_SoftMaxForward,
+/// one 1024-thread block per row; a wave of sm_count x floor(threads_per_sm / 1024) rows costs
+/// 9.37 us plus four passes of its rows at 2.37 x `bw` (re-reads from L2), at least one read and
+/// one write at `rate`; then nll_loss's one-block forward, 17.9 us. Backward: the gradient's zero
+/// fill at `rate`, cunn_SoftMaxBackward (512-thread blocks, 0.86 us a wave, four passes at
+/// 0.89 x `bw`) and nll_loss's one-block backward, 9.4 us. Constants from the H200 kernel rig's
+/// 2048-row cases; docs/cost-model.md, "Vocabulary cross-entropy". 0 when an argument is not
+/// positive.
+double vocab_xent_kernel_time(bool backward, double rows, double cols, double elem_bytes,
+                              double rate, double bw, int sm_count, int threads_per_sm);
+
 /// Wave/tile quantisation of a convolution (forward, input gradient, weight gradient) on a GPU of
 /// `sm_count` SMs: the FLOPs its implicit-GEMM kernels occupy the device for. Each GEMM's
 /// M x N output is cut into thread-block tiles (the xmma/CUTLASS tiles of the H200 traces' kernel

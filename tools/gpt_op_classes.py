@@ -76,6 +76,9 @@ def measured(trace, vocab_min):
     if not steps:
         sys.exit('%s: no ProfilerStep#N annotation (record the trace with a torch.profiler schedule)' % trace)
     opt = [e for e in ev if e.get('cat') == 'user_annotation' and e['name'].startswith('Optimizer.')]
+    # The embedding gradient's own kernels, its zero fill of [V, E] included (at::zeros inside
+    # aten::embedding_dense_backward, which the fill's dims would class as softmax_loss).
+    emb = [e for e in ev if e.get('cat') == 'cpu_op' and e['name'] == 'aten::embedding_dense_backward']
     ops = sorted([e for e in ev if e.get('cat') == 'cpu_op'], key=lambda e: (e['ts'], -e['dur']))
     inner = {}  # external id -> innermost op (nested ops start later and overwrite)
     for o in ops:
@@ -91,6 +94,8 @@ def measured(trace, vocab_min):
         c = kernel_class(k['name'], o['name'] if o else '', dims, vocab_min)
         if r is not None and any(a['ts'] <= r['ts'] <= a['ts'] + a['dur'] and a['tid'] == r['tid'] for a in opt):
             c = 'update'
+        elif r is not None and any(a['ts'] <= r['ts'] <= a['ts'] + a['dur'] and a['tid'] == r['tid'] for a in emb):
+            c = 'embedding'
         out[c] += k['dur']
     return {c: v / len(steps) for c, v in out.items()}
 
