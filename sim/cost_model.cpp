@@ -1221,15 +1221,36 @@ std::optional<double> non_vectorised_eff(const Op& op, const DeviceSpec& spec,
   //    the 21.11 NGC container BERT's pre-training rows ran) times a binary op of a [1,M] row
   //    broadcast into [M,M] ("1M-MM") on a V100 at 546.8 GB/s (45 MB), 0.61 of 900 GB/s, where
   //    the same op on contiguous operands streams 798.7 GB/s (100 MB).
-  constexpr double kHopperNonVectorised = 0.42;
-  constexpr double kA100NonVectorised = 0.51;
-  constexpr double kV100NonVectorised = 0.61;
+  //
+  // What limits the generic kernel is the SMs, not the HBM: each thread keeps a few scalar loads in
+  // flight and computes every operand's offset, so its rate is what the SMs sustain (Little's law,
+  // as for kBroadcastElementsPerSmSecond), and a part with more HBM bandwidth per SM does not
+  // stream it faster. The H200 (the H100's 132 SMs at the same 1980 MHz, 4.8 TB/s of HBM3e
+  // against 3.35) shows it: GPT-2's eager attention masked_fill_ of bf16 [8,12,1024,1024] by a
+  // broadcast [1024,1024] mask (tests/data/calibration/h200_gpt2-124m_eager_bf16_b8_train.json.gz,
+  // elementwise_kernel<128, 4>, 24 calls a step, 277 us each) streams 403 MB at 1.45 TB/s, 0.30 of
+  // its HBM, the H100 trace's 1.41 TB/s, not 0.42 of 4.8 TB/s. So each fraction is also capped at
+  // the rate per SM of the part it was measured on (fraction x bandwidth / SMs): a part with the
+  // same SMs and faster HBM (H200, GH200, H100 NVL; A100 80GB against the 40GB) takes the measured
+  // part's rate; one with less HBM per SM keeps its fraction (no clock is in the catalog, so a
+  // lower-clocked part is not scaled down).
+  struct Measured {
+    double eff, bandwidth, sms;  // fraction of the measured part's HBM; its bytes/s; its SMs
+  };
+  constexpr Measured kHopper{0.42, 3350e9, 132};  // H100 SXM5 (TraceLens Wan2.1)
+  constexpr Measured kA100{0.51, 1555e9, 108};    // A100-SXM4-40GB (ResNet-50 trace)
+  constexpr Measured kV100{0.61, 900e9, 80};      // V100 (pytorch/pytorch#69010)
   if (!p.generation_curves || spec.kind != DeviceKind::Gpu || !non_vectorised_elementwise(op))
     return std::nullopt;
-  if (spec.arch.hopper()) return kHopperNonVectorised;
-  if (spec.arch.nvidia(8, 0)) return kA100NonVectorised;
-  if (spec.arch.nvidia(7, 0)) return kV100NonVectorised;
-  return std::nullopt;
+  const Measured* m = spec.arch.hopper()       ? &kHopper
+                      : spec.arch.nvidia(8, 0) ? &kA100
+                      : spec.arch.nvidia(7, 0) ? &kV100
+                                               : nullptr;
+  if (!m) return std::nullopt;
+  const double bw = spec.memory_bandwidth.bytes_per_s;
+  if (spec.sm_count <= 0 || bw <= 0.0) return m->eff;
+  const double per_sm = m->eff * m->bandwidth / m->sms;
+  return std::min(m->eff, per_sm * static_cast<double>(spec.sm_count) / bw);
 }
 
 namespace {

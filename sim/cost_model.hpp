@@ -118,9 +118,11 @@ double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const Ro
 /// one element broadcast to the output's shape (BERT's attention-mask add), or a Transpose (a
 /// permuted copy). Needs the op's input shapes (its signature); false without them.
 bool non_vectorised_elementwise(const Op& op);
-/// The fraction of peak bandwidth a non_vectorised_elementwise op streams at on this GPU: 0.51 on
-/// an A100 (8.0), 0.42 on Hopper (measured, docs/cost-model.md, "Non-vectorised elementwise");
-/// nullopt elsewhere (other generations, no GPU, p.generation_curves off): memory_eff_for holds.
+/// The fraction of peak bandwidth a non_vectorised_elementwise op streams at on this GPU: 0.61 on
+/// Volta (7.0), 0.51 on an A100 (8.0), 0.42 on Hopper (measured, docs/cost-model.md,
+/// "Non-vectorised elementwise"), capped at the measured part's rate per SM times the GPU's SMs
+/// (an H200 streams at the H100's 1.41 TB/s, 0.29 of its HBM); nullopt elsewhere (other
+/// generations, no GPU, p.generation_curves off): memory_eff_for holds.
 std::optional<double> non_vectorised_eff(const Op& op, const DeviceSpec& spec,
                                          const RooflineParams& p);
 
