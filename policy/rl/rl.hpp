@@ -240,6 +240,9 @@ struct OpProblem {
   std::vector<std::vector<float>> features;  ///< [op][feature]
   int num_devices = 0;
   std::vector<std::vector<bool>> allowed;  ///< [op][device]; empty = everywhere
+  /// [op] the first op (by index) of its co-location group, which all its members follow; the op
+  /// itself when it is first or alone; empty = no co-location.
+  std::vector<int> leader;
 };
 OpProblem make_op_problem(const sim::Graph& graph, const sim::Cluster& cluster);
 

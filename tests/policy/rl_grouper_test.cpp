@@ -76,6 +76,30 @@ TEST(RlGrouper, ConstrainedOpsStayOnAllowedDevices) {
                sim::InputError);
 }
 
+TEST(RlGrouper, CoLocatedOpsShareTheirLeadersDevice) {
+  // Ops 0, 4 and 8 form one co-location group (an op and its gradient ops), though the reward
+  // wants each of them on another device (kinds 0, 1, 2): whatever groups the grouper samples,
+  // every sampled placement keeps them on op 0's device, as a placement file must (the learned
+  // grouper's placements failed `simulate` when a gradient op landed apart).
+  OpProblem p = kinds_problem();
+  p.leader.resize(12);
+  for (int i = 0; i < 12; ++i) p.leader[static_cast<size_t>(i)] = i;
+  p.leader[4] = p.leader[8] = 0;
+  std::vector<DevicesOfGroups> seen;
+  const RewardFn reward = [&](const std::vector<DevicesOfGroups>& ps) {
+    seen.insert(seen.end(), ps.begin(), ps.end());
+    return kind_reward()(ps);
+  };
+  HierarchicalTrainer t(p, 4, opts(7), reward, 1.0);
+  for (int i = 0; i < 5; ++i) t.step();
+  ASSERT_FALSE(seen.empty());
+  for (const auto& d : seen) {
+    EXPECT_EQ(d[4], d[0]);
+    EXPECT_EQ(d[8], d[0]);
+  }
+  EXPECT_EQ(t.best()[4], t.best()[0]);
+}
+
 }  // namespace
 }  // namespace placesim::policy
 #endif  // PLACESIM_WITH_TORCH

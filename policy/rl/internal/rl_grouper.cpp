@@ -83,13 +83,16 @@ struct HierarchicalTrainer::Impl {
   int ops() const { return static_cast<int>(problem.features.size()); }
   int devices() const { return problem.num_devices; }
 
-  // A device for every op from its group's device; an op whose kind constraint that device
-  // breaks goes to the first device it may use (the grouper does not see constraints).
+  // A device for every op from its group's device; an op of a co-location group takes its
+  // leader's (the group's first op's) device; an op whose kind constraint that device breaks goes
+  // to the first device it may use (the grouper does not see constraints).
   DevicesOfGroups op_devices(const std::vector<int>& group_of,
                              const std::vector<int>& dev_of) const {
     DevicesOfGroups out(static_cast<size_t>(ops()));
     for (int i = 0; i < ops(); ++i) {
-      int d = dev_of[static_cast<size_t>(group_of[static_cast<size_t>(i)])];
+      const int leader = problem.leader.empty() ? i : problem.leader[static_cast<size_t>(i)];
+      int d = leader < i ? out[static_cast<size_t>(leader)]
+                         : dev_of[static_cast<size_t>(group_of[static_cast<size_t>(i)])];
       if (!problem.allowed.empty() &&
           !problem.allowed[static_cast<size_t>(i)][static_cast<size_t>(d)]) {
         for (int j = 0; j < devices(); ++j)
@@ -302,6 +305,11 @@ OpProblem make_op_problem(const sim::Graph& graph, const sim::Cluster& cluster) 
     names.push_back("op " + o.name);
   }
   p.allowed = allowed_devices(cluster, kinds, names);
+  // The graph's co-location groups (an op and its gradient ops, a variable and its update) must
+  // share a device, as every placement file requires (sim/placement.cpp).
+  std::map<std::string, int> first;
+  for (int i = 0; i < n; ++i)
+    p.leader.push_back(first.emplace(graph.group_of(i), i).first->second);
   return p;
 }
 
