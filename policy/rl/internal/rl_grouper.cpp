@@ -308,8 +308,7 @@ OpProblem make_op_problem(const sim::Graph& graph, const sim::Cluster& cluster) 
   // The graph's co-location groups (an op and its gradient ops, a variable and its update) must
   // share a device, as every placement file requires (sim/placement.cpp).
   std::map<std::string, int> first;
-  for (int i = 0; i < n; ++i)
-    p.leader.push_back(first.emplace(graph.group_of(i), i).first->second);
+  for (int i = 0; i < n; ++i) p.leader.push_back(first.emplace(graph.group_of(i), i).first->second);
   return p;
 }
 
