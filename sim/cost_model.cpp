@@ -1603,6 +1603,15 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
         t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
                                                spec.sm_count, threads_per_sm(spec.arch)));
       if (bias_grad_rows(op, spec)) t = std::max(t, memory_s + kBiasGradReduceLatency);
+      // A causal mask's gradient is grad.masked_fill(mask, 0), out of place (derivatives.yaml),
+      // and ATen's out-of-place masked_fill clones its input before the in-place fill
+      // (TensorAdvancedIndexing.cpp: `result = _self->clone(at::MemoryFormat::Contiguous);
+      // result.masked_fill_(mask, source);`): a contiguous device-to-device copy of the scores'
+      // gradient (one read, one write) at the streaming rate, before the fill. The H200's eager
+      // GPT-2 trace has it, one `Memcpy DtoD` of [8, 12, 1024, 1024] bf16 per layer at 96 us.
+      if (spec.kind == DeviceKind::Gpu && op.type == "MaskFillGrad" && !op.outputs.empty())
+        t += 2.0 * static_cast<double>(op.outputs[0].bytes.v) /
+             (bw * memory_eff_for("Add", spec, p));
     }
   }
   // A fused attention kernel's in-kernel dropout: Philox per kept score (attention_dropout_s).
