@@ -60,13 +60,56 @@ def make(case, dev):
         z = torch.randn(rows, v, device=dev, dtype=torch.bfloat16, requires_grad=True)
         y = torch.randint(0, v, (rows,), device=dev)
         return (lambda: F.cross_entropy(z, y).backward()), 0.0
+    if case["kind"] == "embedding":   # token lookup and its dense gradient (sort + scatter-add)
+        dt = DT[case["dtype"]]
+        w = torch.randn(case["vocab"], case["hidden"], device=dev, dtype=dt, requires_grad=True)
+        idx = torch.randint(0, case["vocab"], (case["tokens"],), device=dev, generator=g)
+        dy = torch.randn(case["tokens"], case["hidden"], device=dev, dtype=dt)
+
+        def emb():
+            w.grad = None
+            F.embedding(idx, w).backward(dy)
+        return emb, 0.0
+    if case["kind"] == "linear":      # nn.Linear on [rows, k]: bias epilogue and bias gradient
+        dt = DT[case["dtype"]]
+        m, k, n = case["m"], case["k"], case["n"]
+        lin = torch.nn.Linear(k, n, bias=case["bias"], device=dev, dtype=dt)
+        x = torch.randn(8, m // 8, k, device=dev, dtype=dt, requires_grad=True)
+        dy = torch.randn(8, m // 8, n, device=dev, dtype=dt)
+
+        def linear():
+            x.grad = None
+            for p_ in lin.parameters():
+                p_.grad = None
+            lin(x).backward(dy)
+        return linear, 6.0 * m * n * k
+    if case["kind"] == "reduce":      # a bias gradient's column sum over rows
+        x = torch.randn(case["rows"], case["cols"], device=dev, dtype=DT[case["dtype"]])
+        return (lambda: x.sum(0)), 0.0
+    if case["kind"] == "eltwise":     # streaming kernels at sizes from launch-bound to HBM-bound
+        n_, dt = case["numel"], DT[case["dtype"]]
+        x = torch.randn(n_, device=dev, dtype=dt, requires_grad=case["op"] == "gelu_fwd_bwd")
+        y = torch.randn(n_, device=dev, dtype=dt)
+        if case["op"] == "add":
+            return (lambda: x.detach() + y), 0.0
+        if case["op"] == "dropout":
+            return (lambda: F.dropout(y, 0.1, training=True)), 0.0
+        if case["op"] == "copy_t":      # a transposing copy: [a, b] -> [b, a] contiguous
+            y2 = y.view(1024, -1)
+            return (lambda: y2.t().contiguous()), 0.0
+
+        def gelu():
+            x.grad = None
+            F.gelu(x, approximate="tanh").backward(y)
+        return gelu, 0.0
     b, h, s, d = case["batch"], case["heads"], case["seq"], case["head_dim"]
     q, k_, v = (torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
                 for _ in range(3))
     do = torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16)
 
     def run():
-        o = F.scaled_dot_product_attention(q, k_, v, is_causal=True, dropout_p=case["dropout"])
+        o = F.scaled_dot_product_attention(q, k_, v, is_causal=case.get("causal", True),
+                                           dropout_p=case["dropout"])
         o.backward(do)
     if case["backend"] == "flash":
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -78,7 +121,37 @@ def make(case, dev):
     return run, 0.0
 
 
-def cases(quick):
+def heldout_cases():
+    """The second set (2026-12-04, session 26): shapes no rule was fitted on."""
+    for dt in ("bf16", "f32"):
+        for v in (30522, 50257, 128256):
+            for hid in (768, 1024, 4096):
+                for tok in (2048, 8192, 32768):
+                    yield {"kind": "embedding", "dtype": dt, "vocab": v, "hidden": hid, "tokens": tok}
+    for m, k, n in ((8192, 768, 2304), (8192, 768, 3072), (8192, 3072, 768), (4096, 1024, 4096),
+                    (16384, 4096, 11008), (2048, 1024, 1024)):
+        for bias in (True, False):
+            yield {"kind": "linear", "dtype": "bf16", "m": m, "k": k, "n": n, "bias": bias}
+    for rows in (2048, 8192, 32768):
+        for cols in (768, 3072, 50257):
+            for dt in ("bf16", "f32"):
+                yield {"kind": "reduce", "dtype": dt, "rows": rows, "cols": cols}
+    for numel in (1 << 16, 1 << 20, 1 << 23, 1 << 26, 1 << 28):
+        for op in ("add", "dropout", "gelu_fwd_bwd", "copy_t"):
+            yield {"kind": "eltwise", "dtype": "bf16", "op": op, "numel": numel}
+    for causal, seqs, b, h, d in ((True, (128, 256, 512, 1024), 16, 12, 64),
+                                  (True, (256, 512, 1024, 2048), 4, 32, 128),
+                                  (False, (128, 512), 32, 16, 64)):
+        for seq in seqs:
+            for backend in ("default", "flash"):
+                yield {"kind": "sdpa", "batch": b, "heads": h, "seq": seq, "head_dim": d,
+                       "dropout": 0.0, "backend": backend, "causal": causal}
+
+
+def cases(quick, heldout=False):
+    if heldout:
+        yield from heldout_cases()
+        return
     yield from gemm_cases(quick)
     for rows in ((64,) if quick else (2048, 8192, 32768)):
         for cols in ((32,) if quick else (768, 1024, 2048, 4096)):
@@ -103,6 +176,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--heldout", action="store_true",
+                    help="the second set instead: embedding gradients, linear layers with and "
+                         "without bias, bias sums, streaming kernels, short-sequence attention")
     ap.add_argument("--device", default="cuda:0" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
@@ -114,7 +190,7 @@ def main():
     lines = []
     path = os.path.join(a.out, "kernels.json")
     with torch.profiler.profile(activities=acts) as prof:
-        for c in cases(a.quick):
+        for c in cases(a.quick, a.heldout):
             tf32 = c.get("dtype") == "tf32"
             torch.backends.cuda.matmul.allow_tf32 = tf32
             try:
