@@ -8,7 +8,7 @@ scaled-dot-product attention (the default backend and FlashAttention forced).
 Each case runs under `record_function(CASE)` in one Kineto trace (OUT/kernels.json.gz: the kernel
 names cuBLAS/cuDNN chose and their times) and is timed with CUDA events (median of --reps after
 --warmup); one JSON line per case goes to OUT/kernels.jsonl.
-Usage:  tools/kernel_rig.py --out DIR [--quick] [--device cuda:0]
+Usage:  tools/kernel_rig.py --out DIR [--quick | --heldout | --fp32] [--device cuda:0]
 """
 import argparse
 import gzip
@@ -148,9 +148,20 @@ def heldout_cases():
                        "dropout": 0.0, "backend": backend, "causal": causal}
 
 
-def cases(quick, heldout=False):
+def fp32_cases():
+    """FP32 GEMMs on the CUDA cores (TF32 off), the shapes of the first set."""
+    for c in gemm_cases(False):
+        if c["dtype"] == "tf32":
+            c["dtype"] = "f32"
+            yield c
+
+
+def cases(quick, heldout=False, fp32=False):
     if heldout:
         yield from heldout_cases()
+        return
+    if fp32:
+        yield from fp32_cases()
         return
     yield from gemm_cases(quick)
     for rows in ((64,) if quick else (2048, 8192, 32768)):
@@ -179,6 +190,7 @@ def main():
     ap.add_argument("--heldout", action="store_true",
                     help="the second set instead: embedding gradients, linear layers with and "
                          "without bias, bias sums, streaming kernels, short-sequence attention")
+    ap.add_argument("--fp32", action="store_true", help="the first set's GEMMs in FP32, TF32 off")
     ap.add_argument("--device", default="cuda:0" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
@@ -190,7 +202,7 @@ def main():
     lines = []
     path = os.path.join(a.out, "kernels.json")
     with torch.profiler.profile(activities=acts) as prof:
-        for c in cases(a.quick, a.heldout):
+        for c in cases(a.quick, a.heldout, a.fp32):
             tf32 = c.get("dtype") == "tf32"
             torch.backends.cuda.matmul.allow_tf32 = tf32
             try:
