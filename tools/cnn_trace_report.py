@@ -2,7 +2,7 @@
 """What a CNN training step's Kineto trace says per step, per kernel family and per conv/BN call
 (docs/validation.md, "ResNet-50 on the H200, held out").
 
-Usage:  tools/cnn_trace_report.py TRACE.json[.gz] steps|families|convs|bn
+Usage:  tools/cnn_trace_report.py TRACE.json[.gz] steps|families|convs|bn|fwd-csv
 
 steps     per ProfilerStep#N: wall time, kernels launched in it and their summed time (GPU busy),
           aten ops, runtime calls, and the host-device syncs (cudaStreamSynchronize and friends).
@@ -16,7 +16,9 @@ convs     one line per aten::cudnn_convolution / aten::convolution_backward call
 bn        one line per cudnn_batch_norm(_backward) / native_batch_norm(_backward) call of the last
           step: input shape, dtype, time, and elements a microsecond counting the passes (forward:
           two reads and a write; backward: x and dy twice, dx once).
-The trace needs `record_shapes=True` for convs and bn (shapes, strides, dtypes).
+fwd-csv   the last step's forward convolutions, one row per distinct shape (time: the mean of its
+          calls, every kernel of the call), in tools/conv_rate_check.py's CSV columns, to stdout.
+The trace needs `record_shapes=True` for convs, bn and fwd-csv (shapes, strides, dtypes).
 """
 import collections
 import gzip
@@ -196,9 +198,30 @@ def report_bn(ev, steps, per):
                                                       max(ks, key=lambda k: k["dur"])["name"][:60]))
 
 
+def report_fwd_csv(ev, steps, per):
+    rows = collections.OrderedDict()
+    for o, ks in last_step_calls(ev, steps, per, ("aten::cudnn_convolution",)):
+        fl, x, w, stride = conv_flops(o)
+        pad = literal(o["args"]["Concrete Inputs"][2])
+        r = rows.setdefault((tuple(x), tuple(w), tuple(stride), tuple(pad)),
+                            [fl, 0.0, 0, max(ks, key=lambda k: k["dur"])["name"]])
+        r[1] += sum(k["dur"] for k in ks)
+        r[2] += 1
+    print("op,input_shape,weight_shape,stride,padding,gflop,data_moved_mib,kernel,kernel_us,calls")
+    for (x, w, st, pad), (fl, us, calls, kernel) in rows.items():
+        out = [x[0], w[0]] + [(x[2 + d] + 2 * pad[d] - w[2 + d]) // st[d] + 1 for d in range(2)]
+        n = lambda s: 1 if not s else s[0] * n(s[1:])
+        moved = 2 * (n(x) + n(w) + n(out))
+        print("conv2d,%s,%s,%s,%s,%r,%r,%s,%r,%d" % (
+            "x".join(map(str, x)), "x".join(map(str, w)), "x".join(map(str, st)),
+            "x".join(map(str, pad)), fl / 1e9, moved / 2**20,
+            kernel.split("(")[0].replace(",", " ")[:100], us / calls, calls))
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("steps", "families", "convs", "bn"):
-        sys.exit("usage: tools/cnn_trace_report.py TRACE.json[.gz] steps|families|convs|bn")
+    modes = ("steps", "families", "convs", "bn", "fwd-csv")
+    if len(sys.argv) != 3 or sys.argv[2] not in modes:
+        sys.exit("usage: tools/cnn_trace_report.py TRACE.json[.gz] " + "|".join(modes))
     ev = load(sys.argv[1])
     steps = steps_of(ev)
     if not steps:
@@ -206,7 +229,7 @@ def main():
                  "steps" % sys.argv[1])
     per = kernels_by_step(ev, steps)
     {"steps": report_steps, "families": report_families, "convs": report_convs,
-     "bn": report_bn}[sys.argv[2]](ev, steps, per)
+     "bn": report_bn, "fwd-csv": report_fwd_csv}[sys.argv[2]](ev, steps, per)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,18 @@ class CnnTraceReport(unittest.TestCase):
         self.assertEqual(half[2].split()[6:8], ["302.5", "254780"])
         self.assertEqual(f32[2].split()[6:8], ["117.0", "329383"])
 
+    def test_forward_csv(self):
+        out = run("h200_resnet50_amp_nhwc_b256_train.json.gz", "fwd-csv")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertEqual(lines[0], "op,input_shape,weight_shape,stride,padding,gflop,"
+                                   "data_moved_mib,kernel,kernel_us,calls")
+        self.assertEqual(len(lines), 24)  # ResNet-50's 23 distinct forward shapes
+        stem = lines[1].split(",")
+        self.assertEqual(stem[1:5], ["256x3x224x224", "64x3x7x7", "2x2", "3x3"])
+        self.assertEqual((stem[8], stem[9]), ("546.56", "1"))
+        self.assertEqual(sum(int(line.split(",")[-1]) for line in lines[1:]), 53)
+
     def test_refuses_a_trace_without_steps(self):
         out = run("h200_heldout_kernels_2026-12-04.json.gz", "steps")
         self.assertNotEqual(out.returncode, 0)
