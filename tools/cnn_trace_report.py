@@ -5,7 +5,8 @@
 Usage:  tools/cnn_trace_report.py TRACE.json[.gz] steps|families|convs|bn|fwd-csv
 
 steps     per ProfilerStep#N: wall time, kernels launched in it and their summed time (GPU busy),
-          aten ops, runtime calls, and the host-device syncs (cudaStreamSynchronize and friends).
+          aten ops, runtime calls, the longest GPU idle gap between them (where, how long) and
+          the host-device syncs (cudaStreamSynchronize and friends).
 families  GPU time per step of the convolution and BatchNorm kernel families cuDNN chose
           (legacy dgrad/wgrad engines, sm80 FFMA implicit GEMM, sm90 tensor-core implicit GEMM,
           FFT, Winograd, layout transposes, NCHW / NHWC BatchNorm), then totals of the forward and
@@ -79,17 +80,21 @@ def kernels_by_step(ev, steps):
 
 
 def report_steps(ev, steps, per):
-    print("%-16s %9s %8s %10s %8s %8s  %s" % ("step", "wall ms", "kernels", "GPU busy ms",
-                                              "aten ops", "runtime", "syncs (ms into step, waited ms)"))
+    print("%-16s %9s %8s %10s %8s %8s %14s  %s" % (
+        "step", "wall ms", "kernels", "GPU busy ms", "aten ops", "runtime", "max gap at/ms",
+        "syncs (ms into step, waited ms)"))
     for i, s in enumerate(steps):
         ks = per.get(i, [])
+        order = sorted((k for k, _ in ks), key=lambda k: k["ts"])
+        gap = max(((b["ts"] - a["ts"] - a["dur"], a["ts"] + a["dur"] - s["ts"])
+                   for a, b in zip(order, order[1:])), default=(0.0, 0.0))
         ops = sum(1 for e in ev if e.get("cat") == "cpu_op" and inside(s, e))
         rts = [e for e in ev if e.get("cat") in RUNTIME and inside(s, e)]
         syncs = ["%s %.2f %.2f" % (e["name"], (e["ts"] - s["ts"]) / 1e3, e["dur"] / 1e3)
                  for e in rts if "Synchronize" in e["name"]]
-        print("%-16s %9.2f %8d %10.2f %8d %8d  %s" % (
+        print("%-16s %9.2f %8d %10.2f %8d %8d %7.2f/%-6.2f  %s" % (
             s["name"], s["dur"] / 1e3, len(ks), sum(k["dur"] for k, _ in ks) / 1e3, ops, len(rts),
-            "; ".join(syncs) or "none"))
+            gap[1] / 1e3, gap[0] / 1e3, "; ".join(syncs) or "none"))
 
 
 def family(name):

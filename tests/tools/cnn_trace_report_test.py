@@ -40,6 +40,7 @@ class CnnTraceReport(unittest.TestCase):
         self.assertEqual((last[1], last[2], last[3], last[4], last[5]),
                          ("50.84", "944", "42.74", "3318", "1842"))
         self.assertIn("cudaStreamSynchronize 34.71 12.76", out.stdout)
+        self.assertEqual(last[6], "47.46/2.17")  # the GPU idle after the sync, the optimizer's launches
 
     def test_nchw_batch_norm_elements(self):
         half = run("h200_resnet50_amp_nchw_b128_train.json.gz", "bn").stdout.splitlines()
