@@ -229,9 +229,11 @@ std::string pricing_rule(const KernelCostModel::Estimate& e, const Op& op) {
 }
 
 bool stores_only(const Op& op) {
-  static const std::set<std::string> kStorage = {"Placeholder",     "VariableV2", "Variable",
-                                                 "VarHandleOp",     "Const",      "Constant",
-                                                 "RunningStatistic"};
+  // HostShape: a shape value an ONNX import folded from Shape/Size arithmetic, a Python int in
+  // the PyTorch program (models/onnx_import.cpp, host_shape_arithmetic).
+  static const std::set<std::string> kStorage = {"Placeholder",      "VariableV2", "Variable",
+                                                 "VarHandleOp",      "Const",      "Constant",
+                                                 "RunningStatistic", "HostShape"};
   return op.inputs.empty() && kStorage.count(op.type) != 0;
 }
 
