@@ -38,14 +38,16 @@ STEPS = [
      "layers=36,hidden=1280,heads=20,seq=1024,positions=1024,%s,batch=4,attention=flash" % GPT),
     ("ResNet-50 AMP NCHW b128", "h200_heldout_2026-12-04_results.jsonl",
      dict(model="resnet50", precision="amp", batch=128, channels_last=False), "resnet50",
-     "batch=128,precision=f16,grads=f32,layout=nchw,optimizer_impl=foreach"),
+     "batch=128,precision=f16,grads=f32,layout=nchw,optimizer_impl=foreach,grad_scaler=torch"),
     ("ResNet-50 AMP NHWC b128", "h200_heldout_2026-12-04_results.jsonl",
      dict(model="resnet50", precision="amp", batch=128, channels_last=True), "resnet50",
-     "batch=128,precision=f16,grads=f32,optimizer_impl=foreach"),
+     "batch=128,precision=f16,grads=f32,optimizer_impl=foreach,grad_scaler=torch"),
     ("ResNet-50 FP32 NCHW b64", "h200_heldout_2026-12-04_results.jsonl",
      dict(model="resnet50", precision="fp32", batch=64), "resnet50",
      "batch=64,layout=nchw,math_mode=f32,optimizer_impl=foreach"),
 ]
+# tools/train_rig.py's AMP steps run torch.amp.GradScaler("cuda"): scaler.scale(loss).backward(),
+# scaler.step(opt), scaler.update() (grad_scaler=torch, docs/workloads.md).
 ZOO_EXTRA = {"efficientnet_b0": ",silu=inplace"}
 ZOO_NO_LAYOUT = {"vit_base_patch16_224", "convnext_tiny"}   # no BatchNorm/convolution layout
 
@@ -84,7 +86,8 @@ def main():
     if a.set in ("zoo", "all"):
         for r in load(os.path.join(D, "h200_zoo_2026-12-04_results.jsonl")):
             m = r["model"].replace("timm:", "")
-            opt = "training,optimizer=momentum,batch=%d,precision=f16,grads=f32,optimizer_impl=foreach" % r["batch"]
+            opt = ("training,optimizer=momentum,batch=%d,precision=f16,grads=f32,optimizer_impl=foreach,"
+                   "grad_scaler=torch" % r["batch"])
             if m not in ZOO_NO_LAYOUT:
                 opt += ",layout=nhwc"
             opt += ZOO_EXTRA.get(m, "")
