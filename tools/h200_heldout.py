@@ -18,7 +18,9 @@ import sys
 import tempfile
 
 D = "tests/data/calibration"
-GPT = "dropout=0.1,optimizer=adam,optimizer_impl=fused,vocab=50257,precision=bf16"
+# tools/train_rig.py's GPT-2: bias-free Q/K/V and head, nn.Linear's bias in the GEMM epilogue (torch 2.11)
+GPT = ("dropout=0.1,optimizer=adam,optimizer_impl=fused,vocab=50257,precision=bf16,"
+       "qkv_bias=false,bias_epilogue=true")
 # (name, results file, key of the results line, graph, graph options)
 STEPS = [
     ("GPT-2 medium shape SDPA b8", "h200_heldout_2026-12-04_results.jsonl",
