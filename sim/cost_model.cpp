@@ -537,8 +537,8 @@ constexpr double kEmbeddingSortBytesPerKeyPass = 32.0;
 
 // {indices, table rows, columns, element bytes} of a dense embedding gradient on an NVIDIA GPU:
 // the builders' GatherGrad whose signature carries the table (models/builder.cpp: [[N..., E],
-// [N...], [V, E]]) or an ET's aten::embedding_dense_backward (inputs [N..., E], [N...]; output
-// [V, E]); nullopt otherwise.
+// [N...], [V, E]]) or an ET's aten::embedding_backward / aten::embedding_dense_backward (inputs
+// [N..., E], [N...]; output [V, E]); nullopt otherwise.
 struct EmbeddingGradShape {
   double indices = 0, rows = 0, cols = 0, esize = 0;
 };
@@ -550,13 +550,29 @@ std::optional<EmbeddingGradShape> embedding_grad_shape(const Op& op, const Devic
   std::vector<std::int64_t> table;
   if (op.type == "GatherGrad" && in.size() >= 3)
     table = in[2];
-  else if (op.type == "aten::embedding_dense_backward")
+  else if (op.type == "aten::embedding_dense_backward" || op.type == "aten::embedding_backward")
     table = op.outputs[0].shape;
   if (table.size() != 2 || in[0].empty() || in[0].back() != table[1]) return std::nullopt;
   const double n = elements(in[1]);
   const double esize = static_cast<double>(dtype_size(op.outputs[0].dtype));
   if (!(n > 0) || !(table[0] > 0) || !(table[1] > 0) || !(esize > 0)) return std::nullopt;
   return EmbeddingGradShape{n, static_cast<double>(table[0]), static_cast<double>(table[1]), esize};
+}
+
+// Bytes an ET's aten::embedding moves on a GPU (vectorized_gather_kernel / index_select): the rows
+// it writes, read once, and its indices, not the table its inputs name ([V, E], [N...] -> [N...,
+// E]; the H200 kernel rig: [50257, 768] bf16 at 8192 indices in 8.8 us, where the 77 MB table alone
+// takes 18). The gpt builder's Gather says so in its bytes (models/builder.cpp). nullopt for other
+// ops.
+std::optional<double> aten_embedding_bytes(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || op.type != "aten::embedding" || !op.signature ||
+      op.signature->input_shapes.size() < 2 || op.outputs.empty())
+    return std::nullopt;
+  const auto& table = op.signature->input_shapes[0];
+  const auto& out = op.outputs[0];
+  if (table.size() != 2 || out.shape.empty() || out.shape.back() != table[1]) return std::nullopt;
+  // 8-byte indices (torch's LongTensor ids).
+  return 2.0 * static_cast<double>(out.bytes.v) + 8.0 * elements(op.signature->input_shapes[1]);
 }
 
 // Resident threads per SM (CUDA C Programming Guide, "Technical Specifications per Compute
@@ -689,6 +705,25 @@ double gemm_matrices(const Op& op) {
 constexpr double kBroadcastElementsPerSmSecond = 2.4e9;
 constexpr double kReduceElementsPerSmSecond = 1.23e9;
 
+// A full 2-D transpose ([a, b] -> [b, a], both > 1; PyTorch's `x.t().contiguous()`, an ONNX
+// Transpose of a matrix): ATen's direct copy through the non-vectorised elementwise_kernel<128, 4>
+// with a strided operand, one scalar load and one scalar store an element, so the SMs' element
+// rate bounds it like a broadcast (kBroadcastElementsPerSmSecond, two accesses an element), not
+// the bytes: bf16 and f32 take the same time per element. The H200 kernel rig's held-out copies
+// (bf16 [1024, n] -> [n, 1024], n = 64 ... 256 Ki; tools/kernel_heldout.py) ran 0.52-0.63 TB/s;
+// the H100 row of "Non-vectorised elementwise kernels" (f32 [32256, 1536] transposed, 0.99 TB/s)
+// is the same 124 G elements/s. A head permute ([B*S, H*D] -> [B, H, S, D]) keeps rows of D
+// contiguous and is not one. docs/cost-model.md, "Non-vectorised elementwise kernels".
+bool full_transpose(const Op& op) {
+  if (op.type != "Transpose" || !op.signature || op.signature->input_shapes.size() != 1 ||
+      op.outputs.size() != 1)
+    return false;
+  const auto& in = op.signature->input_shapes[0];
+  const auto& out = op.outputs[0].shape;
+  return in.size() == 2 && out.size() == 2 && in[0] > 1 && in[1] > 1 && out[0] == in[1] &&
+         out[1] == in[0];
+}
+
 // Whether `small` is one value per channel of the NCHW feature map `big` ([N or 1, C, 1, 1] or
 // [N, C]) that has more than one spatial element.
 bool per_channel_of(const std::vector<std::int64_t>& small, const std::vector<std::int64_t>& big) {
@@ -707,8 +742,11 @@ bool per_channel_of(const std::vector<std::int64_t>& small, const std::vector<st
 // other ops, convolutions, matmuls, batch norms, max pooling, unknown shapes or sm_count <= 0.
 double channelwise_time(std::string_view type, const std::vector<std::vector<std::int64_t>>& inputs,
                         const std::vector<std::int64_t>& output, int sm_count) {
+  // A look-up's indices ([B, S] into a [B, S, E] output: an ET's aten::embedding) have a
+  // per-channel tensor's shape but are no broadcast: it gathers rows (aten_embedding_bytes).
   if (sm_count <= 0 || output.empty() || math_kind_of(type) != MathKind::Other ||
-      batch_norm_type(type) || contains(type, "MaxPool") || contains(type, "max_pool"))
+      batch_norm_type(type) || contains(type, "MaxPool") || contains(type, "max_pool") ||
+      contains(type, "embedding") || contains(type, "Gather"))
     return 0.0;
   double n = elements(output);
   bool reduce = false;
@@ -1646,6 +1684,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
     if (const auto bn = batch_norm_traffic(op, b, spec)) std::tie(b, bw_cap) = *bn;
   if (spec.kind == DeviceKind::Gpu)
     if (const auto mp = max_pool_bytes(op, b)) b = *mp;
+  if (p.generation_curves)
+    if (const auto eb = aten_embedding_bytes(op, spec)) b = *eb;
   double t = 0.0;
   const bool emulated = bf16_emulated(op, spec);
   const double peak = emulated ? spec.peak_for(Dtype::F32).per_s * *bf16_emulation_factor(spec)
@@ -1748,6 +1788,11 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
       if (spec.kind == DeviceKind::Gpu && op.type == "MaskFillGrad" && !op.outputs.empty())
         t += 2.0 * static_cast<double>(op.outputs[0].bytes.v) /
              (bw * memory_eff_for("Add", spec, p));
+      // A full 2-D transpose at the SMs' element rate (full_transpose).
+      if (spec.kind == DeviceKind::Gpu && spec.arch.vendor == GpuArch::Vendor::Nvidia &&
+          spec.sm_count > 0 && full_transpose(op))
+        t = std::max(t, 2.0 * elements(op.outputs[0].shape) /
+                            (spec.sm_count * kBroadcastElementsPerSmSecond));
     }
   }
   // A fused attention kernel's in-kernel dropout: Philox per kept score (attention_dropout_s).

@@ -1303,17 +1303,62 @@ TEST(CostModel, EmbeddingGradientIsPyTorchsDenseBackward) {
       expect += 82.1e-6 + 8 * 32 * n / rate + 4 * n * e / (132 * 2.4e9);
     EXPECT_NEAR(km.op_time(op, h200).seconds(), expect, 2e-9) << c.n;
     EXPECT_NEAR(km.op_time(op, h200).seconds() / c.measured_s, 1.0, 0.2) << c.n;
-    // The ET's aten::embedding_dense_backward (output [V, E]) is the same call.
-    Op et = op;
-    et.type = "aten::embedding_dense_backward";
-    et.signature = Signature{et.type, {{c.n, c.e}, {c.n}}, c.dt};
-    et.outputs[0].shape = {c.v, c.e};
-    EXPECT_NEAR(km.op_time(et, h200).seconds(), expect, 2e-9) << c.n;
+    // The ET's aten::embedding_backward / embedding_dense_backward (output [V, E]): the same call.
+    for (const char* type : {"aten::embedding_dense_backward", "aten::embedding_backward"}) {
+      Op et = op;
+      et.type = type;
+      et.signature = Signature{et.type, {{c.n, c.e}, {c.n}, {}, {}, {}}, c.dt};
+      et.outputs[0].shape = {c.v, c.e};
+      EXPECT_NEAR(km.op_time(et, h200).seconds(), expect, 2e-9) << c.n << type;
+    }
   }
   // Without the table in its signature (a TensorFlow graph's IndexedSlices) nothing changes.
   Op slices = grad(50257, 768, 8192, Dtype::BF16);
   slices.signature->input_shapes.pop_back();
   EXPECT_LT(km.op_time(slices, h200).seconds(), 10e-6);
+  // An ET's aten::embedding reads the rows it writes, not the 77 MB table (the rig: 8.8 us).
+  Op lookup;
+  lookup.name = "lookup";
+  lookup.type = "aten::embedding";
+  lookup.dtype = Dtype::BF16;
+  lookup.bytes_read = Bytes{50257LL * 768 * 2 + 8 * 8192};
+  lookup.bytes_written = Bytes{8192LL * 768 * 2};
+  lookup.signature =
+      Signature{"aten::embedding", {{50257, 768}, {8, 1024}, {}, {}, {}}, Dtype::BF16};
+  lookup.outputs.push_back(
+      {.bytes = Bytes{8192LL * 768 * 2}, .shape = {8, 1024, 768}, .dtype = Dtype::BF16});
+  EXPECT_LT(km.op_time(lookup, h200).seconds(), 10e-6);
+}
+
+// A full 2-D transpose ([a, b] -> [b, a]) runs ATen's non-vectorised copy at the SMs' element
+// rate (2.4 G accesses/s per SM, two an element), whatever the element size: the H200 kernel rig's
+// bf16 [1024, 256 Ki] -> [256 Ki, 1024] took 1893 us (0.57 TB/s), and the bandwidth rule gave 763.
+// A head permute ([B*S, H*D] -> [B, H, S, D]) is not one and keeps its rate.
+TEST(CostModel, FullTransposeAtTheSmsElementRate) {
+  const Device h200 = catalog_gpu("H200-SXM-141GB");
+  KernelCostModel km;
+  auto transpose = [](std::vector<std::int64_t> in, std::vector<std::int64_t> out, Dtype dt) {
+    Op op;
+    op.name = "t";
+    op.type = "Transpose";
+    op.dtype = dt;
+    const std::int64_t n = in[0] * in[1] * static_cast<std::int64_t>(dtype_size(dt));
+    op.bytes_read = Bytes{n};
+    op.bytes_written = Bytes{n};
+    op.signature = Signature{"Transpose", {in}, dt};
+    op.outputs.push_back({.bytes = Bytes{n}, .shape = std::move(out), .dtype = dt});
+    return op;
+  };
+  const std::int64_t n = 1LL << 28;
+  const Op bf16 = transpose({1024, n / 1024}, {n / 1024, 1024}, Dtype::BF16);
+  EXPECT_NEAR(km.op_time(bf16, h200).seconds(), 2.0 * static_cast<double>(n) / (132 * 2.4e9), 2e-9);
+  EXPECT_NEAR(km.op_time(bf16, h200).seconds() / 1893.2e-6, 1.0, 0.12);
+  const Op f32 = transpose({1024, n / 1024}, {n / 1024, 1024}, Dtype::F32);
+  EXPECT_EQ(km.op_time(f32, h200).ns, km.op_time(bf16, h200).ns);
+  // A head permute of the same bytes keeps the non-vectorised bandwidth cap (1.41 TB/s here).
+  Op permute = transpose({8192, 768}, {8, 12, 1024, 64}, Dtype::BF16);
+  EXPECT_LT(km.op_time(permute, h200).seconds(), 2.0 * 8192 * 768 * 2 / 1.3e12);
+  EXPECT_GT(km.op_time(permute, h200).seconds(), 2.0 * 8192 * 768 * 2 / 1.5e12);
 }
 
 // Fused attention (docs/cost-model.md, "Fused attention ops"): a causal call's diagonal tiles are
