@@ -899,11 +899,12 @@ constexpr double kHopperFlashAttention2 = 0.35;
 // than 9.15, torch 2.11), whose rate grows with the head dimension: on an H100 SXM5 its forward
 // reaches 335 / 373 / 395 TFLOP/s at head dim 64 and 497 / 574 / 617 at head dim 128 (sequence
 // 512 / 1k / 2k), 1.48-1.56 times, and 308 / 391 / 450 at head dim 256 (Shah et al. 2024,
-// FlashAttention-3, arXiv 2407.08608, Figure 5). The 0.35 above is the head-dim-64 rate (GPT-2's
-// and BERT's); the model scales it by 1.5 at head dim 128, linearly from 64 to 128 and back to 1
-// at 256 (kCudnnHeadDim128), forward and backward alike (the backward's ratio is not in the paper;
-// the H200 kernel rig's head-dim-128 backward is the check). docs/cost-model.md, "Fused attention
-// ops".
+// FlashAttention-3, arXiv 2407.08608, Figure 5: the bar labels of the panels with FlashAttention-2
+// beside cuDNN; their masking was not checked, only the ratio between head dims is used). The 0.35
+// above is the head-dim-64 rate (GPT-2's and BERT's); the model scales it by 1.5 at head dim 128,
+// linearly from 64 to 128 and back to 1 at 256 (kCudnnHeadDim128), forward and backward alike (the
+// backward's ratio is not in the paper; the H200 kernel rig's head-dim-128 backward is the check).
+// docs/cost-model.md, "Fused attention ops".
 constexpr double kCudnnHeadDim128 = 1.5;
 double cudnn_head_dim_factor(double d) {
   if (!(d > 64.0)) return 1.0;
@@ -1668,6 +1669,44 @@ double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>
   return cap && bw > *cap ? bw / *cap : 1.0;
 }
 
+namespace {
+
+// The roofline time `t` of a GPU op raised or extended by the PyTorch kernels that run it, where a
+// rule knows them: the vocabulary cross-entropy (a block per row and its passes, the one-block nll
+// kernels and the gradient's zero fill: vocab_xent_kernel_time), a bias gradient's reduce_kernel
+// (a fixed latency beyond its bytes, `memory_s`: kBiasGradReduceLatency), the dense embedding
+// gradient, a causal mask gradient's clone and a full 2-D transpose. `rate` is the op's memory
+// rate (B/s).
+double pytorch_kernel_time(const Op& op, const DeviceSpec& spec, const RooflineParams& p, double t,
+                           double memory_s, double rate) {
+  const double bw = spec.memory_bandwidth.bytes_per_s;
+  if (const auto x = vocab_xent_shape(op, spec))
+    t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
+                                           spec.sm_count, threads_per_sm(spec.arch)));
+  if (bias_grad_rows(op, spec)) t = std::max(t, memory_s + kBiasGradReduceLatency);
+  // PyTorch's dense embedding gradient: zero fill, then the feature kernel or the sort path
+  // (embedding_grad_kernel_time).
+  if (const auto e = embedding_grad_shape(op, spec))
+    t = std::max(t, embedding_grad_kernel_time(e->indices, e->rows, e->cols, e->esize,
+                                               bw * memory_eff_for("Add", spec, p), spec.sm_count));
+  // A causal mask's gradient is grad.masked_fill(mask, 0), out of place (derivatives.yaml),
+  // and ATen's out-of-place masked_fill clones its input before the in-place fill
+  // (TensorAdvancedIndexing.cpp: `result = _self->clone(at::MemoryFormat::Contiguous);
+  // result.masked_fill_(mask, source);`): a contiguous device-to-device copy of the scores'
+  // gradient (one read, one write) at the streaming rate, before the fill. The H200's eager
+  // GPT-2 trace has it, one `Memcpy DtoD` of [8, 12, 1024, 1024] bf16 per layer at 96 us.
+  if (spec.kind == DeviceKind::Gpu && op.type == "MaskFillGrad" && !op.outputs.empty())
+    t += 2.0 * static_cast<double>(op.outputs[0].bytes.v) / (bw * memory_eff_for("Add", spec, p));
+  // A full 2-D transpose at the SMs' element rate (full_transpose).
+  if (spec.kind == DeviceKind::Gpu && spec.arch.vendor == GpuArch::Vendor::Nvidia &&
+      spec.sm_count > 0 && full_transpose(op))
+    t = std::max(
+        t, 2.0 * elements(op.outputs[0].shape) / (spec.sm_count * kBroadcastElementsPerSmSecond));
+  return t;
+}
+
+}  // namespace
+
 Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) const {
   const RooflineParams& p = roofline_;
   // A matmul on a GPU generation whose GEMMs were measured: its own curve.
@@ -1765,35 +1804,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
         t = std::max(
             t, layer_norm_kernel_time(ln->backward, ln->rows, ln->cols, ln->esize, memory_s, rate,
                                       bw, spec.sm_count, threads_per_sm(spec.arch)));
-    // PyTorch's vocabulary cross-entropy: a block per row and its passes, the one-block nll
-    // kernels and the gradient's zero fill (vocab_xent_kernel_time); a bias gradient's
-    // reduce_kernel: a fixed latency beyond its bytes (kBiasGradReduceLatency).
-    if (p.generation_curves) {
-      if (const auto x = vocab_xent_shape(op, spec))
-        t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
-                                               spec.sm_count, threads_per_sm(spec.arch)));
-      if (bias_grad_rows(op, spec)) t = std::max(t, memory_s + kBiasGradReduceLatency);
-      // PyTorch's dense embedding gradient: zero fill, then the feature kernel or the sort path
-      // (embedding_grad_kernel_time).
-      if (const auto e = embedding_grad_shape(op, spec))
-        t = std::max(
-            t, embedding_grad_kernel_time(e->indices, e->rows, e->cols, e->esize,
-                                          bw * memory_eff_for("Add", spec, p), spec.sm_count));
-      // A causal mask's gradient is grad.masked_fill(mask, 0), out of place (derivatives.yaml),
-      // and ATen's out-of-place masked_fill clones its input before the in-place fill
-      // (TensorAdvancedIndexing.cpp: `result = _self->clone(at::MemoryFormat::Contiguous);
-      // result.masked_fill_(mask, source);`): a contiguous device-to-device copy of the scores'
-      // gradient (one read, one write) at the streaming rate, before the fill. The H200's eager
-      // GPT-2 trace has it, one `Memcpy DtoD` of [8, 12, 1024, 1024] bf16 per layer at 96 us.
-      if (spec.kind == DeviceKind::Gpu && op.type == "MaskFillGrad" && !op.outputs.empty())
-        t += 2.0 * static_cast<double>(op.outputs[0].bytes.v) /
-             (bw * memory_eff_for("Add", spec, p));
-      // A full 2-D transpose at the SMs' element rate (full_transpose).
-      if (spec.kind == DeviceKind::Gpu && spec.arch.vendor == GpuArch::Vendor::Nvidia &&
-          spec.sm_count > 0 && full_transpose(op))
-        t = std::max(t, 2.0 * elements(op.outputs[0].shape) /
-                            (spec.sm_count * kBroadcastElementsPerSmSecond));
-    }
+    // PyTorch's own kernels of a few op kinds (pytorch_kernel_time).
+    if (p.generation_curves) t = pytorch_kernel_time(op, spec, p, t, memory_s, rate);
   }
   // A fused attention kernel's in-kernel dropout: Philox per kept score (attention_dropout_s).
   if (p.generation_curves) t += attention_dropout_s(op, spec);

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-D = "tests/data/calibration"
+D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "calibration")
 DS = {"bf16": 2, "f16": 2, "f32": 4}
 FAMILIES = ("embedding", "reduce", "eltwise", "sdpa")
 
