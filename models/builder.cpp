@@ -387,7 +387,7 @@ Tensor GraphBuilder::gather(const std::string& name, const Tensor& params, const
   // indices, not the table (the H200 kernel rig: [50257, 768] bf16 at 8192 indices in 8.8 us,
   // where reading the 77 MB table would take 18).
   rule.signature_extra = {params.shape};
-  const Tensor y = op(name, "Gather", {params, ids}, {out}, 0, {std::move(rule)})[0];
+  Tensor y = op(name, "Gather", {params, ids}, {out}, 0, {std::move(rule)})[0];
   auto& fwd = g_.ops[static_cast<std::size_t>(y.op)];
   fwd.bytes_read = sim::Bytes{tensor_bytes(y) + tensor_bytes(ids)};
   return y;
