@@ -240,6 +240,18 @@ Tensor GraphBuilder::matmul(const std::string& name, const Tensor& a, const Tens
              GradRule{.type = "MatMul", .flops = f, .wrt = {1}, .saved_inputs = {0}}})[0];
 }
 
+Tensor GraphBuilder::matmul_bias(const std::string& name, const Tensor& x, const Tensor& w,
+                                 const Tensor& bias) {
+  assert(x.shape.size() == 2 && w.shape.size() == 2 && bias.shape.size() == 1);
+  const std::int64_t m = x.shape[0], k = x.shape[1], n = w.shape[1];
+  assert(w.shape[0] == k && bias.shape[0] == n);
+  const double f = 2.0 * d(m) * d(n) * d(k);
+  return op(name, "MatMul", {x, w, bias}, {{m, n}}, f,
+            {GradRule{.type = "MatMul", .flops = f, .wrt = {0}, .saved_inputs = {1}},
+             GradRule{.type = "MatMul", .flops = f, .wrt = {1}, .saved_inputs = {0}},
+             GradRule{.type = "BiasAddGrad", .flops = d(m) * d(n), .wrt = {2}}})[0];
+}
+
 Tensor GraphBuilder::batch_matmul(const std::string& name, const Tensor& a, const Tensor& b) {
   const std::size_t r = a.shape.size();
   assert(r >= 3 && b.shape.size() == r);

@@ -106,6 +106,11 @@ class GraphBuilder {
   /// [batch..., m, k] x [batch..., k, n]
   Tensor batch_matmul(const std::string& name, const Tensor& a, const Tensor& b);
   Tensor bias_add(const std::string& name, const Tensor& x, const Tensor& bias);
+  /// x [m, k] . w [k, n] + bias [n] as one MatMul whose bias is its third input: cuBLASLt's bias
+  /// epilogue (CUBLASLT_EPILOGUE_BIAS), which PyTorch's addmm calls for a 1-D bias
+  /// (at::cuda::blas::gemm_and_bias), so no separate pass over [m, n]. The bias gradient stays a
+  /// separate column sum (BiasAddGrad): addmm's backward reduces the output gradient over rows.
+  Tensor matmul_bias(const std::string& name, const Tensor& x, const Tensor& w, const Tensor& bias);
   /// Elementwise unary op with a gradient op reading its output (Relu, Sigmoid, Tanh) or input.
   Tensor unary(const std::string& name, const std::string& type, const Tensor& x,
                double flops_per_elem = 1.0, bool grad_reads_output = true);

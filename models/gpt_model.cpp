@@ -5,7 +5,9 @@
 // BertSelfAttention): the 1/sqrt(head dim) scale and the mask add as two kernels, softmax, and,
 // unless `dropout=0`, dropout on the probabilities, on the embeddings and on both residual
 // branches (docs/workloads.md). `attention=fused_softmax` runs Megatron-LM's fused kernels
-// instead, `attention=flash` one FlashAttention-2 kernel each way (below).
+// instead, `attention=flash` one FlashAttention-2 kernel each way on strided views of the QKV
+// projection (below). `qkv_bias=false` drops the QKV projection's bias, `bias_epilogue=true` runs
+// every bias as its GEMM's epilogue.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -22,10 +24,26 @@ Tensor transpose(GraphBuilder& b, const std::string& name, const Tensor& x, Shap
               {GradRule{.type = "Transpose", .flops = 0, .wrt = {0}}})[0];
 }
 
-Tensor linear(GraphBuilder& b, const std::string& name, const Tensor& x, std::int64_t out) {
+// How the program runs its linear layers' biases.
+struct Linears {
+  bool qkv_bias;  // the fused QKV projection has a bias (Hugging Face GPT-2, BERT), or none
+  bool epilogue;  // the bias is the GEMM's epilogue (cuBLASLt, PyTorch's addmm), not a pass
+};
+
+// x W (+ b). A bias is its own BiasAdd pass over the output, or, with `epilogue`, the GEMM's:
+// PyTorch's nn.Linear folds a contiguous 3-D input to 2-D and calls addmm (at::linear,
+// _flatten_3d_linear), and addmm with a 1-D bias and beta 1 calls cuBLASLt's gemm_and_bias
+// (aten/src/ATen/native/cuda/Blas.cpp, useLtInterface; CUDA >= 11.4): one kernel that adds the bias
+// as it stores the tile (`nvjet_*_bias_*` in the H200 traces). Older addmm copied the broadcast
+// bias into the output and ran the GEMM with beta 1: a pass over the output, as BiasAdd prices it.
+// Either way the bias gradient is a separate column sum of the output gradient.
+Tensor linear(GraphBuilder& b, const std::string& name, const Tensor& x, std::int64_t out,
+              bool epilogue, bool bias = true) {
   const Tensor w = b.variable(name + "/w", {x.shape[1], out});
-  const Tensor bias = b.variable(name + "/b", {out});
-  return b.bias_add(name + "/BiasAdd", b.matmul(name + "/MatMul", x, w), bias);
+  if (!bias) return b.matmul(name + "/MatMul", x, w);
+  const Tensor bv = b.variable(name + "/b", {out});
+  if (epilogue) return b.matmul_bias(name + "/MatMul", x, w, bv);
+  return b.bias_add(name + "/BiasAdd", b.matmul(name + "/MatMul", x, w), bv);
 }
 
 Tensor layer_norm(GraphBuilder& b, const std::string& name, const Tensor& x) {
@@ -44,19 +62,26 @@ struct AttentionShape {
   double dropout;  // dropout probability on the attention probabilities (0: none)
 };
 
-// The attention core from the split QKV [batch*seq, hidden] each to the merged context
-// [batch*seq, hidden].
-Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
-                      const std::vector<Tensor>& qkv, const Tensor* mask) {
+// The attention core from the QKV projection's output [batch*seq, 3*hidden] to the merged
+// context [batch*seq, hidden].
+Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a, const Tensor& qkv,
+                      const Tensor* mask) {
   const Shape heads_shape{a.batch, a.heads, a.seq, a.hd};
   const Shape merged{a.batch * a.seq, a.heads * a.hd};
-  const bool flash = mode == Attention::Flash;
-  const Tensor q = transpose(b, "q_heads", qkv[0], heads_shape);
-  // Eager and Megatron multiply by K transposed; FlashAttention reads K as it reads Q.
-  const Tensor k =
-      transpose(b, "k_heads", qkv[1], flash ? heads_shape : Shape{a.batch, a.heads, a.hd, a.seq});
-  const Tensor v = transpose(b, "v_heads", qkv[2], heads_shape);
-  if (flash) {
+  if (mode == Attention::Flash) {
+    // What PyTorch runs around F.scaled_dot_product_attention (rasbt/LLMs-from-scratch's
+    // PyTorchMultiHeadAttention, tools/train_rig.py): `qkv.view(b, s, 3, h, d).permute(2, 0, 3, 1,
+    // 4)` and its unbind into q, k, v are views (the fused kernel reads strided Q, K, V), and the
+    // kernel writes O in [b, s, h, d] order, so `o.transpose(1, 2).contiguous().view(b, s, hidden)`
+    // copies nothing, nor does the backward's dO. The backward copies twice: the unbind's gradient
+    // is a stack of dQ, dK, dV, which the kernel wrote in [b, s, h, d] order (a permuted gather,
+    // ATen's generic CatArrayBatchedCopy), and the view's gradient a permuted copy of [3, b, h, s,
+    // d] into [b, s, 3, h, d] (`reshape` of a non-contiguous tensor: elementwise_kernel's
+    // direct_copy). The H200 traces have exactly these two copies a layer and none forward.
+    const Tensor heads = b.op("qkv_heads", "View", {qkv}, {{3, a.batch, a.heads, a.seq, a.hd}}, 0,
+                              {GradRule{.type = "Transpose", .flops = 0, .wrt = {0}}})[0];
+    const auto qkv3 = b.op("unbind_qkv", "View", {heads}, {heads_shape, heads_shape, heads_shape},
+                           0, {GradRule{.type = "Stack", .flops = 0, .wrt = {0}}});
     // FlashAttention-2 (Dao 2023): QK^T, the online softmax (scale, mask, dropout inside) and
     // PV in one kernel over tiles in on-chip memory: it reads Q, K, V and writes O and the
     // row logsumexp [batch, heads, seq]; no seq x seq tensor reaches memory. 4·d FLOPs a
@@ -68,7 +93,7 @@ Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
     const double s = static_cast<double>(a.seq);
     const double pairs = a.causal ? s * (s + 1) / 2 : s * s;
     const double f = 4.0 * static_cast<double>(a.batch * a.heads * a.hd) * pairs;
-    const auto outs = b.op("flash_attention", "FlashAttention", {q, k, v},
+    const auto outs = b.op("flash_attention", "FlashAttention", {qkv3[0], qkv3[1], qkv3[2]},
                            {heads_shape, {a.batch, a.heads, a.seq}}, f,
                            {GradRule{.type = "FlashAttentionGrad",
                                      .flops = 2.5 * f,
@@ -79,8 +104,14 @@ Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
     // per kept score, the backward draws it again (no mask reaches memory); priced by the cost
     // model's in-kernel dropout term (docs/cost-model.md, "Fused attention ops").
     if (a.dropout > 0.0) b.set_dropout(outs[0], a.dropout);
-    return transpose(b, "merge_heads", outs[0], merged);
+    return b.op("merge_heads", "View", {outs[0]}, {merged}, 0,
+                {GradRule{.wrt = {0}, .passthrough = true}})[0];
   }
+  const auto split = b.split("split_qkv", qkv, 1, 3);
+  const Tensor q = transpose(b, "q_heads", split[0], heads_shape);
+  // Eager and Megatron multiply by K transposed.
+  const Tensor k = transpose(b, "k_heads", split[1], Shape{a.batch, a.heads, a.hd, a.seq});
+  const Tensor v = transpose(b, "v_heads", split[2], heads_shape);
   Tensor s = b.batch_matmul("scores", q, k);
   const double score_elems = static_cast<double>(num_elements(s.shape));
   Tensor p;
@@ -121,12 +152,13 @@ Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
   return transpose(b, "merge_heads", b.batch_matmul("context", p, v), merged);
 }
 
-// x + dropout(projection(h)): eager runs the bias add, the dropout and the residual add as three
-// kernels; Megatron-LM as one (bias_dropout_add_fused_train, megatron/model/transformer.py).
+// x + dropout(projection(h)): eager runs the bias add (unless it is the GEMM's epilogue), the
+// dropout and the residual add as separate kernels; Megatron-LM as one
+// (bias_dropout_add_fused_train, megatron/model/transformer.py).
 Tensor projection_residual(GraphBuilder& b, Attention mode, const Tensor& x, const Tensor& h,
-                           bool dropout) {
+                           bool dropout, const Linears& lin) {
   if (mode != Attention::FusedSoftmax) {
-    Tensor out = linear(b, "c_proj", h, x.shape[1]);
+    Tensor out = linear(b, "c_proj", h, x.shape[1], lin.epilogue);
     if (dropout) out = b.dropout("dropout", out);
     return b.add("residual", x, out);
   }
@@ -139,7 +171,7 @@ Tensor projection_residual(GraphBuilder& b, Attention mode, const Tensor& x, con
 
 sim::Graph build_gpt(GraphOptions& o) {
   o.accept({"batch", "layers", "hidden", "heads", "seq", "vocab", "positions", "optimizer",
-            "masked", "dropout", "attention"});
+            "masked", "dropout", "attention", "qkv_bias", "bias_epilogue"});
   const std::int64_t batch = o.get_int("batch", 4);
   const std::int64_t layers = o.get_int("layers", 12, 1, 1024);
   const std::int64_t hidden = o.get_int("hidden", 768);
@@ -159,6 +191,13 @@ sim::Graph build_gpt(GraphOptions& o) {
   const Attention mode = attn == "flash"           ? Attention::Flash
                          : attn == "fused_softmax" ? Attention::FusedSoftmax
                                                    : Attention::Eager;
+  // The QKV projection's bias: Hugging Face GPT-2 (Conv1D c_attn) and BERT (query/key/value
+  // nn.Linear) have one; rasbt/LLMs-from-scratch's GPT (`qkv_bias: False`) and tools/train_rig.py
+  // do not. Every other linear has a bias; the head has none (tied, or `bias=False`).
+  // `bias_epilogue`: the biases are the GEMMs' cuBLASLt epilogue (PyTorch's addmm on CUDA >= 11.4
+  // since its gemm_and_bias path), not BiasAdd passes (docs/workloads.md says which rows run it).
+  const Linears lin{.qkv_bias = o.get_bool("qkv_bias", true),
+                    .epilogue = o.get_bool("bias_epilogue", false)};
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   if (hidden % heads != 0) {
     throw sim::InputError(
@@ -199,15 +238,16 @@ sim::Graph build_gpt(GraphOptions& o) {
                              .dropout = dropout_p};
   for (std::int64_t l = 0; l < layers; ++l) {
     b.scope("gpt/h" + std::to_string(l) + "/attn");
-    const Tensor qkv = linear(b, "c_attn", layer_norm(b, "ln_1", x), 3 * hidden);
-    const Tensor a =
-        attention_core(b, mode, shape, b.split("split_qkv", qkv, 1, 3), mask ? &*mask : nullptr);
-    x = projection_residual(b, mode, x, a, dropout);
+    const Tensor qkv =
+        linear(b, "c_attn", layer_norm(b, "ln_1", x), 3 * hidden, lin.epilogue, lin.qkv_bias);
+    const Tensor a = attention_core(b, mode, shape, qkv, mask ? &*mask : nullptr);
+    x = projection_residual(b, mode, x, a, dropout, lin);
     b.scope("gpt/h" + std::to_string(l) + "/mlp");
     // tanh-approximated GELU: about 8 FLOPs per element.
     const Tensor h =
-        b.unary("gelu", "Gelu", linear(b, "c_fc", layer_norm(b, "ln_2", x), 4 * hidden), 8, false);
-    x = projection_residual(b, mode, x, h, dropout);
+        b.unary("gelu", "Gelu",
+                linear(b, "c_fc", layer_norm(b, "ln_2", x), 4 * hidden, lin.epilogue), 8, false);
+    x = projection_residual(b, mode, x, h, dropout, lin);
   }
   b.scope("gpt/head");
   x = layer_norm(b, "ln_f", x);

@@ -657,6 +657,7 @@ class Importer {
   // A graph input or initializer: a data input, a trainable variable or a constant.
   void add_value(const std::string& name, bool graph_input) {
     const Info& i = info_[name];
+    if (!graph_input && small_integer(i.shape, i.dtype)) host_values_.insert(name);
     b_.scope(layer_of(name, '.'));
     if (data_inputs_.contains(name)) {
       tensors_[name] = b_.input(unique(name), i.shape, i.dtype);
@@ -800,6 +801,46 @@ class Importer {
     }
   }
 
+  // An integer or boolean value of at most 16 elements: a shape, a dimension, an index.
+  static bool small_integer(const Shape& shape, sim::Dtype dtype) {
+    if (is_float(dtype)) return false;
+    double n = 1;
+    for (const auto d : shape) n *= static_cast<double>(std::max<std::int64_t>(d, 0));
+    return n <= 16;
+  }
+
+  [[nodiscard]] sim::Dtype output_dtype(const std::string& value) const {
+    const auto it = info_.find(value);
+    return it == info_.end() ? sim::Dtype::F32 : it->second.dtype;
+  }
+
+  // PyTorch computes shapes on the host: `x.shape`, `x.size(1)` and the arithmetic on them are
+  // Python ints, so the Shape -> Gather -> Unsqueeze -> Concat chains torch.onnx writes to rebuild
+  // a Reshape's target (a ViT's `qkv.reshape(B, N, 3, heads, C // heads)`) launch no kernel. Such
+  // a node is a Shape/Size, or an integer op on host values only, whose outputs are small integer
+  // values. Priced as GPU ops, a Shape read its whole input (15 us on the H200 for a ViT-B/16
+  // activation) and each Concat of dimensions took a launch.
+  [[nodiscard]] bool host_shape_arithmetic(const onnx::NodeProto& n,
+                                           const std::vector<Shape>& outs) const {
+    static const std::set<std::string, std::less<>> kArith = {
+        "Gather", "Concat", "Unsqueeze", "Squeeze", "Slice",   "Cast",    "Add", "Sub",
+        "Mul",    "Div",    "Mod",       "Neg",     "Abs",     "Max",     "Min", "Floor",
+        "Ceil",   "Equal",  "Where",     "Not",     "Reshape", "Identity"};
+    const std::string& type = n.op_type();
+    if (type != "Shape" && type != "Size") {
+      if (!kArith.contains(type) || n.input_size() == 0) return false;
+      for (const auto& in : n.input())
+        if (!in.empty() && !host_values_.contains(in)) return false;
+    }
+    for (int o = 0; o < n.output_size(); ++o) {
+      if (n.output(o).empty()) continue;
+      if (static_cast<std::size_t>(o) >= outs.size() ||
+          !small_integer(outs[static_cast<std::size_t>(o)], output_dtype(n.output(o))))
+        return false;
+    }
+    return true;
+  }
+
   void add_node(int k, const onnx::NodeProto& n) {
     if (gelu_skip_.contains(k)) return;
     if (const auto gelu = gelu_at_.find(k); gelu != gelu_at_.end()) {
@@ -852,6 +893,22 @@ class Importer {
     node_inputs(k, n, ins, pos);
     sim::Dtype out_dtype = sim::Dtype::F32;
     const std::vector<Shape> outs = node_outputs(n, ins, out_dtype);
+    if (host_shape_arithmetic(n, outs)) {
+      // Folded: each output a constant (storage, no kernel) that its readers depend on.
+      const std::string base = n.name().empty() ? type + "_" + std::to_string(k) : n.name();
+      for (int o = 0; o < n.output_size(); ++o) {
+        if (n.output(o).empty()) continue;
+        const std::string name = unique(o == 0 ? base : base + ":" + std::to_string(o));
+        b_.scope(layer_of(name, '/'));
+        tensors_[n.output(o)] = b_.constant(name, outs[static_cast<std::size_t>(o)],
+                                            output_dtype(n.output(o)), "HostShape");
+        host_values_.insert(n.output(o));
+      }
+      return;
+    }
+    if (type == "Constant" && n.output_size() == 1 &&
+        small_integer(outs.empty() ? Shape{} : outs[0], output_dtype(n.output(0))))
+      host_values_.insert(n.output(0));
     Node x{.n = n, .type = type, .ins = ins, .pos = pos, .outs = outs, .graph = b_.graph()};
     x.y = outs.empty() ? Shape{} : outs[0];
     if ((type == "Reshape" || type == "Flatten") && !ins.empty() &&
@@ -934,6 +991,9 @@ class Importer {
   // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
   // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
   std::set<std::string> guessed_;
+  // Values PyTorch holds on the host as Python ints (host_shape_arithmetic): small integer
+  // constants and what the import folded from Shape/Size chains.
+  std::set<std::string> host_values_;
 };
 
 sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOptions& options) {

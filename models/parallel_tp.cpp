@@ -142,7 +142,13 @@ std::optional<Pair> find_pair(const sim::Graph& g, const std::vector<char>& var,
     if (!closed(o)) return std::nullopt;
   for (sim::OpId o : p.region)
     if (!closed(o)) return std::nullopt;
-  for (sim::OpId c : p.cols) p.vars.insert(lin[c]->var);
+  for (sim::OpId c : p.cols) {
+    p.vars.insert(lin[c]->var);
+    // A column's bias as its GEMM's epilogue (a third, 1-D input: the `gpt` graph's
+    // bias_epilogue) is split with its output columns, as a separate bias add's would be.
+    for (const sim::TensorRef& t : g.ops[c].inputs)
+      if (var[t.op] && g.ops[t.op].outputs[t.output].shape.size() == 1) p.vars.insert(t.op);
+  }
   p.vars.insert(lin[row]->var);
   return p;
 }

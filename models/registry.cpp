@@ -290,7 +290,8 @@ std::optional<OptimizerImpl> take_optimizer_impl(std::string& options) {
 }
 
 // grad_clip=none|norm|norm_sync, master_weights=none|apex (precision=bf16|f16 only),
-// zero_grad=none|fill, loss_item=true|false, host_sum=N and cpu_sum=N: the training loop's
+// grad_scaler=none|torch (precision=f16 only), zero_grad=none|fill, loss_item=true|false,
+// host_sum=N and cpu_sum=N: the training loop's
 // kernels and host syncs around the step (models/train_loop.hpp).
 TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>& precision) {
   TrainLoop t;
@@ -309,6 +310,18 @@ TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>&
     if (t.apex_master && (!precision || *precision == sim::Dtype::F32))
       throw sim::InputError("--graph-opt", "master_weights",
                             "precision=bf16 or precision=f16 beside master_weights=apex");
+  }
+  // grad_scaler=torch: torch.cuda.amp.GradScaler, for f16 autocast (models/train_loop.hpp).
+  if (const std::optional<std::string> m = take_option(options, "grad_scaler")) {
+    if (*m != "none" && *m != "torch")
+      throw sim::InputError("--graph-opt", "grad_scaler", "one of none, torch, got \"" + *m + "\"");
+    t.torch_grad_scaler = *m == "torch";
+    if (t.torch_grad_scaler && (!precision || *precision != sim::Dtype::F16))
+      throw sim::InputError("--graph-opt", "grad_scaler", "precision=f16 beside grad_scaler=torch");
+    if (t.torch_grad_scaler && t.apex_master)
+      throw sim::InputError("--graph-opt", "grad_scaler",
+                            "grad_scaler=torch or master_weights=apex (apex AMP scales the loss "
+                            "itself), not both");
   }
   if (const std::optional<std::string> z = take_option(options, "zero_grad")) {
     if (*z != "none" && *z != "fill")
@@ -355,6 +368,13 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   const auto [input, input_workers] = take_input(rest);
   const std::optional<OptimizerImpl> impl = take_optimizer_impl(rest);
   const TrainLoop loop = take_train_loop(rest, precision);
+  // torch's fused optimizers (_step_supports_amp_scaling) take the scale and found_inf into their
+  // own kernel: GradScaler.step skips the .item() there, a path not modelled.
+  if (loop.torch_grad_scaler && impl == OptimizerImpl::Fused)
+    throw sim::InputError(
+        "--graph-opt", "grad_scaler",
+        "optimizer_impl=apply, per_param or foreach beside grad_scaler=torch (the "
+        "fused optimizers' own scaling path is not modelled)");
   sim::Graph g = load_graph_as_given(name_or_path, rest);
   if (input != "synthetic") {
     g.metadata["input"] = input;

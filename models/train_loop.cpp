@@ -2,9 +2,11 @@
 // Sources: docs/workloads.md, "The training loop around the update".
 #include "models/train_loop.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -148,7 +150,8 @@ void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
     host_done = {s.op};
   }
   if (!host_done.empty()) roots_wait(sim::Phase::Forward, host_done.front());
-  if (t.loss_item) {
+  // The forward's last ops (the loss): what loss.item() and scaler.scale(loss) read.
+  const auto forward_sinks = [&] {
     std::vector<char> feeds_forward(static_cast<std::size_t>(given), 0);
     for (sim::OpId o = 0; o < given; ++o)
       if (phase_of(o) == sim::Phase::Forward)
@@ -159,16 +162,37 @@ void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
       if (phase_of(o) == sim::Phase::Forward && !feeds_forward[static_cast<std::size_t>(o)] &&
           !g.ops[static_cast<std::size_t>(o)].outputs.empty())
         sinks.push_back({o, 0});
+    return sinks;
+  };
+  if (t.loss_item) {
     const sim::TensorRef s = b.add("loss_item", "aten::_local_scalar_dense", kScalar, kScalar,
-                                   kScalar, std::move(sinks), {}, sim::Phase::Forward);
+                                   kScalar, forward_sinks(), {}, sim::Phase::Forward);
     roots_wait(sim::Phase::Backward, s.op);
+  }
+  if (t.torch_grad_scaler) {
+    // torch/cuda/amp/grad_scaler.py scale(): `outputs * self._scale.to(device=outputs.device,
+    // non_blocking=True)` (same device: no copy), one mul the backward starts from: every
+    // backward op reading no backward op reads it.
+    std::vector<sim::TensorRef> in = forward_sinks();
+    const sim::TensorRef m = b.add("grad_scaler_scale_loss", "aten::mul", 2 * kScalar, kScalar,
+                                   kScalar, std::move(in), {}, sim::Phase::Forward);
+    for (sim::OpId o = 0; o < given; ++o) {
+      sim::Op& op = g.ops[static_cast<std::size_t>(o)];
+      if (op.phase != sim::Phase::Backward) continue;
+      bool root = true;
+      for (const sim::TensorRef& r : op.inputs)
+        root = root && phase_of(r.op) != sim::Phase::Backward;
+      if (root) op.inputs.push_back(m);
+    }
   }
 }
 
 // Between the backward pass and the update kernels (AccumulateGrad, apex's unscale with its
 // overflow check, clip_grad_norm_); the update kernels then follow what was added on their
-// gradient and the latest host sync.
-void add_before_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& params) {
+// gradient and the latest host sync. Returns GradScaler's found_inf .item() (the sync), if any.
+std::optional<sim::OpId> add_before_update(LoopOps& b, const TrainLoop& t,
+                                           const std::vector<Param>& params,
+                                           const std::vector<sim::OpId>& updates) {
   std::vector<sim::TensorRef> cur;  // per parameter, the last op on its gradient
   std::vector<std::int64_t> numels;
   for (const Param& p : params) {
@@ -214,6 +238,70 @@ void add_before_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>&
     }
     sync("overflow_item", {prev});
   }
+  // GradScaler.step (torch/cuda/amp/grad_scaler.py, torch 1.13 and torch/amp/grad_scaler.py
+  // since 2.3): unscale_ computes `self._scale.double().reciprocal().float()` (copy, reciprocal,
+  // copy) and `found_inf = torch.full((1,), 0.0)` (a fill), _unscale_grads_ takes both through
+  // _MultiDeviceReplicator.get (`.to(device, non_blocking=True, copy=True)`: two 4-byte device
+  // copies), then one _amp_foreach_non_finite_check_and_unscale_ over the gradients of each
+  // device and dtype (multi_tensor_apply<1>: one tensor list, read and written in place).
+  // _maybe_opt_step's `found_inf.item()` comes after clipping (the AMP recipe calls unscale_
+  // before clip_grad_norm_), below.
+  sim::TensorRef found_inf{-1, 0};
+  std::map<std::pair<sim::OpId, std::int32_t>, sim::TensorRef> unscaled;  // gradient -> launch
+  if (t.torch_grad_scaler) {
+    // Every gradient an update kernel reads (a foreach or fused launch reads many), in the order
+    // the update kernels first read them; F32 (checked). Its elements are its parameter's, the
+    // weight read just before it (an update reads {parameter, gradient}; a multi-tensor launch
+    // those pairs in turn): a sparse gradient (an embedding's touched rows) is dense in PyTorch.
+    std::vector<sim::TensorRef> grads;
+    std::vector<std::int64_t> grad_numels;
+    const auto elements = [&](const sim::TensorRef& r) {
+      const auto& t =
+          b.g.ops[static_cast<std::size_t>(r.op)].outputs.at(static_cast<std::size_t>(r.output));
+      return t.bytes.v / sim::dtype_size(t.dtype);
+    };
+    for (const sim::OpId u : updates) {
+      const sim::TensorRef* weight = nullptr;
+      for (const sim::TensorRef& r : b.g.ops[static_cast<std::size_t>(u)].inputs) {
+        const sim::Op& from = b.g.ops[static_cast<std::size_t>(r.op)];
+        if (from.phase == sim::Phase::Other && from.inputs.empty()) weight = &r;
+        if (from.phase != sim::Phase::Backward) continue;
+        if (!unscaled.emplace(std::make_pair(r.op, r.output), r).second) continue;
+        grads.push_back(r);
+        grad_numels.push_back(weight ? elements(*weight) : elements(r));
+      }
+    }
+    // Launched once the backward's are: the first reads every gradient (for its order only).
+    sim::TensorRef inv = b.add("grad_scaler_scale_double", "aten::copy_", kScalar, 2 * kScalar,
+                               2 * kScalar, grads, {});
+    inv = b.add("grad_scaler_reciprocal", "aten::reciprocal", 2 * kScalar, 2 * kScalar, 2 * kScalar,
+                {inv}, {});
+    inv = b.add("grad_scaler_inv_scale_float", "aten::copy_", 2 * kScalar, kScalar, kScalar, {inv},
+                {});
+    found_inf = b.add("grad_scaler_found_inf_full", "aten::fill_", 0, kScalar, kScalar, {inv}, {});
+    found_inf = b.add("grad_scaler_found_inf_copy", "aten::copy_", kScalar, kScalar, kScalar,
+                      {found_inf}, {});
+    inv = b.add("grad_scaler_inv_scale_copy", "aten::copy_", kScalar, kScalar, kScalar,
+                {inv, found_inf}, {});
+    const auto parts = multi_tensor_parts(grad_numels, 1);
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      std::int64_t by = 0;
+      std::vector<sim::TensorRef> in{j == 0 ? inv : found_inf};
+      for (const auto& [k, e] : parts[j]) {
+        by += e * 4;
+        in.push_back(grads[k]);
+      }
+      found_inf = b.add("grad_scaler_unscale_launch" + std::to_string(j),
+                        "aten::_amp_foreach_non_finite_check_and_unscale_", by, by, kScalar,
+                        std::move(in), {});
+      for (const auto& [k, e] : parts[j])
+        unscaled[std::make_pair(grads[k].op, grads[k].output)] = found_inf;
+    }
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (const auto it = unscaled.find(std::make_pair(cur[i].op, cur[i].output));
+          it != unscaled.end())
+        cur[i] = it->second;
+  }
   if (t.clip != GradClip::None) {
     // torch/nn/utils/clip_grad.py: total_norm = norm(stack([norm(g) for g in grads])),
     // clip_coef = max_norm / (total_norm + 1e-6), then mul_ of every gradient.
@@ -238,13 +326,41 @@ void add_before_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>&
       cur[i] = b.add("clip_mul" + std::to_string(i), "aten::mul_", by, by, 0, {cur[i], c}, gate);
     }
   }
+  // _maybe_opt_step: `if not sum(v.item() for v in optimizer_state["found_inf_per_device"]
+  // .values())`, one .item() for one device, before optimizer.step() launches anything.
+  std::optional<sim::OpId> found_inf_item;
+  if (t.torch_grad_scaler) {
+    sync("grad_scaler_found_inf_item", {found_inf});
+    found_inf_item = gate.front();
+    // Every optimizer kernel is launched after the sync (a foreach launch over momentum buffers
+    // alone reads no gradient), and reads the unscaled gradients.
+    for (const sim::OpId u : updates) {
+      sim::Op& op = b.g.ops[static_cast<std::size_t>(u)];
+      std::vector<sim::TensorRef> more;
+      for (const sim::TensorRef& r : op.inputs)
+        if (const auto it = unscaled.find(std::make_pair(r.op, r.output)); it != unscaled.end())
+          if (std::find(more.begin(), more.end(), it->second) == more.end())
+            more.push_back(it->second);
+      for (const sim::TensorRef& m : more)
+        if (std::find(op.inputs.begin(), op.inputs.end(), m) == op.inputs.end())
+          op.inputs.push_back(m);
+      if (std::find(op.control_inputs.begin(), op.control_inputs.end(), *found_inf_item) ==
+          op.control_inputs.end())
+        op.control_inputs.push_back(*found_inf_item);
+    }
+  }
   for (std::size_t i = 0; i < params.size(); ++i)
     for (const sim::OpId u : params[i].updates) {
       sim::Op& op = b.g.ops[static_cast<std::size_t>(u)];
-      if (cur[i].op != params[i].grad.op || cur[i].output != params[i].grad.output)
+      if ((cur[i].op != params[i].grad.op || cur[i].output != params[i].grad.output) &&
+          std::find(op.inputs.begin(), op.inputs.end(), cur[i]) == op.inputs.end())
         op.inputs.push_back(cur[i]);
-      for (const sim::OpId s : gate) op.control_inputs.push_back(s);
+      for (const sim::OpId s : gate)
+        if (std::find(op.control_inputs.begin(), op.control_inputs.end(), s) ==
+            op.control_inputs.end())
+          op.control_inputs.push_back(s);
     }
+  return found_inf_item;
 }
 
 // After optimizer.step(): apex copies the F32 master weights into the half model
@@ -252,7 +368,16 @@ void add_before_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>&
 // trainer's model.zero_grad() zero-fills every gradient. The update kernels write their
 // parameters in place (no tensor out): the first kernel after them waits for their end.
 void add_after_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& params,
-                      std::vector<sim::OpId> wait) {
+                      std::vector<sim::OpId> wait, std::optional<sim::OpId> found_inf_item) {
+  // GradScaler.update(): `torch._amp_update_scale_(_scale, _growth_tracker, found_inf_combined,
+  // ...)`, one kernel (one device: found_inf_combined is found_infs[0], its .to() no copy),
+  // launched after the step's kernels, so after the found_inf sync like them. It reads the scale,
+  // the growth tracker and found_inf and writes the first two.
+  if (found_inf_item) {
+    const sim::TensorRef item{*found_inf_item, 0};
+    b.add("grad_scaler_update_scale", "aten::_amp_update_scale_", 3 * kScalar, 2 * kScalar, 0,
+          {item}, {*found_inf_item});
+  }
   std::vector<std::int64_t> numels;
   for (const Param& p : params) numels.push_back(p.numel);
   std::vector<sim::TensorRef> after;
@@ -281,7 +406,7 @@ void add_after_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& 
 
 void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin) {
   if (t.clip == GradClip::None && !t.apex_master && !t.zero_fill && !t.loss_item &&
-      t.host_sum == 0 && t.cpu_sum == 0)
+      t.host_sum == 0 && t.cpu_sum == 0 && !t.torch_grad_scaler)
     return;
   const std::vector<Param> params = params_of(g);
   if (params.empty())
@@ -292,9 +417,16 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
   for (sim::OpId o = 0; o < g.num_ops(); ++o)
     if (g.ops[static_cast<std::size_t>(o)].phase == sim::Phase::Update) updates.push_back(o);
   LoopOps b{g};
+  if (t.torch_grad_scaler)
+    for (const Param& p : params)
+      if (p.grad_size != 4)
+        throw sim::InputError(origin, "grad_scaler",
+                              "F32 gradients (grads=f32: GradScaler raises \"Attempting to "
+                              "unscale FP16 gradients\"), got a " +
+                                  std::to_string(p.grad_size) + "-byte gradient in " + g.name);
   add_forward_syncs(b, t);
-  add_before_update(b, t, params);
-  add_after_update(b, t, params, updates);
+  const std::optional<sim::OpId> found_inf_item = add_before_update(b, t, params, updates);
+  add_after_update(b, t, params, updates, found_inf_item);
   g.metadata["grad_clip"] = t.clip == GradClip::Norm       ? "norm"
                             : t.clip == GradClip::NormSync ? "norm_sync"
                                                            : "none";
@@ -303,6 +435,7 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
   g.metadata["loss_item"] = t.loss_item ? "true" : "false";
   g.metadata["host_sum"] = std::to_string(t.host_sum);
   g.metadata["cpu_sum"] = std::to_string(t.cpu_sum);
+  g.metadata["grad_scaler"] = t.torch_grad_scaler ? "torch" : "none";
   g.finalize(origin);
 }
 

@@ -48,13 +48,21 @@ struct TrainLoop {
   /// each a CPU op on the GPU's host CPU (its dispatch cost, the CPU's launch_overhead), before
   /// host_sum's launches and the forward.
   int cpu_sum = 0;
+  /// torch.cuda.amp.GradScaler around the step (grad_scaler=torch; precision=f16, F32 gradients:
+  /// grads=f32). scaler.scale(loss): one mul between the forward and the backward. step():
+  /// unscale_ (the scale's double/reciprocal/float, a zero-filled found_inf, the two
+  /// _MultiDeviceReplicator copies, then _amp_foreach_non_finite_check_and_unscale_'s
+  /// multi-tensor launches over the gradients, read and written in place), _maybe_opt_step's
+  /// found_inf.item() (a host sync) before the update kernels; update(): _amp_update_scale_.
+  bool torch_grad_scaler = false;
 };
 
 /// Adds the ops of `t` around the update ops of a training graph (after apply_optimizer_impl):
 /// each a GPU kernel with its own bytes, Update phase; host syncs as an `_local_scalar_dense` op
 /// every later op waits for. Records metadata "grad_clip", "master_weights", "zero_grad",
-/// "loss_item", "host_sum", "cpu_sum".
-/// Throws InputError (naming `origin`) for a graph with no update op fed by a gradient.
+/// "loss_item", "host_sum", "cpu_sum", "grad_scaler".
+/// Throws InputError (naming `origin`) for a graph with no update op fed by a gradient, and for
+/// grad_scaler on a gradient that is not F32 (GradScaler: "Attempting to unscale FP16 gradients").
 void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin);
 
 }  // namespace placesim::models

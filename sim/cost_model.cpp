@@ -229,9 +229,11 @@ std::string pricing_rule(const KernelCostModel::Estimate& e, const Op& op) {
 }
 
 bool stores_only(const Op& op) {
-  static const std::set<std::string> kStorage = {"Placeholder",     "VariableV2", "Variable",
-                                                 "VarHandleOp",     "Const",      "Constant",
-                                                 "RunningStatistic"};
+  // HostShape: a shape value an ONNX import folded from Shape/Size arithmetic, a Python int in
+  // the PyTorch program (models/onnx_import.cpp, host_shape_arithmetic).
+  static const std::set<std::string> kStorage = {"Placeholder",      "VariableV2", "Variable",
+                                                 "VarHandleOp",      "Const",      "Constant",
+                                                 "RunningStatistic", "HostShape"};
   return op.inputs.empty() && kStorage.count(op.type) != 0;
 }
 
@@ -1337,7 +1339,10 @@ double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const Ro
 }
 
 bool non_vectorised_elementwise(const Op& op) {
-  if (op.type == "Transpose") return true;
+  // Stack: the `gpt` graph's stack of a fused attention's dQ, dK, dV, which the kernel writes in
+  // [b, s, h, d] order: a cat of permuted inputs, ATen's generic CatArrayBatchedCopy (one element
+  // per load, per-element offsets), not its contiguous vectorised variant.
+  if (op.type == "Transpose" || op.type == "Stack") return true;
   // MaskFillGrad: a causal mask's gradient, grad.masked_fill(mask, 0) (models/gpt_model.cpp), a
   // TensorIterator over the gradient and a mask broadcast over heads and rows (ATen's
   // masked_fill_kernel: gpu_kernel over (self, mask)), as its forward.

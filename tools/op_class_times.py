@@ -27,11 +27,11 @@ def mclass(name, in_opt):
     return 'elementwise'
 
 def pclass(t):
-    if t.startswith('ConvBackprop'): return 'conv_bwd'
-    if t == 'Conv': return 'conv'
+    if t.startswith('ConvBackprop') or t.startswith('Conv2DBackprop'): return 'conv_bwd'
+    if t in ('Conv', 'Conv2D'): return 'conv'
     if 'BatchNorm' in t: return 'norm'
     if t in ('Gemm', 'MatMul'): return 'gemm'
-    if t.startswith('ApplyGradient'): return 'update'
+    if t.startswith('ApplyGradient') or t.startswith('aten::_foreach'): return 'update'
     if any(k in t for k in ('Pool', 'Mean', 'Sum', 'Softmax', 'Reduce')): return 'reduction'
     if t in ('Placeholder', 'VariableV2', 'Const'): return 'input'
     return 'elementwise'

@@ -15,9 +15,14 @@ Workloads (written here from their published descriptions, not copied):
             over sqrt(head_dim), dropout, @ V (step 6); --attention sdpa: one bias-free QKV linear
             and F.scaled_dot_product_attention(is_causal=True, dropout_p) (step 7).
             --precision bf16 casts the model to bfloat16 (the book's `model.to(torch.bfloat16)`).
-  resnet50  torchvision's ResNet-50, synthetic images, SGD with momentum 0.9 (weight decay 5e-5),
+  resnet50  torchvision's ResNet-50 (or any torchvision classification model by name, or timm:NAME
+            for timm's definition; inception_v3 without its auxiliary head), synthetic images, SGD with momentum 0.9 (weight decay 5e-5),
             --precision amp: torch.autocast(float16) + GradScaler; tf32 / fp32: float32 with
             cuDNN/cuBLAS TF32 on / off. --channels-last for NHWC.
+
+  hf:bert-base / hf:bert-large  Hugging Face transformers' BertForMaskedLM (its default SDPA
+            attention) at --seq, one in 7 positions labelled, AdamW (foreach); --precision amp:
+            torch.autocast(float16) + GradScaler.
 
 Timing: --warmup steps, then --steps steps between two CUDA events (as the book's loop does:
 one interval, synchronised at its end), and per-step events for the median. Prints one JSON line
@@ -140,8 +145,41 @@ def build(a, dev):
             opt.step()
         params = sum(p.numel() for p in m.parameters())
         return step, a.batch * a.seq, "tokens", params
+    if a.model.startswith("hf:"):            # Hugging Face BERT masked-LM pre-training
+        import transformers
+        big = a.model == "hf:bert-large"
+        cfg = transformers.BertConfig(hidden_size=1024 if big else 768,
+                                      num_hidden_layers=24 if big else 12,
+                                      num_attention_heads=16 if big else 12,
+                                      intermediate_size=4096 if big else 3072)
+        m = transformers.BertForMaskedLM(cfg).to(dev)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01)
+        g = torch.Generator().manual_seed(0)
+        ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).to(dev)
+        labels = torch.full_like(ids, -100)
+        labels[:, ::7] = ids[:, ::7]            # ~15 % of the positions predicted
+        amp = a.precision == "amp"
+        scaler = torch.amp.GradScaler("cuda") if amp else None
+
+        def bert_step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(dev.type, dtype=torch.float16, enabled=amp):
+                loss = m(input_ids=ids, labels=labels).loss
+            if amp:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            else:
+                loss.backward()
+                opt.step()
+        return bert_step, a.batch * a.seq, "tokens", sum(p.numel() for p in m.parameters())
     import torchvision
-    m = torchvision.models.resnet50().to(dev)
+    if a.model.startswith("timm:"):       # timm's own definition (its benchmark's ViTs, Mixer)
+        import timm
+        m = timm.create_model(a.model[5:], num_classes=1000).to(dev)
+    else:                                 # torchvision's, as tests/data/onnx/generate.py exports them
+        kw = dict(aux_logits=False, init_weights=False) if a.model in ("inception_v3", "googlenet") else {}
+        m = getattr(torchvision.models, a.model)(**kw).to(dev)
     fmt = torch.channels_last if a.channels_last else torch.contiguous_format
     m = m.to(memory_format=fmt)
     opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
@@ -242,7 +280,9 @@ def execution_trace(step, dev, a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", choices=["gpt2", "resnet50"], required=True)
+    ap.add_argument("--model", required=True,
+                    help="gpt2, hf:bert-base, hf:bert-large, a torchvision classification model "
+                         "(resnet50, densenet121, ...) or timm:NAME")
     ap.add_argument("--attention", choices=["eager", "sdpa"], default="sdpa")
     ap.add_argument("--precision", choices=["bf16", "amp", "tf32", "fp32"], default="bf16")
     ap.add_argument("--batch", type=int, default=8)
@@ -251,7 +291,9 @@ def main():
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--image", type=int, default=224)
+    ap.add_argument("--image", type=int, default=0, help="image size (0: 299 for inception_v3, else 224)")
+    ap.add_argument("--cudnn-benchmark", action="store_true",
+                    help="torch.backends.cudnn.benchmark = True (timm's benchmark.py sets it)")
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
@@ -269,6 +311,13 @@ def main():
     if a.threads:
         torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
+    if not a.image:
+        a.image = 299 if a.model == "inception_v3" else 224
+    if a.model not in ("gpt2", "hf:bert-base", "hf:bert-large") and not a.model.startswith("timm:"):
+        import torchvision
+        if not callable(getattr(torchvision.models, a.model, None)):
+            ap.error("--model: expected gpt2, hf:bert-base, hf:bert-large, a torchvision model name or timm:NAME, got " + a.model)
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark
     if a.out:
         os.makedirs(a.out, exist_ok=True)
     step, samples, unit, params = build(a, dev)
@@ -280,10 +329,14 @@ def main():
            "step_s_interval": interval / a.steps, "step_s_median": median,
            unit + "_per_s": samples * a.steps / interval, "parameters": params,
            "torch": torch.__version__, "device": str(dev)}
-    if a.model == "gpt2":
+    if a.model.startswith("hf:"):
+        res.update(seq=a.seq)
+    elif a.model == "gpt2":
         res.update(attention=a.attention, seq=a.seq, vocab=a.vocab, layers=a.layers, hidden=a.hidden)
     else:
         res.update(image=a.image, channels_last=a.channels_last)
+        if a.cudnn_benchmark:
+            res["cudnn_benchmark"] = True
     if dev.type == "cuda":
         res["gpu"] = torch.cuda.get_device_name(dev)
         res["cuda"] = torch.version.cuda

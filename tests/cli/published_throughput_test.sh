@@ -56,6 +56,17 @@ for r in rows:
         if want:
             failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
                             f"lacks {', '.join(want)} (train.py's loop)")
+# Every AMP row of DeepLearningExamples' ConvNets (NVIDIA's ResNet-50, ResNeXt-101, SE-ResNeXt-101,
+# EfficientNet-B0; Lambda's ResNet-50 runs the same main.py) trains through torch.cuda.amp's
+# GradScaler: image_classification/training.py @ 0107cf27 `self.scaler.scale(loss).backward()`,
+# `scaler.step(self.optimizer)`, `scaler.update()` ("Gradient Scaler is needed for AMP"). Each
+# must state it (docs/validation.md, "GradScaler's sync in the AMP steps").
+for r in rows:
+    if r["model"] in ("resnet50", "resnext101-32x4d", "se-resnext101-32x4d", "efficientnet-b0",
+                      "resnet50-lambda-nchw", "resnet50-lambda-synthetic") and r["precision"] == "AMP":
+        if "grad_scaler=torch" not in r["graph_opt"].split(","):
+            failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU AMP: lacks grad_scaler=torch "
+                            "(ConvNets' training.py steps through GradScaler)")
 for r in rows:
     graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"
     gpus = int(r["gpus"])

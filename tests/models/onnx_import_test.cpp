@@ -316,5 +316,25 @@ TEST(OnnxImport, GeluFusesTheErfChain) {
   EXPECT_THROW(load_graph(kDir + "gpt_separate_qkv.onnx", "training,gelu=tanh"), sim::InputError);
 }
 
+// torch.onnx rebuilds a Reshape's target from Shape -> Gather -> Unsqueeze -> Concat; PyTorch
+// computes it on the host (Python ints), so the import folds those nodes into storage values.
+TEST(OnnxImport, ShapeArithmeticIsFoldedIntoHostValues) {
+  const sim::Graph vit = load_graph(kDir + "vit_base_patch16_224.onnx", "training,batch=2");
+  int host = 0;
+  for (const auto& op : vit.ops) {
+    EXPECT_NE(op.type, "Shape") << op.name;
+    if (op.type != "HostShape") continue;
+    ++host;
+    EXPECT_TRUE(op.inputs.empty()) << op.name;
+    EXPECT_TRUE(sim::stores_only(op)) << op.name;
+    for (const auto& out : op.outputs) EXPECT_LE(out.shape.empty() ? 1 : out.shape[0], 16);
+  }
+  EXPECT_GT(host, 100);  // 38 Shape, 38 Gather, 39 Concat and their Unsqueezes, in 12 blocks
+  // Data work stays: the attention's reshapes and concatenations of activations are still ops.
+  int concat_data = 0;
+  for (const auto& op : vit.ops) concat_data += op.type == "Concat";
+  EXPECT_GE(concat_data, 1);  // the class token joined to the patches
+}
+
 }  // namespace
 }  // namespace placesim::models

@@ -306,6 +306,22 @@ TEST(Parallel, TensorParallelSplitsMegatronPairs) {
   EXPECT_GT(o.step_time.ns, 0);
 }
 
+// With the biases in the GEMMs' epilogues (`bias_epilogue=true`: one MatMul with the bias as a
+// third input) the same pairs are found, and a column's bias is split with its columns.
+TEST(Parallel, TensorParallelSplitsEpilogueBiases) {
+  const sim::Graph g =
+      pm::load_graph("gpt",
+                     "batch=2,layers=4,hidden=64,heads=4,seq=32,vocab=512,positions=32,"
+                     "bias_epilogue=true,attention=flash");
+  const pm::TpShard s = pm::shard_tensor_parallel(g, 4, "<t>");
+  EXPECT_EQ(s.pairs, 8);
+  for (const std::string n : {"gpt/h0/attn/c_attn/b", "gpt/h2/mlp/c_fc/b"})
+    EXPECT_EQ(op_named(s.graph, n).persistent.v * 4, op_named(g, n).persistent.v) << n;
+  EXPECT_EQ(op_named(s.graph, "gpt/h0/mlp/c_proj/b").persistent.v,
+            op_named(g, "gpt/h0/mlp/c_proj/b").persistent.v);
+  for (const std::string n : {"gpt/h0/attn/c_attn/MatMul", "gpt/h1/attn/flash_attention"})
+    EXPECT_DOUBLE_EQ(op_named(s.graph, n).flops.v * 4, op_named(g, n).flops.v) << n;
+}
 TEST(Parallel, TensorParallelRefusesOtherGraphs) {
   const sim::Graph g = pm::load_graph("resnet50", "batch=8");
   EXPECT_THROW(pm::shard_tensor_parallel(g, 2, "<t>"), sim::InputError);

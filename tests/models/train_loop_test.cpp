@@ -1,6 +1,6 @@
 // The training loop's kernels and host syncs around the step (grad_clip, master_weights,
-// zero_grad, loss_item, host_sum, cpu_sum): kernels and bytes per option, syncs as waits, and the
-// step they lengthen.
+// zero_grad, loss_item, host_sum, cpu_sum, grad_scaler): kernels and bytes per option, syncs as
+// waits, and the step they lengthen.
 #include "models/train_loop.hpp"
 
 #include <algorithm>
@@ -193,6 +193,76 @@ TEST(TrainLoop, CpuSumRunsOnTheHostBeforeTheForward) {
   EXPECT_GE(step(",cpu_sum=300") - base, 295 * dispatch);
   EXPECT_LE(step(",cpu_sum=300") - base, 301 * dispatch);
   EXPECT_EQ(step(",cpu_sum=300"), step(",cpu_sum=300"));
+}
+
+// grad_scaler=torch (torch.cuda.amp.GradScaler: scale(loss), step(), update()): one mul the
+// backward starts from; unscale_'s six 4-byte kernels and _amp_foreach_non_finite_check_and_
+// unscale_'s depth-1 multi-tensor launches over every F32 gradient (read and written in place);
+// found_inf.item(), a host sync every optimizer kernel waits for (a foreach launch over momentum
+// buffers alone too); _amp_update_scale_. On the code before, grad_scaler is an unknown option.
+TEST(TrainLoop, GradScalerUnscalesEveryGradientThenSyncsBeforeTheStep) {
+  const std::string amp = kNmt + ",precision=f16,grads=f32";
+  const Params p = params_of(load_graph("nmt", amp));
+  ASSERT_GT(p.count, 10);
+  const sim::Graph g = load_graph("nmt", amp + ",grad_scaler=torch");
+  EXPECT_EQ(g.metadata.at("grad_scaler"), "torch");
+  const Kernels check = of_type(g, "aten::_amp_foreach_non_finite_check_and_unscale_");
+  EXPECT_EQ(check.read, p.elements * 4);
+  EXPECT_EQ(check.written, p.elements * 4);
+  EXPECT_GE(check.count, 1);
+  EXPECT_EQ(of_type(g, "aten::_amp_update_scale_").count, 1);
+  EXPECT_EQ(of_type(g, "aten::copy_").count, 4);  // double(), float(), the two replicator copies
+  EXPECT_EQ(of_type(g, "aten::reciprocal").count, 1);
+  EXPECT_EQ(of_type(g, "aten::fill_").count, 1);
+  // scaler.scale(loss): every backward op reading no backward op reads the scaled loss.
+  sim::OpId scaled = -1;
+  for (sim::OpId o = 0; o < g.num_ops(); ++o)
+    if (g.ops[static_cast<std::size_t>(o)].name.ends_with("grad_scaler_scale_loss")) scaled = o;
+  ASSERT_GE(scaled, 0);
+  for (const sim::Op& op : g.ops)
+    if (op.phase == sim::Phase::Backward) {
+      bool root = true, reads = false;
+      for (const sim::TensorRef& r : op.inputs) {
+        root = root && (g.ops[static_cast<std::size_t>(r.op)].phase != sim::Phase::Backward);
+        reads = reads || r.op == scaled;
+      }
+      EXPECT_EQ(root, reads) << op.name;
+    }
+  // The foreach graph: every update launch (momentum-buffer-only ones too) waits for the sync.
+  const sim::Graph f = load_graph("nmt", amp + ",optimizer_impl=foreach,grad_scaler=torch");
+  EXPECT_EQ(of_type(f, "aten::_amp_foreach_non_finite_check_and_unscale_").read, p.elements * 4);
+  sim::OpId item = -1;
+  for (sim::OpId o = 0; o < f.num_ops(); ++o)
+    if (f.ops[static_cast<std::size_t>(o)].type == "aten::_local_scalar_dense") item = o;
+  ASSERT_GE(item, 0);
+  int updates = 0;
+  for (const sim::Op& op : f.ops)
+    if (op.phase == sim::Phase::Update && !op.name.starts_with("train_loop/")) {
+      ++updates;
+      EXPECT_NE(std::find(op.control_inputs.begin(), op.control_inputs.end(), item),
+                op.control_inputs.end())
+          << op.name;
+    }
+  EXPECT_GT(updates, 0);
+  // After the sync the host launches the per-parameter update kernels behind an empty queue.
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const auto step = [&](const std::string& extra) {
+    const sim::Graph s = load_graph("nmt", amp + ",optimizer_impl=per_param" + extra);
+    return sim::simulate(c, s, *sim::builtin_placement("single-gpu", s, c)).step_time.seconds();
+  };
+  EXPECT_GT(step(",grad_scaler=torch"), step(""));
+  // GradScaler refuses F16 gradients; f16 autocast only; torch's fused optimizers not modelled.
+  for (const std::string& bad :
+       {kNmt + ",grad_scaler=torch", kNmt + ",precision=f16,grad_scaler=torch",
+        amp + ",optimizer_impl=fused,grad_scaler=torch", amp + ",grad_scaler=dynamic",
+        amp + ",master_weights=apex,grad_scaler=torch"}) {
+    try {
+      load_graph("nmt", bad);
+      FAIL() << bad;
+    } catch (const sim::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("grad_scaler"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(TrainLoop, BadInputIsNamed) {

@@ -317,6 +317,81 @@ TEST(Workloads, GptFlashAttentionWritesNoScoreMatrix) {
   }
 }
 
+TEST(Workloads, GptFlashAttentionRunsOnViewsOfTheQkvProjection) {
+  // PyTorch's SDPA program (rasbt's PyTorchMultiHeadAttention, tools/train_rig.py): the head
+  // split and merge are views, no copy forward; backward, a stack of dQ, dK, dV and one permuted
+  // copy into the projection's [b*s, 3*hidden] gradient, per layer.
+  const std::string dims = "layers=2,hidden=64,heads=4,seq=32,vocab=100,batch=2";
+  const double io = 2.0 * 4 * 32 * 16 * 4;  // one of Q, K, V in F32 bytes
+  const sim::Graph g = load_graph("gpt", dims + ",attention=flash");
+  int views = 0, stacks = 0, copies = 0;
+  for (const auto& op : g.ops) {
+    if (op.layer != "gpt/h0/attn" && op.layer != "gpt/h1/attn") continue;
+    const bool fwd = op.phase == sim::Phase::Forward;
+    EXPECT_FALSE(op.type == "Split" || op.type == "ConcatV2") << op.name;
+    EXPECT_FALSE(fwd && op.type == "Transpose") << op.name;
+    views += op.type == "View";
+    if (op.type == "Stack") {
+      ++stacks;
+      EXPECT_DOUBLE_EQ(static_cast<double>(op.bytes_read.v), 3 * io) << op.name;
+      EXPECT_DOUBLE_EQ(static_cast<double>(op.bytes_written.v), 3 * io) << op.name;
+    }
+    if (op.type == "Transpose") {
+      ++copies;
+      EXPECT_EQ(op.outputs.at(0).shape, (std::vector<std::int64_t>{2 * 32, 3 * 64})) << op.name;
+      EXPECT_DOUBLE_EQ(static_cast<double>(op.bytes_read.v), 3 * io) << op.name;
+    }
+  }
+  EXPECT_EQ(views, 2 * 3);  // the [3, b, h, s, d] view, its unbind, the merged output
+  EXPECT_EQ(stacks, 2);
+  EXPECT_EQ(copies, 2);
+  // The eager and Megatron paths keep their split and head transposes (bmm copies them).
+  const sim::Graph eager = load_graph("gpt", dims);
+  EXPECT_EQ(count_type(eager, "Split"), 2);
+  EXPECT_EQ(count_type(eager, "Stack") + count_type(eager, "View"), 0);
+}
+
+TEST(Workloads, GptQkvBiasAndBiasEpilogue) {
+  const std::string dims = "layers=2,hidden=64,heads=4,seq=8,vocab=100,batch=2";
+  const sim::Graph def = load_graph("gpt", dims);
+  // Hugging Face GPT-2 and BERT have a QKV bias (the default); rasbt's GPT and train_rig's don't.
+  const sim::Graph no_qkv = load_graph("gpt", dims + ",qkv_bias=false");
+  EXPECT_EQ(params_of(def) - params_of(no_qkv), 2 * 3 * 64);
+  EXPECT_EQ(count_type(def, "BiasAdd"), 2 * 4);
+  EXPECT_EQ(count_type(no_qkv, "BiasAdd"), 2 * 3);
+  EXPECT_EQ(count_type(no_qkv, "BiasAddGrad"), 2 * 3);
+  EXPECT_DOUBLE_EQ(forward_macs(no_qkv), forward_macs(def));
+  // cuBLASLt's bias epilogue: each bias is the GEMM's third input, no BiasAdd pass; its gradient
+  // is still a column sum of the output gradient. Same parameters and GEMM FLOPs.
+  for (const auto& [opt, biased] : std::vector<std::pair<std::string, int>>{
+           {",bias_epilogue=true", 4}, {",bias_epilogue=true,qkv_bias=false", 3}}) {
+    const sim::Graph g = load_graph("gpt", dims + opt);
+    EXPECT_EQ(count_type(g, "BiasAdd"), 0) << opt;
+    EXPECT_EQ(count_type(g, "BiasAddGrad"), 2 * biased) << opt;
+    EXPECT_EQ(params_of(g), params_of(biased == 4 ? def : no_qkv)) << opt;
+    EXPECT_DOUBLE_EQ(forward_macs(g), forward_macs(def)) << opt;
+    int epilogues = 0;
+    for (const auto& op : g.ops)
+      if (op.phase == sim::Phase::Forward && op.type == "MatMul" && op.inputs.size() == 3) {
+        ++epilogues;
+        EXPECT_EQ(op.signature->input_shapes.at(2).size(), 1U) << op.name;
+      }
+    EXPECT_EQ(epilogues, 2 * biased) << opt;
+    // The passes it saves: a read and a write of each biased output ([16 tokens, width], F32)
+    // in each of the 2 layers; the GEMM reads the bias the add read.
+    const double widths = (biased == 4 ? 3 * 64 : 0) + 64 + 4 * 64 + 64;
+    EXPECT_DOUBLE_EQ(step_traffic(biased == 4 ? def : no_qkv) - step_traffic(g),
+                     2 * 2 * 16 * widths * 4)
+        << opt;
+  }
+  // Megatron's c_proj keeps its bias_dropout_add; the column linears take the epilogue.
+  const sim::Graph mega = load_graph("gpt", dims + ",attention=fused_softmax,bias_epilogue=true");
+  EXPECT_EQ(count_type(mega, "BiasDropoutAdd"), 4);
+  EXPECT_EQ(count_type(mega, "BiasAdd"), 0);
+  for (const char* bad : {"qkv_bias=maybe", "bias_epilogue=2"})
+    EXPECT_THROW(load_graph("gpt", dims + "," + bad), sim::InputError) << bad;
+}
+
 TEST(Workloads, GptFlashAttentionCarriesItsDropout) {
   // The attention's dropout runs inside the fused kernel: the forward op and its gradient, which
   // regenerates the mask, carry the probability (`dropout=`, 0.1 by default); no other op does.

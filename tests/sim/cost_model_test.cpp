@@ -1694,6 +1694,14 @@ TEST(CostModel, NonVectorisedElementwiseAtItsMeasuredRate) {
   tr.signature = Signature{"Transpose", {scores}, Dtype::F16};
   EXPECT_TRUE(non_vectorised_elementwise(tr));
   EXPECT_NEAR(km.op_time(tr, catalog_gpu("H100-SXM5-80GB")).seconds(), b / (3350e9 * 0.42), 2e-9);
+  // The stack of a fused attention's dQ, dK, dV, written in [b, s, h, d] order (the `gpt`
+  // graph's Stack): ATen's generic CatArrayBatchedCopy, a permuted gather at the same rate.
+  Op stack = tr;
+  stack.type = "Stack";
+  stack.signature = Signature{"Stack", {scores, scores, scores}, Dtype::F16};
+  EXPECT_TRUE(non_vectorised_elementwise(stack));
+  EXPECT_NEAR(km.op_time(stack, catalog_gpu("H200-SXM-141GB")).seconds(), b / (3350e9 * 0.42),
+              2e-9);
   // A causal mask's gradient, grad.masked_fill(mask, 0) (models/gpt_model.cpp): the same
   // TensorIterator over the scores and a broadcast mask, at the forward's rate.
   Op fill = add;

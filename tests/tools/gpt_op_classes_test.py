@@ -30,6 +30,9 @@ SIM = {"traceEvents": [
     kernel("gradients/gpt/head/xent_grad/SparseSoftmaxCrossEntropyWithLogitsGrad",
            "SparseSoftmaxCrossEntropyWithLogitsGrad", 60.0),
     kernel("gpt/h0/mlp/gelu", "Gelu", 7.0),
+    # attention=flash's backward copies: the stack of dQ, dK, dV and the permuted copy.
+    kernel("gradients/gpt/h0/attn/unbind_qkv_grad/Stack", "Stack", 3.0),
+    kernel("gradients/gpt/h0/attn/qkv_heads_grad/Transpose", "Transpose", 2.0),
     kernel("gpt/h0/attn/c_attn/w", "VariableV2", 0.0),
 ]}
 
@@ -77,6 +80,7 @@ class GptOpClasses(unittest.TestCase):
         self.assertEqual(rows["layernorm"][1], 70.0)
         self.assertEqual(rows["softmax_loss"][1], 110.0)
         self.assertEqual(rows["gelu"][1], 7.0)
+        self.assertEqual(rows["copy"][1], 5.0)
 
     def test_eager_trace_puts_bmm_and_small_softmax_in_attention(self):
         out, rows = run(os.path.join(DATA, "h200_gpt2-124m_eager_bf16_b8_train.json.gz"), self.sim)
