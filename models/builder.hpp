@@ -69,6 +69,10 @@ struct GradRule {
   /// Other tensors it reads, made after the forward op (add_grad_reads): a cuDNN LSTM layer's
   /// weight gradient reads every step's hidden state.
   std::vector<Tensor> reads;
+  /// Shapes appended to the gradient op's signature (no data): a whole-sequence embedding
+  /// look-up's gradient names its table [V, E] there, which PyTorch's dense backward zero-fills
+  /// and the cost model prices (docs/cost-model.md, "Embedding gradients").
+  std::vector<Shape> signature_extra;
 };
 
 class GraphBuilder {
@@ -126,7 +130,11 @@ class GraphBuilder {
   std::vector<Tensor> split(const std::string& name, const Tensor& x, int axis, int parts);
   Tensor reshape(const std::string& name, const Tensor& x, Shape shape);
   /// Embedding look-up: params [V, E], ids [...] -> [..., E]. Gradient: IndexedSlices values.
-  Tensor gather(const std::string& name, const Tensor& params, const Tensor& ids);
+  /// Rows `ids` of `params` ([V, E]); the gradient is IndexedSlices ([ids..., E]). With
+  /// `dense_grad` (a framework that runs one dense embedding backward per look-up, as PyTorch's
+  /// nn.Embedding does for a whole sequence) its signature also names the table.
+  Tensor gather(const std::string& name, const Tensor& params, const Tensor& ids,
+                bool dense_grad = false);
   Tensor softmax(const std::string& name, const Tensor& x);
   /// Returns the per-example loss; logits [N, C], labels [N] (int).
   Tensor sparse_softmax_xent(const std::string& name, const Tensor& logits, const Tensor& labels);

@@ -226,8 +226,8 @@ sim::Graph build_gpt(GraphOptions& o) {
   b.scope("gpt/embedding");
   const Tensor wte = b.variable("wte", {vocab, hidden});
   const Tensor wpe = b.variable("wpe", {positions, hidden});
-  Tensor x =
-      b.add("add_pos", b.gather("tok_lookup", wte, ids), b.gather("pos_lookup", wpe, pos_ids));
+  Tensor x = b.add("add_pos", b.gather("tok_lookup", wte, ids, true),
+                   b.gather("pos_lookup", wpe, pos_ids, true));
   if (dropout) x = b.dropout("dropout", x);
 
   const AttentionShape shape{.batch = batch,

@@ -528,9 +528,15 @@ void handle_move(Node& x, const std::string& /*path*/, const std::string& /*node
 
 void handle_gather(Node& x, const std::string& path, const std::string& node_key) {
   if (x.at(0) >= 0 && x.graph.ops[static_cast<std::size_t>(x.ins[0].op)].type == "VariableV2") {
-    // An embedding look-up: IndexedSlices gradient of the gathered rows.
-    x.rules.push_back(
-        GradRule{.type = "GatherGrad", .wrt = {0}, .saved_inputs = {x.at(1)}, .out_shapes = {x.y}});
+    // An embedding look-up: IndexedSlices gradient of the gathered rows. Its signature names the
+    // table: an exported PyTorch model looks a whole sequence up at once and runs one dense
+    // embedding backward (docs/cost-model.md, "Embedding gradients").
+    const Shape& table = x.ins[0].shape;
+    x.rules.push_back(GradRule{.type = "GatherGrad",
+                               .wrt = {0},
+                               .saved_inputs = {x.at(1)},
+                               .out_shapes = {x.y},
+                               .signature_extra = {table}});
     return;
   }
   handle_move(x, path, node_key);

@@ -510,6 +510,73 @@ std::optional<double> bias_grad_rows(const Op& op, const DeviceSpec& spec) {
   return rows;
 }
 
+// PyTorch's dense embedding gradient on an NVIDIA GPU (embedding_dense_backward_cuda,
+// aten/src/ATen/native/cuda/Embedding.cu; EmbeddingBackwardKernel.cu). nn.Embedding's gradient is
+// a dense [V, E] tensor: at::zeros fills it (a vectorised fill at the streaming rate), then
+// - at most 3072 indices: embedding_backward_feature_kernel, grid ceil(E / 32) blocks of 32 x 32
+//   threads; each block walks every index in chunks of 32 (blockDim.y): the chunk's gradient rows
+//   into shared memory, __syncthreads, then a leader warp per target row reads, adds and writes
+//   grad_weight. Two dependent memory round trips a chunk, whatever E: ceil(N / 32) x 2 x 750 ns
+//   (the memory latency of the BatchNorm rule above, kBlockBytesPerSecond; not fitted here).
+// - more: arange, cub::radix_sort_pairs of the indices (no bit count passed: 64-bit keys, 8
+//   one-sweep passes of 8 bits, plus histogram and scan), unique_by_key, an exclusive sum, four
+//   small segment kernels and ~10 memsets: 29 small kernels, one or two blocks each, latency-bound:
+//   82.1 us per call in the H200 GPT-2 124M batch-8 step
+//   (h200_gpt2-124m_sdpa_bf16_b8_train.json.gz, 8192 indices, three calls 82.0-82.3 us), plus the
+//   passes' bytes (key and value, read and written: 32 B a key a pass) at the streaming rate. Then
+//   compute_grad_weight and sum_and_scatter, each launched over N x E threads (grid ceil(N x E /
+//   block) whatever the number of distinct rows), one scalar load and one scalar store a thread:
+//   element accesses at the SMs' rate of PyTorch's non-vectorised kernels
+//   (kBroadcastElementsPerSmSecond, measured on other kernels). The 54 held-out cases of the H200
+//   kernel rig set nothing here (tools/kernel_heldout.py; docs/validation.md, "Held-out rig run,
+//   2026-12-04 evening").
+constexpr double kEmbeddingFeatureMaxIndices = 3072.0;
+constexpr double kEmbeddingFeatureChunk = 32.0;
+constexpr double kMemoryRoundTrip = 750e-9;
+constexpr double kEmbeddingSortPathLatency = 82.1e-6;
+constexpr double kEmbeddingSortPasses = 8.0;
+constexpr double kEmbeddingSortBytesPerKeyPass = 32.0;
+
+// {indices, table rows, columns, element bytes} of a dense embedding gradient on an NVIDIA GPU:
+// the builders' GatherGrad whose signature carries the table (models/builder.cpp: [[N..., E],
+// [N...], [V, E]]) or an ET's aten::embedding_backward / aten::embedding_dense_backward (inputs
+// [N..., E], [N...]; output [V, E]); nullopt otherwise.
+struct EmbeddingGradShape {
+  double indices = 0, rows = 0, cols = 0, esize = 0;
+};
+std::optional<EmbeddingGradShape> embedding_grad_shape(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || spec.arch.vendor != GpuArch::Vendor::Nvidia ||
+      !op.signature || op.signature->input_shapes.size() < 2 || op.outputs.empty())
+    return std::nullopt;
+  const auto& in = op.signature->input_shapes;
+  std::vector<std::int64_t> table;
+  if (op.type == "GatherGrad" && in.size() >= 3)
+    table = in[2];
+  else if (op.type == "aten::embedding_dense_backward" || op.type == "aten::embedding_backward")
+    table = op.outputs[0].shape;
+  if (table.size() != 2 || in[0].empty() || in[0].back() != table[1]) return std::nullopt;
+  const double n = elements(in[1]);
+  const double esize = static_cast<double>(dtype_size(op.outputs[0].dtype));
+  if (!(n > 0) || !(table[0] > 0) || !(table[1] > 0) || !(esize > 0)) return std::nullopt;
+  return EmbeddingGradShape{n, static_cast<double>(table[0]), static_cast<double>(table[1]), esize};
+}
+
+// Bytes an ET's aten::embedding moves on a GPU (vectorized_gather_kernel / index_select): the rows
+// it writes, read once, and its indices, not the table its inputs name ([V, E], [N...] -> [N...,
+// E]; the H200 kernel rig: [50257, 768] bf16 at 8192 indices in 8.8 us, where the 77 MB table alone
+// takes 18). The gpt builder's Gather says so in its bytes (models/builder.cpp). nullopt for other
+// ops.
+std::optional<double> aten_embedding_bytes(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || op.type != "aten::embedding" || !op.signature ||
+      op.signature->input_shapes.size() < 2 || op.outputs.empty())
+    return std::nullopt;
+  const auto& table = op.signature->input_shapes[0];
+  const auto& out = op.outputs[0];
+  if (table.size() != 2 || out.shape.empty() || out.shape.back() != table[1]) return std::nullopt;
+  // 8-byte indices (torch's LongTensor ids).
+  return 2.0 * static_cast<double>(out.bytes.v) + 8.0 * elements(op.signature->input_shapes[1]);
+}
+
 // Resident threads per SM (CUDA C Programming Guide, "Technical Specifications per Compute
 // Capability"): 1024 on 7.5, 1536 on 8.6 / 8.7 / 8.9, 2048 on 7.0, 8.0 and 9.0.
 int threads_per_sm(const GpuArch& a) {
@@ -640,6 +707,25 @@ double gemm_matrices(const Op& op) {
 constexpr double kBroadcastElementsPerSmSecond = 2.4e9;
 constexpr double kReduceElementsPerSmSecond = 1.23e9;
 
+// A full 2-D transpose ([a, b] -> [b, a], both > 1; PyTorch's `x.t().contiguous()`, an ONNX
+// Transpose of a matrix): ATen's direct copy through the non-vectorised elementwise_kernel<128, 4>
+// with a strided operand, one scalar load and one scalar store an element, so the SMs' element
+// rate bounds it like a broadcast (kBroadcastElementsPerSmSecond, two accesses an element), not
+// the bytes: bf16 and f32 take the same time per element. The H200 kernel rig's held-out copies
+// (bf16 [1024, n] -> [n, 1024], n = 64 ... 256 Ki; tools/kernel_heldout.py) ran 0.52-0.63 TB/s;
+// the H100 row of "Non-vectorised elementwise kernels" (f32 [32256, 1536] transposed, 0.99 TB/s)
+// is the same 124 G elements/s. A head permute ([B*S, H*D] -> [B, H, S, D]) keeps rows of D
+// contiguous and is not one. docs/cost-model.md, "Non-vectorised elementwise kernels".
+bool full_transpose(const Op& op) {
+  if (op.type != "Transpose" || !op.signature || op.signature->input_shapes.size() != 1 ||
+      op.outputs.size() != 1)
+    return false;
+  const auto& in = op.signature->input_shapes[0];
+  const auto& out = op.outputs[0].shape;
+  return in.size() == 2 && out.size() == 2 && in[0] > 1 && in[1] > 1 && out[0] == in[1] &&
+         out[1] == in[0];
+}
+
 // Whether `small` is one value per channel of the NCHW feature map `big` ([N or 1, C, 1, 1] or
 // [N, C]) that has more than one spatial element.
 bool per_channel_of(const std::vector<std::int64_t>& small, const std::vector<std::int64_t>& big) {
@@ -658,8 +744,11 @@ bool per_channel_of(const std::vector<std::int64_t>& small, const std::vector<st
 // other ops, convolutions, matmuls, batch norms, max pooling, unknown shapes or sm_count <= 0.
 double channelwise_time(std::string_view type, const std::vector<std::vector<std::int64_t>>& inputs,
                         const std::vector<std::int64_t>& output, int sm_count) {
+  // A look-up's indices ([B, S] into a [B, S, E] output: an ET's aten::embedding) have a
+  // per-channel tensor's shape but are no broadcast: it gathers rows (aten_embedding_bytes).
   if (sm_count <= 0 || output.empty() || math_kind_of(type) != MathKind::Other ||
-      batch_norm_type(type) || contains(type, "MaxPool") || contains(type, "max_pool"))
+      batch_norm_type(type) || contains(type, "MaxPool") || contains(type, "max_pool") ||
+      contains(type, "embedding") || contains(type, "Gather"))
     return 0.0;
   double n = elements(output);
   bool reduce = false;
@@ -808,6 +897,22 @@ constexpr double kHopperSustained = 0.88;
 // H100" (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608). On A100 it reaches 50-73 % and
 // keeps compute_eff_max. docs/cost-model.md, "Fused attention ops".
 constexpr double kHopperFlashAttention2 = 0.35;
+// On Hopper PyTorch runs cuDNN's fused SDPA (check_prefer_cudnn_attention: sm90 with cuDNN newer
+// than 9.15, torch 2.11), whose rate grows with the head dimension: on an H100 SXM5 its forward
+// reaches 335 / 373 / 395 TFLOP/s at head dim 64 and 497 / 574 / 617 at head dim 128 (sequence
+// 512 / 1k / 2k), 1.48-1.56 times, and 308 / 391 / 450 at head dim 256 (Shah et al. 2024,
+// FlashAttention-3, arXiv 2407.08608, Figure 5: the bar labels of the panels with FlashAttention-2
+// beside cuDNN; their masking was not checked, only the ratio between head dims is used). The 0.35
+// above is the head-dim-64 rate (GPT-2's and BERT's); the model scales it by 1.5 at head dim 128,
+// linearly from 64 to 128 and back to 1 at 256 (kCudnnHeadDim128), forward and backward alike (the
+// backward's ratio is not in the paper; the H200 kernel rig's head-dim-128 backward is the check).
+// docs/cost-model.md, "Fused attention ops".
+constexpr double kCudnnHeadDim128 = 1.5;
+double cudnn_head_dim_factor(double d) {
+  if (!(d > 64.0)) return 1.0;
+  if (d <= 128.0) return 1.0 + (kCudnnHeadDim128 - 1.0) * (d - 64.0) / 64.0;
+  return std::max(1.0, kCudnnHeadDim128 - (kCudnnHeadDim128 - 1.0) * (d - 128.0) / 128.0);
+}
 
 // Dropout inside a fused attention kernel (an op's `dropout` > 0: the `gpt` graph's
 // FlashAttention ops, an ET's fused SDPA ops). The kernel draws its keep-mask with Philox for
@@ -868,6 +973,50 @@ double attention_dropout_s(const Op& op, const DeviceSpec& spec) {
   const AttentionDropoutCost& c =
       spec.arch.major >= 9 ? kCudnnSdpaDropout : kFlashAttention2Dropout;
   return pairs * (*bwd ? c.bwd : c.fwd) / *issue;
+}
+
+// Fused attention kernels compute whole tiles. A causal call keeps s(s+1)/2 query-key pairs a
+// head, but the tiles on the diagonal are computed in full and masked: with key tiles of 128
+// (FlashAttention-2's forward at head dim 64 and 128 and its backward at 64,
+// Flash_fwd_kernel_traits <64, 128, 128> / <128, 128, 64>; cuDNN's sm90 fprop
+// `..._64x128x{64,128}_...` on the H200 kernel rig) a head computes 128^2 x n(n+1)/2 pairs, n =
+// ceil(s / 128): (s + 128) / (s + 1) times the kept ones at a multiple of 128, 1.98 at s =
+// 128, 1.25 at 512, 1.06 at 2048. A non-causal call keeps every pair of whole tiles. No constant is
+// fitted. docs/cost-model.md, "Fused attention ops".
+constexpr double kAttentionKeyTile = 128.0;
+
+// The factor above for a fused attention op of `spec` (1: not one, not causal, or shapes unknown).
+// Its pairs come from its FLOPs (attention_dropout_s: 4 x head dim a pair, 2.5x backward), its
+// batch x heads, sequence and head dimension from its first output ([b, h, s, d]: O or dQ).
+double causal_tile_factor(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || !(op.flops.v > 0.0) || op.outputs.empty() ||
+      op.outputs[0].shape.size() < 3)
+    return 1.0;
+  const auto bwd = fused_attention_backward(op.type);
+  if (!bwd) return 1.0;
+  const auto& sh = op.outputs[0].shape;
+  const double d = static_cast<double>(sh.back());
+  const double sq = static_cast<double>(sh[sh.size() - 2]);
+  const double heads = elements(sh) / std::max(d * sq, 1.0);
+  if (!(d > 0.0) || !(sq > 0.0) || !(heads > 0.0)) return 1.0;
+  const double pairs = op.flops.v / (4.0 * d * (*bwd ? 2.5 : 1.0)) / heads;
+  if (!(pairs < 0.75 * sq * sq)) return 1.0;  // non-causal: every pair kept
+  const double n = std::ceil(sq / kAttentionKeyTile);
+  const double computed = kAttentionKeyTile * kAttentionKeyTile * n * (n + 1.0) / 2.0;
+  return std::max(1.0, std::min(computed, sq * sq) / pairs);
+}
+
+// Bytes of the two memory passes around a fused attention backward (0 for other ops): both
+// FlashAttention-2 (flash_bwd_launch_template.h: flash_bwd_dot_do_o_kernel, which also zeroes the
+// F32 dQ accumulator, before the main kernel; flash_bwd_convert_dq_kernel after it) and cuDNN's
+// sm90 SDPA (the H200 traces' cudnn::fusion::compute_dot_do_o_specialized and
+// convert_dq_to_16bits) read dO and O (2 x t) and write the zeroed F32 accumulator (2 x t) first,
+// then read the accumulator (2 x t) and write dQ (t): 7 x t, t = dQ's bytes (the op's first
+// output). Separate kernels on the same stream: their time adds to the main kernel's.
+double attention_backward_aux_bytes(const Op& op) {
+  const auto bwd = fused_attention_backward(op.type);
+  if (!bwd || !*bwd || op.outputs.empty()) return 0.0;
+  return 7.0 * static_cast<double>(op.outputs[0].bytes.v);
 }
 
 // A recurrent cell's output is not its GEMMs' M x N: no quantisation.
@@ -1504,11 +1653,64 @@ double vocab_xent_kernel_time(bool backward, double rows, double cols, double el
   return t;
 }
 
+double embedding_grad_kernel_time(double indices, double rows, double cols, double elem_bytes,
+                                  double rate, int sm_count) {
+  if (!(indices > 0) || !(rows > 0) || !(cols > 0) || !(elem_bytes > 0) || !(rate > 0) ||
+      sm_count <= 0)
+    return 0.0;
+  double t = rows * cols * elem_bytes / rate;  // at::zeros of the [V, E] gradient
+  if (indices <= kEmbeddingFeatureMaxIndices)
+    return t + std::ceil(indices / kEmbeddingFeatureChunk) * 2.0 * kMemoryRoundTrip;
+  t += kEmbeddingSortPathLatency +
+       kEmbeddingSortPasses * kEmbeddingSortBytesPerKeyPass * indices / rate;
+  // compute_grad_weight and sum_and_scatter: N x E threads each, a load and a store per thread.
+  t += 2.0 * (2.0 * indices * cols) / (sm_count * kBroadcastElementsPerSmSecond);
+  return t;
+}
+
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0, double bw,
                           int sm_count, std::optional<Layout> layout) {
   const auto cap = batch_norm_cap(type, input0, layout, bw, sm_count);
   return cap && bw > *cap ? bw / *cap : 1.0;
 }
+
+namespace {
+
+// The roofline time `t` of a GPU op raised or extended by the PyTorch kernels that run it, where a
+// rule knows them: the vocabulary cross-entropy (a block per row and its passes, the one-block nll
+// kernels and the gradient's zero fill: vocab_xent_kernel_time), a bias gradient's reduce_kernel
+// (a fixed latency beyond its bytes, `memory_s`: kBiasGradReduceLatency), the dense embedding
+// gradient, a causal mask gradient's clone and a full 2-D transpose. `rate` is the op's memory
+// rate (B/s).
+double pytorch_kernel_time(const Op& op, const DeviceSpec& spec, const RooflineParams& p, double t,
+                           double memory_s, double rate) {
+  const double bw = spec.memory_bandwidth.bytes_per_s;
+  if (const auto x = vocab_xent_shape(op, spec))
+    t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
+                                           spec.sm_count, threads_per_sm(spec.arch)));
+  if (bias_grad_rows(op, spec)) t = std::max(t, memory_s + kBiasGradReduceLatency);
+  // PyTorch's dense embedding gradient: zero fill, then the feature kernel or the sort path
+  // (embedding_grad_kernel_time).
+  if (const auto e = embedding_grad_shape(op, spec))
+    t = std::max(t, embedding_grad_kernel_time(e->indices, e->rows, e->cols, e->esize,
+                                               bw * memory_eff_for("Add", spec, p), spec.sm_count));
+  // A causal mask's gradient is grad.masked_fill(mask, 0), out of place (derivatives.yaml),
+  // and ATen's out-of-place masked_fill clones its input before the in-place fill
+  // (TensorAdvancedIndexing.cpp: `result = _self->clone(at::MemoryFormat::Contiguous);
+  // result.masked_fill_(mask, source);`): a contiguous device-to-device copy of the scores'
+  // gradient (one read, one write) at the streaming rate, before the fill. The H200's eager
+  // GPT-2 trace has it, one `Memcpy DtoD` of [8, 12, 1024, 1024] bf16 per layer at 96 us.
+  if (spec.kind == DeviceKind::Gpu && op.type == "MaskFillGrad" && !op.outputs.empty())
+    t += 2.0 * static_cast<double>(op.outputs[0].bytes.v) / (bw * memory_eff_for("Add", spec, p));
+  // A full 2-D transpose at the SMs' element rate (full_transpose).
+  if (spec.kind == DeviceKind::Gpu && spec.arch.vendor == GpuArch::Vendor::Nvidia &&
+      spec.sm_count > 0 && full_transpose(op))
+    t = std::max(
+        t, 2.0 * elements(op.outputs[0].shape) / (spec.sm_count * kBroadcastElementsPerSmSecond));
+  return t;
+}
+
+}  // namespace
 
 Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) const {
   const RooflineParams& p = roofline_;
@@ -1517,13 +1719,17 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const Duration floor = spec.kind == DeviceKind::Gpu ? p.min_kernel : p.min_cpu_op;
   // A convolution's FLOPs rounded up to whole waves of whole tiles (fewer tiles than SMs leave
   // SMs idle while each tile streams the whole reduction).
-  const double f = wave_quantised_flops(op, spec);
+  double f = wave_quantised_flops(op, spec);
+  // A causal fused attention computes its diagonal tiles whole (causal_tile_factor).
+  if (p.generation_curves) f *= causal_tile_factor(op, spec);
   double b = op_bytes(op);
   double bw_cap = 0.0;  // a kernel whose parallelism cannot reach the device's bandwidth
   if (spec.kind == DeviceKind::Gpu)
     if (const auto bn = batch_norm_traffic(op, b, spec)) std::tie(b, bw_cap) = *bn;
   if (spec.kind == DeviceKind::Gpu)
     if (const auto mp = max_pool_bytes(op, b)) b = *mp;
+  if (p.generation_curves)
+    if (const auto eb = aten_embedding_bytes(op, spec)) b = *eb;
   double t = 0.0;
   const bool emulated = bf16_emulated(op, spec);
   const double peak = emulated ? spec.peak_for(Dtype::F32).per_s * *bf16_emulation_factor(spec)
@@ -1545,7 +1751,10 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
       fused_attention_backward(op.type))
-    eff = kHopperFlashAttention2;
+    eff = kHopperFlashAttention2 *
+          cudnn_head_dim_factor(op.outputs.empty() || op.outputs[0].shape.empty()
+                                    ? 0.0
+                                    : static_cast<double>(op.outputs[0].shape.back()));
   // The half-FLOPs term models a GEMM's tiles under-filling the device (small M, N, K). An
   // optimizer kernel on a GPU (update phase, no GEMM, convolution or attention) has no tiles to
   // fill: its small-size cost is the kernel floor and the memory term's fixed bytes. Other
@@ -1600,27 +1809,15 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
         t = std::max(
             t, layer_norm_kernel_time(ln->backward, ln->rows, ln->cols, ln->esize, memory_s, rate,
                                       bw, spec.sm_count, threads_per_sm(spec.arch)));
-    // PyTorch's vocabulary cross-entropy: a block per row and its passes, the one-block nll
-    // kernels and the gradient's zero fill (vocab_xent_kernel_time); a bias gradient's
-    // reduce_kernel: a fixed latency beyond its bytes (kBiasGradReduceLatency).
-    if (p.generation_curves) {
-      if (const auto x = vocab_xent_shape(op, spec))
-        t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
-                                               spec.sm_count, threads_per_sm(spec.arch)));
-      if (bias_grad_rows(op, spec)) t = std::max(t, memory_s + kBiasGradReduceLatency);
-      // A causal mask's gradient is grad.masked_fill(mask, 0), out of place (derivatives.yaml),
-      // and ATen's out-of-place masked_fill clones its input before the in-place fill
-      // (TensorAdvancedIndexing.cpp: `result = _self->clone(at::MemoryFormat::Contiguous);
-      // result.masked_fill_(mask, source);`): a contiguous device-to-device copy of the scores'
-      // gradient (one read, one write) at the streaming rate, before the fill. The H200's eager
-      // GPT-2 trace has it, one `Memcpy DtoD` of [8, 12, 1024, 1024] bf16 per layer at 96 us.
-      if (spec.kind == DeviceKind::Gpu && op.type == "MaskFillGrad" && !op.outputs.empty())
-        t += 2.0 * static_cast<double>(op.outputs[0].bytes.v) /
-             (bw * memory_eff_for("Add", spec, p));
-    }
+    // PyTorch's own kernels of a few op kinds (pytorch_kernel_time).
+    if (p.generation_curves) t = pytorch_kernel_time(op, spec, p, t, memory_s, rate);
   }
   // A fused attention kernel's in-kernel dropout: Philox per kept score (attention_dropout_s).
   if (p.generation_curves) t += attention_dropout_s(op, spec);
+  // A fused attention backward's dO.O and dQ-conversion passes (attention_backward_aux_bytes),
+  // at the streaming rate, after and before the main kernel.
+  if (p.generation_curves && spec.kind == DeviceKind::Gpu && bw > 0.0)
+    t += attention_backward_aux_bytes(op) / (bw * memory_eff_for("Add", spec, p));
   return std::max(ceil_seconds(t), floor);
 }
 

@@ -440,6 +440,20 @@ double layer_norm_kernel_time(bool backward, double rows, double cols, double el
 double vocab_xent_kernel_time(bool backward, double rows, double cols, double elem_bytes,
                               double rate, double bw, int sm_count, int threads_per_sm);
 
+/// PyTorch's dense embedding gradient (embedding_dense_backward_cuda, aten/src/ATen/native/cuda/
+/// Embedding.cu and EmbeddingBackwardKernel.cu) of `indices` looked up in a [rows, cols] table of
+/// `elem_bytes` elements, on a GPU of `sm_count` SMs streaming at `rate` (B/s): the zero fill of
+/// the [rows, cols] gradient at `rate`, then for at most 3072 indices
+/// embedding_backward_feature_kernel (ceil(cols / 32) blocks walking the indices 32 at a time,
+/// two dependent memory round trips of 750 ns per chunk), else the sort path: cub's radix sort of
+/// the 64-bit indices and the segment bookkeeping, 82.1 us of small kernels (the H200 GPT-2 124M
+/// batch-8 step's 8192 indices; plus 8 passes of 32 B a key at `rate`), and compute_grad_weight
+/// and sum_and_scatter, one thread per index and column each, two element accesses a thread at
+/// 2.4 G accesses/s per SM (PyTorch's scalar-load kernels, kBroadcastElementsPerSmSecond).
+/// docs/cost-model.md, "Embedding gradients". 0 when an argument is not positive.
+double embedding_grad_kernel_time(double indices, double rows, double cols, double elem_bytes,
+                                  double rate, int sm_count);
+
 /// Wave/tile quantisation of a convolution (forward, input gradient, weight gradient) on a GPU of
 /// `sm_count` SMs: the FLOPs its implicit-GEMM kernels occupy the device for. Each GEMM's
 /// M x N output is cut into thread-block tiles (the xmma/CUTLASS tiles of the H200 traces' kernel

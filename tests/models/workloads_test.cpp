@@ -150,6 +150,38 @@ TEST(Workloads, Gpt2SmallParameters) {
               2 * weights * tokens + 4 * layers * t * t * h + 2 * h * v * tokens, 1.0);
 }
 
+// A lookup's gradient is IndexedSlices in the graph ([N, E] values), but its signature names the
+// table [V, E] too: PyTorch writes the dense table gradient, and the cost model prices its zero
+// fill and sort from it (docs/cost-model.md, "Embedding gradients").
+TEST(Workloads, GatherGradSignatureNamesTheTable) {
+  const sim::Graph g =
+      load_graph("gpt", "layers=1,hidden=64,heads=4,seq=32,positions=32,vocab=100,batch=2");
+  int seen = 0;
+  for (const auto& op : g.ops) {
+    if (op.type != "GatherGrad") continue;
+    ASSERT_TRUE(op.signature);
+    ASSERT_EQ(op.signature->input_shapes.size(), 3U) << op.name;
+    const bool tok = op.name.find("tok_lookup") != std::string::npos;
+    EXPECT_EQ(op.signature->input_shapes[2], (std::vector<std::int64_t>{tok ? 100 : 32, 64}))
+        << op.name;
+    EXPECT_EQ(op.outputs.at(0).shape, (std::vector<std::int64_t>{tok ? 64 : 32, 64})) << op.name;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 2);
+  // The look-up reads the rows it writes and its indices, not the table (f32 here).
+  for (const auto& op : g.ops) {
+    if (op.type != "Gather") continue;
+    const bool tok = op.name.find("tok_lookup") != std::string::npos;
+    const std::int64_t rows = tok ? 64 : 32;
+    EXPECT_EQ(op.bytes_read.v, rows * 64 * 4 + op.signature->input_shapes[1][0] * 4) << op.name;
+  }
+  // A per-time-step look-up of an unrolled recurrent graph keeps the IndexedSlices gradient.
+  const sim::Graph nmt =
+      load_graph("nmt", "layers=1,hidden=32,src_len=3,tgt_len=3,vocab=50,batch=2");
+  for (const auto& op : nmt.ops)
+    if (op.type == "GatherGrad") EXPECT_EQ(op.signature->input_shapes.size(), 2U) << op.name;
+}
+
 TEST(Workloads, GptMaskedHeadPredictsOnlyTheMaskedPositions) {
   // BERT-style pre-training: the head runs on `masked` gathered positions per sequence, so the
   // head's FLOPs scale by masked/seq; the parameters do not change.

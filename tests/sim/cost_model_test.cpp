@@ -1261,6 +1261,169 @@ TEST(CostModel, FusedAttentionDropoutCostsPhiloxPerKeptPair) {
   }
 }
 
+// PyTorch's dense embedding gradient (docs/cost-model.md, "Embedding gradients"): the zero fill
+// of [V, E] at the streaming rate, then embedding_backward_feature_kernel (<= 3072 indices: 2 x
+// 750 ns a chunk of 32) or the sort path (82.1 us of small kernels, their key passes, and two
+// N x E-thread kernels at 2.4 G element accesses/s per SM). The H200 kernel rig's held-out cases
+// (tools/kernel_heldout.py; backward kernels alone, the forward gather's time taken off):
+// vocab 50257 x 768 bf16, 8192 indices 208.2 us, 2048 indices 118.4 us; 128256 x 4096 f32, 32768
+// indices 2479 us. Before the rule the graph's GatherGrad (IndexedSlices, N x E bytes) took 6 us.
+TEST(CostModel, EmbeddingGradientIsPyTorchsDenseBackward) {
+  const Device h200 = catalog_gpu("H200-SXM-141GB");
+  const double rate = 4.8e12 * 0.88;
+  KernelCostModel km;
+  auto grad = [](std::int64_t v, std::int64_t e, std::int64_t n, Dtype dt) {
+    Op op;
+    op.name = "emb_grad";
+    op.type = "GatherGrad";
+    op.phase = Phase::Backward;
+    op.dtype = dt;
+    const auto es = static_cast<std::int64_t>(dtype_size(dt));
+    op.bytes_read = Bytes{n * e * es + 4 * n};
+    op.bytes_written = Bytes{n * e * es};
+    op.signature = Signature{"GatherGrad", {{n, e}, {n}, {v, e}}, dt};
+    op.outputs.push_back({.bytes = Bytes{n * e * es}, .shape = {n, e}, .dtype = dt});
+    return op;
+  };
+  struct Case {
+    std::int64_t v, e, n;
+    Dtype dt;
+    double measured_s;
+  };
+  for (const Case& c : {Case{50257, 768, 8192, Dtype::BF16, 208.2e-6},
+                        Case{50257, 768, 2048, Dtype::BF16, 118.4e-6},
+                        Case{128256, 4096, 32768, Dtype::F32, 2479e-6}}) {
+    const Op op = grad(c.v, c.e, c.n, c.dt);
+    const double es = static_cast<double>(dtype_size(c.dt));
+    const double n = static_cast<double>(c.n), e = static_cast<double>(c.e);
+    double expect = static_cast<double>(c.v) * e * es / rate;
+    if (c.n <= 3072)
+      expect += std::ceil(n / 32) * 2 * 750e-9;
+    else
+      expect += 82.1e-6 + 8 * 32 * n / rate + 4 * n * e / (132 * 2.4e9);
+    EXPECT_NEAR(km.op_time(op, h200).seconds(), expect, 2e-9) << c.n;
+    EXPECT_NEAR(km.op_time(op, h200).seconds() / c.measured_s, 1.0, 0.2) << c.n;
+    // The ET's aten::embedding_backward / embedding_dense_backward (output [V, E]): the same call.
+    for (const char* type : {"aten::embedding_dense_backward", "aten::embedding_backward"}) {
+      Op et = op;
+      et.type = type;
+      et.signature = Signature{et.type, {{c.n, c.e}, {c.n}, {}, {}, {}}, c.dt};
+      et.outputs[0].shape = {c.v, c.e};
+      EXPECT_NEAR(km.op_time(et, h200).seconds(), expect, 2e-9) << c.n << type;
+    }
+  }
+  // Without the table in its signature (a TensorFlow graph's IndexedSlices) nothing changes.
+  Op slices = grad(50257, 768, 8192, Dtype::BF16);
+  slices.signature->input_shapes.pop_back();
+  EXPECT_LT(km.op_time(slices, h200).seconds(), 10e-6);
+  // An ET's aten::embedding reads the rows it writes, not the 77 MB table (the rig: 8.8 us).
+  Op lookup;
+  lookup.name = "lookup";
+  lookup.type = "aten::embedding";
+  lookup.dtype = Dtype::BF16;
+  lookup.bytes_read = Bytes{50257LL * 768 * 2 + 8 * 8192};
+  lookup.bytes_written = Bytes{8192LL * 768 * 2};
+  lookup.signature =
+      Signature{"aten::embedding", {{50257, 768}, {8, 1024}, {}, {}, {}}, Dtype::BF16};
+  lookup.outputs.push_back(
+      {.bytes = Bytes{8192LL * 768 * 2}, .shape = {8, 1024, 768}, .dtype = Dtype::BF16});
+  EXPECT_LT(km.op_time(lookup, h200).seconds(), 10e-6);
+}
+
+// A full 2-D transpose ([a, b] -> [b, a]) runs ATen's non-vectorised copy at the SMs' element
+// rate (2.4 G accesses/s per SM, two an element), whatever the element size: the H200 kernel rig's
+// bf16 [1024, 256 Ki] -> [256 Ki, 1024] took 1893 us (0.57 TB/s), and the bandwidth rule gave 763.
+// A head permute ([B*S, H*D] -> [B, H, S, D]) is not one and keeps its rate.
+TEST(CostModel, FullTransposeAtTheSmsElementRate) {
+  const Device h200 = catalog_gpu("H200-SXM-141GB");
+  KernelCostModel km;
+  auto transpose = [](std::vector<std::int64_t> in, std::vector<std::int64_t> out, Dtype dt) {
+    Op op;
+    op.name = "t";
+    op.type = "Transpose";
+    op.dtype = dt;
+    const std::int64_t n = in[0] * in[1] * static_cast<std::int64_t>(dtype_size(dt));
+    op.bytes_read = Bytes{n};
+    op.bytes_written = Bytes{n};
+    op.signature = Signature{"Transpose", {in}, dt};
+    op.outputs.push_back({.bytes = Bytes{n}, .shape = std::move(out), .dtype = dt});
+    return op;
+  };
+  const std::int64_t n = 1LL << 28;
+  const Op bf16 = transpose({1024, n / 1024}, {n / 1024, 1024}, Dtype::BF16);
+  EXPECT_NEAR(km.op_time(bf16, h200).seconds(), 2.0 * static_cast<double>(n) / (132 * 2.4e9), 2e-9);
+  EXPECT_NEAR(km.op_time(bf16, h200).seconds() / 1893.2e-6, 1.0, 0.12);
+  const Op f32 = transpose({1024, n / 1024}, {n / 1024, 1024}, Dtype::F32);
+  EXPECT_EQ(km.op_time(f32, h200).ns, km.op_time(bf16, h200).ns);
+  // A head permute of the same bytes keeps the non-vectorised bandwidth cap (1.41 TB/s here).
+  Op permute = transpose({8192, 768}, {8, 12, 1024, 64}, Dtype::BF16);
+  EXPECT_LT(km.op_time(permute, h200).seconds(), 2.0 * 8192 * 768 * 2 / 1.3e12);
+  EXPECT_GT(km.op_time(permute, h200).seconds(), 2.0 * 8192 * 768 * 2 / 1.5e12);
+}
+
+// Fused attention (docs/cost-model.md, "Fused attention ops"): a causal call's diagonal tiles are
+// computed whole (key tiles of 128: (s + 128) / (s + 1) times the kept pairs), the backward adds
+// its dO.O and dQ-conversion passes (7 x dQ's bytes at the streaming rate), and on Hopper cuDNN's
+// rate grows with the head dimension (1.5x at 128; FlashAttention-3's Figure 5). The H200 rig's
+// cuDNN cases (tools/kernel_heldout.py): batch 16, 12 heads of 64, causal, seq 512: 136.9 us
+// forward + backward (predicted 66.4 before, 103.4 now); batch 4, 32 heads of 128, seq 2048:
+// 1077.9 us (1390.8 before, 1095.8 now).
+TEST(CostModel, FusedAttentionComputesWholeTilesAndItsBackwardPasses) {
+  const Device h200 = catalog_gpu("H200-SXM-141GB");
+  const Device a100 = catalog_gpu("A100-SXM4-80GB");
+  KernelCostModel km;
+  const RooflineParams p = km.roofline();
+  auto attn = [](const char* type, double b, double h, double s, double d, bool causal) {
+    Op op;
+    op.name = "attn";
+    op.type = type;
+    op.dtype = Dtype::BF16;
+    const bool bwd = std::string_view(type) == "FlashAttentionGrad";
+    op.flops = Flops{4 * d * b * h * (causal ? s * (s + 1) / 2 : s * s) * (bwd ? 2.5 : 1.0)};
+    const auto t = static_cast<std::int64_t>(b * h * s * d * 2);
+    op.bytes_read = Bytes{(bwd ? 5 : 3) * t};
+    op.bytes_written = Bytes{(bwd ? 3 : 1) * t};
+    op.outputs.push_back({.bytes = Bytes{t},
+                          .shape = {static_cast<std::int64_t>(b), static_cast<std::int64_t>(h),
+                                    static_cast<std::int64_t>(s), static_cast<std::int64_t>(d)},
+                          .dtype = Dtype::BF16});
+    return op;
+  };
+  const double peak = 989.5e12 * 0.35;
+  for (const double s : {512.0, 1024.0, 2048.0}) {  // compute-bound here
+    const double pairs = 16 * 12 * s * (s + 1) / 2;
+    const double tile = (s + 128) / (s + 1);
+    const Op fwd = attn("FlashAttention", 16, 12, s, 64, true);
+    EXPECT_NEAR(km.op_time(fwd, h200).seconds(),
+                (4 * 64 * pairs * tile + p.compute_half_flops) / peak, 2e-9)
+        << s;
+    const Op bwd = attn("FlashAttentionGrad", 16, 12, s, 64, true);
+    const double aux = 7 * 16 * 12 * s * 64 * 2 / (4.8e12 * 0.88);
+    EXPECT_NEAR(km.op_time(bwd, h200).seconds(),
+                (2.5 * 4 * 64 * pairs * tile + p.compute_half_flops) / peak + aux, 4e-9)
+        << s;
+    // Non-causal: every pair of whole tiles is kept; no factor.
+    const Op full = attn("FlashAttention", 32, 16, s, 64, false);
+    EXPECT_NEAR(km.op_time(full, h200).seconds(),
+                (4 * 64 * 32 * 16 * s * s + p.compute_half_flops) / peak, 2e-9)
+        << s;
+  }
+  // Head dim 128 on Hopper: 1.5x the head-dim-64 rate; an A100 (FlashAttention-2) keeps its own.
+  const Op f128 = attn("FlashAttention", 4, 32, 2048, 128, true);
+  const double f = 4 * 128 * 4 * 32 * 2048.0 * 2049 / 2 * (2048.0 + 128) / 2049;
+  EXPECT_NEAR(km.op_time(f128, h200).seconds(), (f + p.compute_half_flops) / (peak * 1.5), 2e-9);
+  EXPECT_NEAR(km.op_time(f128, a100).seconds(),
+              (f + p.compute_half_flops) / (312e12 * p.compute_eff_max), 2e-9);
+  // The rig's seq-512 and seq-2048 cuDNN cases (forward + backward) within 30 % and 5 %.
+  const Op f512 = attn("FlashAttention", 16, 12, 512, 64, true);
+  const Op b512 = attn("FlashAttentionGrad", 16, 12, 512, 64, true);
+  EXPECT_NEAR((km.op_time(f512, h200).seconds() + km.op_time(b512, h200).seconds()) / 136.9e-6, 1.0,
+              0.3);
+  const Op b128 = attn("FlashAttentionGrad", 4, 32, 2048, 128, true);
+  EXPECT_NEAR((km.op_time(f128, h200).seconds() + km.op_time(b128, h200).seconds()) / 1077.9e-6,
+              1.0, 0.05);
+}
+
 // Dense convolutions at the rate each generation's cuDNN kernels were measured at
 // (docs/cost-model.md, "Convolutions per generation"): TF32 on an A100 0.295 of the TF32 peak
 // (the A100 ResNet-50 trace), on Hopper 0.21 (tf32_eff_max, the H200 ResNet-18 trace); F32 on the
