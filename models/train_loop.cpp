@@ -187,6 +187,94 @@ void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
   }
 }
 
+// The unscale of GradScaler.step: the scale's inverse, found_inf, and the non-finite check over
+// every gradient the update kernels read; `unscaled` maps each gradient to the launch that
+// unscaled it. Returns the last launch (found_inf's writer).
+// GradScaler.step (torch/cuda/amp/grad_scaler.py, torch 1.13 and torch/amp/grad_scaler.py
+// since 2.3): unscale_ computes `self._scale.double().reciprocal().float()` (copy, reciprocal,
+// copy) and `found_inf = torch.full((1,), 0.0)` (a fill), _unscale_grads_ takes both through
+// _MultiDeviceReplicator.get (`.to(device, non_blocking=True, copy=True)`: two 4-byte device
+// copies), then one _amp_foreach_non_finite_check_and_unscale_ over the gradients of each
+// device and dtype (multi_tensor_apply<1>: one tensor list, read and written in place).
+// _maybe_opt_step's `found_inf.item()` comes after clipping (add_before_update).
+sim::TensorRef add_grad_scaler_unscale(
+    LoopOps& b, const std::vector<sim::OpId>& updates,
+    std::map<std::pair<sim::OpId, std::int32_t>, sim::TensorRef>& unscaled) {
+  sim::TensorRef found_inf{-1, 0};
+  // Every gradient an update kernel reads (a foreach or fused launch reads many), in the order
+  // the update kernels first read them; F32 (checked). Its elements are its parameter's, the
+  // weight read just before it (an update reads {parameter, gradient}; a multi-tensor launch
+  // those pairs in turn): a sparse gradient (an embedding's touched rows) is dense in PyTorch.
+  std::vector<sim::TensorRef> grads;
+  std::vector<std::int64_t> grad_numels;
+  const auto elements = [&](const sim::TensorRef& r) {
+    const auto& t =
+        b.g.ops[static_cast<std::size_t>(r.op)].outputs.at(static_cast<std::size_t>(r.output));
+    return t.bytes.v / sim::dtype_size(t.dtype);
+  };
+  for (const sim::OpId u : updates) {
+    const sim::TensorRef* weight = nullptr;
+    for (const sim::TensorRef& r : b.g.ops[static_cast<std::size_t>(u)].inputs) {
+      const sim::Op& from = b.g.ops[static_cast<std::size_t>(r.op)];
+      if (from.phase == sim::Phase::Other && from.inputs.empty()) weight = &r;
+      if (from.phase != sim::Phase::Backward) continue;
+      if (!unscaled.emplace(std::make_pair(r.op, r.output), r).second) continue;
+      grads.push_back(r);
+      grad_numels.push_back(weight ? elements(*weight) : elements(r));
+    }
+  }
+  // Launched once the backward's are: the first reads every gradient (for its order only).
+  sim::TensorRef inv = b.add("grad_scaler_scale_double", "aten::copy_", kScalar, 2 * kScalar,
+                             2 * kScalar, grads, {});
+  inv = b.add("grad_scaler_reciprocal", "aten::reciprocal", 2 * kScalar, 2 * kScalar, 2 * kScalar,
+              {inv}, {});
+  inv =
+      b.add("grad_scaler_inv_scale_float", "aten::copy_", 2 * kScalar, kScalar, kScalar, {inv}, {});
+  found_inf = b.add("grad_scaler_found_inf_full", "aten::fill_", 0, kScalar, kScalar, {inv}, {});
+  found_inf = b.add("grad_scaler_found_inf_copy", "aten::copy_", kScalar, kScalar, kScalar,
+                    {found_inf}, {});
+  inv = b.add("grad_scaler_inv_scale_copy", "aten::copy_", kScalar, kScalar, kScalar,
+              {inv, found_inf}, {});
+  const auto parts = multi_tensor_parts(grad_numels, 1);
+  for (std::size_t j = 0; j < parts.size(); ++j) {
+    std::int64_t by = 0;
+    std::vector<sim::TensorRef> in{j == 0 ? inv : found_inf};
+    for (const auto& [k, e] : parts[j]) {
+      by += e * 4;
+      in.push_back(grads[k]);
+    }
+    found_inf = b.add("grad_scaler_unscale_launch" + std::to_string(j),
+                      "aten::_amp_foreach_non_finite_check_and_unscale_", by, by, kScalar,
+                      std::move(in), {});
+    for (const auto& [k, e] : parts[j])
+      unscaled[std::make_pair(grads[k].op, grads[k].output)] = found_inf;
+  }
+  return found_inf;
+}
+
+// After GradScaler's found_inf.item() (`item`): every update kernel waits for it and reads the
+// unscaled gradients.
+void wait_for_found_inf(
+    LoopOps& b, const std::vector<sim::OpId>& updates,
+    const std::map<std::pair<sim::OpId, std::int32_t>, sim::TensorRef>& unscaled, sim::OpId item) {
+  // Every optimizer kernel is launched after the sync (a foreach launch over momentum buffers
+  // alone reads no gradient), and reads the unscaled gradients.
+  for (const sim::OpId u : updates) {
+    sim::Op& op = b.g.ops[static_cast<std::size_t>(u)];
+    std::vector<sim::TensorRef> more;
+    for (const sim::TensorRef& r : op.inputs)
+      if (const auto it = unscaled.find(std::make_pair(r.op, r.output)); it != unscaled.end())
+        if (std::find(more.begin(), more.end(), it->second) == more.end())
+          more.push_back(it->second);
+    for (const sim::TensorRef& m : more)
+      if (std::find(op.inputs.begin(), op.inputs.end(), m) == op.inputs.end())
+        op.inputs.push_back(m);
+    if (std::find(op.control_inputs.begin(), op.control_inputs.end(), item) ==
+        op.control_inputs.end())
+      op.control_inputs.push_back(item);
+  }
+}
+
 // Between the backward pass and the update kernels (AccumulateGrad, apex's unscale with its
 // overflow check, clip_grad_norm_); the update kernels then follow what was added on their
 // gradient and the latest host sync. Returns GradScaler's found_inf .item() (the sync), if any.
@@ -238,65 +326,12 @@ std::optional<sim::OpId> add_before_update(LoopOps& b, const TrainLoop& t,
     }
     sync("overflow_item", {prev});
   }
-  // GradScaler.step (torch/cuda/amp/grad_scaler.py, torch 1.13 and torch/amp/grad_scaler.py
-  // since 2.3): unscale_ computes `self._scale.double().reciprocal().float()` (copy, reciprocal,
-  // copy) and `found_inf = torch.full((1,), 0.0)` (a fill), _unscale_grads_ takes both through
-  // _MultiDeviceReplicator.get (`.to(device, non_blocking=True, copy=True)`: two 4-byte device
-  // copies), then one _amp_foreach_non_finite_check_and_unscale_ over the gradients of each
-  // device and dtype (multi_tensor_apply<1>: one tensor list, read and written in place).
-  // _maybe_opt_step's `found_inf.item()` comes after clipping (the AMP recipe calls unscale_
-  // before clip_grad_norm_), below.
+  // GradScaler.step's unscale_ (add_grad_scaler_unscale); its found_inf.item() comes after
+  // clipping (the AMP recipe calls unscale_ before clip_grad_norm_), below.
   sim::TensorRef found_inf{-1, 0};
   std::map<std::pair<sim::OpId, std::int32_t>, sim::TensorRef> unscaled;  // gradient -> launch
   if (t.torch_grad_scaler) {
-    // Every gradient an update kernel reads (a foreach or fused launch reads many), in the order
-    // the update kernels first read them; F32 (checked). Its elements are its parameter's, the
-    // weight read just before it (an update reads {parameter, gradient}; a multi-tensor launch
-    // those pairs in turn): a sparse gradient (an embedding's touched rows) is dense in PyTorch.
-    std::vector<sim::TensorRef> grads;
-    std::vector<std::int64_t> grad_numels;
-    const auto elements = [&](const sim::TensorRef& r) {
-      const auto& t =
-          b.g.ops[static_cast<std::size_t>(r.op)].outputs.at(static_cast<std::size_t>(r.output));
-      return t.bytes.v / sim::dtype_size(t.dtype);
-    };
-    for (const sim::OpId u : updates) {
-      const sim::TensorRef* weight = nullptr;
-      for (const sim::TensorRef& r : b.g.ops[static_cast<std::size_t>(u)].inputs) {
-        const sim::Op& from = b.g.ops[static_cast<std::size_t>(r.op)];
-        if (from.phase == sim::Phase::Other && from.inputs.empty()) weight = &r;
-        if (from.phase != sim::Phase::Backward) continue;
-        if (!unscaled.emplace(std::make_pair(r.op, r.output), r).second) continue;
-        grads.push_back(r);
-        grad_numels.push_back(weight ? elements(*weight) : elements(r));
-      }
-    }
-    // Launched once the backward's are: the first reads every gradient (for its order only).
-    sim::TensorRef inv = b.add("grad_scaler_scale_double", "aten::copy_", kScalar, 2 * kScalar,
-                               2 * kScalar, grads, {});
-    inv = b.add("grad_scaler_reciprocal", "aten::reciprocal", 2 * kScalar, 2 * kScalar, 2 * kScalar,
-                {inv}, {});
-    inv = b.add("grad_scaler_inv_scale_float", "aten::copy_", 2 * kScalar, kScalar, kScalar, {inv},
-                {});
-    found_inf = b.add("grad_scaler_found_inf_full", "aten::fill_", 0, kScalar, kScalar, {inv}, {});
-    found_inf = b.add("grad_scaler_found_inf_copy", "aten::copy_", kScalar, kScalar, kScalar,
-                      {found_inf}, {});
-    inv = b.add("grad_scaler_inv_scale_copy", "aten::copy_", kScalar, kScalar, kScalar,
-                {inv, found_inf}, {});
-    const auto parts = multi_tensor_parts(grad_numels, 1);
-    for (std::size_t j = 0; j < parts.size(); ++j) {
-      std::int64_t by = 0;
-      std::vector<sim::TensorRef> in{j == 0 ? inv : found_inf};
-      for (const auto& [k, e] : parts[j]) {
-        by += e * 4;
-        in.push_back(grads[k]);
-      }
-      found_inf = b.add("grad_scaler_unscale_launch" + std::to_string(j),
-                        "aten::_amp_foreach_non_finite_check_and_unscale_", by, by, kScalar,
-                        std::move(in), {});
-      for (const auto& [k, e] : parts[j])
-        unscaled[std::make_pair(grads[k].op, grads[k].output)] = found_inf;
-    }
+    found_inf = add_grad_scaler_unscale(b, updates, unscaled);
     for (std::size_t i = 0; i < params.size(); ++i)
       if (const auto it = unscaled.find(std::make_pair(cur[i].op, cur[i].output));
           it != unscaled.end())
@@ -332,22 +367,7 @@ std::optional<sim::OpId> add_before_update(LoopOps& b, const TrainLoop& t,
   if (t.torch_grad_scaler) {
     sync("grad_scaler_found_inf_item", {found_inf});
     found_inf_item = gate.front();
-    // Every optimizer kernel is launched after the sync (a foreach launch over momentum buffers
-    // alone reads no gradient), and reads the unscaled gradients.
-    for (const sim::OpId u : updates) {
-      sim::Op& op = b.g.ops[static_cast<std::size_t>(u)];
-      std::vector<sim::TensorRef> more;
-      for (const sim::TensorRef& r : op.inputs)
-        if (const auto it = unscaled.find(std::make_pair(r.op, r.output)); it != unscaled.end())
-          if (std::find(more.begin(), more.end(), it->second) == more.end())
-            more.push_back(it->second);
-      for (const sim::TensorRef& m : more)
-        if (std::find(op.inputs.begin(), op.inputs.end(), m) == op.inputs.end())
-          op.inputs.push_back(m);
-      if (std::find(op.control_inputs.begin(), op.control_inputs.end(), *found_inf_item) ==
-          op.control_inputs.end())
-        op.control_inputs.push_back(*found_inf_item);
-    }
+    wait_for_found_inf(b, updates, unscaled, *found_inf_item);
   }
   for (std::size_t i = 0; i < params.size(); ++i)
     for (const sim::OpId u : params[i].updates) {
