@@ -5,6 +5,7 @@
 #include "models/onnx_import.hpp"
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <map>
 #include <onnx/onnx_pb.h>
@@ -613,6 +614,7 @@ class Importer {
     find_silu();
     find_gelu();
     find_linear();
+    find_attention();
   }
   [[nodiscard]] const std::set<std::string>& data_inputs() const { return data_inputs_; }
 
@@ -635,7 +637,8 @@ class Importer {
                         ",batch=" + std::to_string(options_.batch) +
                         ",optimizer=" + to_string(options_.optimizer) +
                         (options_.weight_view ? ",weight_view=true" : "") +
-                        (options_.bias_epilogue ? ",bias_epilogue=true" : "")},
+                        (options_.bias_epilogue ? ",bias_epilogue=true" : "") +
+                        (options_.attention_sdpa ? ",attention=sdpa" : "")},
         {"producer", model.producer_name() + " " + model.producer_version()},
         // ONNX tensors are NCHW, as PyTorch runs a model unless told channels_last
         // (--graph-opt layout=nhwc says it was).
@@ -887,6 +890,117 @@ class Importer {
     }
   }
 
+  // torch.onnx writes attention (timm's `fused_attn=False` path, or F.scaled_dot_product_attention
+  // in opsets without it) as MatMul(q, Transpose(k)) -> Mul or Div by the scale -> Softmax(-1) ->
+  // MatMul(., v). With attention=sdpa, each such chain whose intermediates are read once (no mask,
+  // no dropout between) becomes one op "FlashAttention" at the last MatMul, reading q, k and v,
+  // writing O and the row logsumexp, with one "FlashAttentionGrad": what
+  // F.scaled_dot_product_attention runs (timm >= 0.9's `fused_attn`), priced as the `gpt` graph's
+  // attention=flash op (models/gpt_model.cpp; docs/cost-model.md, "Fused attention ops").
+  void find_attention() {
+    if (!options_.attention_sdpa) return;
+    std::map<std::string, int> readers;
+    std::map<std::string, int> producer;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      for (const auto& in : g_.node(k).input()) ++readers[in];
+      for (const auto& out : g_.node(k).output()) producer[out] = k;
+    }
+    for (const auto& out : g_.output()) ++readers[out.name()];
+    // The scale: a Constant node's output or a one-element initializer (not a learned tensor).
+    std::set<std::string> scalars;
+    for (const auto& t : g_.initializer()) {
+      std::int64_t n = 1;
+      for (const auto d : t.dims()) n *= d;
+      if (n == 1) scalars.insert(t.name());
+    }
+    const auto constant = [&](const std::string& v) {
+      const auto it = producer.find(v);
+      return scalars.contains(v) ||
+             (it != producer.end() && g_.node(it->second).op_type() == "Constant");
+    };
+    // The node producing v when v is read once and that node is a `type` with one output.
+    const auto only_from = [&](const std::string& v, const char* type) {
+      const auto it = producer.find(v);
+      if (readers[v] != 1 || it == producer.end() || g_.node(it->second).op_type() != type ||
+          g_.node(it->second).output_size() != 1)
+        return -1;
+      return it->second;
+    };
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& pv = g_.node(k);
+      if (pv.op_type() != "MatMul" || pv.input_size() != 2 || pv.output_size() != 1) continue;
+      const int softmax = only_from(pv.input(0), "Softmax");
+      if (softmax < 0 || attr_int(g_.node(softmax), "axis", -1) != -1) continue;
+      const std::string& logits = g_.node(softmax).input(0);
+      int scale = only_from(logits, "Mul");
+      if (scale < 0) scale = only_from(logits, "Div");
+      int qk = -1;
+      if (scale >= 0) {
+        const auto& sc = g_.node(scale);
+        if (sc.input_size() != 2) continue;
+        for (int j = 0; j < 2 && qk < 0; ++j) {
+          if (sc.op_type() == "Div" && j == 1) break;  // the scores are the dividend
+          if (constant(sc.input(1 - j))) qk = only_from(sc.input(j), "MatMul");
+        }
+      } else {
+        qk = only_from(logits, "MatMul");
+      }
+      if (qk < 0 || g_.node(qk).input_size() != 2) continue;
+      const int kt = only_from(g_.node(qk).input(1), "Transpose");
+      if (kt < 0) continue;
+      // K^T: a Transpose swapping the last two axes of K.
+      const auto perm = attr_ints(g_.node(kt), "perm");
+      const auto r = static_cast<std::int64_t>(perm.size());
+      bool swap = r >= 2 && perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+      for (std::int64_t i = 0; swap && i + 2 < r; ++i) swap = perm[i] == i;
+      if (!swap) continue;
+      for (const int skip : {kt, qk, scale, softmax})
+        if (skip >= 0) attention_skip_.insert(skip);
+      attention_at_[k] = {g_.node(qk).input(0), g_.node(kt).input(0), pv.input(1)};
+    }
+  }
+
+  // One FlashAttention op for the chain ending at node k (find_attention).
+  void add_attention(int k, const onnx::NodeProto& n, const std::array<std::string, 3>& qkv) {
+    const std::string node_key =
+        "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")";
+    std::vector<Tensor> ins;
+    for (const auto& v : qkv) {
+      const auto it = tensors_.find(v);
+      if (it == tensors_.end())
+        throw sim::InputError(path_, node_key,
+                              "inputs produced earlier in the graph, got unknown tensor \"" +
+                                  sim::printable(v) + "\"");
+      ins.push_back(it->second);
+    }
+    const Shape& q = ins[0].shape;
+    const Shape& key = ins[1].shape;
+    const Shape& v = ins[2].shape;
+    if (q.size() < 3 || key.size() != q.size() || v.size() != q.size() || key.back() != q.back() ||
+        v[v.size() - 2] != key[key.size() - 2])
+      throw sim::InputError(path_, node_key,
+                            "an attention with q [..., n, d], k [..., m, d] and v [..., m, e]");
+    const auto out = info_.find(n.output(0));
+    Shape o = q;
+    o.back() = v.back();
+    if (out != info_.end() && out->second.known) o = out->second.shape;
+    Shape lse(o.begin(), o.end() - 1);
+    // 2·d FLOPs a query-key pair for QK^T and 2·e for PV; the backward 2.5 times the forward.
+    const double rows = elems(lse);
+    const double keys = static_cast<double>(key[key.size() - 2]);
+    const double f = 2.0 * rows * keys * static_cast<double>(q.back() + v.back());
+    const std::string name = unique(n.name().empty() ? "Attention_" + std::to_string(k) : n.name());
+    b_.scope(layer_of(name, '/'));
+    const auto results = b_.op(name, "FlashAttention", ins, {o, lse}, f,
+                               {GradRule{.type = "FlashAttentionGrad",
+                                         .flops = 2.5 * f,
+                                         .wrt = {0, 1, 2},
+                                         .saved_inputs = {0, 1, 2},
+                                         .saved_outputs = {0, 1}}},
+                               output_dtype(n.output(0)));
+    tensors_[n.output(0)] = results[0];
+  }
+
   // An integer or boolean value of at most 16 elements: a shape, a dimension, an index.
   static bool small_integer(const Shape& shape, sim::Dtype dtype) {
     if (is_float(dtype)) return false;
@@ -928,6 +1042,11 @@ class Importer {
   }
 
   void add_node(int k, const onnx::NodeProto& n) {
+    if (attention_skip_.contains(k)) return;
+    if (const auto att = attention_at_.find(k); att != attention_at_.end()) {
+      add_attention(k, n, att->second);
+      return;
+    }
     if (const auto folded = bias_added_.find(k); folded != bias_added_.end()) {
       // An Add whose bias its MatMul's epilogue adds (find_linear): the MatMul's output is its.
       tensors_[n.output(0)] = tensors_.at(folded->second);
@@ -1118,6 +1237,10 @@ class Importer {
   // the Adds folded into their MatMuls -> the MatMul's output.
   std::map<int, std::pair<int, std::string>> bias_of_;
   std::map<int, std::string> bias_added_;
+  // attention=sdpa: the chains' Transpose(k), MatMul(q, kT), scale and Softmax nodes, and the last
+  // MatMul of each -> its q, k, v.
+  std::set<int> attention_skip_;
+  std::map<int, std::array<std::string, 3>> attention_at_;
   // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
   // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
   std::set<std::string> guessed_;

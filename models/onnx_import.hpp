@@ -41,6 +41,10 @@ struct OnnxImportOptions {
   /// the MatMul's cuBLASLt epilogue (PyTorch's addmm, CUDA >= 11.4), its third input, as the `gpt`
   /// graph's `bias_epilogue=true`; the bias gradient a separate column sum (BiasAddGrad).
   bool bias_epilogue = false;
+  /// `attention=sdpa`: each MatMul(q, Transpose(k)) -> [Mul/Div by a constant] -> Softmax(-1) ->
+  /// MatMul(., v) chain, every intermediate read once, is one fused attention op each way, as
+  /// F.scaled_dot_product_attention runs it (the `gpt` graph's `attention=flash` op).
+  bool attention_sdpa = false;
   std::int64_t batch = 0;  ///< 0 = keep the model's batch dimension (1 if symbolic)
   Optimizer optimizer = Optimizer::Sgd;
 };

@@ -399,5 +399,57 @@ TEST(OnnxImport, LinearWeightViewAndBiasEpilogue) {
   EXPECT_THROW(load_graph(model, "training,weight_view=2"), sim::InputError);
 }
 
+// torch.onnx writes timm's attention as MatMul(q, Transpose(k)) -> Mul(scale) -> Softmax ->
+// MatMul(., v). `attention=sdpa` makes each chain one FlashAttention op each way (what
+// F.scaled_dot_product_attention runs, timm >= 0.9's fused_attn), with the two matmuls' FLOPs;
+// the default keeps the ONNX ops. A masked attention (gpt_separate_qkv.onnx's causal one) stays.
+TEST(OnnxImport, AttentionSdpaFusesTheScoreChain) {
+  const std::string model = kDir + "vit_base_patch16_224.onnx";
+  std::map<std::string, std::map<std::string, int>> count;
+  std::map<std::string, double> traffic;
+  std::map<std::string, double> matmul_flops, attention_flops;
+  for (const std::string mode : {"ops", "sdpa"}) {
+    const sim::Graph g = load_graph(model, "training,batch=2,attention=" + mode);
+    census(g, count[mode], traffic[mode]);
+    for (const auto& op : g.ops) {
+      if (op.phase != sim::Phase::Forward) continue;
+      if (op.type == "MatMul") matmul_flops[mode] += op.flops.v;
+      if (op.type != "FlashAttention") continue;
+      attention_flops[mode] += op.flops.v;
+      ASSERT_EQ(op.inputs.size(), 3u) << op.name;
+      ASSERT_EQ(op.outputs.size(), 2u) << op.name;
+      // O [b, heads, tokens, head dim] and the row logsumexp [b, heads, tokens].
+      EXPECT_EQ(op.outputs[0].shape, (Shape{2, 12, 197, 64})) << op.name;
+      EXPECT_EQ(op.outputs[1].shape, (Shape{2, 12, 197})) << op.name;
+      // q, k, v as the heads' split gives them: k is not transposed.
+      for (const auto& in : op.inputs)
+        EXPECT_EQ(g.ops[static_cast<std::size_t>(in.op)]
+                      .outputs.at(static_cast<std::size_t>(in.output))
+                      .shape,
+                  (Shape{2, 12, 197, 64}))
+            << op.name;
+    }
+  }
+  EXPECT_EQ(count["ops"].count("FlashAttention"), 0u);
+  EXPECT_EQ(count["sdpa"]["FlashAttention"], 12);
+  EXPECT_EQ(count["sdpa"]["FlashAttentionGrad"], 12);
+  EXPECT_EQ(count["sdpa"].count("Softmax"), 0u);
+  EXPECT_EQ(count["ops"]["Softmax"], 12);
+  EXPECT_EQ(count["sdpa"]["MatMul"], count["ops"]["MatMul"] - 6 * 12);    // 2 forward, 4 backward
+  EXPECT_EQ(count["sdpa"]["Mul"], count["ops"]["Mul"] - 12);              // the scale
+  EXPECT_EQ(count["sdpa"]["Transpose"], count["ops"]["Transpose"] - 12);  // K^T
+  EXPECT_LT(traffic["sdpa"], traffic["ops"]);
+  // The two score matmuls' FLOPs: 2 x 2 x 12 x 197^2 x 64 each, 12 blocks.
+  const double two_matmuls = 2 * 2.0 * 2 * 12 * 197 * 197 * 64 * 12;
+  EXPECT_NEAR(attention_flops["sdpa"], two_matmuls, 1.0);
+  EXPECT_NEAR(matmul_flops["ops"] - matmul_flops["sdpa"], two_matmuls, 1.0);
+  std::map<std::string, int> gpt;
+  double unused = 0;
+  census(load_graph(kDir + "gpt_separate_qkv.onnx", "training,attention=sdpa"), gpt, unused);
+  EXPECT_EQ(gpt.count("FlashAttention"), 0u);
+  EXPECT_EQ(gpt["Softmax"], 2);
+  EXPECT_THROW(load_graph(model, "training,attention=flash"), sim::InputError);
+}
+
 }  // namespace
 }  // namespace placesim::models
