@@ -5,6 +5,7 @@
 #include "models/onnx_import.hpp"
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <map>
 #include <onnx/onnx_pb.h>
@@ -435,10 +436,14 @@ void handle_matmul(Node& x, const std::string& /*path*/, const std::string& /*no
   const Shape& a = x.ins.at(0).shape;
   const bool trans_a = x.type == "Gemm" && attr_int(x.n, "transA", 0) != 0;
   const double kdim = a.empty() ? 1.0 : static_cast<double>(trans_a ? a.front() : a.back());
-  x.flops = 2 * x.ny * kdim + (x.at(2) >= 0 ? x.ny : 0);
+  // A MatMul with a third input is one the import gave its bias as the GEMM's epilogue
+  // (bias_epilogue; ONNX's MatMul has two): priced as GraphBuilder::matmul_bias, the bias added as
+  // the tile is stored, its gradient a separate column sum.
+  const bool epilogue = x.type == "MatMul" && x.at(2) >= 0;
+  x.flops = 2 * x.ny * kdim + (x.at(2) >= 0 && !epilogue ? x.ny : 0);
   x.grad(x.type, 2 * x.ny * kdim, {x.at(0)}, {x.at(1)});
   x.grad(x.type, 2 * x.ny * kdim, {x.at(1)}, {x.at(0)});
-  x.grad("ReduceSum", x.ny, {x.at(2)}, {});
+  x.grad(epilogue ? "BiasAddGrad" : "ReduceSum", x.ny, {x.at(2)}, {});
 }
 
 void handle_norm(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
@@ -608,6 +613,8 @@ class Importer {
     b_.prefix_names(false);
     find_silu();
     find_gelu();
+    find_linear();
+    find_attention();
   }
   [[nodiscard]] const std::set<std::string>& data_inputs() const { return data_inputs_; }
 
@@ -628,7 +635,10 @@ class Importer {
         {"parameters", std::to_string(b_.parameter_count())},
         {"options", std::string("training=") + (options_.training ? "true" : "false") +
                         ",batch=" + std::to_string(options_.batch) +
-                        ",optimizer=" + to_string(options_.optimizer)},
+                        ",optimizer=" + to_string(options_.optimizer) +
+                        (options_.weight_view ? ",weight_view=true" : "") +
+                        (options_.bias_epilogue ? ",bias_epilogue=true" : "") +
+                        (options_.attention_sdpa ? ",attention=sdpa" : "")},
         {"producer", model.producer_name() + " " + model.producer_version()},
         // ONNX tensors are NCHW, as PyTorch runs a model unless told channels_last
         // (--graph-opt layout=nhwc says it was).
@@ -801,6 +811,196 @@ class Importer {
     }
   }
 
+  // torch.onnx exports nn.Linear (F.linear: addmm(b, x, W.t()) for 2-D x, matmul(x, W.t()) + b
+  // or, since PyTorch 1.12's _flatten_3d_linear, addmm on the flattened 3-D x) as
+  // Transpose(W) -> MatMul(x, .) -> Add(., b), or as one Gemm(transB=1) for a 2-D x. PyTorch's
+  // `W.t()` is a view: cuBLAS takes the transposed operand (at::cuda::blas::gemm's transa/transb),
+  // and autograd's mm_mat2_backward writes the weight gradient as (dy^T x) in W's own layout, so
+  // no kernel either way. With weight_view, a Transpose of a 2-D weight whose readers are all
+  // matmuls' second operand becomes a `View`. With bias_epilogue, an Add of a MatMul's output,
+  // read by nothing else, and a 1-D weight, the MatMul's second operand a weight or its Transpose,
+  // becomes that MatMul's third input (decided in add_node, once the shapes are known: the bias
+  // must have the output's last dimension). docs/workloads.md, "ONNX import".
+  void find_linear() {
+    if (!options_.weight_view && !options_.bias_epilogue) return;
+    std::map<std::string, int> readers;
+    std::map<std::string, int> producer;
+    std::map<std::string, std::vector<std::pair<std::string, int>>> read_by;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& n = g_.node(k);
+      for (int i = 0; i < n.input_size(); ++i) {
+        ++readers[n.input(i)];
+        read_by[n.input(i)].emplace_back(n.op_type(), i);
+      }
+      for (const auto& out : n.output()) producer[out] = k;
+    }
+    for (const auto& out : g_.output()) ++readers[out.name()];
+    // Declared rank of each parameter (an initializer, or a weight input of an export without
+    // its parameters).
+    std::map<std::string, int> rank;
+    for (const auto& t : g_.initializer()) rank[t.name()] = t.dims_size();
+    for (const auto& in : g_.input()) {
+      if (data_inputs_.contains(in.name()) || rank.contains(in.name()) ||
+          !in.type().has_tensor_type() || !in.type().tensor_type().has_shape())
+        continue;
+      rank[in.name()] = in.type().tensor_type().shape().dim_size();
+    }
+    const auto weight_of_rank = [&](const std::string& v, int r) {
+      const auto it = rank.find(v);
+      return it != rank.end() && it->second == r;
+    };
+    const auto weight_transpose = [&](int k) {
+      const auto& n = g_.node(k);
+      if (n.op_type() != "Transpose" || n.input_size() != 1 || n.output_size() != 1 ||
+          !weight_of_rank(n.input(0), 2))
+        return false;
+      const auto perm = attr_ints(n, "perm");
+      return perm.empty() || perm == std::vector<std::int64_t>{1, 0};
+    };
+    if (options_.weight_view) {
+      for (int k = 0; k < g_.node_size(); ++k) {
+        if (!weight_transpose(k)) continue;
+        const auto& out = g_.node(k).output(0);
+        const auto it = read_by.find(out);
+        if (it == read_by.end() || readers[out] != static_cast<int>(it->second.size())) continue;
+        const bool matmuls_only =
+            std::all_of(it->second.begin(), it->second.end(), [](const auto& r) {
+              return (r.first == "MatMul" || r.first == "Gemm") && r.second == 1;
+            });
+        if (matmuls_only) weight_view_.insert(k);
+      }
+    }
+    if (!options_.bias_epilogue) return;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& add = g_.node(k);
+      if (add.op_type() != "Add" || add.input_size() != 2 || add.output_size() != 1) continue;
+      for (int j = 0; j < 2; ++j) {
+        const auto mm = producer.find(add.input(j));
+        if (mm == producer.end() || readers[add.input(j)] != 1 ||
+            !weight_of_rank(add.input(1 - j), 1))
+          continue;
+        const auto& m = g_.node(mm->second);
+        if (m.op_type() != "MatMul" || m.input_size() != 2 || m.output_size() != 1) continue;
+        const auto w = producer.find(m.input(1));
+        if (!weight_of_rank(m.input(1), 2) && (w == producer.end() || !weight_transpose(w->second)))
+          continue;
+        bias_of_[mm->second] = {k, add.input(1 - j)};
+        break;
+      }
+    }
+  }
+
+  // torch.onnx writes attention (timm's `fused_attn=False` path, or F.scaled_dot_product_attention
+  // in opsets without it) as MatMul(q, Transpose(k)) -> Mul or Div by the scale -> Softmax(-1) ->
+  // MatMul(., v). With attention=sdpa, each such chain whose intermediates are read once (no mask,
+  // no dropout between) becomes one op "FlashAttention" at the last MatMul, reading q, k and v,
+  // writing O and the row logsumexp, with one "FlashAttentionGrad": what
+  // F.scaled_dot_product_attention runs (timm >= 0.9's `fused_attn`), priced as the `gpt` graph's
+  // attention=flash op (models/gpt_model.cpp; docs/cost-model.md, "Fused attention ops").
+  void find_attention() {
+    if (!options_.attention_sdpa) return;
+    std::map<std::string, int> readers;
+    std::map<std::string, int> producer;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      for (const auto& in : g_.node(k).input()) ++readers[in];
+      for (const auto& out : g_.node(k).output()) producer[out] = k;
+    }
+    for (const auto& out : g_.output()) ++readers[out.name()];
+    // The scale: a Constant node's output or a one-element initializer (not a learned tensor).
+    std::set<std::string> scalars;
+    for (const auto& t : g_.initializer()) {
+      std::int64_t n = 1;
+      for (const auto d : t.dims()) n *= d;
+      if (n == 1) scalars.insert(t.name());
+    }
+    const auto constant = [&](const std::string& v) {
+      const auto it = producer.find(v);
+      return scalars.contains(v) ||
+             (it != producer.end() && g_.node(it->second).op_type() == "Constant");
+    };
+    // The node producing v when v is read once and that node is a `type` with one output.
+    const auto only_from = [&](const std::string& v, const char* type) {
+      const auto it = producer.find(v);
+      if (readers[v] != 1 || it == producer.end() || g_.node(it->second).op_type() != type ||
+          g_.node(it->second).output_size() != 1)
+        return -1;
+      return it->second;
+    };
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& pv = g_.node(k);
+      if (pv.op_type() != "MatMul" || pv.input_size() != 2 || pv.output_size() != 1) continue;
+      const int softmax = only_from(pv.input(0), "Softmax");
+      if (softmax < 0 || attr_int(g_.node(softmax), "axis", -1) != -1) continue;
+      const std::string& logits = g_.node(softmax).input(0);
+      int scale = only_from(logits, "Mul");
+      if (scale < 0) scale = only_from(logits, "Div");
+      int qk = -1;
+      if (scale >= 0) {
+        const auto& sc = g_.node(scale);
+        if (sc.input_size() != 2) continue;
+        for (int j = 0; j < 2 && qk < 0; ++j) {
+          if (sc.op_type() == "Div" && j == 1) break;  // the scores are the dividend
+          if (constant(sc.input(1 - j))) qk = only_from(sc.input(j), "MatMul");
+        }
+      } else {
+        qk = only_from(logits, "MatMul");
+      }
+      if (qk < 0 || g_.node(qk).input_size() != 2) continue;
+      const int kt = only_from(g_.node(qk).input(1), "Transpose");
+      if (kt < 0) continue;
+      // K^T: a Transpose swapping the last two axes of K.
+      const auto perm = attr_ints(g_.node(kt), "perm");
+      const auto r = static_cast<std::int64_t>(perm.size());
+      bool swap = r >= 2 && perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+      for (std::int64_t i = 0; swap && i + 2 < r; ++i) swap = perm[i] == i;
+      if (!swap) continue;
+      for (const int skip : {kt, qk, scale, softmax})
+        if (skip >= 0) attention_skip_.insert(skip);
+      attention_at_[k] = {g_.node(qk).input(0), g_.node(kt).input(0), pv.input(1)};
+    }
+  }
+
+  // One FlashAttention op for the chain ending at node k (find_attention).
+  void add_attention(int k, const onnx::NodeProto& n, const std::array<std::string, 3>& qkv) {
+    const std::string node_key =
+        "graph.node[" + std::to_string(k) + "] (\"" + sim::printable(n.name()) + "\")";
+    std::vector<Tensor> ins;
+    for (const auto& v : qkv) {
+      const auto it = tensors_.find(v);
+      if (it == tensors_.end())
+        throw sim::InputError(path_, node_key,
+                              "inputs produced earlier in the graph, got unknown tensor \"" +
+                                  sim::printable(v) + "\"");
+      ins.push_back(it->second);
+    }
+    const Shape& q = ins[0].shape;
+    const Shape& key = ins[1].shape;
+    const Shape& v = ins[2].shape;
+    if (q.size() < 3 || key.size() != q.size() || v.size() != q.size() || key.back() != q.back() ||
+        v[v.size() - 2] != key[key.size() - 2])
+      throw sim::InputError(path_, node_key,
+                            "an attention with q [..., n, d], k [..., m, d] and v [..., m, e]");
+    const auto out = info_.find(n.output(0));
+    Shape o = q;
+    o.back() = v.back();
+    if (out != info_.end() && out->second.known) o = out->second.shape;
+    Shape lse(o.begin(), o.end() - 1);
+    // 2·d FLOPs a query-key pair for QK^T and 2·e for PV; the backward 2.5 times the forward.
+    const double rows = elems(lse);
+    const double keys = static_cast<double>(key[key.size() - 2]);
+    const double f = 2.0 * rows * keys * static_cast<double>(q.back() + v.back());
+    const std::string name = unique(n.name().empty() ? "Attention_" + std::to_string(k) : n.name());
+    b_.scope(layer_of(name, '/'));
+    const auto results = b_.op(name, "FlashAttention", ins, {o, lse}, f,
+                               {GradRule{.type = "FlashAttentionGrad",
+                                         .flops = 2.5 * f,
+                                         .wrt = {0, 1, 2},
+                                         .saved_inputs = {0, 1, 2},
+                                         .saved_outputs = {0, 1}}},
+                               output_dtype(n.output(0)));
+    tensors_[n.output(0)] = results[0];
+  }
+
   // An integer or boolean value of at most 16 elements: a shape, a dimension, an index.
   static bool small_integer(const Shape& shape, sim::Dtype dtype) {
     if (is_float(dtype)) return false;
@@ -842,6 +1042,35 @@ class Importer {
   }
 
   void add_node(int k, const onnx::NodeProto& n) {
+    if (attention_skip_.contains(k)) return;
+    if (const auto att = attention_at_.find(k); att != attention_at_.end()) {
+      add_attention(k, n, att->second);
+      return;
+    }
+    if (const auto folded = bias_added_.find(k); folded != bias_added_.end()) {
+      // An Add whose bias its MatMul's epilogue adds (find_linear): the MatMul's output is its.
+      tensors_[n.output(0)] = tensors_.at(folded->second);
+      return;
+    }
+    if (weight_view_.contains(k)) {
+      add_weight_view(k, n);
+      return;
+    }
+    if (const auto linear = bias_of_.find(k); linear != bias_of_.end()) {
+      const auto bias = tensors_.find(linear->second.second);
+      const auto out = info_.find(n.output(0));
+      const auto sum = info_.find(g_.node(linear->second.first).output(0));
+      if (bias != tensors_.end() && out != info_.end() && sum != info_.end() &&
+          !out->second.shape.empty() && bias->second.shape.size() == 1 &&
+          bias->second.shape[0] == out->second.shape.back() &&
+          sum->second.shape == out->second.shape) {
+        onnx::NodeProto fused = n;
+        fused.add_input(linear->second.second);
+        bias_added_[linear->second.first] = n.output(0);
+        add_node_as(k, fused);
+        return;
+      }
+    }
     if (gelu_skip_.contains(k)) return;
     if (const auto gelu = gelu_at_.find(k); gelu != gelu_at_.end()) {
       onnx::NodeProto fused = n;
@@ -884,6 +1113,21 @@ class Importer {
     fused.clear_input();
     fused.add_input(x);
     add_node_as(k, fused);
+  }
+
+  // PyTorch's `W.t()` (find_linear): no kernel, and the weight gradient passes through it (the
+  // matmul's backward writes dW in W's own layout).
+  void add_weight_view(int k, const onnx::NodeProto& n) {
+    std::vector<Tensor> ins;
+    std::vector<int> pos;
+    node_inputs(k, n, ins, pos);
+    sim::Dtype out_dtype = sim::Dtype::F32;
+    const std::vector<Shape> outs = node_outputs(n, ins, out_dtype);
+    const std::string name = unique(n.name().empty() ? "Transpose_" + std::to_string(k) : n.name());
+    b_.scope(layer_of(name, '/'));
+    std::vector<GradRule> rules;
+    if (is_float(ins.at(0).dtype)) rules.push_back(GradRule{.wrt = {0}, .passthrough = true});
+    tensors_[n.output(0)] = b_.op(name, "View", ins, outs, 0, std::move(rules), out_dtype)[0];
   }
 
   void add_node_as(int k, const onnx::NodeProto& n) {
@@ -988,6 +1232,15 @@ class Importer {
   std::map<int, std::string> silu_at_;  // a Mul node -> the x of its Silu
   std::set<int> gelu_skip_;             // Div, Erf, Add and Mul nodes folded into a Gelu
   std::map<int, std::string> gelu_at_;  // the last Mul of a GELU chain -> its x
+  std::set<int> weight_view_;           // Transposes of weights run as views (weight_view)
+  // A linear's MatMul -> its bias Add and the bias (bias_epilogue candidates, find_linear), and
+  // the Adds folded into their MatMuls -> the MatMul's output.
+  std::map<int, std::pair<int, std::string>> bias_of_;
+  std::map<int, std::string> bias_added_;
+  // attention=sdpa: the chains' Transpose(k), MatMul(q, kT), scale and Softmax nodes, and the last
+  // MatMul of each -> its q, k, v.
+  std::set<int> attention_skip_;
+  std::map<int, std::array<std::string, 3>> attention_at_;
   // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
   // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
   std::set<std::string> guessed_;

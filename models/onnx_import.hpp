@@ -34,6 +34,17 @@ struct OnnxImportOptions {
   bool training = false;
   SiluMode silu = SiluMode::Ops;
   GeluMode gelu = GeluMode::Ops;
+  /// nn.Linear's `MatMul(x, Transpose(W))`: the Transpose of a 2-D weight that only matmuls read is
+  /// a `View` (PyTorch's `W.t()`; cuBLAS takes the transposed operand), no copy either way.
+  bool weight_view = false;
+  /// nn.Linear's bias `Add(MatMul(x, W), b)` (b a 1-D parameter of the output's last dimension) is
+  /// the MatMul's cuBLASLt epilogue (PyTorch's addmm, CUDA >= 11.4), its third input, as the `gpt`
+  /// graph's `bias_epilogue=true`; the bias gradient a separate column sum (BiasAddGrad).
+  bool bias_epilogue = false;
+  /// `attention=sdpa`: each MatMul(q, Transpose(k)) -> [Mul/Div by a constant] -> Softmax(-1) ->
+  /// MatMul(., v) chain, every intermediate read once, is one fused attention op each way, as
+  /// F.scaled_dot_product_attention runs it (the `gpt` graph's `attention=flash` op).
+  bool attention_sdpa = false;
   std::int64_t batch = 0;  ///< 0 = keep the model's batch dimension (1 if symbolic)
   Optimizer optimizer = Optimizer::Sgd;
 };

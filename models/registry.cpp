@@ -421,7 +421,8 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
   }
   if (ends_with(name_or_path, ".onnx")) {
     GraphOptions o(options, "--graph-opt");
-    o.accept({"training", "batch", "optimizer", "silu", "gelu"});
+    o.accept({"training", "batch", "optimizer", "silu", "gelu", "weight_view", "bias_epilogue",
+              "attention"});
     OnnxImportOptions io;
     io.training = o.get_bool("training", false);
     const std::string silu = o.get_choice("silu", "ops", {"ops", "fused", "inplace"});
@@ -430,6 +431,9 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
                                   : SiluMode::Ops;
     io.gelu =
         o.get_choice("gelu", "ops", {"ops", "fused"}) == "fused" ? GeluMode::Fused : GeluMode::Ops;
+    io.weight_view = o.get_bool("weight_view", false);
+    io.bias_epilogue = o.get_bool("bias_epilogue", false);
+    io.attention_sdpa = o.get_choice("attention", "ops", {"ops", "sdpa"}) == "sdpa";
     io.batch = o.get_int("batch", 0, 0);
     io.optimizer = optimizer_option(o, Optimizer::Sgd);
     return import_onnx(name_or_path, io);

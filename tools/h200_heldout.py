@@ -68,7 +68,11 @@ GPT24 = [
 ]
 # tools/train_rig.py's AMP steps run torch.amp.GradScaler("cuda"): scaler.scale(loss).backward(),
 # scaler.step(opt), scaler.update() (grad_scaler=torch, docs/workloads.md).
-ZOO_EXTRA = {"efficientnet_b0": ",silu=inplace"}
+# timm's ViT under torch 2.11 / CUDA 13.0: nn.Linear is addmm on W.t() (a view) with the bias in
+# cuBLASLt's epilogue (nvjet_sm90_*_bias_* in the rig's trace), and its fused_attn calls
+# F.scaled_dot_product_attention (cuDNN's sdpa kernels in the trace); docs/workloads.md, "ONNX import".
+ZOO_EXTRA = {"efficientnet_b0": ",silu=inplace",
+             "vit_base_patch16_224": ",weight_view=true,bias_epilogue=true,attention=sdpa"}
 ZOO_NO_LAYOUT = {"vit_base_patch16_224", "convnext_tiny"}   # no BatchNorm/convolution layout
 
 

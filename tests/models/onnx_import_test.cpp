@@ -336,5 +336,120 @@ TEST(OnnxImport, ShapeArithmeticIsFoldedIntoHostValues) {
   EXPECT_GE(concat_data, 1);  // the class token joined to the patches
 }
 
+// torch.onnx exports nn.Linear as Transpose(W) -> MatMul(x, .) -> Add(b, .). `weight_view` runs
+// each weight's Transpose as PyTorch's `W.t()`, a view (no kernel, its gradient passed through);
+// `bias_epilogue` makes each bias the MatMul's third input (cuBLASLt's epilogue, PyTorch's addmm),
+// its gradient a BiasAddGrad column sum. ViT-B/16: 12 blocks of 4 linears (qkv, proj, fc1, fc2);
+// the head is a Gemm (its bias and transposed B already one op). Off by default.
+TEST(OnnxImport, LinearWeightViewAndBiasEpilogue) {
+  const std::string model = kDir + "vit_base_patch16_224.onnx";
+  std::map<std::string, std::map<std::string, int>> count;
+  std::map<std::string, double> traffic;
+  std::map<std::string, double> fwd_flops;
+  std::map<std::string, int> biased;
+  std::map<std::string, std::string> params;
+  for (const std::string opt :
+       {"", ",weight_view=true", ",bias_epilogue=true", ",weight_view=true,bias_epilogue=true"}) {
+    const sim::Graph g = load_graph(model, "training,batch=2" + opt);
+    census(g, count[opt], traffic[opt]);
+    params[opt] = g.metadata.at("parameters");
+    for (const auto& op : g.ops) {
+      if (op.phase != sim::Phase::Forward) continue;
+      fwd_flops[opt] += op.flops.v;
+      if (op.type != "MatMul" || op.inputs.size() != 3) continue;
+      ++biased[opt];
+      // The bias: a 1-D parameter of the output's last dimension.
+      const sim::Op& b = g.ops[static_cast<std::size_t>(op.inputs[2].op)];
+      EXPECT_EQ(b.type, "VariableV2") << op.name;
+      ASSERT_EQ(b.outputs.at(0).shape.size(), 1u) << op.name;
+      EXPECT_EQ(b.outputs[0].shape[0], op.outputs.at(0).shape.back()) << op.name;
+    }
+  }
+  const std::string both = ",weight_view=true,bias_epilogue=true";
+  // Default: every weight transposed by a copy, every bias its own Add; no View, no fused bias.
+  EXPECT_EQ(count[""].count("View"), 0u);
+  EXPECT_EQ(biased[""], 0);
+  EXPECT_EQ(count[""].count("BiasAddGrad"), 0u);
+  // weight_view: 48 weight Transposes (and their gradients) fewer, 48 Views; nothing else moves.
+  EXPECT_EQ(count[",weight_view=true"]["View"], 48);
+  EXPECT_EQ(count[",weight_view=true"]["Transpose"], count[""]["Transpose"] - 48);
+  EXPECT_EQ(count[",weight_view=true"]["TransposeGrad"], count[""]["TransposeGrad"] - 48);
+  EXPECT_EQ(count[",weight_view=true"]["Add"], count[""]["Add"]);
+  EXPECT_LT(traffic[",weight_view=true"], traffic[""]);
+  // bias_epilogue: 48 biased MatMuls, 48 Adds fewer, their gradients BiasAddGrad column sums.
+  EXPECT_EQ(biased[",bias_epilogue=true"], 48);
+  EXPECT_EQ(count[",bias_epilogue=true"]["Add"], count[""]["Add"] - 48);
+  EXPECT_EQ(count[",bias_epilogue=true"]["BiasAddGrad"], 48);
+  EXPECT_EQ(count[",bias_epilogue=true"]["ReduceSum"], count[""]["ReduceSum"] - 48);
+  EXPECT_EQ(count[",bias_epilogue=true"]["Transpose"], count[""]["Transpose"]);
+  EXPECT_LT(traffic[",bias_epilogue=true"], traffic[""]);
+  // The bias adds' FLOPs leave the step (as GraphBuilder::matmul_bias counts them): 2 x 197 tokens
+  // x (3·768 + 768 + 3072 + 768) outputs a block, 12 blocks.
+  EXPECT_NEAR(fwd_flops[""] - fwd_flops[",bias_epilogue=true"], 2.0 * 197 * 6912 * 12, 1.0);
+  EXPECT_EQ(biased[both], 48);
+  EXPECT_EQ(count[both]["View"], 48);
+  for (const auto& [opt, p] : params) EXPECT_EQ(p, "86567656") << opt;  // timm's ViT-B/16
+  int variables = 0, updates = 0;
+  for (const auto& op : load_graph(model, "training,batch=2" + both).ops) {
+    variables += op.type == "VariableV2";
+    updates += op.phase == sim::Phase::Update;
+  }
+  EXPECT_EQ(updates, variables);
+  EXPECT_THROW(load_graph(model, "training,bias_epilogue=maybe"), sim::InputError);
+  EXPECT_THROW(load_graph(model, "training,weight_view=2"), sim::InputError);
+}
+
+// torch.onnx writes timm's attention as MatMul(q, Transpose(k)) -> Mul(scale) -> Softmax ->
+// MatMul(., v). `attention=sdpa` makes each chain one FlashAttention op each way (what
+// F.scaled_dot_product_attention runs, timm >= 0.9's fused_attn), with the two matmuls' FLOPs;
+// the default keeps the ONNX ops. A masked attention (gpt_separate_qkv.onnx's causal one) stays.
+TEST(OnnxImport, AttentionSdpaFusesTheScoreChain) {
+  const std::string model = kDir + "vit_base_patch16_224.onnx";
+  std::map<std::string, std::map<std::string, int>> count;
+  std::map<std::string, double> traffic;
+  std::map<std::string, double> matmul_flops, attention_flops;
+  for (const std::string mode : {"ops", "sdpa"}) {
+    const sim::Graph g = load_graph(model, "training,batch=2,attention=" + mode);
+    census(g, count[mode], traffic[mode]);
+    for (const auto& op : g.ops) {
+      if (op.phase != sim::Phase::Forward) continue;
+      if (op.type == "MatMul") matmul_flops[mode] += op.flops.v;
+      if (op.type != "FlashAttention") continue;
+      attention_flops[mode] += op.flops.v;
+      ASSERT_EQ(op.inputs.size(), 3u) << op.name;
+      ASSERT_EQ(op.outputs.size(), 2u) << op.name;
+      // O [b, heads, tokens, head dim] and the row logsumexp [b, heads, tokens].
+      EXPECT_EQ(op.outputs[0].shape, (Shape{2, 12, 197, 64})) << op.name;
+      EXPECT_EQ(op.outputs[1].shape, (Shape{2, 12, 197})) << op.name;
+      // q, k, v as the heads' split gives them: k is not transposed.
+      for (const auto& in : op.inputs)
+        EXPECT_EQ(g.ops[static_cast<std::size_t>(in.op)]
+                      .outputs.at(static_cast<std::size_t>(in.output))
+                      .shape,
+                  (Shape{2, 12, 197, 64}))
+            << op.name;
+    }
+  }
+  EXPECT_EQ(count["ops"].count("FlashAttention"), 0u);
+  EXPECT_EQ(count["sdpa"]["FlashAttention"], 12);
+  EXPECT_EQ(count["sdpa"]["FlashAttentionGrad"], 12);
+  EXPECT_EQ(count["sdpa"].count("Softmax"), 0u);
+  EXPECT_EQ(count["ops"]["Softmax"], 12);
+  EXPECT_EQ(count["sdpa"]["MatMul"], count["ops"]["MatMul"] - 6 * 12);    // 2 forward, 4 backward
+  EXPECT_EQ(count["sdpa"]["Mul"], count["ops"]["Mul"] - 12);              // the scale
+  EXPECT_EQ(count["sdpa"]["Transpose"], count["ops"]["Transpose"] - 12);  // K^T
+  EXPECT_LT(traffic["sdpa"], traffic["ops"]);
+  // The two score matmuls' FLOPs: 2 x 2 x 12 x 197^2 x 64 each, 12 blocks.
+  const double two_matmuls = 2 * 2.0 * 2 * 12 * 197 * 197 * 64 * 12;
+  EXPECT_NEAR(attention_flops["sdpa"], two_matmuls, 1.0);
+  EXPECT_NEAR(matmul_flops["ops"] - matmul_flops["sdpa"], two_matmuls, 1.0);
+  std::map<std::string, int> gpt;
+  double unused = 0;
+  census(load_graph(kDir + "gpt_separate_qkv.onnx", "training,attention=sdpa"), gpt, unused);
+  EXPECT_EQ(gpt.count("FlashAttention"), 0u);
+  EXPECT_EQ(gpt["Softmax"], 2);
+  EXPECT_THROW(load_graph(model, "training,attention=flash"), sim::InputError);
+}
+
 }  // namespace
 }  // namespace placesim::models
