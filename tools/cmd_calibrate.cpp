@@ -38,6 +38,7 @@ struct CalibrateArgs {
   bool json = false;
   bool host_from_ops = false;  ///< op-level host model from traces without ProfilerStep#N
   std::string profiler_overhead = "none";  ///< --profiler-overhead: none, auto or a duration
+  bool host_only = false;  ///< --host-only: write the host model alone, no kernel tables
 };
 
 // --profiler-overhead for one profile: seconds per recorded framework op.
@@ -51,6 +52,27 @@ double profiler_overhead_s(const calibration::Profile& prof, const CalibrateArgs
                           "none, auto or a duration per recorded op (\"5 us\"), got \"" +
                               sim::printable(a.profiler_overhead, 40) + "\"");
   }
+}
+
+// --host-only: keep each device's host model and drop what prices kernels (exact signatures,
+// class fits, the fitted roofline, the profile's kernel floor), so that a host-bound step's host
+// cost can be applied to a graph whose kernels the cost model's own rules price. A device without
+// a host model is dropped; none left is an error naming the profile.
+void keep_host_only(sim::Calibration& cal, const CalibrateArgs& a) {
+  for (auto it = cal.devices.begin(); it != cal.devices.end();) {
+    if (!it->second.host) {
+      it = cal.devices.erase(it);
+      continue;
+    }
+    sim::DeviceCalibration host_only;
+    host_only.host = std::move(it->second.host);
+    it->second = std::move(host_only);
+    ++it;
+  }
+  if (cal.devices.empty())
+    throw sim::InputError(a.profiles.size() == 1 ? a.profiles[0] : "<flag --profile>", "",
+                          "--host-only: a host model (ProfilerStep#N annotations, or "
+                          "--host-from-ops), got none");
 }
 
 struct LinksArgs {
@@ -400,6 +422,31 @@ nlohmann::ordered_json op_names_json(const std::vector<calibration::NameSpread>&
   return out;
 }
 
+// The fitted class table, and notes on the fits a peak decided or none could bound.
+void print_fit_classes(const calibration::CalibrationFit& fit) {
+  outf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept",
+       "FLOP/s", "B/s", "fit err", "CV err");
+  for (const auto& r : fit.classes) {
+    char cv[32];
+    if (r.cv_error >= 0)
+      std::snprintf(cv, sizeof cv, "%9.1f%%", 100.0 * r.cv_error);
+    else
+      std::snprintf(cv, sizeof cv, "%10s", "n/a (<3)");
+    outf("%-16s %-12s %6d %10.2f us %12.3g %12.3g %9.1f%% %s\n", r.device.c_str(),
+         r.op_class.c_str(), r.signatures, r.model.intercept_s * 1e6, r.model.flop_rate,
+         r.model.byte_rate, 100.0 * r.fit_error, cv);
+  }
+  // A fit that a peak decided, or one no peak could bound, is worth a look before it is used.
+  for (const auto& r : fit.classes) {
+    if (!r.model.clamped.empty())
+      g_notes.push_back(r.device + " " + r.op_class + ": " + r.model.clamped);
+    else if (r.bounds.max_flop_rate <= 0)
+      g_notes.push_back(r.device + " " + r.op_class +
+                        ": no catalog peak for this device (nor fma_units and clock_hz in "
+                        "its rig manifest), rates not bounded");
+  }
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   std::vector<calibration::OpSample> samples;
   std::map<std::string, sim::HostCalibration> hosts;
@@ -464,7 +511,14 @@ void run_calibrate(const CalibrateArgs& a) {
         h.profile.c_str());
     fit.calibration.devices[dev].host = std::move(h);
   }
-  apply_kernel_floors(floors, fit.calibration);
+  if (a.host_only) {
+    keep_host_only(fit.calibration, a);
+    fit.classes.clear();
+    fit.names.clear();
+    outf("--host-only: host models written, kernel tables and floors left out\n");
+  } else {
+    apply_kernel_floors(floors, fit.calibration);
+  }
   for (const auto& [dev, dc] : fit.calibration.devices) {
     outf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(),
          dc.exact.size(), dc.by_op_type.size());
@@ -478,27 +532,7 @@ void run_calibrate(const CalibrateArgs& a) {
           " (or a device name of your cluster) so that simulate --calibration finds it");
   }
   print_name_entries(fit.names);
-  outf("%-16s %-12s %6s %12s %12s %12s %10s %10s\n", "device", "class", "shapes", "intercept",
-       "FLOP/s", "B/s", "fit err", "CV err");
-  for (const auto& r : fit.classes) {
-    char cv[32];
-    if (r.cv_error >= 0)
-      std::snprintf(cv, sizeof cv, "%9.1f%%", 100.0 * r.cv_error);
-    else
-      std::snprintf(cv, sizeof cv, "%10s", "n/a (<3)");
-    outf("%-16s %-12s %6d %10.2f us %12.3g %12.3g %9.1f%% %s\n", r.device.c_str(),
-         r.op_class.c_str(), r.signatures, r.model.intercept_s * 1e6, r.model.flop_rate,
-         r.model.byte_rate, 100.0 * r.fit_error, cv);
-  }
-  // A fit that a peak decided, or one no peak could bound, is worth a look before it is used.
-  for (const auto& r : fit.classes) {
-    if (!r.model.clamped.empty())
-      g_notes.push_back(r.device + " " + r.op_class + ": " + r.model.clamped);
-    else if (r.bounds.max_flop_rate <= 0)
-      g_notes.push_back(r.device + " " + r.op_class +
-                        ": no catalog peak for this device (nor fma_units and clock_hz in "
-                        "its rig manifest), rates not bounded");
-  }
+  if (!a.host_only) print_fit_classes(fit);
   sim::write_file_atomic(a.output, sim::calibration_to_yaml(fit.calibration));
   outf("wrote %s\n", a.output.c_str());
   if (!a.json) return flush_out();
@@ -779,6 +813,9 @@ void register_calibrate(CLI::App& app) {
                     "the profiler's host cost per recorded framework op to take out of the host "
                     "model: none (default: as recorded), auto (5.2 us with shapes, 2.3 us "
                     "without; measured on an H200 rig, torch 2.11) or a duration");
+    cmd->add_flag("--host-only", a->host_only,
+                  "write each device's host model alone (no exact signatures, class fits or "
+                  "kernel floor): a host-bound step's host cost for graphs the rules price");
     cmd->add_flag("--json", a->json, "print the fitted classes as JSON instead of a table");
     cmd->callback([a] { run_calibrate(*a); });
   }

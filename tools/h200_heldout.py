@@ -4,7 +4,12 @@ training step the lent H200 timed in tools/rig_heldout.sh and tools/rig_zoo.sh, 
 graph by `placesim simulate` on the imported one-H200 cluster, against the measured 20-step (12 in
 the zoo) interval between CUDA events.
 
-    tools/h200_heldout.py [--placesim build/placesim] [--set steps|zoo|all]
+    tools/h200_heldout.py [--placesim build/placesim] [--set steps|zoo|gpt24|all]
+                          [--calibration CAL.yaml]
+
+--set gpt24 adds nothing held out: session 24's GPT-2 124M steps on the same machine and torch
+(h200_rig_2026-12-04_results.jsonl), which docs/validation.md's GPT sections check. --calibration
+is passed to every simulate (e.g. a host model alone, `calibrate --host-only`).
 
 Prints one line per workload (measured ms, predicted ms, error) and a count inside 10 / 15 %.
 The cluster is made from the rig's own `nvidia-smi topo -m` (import topo --nvidia-smi). Exit 1 if
@@ -48,6 +53,19 @@ STEPS = [
      dict(model="resnet50", precision="fp32", batch=64), "resnet50",
      "batch=64,layout=nchw,math_mode=f32,optimizer_impl=foreach"),
 ]
+G124 = "layers=12,hidden=768,heads=12,seq=1024,positions=1024"
+GPT24 = [
+    ("GPT-2 124M SDPA b8 (session 24)", dict(attention="sdpa", batch=8, vocab=50257, precision="bf16"),
+     "%s,%s,batch=8,attention=flash" % (G124, GPT)),
+    ("GPT-2 124M eager b8 (session 24)", dict(attention="eager", batch=8, vocab=50257),
+     "%s,%s,batch=8,attention=eager" % (G124, GPT)),
+    ("GPT-2 124M SDPA b32 (session 24)", dict(attention="sdpa", batch=32),
+     "%s,%s,batch=32,attention=flash" % (G124, GPT)),
+    ("GPT-2 124M SDPA b8 vocab 50304 (session 24)", dict(attention="sdpa", batch=8, vocab=50304),
+     "%s,%s,batch=8,attention=flash" % (G124, GPT.replace("vocab=50257", "vocab=50304"))),
+    ("GPT-2 124M eager b8 vocab 50304 (session 24)", dict(attention="eager", batch=8, vocab=50304),
+     "%s,%s,batch=8,attention=eager" % (G124, GPT.replace("vocab=50257", "vocab=50304"))),
+]
 # tools/train_rig.py's AMP steps run torch.amp.GradScaler("cuda"): scaler.scale(loss).backward(),
 # scaler.step(opt), scaler.update() (grad_scaler=torch, docs/workloads.md).
 # timm's ViT under torch 2.11 / CUDA 13.0: nn.Linear is addmm on W.t() (a view) with the bias in
@@ -63,9 +81,10 @@ def load(path):
         return [json.loads(l) for l in f if l.strip()]
 
 
-def predict(placesim, cluster, graph, opt):
+def predict(placesim, cluster, graph, opt, cal=None):
     r = subprocess.run([placesim, "simulate", "--graph", graph, "--graph-opt", opt, "--cluster",
-                        cluster, "--placement", "single-gpu", "--json", "--quiet"],
+                        cluster, "--placement", "single-gpu", "--json", "--quiet"] +
+                       (["--calibration", cal] if cal else []),
                        capture_output=True, text=True)
     if r.returncode:
         sys.exit("h200_heldout: placesim failed on %s %s: %s" % (graph, opt, r.stderr.strip()))
@@ -75,7 +94,8 @@ def predict(placesim, cluster, graph, opt):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--placesim", default="build/placesim")
-    ap.add_argument("--set", choices=["steps", "zoo", "all"], default="all")
+    ap.add_argument("--set", choices=["steps", "zoo", "gpt24", "all"], default="all")
+    ap.add_argument("--calibration", help="calibration YAML passed to every simulate")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     cluster = os.path.join(tmp, "h200.yaml")
@@ -88,7 +108,18 @@ def main():
             hits = [r for r in load(os.path.join(D, f)) if all(r.get(k) == v for k, v in key.items())]
             if len(hits) != 1:
                 sys.exit("h200_heldout: %s: expected one line matching %s, found %d" % (f, key, len(hits)))
-            rows.append((name, hits[0]["step_s_interval"] * 1e3, predict(a.placesim, cluster, graph, opt)))
+            rows.append((name, hits[0]["step_s_interval"] * 1e3,
+                         predict(a.placesim, cluster, graph, opt, a.calibration)))
+    if a.set == "gpt24":
+        f = "h200_rig_2026-12-04_results.jsonl"
+        for name, key, opt in GPT24:
+            key = dict(key, model="gpt2", hidden=768, seq=1024, precision="bf16")
+            key.setdefault("vocab", 50257)
+            hits = [r for r in load(os.path.join(D, f)) if all(r.get(k) == v for k, v in key.items())]
+            if len(hits) != 1:
+                sys.exit("h200_heldout: %s: expected one line matching %s, found %d" % (f, key, len(hits)))
+            rows.append((name, hits[0]["step_s_interval"] * 1e3,
+                         predict(a.placesim, cluster, "gpt", opt, a.calibration)))
     if a.set in ("zoo", "all"):
         for r in load(os.path.join(D, "h200_zoo_2026-12-04_results.jsonl")):
             m = r["model"].replace("timm:", "")
@@ -99,7 +130,7 @@ def main():
             opt += ZOO_EXTRA.get(m, "")
             label = "%s AMP%s b%d" % (m, "" if m in ZOO_NO_LAYOUT else " NHWC", r["batch"])
             rows.append((label, r["step_s_interval"] * 1e3,
-                         predict(a.placesim, cluster, "tests/data/onnx/%s.onnx" % m, opt)))
+                         predict(a.placesim, cluster, "tests/data/onnx/%s.onnx" % m, opt, a.calibration)))
     errs = []
     print("| workload | measured ms | predicted ms | error |\n|---|---|---|---|")
     for name, meas, pred in rows:

@@ -185,6 +185,26 @@ out=$("$P" calibrate --profile "$D/h200_gpt2-124m_sdpa_bf16_b1_train.json.gz" --
   -o "$T/b1bad.yaml" 2>&1); rc=$?
 [ "$rc" = 2 ] && [ ! -e "$T/b1bad.yaml" ] || fail "--profiler-overhead fast: exit $rc, $out"
 echo "$out" | grep -q -- '--profiler-overhead: expected none, auto or a duration' || fail "bad --profiler-overhead: $out"
+# --host-only: the same host model without the kernel tables, so that the cost model's rules price
+# the kernels and the measured host (torch 2.11 on the rig's Xeon) the launches. On GPT-2 124M SDPA
+# b8 it adds the host-bound start of the step: 0.4-1.2 ms (the trace replayed without the profiler,
+# tools/step_gaps.py --replay auto, leaves the GPU idle 0.5-1.0 ms of the 35.16 ms step).
+"$P" calibrate --profile "$D/h200_gpt2-124m_sdpa_bf16_b1_train.json.gz" --device-model H200-SXM-141GB \
+  --profiler-overhead auto --host-only -o "$T/b1host.yaml" >"$T/b1host.txt" 2>/dev/null || fail "calibrate --host-only"
+grep -q 'launch_overhead: "22414 ns"' "$T/b1host.yaml" || fail "--host-only lost the host model: $(head -12 "$T/b1host.yaml")"
+grep -q 'exact: {}' "$T/b1host.yaml" && ! grep -q 'min_kernel' "$T/b1host.yaml" \
+  || fail "--host-only wrote kernel tables or a floor"
+"$P" import topo --nvidia-smi "$D/h200_nvidia-smi-topo.txt" --gpu-model H200-SXM-141GB -o "$T/h200.yaml" --quiet \
+  || fail "import topo for --host-only"
+G=layers=12,hidden=768,heads=12,seq=1024,positions=1024,dropout=0.1,optimizer=adam,optimizer_impl=fused,vocab=50257,precision=bf16,qkv_bias=false,bias_epilogue=true,batch=8,attention=flash
+step() { "$P" simulate --graph gpt --graph-opt "$G" --cluster "$T/h200.yaml" --placement single-gpu --json --quiet "$@" \
+  | python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"] * 1e3)'; }
+bare=$(step) && host=$(step --calibration "$T/b1host.yaml") || fail "simulate with the host model"
+python3 -c "import sys; d=$host-$bare; sys.exit(0 if 0.4 < d < 1.2 else 1)" \
+  || fail "the host model should add 0.4-1.2 ms to GPT-2 124M SDPA b8: $bare -> $host ms"
+out=$("$P" calibrate --profile "$D/h200_micro.json.gz" --host-only -o "$T/nohost.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] && [ ! -e "$T/nohost.yaml" ] || fail "--host-only without a host model: exit $rc, $out"
+echo "$out" | grep -q -- 'expected --host-only: a host model' || fail "--host-only without a host model: $out"
 printf '{"traceEvents": [' >"$T/bad.json"
 out=$("$P" calibrate --profile "$T/bad.json" -o "$T/bad.yaml" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "truncated JSON should exit 2, got $rc"
