@@ -158,21 +158,8 @@ def build(a, dev):
         ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), generator=g).to(dev)
         labels = torch.full_like(ids, -100)
         labels[:, ::7] = ids[:, ::7]            # ~15 % of the positions predicted
-        amp = a.precision == "amp"
-        scaler = torch.amp.GradScaler("cuda") if amp else None
-
-        def bert_step():
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast(dev.type, dtype=torch.float16, enabled=amp):
-                loss = m(input_ids=ids, labels=labels).loss
-            if amp:
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-            else:
-                loss.backward()
-                opt.step()
-        return bert_step, a.batch * a.seq, "tokens", sum(p.numel() for p in m.parameters())
+        step = amp_step(opt, lambda: m(input_ids=ids, labels=labels).loss, dev, a.precision == "amp")
+        return step, a.batch * a.seq, "tokens", sum(p.numel() for p in m.parameters())
     import torchvision
     if a.model.startswith("timm:"):       # timm's own definition (its benchmark's ViTs, Mixer)
         import timm
@@ -185,24 +172,28 @@ def build(a, dev):
     opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
     x = torch.randn(a.batch, 3, a.image, a.image, device=dev).to(memory_format=fmt)
     y = torch.randint(0, 1000, (a.batch,), device=dev)
-    amp = a.precision == "amp"
+    step = amp_step(opt, lambda: F.cross_entropy(m(x), y), dev, a.precision == "amp")
+    return step, a.batch, "images", sum(p.numel() for p in m.parameters())
+
+
+def amp_step(opt, loss_fn, dev, amp):
+    """One training step: zero_grad, loss_fn() (under autocast f16 with GradScaler when amp),
+    backward, optimizer step."""
     scaler = torch.amp.GradScaler("cuda") if amp else None
 
     def step():
         opt.zero_grad(set_to_none=True)
         if amp:
             with torch.autocast(dev.type, dtype=torch.float16):
-                loss = F.cross_entropy(m(x), y)
-        else:
-            loss = F.cross_entropy(m(x), y)
-        if amp:
+                loss = loss_fn()
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
         else:
+            loss = loss_fn()
             loss.backward()
             opt.step()
-    return step, a.batch, "images", sum(p.numel() for p in m.parameters())
+    return step
 
 
 def sync(dev):
