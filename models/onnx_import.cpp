@@ -720,6 +720,19 @@ class Importer {
     return outs;
   }
 
+  // How many nodes (and graph outputs) read each value, and the node that writes it.
+  [[nodiscard]] std::pair<std::map<std::string, int>, std::map<std::string, int>>
+  readers_and_producers() const {
+    std::map<std::string, int> readers;
+    std::map<std::string, int> producer;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      for (const auto& in : g_.node(k).input()) ++readers[in];
+      for (const auto& out : g_.node(k).output()) producer[out] = k;
+    }
+    for (const auto& out : g_.output()) ++readers[out.name()];
+    return {std::move(readers), std::move(producer)};
+  }
+
   // torch.onnx exports nn.SiLU as Sigmoid(x) -> Mul(x, s), yet PyTorch runs it as one kernel
   // each way: silu (read x, write y) and silu_backward (read x and dy, write dx)
   // (aten/src/ATen/native/Activation.cpp; tools/autograd/derivatives.yaml: `silu(Tensor self)`,
@@ -728,11 +741,7 @@ class Importer {
   // SE gate) stays. docs/workloads.md, "ONNX import".
   void find_silu() {
     if (options_.silu == SiluMode::Ops) return;
-    std::map<std::string, int> readers;
-    for (const auto& n : g_.node()) {
-      for (const auto& in : n.input()) ++readers[in];
-    }
-    for (const auto& out : g_.output()) ++readers[out.name()];
+    auto readers = readers_and_producers().first;
     std::map<std::string, int> sigmoid_of;  // a Sigmoid's output -> its node
     for (int k = 0; k < g_.node_size(); ++k) {
       const auto& n = g_.node(k);
@@ -761,13 +770,7 @@ class Importer {
   // at the last Mul. docs/workloads.md, "ONNX import".
   void find_gelu() {
     if (options_.gelu == GeluMode::Ops) return;
-    std::map<std::string, int> readers;
-    std::map<std::string, int> producer;
-    for (int k = 0; k < g_.node_size(); ++k) {
-      for (const auto& in : g_.node(k).input()) ++readers[in];
-      for (const auto& out : g_.node(k).output()) producer[out] = k;
-    }
-    for (const auto& out : g_.output()) ++readers[out.name()];
+    auto [readers, producer] = readers_and_producers();
     const auto constant = [&](const std::string& v) {
       const auto it = producer.find(v);
       return initializers_.contains(v) ||
@@ -899,13 +902,7 @@ class Importer {
   // attention=flash op (models/gpt_model.cpp; docs/cost-model.md, "Fused attention ops").
   void find_attention() {
     if (!options_.attention_sdpa) return;
-    std::map<std::string, int> readers;
-    std::map<std::string, int> producer;
-    for (int k = 0; k < g_.node_size(); ++k) {
-      for (const auto& in : g_.node(k).input()) ++readers[in];
-      for (const auto& out : g_.node(k).output()) producer[out] = k;
-    }
-    for (const auto& out : g_.output()) ++readers[out.name()];
+    auto [readers, producer] = readers_and_producers();
     // The scale: a Constant node's output or a one-element initializer (not a learned tensor).
     std::set<std::string> scalars;
     for (const auto& t : g_.initializer()) {
