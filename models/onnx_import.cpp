@@ -770,7 +770,9 @@ class Importer {
   // at the last Mul. docs/workloads.md, "ONNX import".
   void find_gelu() {
     if (options_.gelu == GeluMode::Ops) return;
-    auto [readers, producer] = readers_and_producers();
+    auto counts = readers_and_producers();
+    auto& readers = counts.first;
+    auto& producer = counts.second;
     const auto constant = [&](const std::string& v) {
       const auto it = producer.find(v);
       return initializers_.contains(v) ||
@@ -902,7 +904,9 @@ class Importer {
   // attention=flash op (models/gpt_model.cpp; docs/cost-model.md, "Fused attention ops").
   void find_attention() {
     if (!options_.attention_sdpa) return;
-    auto [readers, producer] = readers_and_producers();
+    auto counts = readers_and_producers();
+    auto& readers = counts.first;
+    auto& producer = counts.second;
     // The scale: a Constant node's output or a one-element initializer (not a learned tensor).
     std::set<std::string> scalars;
     for (const auto& t : g_.initializer()) {
