@@ -828,18 +828,12 @@ class Importer {
   // must have the output's last dimension). docs/workloads.md, "ONNX import".
   void find_linear() {
     if (!options_.weight_view && !options_.bias_epilogue) return;
-    std::map<std::string, int> readers;
-    std::map<std::string, int> producer;
-    std::map<std::string, std::vector<std::pair<std::string, int>>> read_by;
-    for (int k = 0; k < g_.node_size(); ++k) {
-      const auto& n = g_.node(k);
-      for (int i = 0; i < n.input_size(); ++i) {
-        ++readers[n.input(i)];
-        read_by[n.input(i)].emplace_back(n.op_type(), i);
-      }
-      for (const auto& out : n.output()) producer[out] = k;
-    }
-    for (const auto& out : g_.output()) ++readers[out.name()];
+    auto counts = readers_and_producers();
+    auto& readers = counts.first;
+    auto& producer = counts.second;
+    std::map<std::string, std::vector<std::pair<std::string, int>>> read_by;  // (op type, slot)
+    for (const auto& n : g_.node())
+      for (int i = 0; i < n.input_size(); ++i) read_by[n.input(i)].emplace_back(n.op_type(), i);
     // Declared rank of each parameter (an initializer, or a weight input of an export without
     // its parameters).
     std::map<std::string, int> rank;

@@ -108,15 +108,19 @@ void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
   sim::Graph& g = b.g;
   const int given = g.num_ops();
   const auto phase_of = [&](sim::OpId o) { return g.ops[static_cast<std::size_t>(o)].phase; };
-  // Every op of `phase` reading no op of that phase waits for host sync `s` to end.
-  const auto roots_wait = [&](sim::Phase phase, sim::OpId s) {
+  // `fn` on every op of `phase` (of the graph as given) that reads no op of that phase.
+  const auto for_roots = [&](sim::Phase phase, const auto& fn) {
     for (sim::OpId o = 0; o < given; ++o) {
       sim::Op& op = g.ops[static_cast<std::size_t>(o)];
       if (op.phase != phase) continue;
       bool root = true;
       for (const sim::TensorRef& r : op.inputs) root = root && phase_of(r.op) != phase;
-      if (root) op.control_inputs.push_back(s);
+      if (root) fn(op);
     }
+  };
+  // Every op of `phase` reading no op of that phase waits for host sync `s` to end.
+  const auto roots_wait = [&](sim::Phase phase, sim::OpId s) {
+    for_roots(phase, [s](sim::Op& op) { op.control_inputs.push_back(s); });
   };
   // Where a chain's adds run: GPU kernels (host_sum: a CUDA tensor) or CPU ops on the host CPU
   // (cpu_sum: a tensor left on the host).
@@ -176,14 +180,7 @@ void add_forward_syncs(LoopOps& b, const TrainLoop& t) {
     std::vector<sim::TensorRef> in = forward_sinks();
     const sim::TensorRef m = b.add("grad_scaler_scale_loss", "aten::mul", 2 * kScalar, kScalar,
                                    kScalar, std::move(in), {}, sim::Phase::Forward);
-    for (sim::OpId o = 0; o < given; ++o) {
-      sim::Op& op = g.ops[static_cast<std::size_t>(o)];
-      if (op.phase != sim::Phase::Backward) continue;
-      bool root = true;
-      for (const sim::TensorRef& r : op.inputs)
-        root = root && phase_of(r.op) != sim::Phase::Backward;
-      if (root) op.inputs.push_back(m);
-    }
+    for_roots(sim::Phase::Backward, [m](sim::Op& op) { op.inputs.push_back(m); });
   }
 }
 

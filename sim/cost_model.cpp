@@ -340,8 +340,9 @@ namespace {
 //   (4.8 TB/s / 132 = 36.4 GB/s) leaves its blocks at the latency bound.
 // Counted as above (two reads and one write forward; two reads of x and dy and one write of dx
 // backward); 256 and more channels run at the device's bandwidth on both.
-constexpr double kBlockBytesPerSecond = 16384.0 / 750e-9;
-constexpr double kBlockBytesPerSecondBwd = 10240.0 / 750e-9;
+constexpr double kMemoryRoundTrip = 750e-9;  // the memory latency of Little's law above
+constexpr double kBlockBytesPerSecond = 16384.0 / kMemoryRoundTrip;
+constexpr double kBlockBytesPerSecondBwd = 10240.0 / kMemoryRoundTrip;
 constexpr double kSmShare = 0.87;
 constexpr double kSmShareBwd = 0.685;
 
@@ -517,7 +518,7 @@ std::optional<double> bias_grad_rows(const Op& op, const DeviceSpec& spec) {
 //   threads; each block walks every index in chunks of 32 (blockDim.y): the chunk's gradient rows
 //   into shared memory, __syncthreads, then a leader warp per target row reads, adds and writes
 //   grad_weight. Two dependent memory round trips a chunk, whatever E: ceil(N / 32) x 2 x 750 ns
-//   (the memory latency of the BatchNorm rule above, kBlockBytesPerSecond; not fitted here).
+//   (kMemoryRoundTrip, the BatchNorm rule's memory latency; not fitted here).
 // - more: arange, cub::radix_sort_pairs of the indices (no bit count passed: 64-bit keys, 8
 //   one-sweep passes of 8 bits, plus histogram and scan), unique_by_key, an exclusive sum, four
 //   small segment kernels and ~10 memsets: 29 small kernels, one or two blocks each, latency-bound:
@@ -532,7 +533,6 @@ std::optional<double> bias_grad_rows(const Op& op, const DeviceSpec& spec) {
 //   2026-12-04 evening").
 constexpr double kEmbeddingFeatureMaxIndices = 3072.0;
 constexpr double kEmbeddingFeatureChunk = 32.0;
-constexpr double kMemoryRoundTrip = 750e-9;
 constexpr double kEmbeddingSortPathLatency = 82.1e-6;
 constexpr double kEmbeddingSortPasses = 8.0;
 constexpr double kEmbeddingSortBytesPerKeyPass = 32.0;
