@@ -95,7 +95,7 @@ class MaxMinSolver {
   /// (TCP flows weighted by their route latency, network.hpp); 1 for all = plain max-min.
   int add_variable(double bound, std::span<const int> constraints, double weight = 1.0);
   /// Removes a variable. When that provably leaves every other rate unchanged (see
-  /// removal_keeps_rates in maxmin.cpp: each flow sharing a constraint with it is bottlenecked
+  /// remove_variable in maxmin.cpp: each flow sharing a constraint with it is bottlenecked
   /// elsewhere), nothing is marked for re-solving and the next solve() has nothing to do.
   void remove_variable(int id);
   /// Turns the no-re-solve removals above and additions below off (on by default), e.g. to
@@ -140,7 +140,7 @@ class MaxMinSolver {
     bool fixed = false;      // scratch for solve
     std::uint32_t mark = 0;  // component stamp
     // The saturated constraint that fixed it in the last solve (where its weighted rate is the
-    // largest), or -1 when its bound holds it: what removal_keeps_rates() reads.
+    // largest), or -1 when its bound holds it: what remove_variable() and addition_alone() read.
     int bottleneck = -1;
   };
   // 64 bytes, so that an index is a shift (the capacity, read once per collection, is apart).
@@ -159,8 +159,10 @@ class MaxMinSolver {
   friend struct MaxMinSolverTestAccess;  // tests corrupt the state to see the check fail
 
   static bool check_default();
-  [[nodiscard]] bool removal_keeps_rates(int id) const;
   bool addition_alone(int id);  // sets id's rate when no other changes (see above)
+  // Stamps v's constraints in own_mark_, so that "is constraint b one of v's" is one load
+  // (own_mark_[b + 1] == own_stamp_; b = -1, no bottleneck, reads slot 0, never stamped).
+  void mark_own(const Var& v);
   void check_bookkeeping() const;
   void check_solution(std::span<const int> vars, std::span<const int> cons) const;
   void start_collection();  // empties the component lists, new stamp
@@ -177,6 +179,9 @@ class MaxMinSolver {
   std::vector<Var> vars_;
   std::vector<Con> cons_;
   std::vector<double> capacity_;  // per constraint
+  // Per constraint + 1 (mark_own): the constraints of the variable being added or removed.
+  std::vector<std::uint64_t> own_mark_ = std::vector<std::uint64_t>(1, 0);
+  std::uint64_t own_stamp_ = 0;
   // Free variable ids as a bitmap (bit i of word i / 64): the lowest is reused first
   // (deterministic ids), found with one count of trailing zeros instead of a sorted list's insert.
   std::vector<std::uint64_t> free_bits_;

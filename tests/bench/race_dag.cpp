@@ -9,7 +9,8 @@
 // (two binaries from this file: race_dag does not link SimGrid, whose loading alone costs about
 // 0.2 s of process time here, so that each side's process time is its own).
 //   -> one line: sim=... activities=... tasks=... comms=... makespan_s=... build_s=... run_s=...
-//      ... max_rss_kb=... (the process's peak resident set)
+//      startup_cpu_s=... build_cpu_s=... run_cpu_s=... (the process's CPU time before main's work,
+//      generating the DAG, simulating it) ... max_rss_kb=... (the process's peak resident set)
 //
 // The DAG: tasks on 8 hosts (1 TFLOP/s each, one core, so tasks ready together on one host share
 // it by max-min: CpuShare with cap 1). Task i reads 1-3 tasks among the 64 before it, runs 1e6-1e8
@@ -37,6 +38,7 @@
 #include <random>
 #include <string>
 #include <sys/resource.h>
+#include <time.h>
 #include <vector>
 
 #ifdef PLACESIM_RACE_SIMGRID
@@ -146,6 +148,14 @@ Dag make_dag(std::int64_t activities, std::uint64_t seed, const Shape& shape) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The process's CPU time so far (user + sys, s): on a shared machine the phases' wall times
+/// count the minutes other jobs hold the core, their CPU times do not.
+double process_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 /// placesim: tasks are CpuShare work on their host, transfers FlowNetwork flows; the handler
@@ -352,9 +362,11 @@ int main(int argc, char** argv) {
     }
   }
   if (activities <= 0 || (sim != "placesim" && sim != "simgrid")) return usage();
+  const double cpu0 = process_cpu_s();  // start-up: everything before main's work
   const auto t0 = std::chrono::steady_clock::now();
   const Dag d = make_dag(activities, seed, shape);
   const double build_s = seconds_since(t0);
+  const double cpu1 = process_cpu_s();
   const auto t1 = std::chrono::steady_clock::now();
   double makespan = 0;
   std::vector<double> ends;        // --ends: every activity's end time
@@ -371,6 +383,7 @@ int main(int argc, char** argv) {
 #endif
   }
   const double run_s = seconds_since(t1);
+  const double cpu2 = process_cpu_s();
   if (ends_file && !write_ends(ends_file, d, ends)) return 2;
   // The process's own peak resident set (kB, what /usr/bin/time's %M reads): the race script
   // then times the process alone, without a /usr/bin/time wrapper's fork and start-up.
@@ -378,10 +391,11 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   std::printf(
       "sim=%s activities=%lld tasks=%zu comms=%lld makespan_s=%.12f build_s=%.4f run_s=%.4f "
+      "startup_cpu_s=%.5f build_cpu_s=%.5f run_cpu_s=%.5f "
       "ends_without_solve=%lld+%lld starts_without_solve=%lld+%lld max_rss_kb=%ld\n",
       sim.c_str(), static_cast<long long>(d.tasks.size()) + static_cast<long long>(d.comms),
-      d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s,
-      static_cast<long long>(kept[0]), static_cast<long long>(kept[1]),
+      d.tasks.size(), static_cast<long long>(d.comms), makespan, build_s, run_s, cpu0, cpu1 - cpu0,
+      cpu2 - cpu1, static_cast<long long>(kept[0]), static_cast<long long>(kept[1]),
       static_cast<long long>(alone[0]), static_cast<long long>(alone[1]), ru.ru_maxrss);
   return 0;
 }
