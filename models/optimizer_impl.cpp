@@ -156,6 +156,20 @@ std::vector<Launch> launches_of(const std::vector<std::int64_t>& numels, int dep
 // F32 optimizer state and master weights: 4 bytes an element.
 constexpr std::int64_t kStateBytes = 4;
 
+// The optimizer step's host time per parameter tensor besides its kernels' launches (the engine
+// charges launch_overhead per launch apart): torch.optim's Python (Optimizer.step's hooks,
+// _init_group's loop over the parameters and their state, grouping by device and dtype) and the
+// per-tensor work of the foreach and fused calls. Measured without the profiler's own cost on
+// torch 2.11 on the H200 rig's Xeon, on the session-24 traces (none of them a held-out row):
+// ResNet-50 AMP NHWC b256 and b64 (foreach SGD with momentum and weight decay, 161 tensors, 13
+// launches) and GPT-2 124M SDPA b8 (fused AdamW, 137 tensors, 11 launches): the median of their
+// 10 Optimizer.step spans, (span - 5.2 or 2.3 us per recorded op - 6 us per launch) / tensors,
+// is 6.5 us (5.7-15.8). `tools/optimizer_host.py TRACE --params N` prints each span. The
+// per-parameter loops (_single_tensor_*) cost about the same per tensor besides their ops'
+// dispatch (torch 1.13 on CPU tensors, tools/optim_host_rig.py). docs/cost-model.md, "The
+// optimizer step's host time".
+constexpr sim::Duration kHostPerTensor{6'500};
+
 // One optimizer kernel as an Update op like the update `like` it replaces: its type names the
 // aten op (per parameter), the foreach op, or `fused_type`; its bytes are `elems` F32 elements
 // per tensor it reads and writes.
@@ -190,7 +204,10 @@ void emit_per_param(std::vector<sim::Op>& ops, const std::vector<sim::Op>& old,
       k.inputs = old[i].inputs;
       k.control_inputs = old[i].control_inputs;
       if (prev >= 0) k.control_inputs.push_back(prev);
-      if (s == 0) k.persistent = old[i].persistent;
+      if (s == 0) {
+        k.persistent = old[i].persistent;
+        k.host_before = kHostPerTensor;  // the loop's Python for this parameter
+      }
       ops.push_back(std::move(k));
       prev = static_cast<sim::OpId>(ops.size() - 1);
     }
@@ -220,7 +237,12 @@ void emit_multi_tensor(std::vector<sim::Op>& ops, const std::vector<sim::Op>& ol
       for (const auto& [t, e] : ls[j].parts) {
         for (const sim::TensorRef& r : old[t].inputs) add_once(k.inputs, r);
         for (const sim::OpId c : old[t].control_inputs) add_once(k.control_inputs, c);
-        if (!held[t]) k.persistent.v += old[t].persistent.v;
+        if (!held[t]) {
+          k.persistent.v += old[t].persistent.v;
+          // The step's host work per tensor comes before the first list op's launches: each
+          // carries that of the tensors it is the first to hold (N tensors' worth in all).
+          k.host_before = k.host_before + kHostPerTensor;
+        }
         held[t] = 1;
       }
       for (const sim::OpId b : before) k.control_inputs.push_back(b);

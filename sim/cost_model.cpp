@@ -2042,7 +2042,16 @@ std::optional<Duration> KernelCostModel::host_time(const Op& op, const Device& d
   // A parameter or an input is no framework op: nothing is dispatched or launched for it.
   if (device.spec.kind == DeviceKind::Gpu && stores_only(op)) return Duration{0};
   const HostCalibration* h = host_model(device);
-  if (!h) return std::nullopt;
+  if (!h) {
+    // The default host side: the launch, plus the framework's host work before it that no graph
+    // op stands for (Op::host_before: the optimizer's per-parameter Python). A calibration's host
+    // cost (launch_overhead per activity, measured as step time / activities) already holds it.
+    const DeviceCalibration* cal =
+        calibration_ ? find_device_calibration(*calibration_, device) : nullptr;
+    if (device.spec.kind == DeviceKind::Gpu && op.host_before.ns > 0 && !(cal && cal->host))
+      return device.spec.launch_overhead + op.host_before;
+    return std::nullopt;
+  }
   if (op.phase == Phase::Other || stores_only(op)) return Duration{0};
   if (h->cpu)  // every framework op is dispatched from Python; an update also loops in it
     return op.phase == Phase::Update ? h->launch_overhead + h->per_parameter : h->launch_overhead;

@@ -370,7 +370,8 @@ class KernelCostModel {
   /// launch_overhead (+ per_parameter for updates) otherwise.
   /// nullopt where no such model applies: a CPU without one, no host model, or a GPU
   /// whose cluster file set its own launch_overhead (it then differs from the calibration's,
-  /// apply_host_calibration): the device's launch_overhead is charged per op.
+  /// apply_host_calibration): the device's launch_overhead is charged per op. On a GPU without
+  /// any calibrated host cost, an op with Op::host_before costs launch_overhead + host_before.
   [[nodiscard]] std::optional<Duration> host_time(const Op& op, const Device& device) const;
   /// The per-step host remainder charged once per step on `device`'s launcher (0 if none).
   [[nodiscard]] Duration step_host_time(const Device& device) const;

@@ -107,6 +107,8 @@ void check_op_limits(const std::vector<Op>& ops, std::size_t i, const std::strin
     throw InputError(origin, where() + ".persistent_bytes", "a non-negative byte count");
   if (op.measured && op.measured->ns < 0)
     throw InputError(origin, where() + ".measured", "a non-negative duration");
+  if (op.host_before.ns < 0)
+    throw InputError(origin, where() + ".host_before", "a non-negative duration");
   for (std::size_t k = 0; k < op.outputs.size(); ++k) {
     if (op.outputs[k].bytes.v < 0) {
       throw InputError(origin, where() + ".outputs[" + std::to_string(k) + "].bytes",
@@ -587,8 +589,9 @@ Signature read_signature(const JsonReader& rd, const json& s, const std::string&
   return sig;
 }
 
-// An op's "measured": a duration string up to 1000 s.
-Duration read_measured(const JsonReader& rd, const json& m, const std::string& p) {
+// An op's "measured" (or another duration key): a duration string up to 1000 s.
+Duration read_measured(const JsonReader& rd, const json& m, const std::string& p,
+                       const char* key = ".measured") {
   Duration d;
   if (m.is_string()) {
     try {
@@ -596,13 +599,13 @@ Duration read_measured(const JsonReader& rd, const json& m, const std::string& p
     } catch (const InputError& e) {
       std::string msg = e.what();
       if (msg.rfind("expected ", 0) == 0) msg = msg.substr(9);
-      rd.fail(Key{p, ".measured"}, msg);
+      rd.fail(Key{p, key}, msg);
     }
   } else {
-    rd.fail(Key{p, ".measured"}, "a duration string such as \"12.5 us\", got " + shown(m));
+    rd.fail(Key{p, key}, "a duration string such as \"12.5 us\", got " + shown(m));
   }
   if (d.ns > 1'000'000'000'000) {
-    rd.fail(Key{p, ".measured"}, "a duration up to 1000 s, got " + shown(m));
+    rd.fail(Key{p, key}, "a duration up to 1000 s, got " + shown(m));
   }
   return d;
 }
@@ -698,28 +701,28 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
   pending.inputs.emplace_back();
   pending.control.emplace_back();
   const std::string path = "ops[" + std::to_string(i) + "]";
-  rd.expect_object(o, path,
-                   {"name",
-                    "type",
-                    "phase",
-                    "flops",
-                    "bytes_read",
-                    "bytes_written",
-                    "dtype",
-                    "signature",
-                    "measured",
-                    "outputs",
-                    "inputs",
-                    "control_inputs",
-                    "persistent_bytes",
-                    "group",
-                    "device_kind",
-                    "layer",
-                    "stream",
-                    "collective",
-                    "layout",
-                    "leading_dims",
-                    "dropout"});
+  rd.expect_object(o, path, {"name",
+                             "type",
+                             "phase",
+                             "flops",
+                             "bytes_read",
+                             "bytes_written",
+                             "dtype",
+                             "signature",
+                             "measured",
+                             "outputs",
+                             "inputs",
+                             "control_inputs",
+                             "persistent_bytes",
+                             "group",
+                             "device_kind",
+                             "layer",
+                             "stream",
+                             "collective",
+                             "layout",
+                             "leading_dims",
+                             "dropout",
+                             "host_before"});
   Op op;
   if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
   op.name = rd.str(o["name"], path + ".name");
@@ -733,6 +736,8 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
   if (o.contains("dtype")) op.dtype = rd.dtype(o["dtype"], Key{p, ".dtype"});
   if (o.contains("signature")) op.signature = read_signature(rd, o["signature"], p, op);
   if (o.contains("measured")) op.measured = read_measured(rd, o["measured"], p);
+  if (o.contains("host_before"))
+    op.host_before = read_measured(rd, o["host_before"], p, ".host_before");
   if (o.contains("outputs")) op.outputs = read_outputs(rd, o["outputs"], p);
   if (o.contains("inputs")) pending.inputs[i] = read_inputs(rd, o["inputs"], p);
   if (o.contains("control_inputs"))
@@ -1092,6 +1097,10 @@ std::string graph_to_json(const Graph& g) {
     if (op.measured) {
       o.key("measured");
       o.str(std::to_string(op.measured->ns) + " ns");
+    }
+    if (op.host_before.ns != 0) {
+      o.key("host_before");
+      o.str(std::to_string(op.host_before.ns) + " ns");
     }
     if (!op.outputs.empty()) {
       write_outputs(op.outputs, o);

@@ -100,6 +100,11 @@ struct Op {
   /// the kernel (FlashAttention / FlashAttentionGrad, an ET's fused SDPA ops); 0: none. Read by
   /// the cost model's in-kernel dropout term (docs/cost-model.md, "Fused attention ops").
   double dropout = 0.0;
+  /// Host time the framework spends before this op's launch that no graph op stands for, on top
+  /// of the device's launch_overhead: torch.optim's per-parameter Python and argument handling,
+  /// set by optimizer_impl (docs/cost-model.md, "The optimizer step's host time"). Charged on a
+  /// GPU whose host side is the default one (no calibrated host model); 0: none.
+  Duration host_before{0};
 };
 
 struct Graph {

@@ -96,6 +96,25 @@ TEST(Graph, LeadingDimensionsRoundTripAndBadOnesAreRefused) {
   }
 }
 
+TEST(Graph, HostBeforeRoundTripsAndBadOnesAreRefused) {
+  // The framework's host time before an op's launch (optimizer_impl's per-tensor Python) survives
+  // the graph JSON; a negative one or a non-duration is refused with its key.
+  Graph g = diamond();
+  g.ops[3].host_before = Duration{6'500};
+  const Graph h = parse_graph_json(graph_to_json(g), "hb.json");
+  EXPECT_EQ(h.ops[3].host_before, Duration{6'500});
+  EXPECT_EQ(h.ops[1].host_before, Duration{0});
+  for (const char* bad : {R"({"ops": [{"name": "u", "host_before": 12}]})",
+                          R"({"ops": [{"name": "u", "host_before": "-3 us"}]})"}) {
+    try {
+      parse_graph_json(bad, "bad.json");
+      FAIL() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("host_before"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Graph, AttentionDropoutRoundTripsAndBadOnesAreRefused) {
   // A fused attention op's in-kernel dropout probability survives the graph JSON; an op without
   // one writes no key; a probability outside [0, 1] or not a number is refused, naming the op.
