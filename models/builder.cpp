@@ -601,6 +601,12 @@ void GraphBuilder::set_bytes_written(const Tensor& fwd, std::int64_t bytes) {
   g_.ops[static_cast<std::size_t>(fwd.op)].bytes_written = sim::Bytes{bytes};
 }
 
+void GraphBuilder::set_op_dtype(sim::OpId id, sim::Dtype dtype) {
+  sim::Op& op = g_.ops[static_cast<std::size_t>(id)];
+  op.dtype = dtype;
+  if (op.signature) op.signature->dtype = dtype;
+}
+
 void GraphBuilder::set_dropout(const Tensor& fwd, double p) {
   g_.ops[static_cast<std::size_t>(fwd.op)].dropout = p;
 }
