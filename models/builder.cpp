@@ -116,6 +116,11 @@ double d(std::int64_t v) {
   return static_cast<double>(v);
 }
 
+bool float_type(sim::Dtype t) {
+  return t == sim::Dtype::F32 || t == sim::Dtype::F16 || t == sim::Dtype::BF16 ||
+         t == sim::Dtype::TF32;
+}
+
 }  // namespace
 
 GraphBuilder::GraphBuilder(std::string name) {
@@ -601,6 +606,12 @@ void GraphBuilder::set_bytes_written(const Tensor& fwd, std::int64_t bytes) {
   g_.ops[static_cast<std::size_t>(fwd.op)].bytes_written = sim::Bytes{bytes};
 }
 
+void GraphBuilder::set_op_dtype(sim::OpId id, sim::Dtype dtype) {
+  sim::Op& op = g_.ops[static_cast<std::size_t>(id)];
+  op.dtype = dtype;
+  if (op.signature) op.signature->dtype = dtype;
+}
+
 void GraphBuilder::set_dropout(const Tensor& fwd, double p) {
   g_.ops[static_cast<std::size_t>(fwd.op)].dropout = p;
 }
@@ -639,7 +650,28 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
         if (!dy[0]) continue;
         for (const int i : wanted) {
           const auto& ref = fin[static_cast<std::size_t>(i)];
-          contribute(out_of(ref.op, ref.output), *dy[0], fgroup, acc);
+          const Tensor target = out_of(ref.op, ref.output);
+          Tensor g = *dy[0];
+          if (g.dtype != target.dtype && float_type(g.dtype) && float_type(target.dtype) &&
+              g.shape == target.shape) {
+            // autograd's engine casts each gradient to its input's type (validate_outputs in
+            // torch/csrc/autograd/engine.cpp): an F32 sum's gradient into an F16 input (autocast's
+            // residual adds) is a cast kernel.
+            sim::Op cast;
+            cast.name = "gradients/" + fname + "_grad/Cast_" + std::to_string(i);
+            cast.type = "Cast";
+            cast.layer = flayer;
+            cast.phase = sim::Phase::Backward;
+            cast.group = fgroup;
+            cast.dtype = target.dtype;
+            cast.inputs.push_back({g.op, g.out});
+            cast.outputs.push_back(
+                {.bytes = sim::Bytes{num_elements(g.shape) * sim::dtype_size(target.dtype)},
+                 .shape = g.shape,
+                 .dtype = target.dtype});
+            g = out_of(add(std::move(cast)), 0);
+          }
+          contribute(target, g, fgroup, acc);
         }
         continue;
       }

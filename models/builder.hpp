@@ -167,6 +167,9 @@ class GraphBuilder {
   /// The in-kernel dropout probability of the (fused attention) op that made `fwd`; its gradient
   /// ops, which regenerate the same mask, carry it too (sim::Op::dropout).
   void set_dropout(const Tensor& fwd, double p);
+  /// The type op `id` computes in (sim::Op::dtype and its signature's), for a graph whose ops run
+  /// in more than one type (the ONNX import's autocast=torch).
+  void set_op_dtype(sim::OpId id, sim::Dtype dtype);
 
   /// Derives the backward and update ops from the scalar `loss`.
   void train(const Tensor& loss, Optimizer opt, Accumulation acc = Accumulation::Chain);

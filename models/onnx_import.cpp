@@ -615,6 +615,7 @@ class Importer {
     find_gelu();
     find_linear();
     find_attention();
+    find_qkv_views();
   }
   [[nodiscard]] const std::set<std::string>& data_inputs() const { return data_inputs_; }
 
@@ -627,6 +628,7 @@ class Importer {
     }
     for (int k = 0; k < g_.node_size(); ++k) add_node(k, g_.node(k));
     if (options_.training) add_loss();
+    if (options_.autocast) type_ops_as_their_outputs();
     std::string unknown;
     for (const auto& u : unknown_ops_) unknown += (unknown.empty() ? "" : ",") + u;
     std::map<std::string, std::string> meta{
@@ -638,12 +640,14 @@ class Importer {
                         ",optimizer=" + to_string(options_.optimizer) +
                         (options_.weight_view ? ",weight_view=true" : "") +
                         (options_.bias_epilogue ? ",bias_epilogue=true" : "") +
-                        (options_.attention_sdpa ? ",attention=sdpa" : "")},
+                        (options_.attention_sdpa ? ",attention=sdpa" : "") +
+                        (options_.autocast ? ",autocast=torch" : "")},
         {"producer", model.producer_name() + " " + model.producer_version()},
         // ONNX tensors are NCHW, as PyTorch runs a model unless told channels_last
         // (--graph-opt layout=nhwc says it was).
         {"layout", "nchw"}};
     if (!unknown.empty()) meta["unknown_ops"] = unknown;
+    if (options_.autocast) meta["autocast"] = "torch";
     return b_.finish(std::move(meta));
   }
 
@@ -674,6 +678,7 @@ class Importer {
     } else if (is_float(i.dtype) && !uses_.bn_statistic(name) &&
                (graph_input || (!i.shape.empty() && uses_.read_as_data(name)))) {
       tensors_[name] = b_.variable_named(unique(name), i.shape, layer_of(name, '.'));
+      parameters_.insert(name);
     } else {
       tensors_[name] = b_.constant(unique(name), i.shape, i.dtype,
                                    uses_.bn_statistic(name) ? "RunningStatistic" : "Const");
@@ -827,7 +832,7 @@ class Importer {
   // becomes that MatMul's third input (decided in add_node, once the shapes are known: the bias
   // must have the output's last dimension). docs/workloads.md, "ONNX import".
   void find_linear() {
-    if (!options_.weight_view && !options_.bias_epilogue) return;
+    if (!options_.weight_view && !options_.bias_epilogue && !options_.autocast) return;
     auto counts = readers_and_producers();
     auto& readers = counts.first;
     auto& producer = counts.second;
@@ -869,7 +874,7 @@ class Importer {
         if (matmuls_only) weight_view_.insert(k);
       }
     }
-    if (!options_.bias_epilogue) return;
+    if (!options_.bias_epilogue && !options_.autocast) return;
     for (int k = 0; k < g_.node_size(); ++k) {
       const auto& add = g_.node(k);
       if (add.op_type() != "Add" || add.input_size() != 2 || add.output_size() != 1) continue;
@@ -883,7 +888,9 @@ class Importer {
         const auto w = producer.find(m.input(1));
         if (!weight_of_rank(m.input(1), 2) && (w == producer.end() || !weight_transpose(w->second)))
           continue;
-        bias_of_[mm->second] = {k, add.input(1 - j)};
+        if (options_.bias_epilogue) bias_of_[mm->second] = {k, add.input(1 - j)};
+        // F.linear(x, W, b) under autocast casts b with W: the bias add runs in F16.
+        linear_bias_adds_.insert(k);
         break;
       }
     }
@@ -955,6 +962,171 @@ class Importer {
     }
   }
 
+  // What PyTorch runs around F.scaled_dot_product_attention on a fused qkv projection (timm's
+  // Attention: `qkv.reshape(B, N, 3, heads, d).permute(2, 0, 3, 1, 4).unbind(0)`, which torch.onnx
+  // writes as Transpose -> Split(axis 0) into 3 -> Squeeze each): the permute and the unbind are
+  // views (the fused kernel reads strided q, k, v), and so is `o.transpose(1, 2).reshape(B, N, C)`
+  // of the kernel's output, which it writes in [B, N, heads, d] order. The backward copies twice,
+  // as the `gpt` graph's attention=flash (models/gpt_model.cpp, attention_core): the unbind's
+  // gradient is a stack of dq, dk, dv (ATen's CatArrayBatchedCopy; the H200 ViT trace has 12 a
+  // step, 332 us each) and the permute's a copy back into the reshape's layout. Without this the
+  // import priced the forward permute and Split as copies PyTorch does not run.
+  void find_qkv_views() {
+    if (attention_at_.empty()) return;
+    auto counts = readers_and_producers();
+    auto& readers = counts.first;
+    auto& producer = counts.second;
+    const auto only_from = [&](const std::string& v, const char* type) {
+      const auto it = producer.find(v);
+      if (readers[v] != 1 || it == producer.end() || g_.node(it->second).op_type() != type)
+        return -1;
+      return it->second;
+    };
+    for (const auto& [k, qkv] : attention_at_) {
+      int split = -1;
+      for (int j = 0; j < 3; ++j) {
+        const int sq = only_from(qkv[static_cast<std::size_t>(j)], "Squeeze");
+        const int sp = sq < 0 ? -1 : only_from(g_.node(sq).input(0), "Split");
+        if (sp < 0 || (split >= 0 && sp != split) || g_.node(sp).output_size() != 3 ||
+            g_.node(sp).output(j) != g_.node(sq).input(0)) {
+          split = -1;
+          break;
+        }
+        split = sp;
+      }
+      if (split < 0 || attr_int(g_.node(split), "axis", 0) != 0) continue;
+      const int permute = only_from(g_.node(split).input(0), "Transpose");
+      if (permute < 0) continue;
+      const auto perm = attr_ints(g_.node(permute), "perm");
+      if (perm.size() != 5 || perm[0] != 2) continue;
+      qkv_permute_.insert(permute);
+      qkv_unbind_.insert(split);
+      // The heads' transpose: the one reader of the attention's output.
+      if (readers[g_.node(k).output(0)] != 1) continue;
+      for (int r = k + 1; r < g_.node_size(); ++r) {
+        const auto& t = g_.node(r);
+        if (t.input_size() < 1 || t.input(0) != g_.node(k).output(0)) continue;
+        if (t.op_type() == "Transpose" &&
+            attr_ints(t, "perm") == std::vector<std::int64_t>{0, 2, 1, 3})
+          attention_out_view_.insert(r);
+        break;
+      }
+    }
+  }
+
+  // One view of find_qkv_views: no kernel forward; the backward's stack or copy back.
+  void add_attention_view(int k, const onnx::NodeProto& n) {
+    std::vector<Tensor> ins;
+    std::vector<int> pos;
+    node_inputs(k, n, ins, pos);
+    sim::Dtype out_dtype = sim::Dtype::F32;
+    const std::vector<Shape> outs = node_outputs(n, ins, out_dtype);
+    const std::string name =
+        unique(n.name().empty() ? n.op_type() + "_" + std::to_string(k) : n.name());
+    b_.scope(layer_of(name, '/'));
+    GradRule rule{.wrt = {0}, .passthrough = true};
+    if (qkv_permute_.contains(k)) rule = GradRule{.type = "Transpose", .flops = 0, .wrt = {0}};
+    if (qkv_unbind_.contains(k)) rule = GradRule{.type = "Stack", .flops = 0, .wrt = {0}};
+    const Tensor in = ins.at(0);
+    const auto results =
+        b_.op(name, "View", {in}, outs, 0, {rule}, options_.autocast ? in.dtype : out_dtype);
+    for (int o = 0; o < n.output_size(); ++o)
+      if (!n.output(o).empty()) tensors_[n.output(o)] = results[static_cast<std::size_t>(o)];
+  }
+
+  // autocast=torch: how torch.autocast(dtype=float16) runs an op (aten/src/ATen/autocast_mode.cpp,
+  // the CUDA lists): `lower_precision_fp` casts its F32 inputs to F16 and runs in F16; `fp32`
+  // casts F16 inputs to F32; `fp32_set_opt_dtype` (softmax, log_softmax, sum, prod, cumsum,
+  // vector norms) passes dtype=float, one kernel reading F16 and writing F32 (ATen's softmax
+  // takes half_to_float; no cast kernel); the rest run in their inputs' type, a binary op or cat
+  // promoting F16 with F32 to F32 (a 0-dim constant, a Python scalar in the program, does not).
+  enum class Autocast { Lower, Fp32, Fp32Out, Promote, Same, None };
+  static Autocast autocast_policy(const std::string& type) {
+    static const std::set<std::string, std::less<>> kLower = {"Conv", "ConvTranspose", "MatMul",
+                                                              "Gemm", "PRelu",         "Einsum"};
+    static const std::set<std::string, std::less<>> kFp32 = {
+        "LayerNormalization", "GroupNormalization", "Exp", "Log", "Reciprocal", "Pow",
+        "Softplus",           "ReduceLogSumExp"};
+    static const std::set<std::string, std::less<>> kFp32Out = {
+        "Softmax", "LogSoftmax", "ReduceSum", "ReduceProd", "CumSum", "ReduceL1", "ReduceL2"};
+    if (kLower.contains(type)) return Autocast::Lower;
+    if (kFp32.contains(type)) return Autocast::Fp32;
+    if (kFp32Out.contains(type)) return Autocast::Fp32Out;
+    if (kBinary.contains(type) || type == "Concat") return Autocast::Promote;
+    if (type == "Cast" || type == "CastLike") return Autocast::None;  // the program's own cast
+    return Autocast::Same;
+  }
+
+  void autocast(const onnx::NodeProto& n, int k, std::vector<Tensor>& ins,
+                const std::vector<int>& pos, sim::Dtype& out_dtype) {
+    const Autocast policy =
+        linear_bias_adds_.contains(k) ? Autocast::Lower : autocast_policy(n.op_type());
+    const auto first =
+        std::find_if(ins.begin(), ins.end(), [](const Tensor& t) { return is_float(t.dtype); });
+    if (policy == Autocast::None || !is_float(out_dtype) || first == ins.end()) return;
+    switch (policy) {
+      case Autocast::Lower:
+      case Autocast::Fp32: {
+        const sim::Dtype to = policy == Autocast::Lower ? sim::Dtype::F16 : sim::Dtype::F32;
+        for (std::size_t j = 0; j < ins.size(); ++j)
+          if (is_float(ins[j].dtype) && ins[j].dtype != to)
+            ins[j] = autocast_copy(n.input(pos[j]), ins[j], to, n, k, pos[j]);
+        out_dtype = to;
+        return;
+      }
+      case Autocast::Fp32Out:
+        out_dtype = sim::Dtype::F32;
+        return;
+      case Autocast::Promote: {
+        out_dtype = first->dtype;
+        for (std::size_t j = 0; j < ins.size(); ++j) {
+          const Tensor& t = ins[j];
+          const bool counts = num_elements(t.shape) > 1 || parameters_.contains(n.input(pos[j]));
+          if (is_float(t.dtype) && counts && sim::dtype_size(t.dtype) > sim::dtype_size(out_dtype))
+            out_dtype = t.dtype;
+        }
+        return;
+      }
+      case Autocast::Same:
+      case Autocast::None:
+        out_dtype = first->dtype;
+        return;
+    }
+  }
+
+  // The copy autocast makes of `value` (input `input` of node k) in type `to`, a Cast op whose
+  // gradient casts back; a parameter's F16 copy is made once a step (autocast's cast cache keeps
+  // leaf tensors that require grad for the autocast region: the forward).
+  Tensor autocast_copy(const std::string& value, const Tensor& t, sim::Dtype to,
+                       const onnx::NodeProto& n, int k, int input) {
+    const bool parameter = parameters_.contains(value) && to == sim::Dtype::F16;
+    if (parameter)
+      if (const auto it = parameter_casts_.find(value); it != parameter_casts_.end())
+        return it->second;
+    const std::string reader = n.name().empty() ? n.op_type() + "_" + std::to_string(k) : n.name();
+    const std::string name = unique(reader + "/autocast_" + std::to_string(input));
+    b_.scope(layer_of(name, '/'));
+    std::vector<GradRule> rules{GradRule{.type = "Cast", .flops = 0, .wrt = {0}}};
+    const Tensor cast = b_.op(name, "Cast", {t}, {t.shape}, 0, std::move(rules), to)[0];
+    if (parameter) parameter_casts_[value] = cast;
+    return cast;
+  }
+
+  // autocast=torch: each kernel runs in the type of what it writes (an F16 matmul's gradients are
+  // F16, a LayerNorm's backward F32), as sim::Op::dtype and its signature say.
+  void type_ops_as_their_outputs() {
+    const sim::Graph& g = b_.graph();
+    for (sim::OpId o = 0; o < g.num_ops(); ++o) {
+      const sim::Op& op = g.ops[static_cast<std::size_t>(o)];
+      if (op.phase != sim::Phase::Forward && op.phase != sim::Phase::Backward) continue;
+      for (const auto& t : op.outputs)
+        if (is_float(t.dtype)) {
+          if (t.dtype != op.dtype) b_.set_op_dtype(o, t.dtype);
+          break;
+        }
+    }
+  }
+
   // One FlashAttention op for the chain ending at node k (find_attention).
   void add_attention(int k, const onnx::NodeProto& n, const std::array<std::string, 3>& qkv) {
     const std::string node_key =
@@ -967,6 +1139,14 @@ class Importer {
                               "inputs produced earlier in the graph, got unknown tensor \"" +
                                   sim::printable(v) + "\"");
       ins.push_back(it->second);
+    }
+    sim::Dtype out_dtype = output_dtype(n.output(0));
+    if (options_.autocast) {
+      // scaled_dot_product_attention is on autocast's lower-precision list.
+      for (std::size_t j = 0; j < ins.size(); ++j)
+        if (is_float(ins[j].dtype) && ins[j].dtype != sim::Dtype::F16)
+          ins[j] = autocast_copy(qkv[j], ins[j], sim::Dtype::F16, n, k, static_cast<int>(j));
+      out_dtype = sim::Dtype::F16;
     }
     const Shape& q = ins[0].shape;
     const Shape& key = ins[1].shape;
@@ -992,7 +1172,7 @@ class Importer {
                                          .wrt = {0, 1, 2},
                                          .saved_inputs = {0, 1, 2},
                                          .saved_outputs = {0, 1}}},
-                               output_dtype(n.output(0)));
+                               out_dtype);
     tensors_[n.output(0)] = results[0];
   }
 
@@ -1049,6 +1229,10 @@ class Importer {
     }
     if (weight_view_.contains(k)) {
       add_weight_view(k, n);
+      return;
+    }
+    if (qkv_permute_.contains(k) || qkv_unbind_.contains(k) || attention_out_view_.contains(k)) {
+      add_attention_view(k, n);
       return;
     }
     if (const auto linear = bias_of_.find(k); linear != bias_of_.end()) {
@@ -1122,7 +1306,9 @@ class Importer {
     b_.scope(layer_of(name, '/'));
     std::vector<GradRule> rules;
     if (is_float(ins.at(0).dtype)) rules.push_back(GradRule{.wrt = {0}, .passthrough = true});
-    tensors_[n.output(0)] = b_.op(name, "View", ins, outs, 0, std::move(rules), out_dtype)[0];
+    tensors_[n.output(0)] = b_.op(name, "View", ins, outs, 0, std::move(rules),
+                                  options_.autocast ? ins.at(0).dtype : out_dtype)[0];
+    parameters_.insert(n.output(0));
   }
 
   void add_node_as(int k, const onnx::NodeProto& n) {
@@ -1148,6 +1334,7 @@ class Importer {
     if (type == "Constant" && n.output_size() == 1 &&
         small_integer(outs.empty() ? Shape{} : outs[0], output_dtype(n.output(0))))
       host_values_.insert(n.output(0));
+    if (options_.autocast) autocast(n, k, ins, pos, out_dtype);
     Node x{.n = n, .type = type, .ins = ins, .pos = pos, .outs = outs, .graph = b_.graph()};
     x.y = outs.empty() ? Shape{} : outs[0];
     if ((type == "Reshape" || type == "Flatten") && !ins.empty() &&
@@ -1232,10 +1419,20 @@ class Importer {
   // the Adds folded into their MatMuls -> the MatMul's output.
   std::map<int, std::pair<int, std::string>> bias_of_;
   std::map<int, std::string> bias_added_;
+  std::set<int> linear_bias_adds_;  // the bias Adds of find_linear's linears (autocast: F16)
   // attention=sdpa: the chains' Transpose(k), MatMul(q, kT), scale and Softmax nodes, and the last
   // MatMul of each -> its q, k, v.
   std::set<int> attention_skip_;
   std::map<int, std::array<std::string, 3>> attention_at_;
+  // attention=sdpa over a fused qkv (find_qkv_views): the permute and the unbind (Split) before
+  // the attention, and the heads' transpose after it, all views.
+  std::set<int> qkv_permute_;
+  std::set<int> qkv_unbind_;
+  std::set<int> attention_out_view_;
+  // autocast=torch: parameters (and weight_view's views of them), and their F16 copies this step
+  // (autocast's cast cache: one cast a parameter a forward).
+  std::set<std::string> parameters_;
+  std::map<std::string, Tensor> parameter_casts_;
   // Outputs whose shape inference gave no shape (a Slice with computed bounds, as torch exports
   // the q/k/v split of attention): their shape is a guess, so a Reshape of one is not checked.
   std::set<std::string> guessed_;

@@ -45,6 +45,14 @@ struct OnnxImportOptions {
   /// MatMul(., v) chain, every intermediate read once, is one fused attention op each way, as
   /// F.scaled_dot_product_attention runs it (the `gpt` graph's `attention=flash` op).
   bool attention_sdpa = false;
+  /// `autocast=torch`: the graph runs as the program runs it under torch.autocast(dtype=float16)
+  /// (aten/src/ATen/autocast_mode.cpp): parameters, inputs and the ops off autocast's lists keep
+  /// their types (F32 stays F32; a binary op of F16 and F32 tensors is F32), convolutions, matmuls
+  /// and fused attention run in F16 behind a Cast of each F32 input (one a parameter a step: the
+  /// cast cache), LayerNorm/GroupNorm/Exp/Log/Pow run in F32 behind a Cast of an F16 input, and
+  /// Softmax/LogSoftmax/ReduceSum read F16 and write F32 in one kernel. Each Cast's gradient is a
+  /// Cast back. Needs precision=f16 (docs/workloads.md, "ONNX import").
+  bool autocast = false;
   std::int64_t batch = 0;  ///< 0 = keep the model's batch dimension (1 if symbolic)
   Optimizer optimizer = Optimizer::Sgd;
 };

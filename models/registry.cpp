@@ -389,7 +389,18 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
     throw sim::InputError("--graph-opt", "fuse",
                           "fuse=none beside layout=nchw (the fused batch-norm kernels are NHWC)");
   if (layout) sim::apply_layout(g, *layout);
-  if (precision && *precision != sim::Dtype::F32) apply_mixed_precision(g, *precision, f32_grads);
+  if (const auto ac = g.metadata.find("autocast"); ac != g.metadata.end()) {
+    // The import typed every tensor as torch.autocast runs it: F32 parameters, master copies and
+    // weight gradients (the casts' backward), F16 where autocast casts (models/onnx_import.cpp).
+    if (precision != sim::Dtype::F16)
+      throw sim::InputError("--graph-opt", "autocast",
+                            "precision=f16 beside autocast=" + ac->second +
+                                " (the import types its tensors as float16 autocast runs them)");
+    g.metadata["precision"] = "f16";
+    g.metadata["grads"] = "f32";
+  } else if (precision && *precision != sim::Dtype::F32) {
+    apply_mixed_precision(g, *precision, f32_grads);
+  }
   // After the precision pass, which gives each update its master copy once.
   if (impl) apply_optimizer_impl(g, *impl);
   // After the optimizer's kernels, which it places its own around.
@@ -422,7 +433,7 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
   if (ends_with(name_or_path, ".onnx")) {
     GraphOptions o(options, "--graph-opt");
     o.accept({"training", "batch", "optimizer", "silu", "gelu", "weight_view", "bias_epilogue",
-              "attention"});
+              "attention", "autocast"});
     OnnxImportOptions io;
     io.training = o.get_bool("training", false);
     const std::string silu = o.get_choice("silu", "ops", {"ops", "fused", "inplace"});
@@ -434,6 +445,7 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
     io.weight_view = o.get_bool("weight_view", false);
     io.bias_epilogue = o.get_bool("bias_epilogue", false);
     io.attention_sdpa = o.get_choice("attention", "ops", {"ops", "sdpa"}) == "sdpa";
+    io.autocast = o.get_choice("autocast", "none", {"none", "torch"}) == "torch";
     io.batch = o.get_int("batch", 0, 0);
     io.optimizer = optimizer_option(o, Optimizer::Sgd);
     return import_onnx(name_or_path, io);

@@ -123,7 +123,7 @@ def op_class(t, name):
         return 'update'
     if t in ('BiasAddGrad', 'Sum') or 'Reduce' in t:
         return 'reduction'
-    if t in ('Transpose', 'Split', 'ConcatV2', 'Reshape', 'Identity', 'Stack', 'View'):
+    if t in ('Transpose', 'Split', 'ConcatV2', 'Reshape', 'Identity', 'Stack', 'View', 'Cast'):
         return 'copy'
     if t.startswith('Gather'):
         return 'embedding'

@@ -71,9 +71,15 @@ GPT24 = [
 # timm's ViT under torch 2.11 / CUDA 13.0: nn.Linear is addmm on W.t() (a view) with the bias in
 # cuBLASLt's epilogue (nvjet_sm90_*_bias_* in the rig's trace), and its fused_attn calls
 # F.scaled_dot_product_attention (cuDNN's sdpa kernels in the trace); docs/workloads.md, "ONNX import".
+# nn.GELU (timm's ViT Mlp, torchvision's CNBlock) runs one gelu kernel each way (the ViT trace's
+# GeluCUDAKernelImpl and GeluBackwardCUDAKernelImpl, 12 each a step): gelu=fused.
 ZOO_EXTRA = {"efficientnet_b0": ",silu=inplace",
-             "vit_base_patch16_224": ",weight_view=true,bias_epilogue=true,attention=sdpa"}
+             "vit_base_patch16_224": ",weight_view=true,bias_epilogue=true,attention=sdpa,gelu=fused",
+             "convnext_tiny": ",gelu=fused"}
 ZOO_NO_LAYOUT = {"vit_base_patch16_224", "convnext_tiny"}   # no BatchNorm/convolution layout
+# train_rig.py runs every zoo model's forward and loss under torch.autocast(dtype=float16):
+# autocast=torch types the imported graph as autocast runs it (F32 parameters and the ops off
+# autocast's lists, a Cast before each F16 convolution/matmul input; docs/workloads.md).
 
 
 def load(path):
@@ -127,7 +133,7 @@ def main():
                    "grad_scaler=torch" % r["batch"])
             if m not in ZOO_NO_LAYOUT:
                 opt += ",layout=nhwc"
-            opt += ZOO_EXTRA.get(m, "")
+            opt += ZOO_EXTRA.get(m, "") + ",autocast=torch"
             label = "%s AMP%s b%d" % (m, "" if m in ZOO_NO_LAYOUT else " NHWC", r["batch"])
             rows.append((label, r["step_s_interval"] * 1e3,
                          predict(a.placesim, cluster, "tests/data/onnx/%s.onnx" % m, opt, a.calibration)))

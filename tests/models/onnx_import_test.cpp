@@ -435,9 +435,17 @@ TEST(OnnxImport, AttentionSdpaFusesTheScoreChain) {
   EXPECT_EQ(count["sdpa"]["FlashAttentionGrad"], 12);
   EXPECT_EQ(count["sdpa"].count("Softmax"), 0u);
   EXPECT_EQ(count["ops"]["Softmax"], 12);
-  EXPECT_EQ(count["sdpa"]["MatMul"], count["ops"]["MatMul"] - 6 * 12);    // 2 forward, 4 backward
-  EXPECT_EQ(count["sdpa"]["Mul"], count["ops"]["Mul"] - 12);              // the scale
-  EXPECT_EQ(count["sdpa"]["Transpose"], count["ops"]["Transpose"] - 12);  // K^T
+  EXPECT_EQ(count["sdpa"]["MatMul"], count["ops"]["MatMul"] - 6 * 12);  // 2 forward, 4 backward
+  EXPECT_EQ(count["sdpa"]["Mul"], count["ops"]["Mul"] - 12);            // the scale
+  // K^T, and the heads' permute before the attention and transpose after it, views each way
+  // (find_qkv_views), but for the permute's backward copy (a Transpose).
+  EXPECT_EQ(count["sdpa"]["Transpose"], count["ops"]["Transpose"] - 24);
+  EXPECT_EQ(count["sdpa"]["TransposeGrad"], count["ops"]["TransposeGrad"] - 36);
+  // The unbind is a view; its gradient a stack of dq, dk, dv, not the Split's Concat.
+  EXPECT_EQ(count["sdpa"].count("Split"), 0u);
+  EXPECT_EQ(count["sdpa"].count("Concat"), count["ops"].count("Concat"));
+  EXPECT_EQ(count["sdpa"]["Stack"], 12);
+  EXPECT_EQ(count["ops"].count("Stack"), 0u);
   EXPECT_LT(traffic["sdpa"], traffic["ops"]);
   // The two score matmuls' FLOPs: 2 x 2 x 12 x 197^2 x 64 each, 12 blocks.
   const double two_matmuls = 2 * 2.0 * 2 * 12 * 197 * 197 * 64 * 12;
@@ -449,6 +457,78 @@ TEST(OnnxImport, AttentionSdpaFusesTheScoreChain) {
   EXPECT_EQ(gpt.count("FlashAttention"), 0u);
   EXPECT_EQ(gpt["Softmax"], 2);
   EXPECT_THROW(load_graph(model, "training,attention=flash"), sim::InputError);
+}
+
+// autocast=torch types the graph as torch.autocast(float16) runs it
+// (aten/src/ATen/autocast_mode.cpp): parameters stay F32 and each is cast to F16 once a step for
+// the matmuls that read it (weight and bias), LayerNorm runs in F32 and the matmul after it reads
+// an F16 cast of its output, the residual stream is F32 (the class token and position embedding are
+// F32 parameters), GELU runs in its F16 input's type; each cast's gradient casts back, so weight
+// gradients are F32. Without precision=f16 it is refused.
+TEST(OnnxImport, AutocastTypesTheGraphAsTorchRunsIt) {
+  const std::string model = kDir + "vit_base_patch16_224.onnx";
+  const std::string opt =
+      "training,batch=2,precision=f16,grads=f32,weight_view=true,bias_epilogue=true,"
+      "attention=sdpa,gelu=fused";
+  const sim::Graph g = load_graph(model, opt + ",autocast=torch");
+  const sim::Graph half = load_graph(model, opt);
+  const auto in_dtype = [&](const sim::Op& op, std::size_t i) {
+    const auto& r = op.inputs.at(i);
+    return g.ops[static_cast<std::size_t>(r.op)]
+        .outputs.at(static_cast<std::size_t>(r.output))
+        .dtype;
+  };
+  int casts = 0, back = 0, ln = 0, residual = 0, matmuls = 0;
+  for (const auto& op : g.ops) {
+    if (op.type == "Cast") ++(op.phase == sim::Phase::Forward ? casts : back);
+    if (op.phase == sim::Phase::Update) {
+      // The optimizer reads the F32 parameter and its F32 gradient.
+      EXPECT_EQ(in_dtype(op, 0), sim::Dtype::F32) << op.name;
+      EXPECT_EQ(in_dtype(op, 1), sim::Dtype::F32) << op.name;
+      continue;
+    }
+    if (op.phase != sim::Phase::Forward) continue;
+    if (op.type == "MatMul" || op.type == "Gemm" || op.type == "Conv" ||
+        op.type == "FlashAttention") {
+      ++matmuls;
+      EXPECT_EQ(op.dtype, sim::Dtype::F16) << op.name;
+      for (std::size_t i = 0; i < op.inputs.size(); ++i)
+        EXPECT_EQ(in_dtype(op, i), sim::Dtype::F16) << op.name << " input " << i;
+    }
+    if (op.type == "LayerNormalization") {
+      ++ln;
+      EXPECT_EQ(op.dtype, sim::Dtype::F32) << op.name;
+      EXPECT_EQ(op.outputs[0].dtype, sim::Dtype::F32) << op.name;
+    }
+    if (op.type == "Gelu") EXPECT_EQ(op.outputs[0].dtype, sim::Dtype::F16) << op.name;
+    if (op.type == "Add" && op.name.find("/Add") != std::string::npos &&
+        op.name.find("blocks.") != std::string::npos) {
+      ++residual;
+      EXPECT_EQ(op.outputs[0].dtype, sim::Dtype::F32) << op.name;
+    }
+  }
+  EXPECT_EQ(matmuls, 12 * 5 + 2);  // qkv, attention, proj, fc1, fc2; patch embedding and head
+  EXPECT_EQ(ln, 2 * 12 + 1);
+  EXPECT_EQ(residual, 2 * 12);
+  // One cast a parameter the matmuls read: 4 weights and 4 biases a block, the patch
+  // embedding's and the head's; one of each LayerNorm output a Linear reads (2 a block, the
+  // final norm's class token) and one of the input image. The image's has no gradient.
+  EXPECT_EQ(casts, 8 * 12 + 2 + 2 + 2 * 12 + 1 + 1);
+  // Each cast's gradient casts back (the image's has none), and the residual adds' F32
+  // gradients are cast into their F16 inputs (proj's and fc2's outputs; autograd's engine).
+  EXPECT_EQ(back, casts - 1 + 2 * 12);
+  EXPECT_EQ(g.metadata.at("autocast"), "torch");
+  EXPECT_EQ(g.metadata.at("grads"), "f32");
+  // F32 LayerNorms and residual stream move more bytes than the all-F16 graph.
+  double t_ac = 0, t_half = 0;
+  std::map<std::string, int> unused;
+  census(g, unused, t_ac);
+  census(half, unused, t_half);
+  EXPECT_GT(t_ac, t_half);
+  EXPECT_THROW(load_graph(model, "training,batch=2,autocast=torch"), sim::InputError);
+  EXPECT_THROW(load_graph(model, "training,batch=2,precision=bf16,autocast=torch"),
+               sim::InputError);
+  EXPECT_THROW(load_graph(model, opt + ",autocast=cuda"), sim::InputError);
 }
 
 }  // namespace
