@@ -347,16 +347,14 @@ constexpr double kSmShare = 0.87;
 constexpr double kSmShareBwd = 0.685;
 
 // The channels of a batch norm of this type and layout that runs NCHW's one block per channel;
-// nullopt for other ops, NHWC ones and shapes that are not 4-D. PyTorch/ONNX names keep the
-// bound whatever the layout: channels-last (NHWC) BatchNorm kernels were not measured, and
-// dropping the bound for them took NVIDIA's 8-GPU AMP ResNeXt-101 rows out of their bounds
-// (+21.4 -> +34.8 %, +4.5 -> +15.4 %; docs/validation.md).
+// nullopt for other ops, NHWC ones (cuDNN's channels-last kernels: cudnn_nhwc_batch_norm) and
+// shapes that are not 4-D. The PyTorch names of a profile carry no layout and keep it.
 std::optional<double> nchw_batch_norm_channels(std::string_view type,
                                                const std::vector<std::int64_t>& input0,
                                                std::optional<Layout> layout) {
   if (input0.size() != 4) return std::nullopt;
   double channels = 0;
-  if (batch_norm_type(type))
+  if (batch_norm_type(type) && layout != Layout::Nhwc)
     channels = static_cast<double>(input0[1]);
   else if (fused_batch_norm_type(type) && layout == Layout::Nchw)
     channels = static_cast<double>(input0[3]);
@@ -375,14 +373,39 @@ std::optional<double> batch_norm_cap(std::string_view type, const std::vector<st
   return *channels * batch_norm_channel_rate(backward, bw, sm_count);
 }
 
-// {bytes moved, bandwidth cap} of a GPU batch-norm op that runs NCHW; nullopt otherwise.
+// Whether PyTorch runs this 4-D batch norm (its ONNX or aten name) through cuDNN's channels-last
+// kernels: in training with an f16 input and f32 weights (AMP) or f32 throughout, and a
+// channels-last input, _batch_norm_impl_index / _select_batch_norm_backend
+// (aten/src/ATen/native/Normalization.cpp) take cuDNN, and cudnn_batch_norm
+// (aten/src/ATen/native/cudnn/BatchNorm.cpp) calls cudnnBatchNormalizationForwardTrainingEx /
+// BackwardEx in CUDNN_BATCHNORM_SPATIAL_PERSISTENT mode with the tensor's NHWC strides (every
+// training call at pytorch/pytorch@015d4cad; channels-last ones in later versions'
+// getCudnnBatchNormMode, NCHW going to CUDNN_BATCHNORM_SPATIAL). On the H200 (torch 2.11, cuDNN 9)
+// that is `batchnorm_fwtr_nhwc_semiPersist` / `batchnorm_bwtr_nhwc_semiPersist`: a grid over the N
+// x H x W rows, each thread a vector of channels, the per-channel sums combined across blocks, so
+// no block per channel bounds it. What it keeps on chip between its passes is a small part of a
+// training activation (ResNet-50's 64 x 112 x 112 at batch 256 is 411 MB against the H200's
+// ~60 MB of registers and shared memory), so it reads its input twice (the backward x and dy)
+// as the NCHW kernels do: measured, 2.4-3.7 TB/s forward and 2.8-3.2 backward counted so (two
+// reads and a write; four and a write), 0.5-0.77 of the 4.8 TB/s, at 64 to 2048 channels
+// (h200_resnet50_amp_nhwc_b256_train.json.gz, `tools/cnn_trace_report.py TRACE bn`).
+bool cudnn_nhwc_batch_norm(const Op& op) {
+  return batch_norm_type(op.type) && op.layout == Layout::Nhwc && op.signature &&
+         !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
+}
+
+// {bytes moved, bandwidth cap} of a GPU batch-norm op that reads its input twice: NCHW's one
+// block per channel (cap: batch_norm_cap), or cuDNN's channels-last kernels (no cap beyond the
+// device's: 0); nullopt otherwise.
 std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes,
                                                             const DeviceSpec& spec) {
   if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
+  const double two_pass = bytes + static_cast<double>(op.bytes_read.v);
+  if (cudnn_nhwc_batch_norm(op)) return std::make_pair(two_pass, 0.0);
   const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0], op.layout,
                                   spec.memory_bandwidth.bytes_per_s, spec.sm_count);
   if (!cap) return std::nullopt;
-  return std::make_pair(bytes + static_cast<double>(op.bytes_read.v), *cap);
+  return std::make_pair(two_pass, *cap);
 }
 
 double elements(const std::vector<std::int64_t>& shape) {
@@ -1894,7 +1917,7 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
       if (bw > 0.0 && b > 0.0) bound = std::max(bound, b / bw);
       // Nor faster than its parallelism lets it stream (NCHW BatchNorm: one block per channel).
       if (device.spec.kind == DeviceKind::Gpu)
-        if (const auto bn = batch_norm_traffic(op, b, device.spec))
+        if (const auto bn = batch_norm_traffic(op, b, device.spec); bn && bn->second > 0.0)
           bound = std::max(bound, bn->first / bn->second);
       // Nor a misaligned GEMM faster than cuBLAS's narrow-load kernels run (align1_rate): a class
       // curve fitted on a trace's GEMMs, aligned or not, does not know the op's dimensions.

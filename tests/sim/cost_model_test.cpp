@@ -245,6 +245,61 @@ TEST(CostModel, BatchNormChannelRateFollowsTheGeneration) {
   EXPECT_DOUBLE_EQ(batch_norm_channel_rate(true, 0.0, 132), 10240.0 / 750e-9);
 }
 
+// An ONNX-import BatchNormalization (or its gradient) over an f16 [N, C, H, W] input, as the
+// import writes it: the forward reads x and writes y, the backward reads x and dy and writes dx
+// (the per-channel parameters and statistics are small and left out here).
+Op onnx_batch_norm(bool backward, std::vector<std::int64_t> x, std::optional<Layout> layout) {
+  Op op;
+  op.name = backward ? "bn_grad" : "bn";
+  op.type = backward ? "BatchNormalizationGrad" : "BatchNormalization";
+  op.dtype = Dtype::F16;
+  op.layout = layout;
+  std::int64_t n = 1;
+  for (const std::int64_t d : x) n *= d;
+  op.bytes_read = Bytes{(backward ? 4 : 2) * n};
+  op.bytes_written = Bytes{2 * n};
+  op.flops = Flops{(backward ? 8.0 : 5.0) * static_cast<double>(n)};
+  op.signature = Signature{op.type, {x, {x[1]}}, Dtype::F16};
+  op.outputs.push_back(TensorOut{"y", Bytes{2 * n}, x, Dtype::F16});
+  return op;
+}
+
+// PyTorch runs a channels-last BatchNorm in training through cuDNN's NHWC kernels
+// (cudnn_nhwc_batch_norm; docs/cost-model.md, "BatchNorm"), whose grid spans the N x H x W rows:
+// no block per channel bounds them, but they read their input twice as the NCHW kernels do.
+// Measured on the H200 (h200_resnet50_amp_nhwc_b256_train.json.gz, ResNet-50's first BatchNorm,
+// [256, 64, 112, 112] f16): batchnorm_fwtr_nhwc_semiPersist 334.5 us,
+// batchnorm_bwtr_nhwc_semiPersist 495.6 us. The NCHW bound (64 blocks at 21.8 / 13.65 GB/s, the
+// rule before for ONNX graphs in either layout) gave 2.6x and 4.7x those.
+TEST(CostModel, ChannelsLastBatchNormRunsCudnnNhwcKernels) {
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  ASSERT_NE(h200, nullptr);
+  Device d;
+  d.name = "gpu0";
+  d.spec = *h200;
+  KernelCostModel km;
+  const std::vector<std::int64_t> x{256, 64, 112, 112};
+  const auto us = [&](bool bwd, std::optional<Layout> l) {
+    return static_cast<double>(km.op_time(onnx_batch_norm(bwd, x, l), d).ns) / 1e3;
+  };
+  const double fwd = us(false, Layout::Nhwc);
+  const double bwd = us(true, Layout::Nhwc);
+  EXPECT_NEAR(fwd / 334.5, 1.0, 0.10) << fwd;  // 321 us; main 882
+  EXPECT_NEAR(bwd / 495.6, 1.0, 0.10) << bwd;  // 535 us; main 2352
+  // Two reads of x (x and dy backward), not one: at least their bytes at the full bandwidth.
+  const double n = 256.0 * 64 * 112 * 112;
+  EXPECT_GT(fwd, 3 * 2 * n / 4.8e12 * 1e6);
+  EXPECT_GT(bwd, 5 * 2 * n / 4.8e12 * 1e6);
+  // NCHW (and an ONNX graph without a layout) keeps the block-per-channel bound.
+  EXPECT_GT(us(false, Layout::Nchw), 2.0 * fwd);
+  EXPECT_GT(us(true, Layout::Nchw), 2.0 * bwd);
+  EXPECT_EQ(us(false, std::nullopt), us(false, Layout::Nchw));
+  // Nor does a calibration curve's byte stretch bound it; a profile's aten names (no layout) keep
+  // theirs.
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("BatchNormalization", x, 4.8e12, 132, Layout::Nhwc), 1.0);
+  EXPECT_GT(batch_norm_stretch("aten::cudnn_batch_norm", x, 4.8e12, 132), 2.0);
+}
+
 // PyTorch's LayerNorm kernels on the H200 (docs/cost-model.md, "LayerNorm"): a GPT-2 LayerNorm
 // over [8192, 768] bf16 as the gpt builder writes it, priced by the roofline on the catalog's
 // H200. Measured (h200_gpt2-124m_sdpa_bf16_b8_train.json.gz, mean of 75 calls each):
