@@ -394,14 +394,30 @@ bool cudnn_nhwc_batch_norm(const Op& op) {
          !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
 }
 
+// The rate of cuDNN's channels-last BatchNorm kernels on a pixel row (C elements) that is not a
+// whole number of 128-byte lines, as a fraction of their rate on one that is. The kernels read
+// 64 channels a pass (16 threads x 4 elements per pixel: the template's 16 and 4 in the traces'
+// `batchnorm_fwtr_nhwc_semiPersist<__half, float, __half, 512, 16, 5, 4, ...>`); with rows of
+// C x 2 bytes an odd multiple of 64 every other pixel's 128 bytes straddle two lines. Measured on
+// the H200 DenseNet-121 AMP NHWC b256 trace, whose channel counts step by 32: each 32-aligned
+// count against its two 64-aligned neighbours at the same size, forward and backward, median
+// 0.784 over the 18 at 28 x 28 and 56 x 56 (0.73-0.85; 0.93 and 0.97 at 14 x 14 and 7 x 7, where
+// a fixed cost per call dominates). Less-aligned rows (16, 24, 40, 144 channels: the depthwise
+// networks') were not measured and take it too, as the least they lose.
+constexpr double kNhwcBatchNormMisalignedRate = 0.784;
+
 // {bytes moved, bandwidth cap} of a GPU batch-norm op that reads its input twice: NCHW's one
 // block per channel (cap: batch_norm_cap), or cuDNN's channels-last kernels (no cap beyond the
-// device's: 0); nullopt otherwise.
+// device's: 0; a row not a whole number of 128-byte lines moves its bytes as
+// 1 / kNhwcBatchNormMisalignedRate as many); nullopt otherwise.
 std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes,
                                                             const DeviceSpec& spec) {
   if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
   const double two_pass = bytes + static_cast<double>(op.bytes_read.v);
-  if (cudnn_nhwc_batch_norm(op)) return std::make_pair(two_pass, 0.0);
+  if (cudnn_nhwc_batch_norm(op)) {
+    const std::int64_t row = op.signature->input_shapes[0][1] * dtype_size(op.dtype);
+    return std::make_pair(row % 128 == 0 ? two_pass : two_pass / kNhwcBatchNormMisalignedRate, 0.0);
+  }
   const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0], op.layout,
                                   spec.memory_bandwidth.bytes_per_s, spec.sm_count);
   if (!cap) return std::nullopt;

@@ -294,6 +294,18 @@ TEST(CostModel, ChannelsLastBatchNormRunsCudnnNhwcKernels) {
   EXPECT_GT(us(false, Layout::Nchw), 2.0 * fwd);
   EXPECT_GT(us(true, Layout::Nchw), 2.0 * bwd);
   EXPECT_EQ(us(false, std::nullopt), us(false, Layout::Nchw));
+  // A row of 160 f16 channels (320 bytes, not a whole number of 128-byte lines) streams at
+  // kNhwcBatchNormMisalignedRate of an aligned one. DenseNet-121's [256, 160, 56, 56] forward on
+  // the H200 (h200_densenet121_amp_nhwc_b256_train.json.gz): 302.8 us, where [256, 128, 56, 56]
+  // took 184.3-185.9.
+  const auto at = [&](std::int64_t c) {
+    return static_cast<double>(
+               km.op_time(onnx_batch_norm(false, {256, c, 56, 56}, Layout::Nhwc), d).ns) /
+           1e3;
+  };
+  EXPECT_NEAR(at(160) / 302.8, 1.0, 0.20) << at(160);  // 256 us: the rate at 56 x 56 is 0.69 of
+  EXPECT_NEAR(at(128) / 185.0, 1.0, 0.20) << at(128);  // the bandwidth, the model streams faster
+  EXPECT_NEAR((at(160) / 160) / (at(128) / 128), 1 / 0.784, 0.01);
   // Nor does a calibration curve's byte stretch bound it; a profile's aten names (no layout) keep
   // theirs.
   EXPECT_DOUBLE_EQ(batch_norm_stretch("BatchNormalization", x, 4.8e12, 132, Layout::Nhwc), 1.0);
