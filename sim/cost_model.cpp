@@ -1721,9 +1721,36 @@ namespace {
 // (a fixed latency beyond its bytes, `memory_s`: kBiasGradReduceLatency), the dense embedding
 // gradient, a causal mask gradient's clone and a full 2-D transpose. `rate` is the op's memory
 // rate (B/s).
+// PyTorch's average pooling (an ONNX graph's AveragePool and its gradient; the builders name
+// theirs AvgPool): ATen's avg_pool2d_out_cuda_frame(_nhwc) runs a thread per output and
+// avg_pool2d_backward_out_cuda_frame(_nhwc) a thread per input-gradient element
+// (aten/src/ATen/native/cuda/AveragePool2d.cu), each decomposing its flat index into n, h, w, c
+// with 64-bit divisions and modulos (channels, height and width are int64_t there) and computing
+// its windows and divisor with more, so the elements an SM retires a second set the time, not
+// the bytes. Measured on the H200 (132 SMs, h200_densenet121_amp_nhwc_b256_train.json.gz,
+// `tools/cnn_trace_report.py TRACE pools`: DenseNet-121's three 2x2/2 transition pools, f16
+// channels-last): forward 41.4, 41.3 and 39.5 G outputs/s, backward 54.7, 54.8 and 57.3 G
+// elements/s, 9-28x the time their bytes at the memory rate gave (67 us for the first pair). The
+// median per SM, held for every NVIDIA part per SM (as kBroadcastElementsPerSmSecond): F32 and
+// NCHW, other windows and other generations were not measured.
+constexpr double kAvgPoolOutputsPerSmSecond = 41.26e9 / 132;
+constexpr double kAvgPoolGradElementsPerSmSecond = 54.84e9 / 132;
+
+// The time ATen's average-pooling kernels take for `op` on `spec` (above); 0 for other ops.
+double aten_avg_pool_time(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || spec.arch.vendor != GpuArch::Vendor::Nvidia ||
+      spec.sm_count <= 0 || op.outputs.empty() ||
+      (op.type != "AveragePool" && op.type != "AveragePoolGrad"))
+    return 0.0;
+  const double rate =
+      op.type == "AveragePool" ? kAvgPoolOutputsPerSmSecond : kAvgPoolGradElementsPerSmSecond;
+  return elements(op.outputs[0].shape) / (spec.sm_count * rate);
+}
+
 double pytorch_kernel_time(const Op& op, const DeviceSpec& spec, const RooflineParams& p, double t,
                            double memory_s, double rate) {
   const double bw = spec.memory_bandwidth.bytes_per_s;
+  t = std::max(t, aten_avg_pool_time(op, spec));
   if (const auto x = vocab_xent_shape(op, spec))
     t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
                                            spec.sm_count, threads_per_sm(spec.arch)));

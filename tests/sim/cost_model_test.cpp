@@ -312,6 +312,42 @@ TEST(CostModel, ChannelsLastBatchNormRunsCudnnNhwcKernels) {
   EXPECT_GT(batch_norm_stretch("aten::cudnn_batch_norm", x, 4.8e12, 132), 2.0);
 }
 
+// ATen's average pooling runs a thread per output (forward) or per input-gradient element
+// (backward) at an element rate per SM, not at the bandwidth (aten_avg_pool_time). DenseNet-121's
+// first transition pool on the H200 (h200_densenet121_amp_nhwc_b256_train.json.gz, f16
+// channels-last, 2x2/2 over [256, 128, 56, 56]): avg_pool2d 620.5 us, avg_pool2d_backward
+// 1878.6 us; their bytes at the memory rate (the rule before) 67 us each.
+TEST(CostModel, AveragePoolRunsAtAtensElementRate) {
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  ASSERT_NE(h200, nullptr);
+  Device d;
+  d.name = "gpu0";
+  d.spec = *h200;
+  KernelCostModel km;
+  const auto pool = [](const char* type, std::vector<std::int64_t> in,
+                       std::vector<std::int64_t> out) {
+    Op op;
+    op.name = type;
+    op.type = type;
+    op.dtype = Dtype::F16;
+    std::int64_t ni = 1, no = 1;
+    for (const std::int64_t x : in) ni *= x;
+    for (const std::int64_t x : out) no *= x;
+    op.bytes_read = Bytes{2 * ni};
+    op.bytes_written = Bytes{2 * no};
+    op.flops = Flops{static_cast<double>(std::max(ni, no))};
+    op.signature = Signature{type, {in}, Dtype::F16};
+    op.outputs.push_back(TensorOut{"y", Bytes{2 * no}, out, Dtype::F16});
+    return op;
+  };
+  const std::vector<std::int64_t> big{256, 128, 56, 56}, small{256, 128, 28, 28};
+  const auto us = [&](const Op& op) { return static_cast<double>(km.op_time(op, d).ns) / 1e3; };
+  EXPECT_NEAR(us(pool("AveragePool", big, small)) / 620.5, 1.0, 0.05);
+  EXPECT_NEAR(us(pool("AveragePoolGrad", small, big)) / 1878.6, 1.0, 0.05);
+  // A builder's AvgPool (TensorFlow's, cuDNN's kernels) is not ATen's: its bytes, as before.
+  EXPECT_LT(us(pool("AvgPool", big, small)), 100.0);
+}
+
 // PyTorch's LayerNorm kernels on the H200 (docs/cost-model.md, "LayerNorm"): a GPT-2 LayerNorm
 // over [8192, 768] bf16 as the gpt builder writes it, priced by the roofline on the catalog's
 // H200. Measured (h200_gpt2-124m_sdpa_bf16_b8_train.json.gz, mean of 75 calls each):
