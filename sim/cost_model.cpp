@@ -947,6 +947,20 @@ constexpr double kHopperFlashAttention2 = 0.35;
 // backward's ratio is not in the paper; the H200 kernel rig's head-dim-128 backward is the check).
 // docs/cost-model.md, "Fused attention ops".
 constexpr double kCudnnHeadDim128 = 1.5;
+// cuDNN's sm90 SDPA at head dim 64 is not flat in the sequence: the same Figure 5 (H100 SXM5,
+// forward, no causal mask, batch x sequence 16k, 2048 / 64 heads) labels 335 / 373 / 395 / 408 /
+// 412 / 413 TFLOP/s at sequence 512 / 1k / 2k / 4k / 8k / 16k. With n = s / 128 query tiles a head
+// (one work unit each) and n key tiles a unit, R x n / (n + x) fits all six within 1 % at
+// R = 416 TFLOP/s and x = 0.97: each unit costs about one more key tile than it computes (loading
+// Q, writing O and the logsumexp, the pipeline's first and last tiles unhidden). The model takes
+// the 16k bar as the rate of the tiles themselves (413 / 989.5, kCudnnSdpaTileRate) and one tile a
+// unit (kCudnnSdpaUnitTiles, attention_tile_factor), forward and backward alike (the backward's
+// Figure 6 bars, 266 ... 433 TFLOP/s, with its two memory passes taken out, give x near 1 at
+// sequence 512 too). Only Hopper (cuDNN's kernels); other parts keep their flat rates. Not fitted
+// to the H200 rig's cases nor the ViT trace, which check it (docs/validation.md, "Attention at
+// short sequences").
+constexpr double kCudnnSdpaTileRate = 0.42;
+constexpr double kCudnnSdpaUnitTiles = 1.0;
 double cudnn_head_dim_factor(double d) {
   if (!(d > 64.0)) return 1.0;
   if (d <= 128.0) return 1.0 + (kCudnnHeadDim128 - 1.0) * (d - 64.0) / 64.0;
@@ -1020,14 +1034,30 @@ double attention_dropout_s(const Op& op, const DeviceSpec& spec) {
 // Flash_fwd_kernel_traits <64, 128, 128> / <128, 128, 64>; cuDNN's sm90 fprop
 // `..._64x128x{64,128}_...` on the H200 kernel rig) a head computes 128^2 x n(n+1)/2 pairs, n =
 // ceil(s / 128): (s + 128) / (s + 1) times the kept ones at a multiple of 128, 1.98 at s =
-// 128, 1.25 at 512, 1.06 at 2048. A non-causal call keeps every pair of whole tiles. No constant is
-// fitted. docs/cost-model.md, "Fused attention ops".
+// 128, 1.25 at 512, 1.06 at 2048. A non-causal call computes every pair of whole tiles,
+// ceil(sq / 128) x ceil(sk / 128) tiles of 128^2: ViT-B/16's 197 tokens are 2 x 2 tiles, 1.69
+// times the 197^2 kept pairs (the H200 trace's cuDNN fprop and bprop kernels, 64x128x64 and
+// 64x64x64 tiles, both hold 197 as 256). On Hopper each query tile (a work unit of cuDNN's kernels)
+// also costs kCudnnSdpaUnitTiles more tiles. No constant is fitted. docs/cost-model.md, "Fused
+// attention ops".
 constexpr double kAttentionKeyTile = 128.0;
 
-// The factor above for a fused attention op of `spec` (1: not one, not causal, or shapes unknown).
-// Its pairs come from its FLOPs (attention_dropout_s: 4 x head dim a pair, 2.5x backward), its
-// batch x heads, sequence and head dimension from its first output ([b, h, s, d]: O or dQ).
-double causal_tile_factor(const Op& op, const DeviceSpec& spec) {
+// Whether `op` runs cuDNN's fused SDPA kernels on `spec` at kCudnnSdpaTileRate: a half-precision
+// fused attention on Hopper whose [b, h, s, d] output is known (without it, the flat
+// kHopperFlashAttention2, FlashAttention-3's sequence-512 bar, units included).
+bool cudnn_sdpa(const Op& op, const DeviceSpec& spec) {
+  return spec.kind == DeviceKind::Gpu && spec.arch.hopper() &&
+         (op.dtype == Dtype::F16 || op.dtype == Dtype::BF16) && fused_attention_backward(op.type) &&
+         !op.outputs.empty() && op.outputs[0].shape.size() >= 3;
+}
+
+// The factor above for a fused attention op of `spec`: tile pairs computed (and the units' fixed
+// tiles on Hopper) over pairs kept (1: not one, or shapes unknown). Its pairs come from its FLOPs
+// (attention_dropout_s: 4 x head dim a pair, 2.5x backward), its batch x heads, sequence and head
+// dimension from its first output ([b, h, s, d]: O or dQ); a call keeping fewer than 3/4 of sq^2
+// pairs a head is causal (sk = sq), else it keeps sq x sk. `cudnn_units`: the op runs cuDNN's
+// Hopper kernels (cudnn_sdpa), whose query tiles cost kCudnnSdpaUnitTiles more.
+double attention_tile_factor(const Op& op, const DeviceSpec& spec, bool cudnn_units) {
   if (spec.kind != DeviceKind::Gpu || !(op.flops.v > 0.0) || op.outputs.empty() ||
       op.outputs[0].shape.size() < 3)
     return 1.0;
@@ -1039,10 +1069,13 @@ double causal_tile_factor(const Op& op, const DeviceSpec& spec) {
   const double heads = elements(sh) / std::max(d * sq, 1.0);
   if (!(d > 0.0) || !(sq > 0.0) || !(heads > 0.0)) return 1.0;
   const double pairs = op.flops.v / (4.0 * d * (*bwd ? 2.5 : 1.0)) / heads;
-  if (!(pairs < 0.75 * sq * sq)) return 1.0;  // non-causal: every pair kept
-  const double n = std::ceil(sq / kAttentionKeyTile);
-  const double computed = kAttentionKeyTile * kAttentionKeyTile * n * (n + 1.0) / 2.0;
-  return std::max(1.0, std::min(computed, sq * sq) / pairs);
+  const double nq = std::ceil(sq / kAttentionKeyTile);
+  const bool causal = pairs < 0.75 * sq * sq;
+  const double tiles =
+      causal ? std::min(nq * (nq + 1.0) / 2.0, sq * sq / (kAttentionKeyTile * kAttentionKeyTile))
+             : nq * std::ceil(pairs / sq / kAttentionKeyTile - 1e-9);
+  const double unit = cudnn_units ? kCudnnSdpaUnitTiles * nq : 0.0;
+  return std::max(1.0, (tiles + unit) * kAttentionKeyTile * kAttentionKeyTile / pairs);
 }
 
 // Bytes of the two memory passes around a fused attention backward (0 for other ops): both
@@ -1786,8 +1819,9 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // A convolution's FLOPs rounded up to whole waves of whole tiles (fewer tiles than SMs leave
   // SMs idle while each tile streams the whole reduction).
   double f = wave_quantised_flops(op, spec);
-  // A causal fused attention computes its diagonal tiles whole (causal_tile_factor).
-  if (p.generation_curves) f *= causal_tile_factor(op, spec);
+  // A fused attention computes whole tiles, and on Hopper pays a tile a query tile
+  // (attention_tile_factor).
+  if (p.generation_curves) f *= attention_tile_factor(op, spec, cudnn_sdpa(op, spec));
   double b = op_bytes(op);
   double bw_cap = 0.0;  // a kernel whose parallelism cannot reach the device's bandwidth
   if (spec.kind == DeviceKind::Gpu)
@@ -1817,7 +1851,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const bool half = op.dtype == Dtype::F16 || op.dtype == Dtype::BF16;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() && half &&
       fused_attention_backward(op.type))
-    eff = kHopperFlashAttention2 *
+    eff = (cudnn_sdpa(op, spec) ? kCudnnSdpaTileRate : kHopperFlashAttention2) *
           cudnn_head_dim_factor(op.outputs.empty() || op.outputs[0].shape.empty()
                                     ? 0.0
                                     : static_cast<double>(op.outputs[0].shape.back()));

@@ -232,4 +232,27 @@ printf 'file,cluster,g,devices,algo,set\ncalibration/superbench_nccl-tests_all_r
 out=$(python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv" --min-inside 8,8) \
   || fail "nccl_scoreboard: superbench below 8,8 inside: $out"
 grep -q 'sizes inside: 8K-1M 8 of 8, >=64M 8 of 8' <<<"$out" || fail "nccl_scoreboard: $out"
+# The manifest's optional p2p column: `off` runs the model with --p2p off (NCCL_P2P_DISABLE=1). The
+# DGX A100 run with P2P disabled is then priced over SHM (8.99 GB/s busbw, 73 % above its 5.20), not
+# over NVLink (hundreds of GB/s); a value other than on, off or empty is refused.
+LLM=llminsights_nccl-tests_all_reduce_4xA100-80GB_dgx_nop2p_nccl2162.txt
+cp "$CAL/$LLM" "$TMP/sbdata/calibration/"
+for p2p in off ""; do
+  printf 'file,cluster,g,devices,algo,set,p2p
+calibration/%s,dgx-a100,4,"gpu4,gpu5,gpu6,gpu7",,held_out,%s
+' \
+    "$LLM" "$p2p" > "$TMP/sbdata/collectives/sb.csv"
+  out=$(python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv") \
+    || fail "nccl_scoreboard: p2p '$p2p' failed: $out"
+  case "$p2p" in
+    off) grep -q ' 73\.0 %   0/4 ' <<<"$out" || fail "nccl_scoreboard: p2p off not over SHM: $out" ;;
+    *) grep -q ' 73\.0 %' <<<"$out" && fail "nccl_scoreboard: empty p2p ran with P2P off: $out" ;;
+  esac
+done
+printf 'file,cluster,g,devices,algo,set,p2p
+calibration/%s,dgx-a100,4,,,held_out,no\n' "$LLM" \
+  > "$TMP/sbdata/collectives/sb.csv"
+python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv" 2>"$TMP/err" >/dev/null; rc=$?
+[ "$rc" = 2 ] && grep -q "sb.csv:2: p2p: expected on, off or empty, got 'no'" "$TMP/err" \
+  || fail "nccl_scoreboard: bad p2p gave $rc: $(cat "$TMP/err")"
 echo "collective_test: ok"

@@ -3,7 +3,8 @@
 measured times docs/validation.md ("Kernel rules against the held-out kernel cases") quotes, and
 floors on the families the rules price, none of whose cases set a constant (embedding look-up and
 dense gradient within 10 % in total and 12 % mean |error|, transposing copies within 15 %, cuDNN
-SDPA mean |error| under 30 %; main before session 26: -70.9 %, 69 %; -59.4 %; 42 %).
+SDPA mean |error| under 20 %; main before session 26: -70.9 %, 69 %; -59.4 %; 42 %; cuDNN SDPA
+25.2 % before session 27's whole tiles and units' tiles, 18.5 % after).
 Usage: kernel_heldout_test.py PLACESIM"""
 import json
 import os
@@ -59,7 +60,7 @@ class KernelHeldout(unittest.TestCase):
 
     def test_cudnn_attention(self):
         self.check(self.family(lambda c: c["kind"] == "sdpa" and c["backend"] == "default"),
-                   0.15, 0.30)
+                   0.15, 0.20)
 
 
 if __name__ == "__main__":
