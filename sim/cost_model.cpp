@@ -347,16 +347,14 @@ constexpr double kSmShare = 0.87;
 constexpr double kSmShareBwd = 0.685;
 
 // The channels of a batch norm of this type and layout that runs NCHW's one block per channel;
-// nullopt for other ops, NHWC ones and shapes that are not 4-D. PyTorch/ONNX names keep the
-// bound whatever the layout: channels-last (NHWC) BatchNorm kernels were not measured, and
-// dropping the bound for them took NVIDIA's 8-GPU AMP ResNeXt-101 rows out of their bounds
-// (+21.4 -> +34.8 %, +4.5 -> +15.4 %; docs/validation.md).
+// nullopt for other ops, NHWC ones (cuDNN's channels-last kernels: cudnn_nhwc_batch_norm) and
+// shapes that are not 4-D. The PyTorch names of a profile carry no layout and keep it.
 std::optional<double> nchw_batch_norm_channels(std::string_view type,
                                                const std::vector<std::int64_t>& input0,
                                                std::optional<Layout> layout) {
   if (input0.size() != 4) return std::nullopt;
   double channels = 0;
-  if (batch_norm_type(type))
+  if (batch_norm_type(type) && layout != Layout::Nhwc)
     channels = static_cast<double>(input0[1]);
   else if (fused_batch_norm_type(type) && layout == Layout::Nchw)
     channels = static_cast<double>(input0[3]);
@@ -375,14 +373,55 @@ std::optional<double> batch_norm_cap(std::string_view type, const std::vector<st
   return *channels * batch_norm_channel_rate(backward, bw, sm_count);
 }
 
-// {bytes moved, bandwidth cap} of a GPU batch-norm op that runs NCHW; nullopt otherwise.
+// Whether PyTorch runs this 4-D batch norm (its ONNX or aten name) through cuDNN's channels-last
+// kernels: in training with an f16 input and f32 weights (AMP) or f32 throughout, and a
+// channels-last input, _batch_norm_impl_index / _select_batch_norm_backend
+// (aten/src/ATen/native/Normalization.cpp) take cuDNN, and cudnn_batch_norm
+// (aten/src/ATen/native/cudnn/BatchNorm.cpp) calls cudnnBatchNormalizationForwardTrainingEx /
+// BackwardEx in CUDNN_BATCHNORM_SPATIAL_PERSISTENT mode with the tensor's NHWC strides (every
+// training call at pytorch/pytorch@015d4cad; channels-last ones in later versions'
+// getCudnnBatchNormMode, NCHW going to CUDNN_BATCHNORM_SPATIAL). On the H200 (torch 2.11, cuDNN 9)
+// that is `batchnorm_fwtr_nhwc_semiPersist` / `batchnorm_bwtr_nhwc_semiPersist`: a grid over the N
+// x H x W rows, each thread a vector of channels, the per-channel sums combined across blocks, so
+// no block per channel bounds it. What it keeps on chip between its passes is a small part of a
+// training activation (ResNet-50's 64 x 112 x 112 at batch 256 is 411 MB against the H200's
+// ~60 MB of registers and shared memory), so it reads its input twice (the backward x and dy)
+// as the NCHW kernels do: measured, 2.4-3.7 TB/s forward and 2.8-3.2 backward counted so (two
+// reads and a write; four and a write), 0.5-0.77 of the 4.8 TB/s, at 64 to 2048 channels
+// (h200_resnet50_amp_nhwc_b256_train.json.gz, `tools/cnn_trace_report.py TRACE bn`).
+bool cudnn_nhwc_batch_norm(const Op& op) {
+  return batch_norm_type(op.type) && op.layout == Layout::Nhwc && op.signature &&
+         !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
+}
+
+// The rate of cuDNN's channels-last BatchNorm kernels on a pixel row (C elements) that is not a
+// whole number of 128-byte lines, as a fraction of their rate on one that is. The kernels read
+// 64 channels a pass (16 threads x 4 elements per pixel: the template's 16 and 4 in the traces'
+// `batchnorm_fwtr_nhwc_semiPersist<__half, float, __half, 512, 16, 5, 4, ...>`); with rows of
+// C x 2 bytes an odd multiple of 64 every other pixel's 128 bytes straddle two lines. Measured on
+// the H200 DenseNet-121 AMP NHWC b256 trace, whose channel counts step by 32: each 32-aligned
+// count against its two 64-aligned neighbours at the same size, forward and backward, median
+// 0.784 over the 18 at 28 x 28 and 56 x 56 (0.73-0.85; 0.93 and 0.97 at 14 x 14 and 7 x 7, where
+// a fixed cost per call dominates). Less-aligned rows (16, 24, 40, 144 channels: the depthwise
+// networks') were not measured and take it too, as the least they lose.
+constexpr double kNhwcBatchNormMisalignedRate = 0.784;
+
+// {bytes moved, bandwidth cap} of a GPU batch-norm op that reads its input twice: NCHW's one
+// block per channel (cap: batch_norm_cap), or cuDNN's channels-last kernels (no cap beyond the
+// device's: 0; a row not a whole number of 128-byte lines moves its bytes as
+// 1 / kNhwcBatchNormMisalignedRate as many); nullopt otherwise.
 std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double bytes,
                                                             const DeviceSpec& spec) {
   if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
+  const double two_pass = bytes + static_cast<double>(op.bytes_read.v);
+  if (cudnn_nhwc_batch_norm(op)) {
+    const std::int64_t row = op.signature->input_shapes[0][1] * dtype_size(op.dtype);
+    return std::make_pair(row % 128 == 0 ? two_pass : two_pass / kNhwcBatchNormMisalignedRate, 0.0);
+  }
   const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0], op.layout,
                                   spec.memory_bandwidth.bytes_per_s, spec.sm_count);
   if (!cap) return std::nullopt;
-  return std::make_pair(bytes + static_cast<double>(op.bytes_read.v), *cap);
+  return std::make_pair(two_pass, *cap);
 }
 
 double elements(const std::vector<std::int64_t>& shape) {
@@ -1715,9 +1754,36 @@ namespace {
 // (a fixed latency beyond its bytes, `memory_s`: kBiasGradReduceLatency), the dense embedding
 // gradient, a causal mask gradient's clone and a full 2-D transpose. `rate` is the op's memory
 // rate (B/s).
+// PyTorch's average pooling (an ONNX graph's AveragePool and its gradient; the builders name
+// theirs AvgPool): ATen's avg_pool2d_out_cuda_frame(_nhwc) runs a thread per output and
+// avg_pool2d_backward_out_cuda_frame(_nhwc) a thread per input-gradient element
+// (aten/src/ATen/native/cuda/AveragePool2d.cu), each decomposing its flat index into n, h, w, c
+// with 64-bit divisions and modulos (channels, height and width are int64_t there) and computing
+// its windows and divisor with more, so the elements an SM retires a second set the time, not
+// the bytes. Measured on the H200 (132 SMs, h200_densenet121_amp_nhwc_b256_train.json.gz,
+// `tools/cnn_trace_report.py TRACE pools`: DenseNet-121's three 2x2/2 transition pools, f16
+// channels-last): forward 41.4, 41.3 and 39.5 G outputs/s, backward 54.7, 54.8 and 57.3 G
+// elements/s, 9-28x the time their bytes at the memory rate gave (67 us for the first pair). The
+// median per SM, held for every NVIDIA part per SM (as kBroadcastElementsPerSmSecond): F32 and
+// NCHW, other windows and other generations were not measured.
+constexpr double kAvgPoolOutputsPerSmSecond = 41.26e9 / 132;
+constexpr double kAvgPoolGradElementsPerSmSecond = 54.84e9 / 132;
+
+// The time ATen's average-pooling kernels take for `op` on `spec` (above); 0 for other ops.
+double aten_avg_pool_time(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || spec.arch.vendor != GpuArch::Vendor::Nvidia ||
+      spec.sm_count <= 0 || op.outputs.empty() ||
+      (op.type != "AveragePool" && op.type != "AveragePoolGrad"))
+    return 0.0;
+  const double rate =
+      op.type == "AveragePool" ? kAvgPoolOutputsPerSmSecond : kAvgPoolGradElementsPerSmSecond;
+  return elements(op.outputs[0].shape) / (spec.sm_count * rate);
+}
+
 double pytorch_kernel_time(const Op& op, const DeviceSpec& spec, const RooflineParams& p, double t,
                            double memory_s, double rate) {
   const double bw = spec.memory_bandwidth.bytes_per_s;
+  t = std::max(t, aten_avg_pool_time(op, spec));
   if (const auto x = vocab_xent_shape(op, spec))
     t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
                                            spec.sm_count, threads_per_sm(spec.arch)));
@@ -1928,7 +1994,7 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
       if (bw > 0.0 && b > 0.0) bound = std::max(bound, b / bw);
       // Nor faster than its parallelism lets it stream (NCHW BatchNorm: one block per channel).
       if (device.spec.kind == DeviceKind::Gpu)
-        if (const auto bn = batch_norm_traffic(op, b, device.spec))
+        if (const auto bn = batch_norm_traffic(op, b, device.spec); bn && bn->second > 0.0)
           bound = std::max(bound, bn->first / bn->second);
       // Nor a misaligned GEMM faster than cuBLAS's narrow-load kernels run (align1_rate): a class
       // curve fitted on a trace's GEMMs, aligned or not, does not know the op's dimensions.

@@ -2,7 +2,7 @@
 """What a CNN training step's Kineto trace says per step, per kernel family and per conv/BN call
 (docs/validation.md, "ResNet-50 on the H200, held out").
 
-Usage:  tools/cnn_trace_report.py TRACE.json[.gz] steps|families|convs|bn|fwd-csv
+Usage:  tools/cnn_trace_report.py TRACE.json[.gz] steps|families|convs|bn|pools|fwd-csv
 
 steps     per ProfilerStep#N: wall time, kernels launched in it and their summed time (GPU busy),
           aten ops, runtime calls, the longest GPU idle gap between them (where, how long) and
@@ -17,9 +17,13 @@ convs     one line per aten::cudnn_convolution / aten::convolution_backward call
 bn        one line per cudnn_batch_norm(_backward) / native_batch_norm(_backward) call of the last
           step: input shape, dtype, time, and elements a microsecond counting the passes (forward:
           two reads and a write; backward: x and dy twice, dx once).
+pools     one line per aten max/avg pooling call (forward and backward) of the last step: input
+          shape, dtype, time, and the elements its kernel's threads cover a microsecond (ATen's
+          kernels run a thread per output forward and a thread per input-gradient element
+          backward: outputs forward, the gradient's elements backward), then the kernel's name.
 fwd-csv   the last step's forward convolutions, one row per distinct shape (time: the mean of its
           calls, every kernel of the call), in tools/conv_rate_check.py's CSV columns, to stdout.
-The trace needs `record_shapes=True` for convs, bn and fwd-csv (shapes, strides, dtypes).
+The trace needs `record_shapes=True` for convs, bn, pools and fwd-csv (shapes, strides, dtypes).
 """
 import collections
 import gzip
@@ -29,6 +33,8 @@ import sys
 CONV_OPS = ("aten::cudnn_convolution", "aten::convolution_backward")
 BN_OPS = ("aten::cudnn_batch_norm", "aten::cudnn_batch_norm_backward", "aten::native_batch_norm",
           "aten::native_batch_norm_backward")
+POOL_OPS = ("aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward",
+            "aten::avg_pool2d", "aten::avg_pool2d_backward")
 GPU = ("kernel", "gpu_memcpy", "gpu_memset")
 RUNTIME = ("cuda_runtime", "cuda_driver")
 
@@ -203,6 +209,26 @@ def report_bn(ev, steps, per):
                                                       max(ks, key=lambda k: k["dur"])["name"][:60]))
 
 
+def report_pools(ev, steps, per):
+    print("%-38s %-22s %-6s %9s %12s" % ("op", "input", "dtype", "us", "thread elem/us"))
+    for o, ks in last_step_calls(ev, steps, per, POOL_OPS):
+        dims = o["args"]["Input Dims"]
+        backward = o["name"].endswith("_backward")
+        # Backward (grad_output, input, ...): a thread per input element. Forward (input, kernel,
+        # stride, ...): a thread per output, the input's elements over the stride's area.
+        n = lambda s: 1 if not s else s[0] * n(s[1:])
+        if backward:
+            elems = n(dims[1])
+        else:
+            stride = literal(o["args"]["Concrete Inputs"][2])
+            elems = n(dims[0]) // (stride[0] * stride[-1])
+        us = sum(k["dur"] for k in ks)
+        print("%-38s %-22s %-6s %9.1f %12.0f  %s" % (
+            o["name"][6:], dims[1] if backward else dims[0], o["args"]["Input type"][0], us,
+            elems / us, max(ks, key=lambda k: k["dur"])["name"].replace(
+                "(anonymous namespace)::", "").split("(")[0][:70]))
+
+
 def report_fwd_csv(ev, steps, per):
     rows = collections.OrderedDict()
     for o, ks in last_step_calls(ev, steps, per, ("aten::cudnn_convolution",)):
@@ -224,7 +250,7 @@ def report_fwd_csv(ev, steps, per):
 
 
 def main():
-    modes = ("steps", "families", "convs", "bn", "fwd-csv")
+    modes = ("steps", "families", "convs", "bn", "pools", "fwd-csv")
     if len(sys.argv) != 3 or sys.argv[2] not in modes:
         sys.exit("usage: tools/cnn_trace_report.py TRACE.json[.gz] " + "|".join(modes))
     ev = load(sys.argv[1])
@@ -234,7 +260,7 @@ def main():
                  "steps" % sys.argv[1])
     per = kernels_by_step(ev, steps)
     {"steps": report_steps, "families": report_families, "convs": report_convs,
-     "bn": report_bn, "fwd-csv": report_fwd_csv}[sys.argv[2]](ev, steps, per)
+     "bn": report_bn, "pools": report_pools, "fwd-csv": report_fwd_csv}[sys.argv[2]](ev, steps, per)
 
 
 if __name__ == "__main__":

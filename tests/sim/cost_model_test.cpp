@@ -245,6 +245,109 @@ TEST(CostModel, BatchNormChannelRateFollowsTheGeneration) {
   EXPECT_DOUBLE_EQ(batch_norm_channel_rate(true, 0.0, 132), 10240.0 / 750e-9);
 }
 
+// An ONNX-import BatchNormalization (or its gradient) over an f16 [N, C, H, W] input, as the
+// import writes it: the forward reads x and writes y, the backward reads x and dy and writes dx
+// (the per-channel parameters and statistics are small and left out here).
+Op onnx_batch_norm(bool backward, std::vector<std::int64_t> x, std::optional<Layout> layout) {
+  Op op;
+  op.name = backward ? "bn_grad" : "bn";
+  op.type = backward ? "BatchNormalizationGrad" : "BatchNormalization";
+  op.dtype = Dtype::F16;
+  op.layout = layout;
+  std::int64_t n = 1;
+  for (const std::int64_t d : x) n *= d;
+  op.bytes_read = Bytes{(backward ? 4 : 2) * n};
+  op.bytes_written = Bytes{2 * n};
+  op.flops = Flops{(backward ? 8.0 : 5.0) * static_cast<double>(n)};
+  op.signature = Signature{op.type, {x, {x[1]}}, Dtype::F16};
+  op.outputs.push_back(TensorOut{"y", Bytes{2 * n}, x, Dtype::F16});
+  return op;
+}
+
+// PyTorch runs a channels-last BatchNorm in training through cuDNN's NHWC kernels
+// (cudnn_nhwc_batch_norm; docs/cost-model.md, "BatchNorm"), whose grid spans the N x H x W rows:
+// no block per channel bounds them, but they read their input twice as the NCHW kernels do.
+// Measured on the H200 (h200_resnet50_amp_nhwc_b256_train.json.gz, ResNet-50's first BatchNorm,
+// [256, 64, 112, 112] f16): batchnorm_fwtr_nhwc_semiPersist 334.5 us,
+// batchnorm_bwtr_nhwc_semiPersist 495.6 us. The NCHW bound (64 blocks at 21.8 / 13.65 GB/s, the
+// rule before for ONNX graphs in either layout) gave 2.6x and 4.7x those.
+TEST(CostModel, ChannelsLastBatchNormRunsCudnnNhwcKernels) {
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  ASSERT_NE(h200, nullptr);
+  Device d;
+  d.name = "gpu0";
+  d.spec = *h200;
+  KernelCostModel km;
+  const std::vector<std::int64_t> x{256, 64, 112, 112};
+  const auto us = [&](bool bwd, std::optional<Layout> l) {
+    return static_cast<double>(km.op_time(onnx_batch_norm(bwd, x, l), d).ns) / 1e3;
+  };
+  const double fwd = us(false, Layout::Nhwc);
+  const double bwd = us(true, Layout::Nhwc);
+  EXPECT_NEAR(fwd / 334.5, 1.0, 0.10) << fwd;  // 321 us; main 882
+  EXPECT_NEAR(bwd / 495.6, 1.0, 0.10) << bwd;  // 535 us; main 2352
+  // Two reads of x (x and dy backward), not one: at least their bytes at the full bandwidth.
+  const double n = 256.0 * 64 * 112 * 112;
+  EXPECT_GT(fwd, 3 * 2 * n / 4.8e12 * 1e6);
+  EXPECT_GT(bwd, 5 * 2 * n / 4.8e12 * 1e6);
+  // NCHW (and an ONNX graph without a layout) keeps the block-per-channel bound.
+  EXPECT_GT(us(false, Layout::Nchw), 2.0 * fwd);
+  EXPECT_GT(us(true, Layout::Nchw), 2.0 * bwd);
+  EXPECT_EQ(us(false, std::nullopt), us(false, Layout::Nchw));
+  // A row of 160 f16 channels (320 bytes, not a whole number of 128-byte lines) streams at
+  // kNhwcBatchNormMisalignedRate of an aligned one. DenseNet-121's [256, 160, 56, 56] forward on
+  // the H200 (h200_densenet121_amp_nhwc_b256_train.json.gz): 302.8 us, where [256, 128, 56, 56]
+  // took 184.3-185.9.
+  const auto at = [&](std::int64_t c) {
+    return static_cast<double>(
+               km.op_time(onnx_batch_norm(false, {256, c, 56, 56}, Layout::Nhwc), d).ns) /
+           1e3;
+  };
+  EXPECT_NEAR(at(160) / 302.8, 1.0, 0.20) << at(160);  // 256 us: the rate at 56 x 56 is 0.69 of
+  EXPECT_NEAR(at(128) / 185.0, 1.0, 0.20) << at(128);  // the bandwidth, the model streams faster
+  EXPECT_NEAR((at(160) / 160) / (at(128) / 128), 1 / 0.784, 0.01);
+  // Nor does a calibration curve's byte stretch bound it; a profile's aten names (no layout) keep
+  // theirs.
+  EXPECT_DOUBLE_EQ(batch_norm_stretch("BatchNormalization", x, 4.8e12, 132, Layout::Nhwc), 1.0);
+  EXPECT_GT(batch_norm_stretch("aten::cudnn_batch_norm", x, 4.8e12, 132), 2.0);
+}
+
+// ATen's average pooling runs a thread per output (forward) or per input-gradient element
+// (backward) at an element rate per SM, not at the bandwidth (aten_avg_pool_time). DenseNet-121's
+// first transition pool on the H200 (h200_densenet121_amp_nhwc_b256_train.json.gz, f16
+// channels-last, 2x2/2 over [256, 128, 56, 56]): avg_pool2d 620.5 us, avg_pool2d_backward
+// 1878.6 us; their bytes at the memory rate (the rule before) 67 us each.
+TEST(CostModel, AveragePoolRunsAtAtensElementRate) {
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  ASSERT_NE(h200, nullptr);
+  Device d;
+  d.name = "gpu0";
+  d.spec = *h200;
+  KernelCostModel km;
+  const auto pool = [](const char* type, std::vector<std::int64_t> in,
+                       std::vector<std::int64_t> out) {
+    Op op;
+    op.name = type;
+    op.type = type;
+    op.dtype = Dtype::F16;
+    std::int64_t ni = 1, no = 1;
+    for (const std::int64_t x : in) ni *= x;
+    for (const std::int64_t x : out) no *= x;
+    op.bytes_read = Bytes{2 * ni};
+    op.bytes_written = Bytes{2 * no};
+    op.flops = Flops{static_cast<double>(std::max(ni, no))};
+    op.signature = Signature{type, {in}, Dtype::F16};
+    op.outputs.push_back(TensorOut{"y", Bytes{2 * no}, out, Dtype::F16});
+    return op;
+  };
+  const std::vector<std::int64_t> big{256, 128, 56, 56}, small{256, 128, 28, 28};
+  const auto us = [&](const Op& op) { return static_cast<double>(km.op_time(op, d).ns) / 1e3; };
+  EXPECT_NEAR(us(pool("AveragePool", big, small)) / 620.5, 1.0, 0.05);
+  EXPECT_NEAR(us(pool("AveragePoolGrad", small, big)) / 1878.6, 1.0, 0.05);
+  // A builder's AvgPool (TensorFlow's, cuDNN's kernels) is not ATen's: its bytes, as before.
+  EXPECT_LT(us(pool("AvgPool", big, small)), 100.0);
+}
+
 // PyTorch's LayerNorm kernels on the H200 (docs/cost-model.md, "LayerNorm"): a GPT-2 LayerNorm
 // over [8192, 768] bf16 as the gpt builder writes it, priced by the roofline on the catalog's
 // H200. Measured (h200_gpt2-124m_sdpa_bf16_b8_train.json.gz, mean of 75 calls each):

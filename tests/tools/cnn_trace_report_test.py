@@ -49,6 +49,25 @@ class CnnTraceReport(unittest.TestCase):
         self.assertEqual(half[2].split()[6:8], ["302.5", "254780"])
         self.assertEqual(f32[2].split()[6:8], ["117.0", "329383"])
 
+    def test_pools_run_at_an_element_rate(self):
+        # ATen's pooling kernels (docs/validation.md, "Channels-last BatchNorm"): the stem's max
+        # pool forward covers 61.5-62.7 K outputs a microsecond in f16 channels-last, f16 NCHW and F32
+        # NCHW alike; DenseNet-121's 2x2 average pools 39-41 K forward and 55-57 K backward.
+        rates = {}
+        for trace in ("h200_resnet50_amp_nhwc_b256_train.json.gz",
+                      "h200_resnet50_amp_nchw_b128_train.json.gz",
+                      "h200_resnet50_fp32_nchw_b64_train.json.gz"):
+            out = run(trace, "pools")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            fwd = [l for l in out.stdout.splitlines() if l.startswith("max_pool2d_with_indices ")]
+            rates[trace] = float(fwd[0].split()[7])
+        self.assertEqual(sorted(round(r / 1000) for r in rates.values()), [61, 62, 63])
+        dense = run("h200_densenet121_amp_nhwc_b256_train.json.gz", "pools").stdout.splitlines()
+        avg = [l.split() for l in dense if l.startswith("avg_pool2d ")]
+        bwd = [l.split() for l in dense if l.startswith("avg_pool2d_backward ")]
+        self.assertEqual([a[7] for a in avg], ["41401", "41263", "39462"])
+        self.assertEqual([b[7] for b in bwd], ["57303", "54837", "54701"])
+
     def test_forward_csv(self):
         out = run("h200_resnet50_amp_nhwc_b256_train.json.gz", "fwd-csv")
         self.assertEqual(out.returncode, 0, out.stderr)
