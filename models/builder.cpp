@@ -616,6 +616,29 @@ void GraphBuilder::set_dropout(const Tensor& fwd, double p) {
   g_.ops[static_cast<std::size_t>(fwd.op)].dropout = p;
 }
 
+// autograd's engine casts each gradient to its input's type (validate_outputs in
+// torch/csrc/autograd/engine.cpp): an F32 sum's gradient into an F16 input (autocast's residual
+// adds) is a cast kernel. Returns `g` itself when the types agree.
+Tensor GraphBuilder::cast_gradient(const Tensor& g, const Tensor& target, const std::string& name,
+                                   const std::string& layer, const std::string& group) {
+  if (g.dtype == target.dtype || !float_type(g.dtype) || !float_type(target.dtype) ||
+      g.shape != target.shape)
+    return g;
+  sim::Op cast;
+  cast.name = name;
+  cast.type = "Cast";
+  cast.layer = layer;
+  cast.phase = sim::Phase::Backward;
+  cast.group = group;
+  cast.dtype = target.dtype;
+  cast.inputs.push_back({g.op, g.out});
+  cast.outputs.push_back(
+      {.bytes = sim::Bytes{num_elements(g.shape) * sim::dtype_size(target.dtype)},
+       .shape = g.shape,
+       .dtype = target.dtype});
+  return out_of(add(std::move(cast)), 0);
+}
+
 void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
   assert(!trained_);
   trained_ = true;
@@ -651,26 +674,9 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
         for (const int i : wanted) {
           const auto& ref = fin[static_cast<std::size_t>(i)];
           const Tensor target = out_of(ref.op, ref.output);
-          Tensor g = *dy[0];
-          if (g.dtype != target.dtype && float_type(g.dtype) && float_type(target.dtype) &&
-              g.shape == target.shape) {
-            // autograd's engine casts each gradient to its input's type (validate_outputs in
-            // torch/csrc/autograd/engine.cpp): an F32 sum's gradient into an F16 input (autocast's
-            // residual adds) is a cast kernel.
-            sim::Op cast;
-            cast.name = "gradients/" + fname + "_grad/Cast_" + std::to_string(i);
-            cast.type = "Cast";
-            cast.layer = flayer;
-            cast.phase = sim::Phase::Backward;
-            cast.group = fgroup;
-            cast.dtype = target.dtype;
-            cast.inputs.push_back({g.op, g.out});
-            cast.outputs.push_back(
-                {.bytes = sim::Bytes{num_elements(g.shape) * sim::dtype_size(target.dtype)},
-                 .shape = g.shape,
-                 .dtype = target.dtype});
-            g = out_of(add(std::move(cast)), 0);
-          }
+          const Tensor g = cast_gradient(*dy[0], target,
+                                         "gradients/" + fname + "_grad/Cast_" + std::to_string(i),
+                                         flayer, fgroup);
           contribute(target, g, fgroup, acc);
         }
         continue;

@@ -192,6 +192,8 @@ class GraphBuilder {
     bool needs_grad = false;
   };
   Tensor out_of(sim::OpId op, int out) const;
+  Tensor cast_gradient(const Tensor& g, const Tensor& target, const std::string& name,
+                       const std::string& layer, const std::string& group);
   sim::OpId add(sim::Op op);
   void contribute(const Tensor& target, const Tensor& grad, const std::string& group,
                   Accumulation acc);
