@@ -5,6 +5,11 @@ that are not ResNet-50's (docs/validation.md, "Held-out rig run, 2026-12-04 even
 - F32 convolutions with TF32 off (cuDNN's CUDA-core kernels), and f16 ones in NCHW and NHWC:
   forward, input gradient and weight gradient separately (aten::convolution_backward with one
   output mask bit), cudnn.benchmark off as in tools/train_rig.py;
+- depthwise and grouped convolutions (--set depthwise): MobileNetV2's, MobileNetV3-Large's and
+  EfficientNet-B0's depthwise shapes at the zoo's batch 512 (3x3 and 5x5, stride 1 and 2) and
+  ResNeXt-50 32x4d's first grouped 3x3, f16 NHWC (cuDNN always: use_cudnn_depthwise), f16 NCHW
+  and F32 NCHW (ATen's conv_depthwise2d), each role apart (docs/validation.md, "Channels-last
+  depthwise convolutions: what runs, what was found", h-dwconv);
 - BatchNorm training forward and backward: F32 NCHW, f16 NCHW, f16 NHWC (channels_last);
 - the host's dispatch cost of small ops (a one-element add, relu, a small conv, a batch_norm)
   called back to back from Python, per call.
@@ -12,7 +17,7 @@ that are not ResNet-50's (docs/validation.md, "Held-out rig run, 2026-12-04 even
 Each GPU case is timed with CUDA events (median of --reps after --warmup, whole op: every kernel
 it launches) and runs once more under record_function(CASE) in a Kineto trace (OUT/convbn.json.gz)
 that names the kernels cuDNN chose. One JSON line per case: OUT/convbn.jsonl.
-Usage:  tools/conv_bn_rig.py --out DIR [--quick]
+Usage:  tools/conv_bn_rig.py --out DIR [--quick] [--set all|depthwise] [--list]
 """
 import argparse
 import gzip
@@ -30,6 +35,15 @@ CONVS = [(32, 64, 56, 56, 64, 3, 1), (32, 128, 28, 28, 128, 3, 1), (32, 256, 14,
          (32, 512, 7, 7, 512, 3, 1), (16, 128, 112, 112, 128, 3, 1), (32, 128, 56, 56, 128, 3, 2),
          (32, 96, 56, 56, 192, 1, 1), (96, 384, 28, 28, 96, 1, 1), (48, 768, 14, 14, 1536, 1, 1),
          (32, 3, 224, 224, 64, 7, 2)]
+# (batch, C, H, W, R, stride, groups) with K = C: the depthwise layers (groups = C) of the H200 zoo's
+# channels-last networks at its batch 512 (torchvision mobilenet_v2 features.1-17, mobilenet_v3_large,
+# efficientnet_b0: input of the depthwise convolution, 224 px images) and ResNeXt-50 32x4d's
+# layer1 grouped 3x3 (32 groups of 4 channels).
+GROUPED = [(512, 32, 112, 112, 3, 1, 32), (512, 96, 112, 112, 3, 2, 96), (512, 144, 56, 56, 3, 1, 144),
+           (512, 144, 56, 56, 3, 2, 144), (512, 192, 28, 28, 3, 1, 192), (512, 384, 14, 14, 3, 1, 384),
+           (512, 576, 14, 14, 3, 2, 576), (512, 960, 7, 7, 3, 1, 960), (512, 72, 56, 56, 5, 2, 72),
+           (512, 120, 28, 28, 5, 1, 120), (512, 672, 14, 14, 5, 1, 672), (512, 1152, 7, 7, 5, 1, 1152),
+           (384, 128, 56, 56, 3, 1, 32)]
 BNS = [(32, 64, 112, 112), (96, 96, 56, 56), (48, 512, 28, 28), (160, 1024, 14, 14),
        (100, 1536, 7, 7)]
 
@@ -41,6 +55,15 @@ def conv_cases(quick):
             for role in ("fwd", "dgrad", "wgrad"):
                 yield {"kind": "conv", "dtype": dt, "channels_last": cl, "n": n, "c": c, "h": h,
                        "w": w, "k": k, "r": r, "stride": s, "role": role}
+
+
+def grouped_cases(quick):
+    shapes = GROUPED[:2] if quick else GROUPED
+    for dt, cl in (("f16", True), ("f16", False), ("f32", False)):
+        for n, c, h, w, r, s, g in shapes:
+            for role in ("fwd", "dgrad", "wgrad"):
+                yield {"kind": "conv", "dtype": dt, "channels_last": cl, "n": n, "c": c, "h": h,
+                       "w": w, "k": c, "r": r, "stride": s, "groups": g, "role": role}
 
 
 def bn_cases(quick):
@@ -57,19 +80,20 @@ def make(case, dev):
     fmt = torch.channels_last if case["channels_last"] else torch.contiguous_format
     if case["kind"] == "conv":
         n, c, h, w, k, r, s = (case[x] for x in ("n", "c", "h", "w", "k", "r", "stride"))
+        g = case.get("groups", 1)
         pad = (r - 1) // 2
         x = torch.randn(n, c, h, w, device=dev, dtype=dt).to(memory_format=fmt)
-        wt = torch.randn(k, c, r, r, device=dev, dtype=dt).to(memory_format=fmt) * 0.05
-        y = F.conv2d(x, wt, stride=s, padding=pad)
+        wt = torch.randn(k, c // g, r, r, device=dev, dtype=dt).to(memory_format=fmt) * 0.05
+        y = F.conv2d(x, wt, stride=s, padding=pad, groups=g)
         gy = torch.randn_like(y)
         p, q = y.shape[2], y.shape[3]
-        flops = 2.0 * n * k * p * q * c * r * r
+        flops = 2.0 * n * k * p * q * (c // g) * r * r
         role = case["role"]
         if role == "fwd":
-            return (lambda: F.conv2d(x, wt, stride=s, padding=pad)), flops, 0
+            return (lambda: F.conv2d(x, wt, stride=s, padding=pad, groups=g)), flops, 0
         mask = [role == "dgrad", role == "wgrad", False]
         return (lambda: torch.ops.aten.convolution_backward(
-            gy, x, wt, None, [s, s], [pad, pad], [1, 1], False, [0, 0], 1, mask)), flops, 0
+            gy, x, wt, None, [s, s], [pad, pad], [1, 1], False, [0, 0], g, mask)), flops, 0
     shp = case["shape"]
     x = torch.randn(*shp, device=dev, dtype=dt).to(memory_format=fmt)
     wb = torch.ones(shp[1], device=dev), torch.zeros(shp[1], device=dev)
@@ -122,22 +146,37 @@ def host_cases(dev, n):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="output folder (required unless --list)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--set", choices=["all", "depthwise"], default="all",
+                    help="depthwise: only the depthwise/grouped cases (no host or BatchNorm cases)")
+    ap.add_argument("--list", action="store_true", help="print the cases, one JSON line each; no GPU")
     a = ap.parse_args()
+    if a.set == "depthwise":
+        cases = list(grouped_cases(a.quick))
+    else:
+        cases = list(conv_cases(a.quick)) + list(grouped_cases(a.quick)) + list(bn_cases(a.quick))
+    if a.list:
+        for c in cases:
+            print(json.dumps(c, sort_keys=True))
+        return
+    if not a.out:
+        ap.error("--out is required unless --list")
     os.makedirs(a.out, exist_ok=True)
     dev = torch.device("cuda:0")
-    torch.backends.cudnn.benchmark = False
+    # The zoo's steps ran under cudnn.benchmark (h200_zoo_2026-12-04_results.jsonl:
+    # "cudnn_benchmark": true): the depthwise set takes the algorithms it would take.
+    torch.backends.cudnn.benchmark = a.set == "depthwise"
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     meta = {"torch": torch.__version__, "cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name(dev)}
-    cases = list(conv_cases(a.quick)) + list(bn_cases(a.quick))
+            "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name(dev),
+            "cudnn_benchmark": torch.backends.cudnn.benchmark}
     rows = []
     with open(os.path.join(a.out, "convbn.jsonl"), "w") as f:
-        for r in host_cases(dev, 2000 if a.quick else 20000):
+        for r in host_cases(dev, 2000 if a.quick else 20000) if a.set == "all" else []:
             r.update(meta)
             f.write(json.dumps(r, sort_keys=True) + "\n")
             print(r, flush=True)
@@ -159,7 +198,8 @@ def main():
         for c, fn in rows:
             name = "%s_%s_%s_%s" % (c["kind"], c["dtype"], "nhwc" if c["channels_last"] else "nchw",
                                    c["role"])
-            shp = c.get("shape") or [c["n"], c["c"], c["h"], c["w"], c["k"], c["r"], c["stride"]]
+            shp = c.get("shape") or [c["n"], c["c"], c["h"], c["w"], c["k"], c["r"], c["stride"],
+                                     c.get("groups", 1)]
             with torch.profiler.record_function(name + "_" + "x".join(map(str, shp))):
                 fn()
             torch.cuda.synchronize()
