@@ -738,6 +738,19 @@ class Importer {
     return {std::move(readers), std::move(producer)};
   }
 
+  // The node producing v when v is read once (counts: readers_and_producers()) and that node is
+  // a `type` (with one output when `one_output`); -1 otherwise.
+  [[nodiscard]] int sole_producer(
+      const std::pair<std::map<std::string, int>, std::map<std::string, int>>& counts,
+      const std::string& v, const char* type, bool one_output) const {
+    const auto r = counts.first.find(v);
+    const auto it = counts.second.find(v);
+    if (r == counts.first.end() || r->second != 1 || it == counts.second.end()) return -1;
+    const auto& n = g_.node(it->second);
+    if (n.op_type() != type || (one_output && n.output_size() != 1)) return -1;
+    return it->second;
+  }
+
   // torch.onnx exports nn.SiLU as Sigmoid(x) -> Mul(x, s), yet PyTorch runs it as one kernel
   // each way: silu (read x, write y) and silu_backward (read x and dy, write dx)
   // (aten/src/ATen/native/Activation.cpp; tools/autograd/derivatives.yaml: `silu(Tensor self)`,
@@ -906,7 +919,6 @@ class Importer {
   void find_attention() {
     if (!options_.attention_sdpa) return;
     auto counts = readers_and_producers();
-    auto& readers = counts.first;
     auto& producer = counts.second;
     // The scale: a Constant node's output or a one-element initializer (not a learned tensor).
     std::set<std::string> scalars;
@@ -920,13 +932,8 @@ class Importer {
       return scalars.contains(v) ||
              (it != producer.end() && g_.node(it->second).op_type() == "Constant");
     };
-    // The node producing v when v is read once and that node is a `type` with one output.
     const auto only_from = [&](const std::string& v, const char* type) {
-      const auto it = producer.find(v);
-      if (readers[v] != 1 || it == producer.end() || g_.node(it->second).op_type() != type ||
-          g_.node(it->second).output_size() != 1)
-        return -1;
-      return it->second;
+      return sole_producer(counts, v, type, true);
     };
     for (int k = 0; k < g_.node_size(); ++k) {
       const auto& pv = g_.node(k);
@@ -975,12 +982,8 @@ class Importer {
     if (attention_at_.empty()) return;
     auto counts = readers_and_producers();
     auto& readers = counts.first;
-    auto& producer = counts.second;
     const auto only_from = [&](const std::string& v, const char* type) {
-      const auto it = producer.find(v);
-      if (readers[v] != 1 || it == producer.end() || g_.node(it->second).op_type() != type)
-        return -1;
-      return it->second;
+      return sole_producer(counts, v, type, false);
     };
     for (const auto& [k, qkv] : attention_at_) {
       int split = -1;

@@ -23,6 +23,13 @@ Device gpu() {
   return c.devices[1];  // 10 TFLOP/s f32, 900 GB/s
 }
 
+// The catalog's GPU `model` as device "gpu0".
+Device catalog_gpu(const std::string& model) {
+  const DeviceSpec* s = find_device_model(model);
+  EXPECT_NE(s, nullptr) << model;
+  return Device{.name = "gpu0", .spec = s ? *s : DeviceSpec{}};
+}
+
 Op matmul(double flops, std::int64_t bytes) {
   Op op;
   op.name = "mm";
@@ -272,11 +279,7 @@ Op onnx_batch_norm(bool backward, std::vector<std::int64_t> x, std::optional<Lay
 // batchnorm_bwtr_nhwc_semiPersist 495.6 us. The NCHW bound (64 blocks at 21.8 / 13.65 GB/s, the
 // rule before for ONNX graphs in either layout) gave 2.6x and 4.7x those.
 TEST(CostModel, ChannelsLastBatchNormRunsCudnnNhwcKernels) {
-  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
-  ASSERT_NE(h200, nullptr);
-  Device d;
-  d.name = "gpu0";
-  d.spec = *h200;
+  const Device d = catalog_gpu("H200-SXM-141GB");
   KernelCostModel km;
   const std::vector<std::int64_t> x{256, 64, 112, 112};
   const auto us = [&](bool bwd, std::optional<Layout> l) {
@@ -318,11 +321,7 @@ TEST(CostModel, ChannelsLastBatchNormRunsCudnnNhwcKernels) {
 // channels-last, 2x2/2 over [256, 128, 56, 56]): avg_pool2d 620.5 us, avg_pool2d_backward
 // 1878.6 us; their bytes at the memory rate (the rule before) 67 us each.
 TEST(CostModel, AveragePoolRunsAtAtensElementRate) {
-  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
-  ASSERT_NE(h200, nullptr);
-  Device d;
-  d.name = "gpu0";
-  d.spec = *h200;
+  const Device d = catalog_gpu("H200-SXM-141GB");
   KernelCostModel km;
   const auto pool = [](const char* type, std::vector<std::int64_t> in,
                        std::vector<std::int64_t> out) {
@@ -368,11 +367,7 @@ Op layer_norm_op(bool backward, std::int64_t rows, std::int64_t cols) {
 }
 
 TEST(CostModel, LayerNormPaysARowLatencyPerWaveAndTheColumnReduction) {
-  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
-  ASSERT_NE(h200, nullptr);
-  Device d;
-  d.name = "gpu0";
-  d.spec = *h200;
+  const Device d = catalog_gpu("H200-SXM-141GB");
   KernelCostModel km;
   const double fwd = static_cast<double>(km.op_time(layer_norm_op(false, 8192, 768), d).ns) / 1e3;
   const double bwd = static_cast<double>(km.op_time(layer_norm_op(true, 8192, 768), d).ns) / 1e3;
@@ -438,11 +433,7 @@ Op xent_op(bool backward, std::int64_t rows, std::int64_t vocab) {
 }
 
 TEST(CostModel, VocabCrossEntropyRunsABlockPerRowAndTheNllKernels) {
-  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
-  ASSERT_NE(h200, nullptr);
-  Device d;
-  d.name = "gpu0";
-  d.spec = *h200;
+  const Device d = catalog_gpu("H200-SXM-141GB");
   KernelCostModel km;
   const auto us = [&](const Op& op) { return static_cast<double>(km.op_time(op, d).ns) / 1e3; };
   const double fwd = us(xent_op(false, 8192, 50257));
@@ -483,11 +474,7 @@ Op bias_grad_op(std::int64_t rows, std::int64_t cols, Dtype dt) {
 }
 
 TEST(CostModel, BiasGradientReducePaysAKernelLatency) {
-  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
-  ASSERT_NE(h200, nullptr);
-  Device d;
-  d.name = "gpu0";
-  d.spec = *h200;
+  const Device d = catalog_gpu("H200-SXM-141GB");
   KernelCostModel km;
   const auto us = [&](const Op& op) { return static_cast<double>(km.op_time(op, d).ns) / 1e3; };
   EXPECT_NEAR(us(bias_grad_op(256, 1000, Dtype::F16)) / 7.55, 1.0, 0.10);
@@ -1022,12 +1009,6 @@ TEST(CostModel, ChannelwiseKernelsAreElementBound) {
 
 // ---------------------------------------------------------------------------------------------
 // GEMM curves (docs/cost-model.md): measured per-generation GEMM efficiency by shape.
-
-Device catalog_gpu(const std::string& model) {
-  const DeviceSpec* s = find_device_model(model);
-  EXPECT_NE(s, nullptr) << model;
-  return Device{.name = "gpu0", .spec = s ? *s : DeviceSpec{}};
-}
 
 // A batch of b GEMMs [b,m,k] x [b,k,n] -> [b,m,n] (b = 1: a 2-D MatMul), as the graph builders
 // give it: FLOPs, each operand read once and the result written once.
