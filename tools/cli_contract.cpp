@@ -1,5 +1,7 @@
 // The command-line contract shared by every subcommand (tools/commands.hpp): exit statuses,
 // one-line errors on stderr, --quiet, and the path checks of input options.
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -58,6 +60,37 @@ const CLI::Validator& input_file() {
         return {};
       },
       "FILE");
+  return v;
+}
+
+namespace {
+// "" when `text` is a whole number (strtod's syntax) that `ok` accepts, else the message.
+std::string number_check(const std::string& text, bool (*ok)(double), const char* expected) {
+  char* end = nullptr;
+  const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || !ok(v))
+    return std::string("expected ") + expected + ", got \"" + text + "\"";
+  return {};
+}
+}  // namespace
+
+const CLI::Validator& positive_number() {
+  static const CLI::Validator v(
+      [](std::string& text) {
+        return number_check(
+            text, [](double x) { return x > 0; }, "a number above 0");
+      },
+      "POSITIVE");
+  return v;
+}
+
+const CLI::Validator& non_negative_number() {
+  static const CLI::Validator v(
+      [](std::string& text) {
+        return number_check(
+            text, [](double x) { return x >= 0; }, "a number of 0 or more");
+      },
+      "NONNEGATIVE");
   return v;
 }
 

@@ -834,13 +834,13 @@ void register_calibrate(CLI::App& app) {
         "collective the nccl-tests binary ran (default: the one the file shows it ran: its "
         "\"Collective test starting\" line, command line or rows; else all_reduce, said)");
     cmd->add_option("--ranks", a->ranks, "GPUs the collective ran on, for tables that do not say")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     cmd->add_option("--nodes", a->nodes,
                     "machines the collective ran on, for tables that do not say")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     cmd->add_option("--run", a->run,
                     "of an nccl-tests file holding several runs, fit only the N-th (from 1)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     cmd->add_option("--cluster", a->cluster, "cluster to calibrate (built-in name or YAML)")
         ->required()
         ->check(not_a_directory());
@@ -861,7 +861,8 @@ void register_calibrate(CLI::App& app) {
         ->check(input_file());
     cmd->add_option("--device-model", a->device_model,
                     "calibration key of the GPUs (default: from the trace)");
-    cmd->add_option("--max-steps", a->max_steps, "validate at most this many steps (0 = all)");
+    cmd->add_option("--max-steps", a->max_steps, "validate at most this many steps (0 = all)")
+        ->check(non_negative_number());
     cmd->add_flag("--json", a->json, "JSON report instead of text");
     cmd->add_option("-o,--output", a->output, "write the report to this file instead of stdout");
     cmd->add_option(

@@ -406,7 +406,7 @@ void register_collective(CLI::App& app) {
       "the error beside each row, and the largest error per size band, per run of the file");
   cmd->add_option("--run", args->run,
                   "of a --compare file holding several runs, compare only the N-th (from 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_flag("--json", args->json,
                 "print a JSON list of rows (bytes, time_s, algbw_gbps, busbw_gbps)");
   cmd->callback([args, op] {

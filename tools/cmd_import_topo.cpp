@@ -39,7 +39,7 @@ void register_import_topo(CLI::App& import_cmd) {
   cmd->add_option("--nic-gbps", args->options.nic_gbit_s,
                   "NIC line rate in Gb/s for files that give none (nvidia-smi; default: per GPU "
                   "generation, said so)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("-o,--output", args->output, "cluster YAML to write")->required();
   cmd->add_flag("--json", args->json, "print what was written as JSON instead of a line");
   cmd->callback([args] {

@@ -90,7 +90,7 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("-o,--output", args->out, "result CSV (default: <spec name>.csv)");
   cmd->add_option("--plot", args->plot_dir, "write PNG plots (lines, heatmaps) into this folder");
   cmd->add_option("--threads", args->threads, "oneTBB threads per rank (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_flag("-q,--quiet", args->quiet, "no progress bar");
   cmd->add_flag("--json", args->json, "print the run's summary as JSON instead of the CSV path");
   cmd->add_flag("--retry-errors", args->retry_errors,
@@ -102,7 +102,7 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("--sample", args->sample,
                   "with --write-clusters: only N grid points drawn at random (default: all)")
       ->needs(write)
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--seed", args->seed, "with --sample: the draw's seed (default 1)")->needs(write);
   cmd->callback([args] {
     if (!args->clusters_dir.empty()) {

@@ -25,6 +25,11 @@ void set_quiet(bool q);
 void note(const std::string& text);
 /// CLI11 check for an input path: exists and is not a directory (one-line usage error).
 const CLI::Validator& input_file();
+/// CLI11 checks for a number above 0 / at least 0, with a one-line "expected ..., got X" message
+/// (CLI11's PositiveNumber and NonNegativeNumber print a 300-digit upper bound instead, and
+/// "Value 0 not in range 0 to ..." for 0).
+const CLI::Validator& positive_number();
+const CLI::Validator& non_negative_number();
 /// CLI11 check for "a file or a built-in name": if the path exists it must not be a directory.
 const CLI::Validator& not_a_directory();
 /// Adds --quiet to `app` and every subcommand below it that has none, and the usage error

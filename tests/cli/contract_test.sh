@@ -135,6 +135,8 @@ validate --profile empty.json
 validate --profile no_events.json
 validate --profile run.nsys-rep
 validate --profile $CAL/a100_alexnet.json --max-steps abc
+validate --profile $CAL/a100_alexnet.json --max-steps -1
+sweep $SPEC --write-clusters dir --sample 0
 validate --profile $CAL/a100_alexnet.json --calibration dir
 validate --profile $CAL/a100_alexnet.json --calibration garbage.yaml
 sweep
@@ -184,6 +186,15 @@ done <<< "$CASES"
 
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# A number out of range names the flag and the value in one short line (CLI11's own checks printed
+# "Value 0 not in range 0.000000 to 1797...": a 300-digit bound, and 0 "not in" a range from 0).
+"$BIN" collective --cluster dgx-a100 --run 0 > stdout 2> stderr
+[ "$(cat stderr)" = 'placesim collective: --run: expected a number above 0, got "0" (run `placesim collective --help`)' ] &&
+  ok || bad "collective --run 0: $(head -c 200 stderr)"
+"$BIN" validate --profile "$CAL/a100_alexnet.json" --max-steps -1 > stdout 2> stderr
+[ "$(cat stderr)" = 'placesim validate: --max-steps: expected a number of 0 or more, got "-1" (run `placesim validate --help`)' ] &&
+  ok || bad "validate --max-steps -1: $(head -c 200 stderr)"
 
 # --version and --help: status 0, on stdout.
 v=$("$BIN" --version 2>/dev/null) && [[ "$v" == placesim* ]] && ok || bad "--version: $v"
