@@ -11,7 +11,8 @@
 # Quadro RTX 8000 (1), held out; and, held out in session 22, the 2- and 4-GPU SQuAD and GNMT rows of
 # Lambda's A100 SXM4, H100 SXM5, 1CC H100 and V100 servers, BERT-large on 8x A100 and 1-8 V100, and the
 # ResNet-50, SQuAD and GNMT rows of Lambda's Dell and Supermicro 8x H100 SXM5 servers on 1-8 GPUs, NGC 24.03; and,
-# held out in session 23, GPT-2 124M in eager PyTorch 2.6 on one A100 40GB, in tokens/s: rasbt/LLMs-from-scratch) against
+# held out in session 23, GPT-2 124M in eager PyTorch 2.6 on one A100 40GB, in tokens/s: rasbt/LLMs-from-scratch; and, held
+# out in session 28, BERT-large pre-training on 2-32 DGX A100 nodes and MLPerf ResNet-50 on 8, over InfiniBand) against
 # `placesim simulate` (`--parallel dp=N` for N > 1): every row's
 # error must stay within the row's bound_pct. Prints the table docs/validation.md quotes
 # (published, predicted, error, command) and, after it, how many rows lie within the issues' bounds
@@ -72,8 +73,11 @@ for r in rows:
     gpus = int(r["gpus"])
     # A seq_dist file (sequence lengths of the run's data) is named relative to tests/data.
     opt = r["graph_opt"].replace("seq_dist=", f"seq_dist={data}/")
+    # A cluster with a "/" is a YAML file under tests/data (clusters/Nx-dgx-a100.yaml: N DGX A100
+    # nodes written by tools/dgx_cluster.py); else a built-in name.
+    cluster = r["cluster"] if "/" not in r["cluster"] else f"{data}/{r['cluster']}"
     cmd = [bin_, "simulate", "--graph", graph, "--graph-opt", opt, "--cluster",
-           r["cluster"], "--quiet", "--json"]
+           cluster, "--quiet", "--json"]
     # parallel: more --parallel keys (ddp=horovod: the framework's exchange; accumulate=K: K
     # micro-batches of `batch` per optimizer step); a 1-GPU row with keys runs as dp=1.
     par = f"dp={gpus}" + (f",{r['parallel']}" if r.get("parallel") else "")
