@@ -62,8 +62,9 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
   P2pMeasurement m;
   std::istringstream in(text);
   std::string line;
-  static const std::regex kDevRe(R"(^Device:\s*(\d+),\s*([^,]+),)");
-  static const std::regex kAccRe(R"(^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+))");
+  // Lines may be indented (a Markdown code block by indentation, tests/data/README.md).
+  static const std::regex kDevRe(R"(^\s*Device:\s*(\d+),\s*([^,]+),)");
+  static const std::regex kAccRe(R"(^\s*Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+))");
   std::string section;  // current matrix family
   std::string sub;      // "gpu"/"cpu" for latency
   std::vector<std::pair<int, int>> access;
@@ -598,9 +599,12 @@ class NcclTestsReader {
       if (rooted) return {"reduce", cols, false};
       if (in_place_na) return {"sendrecv", cols + ", in-place results not checked (N/A)", false};
       const auto near = [&](double want) { return std::fabs(ratio / want - 1.0) < 0.03; };
-      if (n > 2 && ratio > 0) {
+      // Over 2 ranks all_reduce's 2(n-1)/n is sendrecv's 1; in-place results it checked rule
+      // sendrecv out (AWS's 2 x T4 EFA log, tests/data/README.md, session 28).
+      if ((n > 2 || (n == 2 && checked > 0)) && ratio > 0) {
         const double nn = static_cast<double>(n);
-        const std::string over = " over " + std::to_string(n) + " ranks";
+        const std::string over =
+            " over " + std::to_string(n) + " ranks" + (n == 2 ? ", in-place results checked" : "");
         if (near(2.0 * (nn - 1) / nn))
           return {"all_reduce", cols + ", busbw = algbw x 2(n-1)/n" + over, false};
         if (near((nn - 1) / nn))

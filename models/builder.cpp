@@ -431,6 +431,22 @@ Tensor GraphBuilder::sparse_softmax_xent(const std::string& name, const Tensor& 
   return outs[0];
 }
 
+// Kernels an element of [N, V]: the softmax reads the logits and writes F32, the mean reads it;
+// backward the mean's and the gather's gradients each write a full F32 tensor (mean_backward's
+// expand-and-divide; gather's zero-fill then scatter), one add sums them, and the softmax's
+// backward reads that and the log-probabilities and writes the logits' gradient in their type.
+Tensor GraphBuilder::label_smoothed_nll(const std::string& name, const Tensor& logits,
+                                        const Tensor& labels) {
+  const double n = d(num_elements(logits.shape));
+  const std::int64_t rows = logits.shape[0];
+  const Tensor lp =
+      op(name + "/log_softmax", "LogSoftmax", {logits}, {logits.shape}, 5 * n,
+         {GradRule{.type = "LogSoftmaxGrad", .flops = 3 * n, .wrt = {0}, .saved_outputs = {0}}})[0];
+  return op(name + "/smoothed_nll", "SmoothedNll", {lp, labels}, {{rows}}, n,
+            {GradRule{.type = "RowMeanGrad", .flops = n, .wrt = {0}},
+             GradRule{.type = "NllGatherGrad", .wrt = {0}, .saved_inputs = {1}}})[0];
+}
+
 Tensor GraphBuilder::reduce_mean(const std::string& name, const Tensor& x) {
   const double n = d(num_elements(x.shape));
   return op(name, "Mean", {x}, {Shape{}}, n,

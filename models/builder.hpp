@@ -138,6 +138,11 @@ class GraphBuilder {
   Tensor softmax(const std::string& name, const Tensor& x);
   /// Returns the per-example loss; logits [N, C], labels [N] (int).
   Tensor sparse_softmax_xent(const std::string& name, const Tensor& logits, const Tensor& labels);
+  /// Label-smoothed NLL as PyTorch programs write it (GNMT v2's LabelSmoothing, fairseq's
+  /// label_smoothed_cross_entropy): log_softmax(logits, dtype=float32) as op `name`/log_softmax,
+  /// then the gather of each label's log-probability and the mean (or sum) over the vocabulary as
+  /// one op `name`/smoothed_nll; F32 whatever the precision (models/precision.cpp). Returns [N].
+  Tensor label_smoothed_nll(const std::string& name, const Tensor& logits, const Tensor& labels);
   Tensor reduce_mean(const std::string& name, const Tensor& x);
   Tensor add_n(const std::string& name, const std::vector<Tensor>& xs);
   /// NHWC conv, filter [kh, kw, cin, cout]; "SAME" padding when same, else "VALID".

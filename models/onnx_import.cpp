@@ -614,6 +614,7 @@ class Importer {
     find_silu();
     find_gelu();
     find_linear();
+    find_strided_bmm();
     find_attention();
     find_qkv_views();
   }
@@ -641,6 +642,8 @@ class Importer {
                         (options_.weight_view ? ",weight_view=true" : "") +
                         (options_.bias_epilogue ? ",bias_epilogue=true" : "") +
                         (options_.attention_sdpa ? ",attention=sdpa" : "") +
+                        (options_.strided_bmm ? ",strided_bmm=true" : "") +
+                        (options_.label_smoothing ? ",loss=label_smoothing" : "") +
                         (options_.autocast ? ",autocast=torch" : "")},
         {"producer", model.producer_name() + " " + model.producer_version()},
         // ONNX tensors are NCHW, as PyTorch runs a model unless told channels_last
@@ -906,6 +909,38 @@ class Importer {
         linear_bias_adds_.insert(k);
         break;
       }
+    }
+  }
+
+  // strided_bmm: torch.onnx writes `x.view(T, B * H, d).transpose(0, 1)` and `k.permute(1, 2, 0)`
+  // before torch.bmm, and `o.transpose(0, 1)` after it, as Transposes; PyTorch passes such views
+  // to cuBLAS's strided batched GEMM (a uniform batch stride, one unit-stride matrix axis and a
+  // leading dimension) without a copy, and fairseq's DeepLearningExamples Transformer writes the
+  // second bmm's output straight into the transposed layout (multihead_attention.py @ d666f145,
+  // StridedBmm2Func). Each such Transpose becomes a `View`, its gradient passed through.
+  void find_strided_bmm() {
+    if (!options_.strided_bmm) return;
+    auto counts = readers_and_producers();
+    auto& readers = counts.first;
+    auto& producer = counts.second;
+    std::map<std::string, std::vector<std::string>> read_by;
+    for (const auto& n : g_.node())
+      for (int i = 0; i < n.input_size(); ++i) read_by[n.input(i)].push_back(n.op_type());
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const auto& n = g_.node(k);
+      if (n.op_type() != "Transpose" || n.input_size() != 1 || n.output_size() != 1) continue;
+      const auto perm = attr_ints(n, "perm");
+      if (perm.size() != 3 || weight_view_.contains(k)) continue;
+      const auto it = read_by.find(n.output(0));
+      const bool into_matmuls = perm[0] != 2 && it != read_by.end() &&
+                                readers[n.output(0)] == static_cast<int>(it->second.size()) &&
+                                std::all_of(it->second.begin(), it->second.end(),
+                                            [](const std::string& t) { return t == "MatMul"; });
+      const auto from = producer.find(n.input(0));
+      const bool out_of_matmul = perm == std::vector<std::int64_t>{1, 0, 2} &&
+                                 from != producer.end() && readers[n.input(0)] == 1 &&
+                                 g_.node(from->second).op_type() == "MatMul";
+      if (into_matmuls || out_of_matmul) batch_view_.insert(k);
     }
   }
 
@@ -1230,8 +1265,8 @@ class Importer {
       tensors_[n.output(0)] = tensors_.at(folded->second);
       return;
     }
-    if (weight_view_.contains(k)) {
-      add_weight_view(k, n);
+    if (weight_view_.contains(k) || batch_view_.contains(k)) {
+      add_weight_view(k, n, weight_view_.contains(k));
       return;
     }
     if (qkv_permute_.contains(k) || qkv_unbind_.contains(k) || attention_out_view_.contains(k)) {
@@ -1298,8 +1333,9 @@ class Importer {
   }
 
   // PyTorch's `W.t()` (find_linear): no kernel, and the weight gradient passes through it (the
-  // matmul's backward writes dW in W's own layout).
-  void add_weight_view(int k, const onnx::NodeProto& n) {
+  // matmul's backward writes dW in W's own layout). Also a batched GEMM's strided operand
+  // (find_strided_bmm, `parameter` false).
+  void add_weight_view(int k, const onnx::NodeProto& n, bool parameter) {
     std::vector<Tensor> ins;
     std::vector<int> pos;
     node_inputs(k, n, ins, pos);
@@ -1311,7 +1347,7 @@ class Importer {
     if (is_float(ins.at(0).dtype)) rules.push_back(GradRule{.wrt = {0}, .passthrough = true});
     tensors_[n.output(0)] = b_.op(name, "View", ins, outs, 0, std::move(rules),
                                   options_.autocast ? ins.at(0).dtype : out_dtype)[0];
-    parameters_.insert(n.output(0));
+    if (parameter) parameters_.insert(n.output(0));
   }
 
   void add_node_as(int k, const onnx::NodeProto& n) {
@@ -1387,9 +1423,11 @@ class Importer {
       if (t.shape.size() == 2) {
         const Tensor labels =
             b_.input(unique("loss/labels_" + out.name()), {t.shape[0]}, sim::Dtype::I64);
-        losses.push_back(
-            b_.reduce_mean(unique("loss/mean_" + out.name()),
-                           b_.sparse_softmax_xent(unique("loss/xent_" + out.name()), t, labels)));
+        const Tensor per_row =
+            options_.label_smoothing
+                ? b_.label_smoothed_nll(unique("loss/smoothed_" + out.name()), t, labels)
+                : b_.sparse_softmax_xent(unique("loss/xent_" + out.name()), t, labels);
+        losses.push_back(b_.reduce_mean(unique("loss/mean_" + out.name()), per_row));
       } else {
         losses.push_back(b_.reduce_mean(unique("loss/mean_" + out.name()), t));
       }
@@ -1418,6 +1456,7 @@ class Importer {
   std::set<int> gelu_skip_;             // Div, Erf, Add and Mul nodes folded into a Gelu
   std::map<int, std::string> gelu_at_;  // the last Mul of a GELU chain -> its x
   std::set<int> weight_view_;           // Transposes of weights run as views (weight_view)
+  std::set<int> batch_view_;            // Transposes a batched GEMM reads or writes (strided_bmm)
   // A linear's MatMul -> its bias Add and the bias (bias_epilogue candidates, find_linear), and
   // the Adds folded into their MatMuls -> the MatMul's output.
   std::map<int, std::pair<int, std::string>> bias_of_;

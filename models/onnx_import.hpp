@@ -45,6 +45,17 @@ struct OnnxImportOptions {
   /// MatMul(., v) chain, every intermediate read once, is one fused attention op each way, as
   /// F.scaled_dot_product_attention runs it (the `gpt` graph's `attention=flash` op).
   bool attention_sdpa = false;
+  /// `strided_bmm=true`: a Transpose of a 3-D tensor that a batched GEMM can read or write in place
+  /// is a `View` (no copy): one whose readers are all MatMuls and whose permutation keeps the
+  /// contiguous axis a matrix axis (perm[0] != 2), or a {1, 0, 2} of a MatMul output read by
+  /// nothing else (the GEMM writes the transposed layout). cuBLAS strided batched GEMM takes any
+  /// batch stride and leading dimension, as fairseq's T x B x C attention runs it.
+  bool strided_bmm = false;
+  /// `loss=label_smoothing`: the training loss on each [N, C] output is the label-smoothed NLL over
+  /// log_softmax(logits, dtype=float32) (GraphBuilder::label_smoothed_nll: F32 in every precision),
+  /// as fairseq's label_smoothed_cross_entropy and GNMT v2's LabelSmoothing run it, instead of one
+  /// softmax cross-entropy op in the logits' type.
+  bool label_smoothing = false;
   /// `autocast=torch`: the graph runs as the program runs it under torch.autocast(dtype=float16)
   /// (aten/src/ATen/autocast_mode.cpp): parameters, inputs and the ops off autocast's lists keep
   /// their types (F32 stays F32; a binary op of F16 and F32 tensors is F32), convolutions, matmuls

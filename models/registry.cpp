@@ -433,7 +433,7 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
   if (ends_with(name_or_path, ".onnx")) {
     GraphOptions o(options, "--graph-opt");
     o.accept({"training", "batch", "optimizer", "silu", "gelu", "weight_view", "bias_epilogue",
-              "attention", "autocast"});
+              "attention", "autocast", "strided_bmm", "loss"});
     OnnxImportOptions io;
     io.training = o.get_bool("training", false);
     const std::string silu = o.get_choice("silu", "ops", {"ops", "fused", "inplace"});
@@ -445,6 +445,9 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
     io.weight_view = o.get_bool("weight_view", false);
     io.bias_epilogue = o.get_bool("bias_epilogue", false);
     io.attention_sdpa = o.get_choice("attention", "ops", {"ops", "sdpa"}) == "sdpa";
+    io.strided_bmm = o.get_bool("strided_bmm", false);
+    io.label_smoothing =
+        o.get_choice("loss", "xent", {"xent", "label_smoothing"}) == "label_smoothing";
     io.autocast = o.get_choice("autocast", "none", {"none", "torch"}) == "torch";
     io.batch = o.get_int("batch", 0, 0);
     io.optimizer = optimizer_option(o, Optimizer::Sgd);

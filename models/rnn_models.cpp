@@ -35,24 +35,11 @@ Tensor softmax_loss(GraphBuilder& b, const std::string& step, const Tensor& h, c
 // --smoothing 0.1 builds it): logprobs = log_softmax(logits, dtype=torch.float32), loss =
 // (1 - s) * -logprobs.gather(label) + s * -logprobs.mean(-1). The log-probabilities are F32
 // whatever the model's precision, and so are the two reductions over them and their gradients
-// (apply_mixed_precision keeps them: models/registry.hpp). Kernels an element of [B, V]: the
-// softmax reads the logits and writes F32, the mean reads it, backward the mean's and the
-// gather's gradients each write a full F32 tensor (mean_backward's expand-and-divide; gather's
-// zero-fill then scatter), one add sums them, and the softmax's backward reads that and the
-// log-probabilities and writes the logits' gradient in their type.
+// (apply_mixed_precision keeps them: models/registry.hpp); GraphBuilder::label_smoothed_nll.
 Tensor label_smoothed_loss(GraphBuilder& b, const std::string& step, const Tensor& h,
                            const Tensor& w, const Tensor& bias, const Tensor& labels) {
   const Tensor logits = b.bias_add(step + "/logits", b.matmul(step + "/MatMul", h, w), bias);
-  const double n = static_cast<double>(num_elements(logits.shape));
-  const std::int64_t rows = logits.shape[0];
-  const Tensor lp = b.op(
-      step + "/log_softmax", "LogSoftmax", {logits}, {logits.shape}, 5 * n,
-      {GradRule{.type = "LogSoftmaxGrad", .flops = 3 * n, .wrt = {0}, .saved_outputs = {0}}})[0];
-  // One pass over the log-probabilities (the mean; the gather reads B of them); backward one
-  // gradient op per term, summed by the accumulation's add.
-  return b.op(step + "/smoothed_nll", "SmoothedNll", {lp, labels}, {{rows}}, n,
-              {GradRule{.type = "RowMeanGrad", .flops = n, .wrt = {0}},
-               GradRule{.type = "NllGatherGrad", .wrt = {0}, .saved_inputs = {1}}})[0];
+  return b.label_smoothed_nll(step, logits, labels);
 }
 
 constexpr const char* kRecurrentKeys[] = {"batch", "layers",    "hidden",           "vocab",

@@ -512,6 +512,18 @@ void add_host_cpus(std::vector<Entry>& c) {
       cpu("Xeon-E5-2698v4", 704.0, 1408.0, 76.8, 256, 40,
           "Intel ARK Xeon E5-2698 v4: 20 cores/40 threads, 2.2 GHz, 4x DDR4-2400 (76.8 GB/s); "
           "Broadwell AVX2 2 FMA; 256 GiB per socket per NVIDIA DGX-1 datasheet (512 GB total)"));
+  // DGX-2 and DGX-2H hosts (issue 16, h-dgx2): Skylake-SP, 24 cores, 6x DDR4-2666 per socket
+  // (Azure HC-series docs: "2 * 24-core Intel Xeon Platinum 8168", "six DRAM channels"); 1.5 TB
+  // per DGX-2 = 768 GiB per socket (pcper.com, datacenterdynamics.com).
+  c.push_back(cpu("Xeon-Platinum-8168", 2073.6, 4147.2, 128.0, 768, 48,
+                  "Intel Xeon Platinum 8168 (the NVIDIA DGX-2's, two per system): 24 cores/48 "
+                  "threads, 2.7 GHz (an index file: 'Intel Xeon Platinum 8168 CPU at 2.70GHz'; "
+                  "Azure HC-series: 24 cores, six DRAM channels); 6x DDR4-2666 = 128 GB/s; "
+                  "AVX-512 2 FMA (32 F64 / 64 F32 FLOP/cycle); 1.5 TB per DGX-2 = 768 GiB/socket"));
+  c.push_back(cpu("Xeon-Platinum-8174", 2380.8, 4761.6, 128.0, 768, 48,
+                  "Intel Xeon Platinum 8174 (the NVIDIA DGX-2H's, replacing the 8168): 24 cores, "
+                  "3.1 GHz (tomshw.it, 'Nvidia DGX-2 ... diventa DGX-2H'); memory, AVX-512 and "
+                  "capacity as Xeon-Platinum-8168"));
   c.push_back(cpu("EPYC-7742", 2304.0, 4608.0, 204.8, 512, 128,
                   "AMD EPYC 7742 product page: 64 cores/128 threads, 2.25 GHz, 8x DDR4-3200 "
                   "(204.8 GB/s); Zen 2 2x256-bit FMA (16 F64 / 32 F32 FLOP/cycle); 512 GiB per "
@@ -580,6 +592,29 @@ void add_kepler_to_volta(std::vector<Entry>& c) {
                   {.arch = nvidia_cc(7, 0), .sms = 80, .links = {6, 2, 25, 3}, .nic = kDgx1Nic},
                   "NVIDIA Tesla V100 datasheet (SXM2 32 GB): as V100-SXM2-16GB with 32 GB; "
                   "deviceQuery V100-SXM2-32GB: 5 copy engines"));
+  // V100 SXM3 (issue 16, h-dgx2): the DGX-2's GV100 on its NVSwitch baseboards, 350 W; DGX-2
+  // "2 petaFLOPS" of tensor math over 16 GPUs = 125 TFLOP/s each, as the SXM2 part (pcper.com,
+  // "NVIDIA Announces DGX-2 with 16 GV100s", 2018-03; tomshw.it: 300 -> 350 W for DGX-2). Six
+  // NVLink 2 links of 25 GB/s, all to NVSwitches; DGX-2's eight EDR NICs.
+  c.push_back(gpu("V100-SXM3-32GB",
+                  {{D::F64, 7.8}, {D::F32, 15.7}, {D::F16, 125.0}, {D::BF16, 15.7}}, 900.0, 32, 5,
+                  kPascalVolta,
+                  {.arch = nvidia_cc(7, 0), .sms = 80, .links = {6, 2, 25, 3}, .nic = kDgx1Nic},
+                  "NVIDIA DGX-2: 16x Tesla V100 32GB, 2 petaFLOPS tensor = 125 TFLOP/s per GPU "
+                  "(pcper.com 2018-03, gamersnexus: '2,000 TFLOPs combined Tensor'), peaks as "
+                  "V100-SXM2; 350 W (tomshw.it); copy engines as V100-SXM2 (assumed)"));
+  // V100 SXM3 of the DGX-2H (nvidia-smi: "Tesla V100-SXM3-32GB-H"): 450 W and a higher clock; the
+  // system went "from 2 petaflops to 2.1 petaflops" (tomshardware.com, "Nvidia's DGX-2, the
+  // 'World's Largest GPU,' Just Got Faster"; tomshw.it: 450 W per GPU), so every clock-bound peak
+  // is the SXM3's x 2.1 / 2.0 = 1.05. HBM2 bandwidth is not scaled (no source gives a memory
+  // clock).
+  c.push_back(gpu("V100-SXM3-32GB-H",
+                  {{D::F64, 8.19}, {D::F32, 16.485}, {D::F16, 131.25}, {D::BF16, 16.485}}, 900.0,
+                  32, 5, kPascalVolta,
+                  {.arch = nvidia_cc(7, 0), .sms = 80, .links = {6, 2, 25, 3}, .nic = kDgx1Nic},
+                  "NVIDIA DGX-2H: V100-SXM3-32GB at 450 W, system 2.1 instead of 2 petaFLOPS "
+                  "(tomshardware.com; tomshw.it): V100-SXM3-32GB peaks x 1.05 = 8.19 F64, 16.485 "
+                  "F32, 131.25 F16 tensor TFLOP/s; 900 GB/s HBM2 unscaled"));
   // V100 PCIe: 7.0; 80 SMs; keeps its NVLink 2 generation with no link count (the importer's
   // behaviour before these facts moved into the catalog), PCIe Gen3; a PCIe card, assumed as DGX-1.
   c.push_back(gpu("V100-PCIe-16GB",

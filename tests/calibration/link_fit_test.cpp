@@ -633,3 +633,80 @@ TEST(NcclTests, FitWritesNoBandwidthTheSizesDoNotSupport) {
   for (const sim::Link& l : c.links)
     if (l.kind == "ib-ndr") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 50e9);
 }
+
+// Session 28 (issues 15, 16): nccl-tests and rccl-tests outputs as they occur, from sources not
+// stored before (tests/data/README.md). Each holds its correct reading.
+TEST(NcclTests, RcclTestsOutputsOfMi300x) {
+  // One MI300X node, rank lines with the Group column and a "rccl-tests: Version" line between
+  // the header and "# Using devices".
+  const auto one = pc::parse_nccl_tests(
+      slurp(data("rccl-tests_all_reduce_8xMI300X_aac8_group-ranks.txt")), "r8.txt", "");
+  ASSERT_EQ(one.size(), 31u);  // 8 B .. 8 GiB
+  EXPECT_EQ(one[0].collective, "all_reduce");
+  EXPECT_EQ(one[0].ranks, 8);
+  EXPECT_EQ(one[0].nodes, 1);
+  EXPECT_NEAR(one.back().busbw_gb_s, 315.69, 1e-9);
+  EXPECT_EQ(one[0].nccl_version, 0);  // rccl-tests prints no NCCL version
+  // Two nodes, rank lines without the Group column ("#   Rank  8 Pid 366643 on     gpu-56 device
+  // 0 [0000:05:00.0]") and RCCL's "Hostname     : gpu-53" block before the table.
+  const auto two = pc::parse_nccl_tests(
+      slurp(data("rccl-tests_all_reduce_2x8xMI300X_aac10_rank-lines-without-group.txt")), "r16.txt",
+      "");
+  ASSERT_EQ(two.size(), 32u);  // 8 B .. 16 GiB
+  EXPECT_EQ(two[0].ranks, 16);
+  EXPECT_EQ(two[0].nodes, 2);
+  EXPECT_NEAR(two.back().time_s, 90115e-6, 1e-12);
+  const auto guess = pc::guess_collective(
+      slurp(data("rccl-tests_all_reduce_2x8xMI300X_aac10_rank-lines-without-group.txt")), "g");
+  EXPECT_EQ(guess.collective, "all_reduce");
+  EXPECT_FALSE(guess.assumed);
+}
+
+TEST(NcclTests, NewerAndOlderHeadersOfRealRuns) {
+  // nccl-tests 2.18.3 with NCCL 2.30.3: "unalign: 0" in the setup line, GPUs an old driver names
+  // "NVIDIA Graphics Device", 16 ranks on 2 hosts, P2P and SHM off.
+  const auto cx8 = pc::parse_nccl_tests(
+      slurp(data("cx8_nccl-tests_all_reduce_2x8_graphics-device_p2p-off_nccl2303.txt")), "cx8.txt",
+      "");
+  ASSERT_EQ(cx8.size(), 24u);  // 1 KiB .. 8 GiB
+  EXPECT_EQ(cx8[0].collective, "all_reduce");
+  EXPECT_EQ(cx8[0].ranks, 16);
+  EXPECT_EQ(cx8[0].nodes, 2);
+  EXPECT_EQ(cx8[0].nccl_version, 23003);
+  EXPECT_NEAR(cx8.back().busbw_gb_s, 35.08, 1e-9);
+  // AWS EKS over EFA, 2 T4 on 2 hosts, NCCL 2.12.7: mpirun tags, NCCL INFO lines inside the
+  // table, two 0-byte rows (-b 1 of floats). Over 2 ranks busbw = algbw fits all_reduce and
+  // sendrecv alike; its checked in-place results say all_reduce (before: "assumed").
+  const std::string efa =
+      slurp(data("aws-eks-efa_nccl-tests_all_reduce_2xT4_zero-byte-rows_nccl2127.txt"));
+  const auto g = pc::guess_collective(efa, "efa.txt");
+  EXPECT_EQ(g.collective, "all_reduce");
+  EXPECT_FALSE(g.assumed) << g.why;
+  EXPECT_NE(g.why.find("in-place results checked"), std::string::npos) << g.why;
+  const auto t4 = pc::parse_nccl_tests(efa, "efa.txt", "");
+  ASSERT_EQ(t4.size(), 31u);  // 0, 0, 4 B .. 1 GiB
+  EXPECT_EQ(t4[0].bytes, 0.0);
+  EXPECT_EQ(t4[0].ranks, 2);
+  EXPECT_EQ(t4[0].nodes, 2);
+  EXPECT_EQ(t4[0].nccl_version, 21207);
+  EXPECT_NEAR(t4.back().busbw_gb_s, 3.11, 1e-9);
+}
+
+TEST(P2p, IndentedAndTwoGpuOutputsAsPosted) {
+  // 2 H100 PCIe, every line indented by six spaces (a Markdown code block by indentation).
+  const auto h = pc::parse_p2p_output(
+      slurp(data("h100pcie-x2_p2pBandwidthLatencyTest_indented.txt")), "h100.txt");
+  EXPECT_EQ(h.gpus, 2);
+  EXPECT_EQ(h.names.at(1), "NVIDIA H100 PCIe");
+  EXPECT_TRUE(h.can_access[0][1]);
+  EXPECT_DOUBLE_EQ(h.matrix.at("uni_on")[0][1], 256.62);
+  EXPECT_DOUBLE_EQ(h.matrix.at("bi_on")[1][0], 509.15);
+  EXPECT_DOUBLE_EQ(h.matrix.at("lat_cpu_on")[1][0], 1.75);
+  // 2 RTX 6000 Ada on one PCIe Gen4 root: peer access over PCIe.
+  const auto r =
+      pc::parse_p2p_output(slurp(data("rtx6000ada-x2_p2pBandwidthLatencyTest.txt")), "ada.txt");
+  EXPECT_EQ(r.gpus, 2);
+  EXPECT_EQ(r.names.at(0), "NVIDIA RTX 6000 Ada Generation");
+  EXPECT_DOUBLE_EQ(r.matrix.at("uni_on")[1][0], 26.32);
+  EXPECT_DOUBLE_EQ(r.matrix.at("lat_gpu_off")[0][1], 10.90);
+}

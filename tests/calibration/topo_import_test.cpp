@@ -509,6 +509,58 @@ TEST(NvidiaSmiTopo, Gb200EmptyCpuAffinityKeepsTwoNumaNodes) {
   EXPECT_GE(c.vertex_index("mlx5_5"), 0);
 }
 
+// Session 28 (issues 15, 16): four real 4-GPU matrices from sources not stored before
+// (tests/data/README.md), each held at its reading.
+TEST(NvidiaSmiTopo, FourGpuMatricesAsTheyOccur) {
+  const auto dev = [](const sim::Cluster& c, const char* g) {
+    return static_cast<std::size_t>(c.device_index(g));
+  };
+  const auto host = [](const sim::Cluster& c, const char* g) {
+    return c.devices[static_cast<std::size_t>(c.device_index(g))].host;
+  };
+  // 4 L40 on PCIe (NODE pairs, SYS across), two ConnectX ports PIX to each other on NUMA 1.
+  const auto l40 = import_smi("l40x4_nvidia-smi-topo.txt", "NVIDIA L40S");
+  const sim::Cluster& l = l40.cluster;
+  ASSERT_EQ(l.gpus().size(), 4u);
+  EXPECT_EQ(l.cpus().size(), 2u);
+  EXPECT_EQ(count_kind(l, "ib"), 2);
+  EXPECT_EQ(host(l, "gpu2"), l.device_index("cpu1"));
+  EXPECT_FALSE(l.peer_access[dev(l, "gpu0")][dev(l, "gpu1")]);  // NODE: through host memory
+  EXPECT_LT(l.vertex_index("nvswitch"), 0);
+  // 4 GPUs NV4 to each other (HGX A100 4-GPU: 3 x 4 of A100's 12 links), GPU2/GPU3 with an empty
+  // CPU Affinity cell ("\t\t1\t\tN/A"): direct 100 GB/s bundles, no switch, two NUMA nodes.
+  const auto nv4 =
+      import_smi("nv4x4_gpu-d-2_nvidia-smi-topo_empty-cpu-affinity.txt", "A100-SXM4-80GB");
+  const sim::Cluster& a = nv4.cluster;
+  ASSERT_EQ(a.gpus().size(), 4u);
+  EXPECT_EQ(a.cpus().size(), 2u);
+  EXPECT_EQ(host(a, "gpu1"), a.device_index("cpu0"));
+  EXPECT_EQ(host(a, "gpu3"), a.device_index("cpu1"));
+  EXPECT_LT(a.vertex_index("nvswitch"), 0);
+  EXPECT_EQ(count_kind(a, "nvlink3"), 6);
+  ASSERT_NE(link_between(a, "gpu0", "gpu3"), nullptr);
+  EXPECT_DOUBLE_EQ(link_between(a, "gpu0", "gpu3")->bandwidth.bytes_per_s, 100e9);
+  EXPECT_EQ(count_kind(a, "ib"), 3);
+  // 4 of an H800 node's GPUs (NV8 to each: through NVSwitch), 17 NICs, no CPU or NUMA affinity
+  // printed at all: each GPU is SYS to every NIC but its own two PIX ones, so the matrix itself
+  // puts the four GPUs on four NUMA nodes.
+  const auto h800 = import_smi("h800x4_verl-sglang_nvidia-smi-topo_empty-affinity.txt", "H800");
+  const sim::Cluster& h = h800.cluster;
+  ASSERT_EQ(h.gpus().size(), 4u);
+  expect_switch_ports(h, 200e9);
+  EXPECT_EQ(count_kind(h, "ib"), 17);
+  EXPECT_EQ(h.cpus().size(), 4u);
+  EXPECT_TRUE(noted(h800, "NIC0: NUMA node unknown"));
+  // 4 of an HGX A100 8-GPU board (NV12 to each: 36 > 12 links, so NVSwitch), no legend, the NIC
+  // row with empty affinity cells.
+  const auto a100 = import_smi("a100sxm80x4_nvidia-smi-topo_no-legend.txt", "A100-SXM4-80GB");
+  const sim::Cluster& s = a100.cluster;
+  ASSERT_EQ(s.gpus().size(), 4u);
+  EXPECT_EQ(s.cpus().size(), 1u);
+  expect_switch_ports(s, 300e9, "nvlink3");
+  EXPECT_EQ(count_kind(s, "ib"), 1);
+}
+
 namespace placesim::calibration {
 namespace {
 
@@ -566,6 +618,8 @@ TEST(TopoFacts, NvlinksPerGpuComeFromTheCatalog) {
                                                {"P100-PCIe-16GB", 0},
                                                {"V100-SXM2-16GB", 6},
                                                {"V100-SXM2-32GB", 6},
+                                               {"V100-SXM3-32GB", 6},
+                                               {"V100-SXM3-32GB-H", 6},
                                                {"V100-PCIe-16GB", 0},
                                                {"A100-SXM4-40GB", 12},
                                                {"A100-SXM4-80GB", 12},
@@ -616,6 +670,8 @@ TEST(TopoFacts, NvlinkGenerationAndRateComeFromTheCatalog) {
       {"P100-PCIe-16GB", {"", 0}},
       {"V100-SXM2-16GB", {"nvlink2", 25}},
       {"V100-SXM2-32GB", {"nvlink2", 25}},
+      {"V100-SXM3-32GB", {"nvlink2", 25}},
+      {"V100-SXM3-32GB-H", {"nvlink2", 25}},
       {"V100-PCIe-16GB", {"nvlink2", 25}},
       {"A100-SXM4-40GB", {"nvlink3", 25}},
       {"A100-SXM4-80GB", {"nvlink3", 25}},
@@ -663,6 +719,8 @@ TEST(TopoFacts, PcieGenerationComesFromTheCatalog) {
                                                {"P100-PCIe-16GB", 3},
                                                {"V100-SXM2-16GB", 3},
                                                {"V100-SXM2-32GB", 3},
+                                               {"V100-SXM3-32GB", 3},
+                                               {"V100-SXM3-32GB-H", 3},
                                                {"V100-PCIe-16GB", 3},
                                                {"A100-SXM4-40GB", 4},
                                                {"A100-SXM4-80GB", 4},
@@ -713,6 +771,8 @@ TEST(TopoFacts, ReferenceNicComesFromTheCatalog) {
                                                   {"P100-PCIe-16GB", 100},
                                                   {"V100-SXM2-16GB", 100},
                                                   {"V100-SXM2-32GB", 100},
+                                                  {"V100-SXM3-32GB", 100},
+                                                  {"V100-SXM3-32GB-H", 100},
                                                   {"V100-PCIe-16GB", 100},
                                                   {"A100-SXM4-40GB", 200},
                                                   {"A100-SXM4-80GB", 200},

@@ -50,6 +50,17 @@ PY
   "$P" calibrate-links --nccl-tests "$D/nccl-tests_all_reduce_2x8xH100_issue309.txt" --cluster "$D/2x-hgx-h100.yaml" \
     -o "$T/2n.yaml" >"$T/2n.txt" || fail "calibrate-links on the 2-node H100 output"
   grep -q "^changed 16 ib-ndr" "$T/2n.txt" || fail "2-node nccl-tests did not fit the NICs: $(cat "$T/2n.txt")"
+  # Session 28: 2 RTX 6000 Ada peers over PCIe Gen4 (p2pBandwidthLatencyTest as posted) fit the
+  # Lambda workstation's pcie4 links to the measured 26.32 GB/s.
+  "$P" calibrate-links --p2p "$D/rtx6000ada-x2_p2pBandwidthLatencyTest.txt" --cluster lambda-6000ada-ws \
+    -o "$T/ada.yaml" >"$T/ada.txt" || fail "calibrate-links --p2p on 2 RTX 6000 Ada"
+  grep -q "^changed 2 pcie4 link(s): 31.50 -> 26.32 GB/s" "$T/ada.txt" || fail "RTX 6000 Ada: $(cat "$T/ada.txt")"
+  # 2 T4 over EFA: the collective is read from the rows (in-place checked, 2 ranks), not assumed.
+  "$P" collective --cluster hgx-h100 --devices gpu0,gpu1 \
+    --compare "$D/aws-eks-efa_nccl-tests_all_reduce_2xT4_zero-byte-rows_nccl2127.txt" >"$T/t4.txt" 2>&1 ||
+    fail "collective --compare on the 2 x T4 EFA log"
+  grep -q "^# its collective: all_reduce (redop sum, root -1, busbw = algbw x 2(n-1)/n over 2 ranks, in-place results checked)" \
+    "$T/t4.txt" || fail "2 x T4 EFA: $(head -3 "$T/t4.txt")"
   out=$("$P" calibrate-links --nccl-tests "$D/perfkit_nccl-tests_all_reduce_2nodes_K80.txt" --cluster dgx-a100 -o "$T/none.yaml" 2>&1 >/dev/null); rc=$?
   [ "$rc" = 2 ] || fail "nothing to fit should exit 2, got $rc"
   [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "nothing-to-fit error should be one line: $out"

@@ -336,6 +336,62 @@ TEST(OnnxImport, ShapeArithmeticIsFoldedIntoHostValues) {
   EXPECT_GE(concat_data, 1);  // the class token joined to the patches
 }
 
+// NVIDIA DeepLearningExamples' Transformer-big (fairseq, transformer_wmt_en_de_big_t2t with shared
+// embeddings; tests/data/onnx/fairseq_transformer.py): torch's parameter count, and `strided_bmm`
+// running as views the Transposes around each attention's two bmms (q, k's permute, v, the output:
+// 4 in each of 18 attentions) and the decoder's final T x B -> B x T read by the vocabulary GEMM.
+// The 18 transposes of the scaled query weight and the 2 of the embeddings (read by LayerNorm and
+// the residual Add) stay copies; a 4-D Transpose (ViT-B/16's heads) is never touched.
+TEST(OnnxImport, StridedBmmTransposesAreViews) {
+  const std::string model = kDir + "fairseq_transformer_big.onnx";
+  std::map<std::string, std::map<std::string, int>> count;
+  std::map<std::string, double> traffic;
+  for (const std::string opt : {"", ",strided_bmm=true"}) {
+    const sim::Graph g = load_graph(model, "training,batch=8,weight_view=true" + opt);
+    census(g, count[opt], traffic[opt]);
+    EXPECT_EQ(g.metadata.at("parameters"), "210808832");
+  }
+  EXPECT_EQ(count[",strided_bmm=true"]["Transpose"], count[""]["Transpose"] - 73);
+  EXPECT_EQ(count[",strided_bmm=true"]["Transpose"], 20);
+  EXPECT_EQ(count[",strided_bmm=true"]["TransposeGrad"], 20);
+  EXPECT_EQ(count[",strided_bmm=true"]["View"], count[""]["View"] + 73);
+  EXPECT_EQ(count[",strided_bmm=true"]["MatMul"], count[""]["MatMul"]);
+  EXPECT_LT(traffic[",strided_bmm=true"], traffic[""]);
+  std::map<std::string, int> vit, vit_strided;
+  double t0 = 0, t1 = 0;
+  census(load_graph(kDir + "vit_base_patch16_224.onnx", "training,batch=2"), vit, t0);
+  census(load_graph(kDir + "vit_base_patch16_224.onnx", "training,batch=2,strided_bmm=true"),
+         vit_strided, t1);
+  EXPECT_EQ(vit, vit_strided);
+  EXPECT_EQ(t0, t1);
+}
+
+// `loss=label_smoothing`: fairseq's label_smoothed_cross_entropy over log_softmax(logits,
+// dtype=float32) (DeepLearningExamples Transformer ddp_trainer.py and criterions.py) in place of
+// the one cross-entropy op: a LogSoftmax and a SmoothedNll over [batch x 32, 33712], F32 (4 bytes
+// an element) even under precision=f16, where the default's cross-entropy runs in F16.
+TEST(OnnxImport, LabelSmoothedLossRunsInF32) {
+  const std::string model = kDir + "fairseq_transformer_big.onnx";
+  const std::string base = "training,batch=8,strided_bmm=true,precision=f16";
+  const sim::Graph xent = load_graph(model, base);
+  const sim::Graph smooth = load_graph(model, base + ",loss=label_smoothing");
+  std::map<std::string, int> cx, cs;
+  double tx = 0, ts = 0;
+  census(xent, cx, tx);
+  census(smooth, cs, ts);
+  EXPECT_EQ(cx["SparseSoftmaxCrossEntropyWithLogits"], 1);
+  EXPECT_EQ(cs.count("SparseSoftmaxCrossEntropyWithLogits"), 0u);
+  EXPECT_EQ(cs["LogSoftmax"], 1);
+  EXPECT_EQ(cs["SmoothedNll"], 1);
+  EXPECT_EQ(cs["LogSoftmaxGrad"], 1);
+  for (const auto& op : smooth.ops) {
+    if (op.type != "LogSoftmax") continue;
+    ASSERT_EQ(op.outputs.at(0).shape, (std::vector<std::int64_t>{8 * 32, 33712}));
+    EXPECT_EQ(op.outputs[0].dtype, sim::Dtype::F32);
+  }
+  EXPECT_GT(ts, tx);
+}
+
 // torch.onnx exports nn.Linear as Transpose(W) -> MatMul(x, .) -> Add(b, .). `weight_view` runs
 // each weight's Transpose as PyTorch's `W.t()`, a view (no kernel, its gradient passed through);
 // `bias_epilogue` makes each bias the MatMul's third input (cuBLASLt's epilogue, PyTorch's addmm),

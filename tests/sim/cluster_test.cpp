@@ -118,6 +118,11 @@ TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
       {"AMD EPYC 7763 64-Core Processor", "EPYC-7763"},
       // Issue 15 (h-ada): nvidia-smi's name of the Turing TU102 Quadro that Lambda's benchmark ran.
       {"Quadro RTX 8000", "Quadro-RTX-8000"},
+      // Issue 16 (h-dgx2): the DGX-2's and DGX-2H's GPUs and host CPU as nvidia-smi and
+      // /proc/cpuinfo print them.
+      {"Tesla V100-SXM3-32GB", "V100-SXM3-32GB"},
+      {"Tesla V100-SXM3-32GB-H", "V100-SXM3-32GB-H"},
+      {"Intel(R) Xeon(R) Platinum 8168 CPU @ 2.70GHz", "Xeon-Platinum-8168"},
       // The device keys `calibrate` makes of such names (vendor prefix cut, spaces to hyphens).
       {"GeForce-RTX-4090", "RTX-4090"},
       {"GeForce-RTX-3090", "RTX-3090"},
@@ -134,9 +139,9 @@ TEST(Catalog, NamesAsToolsPrintThemFindTheirModel) {
   // not reach H200, nor "A10G" (AWS's variant, other clocks) A10, nor "L4" L40S, nor the
   // Turing "Quadro RTX 6000" the Ada card; HIP's "AMD Instinct MI250X/MI250" names a GCD of either
   // of two boards (110 or 104 CUs) and stays unknown (docs/catalog.md).
-  for (const char* unknown : {"Tesla V100-SXM3-32GB", "NVIDIA A10G", "NVIDIA L40", "NVIDIA B100",
-                              "Quadro RTX 6000", "AMD Instinct MI250X/MI250", "AMD Instinct MI250",
-                              "AMD Instinct MI325X", "NVIDIA H800 NVL"})
+  for (const char* unknown :
+       {"NVIDIA A10G", "NVIDIA L40", "NVIDIA B100", "Quadro RTX 6000", "AMD Instinct MI250X/MI250",
+        "AMD Instinct MI250", "AMD Instinct MI325X", "NVIDIA H800 NVL"})
     EXPECT_EQ(find_device_model(unknown), nullptr) << unknown;
   EXPECT_NE(find_device_model("NVIDIA H20")->model, find_device_model("NVIDIA H200")->model);
 }
@@ -145,6 +150,12 @@ TEST(Catalog, RecentPartsCarryTheirDatasheetFigures) {
   // Dense peaks (sparsity figures halved) and memory as each entry's source gives them.
   const auto peak = [](const char* n, Dtype d) { return find_device_model(n)->peak_for(d).per_s; };
   EXPECT_DOUBLE_EQ(peak("NVIDIA H20", Dtype::BF16), 148e12);
+  // DGX-2H: "2.1 petaflops" where the DGX-2 has 2 = every clock-bound peak x 1.05; memory as is.
+  for (Dtype d : {Dtype::F64, Dtype::F32, Dtype::F16})
+    EXPECT_NEAR(peak("Tesla V100-SXM3-32GB-H", d) / peak("Tesla V100-SXM3-32GB", d), 1.05, 1e-12);
+  EXPECT_DOUBLE_EQ(peak("Tesla V100-SXM3-32GB", Dtype::F16), 125e12);
+  EXPECT_EQ(find_device_model("V100-SXM3-32GB-H")->memory_bandwidth,
+            find_device_model("V100-SXM3-32GB")->memory_bandwidth);
   EXPECT_DOUBLE_EQ(peak("NVIDIA H20", Dtype::F64), 1e12);
   EXPECT_DOUBLE_EQ(find_device_model("NVIDIA H20")->memory_bandwidth.bytes_per_s, 4000e9);
   EXPECT_EQ(find_device_model("NVIDIA H20")->memory_capacity.v, std::int64_t{96} << 30);
@@ -225,6 +236,8 @@ TEST(Catalog, EveryGpuHasItsArchitectureAndNoCpuHasOne) {
                                                        {"P100-PCIe-16GB", "6.0"},
                                                        {"V100-SXM2-16GB", "7.0"},
                                                        {"V100-SXM2-32GB", "7.0"},
+                                                       {"V100-SXM3-32GB", "7.0"},
+                                                       {"V100-SXM3-32GB-H", "7.0"},
                                                        {"V100-PCIe-16GB", "7.0"},
                                                        {"T4-16GB", "7.5"},
                                                        {"Quadro-RTX-8000", "7.5"},
@@ -277,7 +290,7 @@ TEST(Catalog, EveryGpuHasItsArchitectureAndNoCpuHasOne) {
 TEST(Cluster, EveryBuiltinLoadsWithRoutesBetweenAllDevices) {
   const auto names = builtin_cluster_names();
   for (const char* expected : {"paper-2gpu", "paper-4gpu", "dgx1-v100", "dgx-a100", "hgx-h100",
-                               "pcie-4090x8", "2x-dgx-a100"}) {
+                               "pcie-4090x8", "2x-dgx-a100", "dgx2-v100", "dgx2h-v100"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
   for (const std::string& n : names) {
@@ -353,8 +366,10 @@ TEST(Cluster, Dgx1HybridCubeMeshMatchesNvidiaSmiTopo) {
 // On NVSwitch systems every GPU pair, including the two GPUs behind one PCIe switch (also two
 // hops apart), must use NVLink.
 TEST(Cluster, NvswitchCarriesEveryGpuPair) {
-  for (const auto& [name, bw] :
-       {std::pair<std::string, double>{"dgx-a100", 300e9}, {"hgx-h100", 450e9}}) {
+  for (const auto& [name, bw] : {std::pair<std::string, double>{"dgx-a100", 300e9},
+                                 {"hgx-h100", 450e9},
+                                 {"dgx2-v100", 150e9},
+                                 {"dgx2h-v100", 150e9}}) {
     const Cluster c = load_cluster(name);
     for (DeviceId a : c.gpus()) {
       for (DeviceId b : c.gpus()) {
