@@ -12,7 +12,7 @@
 # Lambda's A100 SXM4, H100 SXM5, 1CC H100 and V100 servers, BERT-large on 8x A100 and 1-8 V100, and the
 # ResNet-50, SQuAD and GNMT rows of Lambda's Dell and Supermicro 8x H100 SXM5 servers on 1-8 GPUs, NGC 24.03; and,
 # held out in session 23, GPT-2 124M in eager PyTorch 2.6 on one A100 40GB, in tokens/s: rasbt/LLMs-from-scratch; and, held
-# out in session 28, BERT-large pre-training on 2-32 DGX A100 nodes and MLPerf ResNet-50 on 8, over InfiniBand) against
+# out in session 28, BERT-large pre-training on 2-8 DGX A100 nodes and MLPerf ResNet-50 on 8, over InfiniBand) against
 # `placesim simulate` (`--parallel dp=N` for N > 1): every row's
 # error must stay within the row's bound_pct. Prints the table docs/validation.md quotes
 # (published, predicted, error, command) and, after it, how many rows lie within the issues' bounds
