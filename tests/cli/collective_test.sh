@@ -216,6 +216,12 @@ for n in 4 8; do
   python3 "$DGX" $n "$COL/2x-abci-anode.yaml" | cmp -s - "$COL/${n}x-abci-anode.yaml" \
     || fail "dgx_cluster.py $n does not reproduce ${n}x-abci-anode.yaml"
 done
+# So are the N-node DGX A100 clusters of the multi-node rows of published_throughput.csv.
+CLU="$(cd "$(dirname "$0")/../data/clusters" && pwd)"
+for n in 4 8 16 32; do
+  python3 "$DGX" $n | cmp -s - "$CLU/${n}x-dgx-a100.yaml" \
+    || fail "dgx_cluster.py $n does not reproduce clusters/${n}x-dgx-a100.yaml"
+done
 python3 "$DGX" 4 "$TMP/none.yaml" 2>"$TMP/err"; rc=$?
 [ "$rc" = 2 ] && grep -q 'none.yaml' "$TMP/err" || fail "dgx_cluster.py: missing source gave $rc"
 # tools/nccl_scoreboard.py refuses a bad manifest in one line naming file and line, exit 2, and

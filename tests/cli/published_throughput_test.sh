@@ -13,7 +13,8 @@
 # ResNet-50, SQuAD and GNMT rows of Lambda's Dell and Supermicro 8x H100 SXM5 servers on 1-8 GPUs, NGC 24.03; and,
 # held out in session 23, GPT-2 124M in eager PyTorch 2.6 on one A100 40GB, in tokens/s: rasbt/LLMs-from-scratch;
 # and, held out in session 28, NVIDIA's own BERT-large SQuAD rows on DGX A100 40GB/80GB, DGX-1 and
-# DGX-2, and MXNet ResNet-50 on DGX A100 and DGX-2) against
+# DGX-2, MXNet ResNet-50 on DGX A100 and DGX-2, BERT-large pre-training on 2-8 DGX A100 nodes and
+# MLPerf ResNet-50 on 8, over InfiniBand) against
 # `placesim simulate` (`--parallel dp=N` for N > 1): every row's
 # error must stay within the row's bound_pct. Prints the table docs/validation.md quotes
 # (published, predicted, error, command) and, after it, how many rows lie within the issues' bounds
@@ -30,7 +31,7 @@ bin_, src, table = sys.argv[1], sys.argv[2], sys.argv[3] == "--table"
 data = f"{src}/tests/data"
 rows = [r for r in csv.DictReader(l for l in open(f"{data}/published_throughput.csv")
                                   if not l.startswith("#"))]
-assert len(rows) >= 533, f"expected >= 533 rows, got {len(rows)}"
+assert len(rows) >= 546, f"expected >= 546 rows, got {len(rows)}"
 failures, lines = [], []
 inside = {1: [0, 0], 2: [0, 0]}  # one GPU (15 %) / several (10 %): [inside, rows]
 # The SQuAD rows (Lambda's and NVIDIA's own, bert-large-squad) run DeepLearningExamples'
@@ -75,8 +76,11 @@ for r in rows:
     gpus = int(r["gpus"])
     # A seq_dist file (sequence lengths of the run's data) is named relative to tests/data.
     opt = r["graph_opt"].replace("seq_dist=", f"seq_dist={data}/")
+    # A cluster with a "/" is a YAML file under tests/data (clusters/Nx-dgx-a100.yaml: N DGX A100
+    # nodes written by tools/dgx_cluster.py); else a built-in name.
+    cluster = r["cluster"] if "/" not in r["cluster"] else f"{data}/{r['cluster']}"
     cmd = [bin_, "simulate", "--graph", graph, "--graph-opt", opt, "--cluster",
-           r["cluster"], "--quiet", "--json"]
+           cluster, "--quiet", "--json"]
     # parallel: more --parallel keys (ddp=horovod: the framework's exchange; accumulate=K: K
     # micro-batches of `batch` per optimizer step); a 1-GPU row with keys runs as dp=1.
     par = f"dp={gpus}" + (f",{r['parallel']}" if r.get("parallel") else "")
