@@ -37,6 +37,7 @@ std::optional<Optimizer> parse_optimizer(std::string_view s) {
   if (s == "adam") return Optimizer::Adam;
   if (s == "rmsprop") return Optimizer::RmsProp;
   if (s == "lamb") return Optimizer::Lamb;
+  if (s == "bertadam") return Optimizer::BertAdam;
   return std::nullopt;
 }
 
@@ -52,6 +53,8 @@ std::string to_string(Optimizer o) {
       return "rmsprop";
     case Optimizer::Lamb:
       return "lamb";
+    case Optimizer::BertAdam:
+      return "bertadam";
   }
   return "sgd";
 }
@@ -64,6 +67,7 @@ int optimizer_slots(Optimizer o) {
       return 1;
     case Optimizer::Adam:
     case Optimizer::Lamb:
+    case Optimizer::BertAdam:
       return 2;
     case Optimizer::RmsProp:
       return 2;
@@ -81,6 +85,7 @@ double update_flops_per_elem(Optimizer o) {
     case Optimizer::Momentum:
       return 4;
     case Optimizer::Adam:
+    case Optimizer::BertAdam:  // Adam's arithmetic; its kernels are priced per_param
       return 10;
     case Optimizer::RmsProp:
       return 8;
@@ -107,6 +112,9 @@ std::string update_type(Optimizer o, bool sparse) {
       break;
     case Optimizer::Lamb:
       base = "Lamb";
+      break;
+    case Optimizer::BertAdam:
+      base = "BertAdam";
       break;
   }
   return (sparse ? "SparseApply" : "Apply") + base;

@@ -40,9 +40,11 @@ std::int64_t num_elements(const Shape& s);
 std::int64_t tensor_bytes(const Tensor& t);
 
 /// Lamb: LAMB (You et al. 2019), as apex FusedLAMB runs it (optimizer_impl=fused; its kernels in
-/// models/optimizer_impl.cpp); Adam's two slots.
-enum class Optimizer { Sgd, Momentum, Adam, RmsProp, Lamb };
-/// "sgd", "momentum", "adam", "rmsprop", "lamb"; nullopt otherwise.
+/// models/optimizer_impl.cpp); Adam's two slots. BertAdam: NVIDIA DeepLearningExamples' BERT
+/// optimization.py BertAdam, the FP32/TF32 optimizer of run_squad.py (optimizer_impl=per_param:
+/// its eager loop, models/optimizer_impl.cpp); Adam's two slots.
+enum class Optimizer { Sgd, Momentum, Adam, RmsProp, Lamb, BertAdam };
+/// "sgd", "momentum", "adam", "rmsprop", "lamb", "bertadam"; nullopt otherwise.
 std::optional<Optimizer> parse_optimizer(std::string_view s);
 std::string to_string(Optimizer o);
 /// Optimizer state tensors per parameter (Adam and LAMB: m and v; momentum: one; RMSProp: ms and

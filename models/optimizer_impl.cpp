@@ -70,6 +70,29 @@ constexpr std::array kLamb{
     KernelStep{"lamb_stage1", 4, false, 4, 3}, KernelStep{"l2norm_update", 1, false, 1, 0},
     KernelStep{"lamb_stage2", 2, false, 2, 1}};
 
+// BertAdam (NVIDIA/DeepLearningExamples @ 2a520dd5: PyTorch/LanguageModeling/BERT/optimization.py,
+// BertAdam.step), run_squad.py's optimizer without --fp16: once a step apex multi_tensor_l2norm
+// over grad_list (which holds the parameters p, not their gradients) and .item() on it (a host
+// sync, kBertAdamNorm); then a Python loop launching per parameter, one eager op a kernel:
+// `if global_grad_norm > max_grad_norm: p = p * max_grad_norm / global_grad_norm` (max_grad_norm
+// 1.0; the norm of BERT's parameters is far above 1, its LayerNorm weights alone ~1 each, so it
+// runs every step: mul, div, out of place); next_m.mul_(beta1).add_(1 - beta1, grad);
+// next_v.mul_(beta2).addcmul_(1 - beta2, grad, grad); update = next_m / (next_v.sqrt() + e)
+// (sqrt, add, div); `if weight_decay > 0: update += weight_decay * p.data` (mul, add_: the two
+// kernels at kBertAdamDecay); update_with_lr = lr * update (mul); p.data.add_(-update_with_lr)
+// (neg, add_). 14 kernels a decayed parameter, 12 one in run_squad.py's no_decay group
+// ('bias', 'LayerNorm.bias', 'LayerNorm.weight': BERT's 1-D parameters, weight_decay 0.0).
+constexpr std::array kBertAdam{
+    KernelStep{"mul", 1, false, 1, 1},  KernelStep{"div", 1, false, 1, 1},
+    KernelStep{"mul_", 1, false, 1, 1}, KernelStep{"add_", 2, false, 2, 1},
+    KernelStep{"mul_", 1, false, 1, 1}, KernelStep{"addcmul_", 3, false, 2, 1},
+    KernelStep{"sqrt", 1, false, 1, 1}, KernelStep{"add", 1, false, 1, 1},
+    KernelStep{"div", 2, false, 2, 1},  KernelStep{"mul", 1, false, 1, 1},
+    KernelStep{"add_", 2, false, 2, 1}, KernelStep{"mul", 1, false, 1, 1},
+    KernelStep{"neg", 1, false, 1, 1},  KernelStep{"add_", 2, false, 2, 1}};
+constexpr std::size_t kBertAdamDecay = 9;  // kBertAdam[9], [10]: the weight decay's mul, add_
+constexpr KernelStep kBertAdamNorm{"l2norm", 1, false, 1, 0};
+
 // pytorch aten/src/ATen/native/cuda/MultiTensorApply.cuh (4 KB kernel-argument variant; apex
 // csrc/multi_tensor_apply.cuh has the same tensor and block limits, and its Python side passes
 // chunk_size 2048 * 32): elements per chunk (one thread block each), and per depth the most
@@ -89,7 +112,8 @@ constexpr std::array kKinds{UpdateKind{"ApplyGradientDescent", 0, kSgd.data(), k
                             UpdateKind{"ApplyMomentum", 1, kMomentum.data(), kMomentum.size()},
                             UpdateKind{"ApplyAdam", 2, kAdam.data(), kAdam.size()},
                             UpdateKind{"ApplyRMSProp", 2, kRmsProp.data(), kRmsProp.size()},
-                            UpdateKind{"ApplyLamb", 2, kLamb.data(), kLamb.size()}};
+                            UpdateKind{"ApplyLamb", 2, kLamb.data(), kLamb.size()},
+                            UpdateKind{"ApplyBertAdam", 2, kBertAdam.data(), kBertAdam.size()}};
 
 const UpdateKind* kind_of(std::string_view type) {
   for (const UpdateKind& k : kKinds)
@@ -191,12 +215,15 @@ sim::Op kernel_op(const sim::Op& like, std::string name, const KernelStep& s, st
   return k;
 }
 
-// Per parameter, its kernels in order on the stream; the first holds its state (and master
-// copy) resident; each reads the parameter and gradient tensors of the update it replaces.
+// Per parameter, its kernels (steps_of[i]) in order on the stream; the first holds its state
+// (and master copy) resident and, when `gate` is an op (a host sync), is launched after it ends;
+// each reads the parameter and gradient tensors of the update it replaces.
 void emit_per_param(std::vector<sim::Op>& ops, const std::vector<sim::Op>& old,
-                    const std::vector<std::int64_t>& numel, const std::vector<KernelStep>& steps) {
+                    const std::vector<std::int64_t>& numel,
+                    const std::vector<std::vector<KernelStep>>& steps_of, sim::OpId gate) {
   for (std::size_t i = 0; i < old.size(); ++i) {
-    sim::OpId prev = -1;
+    const std::vector<KernelStep>& steps = steps_of[i];
+    sim::OpId prev = gate;
     for (std::size_t s = 0; s < steps.size(); ++s) {
       sim::Op k = kernel_op(
           old[i], old[i].name + "/" + std::to_string(s) + "_" + std::string(steps[s].name),
@@ -253,6 +280,63 @@ void emit_multi_tensor(std::vector<sim::Op>& ops, const std::vector<sim::Op>& ol
   }
 }
 
+// BertAdam's step head (kBertAdamNorm): multi_tensor_l2norm's launches over the parameters in
+// turn (reading each update's tensors, so after its gradient), then the .item() that reads the
+// norm to the host. Returns that sync, which every kernel of the loop is launched after.
+sim::OpId emit_norm_sync(std::vector<sim::Op>& ops, const std::vector<sim::Op>& old,
+                         const std::vector<std::int64_t>& numel) {
+  sim::OpId prev = -1;
+  const std::vector<Launch> ls = launches_of(numel, kBertAdamNorm.depth, kBertAdamNorm.scalar_list);
+  for (std::size_t j = 0; j < ls.size(); ++j) {
+    std::int64_t elems = 0;
+    for (const auto& [t, e] : ls[j].parts) elems += e;
+    sim::Op k = kernel_op(old[ls[j].parts.back().first], "update/norm/launch" + std::to_string(j),
+                          kBertAdamNorm, elems, false, "apex::multi_tensor_l2norm");
+    for (const auto& [t, e] : ls[j].parts) {
+      for (const sim::TensorRef& r : old[t].inputs)
+        if (std::find(k.inputs.begin(), k.inputs.end(), r) == k.inputs.end()) k.inputs.push_back(r);
+      for (const sim::OpId c : old[t].control_inputs) k.control_inputs.push_back(c);
+    }
+    if (prev >= 0) k.control_inputs.push_back(prev);
+    ops.push_back(std::move(k));
+    prev = static_cast<sim::OpId>(ops.size() - 1);
+  }
+  sim::Op item;  // global_grad_norm = ...[0].item(): a 4-byte copy to the host
+  item.name = "update/norm_item";
+  item.type = "aten::_local_scalar_dense";
+  item.phase = sim::Phase::Update;
+  item.layer = old.back().layer;
+  item.group = old.back().group;
+  item.dtype = sim::Dtype::F32;
+  item.bytes_read = sim::Bytes{kStateBytes};
+  item.bytes_written = sim::Bytes{kStateBytes};
+  if (prev >= 0) item.control_inputs.push_back(prev);
+  ops.push_back(std::move(item));
+  return static_cast<sim::OpId>(ops.size() - 1);
+}
+
+// BertAdam's kernels for each update of `old` (inputs remapped into `ops`): kBertAdam, less the
+// weight decay's two for a 1-D parameter (run_squad.py's no_decay group: biases, LayerNorm).
+std::vector<std::vector<KernelStep>> bertadam_steps(const std::vector<sim::Op>& ops,
+                                                    const std::vector<sim::Op>& old) {
+  const std::vector<KernelStep> all(kBertAdam.begin(), kBertAdam.end());
+  std::vector<KernelStep> no_decay = all;
+  no_decay.erase(no_decay.begin() + kBertAdamDecay, no_decay.begin() + kBertAdamDecay + 2);
+  std::vector<std::vector<KernelStep>> out;
+  for (const sim::Op& u : old) {
+    const sim::TensorRef& p = u.inputs.front();  // the builders' update: (variable, gradient)
+    const auto& t =
+        ops[static_cast<std::size_t>(p.op)].outputs.at(static_cast<std::size_t>(p.output));
+    if (t.shape.empty())
+      throw sim::InputError("--graph-opt", "optimizer",
+                            "a graph whose parameters have shapes beside optimizer=bertadam (its "
+                            "weight decay skips 1-D ones), got " +
+                                u.name);
+    out.push_back(t.shape.size() == 1 ? no_decay : all);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<int> multi_tensor_launches(const std::vector<std::int64_t>& numels, int depth,
@@ -294,6 +378,11 @@ void apply_optimizer_impl(sim::Graph& g, OptimizerImpl impl) {
       throw sim::InputError("--graph-opt", "optimizer_impl",
                             "apply or fused with optimizer=lamb (torch.optim has no LAMB; apex "
                             "FusedLAMB is fused), got " +
+                                to_string(impl));
+    if (impl != OptimizerImpl::PerParam && k->type == "ApplyBertAdam")
+      throw sim::InputError("--graph-opt", "optimizer_impl",
+                            "apply or per_param with optimizer=bertadam (BertAdam is a Python loop "
+                            "of eager ops), got " +
                                 to_string(impl));
     if (kind && kind != k)
       throw sim::InputError("--graph-opt", "optimizer_impl",
@@ -348,14 +437,19 @@ void apply_optimizer_impl(sim::Graph& g, OptimizerImpl impl) {
     for (sim::TensorRef& t : u.inputs) t.op = remap(t.op, u.name);
     for (sim::OpId& c : u.control_inputs) c = remap(c, u.name);
   }
-  if (impl == OptimizerImpl::PerParam)
-    emit_per_param(ops, old, numel, steps);
-  else
+  if (impl == OptimizerImpl::PerParam && kind->type == "ApplyBertAdam") {
+    const std::vector<std::vector<KernelStep>> steps_of = bertadam_steps(ops, old);
+    const sim::OpId item = emit_norm_sync(ops, old, numel);
+    emit_per_param(ops, old, numel, steps_of, item);
+  } else if (impl == OptimizerImpl::PerParam) {
+    emit_per_param(ops, old, numel, std::vector<std::vector<KernelStep>>(old.size(), steps), -1);
+  } else {
     emit_multi_tensor(ops, old, numel, steps,
                       impl != OptimizerImpl::Fused ? ""
                       : lamb                       ? "apex::multi_tensor_lamb"
                       : kind->slots == 2           ? "apex::multi_tensor_adam"
                                                    : "apex::multi_tensor_sgd");
+  }
   g.ops = std::move(ops);
   g.finalize("<optimizer_impl " + to_string(impl) + ">");
 }

@@ -157,8 +157,8 @@ std::string GraphOptions::resolved() const {
 }
 
 Optimizer optimizer_option(GraphOptions& o, Optimizer def) {
-  return *parse_optimizer(
-      o.get_choice("optimizer", to_string(def), {"sgd", "momentum", "adam", "rmsprop", "lamb"}));
+  return *parse_optimizer(o.get_choice("optimizer", to_string(def),
+                                       {"sgd", "momentum", "adam", "rmsprop", "lamb", "bertadam"}));
 }
 
 Accumulation accumulation_option(GraphOptions& o) {

@@ -36,15 +36,17 @@ failures, lines = [], []
 inside = {1: [0, 0], 2: [0, 0]}  # one GPU (15 %) / several (10 %): [inside, rows]
 # The SQuAD rows (Lambda's and NVIDIA's own, bert-large-squad) run DeepLearningExamples'
 # run_squad.py (@ f8b3a63f): apex FusedAdam under --fp16 (one multi-tensor kernel), else
-# optimization.py's BertAdam, a Python loop of elementwise kernels per parameter; each row must
-# state the optimizer its precision ran (docs/validation.md, "BERT SQuAD fine-tuning per step: what
-# run_squad.py runs").
+# optimization.py's BertAdam, a Python loop of eager kernels per parameter (optimizer=bertadam);
+# each row must state the optimizer its precision ran (docs/validation.md, "BERT SQuAD fine-tuning
+# per step: what run_squad.py runs", and "BertAdam's loop as run_squad.py runs it").
 for r in rows:
     if r["model"].endswith("-squad-lambda") or r["model"] == "bert-large-squad":
-        want = "fused" if r["precision"] == "AMP" else "per_param"
-        if f"optimizer_impl={want}" not in r["graph_opt"].split(","):
+        want = (["optimizer_impl=fused"] if r["precision"] == "AMP"
+                else ["optimizer_impl=per_param", "optimizer=bertadam"])
+        lacks = [w for w in want if w not in r["graph_opt"].split(",")]
+        if lacks:
             failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
-                            f"graph_opt lacks optimizer_impl={want} (run_squad.py's optimizer)")
+                            f"graph_opt lacks {', '.join(lacks)} (run_squad.py's optimizer)")
 # Every GNMT v2 row (NVIDIA's and Lambda's) runs DeepLearningExamples' train.py, whose trainer.py
 # (@ 0053b4b8) makes the same host work every iteration on every server: loss.item(),
 # int(sum(src_length)) over CUDA lengths and int(sum(tgt_length - 1)) over host ones; and wraps the

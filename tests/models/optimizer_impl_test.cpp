@@ -2,6 +2,7 @@
 // bytes per mode, and multi_tensor_apply's launches against a real trace.
 #include "models/optimizer_impl.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <gtest/gtest.h>
 #include <numeric>
@@ -187,6 +188,71 @@ TEST(OptimizerImpl, FusedLambRunsApexFivePasses) {
                                            "update/4_lamb_stage2"}));
   EXPECT_THROW(load_graph("gpt", gpt + "optimizer=lamb,optimizer_impl=per_param"), sim::InputError);
   EXPECT_THROW(load_graph("gpt", gpt + "optimizer=lamb,optimizer_impl=foreach"), sim::InputError);
+}
+
+// DeepLearningExamples' BertAdam (optimizer=bertadam,optimizer_impl=per_param; BERT/optimization.py
+// @ 2a520dd5): one multi_tensor_l2norm over the parameters and its .item(), then per parameter
+// after that sync the loop's eager kernels in order, the weight decay's mul and add_ only for
+// parameters of two or more dimensions (run_squad.py's no_decay: biases and LayerNorm). Bytes: 19
+// parameter-sized F32 reads a decayed parameter, 16 one without decay.
+TEST(OptimizerImpl, BertAdamRunsItsEagerLoopAfterTheNormSync) {
+  const std::string gpt = "layers=2,hidden=64,heads=2,seq=16,vocab=100,positions=16,batch=2,";
+  const sim::Graph apply = load_graph("gpt", gpt + "optimizer=bertadam");
+  const sim::Graph b = load_graph("gpt", gpt + "optimizer=bertadam,optimizer_impl=per_param");
+  const std::vector<std::string> decayed{"mul", "div", "mul_", "add_", "mul_", "addcmul_", "sqrt",
+                                         "add", "div", "mul",  "add_", "mul",  "neg",      "add_"};
+  std::vector<std::string> no_decay = decayed;
+  no_decay.erase(no_decay.begin() + 9, no_decay.begin() + 11);
+  std::int64_t n = 0, read = 0, params = 0, flat = 0;
+  for (const sim::Op& u : apply.ops) {
+    if (u.phase != sim::Phase::Update) continue;
+    ASSERT_EQ(u.type, "ApplyBertAdam");
+    const sim::TensorOut& p =
+        apply.ops.at(static_cast<std::size_t>(u.inputs.at(0).op)).outputs.at(0);
+    const bool is_flat = p.shape.size() == 1;
+    const std::int64_t e = p.bytes.v / 4;
+    n += e;
+    read += e * 4 * (is_flat ? 16 : 19);
+    ++params;
+    flat += is_flat;
+    std::vector<std::string> got;
+    for (const sim::Op& k : b.ops)
+      if (k.phase == sim::Phase::Update && k.name.rfind(u.name + "/", 0) == 0)
+        got.push_back(k.type.substr(6));  // past "aten::"
+    EXPECT_EQ(got, is_flat ? no_decay : decayed) << u.name;
+  }
+  ASSERT_GT(flat, 0);
+  ASSERT_GT(params, flat);
+  std::int64_t norm_read = 0, kernels = 0, items = 0, item = -1;
+  for (std::size_t o = 0; o < b.ops.size(); ++o) {
+    const sim::Op& k = b.ops[o];
+    if (k.phase != sim::Phase::Update) continue;
+    if (k.type == "apex::multi_tensor_l2norm") norm_read += k.bytes_read.v;
+    if (k.type == "aten::_local_scalar_dense") {
+      ++items;
+      item = static_cast<std::int64_t>(o);
+    }
+    if (k.type.rfind("aten::", 0) == 0 && k.type != "aten::_local_scalar_dense") ++kernels;
+  }
+  EXPECT_EQ(norm_read, 4 * n);
+  EXPECT_EQ(items, 1);
+  EXPECT_EQ(kernels, 14 * (params - flat) + 12 * flat);
+  std::int64_t loop_read = 0;
+  for (const sim::Op& k : b.ops) {
+    if (k.phase != sim::Phase::Update || k.type.rfind("aten::", 0) != 0 ||
+        k.type == "aten::_local_scalar_dense")
+      continue;
+    loop_read += k.bytes_read.v;
+    if (k.name.size() > 6 && k.name.substr(k.name.size() - 6) == "/0_mul") {
+      EXPECT_NE(std::find(k.control_inputs.begin(), k.control_inputs.end(), item),
+                k.control_inputs.end())
+          << k.name << " is launched before the norm's .item()";
+    }
+  }
+  EXPECT_EQ(loop_read, read);
+  for (const char* impl : {"foreach", "fused"})
+    EXPECT_THROW(load_graph("gpt", gpt + "optimizer=bertadam,optimizer_impl=" + impl),
+                 sim::InputError);
 }
 
 }  // namespace
