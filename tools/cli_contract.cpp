@@ -14,6 +14,9 @@
 namespace placesim::tools {
 
 namespace {
+// The process's --quiet, set once by main before its one command runs (tools/ only; the libraries
+// take no such flag).
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
 bool g_quiet = false;
 
 std::string one_line(std::string s) {
