@@ -68,10 +68,15 @@ def predicted(simtrace):
             out[pclass(e['cat'])] += e['dur']  # older simulate --trace: cat = op type
     return out
 
-m = measured(sys.argv[1])
-p = predicted(sys.argv[2])
-print('%-12s %12s %12s %8s' % ('class', 'measured us', 'predicted us', 'error'))
-for c in sorted(set(m) | set(p)):
-    err = '%+.0f%%' % ((p[c] - m[c]) / m[c] * 100) if m[c] > 0 else 'n/a'
-    print('%-12s %12.1f %12.1f %8s' % (c, m[c], p[c], err))
-print('%-12s %12.1f %12.1f %+7.0f%%' % ('total', sum(m.values()), sum(p.values()), (sum(p.values()) - sum(m.values())) / sum(m.values()) * 100))
+def main():
+    m = measured(sys.argv[1])
+    p = predicted(sys.argv[2])
+    print('%-12s %12s %12s %8s' % ('class', 'measured us', 'predicted us', 'error'))
+    for c in sorted(set(m) | set(p)):
+        err = '%+.0f%%' % ((p[c] - m[c]) / m[c] * 100) if m[c] > 0 else 'n/a'
+        print('%-12s %12.1f %12.1f %8s' % (c, m[c], p[c], err))
+    print('%-12s %12.1f %12.1f %+7.0f%%' % ('total', sum(m.values()), sum(p.values()), (sum(p.values()) - sum(m.values())) / sum(m.values()) * 100))
+
+
+if __name__ == '__main__':
+    main()
