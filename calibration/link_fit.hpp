@@ -28,8 +28,9 @@ namespace placesim::calibration {
 
 struct P2pMeasurement {
   int gpus = 0;
-  std::vector<std::string> names;             ///< "NVIDIA A100 80GB PCIe" per device, when printed
-  std::vector<std::vector<bool>> can_access;  ///< from "Device=i CAN Access Peer Device=j"
+  std::vector<std::string> names;  ///< "NVIDIA A100 80GB PCIe" per device, when printed
+  std::vector<std::vector<bool>>
+      can_access;  ///< "Device=i CAN Access Peer Device=j", else the P2P Connectivity Matrix
   /// Matrices by name: uni_off, uni_on, bi_off, bi_on (GB/s); lat_gpu_off, lat_cpu_off,
   /// lat_gpu_on, lat_cpu_on (us); "(P2P Reads)" matrices of --p2p_read builds as uni_on_reads,
   /// lat_gpu_on_reads, lat_cpu_on_reads (read, not fitted). Absent sections are absent keys.
