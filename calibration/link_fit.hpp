@@ -71,6 +71,7 @@ struct CollectivePoint {
   int nccl_version = 0;    ///< NCCL_VERSION_CODE the output states (22304 for 2.23.4); 0 = none
   int run = 0;             ///< which run of the file (0, 1, ...; docs/calibration.md, "Runs")
   int run_line = 0;        ///< the line where that run starts (0 = not from a file)
+  long long wrong = 0;     ///< nccl-tests' "#wrong" count of the row (the larger half; 0 = none)
 };
 /// nccl-tests results (`*_perf -b 8 -e 128M -f 2`): its own output (columns size count type
 /// [redop root] time algbw busbw #wrong, out-of-place then in-place, placed by its header line when

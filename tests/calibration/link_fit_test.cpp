@@ -752,10 +752,14 @@ TEST(NcclTests, GraceHopperRunsAsPosted) {
   EXPECT_EQ(alps[0].nccl_version, 23007);
   EXPECT_NEAR(alps.back().busbw_gb_s, 22.86, 1e-9);
   // NVIDIA/nccl-tests#369: the same kind of system; the 1 MiB row found 96 wrong elements and the
-  // run says "FAILED", rows kept as measured (25, 8 B .. 128 MiB).
+  // run says "FAILED": rows kept as measured (25, 8 B .. 128 MiB), the count carried.
   const auto wrong = pc::parse_nccl_tests(
       slurp(data("nccl-tests_issue369_all_reduce_2xGH200_wrong-rows_nccl2292.txt")), "369.txt", "");
   ASSERT_EQ(wrong.size(), 25u);
+  EXPECT_EQ(wrong[17].bytes, 1048576.0);
+  EXPECT_EQ(wrong[17].wrong, 96);  // out-of-place 96, in-place 32: the larger
+  EXPECT_EQ(wrong[16].wrong, 0);
+  EXPECT_EQ(alps[0].wrong, 0);
   EXPECT_EQ(wrong[0].nodes, 2);
   EXPECT_EQ(wrong[0].nccl_version, 22902);
   // The same issue's 2 x 4 run failed before its table: the error quotes the failure report.
