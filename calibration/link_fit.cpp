@@ -56,6 +56,51 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// A row of the "P2P Connectivity Matrix": the CUDA sample prints the row index, a tab and one 0
+// or 1 per device, 1 where cudaDeviceCanAccessPeer allows it and on the diagonal
+// (Samples/5_Domain_Specific/p2pBandwidthLatencyTest/p2pBandwidthLatencyTest.cu of
+// NVIDIA/cuda-samples: printf("%6d\t", i), then printf("%6d", access)).
+void read_connectivity_row(const std::vector<std::string>& tok,
+                           std::vector<std::vector<bool>>& conn, const std::string& origin,
+                           int line_no) {
+  std::vector<bool> row;
+  for (std::size_t i = 1; i < tok.size(); ++i) {
+    if (tok[i] != "0" && tok[i] != "1")
+      throw InputError(
+          origin, "line " + std::to_string(line_no),
+          "0 or 1 in the P2P Connectivity Matrix, got \"" + sim::printable(tok[i]) + "\"");
+    row.push_back(tok[i] == "1");
+  }
+  if (tok[0] != std::to_string(conn.size()) || row.size() > static_cast<std::size_t>(kMaxGpus))
+    throw InputError(origin, "line " + std::to_string(line_no),
+                     "P2P Connectivity Matrix row " + std::to_string(conn.size()) + ", got row " +
+                         sim::printable(tok[0]));
+  conn.push_back(std::move(row));
+}
+
+// Peer access per pair: the "Device=i CAN Access Peer Device=j" lines where the output has them,
+// else its P2P Connectivity Matrix (a post cut to the matrices, as the 9-GPU RTX 5090 output in
+// tests/data/README.md), else none.
+std::vector<std::vector<bool>> peer_access(
+    int gpus, const std::vector<std::pair<std::pair<int, int>, bool>>& acc,
+    const std::vector<std::vector<bool>>& conn, const std::string& origin) {
+  std::vector<std::vector<bool>> can(static_cast<std::size_t>(gpus),
+                                     std::vector<bool>(static_cast<std::size_t>(gpus), false));
+  for (const auto& [ij, ok] : acc)
+    if (ij.first < gpus && ij.second < gpus)
+      can[static_cast<std::size_t>(ij.first)][static_cast<std::size_t>(ij.second)] = ok;
+  if (!acc.empty() || conn.empty()) return can;
+  for (const auto& r : conn)
+    if (conn.size() != can.size() || r.size() != can.size())
+      throw InputError(origin, "P2P Connectivity Matrix",
+                       std::to_string(gpus) + " rows of " + std::to_string(gpus) +
+                           " like the bandwidth matrices, got " + std::to_string(conn.size()) +
+                           " rows, one of " + std::to_string(r.size()));
+  for (std::size_t i = 0; i < can.size(); ++i)
+    for (std::size_t j = 0; j < can.size(); ++j) can[i][j] = i != j && conn[i][j];
+  return can;
+}
+
 }  // namespace
 
 P2pMeasurement parse_p2p_output(const std::string& text, const std::string& origin) {
@@ -69,6 +114,7 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
   std::string sub;      // "gpu"/"cpu" for latency
   std::vector<std::pair<int, int>> access;
   std::vector<std::pair<std::pair<int, int>, bool>> acc;
+  std::vector<std::vector<bool>> conn;  // the P2P Connectivity Matrix, when printed
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
@@ -106,8 +152,10 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
       sub.clear();
       continue;
     }
-    if (lat) {
-      section = (line.find("P2P=Enabled") != std::string::npos ? "lat_on" : "lat_off") + reads;
+    if (lat || line.find("P2P Connectivity Matrix") != std::string::npos) {
+      section =
+          !lat ? "conn"
+               : (line.find("P2P=Enabled") != std::string::npos ? "lat_on" : "lat_off") + reads;
       sub.clear();
       continue;
     }
@@ -115,6 +163,10 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
     if (tok.empty() || section.empty()) continue;
     if (tok[0] == "D\\D" || tok[0] == "GPU" || tok[0] == "CPU") {
       if (section.rfind("lat_", 0) == 0) sub = tok[0] == "CPU" ? "cpu" : "gpu";
+      continue;
+    }
+    if (section == "conn" && tok[0].find_first_not_of("0123456789") == std::string::npos) {
+      read_connectivity_row(tok, conn, origin, line_no);
       continue;
     }
     double first = 0;
@@ -165,11 +217,7 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
                          "square matrices of " + std::to_string(m.gpus) +
                              " columns, got a row of " + std::to_string(r.size()));
   }
-  m.can_access.assign(static_cast<std::size_t>(m.gpus),
-                      std::vector<bool>(static_cast<std::size_t>(m.gpus), false));
-  for (const auto& [ij, can] : acc)
-    if (ij.first < m.gpus && ij.second < m.gpus)
-      m.can_access[static_cast<std::size_t>(ij.first)][static_cast<std::size_t>(ij.second)] = can;
+  m.can_access = peer_access(m.gpus, acc, conn, origin);
   return m;
 }
 
@@ -627,7 +675,10 @@ class NcclTestsReader {
       throw InputError(origin_, "",
                        "nccl-tests results (its own output, or a markdown or whitespace table with "
                        "size and time or algbw "
-                       "columns), got no result row");
+                       "columns), got no result row" +
+                           (failure_.empty() ? std::string()
+                                             : " (the run failed before its first row: \"" +
+                                                   sim::printable(failure_, 120) + "\")"));
     keep_the_requested_rows();
     // Each run its own ranks and machines (a loop over -g or -np prints one header per run);
     // runs numbered from 0 in the order their kept rows appear.
@@ -863,6 +914,11 @@ class NcclTestsReader {
       }
     }
     if (comment) return;
+    // nccl-tests' failure report on a line of its own ("gpu-1-1: Test CUDA failure common.cu:1304
+    // 'CUDA-capable device(s) is/are busy or unavailable'", NVIDIA/nccl-tests#369): kept for the
+    // "no result row" error of a run that failed before its table.
+    static const std::regex kFailureRe(R"(\bTest (CUDA |NCCL )?failure\b)");
+    if (failure_.empty() && std::regex_search(line, kFailureRe)) failure_ = line.substr(first);
     const auto tok = split_ws(line);
     double size = 0;
     if (tok.empty() || !parse_double(tok[0], size) ||
@@ -925,8 +981,16 @@ class NcclTestsReader {
     const int in_place_checked = out_wrong.empty() || in_wrong.empty() || out_wrong == "N/A" ? -1
                                  : in_wrong == "N/A"                                         ? 0
                                                                                              : 1;
+    const std::size_t kept = out_.size();
     add_point(size, t * cols.time_unit_s, algbw, busbw, cell(cols.type), cell(cols.redop),
               cell(cols.root), in_place_checked);
+    // Elements the check found wrong (NVIDIA/nccl-tests#369's 1 MiB row: 96 and 32, "4 FAILED"):
+    // the row's time is kept as measured, and the count carried for the caller to say so.
+    double w_out = 0, w_in = 0;
+    parse_double(out_wrong, w_out);
+    parse_double(in_wrong, w_in);
+    const double w = std::max(w_out, w_in);
+    if (out_.size() > kept && w >= 1 && w <= kMaxMessageBytes) out_.back().wrong = std::llround(w);
   }
 
   // A row cut by nccl-tests' own failure report ("2097152 32768 float none -1 node0: Test CUDA
@@ -1017,6 +1081,7 @@ class NcclTestsReader {
   const std::string& origin_;
   const std::string& collective_;
   std::set<std::string> binaries_;  // collectives whose X_perf binary a line names
+  std::string failure_;             // the first failure report outside a row, for "no result row"
   std::vector<CollectivePoint> out_;
   std::vector<RowInfo> rows_;  // parallel to out_
   std::vector<Run> runs_ = std::vector<Run>(1);

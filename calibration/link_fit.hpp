@@ -28,8 +28,9 @@ namespace placesim::calibration {
 
 struct P2pMeasurement {
   int gpus = 0;
-  std::vector<std::string> names;             ///< "NVIDIA A100 80GB PCIe" per device, when printed
-  std::vector<std::vector<bool>> can_access;  ///< from "Device=i CAN Access Peer Device=j"
+  std::vector<std::string> names;  ///< "NVIDIA A100 80GB PCIe" per device, when printed
+  std::vector<std::vector<bool>>
+      can_access;  ///< "Device=i CAN Access Peer Device=j", else the P2P Connectivity Matrix
   /// Matrices by name: uni_off, uni_on, bi_off, bi_on (GB/s); lat_gpu_off, lat_cpu_off,
   /// lat_gpu_on, lat_cpu_on (us); "(P2P Reads)" matrices of --p2p_read builds as uni_on_reads,
   /// lat_gpu_on_reads, lat_cpu_on_reads (read, not fitted). Absent sections are absent keys.
@@ -70,6 +71,7 @@ struct CollectivePoint {
   int nccl_version = 0;    ///< NCCL_VERSION_CODE the output states (22304 for 2.23.4); 0 = none
   int run = 0;             ///< which run of the file (0, 1, ...; docs/calibration.md, "Runs")
   int run_line = 0;        ///< the line where that run starts (0 = not from a file)
+  long long wrong = 0;     ///< nccl-tests' "#wrong" count of the row (the larger half; 0 = none)
 };
 /// nccl-tests results (`*_perf -b 8 -e 128M -f 2`): its own output (columns size count type
 /// [redop root] time algbw busbw #wrong, out-of-place then in-place, placed by its header line when

@@ -139,6 +139,7 @@ struct Measured {
   std::vector<std::vector<calibration::CollectivePoint>> runs;
   std::vector<int> run_lines;  // where each run starts in the file
   std::string origin, collective_note, ranks_note;
+  std::string wrong_note;  // the compared rows whose results nccl-tests found wrong
 };
 
 // The op of a --compare file: the one its content shows (calibration::guess_collective) when --op
@@ -189,6 +190,10 @@ Measured read_measured(const CollectiveArgs& a, const std::string& text, sim::Co
         m.run_lines.push_back(p.run_line);
       }
       m.runs[it->second].push_back(p);
+      if (p.wrong > 0)
+        m.wrong_note += std::string(m.wrong_note.empty() ? "" : ", ") +
+                        std::to_string(static_cast<long long>(p.bytes)) + " B (" +
+                        std::to_string(p.wrong) + ")";
     } else if (found.find(" " + std::to_string(p.ranks) + " ") == std::string::npos) {
       found += " " + std::to_string(p.ranks) + " ";
     }
@@ -328,6 +333,9 @@ void run_collective(const CollectiveArgs& given) {
       if (!measured.collective_note.empty())
         std::printf("# its collective: %s\n", measured.collective_note.c_str());
       if (!measured.ranks_note.empty()) std::printf("# %s\n", measured.ranks_note.c_str());
+      if (!measured.wrong_note.empty())
+        std::printf("# its rows with wrong elements (#wrong), compared as measured: %s\n",
+                    measured.wrong_note.c_str());
     }
     std::printf("#\n#%12s  %12s  %8s  %6s  %6s  %9s  %8s  %8s  %s%s\n", "size", "count", "type",
                 "redop", "root", "time", "algbw", "busbw", "algo/proto",

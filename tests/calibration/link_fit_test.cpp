@@ -710,3 +710,77 @@ TEST(P2p, IndentedAndTwoGpuOutputsAsPosted) {
   EXPECT_DOUBLE_EQ(r.matrix.at("uni_on")[1][0], 26.32);
   EXPECT_DOUBLE_EQ(r.matrix.at("lat_gpu_off")[0][1], 10.90);
 }
+
+TEST(P2p, ConnectivityMatrixWhenThePostHasNoAccessLines) {
+  // 1 RTX PRO 6000 Blackwell + 8 RTX 5090 on a patched driver (BAR1 P2P): the post keeps the
+  // matrices but not the "Device=i CAN Access Peer Device=j" lines, so peer access is the P2P
+  // Connectivity Matrix's (its rows "     0\t     1 ..."). Before: no pair with peer access.
+  const auto m = pc::parse_p2p_output(
+      slurp(data("rtxpro6000-plus-8x5090_p2pBandwidthLatencyTest_tab-rows.txt")), "5090.txt");
+  ASSERT_EQ(m.gpus, 9);
+  EXPECT_EQ(m.names.at(0), "NVIDIA RTX PRO 6000 Blackwell Workstation Edition");
+  EXPECT_EQ(m.names.at(8), "NVIDIA GeForce RTX 5090");
+  for (int i = 0; i < 9; ++i)
+    for (int j = 0; j < 9; ++j)
+      EXPECT_EQ(m.can_access[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], i != j);
+  EXPECT_DOUBLE_EQ(m.matrix.at("uni_on")[0][1], 55.59);
+  EXPECT_DOUBLE_EQ(m.matrix.at("uni_off")[8][7], 43.89);
+  EXPECT_DOUBLE_EQ(m.matrix.at("bi_on")[3][7], 110.83);
+  EXPECT_DOUBLE_EQ(m.matrix.at("lat_gpu_off")[0][7], 7.98);
+  EXPECT_DOUBLE_EQ(m.matrix.at("lat_cpu_on")[8][0], 1.33);
+  EXPECT_EQ(m.matrix.count("conn"), 0u);
+  // With the access lines they rule, as before; a connectivity cell other than 0 or 1 is refused.
+  const auto a = pc::parse_p2p_output(
+      slurp(data("a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest.txt")), "a100.txt");
+  EXPECT_TRUE(a.can_access[0][1]);
+  EXPECT_FALSE(a.can_access[0][2]);
+  std::string bad = slurp(data("rtxpro6000-plus-8x5090_p2pBandwidthLatencyTest_tab-rows.txt"));
+  bad.replace(bad.find("\t     1"), 7, "\t     7");
+  EXPECT_THROW(pc::parse_p2p_output(bad, "bad.txt"), sim::InputError);
+}
+
+TEST(NcclTests, GraceHopperRunsAsPosted) {
+  // CSCS Alps, 2 GH200 on 2 nodes over Slingshot: a "$ srun ..." line, nccl-tests 2.18.2 with
+  // NCCL 2.30.7, 1 MiB .. 128 MiB.
+  const auto alps = pc::parse_nccl_tests(
+      slurp(data("cscs-alps_nccl-tests_all_reduce_2xGH200_slingshot_nccl2307.txt")), "alps.txt",
+      "");
+  ASSERT_EQ(alps.size(), 8u);
+  EXPECT_EQ(alps[0].collective, "all_reduce");
+  EXPECT_EQ(alps[0].ranks, 2);
+  EXPECT_EQ(alps[0].nodes, 2);
+  EXPECT_EQ(alps[0].nccl_version, 23007);
+  EXPECT_NEAR(alps.back().busbw_gb_s, 22.86, 1e-9);
+  // NVIDIA/nccl-tests#369: the same kind of system; the 1 MiB row found 96 wrong elements and the
+  // run says "FAILED": rows kept as measured (25, 8 B .. 128 MiB), the count carried.
+  const auto wrong = pc::parse_nccl_tests(
+      slurp(data("nccl-tests_issue369_all_reduce_2xGH200_wrong-rows_nccl2292.txt")), "369.txt", "");
+  ASSERT_EQ(wrong.size(), 25u);
+  EXPECT_EQ(wrong[17].bytes, 1048576.0);
+  EXPECT_EQ(wrong[17].wrong, 96);  // out-of-place 96, in-place 32: the larger
+  EXPECT_EQ(wrong[16].wrong, 0);
+  EXPECT_EQ(alps[0].wrong, 0);
+  EXPECT_EQ(wrong[0].nodes, 2);
+  EXPECT_EQ(wrong[0].nccl_version, 22902);
+  // The same issue's 2 x 4 run failed before its table: the error quotes the failure report.
+  try {
+    pc::parse_nccl_tests(
+        slurp(data("nccl-tests_issue369_all_reduce_2x4xGH200_cuda-busy-before-table.txt")),
+        "busy.txt", "");
+    ADD_FAILURE() << "a run without rows read as results";
+  } catch (const sim::InputError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("got no result row (the run failed before its first row: \"gpu-1-1: Test "
+                     "CUDA failure common.cu:1304 'CUDA-capable device(s) is/are busy or "
+                     "unavailable'\")"),
+              std::string::npos)
+        << w;
+  }
+  // 8 RTX 5090 in one process (-g 8), NCCL_P2P_LEVEL=SYS, NCCL 2.29.7.
+  const auto r5090 = pc::parse_nccl_tests(
+      slurp(data("rtx5090x8_nccl-tests_all_reduce_g8_p2p-level-sys_nccl2297.txt")), "5090.txt", "");
+  ASSERT_EQ(r5090.size(), 25u);
+  EXPECT_EQ(r5090[0].ranks, 8);
+  EXPECT_EQ(r5090[0].nodes, 1);
+  EXPECT_NEAR(r5090.back().busbw_gb_s, 43.86, 1e-9);
+}

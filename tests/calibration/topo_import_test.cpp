@@ -561,6 +561,27 @@ TEST(NvidiaSmiTopo, FourGpuMatricesAsTheyOccur) {
   EXPECT_EQ(count_kind(s, "ib"), 1);
 }
 
+TEST(NvidiaSmiTopo, EightGpuMatricesAsTheyOccur) {
+  // 8 RTX 4090, every pair SYS, each GPU on a NUMA node of its own (8 of them, CPU 255 missing
+  // from GPU4's affinity "112-127,240-254"): 8 host CPUs, no peer access.
+  const auto r = import_smi("rtx4090x8_8-numa_nvidia-smi-topo.txt", "RTX-4090");
+  const sim::Cluster& c = r.cluster;
+  ASSERT_EQ(c.gpus().size(), 8u);
+  EXPECT_EQ(c.cpus().size(), 8u);
+  EXPECT_EQ(count_kind(c, "smp"), 28);
+  for (const sim::DeviceId g : c.gpus())
+    for (const sim::DeviceId h : c.gpus())
+      EXPECT_FALSE(c.peer_access[static_cast<std::size_t>(g)][static_cast<std::size_t>(h)]);
+  // A DGX A100 with 10 NICs (8 compute, PXB in pairs; 2 storage ports PIX to each other, SYS to
+  // every GPU), the shell prompt line above the header: NVSwitch, 4 NUMA nodes the GPUs name.
+  const auto d = import_smi("dgx-a100_10-nic_nvidia-smi-topo_shell-prompt.txt", "A100-SXM4-80GB");
+  ASSERT_EQ(d.cluster.gpus().size(), 8u);
+  EXPECT_EQ(d.cluster.cpus().size(), 4u);
+  expect_switch_ports(d.cluster, 300e9, "nvlink3");
+  EXPECT_EQ(count_kind(d.cluster, "ib"), 10);
+  EXPECT_TRUE(noted(d, "NIC8: NUMA node unknown"));
+}
+
 namespace placesim::calibration {
 namespace {
 

@@ -164,6 +164,15 @@ out=$("$BIN" collective --cluster "$CAL/2x-hgx-h100.yaml" -g 8 \
 echo "$out" | grep -q '^# largest |busbw error|' || fail "--compare: no band line"
 expect_error 'GPUs predicted' collective --cluster hgx-h100 \
   --compare "$CAL/redhat_spectrumx_nccl-tests_all_reduce_2x8xH200.txt"
+grep -q '^# its rows with wrong' <<<"$out" && fail "--compare: a clean run's rows said wrong: $out"
+# Rows whose results nccl-tests found wrong are compared as measured and named (NVIDIA/nccl-tests
+# #369: 96 wrong elements at 1 MiB, "4 FAILED").
+out=$("$BIN" collective --cluster 2x-dgx-a100 --devices n0-gpu0,n1-gpu0 \
+  --compare "$CAL/nccl-tests_issue369_all_reduce_2xGH200_wrong-rows_nccl2292.txt") \
+  || fail "#wrong --compare exited $?"
+grep -qx '# its rows with wrong elements (#wrong), compared as measured: 1048576 B (96)' <<<"$out" \
+  || fail "#wrong rows not named: $out"
+[ "$(echo "$out" | grep -c ' %$')" = 25 ] || fail "#wrong: expected 25 rows with an error"
 # The count column is nccl-tests' elements per rank for reduce-scatter, the gathers and all-to-all:
 # beside a real reduce_scatter_perf_mpi log its rows print its counts (1048576 B on 2 ranks:
 # 131072 floats; before, 262144), all-to-all on 4 GPUs 536870912 for 8 GiB.
