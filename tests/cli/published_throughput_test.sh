@@ -85,10 +85,10 @@ for r in rows:
         if r["precision"] == "AMP":
             want += ["autocast=torch", "grad_scaler=torch"]
         lacks = [w for w in want if w not in opts]
-        lacks += [f"no {o}" for o in opts if o in ("zero_grad=fill", "master_weights=apex")]
-        if lacks:
-            failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
-                            f"lacks {', '.join(lacks)} (ddp_trainer.py's loop)")
+        wrong = [o for o in opts if o in ("zero_grad=fill", "master_weights=apex")]
+        if lacks or wrong:
+            failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: lacks "
+                            f"[{', '.join(lacks)}], states [{', '.join(wrong)}] (ddp_trainer.py's loop)")
 for r in rows:
     graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"
     gpus = int(r["gpus"])
