@@ -279,18 +279,25 @@ std::optional<sim::Layout> take_layout(std::string& options) {
   return l;
 }
 
-std::optional<OptimizerImpl> take_optimizer_impl(std::string& options) {
+// optimizer_impl=...; `apex` is set for fused_apex: apex's FusedAdam / FusedSGD as built without
+// capturable=True, the fused kernels of `fused` but no `_step_supports_amp_scaling`
+// (NVIDIA/apex apex/optimizers/fused_adam.py sets it only under capturable), so GradScaler.step
+// takes its ordinary unscale_ / found_inf.item() path in front of them (docs/workloads.md).
+std::optional<OptimizerImpl> take_optimizer_impl(std::string& options, bool& apex) {
   const std::optional<std::string> found = take_option(options, "optimizer_impl");
+  apex = found && *found == "fused_apex";
   if (!found) return std::nullopt;
-  const auto i = parse_optimizer_impl(*found);
+  const auto i = parse_optimizer_impl(apex ? "fused" : *found);
   if (!i)
-    throw sim::InputError("--graph-opt", "optimizer_impl",
-                          "one of apply, per_param, foreach, fused, got \"" + *found + "\"");
+    throw sim::InputError(
+        "--graph-opt", "optimizer_impl",
+        "one of apply, per_param, foreach, fused, fused_apex, got \"" + *found + "\"");
   return i;
 }
 
 // grad_clip=none|norm|norm_sync, master_weights=none|apex (precision=bf16|f16 only),
 // grad_scaler=none|torch (precision=f16 only), zero_grad=none|fill, loss_item=true|false,
+// grad_div=true|false,
 // host_sum=N and cpu_sum=N: the training loop's
 // kernels and host syncs around the step (models/train_loop.hpp).
 TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>& precision) {
@@ -327,6 +334,11 @@ TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>&
     if (*z != "none" && *z != "fill")
       throw sim::InputError("--graph-opt", "zero_grad", "one of none, fill, got \"" + *z + "\"");
     t.zero_fill = *z == "fill";
+  }
+  if (const std::optional<std::string> d = take_option(options, "grad_div")) {
+    if (*d != "true" && *d != "false")
+      throw sim::InputError("--graph-opt", "grad_div", "true or false, got \"" + *d + "\"");
+    t.grad_div = *d == "true";
   }
   if (const std::optional<std::string> l = take_option(options, "loss_item")) {
     if (*l != "true" && *l != "false")
@@ -366,14 +378,16 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   const bool f32_grads = take_f32_grads(rest, precision);
   const std::optional<sim::Layout> layout = take_layout(rest);
   const auto [input, input_workers] = take_input(rest);
-  const std::optional<OptimizerImpl> impl = take_optimizer_impl(rest);
+  bool apex_fused = false;
+  const std::optional<OptimizerImpl> impl = take_optimizer_impl(rest, apex_fused);
   const TrainLoop loop = take_train_loop(rest, precision);
   // torch's fused optimizers (_step_supports_amp_scaling) take the scale and found_inf into their
-  // own kernel: GradScaler.step skips the .item() there, a path not modelled.
-  if (loop.torch_grad_scaler && impl == OptimizerImpl::Fused)
+  // own kernel: GradScaler.step skips the .item() there, a path not modelled. apex's
+  // (fused_apex) do not, and step through the ordinary path.
+  if (loop.torch_grad_scaler && impl == OptimizerImpl::Fused && !apex_fused)
     throw sim::InputError(
         "--graph-opt", "grad_scaler",
-        "optimizer_impl=apply, per_param or foreach beside grad_scaler=torch (the "
+        "optimizer_impl=apply, per_param, foreach or fused_apex beside grad_scaler=torch (the "
         "fused optimizers' own scaling path is not modelled)");
   sim::Graph g = load_graph_as_given(name_or_path, rest);
   if (input != "synthetic") {

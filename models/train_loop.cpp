@@ -299,6 +299,11 @@ std::optional<sim::OpId> add_before_update(LoopOps& b, const TrainLoop& t,
       cur[i] =
           b.add("accumulate_grad" + std::to_string(i), "aten::add_", 2 * by, by, 0, {cur[i]}, {});
     }
+  if (t.grad_div)
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::int64_t by = params[i].numel * params[i].grad_size;
+      cur[i] = b.add("grad_div" + std::to_string(i), "aten::div_", by, by, 0, {cur[i]}, {});
+    }
   // The clipped gradients: apex's F32 master gradients, else the gradients themselves.
   std::vector<std::int64_t> clip_size;
   for (const Param& p : params) clip_size.push_back(t.apex_master ? 4 : p.grad_size);
@@ -423,7 +428,7 @@ void add_after_update(LoopOps& b, const TrainLoop& t, const std::vector<Param>& 
 
 void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& origin) {
   if (t.clip == GradClip::None && !t.apex_master && !t.zero_fill && !t.loss_item &&
-      t.host_sum == 0 && t.cpu_sum == 0 && !t.torch_grad_scaler)
+      t.host_sum == 0 && t.cpu_sum == 0 && !t.torch_grad_scaler && !t.grad_div)
     return;
   const std::vector<Param> params = params_of(g);
   if (params.empty())
@@ -453,6 +458,7 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
   g.metadata["host_sum"] = std::to_string(t.host_sum);
   g.metadata["cpu_sum"] = std::to_string(t.cpu_sum);
   g.metadata["grad_scaler"] = t.torch_grad_scaler ? "torch" : "none";
+  g.metadata["grad_div"] = t.grad_div ? "true" : "false";
   g.finalize(origin);
 }
 

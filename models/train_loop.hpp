@@ -55,6 +55,12 @@ struct TrainLoop {
   /// multi-tensor launches over the gradients, read and written in place), _maybe_opt_step's
   /// found_inf.item() (a host sync) before the update kernels; update(): _amp_update_scale_.
   bool torch_grad_scaler = false;
+  /// The trainer's own pass over the gradients before the step (grad_div=true; fairseq's
+  /// ddp_trainer.py in NVIDIA DeepLearningExamples' Transformer: `for p in
+  /// self.model.parameters(): p.grad /= grad_denom`, a Python int): one aten::div_ a gradient,
+  /// read and written in place, launched after the backward (and AccumulateGrad) and before
+  /// GradScaler's unscale_ and the update kernels. No host sync.
+  bool grad_div = false;
 };
 
 /// Adds the ops of `t` around the update ops of a training graph (after apply_optimizer_impl):

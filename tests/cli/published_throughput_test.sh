@@ -73,6 +73,22 @@ for r in rows:
         if "grad_scaler=torch" not in r["graph_opt"].split(","):
             failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU AMP: lacks grad_scaler=torch "
                             "(ConvNets' training.py steps through GradScaler)")
+# Every row of DeepLearningExamples' Transformer-big (fairseq) runs ddp_trainer.py @ d666f145: apex
+# FusedAdam (no capturable, so GradScaler's ordinary path), `p.grad /= grad_denom` over every
+# parameter, gradients set to None (fairseq_optimizer.py zero_grad), and under --amp
+# torch.cuda.amp's autocast and GradScaler, not apex O2 (docs/validation.md, "DLE Transformer-big's
+# AMP as ddp_trainer.py runs it").
+for r in rows:
+    if r["model"] == "transformer-big-dle":
+        opts = r["graph_opt"].split(",")
+        want = ["optimizer_impl=fused_apex", "grad_div=true", "loss_item=true"]
+        if r["precision"] == "AMP":
+            want += ["autocast=torch", "grad_scaler=torch"]
+        lacks = [w for w in want if w not in opts]
+        wrong = [o for o in opts if o in ("zero_grad=fill", "master_weights=apex")]
+        if lacks or wrong:
+            failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: lacks "
+                            f"[{', '.join(lacks)}], states [{', '.join(wrong)}] (ddp_trainer.py's loop)")
 for r in rows:
     graph = r["graph"] if "/" not in r["graph"] else f"{data}/{r['graph']}"
     gpus = int(r["gpus"])

@@ -1,6 +1,6 @@
 // The training loop's kernels and host syncs around the step (grad_clip, master_weights,
-// zero_grad, loss_item, host_sum, cpu_sum, grad_scaler): kernels and bytes per option, syncs as
-// waits, and the step they lengthen.
+// zero_grad, loss_item, host_sum, cpu_sum, grad_scaler, grad_div): kernels and bytes per option,
+// syncs as waits, and the step they lengthen.
 #include "models/train_loop.hpp"
 
 #include <algorithm>
@@ -265,6 +265,56 @@ TEST(TrainLoop, GradScalerUnscalesEveryGradientThenSyncsBeforeTheStep) {
   }
 }
 
+// optimizer_impl=fused_apex: apex's FusedAdam without capturable=True has no
+// _step_supports_amp_scaling, so GradScaler unscales, syncs on found_inf and then launches the
+// same fused kernels as optimizer_impl=fused. On the code before, fused_apex is refused.
+TEST(TrainLoop, ApexFusedAdamStepsThroughGradScalersOrdinaryPath) {
+  const std::string amp = kNmt + ",precision=f16,grads=f32";
+  const Params p = params_of(load_graph("nmt", amp));
+  const sim::Graph fused = load_graph("nmt", amp + ",optimizer_impl=fused");
+  const sim::Graph g = load_graph("nmt", amp + ",optimizer_impl=fused_apex,grad_scaler=torch");
+  const Kernels adam = of_type(g, "apex::multi_tensor_adam");
+  EXPECT_EQ(adam.count, of_type(fused, "apex::multi_tensor_adam").count);
+  EXPECT_EQ(adam.read, of_type(fused, "apex::multi_tensor_adam").read);
+  EXPECT_EQ(of_type(g, "aten::_amp_foreach_non_finite_check_and_unscale_").read, p.elements * 4);
+  sim::OpId item = -1;
+  for (sim::OpId o = 0; o < g.num_ops(); ++o)
+    if (g.ops[static_cast<std::size_t>(o)].type == "aten::_local_scalar_dense") item = o;
+  ASSERT_GE(item, 0);
+  for (const sim::Op& op : g.ops)
+    if (op.type == "apex::multi_tensor_adam")
+      EXPECT_NE(std::find(op.control_inputs.begin(), op.control_inputs.end(), item),
+                op.control_inputs.end())
+          << op.name;
+}
+
+// grad_div=true (fairseq's `p.grad /= grad_denom` over every parameter): one div_ a gradient,
+// read and written in place, before the update reads it; it lengthens the step. On the code
+// before, grad_div is an unknown option.
+TEST(TrainLoop, GradDivDividesEveryGradientInPlace) {
+  const Params p = params_of(load_graph("nmt", kNmt));
+  const sim::Graph g = load_graph("nmt", kNmt + ",grad_div=true");
+  EXPECT_EQ(g.metadata.at("grad_div"), "true");
+  const Kernels div = of_type(g, "aten::div_");
+  EXPECT_EQ(div.count, p.count);
+  EXPECT_EQ(div.read, p.elements * 4);
+  EXPECT_EQ(div.written, p.elements * 4);
+  for (const sim::Op& op : g.ops)
+    if (op.type == "ApplyAdam" || op.type == "SparseApplyAdam") {
+      bool reads = false;
+      for (const sim::TensorRef& r : op.inputs)
+        reads = reads || g.ops[static_cast<std::size_t>(r.op)].type == "aten::div_";
+      EXPECT_TRUE(reads) << op.name;
+    }
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const auto step = [&](const std::string& extra) {
+    const sim::Graph s = load_graph("nmt", kNmt + extra);
+    return sim::simulate(c, s, *sim::builtin_placement("single-gpu", s, c)).step_time.seconds();
+  };
+  EXPECT_GT(step(",grad_div=true"), step(""));
+  EXPECT_EQ(of_type(load_graph("nmt", kNmt + ",grad_div=false"), "aten::div_").count, 0);
+}
+
 // The optimizer step's Python and per-tensor work (Op::host_before, set by optimizer_impl: 6.5 us
 // per parameter tensor on top of each launch) is charged where it runs: behind GradScaler's
 // found_inf sync, with the GPU's queue empty, it adds to the step; without a sync the host is ahead
@@ -297,9 +347,9 @@ TEST(TrainLoop, OptimizerHostTimeIsExposedOnlyBehindASync) {
 }
 
 TEST(TrainLoop, BadInputIsNamed) {
-  for (const std::string bad :
-       {"grad_clip=always", "master_weights=deepspeed", "zero_grad=yes", "loss_item=1",
-        "host_sum=-3", "host_sum=x", "cpu_sum=-1", "cpu_sum=2x"}) {
+  for (const std::string bad : {"grad_clip=always", "master_weights=deepspeed", "zero_grad=yes",
+                                "loss_item=1", "host_sum=-3", "host_sum=x", "cpu_sum=-1",
+                                "cpu_sum=2x", "grad_div=yes", "optimizer_impl=fused_torch"}) {
     try {
       load_graph("nmt", kNmt + "," + bad);
       FAIL() << bad;
