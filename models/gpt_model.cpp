@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/workloads.hpp"
 #include "sim/error.hpp"
@@ -62,10 +63,12 @@ struct AttentionShape {
   double dropout;  // dropout probability on the attention probabilities (0: none)
 };
 
-// The attention core from the QKV projection's output [batch*seq, 3*hidden] to the merged
-// context [batch*seq, hidden].
-Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a, const Tensor& qkv,
-                      const Tensor* mask) {
+// The attention core from the QKV projection's output [batch*seq, 3*hidden] (or, with
+// `separate`, the three projections' outputs [batch*seq, hidden] each) to the merged context
+// [batch*seq, hidden].
+Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
+                      const std::vector<Tensor>& proj, const Tensor* mask) {
+  const Tensor& qkv = proj[0];
   const Shape heads_shape{a.batch, a.heads, a.seq, a.hd};
   const Shape merged{a.batch * a.seq, a.heads * a.hd};
   if (mode == Attention::Flash) {
@@ -107,7 +110,7 @@ Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a, 
     return b.op("merge_heads", "View", {outs[0]}, {merged}, 0,
                 {GradRule{.wrt = {0}, .passthrough = true}})[0];
   }
-  const auto split = b.split("split_qkv", qkv, 1, 3);
+  const std::vector<Tensor> split = proj.size() == 3 ? proj : b.split("split_qkv", qkv, 1, 3);
   const Tensor q = transpose(b, "q_heads", split[0], heads_shape);
   // Eager and Megatron multiply by K transposed.
   const Tensor k = transpose(b, "k_heads", split[1], Shape{a.batch, a.heads, a.hd, a.seq});
@@ -171,7 +174,7 @@ Tensor projection_residual(GraphBuilder& b, Attention mode, const Tensor& x, con
 
 sim::Graph build_gpt(GraphOptions& o) {
   o.accept({"batch", "layers", "hidden", "heads", "seq", "vocab", "positions", "optimizer",
-            "masked", "dropout", "attention", "qkv_bias", "bias_epilogue"});
+            "masked", "dropout", "attention", "qkv_bias", "bias_epilogue", "qkv"});
   const std::int64_t batch = o.get_int("batch", 4);
   const std::int64_t layers = o.get_int("layers", 12, 1, 1024);
   const std::int64_t hidden = o.get_int("hidden", 768);
@@ -198,6 +201,16 @@ sim::Graph build_gpt(GraphOptions& o) {
   // since its gemm_and_bias path), not BiasAdd passes (docs/workloads.md says which rows run it).
   const Linears lin{.qkv_bias = o.get_bool("qkv_bias", true),
                     .epilogue = o.get_bool("bias_epilogue", false)};
+  // `qkv=separate`: three nn.Linear(hidden, hidden) for query, key and value, as BERT's
+  // modeling.py has them (NVIDIA DeepLearningExamples PyTorch/LanguageModeling/BERT/modeling.py,
+  // BertSelfAttention: `self.query`, `self.key`, `self.value`; Hugging Face BertSelfAttention
+  // alike): three GEMMs of a third of the width and six parameter tensors a layer where the fused
+  // projection (GPT-2's c_attn, default) has one GEMM and two. The eager and fused-softmax paths
+  // take the three outputs as Q, K and V; `attention=flash` reads views of one fused tensor, so
+  // the two are refused together.
+  const bool separate_qkv = o.get_choice("qkv", "fused", {"fused", "separate"}) == "separate";
+  if (separate_qkv && mode == Attention::Flash)
+    throw sim::InputError("--graph-opt", "qkv", "fused with attention=flash, got separate");
   const Optimizer opt = optimizer_option(o, Optimizer::Adam);
   if (hidden % heads != 0) {
     throw sim::InputError(
@@ -238,9 +251,15 @@ sim::Graph build_gpt(GraphOptions& o) {
                              .dropout = dropout_p};
   for (std::int64_t l = 0; l < layers; ++l) {
     b.scope("gpt/h" + std::to_string(l) + "/attn");
-    const Tensor qkv =
-        linear(b, "c_attn", layer_norm(b, "ln_1", x), 3 * hidden, lin.epilogue, lin.qkv_bias);
-    const Tensor a = attention_core(b, mode, shape, qkv, mask ? &*mask : nullptr);
+    const Tensor ln1 = layer_norm(b, "ln_1", x);
+    std::vector<Tensor> proj;
+    if (separate_qkv) {
+      for (const char* n : {"query", "key", "value"})
+        proj.push_back(linear(b, n, ln1, hidden, lin.epilogue, lin.qkv_bias));
+    } else {
+      proj.push_back(linear(b, "c_attn", ln1, 3 * hidden, lin.epilogue, lin.qkv_bias));
+    }
+    const Tensor a = attention_core(b, mode, shape, proj, mask ? &*mask : nullptr);
     x = projection_residual(b, mode, x, a, dropout, lin);
     b.scope("gpt/h" + std::to_string(l) + "/mlp");
     // tanh-approximated GELU: about 8 FLOPs per element.

@@ -295,7 +295,7 @@ std::optional<OptimizerImpl> take_optimizer_impl(std::string& options, bool& ape
   return i;
 }
 
-// grad_clip=none|norm|norm_sync, master_weights=none|apex (precision=bf16|f16 only),
+// grad_clip=none|norm|norm_sync|apex, master_weights=none|apex (precision=bf16|f16 only),
 // grad_scaler=none|torch (precision=f16 only), zero_grad=none|fill, loss_item=true|false,
 // grad_div=true|false,
 // host_sum=N and cpu_sum=N: the training loop's
@@ -306,7 +306,7 @@ TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>&
     const auto v = parse_grad_clip(*c);
     if (!v)
       throw sim::InputError("--graph-opt", "grad_clip",
-                            "one of none, norm, norm_sync, got \"" + *c + "\"");
+                            "one of none, norm, norm_sync, apex, got \"" + *c + "\"");
     t.clip = *v;
   }
   if (const std::optional<std::string> m = take_option(options, "master_weights")) {

@@ -20,6 +20,7 @@ std::optional<GradClip> parse_grad_clip(std::string_view s) {
   if (s == "none") return GradClip::None;
   if (s == "norm") return GradClip::Norm;
   if (s == "norm_sync") return GradClip::NormSync;
+  if (s == "apex") return GradClip::Apex;
   return std::nullopt;
 }
 
@@ -272,6 +273,49 @@ void wait_for_found_inf(
   }
 }
 
+// run_squad.py's GradientClipper.step (NVIDIA/DeepLearningExamples @ f8b3a63f:
+// PyTorch/LanguageModeling/BERT/run_squad.py), called every iteration on amp.master_params:
+// `total_norm, _ = multi_tensor_applier(self.multi_tensor_l2norm, self._overflow_buf, [l], False)`
+// (apex multi_tensor_l2norm: one tensor list, launches by multi_tensor_apply's depth-1 limits,
+// reading every gradient), `total_norm = total_norm.item()` (a host sync), and `if clip_coef < 1:`
+// multi_tensor_scale over [l, l] (depth 2, each gradient read and written in place); the scale is
+// counted as run, as grad_clip=norm_sync counts its mul_ kernels. `cur` and `gate` as in
+// add_before_update (`sync` appends the .item() to `gate`, which the scale launches wait for).
+template <typename Sync>
+void add_apex_clip(LoopOps& b, const std::vector<Param>& params,
+                   const std::vector<std::int64_t>& clip_size, std::vector<sim::TensorRef>& cur,
+                   const std::vector<sim::OpId>& gate, const Sync& sync) {
+  std::vector<std::int64_t> numels;
+  for (const Param& p : params) numels.push_back(p.numel);
+  sim::TensorRef norm{-1, 0};
+  const auto norm_parts = multi_tensor_parts(numels, 1);
+  for (std::size_t j = 0; j < norm_parts.size(); ++j) {
+    std::int64_t read = 0;
+    std::vector<sim::TensorRef> in;
+    if (norm.op >= 0) in.push_back(norm);
+    for (const auto& [i, e] : norm_parts[j]) {
+      read += e * clip_size[i];
+      in.push_back(cur[i]);
+    }
+    norm = b.add("clip_l2norm_launch" + std::to_string(j), "apex::multi_tensor_l2norm", read,
+                 kScalar, kScalar, std::move(in), gate);
+  }
+  sync("clip_norm_item", {norm});
+  const auto scale_parts = multi_tensor_parts(numels, 2);
+  sim::TensorRef prev = norm;
+  for (std::size_t j = 0; j < scale_parts.size(); ++j) {
+    std::int64_t by = 0;
+    std::vector<sim::TensorRef> in{prev};
+    for (const auto& [i, e] : scale_parts[j]) {
+      by += e * clip_size[i];
+      in.push_back(cur[i]);
+    }
+    prev = b.add("clip_scale_launch" + std::to_string(j), "apex::multi_tensor_scale", by, by, 0,
+                 std::move(in), gate);
+    for (const auto& [i, e] : scale_parts[j]) cur[i] = prev;
+  }
+}
+
 // Between the backward pass and the update kernels (AccumulateGrad, apex's unscale with its
 // overflow check, clip_grad_norm_); the update kernels then follow what was added on their
 // gradient and the latest host sync. Returns GradScaler's found_inf .item() (the sync), if any.
@@ -339,7 +383,8 @@ std::optional<sim::OpId> add_before_update(LoopOps& b, const TrainLoop& t,
           it != unscaled.end())
         cur[i] = it->second;
   }
-  if (t.clip != GradClip::None) {
+  if (t.clip == GradClip::Apex) add_apex_clip(b, params, clip_size, cur, gate, sync);
+  if (t.clip == GradClip::Norm || t.clip == GradClip::NormSync) {
     // torch/nn/utils/clip_grad.py: total_norm = norm(stack([norm(g) for g in grads])),
     // clip_coef = max_norm / (total_norm + 1e-6), then mul_ of every gradient.
     std::vector<sim::TensorRef> norms;
@@ -451,6 +496,7 @@ void apply_train_loop(sim::Graph& g, const TrainLoop& t, const std::string& orig
   add_after_update(b, t, params, updates, found_inf_item);
   g.metadata["grad_clip"] = t.clip == GradClip::Norm       ? "norm"
                             : t.clip == GradClip::NormSync ? "norm_sync"
+                            : t.clip == GradClip::Apex     ? "apex"
                                                            : "none";
   g.metadata["master_weights"] = t.apex_master ? "apex" : "none";
   g.metadata["zero_grad"] = t.zero_fill ? "fill" : "none";

@@ -18,8 +18,10 @@ namespace placesim::models {
 /// torch.nn.utils.clip_grad_norm_ before each update. Norm: one norm kernel a gradient, the total
 /// norm and its clip coefficient (stack, norm, add, div, clamp), one mul_ a gradient (PyTorch's
 /// clamp form: no host sync). NormSync: older PyTorch (1.6), `if clip_coef < 1:` reads the
-/// coefficient on the host (lt, _local_scalar_dense) before the mul_ kernels.
-enum class GradClip { None, Norm, NormSync };
+/// coefficient on the host (lt, _local_scalar_dense) before the mul_ kernels. Apex:
+/// DeepLearningExamples run_squad.py's GradientClipper: apex multi_tensor_l2norm launches over the
+/// gradients, `.item()` of the norm (a host sync), then multi_tensor_scale launches over them.
+enum class GradClip { None, Norm, NormSync, Apex };
 std::optional<GradClip> parse_grad_clip(std::string_view s);
 
 struct TrainLoop {

@@ -47,6 +47,19 @@ for r in rows:
         if lacks:
             failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
                             f"graph_opt lacks {', '.join(lacks)} (run_squad.py's optimizer)")
+# NVIDIA's own SQuAD rows (bert-large-squad) ran run_squad.py @ f8b3a63f with modeling.py's separate
+# query/key/value nn.Linear (qkv=separate), its GradientClipper every iteration (grad_clip=apex), apex
+# AMP O2 under --fp16 (master_weights=apex) and apex.parallel.DistributedDataParallel on several GPUs
+# (ddp=apex): docs/validation.md, "NVIDIA's SQuAD rows as run_squad.py runs them".
+for r in rows:
+    if r["model"] == "bert-large-squad":
+        want = ["qkv=separate", "grad_clip=apex"] + (["master_weights=apex"] if r["precision"] == "AMP" else [])
+        want = [w for w in want if w not in r["graph_opt"].split(",")]
+        if int(r["gpus"]) > 1 and "ddp=apex" not in r.get("parallel", "").split(","):
+            want.append("parallel ddp=apex")
+        if want:
+            failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
+                            f"lacks {', '.join(want)} (run_squad.py's graph and loop)")
 # Every GNMT v2 row (NVIDIA's and Lambda's) runs DeepLearningExamples' train.py, whose trainer.py
 # (@ 0053b4b8) makes the same host work every iteration on every server: loss.item(),
 # int(sum(src_length)) over CUDA lengths and int(sum(tgt_length - 1)) over host ones; and wraps the

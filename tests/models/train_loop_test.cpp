@@ -78,6 +78,42 @@ TEST(TrainLoop, ClipNormReadsEveryGradientAndScalesIt) {
           << op.name;
 }
 
+TEST(TrainLoop, ApexClipIsOneNormASyncAndOneScale) {
+  // run_squad.py's GradientClipper: multi_tensor_l2norm over the gradients, .item(), then
+  // multi_tensor_scale over [l, l]: each gradient read by the norm, read and written by the scale.
+  const sim::Graph plain = load_graph("nmt", kNmt);
+  const Params p = params_of(plain);
+  const sim::Graph g = load_graph("nmt", kNmt + ",grad_clip=apex");
+  const Kernels norm = of_type(g, "apex::multi_tensor_l2norm");
+  const Kernels scale = of_type(g, "apex::multi_tensor_scale");
+  EXPECT_GE(norm.count, 1);
+  EXPECT_EQ(norm.read, p.elements * 4);
+  EXPECT_EQ(scale.read, p.elements * 4);
+  EXPECT_EQ(scale.written, p.elements * 4);
+  EXPECT_EQ(of_type(g, "aten::norm").count + of_type(g, "aten::mul_").count, 0);
+  sim::OpId item = -1;
+  for (sim::OpId o = 0; o < g.num_ops(); ++o)
+    if (g.ops[static_cast<std::size_t>(o)].type == "aten::_local_scalar_dense") {
+      EXPECT_EQ(item, -1);
+      item = o;
+    }
+  ASSERT_GE(item, 0);
+  // The scale launches and every update wait for the host's read of the norm.
+  for (const sim::Op& op : g.ops)
+    if (op.type == "apex::multi_tensor_scale" || op.type == "ApplyAdam" ||
+        op.type == "SparseApplyAdam")
+      EXPECT_NE(std::find(op.control_inputs.begin(), op.control_inputs.end(), item),
+                op.control_inputs.end())
+          << op.name;
+  // Under apex O2 it reads the F32 master gradients.
+  const sim::Graph m =
+      load_graph("nmt", kNmt + ",precision=f16,master_weights=apex,grad_clip=apex");
+  EXPECT_EQ(of_type(m, "apex::multi_tensor_l2norm").read, p.elements * 4);
+  EXPECT_EQ(of_type(m, "aten::_local_scalar_dense").count, 2);
+  EXPECT_EQ(g.metadata.at("grad_clip"), "apex");
+  EXPECT_THROW(load_graph("nmt", kNmt + ",grad_clip=clipper"), sim::InputError);
+}
+
 TEST(TrainLoop, ApexMasterWeightsCopyGradientsInAndWeightsOut) {
   const sim::Graph half = load_graph("nmt", kNmt + ",precision=f16");
   const Params p = params_of(half);

@@ -392,6 +392,36 @@ TEST(Workloads, GptQkvBiasAndBiasEpilogue) {
     EXPECT_THROW(load_graph("gpt", dims + "," + bad), sim::InputError) << bad;
 }
 
+TEST(Workloads, GptSeparateQkvIsThreeLinearsOfAThirdTheWidth) {
+  // BERT's modeling.py (BertSelfAttention: query, key, value nn.Linear): three GEMMs of a third of
+  // the fused projection's width, six parameter tensors a layer where c_attn has two, the same
+  // parameters and forward MACs, and no Split of the fused output.
+  const std::string dims = "layers=2,hidden=64,heads=4,seq=8,vocab=100,batch=2";
+  const sim::Graph fused = load_graph("gpt", dims);
+  const sim::Graph sep = load_graph("gpt", dims + ",qkv=separate");
+  EXPECT_EQ(params_of(sep), params_of(fused));
+  EXPECT_DOUBLE_EQ(forward_macs(sep), forward_macs(fused));
+  int fused_vars = 0, sep_vars = 0;
+  for (const auto& op : fused.ops) fused_vars += op.type == "VariableV2";
+  for (const auto& op : sep.ops) sep_vars += op.type == "VariableV2";
+  EXPECT_EQ(sep_vars - fused_vars, 2 * 4);
+  EXPECT_EQ(count_type(sep, "Split"), 0);
+  EXPECT_EQ(count_type(fused, "Split"), 2);
+  EXPECT_EQ(count_type(sep, "BiasAdd"), count_type(fused, "BiasAdd") + 2 * 2);
+  int qkv_gemms = 0;
+  for (const auto& op : sep.ops)
+    if (op.phase == sim::Phase::Forward && op.type == "MatMul" &&
+        op.name.find("/attn/") != std::string::npos &&
+        op.name.find("c_proj") == std::string::npos) {
+      ++qkv_gemms;
+      EXPECT_EQ(op.outputs.at(0).shape, (std::vector<std::int64_t>{2 * 8, 64})) << op.name;
+    }
+  EXPECT_EQ(qkv_gemms, 2 * 3);
+  EXPECT_EQ(load_graph("gpt", dims + ",qkv=fused").ops.size(), fused.ops.size());
+  for (const char* bad : {"qkv=split", "qkv=separate,attention=flash"})
+    EXPECT_THROW(load_graph("gpt", dims + "," + bad), sim::InputError) << bad;
+}
+
 TEST(Workloads, GptFlashAttentionCarriesItsDropout) {
   // The attention's dropout runs inside the fused kernel: the forward op and its gradient, which
   // regenerates the mask, carry the probability (`dropout=`, 0.1 by default); no other op does.
