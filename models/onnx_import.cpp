@@ -190,6 +190,36 @@ void check_attributes(const onnx::GraphProto& g, const std::string& path) {
   }
 }
 
+// A concatenation's input gradients as PyTorch's autograd runs them: views of the output's
+// gradient (a `Narrow`, no kernel) that the gradient sum (the builder's `Add` chain: aten::add,
+// then aten::add_) reads in place, through ATen's generic elementwise_kernel because a view into
+// a larger tensor is not contiguous (Op::strided_operand). The H200 DenseNet-121 trace
+// (tests/data/calibration/h200_densenet121_amp_nhwc_b256_train.json.gz) has no kernel for its
+// 597 cat gradients and runs the 535 sums in `elementwise_kernel<128, 4>` at 1.0-1.6 TB/s, where
+// its contiguous adds stream 4.0-4.4 (docs/cost-model.md, "Concatenation gradients"). A gradient
+// that another op reads (a convolution's or batch norm's backward, which take a contiguous
+// gradient: `grad_output.contiguous()`) stays a copy, a `Slice` as before.
+void narrow_concat_gradients(sim::Graph& g) {
+  std::vector<std::vector<sim::OpId>> readers(g.ops.size());
+  for (std::size_t i = 0; i < g.ops.size(); ++i)
+    for (const auto& in : g.ops[i].inputs)
+      readers[static_cast<std::size_t>(in.op)].push_back(static_cast<sim::OpId>(i));
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    sim::Op& op = g.ops[i];
+    if (op.type != "Narrow") continue;
+    const auto& r = readers[i];
+    const bool summed = !r.empty() && std::all_of(r.begin(), r.end(), [&](sim::OpId k) {
+      return g.ops[static_cast<std::size_t>(k)].type == "Add";
+    });
+    if (!summed) {
+      op.type = "Slice";
+      if (op.signature) op.signature->op_type = op.type;
+      continue;
+    }
+    for (sim::OpId k : r) g.ops[static_cast<std::size_t>(k)].strided_operand = true;
+  }
+}
+
 sim::Graph import_onnx_unchecked(const std::string& path, const OnnxImportOptions& options);
 
 }  // namespace
@@ -504,8 +534,11 @@ void handle_binary(Node& x, const std::string& /*path*/, const std::string& /*no
   }
 }
 
+// PyTorch's cat backward returns views: each input's gradient is grad.narrow(dim, offset, size)
+// of the output's (derivatives.yaml, cat_tensors_backward). `Narrow` (a view, no kernel) where
+// every reader sums it (narrow_concat_gradients); otherwise the reader's copy as a Slice.
 void handle_concat(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
-  for (int j = 0; j < static_cast<int>(x.ins.size()); ++j) x.grad("Slice", 0, {j}, {});
+  for (int j = 0; j < static_cast<int>(x.ins.size()); ++j) x.grad("Narrow", 0, {j}, {});
 }
 
 void handle_split(Node& x, const std::string& /*path*/, const std::string& /*node_key*/) {
@@ -651,7 +684,9 @@ class Importer {
         {"layout", "nchw"}};
     if (!unknown.empty()) meta["unknown_ops"] = unknown;
     if (options_.autocast) meta["autocast"] = "torch";
-    return b_.finish(std::move(meta));
+    sim::Graph g = b_.finish(std::move(meta));
+    narrow_concat_gradients(g);
+    return g;
   }
 
  private:

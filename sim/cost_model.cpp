@@ -239,9 +239,9 @@ bool stores_only(const Op& op) {
 
 bool is_view(std::string_view type) {
   static constexpr std::string_view kViews[] = {
-      "Flatten",     "FlattenGrad",   "Reshape",         "ReshapeGrad",       "Squeeze",
-      "SqueezeGrad", "Unsqueeze",     "UnsqueezeGrad",   "Identity",          "View",
-      "aten::view",  "aten::squeeze", "aten::unsqueeze", "aten::_unsafe_view"};
+      "Flatten",     "FlattenGrad",   "Reshape",         "ReshapeGrad",        "Squeeze",
+      "SqueezeGrad", "Unsqueeze",     "UnsqueezeGrad",   "Identity",           "View",
+      "aten::view",  "aten::squeeze", "aten::unsqueeze", "aten::_unsafe_view", "Narrow"};
   return std::find(std::begin(kViews), std::end(kViews), type) != std::end(kViews);
 }
 
@@ -1420,9 +1420,11 @@ bool non_vectorised_elementwise(const Op& op) {
   // masked_fill_kernel: gpu_kernel over (self, mask)), as its forward.
   static constexpr std::string_view kBinary[] = {"Add", "AddV2",   "Sub",         "Mul",
                                                  "Div", "RealDiv", "MaskFillGrad"};
-  if (std::find(std::begin(kBinary), std::end(kBinary), op.type) == std::end(kBinary) ||
-      !op.signature || op.outputs.empty())
-    return false;
+  if (std::find(std::begin(kBinary), std::end(kBinary), op.type) == std::end(kBinary)) return false;
+  // An operand that is a view into a larger tensor (a cat gradient's Narrow, Op::strided_operand):
+  // not contiguous, so the same generic kernel.
+  if (op.strided_operand) return true;
+  if (!op.signature || op.outputs.empty()) return false;
   const auto& out = op.outputs[0].shape;
   for (const auto& in : op.signature->input_shapes)
     if (product(in, 0) > 1.0 && in != out) return true;

@@ -116,7 +116,8 @@ double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const Ro
 /// `elementwise_kernel`: per-element offset arithmetic, one element per load) because an operand
 /// is not contiguous: a binary op (Add, AddV2, Sub, Mul, Div, RealDiv) with an input of more than
 /// one element broadcast to the output's shape (BERT's attention-mask add), or a Transpose (a
-/// permuted copy). Needs the op's input shapes (its signature); false without them.
+/// permuted copy), or a binary op marked Op::strided_operand (a gradient sum of cat-gradient
+/// views). Otherwise needs the op's input shapes (its signature); false without them.
 bool non_vectorised_elementwise(const Op& op);
 /// The fraction of peak bandwidth a non_vectorised_elementwise op streams at on this GPU: 0.61 on
 /// Volta (7.0), 0.51 on an A100 (8.0), 0.42 on Hopper (measured, docs/cost-model.md,

@@ -701,28 +701,30 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
   pending.inputs.emplace_back();
   pending.control.emplace_back();
   const std::string path = "ops[" + std::to_string(i) + "]";
-  rd.expect_object(o, path, {"name",
-                             "type",
-                             "phase",
-                             "flops",
-                             "bytes_read",
-                             "bytes_written",
-                             "dtype",
-                             "signature",
-                             "measured",
-                             "outputs",
-                             "inputs",
-                             "control_inputs",
-                             "persistent_bytes",
-                             "group",
-                             "device_kind",
-                             "layer",
-                             "stream",
-                             "collective",
-                             "layout",
-                             "leading_dims",
-                             "dropout",
-                             "host_before"});
+  rd.expect_object(o, path,
+                   {"name",
+                    "type",
+                    "phase",
+                    "flops",
+                    "bytes_read",
+                    "bytes_written",
+                    "dtype",
+                    "signature",
+                    "measured",
+                    "outputs",
+                    "inputs",
+                    "control_inputs",
+                    "persistent_bytes",
+                    "group",
+                    "device_kind",
+                    "layer",
+                    "stream",
+                    "collective",
+                    "layout",
+                    "leading_dims",
+                    "dropout",
+                    "host_before",
+                    "strided_operand"});
   Op op;
   if (!o.contains("name")) rd.fail(path + ".name", "an op name (the key is missing)");
   op.name = rd.str(o["name"], path + ".name");
@@ -760,6 +762,11 @@ Op read_op(const JsonReader& rd, const json& o, std::size_t i, PendingOps& pendi
     for (std::size_t k = 0; k < ld.size(); ++k)
       op.leading_dims.push_back(rd.integer(
           ld[k], Key{p, ".leading_dims[" + std::to_string(k) + "]"}, 1, std::int64_t{1} << 40));
+  }
+  if (o.contains("strided_operand")) {
+    const json& v = o["strided_operand"];
+    if (!v.is_boolean()) rd.fail(p + ".strided_operand", "true or false, got " + shown(v));
+    op.strided_operand = v.get<bool>();
   }
   if (o.contains("dropout")) {
     const json& d = o["dropout"];
@@ -1151,6 +1158,10 @@ std::string graph_to_json(const Graph& g) {
     if (op.dropout > 0.0) {
       o.key("dropout");
       o.num(op.dropout);
+    }
+    if (op.strided_operand) {
+      o.key("strided_operand");
+      o.s += "true";
     }
     o.close_obj();
   }

@@ -105,6 +105,12 @@ struct Op {
   /// set by optimizer_impl (docs/cost-model.md, "The optimizer step's host time"). Charged on a
   /// GPU whose host side is the default one (no calibrated host model); 0: none.
   Duration host_before{0};
+  /// An elementwise op one of whose operands is a non-contiguous view of a larger tensor (a
+  /// `Narrow`: PyTorch's cat backward hands each input grad.narrow(dim, offset, size), and the
+  /// gradient sum adds those views in ATen's generic, non-vectorised elementwise_kernel). Set by
+  /// the ONNX import (docs/cost-model.md, "Concatenation gradients"); read by
+  /// non_vectorised_elementwise.
+  bool strided_operand = false;
 };
 
 struct Graph {
