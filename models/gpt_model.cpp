@@ -110,10 +110,25 @@ Tensor attention_core(GraphBuilder& b, Attention mode, const AttentionShape& a,
     return b.op("merge_heads", "View", {outs[0]}, {merged}, 0,
                 {GradRule{.wrt = {0}, .passthrough = true}})[0];
   }
-  const std::vector<Tensor> split = proj.size() == 3 ? proj : b.split("split_qkv", qkv, 1, 3);
+  // PyTorch's split of the fused projection (Hugging Face GPT-2's `c_attn(x).split(hidden, dim=2)`,
+  // Megatron-LM's split_tensor_along_last_dim) returns three views: no kernel. The copies run where
+  // the views are consumed (torch.matmul's reshape of the permuted heads: the q/k/v transposes
+  // below). Its gradient is one: SplitBackward0 cats dQ, dK and dV into [b*s, 3*hidden] (ATen's
+  // CatArrayBatchedCopy, as UnbindBackward0's stack on the flash path). docs/workloads.md, "The
+  // fused QKV split".
+  const std::vector<Tensor> split =
+      proj.size() == 3 ? proj
+                       : b.op("split_qkv", "View", {qkv}, std::vector<Shape>(3, merged), 0,
+                              {GradRule{.type = "ConcatV2", .flops = 0, .wrt = {0}}});
   const Tensor q = transpose(b, "q_heads", split[0], heads_shape);
-  // Eager and Megatron multiply by K transposed.
-  const Tensor k = transpose(b, "k_heads", split[1], Shape{a.batch, a.heads, a.hd, a.seq});
+  // Eager and Megatron multiply by K transposed: torch.matmul's reshape copies K^T ([b, h, d, s])
+  // out of the [b, s, h, d] view of the projection, a copy whose innermost axis (s) is strided in
+  // its input, and the gradient back alike: the H200's eager GPT-2 trace has both at the element
+  // rate of a full transpose (39.7 and 41.7 us a layer at [8, 12, 64, 1024] bf16), twice the time
+  // of the q and v copies, which keep rows of d contiguous (the cost model's full_transpose).
+  const Tensor k_view = b.op("k_view", "View", {split[1]}, {{a.batch, a.seq, a.heads, a.hd}}, 0,
+                             {GradRule{.wrt = {0}, .passthrough = true}})[0];
+  const Tensor k = transpose(b, "k_heads", k_view, Shape{a.batch, a.heads, a.hd, a.seq});
   const Tensor v = transpose(b, "v_heads", split[2], heads_shape);
   Tensor s = b.batch_matmul("scores", q, k);
   const double score_elems = static_cast<double>(num_elements(s.shape));

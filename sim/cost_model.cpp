@@ -754,15 +754,21 @@ constexpr double kReduceElementsPerSmSecond = 1.23e9;
 // (bf16 [1024, n] -> [n, 1024], n = 64 ... 256 Ki; tools/kernel_heldout.py) ran 0.52-0.63 TB/s;
 // the H100 row of "Non-vectorised elementwise kernels" (f32 [32256, 1536] transposed, 0.99 TB/s)
 // is the same 124 G elements/s. A head permute ([B*S, H*D] -> [B, H, S, D]) keeps rows of D
-// contiguous and is not one. docs/cost-model.md, "Non-vectorised elementwise kernels".
+// contiguous and is not one. A permute of equal rank whose output's innermost axis is not its
+// input's ([B, S, H, D] -> [B, H, D, S], the `gpt` graph's K^T copy before torch.matmul's bmm)
+// reads its innermost axis strided like a 2-D transpose: the H200's eager GPT-2 trace runs it at
+// this rate (39.7 us at [8, 12, 64, 1024] bf16; models/gpt_model.cpp). docs/cost-model.md,
+// "Non-vectorised elementwise kernels".
 bool full_transpose(const Op& op) {
   if (op.type != "Transpose" || !op.signature || op.signature->input_shapes.size() != 1 ||
       op.outputs.size() != 1)
     return false;
   const auto& in = op.signature->input_shapes[0];
   const auto& out = op.outputs[0].shape;
-  return in.size() == 2 && out.size() == 2 && in[0] > 1 && in[1] > 1 && out[0] == in[1] &&
-         out[1] == in[0];
+  if (in.size() == 2 && out.size() == 2)
+    return in[0] > 1 && in[1] > 1 && out[0] == in[1] && out[1] == in[0];
+  return in.size() > 2 && out.size() == in.size() && elements(in) == elements(out) &&
+         in.back() > 1 && out.back() > 1 && in.back() != out.back();
 }
 
 // Whether `small` is one value per channel of the NCHW feature map `big` ([N or 1, C, 1, 1] or

@@ -23,7 +23,9 @@ import sys
 import tempfile
 
 D = "tests/data/calibration"
-# tools/train_rig.py's GPT-2: bias-free Q/K/V and head, nn.Linear's bias in the GEMM epilogue (torch 2.11)
+# tools/train_rig.py's GPT-2: bias-free Q/K/V and head, nn.Linear's bias in the GEMM epilogue (torch 2.11).
+# Its eager attention (EagerAttention) has three nn.Linear for Q, K and V: qkv=separate; the SDPA
+# one a fused projection (SdpaAttention.qkv).
 GPT = ("dropout=0.1,optimizer=adam,optimizer_impl=fused,vocab=50257,precision=bf16,"
        "qkv_bias=false,bias_epilogue=true")
 # (name, results file, key of the results line, graph, graph options)
@@ -33,7 +35,7 @@ STEPS = [
      "layers=24,hidden=1024,heads=16,seq=1024,positions=1024,%s,batch=8,attention=flash" % GPT),
     ("GPT-2 medium shape eager b4", "h200_heldout_2026-12-04_results.jsonl",
      dict(model="gpt2", attention="eager", hidden=1024, batch=4), "gpt",
-     "layers=24,hidden=1024,heads=16,seq=1024,positions=1024,%s,batch=4,attention=eager" % GPT),
+     "layers=24,hidden=1024,heads=16,seq=1024,positions=1024,%s,batch=4,attention=eager,qkv=separate" % GPT),
     ("GPT-2 124M SDPA seq 512 b16", "h200_heldout_2026-12-04_results.jsonl",
      dict(model="gpt2", seq=512, batch=16), "gpt",
      "layers=12,hidden=768,heads=12,seq=512,positions=512,%s,batch=16,attention=flash" % GPT),
@@ -58,13 +60,13 @@ GPT24 = [
     ("GPT-2 124M SDPA b8 (session 24)", dict(attention="sdpa", batch=8, vocab=50257, precision="bf16"),
      "%s,%s,batch=8,attention=flash" % (G124, GPT)),
     ("GPT-2 124M eager b8 (session 24)", dict(attention="eager", batch=8, vocab=50257),
-     "%s,%s,batch=8,attention=eager" % (G124, GPT)),
+     "%s,%s,batch=8,attention=eager,qkv=separate" % (G124, GPT)),
     ("GPT-2 124M SDPA b32 (session 24)", dict(attention="sdpa", batch=32),
      "%s,%s,batch=32,attention=flash" % (G124, GPT)),
     ("GPT-2 124M SDPA b8 vocab 50304 (session 24)", dict(attention="sdpa", batch=8, vocab=50304),
      "%s,%s,batch=8,attention=flash" % (G124, GPT.replace("vocab=50257", "vocab=50304"))),
     ("GPT-2 124M eager b8 vocab 50304 (session 24)", dict(attention="eager", batch=8, vocab=50304),
-     "%s,%s,batch=8,attention=eager" % (G124, GPT.replace("vocab=50257", "vocab=50304"))),
+     "%s,%s,batch=8,attention=eager,qkv=separate" % (G124, GPT.replace("vocab=50257", "vocab=50304"))),
 ]
 # tools/train_rig.py's AMP steps run torch.amp.GradScaler("cuda"): scaler.scale(loss).backward(),
 # scaler.step(opt), scaler.update() (grad_scaler=torch, docs/workloads.md).

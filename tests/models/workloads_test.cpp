@@ -345,10 +345,38 @@ TEST(Workloads, GptFlashAttentionRunsOnViewsOfTheQkvProjection) {
   EXPECT_EQ(views, 2 * 3);  // the [3, b, h, s, d] view, its unbind, the merged output
   EXPECT_EQ(stacks, 2);
   EXPECT_EQ(copies, 2);
-  // The eager and Megatron paths keep their split and head transposes (bmm copies them).
+  // The eager and Megatron paths keep their head transposes (bmm copies them).
   const sim::Graph eager = load_graph("gpt", dims);
-  EXPECT_EQ(count_type(eager, "Split"), 2);
-  EXPECT_EQ(count_type(eager, "Stack") + count_type(eager, "View"), 0);
+  EXPECT_EQ(count_type(eager, "Split") + count_type(eager, "Stack"), 0);
+  EXPECT_EQ(count_type(eager, "Transpose"), 2 * 2 * 4);
+}
+
+TEST(Workloads, GptFusedQkvSplitIsViewsWithACatGradient) {
+  // Hugging Face GPT-2's `c_attn(x).split(hidden, dim=2)` returns views: no forward kernel; its
+  // gradient (SplitBackward0) cats dQ, dK, dV into [b*s, 3*hidden]. K is viewed [b, s, h, d]
+  // first so its transpose to [b, h, d, s] shows the strided innermost axis the cost model prices.
+  const std::string dims = "layers=2,hidden=64,heads=4,seq=32,vocab=100,batch=2";
+  for (const char* attn : {"eager", "fused_softmax"}) {
+    const sim::Graph g = load_graph("gpt", dims + ",attention=" + attn);
+    int splits = 0, cats = 0;
+    for (const auto& op : g.ops) {
+      if (op.name.find("split_qkv") == std::string::npos) continue;
+      if (op.phase == sim::Phase::Forward) {
+        ++splits;
+        EXPECT_EQ(op.type, "View") << attn;
+        EXPECT_EQ(op.outputs.size(), 3U) << attn;
+      } else {
+        ++cats;
+        EXPECT_EQ(op.type, "ConcatV2") << attn;
+        EXPECT_EQ(op.outputs.at(0).shape, (std::vector<std::int64_t>{2 * 32, 3 * 64})) << attn;
+      }
+    }
+    EXPECT_EQ(splits, 2) << attn;
+    EXPECT_EQ(cats, 2) << attn;
+    for (const auto& op : g.ops)
+      if (op.type == "Transpose" && op.name.find("k_heads") != std::string::npos)
+        EXPECT_EQ(op.signature->input_shapes.at(0).size(), 4U) << op.name;
+  }
 }
 
 TEST(Workloads, GptQkvBiasAndBiasEpilogue) {
@@ -405,8 +433,8 @@ TEST(Workloads, GptSeparateQkvIsThreeLinearsOfAThirdTheWidth) {
   for (const auto& op : fused.ops) fused_vars += op.type == "VariableV2";
   for (const auto& op : sep.ops) sep_vars += op.type == "VariableV2";
   EXPECT_EQ(sep_vars - fused_vars, 2 * 4);
-  EXPECT_EQ(count_type(sep, "Split"), 0);
-  EXPECT_EQ(count_type(fused, "Split"), 2);
+  EXPECT_EQ(count_type(sep, "ConcatV2"), 0);
+  EXPECT_EQ(count_type(fused, "ConcatV2"), 2);
   EXPECT_EQ(count_type(sep, "BiasAdd"), count_type(fused, "BiasAdd") + 2 * 2);
   int qkv_gemms = 0;
   for (const auto& op : sep.ops)

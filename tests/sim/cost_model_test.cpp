@@ -1443,6 +1443,22 @@ TEST(CostModel, FullTransposeAtTheSmsElementRate) {
   Op permute = transpose({8192, 768}, {8, 12, 1024, 64}, Dtype::BF16);
   EXPECT_LT(km.op_time(permute, h200).seconds(), 2.0 * 8192 * 768 * 2 / 1.3e12);
   EXPECT_GT(km.op_time(permute, h200).seconds(), 2.0 * 8192 * 768 * 2 / 1.5e12);
+  // A permute whose innermost axis changes reads it strided: the eager GPT-2 trace's K^T copy
+  // ([8, 1024, 12, 64] -> [8, 12, 64, 1024] bf16, torch.matmul's reshape) ran 39.7 us, its gradient
+  // back 41.7 us (h200_gpt2-124m_eager_bf16_b8_train.json.gz), at the element rate: 39.7 us.
+  const double k_copy = 2.0 * 8192 * 768 / (132 * 2.4e9);
+  for (const auto& [in, out] :
+       std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>{
+           {{8, 1024, 12, 64}, {8, 12, 64, 1024}}, {{8, 12, 64, 1024}, {8, 1024, 12, 64}}}) {
+    Op k = transpose(in, out, Dtype::BF16);
+    k.bytes_read = k.bytes_written = k.outputs[0].bytes = Bytes{8192 * 768 * 2};
+    EXPECT_NEAR(km.op_time(k, h200).seconds(), k_copy, 2e-9);
+    EXPECT_NEAR(km.op_time(k, h200).seconds() / 40.7e-6, 1.0, 0.05);
+  }
+  // The same permute with the innermost axis kept (the q and v copies) is not one.
+  Op q = transpose({8, 1024, 12, 64}, {8, 12, 1024, 64}, Dtype::BF16);
+  q.bytes_read = q.bytes_written = q.outputs[0].bytes = Bytes{8192 * 768 * 2};
+  EXPECT_LT(km.op_time(q, h200).seconds(), 0.5 * k_copy);
 }
 
 // Fused attention (docs/cost-model.md, "Fused attention ops"): a call computes whole tiles of
