@@ -677,7 +677,8 @@ class Importer {
                         (options_.attention_sdpa ? ",attention=sdpa" : "") +
                         (options_.strided_bmm ? ",strided_bmm=true" : "") +
                         (options_.label_smoothing ? ",loss=label_smoothing" : "") +
-                        (options_.autocast ? ",autocast=torch" : "")},
+                        (options_.autocast ? ",autocast=torch" : "") +
+                        (options_.layer_norm_apex ? ",layer_norm=apex" : "")},
         {"producer", model.producer_name() + " " + model.producer_version()},
         // ONNX tensors are NCHW, as PyTorch runs a model unless told channels_last
         // (--graph-opt layout=nhwc says it was).
@@ -1132,8 +1133,10 @@ class Importer {
 
   void autocast(const onnx::NodeProto& n, int k, std::vector<Tensor>& ins,
                 const std::vector<int>& pos, sim::Dtype& out_dtype) {
-    const Autocast policy =
-        linear_bias_adds_.contains(k) ? Autocast::Lower : autocast_policy(n.op_type());
+    // layer_norm=apex: FusedLayerNorm casts its inputs to F16 and runs there (onnx_import.hpp).
+    const bool lower = linear_bias_adds_.contains(k) ||
+                       (options_.layer_norm_apex && n.op_type() == "LayerNormalization");
+    const Autocast policy = lower ? Autocast::Lower : autocast_policy(n.op_type());
     const auto first =
         std::find_if(ins.begin(), ins.end(), [](const Tensor& t) { return is_float(t.dtype); });
     if (policy == Autocast::None || !is_float(out_dtype) || first == ins.end()) return;

@@ -64,6 +64,12 @@ struct OnnxImportOptions {
   /// Softmax/LogSoftmax/ReduceSum read F16 and write F32 in one kernel. Each Cast's gradient is a
   /// Cast back. Needs precision=f16 (docs/workloads.md, "ONNX import").
   bool autocast = false;
+  /// `layer_norm=apex` (needs autocast=torch): LayerNorm is apex's FusedLayerNorm, whose
+  /// fused_layer_norm_affine casts input, weight and bias to the autocast type
+  /// (`_cast_if_autocast_enabled`, NVIDIA/apex apex/normalization/fused_layer_norm.py) and runs
+  /// with autocast off: one Cast of an F32 input, an F16 kernel, an F16 output the next matmul
+  /// reads without a cast. Default `torch`: autocast's `fp32` list (F32 LayerNorm).
+  bool layer_norm_apex = false;
   std::int64_t batch = 0;  ///< 0 = keep the model's batch dimension (1 if symbolic)
   Optimizer optimizer = Optimizer::Sgd;
 };

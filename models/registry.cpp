@@ -447,7 +447,7 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
   if (ends_with(name_or_path, ".onnx")) {
     GraphOptions o(options, "--graph-opt");
     o.accept({"training", "batch", "optimizer", "silu", "gelu", "weight_view", "bias_epilogue",
-              "attention", "autocast", "strided_bmm", "loss"});
+              "attention", "autocast", "layer_norm", "strided_bmm", "loss"});
     OnnxImportOptions io;
     io.training = o.get_bool("training", false);
     const std::string silu = o.get_choice("silu", "ops", {"ops", "fused", "inplace"});
@@ -463,6 +463,11 @@ sim::Graph load_graph_as_given(const std::string& name_or_path, const std::strin
     io.label_smoothing =
         o.get_choice("loss", "xent", {"xent", "label_smoothing"}) == "label_smoothing";
     io.autocast = o.get_choice("autocast", "none", {"none", "torch"}) == "torch";
+    io.layer_norm_apex = o.get_choice("layer_norm", "torch", {"torch", "apex"}) == "apex";
+    if (io.layer_norm_apex && !io.autocast)
+      throw sim::InputError("--graph-opt", "layer_norm=apex",
+                            "needs autocast=torch (apex's FusedLayerNorm differs from torch's "
+                            "only in the type autocast runs it in)");
     io.batch = o.get_int("batch", 0, 0);
     io.optimizer = optimizer_option(o, Optimizer::Sgd);
     return import_onnx(name_or_path, io);

@@ -90,13 +90,14 @@ for r in rows:
 # FusedAdam (no capturable, so GradScaler's ordinary path), `p.grad /= grad_denom` over every
 # parameter, gradients set to None (fairseq_optimizer.py zero_grad), and under --amp
 # torch.cuda.amp's autocast and GradScaler, not apex O2 (docs/validation.md, "DLE Transformer-big's
-# AMP as ddp_trainer.py runs it").
+# AMP as ddp_trainer.py runs it"), and --fuse-layer-norm's apex FusedLayerNorm, which autocast runs
+# in F16 (layer_norm=apex: docs/validation.md, "DLE Transformer-big's casts and LayerNorm").
 for r in rows:
     if r["model"] == "transformer-big-dle":
         opts = r["graph_opt"].split(",")
         want = ["optimizer_impl=fused_apex", "grad_div=true", "loss_item=true"]
         if r["precision"] == "AMP":
-            want += ["autocast=torch", "grad_scaler=torch"]
+            want += ["autocast=torch", "grad_scaler=torch", "layer_norm=apex"]
         lacks = [w for w in want if w not in opts]
         wrong = [o for o in opts if o in ("zero_grad=fill", "master_weights=apex")]
         if lacks or wrong:

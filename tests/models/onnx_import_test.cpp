@@ -627,5 +627,45 @@ TEST(OnnxImport, AutocastTypesTheGraphAsTorchRunsIt) {
   EXPECT_THROW(load_graph(model, opt + ",autocast=cuda"), sim::InputError);
 }
 
+// layer_norm=apex: apex's FusedLayerNorm under autocast casts input, weight and bias to F16
+// (`_cast_if_autocast_enabled`, NVIDIA/apex apex/normalization/fused_layer_norm.py) and runs in
+// F16, so its output feeds the next matmul without a cast: ViT-B/16's LayerNorms read one F16 cast
+// of the F32 residual each and its weight and bias once a step; the casts of their outputs go.
+TEST(OnnxImport, ApexLayerNormRunsInHalfUnderAutocast) {
+  const std::string model = kDir + "vit_base_patch16_224.onnx";
+  const std::string opt =
+      "training,batch=2,precision=f16,grads=f32,weight_view=true,bias_epilogue=true,"
+      "attention=sdpa,gelu=fused,autocast=torch";
+  const sim::Graph torch_ln = load_graph(model, opt);
+  const sim::Graph apex = load_graph(model, opt + ",layer_norm=apex");
+  const auto count = [](const sim::Graph& g, int& casts, int& ln_f16) {
+    casts = ln_f16 = 0;
+    for (const auto& op : g.ops) {
+      if (op.phase != sim::Phase::Forward) continue;
+      if (op.type == "Cast") ++casts;
+      if (op.type == "LayerNormalization" && op.dtype == sim::Dtype::F16 &&
+          op.outputs[0].dtype == sim::Dtype::F16)
+        ++ln_f16;
+    }
+  };
+  int casts_torch = 0, ln_torch = 0, casts_apex = 0, ln_apex = 0;
+  count(torch_ln, casts_torch, ln_torch);
+  count(apex, casts_apex, ln_apex);
+  EXPECT_EQ(ln_torch, 0);
+  EXPECT_EQ(ln_apex, 2 * 12 + 1);
+  // Each LayerNorm gains a cast of its input and of its weight and bias (3 casts) and its output's
+  // cast goes (2 a block and the final norm's class token): +3 x 25 - 25.
+  EXPECT_EQ(casts_apex, casts_torch + 3 * 25 - 25);
+  EXPECT_NE(apex.metadata.at("options").find(",layer_norm=apex"), std::string::npos);
+  double t_torch = 0, t_apex = 0;
+  std::map<std::string, int> unused;
+  census(torch_ln, unused, t_torch);
+  census(apex, unused, t_apex);
+  EXPECT_LT(t_apex, t_torch);  // F16 LayerNorms move half the bytes
+  EXPECT_THROW(load_graph(model, "training,batch=2,precision=f16,layer_norm=apex"),
+               sim::InputError);
+  EXPECT_THROW(load_graph(model, opt + ",layer_norm=fused"), sim::InputError);
+}
+
 }  // namespace
 }  // namespace placesim::models
