@@ -768,7 +768,7 @@ TEST(Parallel, ApexDdpShipsBucketsAtMessageSizeAndCopiesBackByMultiTensorScale) 
 }
 
 // apex DDP away from its defaults: `DDP(model, message_size=250000000,
-// gradient_predivide_factor=get_world_size())` (e.g. jeonsworld/ViT-pytorch's train.py) as
+// gradient_predivide_factor=get_world_size())` (jeonsworld/ViT-pytorch @ 07c406bf train.py) as
 // apex_message_size=250000000,apex_predivide=true. apex ships a bucket when the gradient that
 // reaches 250M elements is in it, so BERT-base's ~110M gradients go in one bucket at the end of the
 // backward pass and BERT-large's ~335M in two, the first closing on the gradient past 250M; the
