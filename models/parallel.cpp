@@ -25,6 +25,40 @@ std::int64_t parse_size_value(const std::string& v, const std::string& origin,
   }
 }
 
+/// Largest apex_message_size accepted, in elements (10^12: far above any model's parameters; a
+/// bound so that a typo is refused rather than read as "one bucket").
+constexpr std::int64_t kMaxApexMessageSize = 1'000'000'000'000;
+
+/// `v` as a whole number; 0 when it is not one.
+std::int64_t whole_number(const std::string& v) {
+  try {
+    std::size_t pos = 0;
+    const std::int64_t n = std::stoll(v, &pos);
+    return pos == v.size() ? n : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+/// The ddp=apex keys: apex_message_size=N (elements) and apex_predivide=true|false. Returns false
+/// when `k` is neither.
+bool parse_apex_key(const std::string& k, const std::string& v, const std::string& origin,
+                    ParallelSpec& s) {
+  if (k == "apex_predivide") {
+    if (v != "true" && v != "false")
+      throw sim::InputError(origin, k, "true or false, got \"" + v + "\"");
+    s.apex_predivide = v == "true";
+    return true;
+  }
+  if (k != "apex_message_size") return false;
+  const std::int64_t n = whole_number(v);
+  if (n < 1 || n > kMaxApexMessageSize)
+    throw sim::InputError(origin, k,
+                          "a whole number of elements from 1 to 10^12, got \"" + v + "\"");
+  s.apex_message_size = n;
+  return true;
+}
+
 /// Tensors one of Horovod's BatchedD2DMemcpy kernels copies (horovod/horovod :
 /// horovod/common/ops/cuda/cuda_kernels.h, BATCHED_D2D_CAPACITY 160).
 constexpr std::size_t kHorovodBatchedD2D = 160;
@@ -36,6 +70,7 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
   std::stringstream ss(text);
   std::string item;
   bool any = false;
+  std::string apex_key;  // an apex_* key given, refused without ddp=apex
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
@@ -48,6 +83,10 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       const std::int64_t b = parse_size_value(v, origin, k);
       if (b < 1) throw sim::InputError(origin, k, "a positive size, got \"" + v + "\"");
       (k == "bucket" ? s.bucket_bytes : s.first_bucket_bytes) = b;
+      continue;
+    }
+    if (parse_apex_key(k, v, origin, s)) {
+      apex_key = k;
       continue;
     }
     if (k == "bucket_view") {  // DDP's gradient_as_bucket_view
@@ -82,14 +121,7 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
       s.dp = 0;
       continue;
     }
-    std::int64_t whole = 0;  // v as a whole number; 0 when it is not one
-    try {
-      std::size_t pos = 0;
-      whole = std::stoll(v, &pos);
-      if (pos != v.size()) whole = 0;
-    } catch (const std::exception&) {
-      whole = 0;
-    }
+    const std::int64_t whole = whole_number(v);
     if (k == "loader_us") {
       if (whole < 1 || whole > 1'000'000)
         throw sim::InputError(
@@ -114,7 +146,8 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
     else
       throw sim::InputError(origin, k,
                             "one of dp, tp, pp, mb, accumulate, recompute, bucket, first_bucket, "
-                            "bucket_view, ddp, loader_workers, loader_us, got \"" +
+                            "bucket_view, ddp, apex_message_size, apex_predivide, "
+                            "loader_workers, loader_us, got \"" +
                                 k + "\"");
   }
   if (s.accumulate > 1 && (s.pp > 1 || s.mb > 1))
@@ -122,6 +155,10 @@ ParallelSpec parse_parallel(const std::string& text, const std::string& origin) 
                           "pp=1 and mb=1 beside accumulate (the framework's loop over whole "
                           "micro-batches; mb is Megatron's in-graph accumulation), got \"" +
                               text + "\"");
+  if (!apex_key.empty() && s.ddp != ParallelSpec::Ddp::Apex)
+    throw sim::InputError(
+        origin, apex_key,
+        "ddp=apex beside it (apex.parallel.DistributedDataParallel's), got \"" + text + "\"");
   if ((s.loader_workers > 0) != (s.loader_us > 0))
     throw sim::InputError(origin, s.loader_us > 0 ? "loader_workers" : "loader_us",
                           "loader_workers and loader_us together, got only one of them");
@@ -141,6 +178,9 @@ std::string to_string(const ParallelSpec& s) {
   if (s.ddp == ParallelSpec::Ddp::Contiguous) out += ",ddp=contiguous";
   if (s.ddp == ParallelSpec::Ddp::Flat) out += ",ddp=flat";
   if (s.ddp == ParallelSpec::Ddp::Apex) out += ",ddp=apex";
+  if (s.apex_message_size != kApexMessageSize)
+    out += ",apex_message_size=" + std::to_string(s.apex_message_size);
+  if (s.apex_predivide) out += ",apex_predivide=true";
   if (s.accumulate != 1) out += ",accumulate=" + std::to_string(s.accumulate);
   if (s.loader_workers > 0)
     out += ",loader_workers=" + std::to_string(s.loader_workers) +
@@ -604,6 +644,15 @@ std::vector<sim::OpId> JobBuilder::scale_into_bucket(int r, std::size_t b,
     op.control_inputs = accumulated(r, k);
     out.push_back(add(std::move(op), gpus_[r]));
   }
+  if (s_.ddp == ParallelSpec::Ddp::Apex && s_.apex_predivide) {
+    // allreduce_bucket: `if self.gradient_predivide_factor != 1.0:
+    // tensor_to_allreduce.mul_(1./self.gradient_predivide_factor)`, one in-place kernel over the
+    // flat bucket (the gradient itself for a bucket of one) after the cat, before the all-reduce.
+    sim::Op op = ddp_pass(r, grads, "Mul", "predivide_bucket" + tag);
+    for (const sim::TensorRef& t : grads) op.inputs.push_back({id(r, t.op, s_.mb - 1), t.output});
+    op.control_inputs = out.empty() ? accumulated(r, grads) : out;
+    out = {add(std::move(op), gpus_[r])};
+  }
   return out;
 }
 
@@ -748,7 +797,7 @@ void JobBuilder::buckets() {
                                                     : s_.bucket_bytes;
       // apex ships a bucket once the gradient that reaches message_size elements is in it
       // (create_hooks: `if self.tmp_numels[current_type] >= self.message_size`).
-      const bool full = !bucket.empty() && (apex ? numel >= kApexMessageSize
+      const bool full = !bucket.empty() && (apex ? numel >= s_.apex_message_size
                                                  : size.back() + b > cap && size.back() > 0);
       if (bucket.empty() || full) {
         numel = 0;

@@ -29,6 +29,10 @@
 
 namespace placesim::models {
 
+/// apex.parallel.DistributedDataParallel's default message_size: "Minimum number of elements in a
+/// communication bucket" (NVIDIA/apex apex/parallel/distributed.py, `message_size=10000000`).
+inline constexpr std::int64_t kApexMessageSize = 10'000'000;
+
 struct ParallelSpec {
   int dp = 1;              ///< data-parallel replicas
   int tp = 1;              ///< tensor-parallel ranks (Megatron-style)
@@ -49,12 +53,19 @@ struct ParallelSpec {
   /// Flat: NVIDIA DeepLearningExamples BERT's --allreduce_post_accumulation: after the backward
   /// pass, one multi_tensor_scale of every F32 gradient into one flat F16 buffer
   /// (--allreduce_post_accumulation_fp16), one all-reduce of it, one multi_tensor_scale back.
-  /// Apex: apex.parallel.DistributedDataParallel at its defaults: buckets of at least
-  /// kApexMessageSize elements in the order the backward pass makes the gradients, each flattened
-  /// into one buffer by one cat kernel, all-reduced, averaged in place (mul_ by 1/world size) and
+  /// Apex: apex.parallel.DistributedDataParallel: buckets of at least apex_message_size elements
+  /// in the order the backward pass makes the gradients, each flattened into one buffer by one cat
+  /// kernel, all-reduced, averaged in place (mul_ by gradient_predivide_factor / world size) and
   /// copied back by multi_tensor_scale launches (bucket=, first_bucket= do not apply).
   enum class Ddp { Torch, Horovod, Contiguous, Flat, Apex };
   Ddp ddp = Ddp::Torch;
+  /// ddp=apex only: DistributedDataParallel's message_size, in elements (apex_message_size=N;
+  /// default kApexMessageSize, apex's own; DeepLearningExamples' run_squad.py passes 250000000).
+  std::int64_t apex_message_size = kApexMessageSize;
+  /// ddp=apex only: gradient_predivide_factor = world size (apex_predivide=true, run_squad.py's
+  /// `gradient_predivide_factor=get_world_size()`): one more in-place mul_ of each flat bucket,
+  /// by 1/world size, before its all-reduce (apex's default factor 1.0 runs none).
+  bool apex_predivide = false;
   /// Gradient accumulation in the framework's training loop (docs/parallel.md, "Gradient
   /// accumulation"): `accumulate` micro-batches of forward and backward per optimizer step, each
   /// adding its gradients into F32 accumulated gradients, then one gradient exchange and one
@@ -69,10 +80,6 @@ struct ParallelSpec {
   std::int64_t loader_us = 0;
   auto operator<=>(const ParallelSpec&) const = default;
 };
-
-/// apex.parallel.DistributedDataParallel's default message_size: "Minimum number of elements in a
-/// communication bucket" (NVIDIA/apex apex/parallel/distributed.py, `message_size=10000000`).
-inline constexpr std::int64_t kApexMessageSize = 10'000'000;
 
 /// CPU time, in us, one DataLoader worker spends per training image in NVIDIA ConvNets' PyTorch
 /// input pipeline (PIL/libjpeg-turbo decode + convert("RGB"), RandomResizedCrop(224), flip,
@@ -90,8 +97,10 @@ void refuse_input_without_parallel(const sim::Graph& g, const std::string& origi
 
 /// Parses "dp=8", "dp=all", "dp=2,tp=2,pp=2,mb=8", "dp=4,bucket=50MiB,first_bucket=25MiB",
 /// "tp=8,pp=2,mb=48,recompute=full", "dp=8,loader_workers=16,loader_us=6000", "dp=8,ddp=horovod",
-/// "dp=8,accumulate=128,ddp=flat", "dp=8,ddp=apex".
-/// Throws InputError naming `origin` for an unknown key or a value below 1.
+/// "dp=8,accumulate=128,ddp=flat", "dp=8,ddp=apex", "dp=8,ddp=apex,apex_message_size=250000000,
+/// apex_predivide=true".
+/// Throws InputError naming `origin` for an unknown key or a value below 1, and for
+/// apex_message_size / apex_predivide without ddp=apex.
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin);
 std::string to_string(const ParallelSpec& s);  ///< "dp=8", "dp=2,tp=2,pp=2,mb=8"
 

@@ -47,6 +47,16 @@ for r in rows:
         if lacks:
             failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: "
                             f"graph_opt lacks {', '.join(lacks)} (run_squad.py's optimizer)")
+# run_squad.py @ f8b3a63f (NVIDIA's rows) and Lambda's fork (LambdaLabsML/DeepLearningExamples @
+# b5e12513) wrap the model as `DDP(model)`: apex's message_size and gradient_predivide_factor at
+# their defaults, so no SQuAD row may state apex_message_size or apex_predivide (other scripts call
+# DDP(model, message_size=250000000, ...); docs/validation.md, "run_squad.py's apex DDP is at its defaults").
+for r in rows:
+    if r["model"].endswith("-squad-lambda") or r["model"] == "bert-large-squad":
+        apex_keys = [k for k in (r.get("parallel") or "").split(",") if k.startswith("apex_")]
+        if apex_keys:
+            failures.append(f"{r['model']} {r['system']} {r['gpus']} GPU {r['precision']}: states "
+                            f"{', '.join(apex_keys)}; run_squad.py calls DDP(model) at apex's defaults")
 # NVIDIA's own SQuAD rows (bert-large-squad) ran run_squad.py @ f8b3a63f with modeling.py's separate
 # query/key/value nn.Linear (qkv=separate), its GradientClipper every iteration (grad_clip=apex), apex
 # AMP O2 under --fp16 (master_weights=apex) and apex.parallel.DistributedDataParallel on several GPUs

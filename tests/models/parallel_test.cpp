@@ -767,6 +767,58 @@ TEST(Parallel, ApexDdpShipsBucketsAtMessageSizeAndCopiesBackByMultiTensorScale) 
   EXPECT_EQ(a, sim::simulate(c, apex.graph, apex.placement).step_time.seconds());
 }
 
+// apex DDP away from its defaults: `DDP(model, message_size=250000000,
+// gradient_predivide_factor=get_world_size())` (jeonsworld/ViT-pytorch @ 07c406bf train.py) as
+// apex_message_size=250000000,apex_predivide=true. apex ships a bucket when the gradient that
+// reaches 250M elements is in it, so BERT-base's ~110M gradients go in one bucket at the end of the
+// backward pass and BERT-large's ~335M in two, the first closing on the gradient past 250M; the
+// predivide is one in-place mul_ of each flat bucket before its all-reduce. On the code before,
+// apex_message_size is refused (and at apex's default 1e7 BERT-large has 26 buckets).
+TEST(Parallel, ApexMessageSizeShipsOneOrTwoBertBucketsAndPredivides) {
+  const pm::ParallelSpec s =
+      pm::parse_parallel("dp=2,ddp=apex,apex_message_size=250000000,apex_predivide=true", "<t>");
+  EXPECT_EQ(s.apex_message_size, 250'000'000);
+  EXPECT_TRUE(s.apex_predivide);
+  EXPECT_EQ(pm::to_string(s), "dp=2,ddp=apex,apex_message_size=250000000,apex_predivide=true");
+  EXPECT_EQ(pm::parse_parallel("dp=2,ddp=apex", "<t>").apex_message_size, pm::kApexMessageSize);
+  for (const char* bad :
+       {"dp=2,apex_message_size=250000000", "dp=2,ddp=torch,apex_predivide=true",
+        "dp=2,ddp=apex,apex_message_size=0", "dp=2,ddp=apex,apex_message_size=2e8",
+        "dp=2,ddp=apex,apex_message_size=1000000000001", "dp=2,ddp=apex,apex_predivide=yes"})
+    EXPECT_THROW(pm::parse_parallel(bad, "<t>"), sim::InputError) << bad;
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const std::string bert = "heads=16,vocab=30522,positions=512,seq=32,masked=1,batch=2";
+  const sim::Graph large = pm::load_graph("gpt", "layers=24,hidden=1024," + bert);
+  const sim::Graph base = pm::load_graph("gpt", "layers=12,hidden=768," + bert);
+  const pm::ParallelJob l = pm::make_parallel(large, c, s);
+  const pm::ParallelJob b = pm::make_parallel(base, c, s);
+  const pm::ParallelJob l7 =
+      pm::make_parallel(large, c, pm::parse_parallel("dp=2,ddp=apex", "<t>"));
+  EXPECT_EQ(b.buckets, 1);
+  EXPECT_EQ(l.buckets, 2);
+  EXPECT_GT(l7.buckets, 20);
+  // BERT-large's first bucket reached 250M elements only with its last gradient.
+  const sim::Op& first = op_named(l.graph, "dp0/ddp/allreduce_bucket0");
+  std::int64_t elements = 0, last = 0;
+  for (const sim::TensorRef& t : first.inputs) {
+    const sim::TensorOut& x = l.graph.ops[t.op].outputs[t.output];
+    last = x.bytes.v / sim::dtype_size(x.dtype);
+    elements += last;
+  }
+  EXPECT_GE(elements, 250'000'000);
+  EXPECT_LT(elements - last, 250'000'000);
+  EXPECT_GT(elements, l.gradient_bytes / 4 * 2 / 3);  // most of the model: little left to overlap
+  // One predivide per bucket over the whole bucket, which each all-reduce waits for.
+  EXPECT_EQ(ddp_kernels(l, "predivide_bucket"), std::pair(std::int64_t{2}, l.gradient_bytes));
+  EXPECT_EQ(ddp_kernels(b, "predivide_bucket"), std::pair(std::int64_t{1}, b.gradient_bytes));
+  EXPECT_EQ(ddp_kernels(l7, "predivide_bucket").first, 0);
+  for (const sim::Op& op : l.graph.ops)
+    if (op.collective && op.name.rfind("dp0/", 0) == 0) {
+      ASSERT_EQ(op.control_inputs.size(), 1U) << op.name;
+      EXPECT_EQ(l.graph.ops[op.control_inputs[0]].name.rfind("dp0/ddp/predivide_bucket", 0), 0U);
+    }
+}
+
 // Gradient accumulation (accumulate=K, docs/parallel.md "Gradient accumulation") with NVIDIA
 // BERT's flat exchange (ddp=flat, --allreduce_post_accumulation): the accumulating micro-batch has
 // forward and backward, one F32 accumulation add per gradient and neither an exchange nor an
