@@ -406,6 +406,14 @@ bool cudnn_nhwc_batch_norm(const Op& op) {
 // networks') were not measured and take it too, as the least they lose.
 constexpr double kNhwcBatchNormMisalignedRate = 0.784;
 
+// The fraction of the bandwidth cuDNN's channels-last BatchNorm kernels stream at on Hopper,
+// counted in their two-pass bytes (batch_norm_traffic): the H200 ResNet-50 AMP NHWC traces at
+// batch 64, 128 and 256 (tools/batch_scaling.py, the norm class as a line in the batch) add
+// 52.43 us an image where memory_eff_max's 0.80 priced 46.31, i.e. 0.80 x 46.31 / 52.43 = 0.707;
+// per call (`tools/cnn_trace_report.py TRACE bn`, b256) 3.2-3.7 TB/s at 56 x 56 and larger,
+// 2.4-2.9 at 28 x 28 and below, of 4.8. Other generations keep memory_eff_max (not measured).
+constexpr double kHopperNhwcBatchNormEff = 0.707;
+
 // {bytes moved, bandwidth cap} of a GPU batch-norm op that reads its input twice: NCHW's one
 // block per channel (cap: batch_norm_cap), or cuDNN's channels-last kernels (no cap beyond the
 // device's: 0; a row not a whole number of 128-byte lines moves its bytes as
@@ -1528,6 +1536,36 @@ bool bf16_emulated(const Op& op, const DeviceSpec& spec) {
          !(math_kind_of(op.type) == MathKind::Conv && depthwise_conv(op));
 }
 
+// A channels-last 2-D f16/bf16 convolution on Hopper's tensor cores (cuDNN's sm90_xmma / CUTLASS
+// implicit-GEMM kernels on an NHWC tensor: `layout` nhwc or unset; not grouped, not emulated) is
+// two rooflines, max(F / (kHopperChannelsLastConv P), B / (memory_eff_max BW)), plus a fixed cost a
+// kernel (kHopperConvFixedForward / kHopperConvFixedBackward), where other Hopper half convolutions
+// (NCHW, 3-D) keep kHopperHalfConv with the sum. Measured on the H200 ResNet-50 AMP NHWC traces at
+// batch 64, 128 and 256 (tests/data/calibration/h200_resnet50_amp_nhwc_b{64,128,256}_train.json.gz,
+// tools/batch_scaling.py, docs/validation.md "ResNet-50 on the H200: what grows with the batch"):
+// the forward and both gradients add 8.2 and 16.1 GFLOP an image at 464 and 502 TFLOP/s (0.47 and
+// 0.51 of the 989 TFLOP/s peak) where kHopperHalfConv's sum priced 0.25; per call (44 forward calls
+// of the b128 and b256 traces, stem left out) max() at 0.70 and 0.8 fits with RMS log error 0.156,
+// the sum's best 0.20. TraceLens's VAE convolutions (3-D, NCHW tensors, batch 1-4) ran at
+// 0.21-0.56 and keep the sum (docs/cost-model.md, "Convolutions per generation").
+constexpr double kHopperChannelsLastConv = 0.70;
+// The fixed part a convolution kernel adds on Hopper under that rule (seconds): the H200 ResNet-50
+// AMP NHWC traces' conv class as a line in the batch (b64, b128, b256) has 257 us (forward) and
+// 1069 us (both gradients) a step that do not grow with the batch: cuDNN's workspace and scale
+// kernels, the weight gradients' split-K reductions, the layout transposes of the weights. Over
+// ResNet-50's 53 forward and 105 gradient convolution ops: 4.8 and 10.2 us a kernel.
+constexpr double kHopperConvFixedForward = 257e-6 / 53;
+constexpr double kHopperConvFixedBackward = 1069e-6 / 105;
+
+// Whether `op` takes the channels-last Hopper convolution rule above.
+bool hopper_channels_last_conv(const Op& op, const DeviceSpec& spec, const RooflineParams& p) {
+  return p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() &&
+         math_kind_of(op.type) == MathKind::Conv &&
+         (op.dtype == Dtype::F16 || op.dtype == Dtype::BF16) && !bf16_emulated(op, spec) &&
+         !grouped_conv(op) && op.layout != Layout::Nchw && op.signature &&
+         !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
+}
+
 // A convolution's measured fraction of peak on the GPU generations whose cuDNN kernels were
 // timed; nullopt elsewhere (tf32_eff_max or compute_eff_max then apply). docs/cost-model.md,
 // "Convolutions per generation".
@@ -1565,6 +1603,7 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   // take the forward's rate. docs/cost-model.md, "Convolutions per generation".
   constexpr double kHopperHalfConv = 0.38;
   const bool half = (op.dtype == Dtype::F16 || op.dtype == Dtype::BF16) && !emulated;
+  if (hopper_channels_last_conv(op, spec, p)) return kHopperChannelsLastConv;
   if (half && spec.arch.hopper()) return kHopperHalfConv;
   // f16/bf16 on a part whose own f16 GEMMs were measured (the catalog's half_gemm_e_max: GA102's
   // RTX 3090 and RTX A6000, AD102's RTX 4090 and RTX 6000 Ada). cuDNN runs the same mma.sync
@@ -1788,10 +1827,42 @@ double aten_avg_pool_time(const Op& op, const DeviceSpec& spec) {
   return elements(op.outputs[0].shape) / (spec.sm_count * rate);
 }
 
+// ATen's max pooling on Hopper: max_pool_forward_nchw / _nhwc run a thread per output, each
+// decomposing its flat index and scanning its window, and max_pool_backward_nchw / _nhwc a thread
+// per input-gradient element that visits the windows covering it (aten/src/ATen/native/cuda/
+// DilatedMaxPool2d.cu), so, as for average pooling, the elements an SM retires a second set the
+// time, more than max_pool_bytes at the memory rate. Measured on the H200 (132 SMs, ResNet-50's
+// 3x3/2 pool over 64 x 112 x 112, `tools/cnn_trace_report.py TRACE pools`): forward 62.1 and 61.5
+// G outputs/s channels-last f16 (h200_resnet50_amp_nhwc_b{128,256}_train.json.gz), 61.5 NCHW f16
+// (h200_resnet50_amp_nchw_b128_train.json.gz) and 62.7 NCHW f32 (h200_resnet50_fp32_nchw_b64);
+// backward 105.9 and 105.0 G input elements/s channels-last, 85.3 and 83.1 NCHW (f16, f32). Where
+// max_pool_bytes gave 241 us forward and 1.31 ms backward at b256, 835 and 1957 were measured.
+// Held per SM on Hopper only (other generations were not timed and keep max_pool_bytes).
+constexpr double kMaxPoolOutputsPerSmSecond = 61.8e9 / 132;
+constexpr double kMaxPoolGradElementsPerSmSecondNhwc = 105.5e9 / 132;
+constexpr double kMaxPoolGradElementsPerSmSecondNchw = 84.2e9 / 132;
+
+// The time ATen's max-pooling kernels take for `op` on a Hopper `spec` (above); 0 otherwise.
+double aten_max_pool_time(const Op& op, const DeviceSpec& spec) {
+  if (spec.kind != DeviceKind::Gpu || !spec.arch.hopper() || spec.sm_count <= 0 ||
+      op.outputs.empty())
+    return 0.0;
+  double rate = 0.0;
+  if (op.type == "MaxPool" || op.type == "aten::max_pool2d_with_indices")
+    rate = kMaxPoolOutputsPerSmSecond;
+  else if (op.type == "MaxPoolGrad" || op.type == "aten::max_pool2d_with_indices_backward")
+    rate = op.layout == Layout::Nchw ? kMaxPoolGradElementsPerSmSecondNchw
+                                     : kMaxPoolGradElementsPerSmSecondNhwc;
+  else
+    return 0.0;
+  return elements(op.outputs[0].shape) / (spec.sm_count * rate);
+}
+
 double pytorch_kernel_time(const Op& op, const DeviceSpec& spec, const RooflineParams& p, double t,
                            double memory_s, double rate) {
   const double bw = spec.memory_bandwidth.bytes_per_s;
   t = std::max(t, aten_avg_pool_time(op, spec));
+  t = std::max(t, aten_max_pool_time(op, spec));
   if (const auto x = vocab_xent_shape(op, spec))
     t = std::max(t, vocab_xent_kernel_time(x->backward, x->rows, x->cols, x->esize, rate, bw,
                                            spec.sm_count, threads_per_sm(spec.arch)));
@@ -1897,6 +1968,9 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   }
   const double bw = spec.memory_bandwidth.bytes_per_s;
   double rate = bw * non_vectorised_eff(op, spec, p).value_or(memory_eff_for(op.type, spec, p));
+  if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() &&
+      cudnn_nhwc_batch_norm(op))
+    rate = bw * kHopperNhwcBatchNormEff;
   if (bw_cap > 0.0) rate = std::min(rate, bw_cap);
   // A convolution on f16/bf16 tensor cores sits near the ridge (ResNet-50's, weighted by time:
   // median 204 FLOP/B, half between 102 and 397, against A100's 134 at 0.70 of the f16 peak
@@ -1905,8 +1979,9 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // max() was +6 to +62 % fast, the sum -9 to +42 % (docs/validation.md). TF32 and F32
   // convolutions keep max(): tf32_eff_max was measured all-in; so do depthwise ones, which have
   // no implicit-GEMM tiles (unit_peak).
+  const bool two_rooflines = hopper_channels_last_conv(op, spec, p);
   const bool half_conv = math_kind_of(op.type) == MathKind::Conv && half && !emulated &&
-                         !depthwise_on_cuda_cores(op, spec);
+                         !depthwise_on_cuda_cores(op, spec) && !two_rooflines;
   if (b > 0.0 && bw > 0.0) {
     const double memory_s = (b + p.memory_half_bytes) / rate;
     t = half_conv ? t + memory_s : std::max(t, memory_s);
@@ -1920,6 +1995,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
     // PyTorch's own kernels of a few op kinds (pytorch_kernel_time).
     if (p.generation_curves) t = pytorch_kernel_time(op, spec, p, t, memory_s, rate);
   }
+  if (two_rooflines)
+    t += op.phase == Phase::Backward ? kHopperConvFixedBackward : kHopperConvFixedForward;
   // A fused attention kernel's in-kernel dropout: Philox per kept score (attention_dropout_s).
   if (p.generation_curves) t += attention_dropout_s(op, spec);
   // A fused attention backward's dO.O and dQ-conversion passes (attention_backward_aux_bytes),
