@@ -63,18 +63,6 @@ bool parse_apex_key(const std::string& k, const std::string& v, const std::strin
 /// horovod/common/ops/cuda/cuda_kernels.h, BATCHED_D2D_CAPACITY 160).
 constexpr std::size_t kHorovodBatchedD2D = 160;
 
-/// The stream apex.parallel.DistributedDataParallel runs a bucket's kernels after its flatten on
-/// (NVIDIA/apex @ 35acb06b apex/parallel/distributed.py, allreduce_bucket: `with
-/// torch.cuda.stream(bucket_stream)` around the predivide, the all-reduce call, the average and
-/// the unflatten; one `torch.cuda.Stream()` unless allreduce_different_streams), beside the
-/// compute stream 0 whose later backward kernels do not wait for them (the main stream waits only
-/// in overlapping_backward_epilogue, at the end of the backward pass). On a GPU of one compute
-/// stream this is the index collective_expand gives its NCCL stream, which rank ops take no slot
-/// of (sim/collective_expand.hpp), so the stream runs only these kernels. Before 2026-12-05 they
-/// ran on stream 0, and each bucket's average held the backward kernels queued after it until
-/// that bucket's all-reduce ended.
-constexpr std::int32_t kApexBucketStream = 1;
-
 }  // namespace
 
 ParallelSpec parse_parallel(const std::string& text, const std::string& origin) {
@@ -663,7 +651,6 @@ std::vector<sim::OpId> JobBuilder::scale_into_bucket(int r, std::size_t b,
     sim::Op op = ddp_pass(r, grads, "Mul", "predivide_bucket" + tag);
     for (const sim::TensorRef& t : grads) op.inputs.push_back({id(r, t.op, s_.mb - 1), t.output});
     op.control_inputs = out.empty() ? accumulated(r, grads) : out;
-    op.stream = kApexBucketStream;  // inside `with torch.cuda.stream(bucket_stream)`
     out = {add(std::move(op), gpus_[r])};
   }
   return out;
@@ -766,7 +753,6 @@ std::map<sim::TensorRef, sim::OpId> JobBuilder::apex_unflatten(
     const std::string tag = std::to_string(b);
     sim::Op avg = ddp_pass(r, bucket[b], "Mul", "average_bucket" + tag);
     avg.inputs = {{allreduce[b], 0}};
-    avg.stream = kApexBucketStream;
     avg.outputs = {sim::TensorOut{}};  // in place: the kernels after it read its end
     sim::OpId prev = add(std::move(avg), gpus_[r]);
     std::vector<std::int64_t> numels;
@@ -785,7 +771,6 @@ std::map<sim::TensorRef, sim::OpId> JobBuilder::apex_unflatten(
       k.bytes_written = sim::Bytes{by};
       k.inputs = {{prev, 0}};
       k.outputs = {sim::TensorOut{}};
-      k.stream = kApexBucketStream;
       prev = add(std::move(k), gpus_[r]);
     }
     for (const sim::TensorRef& t : bucket[b]) out[t] = prev;
@@ -853,12 +838,6 @@ void JobBuilder::buckets() {
           ops[b] = add(std::move(ar), gpus_[r]);
         }
         const std::map<sim::TensorRef, sim::OpId> copies = copy_bucket_to_grad(r, bucket, ops);
-        // apex: ProcessGroupNCCL's stream waits for the stream dist.all_reduce is called on
-        // (apex's bucket stream), so a bucket's all-reduce starts after the previous bucket's
-        // average and unflatten kernels there.
-        if (apex)
-          for (std::size_t b = 1; b < bucket.size(); ++b)
-            job_.graph.ops[ops[b]].control_inputs.push_back(copies.at(bucket[b - 1].front()));
         // Every update waits for every bucket's all-reduce: DDP's backward() returns only once
         // the reducer has waited for all buckets (finalize_backward), and optimizer.step() runs
         // after it, so no parameter is updated while a bucket is still being reduced. The last

@@ -7,7 +7,6 @@
 #include <set>
 #include <string>
 
-#include "models/nccl_p2p.hpp"
 #include "models/registry.hpp"
 #include "sim/collective.hpp"
 #include "sim/error.hpp"
@@ -815,54 +814,9 @@ TEST(Parallel, ApexMessageSizeShipsOneOrTwoBertBucketsAndPredivides) {
   EXPECT_EQ(ddp_kernels(l7, "predivide_bucket").first, 0);
   for (const sim::Op& op : l.graph.ops)
     if (op.collective && op.name.rfind("dp0/", 0) == 0) {
-      // The second bucket's also waits for the first's unflatten on apex's bucket stream.
-      const bool first_bucket = op.name == "dp0/ddp/allreduce_bucket0";
-      ASSERT_EQ(op.control_inputs.size(), first_bucket ? 1U : 2U) << op.name;
+      ASSERT_EQ(op.control_inputs.size(), 1U) << op.name;
       EXPECT_EQ(l.graph.ops[op.control_inputs[0]].name.rfind("dp0/ddp/predivide_bucket", 0), 0U);
     }
-}
-
-// apex runs a bucket's predivide, average and unflatten on its bucket stream (NVIDIA/apex @
-// 35acb06b apex/parallel/distributed.py, allreduce_bucket: `with torch.cuda.stream(bucket_stream)`)
-// and only its flatten on the compute stream, so the backward kernels queued after a bucket's
-// hook do not wait for that bucket's all-reduce; the next bucket's all-reduce waits for the
-// previous bucket's unflatten (ProcessGroupNCCL's stream waits for the calling stream). Over
-// NCCL's SHM path on a DGX-1 (NCCL_P2P_DISABLE=1, 4.5 GB/s), BERT-large's backward on two V100s
-// then ends as under PyTorch DDP, whose hooks launch no kernel that waits for an all-reduce. On the
-// code before, the bucket kernels ran on stream 0: the apex step was 418 ms against PyTorch DDP's
-// 281 ms (each bucket's average held the backward until its all-reduce ended).
-TEST(Parallel, ApexBucketKernelsRunOnItsBucketStreamBesideTheBackward) {
-  const sim::Graph g = pm::load_graph(
-      "gpt",
-      "layers=24,hidden=1024,heads=16,vocab=30522,positions=512,seq=384,masked=1,batch=16,"
-      "precision=f16,optimizer_impl=fused");
-  sim::Cluster c = sim::load_cluster("dgx1-v100");
-  pm::disable_peer_access(c);  // p2p=off
-  const pm::ParallelJob apex = pm::make_parallel(g, c, pm::parse_parallel("dp=2,ddp=apex", "<t>"));
-  const pm::ParallelJob torch = pm::make_parallel(g, c, pm::parse_parallel("dp=2", "<t>"));
-  ASSERT_GT(apex.buckets, 20);
-  int side = 0;
-  for (const sim::Op& op : apex.graph.ops) {
-    if (op.name.find("/ddp/") == std::string::npos || op.collective) continue;
-    const bool bucket_stream = op.name.find("/ddp/flatten_bucket") == std::string::npos;
-    EXPECT_EQ(op.stream.has_value(), bucket_stream) << op.name;
-    if (bucket_stream) {
-      EXPECT_EQ(*op.stream, 1) << op.name;
-      ++side;
-    }
-  }
-  EXPECT_GE(side, 2 * 2 * apex.buckets);  // an average and at least one unflatten a bucket a rank
-  for (int b = 1; b < apex.buckets; ++b) {
-    const sim::Op& ar = op_named(apex.graph, "dp0/ddp/allreduce_bucket" + std::to_string(b));
-    int waits = 0;
-    for (const sim::OpId x : ar.control_inputs)
-      waits += apex.graph.ops[x].name.rfind(
-                   "dp0/ddp/unflatten_bucket" + std::to_string(b - 1) + "_launch", 0) == 0;
-    EXPECT_EQ(waits, 1) << ar.name;
-  }
-  const double a = sim::simulate(c, apex.graph, apex.placement).step_time.seconds();
-  const double t = sim::simulate(c, torch.graph, torch.placement).step_time.seconds();
-  EXPECT_NEAR(a / t, 1.0, 0.03) << a << " s under ddp=apex, " << t << " s under PyTorch DDP";
 }
 
 // Gradient accumulation (accumulate=K, docs/parallel.md "Gradient accumulation") with NVIDIA
