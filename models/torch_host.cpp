@@ -1,8 +1,10 @@
 #include "models/torch_host.hpp"
 
 #include <algorithm>
-#include <iterator>
+#include <cstdint>
+#include <initializer_list>
 
+#include "sim/catalog.hpp"
 #include "sim/cost_model.hpp"
 
 namespace placesim::models {
@@ -24,8 +26,7 @@ using sim::Duration;
 // nodes, 161 of them AccumulateGrad (no graph op: charged to the op making a parameter's
 // gradient). `tools/torch_host_fit.py TRACE` prints every figure; docs/cost-model.md, "PyTorch
 // eager's host work per framework op".
-constexpr Duration kLaunch{6'000};        // the rig's launch_overhead (sim/catalog.cpp, kH200)
-constexpr Duration kPythonPerOp{7'900};   // forward, per top-level aten op
+constexpr Duration kPythonPerOp{7'900};    // forward, per top-level aten op
 constexpr Duration kEnginePerNode{4'500};  // backward, per autograd node
 // aten::conv2d 44.0 us less autocast's cast of its F32 weight (nested aten::to, 11.1 us):
 // aten::convolution down to cudnn_convolution with cuDNN v8's plan look-up.
@@ -41,7 +42,7 @@ constexpr Duration kOtherFwd{54'500};
 constexpr Duration kViewFwd{5'600};  // flatten
 // ConvolutionBackward0 71.9 us + its node's engine work, for the two gradients (two graph ops)
 constexpr Duration kConvBwdEach{(71'900 + 4'500) / 2};
-constexpr Duration kBatchNormBwd{33'300 + 4'500};  // CudnnBatchNormBackward0
+constexpr Duration kBatchNormBwd{33'300 + 4'500};   // CudnnBatchNormBackward0
 constexpr Duration kActivationBwd{14'200 + 4'500};  // ReluBackward0
 constexpr Duration kCastBwd{13'200 + 4'500};        // ToCopyBackward0
 constexpr Duration kGradAccumulate{9'100};  // the engine's add_ of a tensor's second gradient
@@ -53,8 +54,12 @@ bool in(std::string_view type, std::initializer_list<std::string_view> names) {
   return std::find(names.begin(), names.end(), type) != names.end();
 }
 
-bool conv(std::string_view t) { return in(t, {"Conv2D", "Conv", "DepthwiseConv2dNative"}); }
-bool matmul(std::string_view t) { return in(t, {"MatMul", "Gemm"}); }
+bool conv(std::string_view t) {
+  return in(t, {"Conv2D", "Conv", "DepthwiseConv2dNative"});
+}
+bool matmul(std::string_view t) {
+  return in(t, {"MatMul", "Gemm"});
+}
 bool batch_norm(std::string_view t) {
   return in(t, {"FusedBatchNorm", "FusedBatchNormV3", "BatchNormalization"});
 }
@@ -74,10 +79,12 @@ bool one_kernel(std::string_view t) {
 // 24.3-35.5 ms), and the profiler's cost per op is known only to about +-0.4 us (+-1.3 ms a step).
 constexpr double kHostLevel = 1.23;
 
-// The host time beyond the launch of a framework op whose traced share is `host`.
+// The host time beyond the launch of a framework op whose traced share is `host`: the launch is
+// the fitted rig's, the catalog's H200 launch_overhead, which the engine charges apart.
 Duration minus_launch(Duration host) {
+  static const Duration kRigLaunch = sim::find_device_model("H200-SXM-141GB")->launch_overhead;
   const auto total = static_cast<std::int64_t>(static_cast<double>(host.ns) * kHostLevel);
-  return Duration{std::max<std::int64_t>(0, total - kLaunch.ns)};
+  return Duration{std::max<std::int64_t>(0, total - kRigLaunch.ns)};
 }
 
 Duration forward(std::string_view t, bool weight_cast) {
@@ -93,7 +100,8 @@ Duration forward(std::string_view t, bool weight_cast) {
 
 Duration backward(std::string_view t) {
   if (sim::is_view(t)) return Duration{0};  // inside its autograd node (CatBackward0's narrows)
-  // A weight gradient also runs its parameter's AccumulateGrad node; BatchNorm's two (scale, shift).
+  // A weight gradient also runs its parameter's AccumulateGrad node; BatchNorm's two (scale,
+  // shift).
   if (in(t, {"Conv2DBackpropInput", "ConvBackpropInput", "DepthwiseConv2dNativeBackpropInput"}))
     return minus_launch(kConvBwdEach);
   if (in(t, {"Conv2DBackpropFilter", "ConvBackpropFilter", "DepthwiseConv2dNativeBackpropFilter"}))
