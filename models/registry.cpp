@@ -9,6 +9,7 @@
 #include "models/chakra.hpp"
 #include "models/onnx_import.hpp"
 #include "models/optimizer_impl.hpp"
+#include "models/torch_host.hpp"
 #include "models/train_loop.hpp"
 #include "models/workloads.hpp"
 #include "sim/cost_model.hpp"
@@ -367,6 +368,14 @@ TrainLoop take_train_loop(std::string& options, const std::optional<sim::Dtype>&
   return t;
 }
 
+// host=none|torch: torch eager's host work per framework op (models/torch_host.hpp).
+bool take_torch_host(std::string& options) {
+  const std::optional<std::string> h = take_option(options, "host");
+  if (h && *h != "none" && *h != "torch")
+    throw sim::InputError("--graph-opt", "host", "one of none, torch, got \"" + *h + "\"");
+  return h && *h == "torch";
+}
+
 sim::Graph load_graph_as_given(const std::string& name_or_path, const std::string& options);
 
 }  // namespace
@@ -381,6 +390,7 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   bool apex_fused = false;
   const std::optional<OptimizerImpl> impl = take_optimizer_impl(rest, apex_fused);
   const TrainLoop loop = take_train_loop(rest, precision);
+  const bool torch_host = take_torch_host(rest);
   // torch's fused optimizers (_step_supports_amp_scaling) take the scale and found_inf into their
   // own kernel: GradScaler.step skips the .item() there, a path not modelled. apex's
   // (fused_apex) do not, and step through the ordinary path.
@@ -419,6 +429,11 @@ sim::Graph load_graph(const std::string& name_or_path, const std::string& option
   if (impl) apply_optimizer_impl(g, *impl);
   // After the optimizer's kernels, which it places its own around.
   apply_train_loop(g, loop, "--graph-opt");
+  // Last: every framework op the graph now has, the training loop's included.
+  if (torch_host) {
+    apply_torch_host(g);
+    g.metadata["host"] = "torch";
+  }
   return g;
 }
 

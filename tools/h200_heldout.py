@@ -5,7 +5,7 @@ graph by `placesim simulate` on the imported one-H200 cluster, against the measu
 the zoo) interval between CUDA events.
 
     tools/h200_heldout.py [--placesim build/placesim] [--set steps|zoo|gpt24|all]
-                          [--calibration CAL.yaml]
+                          [--calibration CAL.yaml] [--host torch|none]
 
 --set gpt24 adds nothing held out: session 24's GPT-2 124M steps on the same machine and torch
 (h200_rig_2026-12-04_results.jsonl), which docs/validation.md's GPT sections check. --calibration
@@ -89,7 +89,14 @@ def load(path):
         return [json.loads(l) for l in f if l.strip()]
 
 
-def predict(placesim, cluster, graph, opt, cal=None):
+# Every row ran torch 2.11 eager (no torch.compile) on the rig's Xeon: host=torch charges each
+# framework op its host work (models/torch_host.hpp; fitted on session 24's ResNet-50 AMP NHWC b64
+# step, not a row here), on the convolutional rows only: its table is a CNN's (convolution,
+# BatchNorm, activations), and on the GPT rows its catch-all class overshoots (GPT-2 medium eager
+# b4 +25.6 %; docs/validation.md, "The host side of op-dense CNNs"). --host none: no row has it.
+HOST_OFF = {"gpt", "vit_base_patch16_224"}
+def predict(placesim, cluster, graph, opt, cal=None, host="torch"):
+    opt = "%s,host=%s" % (opt, "none" if os.path.basename(graph).replace(".onnx", "") in HOST_OFF else host)
     r = subprocess.run([placesim, "simulate", "--graph", graph, "--graph-opt", opt, "--cluster",
                         cluster, "--placement", "single-gpu", "--json", "--quiet"] +
                        (["--calibration", cal] if cal else []),
@@ -104,6 +111,8 @@ def main():
     ap.add_argument("--placesim", default="build/placesim")
     ap.add_argument("--set", choices=["steps", "zoo", "gpt24", "all"], default="all")
     ap.add_argument("--calibration", help="calibration YAML passed to every simulate")
+    ap.add_argument("--host", choices=["torch", "none"], default="torch",
+                    help="--graph-opt host= of every row (default torch: the rig's torch eager)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     cluster = os.path.join(tmp, "h200.yaml")
@@ -117,7 +126,7 @@ def main():
             if len(hits) != 1:
                 sys.exit("h200_heldout: %s: expected one line matching %s, found %d" % (f, key, len(hits)))
             rows.append((name, hits[0]["step_s_interval"] * 1e3,
-                         predict(a.placesim, cluster, graph, opt, a.calibration)))
+                         predict(a.placesim, cluster, graph, opt, a.calibration, a.host)))
     if a.set == "gpt24":
         f = "h200_rig_2026-12-04_results.jsonl"
         for name, key, opt in GPT24:
@@ -127,7 +136,7 @@ def main():
             if len(hits) != 1:
                 sys.exit("h200_heldout: %s: expected one line matching %s, found %d" % (f, key, len(hits)))
             rows.append((name, hits[0]["step_s_interval"] * 1e3,
-                         predict(a.placesim, cluster, "gpt", opt, a.calibration)))
+                         predict(a.placesim, cluster, "gpt", opt, a.calibration, a.host)))
     if a.set in ("zoo", "all"):
         for r in load(os.path.join(D, "h200_zoo_2026-12-04_results.jsonl")):
             m = r["model"].replace("timm:", "")
@@ -138,7 +147,7 @@ def main():
             opt += ZOO_EXTRA.get(m, "") + ",autocast=torch"
             label = "%s AMP%s b%d" % (m, "" if m in ZOO_NO_LAYOUT else " NHWC", r["batch"])
             rows.append((label, r["step_s_interval"] * 1e3,
-                         predict(a.placesim, cluster, "tests/data/onnx/%s.onnx" % m, opt, a.calibration)))
+                         predict(a.placesim, cluster, "tests/data/onnx/%s.onnx" % m, opt, a.calibration, a.host)))
     errs = []
     print("| workload | measured ms | predicted ms | error |\n|---|---|---|---|")
     for name, meas, pred in rows:
