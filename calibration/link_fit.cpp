@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "calibration/text_util.hpp"
 #include "sim/collective_call.hpp"
@@ -103,9 +104,53 @@ std::vector<std::vector<bool>> peer_access(
 
 }  // namespace
 
-P2pMeasurement parse_p2p_output(const std::string& text, const std::string& origin) {
+namespace {
+
+// The banner each run of the CUDA sample prints first (cuda-samples
+// Samples/5_Domain_Specific/p2pBandwidthLatencyTest/p2pBandwidthLatencyTest.cu, main()).
+constexpr const char* kP2pBanner = "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]";
+
+// Offsets and 1-based line numbers where each run starts (the first run also holds what precedes
+// its banner); one run from offset 0 when no banner is printed.
+std::vector<std::pair<std::size_t, int>> p2p_run_starts(const std::string& text) {
+  std::vector<std::pair<std::size_t, int>> starts;
+  std::size_t pos = 0;
+  int line = 1;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    if (std::string_view(text).substr(pos, end - pos).find(kP2pBanner) != std::string_view::npos)
+      starts.emplace_back(starts.empty() ? 0 : pos, starts.empty() ? 1 : line);
+    pos = end + 1;
+    ++line;
+  }
+  if (starts.empty()) starts.emplace_back(0, 1);
+  return starts;
+}
+
+// The text of run `run` (1-based; 0 = the first) of a file; m's runs, run and run_line set.
+std::string select_p2p_run(const std::string& text, const std::string& origin, int run,
+                           P2pMeasurement& m) {
+  const auto starts = p2p_run_starts(text);
+  const int runs = static_cast<int>(starts.size());
+  if (run < 0 || run > runs)
+    throw InputError(origin, "--run",
+                     "a run from 1 to " + std::to_string(runs) + " (the file holds " +
+                         std::to_string(runs) + " p2pBandwidthLatencyTest run(s)), got " +
+                         std::to_string(run));
+  const std::size_t k = static_cast<std::size_t>(std::max(run, 1) - 1);
+  const std::size_t from = starts[k].first;
+  const std::size_t to = k + 1 < starts.size() ? starts[k + 1].first : text.size();
+  m.runs = runs;
+  m.run = static_cast<int>(k) + 1;
+  m.run_line = starts[k].second;
+  return text.substr(from, to - from);
+}
+
+}  // namespace
+
+P2pMeasurement parse_p2p_output(const std::string& text, const std::string& origin, int run) {
   P2pMeasurement m;
-  std::istringstream in(text);
+  std::istringstream in(select_p2p_run(text, origin, run, m));
   std::string line;
   // Lines may be indented (a Markdown code block by indentation, tests/data/README.md).
   static const std::regex kDevRe(R"(^\s*Device:\s*(\d+),\s*([^,]+),)");
@@ -115,7 +160,7 @@ P2pMeasurement parse_p2p_output(const std::string& text, const std::string& orig
   std::vector<std::pair<int, int>> access;
   std::vector<std::pair<std::pair<int, int>, bool>> acc;
   std::vector<std::vector<bool>> conn;  // the P2P Connectivity Matrix, when printed
-  int line_no = 0;
+  int line_no = m.run_line - 1;
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();

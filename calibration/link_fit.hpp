@@ -35,8 +35,14 @@ struct P2pMeasurement {
   /// lat_gpu_on, lat_cpu_on (us); "(P2P Reads)" matrices of --p2p_read builds as uni_on_reads,
   /// lat_gpu_on_reads, lat_cpu_on_reads (read, not fitted). Absent sections are absent keys.
   std::map<std::string, std::vector<std::vector<double>>> matrix;
+  /// Runs: a file may hold several runs one after another (p2pBandwidthLatencyTest, then
+  /// p2pBandwidthLatencyTest --sm_copy), each starting at the sample's banner line "[P2P
+  /// (Peer-to-Peer) GPU Bandwidth Latency Test]". One is read: `run` of parse_p2p_output (1-based),
+  /// else the first. runs = banners in the file (1 without any), run_line = where the read one
+  /// starts.
+  int runs = 1, run = 1, run_line = 1;
 };
-P2pMeasurement parse_p2p_output(const std::string& text, const std::string& origin);
+P2pMeasurement parse_p2p_output(const std::string& text, const std::string& origin, int run = 0);
 
 struct LinkClassFit {
   std::string kind;

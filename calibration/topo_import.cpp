@@ -425,6 +425,21 @@ std::string row_affinity(const std::vector<std::string>& tok, std::size_t next,
 
 using RelMatrix = std::vector<std::vector<Relation>>;
 
+// What a matrix without GPU columns has instead: another vendor's tool prints the same layout with
+// its own device names (ppu-smi topo -m: "PPU0 PPU1 ...",
+// tests/data/bad/ppu-smi_topo-mp-po_8xPPU.txt).
+std::string other_device_header(const std::string& text) {
+  static const std::regex kHead(R"(^\s*([A-Za-z]+)0\s+([A-Za-z]+)1\s)");
+  std::istringstream in(text);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line))
+    if (std::regex_search(line, m, kHead) && m[1] == m[2] && m[1] != "GPU")
+      return "none (its header names devices " + sim::printable(m[1].str()) + "0, " +
+             sim::printable(m[1].str()) + "1, ...: another vendor's matrix, not NVIDIA GPUs')";
+  return "none";
+}
+
 SmiMatrix read_smi_matrix(const std::string& text, const std::string& origin) {
   std::istringstream in(text);
   std::string line;
@@ -498,7 +513,8 @@ SmiMatrix read_smi_matrix(const std::string& text, const std::string& origin) {
   }
   if (mx.columns.empty())
     throw InputError(origin, "",
-                     "the matrix of `nvidia-smi topo -m` (a header row GPU0 GPU1 ...), got none");
+                     "the matrix of `nvidia-smi topo -m` (a header row GPU0 GPU1 ...), got " +
+                         other_device_header(text));
   return mx;
 }
 
@@ -600,16 +616,19 @@ SmiPlacement smi_placement(const SmiMatrix& mx, const RelMatrix& rel,
   std::map<int, int> numa_index;  // root -> numa number, in order of first GPU
   for (int i = 0; i < n; ++i)
     if (smi_is_gpu(mx, i)) numa_index.emplace(numa.find(i), static_cast<int>(numa_index.size()));
+  const int gpu_numas = static_cast<int>(numa_index.size());
   SmiPlacement p;
   p.numa_id.assign(static_cast<std::size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
-    auto it = numa_index.find(numa.find(i));
-    if (it != numa_index.end()) {
-      p.numa_id[static_cast<std::size_t>(i)] = it->second;
-    } else {
+    const auto [it, fresh] = numa_index.emplace(numa.find(i), static_cast<int>(numa_index.size()));
+    p.numa_id[static_cast<std::size_t>(i)] = it->second;
+    // SYS to every GPU (and to every NIC nearer a GPU): on a NUMA node of its own, which holds no
+    // GPU and is reached over the smp links, as SYS says. A 1-GPU server's NICs on the other
+    // socket (lmdeploy's check_env, tests/data/README.md) are NUMA 1, not the GPU's NUMA 0.
+    if (it->second >= gpu_numas)
       notes.push_back(mx.columns[static_cast<std::size_t>(i)] +
-                      ": NUMA node unknown (SYS to every GPU), placed on NUMA 0");
-    }
+                      ": SYS to every GPU, placed on NUMA " + std::to_string(it->second) +
+                      (fresh ? " (a NUMA node without GPUs)" : ""));
   }
   p.numas = std::max(1, static_cast<int>(numa_index.size()));
   for (int i = 0; i < n; ++i) p.switch_groups[sw.find(i)].push_back(i);

@@ -597,7 +597,11 @@ void run_links(const LinksArgs& a) {
                             : a.nccl_tests.empty() ? a.vidur_csv
                                                    : a.nccl_tests;
   if (!a.p2p.empty()) {
-    const auto m = calibration::parse_p2p_output(sim::read_text_file(a.p2p), a.p2p);
+    const auto m = calibration::parse_p2p_output(sim::read_text_file(a.p2p), a.p2p, a.run);
+    if (m.runs > 1)
+      g_notes.push_back(a.p2p + ": holds " + std::to_string(m.runs) +
+                        " p2pBandwidthLatencyTest runs; read run " + std::to_string(m.run) +
+                        " (from line " + std::to_string(m.run_line) + "; --run N reads another)");
     rep = calibration::fit_links_from_p2p(m, c);
   } else {
     const std::string text = sim::read_text_file(input);
@@ -839,7 +843,8 @@ void register_calibrate(CLI::App& app) {
                     "machines the collective ran on, for tables that do not say")
         ->check(positive_number());
     cmd->add_option("--run", a->run,
-                    "of an nccl-tests file holding several runs, fit only the N-th (from 1)")
+                    "of an nccl-tests or p2pBandwidthLatencyTest file holding several runs, fit "
+                    "only the N-th (from 1)")
         ->check(positive_number());
     cmd->add_option("--cluster", a->cluster, "cluster to calibrate (built-in name or YAML)")
         ->required()

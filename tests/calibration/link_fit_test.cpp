@@ -784,3 +784,66 @@ TEST(NcclTests, GraceHopperRunsAsPosted) {
   EXPECT_EQ(r5090[0].nodes, 1);
   EXPECT_NEAR(r5090.back().busbw_gb_s, 43.86, 1e-9);
 }
+
+// Session 30 (issues 15, 16): a p2p file holding two runs, a p2p check printed by another tool,
+// a 1-rank run with NCCL INFO lines inside it, an rccl-tests run that checked nothing.
+TEST(P2p, TwoRunsInOneFileAreReadOneAtATime) {
+  // 8 A100-SXM4-80GB: ./p2pBandwidthLatencyTest, then ./p2pBandwidthLatencyTest --sm_copy, in one
+  // paste. Before: refused at the second run's connectivity matrix ("expected P2P Connectivity
+  // Matrix row 8, got row 0").
+  const std::string text =
+      slurp(data("a100sxm80x8_nvmlc_p2pBandwidthLatencyTest_two-runs_sm-copy.txt"));
+  const auto first = pc::parse_p2p_output(text, "two.txt");
+  EXPECT_EQ(first.runs, 2);
+  EXPECT_EQ(first.run, 1);
+  EXPECT_EQ(first.run_line, 1);
+  ASSERT_EQ(first.gpus, 8);
+  EXPECT_EQ(first.names.at(7), "NVIDIA A100-SXM4-80GB");
+  EXPECT_TRUE(first.can_access[7][0]);
+  EXPECT_DOUBLE_EQ(first.matrix.at("uni_on")[0][1], 274.23);
+  EXPECT_DOUBLE_EQ(first.matrix.at("lat_cpu_on")[7][7], 3.69);
+  const auto sm = pc::parse_p2p_output(text, "two.txt", 2);
+  EXPECT_EQ(sm.run, 2);
+  EXPECT_GT(sm.run_line, 100);
+  EXPECT_DOUBLE_EQ(sm.matrix.at("uni_on")[0][1], 205.00);  // SM copies: slower than the CEs'
+  EXPECT_DOUBLE_EQ(sm.matrix.at("lat_cpu_on")[7][7], 2.73);
+  EXPECT_TRUE(sm.can_access[3][4]);
+  EXPECT_THROW(pc::parse_p2p_output(text, "two.txt", 3), sim::InputError);
+  // A file of one run reads as before, and --run 2 of it is refused.
+  const std::string one = slurp(data("rtx6000ada-x2_p2pBandwidthLatencyTest.txt"));
+  EXPECT_EQ(pc::parse_p2p_output(one, "one.txt").runs, 1);
+  EXPECT_THROW(pc::parse_p2p_output(one, "one.txt", 2), sim::InputError);
+  // Isaac Sim's gpu.foundation plugin prints two of the sample's matrices between its log lines
+  // (4 RTX 3090/3090 Ti, IOMMU on): no banner, no device or access lines.
+  const auto isaac = pc::parse_p2p_output(
+      slurp(data("isaacsim_gpu-foundation_p2p-validation_4x3090-3090ti_iommu.txt")), "isaac.txt");
+  EXPECT_EQ(isaac.runs, 1);
+  ASSERT_EQ(isaac.gpus, 4);
+  EXPECT_EQ(isaac.matrix.size(), 3u);  // uni_on, lat_gpu_on, lat_cpu_on
+  EXPECT_DOUBLE_EQ(isaac.matrix.at("uni_on")[3][1], 11.37);
+  EXPECT_DOUBLE_EQ(isaac.matrix.at("lat_gpu_on")[2][3], 19.46);
+  EXPECT_DOUBLE_EQ(isaac.matrix.at("lat_cpu_on")[3][0], 4.95);
+  EXPECT_FALSE(isaac.can_access[0][1]);
+}
+
+TEST(NcclTests, OneRankAndUncheckedRunsAsPosted) {
+  // 1 GTX 1660 SUPER under WSL, NCCL_DEBUG=INFO lines between the rank line and the table and
+  // after the last row, NCCL 2.23.4: 21 rows, 1 rank, busbw 0 (nccl-tests' factor for 1 rank).
+  const auto one = pc::parse_nccl_tests(
+      slurp(data("wsl_nccl-tests_all_reduce_1xGTX1660S_g1_debug-info_nccl2234.txt")), "1660.txt",
+      "");
+  ASSERT_EQ(one.size(), 21u);
+  EXPECT_EQ(one[0].ranks, 1);
+  EXPECT_EQ(one[0].nodes, 1);
+  EXPECT_EQ(one[0].nccl_version, 22304);
+  EXPECT_EQ(one.back().bytes, 8388608.0);
+  EXPECT_DOUBLE_EQ(one.back().busbw_gb_s, 0.0);
+  // rccl-tests on 2 x 8 MI300X with validation off: every #wrong cell "N/A", 8 MiB .. 8 GiB.
+  const auto na = pc::parse_nccl_tests(
+      slurp(data("rccl-tests_all_reduce_2x8xMI300X_validation-0_wrong-na.txt")), "na.txt", "");
+  ASSERT_EQ(na.size(), 11u);
+  EXPECT_EQ(na[0].ranks, 16);
+  EXPECT_EQ(na[0].nodes, 2);
+  EXPECT_EQ(na[0].wrong, 0);
+  EXPECT_NEAR(na.back().busbw_gb_s, 341.53, 1e-9);
+}

@@ -284,7 +284,9 @@ TEST(NvidiaSmiTopo, DgxA100Nv12EverywhereWithTwelveNics) {
       pc::import_nvidia_smi_topo(slurp(data("dgx-a100_nvidia-smi-topo.txt")), "dgx-a100.txt", o);
   const sim::Cluster& c = r.cluster;
   ASSERT_EQ(c.gpus().size(), 8u);
-  EXPECT_EQ(c.cpus().size(), 4u);
+  // The GPUs' 4 NUMA nodes, and 2 more: mlx5_4/5 and mlx5_10/11 are SYS to every GPU and to each
+  // other pair (the storage ports, one pair a socket). 4 CPUs until session 30 put them on NUMA 0.
+  EXPECT_EQ(c.cpus().size(), 6u);
   EXPECT_EQ(count_kind(c, "nvlink3"), 8);
   const sim::Link* port = link_between(c, "gpu5", "nvswitch");
   ASSERT_NE(port, nullptr);
@@ -549,14 +551,17 @@ TEST(NvidiaSmiTopo, FourGpuMatricesAsTheyOccur) {
   ASSERT_EQ(h.gpus().size(), 4u);
   expect_switch_ports(h, 200e9);
   EXPECT_EQ(count_kind(h, "ib"), 17);
-  EXPECT_EQ(h.cpus().size(), 4u);
-  EXPECT_TRUE(noted(h800, "NIC0: NUMA node unknown"));
+  // The 9 NICs SYS to every shown GPU are PIX in pairs (the other 4 GPUs' NUMA nodes) and one
+  // alone: 5 NUMA nodes without GPUs, each its own CPU (4 until session 30 put them on NUMA 0).
+  EXPECT_EQ(h.cpus().size(), 9u);
+  EXPECT_TRUE(noted(h800, "NIC0: SYS to every GPU, placed on NUMA 4 (a NUMA node without GPUs)"));
+  EXPECT_TRUE(noted(h800, "NIC9: SYS to every GPU, placed on NUMA 4"));
   // 4 of an HGX A100 8-GPU board (NV12 to each: 36 > 12 links, so NVSwitch), no legend, the NIC
   // row with empty affinity cells.
   const auto a100 = import_smi("a100sxm80x4_nvidia-smi-topo_no-legend.txt", "A100-SXM4-80GB");
   const sim::Cluster& s = a100.cluster;
   ASSERT_EQ(s.gpus().size(), 4u);
-  EXPECT_EQ(s.cpus().size(), 1u);
+  EXPECT_EQ(s.cpus().size(), 2u);  // NIC0 SYS to every GPU: a NUMA node of its own
   expect_switch_ports(s, 300e9, "nvlink3");
   EXPECT_EQ(count_kind(s, "ib"), 1);
 }
@@ -576,10 +581,46 @@ TEST(NvidiaSmiTopo, EightGpuMatricesAsTheyOccur) {
   // every GPU), the shell prompt line above the header: NVSwitch, 4 NUMA nodes the GPUs name.
   const auto d = import_smi("dgx-a100_10-nic_nvidia-smi-topo_shell-prompt.txt", "A100-SXM4-80GB");
   ASSERT_EQ(d.cluster.gpus().size(), 8u);
-  EXPECT_EQ(d.cluster.cpus().size(), 4u);
+  EXPECT_EQ(d.cluster.cpus().size(), 5u);  // the storage pair on a fifth, GPU-less NUMA node
   expect_switch_ports(d.cluster, 300e9, "nvlink3");
   EXPECT_EQ(count_kind(d.cluster, "ib"), 10);
-  EXPECT_TRUE(noted(d, "NIC8: NUMA node unknown"));
+  EXPECT_TRUE(noted(d, "NIC8: SYS to every GPU, placed on NUMA 4 (a NUMA node without GPUs)"));
+  EXPECT_EQ(d.cluster.devices[static_cast<std::size_t>(d.cluster.device_index("gpu0"))].host,
+            d.cluster.device_index("cpu0"));
+}
+
+// Session 30 (issues 15, 16): real matrices of newer drivers and of a 1-GPU server.
+TEST(NvidiaSmiTopo, NicsSysToEveryGpuAreOnANumaNodeOfTheirOwn) {
+  // lmdeploy's check_env on a 1-GPU server (spaces, "GPU NUMA ID"): GPU0 on NUMA 1 with NIC3
+  // (PXB) and NIC4 (NODE); NIC0-2 NODE to each other and SYS to GPU0. Before: all five NICs on
+  // the GPU's host bridge (one CPU), so GPU0 -> NIC0 skipped the socket link SYS names.
+  const auto r = import_smi("lmdeploy-check-env_1gpu-5-bond-nics_nvidia-smi-topo_spaces.txt",
+                            "A100-SXM4-80GB");
+  const sim::Cluster& c = r.cluster;
+  ASSERT_EQ(c.gpus().size(), 1u);
+  ASSERT_EQ(c.cpus().size(), 2u);
+  EXPECT_EQ(count_kind(c, "smp"), 1);
+  EXPECT_EQ(count_kind(c, "ib"), 5);
+  EXPECT_NE(link_between(c, "mlx5_bond_0", "hb1"), nullptr);
+  EXPECT_NE(link_between(c, "mlx5_bond_2", "hb1"), nullptr);
+  EXPECT_NE(link_between(c, "mlx5_bond_4", "hb0"), nullptr);
+  EXPECT_EQ(link_between(c, "mlx5_bond_0", "hb0"), nullptr);
+  EXPECT_TRUE(noted(r, "NIC0: SYS to every GPU, placed on NUMA 1 (a NUMA node without GPUs)"));
+  // 8 V100-SXM2 (hybrid cube mesh) under driver 580: "GPU NUMA ID" after an empty cell
+  // ("\t0\t\tN/A"), the NIC row ending in four empty cells. Read as the DGX-1 of the old layout.
+  const auto v =
+      import_smi("v100sxm2x8_vastai_driver580_nvidia-smi-topo_gpu-numa-id.txt", "V100-SXM2-32GB");
+  const sim::Cluster& d = v.cluster;
+  ASSERT_EQ(d.gpus().size(), 8u);
+  EXPECT_EQ(d.cpus().size(), 2u);
+  EXPECT_EQ(count_kind(d, "nvlink2"), 16);
+  ASSERT_NE(link_between(d, "gpu0", "gpu3"), nullptr);
+  EXPECT_DOUBLE_EQ(link_between(d, "gpu0", "gpu3")->bandwidth.bytes_per_s, 50e9);
+  EXPECT_DOUBLE_EQ(link_between(d, "gpu0", "gpu1")->bandwidth.bytes_per_s, 25e9);
+  EXPECT_EQ(link_between(d, "gpu0", "gpu5"), nullptr);
+  EXPECT_EQ(d.devices[static_cast<std::size_t>(d.device_index("gpu4"))].host,
+            d.device_index("cpu1"));
+  EXPECT_NE(link_between(d, "mlx5_2", "hb0"), nullptr);
 }
 
 namespace placesim::calibration {

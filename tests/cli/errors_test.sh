@@ -132,6 +132,7 @@ profile|nsys-end-before-start.sqlite|CUPTI_ACTIVITY_KIND_KERNEL row 0: expected 
 profile|manifest-number-overflow.json|expected a profile_rig.py manifest
 profile|manifest-type-error.json|ops: expected manifest fields of the JSON types
 smi|topo-nv0.txt|GPU0/GPU1: expected a relation X, NV#
+smi|ppu-smi_topo-mp-po_8xPPU.txt|got none (its header names devices PPU0, PPU1, ...: another vendor
 xml|topo-duplicate-nic.xml|expected distinct device, switch and NIC names, got "mlx5_0" twice
 xml|topo-huge-link.xml|expected a link bandwidth from 0.001 to 1e9 GB/s
 xml|topo-deep-nesting.xml|expected elements nested at most 64 deep
