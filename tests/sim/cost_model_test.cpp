@@ -1646,7 +1646,7 @@ TEST(CostModel, HalfConvolutionsAtThePartsMeasuredGemmCeiling) {
     // GA10x/AD10x overlap the memory term with the compute term (max, not the sum; below): the
     // time without the generation rules keeps the sum, so it differs by the memory term too.
     if (d.spec.arch.nvidia(8, 6) || d.spec.arch.nvidia(8, 9)) {
-      const double m = (2.0 * out * 2 + p.memory_half_bytes) /
+      const double m = (op.bytes_read.v + p.memory_half_bytes) /
                        (d.spec.memory_bandwidth.bytes_per_s * p.memory_eff_max);
       want = std::max(on_c, m) - on_c + want - m;
     }
