@@ -1623,6 +1623,26 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   return std::nullopt;
 }
 
+// Whether an f16/bf16 tensor-core convolution's memory term overlaps its compute term (max) rather
+// than adding to it (the half-convolution sum, below): on GA10x and AD10x (compute capability 8.6
+// and 8.9). Their f16 tensor cores run f16 MMA with FP32 accumulate (PyTorch's cuDNN convolutions
+// set CUDNN_DATA_FLOAT as the compute type of a half convolution) at half the FP16-accumulate rate
+// on GeForce parts (NVIDIA's GA102 and Ada whitepapers: RTX 3090 71 of 142, RTX 4090 165.2 of
+// 330.3), i.e. at half the A100's tensor rate per SM and clock, so the same cuDNN mma.sync
+// implicit-GEMM kernels (sm80_xmma / sm86_xmma fprop, multistage cp.async pipelines) have twice
+// the time per tile to hide their gathers behind the math: the sum, fitted on the A100's CNN rows,
+// charged those parts the gathers again. Measured: timm's RTX 3090 benchmark (pt112, AMP), whose
+// dense CNNs the sum priced 8-19 % slow in both layouts (ResNet-50 NHWC b512: 420.0 ms measured,
+// 522 predicted, of which convolutions 271 = 182 of compute at 0.96 of 71 TFLOP/s + 88 of memory);
+// and the H200 ResNet-50 AMP traces (docs/cost-model.md, "How that miss grows with the batch"):
+// cuDNN's convolution kernels there follow max(F / (0.70 P), B / (0.8 BW)), not the sum.
+// docs/cost-model.md, "Convolutions per generation"; docs/validation.md, "f16 convolutions on
+// GA10x/AD10x: compute and gathers overlap".
+bool half_conv_overlaps_memory(const DeviceSpec& spec, const RooflineParams& p) {
+  return p.generation_curves && spec.kind == DeviceKind::Gpu &&
+         (spec.arch.nvidia(8, 6) || spec.arch.nvidia(8, 9));
+}
+
 // Whether a GPU runs `op` on its CUDA cores whatever its dtype: a depthwise convolution (one
 // input channel per group) reduces kh*kw products per output, nothing for a tensor-core tile to
 // fill, and neither PyTorch's own kernels (aten/src/ATen/native/cuda/DepthwiseConv2d.cu: scalar
@@ -1978,13 +1998,14 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // behind the math, so it pays both terms. Over 12 published CNN mixed-precision throughputs
   // max() was +6 to +62 % fast, the sum -9 to +42 % (docs/validation.md). TF32 and F32
   // convolutions keep max(): tf32_eff_max was measured all-in; so do depthwise ones, which have
-  // no implicit-GEMM tiles (unit_peak).
+  // no implicit-GEMM tiles (unit_peak), and f16 ones on GA10x/AD10x, whose half-rate tensor cores
+  // leave the gathers time to hide (half_conv_overlaps_memory).
   const bool two_rooflines = hopper_channels_last_conv(op, spec, p);
   const bool half_conv = math_kind_of(op.type) == MathKind::Conv && half && !emulated &&
                          !depthwise_on_cuda_cores(op, spec) && !two_rooflines;
   if (b > 0.0 && bw > 0.0) {
     const double memory_s = (b + p.memory_half_bytes) / rate;
-    t = half_conv ? t + memory_s : std::max(t, memory_s);
+    t = half_conv && !half_conv_overlaps_memory(spec, p) ? t + memory_s : std::max(t, memory_s);
     // PyTorch's LayerNorm kernels: a block latency per wave of rows, the backward's gamma/beta
     // column reduction on ceil(cols / 32) SMs (layer_norm_kernel_time).
     if (p.generation_curves)
