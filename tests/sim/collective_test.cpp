@@ -208,6 +208,35 @@ TEST(Collective, LlAcrossNodesRunsThroughHostMemory) {
   EXPECT_NEAR(predict_collective(a2, tree, a2.gpus()).algbw_gbps, per_channel, 1e-9);
 }
 
+// A tree LL call across nodes holds one chunk at every network hop (the proxy posts an LL step once
+// every line's flags are set, net.cc sendProxyProgress): the channel's share, at most one LL step
+// (8 lines x 512 threads x 8 B = 32 KiB), at one channel's LL rate across nodes (512 x 8 B per
+// 850 ns). On 8 ABCI nodes (Intel hosts, 4 NICs: 8 channels) the tree has 2 log2(8) = 6 network
+// hops: an 8 KiB call on 2 channels holds 6 x 4 KiB, a forced 1 MiB LL call 6 x 32 KiB, beyond
+// NCCL's tree latency (6.8 us + 2 (7 chain steps x 1 us + 3 network hops x 5 us)); the tuner's
+// choice does not see it. One node holds nothing.
+TEST(Collective, LlTreesAcrossNodesHoldAChunkAtEveryNetworkHop) {
+  const double per_channel = 512 * 8.0 / 850.0;  // GB/s
+  const Cluster c =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/8x-abci-anode.yaml");
+  CollectiveCall call = all_reduce(8 << 10);
+  const CollectivePrediction p = predict_collective(c, call, c.gpus());
+  ASSERT_EQ(p.algo, CollAlgo::Tree);
+  ASSERT_EQ(p.proto, CollProto::LL);
+  const double nccl_lat = 6.8 + 2 * (7 * 1.0 + 3 * 5.0);
+  EXPECT_NEAR(p.latency_us, nccl_lat + 6 * 4096 / (1e3 * per_channel), 1e-9);
+  call = all_reduce(1 << 20);
+  call.algo = CollAlgo::Tree;
+  call.proto = CollProto::LL;
+  EXPECT_NEAR(predict_collective(c, call, c.gpus()).latency_us,
+              nccl_lat + 6 * 32768 / (1e3 * per_channel), 1e-9);
+  const Cluster one = load_cluster("dgx-a100");
+  call = all_reduce(8 << 10);
+  call.algo = CollAlgo::Tree;
+  call.proto = CollProto::LL;
+  EXPECT_NEAR(predict_collective(one, call, one.gpus()).latency_us, 6.8 + 2 * 7 * 0.6, 1e-9);
+}
+
 // A broadcast or reduce ring across nodes is a chain (broadcast.h, reduce.h): on 4 nodes of 8 H100
 // its 31 hops hold LL128 data for NCCL's per-hop latency (27 NVLink hops x 1.9 us, 4 network hops
 // x 4.0 us, of which NCCL's tuner charges one), and each network hop holds one chunk (the
