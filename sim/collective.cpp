@@ -131,6 +131,18 @@ constexpr int kRingChunkSteps = 4, kRingSliceSteps = 2;  // ALLREDUCE_CHUNKSTEPS
 // what one hop gives, not 31 x 0.6 us.
 constexpr double kLl128StepDataBytes = 120.0 * 640 * 8 * 120 / 128;
 constexpr double kRootedSimpleChunkBytes = kSimpleStepBytes;  // BROADCAST/REDUCE_CHUNKSTEPS 1
+// LL across nodes holds one chunk at every network hop too (session 30, issue 16): the LL buffer
+// is in host memory and the proxy posts a step only once it has seen every line's flags (net.cc
+// sendProxyProgress), so a tree or chain channel's data waits at each network hop for its chunk,
+// min(one LL step's data, the channel's share), at the channel's LL rate across nodes
+// (kLlNetChannelGbps). One LL step: NCCL_LL_LINES_PER_THREAD 8 x NCCL_LL_MAX_NTHREADS 512 lines of
+// 8 B data (src/init.cc DEFAULT_LL_BUFFSIZE = 8 x 512 x NCCL_STEPS x 16 B lines). Charged on trees
+// only, where tree LL adds a channel per 4 KiB (kLlThreadThreshold x 512 threads) and the chunk
+// stays at 4 KiB until every channel runs. Rings are left out (their chunk is bytes / (channels x
+// ranks)), and so are LL chains (broadcast, reduce): on one channel their chunk reaches a whole
+// step, and the 4-node runs hold 1.7-3 us a network hop at 32 KiB, not 32 KiB at this rate (6.8 us;
+// docs/validation.md, "Multi-node LL trees hold a chunk at every network hop").
+constexpr double kLlStepDataBytes = 8.0 * kLlMaxThreads * 8;
 // NVLS channels (comm->nvlsChannels; NCCL 2.2x src/transport/nvls.cc ncclNvlsInit, search-index
 // id 10947377014): NVLS_NCHANNELS_SM90 16 on Hopper; on Blackwell (compCap >= 100)
 // NVLS_NCHANNELS_SM100 32 when the communicator spans several nodes, NVLS_NCHANNELS_SM100_NVL 24 on
@@ -729,6 +741,15 @@ double rooted_chain_unseen_us(int n, const Topo& t, int p, double bytes, int nc,
   return us;
 }
 
+// What a tree LL call across nodes holds at its 2 log2(nodes) network hops beyond NCCL's estimate:
+// one chunk (kLlStepDataBytes above) per hop at one channel's LL rate across nodes, on `nc`
+// channels. Nothing for other protocols or on one node.
+double ll_tree_hold_us(const Topo& t, int p, double bytes, int nc) {
+  if (p != 0 || t.nodes < 2) return 0;
+  const double chunk = std::min(kLlStepDataBytes, bytes / static_cast<double>(nc));
+  return 2 * std::floor(std::log2(t.nodes)) * chunk / (1e3 * kLlNetChannelGbps);
+}
+
 // NCCL's ncclTopoTuneModel for one call: every (algorithm, protocol) with its latency and
 // algorithm bandwidth. `bus` is the fabric's ring bus bandwidth in GB/s, `tree_bus` the tree's
 // (twice its algorithm bandwidth before NCCL's factors), `nch` NCCL's channels.
@@ -836,7 +857,8 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
         if (tsel == 0) tsel = tb;
         tb = 2 * tree_nc * kLlNetChannelGbps;
       }
-      out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5, 0, tsel * 0.5});
+      out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5, 0, tsel * 0.5,
+                     ll_tree_hold_us(t, p, bytes, tree_nc)});
     }
   }
   if (t.nvls && kind == CollectiveKind::AllReduce) out.push_back(nvls_candidate(t, bus, bytes));

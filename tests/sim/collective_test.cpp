@@ -78,11 +78,12 @@ TEST(Collective, TwoNodeA100StaysOnTheRingUnderNcclsTreeCap) {
   EXPECT_LE(t.algbw_gbps, 8 * 23.6 / 2 + 1e-9);
   EXPECT_GT(p.algbw_gbps, t.algbw_gbps);
   // Small calls: the tree's chain steps pay the AMD hosts' 2 us network overhead (NCCL's
-  // getNetOverhead): 6.8 + 2 (7 x 2 + 5) = 44.8 us of tree LL latency.
+  // getNetOverhead): 6.8 + 2 (7 x 2 + 5) = 44.8 us of tree LL latency, and its 2 network hops
+  // each hold a channel's 4 KiB at 512 x 8 B per 850 ns (LlTreesAcrossNodesHoldAChunk...).
   const CollectivePrediction s = predict_collective(c, all_reduce(8192), c.gpus());
   EXPECT_EQ(s.algo, CollAlgo::Tree);
   EXPECT_EQ(s.proto, CollProto::LL);
-  EXPECT_NEAR(s.latency_us, 44.8, 1e-9);
+  EXPECT_NEAR(s.latency_us, 44.8 + 2 * 4096 / (512 * 8.0 / 0.85), 1e-9);
 }
 
 TEST(Collective, ParsesNcclVersionsAsNcclNumbersThem) {
@@ -206,6 +207,35 @@ TEST(Collective, LlAcrossNodesRunsThroughHostMemory) {
   tree.algo = CollAlgo::Tree;
   tree.proto = CollProto::LL;
   EXPECT_NEAR(predict_collective(a2, tree, a2.gpus()).algbw_gbps, per_channel, 1e-9);
+}
+
+// A tree LL call across nodes holds one chunk at every network hop (the proxy posts an LL step once
+// every line's flags are set, net.cc sendProxyProgress): the channel's share, at most one LL step
+// (8 lines x 512 threads x 8 B = 32 KiB), at one channel's LL rate across nodes (512 x 8 B per
+// 850 ns). On 8 ABCI nodes (Intel hosts, 4 NICs: 8 channels) the tree has 2 log2(8) = 6 network
+// hops: an 8 KiB call on 2 channels holds 6 x 4 KiB, a forced 1 MiB LL call 6 x 32 KiB, beyond
+// NCCL's tree latency (6.8 us + 2 (7 chain steps x 1 us + 3 network hops x 5 us)); the tuner's
+// choice does not see it. One node holds nothing.
+TEST(Collective, LlTreesAcrossNodesHoldAChunkAtEveryNetworkHop) {
+  const double per_channel = 512 * 8.0 / 850.0;  // GB/s
+  const Cluster c =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/8x-abci-anode.yaml");
+  CollectiveCall call = all_reduce(8 << 10);
+  const CollectivePrediction p = predict_collective(c, call, c.gpus());
+  ASSERT_EQ(p.algo, CollAlgo::Tree);
+  ASSERT_EQ(p.proto, CollProto::LL);
+  const double nccl_lat = 6.8 + 2 * (7 * 1.0 + 3 * 5.0);
+  EXPECT_NEAR(p.latency_us, nccl_lat + 6 * 4096 / (1e3 * per_channel), 1e-9);
+  call = all_reduce(1 << 20);
+  call.algo = CollAlgo::Tree;
+  call.proto = CollProto::LL;
+  EXPECT_NEAR(predict_collective(c, call, c.gpus()).latency_us,
+              nccl_lat + 6 * 32768 / (1e3 * per_channel), 1e-9);
+  const Cluster one = load_cluster("dgx-a100");
+  call = all_reduce(8 << 10);
+  call.algo = CollAlgo::Tree;
+  call.proto = CollProto::LL;
+  EXPECT_NEAR(predict_collective(one, call, one.gpus()).latency_us, 6.8 + 2 * 7 * 0.6, 1e-9);
 }
 
 // A broadcast or reduce ring across nodes is a chain (broadcast.h, reduce.h): on 4 nodes of 8 H100
