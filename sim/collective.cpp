@@ -672,6 +672,8 @@ struct Candidate {
   // Time NCCL's estimate leaves out and the call takes (a rooted ring's chain across nodes, beyond
   // the one hop the tuner charges): added to the call's latency, not to what the tuner compares.
   double unseen_us = 0;
+  // CTAs the pair's kernel runs on each rank, one per channel it uses (the SMs it holds).
+  int ctas = 1;
 };
 
 // Channels NCCL runs a ring/tree call on (topoGetAlgoInfo): from comm->nChannels, one fewer while
@@ -723,7 +725,10 @@ Candidate nvls_candidate(const Topo& t, double bus_gbps, double bytes) {
   }
   const double ops = static_cast<double>(t.nvls_channels) * t.ppn;
   const double round = std::min(bytes, ops * nvls_chunk(bytes, ops, t));
-  return {CollAlgo::Nvls, CollProto::Simple, lat, algbw, (tree ? 2 : 1) * round / (1e3 * algbw)};
+  Candidate k{CollAlgo::Nvls, CollProto::Simple, lat, algbw,
+              (tree ? 2 : 1) * round / (1e3 * algbw)};
+  k.ctas = t.nvls_channels;
+  return k;
 }
 
 // What a rooted ring's chain across nodes (n - 1 hops) holds beyond the one hop NCCL's tuner
@@ -823,7 +828,7 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
       ring_select = bw * n / steps;
       bw = nc * kLlNetChannelGbps;
     }
-    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill, ring_select, unseen});
+    out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill, ring_select, unseen, nc});
     // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.
     if (kind == CollectiveKind::AllReduce) {
       // tuning.cc: every tree protocol at most nChannels x perChMaxTreeBw, LL128 further at most
@@ -859,6 +864,7 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
       }
       out.push_back({CollAlgo::Tree, proto, tlat, tb * 0.5, 0, tsel * 0.5,
                      ll_tree_hold_us(t, p, bytes, tree_nc)});
+      out.back().ctas = tree_nc;
     }
   }
   if (t.nvls && kind == CollectiveKind::AllReduce) out.push_back(nvls_candidate(t, bus, bytes));
@@ -869,7 +875,7 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     out.push_back({CollAlgo::Pat, CollProto::Simple,
                    kPatBaseLat + std::floor(std::log2(t.nodes)) * hw_lat(t, kNet, 0, 2) / 3.5 +
                        n * kPatPerRankLat,
-                   bus * kPatEfficiency});
+                   bus * kPatEfficiency, 0, 0, 0, nch});
   return out;
 }
 
@@ -1029,6 +1035,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
     const Hw hw = t.nodes == 1 ? t.intra : kNet;
     cand.push_back({CollAlgo::Direct, CollProto::Simple, kBaseLat[1][2] + kHwLat[hw][1][2],
                     bytes / (per_flow / slow) / 1e9});
+    cand.back().ctas = t.nccl_channels;
     out.fabric_busbw_gbps = slow / 1e9;
   } else {
     int ch = 1;
@@ -1065,6 +1072,7 @@ CollectivePrediction predict_collective(const Cluster& c, const CollectiveCall& 
       out.latency_us = k.lat_us + k.unseen_us;
       out.algbw_gbps = k.algbw_gbps;
       out.fill_us = k.fill_us;
+      out.ctas = k.ctas;
     }
   }
   if (!found)

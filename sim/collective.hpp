@@ -40,6 +40,10 @@ struct CollectivePrediction {
   Duration fixed;
   double fabric_busbw_gbps = 0;  ///< ring bus bandwidth the fabric gives (max-min)
   int channels = 1;
+  /// CTAs the chosen pair's kernel runs on each rank, one per channel it uses (NCCL launches one
+  /// block per channel: src/enqueue.cc, grid = nChannels): the SMs a call holds while it runs
+  /// beside other kernels (docs/engine.md, "Collectives beside kernels"). 0 for one rank.
+  int ctas = 0;
   int nodes = 1;
 };
 

@@ -79,6 +79,19 @@ void serialise_process_groups(ExpandedGraph& x, const Placement& p, const std::s
 
 }  // namespace
 
+double beside_call_stretch(const Op& op, const DeviceSpec& s, int ctas, double hbm_bytes_per_s) {
+  const double peak = s.peak_for(op.dtype).per_s, bw = s.memory_bandwidth.bytes_per_s;
+  if (!(peak > 0) || !(bw > 0) || s.sm_count <= 0) return 1.0;
+  const double tc = op.flops.v / peak;
+  const double tm = static_cast<double>(op.bytes_read.v + op.bytes_written.v) / bw;
+  const double t = std::max(tc, tm);
+  if (!(t > 0)) return 1.0;
+  const int sms = s.sm_count, held = std::clamp(ctas, 0, sms - 1);
+  const double sm_left = static_cast<double>(sms - held) / sms;
+  const double bw_left = std::max(bw - std::max(0.0, hbm_bytes_per_s), bw / 2) / bw;
+  return std::max(tc / sm_left, tm / bw_left) / t;
+}
+
 bool has_collectives(const Graph& g) {
   return std::any_of(g.ops.begin(), g.ops.end(),
                      [](const Op& o) { return o.collective.has_value(); });
@@ -145,6 +158,11 @@ ExpandedGraph expand_collectives(const Cluster& cluster, const Graph& g, const P
               .first;
     ExpandedCall run{ops, pred.fixed, {}, {}};
     const double phase_s = static_cast<double>(pred.time.ns - pred.fixed.ns) * 1e-9;
+    run.ctas = pred.ctas;
+    if (phase_s > 0)
+      run.hbm_bytes_per_s = kNcclHbmBytesPerBusByte *
+                            bus_factor(first.kind, static_cast<int>(ranks.size())) *
+                            static_cast<double>(first.bytes.v) / phase_s;
     for (std::size_t k = 0; k < fp->second.routes.size() && phase_s > 0; ++k) {
       const double r = fp->second.rates[k];
       if (!(r > 0) || r == kUnbounded) continue;  // a route without links moves nothing

@@ -23,7 +23,19 @@ struct ExpandedCall {
   Duration fixed;
   std::vector<std::vector<Hop>> routes;
   std::vector<double> bytes;
+  /// SMs the call's kernel holds on each rank while it runs (CollectivePrediction::ctas).
+  int ctas = 0;
+  /// Device-memory bytes per second the call moves on each rank in its bandwidth phase alone:
+  /// kNcclHbmBytesPerBusByte x what a rank sends (bus_factor x bytes) / (time - fixed).
+  double hbm_bytes_per_s = 0;
 };
+
+/// Device-memory (HBM) bytes an NCCL ring step moves on a rank per byte the rank sends: a reduce
+/// step (recvReduceSend in src/device/prims_simple.h) reads the chunk received into its buffer
+/// and its own input's chunk, and the next rank's chunk is written into its buffer, 2 reads + 1
+/// write; a copy step (recvCopySend) reads the received chunk, writes the output and receives
+/// the next, also 3. Default 3 B/B; what the issue states ("reads two and writes one").
+inline constexpr double kNcclHbmBytesPerBusByte = 3.0;
 
 /// Each rank op keeps its inputs and outputs and gets the predicted time of its call
 /// (predict_collective over the devices its call's ranks are placed on) as `measured` (what the
@@ -40,6 +52,14 @@ struct ExpandedGraph {
   std::vector<ExpandedCall> calls;       ///< in call id order
   std::vector<std::int32_t> call_of_op;  ///< per op: index into `calls`, -1 for other ops
 };
+
+/// How much longer a kernel `op` takes on GPU `s` beside running collectives that hold `ctas` of
+/// its SMs and move `hbm_bytes_per_s` through its memory (docs/engine.md, "Collectives beside
+/// kernels"): its roofline with the SMs left and the memory bandwidth left,
+/// max(Tc x SMs / (SMs - ctas), Tm x BW / (BW - hbm)) / max(Tc, Tm), Tc = flops / peak of its
+/// compute dtype, Tm = bytes / BW; the calls keep at most half the bandwidth (two streams share
+/// it) and leave at least one SM. 1 for an op without flops or bytes, or without a GPU's counts.
+double beside_call_stretch(const Op& op, const DeviceSpec& s, int ctas, double hbm_bytes_per_s);
 
 /// True when any op of `g` carries a collective call.
 bool has_collectives(const Graph& g);

@@ -514,6 +514,10 @@ class StepRun {
   [[gnu::cold]] void coll_flows(std::int32_t call);
   [[gnu::cold]] void coll_flow_done(std::int32_t flow);
   [[gnu::cold]] void coll_end(std::int32_t call);
+  /// A GPU kernel `op` of `ns` alone starting now beside the collectives running on its GPU: its
+  /// duration there, or -1 when its stream was held up since its start was scheduled (it is
+  /// scheduled again, once the kernel before it ends).
+  [[gnu::cold]] std::int64_t beside_calls(std::int32_t op, std::int64_t ns);
   void busy_up(DeviceId d);
   void busy_down(DeviceId d);
   void finish_item(std::int32_t item, SimTime end);
@@ -622,6 +626,12 @@ class StepRun {
   std::vector<std::int32_t> coll_started_, coll_left_, coll_last_, coll_flow_call_;
   std::vector<std::int32_t> coll_flow_begin_;
   std::vector<SimTime> coll_flow_start_;
+  // Collectives beside kernels (docs/engine.md, "Collectives beside kernels"): per GPU the SMs
+  // (CTAs) and device-memory bytes/s of the calls running on it; per stream the time kernels
+  // started beside calls were stretched by so far, and per op that sum when its start was set.
+  std::vector<std::int32_t> coll_ctas_;
+  std::vector<std::int64_t> coll_hbm_;
+  std::vector<SimTime> stream_shift_, op_shift_;
 };
 
 void StepRun::build_copies(std::int32_t t0, std::int32_t t1) {
@@ -860,6 +870,7 @@ void StepRun::launch_end(std::int32_t op) {
   if (track_) pred_[op] = (start > now && stream_last_[si] >= 0) ? stream_last_[si] : item;
   stream_free_[si] = start + kernel_time(op);
   stream_last_[si] = op;
+  if (coll_) op_shift_[op] = stream_shift_[si];
   // Consumers on the same stream may be launched now.
   for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t)
     for (int i = V_.cons_begin[t]; i < V_.cons_begin[t + 1]; ++i)
@@ -877,10 +888,38 @@ void StepRun::kernel_start(std::int32_t op) {
     cpu_begin(op);
     return;
   }
+  std::int64_t ns = kernel_time(op);
+  if (coll_) [[unlikely]] {
+    ns = beside_calls(op, ns);
+    if (ns < 0) return;
+  }
   for (int t = V_.out_begin[op]; t < V_.out_begin[op + 1]; ++t) alloc(d, V_.tensor_bytes[t]);
   busy_up(d);
   if (track_) item_start_[op] = engine_.now();
-  engine_.schedule(engine_.now() + kernel_time(op), Priority::KernelEnd, kKernelEnd, op);
+  engine_.schedule(engine_.now() + ns, Priority::KernelEnd, kKernelEnd, op);
+}
+
+std::int64_t StepRun::beside_calls(std::int32_t op, std::int64_t ns) {
+  const DeviceId d = dev_[op];
+  const std::size_t si = static_cast<std::size_t>(d) * max_streams_ + op_stream_[op];
+  if (op_shift_[op] != stream_shift_[si]) {
+    // A kernel before it on its stream was stretched after this start was set: it ends later.
+    engine_.schedule(engine_.now() + (stream_shift_[si] - op_shift_[op]), Priority::KernelStart,
+                     kKernelStart, op);
+    op_shift_[op] = stream_shift_[si];
+    return -1;
+  }
+  if (coll_ctas_[d] == 0 && coll_hbm_[d] == 0) return ns;
+  const double f = beside_call_stretch(V_.graph->ops[op], V_.cluster->devices[d].spec,
+                                       coll_ctas_[d], static_cast<double>(coll_hbm_[d]));
+  const auto longer = static_cast<std::int64_t>(std::llround(static_cast<double>(ns) * f));
+  if (longer <= ns) return ns;
+  // The kernels queued behind it on its stream start that much later (their starts were set
+  // from stream_free_ before this one started; beside_calls moves each once it comes up).
+  stream_shift_[si] += longer - ns;
+  stream_free_[si] += longer - ns;
+  op_shift_[op] = stream_shift_[si];
+  return longer;
 }
 
 void StepRun::busy_up(DeviceId d) {
@@ -1057,6 +1096,7 @@ void StepRun::coll_rank_start(std::int32_t op, std::int32_t launch) {
     pred_[op] = launch;
   }
   const std::int32_t call = coll_->call_of_op[op];
+  coll_ctas_[d] += coll_->calls[call].ctas;  // its CTAs hold SMs from launch, waiting for peers
   if (++coll_started_[call] < static_cast<std::int32_t>(coll_->calls[call].ops.size())) return;
   coll_last_[call] = op;
   engine_.schedule(engine_.now() + coll_->calls[call].fixed.ns, Priority::LatencyDone, kCollFlows,
@@ -1071,6 +1111,7 @@ void StepRun::coll_flows(std::int32_t call) {
   }
   coll_left_[call] = static_cast<std::int32_t>(k.routes.size());
   coll_flow_start_[call] = engine_.now();
+  for (OpId op : k.ops) coll_hbm_[dev_[op]] += std::llround(k.hbm_bytes_per_s);
   for (std::size_t i = 0; i < k.routes.size(); ++i)
     net_.start(engine_.now(), k.routes[i], k.bytes[i],
                -1 - (coll_flow_begin_[call] + static_cast<std::int32_t>(i)));
@@ -1092,6 +1133,11 @@ void StepRun::coll_flow_done(std::int32_t flow) {
 // Every rank op of the call ends now; each waited for the rank that started last.
 void StepRun::coll_end(std::int32_t call) {
   const std::int32_t cause = track_ ? pred_[coll_last_[call]] : -1;
+  const ExpandedCall& k = coll_->calls[call];
+  for (OpId op : k.ops) {
+    coll_ctas_[dev_[op]] -= k.ctas;
+    if (!k.routes.empty()) coll_hbm_[dev_[op]] -= std::llround(k.hbm_bytes_per_s);
+  }
   // Through the queue at this instant rather than by calling kernel_end(): a third call site
   // would change how the compiler inlines the engine's hottest path for every graph.
   for (OpId op : coll_->calls[call].ops) {
@@ -1409,6 +1455,10 @@ void StepRun::reset_collectives() {
   coll_flow_start_.assign(nc, 0);
   coll_flow_begin_.assign(nc + 1, 0);
   coll_flow_call_.clear();
+  coll_ctas_.assign(V_.n_dev, 0);
+  coll_hbm_.assign(V_.n_dev, 0);
+  stream_shift_.assign(static_cast<std::size_t>(V_.n_dev) * max_streams_, 0);
+  op_shift_.assign(n_, 0);
   for (std::size_t c = 0; c < nc; ++c) {
     coll_flow_begin_[c + 1] =
         coll_flow_begin_[c] + static_cast<std::int32_t>(coll_->calls[c].routes.size());
