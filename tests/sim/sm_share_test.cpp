@@ -6,6 +6,7 @@
 #include "sim/collective.hpp"
 #include "sim/collective_expand.hpp"
 #include "sim/simulate.hpp"
+
 #include "sim_fixtures.hpp"
 
 namespace placesim::sim {
@@ -22,9 +23,10 @@ CollectiveCall all_reduce() {
   return c;
 }
 
-// On gpu0 of `dgx-a100`: `pre` (500 us, no work to slow: the call's fixed time, ~130 us, passes) then `k` (kLongUs, compute-bound with
-// `flops`, memory-bound with `bytes`) then `post` (100 us) on the same stream; with `call`, an
-// 8-GPU 1 GiB all-reduce that starts before `k` does. Returns the step time.
+// On gpu0 of `dgx-a100`: `pre` (500 us, no work to slow: the call's fixed time, ~130 us, passes)
+// then `k` (kLongUs, compute-bound with `flops`, memory-bound with `bytes`) then `post` (100 us) on
+// the same stream; with `call`, an 8-GPU 1 GiB all-reduce that starts before `k` does. Returns the
+// step time.
 std::int64_t step(bool call, double flops, std::int64_t bytes) {
   const Cluster c = load_cluster("dgx-a100");
   const std::vector<DeviceId> gpus = c.gpus();
