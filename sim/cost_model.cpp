@@ -394,6 +394,30 @@ bool cudnn_nhwc_batch_norm(const Op& op) {
          !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
 }
 
+// Whether a builder's FusedBatchNorm (an [N, H, W, C] signature, channels last unless the graph
+// says NCHW) runs those same cuDNN channels-last kernels, priced like cudnn_nhwc_batch_norm's, as
+// PyTorch's channels-last BatchNorm2d does (above). (TensorFlow's NHWC FusedBatchNormV3 reaches
+// them only with TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT set, default off: its
+// fast_nhwc_batch_norm in tensorflow/core/kernels/fused_batch_norm_op.cc; otherwise it transposes
+// to NCHW.) Hopper only: the one generation whose traces measured the two-pass rate
+// (kHopperNhwcBatchNormEff); elsewhere the builders' op keeps its single-read bytes, which the
+// V100/A100 TensorFlow and MXNet rows of the published table were checked against. Priced so, the
+// H200 ResNet-50 AMP NHWC traces' norm class per image (52.43 us) is what the built-in graph's
+// batch norms add; at one read they added 28.9 (0.55x, docs/validation.md, "The built-in
+// graph's FusedBatchNorm on Hopper").
+bool hopper_fused_nhwc_batch_norm(const Op& op, const DeviceSpec& spec) {
+  return spec.arch.hopper() && fused_batch_norm_type(op.type) && op.layout != Layout::Nchw &&
+         op.signature && !op.signature->input_shapes.empty() &&
+         op.signature->input_shapes[0].size() == 4;
+}
+
+// The channels of a batch norm cuDNN runs channels last (either naming), the C x dtype bytes of
+// its pixel row.
+std::int64_t nhwc_batch_norm_row_bytes(const Op& op) {
+  const auto& x = op.signature->input_shapes[0];
+  return (fused_batch_norm_type(op.type) ? x[3] : x[1]) * dtype_size(op.dtype);
+}
+
 // The rate of cuDNN's channels-last BatchNorm kernels on a pixel row (C elements) that is not a
 // whole number of 128-byte lines, as a fraction of their rate on one that is. The kernels read
 // 64 channels a pass (16 threads x 4 elements per pixel: the template's 16 and 4 in the traces'
@@ -422,8 +446,8 @@ std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double
                                                             const DeviceSpec& spec) {
   if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
   const double two_pass = bytes + static_cast<double>(op.bytes_read.v);
-  if (cudnn_nhwc_batch_norm(op)) {
-    const std::int64_t row = op.signature->input_shapes[0][1] * dtype_size(op.dtype);
+  if (cudnn_nhwc_batch_norm(op) || hopper_fused_nhwc_batch_norm(op, spec)) {
+    const std::int64_t row = nhwc_batch_norm_row_bytes(op);
     return std::make_pair(row % 128 == 0 ? two_pass : two_pass / kNhwcBatchNormMisalignedRate, 0.0);
   }
   const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0], op.layout,
@@ -1969,7 +1993,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const double bw = spec.memory_bandwidth.bytes_per_s;
   double rate = bw * non_vectorised_eff(op, spec, p).value_or(memory_eff_for(op.type, spec, p));
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() &&
-      cudnn_nhwc_batch_norm(op))
+      (cudnn_nhwc_batch_norm(op) || hopper_fused_nhwc_batch_norm(op, spec)))
     rate = bw * kHopperNhwcBatchNormEff;
   if (bw_cap > 0.0) rate = std::min(rate, bw_cap);
   // A convolution on f16/bf16 tensor cores sits near the ridge (ResNet-50's, weighted by time:
