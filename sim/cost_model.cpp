@@ -389,25 +389,18 @@ std::optional<double> batch_norm_cap(std::string_view type, const std::vector<st
 // as the NCHW kernels do: measured, 2.4-3.7 TB/s forward and 2.8-3.2 backward counted so (two
 // reads and a write; four and a write), 0.5-0.77 of the 4.8 TB/s, at 64 to 2048 channels
 // (h200_resnet50_amp_nhwc_b256_train.json.gz, `tools/cnn_trace_report.py TRACE bn`).
+//
+// A builders' FusedBatchNorm ([N, H, W, C]) takes these kernels too when the graph states
+// `layout=nhwc` (PyTorch's channels_last, as the ONNX graphs' layout=nhwc does): at one read, the
+// rule before, the built-in resnet50 graph's batch norms added 28.94 us an image against the H200
+// NHWC traces' 52.42 (0.55x; docs/validation.md, "The built-in graph's FusedBatchNorm"). With no
+// layout stated it stays the TensorFlow/MXNet op the builders model, one read: MXNet's own NHWC
+// batch-norm kernels (the MLPerf rows' fused BN-ReLU-add) were not measured, and TensorFlow's NHWC
+// FusedBatchNormV3 reaches cuDNN's NHWC kernels only with TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+// set, default off (fast_nhwc_batch_norm, tensorflow/core/kernels/fused_batch_norm_op.cc).
 bool cudnn_nhwc_batch_norm(const Op& op) {
-  return batch_norm_type(op.type) && op.layout == Layout::Nhwc && op.signature &&
-         !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
-}
-
-// Whether a builder's FusedBatchNorm (an [N, H, W, C] signature, channels last unless the graph
-// says NCHW) runs those same cuDNN channels-last kernels, priced like cudnn_nhwc_batch_norm's, as
-// PyTorch's channels-last BatchNorm2d does (above). (TensorFlow's NHWC FusedBatchNormV3 reaches
-// them only with TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT set, default off: its
-// fast_nhwc_batch_norm in tensorflow/core/kernels/fused_batch_norm_op.cc; otherwise it transposes
-// to NCHW.) Hopper only: the one generation whose traces measured the two-pass rate
-// (kHopperNhwcBatchNormEff); elsewhere the builders' op keeps its single-read bytes, which the
-// V100/A100 TensorFlow and MXNet rows of the published table were checked against. Priced so, the
-// H200 ResNet-50 AMP NHWC traces' norm class per image (52.43 us) is what the built-in graph's
-// batch norms add; at one read they added 28.9 (0.55x, docs/validation.md, "The built-in
-// graph's FusedBatchNorm on Hopper").
-bool hopper_fused_nhwc_batch_norm(const Op& op, const DeviceSpec& spec) {
-  return spec.arch.hopper() && fused_batch_norm_type(op.type) && op.layout != Layout::Nchw &&
-         op.signature && !op.signature->input_shapes.empty() &&
+  return (batch_norm_type(op.type) || fused_batch_norm_type(op.type)) &&
+         op.layout == Layout::Nhwc && op.signature && !op.signature->input_shapes.empty() &&
          op.signature->input_shapes[0].size() == 4;
 }
 
@@ -446,7 +439,7 @@ std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double
                                                             const DeviceSpec& spec) {
   if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
   const double two_pass = bytes + static_cast<double>(op.bytes_read.v);
-  if (cudnn_nhwc_batch_norm(op) || hopper_fused_nhwc_batch_norm(op, spec)) {
+  if (cudnn_nhwc_batch_norm(op)) {
     const std::int64_t row = nhwc_batch_norm_row_bytes(op);
     return std::make_pair(row % 128 == 0 ? two_pass : two_pass / kNhwcBatchNormMisalignedRate, 0.0);
   }
@@ -1993,7 +1986,7 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   const double bw = spec.memory_bandwidth.bytes_per_s;
   double rate = bw * non_vectorised_eff(op, spec, p).value_or(memory_eff_for(op.type, spec, p));
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() &&
-      (cudnn_nhwc_batch_norm(op) || hopper_fused_nhwc_batch_norm(op, spec)))
+      cudnn_nhwc_batch_norm(op))
     rate = bw * kHopperNhwcBatchNormEff;
   if (bw_cap > 0.0) rate = std::min(rate, bw_cap);
   // A convolution on f16/bf16 tensor cores sits near the ridge (ResNet-50's, weighted by time:

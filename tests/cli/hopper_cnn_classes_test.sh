@@ -35,11 +35,12 @@ for line in sys.stdin:
 if bad:
     sys.exit("per-image cost off by more than 15 %%: %s" % ", ".join(bad))
 ' || fail "Hopper CNN classes per image"
-# The built-in resnet50 graph (the builders' FusedBatchNorm, channels last) against the same
-# traces: its batch norms run the same cuDNN NHWC kernels (hopper_fused_nhwc_batch_norm, issue 15,
-# h-hopperrest). At one read they added 28.94 us an image (0.55x); the slope must lie within 15 %.
+# The built-in resnet50 graph with layout=nhwc (PyTorch's channels_last, as the traces ran) against
+# the same traces: its FusedBatchNorms run the same cuDNN NHWC kernels (cudnn_nhwc_batch_norm,
+# issue 15, h-hopperrest). At one read they added 28.94 us an image (0.55x); the slope must lie
+# within 15 %.
 out="$(python3 "$ROOT/tools/batch_scaling.py" "$P" "$T/h200.yaml" resnet50 \
-  precision=f16,grads=f32,optimizer_impl=foreach,grad_scaler=torch \
+  precision=f16,grads=f32,layout=nhwc,optimizer_impl=foreach,grad_scaler=torch \
   "64=$D/h200_resnet50_amp_nhwc_b64_train.json.gz" "256=$D/h200_resnet50_amp_nhwc_b256_train.json.gz")" ||
   fail "batch_scaling.py (built-in graph): $out"
 echo "$out" | python3 -c '
