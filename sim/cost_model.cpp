@@ -389,9 +389,26 @@ std::optional<double> batch_norm_cap(std::string_view type, const std::vector<st
 // as the NCHW kernels do: measured, 2.4-3.7 TB/s forward and 2.8-3.2 backward counted so (two
 // reads and a write; four and a write), 0.5-0.77 of the 4.8 TB/s, at 64 to 2048 channels
 // (h200_resnet50_amp_nhwc_b256_train.json.gz, `tools/cnn_trace_report.py TRACE bn`).
+//
+// A builders' FusedBatchNorm ([N, H, W, C]) takes these kernels too when the graph states
+// `layout=nhwc` (PyTorch's channels_last, as the ONNX graphs' layout=nhwc does): at one read, the
+// rule before, the built-in resnet50 graph's batch norms added 28.94 us an image against the H200
+// NHWC traces' 52.42 (0.55x; docs/validation.md, "The built-in graph's FusedBatchNorm"). With no
+// layout stated it stays the TensorFlow/MXNet op the builders model, one read: MXNet's own NHWC
+// batch-norm kernels (the MLPerf rows' fused BN-ReLU-add) were not measured, and TensorFlow's NHWC
+// FusedBatchNormV3 reaches cuDNN's NHWC kernels only with TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+// set, default off (fast_nhwc_batch_norm, tensorflow/core/kernels/fused_batch_norm_op.cc).
 bool cudnn_nhwc_batch_norm(const Op& op) {
-  return batch_norm_type(op.type) && op.layout == Layout::Nhwc && op.signature &&
-         !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
+  return (batch_norm_type(op.type) || fused_batch_norm_type(op.type)) &&
+         op.layout == Layout::Nhwc && op.signature && !op.signature->input_shapes.empty() &&
+         op.signature->input_shapes[0].size() == 4;
+}
+
+// The channels of a batch norm cuDNN runs channels last (either naming), the C x dtype bytes of
+// its pixel row.
+std::int64_t nhwc_batch_norm_row_bytes(const Op& op) {
+  const auto& x = op.signature->input_shapes[0];
+  return (fused_batch_norm_type(op.type) ? x[3] : x[1]) * dtype_size(op.dtype);
 }
 
 // The rate of cuDNN's channels-last BatchNorm kernels on a pixel row (C elements) that is not a
@@ -423,7 +440,7 @@ std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double
   if (!op.signature || op.signature->input_shapes.empty()) return std::nullopt;
   const double two_pass = bytes + static_cast<double>(op.bytes_read.v);
   if (cudnn_nhwc_batch_norm(op)) {
-    const std::int64_t row = op.signature->input_shapes[0][1] * dtype_size(op.dtype);
+    const std::int64_t row = nhwc_batch_norm_row_bytes(op);
     return std::make_pair(row % 128 == 0 ? two_pass : two_pass / kNhwcBatchNormMisalignedRate, 0.0);
   }
   const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0], op.layout,

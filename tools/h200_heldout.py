@@ -48,9 +48,12 @@ STEPS = [
     ("ResNet-50 AMP NCHW b128", "h200_heldout_2026-12-04_results.jsonl",
      dict(model="resnet50", precision="amp", batch=128, channels_last=False), "resnet50",
      "batch=128,precision=f16,grads=f32,layout=nchw,optimizer_impl=foreach,grad_scaler=torch"),
+    # channels_last=True: PyTorch's channels-last tensors, layout=nhwc as for the zoo's ONNX graphs
+    # (the builders' FusedBatchNorm then runs cuDNN's NHWC kernels; with no layout it is the
+    # TensorFlow/MXNet op, docs/cost-model.md).
     ("ResNet-50 AMP NHWC b128", "h200_heldout_2026-12-04_results.jsonl",
      dict(model="resnet50", precision="amp", batch=128, channels_last=True), "resnet50",
-     "batch=128,precision=f16,grads=f32,optimizer_impl=foreach,grad_scaler=torch"),
+     "batch=128,precision=f16,grads=f32,layout=nhwc,optimizer_impl=foreach,grad_scaler=torch"),
     ("ResNet-50 FP32 NCHW b64", "h200_heldout_2026-12-04_results.jsonl",
      dict(model="resnet50", precision="fp32", batch=64), "resnet50",
      "batch=64,layout=nchw,math_mode=f32,optimizer_impl=foreach"),

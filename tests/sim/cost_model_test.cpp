@@ -318,6 +318,49 @@ TEST(CostModel, ChannelsLastBatchNormRunsCudnnNhwcKernels) {
   EXPECT_GT(batch_norm_stretch("aten::cudnn_batch_norm", x, 4.8e12, 132), 2.0);
 }
 
+// The builders' FusedBatchNorm ([N, H, W, C]) under `layout=nhwc` (PyTorch's channels_last) runs
+// cuDNN's channels-last kernels (cudnn_nhwc_batch_norm): priced as the ONNX channels-last op of the
+// same tensor, two reads (at kHopperNhwcBatchNormEff on Hopper). At one read (the rule before, and
+// still with no layout stated: the TensorFlow/MXNet op) the built-in resnet50 graph's batch norms
+// added 28.94 us an image against the H200 NHWC traces' 52.42 (tools/batch_scaling.py on
+// h200_resnet50_amp_nhwc_b{64,256}); now 52.40.
+TEST(CostModel, ChannelsLastFusedBatchNormRunsCudnnNhwcKernels) {
+  const Device h200 = catalog_gpu("H200-SXM-141GB");
+  const Device a100 = catalog_gpu("A100-SXM4-80GB");
+  KernelCostModel km;
+  const auto fused = [](bool backward, std::int64_t c, std::optional<Layout> layout) {
+    Op op = onnx_batch_norm(backward, {256, c, 56, 56}, layout);
+    op.type = backward ? "FusedBatchNormGrad" : "FusedBatchNorm";
+    op.signature = Signature{op.type, {{256, 56, 56, c}, {c}}, Dtype::F16};
+    op.outputs[0].shape = {256, 56, 56, c};
+    return op;
+  };
+  const auto us = [&](const Op& op, const Device& d) {
+    return static_cast<double>(km.op_time(op, d).ns) / 1e3;
+  };
+  for (const Device* d : {&h200, &a100}) {
+    for (const bool bwd : {false, true}) {
+      for (const std::int64_t c : {128, 160}) {
+        const double onnx = us(onnx_batch_norm(bwd, {256, c, 56, 56}, Layout::Nhwc), *d);
+        EXPECT_DOUBLE_EQ(us(fused(bwd, c, Layout::Nhwc), *d), onnx) << bwd << " " << c;
+      }
+    }
+  }
+  // DenseNet-121's [256, 160, 56, 56] forward took 302.8 us on the H200, the 128-channel one 185.0.
+  EXPECT_NEAR(us(fused(false, 160, Layout::Nhwc), h200) / 302.8, 1.0, 0.20);
+  EXPECT_NEAR(us(fused(false, 128, Layout::Nhwc), h200) / 185.0, 1.0, 0.20);
+  // Two reads at 0.707 against one at 0.80: 1.70x (forward: 3 tensors of traffic against 2).
+  const double nhwc = us(fused(false, 128, Layout::Nhwc), h200);
+  const double unstated = us(fused(false, 128, std::nullopt), h200);
+  EXPECT_NEAR(nhwc / unstated, 1.5 * 0.8 / 0.707, 0.05);
+  // No layout stated keeps one read (the TensorFlow/MXNet op); NCHW the block-per-channel bound.
+  const Op one_read = fused(false, 128, std::nullopt);
+  const double one_read_us =
+      static_cast<double>(one_read.bytes_read.v + one_read.bytes_written.v) / (0.8 * 4.8e12) * 1e6;
+  EXPECT_NEAR(unstated / one_read_us, 1.0, 0.05);
+  EXPECT_GT(us(fused(false, 128, Layout::Nchw), h200), nhwc);
+}
+
 // ATen's average pooling runs a thread per output (forward) or per input-gradient element
 // (backward) at an element rate per SM, not at the bandwidth (aten_avg_pool_time). DenseNet-121's
 // first transition pool on the H200 (h200_densenet121_amp_nhwc_b256_train.json.gz, f16
