@@ -2017,12 +2017,14 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // convolutions keep max(): tf32_eff_max was measured all-in; so do depthwise ones, which have
   // no implicit-GEMM tiles (unit_peak), and f16 ones on GA10x/AD10x, whose half-rate tensor cores
   // leave the gathers time to hide (half_conv_overlaps_memory).
+  // Hopper's channels-last 2-D ones take max() too (two_rooflines, hopper_channels_last_conv).
   const bool two_rooflines = hopper_channels_last_conv(op, spec, p);
-  const bool half_conv = math_kind_of(op.type) == MathKind::Conv && half && !emulated &&
-                         !depthwise_on_cuda_cores(op, spec) && !two_rooflines;
+  const bool half_conv_sum = math_kind_of(op.type) == MathKind::Conv && half && !emulated &&
+                             !depthwise_on_cuda_cores(op, spec) && !two_rooflines &&
+                             !half_conv_overlaps_memory(spec, p);
   if (b > 0.0 && bw > 0.0) {
     const double memory_s = (b + p.memory_half_bytes) / rate;
-    t = half_conv && !half_conv_overlaps_memory(spec, p) ? t + memory_s : std::max(t, memory_s);
+    t = half_conv_sum ? t + memory_s : std::max(t, memory_s);
     // PyTorch's LayerNorm kernels: a block latency per wave of rows, the backward's gamma/beta
     // column reduction on ceil(cols / 32) SMs (layer_norm_kernel_time).
     if (p.generation_curves)
