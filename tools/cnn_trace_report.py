@@ -2,7 +2,7 @@
 """What a CNN training step's Kineto trace says per step, per kernel family and per conv/BN call
 (docs/validation.md, "ResNet-50 on the H200, held out").
 
-Usage:  tools/cnn_trace_report.py TRACE.json[.gz] steps|families|convs|bn|pools|fwd-csv
+Usage:  tools/cnn_trace_report.py TRACE.json[.gz] steps|families|convs|bn|pools|fwd-csv|spatial
 
 steps     per ProfilerStep#N: wall time, kernels launched in it and their summed time (GPU busy),
           aten ops, runtime calls, the longest GPU idle gap between them (where, how long) and
@@ -23,7 +23,12 @@ pools     one line per aten max/avg pooling call (forward and backward) of the l
           backward: outputs forward, the gradient's elements backward), then the kernel's name.
 fwd-csv   the last step's forward convolutions, one row per distinct shape (time: the mean of its
           calls, every kernel of the call), in tools/conv_rate_check.py's CSV columns, to stdout.
-The trace needs `record_shapes=True` for convs, bn, pools and fwd-csv (shapes, strides, dtypes).
+spatial   GPU time per step by the spatial size (H of [N, C, H, W]) of the first 4-D input of the
+          innermost aten op that launched each kernel (forward and autograd ops alike; kernels of
+          the Optimizer.* annotations apart, `update`; no 4-D input: `other`): what a CNN's stages
+          cost, e.g. one ResNet layer3 block (14x14) to extrapolate to deeper nets (docs/validation.md,
+          "Deep CNNs on the H200 held-out set").
+The trace needs `record_shapes=True` for convs, bn, pools, fwd-csv and spatial (shapes, strides, dtypes).
 """
 import collections
 import gzip
@@ -249,8 +254,30 @@ def report_fwd_csv(ev, steps, per):
             kernel.split("(")[0].replace(",", " ")[:100], us / calls, calls))
 
 
+def report_spatial(ev, steps, per):
+    inner = {}  # External id -> innermost op (nested ops start later and overwrite)
+    for o in sorted((e for e in ev if e.get("cat") == "cpu_op"), key=lambda e: (e["ts"], -e["dur"])):
+        inner[o["args"].get("External id")] = o
+    opt = [e for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("Optimizer.")]
+    out = collections.Counter()
+    for i in range(len(steps)):
+        for k, r in per.get(i, []):
+            if any(inside(a, r) and a["tid"] == r["tid"] for a in opt):
+                out["update"] += k["dur"]
+                continue
+            o = inner.get(k["args"].get("External id"))
+            dims = [d for d in ((o or {}).get("args", {}).get("Input Dims") or [])
+                    if isinstance(d, list) and len(d) == 4]
+            out["%dx%d" % (dims[0][2], dims[0][3]) if dims else "other"] += k["dur"]
+    print("%-10s %12s" % ("input H x W", "GPU ms/step"))
+    key = lambda kv: (not kv[0][0].isdigit(), -int(kv[0].split("x")[0]) if kv[0][0].isdigit() else 0)
+    for name, us in sorted(out.items(), key=key):
+        print("%-10s %12.2f" % (name, us / len(steps) / 1e3))
+    print("%-10s %12.2f" % ("total", sum(out.values()) / len(steps) / 1e3))
+
+
 def main():
-    modes = ("steps", "families", "convs", "bn", "pools", "fwd-csv")
+    modes = ("steps", "families", "convs", "bn", "pools", "fwd-csv", "spatial")
     if len(sys.argv) != 3 or sys.argv[2] not in modes:
         sys.exit("usage: tools/cnn_trace_report.py TRACE.json[.gz] " + "|".join(modes))
     ev = load(sys.argv[1])
@@ -260,7 +287,8 @@ def main():
                  "steps" % sys.argv[1])
     per = kernels_by_step(ev, steps)
     {"steps": report_steps, "families": report_families, "convs": report_convs,
-     "bn": report_bn, "pools": report_pools, "fwd-csv": report_fwd_csv}[sys.argv[2]](ev, steps, per)
+     "bn": report_bn, "pools": report_pools, "fwd-csv": report_fwd_csv,
+     "spatial": report_spatial}[sys.argv[2]](ev, steps, per)
 
 
 if __name__ == "__main__":

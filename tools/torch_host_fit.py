@@ -2,7 +2,7 @@
 """The host half of a PyTorch training step's Kineto trace, per framework op (models/torch_host.cpp,
 docs/cost-model.md "PyTorch eager's host work per framework op").
 
-Usage:  tools/torch_host_fit.py TRACE.json[.gz] [--profiler-us 1.93]
+Usage:  tools/torch_host_fit.py TRACE.json[.gz] [--profiler-us 1.93] [--phases]
 
 Per annotated step (ProfilerStep#N): every top-level aten op of the main thread and autograd node
 of the autograd thread, its span less --profiler-us per recorded op inside it (the profiler's own
@@ -12,6 +12,11 @@ autograd engine's time between nodes per node, the autocast weight cast nested i
 and the Optimizer.step span. The profiler's cost is fitted as (median traced step - unprofiled
 step) / recorded ops a step; 1.93 us for session 24's ResNet-50 AMP NHWC b64 trace (27.79 ms,
 21.37 ms, 3333 ops).
+
+--phases: per step only the host time of each pass, to compare two traces of the same graph (two
+leases, two batches): forward = the main thread's top-level ops up to the loss, their costs plus
+the Python between them; backward = the autograd thread's nodes, their costs plus the engine's
+time between them (docs/validation.md, "Deep CNNs on the H200 held-out set").
 """
 import argparse
 import collections
@@ -71,14 +76,40 @@ def step_report(ev, s, prof, per_name):
     return s["dur"] / 1e3, total / 1e3, fwd_gap, bwd_gap, casts, sum(e["dur"] for e in opt) / 1e3
 
 
+def pass_host(es, prof, upto_loss):
+    """(host ms, top-level ops) of one thread's ops: their costs plus the time between them."""
+    es, top = top_level(es)
+    if upto_loss:
+        loss = next((i for i, e in enumerate(top) if "cross_entropy" in e["name"]), None)
+        top = top[:loss + 1] if loss is not None else []
+    if not top:
+        return 0.0, 0
+    span = top[-1]["ts"] + top[-1]["dur"] - top[0]["ts"]
+    cost = sum(e["dur"] - len(inside(es, e["ts"], e["ts"] + e["dur"])) * prof for e in top)
+    return (cost + span - sum(e["dur"] for e in top)) / 1e3, len(top)
+
+
+def phases(ev, steps, prof):
+    print("step wall ms | forward host ms (ops) | backward host ms (nodes)")
+    for s in steps:
+        t0, t1 = s["ts"], s["ts"] + s["dur"]
+        cpu = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "cpu_op" and t0 <= e["ts"] < t1]
+        fwd = pass_host([e for e in cpu if e["tid"] == s["tid"]], prof, True)
+        bwd = pass_host([e for e in cpu if e["tid"] != s["tid"]], prof, False)
+        print("%s %.2f | %.2f (%d) | %.2f (%d)" % ((s["name"], s["dur"] / 1e3) + fwd + bwd))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace")
     ap.add_argument("--profiler-us", type=float, default=1.93)
+    ap.add_argument("--phases", action="store_true", help="forward and backward host a step only")
     a = ap.parse_args()
     ev = load(a.trace)
     steps = sorted([e for e in ev if e.get("ph") == "X" and e.get("cat") == "user_annotation"
                     and e.get("name", "").startswith("ProfilerStep#")], key=lambda e: e["ts"])
+    if a.phases:
+        return phases(ev, steps, a.profiler_us)
     per_name = collections.defaultdict(list)
     print("step wall ms | op costs ms | fwd Python us/op (ops) | bwd engine us/node (nodes) | "
           "conv2d weight cast us | Optimizer.step ms")

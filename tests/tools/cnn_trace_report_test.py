@@ -80,6 +80,15 @@ class CnnTraceReport(unittest.TestCase):
         self.assertEqual((stem[8], stem[9]), ("546.56", "1"))
         self.assertEqual(sum(int(line.split(",")[-1]) for line in lines[1:]), 53)
 
+    def test_spatial_stages_of_the_b256_step(self):
+        # docs/validation.md, "Deep CNNs on the H200 held-out set": layer3's 6 blocks (14x14).
+        out = run("h200_resnet50_amp_nhwc_b256_train.json.gz", "spatial")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rows = dict(l.split() for l in out.stdout.splitlines()[1:])
+        self.assertEqual((rows["14x14"], rows["28x28"], rows["56x56"]), ("8.90", "9.46", "15.98"))
+        self.assertEqual((rows["update"], rows["total"]), ("0.40", "41.49"))
+        self.assertEqual(list(rows)[:2], ["224x224", "112x112"])
+
     def test_refuses_a_trace_without_steps(self):
         out = run("h200_heldout_kernels_2026-12-04.json.gz", "steps")
         self.assertNotEqual(out.returncode, 0)
