@@ -165,6 +165,10 @@ bool grouped_conv(const Op& op) {
          });
 }
 
+// Whether `op` broadcasts a per-channel tensor over a feature map or reduces a map to one
+// (channelwise_time's ops, defined with it).
+bool channel_map_op(const Op& op);
+
 }  // namespace
 
 bool depthwise_conv(const Op& op) {
@@ -192,7 +196,7 @@ void apply_math_mode(Graph& g, const MathMode& m) {
 void apply_layout(Graph& g, Layout l) {
   for (Op& op : g.ops)
     if (math_kind_of(op.type) == MathKind::Conv || batch_norm_type(op.type) ||
-        fused_batch_norm_type(op.type))
+        fused_batch_norm_type(op.type) || channel_map_op(op))
       op.layout = l;
   g.metadata["layout"] = to_string(l);
 }
@@ -770,6 +774,15 @@ double gemm_matrices(const Op& op) {
 //   elements in 9.89 us: 1.23 G/s per SM (launch and tail included).
 constexpr double kBroadcastElementsPerSmSecond = 2.4e9;
 constexpr double kReduceElementsPerSmSecond = 1.23e9;
+// Channels-last on Hopper (layout nhwc, apply_layout): the H200 ResNet-50 AMP NHWC b256 step
+// (h200_resnet50_amp_nhwc_b256_train.json.gz, torch 2.11; a fitting trace, not held out), its
+// global pool over [256, 2048, 7, 7] f16. The mean (reduce_kernel<128, 4>: H and W are outer
+// dimensions of an NHWC map, the kernel vectorises along C) reads 25.7 M elements in 15.5 us, 3.3
+// TB/s: the memory rate, no element bound (the NCHW constant above prices it at 161 us). The
+// gradient's broadcast multiply (elementwise_kernel<128, 4>, MulFunctor, [256, 2048, 1, 1] into
+// the map) 26.2 M elements in 45.9 us: 4.3 G/s per SM (83 us at the NCHW constant). Other
+// generations were not timed channels-last and keep the NCHW constants.
+constexpr double kBroadcastNhwcElementsPerSmSecondHopper = 4.3e9;
 
 // A full 2-D transpose ([a, b] -> [b, a], both > 1; PyTorch's `x.t().contiguous()`, an ONNX
 // Transpose of a matrix): ATen's direct copy through the non-vectorised elementwise_kernel<128, 4>
@@ -807,13 +820,25 @@ bool per_channel_of(const std::vector<std::int64_t>& small, const std::vector<st
          !(product(small, 2) > 1);
 }
 
+// The squeeze-and-excitation scale and its gradient, global pooling and its gradient, bias adds:
+// an op with an input that is one value per channel of its output or the other way round.
+bool channel_map_op(const Op& op) {
+  if (!op.signature || op.outputs.empty()) return false;
+  const auto& out = op.outputs[0].shape;
+  for (const auto& in : op.signature->input_shapes)
+    if (per_channel_of(out, in) || per_channel_of(in, out)) return true;
+  return false;
+}
+
 // A channel-wise GPU kernel's least time (seconds) on a device of `sm_count` SMs: an op that
 // broadcasts a per-channel tensor ([N or 1, C, 1, 1] or [N, C]) over an NCHW feature map
 // [N, C, H, W] or reduces such a map to one, given its type, its inputs' and its first output's
 // shapes: the elements of its inputs and output / (sm_count x elements per SM per second). 0 for
-// other ops, convolutions, matmuls, batch norms, max pooling, unknown shapes or sm_count <= 0.
+// other ops, convolutions, matmuls, batch norms, max pooling, unknown shapes or sm_count <= 0,
+// and for a channels-last reduction on Hopper (`layout`, `hopper`: it streams at the memory rate).
 double channelwise_time(std::string_view type, const std::vector<std::vector<std::int64_t>>& inputs,
-                        const std::vector<std::int64_t>& output, int sm_count) {
+                        const std::vector<std::int64_t>& output, int sm_count,
+                        std::optional<Layout> layout, bool hopper) {
   // A look-up's indices ([B, S] into a [B, S, E] output: an ET's aten::embedding) have a
   // per-channel tensor's shape but are no broadcast: it gathers rows (aten_embedding_bytes).
   if (sm_count <= 0 || output.empty() || math_kind_of(type) != MathKind::Other ||
@@ -829,7 +854,12 @@ double channelwise_time(std::string_view type, const std::vector<std::vector<std
     broadcast = broadcast || per_channel_of(in, output);
   }
   if (!reduce && !broadcast) return 0.0;
-  const double rate = reduce ? kReduceElementsPerSmSecond : kBroadcastElementsPerSmSecond;
+  // Channels-last on Hopper (measured there only; other generations keep the NCHW constants).
+  const bool nhwc_hopper = hopper && layout == Layout::Nhwc;
+  if (reduce && nhwc_hopper) return 0.0;
+  const double rate = reduce        ? kReduceElementsPerSmSecond
+                      : nhwc_hopper ? kBroadcastNhwcElementsPerSmSecondHopper
+                                    : kBroadcastElementsPerSmSecond;
   return n / (rate * static_cast<double>(sm_count));
 }
 
@@ -2166,8 +2196,9 @@ KernelCostModel::Estimate with_channelwise(KernelCostModel::Estimate e, const Op
       (e.source != Source::Fitted && e.source != Source::Roofline))
     return e;
   if (layer_norm_rule && e.source == Source::Roofline && layer_norm_shape(op, spec)) return e;
-  const Duration t = ceil_seconds(
-      channelwise_time(op.type, op.signature->input_shapes, op.outputs[0].shape, spec.sm_count));
+  const Duration t =
+      ceil_seconds(channelwise_time(op.type, op.signature->input_shapes, op.outputs[0].shape,
+                                    spec.sm_count, op.layout, spec.arch.hopper()));
   e.time = std::max(e.time, t);
   return e;
 }

@@ -16,7 +16,7 @@ ConvBackpropFilter; batch norm; the other convolutions; the rest), and the facto
 depthwise passes (all three) would have to be slower for the row to match: f = 1 + (measured -
 predicted) / depthwise. Nothing here changes the model; it is arithmetic on its output.
 """
-import csv, json, os, subprocess, sys, tempfile
+import csv, json, os, re, subprocess, sys, tempfile
 
 import onnx
 
@@ -25,6 +25,12 @@ ZOO = [("mobilenet_v2", ""), ("mobilenet_v3_large", ""), ("efficientnet_b0", ",s
 TABLE = ["mobilenet_v2-timm-nchw", "mobilenet_v2-timm-nhwc", "mobilenet_v3_large-timm-nchw",
          "mobilenet_v3_large-timm-nhwc", "mnasnet1_0-timm-nchw", "mnasnet1_0-timm-nhwc",
          "efficientnet_b0-timm-nchw", "efficientnet_b0-timm-nhwc"]
+
+
+# The ops the channel-wise element-rate bound prices (sim/cost_model.cpp, channelwise_time): the
+# squeeze-and-excitation scale (Mul of a map by [N, C, 1, 1]) and its gradients, global average
+# pooling and its gradient, the gradients' per-channel sums.
+CHANNEL_MAP = ("MulGrad", "GlobalAveragePool", "GlobalAveragePoolGrad", "ReduceSum")
 
 
 def grouped_convs(graph):
@@ -41,6 +47,8 @@ def classify(op, dw):
         return "dw"
     if "/Conv" in op and "autocast" not in op and not op.endswith("/Cast"):
         return "conv"
+    if re.sub(r"[_0-9]+$", "", op.split("/")[-1]) in CHANNEL_MAP:
+        return "se"
     return "rest"
 
 
@@ -83,7 +91,7 @@ def main():
                      "tests/data/" + t["graph"], t["graph_opt"], t["cluster"],
                      b / float(t["published"]) * 1e3))
     print("| row | measured ms | predicted ms | error (time) | depthwise fwd / dgrad / wgrad ms |"
-          " batch norm | other conv | rest | f |\n|---|---|---|---|---|---|---|---|---|")
+          " batch norm | other conv | SE, pooling | rest | f |\n|---|---|---|---|---|---|---|---|---|---|")
     for name, graph, opt, cluster, meas in rows:
         step, ops = simulate(placesim, graph, opt, cluster, tmp)
         dw = grouped_convs(graph)
@@ -96,9 +104,10 @@ def main():
                      "wgrad" if "ConvBackpropFilter" in o["op"] else "fwd")
                 passes[k] += o["time_ns"] / 1e6
         f = 1.0 + (meas - step) / cls["dw"]
-        print("| %s | %.1f | %.1f | %+.1f %% | %.2f / %.2f / %.2f | %.1f | %.1f | %.1f | %.2f |" % (
+        print("| %s | %.1f | %.1f | %+.1f %% | %.2f / %.2f / %.2f | %.1f | %.1f | %.1f | %.1f | %.2f |" % (
             name, meas, step, (step / meas - 1) * 100, passes["fwd"], passes["dgrad"],
-            passes["wgrad"], cls.get("bn", 0.0), cls.get("conv", 0.0), cls.get("rest", 0.0), f))
+            passes["wgrad"], cls.get("bn", 0.0), cls.get("conv", 0.0), cls.get("se", 0.0),
+            cls.get("rest", 0.0), f))
 
 
 if __name__ == "__main__":

@@ -1053,6 +1053,62 @@ TEST(CostModel, ChannelwiseKernelsAreElementBound) {
   EXPECT_EQ(km.estimate(scale16, d).time, km.roofline_time(scale16, d.spec));
 }
 
+// Channels-last on Hopper: ATen's mean over H and W of an NHWC map reduces over outer dimensions
+// (reduce_kernel vectorised along C) and streams at the memory rate, and the broadcast back runs
+// elementwise_kernel<128, 4> at 4.3 G element accesses/s per SM. The H200 ResNet-50 AMP NHWC b256
+// step (h200_resnet50_amp_nhwc_b256_train.json.gz), its global pool over [256, 2048, 7, 7] f16:
+// reduce_kernel 15.5 us and the gradient's MulFunctor 45.9 us, which the NCHW constants price at
+// 161 and 83 us. NCHW ops and other generations keep those constants; apply_layout marks the ops.
+TEST(CostModel, ChannelsLastChannelwiseKernelsOnHopper) {
+  KernelCostModel km;
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  const DeviceSpec* a100 = find_device_model("A100-SXM4-80GB");
+  ASSERT_TRUE(h200 && a100);
+  Device d = gpu();
+  d.spec = *h200;
+  const std::vector<std::int64_t> x = {256, 2048, 7, 7};
+  const std::vector<std::int64_t> s = {256, 2048, 1, 1};
+  auto op_of = [](std::string type, std::vector<std::int64_t> in, std::vector<std::int64_t> out) {
+    Op op;
+    op.name = type;
+    op.type = type;
+    op.dtype = Dtype::F16;
+    double ni = 1, no = 1;
+    for (auto v : in) ni *= static_cast<double>(v);
+    for (auto v : out) no *= static_cast<double>(v);
+    op.inputs.push_back(TensorRef{});
+    op.bytes_read = Bytes{static_cast<std::int64_t>(ni) * 2};
+    op.bytes_written = Bytes{static_cast<std::int64_t>(no) * 2};
+    op.outputs.push_back({.bytes = op.bytes_written, .shape = out});
+    op.signature = Signature{type, {std::move(in)}, Dtype::F16};
+    return op;
+  };
+  Graph g;
+  g.add_op(op_of("GlobalAveragePool", x, s));
+  g.add_op(op_of("GlobalAveragePoolGrad", s, x));
+  g.add_op(op_of("Relu", x, x));
+  Op pool = g.ops[0];
+  Op grad = g.ops[1];
+  const double pool_nchw = km.estimate(pool, d).time.seconds();
+  const double grad_nchw = km.estimate(grad, d).time.seconds();
+  EXPECT_GT(pool_nchw, 140e-6);
+  EXPECT_GT(grad_nchw, 75e-6);
+  apply_layout(g, Layout::Nhwc);
+  EXPECT_EQ(g.ops[0].layout, Layout::Nhwc);
+  EXPECT_EQ(g.ops[1].layout, Layout::Nhwc);
+  EXPECT_FALSE(g.ops[2].layout.has_value());
+  pool = g.ops[0];
+  grad = g.ops[1];
+  EXPECT_NEAR(km.estimate(pool, d).time.seconds(), 15.5e-6, 4e-6);
+  EXPECT_EQ(km.estimate(pool, d).time, km.roofline_time(pool, d.spec));
+  EXPECT_NEAR(km.estimate(grad, d).time.seconds(), 45.9e-6, 3e-6);
+  // An A100 keeps the NCHW constants whatever the layout.
+  d.spec = *a100;
+  Op pool_nchw_a100 = pool;
+  pool_nchw_a100.layout.reset();
+  EXPECT_EQ(km.estimate(pool, d).time, km.estimate(pool_nchw_a100, d).time);
+}
+
 // ---------------------------------------------------------------------------------------------
 // GEMM curves (docs/cost-model.md): measured per-generation GEMM efficiency by shape.
 
