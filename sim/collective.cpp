@@ -122,11 +122,12 @@ constexpr int kRingChunkSteps = 4, kRingSliceSteps = 2;  // ALLREDUCE_CHUNKSTEPS
 // @ e08231f1 the same), so 8 x 400 Gb/s NICs are not filled: "With 8 400 Gbps NICs your peak would
 // be at 400 GB/s. You can get closer to it by tweaking some NCCL settings, e.g., NCCL_MIN_CTAS=24
 // may get you above 380 GB/s" (NVIDIA, nccl-tests#309). Fitted on that thread's 4 x 8 H100 default
-// all-reduce (324.5-325.0 GB/s busbw at 4-8 GiB over 16 channels), which the same nodes raise to
-// 391 with NCCL_MIN_CTAS=24 (NIC-bound); not on any scoreboard file. NCCL 2.19 reaches the NICs
+// all-reduce (324.5-325.0 GB/s busbw at 4-8 GiB over 16 channels; the cluster's 8 nodes reach 391
+// with NCCL_MIN_CTAS=24 and 2 QPs, NIC-bound); no scoreboard file. NCCL 2.19 reaches the NICs
 // (NVIDIA/nccl#1222: 391 GB/s on 4 nodes with 2.19.3, less with 2.20.3): more channels there
 // (its channel rule is not in the search index), so the cap applies from 2.20 on. Hopper only:
-// no Blackwell run across nodes shows it. docs/collectives.md, "Simple rings across nodes".
+// no stored Blackwell run across nodes is a ring (the 2 x 8 B200 all-reduce is NVLS_TREE).
+// docs/collectives.md, "Simple rings across Hopper nodes run 16 channels of one CTA".
 constexpr double kHopperSimpleNetRingChannelGbps = 20.3;
 constexpr int kNccl220 = 22000;
 // Rooted rings (broadcast, reduce) across nodes are chains (src/device/broadcast.h, reduce.h: the
