@@ -114,6 +114,22 @@ constexpr double kSimpleStepBytes = 4.0 * (1 << 20) / 8;  // NCCL_BUFFSIZE 4 MiB
 constexpr double kPcieReadRoundTripUs = 0.85;
 constexpr double kLlNetChannelGbps = kLlMaxThreads * 8.0 / (kPcieReadRoundTripUs * 1e3);
 constexpr int kRingChunkSteps = 4, kRingSliceSteps = 2;  // ALLREDUCE_CHUNKSTEPS, _SLICESTEPS
+// A Simple ring channel across nodes is one CTA, and on Hopper one CTA moves at most ~20.3 GB/s of
+// a ring's bus bandwidth through the network (copying between the NIC's buffer, its NVLink peer
+// and the user buffer). NCCL 2.20+ runs 16 such channels on nodes of 8 Hopper GPUs and 8 NICs:
+// ncclTopoPostset doubles the 8 searched rings and doubles again "to reach peak BW on <8 PPN" only
+// while `nChannels < 16` (NVIDIA/nccl src/graph/connect.cc @ 0f900e1b; Azure/msccl-executor-nccl
+// @ e08231f1 the same), so 8 x 400 Gb/s NICs are not filled: "With 8 400 Gbps NICs your peak would
+// be at 400 GB/s. You can get closer to it by tweaking some NCCL settings, e.g., NCCL_MIN_CTAS=24
+// may get you above 380 GB/s" (NVIDIA, nccl-tests#309). Fitted on that thread's 4 x 8 H100 default
+// all-reduce (324.5-325.0 GB/s busbw at 4-8 GiB over 16 channels; the cluster's 8 nodes reach 391
+// with NCCL_MIN_CTAS=24 and 2 QPs, NIC-bound); no scoreboard file. NCCL 2.19 reaches the NICs
+// (NVIDIA/nccl#1222: 391 GB/s on 4 nodes with 2.19.3, less with 2.20.3): more channels there
+// (its channel rule is not in the search index), so the cap applies from 2.20 on. Hopper only:
+// no stored Blackwell run across nodes is a ring (the 2 x 8 B200 all-reduce is NVLS_TREE).
+// docs/collectives.md, "Simple rings across Hopper nodes run 16 channels of one CTA".
+constexpr double kHopperSimpleNetRingChannelGbps = 20.3;
+constexpr int kNccl220 = 22000;
 // Rooted rings (broadcast, reduce) across nodes are chains (src/device/broadcast.h, reduce.h: the
 // root sends, every other rank receives and forwards to the next, the root's predecessor only
 // receives). A chain's data reaches its last rank only after every hop, and two kinds of hop hold
@@ -351,6 +367,7 @@ struct Topo {
   // count (the caps do not bind there).
   int graph_channels = 2;
   int nccl = kDefaultNcclVersion;  // the NCCL version whose tuner chooses (NCCL_VERSION_CODE)
+  bool hopper = false;             // every rank of compute capability 9.x
   [[nodiscard]] bool nccl223() const { return nccl >= kNccl223; }
 };
 
@@ -464,6 +481,9 @@ Topo analyse(const Cluster& c, const std::vector<DeviceId>& ranks) {
     if (blackwell)
       t.nvls_channels = t.nodes > 1 ? kNvlsChannelsBlackwell : kNvlsChannelsBlackwellNode;
   }
+  t.hopper = t.gen == 2 && std::none_of(ranks.begin(), ranks.end(), [&](DeviceId d) {
+               return nccl_blackwell(c.devices[d].spec);
+             });
   return t;
 }
 
@@ -755,6 +775,16 @@ double ll_tree_hold_us(const Topo& t, int p, double bytes, int nc) {
   return 2 * std::floor(std::log2(t.nodes)) * chunk / (1e3 * kLlNetChannelGbps);
 }
 
+// The most one ring channel carries across nodes (GB/s of bus bandwidth), infinity where nothing
+// but the fabric bounds it: LL through host memory at kLlNetChannelGbps; Simple on Hopper under
+// NCCL 2.20+ at kHopperSimpleNetRingChannelGbps (one CTA per channel, 16 channels on 8 NICs).
+double ring_net_channel_gbps(const Topo& t, int p) {
+  if (t.nodes < 2) return std::numeric_limits<double>::infinity();
+  if (p == 0) return kLlNetChannelGbps;
+  if (p == 2 && t.hopper && t.nccl >= kNccl220) return kHopperSimpleNetRingChannelGbps;
+  return std::numeric_limits<double>::infinity();
+}
+
 // NCCL's ncclTopoTuneModel for one call: every (algorithm, protocol) with its latency and
 // algorithm bandwidth. `bus` is the fabric's ring bus bandwidth in GB/s, `tree_bus` the tree's
 // (twice its algorithm bandwidth before NCCL's factors), `nch` NCCL's channels.
@@ -790,6 +820,13 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
       bw = std::min(bw * (t.ppn < 2 && !t.nccl223() ? 0.7 : 0.92),
                     std::min(nc, t.nodes > 1 ? t.graph_channels : nc) * kPerChLl128Bw[t.gen]);
     if (p == 2) bw *= static_cast<double>(nc) / nch;
+    // Across nodes a ring channel's network hop may have a rate of its own (ring_net_channel_gbps);
+    // NCCL's tuner does not know it and still chooses with its own estimate.
+    double ring_select = 0;
+    if (const double cap = nc * ring_net_channel_gbps(t, p); bw > cap) {
+      ring_select = bw * n / nsteps(kind, n);
+      bw = cap;
+    }
     const int steps = nsteps(kind, n);
     double lat = base_lat(t, 1, p);
     if (rooted) {
@@ -820,13 +857,6 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
       const double chunk = std::min(kRingChunkSteps * kSimpleStepBytes,
                                     bytes / (static_cast<double>(nc) * (rooted ? 1 : n)));
       fill = chunk / (kRingChunkSteps / kRingSliceSteps) / (1e3 * bw / nc);
-    }
-    // Across nodes each LL channel's network hop runs at most kLlNetChannelGbps; NCCL's tuner does
-    // not know it and still chooses with its own estimate.
-    double ring_select = 0;
-    if (p == 0 && t.nodes > 1 && bw > nc * kLlNetChannelGbps) {
-      ring_select = bw * n / steps;
-      bw = nc * kLlNetChannelGbps;
     }
     out.push_back({CollAlgo::Ring, proto, lat, bw * n / steps, fill, ring_select, unseen, nc});
     // Double binary tree (all-reduce): half the bus bandwidth as algorithm bandwidth.

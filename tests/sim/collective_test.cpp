@@ -209,6 +209,32 @@ TEST(Collective, LlAcrossNodesRunsThroughHostMemory) {
   EXPECT_NEAR(predict_collective(a2, tree, a2.gpus()).algbw_gbps, per_channel, 1e-9);
 }
 
+// A Simple ring channel across nodes is one CTA, which on Hopper moves at most 20.3 GB/s of the
+// ring's bus bandwidth, and NCCL 2.20+ runs 16 of them on nodes of 8 GPUs and 8 NICs
+// (connect.cc doubles "to reach peak BW on <8 PPN" only while nChannels < 16; NVIDIA's
+// nccl-tests#309: NCCL_MIN_CTAS=24 to pass 380 GB/s on 8 x 400 Gb/s). An 8 GiB all-gather on 2
+// nodes of 8 H100 under NCCL 2.26 runs its ring at 16 x 20.3 GB/s bus, not the NICs' 8 x 48.5;
+// under NCCL 2.19 (more channels: NVIDIA/nccl#1222) and on Blackwell the NICs bound it as before.
+TEST(Collective, HopperSimpleRingsAcrossNodesRunSixteenChannelsOfOneCta) {
+  const Cluster h2 =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/calibration/2x-hgx-h100.yaml");
+  CollectiveCall ag;
+  ag.kind = CollectiveKind::AllGather;
+  ag.bytes = Bytes{8ULL << 30};
+  ag.nccl_version = 22606;
+  const CollectivePrediction p = predict_collective(h2, ag, h2.gpus());
+  EXPECT_EQ(p.algo, CollAlgo::Ring);
+  EXPECT_EQ(p.proto, CollProto::Simple);
+  EXPECT_NEAR(p.algbw_gbps * 15 / 16, 16 * 20.3, 1e-9);
+  ag.nccl_version = 21903;
+  EXPECT_GT(predict_collective(h2, ag, h2.gpus()).algbw_gbps * 15 / 16, 370.0);
+  const Cluster b2 =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/2x-hgx-b200.yaml");
+  ag.nccl_version = 22606;
+  ag.algo = CollAlgo::Ring;
+  EXPECT_GT(predict_collective(b2, ag, b2.gpus()).algbw_gbps * 15 / 16, 370.0);
+}
+
 // A tree LL call across nodes holds one chunk at every network hop (the proxy posts an LL step once
 // every line's flags are set, net.cc sendProxyProgress): the channel's share, at most one LL step
 // (8 lines x 512 threads x 8 B = 32 KiB), at one channel's LL rate across nodes (512 x 8 B per
