@@ -25,10 +25,14 @@ set -u
 BIN=${1:?usage: published_throughput_test.sh PATH_TO_placesim [--table]}
 SRC=${PLACESIM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 python3 - "$BIN" "$SRC" "${2:-}" <<'PY'
-import csv, json, subprocess, sys
+import csv, json, re, subprocess, sys
 
 bin_, src, table = sys.argv[1], sys.argv[2], sys.argv[3] == "--table"
 data = f"{src}/tests/data"
+# Lambda's SQuAD figures count 100 steps of `batch` over the time of the steps run_squad.py's loop
+# runs (101, or fewer where its 2 epochs end first: 8 x 320 runs 70); tools/squad_plan.py.
+sys.path.insert(0, f"{src}/tools")
+from squad_plan import counted_steps, steps_run  # noqa: E402
 rows = [r for r in csv.DictReader(l for l in open(f"{data}/published_throughput.csv")
                                   if not l.startswith("#"))]
 assert len(rows) >= 546, f"expected >= 546 rows, got {len(rows)}"
@@ -129,11 +133,23 @@ for r in rows:
     cmd += ["--parallel", par] if gpus > 1 or r.get("parallel") else ["--placement", "single-gpu"]
     keys = dict(kv.split("=", 1) for kv in par.split(",") if "=" in kv)
     accumulate = int(keys.get("accumulate", 1))
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        failures.append(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip()}")
+    # Lambda's SQuAD rows: the model's step at each per-rank batch the run has ({batch: steps}),
+    # the figure = 100 steps of `batch` over their sum; other rows: one step of `batch`.
+    squad = r["model"].endswith("-squad-lambda")
+    plan = steps_run(gpus, int(r["batch"])) if squad else {int(r["batch"]): 1}
+    run_time, failed = 0.0, False
+    for size, count in plan.items():
+        sized = list(cmd)
+        sized[5] = re.sub(r"\bbatch=\d+", f"batch={size}", opt) if size != int(r["batch"]) else opt
+        out = subprocess.run(sized, capture_output=True, text=True)
+        if out.returncode != 0:
+            failures.append(f"{' '.join(sized)} exited {out.returncode}: {out.stderr.strip()}")
+            failed = True
+            break
+        run_time += count * json.loads(out.stdout)["step_time_s"]
+    if failed:
         continue
-    step = json.loads(out.stdout)["step_time_s"]
+    step = run_time / (counted_steps() if squad else 1)
     # units_per_sample: what `unit` counts per sample (GNMT: tokens per sentence pair); empty: 1.
     per_sample = float(r.get("units_per_sample") or 1)
     predicted = int(r["batch"]) * per_sample * gpus * accumulate / step
