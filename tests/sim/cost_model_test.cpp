@@ -252,6 +252,33 @@ TEST(CostModel, BatchNormChannelRateFollowsTheGeneration) {
   EXPECT_DOUBLE_EQ(batch_norm_channel_rate(true, 0.0, 132), 10240.0 / 750e-9);
 }
 
+// The per-block ceiling counts elements (h-nchw): an f16 block keeps half the bytes in flight, so
+// on the H200 (ceiling-bound) an f16 NCHW BatchNorm streams half the bytes a second of an F32 one,
+// as the H200 ResNet-50 NCHW traces' AMP backward did at 64 channels (1.97-1.98x the F32 time for
+// the same bytes). Where the SM's bandwidth share binds first (a V100: 9.8 GB/s forward, under the
+// f16 ceiling's 10.9) the rate does not change; on an A100 40GB (12.5) the f16 ceiling binds.
+TEST(CostModel, NchwBatchNormCeilingCountsElements) {
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  const DeviceSpec* v100 = find_device_model("V100-SXM2-16GB");
+  const DeviceSpec* a100 = find_device_model("A100-SXM4-40GB");
+  ASSERT_TRUE(h200 && v100 && a100);
+  const auto rate = [](const DeviceSpec* s, bool bwd, double elem) {
+    return batch_norm_channel_rate(bwd, s->memory_bandwidth.bytes_per_s, s->sm_count, elem);
+  };
+  for (const bool bwd : {false, true}) {
+    EXPECT_DOUBLE_EQ(rate(h200, bwd, 2.0), 0.5 * rate(h200, bwd, 4.0));
+    EXPECT_DOUBLE_EQ(rate(h200, bwd, 8.0), rate(h200, bwd, 4.0));  // F64: the F32 ceiling
+  }
+  EXPECT_DOUBLE_EQ(rate(v100, false, 2.0), rate(v100, false, 4.0));
+  EXPECT_NEAR(rate(a100, false, 2.0), 8192.0 / 750e-9, 1.0);
+  // The stretch a class curve is fitted and applied on follows: twice as long for f16 at 64
+  // channels on the H200.
+  const std::vector<std::int64_t> x{128, 64, 56, 56};
+  EXPECT_DOUBLE_EQ(
+      batch_norm_stretch("aten::cudnn_batch_norm_backward", x, 4.8e12, 132, std::nullopt, 2.0),
+      2.0 * batch_norm_stretch("aten::cudnn_batch_norm_backward", x, 4.8e12, 132));
+}
+
 // An ONNX-import BatchNormalization (or its gradient) over an f16 [N, C, H, W] input, as the
 // import writes it: the forward reads x and writes y, the backward reads x and dy and writes dx
 // (the per-channel parameters and statistics are small and left out here).
