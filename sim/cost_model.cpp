@@ -1597,11 +1597,16 @@ bool bf16_emulated(const Op& op, const DeviceSpec& spec) {
 }
 
 // A channels-last 2-D f16/bf16 convolution on Hopper's tensor cores (cuDNN's sm90_xmma / CUTLASS
-// implicit-GEMM kernels on an NHWC tensor: `layout` nhwc or unset; not grouped, not emulated) is
-// two rooflines, max(F / (kHopperChannelsLastConv P), B / (memory_eff_max BW)), plus a fixed cost a
-// kernel (kHopperConvFixedForward / kHopperConvFixedBackward), where other Hopper half convolutions
-// (NCHW, 3-D) keep kHopperHalfConv with the sum. Measured on the H200 ResNet-50 AMP NHWC traces at
-// batch 64, 128 and 256 (tests/data/calibration/h200_resnet50_amp_nhwc_b{64,128,256}_train.json.gz,
+// implicit-GEMM kernels on an NHWC tensor: not grouped, not emulated) is two rooflines,
+// max(F / (kHopperChannelsLastConv P), B / (memory_eff_max BW)), plus a fixed cost a kernel
+// (kHopperConvFixedForward / kHopperConvFixedBackward), where other Hopper half convolutions (3-D)
+// keep kHopperHalfConv with the sum. An NCHW 2-D one runs the same NHWC kernels between
+// nchwToNhwc/nhwcToNchw transforms (nchw_transform_bytes prices those): the H200 ResNet-50 AMP
+// NCHW b128 trace (h200_resnet50_amp_nchw_b128_train.json.gz, held out: checked, not fitted) names
+// sm90_xmma_*_nhwckrsc_nhwc kernels between the transforms, ~9.2 ms a step against the NHWC
+// step's 7.8 (docs/validation.md, issue 15, h-nchw2). Measured on the H200 ResNet-50 AMP NHWC
+// traces at batch 64, 128 and 256
+// (tests/data/calibration/h200_resnet50_amp_nhwc_b{64,128,256}_train.json.gz,
 // tools/batch_scaling.py, docs/validation.md "ResNet-50 on the H200: what grows with the batch"):
 // the forward and both gradients add 8.2 and 16.1 GFLOP an image at 464 and 502 TFLOP/s (0.47 and
 // 0.51 of the 989 TFLOP/s peak) where kHopperHalfConv's sum priced 0.25; per call (44 forward calls
@@ -1617,13 +1622,13 @@ constexpr double kHopperChannelsLastConv = 0.70;
 constexpr double kHopperConvFixedForward = 257e-6 / 53;
 constexpr double kHopperConvFixedBackward = 1069e-6 / 105;
 
-// Whether `op` takes the channels-last Hopper convolution rule above.
+// Whether `op` takes the channels-last Hopper convolution rule above (any `layout`: NCHW ones too).
 bool hopper_channels_last_conv(const Op& op, const DeviceSpec& spec, const RooflineParams& p) {
   return p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() &&
          math_kind_of(op.type) == MathKind::Conv &&
          (op.dtype == Dtype::F16 || op.dtype == Dtype::BF16) && !bf16_emulated(op, spec) &&
-         !grouped_conv(op) && op.layout != Layout::Nchw && op.signature &&
-         !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
+         !grouped_conv(op) && op.signature && !op.signature->input_shapes.empty() &&
+         op.signature->input_shapes[0].size() == 4;
 }
 
 // A convolution's measured fraction of peak on the GPU generations whose cuDNN kernels were
@@ -2061,7 +2066,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // convolutions keep max(): tf32_eff_max was measured all-in; so do depthwise ones, which have
   // no implicit-GEMM tiles (unit_peak), and f16 ones on GA10x/AD10x, whose half-rate tensor cores
   // leave the gathers time to hide (half_conv_overlaps_memory).
-  // Hopper's channels-last 2-D ones take max() too (two_rooflines, hopper_channels_last_conv).
+  // Hopper's 2-D ones (NHWC kernels, NCHW ones too) take max() (two_rooflines,
+  // hopper_channels_last_conv).
   const bool two_rooflines = hopper_channels_last_conv(op, spec, p);
   const bool half_conv_sum = math_kind_of(op.type) == MathKind::Conv && half && !emulated &&
                              !depthwise_on_cuda_cores(op, spec) && !two_rooflines &&

@@ -2395,6 +2395,53 @@ TEST(GemmCurve, ACalibratedRooflineReplacesTheCurve) {
   EXPECT_GT(e.time.seconds(), 1.2 * curve);
 }
 
+// On Hopper cuDNN runs an NCHW f16/bf16 2-D convolution as its NHWC kernels between
+// nchwToNhwc/nhwcToNchw transforms (the H200 ResNet-50 AMP NCHW b128 trace's kernel names): the
+// kernel takes the channels-last rule (two rooflines at 0.70 plus a fixed cost a kernel) and the
+// transforms come on top. 3-D (5-D input) NCHW ones keep the 0.38-with-sum rule.
+TEST(CostModel, HopperNchwHalfConvolutionsRunTheNhwcKernels) {
+  KernelCostModel km;
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  ASSERT_TRUE(h200);
+  Device d = gpu();
+  d.spec = *h200;
+  Op conv;
+  conv.name = "conv";
+  conv.type = "Conv";
+  conv.dtype = Dtype::F16;
+  conv.flops = Flops{2.0 * 64 * 256 * 56 * 56 * 256 * 9};
+  conv.bytes_read = Bytes{2 * (64 * 256 * 56 * 56 + 256 * 256 * 9)};
+  conv.bytes_written = Bytes{2 * 64 * 256 * 56 * 56};
+  conv.outputs.push_back({.bytes = conv.bytes_written, .shape = {64, 256, 56, 56}});
+  conv.signature = Signature{"Conv", {{64, 256, 56, 56}, {256, 256, 3, 3}}, Dtype::F16};
+  Op nhwc = conv;
+  nhwc.layout = Layout::Nhwc;
+  const auto cl = km.estimate(nhwc, d);
+  EXPECT_EQ(km.estimate(conv, d).time, cl.time);  // an unstated layout is channels-last
+  conv.layout = Layout::Nchw;
+  const auto nchw = km.estimate(conv, d);
+  EXPECT_EQ(nchw.source, KernelCostModel::Source::NchwTransforms);
+  const double bw = h200->memory_bandwidth.bytes_per_s * km.roofline().memory_eff_max;
+  EXPECT_EQ(nchw.time.ns - cl.time.ns,
+            static_cast<std::int64_t>(std::ceil(nchw_transform_bytes(conv, d.spec) / bw * 1e9)));
+  for (const std::string type : {"ConvBackpropInput", "ConvBackpropFilter"}) {
+    Op a = nhwc, b = conv;
+    a.type = b.type = type;
+    a.phase = b.phase = Phase::Backward;
+    EXPECT_EQ(km.estimate(b, d).time.ns - km.estimate(a, d).time.ns, nchw.time.ns - cl.time.ns)
+        << type;
+  }
+  // The kernel alone beats the old rule's compute term (0.38 of the peak) by itself.
+  const double kernel = static_cast<double>(cl.time.ns) * 1e-9;
+  const double peak = h200->peak_for(Dtype::F16).per_s;
+  EXPECT_LT(kernel, conv.flops.v / (0.38 * peak));
+  // A 3-D NCHW convolution (5-D input) keeps the 0.38 rule with the sum.
+  Op c3 = conv;
+  c3.signature = Signature{"Conv", {{64, 256, 1, 56, 56}, {256, 256, 1, 3, 3}}, Dtype::F16};
+  EXPECT_GT(km.estimate(c3, d).time.ns - (nchw.time.ns - cl.time.ns),
+            static_cast<std::int64_t>(conv.flops.v / (0.38 * peak) * 1e9));
+}
+
 // cuDNN runs f16/bf16 tensor-core convolutions on NHWC kernels; an NCHW one pays nchwToNhwc /
 // nhwcToNchw transforms, one read and one write of every operand at the memory rate, on top of
 // the roofline, reported as its own rule. TF32 (measured all-in), F32, NHWC, an unstated layout,
