@@ -1716,8 +1716,9 @@ ClassMap class_points(const ExactMap& exact, sim::Calibration& cal, const FitOpt
     double flops = work.flops;
     if (const sim::DeviceSpec* spec = sim::find_device_model(k.first);
         spec && spec->kind == sim::DeviceKind::Gpu) {
-      bytes *= sim::batch_norm_stretch(s.signature.op_type, s.signature.input_shapes[0],
-                                       spec->memory_bandwidth.bytes_per_s, spec->sm_count);
+      bytes *= sim::batch_norm_stretch(
+          s.signature.op_type, s.signature.input_shapes[0], spec->memory_bandwidth.bytes_per_s,
+          spec->sm_count, std::nullopt, static_cast<double>(sim::dtype_size(s.signature.dtype)));
       flops = sim::wave_quantised_flops(s.signature.op_type, s.signature.input_shapes, {}, flops,
                                         spec->sm_count);
     }

@@ -344,7 +344,18 @@ namespace {
 //   (4.8 TB/s / 132 = 36.4 GB/s) leaves its blocks at the latency bound.
 // Counted as above (two reads and one write forward; two reads of x and dy and one write of dx
 // backward); 256 and more channels run at the device's bandwidth on both.
-constexpr double kMemoryRoundTrip = 750e-9;  // the memory latency of Little's law above
+// - The ceiling is in elements, not bytes (since 2026-12-05, session 31, h-nchw): a thread keeps
+//   the same number of elements in flight whatever their type (the kernels are templated on it:
+//   `bn_fw_tr_1C11_kernel_NCHW<float, ...>` and `<__half, ...>` launch the same C x 1 x 1 grids),
+//   so an f16/bf16 block keeps half the bytes in flight and streams half the bytes per second:
+//   the ceilings above scale by the element size over kBatchNormCeilingElementBytes (4, the F32
+//   traces they were measured on). No constant is fitted. Checked (analysis only, held out) on
+//   the H200 ResNet-50 NCHW traces, AMP b128 against FP32 b64 (the same bytes at every call): at
+//   64 channels the f16 backward took 1.97-1.98x the F32 one (0.5 predicted) and the forward
+//   2.57-2.60x; at 1024 channels and more, both at the bandwidth, about 1x.
+//   The SM-share bound stays in bytes (it is the SM's slice of the DRAM bandwidth).
+constexpr double kMemoryRoundTrip = 750e-9;            // the memory latency of Little's law above
+constexpr double kBatchNormCeilingElementBytes = 4.0;  // F32, the traces' element size
 constexpr double kBlockBytesPerSecond = 16384.0 / kMemoryRoundTrip;
 constexpr double kBlockBytesPerSecondBwd = 10240.0 / kMemoryRoundTrip;
 constexpr double kSmShare = 0.87;
@@ -369,12 +380,13 @@ std::optional<double> nchw_batch_norm_channels(std::string_view type,
 // The most C channels of an NCHW batch norm of this type stream (B/s) on a GPU of `bw` B/s and
 // `sm_count` SMs; nullopt for other ops and shapes.
 std::optional<double> batch_norm_cap(std::string_view type, const std::vector<std::int64_t>& input0,
-                                     std::optional<Layout> layout, double bw, int sm_count) {
+                                     std::optional<Layout> layout, double bw, int sm_count,
+                                     double elem_bytes) {
   const auto channels = nchw_batch_norm_channels(type, input0, layout);
   if (!channels) return std::nullopt;
   const bool backward =
       type.find("Grad") != std::string::npos || type.find("backward") != std::string::npos;
-  return *channels * batch_norm_channel_rate(backward, bw, sm_count);
+  return *channels * batch_norm_channel_rate(backward, bw, sm_count, elem_bytes);
 }
 
 // Whether PyTorch runs this 4-D batch norm (its ONNX or aten name) through cuDNN's channels-last
@@ -448,7 +460,8 @@ std::optional<std::pair<double, double>> batch_norm_traffic(const Op& op, double
     return std::make_pair(row % 128 == 0 ? two_pass : two_pass / kNhwcBatchNormMisalignedRate, 0.0);
   }
   const auto cap = batch_norm_cap(op.type, op.signature->input_shapes[0], op.layout,
-                                  spec.memory_bandwidth.bytes_per_s, spec.sm_count);
+                                  spec.memory_bandwidth.bytes_per_s, spec.sm_count,
+                                  static_cast<double>(dtype_size(op.dtype)));
   if (!cap) return std::nullopt;
   return std::make_pair(two_pass, *cap);
 }
@@ -1584,11 +1597,16 @@ bool bf16_emulated(const Op& op, const DeviceSpec& spec) {
 }
 
 // A channels-last 2-D f16/bf16 convolution on Hopper's tensor cores (cuDNN's sm90_xmma / CUTLASS
-// implicit-GEMM kernels on an NHWC tensor: `layout` nhwc or unset; not grouped, not emulated) is
-// two rooflines, max(F / (kHopperChannelsLastConv P), B / (memory_eff_max BW)), plus a fixed cost a
-// kernel (kHopperConvFixedForward / kHopperConvFixedBackward), where other Hopper half convolutions
-// (NCHW, 3-D) keep kHopperHalfConv with the sum. Measured on the H200 ResNet-50 AMP NHWC traces at
-// batch 64, 128 and 256 (tests/data/calibration/h200_resnet50_amp_nhwc_b{64,128,256}_train.json.gz,
+// implicit-GEMM kernels on an NHWC tensor: not grouped, not emulated) is two rooflines,
+// max(F / (kHopperChannelsLastConv P), B / (memory_eff_max BW)), plus a fixed cost a kernel
+// (kHopperConvFixedForward / kHopperConvFixedBackward), where other Hopper half convolutions (3-D)
+// keep kHopperHalfConv with the sum. An NCHW 2-D one runs the same NHWC kernels between
+// nchwToNhwc/nhwcToNchw transforms (nchw_transform_bytes prices those): the H200 ResNet-50 AMP
+// NCHW b128 trace (h200_resnet50_amp_nchw_b128_train.json.gz, held out: checked, not fitted) names
+// sm90_xmma_*_nhwckrsc_nhwc kernels between the transforms, ~9.2 ms a step against the NHWC
+// step's 7.8 (docs/validation.md, issue 15, h-nchw2). Measured on the H200 ResNet-50 AMP NHWC
+// traces at batch 64, 128 and 256
+// (tests/data/calibration/h200_resnet50_amp_nhwc_b{64,128,256}_train.json.gz,
 // tools/batch_scaling.py, docs/validation.md "ResNet-50 on the H200: what grows with the batch"):
 // the forward and both gradients add 8.2 and 16.1 GFLOP an image at 464 and 502 TFLOP/s (0.47 and
 // 0.51 of the 989 TFLOP/s peak) where kHopperHalfConv's sum priced 0.25; per call (44 forward calls
@@ -1604,13 +1622,13 @@ constexpr double kHopperChannelsLastConv = 0.70;
 constexpr double kHopperConvFixedForward = 257e-6 / 53;
 constexpr double kHopperConvFixedBackward = 1069e-6 / 105;
 
-// Whether `op` takes the channels-last Hopper convolution rule above.
+// Whether `op` takes the channels-last Hopper convolution rule above (any `layout`: NCHW ones too).
 bool hopper_channels_last_conv(const Op& op, const DeviceSpec& spec, const RooflineParams& p) {
   return p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() &&
          math_kind_of(op.type) == MathKind::Conv &&
          (op.dtype == Dtype::F16 || op.dtype == Dtype::BF16) && !bf16_emulated(op, spec) &&
-         !grouped_conv(op) && op.layout != Layout::Nchw && op.signature &&
-         !op.signature->input_shapes.empty() && op.signature->input_shapes[0].size() == 4;
+         !grouped_conv(op) && op.signature && !op.signature->input_shapes.empty() &&
+         op.signature->input_shapes[0].size() == 4;
 }
 
 // A convolution's measured fraction of peak on the GPU generations whose cuDNN kernels were
@@ -1789,8 +1807,9 @@ double unit_peak(const Op& op, const DeviceSpec& spec) {
 
 }  // namespace
 
-double batch_norm_channel_rate(bool backward, double bw, int sm_count) {
-  const double ceiling = backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond;
+double batch_norm_channel_rate(bool backward, double bw, int sm_count, double elem_bytes) {
+  const double ceiling = (backward ? kBlockBytesPerSecondBwd : kBlockBytesPerSecond) *
+                         std::min(1.0, elem_bytes / kBatchNormCeilingElementBytes);
   if (sm_count <= 0 || !(bw > 0)) return ceiling;
   return std::min(ceiling, (backward ? kSmShareBwd : kSmShare) * bw / sm_count);
 }
@@ -1855,8 +1874,8 @@ double embedding_grad_kernel_time(double indices, double rows, double cols, doub
 }
 
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0, double bw,
-                          int sm_count, std::optional<Layout> layout) {
-  const auto cap = batch_norm_cap(type, input0, layout, bw, sm_count);
+                          int sm_count, std::optional<Layout> layout, double elem_bytes) {
+  const auto cap = batch_norm_cap(type, input0, layout, bw, sm_count, elem_bytes);
   return cap && bw > *cap ? bw / *cap : 1.0;
 }
 
@@ -2047,7 +2066,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // convolutions keep max(): tf32_eff_max was measured all-in; so do depthwise ones, which have
   // no implicit-GEMM tiles (unit_peak), and f16 ones on GA10x/AD10x, whose half-rate tensor cores
   // leave the gathers time to hide (half_conv_overlaps_memory).
-  // Hopper's channels-last 2-D ones take max() too (two_rooflines, hopper_channels_last_conv).
+  // Hopper's 2-D ones (NHWC kernels, NCHW ones too) take max() (two_rooflines,
+  // hopper_channels_last_conv).
   const bool two_rooflines = hopper_channels_last_conv(op, spec, p);
   const bool half_conv_sum = math_kind_of(op.type) == MathKind::Conv && half && !emulated &&
                              !depthwise_on_cuda_cores(op, spec) && !two_rooflines &&
@@ -2119,7 +2139,7 @@ KernelCostModel::Estimate chain_estimate(const RooflineParams& roofline_, const 
         : device.spec.kind == DeviceKind::Gpu && op.signature && !op.signature->input_shapes.empty()
             ? batch_norm_stretch(op.type, op.signature->input_shapes[0],
                                  device.spec.memory_bandwidth.bytes_per_s, device.spec.sm_count,
-                                 op.layout)
+                                 op.layout, static_cast<double>(dtype_size(op.dtype)))
             : 1.0;
     const double b_fit = b * stretch;
     // ... and its FLOPs quantised to whole waves of tiles (wave_quantised_flops), or on a CPU

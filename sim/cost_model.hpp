@@ -400,8 +400,10 @@ std::string pricing_rule(const KernelCostModel::Estimate& e, const Op& op);
 /// streams on a GPU of memory bandwidth `bw` B/s and `sm_count` SMs: the lesser of its
 /// Little's-law ceiling (21.8 GB/s forward, 13.65 GB/s backward; the H200 traces) and a share
 /// of its SM's slice of the bandwidth (0.87 x bw / sm_count forward, 0.685 backward; the
-/// A100-SXM4-40GB trace). The ceiling alone when `sm_count` or `bw` is unknown (<= 0).
-double batch_norm_channel_rate(bool backward, double bw, int sm_count);
+/// A100-SXM4-40GB trace). The ceiling alone when `sm_count` or `bw` is unknown (<= 0). The
+/// ceiling counts elements: measured on F32, it scales by `elem_bytes` / 4 for narrower types
+/// (an f16/bf16 block keeps half the bytes in flight; the share bound stays in bytes).
+double batch_norm_channel_rate(bool backward, double bw, int sm_count, double elem_bytes = 4.0);
 
 /// BatchNorm that runs NCHW on a GPU of memory bandwidth `bw` B/s and `sm_count` SMs: PyTorch/ONNX
 /// names (`input0` its first input's [N, C, H, W]; any `layout`: NHWC kernels are not measured),
@@ -409,9 +411,11 @@ double batch_norm_channel_rate(bool backward, double bw, int sm_count);
 /// layout=nchw`, PyTorch's kernels on the builder's tensors): how many times longer its bytes
 /// take than at `bw`, as C channels stream at most C x batch_norm_channel_rate:
 /// max(1, bw / (C x rate)). 1 for other ops, layouts and shapes. `norm` class curves are fitted
-/// and applied on bytes x this factor, so one curve serves 64 channels and 512.
+/// and applied on bytes x this factor, so one curve serves 64 channels and 512. `elem_bytes`:
+/// the input's element size (batch_norm_channel_rate).
 double batch_norm_stretch(std::string_view type, const std::vector<std::int64_t>& input0, double bw,
-                          int sm_count, std::optional<Layout> layout = std::nullopt);
+                          int sm_count, std::optional<Layout> layout = std::nullopt,
+                          double elem_bytes = 4.0);
 
 /// PyTorch's LayerNorm CUDA kernels (aten/src/ATen/native/cuda/layer_norm_kernel.cu) over `rows` x
 /// `cols` elements of `elem_bytes` on a GPU of `sm_count` SMs with `threads_per_sm` resident

@@ -252,6 +252,33 @@ TEST(CostModel, BatchNormChannelRateFollowsTheGeneration) {
   EXPECT_DOUBLE_EQ(batch_norm_channel_rate(true, 0.0, 132), 10240.0 / 750e-9);
 }
 
+// The per-block ceiling counts elements (h-nchw): an f16 block keeps half the bytes in flight, so
+// on the H200 (ceiling-bound) an f16 NCHW BatchNorm streams half the bytes a second of an F32 one,
+// as the H200 ResNet-50 NCHW traces' AMP backward did at 64 channels (1.97-1.98x the F32 time for
+// the same bytes). Where the SM's bandwidth share binds first (a V100: 9.8 GB/s forward, under the
+// f16 ceiling's 10.9) the rate does not change; on an A100 40GB (12.5) the f16 ceiling binds.
+TEST(CostModel, NchwBatchNormCeilingCountsElements) {
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  const DeviceSpec* v100 = find_device_model("V100-SXM2-16GB");
+  const DeviceSpec* a100 = find_device_model("A100-SXM4-40GB");
+  ASSERT_TRUE(h200 && v100 && a100);
+  const auto rate = [](const DeviceSpec* s, bool bwd, double elem) {
+    return batch_norm_channel_rate(bwd, s->memory_bandwidth.bytes_per_s, s->sm_count, elem);
+  };
+  for (const bool bwd : {false, true}) {
+    EXPECT_DOUBLE_EQ(rate(h200, bwd, 2.0), 0.5 * rate(h200, bwd, 4.0));
+    EXPECT_DOUBLE_EQ(rate(h200, bwd, 8.0), rate(h200, bwd, 4.0));  // F64: the F32 ceiling
+  }
+  EXPECT_DOUBLE_EQ(rate(v100, false, 2.0), rate(v100, false, 4.0));
+  EXPECT_NEAR(rate(a100, false, 2.0), 8192.0 / 750e-9, 1.0);
+  // The stretch a class curve is fitted and applied on follows: twice as long for f16 at 64
+  // channels on the H200.
+  const std::vector<std::int64_t> x{128, 64, 56, 56};
+  EXPECT_DOUBLE_EQ(
+      batch_norm_stretch("aten::cudnn_batch_norm_backward", x, 4.8e12, 132, std::nullopt, 2.0),
+      2.0 * batch_norm_stretch("aten::cudnn_batch_norm_backward", x, 4.8e12, 132));
+}
+
 // An ONNX-import BatchNormalization (or its gradient) over an f16 [N, C, H, W] input, as the
 // import writes it: the forward reads x and writes y, the backward reads x and dy and writes dx
 // (the per-channel parameters and statistics are small and left out here).
@@ -2366,6 +2393,53 @@ TEST(GemmCurve, ACalibratedRooflineReplacesTheCurve) {
   const RooflineParams p;
   EXPECT_NEAR(e.time.seconds(), (op.flops.v + p.compute_half_flops) / (494.5e12 * 0.4), 1e-9);
   EXPECT_GT(e.time.seconds(), 1.2 * curve);
+}
+
+// On Hopper cuDNN runs an NCHW f16/bf16 2-D convolution as its NHWC kernels between
+// nchwToNhwc/nhwcToNchw transforms (the H200 ResNet-50 AMP NCHW b128 trace's kernel names): the
+// kernel takes the channels-last rule (two rooflines at 0.70 plus a fixed cost a kernel) and the
+// transforms come on top. 3-D (5-D input) NCHW ones keep the 0.38-with-sum rule.
+TEST(CostModel, HopperNchwHalfConvolutionsRunTheNhwcKernels) {
+  KernelCostModel km;
+  const DeviceSpec* h200 = find_device_model("H200-SXM-141GB");
+  ASSERT_TRUE(h200);
+  Device d = gpu();
+  d.spec = *h200;
+  Op conv;
+  conv.name = "conv";
+  conv.type = "Conv";
+  conv.dtype = Dtype::F16;
+  conv.flops = Flops{2.0 * 64 * 256 * 56 * 56 * 256 * 9};
+  conv.bytes_read = Bytes{2 * (64 * 256 * 56 * 56 + 256 * 256 * 9)};
+  conv.bytes_written = Bytes{2 * 64 * 256 * 56 * 56};
+  conv.outputs.push_back({.bytes = conv.bytes_written, .shape = {64, 256, 56, 56}});
+  conv.signature = Signature{"Conv", {{64, 256, 56, 56}, {256, 256, 3, 3}}, Dtype::F16};
+  Op nhwc = conv;
+  nhwc.layout = Layout::Nhwc;
+  const auto cl = km.estimate(nhwc, d);
+  EXPECT_EQ(km.estimate(conv, d).time, cl.time);  // an unstated layout is channels-last
+  conv.layout = Layout::Nchw;
+  const auto nchw = km.estimate(conv, d);
+  EXPECT_EQ(nchw.source, KernelCostModel::Source::NchwTransforms);
+  const double bw = h200->memory_bandwidth.bytes_per_s * km.roofline().memory_eff_max;
+  EXPECT_EQ(nchw.time.ns - cl.time.ns,
+            static_cast<std::int64_t>(std::ceil(nchw_transform_bytes(conv, d.spec) / bw * 1e9)));
+  for (const std::string type : {"ConvBackpropInput", "ConvBackpropFilter"}) {
+    Op a = nhwc, b = conv;
+    a.type = b.type = type;
+    a.phase = b.phase = Phase::Backward;
+    EXPECT_EQ(km.estimate(b, d).time.ns - km.estimate(a, d).time.ns, nchw.time.ns - cl.time.ns)
+        << type;
+  }
+  // The kernel alone beats the old rule's compute term (0.38 of the peak) by itself.
+  const double kernel = static_cast<double>(cl.time.ns) * 1e-9;
+  const double peak = h200->peak_for(Dtype::F16).per_s;
+  EXPECT_LT(kernel, conv.flops.v / (0.38 * peak));
+  // A 3-D NCHW convolution (5-D input) keeps the 0.38 rule with the sum.
+  Op c3 = conv;
+  c3.signature = Signature{"Conv", {{64, 256, 1, 56, 56}, {256, 256, 1, 3, 3}}, Dtype::F16};
+  EXPECT_GT(km.estimate(c3, d).time.ns - (nchw.time.ns - cl.time.ns),
+            static_cast<std::int64_t>(conv.flops.v / (0.38 * peak) * 1e9));
 }
 
 // cuDNN runs f16/bf16 tensor-core convolutions on NHWC kernels; an NCHW one pays nchwToNhwc /
