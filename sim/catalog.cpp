@@ -345,7 +345,14 @@ void add_inference_cards(std::vector<Entry>& c) {
   // winston-zhang-orz/gpu-specs specs.md @ a32fa524: TF32 62.5 dense (125 with sparsity), BF16 125
   // (250), F32 31.2; TF32 = 2x F32 and F16/BF16 = 4x F32, the GA102 tensor-core rate per SM the
   // RTX A6000's whitepaper column shows (77.4 / 154.8 of 38.7). Boost-clock (1695 MHz) figures.
-  c.push_back(
+  // Measured f16 GEMM (issue 15, session 32, h-gemmceil; found by session 31's h-gemmsrc,
+  // tests/data/gemm_public_rates.csv): torch matmul of square matrices (256-6888) on an A10 reached
+  // 56 TFLOP/s bf16, 54 f16 and 14 F32 with TF32 off (chsasank/device-benchmarks @ 06f4d7e2
+  // README.md, row "Nvidia A10 24GB"): 0.448 / 0.432 / 0.449 of the boost-clock peaks. The bf16
+  // figure is taken (that script's f16 column reads low on the A100 and RTX 4090, its bf16 column
+  // agrees with zzc0721's torch.mm database there). A 150 W board: the same GA102 at 300 W (A40)
+  // holds 0.796 of its peak in f16 and TF32 alike (zzc0721/torch-performance-test-data #185).
+  c.push_back(with_half_gemm(
       gpu("A10-24GB",
           {{D::F64, 0.4875}, {D::F32, 31.2}, {D::TF32, 62.5}, {D::F16, 125.0}, {D::BF16, 125.0}},
           600.0, 24, 3, kAmpereOn,
@@ -355,7 +362,10 @@ void add_inference_cards(std::vector<Entry>& c) {
           "dense (125 with sparsity) and BF16 125 (250) per NVIDIA's A10 datasheet table "
           "(winston-zhang-orz/gpu-specs specs.md @ a32fa524); 72 SMs per sysrqmts.com; "
           "F64 1/64 of F32 (the GA102 whitepaper's rate; sysrqmts lists 0.976 = 1:32); "
-          "PCIe Gen4 x16; 3 copy engines assumed"));
+          "PCIe Gen4 x16; 3 copy engines assumed"),
+      56.0 / 125.0,
+      "torch matmul bf16 on an A10: 56 TFLOP/s (chsasank/device-benchmarks README), 0.448 of "
+      "125; f16 54, F32 14 (0.449 of 31.2)"));
   // T4: 7.5 (TU104); 40 SMs (sysrqmts.com); no NVLink, PCIe Gen3; no reference system.
   // Measured f16 GEMM (issue 15, h-gemmceil): the same torch.mm benchmark on two T4s
   // (zzc0721/torch-performance-test-data database.md @ 07858687): 41.91 TFLOP/s (Google Colab,

@@ -1677,8 +1677,8 @@ std::optional<double> conv_generation_eff(const Op& op, const DeviceSpec& spec,
   // them), and a part's clock and power ceiling bound both kinds alike. So its convolutions stand
   // to its GEMMs as the A100's do: compute_eff_max (the A100 fit the A100's f16 convolutions take)
   // times the part's GEMM ceiling (at most 1) over the A100's (kA100Half, 0.73). RTX 3090 and RTX
-  // 4090 0.96, RTX A6000 0.75, RTX 6000 Ada 0.51. docs/cost-model.md, "Convolutions per
-  // generation".
+  // 4090 0.96, RTX A6000 0.75, RTX 6000 Ada 0.51, A10 0.43 (since session 32). docs/cost-model.md,
+  // "Convolutions per generation".
   if (half && spec.half_gemm_e_max && *spec.half_gemm_e_max > 0.0 && !spec.arch.nvidia(8, 0))
     return p.compute_eff_max * std::min(*spec.half_gemm_e_max, kMaxCurveEff) / kA100Half.e_max;
   // F32 on the CUDA cores (V100; an A100 without TF32): cuDNN's implicit-GEMM SGEMM kernels, as

@@ -1766,7 +1766,7 @@ TEST(CostModel, HalfConvolutionsAtThePartsMeasuredGemmCeiling) {
   for (const auto& [model, peak, e_max] :
        {std::tuple{"RTX-3090", 71.0e12, 1.0}, std::tuple{"RTX-A6000", 154.8e12, 120.49 / 154.8},
         std::tuple{"RTX-4090", 165.2e12, 1.0}, std::tuple{"RTX-6000-Ada-48GB", 364.4e12, 0.0},
-        std::tuple{"A100-SXM4-80GB", 312e12, 0.73}, std::tuple{"A10-24GB", 125e12, 0.73}}) {
+        std::tuple{"A100-SXM4-80GB", 312e12, 0.73}, std::tuple{"A10-24GB", 125e12, 56.0 / 125.0}}) {
     const Device d = catalog_gpu(model);
     const double e = e_max > 0.0 ? e_max : std::min(*d.spec.half_gemm_e_max, 1.0);
     const double f = wave_quantised_flops(op, d.spec) + p.compute_half_flops;
@@ -2096,8 +2096,8 @@ TEST(GemmCurve, Rtx3090ReachesItsRatedHalfPeak) {
 
 // The curve is the catalog's per part (DeviceSpec::half_gemm_e_max), not a model name: the RTX
 // A6000 (the same GA102 at full-rate FP32 accumulate, held to 300 W) gets its own measured 120.49
-// of 154.8 TFLOP/s (0.778), where before it had no curve (the roofline's 0.70); the A10 (GA102,
-// nothing measured) keeps the roofline; a spec renamed keeps its measured curve.
+// of 154.8 TFLOP/s (0.778), where before it had no curve (the roofline's 0.70); the A10 (GA102 at
+// 150 W) its own 0.448 since session 32; a spec renamed keeps its measured curve.
 TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
@@ -2112,7 +2112,8 @@ TEST(GemmCurve, EveryMeasuredGa102PartGetsItsOwnCurveFromTheCatalog) {
   const double fq = gemm_quantised_flops(1, 25600, 3072, 768, a.spec.sm_count);
   EXPECT_NEAR(km.op_time(mlp, a).seconds(),
               (fq + p.compute_half_flops) / (154.8e12 * (120.49 / 154.8)), 1e-9);
-  EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::F16));
+  // The A10 (GA102 at 150 W) has its own measured ceiling since session 32 (h-gemmceil): 0.448.
+  EXPECT_NEAR(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::F16)->e_max, 56.0 / 125.0, 1e-12);
   // The RTX 3090's 1.065 is kept in the catalog and capped at the peak by the curve.
   EXPECT_GT(*catalog_gpu("RTX-3090").spec.half_gemm_e_max, 1.0);
   DeviceSpec renamed = catalog_gpu("RTX-3090").spec;
@@ -2159,9 +2160,8 @@ TEST(GemmCurve, AdaRtx4090AtItsHalfPeakRtx6000AdaPowerCapped) {
 // benchmark as the GA102/AD102 parts (zzc0721/torch-performance-test-data; docs/catalog.md): L40S
 // 264.02 of 362.05 TFLOP/s, L4 68.83 of 121, T4 41.91 and 42.71 of 65 (their mean). Before, all
 // three had no curve (the roofline's compute_eff_max 0.70). Their f16 and bf16 GEMMs take it (and,
-// since h-gnmtsingle, TF32 where the part has TF32 units); F32 keeps the roofline. The A10 (none
-// measured; the A10G is AWS's other-clocked variant) and the Quadro RTX 8000 (none measured) keep
-// none.
+// since h-gnmtsingle, TF32 where the part has TF32 units); F32 keeps the roofline. The A10 has its
+// own since session 32 (h-gemmceil, below); the Quadro RTX 8000 (none measured) keeps none.
 TEST(GemmCurve, InferenceCardsGetTheirMeasuredCeilings) {
   KernelCostModel km;
   const RooflineParams p = km.roofline();
@@ -2182,7 +2182,9 @@ TEST(GemmCurve, InferenceCardsGetTheirMeasuredCeilings) {
               1e-12);
   EXPECT_NEAR(gemm_curve(catalog_gpu("L40S-48GB").spec, Dtype::TF32)->e_max, 264.02 / 362.05,
               1e-12);  // since h-gnmtsingle
-  EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::F16));
+  // The A10: torch matmul bf16 56 of 125 TFLOP/s (chsasank/device-benchmarks README), since
+  // session 32 (h-gemmceil); its f16 54 and F32 14 (0.449 of 31.2) agree.
+  EXPECT_NEAR(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::BF16)->e_max, 56.0 / 125.0, 1e-12);
   EXPECT_FALSE(gemm_curve(catalog_gpu("Quadro-RTX-8000").spec, Dtype::F16));
 }
 
@@ -2202,7 +2204,8 @@ TEST(GemmCurve, Tf32TakesThePartsHalfCurve) {
   const Op lstm = gemm_op(1, 576, 4096, 1024, Dtype::TF32);  // GNMT's recurrent GEMM at batch 576
   for (const auto& [model, tf32_peak, e_max] :
        {std::tuple{"RTX-6000-Ada-48GB", 182.2e12, 0.53}, std::tuple{"RTX-4090", 82.6e12, 1.0},
-        std::tuple{"RTX-3090", 35.6e12, 1.0}, std::tuple{"RTX-A6000", 77.4e12, 120.49 / 154.8}}) {
+        std::tuple{"RTX-3090", 35.6e12, 1.0}, std::tuple{"RTX-A6000", 77.4e12, 120.49 / 154.8},
+        std::tuple{"A10-24GB", 62.5e12, 56.0 / 125.0}}) {
     const Device d = catalog_gpu(model);
     EXPECT_DOUBLE_EQ(d.spec.peak_for(Dtype::TF32).per_s, tf32_peak) << model;
     // Half the f16 (FP32-accumulate) peak, within the RTX 3090's rounding (35.6 / 71).
@@ -2219,7 +2222,6 @@ TEST(GemmCurve, Tf32TakesThePartsHalfCurve) {
   // No TF32 units: the T4's TF32 is F32 on CUDA cores, no curve. The A100 keeps the roofline.
   EXPECT_FALSE(gemm_curve(catalog_gpu("T4-16GB").spec, Dtype::TF32));
   EXPECT_FALSE(gemm_curve(catalog_gpu("A100-SXM4-80GB").spec, Dtype::TF32));
-  EXPECT_FALSE(gemm_curve(catalog_gpu("A10-24GB").spec, Dtype::TF32));
 }
 
 // Issue 15 (h-bf16pre): bf16 on a GPU without bf16 tensor cores (compute capability < 8.0) runs
