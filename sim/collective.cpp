@@ -729,6 +729,16 @@ double nvls_chunk(double bytes, double ops, const Topo& t) {
   return c;
 }
 
+// The most one ring channel carries across nodes (GB/s of bus bandwidth), infinity where nothing
+// but the fabric bounds it: LL through host memory at kLlNetChannelGbps; Simple on Hopper under
+// NCCL 2.20+ at kHopperSimpleNetRingChannelGbps (one CTA per channel, 16 channels on 8 NICs).
+double ring_net_channel_gbps(const Topo& t, int p) {
+  if (t.nodes < 2) return std::numeric_limits<double>::infinity();
+  if (p == 0) return kLlNetChannelGbps;
+  if (p == 2 && t.hopper && t.nccl >= kNccl220) return kHopperSimpleNetRingChannelGbps;
+  return std::numeric_limits<double>::infinity();
+}
+
 // NVLS (one node) or NVLS_TREE (several nodes) all-reduce. Data moves in rounds of
 // nvlsChannels x nHeads chunks; the pipeline has 2 stages in a node (reduce through the switch,
 // multicast back) and 3 across nodes (reduce in the node, the exchange between the nodes,
@@ -737,16 +747,26 @@ Candidate nvls_candidate(const Topo& t, double bus_gbps, double bytes) {
   const bool tree = t.nodes > 1;
   double algbw = t.nvls_link_bw * kNvlsAlgbwPerLinkBw / 1e9;
   double lat = t.nccl223() ? kNvlsLat223 : kNvlsLat;
+  double select = 0;
   if (tree) {
     // tuning.cc: NVLS_TREE bandwidth min(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2): the
     // network carries each GPU's 1/ppn share up and down the tree.
-    algbw = std::min(algbw * kNvlsTreeEfficiency, t.nodes <= 2 ? bus_gbps : bus_gbps / 2);
+    const double intra = algbw * kNvlsTreeEfficiency;
+    algbw = std::min(intra, t.nodes <= 2 ? bus_gbps : bus_gbps / 2);
+    // Each of the nvlsChannels CTAs sends its share to the network at most at a ring channel's
+    // rate across nodes (ring_net_channel_gbps: Hopper, NCCL 2.20+); NCCL's estimate does not
+    // know it, so the tuner still chooses with the uncapped figure.
+    const double net = t.nvls_channels * ring_net_channel_gbps(t, 2);
+    if (const double capped = std::min(intra, t.nodes <= 2 ? net : net / 2); capped < algbw) {
+      select = algbw;
+      algbw = capped;
+    }
     lat += 2 * std::floor(std::log2(t.nodes)) * kNvlsTreeNetLat;
   }
   const double ops = static_cast<double>(t.nvls_channels) * t.ppn;
   const double round = std::min(bytes, ops * nvls_chunk(bytes, ops, t));
-  Candidate k{CollAlgo::Nvls, CollProto::Simple, lat, algbw,
-              (tree ? 2 : 1) * round / (1e3 * algbw)};
+  Candidate k{CollAlgo::Nvls, CollProto::Simple, lat, algbw, (tree ? 2 : 1) * round / (1e3 * algbw),
+              select};
   k.ctas = t.nvls_channels;
   return k;
 }
@@ -773,16 +793,6 @@ double ll_tree_hold_us(const Topo& t, int p, double bytes, int nc) {
   if (p != 0 || t.nodes < 2) return 0;
   const double chunk = std::min(kLlStepDataBytes, bytes / static_cast<double>(nc));
   return 2 * std::floor(std::log2(t.nodes)) * chunk / (1e3 * kLlNetChannelGbps);
-}
-
-// The most one ring channel carries across nodes (GB/s of bus bandwidth), infinity where nothing
-// but the fabric bounds it: LL through host memory at kLlNetChannelGbps; Simple on Hopper under
-// NCCL 2.20+ at kHopperSimpleNetRingChannelGbps (one CTA per channel, 16 channels on 8 NICs).
-double ring_net_channel_gbps(const Topo& t, int p) {
-  if (t.nodes < 2) return std::numeric_limits<double>::infinity();
-  if (p == 0) return kLlNetChannelGbps;
-  if (p == 2 && t.hopper && t.nccl >= kNccl220) return kHopperSimpleNetRingChannelGbps;
-  return std::numeric_limits<double>::infinity();
 }
 
 // NCCL's ncclTopoTuneModel for one call: every (algorithm, protocol) with its latency and

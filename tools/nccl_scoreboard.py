@@ -6,7 +6,8 @@ For each run listed in tests/data/collectives/nccl_scoreboard.csv it runs
     placesim collective --cluster C -g G [--devices D] [--algo A] [--p2p off] --compare FILE --json
 
 (the collective, rank count and NCCL version the file states; `--p2p off` where the run exported
-NCCL_P2P_DISABLE=1, the manifest's optional seventh column) and prints, per file and run, the
+NCCL_P2P_DISABLE=1, the manifest's optional seventh column; `--nccl-version V` where the output
+prints no `NCCL version` line and its source names the version, the optional eighth) and prints, per file and run, the
 largest |model / measured - 1| of the out-of-place bus bandwidth in the issue's two judged bands,
 8 KiB..1 MiB (bound 25 %) and >= 64 MiB (bound 10 %), with how many sizes are inside / outside.
 Every row counts; a row slower than the next larger size (a stall: a healthy run never moves more
@@ -27,7 +28,7 @@ import os
 import subprocess
 import sys
 
-COLUMNS = ["file", "cluster", "g", "devices", "algo", "set", "p2p"]
+COLUMNS = ["file", "cluster", "g", "devices", "algo", "set", "p2p", "nccl"]
 BANDS = (("8K-1M", lambda b: 8192 <= b <= 1 << 20, 0.25), (">=64M", lambda b: b >= 64 << 20, 0.10))
 
 
@@ -47,16 +48,17 @@ def read_manifest(path):
     for lineno, fields in zip([n for n, _ in lines], csv.reader(l for _, l in lines)):
         if header is None:
             header = fields
-            if header not in (COLUMNS[:6], COLUMNS):
-                fail(f"{path}:{lineno}: expected the header file,cluster,g,devices,algo,set[,p2p]")
+            if header not in (COLUMNS[:6], COLUMNS[:7], COLUMNS):
+                fail(f"{path}:{lineno}: expected the header file,cluster,g,devices,algo,set[,p2p[,nccl]]")
             continue
-        if (len(fields) not in (6, len(header)) or not fields[0] or not fields[1]
+        if (not 6 <= len(fields) <= len(header) or not fields[0] or not fields[1]
                 or not fields[2].isdigit()):
-            fail(f"{path}:{lineno}: expected file,cluster,g (a number),devices,algo,set[,p2p]")
+            fail(f"{path}:{lineno}: expected file,cluster,g (a number),devices,algo,set[,p2p[,nccl]]")
         if fields[5] not in ("fit", "held_out"):
             fail(f"{path}:{lineno}: set: expected fit or held_out, got {fields[5]!r}")
         row = dict(zip(COLUMNS, fields), line=lineno)
         row.setdefault("p2p", "")
+        row.setdefault("nccl", "")
         if row["p2p"] not in ("", "on", "off"):
             fail(f"{path}:{lineno}: p2p: expected on, off or empty, got {row['p2p']!r}")
         rows.append(row)
@@ -75,6 +77,8 @@ def score(placesim, data, entry, manifest):
         cmd[4:4] = ["--algo", entry["algo"]]
     if entry["p2p"] == "off":
         cmd[4:4] = ["--p2p", "off"]
+    if entry["nccl"]:
+        cmd[4:4] = ["--nccl-version", entry["nccl"]]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"{manifest}:{entry['line']}: placesim exited {p.returncode}: "

@@ -270,4 +270,20 @@ calibration/%s,dgx-a100,4,,,held_out,no\n' "$LLM" \
 python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv" 2>"$TMP/err" >/dev/null; rc=$?
 [ "$rc" = 2 ] && grep -q "sb.csv:2: p2p: expected on, off or empty, got 'no'" "$TMP/err" \
   || fail "nccl_scoreboard: bad p2p gave $rc: $(cat "$TMP/err")"
+# The manifest's optional nccl column: `--nccl-version` for an output that prints no NCCL version.
+# SkyPilot's a3-ultra all_gather (no version line) under 2.26.6 takes the Hopper ring cap of NCCL
+# 2.20+ (8 of 8 sizes >= 64 MiB inside); empty, it runs as 2.19 at the NICs' rate (0 of 8).
+SKY=skypilot_gke-a3ultra_nccl-tests_all_gather_2x8xH200_ray-mpirun-tags.txt
+cp "$CAL/$SKY" "$CAL/2x-hgx-h100.yaml" "$TMP/sbdata/calibration/"
+for v in 2.26.6 ""; do
+  printf 'file,cluster,g,devices,algo,set,p2p,nccl\ncalibration/%s,calibration/2x-hgx-h100.yaml,1,,,held_out,,%s\n' \
+    "$SKY" "$v" > "$TMP/sbdata/collectives/sb.csv"
+  out=$(python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv") \
+    || fail "nccl_scoreboard: nccl '$v' failed: $out"
+  case "$v" in
+    "") want='>=64M 0 of 8' ;;
+    *) want='>=64M 8 of 8' ;;
+  esac
+  grep -q "$want" <<<"$out" || fail "nccl_scoreboard: nccl '$v' wanted '$want': $out"
+done
 echo "collective_test: ok"

@@ -235,6 +235,29 @@ TEST(Collective, HopperSimpleRingsAcrossNodesRunSixteenChannelsOfOneCta) {
   EXPECT_GT(predict_collective(b2, ag, b2.gpus()).algbw_gbps * 15 / 16, 370.0);
 }
 
+// NVLS_TREE across nodes sends each of its nvlsChannels CTAs' share to the network, and on Hopper
+// under NCCL 2.20+ one CTA moves at most 20.3 GB/s there (the ring's rate above): on 4 nodes of 8
+// H100 (the tree's bwInter / 2) a 1 GiB all-reduce under NCCL 2.24 runs NVLS_TREE, as NCCL's
+// uncapped estimate chooses, at 16 x 20.3 / 2 GB/s algbw; under 2.19 the NICs bound it (8 x 48.5
+// / 2); on 2 nodes the node's NVLS (0.9 x 275) stays under 16 x 20.3 and nothing moves.
+TEST(Collective, NvlsTreesAcrossHopperNodesRunTheirChannelsAtTheRingsRate) {
+  const Cluster h4 =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/4x-hgx-h100.yaml");
+  CollectiveCall call = all_reduce(1ULL << 30);
+  call.nccl_version = 22403;
+  const CollectivePrediction p = predict_collective(h4, call, h4.gpus());
+  EXPECT_EQ(p.algo, CollAlgo::Nvls);
+  EXPECT_NEAR(p.algbw_gbps, 16 * 20.3 / 2, 1e-9);
+  call.nccl_version = 21903;
+  EXPECT_GT(predict_collective(h4, call, h4.gpus()).algbw_gbps, 185.0);
+  const Cluster h2 =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/calibration/2x-hgx-h100.yaml");
+  call.nccl_version = 22606;
+  const double v226 = predict_collective(h2, call, h2.gpus()).algbw_gbps;
+  call.nccl_version = 21903;
+  EXPECT_EQ(v226, predict_collective(h2, call, h2.gpus()).algbw_gbps);
+}
+
 // A tree LL call across nodes holds one chunk at every network hop (the proxy posts an LL step once
 // every line's flags are set, net.cc sendProxyProgress): the channel's share, at most one LL step
 // (8 lines x 512 threads x 8 B = 32 KiB), at one channel's LL rate across nodes (512 x 8 B per
