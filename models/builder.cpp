@@ -663,6 +663,29 @@ Tensor GraphBuilder::cast_gradient(const Tensor& g, const Tensor& target, const 
   return out_of(add(std::move(cast)), 0);
 }
 
+// A dense variable's gradient from its accumulated look-up rows: PyTorch's
+// embedding_dense_backward (aten/src/ATen/native/cuda/Embedding.cu) zero-fills a [V, E] tensor
+// and adds the rows into it: the rows read, the table written once (priced as a copy of those
+// bytes; the indices are left out). One op for the accumulated rows, where PyTorch runs one per
+// look-up call and adds the tables (AccumulateGrad): for GNMT's shared table one more table write
+// and add.
+Tensor GraphBuilder::dense_of(sim::OpId variable, const Tensor& rows) {
+  const sim::Op& vop = g_.ops[static_cast<std::size_t>(variable)];
+  const Tensor var = out_of(variable, 0);
+  sim::Op op;
+  op.name = "gradients/" + vop.name + "/dense_backward";
+  op.type = "Copy";
+  op.layer = vop.layer;
+  op.phase = sim::Phase::Backward;
+  op.group = vop.group;
+  op.inputs = {{rows.op, rows.out}};
+  op.outputs.push_back(
+      {.bytes = sim::Bytes{tensor_bytes(var)}, .shape = var.shape, .dtype = var.dtype});
+  op.bytes_read = sim::Bytes{tensor_bytes(rows)};
+  op.bytes_written = sim::Bytes{tensor_bytes(var)};
+  return out_of(add(std::move(op)), 0);
+}
+
 void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
   assert(!trained_);
   trained_ = true;
@@ -745,8 +768,9 @@ void GraphBuilder::train(const Tensor& loss, Optimizer opt, Accumulation acc) {
   const int slots = optimizer_slots(opt);
   for (const sim::OpId v : variables_) {
     const Tensor var = out_of(v, 0);
-    const auto g = gradient_of(var, acc);
+    auto g = gradient_of(var, acc);
     if (!g) continue;
+    if (g->shape != var.shape && dense_grad_vars_.count(v)) g = dense_of(v, *g);
     const auto& vop = g_.ops[static_cast<std::size_t>(v)];
     const bool sparse = g->shape != var.shape;
     const std::int64_t bytes = tensor_bytes(var);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,12 @@ class GraphBuilder {
                   const std::string& type = "Const");
   /// A trainable variable (its output is the parameter tensor; persistent bytes = its size).
   Tensor variable(const std::string& name, Shape shape);
+  /// The variable's gradient is dense even where its look-ups' gradients are row slices:
+  /// PyTorch's nn.Embedding (sparse=False, the default) returns a [V, E] gradient
+  /// (embedding_dense_backward), where TensorFlow returns IndexedSlices. train() then adds one
+  /// op that writes the whole table from the accumulated rows, and a dense update; DDP
+  /// exchanges the whole table.
+  void dense_gradient(const Tensor& variable) { dense_grad_vars_.insert(variable.op); }
   /// A generic forward op. Names are prefixed with the scope. Returns its outputs.
   std::vector<Tensor> op(const std::string& name, const std::string& type,
                          const std::vector<Tensor>& inputs, const std::vector<Shape>& out_shapes,
@@ -205,6 +212,7 @@ class GraphBuilder {
   void contribute(const Tensor& target, const Tensor& grad, const std::string& group,
                   Accumulation acc);
   std::optional<Tensor> gradient_of(const Tensor& t, Accumulation acc);
+  Tensor dense_of(sim::OpId variable, const Tensor& rows);
 
   sim::Graph g_;
   std::string layer_;
@@ -212,6 +220,7 @@ class GraphBuilder {
   std::int64_t params_ = 0;
   std::vector<FwdInfo> info_;  // per op
   std::vector<sim::OpId> variables_;
+  std::set<sim::OpId> dense_grad_vars_;  // dense_gradient()
   // Per (op, output): accumulated gradient so far, or pending AddN contributions.
   std::map<std::pair<sim::OpId, int>, std::vector<Tensor>> grad_;
   std::map<std::pair<sim::OpId, int>, int> acc_count_;

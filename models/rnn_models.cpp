@@ -473,7 +473,7 @@ std::vector<Tensor> nmt_decoder_cudnn(GraphBuilder& b, const NmtSizes& z, const 
 sim::Graph build_nmt(GraphOptions& o) {
   o.accept({"batch", "layers", "hidden", "attention", "vocab", "src_vocab", "tgt_vocab", "src_len",
             "tgt_len", "bidirectional", "attention_output", "lstm", "loss", "share_embedding",
-            "optimizer", "grad_accumulation"});
+            "optimizer", "grad_accumulation", "embedding_grad"});
   NmtSizes z{};
   z.batch = o.get_int("batch", 64);
   z.layers = static_cast<std::size_t>(o.get_int("layers", 2, 1, 64));
@@ -489,6 +489,10 @@ sim::Graph build_nmt(GraphOptions& o) {
   z.cudnn = o.get_choice("lstm", "unrolled", {"unrolled", "cudnn"}) == "cudnn";
   z.smoothed = o.get_choice("loss", "xent", {"xent", "label_smoothing"}) == "label_smoothing";
   z.shared_emb = o.get_bool("share_embedding", false);
+  // embedding_grad=dense: PyTorch's nn.Embedding gradient, the whole table (GNMT v2's encoder.py
+  // and decoder.py build nn.Embedding(vocab_size, hidden_size, padding_idx=config.PAD), sparse
+  // False); sparse (default): TensorFlow's IndexedSlices, the looked-up rows.
+  const bool dense_emb = o.get_choice("embedding_grad", "sparse", {"sparse", "dense"}) == "dense";
   if (z.shared_emb && z.src_vocab != z.tgt_vocab)
     throw sim::InputError("--graph-opt", "share_embedding",
                           "src_vocab == tgt_vocab (one table for both), got " +
@@ -502,6 +506,10 @@ sim::Graph build_nmt(GraphOptions& o) {
   Tensor src_emb;
   const std::vector<Tensor> enc_out = nmt_encoder(b, z, s, src_emb);
   const NmtDecoder d = nmt_decoder_weights(b, z, enc_out, src_emb);
+  if (dense_emb) {
+    b.dense_gradient(src_emb);
+    b.dense_gradient(d.tgt_emb);  // the same variable when shared
+  }
   std::vector<Tensor> losses;
   losses.reserve(static_cast<std::size_t>(z.tgt_len));
   if (z.cudnn)

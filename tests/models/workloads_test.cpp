@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "models/registry.hpp"
@@ -599,6 +600,36 @@ TEST(Workloads, NmtSharedEmbedding) {
   EXPECT_EQ(params(load_graph("nmt", gnmt + ",share_embedding=true")), 159593523 - 1025);
   EXPECT_THROW(load_graph("nmt", base + ",share_embedding=true,src_vocab=40"), sim::InputError);
   EXPECT_THROW(load_graph("nmt", base + ",share_embedding=maybe"), sim::InputError);
+}
+
+// embedding_grad=dense (PyTorch's nn.Embedding, sparse=False: GNMT v2's encoder.py/decoder.py):
+// the table's gradient is the whole [V, E] table, written once from the accumulated look-up rows,
+// and its update is dense; the default keeps TensorFlow's row slices and a sparse update.
+TEST(Workloads, NmtDenseEmbeddingGradient) {
+  const std::string base =
+      "layers=2,src_len=2,tgt_len=2,hidden=32,vocab=50,batch=2,optimizer=adam,share_embedding=true";
+  const auto table_update = [](const sim::Graph& g) -> const sim::Op& {
+    const sim::OpId table = g.op_index("nmt/encoder/embedding/embedding");
+    for (const auto& op : g.ops)
+      if (op.phase == sim::Phase::Update && op.inputs.at(0).op == table) return op;
+    throw std::runtime_error("no update of the embedding");
+  };
+  const sim::Graph sparse = load_graph("nmt", base);
+  EXPECT_EQ(table_update(sparse).type, "SparseApplyAdam");
+  EXPECT_LT(sparse.op_index("gradients/nmt/encoder/embedding/embedding/dense_backward"), 0);
+  const sim::Graph dense = load_graph("nmt", base + ",embedding_grad=dense");
+  const sim::OpId d = dense.op_index("gradients/nmt/encoder/embedding/embedding/dense_backward");
+  ASSERT_GE(d, 0);
+  const sim::Op& dop = dense.ops.at(static_cast<std::size_t>(d));
+  EXPECT_EQ(dop.outputs.at(0).bytes.v, 50 * 32 * 4);  // the table, F32
+  EXPECT_EQ(dop.bytes_written.v, 50 * 32 * 4);
+  EXPECT_EQ(dop.bytes_read.v, 2 * 32 * 4);  // the accumulated rows: one [batch 2, 32] slice
+  const sim::Op& up = table_update(dense);
+  EXPECT_EQ(up.type, "ApplyAdam");
+  EXPECT_EQ(up.inputs.at(1).op, d);
+  // Same parameters either way.
+  EXPECT_EQ(dense.metadata.at("parameters"), sparse.metadata.at("parameters"));
+  EXPECT_THROW(load_graph("nmt", base + ",embedding_grad=maybe"), sim::InputError);
 }
 
 // Ops of `type` in `phase` whose layer is `layer`, and the sum of their FLOPs.
