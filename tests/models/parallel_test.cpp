@@ -228,6 +228,35 @@ TEST(Parallel, PilInputPipelineCapsTheStepAtTheMeasuredPerCoreRate) {
       pm::load_graph("resnet50", "batch=8,input=synthetic"), "<t>", "input"));
 }
 
+// input=pil_autoaugment (EfficientNet's ConvNets loader: bicubic RandomResizedCrop and ConvNets'
+// AutoaugmentImageNetPolicy after the same decode) prices a worker's image at kPilAutoaugmentUs,
+// the plain figure times the ratio tools/input_pipeline_rate.py measures between the two
+// pipelines in one run; dp=1 carries it on one GPU.
+TEST(Parallel, AutoaugmentInputPipelineCostsMoreThanThePlainOne) {
+  const sim::Cluster c = sim::load_cluster("dgx-a100");
+  const auto step = [&](const std::string& graph_opt, const std::string& par) {
+    const pm::ParallelJob job =
+        pm::make_parallel(pm::load_graph("resnet50", graph_opt), c, pm::parse_parallel(par, "<t>"));
+    return std::make_pair(job, sim::simulate(c, job.graph, job.placement).step_time.ns);
+  };
+  EXPECT_GT(pm::kPilAutoaugmentUs, pm::kPilConvnetsUs * 13 / 10);
+  EXPECT_LT(pm::kPilAutoaugmentUs, pm::kPilConvnetsUs * 17 / 10);
+  const auto [aa, aa_ns] = step("batch=64,input=pil_autoaugment,input_workers=1", "dp=1");
+  EXPECT_EQ(aa.spec.loader_workers, 1);
+  EXPECT_EQ(aa.spec.loader_us, pm::kPilAutoaugmentUs);
+  // One worker: the loader is the step, 64 images at the AutoAugment worker's time.
+  EXPECT_NEAR(aa_ns * 1e-9, 64 * pm::kPilAutoaugmentUs * 1e-6, 1e-3);
+  const std::int64_t plain = step("batch=64,input=pil,input_workers=1", "dp=1").second;
+  EXPECT_GT(aa_ns, plain);
+  for (const char* bad :
+       {"batch=8,input=pil_autoaugment", "batch=8,input=autoaugment,input_workers=2",
+        "batch=8,input=pil_autoaugment,input_workers=0"})
+    EXPECT_THROW(pm::load_graph("resnet50", bad), sim::InputError) << bad;
+  EXPECT_THROW(
+      step("batch=8,input=pil_autoaugment,input_workers=2", "dp=2,loader_workers=2,loader_us=10"),
+      sim::InputError);
+}
+
 TEST(Parallel, Refusals) {
   const sim::Graph g = pm::load_graph("resnet50", "batch=8");
   EXPECT_THROW(
