@@ -186,16 +186,27 @@ TEST(Parallel, LoaderWorkersRunOnTheHostCpuAndShareItsThreads) {
                sim::InputError);
 }
 
+namespace {
+
+// resnet50 under `graph_opt` made parallel by `par` on `c`: the job and its simulated step (ns).
+std::pair<pm::ParallelJob, std::int64_t> resnet50_step(const sim::Cluster& c,
+                                                       const std::string& graph_opt,
+                                                       const std::string& par) {
+  const pm::ParallelJob job =
+      pm::make_parallel(pm::load_graph("resnet50", graph_opt), c, pm::parse_parallel(par, "<t>"));
+  return {job, sim::simulate(c, job.graph, job.placement).step_time.ns};
+}
+
+}  // namespace
+
 // The graph option input=pil,input_workers=W (NVIDIA ConvNets' PyTorch DataLoader): W loader
 // workers per replica at the measured per-image CPU time of the PIL pipeline (kPilConvnetsUs,
 // tools/input_pipeline_rate.py). A prefetching loader overlaps the GPU step, so the step is
 // max(GPU step, images per worker x per-image time); input=synthetic (the default) adds nothing.
 TEST(Parallel, PilInputPipelineCapsTheStepAtTheMeasuredPerCoreRate) {
-  const sim::Cluster c = sim::load_cluster("dgx-a100");
-  const auto step = [&](const std::string& graph_opt, const std::string& par) {
-    const pm::ParallelJob job =
-        pm::make_parallel(pm::load_graph("resnet50", graph_opt), c, pm::parse_parallel(par, "<t>"));
-    return std::make_pair(job, sim::simulate(c, job.graph, job.placement).step_time.ns);
+  const auto step = [c = sim::load_cluster("dgx-a100")](const std::string& graph_opt,
+                                                        const std::string& par) {
+    return resnet50_step(c, graph_opt, par);
   };
   const auto [plain, plain_ns] = step("batch=64", "dp=2");
   EXPECT_EQ(step("batch=64,input=synthetic", "dp=2").second, plain_ns);
@@ -233,11 +244,9 @@ TEST(Parallel, PilInputPipelineCapsTheStepAtTheMeasuredPerCoreRate) {
 // the plain figure times the ratio tools/input_pipeline_rate.py measures between the two
 // pipelines in one run; dp=1 carries it on one GPU.
 TEST(Parallel, AutoaugmentInputPipelineCostsMoreThanThePlainOne) {
-  const sim::Cluster c = sim::load_cluster("dgx-a100");
-  const auto step = [&](const std::string& graph_opt, const std::string& par) {
-    const pm::ParallelJob job =
-        pm::make_parallel(pm::load_graph("resnet50", graph_opt), c, pm::parse_parallel(par, "<t>"));
-    return std::make_pair(job, sim::simulate(c, job.graph, job.placement).step_time.ns);
+  const auto step = [c = sim::load_cluster("dgx-a100")](const std::string& graph_opt,
+                                                        const std::string& par) {
+    return resnet50_step(c, graph_opt, par);
   };
   EXPECT_GT(pm::kPilAutoaugmentUs, pm::kPilConvnetsUs * 13 / 10);
   EXPECT_LT(pm::kPilAutoaugmentUs, pm::kPilConvnetsUs * 17 / 10);
