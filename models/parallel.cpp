@@ -954,17 +954,20 @@ ParallelJob JobBuilder::build(const std::string& origin) {
   return std::move(job_);
 }
 
-// The graph option input=pil,input_workers=W (metadata "input", "input_workers", set by
-// models/registry.cpp): W loader workers per replica at the measured per-image CPU time of
-// ConvNets' PIL pipeline. A --parallel loader beside it would be a second, conflicting pipeline.
+// The graph option input=pil|pil_autoaugment,input_workers=W (metadata "input", "input_workers",
+// set by models/registry.cpp): W loader workers per replica at the measured per-image CPU time of
+// ConvNets' PIL pipeline, plain (kPilConvnetsUs) or EfficientNet's AutoAugment one
+// (kPilAutoaugmentUs). A --parallel loader beside it would be a second, conflicting pipeline.
 void apply_input_option(const sim::Graph& g, ParallelSpec& s, const std::string& origin) {
   const auto it = g.metadata.find("input");
   if (it == g.metadata.end() || it->second == "synthetic") return;
-  if (it->second != "pil")
-    throw sim::InputError(origin, "input", "synthetic or pil, got \"" + it->second + "\"");
+  if (it->second != "pil" && it->second != "pil_autoaugment")
+    throw sim::InputError(origin, "input",
+                          "synthetic, pil or pil_autoaugment, got \"" + it->second + "\"");
   if (s.loader_workers > 0)
-    throw sim::InputError(origin, "loader_workers",
-                          "either --graph-opt input=pil or loader_workers/loader_us, got both");
+    throw sim::InputError(
+        origin, "loader_workers",
+        "either --graph-opt input=" + it->second + " or loader_workers/loader_us, got both");
   const auto w = g.metadata.find("input_workers");
   int n = 0;
   try {
@@ -973,9 +976,10 @@ void apply_input_option(const sim::Graph& g, ParallelSpec& s, const std::string&
     n = 0;
   }
   if (n < 1)
-    throw sim::InputError(origin, "input_workers", "a whole number from 1 beside input=pil");
+    throw sim::InputError(origin, "input_workers",
+                          "a whole number from 1 beside input=" + it->second);
   s.loader_workers = n;
-  s.loader_us = kPilConvnetsUs;
+  s.loader_us = it->second == "pil" ? kPilConvnetsUs : kPilAutoaugmentUs;
 }
 
 }  // namespace

@@ -72,8 +72,8 @@ struct ParallelSpec {
   /// update. The step is simulated as one accumulating micro-batch (no exchange, no update) and
   /// the last one (with them): step = (accumulate - 1) x the first + the second.
   int accumulate = 1;
-  /// Input pipeline on the host CPU (off by default; docs/parallel.md; the graph option input=pil
-  /// sets both from kPilConvnetsUs):
+  /// Input pipeline on the host CPU (off by default; docs/parallel.md; the graph options
+  /// input=pil and input=pil_autoaugment set both from kPilConvnetsUs / kPilAutoaugmentUs):
   /// worker processes per replica (PyTorch DataLoader num_workers, DeepLearningExamples'
   /// `workers`) and CPU time one worker spends on one sample (decode + augmentation), in us.
   int loader_workers = 0;
@@ -89,6 +89,17 @@ struct ParallelSpec {
 /// option input=pil,input_workers=W (models/registry.hpp) makes make_parallel add W loader workers
 /// per replica at this cost, as loader_workers=W,loader_us=2924 would.
 inline constexpr std::int64_t kPilConvnetsUs = 2924;
+
+/// CPU time, in us, one DataLoader worker spends per training image in the same loader as
+/// EfficientNet runs it (ConvNets configs.yml @ 0fadac23: `augmentation: autoaugment`,
+/// `interpolation: bicubic`): the same decode, RandomResizedCrop(224) bicubic, flip, then ConvNets'
+/// own AutoaugmentImageNetPolicy (image_classification/autoaugment.py @ 82422354: one of 25 PIL
+/// sub-policies per image), then the uint8 collate. 4199 = kPilConvnetsUs x 1.436, the median
+/// ratio of the two pipelines' CPU time per image in 20 back-to-back pairs of 100 images on the
+/// same Zen 2 core (quartiles 1.388-1.472), `taskset -c 1 /usr/bin/python3
+/// tools/input_pipeline_rate.py --images 400 --repeats 5` (docs/validation.md, "EfficientNet's
+/// AutoAugment loader"). Graph option input=pil_autoaugment,input_workers=W.
+inline constexpr std::int64_t kPilAutoaugmentUs = 4199;
 
 /// Throws InputError(origin, key) when `g` asks for an input pipeline (graph option input=pil):
 /// only make_parallel adds it, so a run without --parallel would silently leave it out.

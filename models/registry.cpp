@@ -235,17 +235,19 @@ bool take_f32_grads(std::string& options, const std::optional<sim::Dtype>& preci
   return *found == "f32";
 }
 
-// input=synthetic|pil and input_workers=W: the job's input pipeline (models/parallel.hpp,
-// kPilConvnetsUs). Recorded as metadata "input" / "input_workers" for make_parallel; synthetic
-// (the default) records nothing. input_workers only with input=pil, and input=pil needs it.
+// input=synthetic|pil|pil_autoaugment and input_workers=W: the job's input pipeline
+// (models/parallel.hpp, kPilConvnetsUs and kPilAutoaugmentUs). Recorded as metadata "input" /
+// "input_workers" for make_parallel; synthetic (the default) records nothing. input_workers only
+// with a PIL pipeline, and a PIL pipeline needs it.
 std::pair<std::string, int> take_input(std::string& options) {
   // input_workers first: take_option treats a key that occurs only inside another as given empty
   const std::optional<std::string> workers = take_option(options, "input_workers");
   const std::optional<std::string> found = take_option(options, "input");
   const std::string kind = found ? *found : "synthetic";
-  if (kind != "synthetic" && kind != "pil")
-    throw sim::InputError("--graph-opt", "input",
-                          "one of synthetic, pil (dali is not modelled), got \"" + kind + "\"");
+  if (kind != "synthetic" && kind != "pil" && kind != "pil_autoaugment")
+    throw sim::InputError(
+        "--graph-opt", "input",
+        "one of synthetic, pil, pil_autoaugment (dali is not modelled), got \"" + kind + "\"");
   if (kind == "synthetic") {
     if (workers)
       throw sim::InputError("--graph-opt", "input_workers",
@@ -254,8 +256,8 @@ std::pair<std::string, int> take_input(std::string& options) {
   }
   if (!workers)
     throw sim::InputError("--graph-opt", "input_workers",
-                          "input_workers=W beside input=pil (the DataLoader's worker processes "
-                          "per GPU), got none");
+                          "input_workers=W beside input=" + kind +
+                              " (the DataLoader's worker processes per GPU), got none");
   int w = 0;
   try {
     std::size_t pos = 0;

@@ -8,9 +8,9 @@
 // sim::InputError naming "--graph-opt" and the key, with the accepted keys. Every source also
 // takes math_mode=torch|tf32|f32, precision=f32|bf16|f16 (mixed precision, below), grads=half|f32
 // (the weight gradients' type under mixed precision, below), layout=nchw|nhwc (the
-// convolutions' memory format: sim::apply_layout) and input=synthetic|pil with input_workers=W
-// (the host input pipeline make_parallel adds: models/parallel.hpp, kPilConvnetsUs; metadata
-// "input" and "input_workers").
+// convolutions' memory format: sim::apply_layout) and input=synthetic|pil|pil_autoaugment with
+// input_workers=W (the host input pipeline make_parallel adds: models/parallel.hpp,
+// kPilConvnetsUs, kPilAutoaugmentUs; metadata "input" and "input_workers").
 #pragma once
 
 #include <string>

@@ -128,9 +128,12 @@ for r in rows:
     cmd = [bin_, "simulate", "--graph", graph, "--graph-opt", opt, "--cluster",
            cluster, "--quiet", "--json"]
     # parallel: more --parallel keys (ddp=horovod: the framework's exchange; accumulate=K: K
-    # micro-batches of `batch` per optimizer step); a 1-GPU row with keys runs as dp=1.
+    # micro-batches of `batch` per optimizer step); a 1-GPU row with keys runs as dp=1, and so
+    # does one with an input pipeline (input=pil...: the data-parallel transform adds the loader).
     par = f"dp={gpus}" + (f",{r['parallel']}" if r.get("parallel") else "")
-    cmd += ["--parallel", par] if gpus > 1 or r.get("parallel") else ["--placement", "single-gpu"]
+    loader = any(kv.startswith("input=") for kv in opt.split(","))
+    dp = gpus > 1 or r.get("parallel") or loader
+    cmd += ["--parallel", par] if dp else ["--placement", "single-gpu"]
     keys = dict(kv.split("=", 1) for kv in par.split(",") if "=" in kv)
     accumulate = int(keys.get("accumulate", 1))
     # Lambda's SQuAD rows: the model's step at each per-rank batch the run has ({batch: steps}),

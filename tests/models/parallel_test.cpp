@@ -186,16 +186,27 @@ TEST(Parallel, LoaderWorkersRunOnTheHostCpuAndShareItsThreads) {
                sim::InputError);
 }
 
+namespace {
+
+// resnet50 under `graph_opt` made parallel by `par` on `c`: the job and its simulated step (ns).
+std::pair<pm::ParallelJob, std::int64_t> resnet50_step(const sim::Cluster& c,
+                                                       const std::string& graph_opt,
+                                                       const std::string& par) {
+  const pm::ParallelJob job =
+      pm::make_parallel(pm::load_graph("resnet50", graph_opt), c, pm::parse_parallel(par, "<t>"));
+  return {job, sim::simulate(c, job.graph, job.placement).step_time.ns};
+}
+
+}  // namespace
+
 // The graph option input=pil,input_workers=W (NVIDIA ConvNets' PyTorch DataLoader): W loader
 // workers per replica at the measured per-image CPU time of the PIL pipeline (kPilConvnetsUs,
 // tools/input_pipeline_rate.py). A prefetching loader overlaps the GPU step, so the step is
 // max(GPU step, images per worker x per-image time); input=synthetic (the default) adds nothing.
 TEST(Parallel, PilInputPipelineCapsTheStepAtTheMeasuredPerCoreRate) {
-  const sim::Cluster c = sim::load_cluster("dgx-a100");
-  const auto step = [&](const std::string& graph_opt, const std::string& par) {
-    const pm::ParallelJob job =
-        pm::make_parallel(pm::load_graph("resnet50", graph_opt), c, pm::parse_parallel(par, "<t>"));
-    return std::make_pair(job, sim::simulate(c, job.graph, job.placement).step_time.ns);
+  const auto step = [c = sim::load_cluster("dgx-a100")](const std::string& graph_opt,
+                                                        const std::string& par) {
+    return resnet50_step(c, graph_opt, par);
   };
   const auto [plain, plain_ns] = step("batch=64", "dp=2");
   EXPECT_EQ(step("batch=64,input=synthetic", "dp=2").second, plain_ns);
@@ -226,6 +237,33 @@ TEST(Parallel, PilInputPipelineCapsTheStepAtTheMeasuredPerCoreRate) {
                sim::InputError);
   EXPECT_NO_THROW(pm::refuse_input_without_parallel(
       pm::load_graph("resnet50", "batch=8,input=synthetic"), "<t>", "input"));
+}
+
+// input=pil_autoaugment (EfficientNet's ConvNets loader: bicubic RandomResizedCrop and ConvNets'
+// AutoaugmentImageNetPolicy after the same decode) prices a worker's image at kPilAutoaugmentUs,
+// the plain figure times the ratio tools/input_pipeline_rate.py measures between the two
+// pipelines in one run; dp=1 carries it on one GPU.
+TEST(Parallel, AutoaugmentInputPipelineCostsMoreThanThePlainOne) {
+  const auto step = [c = sim::load_cluster("dgx-a100")](const std::string& graph_opt,
+                                                        const std::string& par) {
+    return resnet50_step(c, graph_opt, par);
+  };
+  EXPECT_GT(pm::kPilAutoaugmentUs, pm::kPilConvnetsUs * 13 / 10);
+  EXPECT_LT(pm::kPilAutoaugmentUs, pm::kPilConvnetsUs * 17 / 10);
+  const auto [aa, aa_ns] = step("batch=64,input=pil_autoaugment,input_workers=1", "dp=1");
+  EXPECT_EQ(aa.spec.loader_workers, 1);
+  EXPECT_EQ(aa.spec.loader_us, pm::kPilAutoaugmentUs);
+  // One worker: the loader is the step, 64 images at the AutoAugment worker's time.
+  EXPECT_NEAR(aa_ns * 1e-9, 64 * pm::kPilAutoaugmentUs * 1e-6, 1e-3);
+  const std::int64_t plain = step("batch=64,input=pil,input_workers=1", "dp=1").second;
+  EXPECT_GT(aa_ns, plain);
+  for (const char* bad :
+       {"batch=8,input=pil_autoaugment", "batch=8,input=autoaugment,input_workers=2",
+        "batch=8,input=pil_autoaugment,input_workers=0"})
+    EXPECT_THROW(pm::load_graph("resnet50", bad), sim::InputError) << bad;
+  EXPECT_THROW(
+      step("batch=8,input=pil_autoaugment,input_workers=2", "dp=2,loader_workers=2,loader_us=10"),
+      sim::InputError);
 }
 
 TEST(Parallel, Refusals) {
