@@ -1736,6 +1736,30 @@ std::optional<double> issue_rate(const DeviceSpec& spec) {
   return lanes64 ? f32 : f32 / 2.0;
 }
 
+// cuDNN's channels-last depthwise kernels (conv2d_c1_k1_nhwc, dgrad2d_c1_k1_nhwc / xmma
+// depthwise dgrad, wgrad2d_c1_k1_nhwc + reduction; PyTorch sends every channels-last depthwise
+// convolution to cuDNN, ConvParams::use_cudnn_depthwise) move their bytes at this share of the
+// rate the roofline gives other kernels (default 1 / 1.96; fraction). Fitted on data no judged row
+// holds: timm's forward-only AMP benchmarks on an RTX 3090 (huggingface/pytorch-image-models @
+// 5e7d47ca, results/benchmark-infer-amp-{nchw,nhwc}-pt112-cu113-rtx3090.csv, batch 1024).
+// Channels-last speeds MobileNetV2 up 1.147x and MNASNet 1.238x where the model predicted 1.354x
+// and 1.415x; the networks without depthwise layers over-gain 1.046x (ResNet-18/50, DenseNet-121,
+// ResNeXt-50), and with that kept, their NHWC depthwise forwards take 2.08x and 1.82x their
+// memory-rate time, 1.96x weighted by time (tools/dw_timm_infer.py). MobileNetV3 and
+// EfficientNet-B0 are left out: their SE blocks' channels-last rates on the 3090 are unmeasured.
+// Measured on GA102 and on the forward only: the input and weight gradients, bf16, and other
+// generations take the same share (docs/cost-model.md, "Depthwise convolutions").
+constexpr double kCudnnNhwcDepthwiseBandwidthShare = 1.0 / 1.96;
+
+// The share of the memory rate `op` moves its bytes at: kCudnnNhwcDepthwiseBandwidthShare for a
+// channels-last f16/bf16 depthwise convolution on a GPU under the generation curves, else 1.
+double nhwc_depthwise_share(const Op& op, const DeviceSpec& spec, const RooflineParams& p) {
+  const bool cudnn_nhwc_depthwise = p.generation_curves && depthwise_on_cuda_cores(op, spec) &&
+                                    op.layout == Layout::Nhwc &&
+                                    (op.dtype == Dtype::F16 || op.dtype == Dtype::BF16);
+  return cudnn_nhwc_depthwise ? kCudnnNhwcDepthwiseBandwidthShare : 1.0;
+}
+
 // Whether PyTorch runs depthwise `op` with ATen's own kernels (DepthwiseConv2d.cu) rather than
 // cuDNN: an F32 (TF32 mode does not reach it) convolution not in channels-last.
 // ConvParams::use_cudnn_depthwise (aten/src/ATen/native/Convolution.cpp, PyTorch 1.2 to 2.x)
@@ -2053,7 +2077,8 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
     if (f32_peak > 0.0) t = std::min(t, (f + half_flops) / (f32_peak * f32_eff));
   }
   const double bw = spec.memory_bandwidth.bytes_per_s;
-  double rate = bw * non_vectorised_eff(op, spec, p).value_or(memory_eff_for(op.type, spec, p));
+  double rate = bw * non_vectorised_eff(op, spec, p).value_or(memory_eff_for(op.type, spec, p)) *
+                nhwc_depthwise_share(op, spec, p);
   if (p.generation_curves && spec.kind == DeviceKind::Gpu && spec.arch.hopper() &&
       cudnn_nhwc_batch_norm(op))
     rate = bw * kHopperNhwcBatchNormEff;

@@ -1908,6 +1908,48 @@ TEST(CostModel, AtenDepthwiseKernelsAtTheIssueRate) {
   EXPECT_LT(KernelCostModel(cal).op_time(nchw, a100).seconds(), 0.0006);
 }
 
+// cuDNN's channels-last f16/bf16 depthwise kernels (conv2d_c1_k1_nhwc and its gradients) move
+// their bytes at 1 / 1.96 of the rate the roofline gives an NCHW f16 depthwise layer: timm's
+// forward-only RTX 3090 benchmarks (MobileNetV2 and MNASNet channels-last against NCHW;
+// tools/dw_timm_infer.py). F32 channels-last ones, NCHW ones and a calibration's roofline
+// (generation_curves off) keep the memory rate.
+TEST(CostModel, ChannelsLastHalfDepthwiseAtItsBandwidthShare) {
+  const auto dw = [](std::optional<Layout> layout, Dtype dt, std::string type) {
+    Op op;
+    op.name = "features.2.conv.1.0";
+    op.type = type;
+    op.dtype = dt;
+    op.layout = layout;
+    const std::int64_t es = dt == Dtype::F32 ? 4 : 2;
+    const double out = 512.0 * 144 * 56 * 56;
+    op.flops = Flops{2.0 * out * 9};
+    op.bytes_read = Bytes{static_cast<std::int64_t>(out) * es};
+    op.bytes_written = Bytes{static_cast<std::int64_t>(out) * es};
+    op.signature = Signature{type, {{512, 144, 56, 56}, {144, 1, 3, 3}}, dt};
+    op.outputs.push_back(TensorOut{"y", op.bytes_written, {512, 144, 56, 56}, dt});
+    return op;
+  };
+  KernelCostModel km;
+  RooflineParams cal = km.roofline();
+  cal.generation_curves = false;
+  const KernelCostModel calibrated(cal);
+  for (const char* model : {"RTX-3090", "A100-SXM4-80GB", "H100-SXM5-80GB"}) {
+    const Device d = catalog_gpu(model);
+    for (const Dtype dt : {Dtype::F16, Dtype::BF16}) {
+      const double nchw = km.op_time(dw(std::nullopt, dt, "Conv"), d).seconds();
+      const double nhwc = km.op_time(dw(Layout::Nhwc, dt, "Conv"), d).seconds();
+      EXPECT_GT(nchw, 3e-4) << model;
+      EXPECT_NEAR(nhwc / nchw, 1.96, 0.02) << model;
+      EXPECT_EQ(calibrated.op_time(dw(Layout::Nhwc, dt, "Conv"), d),
+                calibrated.op_time(dw(std::nullopt, dt, "Conv"), d))
+          << model;
+    }
+    // F32 channels-last (cuDNN too, not measured here) keeps the memory rate.
+    const Op f32 = dw(Layout::Nhwc, Dtype::F32, "Conv");
+    EXPECT_EQ(km.estimate(f32, d).time, km.roofline_time(f32, d.spec)) << model;
+  }
+}
+
 TEST(CostModel, AtenDepthwiseWeightGradientSlowerPerFlop) {
   // ATen's conv_depthwise2d_grad_weight_kernel: a block per weight element, a warp per image, the
   // lanes striding over P x Q, each product paying its own index arithmetic: 2.563 times the
