@@ -22,7 +22,7 @@
 
 namespace placesim::sim {
 
-inline constexpr Duration kKernelGapHopper{1'100};     ///< cc 9.x; H200 traces, median
+inline constexpr Duration kKernelGapHopper{1'100};      ///< cc 9.x; H200 traces, median
 inline constexpr Duration kKernelGapAmpereA100{1'500};  ///< cc 8.0; A100 traces, mean
 
 /// The gap a GPU of architecture `a` pays between queued kernels on one stream; 0 unmeasured.
