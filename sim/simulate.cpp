@@ -23,6 +23,7 @@
 #include "sim/cpu_share.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/kernel_gap.hpp"
 #include "sim/network.hpp"
 #include "sim/trace.hpp"
 
@@ -77,6 +78,7 @@ struct Prepared {
   std::vector<std::int64_t> capacity;  // usable: memory_capacity - reserved_memory
   std::vector<std::int64_t> reserved;
   std::vector<std::int64_t> issue_ns, dma_ns;  // per GPU: copy issue cost, DMA setup latency
+  std::vector<std::int64_t> gap_ns;            // per GPU: kernel_gap(arch), sim/kernel_gap.hpp
   std::vector<double> cpu_cap;                 // per CPU: share of the socket one op can use
   std::vector<std::int32_t> engines;           // device * 3 + kind (H2D, D2H, peer)
 
@@ -306,6 +308,7 @@ void Prepared::device_parameters(const Cluster& c, const KernelCostModel& costs)
   reserved.resize(n_dev);
   issue_ns.resize(n_dev);
   dma_ns.resize(n_dev);
+  gap_ns.resize(n_dev);
   cpu_cap.resize(n_dev);
   engines.resize(3 * n_dev);
   for (int d = 0; d < n_dev; ++d) {
@@ -320,6 +323,7 @@ void Prepared::device_parameters(const Cluster& c, const KernelCostModel& costs)
     capacity[d] = s.memory_capacity.v - reserved[d];
     issue_ns[d] = is_gpu[d] ? std::max<std::int64_t>(0, s.copy_issue_overhead.ns) : 0;
     dma_ns[d] = is_gpu[d] ? std::max<std::int64_t>(0, s.dma_setup_latency.ns) : 0;
+    gap_ns[d] = is_gpu[d] ? kernel_gap(s.arch).ns : 0;
     cpu_cap[d] = s.intra_op_threads <= 0
                      ? 1.0
                      : std::min(1.0, static_cast<double>(s.intra_op_threads) / workers[d]);
@@ -401,7 +405,7 @@ struct PreparedView {
                      *pinned = nullptr, *streams = nullptr, *workers = nullptr, *engines = nullptr,
                      *dev_class = nullptr, *loader_begin = nullptr, *loader_end = nullptr;
   const std::int64_t *tensor_bytes = nullptr, *launch_ns = nullptr, *capacity = nullptr,
-                     *reserved = nullptr, *issue_ns = nullptr, *dma_ns = nullptr,
+                     *reserved = nullptr, *issue_ns = nullptr, *dma_ns = nullptr, *gap_ns = nullptr,
                      *step_host_ns = nullptr, *opt_host_ns = nullptr, *host_ns = nullptr;
   const std::int8_t* kind_req = nullptr;
   const std::uint8_t *is_update = nullptr, *is_gpu = nullptr;
@@ -868,7 +872,10 @@ void StepRun::launch_end(std::int32_t op) {
   const std::size_t si = static_cast<std::size_t>(d) * max_streams_ + s;
   const SimTime start = std::max(now, stream_free_[si]);
   if (track_) pred_[op] = (start > now && stream_last_[si] >= 0) ? stream_last_[si] : item;
-  stream_free_[si] = start + kernel_time(op);
+  // The stream's next kernel may start the GPU's kernel gap after this one ends (its own drain and
+  // dispatch, even when the next is already queued); an op that launches no kernel costs nothing.
+  const std::int64_t kt = kernel_time(op);
+  stream_free_[si] = start + kt + (kt > 0 ? V_.gap_ns[d] : 0);
   stream_last_[si] = op;
   if (coll_) op_shift_[op] = stream_shift_[si];
   // Consumers on the same stream may be launched now.
@@ -1252,6 +1259,7 @@ void StepRun::view() {
   v.reserved = P.reserved.data();
   v.issue_ns = P.issue_ns.data();
   v.dma_ns = P.dma_ns.data();
+  v.gap_ns = P.gap_ns.data();
   v.step_host_ns = P.step_host_ns.data();
   v.opt_host_ns = P.opt_host_ns.data();
   v.host_ns = P.host_ns.empty() ? nullptr : P.host_ns.data();

@@ -387,7 +387,9 @@ TEST(Validate, PipelinedLoopCarriesQueuedGpuWorkIntoTheNextStep) {
     EXPECT_NEAR(s.predicted_s, s.measured_s, 0.03 * s.measured_s) << pc::validation_to_text(r);
   // The GPU span of a step reaches into the next one (its kernel ends after the next step began).
   EXPECT_GT(r.steps[2].measured_gpu_span_s, r.steps[2].measured_s);
-  EXPECT_NEAR(r.steps[2].predicted_gpu_span_s, r.steps[2].measured_gpu_span_s, 2e-6);
+  // The replay's GPU also idles the A100's kernel gap (1.5 us, sim/kernel_gap.hpp) after each
+  // queued kernel, which this synthetic trace leaves out: two in the span.
+  EXPECT_NEAR(r.steps[2].predicted_gpu_span_s, r.steps[2].measured_gpu_span_s, 2e-6 + 3e-6);
 }
 
 TEST(Validate, CpuOnlyTraceTakesCpuCalibration) {

@@ -214,6 +214,28 @@ TEST(Simulate, CopiesPayHostIssueAndDmaSetup) {
             214 * kUs);
 }
 
+TEST(Simulate, QueuedKernelsOnOneStreamPayTheDeviceGap) {
+  // ChainOnOneGpuLaunchesAhead on a Hopper part (arch 9.0, kernel gap 1.1 us): b and c are queued
+  // (launched at 4 and 6 us) long before a and b end, yet each waits 1.1 us after its
+  // predecessor's kernel: a [2,12], b [13.1,23.1], c [24.2,34.2]. The last kernel's gap is idle
+  // nobody waits for. An A100 (8.0) pays 1.5 us; an unmeasured part (8.6) nothing.
+  const Graph g = graph_of(
+      {timed_op("a", 10, 1000), timed_op("b", 10, 1000, {0}), timed_op("c", 10, 1000, {1})});
+  const Cluster hopper = star_with("", "arch: \"9.0\"");
+  const Outcome o = simulate(hopper, g, on(hopper, {"gpu0", "gpu0", "gpu0"}));
+  EXPECT_EQ(o.step_time.ns, 34'200);
+  EXPECT_EQ(o.devices[1].busy.ns, 30 * kUs);  // the gap is idle, not kernel time
+  const Cluster a100 = star_with("", "arch: \"8.0\"");
+  EXPECT_EQ(simulate(a100, g, on(a100, {"gpu0", "gpu0", "gpu0"})).step_time.ns, 35 * kUs);
+  const Cluster ampere86 = star_with("", "arch: \"8.6\"");
+  EXPECT_EQ(simulate(ampere86, g, on(ampere86, {"gpu0", "gpu0", "gpu0"})).step_time.ns, 32 * kUs);
+  // A 1 us kernel then a 10 us one, launches 2 us each: k1 [2,3]; k2's launch ends at 4 and the
+  // gap at 4.1 (Hopper), so k2 runs [4.1,14.1]; on the 8.6 part the launch decides, [4,14].
+  const Graph short_first = graph_of({timed_op("k1", 1, 8), timed_op("k2", 10, 8, {0})});
+  EXPECT_EQ(simulate(hopper, short_first, on(hopper, {"gpu0", "gpu0"})).step_time.ns, 14'100);
+  EXPECT_EQ(simulate(ampere86, short_first, on(ampere86, {"gpu0", "gpu0"})).step_time.ns, 14 * kUs);
+}
+
 TEST(Simulate, SharedLinkCountsBothDirections) {
   // gpu0 -> gpu1 and gpu1 -> gpu0 at the same time: split duplex links carry both at 10 GB/s;
   // shared links halve them.
