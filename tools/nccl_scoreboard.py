@@ -17,6 +17,11 @@ docs/validation.md, "The nccl-tests scoreboard".
 
     python3 tools/nccl_scoreboard.py [--placesim build/placesim] [--set held_out|fit]
     python3 tools/nccl_scoreboard.py --min-inside SMALL,LARGE   # exit 1 if fewer sizes inside
+    python3 tools/nccl_scoreboard.py --sizes 8xA100             # every judged size of those runs
+
+`--sizes TEXT` adds, under each run whose file name contains TEXT, one line per judged size: the
+band, measured and model out-of-place busbw, the error, the algorithm/protocol the model's tuner
+chose, and `out` / `stall` marks (the same rows the counts are made of).
 
 Bad input (a manifest line without its fields, a file placesim refuses) is one line naming the
 file and line, exit 2.
@@ -90,15 +95,29 @@ def score(placesim, data, entry, manifest):
     for run, rows in sorted(runs.items()):
         rows = sorted((r for r in rows if r.get("measured_busbw_gbps", 0) > 0), key=lambda r: r["bytes"])
         slow = lambda r: r["bytes"] / r["measured_busbw_gbps"]
-        stalls = sum(1 for a, b in zip(rows, rows[1:])
-                     if slow(a) > slow(b) and any(f(a["bytes"]) for _, f, _ in BANDS))
+        stalled = {a["bytes"] for a, b in zip(rows, rows[1:]) if slow(a) > slow(b)}
+        judged = [r for r in rows if any(f(r["bytes"]) for _, f, _ in BANDS)]
+        stalls = sum(r["bytes"] in stalled for r in judged)
         bands = []
         for _, inside_band, bound in BANDS:
             errs = [abs(r["busbw_error"]) for r in rows if inside_band(r["bytes"])]
             n_in = sum(e <= bound for e in errs)
             bands.append((max(errs) if errs else None, n_in, len(errs) - n_in))
-        out.append((run, len(runs), bands, stalls))
+        out.append((run, len(runs), bands, stalls, [(r, r["bytes"] in stalled) for r in judged]))
     return out
+
+
+def size_lines(judged):
+    """One line per judged size: band, measured and model busbw, error, the tuner's choice, marks."""
+    lines = []
+    for r, stalled in judged:
+        name, bound = next((n, b) for n, f, b in BANDS if f(r["bytes"]))
+        err = r["busbw_error"]
+        marks = ("out" if abs(err) > bound else "") + (" stall" if stalled else "")
+        lines.append(f"    {r['bytes']:>13} {name:<6} measured {r['measured_busbw_gbps']:8.2f} "
+                     f"model {r['busbw_gbps']:8.2f} GB/s {100 * err:+7.1f} %  "
+                     f"{r.get('algo', '?')}/{r.get('proto', '?'):<7} {marks.strip()}".rstrip())
+    return lines
 
 
 def main():
@@ -110,6 +129,9 @@ def main():
     ap.add_argument("--set", choices=("fit", "held_out"), help="only the runs of this set")
     ap.add_argument("--min-inside", metavar="SMALL,LARGE",
                     help="exit 1 unless at least SMALL sizes of 8K-1M and LARGE of >=64M are inside")
+    ap.add_argument("--sizes", metavar="TEXT",
+                    help="under each run whose file name contains TEXT, print every judged size "
+                         "(measured and model busbw, error, the model's algorithm/protocol)")
     a = ap.parse_args()
     want = None
     if a.min_inside:
@@ -123,7 +145,7 @@ def main():
     tot = [[0, 0], [0, 0]]
     files_ok = 0
     for e in entries:
-        for run, nruns, bands, stalls in score(a.placesim, data, e, a.manifest):
+        for run, nruns, bands, stalls, judged in score(a.placesim, data, e, a.manifest):
             name = os.path.basename(e["file"]) + (f" r{run}" if nruns > 1 else "")
             cl = os.path.basename(e["cluster"]).removesuffix(".yaml")[:14]
             cells = []
@@ -135,6 +157,8 @@ def main():
                 cells.append(f"{'—' if worst is None else f'{100 * worst:.1f} %':>11} {n_in:>3}/{n_out:<2}")
             files_ok += ok
             print(f"{name:<72} {cl:<14} {e['set']:<8} {cells[0]}  {cells[1]} {stalls:>3}")
+            if a.sizes and a.sizes in os.path.basename(e["file"]):
+                print("\n".join(size_lines(judged)))
     print(f"sizes inside: 8K-1M {tot[0][0]} of {sum(tot[0])}, >=64M {tot[1][0]} of {sum(tot[1])}; "
           f"runs with every judged size inside: {files_ok}")
     if want:

@@ -247,6 +247,15 @@ printf 'file,cluster,g,devices,algo,set\ncalibration/superbench_nccl-tests_all_r
 out=$(python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv" --min-inside 8,8) \
   || fail "nccl_scoreboard: superbench below 8,8 inside: $out"
 grep -q 'sizes inside: 8K-1M 8 of 8, >=64M 8 of 8' <<<"$out" || fail "nccl_scoreboard: $out"
+# --sizes TEXT prints every judged size of the runs whose file name holds TEXT (SuperBench: 8 + 8
+# sizes, the model's ring Simple at 64 MiB) and nothing for a name that matches no run.
+out=$(python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv" --sizes superbench) \
+  || fail "nccl_scoreboard --sizes failed: $out"
+[ "$(grep -c ' GB/s ' <<<"$out")" = 16 ] || fail "nccl_scoreboard --sizes: not 16 size lines: $out"
+grep -Eq '^ +67108864 >=64M +measured +200\.91 model .* ring/Simple' <<<"$out" \
+  || fail "nccl_scoreboard --sizes: no 64 MiB ring/Simple line: $out"
+out=$(python3 "$SB" --placesim "$BIN" --manifest "$TMP/sbdata/collectives/sb.csv" --sizes nomatch)
+grep -q ' GB/s ' <<<"$out" && fail "nccl_scoreboard --sizes nomatch printed sizes: $out"
 # The manifest's optional p2p column: `off` runs the model with --p2p off (NCCL_P2P_DISABLE=1). The
 # DGX A100 run with P2P disabled is then priced over SHM (8.99 GB/s busbw, 73 % above its 5.20), not
 # over NVLink (hundreds of GB/s); a value other than on, off or empty is refused.
