@@ -711,6 +711,27 @@ class NcclTestsReader {
             true};
   }
 
+  // Why a file has no result row: a failure report, else a run whose header and rank lines were
+  // printed and whose output then ends (a hang killed by a timeout: the H100 NVL + A100 log of
+  // tests/data/README.md ends in NCCL's socket retries), else nothing to add.
+  [[nodiscard]] std::string why_no_row() const {
+    if (!failure_.empty())
+      return " (the run failed before its first row: \"" + sim::printable(failure_, 120) + "\")";
+    std::size_t ranks = 0;
+    std::set<std::string> hosts;
+    for (const Run& r : runs_) {
+      ranks = std::max(ranks, r.rank_hosts.empty()
+                                  ? std::size_t{0}
+                                  : static_cast<std::size_t>(r.rank_hosts.rbegin()->first + 1));
+      hosts.insert(r.hosts.begin(), r.hosts.end());
+    }
+    if (ranks == 0) return "";
+    return " (its header lists " + std::to_string(ranks) + " ranks on " +
+           std::to_string(hosts.size()) +
+           " host(s), then the output ends before its first size; last line: \"" +
+           sim::printable(last_line_, 120) + "\")";
+  }
+
   // The points with their ranks and nodes: the "Rank N" lines, else nThread x nGpus of a single
   // process, else (tables without them) what busbw / algbw implies; nodes: distinct hosts of the
   // rank lines, else unknown (0), resolved against the cluster when the fit is applied.
@@ -721,9 +742,7 @@ class NcclTestsReader {
                        "nccl-tests results (its own output, or a markdown or whitespace table with "
                        "size and time or algbw "
                        "columns), got no result row" +
-                           (failure_.empty() ? std::string()
-                                             : " (the run failed before its first row: \"" +
-                                                   sim::printable(failure_, 120) + "\")"));
+                           why_no_row());
     keep_the_requested_rows();
     // Each run its own ranks and machines (a loop over -g or -np prints one header per run);
     // runs numbered from 0 in the order their kept rows appear.
@@ -964,6 +983,7 @@ class NcclTestsReader {
     // "no result row" error of a run that failed before its table.
     static const std::regex kFailureRe(R"(\bTest (CUDA |NCCL )?failure\b)");
     if (failure_.empty() && std::regex_search(line, kFailureRe)) failure_ = line.substr(first);
+    last_line_ = line.substr(first);
     const auto tok = split_ws(line);
     double size = 0;
     if (tok.empty() || !parse_double(tok[0], size) ||
@@ -1127,6 +1147,7 @@ class NcclTestsReader {
   const std::string& collective_;
   std::set<std::string> binaries_;  // collectives whose X_perf binary a line names
   std::string failure_;             // the first failure report outside a row, for "no result row"
+  std::string last_line_;           // the last line outside a comment, for "no result row"
   std::vector<CollectivePoint> out_;
   std::vector<RowInfo> rows_;  // parallel to out_
   std::vector<Run> runs_ = std::vector<Run>(1);

@@ -206,6 +206,13 @@ constexpr double kNicLatencyUs = 1.0;
 constexpr double kSmpGbS = 38.4;
 // EDR InfiniBand, 100 Gbit/s, when the file gives no speed.
 constexpr double kDefaultNicGbS = 12.5;
+// NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: "900 GB/s of bidirectional
+// bandwidth" (spheron.network/blog/nvidia-gh200-guide; NVIDIA's Grace Hopper and GB200 figures),
+// 450 GB/s per direction, 1 us a hop as scenarios/clusters/gb200-nvl72.yaml assumes for its C2C
+// links. Used for a GPU whose `GPU NUMA ID` cell is a number: its memory is a NUMA node of the
+// host, which only a coherent chip-to-chip link gives (a PCIe GPU prints N/A).
+constexpr double kC2cGbS = 450.0;
+constexpr double kC2cLatencyUs = 1.0;
 
 // A GPU-to-NVSwitch hop must be cheaper than a PCIe switch hop: GPU-nvswitch-GPU and
 // GPU-PCIe switch-GPU are both two hops, and routing breaks hop ties on latency
@@ -396,6 +403,10 @@ struct SmiMatrix {
   // ID" (0 when it names none of them).
   std::size_t trailing_columns = 0;
   bool cpu_and_numa = false;
+  bool gpu_numa_column = false;
+  // Per row: the printed `GPU NUMA ID` when it is a number (a GPU whose memory is a NUMA node of
+  // the host: GH200/GB200 with the GPU memory onlined), else "".
+  std::vector<std::string> gpu_numa_id;
 };
 
 // The columns after the matrix that an `nvidia-smi topo -m` header names.
@@ -405,6 +416,17 @@ void read_trailing_header(const std::string& header, SmiMatrix& mx) {
   const bool gpu_numa = header.find("GPU NUMA ID") != std::string::npos;
   mx.trailing_columns = static_cast<std::size_t>(cpu) + numa + gpu_numa;
   mx.cpu_and_numa = cpu && numa;
+  mx.gpu_numa_column = gpu_numa;
+}
+
+// The row's `GPU NUMA ID` when every column after the matrix is printed and it is a number
+// ("0-71  0  1" on a GH200, cuBB's system check), else "" ("N/A" on PCIe and SXM GPUs).
+std::string row_gpu_numa_id(const std::vector<std::string>& tok, std::size_t next,
+                            const SmiMatrix& mx) {
+  if (!mx.gpu_numa_column || tok.size() <= next || tok.size() - next != mx.trailing_columns)
+    return "";
+  const std::string& id = tok.back();
+  return id.find_first_not_of("0123456789") == std::string::npos ? id : "";
 }
 
 // A GPU row's CPU/NUMA affinity from the cells after its relations: the NUMA node ("numa3") when
@@ -510,6 +532,7 @@ SmiMatrix read_smi_matrix(const std::string& text, const std::string& origin) {
     mx.rows.push_back(std::move(cells));
     // The first column after the matrix is the CPU affinity; newer drivers add NUMA affinity.
     mx.affinity.push_back(row_affinity(tok, next, mx));
+    mx.gpu_numa_id.push_back(row_gpu_numa_id(tok, next, mx));
   }
   if (mx.columns.empty())
     throw InputError(origin, "",
@@ -564,6 +587,16 @@ RelMatrix smi_relations(SmiMatrix& mx, const std::string& origin, std::vector<st
 
 bool smi_is_gpu(const SmiMatrix& mx, int i) {
   return mx.columns[static_cast<std::size_t>(i)].rfind("GPU", 0) == 0;
+}
+
+// Column device i is a GPU whose row prints a numeric `GPU NUMA ID` (joined to its CPU by
+// NVLink-C2C, kC2cGbS).
+bool smi_is_c2c_gpu(const SmiMatrix& mx, int i) {
+  if (!smi_is_gpu(mx, i)) return false;
+  for (std::size_t r = 0; r < mx.row_names.size(); ++r)
+    if (mx.row_names[r] == mx.columns[static_cast<std::size_t>(i)])
+      return !mx.gpu_numa_id[r].empty();
+  return false;
 }
 
 // NUMA node of every column device (GPUs by their affinity, NICs by their closest GPU) and the
@@ -717,7 +750,16 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
 
   Builder b(origin, o);
   const SmiPlacement place = smi_placement(mx, rel, out.notes);
-  const std::string cpu_model = cpu_model_or_default(o, "", out.notes);
+  int c2c_gpus = 0;
+  for (int i = 0; i < n; ++i) c2c_gpus += smi_is_c2c_gpu(mx, i) ? 1 : 0;
+  if (c2c_gpus > 0)
+    out.notes.push_back(
+        std::to_string(c2c_gpus) +
+        " GPU(s) print a GPU NUMA ID (their memory is a NUMA node of the host): "
+        "joined to their CPU by NVLink-C2C, 450 GB/s per direction, not PCIe" +
+        std::string(o.cpu_model.empty() ? "; CPU assumed Grace (pass --cpu-model)" : ""));
+  // Only Grace joins an NVIDIA GPU by NVLink-C2C: the CPU a C2C GPU names, unless given.
+  const std::string cpu_model = cpu_model_or_default(o, c2c_gpus > 0 ? "Grace" : "", out.notes);
   const sim::DeviceSpec& cspec = catalog_spec(cpu_model, "<flag --cpu-model>", "");
   auto numa_of = [&](int i) { return place.numa_id[static_cast<std::size_t>(i)]; };
   std::string pgen;
@@ -744,7 +786,10 @@ TopoImport import_nvidia_smi_topo(const std::string& text, const std::string& or
     if (smi_is_gpu(mx, i)) {
       const std::string g = "gpu" + name.substr(3);
       b.add_gpu(g, gspec, "cpu" + std::to_string(numa_of(i)));
-      b.add_link(g, up, pcie, kPcieLatencyUs, pgen);
+      if (smi_is_c2c_gpu(mx, i))
+        b.add_link(g, "hb" + std::to_string(numa_of(i)), kC2cGbS, kC2cLatencyUs, "c2c");
+      else
+        b.add_link(g, up, pcie, kPcieLatencyUs, pgen);
       ++gpu_count;
     } else {
       const std::string nic = mx.nic_legend.count(name) ? mx.nic_legend[name] : name;

@@ -847,3 +847,72 @@ TEST(NcclTests, OneRankAndUncheckedRunsAsPosted) {
   EXPECT_EQ(na[0].wrong, 0);
   EXPECT_NEAR(na.back().busbw_gb_s, 341.53, 1e-9);
 }
+
+namespace {
+// Session 33: what a real file read as (rows, collective, ranks, machines, NCCL version).
+void expect_read(const std::vector<pc::CollectivePoint>& p, std::size_t rows, const char* coll,
+                 int ranks, int nodes, int version) {
+  ASSERT_EQ(p.size(), rows);
+  EXPECT_EQ(p[0].collective, coll);
+  EXPECT_EQ(p[0].ranks, ranks);
+  EXPECT_EQ(p[0].nodes, nodes);
+  EXPECT_EQ(p[0].nccl_version, version);
+}
+}  // namespace
+
+// Session 33 (issues 15, 16): real nccl-tests outputs of systems and layouts not held before
+// (tests/data/README.md), each held at its reading.
+TEST(NcclTests, FilesAsTheyOccurInSession33) {
+  // 2 DGX Spark (GB10) over one QSFP link: the prompt, the mpirun command and six "Authorization
+  // required" lines before the header; all_gather 1-4 GiB, NCCL 2.28.9.
+  const auto spark = pc::parse_nccl_tests(
+      slurp(data("dgx-spark_nccl-tests_all_gather_2xGB10_auth-noise_nccl2289.txt")), "gb10.txt",
+      "");
+  ASSERT_NO_FATAL_FAILURE(expect_read(spark, 3, "all_gather", 2, 2, 22809));
+  EXPECT_DOUBLE_EQ(spark[0].time_s, 27211.0e-6);
+  EXPECT_NEAR(spark.back().busbw_gb_s, 22.14, 1e-9);
+  // NVIDIA/nccl#2441: 2 x 2 H100 NVL over Slingshot, a linear step ("-i 100000": sizes 500000 ..
+  // 1500000 bytes, not powers of two).
+  const auto nvl = pc::parse_nccl_tests(
+      slurp(data("nccl-issue2441_nccl-tests_all_reduce_2x2xH100NVL_linear-step_nccl2305.txt")),
+      "nvl.txt", "");
+  ASSERT_NO_FATAL_FAILURE(expect_read(nvl, 11, "all_reduce", 4, 2, 23005));
+  EXPECT_DOUBLE_EQ(nvl[2].bytes, 700000.0);
+  EXPECT_DOUBLE_EQ(nvl[2].time_s, 113.68e-6);
+  // The same issue's run with the NCCL commit it bisected to (AMD inter-CPU bandwidth): 700 KB to
+  // 1 MB at a third of the rate, the rows as printed.
+  const auto bad = pc::parse_nccl_tests(
+      slurp(data(
+          "nccl-issue2441_nccl-tests_all_reduce_2x2xH100NVL_linear-step_amd-cpu-bw-commit.txt")),
+      "bad.txt", "");
+  ASSERT_NO_FATAL_FAILURE(expect_read(bad, 11, "all_reduce", 4, 2, 23005));
+  EXPECT_DOUBLE_EQ(bad[5].time_s, 343.55e-6);
+  EXPECT_GT(bad[5].time_s, 2.0 * nvl[5].time_s);
+  // OpenShift, 2 pods of one L40S each over sockets (NCCL_IB_DISABLE=1), then 2 pods of two
+  // (-g 2): "# Reducing maxBytes to 15534478677 due to memory limitation" inside the header.
+  const auto one = pc::parse_nccl_tests(
+      slurp(data("openshift_nccl-tests_all_reduce_2xL40S_sockets_reducing-maxbytes_nccl2273.txt")),
+      "l40s1.txt", "");
+  ASSERT_NO_FATAL_FAILURE(expect_read(one, 31, "all_reduce", 2, 2, 22703));
+  EXPECT_DOUBLE_EQ(one.back().bytes, 8589934592.0);
+  EXPECT_NEAR(one.back().busbw_gb_s, 8.11, 1e-9);
+  const auto two = pc::parse_nccl_tests(
+      slurp(data("openshift_nccl-tests_all_reduce_2x2xL40S_g2_reducing-maxbytes_nccl2273.txt")),
+      "l40s2.txt", "");
+  ASSERT_NO_FATAL_FAILURE(expect_read(two, 31, "all_reduce", 4, 2, 22703));
+  EXPECT_NEAR(two.back().busbw_gb_s, 9.63, 1e-9);
+  // 8 H100 NVL + 8 A100 in two pods that never connected: header, 16 rank lines, NCCL's socket
+  // retries, no table. The error says what the file holds and how it ends.
+  try {
+    pc::parse_nccl_tests(
+        slurp(data("h100nvl-a100_nccl-tests_all_reduce_2x8_no-table_socket-timeout.txt")),
+        "hang.txt", "");
+    ADD_FAILURE() << "a file without result rows was read";
+  } catch (const sim::InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("got no result row (its header lists 16 ranks on 2 host(s), then the "
+                        "output ends before its first size; last line: \"6e094e9a088e"),
+              std::string::npos)
+        << what;
+  }
+}

@@ -906,3 +906,38 @@ TEST(TopoFacts, ImporterAssumesTheReferenceNicAndSaysWhere) {
     if (l.kind == "ib") EXPECT_DOUBLE_EQ(l.bandwidth.bytes_per_s, 25e9) << l.name;
   EXPECT_TRUE(noted(f, "(--nic-gbps)"));
 }
+
+// Session 33 (issues 15, 16): a Grace Hopper superchip's matrix and a 4-GPU PCIe box with NVLink
+// bridges (tests/data/README.md).
+TEST(NvidiaSmiTopo, SuperchipAndBridgedMatricesAsTheyOccur) {
+  // GH200 (cuBB's system check): one GPU whose `GPU NUMA ID` is 1 (its HBM a NUMA node of the
+  // host) and four NICs. Before: a PCIe Gen5 link (63 GB/s) to a Xeon. Now: NVLink-C2C, 450 GB/s
+  // per direction, to Grace.
+  const auto gh =
+      import_smi("gh200_cubb-system-checks_nvidia-smi-topo_gpu-numa-id.txt", "H100-SXM5-80GB");
+  const sim::Cluster& g = gh.cluster;
+  ASSERT_EQ(g.gpus().size(), 1u);
+  ASSERT_EQ(g.cpus().size(), 1u);
+  EXPECT_EQ(g.devices[static_cast<std::size_t>(g.cpus()[0])].spec.model, "Grace");
+  ASSERT_NE(link_between(g, "gpu0", "hb0"), nullptr);
+  EXPECT_EQ(link_between(g, "gpu0", "hb0")->kind, "c2c");
+  EXPECT_DOUBLE_EQ(link_between(g, "gpu0", "hb0")->bandwidth.bytes_per_s, 450e9);
+  EXPECT_EQ(count_kind(g, "ib"), 4);
+  EXPECT_TRUE(noted(gh, "1 GPU(s) print a GPU NUMA ID"));
+  // 4 A30 (vLLM's collect_env) with NVLink bridges on pairs 0-1 and 2-3 (NV4), SYS across, the one
+  // NIC PXB/PIX to GPU2/GPU3 and its row ending in "X " without affinity: two 100 GB/s bundles,
+  // the NIC behind GPU3's PCIe switch, no NVSwitch. Read as before the change (GPU NUMA ID N/A).
+  const auto a30 =
+      import_smi("a30x4_vllm-collect-env_nvidia-smi-topo_nv4-pairs.txt", "A100-PCIe-80GB");
+  const sim::Cluster& a = a30.cluster;
+  ASSERT_EQ(a.gpus().size(), 4u);
+  EXPECT_EQ(a.cpus().size(), 2u);
+  EXPECT_EQ(a.devices[static_cast<std::size_t>(a.cpus()[0])].spec.model, "Xeon-E5-2698v4");
+  EXPECT_LT(a.vertex_index("nvswitch"), 0);
+  ASSERT_NE(link_between(a, "gpu0", "gpu1"), nullptr);
+  EXPECT_DOUBLE_EQ(link_between(a, "gpu0", "gpu1")->bandwidth.bytes_per_s, 100e9);
+  EXPECT_NE(link_between(a, "gpu2", "gpu3"), nullptr);
+  EXPECT_EQ(link_between(a, "gpu0", "gpu2"), nullptr);
+  EXPECT_EQ(count_kind(a, "c2c"), 0);
+  EXPECT_EQ(count_kind(a, "ib"), 1);
+}
