@@ -147,6 +147,30 @@ constexpr int kNccl220 = 22000;
 // what one hop gives, not 31 x 0.6 us.
 constexpr double kLl128StepDataBytes = 120.0 * 640 * 8 * 120 / 128;
 constexpr double kRootedSimpleChunkBytes = kSimpleStepBytes;  // BROADCAST/REDUCE_CHUNKSTEPS 1
+// The Hopper ring rate (kHopperSimpleNetRingChannelGbps) is per slice, and a chain's slice is half
+// a ring's. Rings move NCCL_STEPS / 4 = 2 steps (1 MiB) per slice (ALLREDUCE / ALLGATHER /
+// REDUCESCATTER_SLICESTEPS), the broadcast and reduce chains 1 step (512 KiB: BROADCAST_SLICESTEPS
+// = REDUCE_SLICESTEPS = 1, src/include/collectives.h): "Rings do not need 8 slots (only 4) so they
+// actually use 2 slots for each chunk, hence 1MB. Trees and chains (broadcast/reduce), however do
+// benefit from more back to back pipelining so they use all 8 slots and their chunk size is 512KB"
+// (S. Jeaugey, NVIDIA/nccl#391). The channel's one CTA handles its slices one after another
+// (prims_simple.h: wait for the peer's step, copy, fence, post, per slice), and each network slice
+// is one message of the proxy (net.cc sendProxyProgress sends the size the GPU posted for the
+// slot), so a slice costs a fixed time beside its bytes at the channel's share of the NICs. On the
+// cluster the ring rate was fitted on (nccl-tests#309: 8 x 400 Gb/s NICs of 48.5 GB/s per node, 16
+// channels) that share is 24.25 GB/s, which leaves 1 MiB / 20.3 - 1 MiB / 24.25 = 8.4 us a slice; a
+// chain's 512 KiB slice then moves at 512 KiB / (8.4 us + 512 KiB / 24.25 GB/s) = 17.5 GB/s.
+// Nothing new is fitted: the share is the NICs' and the slice cost follows from the ring's fitted
+// rate. Only the collectives' full slices are priced (a ring's shrink below one loop:
+// docs/collectives.md, "Simple chains across Hopper nodes move half a ring's slice").
+// #309's 8 NICs per node at CX7_BW 48.5 GB/s (link_efficiency's) over its 16 channels.
+constexpr double kHopperNetChannelShareGbps = 8 * 48.5 / 16;
+constexpr double kRingSliceBytes = kRingSliceSteps * kSimpleStepBytes;
+constexpr double kHopperNetSliceUs = kRingSliceBytes / (1e3 * kHopperSimpleNetRingChannelGbps) -
+                                     kRingSliceBytes / (1e3 * kHopperNetChannelShareGbps);
+constexpr double kHopperSimpleNetChainChannelGbps =
+    kRootedSimpleChunkBytes /
+    (1e3 * (kHopperNetSliceUs + kRootedSimpleChunkBytes / (1e3 * kHopperNetChannelShareGbps)));
 // LL across nodes holds one chunk at every network hop too (session 30, issue 16): the LL buffer
 // is in host memory and the proxy posts a step only once it has seen every line's flags (net.cc
 // sendProxyProgress), so a tree or chain channel's data waits at each network hop for its chunk,
@@ -731,11 +755,13 @@ double nvls_chunk(double bytes, double ops, const Topo& t) {
 
 // The most one ring channel carries across nodes (GB/s of bus bandwidth), infinity where nothing
 // but the fabric bounds it: LL through host memory at kLlNetChannelGbps; Simple on Hopper under
-// NCCL 2.20+ at kHopperSimpleNetRingChannelGbps (one CTA per channel, 16 channels on 8 NICs).
-double ring_net_channel_gbps(const Topo& t, int p) {
+// NCCL 2.20+ at kHopperSimpleNetRingChannelGbps (one CTA per channel, 16 channels on 8 NICs), a
+// broadcast or reduce `chain` at kHopperSimpleNetChainChannelGbps (half the slice, one slice cost).
+double ring_net_channel_gbps(const Topo& t, int p, bool chain = false) {
   if (t.nodes < 2) return std::numeric_limits<double>::infinity();
   if (p == 0) return kLlNetChannelGbps;
-  if (p == 2 && t.hopper && t.nccl >= kNccl220) return kHopperSimpleNetRingChannelGbps;
+  if (p == 2 && t.hopper && t.nccl >= kNccl220)
+    return chain ? kHopperSimpleNetChainChannelGbps : kHopperSimpleNetRingChannelGbps;
   return std::numeric_limits<double>::infinity();
 }
 
@@ -833,7 +859,7 @@ std::vector<Candidate> candidates(CollectiveKind kind, int n, const Topo& t, dou
     // Across nodes a ring channel's network hop may have a rate of its own (ring_net_channel_gbps);
     // NCCL's tuner does not know it and still chooses with its own estimate.
     double ring_select = 0;
-    if (const double cap = nc * ring_net_channel_gbps(t, p); bw > cap) {
+    if (const double cap = nc * ring_net_channel_gbps(t, p, rooted); bw > cap) {
       ring_select = bw * n / nsteps(kind, n);
       bw = cap;
     }

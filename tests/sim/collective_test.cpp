@@ -235,6 +235,36 @@ TEST(Collective, HopperSimpleRingsAcrossNodesRunSixteenChannelsOfOneCta) {
   EXPECT_GT(predict_collective(b2, ag, b2.gpus()).algbw_gbps * 15 / 16, 370.0);
 }
 
+// That rate is per slice: a channel's one CTA pays a fixed cost per slice beside the slice's bytes
+// at its share of the NICs (8 x 48.5 / 16 = 24.25 GB/s on the nodes the 20.3 was fitted on), and a
+// broadcast or reduce chain's slice is one 512 KiB step where a ring's is two (NVIDIA/nccl#391).
+// On 4 nodes of 8 H100 under NCCL 2.24 an 8 GiB broadcast or reduce runs its channels at
+// 512 KiB / (1 MiB / 20.3 - 1 MiB / 24.25 + 512 KiB / 24.25) = 17.5 GB/s, the ring all-gather at
+// 20.3; under NCCL 2.19 neither is capped.
+TEST(Collective, HopperSimpleChainsAcrossNodesMoveHalfARingsSlice) {
+  const Cluster h4 =
+      load_cluster(std::string(PLACESIM_TEST_DATA) + "/collectives/4x-hgx-h100.yaml");
+  const double mib = 1 << 20, share = 8 * 48.5 / 16;
+  const double slice_us = mib / (1e3 * 20.3) - mib / (1e3 * share);
+  const double chain = mib / 2 / (1e3 * (slice_us + mib / 2 / (1e3 * share)));
+  EXPECT_NEAR(chain, 17.46, 0.01);
+  CollectiveCall call;
+  call.bytes = Bytes{8ULL << 30};
+  call.nccl_version = 22403;
+  for (CollectiveKind kind : {CollectiveKind::Broadcast, CollectiveKind::Reduce}) {
+    call.kind = kind;
+    const CollectivePrediction p = predict_collective(h4, call, h4.gpus());
+    EXPECT_EQ(p.algo, CollAlgo::Ring);
+    EXPECT_EQ(p.proto, CollProto::Simple);
+    EXPECT_NEAR(p.algbw_gbps, 16 * chain, 1e-6);
+  }
+  call.kind = CollectiveKind::AllGather;
+  EXPECT_NEAR(predict_collective(h4, call, h4.gpus()).algbw_gbps * 31 / 32, 16 * 20.3, 1e-9);
+  call.kind = CollectiveKind::Broadcast;
+  call.nccl_version = 21903;
+  EXPECT_GT(predict_collective(h4, call, h4.gpus()).algbw_gbps, 16 * 20.3);
+}
+
 // NVLS_TREE across nodes sends each of its nvlsChannels CTAs' share to the network, and on Hopper
 // under NCCL 2.20+ one CTA moves at most 20.3 GB/s there (the ring's rate above): on 4 nodes of 8
 // H100 (the tree's bwInter / 2) a 1 GiB all-reduce under NCCL 2.24 runs NVLS_TREE, as NCCL's
