@@ -1474,11 +1474,18 @@ double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const Ro
   // Bandwidth of A100", Nsight Compute agreeing). GA102 (compute capability 8.6): an RTX 3090
   // sustains 894.5 of 936.1 GB/s in a read kernel (Don-Chad/ninfer-3090#17, 2026-09-01,
   // tools/hbm_bandwidth_probe.cu: 0.956), above the A100's read kernel, so its vectorised streams
-  // take the same 0.88 (no GA102 read-and-write kernel measured). Not measured on other
-  // generations.
+  // take the same 0.88 (no GA102 read-and-write kernel measured). AD102 (8.9, GDDR6X as GA102,
+  // with a 72-96 MB L2 against GA102's 6 MB) takes it too: at 0.80 an RTX 4090 streamed ReLU and
+  // the residual add slower than an RTX 3090 (0.80 x 1008 < 0.88 x 936 GB/s), while timm's
+  // forward-only AMP runs of one build on both cards (torch 2.4 / CUDA 12.4,
+  // huggingface/pytorch-image-models results/benchmark-infer-amp-{nchw,nhwc}-pt240-cu124-
+  // rtx{3090,4090}.csv) give the RTX 4090 1.29-1.70x the RTX 3090's images/s on ResNet-50,
+  // ResNeXt-50, DenseNet-121 and Inception-v3, where the model gave 1.11-1.41x
+  // (docs/validation.md, h-adacnn). Not measured on other generations.
   constexpr double kStreamEff = 0.88;
   if (p.generation_curves && spec.kind == DeviceKind::Gpu &&
-      (spec.arch.nvidia(8, 0) || spec.arch.nvidia(8, 6) || spec.arch.hopper()) &&
+      (spec.arch.nvidia(8, 0) || spec.arch.nvidia(8, 6) || spec.arch.nvidia(8, 9) ||
+       spec.arch.hopper()) &&
       streaming_elementwise(op_type))
     return kStreamEff;
   return p.memory_eff_max;

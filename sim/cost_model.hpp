@@ -104,8 +104,8 @@ struct RooflineParams {
 bool streaming_elementwise(std::string_view op_type);
 /// The fraction of peak bandwidth an op's memory term streams at on this GPU: 0.88 for a
 /// streaming_elementwise op on an A100 (8.0) or a Hopper part (measured on the A100 and H200
-/// traces, docs/cost-model.md), else p.memory_eff_max; p.memory_eff_max wherever
-/// p.generation_curves is off or the device is not a GPU.
+/// traces, docs/cost-model.md) and on GA10x/AD10x (8.6, 8.9: GDDR6X), else p.memory_eff_max;
+/// p.memory_eff_max wherever p.generation_curves is off or the device is not a GPU.
 double memory_eff_for(std::string_view op_type, const DeviceSpec& spec, const RooflineParams& p);
 
 // Which of PyTorch's elementwise kernel paths a graph op runs, and that path's measured bandwidth
