@@ -41,7 +41,7 @@ class NeuMF(torch.nn.Module):
             torch.nn.Linear(LAYERS[i - 1], LAYERS[i]) for i in range(1, len(LAYERS)))
         self.final = torch.nn.Linear(LAYERS[-1] + FACTORS, 1)
 
-    def forward(self, user, item, label):
+    def forward(self, label, user, item):
         xmf = self.mf_user_embed(user) * self.mf_item_embed(item)
         xmlp = torch.cat((self.mlp_user_embed(user), self.mlp_item_embed(item)), dim=1)
         for layer in self.mlp:
@@ -62,9 +62,11 @@ def main():
     label = torch.rand(batch)
     dynamic = {"user": {0: "batch"}, "item": {0: "batch"}, "label": {0: "batch"},
                "loss": {0: "batch"}}
-    torch.onnx.export(model, (user, item, label), out, export_params=False,
+    # label first: the import takes a float graph input as data (not a parameter) when it leads
+    # the inputs (models/onnx_import.cpp, find_data_inputs).
+    torch.onnx.export(model, (label, user, item), out, export_params=False,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                      input_names=["user", "item", "label"], output_names=["loss"],
+                      input_names=["label", "user", "item"], output_names=["loss"],
                       dynamic_axes=dynamic, opset_version=17)
     print(sum(p.numel() for p in model.parameters()))
 
