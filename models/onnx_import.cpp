@@ -204,6 +204,14 @@ void check_attributes(const onnx::GraphProto& g, const std::string& path) {
 // columns of a [N, 256] gradient: 512 bytes a row; a channels-last 32-channel F16 slice: 64
 // bytes a pixel), so whole 32-byte sectors of the slice, not the whole gradient
 // (docs/cost-model.md, "Concatenation gradients").
+// Readers that take a strided view as it is: TensorIterator kernels (the gradient sum's
+// aten::add; ReLU's threshold_backward, aten/src/ATen/native/Activation.cpp; dropout's
+// _masked_scale, a TensorIterator gpu_kernel over (grad, mask) in native/cuda/Dropout.cu; mul's
+// backward, aten::mul), which run ATen's generic elementwise_kernel on a non-contiguous operand.
+bool strided_reader(const std::string& type) {
+  return type == "Add" || type == "ReluGrad" || type == "DropoutGrad" || type == "MulGrad";
+}
+
 void narrow_concat_gradients(sim::Graph& g) {
   std::vector<std::vector<sim::OpId>> readers(g.ops.size());
   for (std::size_t i = 0; i < g.ops.size(); ++i)
@@ -214,7 +222,7 @@ void narrow_concat_gradients(sim::Graph& g) {
     if (op.type != "Narrow") continue;
     const auto& r = readers[i];
     const bool summed = !r.empty() && std::all_of(r.begin(), r.end(), [&](sim::OpId k) {
-      return g.ops[static_cast<std::size_t>(k)].type == "Add";
+      return strided_reader(g.ops[static_cast<std::size_t>(k)].type);
     });
     if (!summed) {
       op.type = "Slice";

@@ -417,13 +417,16 @@ TEST(OnnxImport, ConcatGradientsAreViewsSummedByTheGenericKernel) {
 // DeepLearningExamples' NCF (tests/data/onnx/ncf_neumf.py): ONNX's Dropout mask is tensor(bool),
 // a byte an element, as PyTorch's _fused_dropout writes it and its backward reads it, not the
 // data's type; a cat gradient copied for a reader that needs it contiguous
-// (embedding_dense_backward's `grad_.contiguous()`) reads its slice only, not the whole gradient.
+// (embedding_dense_backward's `grad_.contiguous()`) reads its slice only, not the whole gradient;
+// one that only elementwise backward ops read (the MF product's and the last dropout's) is a view
+// they read strided.
 TEST(OnnxImport, NcfDropoutMaskIsBoolAndCatSlicesReadTheirSlice) {
   const std::int64_t n = 4096;
   const sim::Graph g =
       load_graph(kDir + "ncf_neumf.onnx", "training,optimizer=adam,batch=" + std::to_string(n));
   EXPECT_EQ(g.metadata.at("parameters"), "31832577");  // torch's sum(p.numel())
-  int dropouts = 0, dropout_grads = 0, slices = 0, embedding_grads = 0;
+  int dropouts = 0, dropout_grads = 0, slices = 0, narrows = 0, embedding_grads = 0;
+  std::map<std::string, int> strided;
   for (const auto& op : g.ops) {
     if (op.type == "Dropout") {
       ++dropouts;
@@ -440,21 +443,21 @@ TEST(OnnxImport, NcfDropoutMaskIsBoolAndCatSlicesReadTheirSlice) {
     }
     if (op.type == "Slice") {
       ++slices;
-      EXPECT_EQ(op.bytes_read, op.outputs.at(0).bytes) << op.name;
+      // The [n, 256] concatenation's gradient is 4 n 256 bytes; each copy reads its half.
+      EXPECT_EQ(op.outputs.at(0).shape, (Shape{n, 128})) << op.name;
+      EXPECT_EQ(op.bytes_read.v, 4 * n * 128) << op.name;
       EXPECT_EQ(op.bytes_written, op.outputs.at(0).bytes) << op.name;
     }
+    narrows += op.type == "Narrow";
+    if (op.strided_operand) ++strided[op.type];
     embedding_grads += op.type == "GatherGrad";
   }
   EXPECT_EQ(dropouts, 3);
   EXPECT_EQ(dropout_grads, 3);
   EXPECT_EQ(embedding_grads, 4);
-  // Both cats' input gradients: the MLP tables' (read by their embedding backward) and the
-  // final layer's (read by the MF product's and the last dropout's backward).
-  EXPECT_EQ(slices, 4);
-  // The [n, 256] concatenation's gradient is 4 n 256 bytes; each of its two slices reads half.
-  for (const auto& op : g.ops)
-    if (op.type == "Slice" && op.outputs.at(0).shape == Shape{n, 128})
-      EXPECT_EQ(op.bytes_read.v, 4 * n * 128) << op.name;
+  EXPECT_EQ(slices, 2);   // the MLP tables' halves, read by their embedding backward
+  EXPECT_EQ(narrows, 2);  // the final cat's halves
+  EXPECT_EQ(strided, (std::map<std::string, int>{{"DropoutGrad", 1}, {"MulGrad", 2}}));
 }
 
 // `loss=label_smoothing`: fairseq's label_smoothed_cross_entropy over log_softmax(logits,
