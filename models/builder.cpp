@@ -636,6 +636,16 @@ void GraphBuilder::set_op_dtype(sim::OpId id, sim::Dtype dtype) {
   if (op.signature) op.signature->dtype = dtype;
 }
 
+Tensor GraphBuilder::set_output_dtype(const Tensor& out, sim::Dtype dtype) {
+  sim::Op& op = g_.ops[static_cast<std::size_t>(out.op)];
+  sim::TensorOut& t = op.outputs[static_cast<std::size_t>(out.out)];
+  const sim::Bytes bytes{num_elements(t.shape) * sim::dtype_size(dtype)};
+  op.bytes_written = op.bytes_written - t.bytes + bytes;
+  t.bytes = bytes;
+  t.dtype = dtype;
+  return out_of(out.op, out.out);
+}
+
 void GraphBuilder::set_dropout(const Tensor& fwd, double p) {
   g_.ops[static_cast<std::size_t>(fwd.op)].dropout = p;
 }

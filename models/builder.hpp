@@ -184,6 +184,10 @@ class GraphBuilder {
   /// The type op `id` computes in (sim::Op::dtype and its signature's), for a graph whose ops run
   /// in more than one type (the ONNX import's autocast=torch).
   void set_op_dtype(sim::OpId id, sim::Dtype dtype);
+  /// Output `out` holds `dtype` where its op computes in another type (an ONNX Dropout's bool
+  /// mask beside its float output): its bytes and its op's bytes written follow. Returns it
+  /// retyped; ops added after this read it at the new size.
+  Tensor set_output_dtype(const Tensor& out, sim::Dtype dtype);
 
   /// Derives the backward and update ops from the scalar `loss`.
   void train(const Tensor& loss, Optimizer opt, Accumulation acc = Accumulation::Chain);

@@ -198,7 +198,20 @@ void check_attributes(const onnx::GraphProto& g, const std::string& path) {
 // 597 cat gradients and runs the 535 sums in `elementwise_kernel<128, 4>` at 1.0-1.6 TB/s, where
 // its contiguous adds stream 4.0-4.4 (docs/cost-model.md, "Concatenation gradients"). A gradient
 // that another op reads (a convolution's or batch norm's backward, which take a contiguous
-// gradient: `grad_output.contiguous()`) stays a copy, a `Slice` as before.
+// gradient: `grad_output.contiguous()`; an embedding's dense backward, `grad_.contiguous()` in
+// embedding_dense_backward_cuda) stays a copy, a `Slice`, which reads only the slice it writes:
+// a narrow along the concatenated dimension is a contiguous run per outer index (NCF's 128 F32
+// columns of a [N, 256] gradient: 512 bytes a row; a channels-last 32-channel F16 slice: 64
+// bytes a pixel), so whole 32-byte sectors of the slice, not the whole gradient
+// (docs/cost-model.md, "Concatenation gradients").
+// Readers that take a strided view as it is: TensorIterator kernels (the gradient sum's
+// aten::add; ReLU's threshold_backward, aten/src/ATen/native/Activation.cpp; dropout's
+// _masked_scale, a TensorIterator gpu_kernel over (grad, mask) in native/cuda/Dropout.cu; mul's
+// backward, aten::mul), which run ATen's generic elementwise_kernel on a non-contiguous operand.
+bool strided_reader(const std::string& type) {
+  return type == "Add" || type == "ReluGrad" || type == "DropoutGrad" || type == "MulGrad";
+}
+
 void narrow_concat_gradients(sim::Graph& g) {
   std::vector<std::vector<sim::OpId>> readers(g.ops.size());
   for (std::size_t i = 0; i < g.ops.size(); ++i)
@@ -209,11 +222,15 @@ void narrow_concat_gradients(sim::Graph& g) {
     if (op.type != "Narrow") continue;
     const auto& r = readers[i];
     const bool summed = !r.empty() && std::all_of(r.begin(), r.end(), [&](sim::OpId k) {
-      return g.ops[static_cast<std::size_t>(k)].type == "Add";
+      return strided_reader(g.ops[static_cast<std::size_t>(k)].type);
     });
     if (!summed) {
       op.type = "Slice";
       if (op.signature) op.signature->op_type = op.type;
+      sim::Bytes written{0};
+      for (const auto& out : op.outputs) written.v += out.bytes.v;
+      op.bytes_read = written;
+      op.bytes_written = written;
       continue;
     }
     for (sim::OpId k : r) g.ops[static_cast<std::size_t>(k)].strided_operand = true;
@@ -1441,9 +1458,18 @@ class Importer {
 
     const std::string name = unique(n.name().empty() ? type + "_" + std::to_string(k) : n.name());
     b_.scope(layer_of(name, '/'));
-    const auto results = b_.op(name, type, ins, outs, x.flops, std::move(x.rules), out_dtype);
+    auto results = b_.op(name, type, ins, outs, x.flops, std::move(x.rules), out_dtype);
     for (int o = 0; o < n.output_size(); ++o) {
-      if (!n.output(o).empty()) tensors_[n.output(o)] = results[static_cast<std::size_t>(o)];
+      if (n.output(o).empty()) continue;
+      auto& r = results[static_cast<std::size_t>(o)];
+      // A later output that shape inference types as bool or an integer where the node computes
+      // in a float type holds that type's bytes: Dropout's mask is tensor(bool) (ONNX's Dropout,
+      // opset 12 on: output `mask`, T2 = tensor(bool)), as PyTorch's _fused_dropout writes it (a
+      // byte an element, uint8 before 1.10 and bool after), which its backward (_masked_scale,
+      // DropoutGrad here) reads; at the data's type a mask cost 2x (F16) or 4x (F32) its bytes.
+      if (o > 0 && is_float(out_dtype) && !is_float(output_dtype(n.output(o))))
+        r = b_.set_output_dtype(r, output_dtype(n.output(o)));
+      tensors_[n.output(o)] = r;
     }
   }
 

@@ -1496,15 +1496,16 @@ bool non_vectorised_elementwise(const Op& op) {
   // [b, s, h, d] order: a cat of permuted inputs, ATen's generic CatArrayBatchedCopy (one element
   // per load, per-element offsets), not its contiguous vectorised variant.
   if (op.type == "Transpose" || op.type == "Stack") return true;
+  // An operand that is a view into a larger tensor (a cat gradient's Narrow, Op::strided_operand,
+  // read by a sum or an elementwise backward: models/onnx_import.cpp narrow_concat_gradients):
+  // not contiguous, so the generic kernel whatever the op.
+  if (op.strided_operand) return true;
   // MaskFillGrad: a causal mask's gradient, grad.masked_fill(mask, 0) (models/gpt_model.cpp), a
   // TensorIterator over the gradient and a mask broadcast over heads and rows (ATen's
   // masked_fill_kernel: gpu_kernel over (self, mask)), as its forward.
   static constexpr std::string_view kBinary[] = {"Add", "AddV2",   "Sub",         "Mul",
                                                  "Div", "RealDiv", "MaskFillGrad"};
   if (std::find(std::begin(kBinary), std::end(kBinary), op.type) == std::end(kBinary)) return false;
-  // An operand that is a view into a larger tensor (a cat gradient's Narrow, Op::strided_operand):
-  // not contiguous, so the same generic kernel.
-  if (op.strided_operand) return true;
   if (!op.signature || op.outputs.empty()) return false;
   const auto& out = op.outputs[0].shape;
   for (const auto& in : op.signature->input_shapes)

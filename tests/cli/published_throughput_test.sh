@@ -14,7 +14,8 @@
 # held out in session 23, GPT-2 124M in eager PyTorch 2.6 on one A100 40GB, in tokens/s: rasbt/LLMs-from-scratch;
 # and, held out in session 28, NVIDIA's own BERT-large SQuAD rows on DGX A100 40GB/80GB, DGX-1 and
 # DGX-2, MXNet ResNet-50 on DGX A100 and DGX-2, BERT-large pre-training on 2-8 DGX A100 nodes and
-# MLPerf ResNet-50 on 8, over InfiniBand) against
+# MLPerf ResNet-50 on 8, over InfiniBand; and, held out in session 33, NVIDIA DeepLearningExamples NCF
+# (NeuMF, samples/s) on DGX A100 40GB, DGX-1 and DGX-2) against
 # `placesim simulate` (`--parallel dp=N` for N > 1): every row's
 # error must stay within the row's bound_pct. Prints the table docs/validation.md quotes
 # (published, predicted, error, command) and, after it, how many rows lie within the issues' bounds

@@ -414,6 +414,52 @@ TEST(OnnxImport, ConcatGradientsAreViewsSummedByTheGenericKernel) {
   EXPECT_EQ(back_strided, 535);
 }
 
+// DeepLearningExamples' NCF (tests/data/onnx/ncf_neumf.py): ONNX's Dropout mask is tensor(bool),
+// a byte an element, as PyTorch's _fused_dropout writes it and its backward reads it, not the
+// data's type; a cat gradient copied for a reader that needs it contiguous
+// (embedding_dense_backward's `grad_.contiguous()`) reads its slice only, not the whole gradient;
+// one that only elementwise backward ops read (the MF product's and the last dropout's) is a view
+// they read strided.
+TEST(OnnxImport, NcfDropoutMaskIsBoolAndCatSlicesReadTheirSlice) {
+  const std::int64_t n = 4096;
+  const sim::Graph g =
+      load_graph(kDir + "ncf_neumf.onnx", "training,optimizer=adam,batch=" + std::to_string(n));
+  EXPECT_EQ(g.metadata.at("parameters"), "31832577");  // torch's sum(p.numel())
+  int dropouts = 0, dropout_grads = 0, slices = 0, narrows = 0, embedding_grads = 0;
+  std::map<std::string, int> strided;
+  for (const auto& op : g.ops) {
+    if (op.type == "Dropout") {
+      ++dropouts;
+      ASSERT_EQ(op.outputs.size(), 2u) << op.name;
+      const std::int64_t elems = num_elements(op.outputs[1].shape);
+      EXPECT_EQ(op.outputs[1].dtype, sim::Dtype::Bool) << op.name;
+      EXPECT_EQ(op.outputs[1].bytes.v, elems) << op.name;
+      EXPECT_EQ(op.bytes_written.v, 4 * elems + elems) << op.name;  // F32 output + bool mask
+    }
+    if (op.type == "DropoutGrad") {
+      ++dropout_grads;
+      const std::int64_t elems = num_elements(op.outputs.at(0).shape);
+      EXPECT_EQ(op.bytes_read.v, 4 * elems + elems) << op.name;  // the gradient + the mask
+    }
+    if (op.type == "Slice") {
+      ++slices;
+      // The [n, 256] concatenation's gradient is 4 n 256 bytes; each copy reads its half.
+      EXPECT_EQ(op.outputs.at(0).shape, (Shape{n, 128})) << op.name;
+      EXPECT_EQ(op.bytes_read.v, 4 * n * 128) << op.name;
+      EXPECT_EQ(op.bytes_written, op.outputs.at(0).bytes) << op.name;
+    }
+    narrows += op.type == "Narrow";
+    if (op.strided_operand) ++strided[op.type];
+    embedding_grads += op.type == "GatherGrad";
+  }
+  EXPECT_EQ(dropouts, 3);
+  EXPECT_EQ(dropout_grads, 3);
+  EXPECT_EQ(embedding_grads, 4);
+  EXPECT_EQ(slices, 2);   // the MLP tables' halves, read by their embedding backward
+  EXPECT_EQ(narrows, 2);  // the final cat's halves
+  EXPECT_EQ(strided, (std::map<std::string, int>{{"DropoutGrad", 1}, {"MulGrad", 2}}));
+}
+
 // `loss=label_smoothing`: fairseq's label_smoothed_cross_entropy over log_softmax(logits,
 // dtype=float32) (DeepLearningExamples Transformer ddp_trainer.py and criterions.py) in place of
 // the one cross-entropy op: a LogSoftmax and a SmoothedNll over [batch x 32, 33712], F32 (4 bytes
