@@ -1639,6 +1639,70 @@ bool hopper_channels_last_conv(const Op& op, const DeviceSpec& spec, const Roofl
          op.signature->input_shapes[0].size() == 4;
 }
 
+// hopper_conv_shape_factor: two per-shape departures from kHopperChannelsLastConv's rate under
+// that rule (1 elsewhere and off Hopper's channels-last 2-D f16/bf16 convolutions), measured per
+// convolution call on the H200 ResNet-50 AMP NHWC fitting traces at batch 64 and 256
+// (tests/data/calibration/h200_resnet50_amp_nhwc_b{64,256}_train.json.gz against `simulate
+// --pricing`, tools/conv_stage_price.py; docs/validation.md, "Late-stage convolutions on the H200
+// fitting traces"), as a factor on the FLOPs:
+// - an image input (<= 4 channels, ResNet's conv1): cuDNN runs its image_first_layer kernel
+//   class (sm90_xmma_fprop_image_first_layer_*_hmma_k6 forward, the weight gradient alone
+//   backward) at kHopperImageFirstLayerConv of the peak, within 10 % at both batches;
+// - a narrow GEMM: a tile of 128 rows and n < 128 columns streams (128 + n) k operands for
+//   128 n k products, so at the operand feed that keeps a 128 x 128 tile at the rate its math
+//   runs at 2n / (128 + n) of it (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication
+//   Background", Tile Quantization / tile size: larger tiles reuse more of each operand). n is
+//   the output's columns: the forward's output channels, the input gradient's input channels,
+//   the weight gradient's smaller side (K or C R S). ResNet-50's 64-channel 3x3 convolutions
+//   (forward and both gradients) ran at 0.70-0.72 of the rule's rate at both batches; 2 x 64 /
+//   192 = 0.67. Convolutions of 128 and more channels, the late 14x14 and 7x7 stages included,
+//   ran at 0.93-1.2 of it: no small-spatial (wave) loss beyond wave_quantised_flops.
+// kHopperImageFirstLayerConv (fraction of the f16 peak, 989.5 TFLOP/s on the H200): ResNet-50's
+// conv1 ([N, 3, 224, 224] x [64, 3, 7, 7], stride 2), its fixed cost a kernel taken off, ran at
+// 0.113 (forward) and 0.115 (weight gradient) at batch 256, 0.102 and 0.098 at batch 64; the
+// mean 0.107. The held-out ViT-B/16 trace's patch embedding ([192, 3, 224, 224] x
+// [768, 3, 16, 16], CUTLASS s16816fprop kernels; checked, not fitted) ran at 0.036 and 0.080.
+constexpr double kHopperImageFirstLayerConv = 0.107;
+// An image's channels (RGB, RGBA): the input channels that select the image_first_layer class.
+constexpr std::int64_t kImageChannels = 4;
+// The columns of the tile the operand feed is sized for (kTiles' 128 x 128), and the narrowest
+// tile side of kTiles: narrower outputs (a head writing 1-3 channels) were not timed and keep 1.
+constexpr double kHopperFullTileColumns = 128.0;
+constexpr double kNarrowestTileColumns = 32.0;
+
+double hopper_conv_shape_factor(const Op& op, const DeviceSpec& spec, const RooflineParams& p) {
+  if (!hopper_channels_last_conv(op, spec, p) || !op.signature ||
+      op.signature->input_shapes.size() < 2 || op.outputs.empty())
+    return 1.0;
+  const auto& w = op.signature->input_shapes[1];
+  const auto& out = op.outputs[0].shape;
+  // The builders' NHWC ops (HWIO weights) and the ONNX import's NCHW ones (KCRS weights); not
+  // transposed convolutions.
+  const bool nhwc =
+      op.type == "Conv2D" || op.type == "Conv2DBackpropInput" || op.type == "Conv2DBackpropFilter";
+  const bool nchw =
+      op.type == "Conv" || op.type == "ConvBackpropInput" || op.type == "ConvBackpropFilter";
+  if (out.size() != 4 || w.size() != 4 || !(nhwc || nchw)) return 1.0;
+  const bool filter = contains(op.type, "Filter");
+  const bool input_grad = contains(op.type, "Input");
+  // The convolution's input channels: the weight's (forward) or the weight gradient's.
+  std::int64_t c = 0;
+  if (filter)
+    c = nhwc ? out[2] : out[1];
+  else if (!input_grad)
+    c = nhwc ? w[2] : w[1];
+  if (c > 0 && c <= kImageChannels) return kHopperChannelsLastConv / kHopperImageFirstLayerConv;
+  double n = 0.0;
+  if (filter) {
+    const double k = static_cast<double>(nhwc ? out[3] : out[0]);
+    n = std::min(k, product(out, 0) / k);  // K and C R S
+  } else {
+    n = static_cast<double>(nhwc ? out[3] : out[1]);
+  }
+  if (n < kNarrowestTileColumns || n >= kHopperFullTileColumns) return 1.0;
+  return (kHopperFullTileColumns + n) / (2.0 * n);
+}
+
 // A convolution's measured fraction of peak on the GPU generations whose cuDNN kernels were
 // timed; nullopt elsewhere (tf32_eff_max or compute_eff_max then apply). docs/cost-model.md,
 // "Convolutions per generation".
@@ -2013,9 +2077,9 @@ Duration KernelCostModel::roofline_time(const Op& op, const DeviceSpec& spec) co
   // A matmul on a GPU generation whose GEMMs were measured: its own curve.
   if (const auto g = gemm_curve_time(op, spec, p)) return *g;
   const Duration floor = spec.kind == DeviceKind::Gpu ? p.min_kernel : p.min_cpu_op;
-  // A convolution's FLOPs rounded up to whole waves of whole tiles (fewer tiles than SMs leave
-  // SMs idle while each tile streams the whole reduction).
-  double f = wave_quantised_flops(op, spec);
+  // A convolution's FLOPs rounded up to whole waves of whole tiles (idle SMs stream the whole
+  // reduction), times what narrow tiles and image inputs cost on Hopper (hopper_conv_shape_factor).
+  double f = wave_quantised_flops(op, spec) * hopper_conv_shape_factor(op, spec, p);
   // A fused attention computes whole tiles, and on Hopper pays a tile a query tile
   // (attention_tile_factor).
   if (p.generation_curves) f *= attention_tile_factor(op, spec, cudnn_sdpa(op, spec));

@@ -2679,5 +2679,43 @@ TEST(CostModel, MaxPoolGradReadsTheWindowsThatCoverEachInput) {
   EXPECT_NEAR(km.op_time(trace, v100).seconds(), mem(n_in * (2.25 * 10 + 2)), 2e-9);
 }
 
+// Issue 15 (h-h200cnn): Hopper's channels-last f16 convolutions pay for narrow GEMM tiles and for
+// cuDNN's image_first_layer class (hopper_conv_shape_factor), measured on the H200 ResNet-50 AMP
+// NHWC fitting traces. The time a compute-bound convolution adds a FLOP: 64 output channels
+// 1.5x (2 x 64 / (128 + 64) of the rate) what 128 or 256 take; a 3-channel (image) input
+// 0.70 / 0.107 of it; 128 and 256 alike (the late stages keep the rule's rate). The A100 has
+// none of it.
+TEST(CostModel, HopperNarrowAndImageConvolutionsPerFlop) {
+  const auto conv = [](std::int64_t c, std::int64_t k, double flops) {
+    Op op;
+    op.name = "conv";
+    op.type = "Conv";
+    op.dtype = Dtype::F16;
+    op.layout = Layout::Nhwc;
+    const double out = 256.0 * static_cast<double>(k) * 56 * 56;
+    op.flops = Flops{flops};
+    op.bytes_read = Bytes{static_cast<std::int64_t>(256.0 * static_cast<double>(c) * 56 * 56 * 2)};
+    op.signature = Signature{"Conv", {{256, c, 56, 56}, {k, c, 3, 3}}, Dtype::F16};
+    op.outputs.push_back(
+        TensorOut{"y", Bytes{static_cast<std::int64_t>(out * 2)}, {256, k, 56, 56}, Dtype::F16});
+    return op;
+  };
+  const KernelCostModel km;
+  // Seconds a FLOP, from two compute-bound sizes of one shape (the fixed part cancels).
+  const auto per_flop = [&](std::int64_t c, std::int64_t k, const Device& d) {
+    const double f = 4e11;
+    return (km.op_time(conv(c, k, 2 * f), d).seconds() - km.op_time(conv(c, k, f), d).seconds()) /
+           f;
+  };
+  const Device h200 = catalog_gpu("H200-SXM-141GB");
+  const double full = per_flop(128, 128, h200);
+  EXPECT_NEAR(per_flop(64, 64, h200) / full, 1.5, 0.01);
+  EXPECT_NEAR(per_flop(256, 256, h200) / full, 1.0, 0.01);
+  EXPECT_NEAR(per_flop(3, 64, h200) / per_flop(64, 256, h200) / (0.70 / 0.107), 1.0, 0.01);
+  const Device a100 = catalog_gpu("A100-SXM4-80GB");
+  EXPECT_NEAR(per_flop(64, 64, a100) / per_flop(128, 128, a100), 1.0, 0.01);
+  EXPECT_NEAR(per_flop(3, 64, a100) / per_flop(128, 128, a100), 1.0, 0.01);
+}
+
 }  // namespace
 }  // namespace placesim::sim
