@@ -7,6 +7,10 @@ Usage:
   tools/bert_op_classes.py PLACESIM ratio CLUSTER_A CLUSTER_B GRAPH_OPTS
                                       per-class step ms on two GPUs and their ratio A / B (the
                                       Hopper decomposition, docs/validation.md, session 15)
+  tools/bert_op_classes.py PLACESIM pair CLUSTER GRAPH_OPTS_A GRAPH_OPTS_B
+                                      per-class ms per sequence of two option sets on one GPU
+                                      (e.g. a TF32 row's and its AMP twin's micro-batches) and
+                                      their ratio A / B (docs/validation.md, session 33, h-tf32pass)
 
 `simulate --pricing` prices every op; the layer is gpt/h3 (forward and gradients). Since session
 14 the `gpt` graph runs the attention passes of NVIDIA DeepLearningExamples' BertSelfAttention
@@ -75,10 +79,32 @@ def ratio(binary, cluster_a, cluster_b, opts):
                                       '', sb * 1e3 - sum(cb.values())))
 
 
+def batch_of(opts):
+    return next(int(kv.split('=')[1]) for kv in opts.split(',') if kv.startswith('batch='))
+
+
+def pair(binary, cluster, opts_a, opts_b):
+    (sa, oa), (sb, ob) = simulate(binary, cluster, opts_a), simulate(binary, cluster, opts_b)
+    na, nb = batch_of(opts_a), batch_of(opts_b)
+    ca, cb = collections.Counter(), collections.Counter()
+    for ops, c, n in ((oa, ca, na), (ob, cb, nb)):
+        for o in ops: c[op_class(o['op'])] += o['time_ns'] / 1e6 / n
+    print(f'{cluster}: A {sa * 1e3 / na:.3f} ms a sequence (batch {na}), '
+          f'B {sb * 1e3 / nb:.3f} (batch {nb}), ratio {sa / na / (sb / nb):.3f}')
+    print('%-38s %9s %9s %6s' % ('class (ms a sequence)', 'A', 'B', 'A / B'))
+    for c in sorted(ca, key=lambda c: -ca[c]):
+        print('%-38s %9.3f %9.3f %6.2f' % (c, ca[c], cb[c], ca[c] / cb[c] if cb[c] else 0))
+    ga, gb = ca['gemm'], cb['gemm']
+    ra, rb = sum(ca.values()) - ga, sum(cb.values()) - gb
+    print('%-38s %9.3f %9.3f %6.2f' % ('all but gemm', ra, rb, ra / rb if rb else 0))
+
+
 if __name__ == '__main__':
     if len(sys.argv) == 5 and sys.argv[2] == 'classes':
         classes(sys.argv[1], sys.argv[3], sys.argv[4])
     elif len(sys.argv) == 6 and sys.argv[2] == 'ratio':
         ratio(sys.argv[1], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif len(sys.argv) == 6 and sys.argv[2] == 'pair':
+        pair(sys.argv[1], sys.argv[3], sys.argv[4], sys.argv[5])
     else:
         sys.exit(__doc__)
