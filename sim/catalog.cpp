@@ -14,6 +14,14 @@ constexpr double kT = 1e12;
 constexpr double kG = 1e9;
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
+// The dense rates of GH100 at the SXM5 configuration (132 SMs, 1980 MHz boost), which the H100
+// SXM5, H200 SXM and GH200 datasheets all give: 67 F64 tensor, 67 F32, 494.5 TF32, 989.5 F16/BF16,
+// 1979 FP8 TFLOP/s (NVIDIA's with-sparsity tensor figures halved). One list, so the three entries
+// cannot drift apart.
+constexpr std::initializer_list<std::pair<Dtype, double>> kHopperSxmPeaks = {
+    {Dtype::F64, 67.0},  {Dtype::F32, 67.0},   {Dtype::TF32, 494.5},
+    {Dtype::F16, 989.5}, {Dtype::BF16, 989.5}, {Dtype::FP8, 1979.0}};
+
 // Launch overheads are assumed defaults bracketed by measurements (docs/catalog.md): the median
 // host-side cudaLaunchKernel in the A100 AlexNet Kineto trace (tests/data) is 9 us under the
 // profiler; TensorFlow 1.x on Kepler added executor work per op for ~10 us in total.
@@ -104,6 +112,10 @@ constexpr ReferenceNic kDgxGb200Nic{400, "InfiniBand NDR (ConnectX-7), as in DGX
 //    B300 page, "72 ConnectX-8 NICs"; vendordeep.com's GB300 NVL72 launch summary: "each GPU has
 //    ConnectX-8 SuperNIC at 800 Gb/s").
 constexpr ReferenceNic kGb300Nic{800, "ConnectX-8 SuperNIC 800 Gb/s per GPU, as in GB300 NVL72"};
+//  - DGX GH200: Grace Hopper superchips joined by NVLink switches and an "NDR Quantum-2
+//    InfiniBand network" (naddod.com, "NVIDIA DGX GH200 AI Supercomputer", 2024-01-05, from
+//    NVIDIA's DGX GH200 whitepaper).
+constexpr ReferenceNic kDgxGh200Nic{400, "InfiniBand NDR (Quantum-2), as in DGX GH200"};
 // H800 (sold where H100 is not; no DGX read): DeepSeek's H800 cluster runs one 400 Gb/s
 // InfiniBand NIC per GPU in a multi-plane fat-tree of 400G switches (DeepSeek-AI, "Insights into
 // DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI Architectures",
@@ -742,14 +754,7 @@ void add_ampere_and_hopper(std::vector<Entry>& c) {
   // H100 SXM5: 9.0 (GH100); 132 SMs (Hopper GH100 whitepaper); 18 NVLink 4 links of 25 GB/s,
   // PCIe Gen5; DGX H100's NDR NICs.
   c.push_back(
-      gpu("H100-SXM5-80GB",
-          {{D::F64, 67.0},
-           {D::F32, 67.0},
-           {D::TF32, 494.5},
-           {D::F16, 989.5},
-           {D::BF16, 989.5},
-           {D::FP8, 1979.0}},
-          3350.0, 80, 3, kAmpereOn,
+      gpu("H100-SXM5-80GB", kHopperSxmPeaks, 3350.0, 80, 3, kAmpereOn,
           {.arch = nvidia_cc(9, 0), .sms = 132, .links = {18, 4, 25, 5}, .nic = kDgxH100Nic},
           "NVIDIA H100 datasheet (SXM): 67 F64 tensor, 67 F32, 494.5 TF32, 989.5 F16/BF16, "
           "1979 FP8 dense TFLOP/s (half the with-sparsity figures), 3.35 TB/s HBM3, 80 GB; "
@@ -771,14 +776,7 @@ void add_ampere_and_hopper(std::vector<Entry>& c) {
   // H200 SXM: 9.0; 132 SMs as H100 SXM5 (its datasheet); 18 NVLink 4 links, PCIe Gen5; DGX H200's
   // NDR NICs.
   c.push_back(
-      gpu("H200-SXM-141GB",
-          {{D::F64, 67.0},
-           {D::F32, 67.0},
-           {D::TF32, 494.5},
-           {D::F16, 989.5},
-           {D::BF16, 989.5},
-           {D::FP8, 1979.0}},
-          4800.0, 141, 3, kH200,
+      gpu("H200-SXM-141GB", kHopperSxmPeaks, 4800.0, 141, 3, kH200,
           {.arch = nvidia_cc(9, 0), .sms = 132, .links = {18, 4, 25, 5}, .nic = kDgxH100Nic},
           "NVIDIA H200 datasheet (SXM): compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB; 3 copy "
           "engines assumed"));
@@ -806,11 +804,55 @@ void add_ampere_and_hopper(std::vector<Entry>& c) {
       "of 165.2"));
 }
 
+// Grace Hopper superchips and the A30 (issues 15/16: `import topo` and Kineto name them; before,
+// they were read as H100 SXM5 and A100 PCIe parts). The GPU of a GH200 is the H100 SXM5's
+// configuration of GH100 (132 SMs, 1980 MHz boost: "NVIDIA GH200 480GB (sm_90, 132 SMs)" and
+// "GH200 144G HBM3e, 132 SMs, SM clock 1980 MHz" in reports found with the search index;
+// tests/data/calibration/gh200_cubb-system-checks_nvidia-smi-topo_gpu-numa-id.txt prints "Max GPU
+// clock frequency : 1980 MHz"), so it takes the same dense rates (kHopperSxmPeaks) and, keyed by
+// compute capability 9.0, the cost model's Hopper curves; its memory is what differs: 96 GB HBM3 at
+// 4 TB/s (nvidia-smi "NVIDIA GH200 480GB": 96 GB of HBM3 + 480 GB of LPDDR5X on the module) or
+// 144 GB HBM3e at 4.9 TB/s ("NVIDIA GH200 144G HBM3e"; CUDA reports 153,008,209,920 bytes), per
+// NVIDIA's GH200 figures (naddod.com's DGX GH200 summary: "96GB of HBM3 with a bandwidth of 4TB/s
+// to 144GB of HBM3e with a bandwidth of 4.9TB/s"). 18 NVLink 4 links (900 GB/s, as H100 SXM5);
+// the host link is NVLink-C2C to Grace (450 GB/s per direction, calibration/topo_import.cpp), PCIe
+// Gen5 for the rest. The module's power is configurable (450-1000 W for CPU + GPU + memory), which
+// the catalog does not model (no clock or power field).
+void add_grace_hopper_and_a30(std::vector<Entry>& c) {
+  using D = Dtype;
+  const GpuFacts gh200{
+      .arch = nvidia_cc(9, 0), .sms = 132, .links = {18, 4, 25, 5}, .nic = kDgxGh200Nic};
+  c.push_back(gpu("GH200-96GB", kHopperSxmPeaks, 4000.0, 96, 3, kAmpereOn, gh200,
+                  "NVIDIA GH200 Grace Hopper Superchip (HBM3): the H100 SXM5 GPU's 132 SMs and "
+                  "dense rates (67 F64 tensor, 67 F32, 494.5 TF32, 989.5 F16/BF16, 1979 FP8 "
+                  "TFLOP/s), 96 GB HBM3 at 4 TB/s (naddod.com DGX GH200 summary of NVIDIA's "
+                  "figures), NVLink 4 900 GB/s, NVLink-C2C to Grace; 3 copy engines assumed"));
+  c.push_back(gpu("GH200-144GB", kHopperSxmPeaks, 4900.0, 144, 3, kAmpereOn, gh200,
+                  "NVIDIA GH200 Grace Hopper Superchip (HBM3e): as GH200-96GB with 144 GB "
+                  "HBM3e at 4.9 TB/s (naddod.com DGX GH200 summary of NVIDIA's figures); 3 copy "
+                  "engines assumed"));
+  // A30: 8.0 (GA100, as A100); 56 SMs; one NVLink 3 bridge to a partner card, 200 GB/s
+  // bidirectional = 4 links x 25 GB/s per direction (the stored 4x A30 matrix prints NV4 between
+  // bridged pairs), PCIe Gen4; a PCIe card, assumed as DGX A100. NVIDIA A30 datasheet: 5.2 F64,
+  // 10.3 F64 tensor, 10.3 F32, 82 TF32, 165 F16/BF16 dense (165 / 330 with sparsity), 24 GB HBM2,
+  // 933 GB/s, 165 W.
+  c.push_back(
+      gpu("A30-24GB",
+          {{D::F64, 10.3}, {D::F32, 10.3}, {D::TF32, 82.0}, {D::F16, 165.0}, {D::BF16, 165.0}},
+          933.0, 24, 3, kAmpereOn,
+          {.arch = nvidia_cc(8, 0), .sms = 56, .links = {4, 3, 25, 4}, .nic = kPcieAsDgxA100},
+          "NVIDIA A30 datasheet: 10.3 F64 tensor, 10.3 F32, 82 TF32, 165 F16/BF16 dense "
+          "TFLOP/s (half the with-sparsity figures), 24 GB HBM2, 933 GB/s, GA100 with 56 SMs, "
+          "NVLink bridge 200 GB/s bidirectional (4 NVLink 3 links), PCIe Gen4; 3 copy engines "
+          "assumed"));
+}
+
 std::vector<Entry> build_catalog() {
   std::vector<Entry> c;
   add_host_cpus(c);
   add_kepler_to_volta(c);
   add_ampere_and_hopper(c);
+  add_grace_hopper_and_a30(c);
   add_recent_parts(c);
   add_inference_cards(c);
   add_pcie_and_amd_gpus(c);
@@ -912,6 +954,12 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     // no stored source gives that board's memory bandwidth, so the 80 GB part's figures stand for
     // it (docs/catalog.md).
     {"h100", "H100-SXM5-80GB"},
+    // Session 33 (issues 15/16): nvidia-smi's and CUDA's names of the Grace Hopper GPUs (the 96 GB
+    // HBM3 module prints its LPDDR5X size, "NVIDIA GH200 480GB"; the HBM3e one "NVIDIA GH200 144G
+    // HBM3e") and of the A30 ("NVIDIA A30").
+    {"gh200480gb", "GH200-96GB"},
+    {"gh200144ghbm3e", "GH200-144GB"},
+    {"a30", "A30-24GB"},
 };
 
 // The entry for `model` under the names find_device_model takes, or nullptr.

@@ -183,7 +183,11 @@ TEST(Calibrate, DeviceNamesAsTracesPrintThemReachTheCatalog) {
       {"NVIDIA RTX A6000", "RTX-A6000"},
       {"NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada-48GB"},
       {"AMD Instinct MI300X", "MI300X-192GB"},
-      {"AMD Instinct MI250X", "MI250X-GCD"}};
+      {"AMD Instinct MI250X", "MI250X-GCD"},
+      // Session 33 (h-gh200): Kineto's deviceProperties names of a GH200 and an A30.
+      {"NVIDIA GH200 480GB", "GH200-96GB"},
+      {"NVIDIA GH200 144G HBM3e", "GH200-144GB"},
+      {"NVIDIA A30", "A30-24GB"}};
   for (const auto& [printed, model] : named) {
     const sim::DeviceSpec* s = sim::find_device_model(pc::calibration_key(printed, ""));
     ASSERT_NE(s, nullptr) << printed;

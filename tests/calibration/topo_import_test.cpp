@@ -690,6 +690,9 @@ TEST(TopoFacts, NvlinksPerGpuComeFromTheCatalog) {
                                                {"H100-SXM5-80GB", 18},
                                                {"H100-PCIe-80GB", 12},
                                                {"H200-SXM-141GB", 18},
+                                               {"GH200-96GB", 18},
+                                               {"GH200-144GB", 18},
+                                               {"A30-24GB", 4},
                                                {"RTX-4090", 0},
                                                {"H20-SXM-96GB", 18},
                                                {"H800-SXM5-80GB", 8},
@@ -755,6 +758,9 @@ TEST(TopoFacts, NvlinkGenerationAndRateComeFromTheCatalog) {
       {"Quadro-RTX-8000", {"nvlink2", 25}},
       {"H100-NVL-94GB", {"nvlink4", 25}},
       {"H200-NVL-141GB", {"nvlink4", 25}},
+      {"GH200-96GB", {"nvlink4", 25}},
+      {"GH200-144GB", {"nvlink4", 25}},
+      {"A30-24GB", {"nvlink3", 25}},
       {"RTX-3090", {"nvlink3", 14.0625}},
       {"RTX-A6000", {"nvlink3", 14.0625}},
       {"RTX-6000-Ada-48GB", {"", 0}},
@@ -804,6 +810,9 @@ TEST(TopoFacts, PcieGenerationComesFromTheCatalog) {
                                                {"Quadro-RTX-8000", 3},
                                                {"H100-NVL-94GB", 5},
                                                {"H200-NVL-141GB", 5},
+                                               {"GH200-96GB", 5},
+                                               {"GH200-144GB", 5},
+                                               {"A30-24GB", 4},
                                                {"RTX-3090", 4},
                                                {"RTX-A6000", 4},
                                                {"RTX-6000-Ada-48GB", 4},
@@ -855,6 +864,9 @@ TEST(TopoFacts, ReferenceNicComesFromTheCatalog) {
                                                   {"T4-16GB", 0},
                                                   {"Quadro-RTX-8000", 0},
                                                   {"H100-NVL-94GB", 400},
+                                                  {"GH200-96GB", 400},
+                                                  {"GH200-144GB", 400},
+                                                  {"A30-24GB", 200},
                                                   {"H200-NVL-141GB", 400},
                                                   {"RTX-3090", 0},
                                                   {"RTX-A6000", 0},
@@ -913,10 +925,16 @@ TEST(NvidiaSmiTopo, SuperchipAndBridgedMatricesAsTheyOccur) {
   // GH200 (cuBB's system check): one GPU whose `GPU NUMA ID` is 1 (its HBM a NUMA node of the
   // host) and four NICs. Before: a PCIe Gen5 link (63 GB/s) to a Xeon. Now: NVLink-C2C, 450 GB/s
   // per direction, to Grace.
+  // The GPU is named as the file names it ("GPU product name : NVIDIA GH200 480GB") and imports as
+  // the catalog's GH200 (96 GB HBM3 at 4 TB/s), not the H100 SXM5 it was read as before.
   const auto gh =
-      import_smi("gh200_cubb-system-checks_nvidia-smi-topo_gpu-numa-id.txt", "H100-SXM5-80GB");
+      import_smi("gh200_cubb-system-checks_nvidia-smi-topo_gpu-numa-id.txt", "NVIDIA GH200 480GB");
   const sim::Cluster& g = gh.cluster;
   ASSERT_EQ(g.gpus().size(), 1u);
+  const sim::DeviceSpec& gs = g.devices[static_cast<std::size_t>(g.gpus()[0])].spec;
+  EXPECT_EQ(gs.model, "GH200-96GB");
+  EXPECT_DOUBLE_EQ(gs.memory_bandwidth.bytes_per_s, 4000e9);
+  EXPECT_EQ(gs.memory_capacity.v, std::int64_t{96} << 30);
   ASSERT_EQ(g.cpus().size(), 1u);
   EXPECT_EQ(g.devices[static_cast<std::size_t>(g.cpus()[0])].spec.model, "Grace");
   ASSERT_NE(link_between(g, "gpu0", "hb0"), nullptr);
@@ -927,10 +945,16 @@ TEST(NvidiaSmiTopo, SuperchipAndBridgedMatricesAsTheyOccur) {
   // 4 A30 (vLLM's collect_env) with NVLink bridges on pairs 0-1 and 2-3 (NV4), SYS across, the one
   // NIC PXB/PIX to GPU2/GPU3 and its row ending in "X " without affinity: two 100 GB/s bundles,
   // the NIC behind GPU3's PCIe switch, no NVSwitch. Read as before the change (GPU NUMA ID N/A).
-  const auto a30 =
-      import_smi("a30x4_vllm-collect-env_nvidia-smi-topo_nv4-pairs.txt", "A100-PCIe-80GB");
+  // The GPUs are the catalog's A30 (vLLM's collect_env names them "NVIDIA A30"), not A100 PCIe
+  // cards: 24 GB at 933 GB/s, and NV4 is 4 NVLink 3 links of 25 GB/s per direction.
+  const auto a30 = import_smi("a30x4_vllm-collect-env_nvidia-smi-topo_nv4-pairs.txt", "NVIDIA A30");
   const sim::Cluster& a = a30.cluster;
   ASSERT_EQ(a.gpus().size(), 4u);
+  for (const auto gi : a.gpus()) {
+    const sim::DeviceSpec& as = a.devices[static_cast<std::size_t>(gi)].spec;
+    EXPECT_EQ(as.model, "A30-24GB");
+    EXPECT_DOUBLE_EQ(as.memory_bandwidth.bytes_per_s, 933e9);
+  }
   EXPECT_EQ(a.cpus().size(), 2u);
   EXPECT_EQ(a.devices[static_cast<std::size_t>(a.cpus()[0])].spec.model, "Xeon-E5-2698v4");
   EXPECT_LT(a.vertex_index("nvswitch"), 0);

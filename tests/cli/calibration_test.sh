@@ -40,6 +40,25 @@ ports = [l for l in d["links"] if "nvswitch" in (l.get("a"), l.get("b"))]
 assert len(ports) == 8, ports
 assert all(abs(l["bandwidth_bytes_per_s"] - 450e9) < 1 for l in ports), ports
 PY
+  # A GH200 (session 33, issues 15/16) named as nvidia-smi prints it: the catalog's GH200 (96 GB
+  # HBM3, 4 TB/s; it was imported as an H100 SXM5 before), joined to Grace by NVLink-C2C, and
+  # `describe --cluster` shows both. The 4x A30 box imports as A30s.
+  "$P" import topo --nvidia-smi "$D/gh200_cubb-system-checks_nvidia-smi-topo_gpu-numa-id.txt" \
+    --gpu-model "NVIDIA GH200 480GB" -o "$T/gh200.yaml" >/dev/null 2>&1 || fail "import topo of the GH200 matrix"
+  "$P" describe --cluster "$T/gh200.yaml" --json >"$T/gh200.json" || fail "describe the imported GH200"
+  python3 - "$T/gh200.json" <<'PY' || fail "describe of the GH200 cluster: $(head -c 400 "$T/gh200.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["cluster"]
+text = json.dumps(d)
+assert "GH200-96GB" in text and "H100-SXM5-80GB" not in text, "GH200 entry missing"
+assert "Grace" in text, "no Grace host"
+c2c = [l for l in d["links"] if l.get("kind") == "c2c"]
+assert len(c2c) == 1 and abs(c2c[0]["bandwidth_bytes_per_s"] - 450e9) < 1, c2c
+PY
+  "$P" import topo --nvidia-smi "$D/a30x4_vllm-collect-env_nvidia-smi-topo_nv4-pairs.txt" \
+    --gpu-model "NVIDIA A30" -o "$T/a30.yaml" >/dev/null 2>&1 || fail "import topo of the 4x A30 matrix"
+  "$P" describe --cluster "$T/a30.yaml" --json >"$T/a30.json" || fail "describe the imported 4x A30"
+  grep -q "A30-24GB" "$T/a30.json" || fail "the 4x A30 box is not A30s"
   # P2P=Disabled numbers calibrate the host path, never NVLink.
   "$P" calibrate-links --p2p "$D/a100pcie-4x-nvlink-pairs_p2pBandwidthLatencyTest_p2p-disabled-only.txt" --cluster "$T/a100.yaml" \
     -o "$T/off.yaml" >"$T/off.txt" || fail "calibrate-links --p2p (P2P=Disabled only)"
