@@ -1345,10 +1345,10 @@ TEST(KernelGap, OnlyQueuedKernelPairsOnOneStreamCount) {
     p.events.push_back(e);
   };
   add(EventKind::Runtime, 0, 1000, -1, -1);       // 0: launch of every activity
-  add(EventKind::Runtime, 15'000, 1000, -1, -1);  // 1: a late launch (16 us)
+  add(EventKind::Runtime, 20'000, 1000, -1, -1);  // 1: a late launch (21 us)
   add(EventKind::Kernel, 2'000, 10'000, 0, 7);    // [2, 12]
   add(EventKind::Kernel, 13'100, 10'000, 0, 7);   // queued: gap 1.1 us
-  add(EventKind::Kernel, 24'000, 10'000, 1, 7);   // launched 16 us > 23.1 - 5: out
+  add(EventKind::Kernel, 24'000, 10'000, 1, 7);   // launched 21 us > 23.1 - 5: out
   add(EventKind::Memset, 35'500, 1'000, 0, 7);    // kernel -> memset: out
   add(EventKind::Kernel, 38'000, 1'000, 0, 7);    // memset -> kernel: out
   add(EventKind::Kernel, 3'000, 10'000, 0, 9);    // another stream: alone
