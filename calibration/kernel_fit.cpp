@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "sim/catalog.hpp"
 #include "sim/error.hpp"
@@ -1954,6 +1955,45 @@ std::optional<double> kernel_floor_s(const Profile& p) {
   const std::size_t i = d.size() / 20;
   std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(i), d.end());
   return static_cast<double>(d[i]) * 1e-9;
+}
+
+QueuedGaps queued_kernel_gaps(const Profile& p, std::int64_t margin_ns) {
+  QueuedGaps out;
+  std::map<std::pair<int, std::int64_t>, std::vector<const TraceEvent*>> streams;
+  for (const TraceEvent& e : p.events) {
+    if (!e.on_gpu()) continue;
+    out.whole_us = out.whole_us && e.ts_ns % 1000 == 0 && e.dur_ns % 1000 == 0;
+    streams[{e.device, e.stream}].push_back(&e);
+  }
+  for (auto& [key, acts] : streams) {
+    // Profile::events are in start order already; stable, so ties keep it.
+    std::stable_sort(acts.begin(), acts.end(),
+                     [](const TraceEvent* a, const TraceEvent* b) { return a->ts_ns < b->ts_ns; });
+    for (std::size_t i = 1; i < acts.size(); ++i) {
+      const TraceEvent& prev = *acts[i - 1];
+      const TraceEvent& next = *acts[i];
+      if (next.launch < 0) continue;
+      const TraceEvent& launch = p.events[static_cast<std::size_t>(next.launch)];
+      if (launch.end_ns() > prev.end_ns() - margin_ns) continue;
+      if (prev.kind == EventKind::Kernel && next.kind == EventKind::Kernel)
+        out.ns.push_back(next.ts_ns - prev.end_ns());
+    }
+  }
+  return out;
+}
+
+std::optional<KernelGapFit> kernel_gap_of(QueuedGaps g) {
+  const std::size_t n = g.ns.size();
+  if (n < kKernelGapMinPairs) return std::nullopt;
+  if (g.whole_us) {
+    double sum = 0.0;
+    for (const std::int64_t x : g.ns) sum += static_cast<double>(x);
+    const std::int64_t mean = std::llround(sum / static_cast<double>(n));
+    return KernelGapFit{sim::Duration{std::max<std::int64_t>(0, mean)}, n, true};
+  }
+  std::nth_element(g.ns.begin(), g.ns.begin() + static_cast<std::ptrdiff_t>(n / 2), g.ns.end());
+  // A median below 0 (most pairs overlapping) is no idle: none.
+  return KernelGapFit{sim::Duration{std::max<std::int64_t>(0, g.ns[n / 2])}, n, false};
 }
 
 CalibrationFit fit_calibration(const std::vector<OpSample>& samples, const std::string& source,

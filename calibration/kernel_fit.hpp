@@ -103,6 +103,37 @@ sim::Signature kernel_keyed_signature(const TraceEvent& e);
 /// device's `min_kernel`.
 std::optional<double> kernel_floor_s(const Profile& p);
 
+/// How far ahead (ns) a kernel's launch call must have returned before its predecessor on the
+/// stream ended for the pair to count as queued: the host cannot have caused the idle between
+/// them. tools/kernel_gap.py's default --margin; the figures do not move with it (0, 5 or 20 us:
+/// the same quantiles on the H200 ResNet-50 b256 trace, docs/validation.md).
+inline constexpr std::int64_t kQueuedMarginNs = 5'000;
+/// Fewest queued kernel->kernel pairs a gap is written from (as the kernel floor's 20 kernels).
+inline constexpr std::size_t kKernelGapMinPairs = 20;
+
+/// The device-side gaps between queued kernels of one profile (or several pooled).
+struct QueuedGaps {
+  std::vector<std::int64_t> ns;  ///< next start - previous end, per kernel->kernel pair
+  bool whole_us = true;          ///< every GPU activity's ts and dur are whole microseconds
+};
+/// tools/kernel_gap.py's selection: for consecutive GPU activities (kernels, memcpys, memsets) on
+/// one (device, stream), in start order, whose second one's launch call ended at least
+/// `margin_ns` before the first ended, gap = second start - first end; kept for kernel->kernel
+/// pairs (negative ones too: Hopper's programmatic dependent launch). Activities without a linked
+/// launch give no pair.
+QueuedGaps queued_kernel_gaps(const Profile& p, std::int64_t margin_ns = kQueuedMarginNs);
+
+struct KernelGapFit {
+  sim::Duration gap;
+  std::size_t pairs = 0;
+  bool mean = false;  ///< the mean (whole-microsecond timestamps), else the median
+};
+/// The GPU's kernel gap from its queued pairs: their median (the upper one, as tools/kernel_gap.py
+/// prints), or their mean when the timestamps are whole microseconds (torch <= 2.0: the median of
+/// gaps that read 1 or 2 us says 1; the A100 traces' mean is 1.46 us). nullopt with fewer than
+/// kKernelGapMinPairs pairs. `calibrate` writes it as the device's `kernel_gap`.
+std::optional<KernelGapFit> kernel_gap_of(QueuedGaps g);
+
 /// Samples from a tools/profile_rig.py manifest (its "ops" table: name, input_shapes, dtype,
 /// count, mean_us per device). Throws sim::InputError.
 std::vector<OpSample> op_samples_from_manifest(const std::string& path,

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "sim/kernel_gap.hpp"
+
 namespace placesim::sim {
 namespace {
 
@@ -162,6 +164,9 @@ Entry gpu(std::string model, std::initializer_list<std::pair<Dtype, double>> pea
   s.dma_setup_latency = gen.dma_setup;
   s.interconnect = facts.links;
   s.arch = facts.arch;
+  const KernelGapDefault gap = default_kernel_gap(facts.arch);
+  s.kernel_gap = gap.gap;
+  s.kernel_gap_source = gap.source;
   s.source = std::move(source);
   return {std::move(s), facts.nic};
 }

@@ -103,6 +103,13 @@ struct DeviceSpec {
   /// GPU: time from a copy's issue to its first byte on the wire (DMA descriptor setup, doorbell),
   /// added to the route latency of every copy segment its engines run.
   Duration dma_setup_latency{0};
+  /// GPU: the device's own idle between two kernels queued back to back on one stream (drain of
+  /// the first grid, dispatch of the next); the next kernel starts at max(launch end, previous
+  /// kernel's end + kernel_gap) (docs/engine.md). Catalog and explicit `arch`: default_kernel_gap
+  /// (sim/kernel_gap.hpp); a cluster file's `kernel_gap` or a calibration's measured one replace
+  /// it. `kernel_gap_source` says which.
+  Duration kernel_gap{0};
+  std::string kernel_gap_source;
   /// GPU interconnect as the catalog gives it (sim/catalog.cpp; `import topo` builds links from
   /// it). Not part of the cluster format: a cluster file gives links, not these.
   GpuInterconnect interconnect;

@@ -18,6 +18,7 @@
 #include "sim/collective_call.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
+#include "sim/kernel_gap.hpp"
 
 namespace placesim::sim {
 namespace {
@@ -221,6 +222,20 @@ void apply_spec_fields(const Reader& rd, const YAML::Node& d, const std::string&
   if (d["dma_setup_latency"]) {
     s.dma_setup_latency = rd.duration(d["dma_setup_latency"], path + ".dma_setup_latency");
   }
+  if (d["kernel_gap"]) {
+    // The device's idle between queued kernels (docs/engine.md): a GPU property.
+    const YAML::Node n = d["kernel_gap"];
+    if (s.kind != DeviceKind::Gpu)
+      rd.fail(n, path + ".kernel_gap",
+              "no kernel_gap on a CPU (the gap between queued kernels is a GPU's), got " +
+                  Reader::shown(n));
+    const Duration g = rd.duration(n, path + ".kernel_gap");
+    if (g.ns < 0)
+      rd.fail(n, path + ".kernel_gap",
+              "a non-negative duration such as \"1.1 us\", got " + Reader::shown(n));
+    if (g != s.kernel_gap) s.kernel_gap_source = "set in " + rd.origin();
+    s.kernel_gap = g;
+  }
   if (d["source"]) s.source = rd.str(d["source"], path + ".source");
 }
 
@@ -308,10 +323,26 @@ GpuArch parse_arch(const Reader& rd, const YAML::Node& n, const std::string& pat
 Device parse_device(const Reader& rd, const YAML::Node& d, const std::string& path,
                     std::set<std::string>& names, std::string& host_name) {
   rd.expect_map(d, path,
-                {"name", "kind", "model", "node", "host", "peak_flops", "memory_bandwidth",
-                 "memory_capacity", "compute_streams", "sm_count", "worker_threads", "copy_engines",
-                 "launch_overhead", "intra_op_threads", "reserved_memory", "copy_issue_overhead",
-                 "dma_setup_latency", "arch", "source"});
+                {"name",
+                 "kind",
+                 "model",
+                 "node",
+                 "host",
+                 "peak_flops",
+                 "memory_bandwidth",
+                 "memory_capacity",
+                 "compute_streams",
+                 "sm_count",
+                 "worker_threads",
+                 "copy_engines",
+                 "launch_overhead",
+                 "intra_op_threads",
+                 "reserved_memory",
+                 "copy_issue_overhead",
+                 "dma_setup_latency",
+                 "kernel_gap",
+                 "arch",
+                 "source"});
   Device dev;
   dev.name = rd.str(require(rd, d, d["name"], path + ".name", "a device name"), path + ".name");
   check_name(rd, d["name"], path + ".name", names, dev.name);
@@ -357,6 +388,11 @@ Device parse_device(const Reader& rd, const YAML::Node& d, const std::string& pa
     }
     dev.spec.source = "explicit in " + rd.origin();
     if (d["arch"]) dev.spec.arch = parse_arch(rd, d["arch"], path + ".arch", *kind);
+    if (*kind == DeviceKind::Gpu) {
+      const KernelGapDefault gap = default_kernel_gap(dev.spec.arch);
+      dev.spec.kernel_gap = gap.gap;
+      dev.spec.kernel_gap_source = gap.source;
+    }
   }
   if (d["model"] && d["arch"])
     rd.fail(d["arch"], path + ".arch",
@@ -768,6 +804,8 @@ void emit_devices(const Cluster& c, YAML::Emitter& out) {
     out << YAML::Key << "copy_issue_overhead" << YAML::Value
         << spell_duration(s.copy_issue_overhead);
     out << YAML::Key << "dma_setup_latency" << YAML::Value << spell_duration(s.dma_setup_latency);
+    if (s.kind == DeviceKind::Gpu)
+      out << YAML::Key << "kernel_gap" << YAML::Value << spell_duration(s.kernel_gap);
     if (!s.source.empty()) out << YAML::Key << "source" << YAML::Value << s.source;
     out << YAML::EndMap;
   }

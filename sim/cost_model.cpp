@@ -16,6 +16,7 @@
 #include "sim/catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/io_util.hpp"
+#include "sim/kernel_gap.hpp"
 
 namespace placesim::sim {
 
@@ -2729,6 +2730,11 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
                                       "a duration such as \"1.2 us\"");
         if (d.ns <= 0) throw InputError(file, dp + ".min_kernel", "a positive duration");
         dc.min_kernel = d;
+      } else if (k == "kernel_gap") {
+        const Duration d = with_units(parse_duration, kv.second, file, dp + ".kernel_gap",
+                                      "a duration such as \"1.1 us\"");
+        if (d.ns < 0) throw InputError(file, dp + ".kernel_gap", "a non-negative duration");
+        dc.kernel_gap = d;
       } else if (k == "memory") {
         dc.memory = read_memory(kv.second, file, dp + ".memory");
       } else if (k == "memory_sweep") {
@@ -2741,10 +2747,9 @@ Calibration parse_calibration(const YAML::Node& root, const std::string& file) {
           throw InputError(file, dp + ".vector_lanes", "a SIMD width in floats from 1 to 64");
         dc.vector_lanes = static_cast<int>(lanes);
       } else {
-        throw InputError(
-            file, dp + "." + k,
-            "one of exact, op_types, roofline, host, min_kernel, memory, memory_sweep, "
-            "vector_lanes");
+        throw InputError(file, dp + "." + k,
+                         "one of exact, op_types, roofline, host, min_kernel, kernel_gap, memory, "
+                         "memory_sweep, vector_lanes");
       }
     }
     cal.devices[model] = std::move(dc);
@@ -2814,6 +2819,7 @@ std::string calibration_to_yaml(const Calibration& c) {
       out += "      min_cpu_op: \"" + std::to_string(p.min_cpu_op.ns) + " ns\"\n";
     }
     if (dc.min_kernel) out += "    min_kernel: \"" + std::to_string(dc.min_kernel->ns) + " ns\"\n";
+    if (dc.kernel_gap) out += "    kernel_gap: \"" + std::to_string(dc.kernel_gap->ns) + " ns\"\n";
     if (dc.host) {
       out += "    host:\n";
       out += "      launch_overhead: \"" + std::to_string(dc.host->launch_overhead.ns) + " ns\"\n";
@@ -2916,6 +2922,31 @@ std::vector<std::string> apply_host_calibration(Cluster& cluster, const Calibrat
   return lines;
 }
 
+std::vector<std::string> apply_kernel_gap_calibration(Cluster& cluster, const Calibration& c) {
+  std::vector<std::string> lines;
+  for (Device& d : cluster.devices) {
+    if (d.spec.kind != DeviceKind::Gpu) continue;
+    const DeviceCalibration* dc = find_device_calibration(c, d);
+    if (!dc || !dc->kernel_gap) continue;
+    // A cluster file spells every GPU's kernel_gap (import topo writes the catalog's); only a
+    // value other than the default was chosen by someone, and it wins (as launch_overhead).
+    const DeviceSpec* model = find_device_model(d.spec.model);
+    const Duration dflt = model ? model->kernel_gap : default_kernel_gap(d.spec.arch).gap;
+    const std::string from = format_duration(d.spec.kernel_gap);
+    if (d.spec.kernel_gap != dflt) {
+      lines.push_back(d.name + ": kernel_gap " + from +
+                      " kept (set in the cluster file); the calibration's measured " +
+                      format_duration(*dc->kernel_gap) + " not applied");
+      continue;
+    }
+    d.spec.kernel_gap = *dc->kernel_gap;
+    d.spec.kernel_gap_source = "measured on " + c.source + " (calibrate)";
+    lines.push_back(d.name + ": kernel_gap " + from + " -> " + format_duration(d.spec.kernel_gap) +
+                    " (the gap between queued kernels measured on " + c.source + ")");
+  }
+  return lines;
+}
+
 namespace {
 
 // A calibration is keyed by what its trace printed ("NVIDIA H200" -> "H200") unless calibrate was
@@ -2955,6 +2986,7 @@ std::shared_ptr<const Calibration> use_calibration(const std::string& path, Clus
   resolve_calibration_keys(loaded, cluster, path, notes);
   auto c = std::make_shared<const Calibration>(std::move(loaded));
   for (std::string& l : apply_host_calibration(cluster, *c)) notes.push_back(path + ": " + l);
+  for (std::string& l : apply_kernel_gap_calibration(cluster, *c)) notes.push_back(path + ": " + l);
   return c;
 }
 

@@ -286,6 +286,10 @@ struct DeviceCalibration {
   /// profile's kernel durations); replaces RooflineParams::min_kernel in every rule that has a
   /// floor. Unset (a manifest, a CPU, too few kernels): the 2 us default.
   std::optional<Duration> min_kernel;
+  /// The GPU's own idle between two kernels queued back to back on one stream, as profiled
+  /// (calibration::kernel_gap_of_profiles); apply_kernel_gap_calibration makes it the matched
+  /// GPUs' DeviceSpec::kernel_gap. Unset (too few queued pairs, a manifest, a CPU): the cluster's.
+  std::optional<Duration> kernel_gap;
   std::vector<MemoryLevel> memory;  ///< a CPU's cache hierarchy, ascending (DRAM last); or empty
   /// A CPU's streaming rate by working set (the rig's memory_sweep points, ascending); or empty
   std::vector<MemoryLevel> sweep;
@@ -315,8 +319,13 @@ std::pair<const DeviceCalibration*, std::string> find_calibration_of_model(const
 /// launch_overhead other than its catalog model's default keeps it (an explicit value wins; a
 /// GPU of no catalog model always keeps its own). Returns one line per device for the notes.
 std::vector<std::string> apply_host_calibration(Cluster& cluster, const Calibration& c);
-/// What every command's --calibration does: load_calibration, then apply_host_calibration to
-/// `cluster`, its lines appended to `notes` (the command prints them on stderr).
+/// Sets DeviceSpec::kernel_gap of every GPU of `cluster` whose calibration entry has a measured
+/// kernel_gap. A GPU whose cluster file set a kernel_gap other than its default (the catalog
+/// model's, or default_kernel_gap of its explicit `arch`) keeps it. One line per device.
+std::vector<std::string> apply_kernel_gap_calibration(Cluster& cluster, const Calibration& c);
+/// What every command's --calibration does: load_calibration, then apply_host_calibration and
+/// apply_kernel_gap_calibration to `cluster`, their lines appended to `notes` (the command prints
+/// them on stderr).
 std::shared_ptr<const Calibration> use_calibration(const std::string& path, Cluster& cluster,
                                                    std::vector<std::string>& notes);
 

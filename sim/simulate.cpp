@@ -23,7 +23,6 @@
 #include "sim/cpu_share.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
-#include "sim/kernel_gap.hpp"
 #include "sim/network.hpp"
 #include "sim/trace.hpp"
 
@@ -78,7 +77,7 @@ struct Prepared {
   std::vector<std::int64_t> capacity;  // usable: memory_capacity - reserved_memory
   std::vector<std::int64_t> reserved;
   std::vector<std::int64_t> issue_ns, dma_ns;  // per GPU: copy issue cost, DMA setup latency
-  std::vector<std::int64_t> gap_ns;            // per GPU: kernel_gap(arch), sim/kernel_gap.hpp
+  std::vector<std::int64_t> gap_ns;            // per GPU: DeviceSpec::kernel_gap
   std::vector<double> cpu_cap;                 // per CPU: share of the socket one op can use
   std::vector<std::int32_t> engines;           // device * 3 + kind (H2D, D2H, peer)
 
@@ -323,7 +322,7 @@ void Prepared::device_parameters(const Cluster& c, const KernelCostModel& costs)
     capacity[d] = s.memory_capacity.v - reserved[d];
     issue_ns[d] = is_gpu[d] ? std::max<std::int64_t>(0, s.copy_issue_overhead.ns) : 0;
     dma_ns[d] = is_gpu[d] ? std::max<std::int64_t>(0, s.dma_setup_latency.ns) : 0;
-    gap_ns[d] = is_gpu[d] ? kernel_gap(s.arch).ns : 0;
+    gap_ns[d] = is_gpu[d] ? std::max<std::int64_t>(0, s.kernel_gap.ns) : 0;
     cpu_cap[d] = s.intra_op_threads <= 0
                      ? 1.0
                      : std::min(1.0, static_cast<double>(s.intra_op_threads) / workers[d]);

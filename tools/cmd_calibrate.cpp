@@ -280,6 +280,43 @@ void apply_kernel_floors(const std::map<std::string, sim::Duration>& floors,
     }
 }
 
+// The profile's queued kernel->kernel gaps (queued_kernel_gaps) under its device, pooled over its
+// profiles (their kernels all ran there).
+void keep_kernel_gaps(std::map<std::string, calibration::QueuedGaps>& gaps,
+                      const calibration::Profile& prof, const std::string& device_model) {
+  if (!prof.has_gpu_activity()) return;
+  const calibration::QueuedGaps g = calibration::queued_kernel_gaps(prof);
+  const std::string dev = calibration::calibration_key(prof.device_name, device_model);
+  auto [it, fresh] = gaps.emplace(dev, g);
+  if (fresh) return;
+  it->second.ns.insert(it->second.ns.end(), g.ns.begin(), g.ns.end());
+  it->second.whole_us = it->second.whole_us && g.whole_us;
+}
+
+void apply_kernel_gaps(const std::map<std::string, calibration::QueuedGaps>& gaps,
+                       sim::Calibration& cal) {
+  for (const auto& [dev, g] : gaps) {
+    auto it = cal.devices.find(dev);
+    if (it == cal.devices.end()) continue;
+    const auto fit = calibration::kernel_gap_of(g);
+    if (!fit) {
+      outf(
+          "device %s: kernel gap not measured (%zu queued kernel->kernel pairs, fewer than %zu; "
+          "the cluster's kernel_gap stays)\n",
+          dev.c_str(), g.ns.size(), calibration::kKernelGapMinPairs);
+      continue;
+    }
+    it->second.kernel_gap = fit->gap;
+    outf(
+        "device %s: kernel gap %s (%s of %zu kernel->kernel pairs on one stream whose launch "
+        "returned >= %.0f us before the previous kernel ended; simulate --calibration applies it "
+        "as kernel_gap)\n",
+        dev.c_str(), sim::format_duration(fit->gap).c_str(),
+        fit->mean ? "mean, whole-microsecond timestamps," : "median", fit->pairs,
+        static_cast<double>(calibration::kQueuedMarginNs) * 1e-3);
+  }
+}
+
 // A rig manifest's CPU side: its memory hierarchy (the class fits use it) and host model.
 void keep_cpu_side(const calibration::ManifestCpu& cpu,
                    std::map<std::string, std::vector<sim::MemoryLevel>>& memory,
@@ -452,6 +489,7 @@ void run_calibrate(const CalibrateArgs& a) {
   std::map<std::string, sim::HostCalibration> hosts;
   std::map<std::string, OpLevelHost> op_level;
   std::map<std::string, sim::Duration> floors;  // device -> its shortest kernel (kernel_floor_s)
+  std::map<std::string, calibration::QueuedGaps> gaps;  // device -> queued kernel->kernel gaps
   std::map<std::string, std::vector<sim::MemoryLevel>> memory, sweep;
   std::map<std::string, int> lanes;  // device -> SIMD width in floats (a rig manifest's)
   std::map<std::string, calibration::RateBounds> peaks;  // device -> a rig manifest's CPU peaks
@@ -484,6 +522,7 @@ void run_calibrate(const CalibrateArgs& a) {
     if (s.empty()) g_notes.push_back(p + ": 0 op samples (nothing to calibrate from this profile)");
     keep_profile_host(prof, p, a, hosts, op_level);
     keep_kernel_floor(floors, prof, a.device_model);
+    keep_kernel_gaps(gaps, prof, a.device_model);
     samples.insert(samples.end(), s.begin(), s.end());
   }
   // One profile: name it (the error is about that file); several: the flag.
@@ -515,9 +554,10 @@ void run_calibrate(const CalibrateArgs& a) {
     keep_host_only(fit.calibration, a);
     fit.classes.clear();
     fit.names.clear();
-    outf("--host-only: host models written, kernel tables and floors left out\n");
+    outf("--host-only: host models written, kernel tables, floors and gaps left out\n");
   } else {
     apply_kernel_floors(floors, fit.calibration);
+    apply_kernel_gaps(gaps, fit.calibration);
   }
   for (const auto& [dev, dc] : fit.calibration.devices) {
     outf("device %s: %zu exact signatures, %zu op types with a fitted model\n", dev.c_str(),

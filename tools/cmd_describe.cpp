@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "models/registry.hpp"
 #include "sim/cluster.hpp"
@@ -69,12 +71,12 @@ std::string route_text(const sim::Cluster& c, const sim::Route& r) {
 void describe_cluster_text(const sim::Cluster& c) {
   std::printf("cluster %s  (%s)\n\n", c.name.c_str(), c.source_file.c_str());
   std::printf("devices (%d):\n", c.num_devices());
-  std::printf("  %-12s %-4s %-20s %-7s %-8s %12s %12s %12s %10s %10s %8s\n", "name", "kind",
+  std::printf("  %-12s %-4s %-20s %-7s %-8s %12s %12s %12s %10s %10s %8s %8s\n", "name", "kind",
               "model", "node", "host", "peak f32", "peak f16", "peak bf16", "mem bw", "memory",
-              "launch");
+              "launch", "gap");
   for (const sim::Device& d : c.devices) {
     const sim::DeviceSpec& s = d.spec;
-    std::printf("  %-12s %-4s %-20s %-7s %-8s %12s %12s %12s %10s %10s %8s\n", d.name.c_str(),
+    std::printf("  %-12s %-4s %-20s %-7s %-8s %12s %12s %12s %10s %10s %8s %8s\n", d.name.c_str(),
                 sim::to_string(s.kind).c_str(), s.model.c_str(), d.node.c_str(),
                 d.host >= 0 ? c.devices[static_cast<std::size_t>(d.host)].name.c_str() : "-",
                 sim::format_flop_rate(s.peak_for(sim::Dtype::F32)).c_str(),
@@ -82,7 +84,25 @@ void describe_cluster_text(const sim::Cluster& c) {
                 sim::format_flop_rate(s.peak_for(sim::Dtype::BF16)).c_str(),
                 sim::format_bandwidth(s.memory_bandwidth).c_str(),
                 sim::format_bytes(s.memory_capacity).c_str(),
-                sim::format_duration(s.launch_overhead).c_str());
+                sim::format_duration(s.launch_overhead).c_str(),
+                s.kind == sim::DeviceKind::Gpu ? sim::format_duration(s.kernel_gap).c_str() : "-");
+  }
+  // Where the GPUs' kernel gaps come from (catalog, cluster file, calibration), once per source.
+  std::vector<std::pair<std::string, std::vector<std::string>>> gap_sources;
+  for (const sim::Device& d : c.devices) {
+    if (d.spec.kind != sim::DeviceKind::Gpu) continue;
+    auto it = std::find_if(gap_sources.begin(), gap_sources.end(),
+                           [&](const auto& g) { return g.first == d.spec.kernel_gap_source; });
+    if (it == gap_sources.end()) it = gap_sources.insert(it, {d.spec.kernel_gap_source, {}});
+    it->second.push_back(d.name);
+  }
+  for (const auto& [src, names] : gap_sources) {
+    std::string who = names.front();
+    if (names.size() > 4)
+      who += ", ..., " + names.back() + " (" + std::to_string(names.size()) + " GPUs)";
+    else
+      for (std::size_t i = 1; i < names.size(); ++i) who += ", " + names[i];
+    std::printf("  gap of %s: %s\n", who.c_str(), src.empty() ? "-" : src.c_str());
   }
   std::printf("\nfabric: %zu switches/bridges/NICs, %zu links:\n",
               c.vertices.size() - c.devices.size(), c.links.size());
@@ -150,6 +170,8 @@ ordered_json describe_cluster_json(const sim::Cluster& c) {
                     {"copy_engines",
                      {{"h2d", s.h2d_engines}, {"d2h", s.d2h_engines}, {"peer", s.peer_engines}}},
                     {"launch_overhead_ns", s.launch_overhead.ns},
+                    {"kernel_gap_ns", s.kernel_gap.ns},
+                    {"kernel_gap_source", s.kernel_gap_source},
                     {"source", s.source}});
   }
   j["devices"] = devs;

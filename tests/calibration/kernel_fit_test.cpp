@@ -1309,5 +1309,68 @@ TEST(KernelFloor, FifthPercentileOfTheProfilesKernels) {
   EXPECT_FALSE(kernel_floor_s(p).has_value());  // too few: the 2 us default stays
 }
 
+// The device-side gap between queued kernels (docs/validation.md, "The kernel gap as a device
+// property"): calibrate's figure is tools/kernel_gap.py's on the same fitting traces (H200
+// ResNet-50 AMP NHWC b256: median 1.12 us of 947 kernel->kernel pairs; A100 AlexNet: mean 1.46
+// us of 54, whole-microsecond timestamps).
+TEST(KernelGap, CalibrateMeasuresWhatToolsKernelGapPyPrints) {
+  const QueuedGaps h200 =
+      queued_kernel_gaps(read_profile(data("h200_resnet50_amp_nhwc_b256_train.json.gz")));
+  EXPECT_FALSE(h200.whole_us);
+  EXPECT_NEAR(static_cast<double>(h200.ns.size()), 947.0, 10.0);
+  const auto fit = kernel_gap_of(h200);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_FALSE(fit->mean);
+  EXPECT_NEAR(static_cast<double>(fit->gap.ns), 1120.0, 100.0);
+  const QueuedGaps a100 = queued_kernel_gaps(read_profile(data("a100_alexnet.json")));
+  EXPECT_TRUE(a100.whole_us);
+  const auto mean = kernel_gap_of(a100);
+  ASSERT_TRUE(mean.has_value());
+  EXPECT_TRUE(mean->mean);
+  EXPECT_NEAR(static_cast<double>(mean->gap.ns), 1460.0, 100.0);
+  // The b8 trace queues 8 pairs only: no figure (the cluster's kernel_gap stays).
+  EXPECT_FALSE(
+      kernel_gap_of(queued_kernel_gaps(read_profile(data("h200_resnet18-64px-b8_train.json.gz")))));
+}
+
+// The selection rule on a hand-built stream: only pairs whose second launch returned >= 5 us
+// before the first kernel ended count, and only kernel->kernel ones.
+TEST(KernelGap, OnlyQueuedKernelPairsOnOneStreamCount) {
+  Profile p;
+  const auto add = [&](EventKind k, std::int64_t ts, std::int64_t dur, std::int64_t launch,
+                       std::int64_t stream) {
+    TraceEvent e;
+    e.kind = k;
+    e.ts_ns = ts;
+    e.dur_ns = dur;
+    e.stream = stream;
+    e.device = 0;
+    e.launch = launch;
+    p.events.push_back(e);
+  };
+  add(EventKind::Runtime, 0, 1000, -1, -1);       // 0: launch of every activity
+  add(EventKind::Runtime, 20'000, 1000, -1, -1);  // 1: a late launch (21 us)
+  add(EventKind::Kernel, 2'000, 10'000, 0, 7);    // [2, 12]
+  add(EventKind::Kernel, 13'100, 10'000, 0, 7);   // queued: gap 1.1 us
+  add(EventKind::Kernel, 24'000, 10'000, 1, 7);   // launched 21 us > 23.1 - 5: out
+  add(EventKind::Memset, 35'500, 1'000, 0, 7);    // kernel -> memset: out
+  add(EventKind::Kernel, 38'000, 1'000, 0, 7);    // memset -> kernel: out
+  add(EventKind::Kernel, 3'000, 10'000, 0, 9);    // another stream: alone
+  add(EventKind::Kernel, 40'000, 1'000, -1, 7);   // no launch linked: out
+  const QueuedGaps g = queued_kernel_gaps(p);
+  ASSERT_EQ(g.ns.size(), 1u);
+  EXPECT_EQ(g.ns[0], 1100);
+  EXPECT_FALSE(g.whole_us);
+  QueuedGaps many;
+  many.ns.assign(kKernelGapMinPairs - 1, 1000);
+  EXPECT_FALSE(kernel_gap_of(many).has_value());
+  many.ns.push_back(3000);
+  many.ns.push_back(-500);  // overlapping pairs count: the median is the middle of all
+  many.whole_us = false;
+  EXPECT_EQ(kernel_gap_of(many)->gap.ns, 1000);
+  many.whole_us = true;
+  EXPECT_EQ(kernel_gap_of(many)->gap.ns, 1024);  // (19 x 1000 + 3000 - 500) / 21, rounded
+}
+
 }  // namespace
 }  // namespace placesim::calibration

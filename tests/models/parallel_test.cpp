@@ -10,7 +10,6 @@
 #include "models/registry.hpp"
 #include "sim/collective.hpp"
 #include "sim/error.hpp"
-#include "sim/kernel_gap.hpp"
 #include "sim/simulate.hpp"
 
 namespace pm = placesim::models;
@@ -521,12 +520,12 @@ TEST(Parallel, PipelineBubbleAndInFlightMemoryFollowOneFOneB) {
     const pm::ParallelJob job = pm::make_parallel(g, c, pm::parse_parallel(layout, "<t>"));
     const sim::Outcome o = sim::simulate(c, job.graph, job.placement);
     // The bubble is the idle besides the GPU's own gap after each queued kernel (the A100's,
-    // sim/kernel_gap.hpp), which the analytic bubble leaves out: that share is removed.
+    // DeviceSpec::kernel_gap), which the analytic bubble leaves out: that share is removed.
     double busiest = 0.0, gap_share = 0.0;
     for (const sim::DeviceOutcome& d : o.devices) {
       if (d.utilization > busiest) {
         busiest = d.utilization;
-        const sim::Duration gap = sim::kernel_gap(c.devices[c.device_index(d.name)].spec.arch);
+        const sim::Duration gap = c.devices[c.device_index(d.name)].spec.kernel_gap;
         gap_share = static_cast<double>(d.ops * gap.ns) / static_cast<double>(o.step_time.ns);
       }
       if (d.name == "gpu0") *peak0 = d.peak_memory.v;

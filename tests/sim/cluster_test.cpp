@@ -413,6 +413,7 @@ TEST(Cluster, YamlRoundTripGivesTheSameCluster) {
       EXPECT_EQ(x.reserved_memory, y.reserved_memory) << n << " " << a.devices[i].name;
       EXPECT_EQ(x.copy_issue_overhead, y.copy_issue_overhead);
       EXPECT_EQ(x.dma_setup_latency, y.dma_setup_latency);
+      EXPECT_EQ(x.kernel_gap, y.kernel_gap) << n << " " << a.devices[i].name;
     }
     ASSERT_EQ(a.links.size(), b.links.size());
     for (std::size_t l = 0; l < a.links.size(); ++l) {
@@ -639,6 +640,60 @@ TEST(Cluster, FixedCostKeysOverrideTheCatalogAndRoundTrip) {
           "name: t\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3, intra_op_threads: many}\n",
           "t.yaml"),
       InputError);
+}
+
+// `kernel_gap`: the catalog's per-architecture default (sim/kernel_gap.hpp), explicit specs'
+// from their `arch`, a cluster file's value per device; written back; bad values one InputError.
+TEST(Cluster, KernelGapDefaultsByArchitectureOverridesPerDeviceAndRoundTrips) {
+  const std::string head = "name: t\ndevices:\n  - {name: cpu0, model: Xeon-E5-2690v3}\n";
+  const std::string tail =
+      "links:\n  - {between: [cpu0, g0], bandwidth: 10 GB/s}\n"
+      "  - {between: [cpu0, g1], bandwidth: 10 GB/s}\n"
+      "  - {between: [cpu0, g2], bandwidth: 10 GB/s}\n"
+      "peer_access: none\n";
+  const std::string custom =
+      "kind: gpu, peak_flops: {f32: 10 TFLOP/s}, memory_bandwidth: 100 GB/s, "
+      "memory_capacity: 1 GiB";
+  const std::string y = head +
+                        "  - {name: g0, model: H100-SXM5-80GB}\n"
+                        "  - {name: g1, model: A100-SXM4-80GB, kernel_gap: 2.25 us}\n"
+                        "  - {name: g2, " +
+                        custom + ", arch: \"9.0\"}\n" + tail;
+  const Cluster c = parse_cluster_yaml(y, "t.yaml");
+  EXPECT_EQ(c.devices[1].spec.kernel_gap.ns, 1100);  // Hopper, the catalog's
+  EXPECT_NE(c.devices[1].spec.kernel_gap_source.find("H200"), std::string::npos);
+  EXPECT_EQ(c.devices[2].spec.kernel_gap.ns, 2250);  // the file's, not the A100's 1.5 us
+  EXPECT_EQ(c.devices[2].spec.kernel_gap_source, "set in t.yaml");
+  EXPECT_EQ(c.devices[3].spec.kernel_gap.ns, 1100);  // explicit specs: their arch's
+  EXPECT_EQ(find_device_model("A100-SXM4-80GB")->kernel_gap.ns, 1500);
+  EXPECT_EQ(find_device_model("V100-SXM2-16GB")->kernel_gap.ns, 0);  // not measured
+  const Cluster b = parse_cluster_yaml(cluster_to_yaml(c), "back.yaml");
+  for (std::size_t i = 1; i < 4; ++i)
+    EXPECT_EQ(b.devices[i].spec.kernel_gap, c.devices[i].spec.kernel_gap) << i;
+  // A catalog value written back keeps the catalog's source; 0 is a value like any other.
+  EXPECT_EQ(b.devices[1].spec.kernel_gap_source, c.devices[1].spec.kernel_gap_source);
+  std::string zero = y;
+  zero.replace(zero.find("kernel_gap: 2.25 us"), 19, "kernel_gap: 0 us");
+  EXPECT_EQ(parse_cluster_yaml(zero, "t.yaml").devices[2].spec.kernel_gap.ns, 0);
+  const auto error = [&](const std::string& value) {
+    std::string bad = y;
+    bad.replace(bad.find("2.25 us"), 7, value);
+    try {
+      parse_cluster_yaml(bad, "bad.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const std::string v : {"-1 us", "nan us", "1.1", "fast"}) {
+    const std::string m = error(v);
+    EXPECT_NE(m.find("bad.yaml: devices[2].kernel_gap"), std::string::npos) << v << ": " << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  EXPECT_NE(error("-1 us").find("negative"), std::string::npos);
+  EXPECT_NE(error_of("name: t\ndevices:\n  - {name: c, model: Xeon-E5-2690v3, kernel_gap: 1 us}\n")
+                .find("no kernel_gap on a CPU"),
+            std::string::npos);
 }
 
 // `nccl_version`: the versions and message of `collective --nccl-version`, kept by the writer.

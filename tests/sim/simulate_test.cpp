@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <tbb/task_arena.h>
 
+#include "sim/cost_model.hpp"
 #include "sim/error.hpp"
 #include "sim/trace.hpp"
 
@@ -234,6 +235,31 @@ TEST(Simulate, QueuedKernelsOnOneStreamPayTheDeviceGap) {
   const Graph short_first = graph_of({timed_op("k1", 1, 8), timed_op("k2", 10, 8, {0})});
   EXPECT_EQ(simulate(hopper, short_first, on(hopper, {"gpu0", "gpu0"})).step_time.ns, 14'100);
   EXPECT_EQ(simulate(ampere86, short_first, on(ampere86, {"gpu0", "gpu0"})).step_time.ns, 14 * kUs);
+}
+
+TEST(Simulate, ClusterFileKernelGapReplacesTheArchitecturesDefault) {
+  // The chain above on the Hopper part with the cluster's own kernel_gap: 0 gives the timing
+  // before the gap existed (a [2,12], b [12,22], c [22,32]); 3 us delays b and c by 3 us each.
+  const Graph g = graph_of(
+      {timed_op("a", 10, 1000), timed_op("b", 10, 1000, {0}), timed_op("c", 10, 1000, {1})});
+  const Cluster none = star_with("", "arch: \"9.0\", kernel_gap: 0 us");
+  EXPECT_EQ(simulate(none, g, on(none, {"gpu0", "gpu0", "gpu0"})).step_time.ns, 32 * kUs);
+  const Cluster slow = star_with("", "arch: \"9.0\", kernel_gap: 3 us");
+  EXPECT_EQ(simulate(slow, g, on(slow, {"gpu0", "gpu0", "gpu0"})).step_time.ns, 38 * kUs);
+  // A calibration's measured gap replaces the default, not a value the cluster file chose.
+  Calibration cal;
+  cal.source = "trace.json";
+  cal.devices["gpu0"].kernel_gap = Duration{2'000};
+  cal.devices["gpu1"].kernel_gap = Duration{2'000};
+  Cluster hopper = star_with("", "arch: \"9.0\"");
+  EXPECT_EQ(apply_kernel_gap_calibration(hopper, cal).size(), 2u);
+  EXPECT_EQ(hopper.devices[1].spec.kernel_gap.ns, 2'000);
+  EXPECT_EQ(simulate(hopper, g, on(hopper, {"gpu0", "gpu0", "gpu0"})).step_time.ns, 36 * kUs);
+  Cluster kept = slow;
+  const std::vector<std::string> lines = apply_kernel_gap_calibration(kept, cal);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("kept"), std::string::npos) << lines[0];
+  EXPECT_EQ(kept.devices[1].spec.kernel_gap.ns, 3'000);
 }
 
 TEST(Simulate, SharedLinkCountsBothDirections) {
